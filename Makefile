@@ -1,0 +1,37 @@
+# Set-up and entry points. Each target creates or reuses .venv and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test test-fast lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[sklearn,plot]'
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.demo-installed
+
+demo: $(VENV)/.demo-installed
+	$(BIN)/python -m abstain.demo --out out
+
+test: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest -q
+
+test-fast: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/mypy src
+
+bench: $(VENV)/.dev-installed
+	$(BIN)/python benchmarks/bench_metrics.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,61 @@
+"""A minimal estimator base: scikit-learn's parameter contract without importing it."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from .exceptions import NotFittedError
+
+
+class ParamsMixin:
+    """``get_params``/``set_params``/``repr`` from the keyword arguments of ``__init__``.
+
+    ``__init__`` must store each parameter unchanged under its own name, so that
+    ``sklearn.base.clone`` works on subclasses.
+    """
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [
+            p.name
+            for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Parameters of this estimator, by name."""
+        params = {name: getattr(self, name) for name in self._param_names()}
+        if deep:
+            for name, value in list(params.items()):
+                if hasattr(value, "get_params") and not isinstance(value, type):
+                    for sub, sub_value in value.get_params(deep=True).items():
+                        params[f"{name}__{sub}"] = sub_value
+        return params
+
+    def set_params(self, **params: Any) -> ParamsMixin:
+        """Set parameters by name (``estimator__param`` for nested ones); return self."""
+        valid = self._param_names()
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(
+                    f"{key!r} is not a parameter of {type(self).__name__}; "
+                    f"valid parameters are {', '.join(valid)}."
+                )
+            if sub:
+                getattr(self, name).set_params(**{sub: value})
+            else:
+                setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
+        return f"{type(self).__name__}({args})"
+
+    def _check_fitted(self, attribute: str) -> None:
+        if not hasattr(self, attribute):
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet; call 'fit' first."
+            )

@@ -1,0 +1,95 @@
+"""Input checks shared by every public function.
+
+One message format everywhere: ``"<argument> must <condition>; got <what>."``
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "as_scores",
+    "as_losses",
+    "check_same_length",
+    "check_fraction",
+    "check_positive",
+    "check_choice",
+]
+
+
+def _describe(x: NDArray[Any]) -> str:
+    return f"an array of shape {x.shape}"
+
+
+def _as_1d_float(name: str, values: ArrayLike, allow_empty: bool = False) -> NDArray[np.float64]:
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of real numbers; got {type(values).__name__}.") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional; got {_describe(arr)}.")
+    if arr.size == 0 and not allow_empty:
+        raise ValueError(f"{name} must not be empty; got an array of length 0.")
+    # min and max propagate NaN and expose +-inf: two allocation-free passes.
+    if arr.size and not (np.isfinite(arr.min()) and np.isfinite(arr.max())):
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        raise ValueError(f"{name} must be finite; got {bad} NaN or infinite value(s).")
+    return arr
+
+
+def as_scores(
+    values: ArrayLike, name: str = "uncertainty", *, allow_empty: bool = False
+) -> NDArray[np.float64]:
+    """Return ``values`` as a finite 1-D float64 array (non-empty unless ``allow_empty``)."""
+    return _as_1d_float(name, values, allow_empty)
+
+
+def as_losses(values: ArrayLike, name: str = "losses") -> NDArray[np.float64]:
+    """Return ``values`` as a finite, non-negative, non-empty 1-D float64 array."""
+    arr = _as_1d_float(name, values)
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative; got minimum {arr.min()!r}.")
+    return arr
+
+
+def check_same_length(**arrays: NDArray[Any]) -> None:
+    """Raise if the named arrays differ in length."""
+    lengths = {name: len(a) for name, a in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        desc = ", ".join(f"{k} has {v}" for k, v in lengths.items())
+        raise ValueError(f"{' and '.join(lengths)} must have the same length; got {desc}.")
+
+
+def _as_real(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number; got {value!r}.")
+    return float(value)
+
+
+def check_fraction(name: str, value: Any) -> float:
+    """Return ``value`` as a float in (0, 1]."""
+    v = _as_real(name, value)
+    if not (0.0 < v <= 1.0):
+        raise ValueError(f"{name} must be in (0, 1]; got {value!r}.")
+    return v
+
+
+def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a finite float > 0 (or >= 0 with ``allow_zero``)."""
+    v = _as_real(name, value)
+    ok = math.isfinite(v) and (v >= 0.0 if allow_zero else v > 0.0)
+    if not ok:
+        interval = "[0, inf)" if allow_zero else "(0, inf)"
+        raise ValueError(f"{name} must be a finite number in {interval}; got {value!r}.")
+    return v
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}.")
+    return str(value)

@@ -1,0 +1,341 @@
+"""Exact selective-classification metrics.
+
+Every function takes per-sample ``losses`` (any non-negative numbers: 0/1 errors,
+absolute errors of an ordinal model, losses of a structured predictor) and an
+``uncertainty`` score. **A higher uncertainty is rejected first**: a selective
+classifier accepts the samples with the lowest uncertainty.
+
+Tie rule (the same in every function): samples are sorted by uncertainty, the
+curve has one point per distinct uncertainty value, sums are accumulated in
+float64. Where a metric depends on the order *inside* a group of tied scores
+(AuRC, AUGRC), ``ties="mean"`` returns its exact expectation over a uniformly
+random order of the tied samples, which does not depend on the row order, and
+``ties="index"`` applies the rule of Franc et al. (2023), footnote 7: a stable
+sort, the lower row index accepted first.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._groups import sorted_by_uncertainty, validated_groups
+from ._validation import (
+    as_losses,
+    as_scores,
+    check_choice,
+    check_fraction,
+    check_positive,
+    check_same_length,
+)
+
+__all__ = [
+    "RiskCoverageCurve",
+    "risk_coverage_curve",
+    "aurc",
+    "e_aurc",
+    "augrc",
+    "selective_risk_at_coverage",
+    "coverage_at_risk",
+    "sele_loss",
+]
+
+_TIES = ("mean", "index")
+
+
+class RiskCoverageCurve(NamedTuple):
+    """Risk-coverage curve, one point per distinct uncertainty value.
+
+    Attributes
+    ----------
+    coverage : ndarray of shape (G,)
+        Fraction of samples with ``uncertainty <= thresholds[g]``, increasing.
+    risk : ndarray of shape (G,)
+        Mean loss of those samples (the empirical selective risk).
+    thresholds : ndarray of shape (G,)
+        The distinct uncertainty values, ascending.
+    """
+
+    coverage: NDArray[np.float64]
+    risk: NDArray[np.float64]
+    thresholds: NDArray[np.float64]
+
+
+def risk_coverage_curve(losses: ArrayLike, uncertainty: ArrayLike) -> RiskCoverageCurve:
+    """Empirical risk-coverage (RC) curve of a score (Franc et al. 2023, section 3.1).
+
+    For each distinct value ``t`` of ``uncertainty`` the selective classifier that
+    accepts ``uncertainty <= t`` has coverage ``#{u <= t} / n`` and selective risk
+    ``sum(losses[u <= t]) / #{u <= t}``. Tied samples are accepted together, so the
+    curve has one point per distinct value and does not depend on the row order.
+
+    Parameters
+    ----------
+    losses : array-like of shape (n,)
+        Non-negative per-sample loss of the classifier.
+    uncertainty : array-like of shape (n,)
+        Finite scores; higher is rejected first.
+
+    Returns
+    -------
+    RiskCoverageCurve
+        ``(coverage, risk, thresholds)``, each of shape (G,), G distinct values.
+
+    Examples
+    --------
+    >>> from abstain.metrics import risk_coverage_curve
+    >>> cov, risk, thr = risk_coverage_curve([0, 1, 0, 1], [0.1, 0.9, 0.1, 0.5])
+    >>> cov.tolist(), risk.tolist(), thr.tolist()
+    ([0.5, 0.75, 1.0], [0.0, 0.3333333333333333, 0.5], [0.1, 0.5, 0.9])
+    """
+    groups = validated_groups(losses, uncertainty)
+    n = groups.n
+    return RiskCoverageCurve(
+        groups.cum_counts / n, groups.cum_sums / groups.cum_counts, groups.values.copy()
+    )
+
+
+def _expected_prefix_losses(
+    losses: NDArray[np.float64], uncertainty: NDArray[np.float64], ties: str
+) -> NDArray[np.float64]:
+    """``L(i)``, the summed loss of the ``i`` first accepted samples, i = 1..n.
+
+    With ``ties="mean"`` the expectation over a random order inside tie groups: a
+    prefix that takes ``k`` of the ``m`` samples of a group holds in expectation
+    ``k / m`` of the group's loss, so ``E[L(i)]`` interpolates linearly between the
+    running totals at group boundaries.
+    """
+    stable = ties == "index"
+    _, ls, ends = sorted_by_uncertainty(losses, uncertainty, stable=stable)
+    prefix = np.cumsum(ls)
+    n = ls.size
+    if stable or ends.size == n:
+        return prefix
+    cum_counts = ends + 1
+    counts = np.diff(cum_counts, prepend=0)
+    cum_sums = prefix[ends]
+    before = np.concatenate(([0.0], cum_sums[:-1]))
+    mean = (cum_sums - before) / counts
+    start = (cum_counts - counts).astype(np.float64)
+    pos = np.arange(1, n + 1, dtype=np.float64)
+    pos -= np.repeat(start, counts)
+    pos *= np.repeat(mean, counts)
+    pos += np.repeat(before, counts)
+    return pos
+
+
+def _checked(losses: ArrayLike, uncertainty: ArrayLike) -> tuple[NDArray[np.float64], ...]:
+    ls = as_losses(losses)
+    u = as_scores(uncertainty)
+    check_same_length(losses=ls, uncertainty=u)
+    return ls, u
+
+
+def aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> float:
+    """Area under the risk-coverage curve, eq. (27) of Franc et al. (2023).
+
+    ``AuRC = (1/n) * sum_{i=1..n} (1/i) * L(i)``, where ``L(i)`` is the summed loss of
+    the ``i`` samples with the lowest uncertainty: the mean selective risk over the
+    coverages ``1/n, 2/n, ..., 1``.
+
+    Parameters
+    ----------
+    losses : array-like of shape (n,)
+        Non-negative per-sample loss (0/1, absolute error, any structured loss).
+    uncertainty : array-like of shape (n,)
+        Finite scores; higher is rejected first.
+    ties : {"mean", "index"}, default "mean"
+        ``"mean"``: the exact expected AuRC over a uniformly random order of tied
+        samples; invariant to the row order. ``"index"``: the paper's rule, a stable
+        sort that accepts the lower row index first among ties.
+
+    Returns
+    -------
+    float
+        The AuRC, in the units of the loss.
+
+    Examples
+    --------
+    All scores tied and 30% errors: every coverage has expected risk 0.3.
+
+    >>> from abstain.metrics import aurc
+    >>> errors = [1, 1, 1, 0, 0, 0, 0, 0, 0, 0]
+    >>> round(aurc(errors, [0.5] * 10), 12)
+    0.3
+    >>> round(aurc(errors, [0.5] * 10, ties="index"), 4)  # errors in the first rows
+    0.6287
+    """
+    check_choice("ties", ties, _TIES)
+    ls, u = _checked(losses, uncertainty)
+    prefix = _expected_prefix_losses(ls, u, ties)
+    prefix /= np.arange(1, ls.size + 1, dtype=np.float64)
+    return float(np.sum(prefix) / ls.size)
+
+
+def e_aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> float:
+    """Excess AuRC: ``aurc(losses, uncertainty) - aurc(losses, losses)``.
+
+    The oracle score ranks the samples by their own loss, which gives the smallest
+    AuRC any score can reach on this sample (Geifman et al. 2019). The result is
+    non-negative and zero for a score that orders the samples like the loss does.
+
+    Parameters
+    ----------
+    losses, uncertainty : array-like of shape (n,)
+        As in :func:`aurc`.
+    ties : {"mean", "index"}, default "mean"
+        Tie rule for ``uncertainty``; the oracle order has no ties that matter.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from abstain.metrics import e_aurc
+    >>> e_aurc([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4])
+    0.0
+    >>> round(e_aurc([1, 0, 0, 0], [0.4, 0.1, 0.2, 0.3]), 4)
+    0.0
+    >>> round(e_aurc([0, 0, 0, 1], [0.4, 0.1, 0.2, 0.3]), 4)
+    0.0833
+    """
+    check_choice("ties", ties, _TIES)
+    ls, u = _checked(losses, uncertainty)
+    excess = aurc(ls, u, ties=ties) - aurc(ls, ls, ties="mean")
+    return max(excess, 0.0)
+
+
+def augrc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> float:
+    """Area under the generalized risk-coverage curve.
+
+    The generalized risk at coverage ``i/n`` is the joint probability of acceptance
+    and loss, ``L(i) / n``; its area with the same coverage grid as eq. (27) is
+    ``AUGRC = (1/n^2) * sum_{i=1..n} L(i)``. For 0/1 losses with error rate ``e``
+    this equals ``(1 - AUROC) * e * (1 - e) + e^2 / 2 + e / (2 n)``, where AUROC
+    counts ties as one half: the last term is the step of the grid and vanishes
+    as ``n`` grows.
+
+    Parameters
+    ----------
+    losses, uncertainty : array-like of shape (n,)
+        As in :func:`aurc`.
+    ties : {"mean", "index"}, default "mean"
+        As in :func:`aurc`.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from abstain.metrics import augrc
+    >>> augrc([0, 1], [0.1, 0.9])
+    0.25
+    """
+    check_choice("ties", ties, _TIES)
+    ls, u = _checked(losses, uncertainty)
+    prefix = _expected_prefix_losses(ls, u, ties)
+    return float(np.sum(prefix) / ls.size / ls.size)
+
+
+def selective_risk_at_coverage(
+    losses: ArrayLike, uncertainty: ArrayLike, coverage: float
+) -> float:
+    """Lowest selective risk at an exact coverage, as the bounded-abstention model.
+
+    The rule accepts the samples with the lowest uncertainty until ``coverage * n``
+    are accepted in expectation; the group of ties at the boundary (or a single
+    sample when ``coverage * n`` is fractional) is accepted with the probability
+    that makes the expected coverage exact. The result is the expected accepted
+    loss over the expected accepted count, eq. (6), and equals ``risk_`` of
+    ``BoundedAbstention(target_coverage=coverage)`` fitted on the same data.
+
+    Parameters
+    ----------
+    losses, uncertainty : array-like of shape (n,)
+        As in :func:`aurc`.
+    coverage : float in (0, 1]
+        Target coverage.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from abstain.metrics import selective_risk_at_coverage
+    >>> selective_risk_at_coverage([0, 1, 0, 1], [0.1, 0.9, 0.1, 0.5], 0.75)
+    0.3333333333333333
+    >>> selective_risk_at_coverage([0, 1, 1, 0], [0.2, 0.2, 0.2, 0.2], 0.25)
+    0.5
+    """
+    cov = check_fraction("coverage", coverage)
+    groups = validated_groups(losses, uncertainty)
+    x = cov * groups.n
+    return groups.loss_at(x) / x
+
+
+def coverage_at_risk(losses: ArrayLike, uncertainty: ArrayLike, target_risk: float) -> float:
+    """Highest coverage whose selective risk is at most ``target_risk``.
+
+    The maximum expected coverage over all randomised threshold rules (accept
+    ``u < theta``, accept ``u == theta`` with probability ``nu``) with selective risk
+    ``<= target_risk``, the bounded-improvement model on this sample. It equals
+    ``coverage_`` of ``BoundedImprovement(target_risk=target_risk)`` fitted on the
+    same data, and is 0.0 when even the lowest-uncertainty tie group has a mean
+    loss above the target (no rule with positive coverage meets it).
+
+    Parameters
+    ----------
+    losses, uncertainty : array-like of shape (n,)
+        As in :func:`aurc`.
+    target_risk : float > 0
+        Bound on the selective risk, in the units of the loss.
+
+    Returns
+    -------
+    float in [0, 1]
+
+    Examples
+    --------
+    >>> from abstain.metrics import coverage_at_risk
+    >>> coverage_at_risk([0, 0, 1, 0], [0.1, 0.2, 0.3, 0.4], 0.25)
+    1.0
+    >>> coverage_at_risk([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], 0.25)
+    0.6666666666666666
+    """
+    lam = check_positive("target_risk", target_risk)
+    groups = validated_groups(losses, uncertainty)
+    return groups.max_accepted_at_risk(lam) / groups.n
+
+
+def sele_loss(losses: ArrayLike, uncertainty: ArrayLike) -> float:
+    """SELE loss, eq. (29) of Franc et al. (2023).
+
+    ``sele = (1/n^2) * sum_i sum_j loss_i * [u_i <= u_j]``, computed in O(n log n).
+    Tied pairs count, so ``aurc(losses, u) <= 2 * sele_loss(losses, u)`` for any
+    scores (Theorem 8), and ``sele_loss <= aurc`` when all scores are distinct.
+
+    Parameters
+    ----------
+    losses, uncertainty : array-like of shape (n,)
+        As in :func:`aurc`.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from abstain.metrics import sele_loss
+    >>> sele_loss([1, 0], [0.1, 0.9])
+    0.5
+    """
+    groups = validated_groups(losses, uncertainty)
+    n = groups.n
+    # sum_i loss_i * #{j : u_j >= u_i}: each group's loss times the count at or above it.
+    at_or_above = n - (groups.cum_counts - groups.counts)
+    return float(np.sum(groups.sums * at_or_above) / (n * n))

@@ -1,0 +1,600 @@
+"""The three reject models of Franc et al. (2023) and their common optimum.
+
+Each model is fitted on calibration data ``(uncertainty, losses)`` and returns the
+randomised Bayes selection function of eq. (25)::
+
+    c(x) = 1   if s(x) <  threshold_
+           nu  if s(x) == threshold_     (nu = accept_prob_)
+           0   if s(x) >  threshold_
+
+The fit is the exact optimum on the calibration sample over all such randomised
+threshold rules. Tie rule: samples with equal uncertainty are accepted or rejected
+together, with the same probability. A fitted rule is stored canonically:
+``threshold_`` is an observed uncertainty value and ``accept_prob_`` is in (0, 1];
+the rule that rejects everything has ``threshold_ = -inf``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from ._base import ParamsMixin
+from ._groups import TieGroups, tie_groups, validated_groups
+from ._validation import (
+    as_losses,
+    as_scores,
+    check_fraction,
+    check_positive,
+    check_same_length,
+)
+from .exceptions import InfeasibleTargetWarning
+
+__all__ = [
+    "EquivalentModels",
+    "CostBased",
+    "BoundedImprovement",
+    "BoundedAbstention",
+    "rule_from_json",
+]
+
+
+class EquivalentModels(NamedTuple):
+    """The parameters under which the other reject models return the same rule.
+
+    Section 2.4 of Franc et al. (2023): the three models share one optimal strategy.
+    On a calibration sample a fitted rule with coverage ``phi`` and selective risk
+    ``rho`` is returned by
+
+    Attributes
+    ----------
+    target_coverage : float
+        ``BoundedAbstention(target_coverage=phi)`` (always; 0.0 for the rule that
+        rejects everything, which no bounded-abstention model returns).
+    target_risk : tuple of float or None
+        ``BoundedImprovement(target_risk=r)`` for every ``r`` in the half-open
+        interval ``[low, high)``; ``None`` when no target risk gives this rule (a
+        larger coverage has a risk as low). For the rule that rejects everything it
+        is the interval of target risks that are infeasible.
+    reject_cost : tuple of float or None
+        ``CostBased(reject_cost=e)`` for every ``e`` in the closed interval
+        ``[low, high]``; ``None`` when no reject cost gives this rule.
+    """
+
+    target_coverage: float
+    target_risk: tuple[float, float] | None
+    reject_cost: tuple[float, float] | None
+
+
+def _knot_cost_intervals(groups: TieGroups) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """For each knot k = 0..G, the closed interval of reject costs for which accepting
+    exactly the first k groups minimises the empirical cost ``C_k - e * N_k``."""
+    x = groups.knots_x
+    y = groups.knots_y
+    k = x.size
+    low = np.zeros(k)
+    high = np.full(k, np.inf)
+    for i in range(k):
+        if i > 0:
+            low[i] = max(np.max((y[i] - y[:i]) / (x[i] - x[:i])), 0.0)
+        if i + 1 < k:
+            high[i] = np.min((y[i + 1 :] - y[i]) / (x[i + 1 :] - x[i]))
+    return low, high
+
+
+def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
+    """Equivalent parameters of the rule accepting groups ``< g`` and ``nu`` of group ``g``
+    (``g = -1`` for the rule that rejects everything)."""
+    n = groups.n
+    if g < 0:
+        x = 0.0
+        risk_low = 0.0
+    else:
+        x = float(groups.cum_counts[g] - groups.counts[g] * (1.0 - nu))
+        risk_low = groups.loss_at(x) / x
+    full = g >= 0 and nu >= 1.0
+    # Target risk: the rule is the bounded-improvement optimum iff no larger
+    # coverage has a selective risk <= its own.
+    if x >= n:
+        target_risk: tuple[float, float] | None = (risk_low, math.inf)
+    else:
+        nxt = g + 1 if (full or g < 0) else g
+        ratios = groups.cum_sums[nxt:] / groups.cum_counts[nxt:]
+        slope = groups.sums[nxt] / groups.counts[nxt]
+        high = float(np.min(ratios))
+        if g >= 0 and slope <= risk_low:
+            high = risk_low
+        target_risk = (risk_low, high) if high > risk_low else None
+    # Reject cost: optimal knots from the convex-hull test; a partial group is
+    # optimal only when both of its ends are, at the cost equal to its mean loss.
+    low, high_c = _knot_cost_intervals(groups)
+    reject_cost: tuple[float, float] | None
+    if g < 0 or full:
+        i = g + 1
+        reject_cost = (float(low[i]), float(high_c[i])) if low[i] <= high_c[i] else None
+    else:
+        mean = float(groups.sums[g] / groups.counts[g])
+        ok = all(low[i] <= mean <= high_c[i] for i in (g, g + 1))
+        reject_cost = (mean, mean) if ok else None
+    return EquivalentModels(x / n, target_risk, reject_cost)
+
+
+class _RejectRule(ParamsMixin):
+    """Shared machinery of the fitted randomised threshold rules."""
+
+    random_state: Any
+
+    def _set_rule(self, groups: TieGroups | None, g: int, nu: float, feasible: bool) -> None:
+        if groups is None:
+            return
+        n = groups.n
+        if g < 0:
+            self.threshold_ = -math.inf
+            self.accept_prob_ = 1.0
+            x = 0.0
+        else:
+            self.threshold_ = float(groups.values[g])
+            self.accept_prob_ = float(nu)
+            x = float(groups.cum_counts[g] - groups.counts[g] * (1.0 - nu))
+        self.coverage_ = x / n
+        self.risk_ = groups.loss_at(x) / x if x > 0 else math.nan
+        self.feasible_ = bool(feasible)
+        self.n_samples_ = int(n)
+        self.equivalent_ = _equivalent(groups, g, nu)
+
+    def accept_proba(self, uncertainty: ArrayLike) -> NDArray[np.float64]:
+        """Acceptance probability ``c(x)`` of eq. (25) for each score.
+
+        Parameters
+        ----------
+        uncertainty : array-like of shape (n,)
+            Scores of new inputs, on the scale the rule was fitted on.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            1.0 below ``threshold_``, ``accept_prob_`` at it, 0.0 above.
+        """
+        self._check_fitted("threshold_")
+        u = as_scores(uncertainty, allow_empty=True)
+        c = (u < self.threshold_).astype(np.float64)
+        c[u == self.threshold_] = self.accept_prob_
+        return c
+
+    def accept(self, uncertainty: ArrayLike) -> NDArray[np.bool_]:
+        """Draw the randomised accept decision for each score.
+
+        Inputs at the threshold are accepted with probability ``accept_prob_``, drawn
+        from ``numpy.random.default_rng(random_state)``; an int ``random_state``
+        makes every call return the same decisions.
+
+        Returns
+        -------
+        ndarray of bool, shape (n,)
+            True where the prediction is accepted.
+        """
+        c = self.accept_proba(uncertainty)
+        tied = (c > 0.0) & (c < 1.0)
+        out = c >= 1.0
+        if np.any(tied):
+            rng = np.random.default_rng(self.random_state)
+            out[tied] = rng.random(int(tied.sum())) < c[tied]
+        return out
+
+    def predict(self, uncertainty: ArrayLike) -> NDArray[np.bool_]:
+        """Alias of :meth:`accept`: True where the prediction is accepted."""
+        return self.accept(uncertainty)
+
+    # -- serialisation ----------------------------------------------------------
+    _FITTED = (
+        "threshold_",
+        "accept_prob_",
+        "coverage_",
+        "risk_",
+        "feasible_",
+        "n_samples_",
+    )
+
+    def _extra_fitted(self) -> tuple[str, ...]:
+        return ()
+
+    def to_json(self) -> str:
+        """Serialise the parameters and fitted rule to a JSON string.
+
+        Non-finite floats are written as the strings ``"inf"``, ``"-inf"``, ``"nan"``
+        so the file is standard JSON. Load it with :func:`rule_from_json`.
+        """
+        self._check_fitted("threshold_")
+        fitted: dict[str, Any] = {}
+        for name in self._FITTED + self._extra_fitted():
+            fitted[name] = _encode(getattr(self, name))
+        eq = getattr(self, "equivalent_", None)
+        fitted["equivalent_"] = None if eq is None else _encode(list(eq))
+        params = self.get_params(deep=False)
+        if not isinstance(params.get("random_state"), (int, type(None))):
+            params["random_state"] = None
+        doc = {"format": "abstain.rule/1", "model": type(self).__name__, "params": params,
+               "fitted": fitted}
+        return json.dumps(doc, sort_keys=True)
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if value in ("nan", "inf", "-inf"):
+        return float(value)
+    return value
+
+
+def rule_from_json(text: str) -> CostBased | BoundedImprovement | BoundedAbstention:
+    """Load a rule written by ``to_json``. Only plain JSON is parsed; no code runs.
+
+    Examples
+    --------
+    >>> from abstain import BoundedAbstention, rule_from_json
+    >>> rule = BoundedAbstention(target_coverage=0.5).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
+    >>> rule_from_json(rule.to_json()).accept_proba([0.15, 0.35]).tolist()
+    [1.0, 0.0]
+    """
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or doc.get("format") != "abstain.rule/1":
+        raise ValueError("text must be a JSON rule written by to_json (format 'abstain.rule/1').")
+    classes = {c.__name__: c for c in (CostBased, BoundedImprovement, BoundedAbstention)}
+    name = doc.get("model")
+    if name not in classes:
+        raise ValueError(f"model must be one of {sorted(classes)}; got {name!r}.")
+    rule = classes[name](**doc["params"])
+    for key, value in doc["fitted"].items():
+        if key == "equivalent_":
+            if value is not None:
+                cov, risk, cost = _decode(value)
+                value = EquivalentModels(
+                    cov, None if risk is None else tuple(risk), None if cost is None else tuple(cost)
+                )
+        elif key not in rule._FITTED + rule._extra_fitted():
+            raise ValueError(f"unknown fitted attribute {key!r} in the rule file.")
+        else:
+            value = _decode(value)
+        setattr(rule, key, value)
+    return rule
+
+
+class CostBased(_RejectRule):
+    """Cost-based reject model (Chow's rule), Problem 1 of Franc et al. (2023).
+
+    Minimises the expected risk of eq. (1): the loss of an accepted prediction, or
+    ``reject_cost`` for a rejected one. Fitted on calibration data it returns the
+    threshold rule with the lowest empirical cost ``mean(c * loss + (1 - c) * reject_cost)``;
+    among rules of equal cost it takes the one with the largest coverage (a
+    randomised acceptance never lowers a linear cost, so ``accept_prob_`` is 1).
+    ``fit()`` with no data gives the plug-in rule for a conditional-risk score:
+    accept when ``r(x) <= reject_cost`` (eq. 4; at ``r(x) == reject_cost`` any
+    acceptance probability is optimal and 1 is used).
+
+    Parameters
+    ----------
+    reject_cost : float > 0
+        The cost ``epsilon`` of abstaining, in the units of the loss.
+    random_state : int, numpy Generator or None
+        Seed for :meth:`accept` (unused here, accepted for a uniform interface).
+
+    Attributes
+    ----------
+    threshold_, accept_prob_ : float
+        The rule of eq. (25).
+    coverage_, risk_ : float
+        Coverage and selective risk on the calibration data (NaN for ``fit()``).
+    cost_ : float
+        Empirical cost of the rule (NaN for ``fit()``).
+    feasible_ : bool
+        Always True.
+    equivalent_ : EquivalentModels or None
+        Parameters of the other models giving the same rule.
+
+    Examples
+    --------
+    >>> from abstain import CostBased
+    >>> rule = CostBased(reject_cost=0.3).fit([0.1, 0.2, 0.6, 0.9], [0, 0, 1, 1])
+    >>> rule.threshold_, rule.coverage_, rule.cost_
+    (0.2, 0.5, 0.15)
+    >>> CostBased(reject_cost=0.3).fit().accept_proba([0.1, 0.3, 0.5]).tolist()
+    [1.0, 1.0, 0.0]
+    """
+
+    def __init__(self, reject_cost: float = 0.5, *, random_state: Any = None) -> None:
+        self.reject_cost = reject_cost
+        self.random_state = random_state
+
+    def _extra_fitted(self) -> tuple[str, ...]:
+        return ("cost_",)
+
+    def fit(self, uncertainty: ArrayLike | None = None, losses: ArrayLike | None = None) -> CostBased:
+        """Fit on calibration data, or with no data the plug-in rule ``threshold = reject_cost``.
+
+        Parameters
+        ----------
+        uncertainty : array-like of shape (n,), optional
+        losses : array-like of shape (n,), optional
+            Both or neither.
+
+        Returns
+        -------
+        self
+        """
+        eps = check_positive("reject_cost", self.reject_cost)
+        if (uncertainty is None) != (losses is None):
+            raise ValueError("uncertainty and losses must be given together, or both omitted.")
+        if uncertainty is None:
+            self.threshold_ = eps
+            self.accept_prob_ = 1.0
+            self.coverage_ = self.risk_ = self.cost_ = math.nan
+            self.feasible_ = True
+            self.n_samples_ = 0
+            self.equivalent_ = None
+            return self
+        groups = validated_groups(losses, uncertainty)
+        mean = groups.sums / groups.counts
+        # Per-group change of cost when accepting it; a group whose mean loss equals
+        # the reject cost changes nothing (compared exactly, not through round-off).
+        delta = np.where(mean == eps, 0.0, groups.sums - eps * groups.counts)
+        cost = np.concatenate(([0.0], np.cumsum(delta)))
+        best = cost.size - 1 - int(np.argmin(cost[::-1]))  # largest coverage among minima
+        self._set_rule(groups, best - 1, 1.0, True)
+        self.cost_ = float((cost[best] + eps * groups.n) / groups.n)
+        return self
+
+
+class BoundedAbstention(_RejectRule):
+    """Bounded-abstention model, Problem 5 of Franc et al. (2023).
+
+    Minimal selective risk at coverage at least ``target_coverage``. The fitted rule
+    has expected coverage exactly ``target_coverage`` on the calibration data: it
+    accepts the lowest scores and randomises on the tie group at the boundary
+    (eqs. 22-24), which for untied scores means accepting one sample with a
+    fractional probability when ``n * target_coverage`` is not an integer.
+
+    Parameters
+    ----------
+    target_coverage : float in (0, 1]
+    random_state : int, numpy Generator or None
+        Seed for the randomised decisions of :meth:`accept`.
+
+    Attributes
+    ----------
+    threshold_, accept_prob_ : float
+    coverage_, risk_ : float
+        ``coverage_ == target_coverage``; ``risk_`` is the minimal selective risk.
+    feasible_ : bool
+        Always True.
+    equivalent_ : EquivalentModels
+
+    Examples
+    --------
+    >>> from abstain import BoundedAbstention
+    >>> rule = BoundedAbstention(target_coverage=0.5).fit([0.1, 0.5, 0.5, 0.9], [0, 0, 1, 1])
+    >>> rule.threshold_, rule.accept_prob_, rule.coverage_, rule.risk_
+    (0.5, 0.5, 0.5, 0.25)
+    """
+
+    def __init__(self, target_coverage: float = 0.9, *, random_state: Any = None) -> None:
+        self.target_coverage = target_coverage
+        self.random_state = random_state
+
+    def fit(self, uncertainty: ArrayLike, losses: ArrayLike) -> BoundedAbstention:
+        """Fit on calibration data.
+
+        Parameters
+        ----------
+        uncertainty : array-like of shape (n,)
+        losses : array-like of shape (n,)
+
+        Returns
+        -------
+        self
+        """
+        omega = check_fraction("target_coverage", self.target_coverage)
+        groups = validated_groups(losses, uncertainty)
+        x = omega * groups.n
+        if abs(x - round(x)) <= 1e-12 * x:  # n * omega is an integer up to round-off
+            x = float(round(x))
+        g, nu = groups.rule_at(x)
+        self._set_rule(groups, g, nu, True)
+        self.coverage_ = omega
+        return self
+
+
+class BoundedImprovement(_RejectRule):
+    """Bounded-improvement model, Problem 3 of Franc et al. (2023).
+
+    Maximal coverage whose selective risk is at most ``target_risk``.
+
+    With ``delta=None`` the fit is the exact optimum on the calibration data: the
+    largest expected coverage of any randomised threshold rule with empirical
+    selective risk ``<= target_risk`` (Theorem 3; the tie group at the boundary is
+    accepted with the probability that makes the risk exactly the target).
+
+    With ``delta`` set, the rule carries a guarantee: with probability at least
+    ``1 - delta`` over the calibration sample, its true selective risk is at most
+    ``target_risk``. The search is selection with guaranteed risk (SGR, Geifman and
+    El-Yaniv 2017): a binary search over the ``G`` tie groups with
+    ``K = ceil(log2(G + 1))`` tests, each at level ``delta / K``; a rule accepts
+    whole tie groups (``accept_prob_ = 1``). The risk bound is the exact binomial
+    (Clopper-Pearson) tail bound for 0/1 losses and, for other losses in
+    ``[0, loss_bound]``, the smaller of Hoeffding's and Maurer and Pontil's
+    empirical Bernstein bound, each at level ``delta / (2 K)``.
+
+    An infeasible target is an explicit result: ``feasible_`` is False, the rule
+    rejects everything and an :class:`InfeasibleTargetWarning` says what is attainable.
+
+    Parameters
+    ----------
+    target_risk : float > 0
+        Bound on the selective risk, in the units of the loss.
+    delta : float in (0, 1) or None, default None
+        Allowed probability that the guarantee fails.
+    loss_bound : float > 0, default 1.0
+        Upper bound on the loss, used by the bound for non-0/1 losses.
+    random_state : int, numpy Generator or None
+        Seed for the randomised decisions of :meth:`accept`.
+
+    Attributes
+    ----------
+    threshold_, accept_prob_ : float
+    coverage_, risk_ : float
+        Coverage and empirical selective risk on the calibration data.
+    feasible_ : bool
+    min_risk_ : float
+        Lowest empirical selective risk any threshold rule attains on the data.
+    risk_bound_ : float
+        With ``delta``: the upper confidence bound on the true selective risk of the
+        returned rule (NaN without ``delta`` or when infeasible).
+    equivalent_ : EquivalentModels
+
+    Examples
+    --------
+    >>> from abstain import BoundedImprovement
+    >>> rule = BoundedImprovement(target_risk=0.25).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
+    >>> rule.threshold_, round(rule.accept_prob_, 4), round(rule.coverage_, 4), rule.risk_
+    (0.3, 0.6667, 0.6667, 0.25)
+    """
+
+    def __init__(
+        self,
+        target_risk: float = 0.05,
+        *,
+        delta: float | None = None,
+        loss_bound: float = 1.0,
+        random_state: Any = None,
+    ) -> None:
+        self.target_risk = target_risk
+        self.delta = delta
+        self.loss_bound = loss_bound
+        self.random_state = random_state
+
+    def _extra_fitted(self) -> tuple[str, ...]:
+        return ("min_risk_", "risk_bound_")
+
+    def fit(self, uncertainty: ArrayLike, losses: ArrayLike) -> BoundedImprovement:
+        """Fit on calibration data.
+
+        Parameters
+        ----------
+        uncertainty : array-like of shape (n,)
+        losses : array-like of shape (n,)
+
+        Returns
+        -------
+        self
+        """
+        lam = check_positive("target_risk", self.target_risk)
+        if self.delta is not None:
+            delta = check_fraction("delta", self.delta)
+            if delta >= 1.0:
+                raise ValueError(f"delta must be in (0, 1); got {self.delta!r}.")
+        bound = check_positive("loss_bound", self.loss_bound)
+        ls = as_losses(losses)
+        u = as_scores(uncertainty)
+        check_same_length(losses=ls, uncertainty=u)
+        groups = tie_groups(ls, u)
+        self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))
+        self.risk_bound_ = math.nan
+        if self.delta is None:
+            x = groups.max_accepted_at_risk(lam)
+            if x > 0:
+                g, nu = groups.rule_at(x)
+            else:
+                g, nu = -1, 1.0
+        else:
+            if ls.max() > bound:
+                raise ValueError(
+                    f"losses must be at most loss_bound={bound!r} for the risk bound; "
+                    f"got maximum {ls.max()!r}."
+                )
+            binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
+            squares = None if binary else tie_groups(np.square(ls), u)
+            g, self.risk_bound_ = _sgr_search(groups, lam, delta, bound, binary, squares)
+            nu = 1.0
+        feasible = g >= 0
+        self._set_rule(groups, g, nu, feasible)
+        if not feasible:
+            what = "risk bound" if self.delta is not None else "selective risk"
+            warnings.warn(
+                f"target_risk={lam!r} is infeasible on this data: no threshold rule has a "
+                f"{what} at or below it (lowest empirical selective risk {self.min_risk_:.6g}); "
+                "the rule rejects everything.",
+                InfeasibleTargetWarning,
+                stacklevel=2,
+            )
+        return self
+
+
+def _risk_upper_bound(
+    total: float, count: float, level: float, bound: float, binary: bool, second: float
+) -> float:
+    """Upper confidence bound on a mean loss from ``count`` samples summing to ``total``.
+
+    ``second`` is the sum of squared losses (for the empirical Bernstein bound).
+    """
+    m = count
+    if binary:
+        k = round(total)
+        return 1.0 if k >= m else float(stats.beta.ppf(1.0 - level, k + 1, m - k))
+    mean = total / m / bound
+    log_term = math.log(2.0 / level)  # each of the two bounds at level / 2
+    hoeffding = mean + math.sqrt(log_term / (2.0 * m))
+    if m > 1:
+        var = max(second / bound**2 / m - mean**2, 0.0) * m / (m - 1)
+        bernstein = mean + math.sqrt(2.0 * var * log_term / m) + 7.0 * log_term / (3.0 * (m - 1))
+    else:
+        bernstein = math.inf
+    return min(hoeffding, bernstein, 1.0) * bound
+
+
+def _sgr_search(
+    groups: TieGroups,
+    target: float,
+    delta: float,
+    bound: float,
+    binary: bool,
+    squares: TieGroups | None,
+) -> tuple[int, float]:
+    """Binary search for the largest tie-group prefix whose risk bound meets ``target``.
+
+    ``squares`` groups the squared losses by the same scores (for the variance term).
+    """
+    n_groups = groups.counts.size
+    tests = max(1, math.ceil(math.log2(n_groups + 1)))
+    level = delta / tests
+    second = None if squares is None else squares.cum_sums
+    low, high = -1, n_groups  # low: best group index known to pass; high: known to fail
+    best_bound = math.nan
+    while high - low > 1:
+        mid = (low + high) // 2
+        b = _risk_upper_bound(
+            float(groups.cum_sums[mid]),
+            float(groups.cum_counts[mid]),
+            level,
+            bound,
+            binary,
+            0.0 if second is None else float(second[mid]),
+        )
+        if b <= target:
+            low, best_bound = mid, b
+        else:
+            high = mid
+    return low, best_bound
+

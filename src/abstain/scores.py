@@ -1,0 +1,130 @@
+"""Plug-in uncertainty scores (Franc et al. 2023, section 3.2). Higher = reject first."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .losses import check_loss_matrix
+
+__all__ = ["ConditionalRisk", "conditional_risk", "mcp", "margin"]
+
+
+class ConditionalRisk(NamedTuple):
+    """Plug-in prediction and its conditional risk.
+
+    Attributes
+    ----------
+    prediction : ndarray of int, shape (n,)
+    risk : ndarray of float, shape (n,)
+    """
+
+    prediction: NDArray[np.intp]
+    risk: NDArray[np.float64]
+
+
+def _check_proba(proba: ArrayLike) -> NDArray[np.float64]:
+    p = np.asarray(proba, dtype=np.float64)
+    if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] < 2:
+        raise ValueError(
+            f"proba must be a 2-D array of shape (n_samples, n_classes >= 2); got shape {p.shape}."
+        )
+    if not np.all(np.isfinite(p)):
+        raise ValueError("proba must be finite; got NaN or infinite entries.")
+    if np.any(p < 0) or not np.allclose(p.sum(axis=1), 1.0, atol=1e-6):
+        raise ValueError("proba must be non-negative with rows summing to 1.")
+    return p
+
+
+def conditional_risk(
+    proba: ArrayLike, loss: ArrayLike | None = None, prediction: ArrayLike | None = None
+) -> ConditionalRisk:
+    """Plug-in Bayes prediction and conditional risk, eq. (3) and eq. (9) with ``p_hat``.
+
+    ``r(x) = sum_y p_hat(y | x) * loss[y, h(x)]``. With ``prediction=None`` the
+    prediction is the plug-in Bayes classifier ``h(x) = argmin_yhat sum_y p_hat(y|x)
+    loss[y, yhat]`` (ties: the lowest class index); otherwise the risk of the given
+    predictions. With an exact posterior, ``r`` is a proper uncertainty score, so
+    thresholding it solves all three reject models.
+
+    Parameters
+    ----------
+    proba : array-like of shape (n, K)
+        Estimated class posteriors, rows summing to 1.
+    loss : array-like of shape (K, K), optional
+        ``loss[y_true, y_pred]``; default the 0/1 loss.
+    prediction : array-like of int, shape (n,), optional
+        Predictions of another classifier ``h`` to score.
+
+    Returns
+    -------
+    ConditionalRisk
+        ``(prediction, risk)``.
+
+    Examples
+    --------
+    >>> from abstain.scores import conditional_risk
+    >>> from abstain.losses import absolute_error_loss
+    >>> pred, risk = conditional_risk([[0.3, 0.3, 0.4]], absolute_error_loss(3))
+    >>> pred.tolist(), [round(r, 6) for r in risk.tolist()]  # the median, not the mode
+    ([1], [0.7])
+    """
+    p = _check_proba(proba)
+    k = p.shape[1]
+    mat = (1.0 - np.eye(k)) if loss is None else check_loss_matrix(loss, k)
+    expected = p @ mat  # expected[i, yhat] = sum_y p[i, y] * loss[y, yhat]
+    if prediction is None:
+        pred = np.argmin(expected, axis=1)
+    else:
+        pred = np.asarray(prediction)
+        if pred.shape != (p.shape[0],) or not np.issubdtype(pred.dtype, np.integer):
+            raise ValueError(
+                f"prediction must be integer labels of shape ({p.shape[0]},); got {pred.shape}."
+            )
+        if pred.min() < 0 or pred.max() >= k:
+            raise ValueError(f"prediction must hold labels in 0..{k - 1}.")
+    risk = np.take_along_axis(expected, pred[:, None], axis=1)[:, 0]
+    return ConditionalRisk(pred.astype(np.intp), np.maximum(risk, 0.0))
+
+
+def mcp(proba: ArrayLike) -> NDArray[np.float64]:
+    """Maximal class probability score ``1 - max_y p_hat(y | x)`` (Example 1).
+
+    The 0/1-loss case of :func:`conditional_risk`.
+
+    Examples
+    --------
+    >>> from abstain.scores import mcp
+    >>> mcp([[0.7, 0.2, 0.1], [0.4, 0.4, 0.2]]).round(6).tolist()
+    [0.3, 0.6]
+    """
+    p = _check_proba(proba)
+    return 1.0 - p.max(axis=1)
+
+
+def margin(decision: ArrayLike) -> NDArray[np.float64]:
+    """Margin score of a linear classifier, as an uncertainty (higher = reject first).
+
+    Binary decision values ``f(x)`` (shape (n,)): ``-|f(x)|``. Multi-class scores
+    (shape (n, K)): ``-max_y f_y(x)``, the negated score of the predicted class
+    (Franc et al. 2023, section 5.2.1). The sign is flipped so the core's single
+    direction holds: a larger margin means a more confident prediction.
+
+    Examples
+    --------
+    >>> from abstain.scores import margin
+    >>> margin([2.0, -0.5, 0.1]).tolist()
+    [-2.0, -0.5, -0.1]
+    >>> margin([[1.0, 3.0], [0.5, 0.2]]).tolist()
+    [-3.0, -0.5]
+    """
+    d = np.asarray(decision, dtype=np.float64)
+    if d.ndim not in (1, 2) or d.shape[0] == 0 or (d.ndim == 2 and d.shape[1] < 2):
+        raise ValueError(
+            f"decision must have shape (n,) or (n, K) with K >= 2 and n >= 1; got {d.shape}."
+        )
+    if not np.all(np.isfinite(d)):
+        raise ValueError("decision must be finite; got NaN or infinite entries.")
+    return -np.abs(d) if d.ndim == 1 else -d.max(axis=1)
