@@ -11,6 +11,7 @@ number of samples in groups ``0..g`` and ``C_g`` their summed loss.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,7 +19,7 @@ from numpy.typing import NDArray
 from ._validation import as_losses, as_scores, check_same_length
 
 
-@dataclass(frozen=True)
+@dataclass
 class TieGroups:
     """Sorted distinct uncertainty values with the count and loss sum of each group.
 
@@ -26,19 +27,25 @@ class TieGroups:
     ----------
     values : ndarray of shape (G,)
         Distinct uncertainty values, ascending.
-    counts : ndarray of shape (G,)
-        Number of samples per group (float64, exact up to 2**53).
-    sums : ndarray of shape (G,)
-        Summed loss per group.
     cum_counts, cum_sums : ndarray of shape (G,)
-        ``N_g`` and ``C_g``: running totals up to and including group ``g``.
+        ``N_g`` and ``C_g``: running totals up to and including group ``g`` (counts
+        as float64, exact up to 2**53).
+    counts, sums : ndarray of shape (G,)
+        Number of samples and summed loss per group (computed on first use).
     """
 
     values: NDArray[np.float64]
-    counts: NDArray[np.float64]
-    sums: NDArray[np.float64]
     cum_counts: NDArray[np.float64]
     cum_sums: NDArray[np.float64]
+
+    @cached_property
+    def counts(self) -> NDArray[np.float64]:
+        return np.diff(self.cum_counts, prepend=0.0)
+
+    @cached_property
+    def sums(self) -> NDArray[np.float64]:
+        # Adding a non-negative number never lowers a float, so group sums are >= 0.
+        return np.diff(self.cum_sums, prepend=0.0)
 
     @property
     def n(self) -> float:
@@ -91,32 +98,44 @@ class TieGroups:
 
 def sorted_by_uncertainty(
     losses: NDArray[np.float64], uncertainty: NDArray[np.float64], *, stable: bool
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
-    """Sort ascending by uncertainty; return sorted scores, sorted losses, group end indices.
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp] | None]:
+    """Sort ascending by uncertainty; return sorted scores, sorted losses, group ends.
 
-    ``stable=True`` keeps the row order among ties (the paper's index rule); otherwise
-    the order inside a tie group is arbitrary and only group totals may be used. A
-    stable sort is slower, so it is run only when the fast sort found ties.
+    The group ends are the indices of the last sample of each tie group in the
+    sorted order, or ``None`` when all scores are distinct (every sample is its own
+    group; no index array is built). With ``stable=True`` tied samples keep their
+    row order (the paper's index rule); otherwise their order is arbitrary and only
+    group totals may be used.
     """
     order = np.argsort(uncertainty)
-    u = uncertainty[order]
-    ends = np.flatnonzero(u[1:] != u[:-1])
-    if stable and ends.size < u.size - 1:
-        order = np.argsort(uncertainty, kind="stable")
-        u = uncertainty[order]
+    u = np.take(uncertainty, order)
+    boundary = u[1:] != u[:-1]
+    if np.all(boundary):
+        return u, np.take(losses, order), None
+    ends = np.flatnonzero(boundary)
     ends = np.append(ends, u.size - 1)
-    return u, losses[order], ends
+    if stable:
+        # Sort (group, row) pairs packed in one int64 key: faster than a stable
+        # float sort, and the order inside each group becomes the row order.
+        n = u.size
+        group = np.zeros(n, dtype=np.int64)
+        group[ends[:-1] + 1] = n
+        np.cumsum(group, out=group)  # n * (tie group of each sorted position)
+        key = np.empty(n, dtype=np.int64)
+        key[order] = group
+        key += np.arange(n, dtype=np.int64)  # + row index
+        key.sort()
+        order = key % n
+    return u, np.take(losses, order), ends
 
 
 def tie_groups(losses: NDArray[np.float64], uncertainty: NDArray[np.float64]) -> TieGroups:
     """Group validated arrays by distinct uncertainty value."""
     u, ls, ends = sorted_by_uncertainty(losses, uncertainty, stable=False)
-    cum_sums = np.cumsum(ls)[ends]
-    cum_counts = (ends + 1).astype(np.float64)
-    counts = np.diff(cum_counts, prepend=0.0)
-    # Adding a non-negative number never lowers a float, so group sums are >= 0.
-    sums = np.diff(cum_sums, prepend=0.0)
-    return TieGroups(u[ends], counts, sums, cum_counts, cum_sums)
+    prefix = np.cumsum(ls, out=ls)
+    if ends is None:
+        return TieGroups(u, np.arange(1.0, u.size + 1.0), prefix)
+    return TieGroups(u[ends], (ends + 1).astype(np.float64), prefix[ends])
 
 
 def validated_groups(losses: object, uncertainty: object) -> TieGroups:

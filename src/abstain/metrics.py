@@ -93,7 +93,7 @@ def risk_coverage_curve(losses: ArrayLike, uncertainty: ArrayLike) -> RiskCovera
     groups = validated_groups(losses, uncertainty)
     n = groups.n
     return RiskCoverageCurve(
-        groups.cum_counts / n, groups.cum_sums / groups.cum_counts, groups.values.copy()
+        groups.cum_counts / n, groups.cum_sums / groups.cum_counts, groups.values
     )
 
 
@@ -104,26 +104,16 @@ def _expected_prefix_losses(
 
     With ``ties="mean"`` the expectation over a random order inside tie groups: a
     prefix that takes ``k`` of the ``m`` samples of a group holds in expectation
-    ``k / m`` of the group's loss, so ``E[L(i)]`` interpolates linearly between the
-    running totals at group boundaries.
+    ``k / m`` of the group's loss, so ``E[L(i)]`` is the running sum of the losses
+    after each is replaced by the mean loss of its tie group.
     """
     stable = ties == "index"
     _, ls, ends = sorted_by_uncertainty(losses, uncertainty, stable=stable)
-    prefix = np.cumsum(ls)
-    n = ls.size
-    if stable or ends.size == n:
-        return prefix
-    cum_counts = ends + 1
-    counts = np.diff(cum_counts, prepend=0)
-    cum_sums = prefix[ends]
-    before = np.concatenate(([0.0], cum_sums[:-1]))
-    mean = (cum_sums - before) / counts
-    start = (cum_counts - counts).astype(np.float64)
-    pos = np.arange(1, n + 1, dtype=np.float64)
-    pos -= np.repeat(start, counts)
-    pos *= np.repeat(mean, counts)
-    pos += np.repeat(before, counts)
-    return pos
+    if stable or ends is None:
+        return np.cumsum(ls, out=ls)
+    counts = np.diff(ends, prepend=-1)
+    group_mean = np.add.reduceat(ls, ends - counts + 1) / counts
+    return np.cumsum(np.repeat(group_mean, counts))
 
 
 def _checked(losses: ArrayLike, uncertainty: ArrayLike) -> tuple[NDArray[np.float64], ...]:
