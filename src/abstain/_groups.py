@@ -55,11 +55,11 @@ class TieGroups:
         """Expected accepted loss ``C(x)`` when ``x`` samples are accepted in expectation."""
         return float(np.interp(x, self.knots_x, self.knots_y))
 
-    @property
+    @cached_property
     def knots_x(self) -> NDArray[np.float64]:
         return np.concatenate(([0.0], self.cum_counts))
 
-    @property
+    @cached_property
     def knots_y(self) -> NDArray[np.float64]:
         return np.concatenate(([0.0], self.cum_sums))
 

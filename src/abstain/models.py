@@ -72,19 +72,17 @@ class EquivalentModels(NamedTuple):
     reject_cost: tuple[float, float] | None
 
 
-def _knot_cost_intervals(groups: TieGroups) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """For each knot k = 0..G, the closed interval of reject costs for which accepting
-    exactly the first k groups minimises the empirical cost ``C_k - e * N_k``."""
+def _knot_cost_interval(groups: TieGroups, i: int) -> tuple[float, float]:
+    """Closed interval of reject costs ``e`` for which accepting exactly the first ``i``
+    groups (knot ``i`` of ``0..G``) minimises the empirical cost ``C_i - e * N_i``.
+
+    Low end: the steepest chord from an earlier knot; high end: the flattest chord
+    to a later one (empty when low > high: the knot is off the lower convex hull).
+    """
     x = groups.knots_x
     y = groups.knots_y
-    k = x.size
-    low = np.zeros(k)
-    high = np.full(k, np.inf)
-    for i in range(k):
-        if i > 0:
-            low[i] = max(np.max((y[i] - y[:i]) / (x[i] - x[:i])), 0.0)
-        if i + 1 < k:
-            high[i] = np.min((y[i + 1 :] - y[i]) / (x[i + 1 :] - x[i]))
+    low = max(float(np.max((y[i] - y[:i]) / (x[i] - x[:i]))), 0.0) if i > 0 else 0.0
+    high = float(np.min((y[i + 1 :] - y[i]) / (x[i + 1 :] - x[i]))) if i + 1 < x.size else math.inf
     return low, high
 
 
@@ -113,15 +111,14 @@ def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
         target_risk = (risk_low, high) if high > risk_low else None
     # Reject cost: optimal knots from the convex-hull test; a partial group is
     # optimal only when both of its ends are, at the cost equal to its mean loss.
-    low, high_c = _knot_cost_intervals(groups)
     reject_cost: tuple[float, float] | None
     if g < 0 or full:
-        i = g + 1
-        reject_cost = (float(low[i]), float(high_c[i])) if low[i] <= high_c[i] else None
+        low, high_c = _knot_cost_interval(groups, g + 1)
+        reject_cost = (low, high_c) if low <= high_c else None
     else:
         mean = float(groups.sums[g] / groups.counts[g])
-        ok = all(low[i] <= mean <= high_c[i] for i in (g, g + 1))
-        reject_cost = (mean, mean) if ok else None
+        ends = [_knot_cost_interval(groups, i) for i in (g, g + 1)]
+        reject_cost = (mean, mean) if all(lo <= mean <= hi for lo, hi in ends) else None
     return EquivalentModels(x / n, target_risk, reject_cost)
 
 

@@ -1,0 +1,109 @@
+"""SelectiveClassifier: any scikit-learn classifier with a fitted reject model."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.linear_model import LogisticRegression
+from sklearn.svm import LinearSVC
+
+from abstain import (
+    BoundedAbstention,
+    BoundedImprovement,
+    CostBased,
+    NotFittedError,
+    SelectiveClassifier,
+)
+from abstain.losses import absolute_error_loss
+from abstain.metrics import selective_risk_at_coverage
+from abstain.scores import conditional_risk
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X[:900] / 16.0, y[:900], X[900:1400] / 16.0, y[900:1400]
+
+
+def test_bounded_abstention_coverage_and_mask(digits):
+    X, y, X_new, y_new = digits
+    clf = SelectiveClassifier(
+        LogisticRegression(max_iter=2000), BoundedAbstention(0.8), random_state=0
+    ).fit(X, y)
+    assert clf.reject_model_.coverage_ == 0.8
+    pred, accept = clf.predict_with_reject(X_new)
+    assert pred.shape == accept.shape == y_new.shape and accept.dtype == bool
+    assert abs(accept.mean() - 0.8) < 0.08
+    # Accepted predictions are more accurate than all predictions.
+    assert (pred[accept] == y_new[accept]).mean() >= (pred == y_new).mean()
+    np.testing.assert_array_equal(pred, clf.predict(X_new))
+
+
+def test_prefit_uses_all_data_for_calibration(digits):
+    X, y, X_new, y_new = digits
+    model = LogisticRegression(max_iter=2000).fit(X, y)
+    clf = SelectiveClassifier(model, BoundedAbstention(0.7), prefit=True).fit(X_new, y_new)
+    assert clf.estimator_ is model and clf.reject_model_.n_samples_ == len(y_new)
+    # The fitted rule equals the reject model fitted by hand on the same scores.
+    pred, risk = conditional_risk(model.predict_proba(X_new))
+    losses = (model.classes_[pred] != y_new).astype(float)
+    assert clf.reject_model_.risk_ == pytest.approx(selective_risk_at_coverage(losses, risk, 0.7))
+
+
+def test_margin_score_for_svm(digits):
+    X, y, X_new, _ = digits
+    clf = SelectiveClassifier(LinearSVC(), CostBased(0.2), random_state=1).fit(X, y)
+    u = clf.uncertainty(X_new)
+    np.testing.assert_allclose(u, -clf.estimator_.decision_function(X_new).max(axis=1))
+    assert set(np.unique(clf.accept_proba(X_new))) <= {0.0, 1.0}
+
+
+def test_loss_matrix_changes_the_prediction(digits):
+    X, y, X_new, _ = digits
+    clf = SelectiveClassifier(
+        LogisticRegression(max_iter=2000),
+        BoundedImprovement(0.5),
+        loss=absolute_error_loss(10),
+        random_state=0,
+    ).fit(X, y)
+    proba = clf.estimator_.predict_proba(X_new)
+    expected = conditional_risk(proba, absolute_error_loss(10)).prediction
+    np.testing.assert_array_equal(clf.predict(X_new), clf.classes_[expected])
+
+
+def test_callable_score_and_clone(digits):
+    X, y, X_new, _ = digits
+    clf = SelectiveClassifier(
+        LogisticRegression(max_iter=2000),
+        score=lambda est, X: -est.predict_proba(X).max(axis=1),
+        random_state=0,
+    )
+    assert clone(clf).get_params()["random_state"] == 0
+    clf.fit(X, y)
+    assert clf.uncertainty(X_new).max() <= 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"calibration_size": 1.5}, "calibration_size"),
+        ({"score": "entropy"}, "score must be"),
+        ({"loss": np.ones((3, 3))}, "loss must be 10 x 10"),
+    ],
+)
+def test_bad_parameters(digits, kwargs, match):
+    X, y, _, _ = digits
+    with pytest.raises(ValueError, match=match):
+        SelectiveClassifier(LogisticRegression(max_iter=200), **kwargs).fit(X, y)
+
+
+def test_unfitted(digits):
+    with pytest.raises(NotFittedError):
+        SelectiveClassifier(LogisticRegression()).predict(digits[2])
+
+
+def test_unknown_calibration_labels(digits):
+    X, y, _, _ = digits
+    model = LogisticRegression(max_iter=2000).fit(X[y < 5], y[y < 5])
+    with pytest.raises(ValueError, match="labels"):
+        SelectiveClassifier(model, prefit=True).fit(X, y)
