@@ -48,9 +48,9 @@ def main() -> None:
         for data, u in (("no ties", scores), ("~1000 tie groups", np.round(scores, 3))):
             base = best_time(lambda u=u: np.argsort(u), repeats)
             cases = {
-                "aurc(ties='mean')": lambda u=u: aurc(losses, u),
-                "aurc(ties='index')": lambda u=u: aurc(losses, u, ties="index"),
-                "risk_coverage_curve": lambda u=u: risk_coverage_curve(losses, u),
+                "aurc(ties='mean')": lambda u=u, ls=losses: aurc(ls, u),
+                "aurc(ties='index')": lambda u=u, ls=losses: aurc(ls, u, ties="index"),
+                "risk_coverage_curve": lambda u=u, ls=losses: risk_coverage_curve(ls, u),
             }
             for name, func in cases.items():
                 t = best_time(func, repeats)
@@ -69,7 +69,9 @@ def main() -> None:
         "|---:|---|---|---:|---:|---:|",
     ]
     for n, data, name, t, base, ratio in rows:
-        lines.append(f"| {n:,} | {data} | `{name}` | {t * 1e3:.2f} | {base * 1e3:.2f} | {ratio:.2f} |")
+        lines.append(
+            f"| {n:,} | {data} | `{name}` | {t * 1e3:.2f} | {base * 1e3:.2f} | {ratio:.2f} |"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")

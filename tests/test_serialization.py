@@ -97,7 +97,8 @@ def test_sklearn_clone_and_params():
     assert rule.target_risk == 0.3
     with pytest.raises(ValueError, match="not a parameter"):
         rule.set_params(target=0.3)
-    assert repr(BoundedAbstention(0.8)) == "BoundedAbstention(target_coverage=0.8, random_state=None)"
+    expected = "BoundedAbstention(target_coverage=0.8, random_state=None)"
+    assert repr(BoundedAbstention(0.8)) == expected
 
 
 def test_accept_is_reproducible_and_matches_probability():

@@ -25,11 +25,14 @@ def _describe(x: NDArray[Any]) -> str:
     return f"an array of shape {x.shape}"
 
 
-def _as_1d_float(name: str, values: ArrayLike, allow_empty: bool = False) -> NDArray[np.float64]:
+def _as_1d_float(
+    name: str, values: ArrayLike, allow_empty: bool = False
+) -> NDArray[np.float64]:
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be an array of real numbers; got {type(values).__name__}.") from exc
+        what = type(values).__name__
+        raise ValueError(f"{name} must be an array of real numbers; got {what}.") from exc
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional; got {_describe(arr)}.")
     if arr.size == 0 and not allow_empty:

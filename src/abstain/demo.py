@@ -56,14 +56,16 @@ def run(out_dir: Path, random_state: int = 0) -> list[dict[str, Any]]:
     print(f"uncertainty = plug-in conditional risk (MCP): test AuRC {aurc(loss_test, u_test):.5f}, "
           f"E-AuRC {e_aurc(loss_test, u_test):.5f}, AUGRC {augrc(loss_test, u_test):.5f}\n")
 
-    rules = [
+    rules: list[tuple[str, Any]] = [
         ("CostBased(reject_cost=0.1)", CostBased(reject_cost=0.1)),
         ("BoundedAbstention(target_coverage=0.9)", BoundedAbstention(target_coverage=0.9)),
         ("BoundedImprovement(target_risk=0.01)", BoundedImprovement(target_risk=0.01)),
         ("BoundedImprovement(0.02, delta=0.1)", BoundedImprovement(target_risk=0.02, delta=0.1)),
     ]
     rows = []
-    header = f"{'reject model':<40} {'cal cov':>8} {'cal risk':>9} {'test cov':>9} {'test risk':>10}"
+    header = (
+        f"{'reject model':<40} {'cal cov':>8} {'cal risk':>9} {'test cov':>9} {'test risk':>10}"
+    )
     print(header)
     print("-" * len(header))
     for name, rule in rules:
@@ -75,7 +77,10 @@ def run(out_dir: Path, random_state: int = 0) -> list[dict[str, Any]]:
         test_risk = float((c * loss_test).sum() / c.sum()) if c.sum() > 0 else float("nan")
         rows.append({"model": name, "threshold": rule.threshold_, "cal_coverage": rule.coverage_,
                      "cal_risk": rule.risk_, "test_coverage": test_cov, "test_risk": test_risk})
-        print(f"{name:<40} {rule.coverage_:>8.4f} {rule.risk_:>9.4f} {test_cov:>9.4f} {test_risk:>10.4f}")
+        print(
+            f"{name:<40} {rule.coverage_:>8.4f} {rule.risk_:>9.4f} "
+            f"{test_cov:>9.4f} {test_risk:>10.4f}"
+        )
     print("\nOn the calibration data each rule is also the optimum of the other models:")
     for name, rule in rules[:3]:
         eq = rule.equivalent_

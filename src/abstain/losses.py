@@ -67,7 +67,9 @@ def check_loss_matrix(loss: ArrayLike, n_classes: int | None = None) -> NDArray[
     return arr
 
 
-def sample_losses(y_true: ArrayLike, y_pred: ArrayLike, loss: ArrayLike | None = None) -> NDArray[np.float64]:
+def sample_losses(
+    y_true: ArrayLike, y_pred: ArrayLike, loss: ArrayLike | None = None
+) -> NDArray[np.float64]:
     """Per-sample losses ``loss[y_true[i], y_pred[i]]`` for integer labels ``0..K-1``.
 
     ``loss=None`` is the 0/1 loss (any labels, compared for equality).
@@ -84,7 +86,8 @@ def sample_losses(y_true: ArrayLike, y_pred: ArrayLike, loss: ArrayLike | None =
     yp = np.asarray(y_pred)
     if yt.ndim != 1 or yp.shape != yt.shape:
         raise ValueError(
-            f"y_true and y_pred must be 1-D of the same length; got shapes {yt.shape} and {yp.shape}."
+            "y_true and y_pred must be 1-D of the same length; "
+            f"got shapes {yt.shape} and {yp.shape}."
         )
     if loss is None:
         return (yt != yp).astype(np.float64)

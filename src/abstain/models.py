@@ -126,6 +126,7 @@ class _RejectRule(ParamsMixin):
     """Shared machinery of the fitted randomised threshold rules."""
 
     random_state: Any
+    equivalent_: EquivalentModels | None
 
     def _set_rule(self, groups: TieGroups | None, g: int, nu: float, feasible: bool) -> None:
         if groups is None:
@@ -260,7 +261,9 @@ def rule_from_json(text: str) -> CostBased | BoundedImprovement | BoundedAbstent
             if value is not None:
                 cov, risk, cost = _decode(value)
                 value = EquivalentModels(
-                    cov, None if risk is None else tuple(risk), None if cost is None else tuple(cost)
+                    cov,
+                    None if risk is None else tuple(risk),
+                    None if cost is None else tuple(cost),
                 )
         elif key not in rule._FITTED + rule._extra_fitted():
             raise ValueError(f"unknown fitted attribute {key!r} in the rule file.")
@@ -319,7 +322,9 @@ class CostBased(_RejectRule):
     def _extra_fitted(self) -> tuple[str, ...]:
         return ("cost_",)
 
-    def fit(self, uncertainty: ArrayLike | None = None, losses: ArrayLike | None = None) -> CostBased:
+    def fit(
+        self, uncertainty: ArrayLike | None = None, losses: ArrayLike | None = None
+    ) -> CostBased:
         """Fit on calibration data, or with no data the plug-in rule ``threshold = reject_cost``.
 
         Parameters
