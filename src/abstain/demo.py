@@ -85,7 +85,7 @@ def run(out_dir: Path, random_state: int = 0) -> list[dict[str, Any]]:
     for name, rule in rules[:3]:
         eq = rule.equivalent_
         risk = "no target risk" if eq.target_risk is None else (
-            "target_risk in [{:.4g}, {:.4g})".format(*eq.target_risk))
+            f"target_risk={eq.target_risk[0]:.4g}")
         cost = "no reject cost" if eq.reject_cost is None else (
             "reject_cost in [{:.4g}, {:.4g}]".format(*eq.reject_cost))
         print(f"  {name}: target_coverage={eq.target_coverage:.4f}; {risk}; {cost}")

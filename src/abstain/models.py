@@ -58,13 +58,17 @@ class EquivalentModels(NamedTuple):
         ``BoundedAbstention(target_coverage=phi)`` (always; 0.0 for the rule that
         rejects everything, which no bounded-abstention model returns).
     target_risk : tuple of float or None
-        ``BoundedImprovement(target_risk=r)`` for every ``r`` in the half-open
-        interval ``[low, high)``; ``None`` when no target risk gives this rule (a
-        larger coverage has a risk as low). For the rule that rejects everything it
-        is the interval of target risks that are infeasible.
+        ``BoundedImprovement(target_risk=r)`` for every ``r`` in the closed interval
+        ``[low, high]``. The bounded-improvement optimum grows continuously with
+        its target, so the interval is the single point ``[rho, rho]``, or
+        ``[rho, inf]`` for the rule that accepts everything. ``None`` when no target
+        risk gives this rule: a larger coverage has a selective risk as low, or the
+        rule rejects everything (the model's infeasible answer).
     reject_cost : tuple of float or None
-        ``CostBased(reject_cost=e)`` for every ``e`` in the closed interval
-        ``[low, high]``; ``None`` when no reject cost gives this rule.
+        The closed interval ``[low, high]`` of reject costs ``e`` for which this rule
+        minimises the empirical cost of ``CostBased(reject_cost=e)``; at an end it
+        ties with a neighbouring rule, and ``CostBased`` returns the one of larger
+        coverage. ``None`` when the rule is optimal for no reject cost.
     """
 
     target_coverage: float
@@ -90,25 +94,24 @@ def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
     """Equivalent parameters of the rule accepting groups ``< g`` and ``nu`` of group ``g``
     (``g = -1`` for the rule that rejects everything)."""
     n = groups.n
+    full = g >= 0 and nu >= 1.0
+    target_risk: tuple[float, float] | None = None
     if g < 0:
         x = 0.0
-        risk_low = 0.0
     else:
         x = float(groups.cum_counts[g] - groups.counts[g] * (1.0 - nu))
-        risk_low = groups.loss_at(x) / x
-    full = g >= 0 and nu >= 1.0
-    # Target risk: the rule is the bounded-improvement optimum iff no larger
-    # coverage has a selective risk <= its own.
-    if x >= n:
-        target_risk: tuple[float, float] | None = (risk_low, math.inf)
-    else:
-        nxt = g + 1 if (full or g < 0) else g
-        ratios = groups.cum_sums[nxt:] / groups.cum_counts[nxt:]
-        slope = groups.sums[nxt] / groups.counts[nxt]
-        high = float(np.min(ratios))
-        if g >= 0 and slope <= risk_low:
-            high = risk_low
-        target_risk = (risk_low, high) if high > risk_low else None
+        rho = groups.loss_at(x) / x
+        if x >= n:
+            target_risk = (rho, math.inf)
+        else:
+            # The bounded-improvement optimum at target rho is this rule iff every
+            # larger coverage has a larger risk. The risk C(x)/x is monotone along a
+            # group, so it suffices that it rises right after x and at later knots.
+            nxt = g + 1 if full else g
+            rises = groups.sums[nxt] / groups.counts[nxt] > rho
+            later = groups.cum_sums[nxt:] / groups.cum_counts[nxt:]
+            if rises and float(np.min(later)) > rho:
+                target_risk = (rho, rho)
     # Reject cost: optimal knots from the convex-hull test; a partial group is
     # optimal only when both of its ends are, at the cost equal to its mean loss.
     reject_cost: tuple[float, float] | None
