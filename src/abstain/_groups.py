@@ -82,8 +82,10 @@ class TieGroups:
         answer is the last knot whose risk meets the target, extended into the next
         group up to the point where the risk of the partial acceptance hits the target.
         """
+        # A relative 1e-12 absorbs round-off in the running sums, so a target equal to
+        # an attainable risk is met.
         risk = self.cum_sums / self.cum_counts
-        ok = np.flatnonzero(risk <= target_risk)
+        ok = np.flatnonzero(risk <= target_risk * (1.0 + 1e-12))
         if ok.size == 0:
             return 0.0
         g = int(ok[-1])

@@ -104,16 +104,24 @@ def _expected_prefix_losses(
 
     With ``ties="mean"`` the expectation over a random order inside tie groups: a
     prefix that takes ``k`` of the ``m`` samples of a group holds in expectation
-    ``k / m`` of the group's loss, so ``E[L(i)]`` is the running sum of the losses
-    after each is replaced by the mean loss of its tie group.
+    ``k / m`` of the group's loss: ``E[L(i)]`` interpolates linearly between the
+    running totals at group boundaries.
     """
     stable = ties == "index"
     _, ls, ends = sorted_by_uncertainty(losses, uncertainty, stable=stable)
     if stable or ends is None:
         return np.cumsum(ls, out=ls)
     counts = np.diff(ends, prepend=-1)
-    group_mean = np.add.reduceat(ls, ends - counts + 1) / counts
-    return np.cumsum(np.repeat(group_mean, counts))
+    starts = ends - counts + 1
+    group_sums = np.add.reduceat(ls, starts)
+    before = np.cumsum(group_sums) - group_sums  # exact for integer losses
+    # E[L(i)] = (loss before the group) + (i - start) * (group mean): one rounding per
+    # term, so no error accumulates along the sorted order.
+    prefix = np.arange(1.0, ls.size + 1.0)
+    prefix -= np.repeat(starts.astype(np.float64), counts)
+    prefix *= np.repeat(group_sums / counts, counts)
+    prefix += np.repeat(before, counts)
+    return prefix
 
 
 def _checked(losses: ArrayLike, uncertainty: ArrayLike) -> tuple[NDArray[np.float64], ...]:
@@ -275,8 +283,10 @@ def coverage_at_risk(losses: ArrayLike, uncertainty: ArrayLike, target_risk: flo
     ``u < theta``, accept ``u == theta`` with probability ``nu``) with selective risk
     ``<= target_risk``, the bounded-improvement model on this sample. It equals
     ``coverage_`` of ``BoundedImprovement(target_risk=target_risk)`` fitted on the
-    same data, and is 0.0 when even the lowest-uncertainty tie group has a mean
-    loss above the target (no rule with positive coverage meets it).
+    same data, and is 0.0 when no rule with positive coverage meets the target
+    (the target is below the lowest selective risk of any threshold rule).
+    The comparison with the target allows a relative 1e-12 for float round-off,
+    so a target equal to an attainable risk is met however the sums were rounded.
 
     Parameters
     ----------
@@ -305,9 +315,15 @@ def coverage_at_risk(losses: ArrayLike, uncertainty: ArrayLike, target_risk: flo
 def sele_loss(losses: ArrayLike, uncertainty: ArrayLike) -> float:
     """SELE loss, eq. (29) of Franc et al. (2023).
 
-    ``sele = (1/n^2) * sum_i sum_j loss_i * [u_i <= u_j]``, computed in O(n log n).
-    Tied pairs count, so ``aurc(losses, u) <= 2 * sele_loss(losses, u)`` for any
-    scores (Theorem 8), and ``sele_loss <= aurc`` when all scores are distinct.
+    ``sele = (1/n^2) * sum_i sum_j loss_i * [u_i <= u_j]``, computed in O(n log n);
+    tied pairs count. With distinct scores ``sele_loss <= aurc``, and
+    ``aurc <= H_n * sele_loss`` always (``H_n`` the n-th harmonic number, attained
+    when only the most confident sample has a loss).
+
+    Theorem 8 of the paper states ``aurc < 2 * sele_loss`` for any score; its proof
+    needs the losses to be non-decreasing along the accepted order (as for the
+    oracle score), and the statement fails otherwise: losses ``[1, 0, 0, 0]`` with
+    scores ``[0, 1, 2, 3]`` give ``aurc = 25/48 > 1/2 = 2 * sele_loss``.
 
     Parameters
     ----------

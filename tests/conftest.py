@@ -1,0 +1,29 @@
+"""Shared pytest configuration for the abstain test layer."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+# ``tests/reference`` is imported as the package ``reference``.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+settings.register_profile(
+    "dev",
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+# HYPOTHESIS_PROFILE=ci: five times the examples, a fresh random seed on every run.
+settings.register_profile("ci", max_examples=300, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20230714)

@@ -1,0 +1,77 @@
+"""Brute-force references for ``abstain.scores`` and ``abstain.losses`` (section 3.2).
+
+Loss matrices are indexed ``loss[y_true, y_pred]``. The plug-in Bayes prediction is
+``argmin_yhat sum_y p(y|x) loss[y, yhat]`` (lowest index among equal risks) and its
+conditional risk is that minimum, eq. (9) with ``p`` replaced by the estimate.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+
+def zero_one_loss_ref(n_classes: int) -> np.ndarray:
+    return np.array(
+        [[0.0 if y == yhat else 1.0 for yhat in range(n_classes)] for y in range(n_classes)]
+    )
+
+
+def absolute_error_loss_ref(n_classes: int) -> np.ndarray:
+    return np.array(
+        [[float(abs(y - yhat)) for yhat in range(n_classes)] for y in range(n_classes)]
+    )
+
+
+def expected_losses_ref(proba_row, loss, *, exact=False) -> list:
+    """``[sum_y p(y) loss[y, yhat] for yhat]`` as an explicit double loop."""
+    conv = Fraction if exact else float
+    p = [conv(float(v)) for v in proba_row]
+    k = len(p)
+    out = []
+    for yhat in range(k):
+        total = conv(0)
+        for y in range(k):
+            total += p[y] * conv(float(loss[y][yhat]))
+        out.append(total)
+    return out
+
+
+def conditional_risk_ref(proba, loss=None, prediction=None, *, exact=False):
+    """Return ``(prediction, risk)`` arrays computed row by row with explicit loops.
+
+    ``exact=True`` decides the argmin with exact rational arithmetic (so mathematically
+    equal risks tie and the lowest index wins); use it only on inputs where the float
+    implementation's ties are exact too (e.g. dyadic probabilities).
+    """
+    proba = np.asarray(proba, dtype=float)
+    n, k = proba.shape
+    if loss is None:
+        loss = zero_one_loss_ref(k)
+    preds, risks = [], []
+    for i in range(n):
+        expected = expected_losses_ref(proba[i], loss, exact=exact)
+        if prediction is None:
+            best = 0
+            for yhat in range(1, k):
+                if expected[yhat] < expected[best]:
+                    best = yhat
+        else:
+            best = int(prediction[i])
+        preds.append(best)
+        risks.append(float(expected[best]))
+    return np.array(preds, dtype=int), np.array(risks)
+
+
+def mcp_ref(proba) -> np.ndarray:
+    """Maximum class probability score as an uncertainty: ``1 - max_y p(y)``."""
+    proba = np.asarray(proba, dtype=float)
+    out = []
+    for row in proba:
+        best = row[0]
+        for v in row[1:]:
+            if v > best:
+                best = v
+        out.append(1.0 - float(best))
+    return np.array(out)

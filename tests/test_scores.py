@@ -1,0 +1,139 @@
+"""abstain.scores and abstain.losses against explicit loops (section 3.2, Example 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from reference.scores_ref import (
+    absolute_error_loss_ref,
+    conditional_risk_ref,
+    mcp_ref,
+    zero_one_loss_ref,
+)
+
+from abstain.losses import absolute_error_loss, zero_one_loss
+from abstain.scores import conditional_risk, margin, mcp
+
+
+@pytest.mark.parametrize("k", range(2, 8))
+def test_loss_matrices(k):
+    np.testing.assert_array_equal(zero_one_loss(k), zero_one_loss_ref(k))
+    np.testing.assert_array_equal(absolute_error_loss(k), absolute_error_loss_ref(k))
+
+
+def random_proba(rng, n, k):
+    alpha = rng.choice([0.2, 1.0, 5.0])
+    return rng.dirichlet(np.full(k, alpha), size=n)
+
+
+def loss_matrices(rng, k):
+    integer = rng.integers(0, 5, (k, k)).astype(float)
+    np.fill_diagonal(integer, 0.0)
+    return {
+        "default": None,
+        "zero_one": zero_one_loss(k),
+        "absolute": absolute_error_loss(k),
+        "integer": integer,
+        "uniform": rng.uniform(0, 3, (k, k)),
+    }
+
+
+def test_conditional_risk_matches_loops():
+    rng = np.random.default_rng(11)
+    for k in range(2, 7):
+        for _ in range(4):
+            proba = random_proba(rng, 40, k)
+            for name, loss in loss_matrices(rng, k).items():
+                got = conditional_risk(proba, loss)
+                ref_pred, ref_risk = conditional_risk_ref(proba, loss)
+                np.testing.assert_array_equal(got.prediction, ref_pred, err_msg=name)
+                np.testing.assert_allclose(got.risk, ref_risk, rtol=1e-12, atol=1e-15,
+                                           err_msg=name)
+                given_pred = rng.integers(0, k, 40)
+                got = conditional_risk(proba, loss, prediction=given_pred)
+                _, ref_risk = conditional_risk_ref(proba, loss, prediction=given_pred)
+                np.testing.assert_array_equal(got.prediction, given_pred)
+                np.testing.assert_allclose(got.risk, ref_risk, rtol=1e-12, atol=1e-15)
+
+
+def test_conditional_risk_is_a_named_tuple():
+    result = conditional_risk([[0.25, 0.75]])
+    assert result._fields == ("prediction", "risk")
+    pred, risk = result
+    assert pred.tolist() == [1] and risk.tolist() == [0.25]
+
+
+def test_conditional_risk_ties_take_the_lowest_index():
+    # dyadic probabilities: every expected loss is exact, ties are exact ties
+    proba = np.array([[0.5, 0.5, 0.0], [0.25, 0.25, 0.5], [0.0, 0.5, 0.5],
+                      [0.5, 0.0, 0.5], [0.25, 0.5, 0.25], [0.375, 0.125, 0.5]])
+    for loss in (None, absolute_error_loss(3)):
+        pred, risk = conditional_risk(proba, loss)
+        ref_pred, ref_risk = conditional_risk_ref(proba, loss, exact=True)
+        np.testing.assert_array_equal(pred, ref_pred)
+        np.testing.assert_array_equal(risk, ref_risk)
+    np.testing.assert_array_equal(conditional_risk(proba).prediction, [0, 2, 1, 0, 1, 2])
+    # absolute error: the lower median wins a tie of two medians
+    np.testing.assert_array_equal(conditional_risk(proba, absolute_error_loss(3)).prediction,
+                                  [0, 1, 1, 0, 1, 1])
+
+
+def test_conditional_risk_decimal_median_ties_take_the_lowest_index():
+    """Half of the mass at or below class 1: classes 1 and 2 are both medians."""
+    proba = np.array([[0.1, 0.4, 0.5], [0.2, 0.3, 0.5], [0.3, 0.2, 0.5], [0.05, 0.45, 0.5],
+                      [0.35, 0.15, 0.5], [0.45, 0.05, 0.5], [0.5, 0.3, 0.2], [0.5, 0.1, 0.4]])
+    pred = conditional_risk(proba, absolute_error_loss(3)).prediction
+    np.testing.assert_array_equal(pred, [1, 1, 1, 1, 1, 1, 0, 0])
+
+
+def test_mcp_is_the_zero_one_conditional_risk():
+    rng = np.random.default_rng(12)
+    for k in range(2, 7):
+        proba = random_proba(rng, 50, k)
+        got = mcp(proba)
+        np.testing.assert_allclose(got, mcp_ref(proba), rtol=0, atol=1e-15)
+        np.testing.assert_allclose(got, conditional_risk(proba).risk, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got, conditional_risk(proba, zero_one_loss(k)).risk,
+                                   rtol=0, atol=1e-12)
+        # the 0/1 plug-in Bayes prediction is the (first) arg max
+        np.testing.assert_array_equal(conditional_risk(proba).prediction, proba.argmax(axis=1))
+    np.testing.assert_allclose(mcp([[0.7, 0.2, 0.1], [0.4, 0.4, 0.2]]), [0.3, 0.6], atol=1e-15)
+
+
+def test_margin_is_the_negated_decision_value():
+    """Not defined in the brief: the paper's margin score (section 5.2.1, |<w,x> + b| for a
+    binary SVM, the winning class score for multi-class), negated so that a higher value is
+    rejected first (STYLE 3)."""
+    rng = np.random.default_rng(13)
+    d1 = rng.normal(size=30)
+    np.testing.assert_array_equal(margin(d1), [-abs(v) for v in d1])
+    d2 = rng.normal(size=(30, 4))
+    np.testing.assert_array_equal(margin(d2), [-max(row) for row in d2])
+
+
+proba_rows = hnp.arrays(
+    np.float64,
+    st.tuples(st.integers(1, 6), st.integers(2, 5)),
+    elements=st.one_of(st.integers(0, 4).map(float), st.floats(0.0, 1.0, allow_subnormal=False)),
+).filter(lambda a: np.all(a.sum(axis=1) > 0)).map(lambda a: a / a.sum(axis=1, keepdims=True))
+
+
+@given(proba_rows)
+def test_conditional_risk_properties(proba):
+    k = proba.shape[1]
+    for loss in (None, absolute_error_loss(k)):
+        pred, risk = conditional_risk(proba, loss)
+        ref_pred, ref_risk = conditional_risk_ref(proba, loss)
+        np.testing.assert_allclose(risk, ref_risk, rtol=1e-12, atol=1e-15)
+        # the prediction is optimal: no other class has a lower expected loss
+        for y in range(k):
+            _, other = conditional_risk(proba, loss, prediction=np.full(len(proba), y))
+            assert np.all(risk <= other + 1e-12)
+    np.testing.assert_allclose(mcp(proba), conditional_risk(proba).risk, rtol=0, atol=1e-12)
+    assert np.all((mcp(proba) >= 0) & (mcp(proba) <= 1 - 1 / k + 1e-12))
+    # a larger top probability is never more uncertain under mcp
+    order = np.argsort(-proba.max(axis=1), kind="stable")
+    assert np.all(np.diff(mcp(proba)[order]) >= -1e-15)
