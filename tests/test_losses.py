@@ -1,0 +1,68 @@
+"""Loss matrices, per-sample losses and the bad-input policy of the plug-in scores."""
+
+import numpy as np
+import pytest
+
+from abstain.losses import absolute_error_loss, check_loss_matrix, sample_losses, zero_one_loss
+from abstain.scores import conditional_risk, margin, mcp
+
+
+def test_sample_losses_index_the_matrix():
+    y_true, y_pred = np.array([0, 2, 1, 2]), np.array([0, 0, 2, 2])
+    np.testing.assert_array_equal(sample_losses(y_true, y_pred), [0, 1, 1, 0])
+    np.testing.assert_array_equal(
+        sample_losses(y_true, y_pred, absolute_error_loss(3)), [0, 2, 1, 0]
+    )
+    user = [[0, 1, 5], [1, 0, 1], [9, 1, 0]]
+    np.testing.assert_array_equal(sample_losses(y_true, y_pred, user), [0, 9, 1, 0])
+    # The 0/1 loss needs no integer labels.
+    np.testing.assert_array_equal(sample_losses(["a", "b"], ["a", "c"]), [0, 1])
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: zero_one_loss(1), "n_classes"),
+        (lambda: absolute_error_loss(2.5), "n_classes"),
+        (lambda: check_loss_matrix([[0, 1, 2]]), "square"),
+        (lambda: check_loss_matrix([[0, -1], [1, 0]]), "non-negative"),
+        (lambda: check_loss_matrix([[0, np.nan], [1, 0]]), "finite"),
+        (lambda: check_loss_matrix(np.eye(3), n_classes=2), "2 x 2"),
+        (lambda: sample_losses([0, 1], [0]), "same length"),
+        (lambda: sample_losses([0, 3], [0, 1], zero_one_loss(3)), "y_true"),
+        (lambda: sample_losses([0, 1], [0.5, 1.0], zero_one_loss(3)), "y_pred"),
+    ],
+)
+def test_bad_loss_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize(
+    "proba, match",
+    [
+        ([0.2, 0.8], "2-D"),
+        ([[1.0]], "n_classes >= 2"),
+        (np.empty((0, 3)), "2-D"),
+        ([[0.5, np.nan]], "finite"),
+        ([[0.5, 0.6]], "summing to 1"),
+        ([[1.2, -0.2]], "non-negative"),
+    ],
+)
+def test_bad_proba(proba, match):
+    for func in (mcp, lambda p: conditional_risk(p)):
+        with pytest.raises(ValueError, match=match):
+            func(proba)
+
+
+def test_bad_prediction_and_decision():
+    with pytest.raises(ValueError, match="prediction"):
+        conditional_risk([[0.5, 0.5]], prediction=[2])
+    with pytest.raises(ValueError, match="prediction"):
+        conditional_risk([[0.5, 0.5]], prediction=[0.0])
+    with pytest.raises(ValueError, match="loss must be 2 x 2"):
+        conditional_risk([[0.5, 0.5]], absolute_error_loss(3))
+    with pytest.raises(ValueError, match="decision"):
+        margin([[1.0]])
+    with pytest.raises(ValueError, match="finite"):
+        margin([np.inf])
