@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from ._validation import as_losses, as_scores, check_same_length
+from ._validation import as_losses_and_scores
 
 
 @dataclass
@@ -140,9 +140,6 @@ def tie_groups(losses: NDArray[np.float64], uncertainty: NDArray[np.float64]) ->
     return TieGroups(u[ends], (ends + 1).astype(np.float64), prefix[ends])
 
 
-def validated_groups(losses: object, uncertainty: object) -> TieGroups:
+def validated_groups(losses: ArrayLike, uncertainty: ArrayLike) -> TieGroups:
     """Validate ``losses`` and ``uncertainty`` and group them."""
-    ls = as_losses(losses)  # type: ignore[arg-type]
-    u = as_scores(uncertainty)  # type: ignore[arg-type]
-    check_same_length(losses=ls, uncertainty=u)
-    return tie_groups(ls, u)
+    return tie_groups(*as_losses_and_scores(losses, uncertainty))

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 __all__ = [
     "as_scores",
     "as_losses",
+    "as_losses_and_scores",
     "check_same_length",
     "check_fraction",
     "check_positive",
@@ -57,6 +58,16 @@ def as_losses(values: ArrayLike, name: str = "losses") -> NDArray[np.float64]:
     if np.any(arr < 0):
         raise ValueError(f"{name} must be non-negative; got minimum {arr.min()!r}.")
     return arr
+
+
+def as_losses_and_scores(
+    losses: ArrayLike, uncertainty: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Validate a ``(losses, uncertainty)`` pair of equal length."""
+    ls = as_losses(losses)
+    u = as_scores(uncertainty)
+    check_same_length(losses=ls, uncertainty=u)
+    return ls, u
 
 
 def check_same_length(**arrays: NDArray[Any]) -> None:

@@ -23,12 +23,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._groups import sorted_by_uncertainty, validated_groups
 from ._validation import (
-    as_losses,
-    as_scores,
+    as_losses_and_scores,
     check_choice,
     check_fraction,
     check_positive,
-    check_same_length,
 )
 
 __all__ = [
@@ -124,13 +122,6 @@ def _expected_prefix_losses(
     return prefix
 
 
-def _checked(losses: ArrayLike, uncertainty: ArrayLike) -> tuple[NDArray[np.float64], ...]:
-    ls = as_losses(losses)
-    u = as_scores(uncertainty)
-    check_same_length(losses=ls, uncertainty=u)
-    return ls, u
-
-
 def aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> float:
     """Area under the risk-coverage curve, eq. (27) of Franc et al. (2023).
 
@@ -166,7 +157,7 @@ def aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> fl
     0.6287
     """
     check_choice("ties", ties, _TIES)
-    ls, u = _checked(losses, uncertainty)
+    ls, u = as_losses_and_scores(losses, uncertainty)
     prefix = _expected_prefix_losses(ls, u, ties)
     prefix /= np.arange(1, ls.size + 1, dtype=np.float64)
     return float(np.sum(prefix) / ls.size)
@@ -201,7 +192,7 @@ def e_aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> 
     0.0833
     """
     check_choice("ties", ties, _TIES)
-    ls, u = _checked(losses, uncertainty)
+    ls, u = as_losses_and_scores(losses, uncertainty)
     excess = aurc(ls, u, ties=ties) - aurc(ls, ls, ties="mean")
     return max(excess, 0.0)
 
@@ -234,7 +225,7 @@ def augrc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> f
     0.25
     """
     check_choice("ties", ties, _TIES)
-    ls, u = _checked(losses, uncertainty)
+    ls, u = as_losses_and_scores(losses, uncertainty)
     prefix = _expected_prefix_losses(ls, u, ties)
     return float(np.sum(prefix) / ls.size / ls.size)
 

@@ -28,11 +28,10 @@ from scipy import stats
 from ._base import ParamsMixin
 from ._groups import TieGroups, tie_groups, validated_groups
 from ._validation import (
-    as_losses,
+    as_losses_and_scores,
     as_scores,
     check_fraction,
     check_positive,
-    check_same_length,
 )
 from .exceptions import InfeasibleTargetWarning
 
@@ -511,9 +510,7 @@ class BoundedImprovement(_RejectRule):
             if delta >= 1.0:
                 raise ValueError(f"delta must be in (0, 1); got {self.delta!r}.")
         bound = check_positive("loss_bound", self.loss_bound)
-        ls = as_losses(losses)
-        u = as_scores(uncertainty)
-        check_same_length(losses=ls, uncertainty=u)
+        ls, u = as_losses_and_scores(losses, uncertainty)
         groups = tie_groups(ls, u)
         self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))
         self.risk_bound_ = math.nan
