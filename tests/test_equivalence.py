@@ -87,3 +87,8 @@ def test_reject_all_rule():
     assert rule.coverage_ == 0.0 and rule.threshold_ == -np.inf
     assert rule.equivalent_.reject_cost == (0.0, 0.75)
     assert rule.equivalent_.target_risk is None
+
+
+def test_cost_based_needs_both_arrays_or_none():
+    with pytest.raises(ValueError, match="together"):
+        CostBased(reject_cost=0.2).fit([0.1, 0.2])

@@ -340,9 +340,11 @@ class CostBased(_RejectRule):
         self
         """
         eps = check_positive("reject_cost", self.reject_cost)
-        if (uncertainty is None) != (losses is None):
-            raise ValueError("uncertainty and losses must be given together, or both omitted.")
-        if uncertainty is None:
+        if uncertainty is None or losses is None:
+            if (uncertainty is None) != (losses is None):
+                raise ValueError(
+                    "uncertainty and losses must be given together, or both omitted."
+                )
             self.threshold_ = eps
             self.accept_prob_ = 1.0
             self.coverage_ = self.risk_ = self.cost_ = math.nan
