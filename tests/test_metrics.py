@@ -23,6 +23,7 @@ from reference.metrics_ref import (
 )
 from reference.models_ref import bounded_improvement_ref
 from reference.strategies import (
+    BAD_ARRAYS,
     increasing_remap,
     increasing_values,
     losses_and_uncertainty,
@@ -89,15 +90,17 @@ def random_cases():
     return cases
 
 
+def assert_area_metrics_match(losses, u):
+    """aurc, augrc and e_aurc equal their permutation references under both tie rules."""
+    for ties in TIES:
+        for fast, ref in ((aurc, aurc_ref), (augrc, augrc_ref), (e_aurc, e_aurc_ref)):
+            assert_close(fast(losses, u, ties=ties), ref(losses, u, ties=ties),
+                         f"{fast.__name__}(ties={ties!r})", losses, u)
+
+
 def test_area_metrics_match_permutation_reference(random_cases):
     for losses, u in random_cases:
-        for ties in TIES:
-            assert_close(aurc(losses, u, ties=ties), aurc_ref(losses, u, ties=ties),
-                         f"aurc(ties={ties!r})", losses, u)
-            assert_close(augrc(losses, u, ties=ties), augrc_ref(losses, u, ties=ties),
-                         f"augrc(ties={ties!r})", losses, u)
-            assert_close(e_aurc(losses, u, ties=ties), e_aurc_ref(losses, u, ties=ties),
-                         f"e_aurc(ties={ties!r})", losses, u)
+        assert_area_metrics_match(losses, u)
         assert_close(aurc(losses, u), aurc_ref(losses, u), "aurc default ties", losses, u)
         assert_close(sele_loss(losses, u), sele_ref(losses, u), "sele_loss", losses, u)
 
@@ -158,13 +161,7 @@ def test_coverage_at_risk_matches_reference(random_cases):
 @given(losses_and_uncertainty(max_size=6), st.floats(0.001, 1.0), st.floats(0.01, 2.0))
 def test_all_metrics_match_references_hypothesis(case, coverage, target_risk):
     losses, u = case
-    for ties in TIES:
-        assert_close(aurc(losses, u, ties=ties), aurc_ref(losses, u, ties=ties),
-                     f"aurc(ties={ties!r})", losses, u)
-        assert_close(augrc(losses, u, ties=ties), augrc_ref(losses, u, ties=ties),
-                     f"augrc(ties={ties!r})", losses, u)
-        assert_close(e_aurc(losses, u, ties=ties), e_aurc_ref(losses, u, ties=ties),
-                     f"e_aurc(ties={ties!r})", losses, u)
+    assert_area_metrics_match(losses, u)
     assert_close(sele_loss(losses, u), sele_ref(losses, u), "sele_loss", losses, u)
     assert_close(selective_risk_at_coverage(losses, u, coverage),
                  selective_risk_at_coverage_ref(losses, u, coverage),
@@ -366,19 +363,6 @@ METRICS = {
 }
 
 nan, inf = float("nan"), float("inf")
-BAD_ARRAYS = {
-    "empty": ([], [], "losses|uncertainty"),
-    "losses_nan": ([0.0, nan], [0.0, 1.0], "losses"),
-    "losses_inf": ([0.0, inf], [0.0, 1.0], "losses"),
-    "losses_negative": ([0.0, -0.5], [0.0, 1.0], "losses"),
-    "uncertainty_nan": ([0.0, 1.0], [nan, 1.0], "uncertainty"),
-    "uncertainty_inf": ([0.0, 1.0], [0.0, inf], "uncertainty"),
-    "uncertainty_minus_inf": ([0.0, 1.0], [-inf, 0.0], "uncertainty"),
-    "mismatched_lengths": ([0.0, 1.0, 0.0], [0.0, 1.0], "losses|uncertainty"),
-    "losses_2d": ([[0.0, 1.0], [1.0, 0.0]], [0.0, 1.0, 2.0, 3.0], "losses"),
-    "uncertainty_2d": ([0.0, 1.0, 0.0, 1.0], [[0.0, 1.0], [2.0, 3.0]], "uncertainty"),
-    "uncertainty_empty": ([0.0], [], "losses|uncertainty"),
-}
 
 
 @pytest.mark.parametrize("metric", list(METRICS))

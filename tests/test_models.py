@@ -20,6 +20,7 @@ from reference.models_ref import (
     lp_cost_based,
 )
 from reference.strategies import (
+    BAD_ARRAYS,
     increasing_remap,
     increasing_values,
     losses_and_uncertainty,
@@ -371,17 +372,6 @@ def test_bounded_abstention_coverage_is_exact_and_risk_minimal(case, omega):
 
 # --------------------------------------------------------------------------- bad input
 nan, inf = float("nan"), float("inf")
-BAD_ARRAYS = {
-    "empty": ([], [], "losses|uncertainty"),
-    "losses_nan": ([0.0, nan], [0.0, 1.0], "losses"),
-    "losses_inf": ([0.0, inf], [0.0, 1.0], "losses"),
-    "losses_negative": ([0.0, -0.5], [0.0, 1.0], "losses"),
-    "uncertainty_nan": ([0.0, 1.0], [nan, 1.0], "uncertainty"),
-    "uncertainty_inf": ([0.0, 1.0], [0.0, inf], "uncertainty"),
-    "mismatched_lengths": ([0.0, 1.0, 0.0], [0.0, 1.0], "losses|uncertainty"),
-    "losses_2d": ([[0.0, 1.0], [1.0, 0.0]], [0.0, 1.0, 2.0, 3.0], "losses"),
-    "uncertainty_2d": ([0.0, 1.0, 0.0, 1.0], [[0.0, 1.0], [2.0, 3.0]], "uncertainty"),
-}
 MODELS = {
     "CostBased": lambda: CostBased(reject_cost=0.3),
     "BoundedImprovement": lambda: BoundedImprovement(target_risk=0.2),

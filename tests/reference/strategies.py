@@ -111,3 +111,20 @@ def increasing_values(draw, count: int):
     if len(set(values)) < count:  # -0.0 and 0.0 collapsed
         values = [float(k) for k in range(count)]
     return np.array(values)
+
+
+# Bad (losses, uncertainty) pairs and the argument name the error must mention.
+nan, inf = float("nan"), float("inf")
+BAD_ARRAYS = {
+    "empty": ([], [], "losses|uncertainty"),
+    "losses_nan": ([0.0, nan], [0.0, 1.0], "losses"),
+    "losses_inf": ([0.0, inf], [0.0, 1.0], "losses"),
+    "losses_negative": ([0.0, -0.5], [0.0, 1.0], "losses"),
+    "uncertainty_nan": ([0.0, 1.0], [nan, 1.0], "uncertainty"),
+    "uncertainty_inf": ([0.0, 1.0], [0.0, inf], "uncertainty"),
+    "uncertainty_minus_inf": ([0.0, 1.0], [-inf, 0.0], "uncertainty"),
+    "mismatched_lengths": ([0.0, 1.0, 0.0], [0.0, 1.0], "losses|uncertainty"),
+    "losses_2d": ([[0.0, 1.0], [1.0, 0.0]], [0.0, 1.0, 2.0, 3.0], "losses"),
+    "uncertainty_2d": ([0.0, 1.0, 0.0, 1.0], [[0.0, 1.0], [2.0, 3.0]], "uncertainty"),
+    "uncertainty_empty": ([0.0], [], "losses|uncertainty"),
+}
