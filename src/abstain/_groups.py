@@ -75,6 +75,15 @@ class TieGroups:
         nu = (x - before) / self.counts[g]
         return g, float(min(max(nu, 0.0), 1.0))
 
+    def accepted_at(self, g: int, nu: float) -> float:
+        """Expected accepted count of the rule ``(values[g], nu)``; 0 for ``g = -1``.
+
+        The inverse of :meth:`rule_at`.
+        """
+        if g < 0:
+            return 0.0
+        return float(self.cum_counts[g] - self.counts[g] * (1.0 - nu))
+
     def max_accepted_at_risk(self, target_risk: float) -> float:
         """Largest expected accepted count ``x`` with ``C(x) <= target_risk * x``; 0 if none.
 

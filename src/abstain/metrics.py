@@ -157,7 +157,11 @@ def aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> fl
     0.6287
     """
     check_choice("ties", ties, _TIES)
-    ls, u = as_losses_and_scores(losses, uncertainty)
+    return _aurc(*as_losses_and_scores(losses, uncertainty), ties)
+
+
+def _aurc(ls: NDArray[np.float64], u: NDArray[np.float64], ties: str) -> float:
+    """AuRC of validated arrays."""
     prefix = _expected_prefix_losses(ls, u, ties)
     prefix /= np.arange(1, ls.size + 1, dtype=np.float64)
     return float(np.sum(prefix) / ls.size)
@@ -193,7 +197,7 @@ def e_aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> 
     """
     check_choice("ties", ties, _TIES)
     ls, u = as_losses_and_scores(losses, uncertainty)
-    excess = aurc(ls, u, ties=ties) - aurc(ls, ls, ties="mean")
+    excess = _aurc(ls, u, ties) - _aurc(ls, ls, "mean")
     return max(excess, 0.0)
 
 

@@ -95,10 +95,8 @@ def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
     n = groups.n
     full = g >= 0 and nu >= 1.0
     target_risk: tuple[float, float] | None = None
-    if g < 0:
-        x = 0.0
-    else:
-        x = float(groups.cum_counts[g] - groups.counts[g] * (1.0 - nu))
+    x = groups.accepted_at(g, nu)
+    if g >= 0:
         rho = groups.loss_at(x) / x
         if x >= n:
             target_risk = (rho, math.inf)
@@ -137,11 +135,10 @@ class _RejectRule(ParamsMixin):
         if g < 0:
             self.threshold_ = -math.inf
             self.accept_prob_ = 1.0
-            x = 0.0
         else:
             self.threshold_ = float(groups.values[g])
             self.accept_prob_ = float(nu)
-            x = float(groups.cum_counts[g] - groups.counts[g] * (1.0 - nu))
+        x = groups.accepted_at(g, nu)
         self.coverage_ = x / n
         self.risk_ = groups.loss_at(x) / x if x > 0 else math.nan
         self.feasible_ = bool(feasible)
