@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["NotFittedError", "InfeasibleTargetWarning"]
+__all__ = ["NotFittedError", "InfeasibleTargetWarning", "ConvergenceWarning"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -17,4 +17,11 @@ class InfeasibleTargetWarning(UserWarning):
     """Issued when a fitted reject rule cannot meet its target on the data.
 
     The fitted object then has ``feasible_ = False`` and rejects every input.
+    """
+
+
+class ConvergenceWarning(UserWarning):
+    """Issued when an iterative solver stops before its tolerance is reached.
+
+    The fitted object is usable; its ``converged_`` attribute is False.
     """

@@ -1,4 +1,9 @@
-"""Plug-in uncertainty scores (Franc et al. 2023, section 3.2). Higher = reject first."""
+"""Uncertainty scores (Franc et al. 2023). Higher = reject first.
+
+Plug-in scores from a model's own outputs (section 3.2: conditional risk, MCP,
+margin) and scores learned from examples for any black-box predictor (sections
+3.3-3.4 and 5.1: :class:`LossRegression`, :class:`SELE`, :class:`TCP`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,21 @@ from numpy.typing import ArrayLike, NDArray
 
 from .losses import check_loss_matrix
 
-__all__ = ["ConditionalRisk", "conditional_risk", "mcp", "margin"]
+__all__ = [
+    "ConditionalRisk",
+    "conditional_risk",
+    "mcp",
+    "margin",
+    "PAPER_C_GRID",
+    "LossRegression",
+    "SELE",
+    "TCP",
+    "RegularizationSearch",
+    "select_regularization",
+    "score_from_json",
+    "sele_objective",
+    "true_class_probability",
+]
 
 
 class ConditionalRisk(NamedTuple):
@@ -128,3 +147,16 @@ def margin(decision: ArrayLike) -> NDArray[np.float64]:
     if not np.all(np.isfinite(d)):
         raise ValueError("decision must be finite; got NaN or infinite entries.")
     return -np.abs(d) if d.ndim == 1 else -d.max(axis=1)
+
+
+from ._learned import (  # noqa: E402  (the learned scores build on the plug-in ones)
+    PAPER_C_GRID,
+    SELE,
+    TCP,
+    LossRegression,
+    RegularizationSearch,
+    score_from_json,
+    sele_objective,
+    select_regularization,
+    true_class_probability,
+)

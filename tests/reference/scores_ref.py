@@ -75,3 +75,42 @@ def mcp_ref(proba) -> np.ndarray:
                 best = v
         out.append(1.0 - float(best))
     return np.array(out)
+
+
+def sele_proxy_ref(scores, losses, groups=None) -> float:
+    """Eq. (30) averaged over chunks, as an explicit double loop over ordered pairs."""
+    import math
+
+    n = len(losses)
+    groups = [0] * n if groups is None else list(groups)
+    total = 0.0
+    labels = sorted(set(groups))
+    for label in labels:
+        members = [i for i in range(n) if groups[i] == label]
+        m = len(members)
+        chunk = 0.0
+        for i in members:
+            for j in members:
+                z = float(scores[j]) - float(scores[i])
+                chunk += float(losses[i]) * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))
+        total += chunk / (m * m)
+    return total / len(labels)
+
+
+def predicted_class_design_ref(X, y_pred, classes) -> np.ndarray:
+    """The feature map of eq. (37) as a dense matrix: ``[x, 1]`` in the block of ``h(x)``."""
+    n, d = np.shape(X)
+    phi = np.zeros((n, len(classes) * (d + 1)))
+    for i in range(n):
+        k = list(classes).index(y_pred[i])
+        phi[i, k * (d + 1) : k * (d + 1) + d] = X[i]
+        phi[i, k * (d + 1) + d] = 1.0
+    return phi
+
+
+def ridge_ref(phi, target, C) -> np.ndarray:
+    """``argmin C/2 ||theta||^2 + (1/n) ||target - phi theta||^2`` (minimum norm for C = 0)."""
+    n, dim = phi.shape
+    if C == 0:
+        return np.linalg.pinv(phi) @ target
+    return np.linalg.solve(phi.T @ phi + n * C / 2.0 * np.eye(dim), phi.T @ target)

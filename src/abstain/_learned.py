@@ -1,0 +1,762 @@
+"""Uncertainty scores learned from examples for a black-box predictor.
+
+Franc, Prusa and Voracek (2023), sections 3.3-3.4 and 5.1: a linear score
+``s(x) = <theta, psi(x)>`` is fitted to the observed losses of a fixed predictor,
+by ridge regression of the loss (REG), by minimising the smooth SELE proxy of the
+AuRC, or by ridge regression of the true-class probability (TCP). Re-exported by
+:mod:`abstain.scores`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+import scipy.sparse.linalg
+from numpy.typing import ArrayLike, NDArray
+
+from ._base import ParamsMixin
+from ._validation import as_losses, check_choice, check_positive, check_same_length
+from .exceptions import ConvergenceWarning
+from .metrics import aurc
+from .models import _decode, _encode
+
+__all__ = [
+    "PAPER_C_GRID",
+    "LossRegression",
+    "SELE",
+    "TCP",
+    "RegularizationSearch",
+    "select_regularization",
+    "score_from_json",
+    "sele_objective",
+    "true_class_probability",
+]
+
+#: The regularisation grid of section 5.1, chosen from by validation AuRC.
+PAPER_C_GRID: tuple[float, ...] = (0.0, 1.0, 10.0, 100.0, 1000.0)
+
+_FEATURES = ("predicted_class", "shared")
+_FORMAT = "abstain.score/1"
+
+
+def as_features(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
+    """Return ``X`` as a finite, non-empty 2-D float64 array."""
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be an array of real numbers; got {type(X).__name__}."
+        ) from exc
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(
+            f"{name} must be a non-empty 2-D array (n_samples, n_features); got shape {arr.shape}."
+        )
+    if not np.isfinite(arr).all():
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        raise ValueError(f"{name} must be finite; got {bad} NaN or infinite value(s).")
+    return arr
+
+
+def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
+    """The probability a classifier gives to the true class, ``p_hat(y_i | x_i)``.
+
+    The regression target of :class:`TCP`.
+
+    Parameters
+    ----------
+    proba : array-like of shape (n, K)
+        Estimated posteriors, columns in class-index order.
+    y : array-like of int, shape (n,)
+        True class indices in ``0..K-1``.
+
+    Examples
+    --------
+    >>> from abstain.scores import true_class_probability
+    >>> true_class_probability([[0.7, 0.3], [0.4, 0.6]], [0, 0]).tolist()
+    [0.7, 0.4]
+    """
+    p = as_features(proba, "proba")
+    labels = np.asarray(y)
+    if labels.shape != (p.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"y must be integer labels of shape ({p.shape[0]},); got {labels.shape}.")
+    if labels.min() < 0 or labels.max() >= p.shape[1]:
+        raise ValueError(f"y must hold class indices in 0..{p.shape[1] - 1}.")
+    return p[np.arange(p.shape[0]), labels]
+
+
+class _Design(NamedTuple):
+    """Rows ``[x, 1]`` sorted by block, the block bounds and the sorting order."""
+
+    rows: NDArray[np.float64]
+    bounds: NDArray[np.intp]
+    order: NDArray[np.intp]
+
+
+class _LinearScore(ParamsMixin):
+    """A linear score ``s(x) = <w_b, x> + c_b`` with one block ``b`` per predicted class."""
+
+    _FITTED: tuple[str, ...] = ("classes_", "coef_", "intercept_", "n_features_in_")
+
+    C: float
+    features: str
+    classes: ArrayLike | None
+
+    def _check_params(self) -> None:
+        check_positive("C", self.C, allow_zero=True)
+        check_choice("features", self.features, _FEATURES)
+
+    def _blocks(self, y_pred: ArrayLike | None, n: int, fitting: bool) -> NDArray[np.intp]:
+        """Block index of every row (all zeros for the shared feature map)."""
+        if self.features == "shared":
+            if fitting:
+                self.classes_ = np.zeros(0)
+            return np.zeros(n, dtype=np.intp)
+        if y_pred is None:
+            raise ValueError(
+                "y_pred must be given with features='predicted_class'; got None "
+                "(use features='shared' for a score of X alone)."
+            )
+        labels = np.asarray(y_pred)
+        if labels.ndim != 1:
+            raise ValueError(f"y_pred must be one-dimensional; got shape {labels.shape}.")
+        check_same_length(X=np.empty(n), y_pred=labels)
+        if fitting:
+            known = np.unique(labels) if self.classes is None else np.unique(self.classes)
+            self.classes_ = known
+        pos = np.searchsorted(self.classes_, labels)
+        pos = np.minimum(pos, len(self.classes_) - 1)
+        unknown = self.classes_[pos] != labels
+        if np.any(unknown):
+            bad = np.unique(labels[unknown])[:5].tolist()
+            raise ValueError(
+                f"y_pred must hold labels in classes_ {self.classes_.tolist()}; got {bad} "
+                "(pass classes=... to list every label the predictor can output)."
+            )
+        return pos.astype(np.intp)
+
+    def _design(self, X: ArrayLike, y_pred: ArrayLike | None, fitting: bool) -> _Design:
+        x = as_features(X)
+        if not fitting:
+            self._check_fitted("coef_")
+            if x.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X must have {self.n_features_in_} features, as in fit; got {x.shape[1]}."
+                )
+        blocks = self._blocks(y_pred, x.shape[0], fitting)
+        n_blocks = 1 if self.features == "shared" else len(self.classes_)
+        order = np.argsort(blocks, kind="stable")
+        rows = np.empty((x.shape[0], x.shape[1] + 1))
+        rows[:, :-1] = x[order]
+        rows[:, -1] = 1.0
+        bounds = np.searchsorted(blocks[order], np.arange(n_blocks + 1))
+        return _Design(rows, bounds.astype(np.intp), order)
+
+    def _theta(self) -> NDArray[np.float64]:
+        return np.column_stack([self.coef_, self.intercept_])
+
+    def _set_theta(self, theta: NDArray[np.float64], n_features: int) -> None:
+        self.coef_ = theta[:, :-1].copy()
+        self.intercept_ = theta[:, -1].copy()
+        self.n_features_in_ = n_features
+
+    def decision_function(
+        self, X: ArrayLike, y_pred: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
+        """The fitted linear function ``<w_{h(x)}, x> + b_{h(x)}``, eq. (37)."""
+        design = self._design(X, y_pred, fitting=False)
+        s = _block_matvec(design, self._theta())
+        out = np.empty_like(s)
+        out[design.order] = s
+        return out
+
+    def predict(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Uncertainty of each prediction; higher means reject first.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y_pred : array-like of shape (n,)
+            The predictor's outputs on ``X`` (ignored with ``features='shared'``).
+        """
+        return self.decision_function(X, y_pred)
+
+    def to_json(self) -> str:
+        """Serialise parameters and coefficients to JSON; load with :func:`score_from_json`."""
+        self._check_fitted("coef_")
+        params = self.get_params(deep=False)
+        if params.get("classes") is not None:
+            params["classes"] = np.asarray(params["classes"]).tolist()
+        if not isinstance(params.get("random_state"), (int, type(None))):
+            params["random_state"] = None
+        fitted = {}
+        for name in self._FITTED:
+            value = getattr(self, name)
+            fitted[name] = _encode(value.tolist() if isinstance(value, np.ndarray) else value)
+        doc = {"format": _FORMAT, "model": type(self).__name__, "params": params, "fitted": fitted}
+        return json.dumps(doc, sort_keys=True, allow_nan=False)
+
+
+def _block_matvec(design: _Design, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``s = Phi theta`` in the sorted row order: each block times its own coefficients."""
+    s = np.empty(design.rows.shape[0])
+    b = design.bounds
+    for k in range(len(b) - 1):
+        if b[k + 1] > b[k]:
+            s[b[k] : b[k + 1]] = design.rows[b[k] : b[k + 1]] @ theta[k]
+    return s
+
+
+def _block_rmatvec(design: _Design, g: NDArray[np.float64], n_blocks: int) -> NDArray[np.float64]:
+    """``Phi^T g`` as an array of shape (n_blocks, d + 1)."""
+    out = np.zeros((n_blocks, design.rows.shape[1]))
+    b = design.bounds
+    for k in range(len(b) - 1):
+        if b[k + 1] > b[k]:
+            out[k] = g[b[k] : b[k + 1]] @ design.rows[b[k] : b[k + 1]]
+    return out
+
+
+def _ridge(
+    design: _Design, target: NDArray[np.float64], C: float, n_blocks: int
+) -> NDArray[np.float64]:
+    """Minimise ``C/2 ||theta||^2 + (1/n) sum_i (t_i - s_theta(x_i))^2`` in closed form.
+
+    The feature map is block-diagonal, so each block is its own ridge problem
+    ``(A_k + n C / 2 I) theta_k = Phi_k^T t_k``; ``C = 0`` gives the least-squares
+    solution of minimum norm. A block with no rows keeps ``theta_k = 0``.
+    """
+    n, dim = design.rows.shape
+    theta = np.zeros((n_blocks, dim))
+    b = design.bounds
+    for k in range(n_blocks):
+        rows, t = design.rows[b[k] : b[k + 1]], target[b[k] : b[k + 1]]
+        if rows.shape[0] == 0:
+            continue
+        if C == 0.0:
+            theta[k] = scipy.linalg.lstsq(rows, t, cond=None)[0]
+            continue
+        gram = rows.T @ rows
+        gram[np.diag_indices(dim)] += n * C / 2.0
+        theta[k] = scipy.linalg.solve(gram, rows.T @ t, assume_a="pos")
+    return theta
+
+
+class LossRegression(_LinearScore):
+    """Loss regression (REG) score, section 3.3 and 5.1.1 of Franc et al. (2023).
+
+    Minimises ``F(theta) = C/2 ||theta||^2 + (1/n) sum_i (loss_i - s_theta(x_i))^2``
+    in closed form (one ridge regression per predicted class). Its population
+    minimiser is the conditional risk (Theorem 7), a proper uncertainty score, so
+    the score is Fisher consistent. The intercepts are part of ``theta`` and are
+    regularised, as in the paper.
+
+    Parameters
+    ----------
+    C : float, default 1.0
+        Regularisation constant, >= 0; :func:`select_regularization` picks it from
+        :data:`PAPER_C_GRID` by validation AuRC.
+    features : {'predicted_class', 'shared'}, default 'predicted_class'
+        ``'predicted_class'`` is eq. (37): ``s(x) = <w_{h(x)}, x> + b_{h(x)}``, one
+        linear function per predicted label. ``'shared'`` is ``<w, x> + b`` on ``X``
+        alone, for predictors (structured output, regression) whose prediction is
+        already encoded in the features.
+    classes : array-like, optional
+        Every label the predictor can output; by default the labels seen in ``fit``.
+        A class never predicted in ``fit`` keeps zero coefficients.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    coef_ : ndarray of shape (n_blocks, d)
+    intercept_ : ndarray of shape (n_blocks,)
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.scores import LossRegression
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> reg = LossRegression(C=0).fit(X, [0, 0, 0, 0], [0.0, 0.0, 1.0, 1.0])
+    >>> reg.predict([[0.5], [2.5]], [0, 0]).round(2).tolist()
+    [0.1, 0.9]
+    """
+
+    def __init__(
+        self, C: float = 1.0, *, features: str = "predicted_class", classes: ArrayLike | None = None
+    ) -> None:
+        self.C = C
+        self.features = features
+        self.classes = classes
+
+    def fit(self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike) -> LossRegression:
+        """Fit to the predictor's labels ``y_pred`` and observed ``losses`` on ``X``."""
+        self._check_params()
+        design = self._design(X, y_pred, fitting=True)
+        target = as_losses(losses)
+        check_same_length(X=design.rows, losses=target)
+        n_blocks = len(design.bounds) - 1
+        theta = _ridge(design, target[design.order], float(self.C), n_blocks)
+        self._set_theta(theta, design.rows.shape[1] - 1)
+        return self
+
+
+class TCP(_LinearScore):
+    """True-class-probability (TCP) score, section 5.1.3 of Franc et al. (2023).
+
+    Ridge regression of the classifier's probability of the true class,
+    ``F(theta) = C/2 ||theta||^2 + (1/n) sum_i (p_hat(y_i | x_i) - s_theta(x_i))^2``,
+    with the feature map of eq. (37). A high true-class probability means a
+    confident prediction, so :meth:`predict` returns ``-s_theta(x)`` (higher =
+    reject first). Parameters and attributes are those of :class:`LossRegression`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.scores import TCP
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> tcp = TCP(C=0).fit(X, [1, 1, 1, 1], [0.9, 0.8, 0.6, 0.5])
+    >>> tcp.predict([[0.0], [3.0]], [1, 1]).round(2).tolist()
+    [-0.91, -0.49]
+    """
+
+    def __init__(
+        self, C: float = 1.0, *, features: str = "predicted_class", classes: ArrayLike | None = None
+    ) -> None:
+        self.C = C
+        self.features = features
+        self.classes = classes
+
+    def fit(self, X: ArrayLike, y_pred: ArrayLike | None, true_class_proba: ArrayLike) -> TCP:
+        """Fit to ``p_hat(y_i | x_i)``, see :func:`true_class_probability`."""
+        self._check_params()
+        design = self._design(X, y_pred, fitting=True)
+        target = as_losses(true_class_proba, "true_class_proba")
+        check_same_length(X=design.rows, true_class_proba=target)
+        if target.max() > 1.0:
+            raise ValueError(f"true_class_proba must lie in [0, 1]; got maximum {target.max()!r}.")
+        n_blocks = len(design.bounds) - 1
+        theta = _ridge(design, target[design.order], float(self.C), n_blocks)
+        self._set_theta(theta, design.rows.shape[1] - 1)
+        return self
+
+    def predict(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Uncertainty ``-s_theta(x)``: the negated predicted true-class probability."""
+        return -self.decision_function(X, y_pred)
+
+
+class _Chunk(NamedTuple):
+    """One chunk of the SELE sum: its rows, the positions of rows with a loss, weights."""
+
+    rows: NDArray[np.intp]
+    lossy: NDArray[np.intp]
+    weights: NDArray[np.float64]  # loss_l / m^2 for the lossy rows
+
+
+def _chunks(
+    losses: NDArray[np.float64], chunk_size: int | None, rng: np.random.Generator
+) -> list[_Chunk]:
+    n = len(losses)
+    if chunk_size is None:
+        parts = [np.arange(n)]
+    else:
+        n_parts = max(1, round(n / chunk_size))
+        parts = np.array_split(rng.permutation(n), n_parts)
+    out = []
+    for rows in parts:
+        rows = np.sort(rows)
+        lossy = np.flatnonzero(losses[rows] > 0)
+        out.append(_Chunk(rows, lossy, losses[rows[lossy]] / float(len(rows)) ** 2))
+    return out
+
+
+class _SeleProblem:
+    """``F(theta) = C/2 ||theta||^2 + (1/P) sum_k psi_sele(s_theta, T_k)``, eq. (30).
+
+    ``psi_sele(s, T) = (1/m^2) sum_{i, j in T} loss_i * log(1 + exp(s_j - s_i))``.
+    Only rows with a positive loss contribute a row of pairs, so one evaluation
+    costs ``O(#{loss > 0} * m)`` exponentials. Value, gradient and Hessian-vector
+    products are exact; the pair curvatures of the last evaluation are kept for
+    the Newton steps.
+    """
+
+    def __init__(self, design: _Design, chunks: list[_Chunk], C: float, n_blocks: int) -> None:
+        self.design = design
+        self.chunks = chunks
+        self.C = C
+        self.n_blocks = n_blocks
+        self.shape = (n_blocks, design.rows.shape[1])
+        self._key: bytes | None = None
+        self._curv: list[tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]] = []
+
+    def value_grad(self, flat: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        theta = flat.reshape(self.shape)
+        s = _block_matvec(self.design, theta)
+        g = np.zeros_like(s)
+        total = 0.0
+        curv = []
+        for ch in self.chunks:
+            s_rows = s[ch.rows]
+            z = s_rows[None, :] - s_rows[ch.lossy][:, None]
+            e = np.exp(-np.abs(z))
+            softplus = np.maximum(z, 0.0) + np.log1p(e)
+            inv = 1.0 / (1.0 + e)
+            sigmoid = np.where(z >= 0.0, inv, e * inv)
+            total += float(ch.weights @ softplus.sum(axis=1))
+            w = sigmoid * ch.weights[:, None]
+            g_rows = w.sum(axis=0)
+            g_rows[ch.lossy] -= w.sum(axis=1)
+            g[ch.rows] = g_rows
+            h = (e * inv * inv * ch.weights[:, None]).astype(np.float32)
+            curv.append((h, h.sum(axis=0), h.sum(axis=1)))
+        self._key = flat.tobytes()
+        self._curv = curv
+        n_chunks = len(self.chunks)
+        grad = _block_rmatvec(self.design, g, self.n_blocks) / n_chunks + self.C * theta
+        value = total / n_chunks + 0.5 * self.C * float(flat @ flat)
+        return value, grad.ravel()
+
+    def hessp(self, flat: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self._key != flat.tobytes():
+            self.value_grad(flat)
+        vs = _block_matvec(self.design, v.reshape(self.shape))
+        out = np.zeros_like(vs)
+        for ch, (h, col, row) in zip(self.chunks, self._curv, strict=True):
+            v_rows = vs[ch.rows]
+            v_lossy = v_rows[ch.lossy]
+            r = v_rows * col - v_lossy @ h
+            r[ch.lossy] += v_lossy * row - h @ v_rows
+            out[ch.rows] = r
+        hv = _block_rmatvec(self.design, out, self.n_blocks) / len(self.chunks)
+        return hv.ravel() + self.C * v
+
+
+def sele_objective(
+    scores: ArrayLike, losses: ArrayLike, *, groups: ArrayLike | None = None
+) -> float:
+    """The smooth SELE proxy ``psi_sele`` of eq. (30), averaged over chunks.
+
+    ``psi_sele(s, T) = (1/m^2) sum_{i, j in T} loss_i * log(1 + exp(s_j - s_i))``
+    over all ordered pairs of a chunk ``T`` of size ``m`` (``i = j`` included), and
+    the mean of that over the chunks given by ``groups`` (one chunk by default).
+    It is convex in ``s`` and bounds ``log(2) * sele_loss`` from above.
+
+    Examples
+    --------
+    >>> from abstain.scores import sele_objective
+    >>> round(sele_objective([0.0, 0.0], [1.0, 0.0]), 6)  # log(2) / 2
+    0.346574
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    ls = as_losses(losses)
+    if s.shape != ls.shape or not np.isfinite(s).all():
+        raise ValueError(
+            f"scores must be finite with the shape of losses {ls.shape}; got {s.shape}."
+        )
+    labels = np.zeros(len(ls), dtype=np.intp) if groups is None else np.asarray(groups)
+    check_same_length(losses=ls, groups=labels)
+    total = 0.0
+    uniq = np.unique(labels)
+    for label in uniq:
+        idx = np.flatnonzero(labels == label)
+        z = s[idx][None, :] - s[idx][:, None]
+        total += float(ls[idx] @ np.logaddexp(0.0, z).sum(axis=1)) / len(idx) ** 2
+    return total / len(uniq)
+
+
+class SELE(_LinearScore):
+    """SELE score: minimise the smooth AuRC proxy of eq. (30), section 3.4 and 5.1.2.
+
+    ``F(theta) = C/2 ||theta||^2 + (1/P) sum_k psi_sele(s_theta, T_k)`` where
+    ``T_1..T_P`` is a random partition of the data into ``P = round(n / chunk_size)``
+    chunks, as in the paper (``chunk_size=None``: one chunk, the exact O(n^2)
+    objective). ``psi_sele`` replaces the step function of the SELE loss (eq. 29,
+    :func:`abstain.metrics.sele_loss`) by ``log(1 + exp(.))``; its minimiser ranks
+    like the conditional risk (Fisher consistency, Theorem 9).
+
+    The objective is smooth and convex; it is minimised by a trust-region Newton
+    method with exact gradients and Hessian-vector products (``scipy.optimize``
+    ``trust-ncg``), stopped when ``||grad F|| <= tol * ||grad F(theta_0)||``. With
+    ``C > 0`` the objective is ``C``-strongly convex and ``gap_bound_ =
+    ||grad F||^2 / (2 C)`` bounds ``F(theta) - min F``. With ``C = 0`` the minimum
+    may not be attained (when the losses can be ranked perfectly); the solver then
+    stops at ``max_iter`` with a :class:`~abstain.exceptions.ConvergenceWarning`.
+
+    Cost per evaluation is ``O(#{loss > 0} * chunk_size)`` exponentials: zero-loss
+    rows add no pair row. Memory holds those pair curvatures in float32.
+
+    Parameters
+    ----------
+    C : float, default 1.0
+        Regularisation constant, >= 0.
+    chunk_size : int or None, default 500
+        Expected chunk size; None for the exact unchunked objective.
+    features, classes
+        As in :class:`LossRegression`.
+    tol : float, default 1e-6
+        Relative gradient-norm tolerance.
+    max_iter : int, default 200
+        Newton iterations.
+    warm_start : bool, default False
+        Start from the current coefficients when refitting with the same shapes.
+    random_state : int, Generator or None
+        Seeds the random partition into chunks.
+
+    Attributes
+    ----------
+    classes_, coef_, intercept_, n_features_in_
+        As in :class:`LossRegression`.
+    objective_ : float
+        ``F`` at the solution.
+    gap_bound_ : float
+        Upper bound on ``F - min F`` (``inf`` when ``C = 0``).
+    n_iter_ : int
+    converged_ : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.scores import SELE
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(size=(400, 2))
+    >>> losses = (rng.uniform(size=400) < X[:, 0]).astype(float)  # risk grows with x0
+    >>> sele = SELE(C=0.01, chunk_size=None).fit(X, np.zeros(400, int), losses)
+    >>> bool(sele.coef_[0, 0] > 5 * abs(sele.coef_[0, 1])), sele.converged_
+    (True, True)
+    """
+
+    _FITTED = _LinearScore._FITTED + ("objective_", "gap_bound_", "n_iter_", "converged_")
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        *,
+        chunk_size: int | None = 500,
+        features: str = "predicted_class",
+        classes: ArrayLike | None = None,
+        tol: float = 1e-6,
+        max_iter: int = 200,
+        warm_start: bool = False,
+        random_state: int | np.random.Generator | None = None,
+    ) -> None:
+        self.C = C
+        self.chunk_size = chunk_size
+        self.features = features
+        self.classes = classes
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.random_state = random_state
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.chunk_size is not None and (
+            isinstance(self.chunk_size, bool)
+            or not isinstance(self.chunk_size, (int, np.integer))
+            or self.chunk_size < 2
+        ):
+            raise ValueError(
+                f"chunk_size must be an integer >= 2 or None; got {self.chunk_size!r}."
+            )
+        check_positive("tol", self.tol)
+        if (
+            isinstance(self.max_iter, bool)
+            or not isinstance(self.max_iter, (int, np.integer))
+            or self.max_iter < 1
+        ):
+            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+
+    def fit(self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike) -> SELE:
+        """Fit to the predictor's labels ``y_pred`` and observed ``losses`` on ``X``."""
+        self._check_params()
+        previous = self._theta() if self.warm_start and hasattr(self, "coef_") else None
+        design = self._design(X, y_pred, fitting=True)
+        target = as_losses(losses)
+        check_same_length(X=design.rows, losses=target)
+        if len(target) < 2:
+            raise ValueError(f"X must have at least 2 samples for SELE; got {len(target)}.")
+        n_blocks = len(design.bounds) - 1
+        chunks = _chunks(
+            target[design.order], self.chunk_size, np.random.default_rng(self.random_state)
+        )
+        problem = _SeleProblem(design, chunks, float(self.C), n_blocks)
+        theta0 = np.zeros(problem.shape)
+        if previous is not None and previous.shape == theta0.shape:
+            theta0 = previous
+        _, g0 = problem.value_grad(np.zeros(theta0.size))
+        gtol = float(self.tol) * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
+        result = scipy.optimize.minimize(
+            problem.value_grad,
+            theta0.ravel(),
+            jac=True,
+            hessp=problem.hessp,
+            method="trust-ncg",
+            options={"gtol": gtol, "maxiter": int(self.max_iter)},
+        )
+        theta, grad_norm, polish = _newton_polish(
+            problem, result.x, gtol, max(0, int(self.max_iter) - int(result.nit))
+        )
+        value, _ = problem.value_grad(theta)
+        self._set_theta(theta.reshape(problem.shape), design.rows.shape[1] - 1)
+        self.objective_ = value
+        self.gap_bound_ = grad_norm**2 / (2.0 * self.C) if self.C > 0 else math.inf
+        self.n_iter_ = int(result.nit) + polish
+        self.converged_ = bool(grad_norm <= gtol)
+        if not self.converged_:
+            warnings.warn(
+                f"SELE stopped after {self.n_iter_} iterations with gradient norm "
+                f"{grad_norm:.3g} > tolerance {gtol:.3g}; raise max_iter or C.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+
+def _newton_polish(
+    problem: _SeleProblem, theta: NDArray[np.float64], gtol: float, max_steps: int
+) -> tuple[NDArray[np.float64], float, int]:
+    """Full Newton steps while they shrink the gradient norm.
+
+    Near the optimum the trust region can no longer measure a decrease of ``F`` in
+    float64 and stops early; the gradient norm still can, so it judges these steps.
+    """
+    _, grad = problem.value_grad(theta)
+    norm = float(np.linalg.norm(grad))
+    size = theta.size
+    steps = 0
+    while norm > gtol and steps < max_steps:
+        hess = scipy.sparse.linalg.LinearOperator(
+            (size, size), matvec=lambda v, t=theta: problem.hessp(t, v), dtype=np.float64
+        )
+        step, _ = scipy.sparse.linalg.cg(hess, -grad, rtol=1e-3, atol=0.0, maxiter=10 * size)
+        trial = theta + step
+        _, trial_grad = problem.value_grad(trial)
+        trial_norm = float(np.linalg.norm(trial_grad))
+        if not trial_norm < norm:
+            break
+        theta, grad, norm = trial, trial_grad, trial_norm
+        steps += 1
+    return theta, norm, steps
+
+
+class RegularizationSearch(NamedTuple):
+    """Result of :func:`select_regularization`.
+
+    Attributes
+    ----------
+    best : LossRegression | SELE | TCP
+        A copy of the learner fitted on the training data with the chosen ``C``.
+    C : float
+        The chosen regularisation constant.
+    grid : tuple of float
+    validation_aurc : ndarray of shape (len(grid),)
+    """
+
+    best: Any
+    C: float
+    grid: tuple[float, ...]
+    validation_aurc: NDArray[np.float64]
+
+
+def select_regularization(
+    learner: LossRegression | SELE | TCP,
+    X: ArrayLike,
+    y_pred: ArrayLike | None,
+    target: ArrayLike,
+    X_val: ArrayLike,
+    y_pred_val: ArrayLike | None,
+    losses_val: ArrayLike,
+    *,
+    grid: tuple[float, ...] = PAPER_C_GRID,
+) -> RegularizationSearch:
+    """Fit ``learner`` for every ``C`` in ``grid``; keep the lowest validation AuRC.
+
+    Section 5.1: the regularisation constant is chosen from ``{0, 1, 10, 100, 1000}``
+    by the AuRC (ties within score groups averaged, ``ties='mean'``) of the
+    validation losses ranked by the learned score. Ties between grid values go to
+    the larger ``C``. ``target`` is what the learner's ``fit`` takes (losses, or
+    true-class probabilities for :class:`TCP`); validation is always by losses.
+    :class:`SELE` fits the grid from the largest ``C`` down, each warm-started from
+    the previous solution.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.scores import LossRegression, select_regularization
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 3))
+    >>> losses = (rng.uniform(size=600) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(float)
+    >>> reg = LossRegression(features="shared")
+    >>> train, val = slice(0, 400), slice(400, None)
+    >>> search = select_regularization(reg, X[train], None, losses[train],
+    ...                                X[val], None, losses[val])
+    >>> search.validation_aurc.shape, search.best.C == search.C
+    ((5,), True)
+    """
+    values = tuple(float(check_positive("grid value", c, allow_zero=True)) for c in grid)
+    if not values:
+        raise ValueError("grid must hold at least one value; got an empty grid.")
+    losses_v = as_losses(losses_val, "losses_val")
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    fitted: list[Any] = [None] * len(values)
+    scores = np.full(len(values), np.nan)
+    current = copy.deepcopy(learner)
+    if isinstance(current, SELE):
+        current.set_params(warm_start=True)
+    for i in order:
+        current.set_params(C=values[i])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            current.fit(X, y_pred, target)
+        fitted[i] = copy.deepcopy(current)
+        u = current.predict(X_val, y_pred_val)
+        check_same_length(losses_val=losses_v, uncertainty=u)
+        scores[i] = aurc(losses_v, u)
+    best_i = min(order, key=lambda i: scores[i])  # first in order: the larger C wins ties
+    best = fitted[best_i]
+    if isinstance(best, SELE):
+        best.set_params(warm_start=getattr(learner, "warm_start", False))
+    return RegularizationSearch(best, values[best_i], values, scores)
+
+
+def score_from_json(text: str) -> LossRegression | SELE | TCP:
+    """Load a learned score written by ``to_json``. Only plain JSON is parsed.
+
+    Examples
+    --------
+    >>> from abstain.scores import LossRegression, score_from_json
+    >>> reg = LossRegression(C=0).fit([[0.0], [1.0]], [0, 0], [0.0, 1.0])
+    >>> score_from_json(reg.to_json()).predict([[0.5]], [0]).round(6).tolist()
+    [0.5]
+    """
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+        raise ValueError(f"text must be a JSON score written by to_json (format {_FORMAT!r}).")
+    models: dict[str, type[LossRegression | SELE | TCP]] = {
+        c.__name__: c for c in (LossRegression, SELE, TCP)
+    }
+    name = doc.get("model")
+    if name not in models:
+        raise ValueError(f"model must be one of {sorted(models)}; got {name!r}.")
+    model = models[name](**doc["params"])
+    fitted = doc["fitted"]
+    missing = set(model._FITTED) - set(fitted)
+    if missing:
+        raise ValueError(f"the score file lacks fitted attribute(s) {sorted(missing)}.")
+    for key, value in fitted.items():
+        if key not in model._FITTED:
+            raise ValueError(f"unknown fitted attribute {key!r} in the score file.")
+        if key in ("classes_", "coef_", "intercept_"):
+            value = np.asarray(value, dtype=None if key == "classes_" else np.float64)
+            if key == "coef_":
+                value = value.reshape(-1, int(fitted["n_features_in_"]))
+        else:
+            value = _decode(value)
+        setattr(model, key, value)
+    return model

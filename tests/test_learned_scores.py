@@ -1,0 +1,380 @@
+"""Learned scores (LossRegression, SELE, TCP) against references (sections 3.3-3.4, 5.1)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize
+from reference.scores_ref import predicted_class_design_ref, ridge_ref, sele_proxy_ref
+from reference.strategies import random_losses
+
+from abstain._learned import _chunks, _SeleProblem
+from abstain.exceptions import ConvergenceWarning, NotFittedError
+from abstain.metrics import aurc
+from abstain.scores import (
+    PAPER_C_GRID,
+    SELE,
+    TCP,
+    LossRegression,
+    score_from_json,
+    sele_objective,
+    select_regularization,
+    true_class_probability,
+)
+
+LEARNERS = (LossRegression, SELE, TCP)
+
+
+def random_problem(rng, n=60, d=3, k=3, kind="quarters"):
+    X = rng.normal(size=(n, d))
+    X[:, 0] = np.round(X[:, 0])  # ties in a feature give ties in the score
+    y_pred = rng.integers(0, k, n)
+    return X, y_pred, random_losses(rng, n, kind)
+
+
+def synthetic_known_risk(rng, n):
+    """Two predicted classes; the conditional risk is linear in x0 within each class."""
+    X = rng.uniform(size=(n, 2))
+    y_pred = (X[:, 1] > 0.5).astype(int)
+    risk = np.where(y_pred == 0, 0.05 + 0.5 * X[:, 0], 0.3 - 0.25 * X[:, 0])
+    losses = (rng.uniform(size=n) < risk).astype(float)
+    return X, y_pred, risk, losses
+
+
+# ---------------------------------------------------------------- the SELE objective
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sele_objective_matches_double_loop(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 25))
+    losses = random_losses(rng, n, ["zero_one", "quarters", "exponential"][seed % 3])
+    scores = rng.integers(-2, 3, n) * rng.choice([0.5, 3.0])  # heavy ties, large gaps
+    groups = rng.integers(0, 3, n)
+    assert sele_objective(scores, losses) == pytest.approx(
+        sele_proxy_ref(scores, losses), rel=1e-12
+    )
+    assert sele_objective(scores, losses, groups=groups) == pytest.approx(
+        sele_proxy_ref(scores, losses, groups), rel=1e-12
+    )
+
+
+def _problem(seed, C, chunk_size):
+    rng = np.random.default_rng(seed)
+    X, y_pred, losses = random_problem(rng, n=90)
+    model = SELE(C=C, chunk_size=chunk_size)
+    design = model._design(X, y_pred, fitting=True)
+    chunks = _chunks(losses[design.order], chunk_size, np.random.default_rng(seed))
+    return _SeleProblem(design, chunks, C, 3), design, chunks, losses, rng
+
+
+@pytest.mark.parametrize(("C", "chunk_size"), [(0.0, None), (0.7, None), (0.3, 20), (2.0, 7)])
+def test_sele_value_gradient_and_hessian(C, chunk_size):
+    problem, design, chunks, losses, rng = _problem(3, C, chunk_size)
+    theta = rng.normal(size=problem.shape[0] * problem.shape[1])
+    value, grad = problem.value_grad(theta)
+    # Value: the double loop on the sorted rows, chunk by chunk, plus the ridge term.
+    scores = design.rows @ np.zeros(design.rows.shape[1])  # shape only
+    scores = np.array(
+        [
+            design.rows[i] @ theta.reshape(problem.shape)[_block_of(design, i)]
+            for i in range(len(scores))
+        ]
+    )
+    groups = np.zeros(len(scores), int)
+    for label, chunk in enumerate(chunks):
+        groups[chunk.rows] = label
+    ref = sele_proxy_ref(scores, losses[design.order], groups) + 0.5 * C * theta @ theta
+    assert value == pytest.approx(ref, rel=1e-12)
+    # Gradient against central finite differences.
+    err = scipy.optimize.check_grad(
+        lambda t: problem.value_grad(t)[0], lambda t: problem.value_grad(t)[1], theta
+    )
+    assert err <= 1e-6 * max(1.0, np.linalg.norm(grad))
+    # Hessian-vector products against differences of the gradient.
+    v = rng.normal(size=theta.size)
+    eps = 1e-6
+    fd = (problem.value_grad(theta + eps * v)[1] - problem.value_grad(theta - eps * v)[1]) / (
+        2 * eps
+    )
+    hv = problem.hessp(theta, v)
+    np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7 * np.linalg.norm(fd))
+
+
+def _block_of(design, i):
+    return int(np.searchsorted(design.bounds, i, side="right") - 1)
+
+
+@pytest.mark.parametrize("C", [0.05, 1.0])
+def test_sele_reaches_the_optimum_of_the_reference_objective(C):
+    rng = np.random.default_rng(5)
+    X, y_pred, losses = random_problem(rng, n=24, d=2, k=2)
+    model = SELE(C=C, chunk_size=None, tol=1e-9).fit(X, y_pred, losses)
+    phi = predicted_class_design_ref(X, y_pred, [0, 1])
+
+    def objective(theta):
+        return sele_proxy_ref(phi @ theta, losses) + 0.5 * C * theta @ theta
+
+    ref = scipy.optimize.minimize(
+        objective, np.zeros(phi.shape[1]), method="BFGS", options={"gtol": 1e-9}
+    )
+    assert model.converged_
+    assert model.objective_ == pytest.approx(objective(model._theta().ravel()), rel=1e-12)
+    assert model.objective_ <= ref.fun + 1e-10
+    assert model.objective_ == pytest.approx(ref.fun, rel=1e-8)
+    assert model.gap_bound_ < 1e-12
+
+
+def test_sele_objective_attribute_is_the_exact_objective():
+    rng = np.random.default_rng(8)
+    X, y_pred, losses = random_problem(rng, n=50)
+    model = SELE(C=0.5, chunk_size=None).fit(X, y_pred, losses)
+    theta = model._theta().ravel()
+    expected = sele_objective(model.decision_function(X, y_pred), losses) + 0.25 * theta @ theta
+    assert model.objective_ == pytest.approx(expected, rel=1e-10)
+
+
+def test_sele_chunks_follow_random_state():
+    rng = np.random.default_rng(2)
+    X, y_pred, losses = random_problem(rng, n=200)
+    a = SELE(C=1, chunk_size=30, random_state=4).fit(X, y_pred, losses)
+    b = SELE(C=1, chunk_size=30, random_state=4).fit(X, y_pred, losses)
+    c = SELE(C=1, chunk_size=30, random_state=5).fit(X, y_pred, losses)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+def test_sele_warm_start_reaches_the_same_optimum():
+    rng = np.random.default_rng(6)
+    X, y_pred, losses = random_problem(rng, n=300)
+    cold = SELE(C=0.1, random_state=0, tol=1e-9).fit(X, y_pred, losses)
+    warm = SELE(C=10, random_state=0, warm_start=True, tol=1e-9).fit(X, y_pred, losses)
+    warm.set_params(C=0.1).fit(X, y_pred, losses)
+    np.testing.assert_allclose(warm.coef_, cold.coef_, rtol=1e-5, atol=1e-7)
+
+
+def test_sele_warns_when_it_stops_early():
+    X = np.arange(20.0)[:, None]
+    losses = (X[:, 0] >= 10).astype(float)  # perfectly rankable: no minimum with C = 0
+    with pytest.warns(ConvergenceWarning, match="raise max_iter or C"):
+        model = SELE(C=0, chunk_size=None, max_iter=3, features="shared").fit(X, None, losses)
+    assert not model.converged_
+    assert model.gap_bound_ == np.inf
+
+
+# ---------------------------------------------------------------- ridge scores
+
+
+@pytest.mark.parametrize("C", [0.0, 0.1, 3.0])
+@pytest.mark.parametrize("features", ["predicted_class", "shared"])
+def test_loss_regression_matches_dense_ridge(C, features):
+    rng = np.random.default_rng(int(C * 10) + len(features))
+    X, y_pred, losses = random_problem(rng, n=40, k=4)
+    y_pred[y_pred == 3] = 0  # class 3 is declared but never predicted
+    model = LossRegression(C=C, features=features, classes=[0, 1, 2, 3]).fit(X, y_pred, losses)
+    if features == "shared":
+        phi = predicted_class_design_ref(X, np.zeros(40, int), [0])
+    else:
+        phi = predicted_class_design_ref(X, y_pred, [0, 1, 2, 3])
+    theta = ridge_ref(phi, losses, C)
+    np.testing.assert_allclose(model.predict(X, y_pred), phi @ theta, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(model._theta().ravel(), theta, rtol=1e-7, atol=1e-9)
+    if features == "predicted_class":
+        np.testing.assert_array_equal(model.coef_[3], 0.0)
+
+
+def test_tcp_is_the_negated_ridge_of_the_true_class_probability():
+    rng = np.random.default_rng(9)
+    X, y_pred, _ = random_problem(rng, n=50)
+    proba = rng.dirichlet(np.ones(3), size=50)
+    y_true = rng.integers(0, 3, 50)
+    p_true = true_class_probability(proba, y_true)
+    np.testing.assert_array_equal(p_true, proba[np.arange(50), y_true])
+    model = TCP(C=0.2).fit(X, y_pred, p_true)
+    phi = predicted_class_design_ref(X, y_pred, [0, 1, 2])
+    np.testing.assert_allclose(
+        model.predict(X, y_pred), -(phi @ ridge_ref(phi, p_true, 0.2)), rtol=1e-9, atol=1e-12
+    )
+
+
+# ---------------------------------------------------------------- proper scores
+
+
+@pytest.mark.parametrize(
+    "learner", [LossRegression(C=0), SELE(C=0, random_state=0)], ids=["REG", "SELE"]
+)
+def test_learned_scores_recover_a_proper_score(learner):
+    """Definition 1: the learned score ranks like the known conditional risk."""
+    rng = np.random.default_rng(0)
+    X, y_pred, _, losses = synthetic_known_risk(rng, 10000)
+    X_test, y_test, risk_test, _ = synthetic_known_risk(rng, 10000)
+    score = learner.fit(X, y_pred, losses).predict(X_test, y_test)
+    # AuRC with the true conditional risks as losses: the expected test AuRC.
+    assert aurc(risk_test, score) <= 1.02 * aurc(risk_test, risk_test)
+    # Within each predicted class the risk depends on x0 alone, with known signs.
+    assert learner.coef_[0, 0] > 5 * abs(learner.coef_[0, 1])
+    assert learner.coef_[1, 0] < -5 * abs(learner.coef_[1, 1])
+
+
+def test_loss_regression_recovers_the_conditional_risk():
+    rng = np.random.default_rng(1)
+    X, y_pred, _, losses = synthetic_known_risk(rng, 40000)
+    model = LossRegression(C=0).fit(X, y_pred, losses)
+    np.testing.assert_allclose(model.coef_[:, 0], [0.5, -0.25], atol=0.03)
+    np.testing.assert_allclose(model.coef_[:, 1], [0.0, 0.0], atol=0.03)
+
+
+# ---------------------------------------------------------------- regularisation search
+
+
+@pytest.mark.parametrize(
+    "learner", [LossRegression(), SELE(random_state=0), TCP()], ids=["REG", "SELE", "TCP"]
+)
+def test_select_regularization_takes_the_best_validation_aurc(learner):
+    rng = np.random.default_rng(3)
+    X, y_pred, _, losses = synthetic_known_risk(rng, 1200)
+    target = 1.0 - losses if isinstance(learner, TCP) else losses
+    search = select_regularization(
+        learner, X[:800], y_pred[:800], target[:800], X[800:], y_pred[800:], losses[800:]
+    )
+    assert search.grid == PAPER_C_GRID
+    for c, value in zip(search.grid, search.validation_aurc, strict=True):
+        refit = type(learner)(**{**learner.get_params(), "C": c}).fit(
+            X[:800], y_pred[:800], target[:800]
+        )
+        assert value == pytest.approx(
+            aurc(losses[800:], refit.predict(X[800:], y_pred[800:])), rel=1e-6
+        )
+    best = int(np.argmin(search.validation_aurc))
+    assert search.validation_aurc[best] == search.validation_aurc.min()
+    assert search.best.C == search.C
+    assert search.validation_aurc[search.grid.index(search.C)] == search.validation_aurc.min()
+
+
+def test_select_regularization_prefers_the_larger_C_on_ties():
+    X = np.arange(6.0)[:, None]
+    losses = np.array([0, 0, 0, 1, 1, 1.0])
+    search = select_regularization(
+        LossRegression(features="shared"), X, None, losses, X, None, losses, grid=(0.0, 1.0, 10.0)
+    )
+    assert len(set(search.validation_aurc.tolist())) == 1
+    assert search.C == 10.0
+
+
+# ---------------------------------------------------------------- serialisation and API
+
+
+@pytest.mark.parametrize("cls", LEARNERS)
+def test_json_round_trip(cls):
+    rng = np.random.default_rng(4)
+    X, _, losses = random_problem(rng, n=80)
+    y_pred = np.array(["cat", "dog", "eel"])[rng.integers(0, 3, 80)]
+    target = np.clip(losses / 2, 0, 1) if cls is TCP else losses
+    model = (
+        cls(C=0.0 if cls is SELE else 1.0).fit(X, y_pred, target)
+        if cls is not SELE
+        else (cls(C=0.5, random_state=1).fit(X, y_pred, target))
+    )
+    text = model.to_json()
+    json.loads(text)  # plain JSON
+    loaded = score_from_json(text)
+    assert type(loaded) is cls and loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.predict(X, y_pred), model.predict(X, y_pred))
+
+
+def test_json_of_unregularised_sele_keeps_the_infinite_gap_bound():
+    X = np.arange(8.0)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SELE(C=0, chunk_size=None, max_iter=2, features="shared").fit(
+            X, None, (X[:, 0] > 3).astype(float)
+        )
+    assert score_from_json(model.to_json()).gap_bound_ == np.inf
+
+
+def test_score_from_json_rejects_other_files():
+    with pytest.raises(ValueError, match="abstain.score/1"):
+        score_from_json('{"format": "abstain.rule/1"}')
+    with pytest.raises(ValueError, match="model must be one of"):
+        score_from_json('{"format": "abstain.score/1", "model": "Evil", "params": {}}')
+    text = LossRegression().fit([[0.0], [1.0]], [0, 0], [0, 1]).to_json()
+    doc = json.loads(text)
+    doc["fitted"]["evil_"] = 1
+    with pytest.raises(ValueError, match="unknown fitted attribute"):
+        score_from_json(json.dumps(doc))
+    del doc["fitted"]["evil_"], doc["fitted"]["coef_"]
+    with pytest.raises(ValueError, match="lacks fitted attribute"):
+        score_from_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("cls", LEARNERS)
+def test_sklearn_clone(cls):
+    sklearn_base = pytest.importorskip("sklearn.base")
+    model = cls(C=10.0)
+    clone = sklearn_base.clone(model)
+    assert clone.get_params() == model.get_params() and clone is not model
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("cls", LEARNERS)
+def test_bad_input(cls):
+    X = np.arange(8.0).reshape(4, 2)
+    y_pred = np.array([0, 1, 0, 1])
+    target = np.array([0.0, 1.0, 0.5, 0.0])
+    with pytest.raises(ValueError, match="X must be finite"):
+        cls().fit(np.where(X == 2, np.nan, X), y_pred, target)
+    with pytest.raises(ValueError, match="X must be a non-empty 2-D array"):
+        cls().fit(X[:, 0], y_pred, target)
+    with pytest.raises(ValueError, match="X must be a non-empty 2-D array"):
+        cls().fit(np.empty((0, 2)), y_pred[:0], target[:0])
+    with pytest.raises(ValueError, match="must have the same length"):
+        cls().fit(X, y_pred[:3], target)
+    with pytest.raises(ValueError, match="must have the same length"):
+        cls().fit(X, y_pred, target[:3])
+    with pytest.raises(ValueError, match="must be non-negative"):
+        cls().fit(X, y_pred, -target)
+    with pytest.raises(ValueError, match="must be finite"):
+        cls().fit(X, y_pred, np.where(target == 1, np.inf, target))
+    with pytest.raises(ValueError, match=r"C must be a finite number in \[0, inf\)"):
+        cls(C=-1).fit(X, y_pred, target)
+    with pytest.raises(ValueError, match="features must be one of"):
+        cls(features="pixels").fit(X, y_pred, target)
+    with pytest.raises(ValueError, match="y_pred must be given"):
+        cls().fit(X, None, target)
+    with pytest.raises(NotFittedError):
+        cls().predict(X, y_pred)
+    model = cls().fit(X, y_pred, target)
+    with pytest.raises(ValueError, match="y_pred must hold labels in classes_"):
+        model.predict(X, [0, 1, 2, 0])
+    with pytest.raises(ValueError, match="X must have 2 features"):
+        model.predict(X[:, :1], y_pred)
+
+
+def test_bad_input_specific_to_one_learner():
+    X = np.arange(8.0).reshape(4, 2)
+    with pytest.raises(ValueError, match=r"true_class_proba must lie in \[0, 1\]"):
+        TCP(features="shared").fit(X, None, [0.2, 1.5, 0.3, 0.1])
+    for bad in (1, 2.5, True, 0):
+        with pytest.raises(ValueError, match="chunk_size must be an integer >= 2"):
+            SELE(chunk_size=bad).fit(X, [0] * 4, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+        SELE(max_iter=0).fit(X, [0] * 4, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        SELE().fit(X[:1], [0], [1.0])
+    with pytest.raises(ValueError, match="proba must be finite"):
+        true_class_probability([[np.nan, 1.0]], [0])
+    with pytest.raises(ValueError, match=r"y must hold class indices in 0..1"):
+        true_class_probability([[0.5, 0.5]], [2])
+    with pytest.raises(ValueError, match="grid must hold at least one value"):
+        select_regularization(
+            LossRegression(), X, None, [0, 1, 0, 1], X, None, [0, 1, 0, 1], grid=()
+        )
+    with pytest.raises(ValueError, match="grid value must be a finite number"):
+        select_regularization(
+            LossRegression(), X, None, [0, 1, 0, 1], X, None, [0, 1, 0, 1], grid=(1.0, -1.0)
+        )
