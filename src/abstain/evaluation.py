@@ -1,0 +1,410 @@
+"""The two-stage evaluation protocol of Franc et al. (2023, section 5.2) and rank statistics.
+
+A dataset ``(X, y)`` is split into ``Trn1/Val1/Trn2/Val2/Tst``. The predictor is
+trained on Trn1 with its regularisation chosen on Val1; every uncertainty score
+is learned on Trn2 with its regularisation chosen by AuRC on Val2; everything is
+judged by the test AuRC on Tst. :func:`compare_methods` then ranks methods over
+datasets with the Friedman test and the Nemenyi critical difference (Demsar 2006).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from ._learned import PAPER_C_GRID, TCP, as_features, select_regularization, true_class_probability
+from ._validation import check_fraction
+from .metrics import aurc
+from .scores import conditional_risk, margin
+
+__all__ = [
+    "PAPER_RATIOS",
+    "Split",
+    "ProtocolResult",
+    "MethodComparison",
+    "paper_splits",
+    "evaluate_scores",
+    "compare_methods",
+    "zero_one_losses",
+    "absolute_losses",
+    "plot_critical_difference",
+]
+
+#: Trn1/Val1/Trn2/Val2/Tst proportions of section 5.2.
+PAPER_RATIOS: tuple[float, ...] = (0.3, 0.1, 0.3, 0.1, 0.2)
+#: Regularisation grid of the predictors in section 5.2.
+MODEL_C_GRID: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0)
+
+
+class Split(NamedTuple):
+    """Row indices of the five parts of one random split."""
+
+    trn1: NDArray[np.intp]
+    val1: NDArray[np.intp]
+    trn2: NDArray[np.intp]
+    val2: NDArray[np.intp]
+    tst: NDArray[np.intp]
+
+
+def paper_splits(
+    n_samples: int,
+    *,
+    n_splits: int = 5,
+    ratios: Sequence[float] = PAPER_RATIOS,
+    random_state: int | np.random.Generator | None = None,
+) -> list[Split]:
+    """Random partitions of ``range(n_samples)`` into Trn1/Val1/Trn2/Val2/Tst.
+
+    Each split is a fresh random permutation cut at the cumulative ``ratios``
+    (rounded down; the last part takes the rest).
+
+    Examples
+    --------
+    >>> from abstain.evaluation import paper_splits
+    >>> split = paper_splits(100, n_splits=1, random_state=0)[0]
+    >>> [len(part) for part in split]
+    [30, 10, 30, 10, 20]
+    """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)):
+        raise ValueError(f"n_samples must be an integer; got {n_samples!r}.")
+    r = np.asarray(ratios, dtype=np.float64)
+    if r.shape != (5,) or np.any(r <= 0) or not math.isclose(float(r.sum()), 1.0, abs_tol=1e-9):
+        raise ValueError(f"ratios must be 5 positive numbers summing to 1; got {list(ratios)}.")
+    if n_samples < 5 or np.any(np.floor(n_samples * r[:4]) < 1):
+        raise ValueError(f"n_samples must give every part at least one row; got {n_samples}.")
+    if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
+        raise ValueError(f"n_splits must be a positive integer; got {n_splits!r}.")
+    rng = np.random.default_rng(random_state)
+    cuts = np.floor(np.cumsum(r[:4]) * n_samples).astype(int)
+    return [Split(*np.split(rng.permutation(n_samples), cuts)) for _ in range(n_splits)]
+
+
+def zero_one_losses(y_true: ArrayLike, y_pred: ArrayLike) -> NDArray[np.float64]:
+    """Per-sample 0/1 loss ``[y_true != y_pred]``."""
+    return (np.asarray(y_true) != np.asarray(y_pred)).astype(np.float64)
+
+
+def absolute_losses(y_true: ArrayLike, y_pred: ArrayLike) -> NDArray[np.float64]:
+    """Per-sample absolute error ``|y_true - y_pred|`` (ordinal labels)."""
+    return np.abs(np.asarray(y_true, dtype=np.float64) - np.asarray(y_pred, dtype=np.float64))
+
+
+def _standardizer(X: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    mean = X.mean(axis=0)
+    std = X.std(axis=0)
+    return mean, np.where(std > 0, std, 1.0)
+
+
+def default_baseline(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The baseline uncertainty of a fitted predictor, section 5.2.
+
+    ``margin_score`` if the predictor has one (ordinal SVMs), else the MCP /
+    conditional risk of its prediction from ``predict_proba``, else
+    :func:`abstain.scores.margin` of ``decision_function``. Higher = reject first.
+    """
+    if hasattr(model, "margin_score"):
+        return np.asarray(model.margin_score(X), dtype=np.float64)
+    if hasattr(model, "predict_proba"):
+        proba = model.predict_proba(X)
+        pred = np.searchsorted(model.classes_, model.predict(X))
+        return conditional_risk(proba, prediction=pred).risk
+    return margin(model.decision_function(X))
+
+
+class ProtocolResult(NamedTuple):
+    """Test results of :func:`evaluate_scores`, one row per split.
+
+    Attributes
+    ----------
+    methods : tuple of str
+        ``"baseline"`` followed by the learners' names.
+    aurc : ndarray of shape (n_splits, n_methods)
+        Test AuRC of each method (ties averaged).
+    risk : ndarray of shape (n_splits,)
+        Test risk of the predictor (coverage 1).
+    model_C : ndarray of shape (n_splits,)
+        Regularisation chosen for the predictor on Val1.
+    score_C : ndarray of shape (n_splits, n_methods)
+        Regularisation chosen for each learned score on Val2 (NaN for the baseline).
+    """
+
+    methods: tuple[str, ...]
+    aurc: NDArray[np.float64]
+    risk: NDArray[np.float64]
+    model_C: NDArray[np.float64]
+    score_C: NDArray[np.float64]
+
+
+def evaluate_scores(
+    X: ArrayLike,
+    y: ArrayLike,
+    model: Any,
+    learners: Mapping[str, Any],
+    *,
+    loss: Callable[[Any, Any], NDArray[np.float64]] = zero_one_losses,
+    baseline: Callable[[Any, NDArray[np.float64]], NDArray[np.float64]] = default_baseline,
+    model_grid: Sequence[float] = MODEL_C_GRID,
+    score_grid: Sequence[float] = PAPER_C_GRID,
+    n_splits: int = 5,
+    ratios: Sequence[float] = PAPER_RATIOS,
+    random_state: int | None = None,
+) -> ProtocolResult:
+    """Run the protocol of section 5.2 on one dataset.
+
+    For each random split: standardise with the mean and deviation of Trn1, fit
+    ``model`` (a scikit-learn-style estimator with a ``C`` parameter) on Trn1 for
+    every ``C`` in ``model_grid`` and keep the lowest mean ``loss`` on Val1 (ties:
+    the smaller ``C``). Then standardise with Trn2's statistics and fit each
+    learner on Trn2 with the predictor's outputs and losses, choosing its ``C``
+    from ``score_grid`` by Val2 AuRC (:func:`~abstain.scores.select_regularization`).
+    A :class:`~abstain.scores.TCP` learner is fitted to the predicted probability of
+    the true class and needs ``predict_proba``. Report every method's AuRC on Tst.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    y : array-like of shape (n,)
+        Labels; for ordinal data integers in rank order.
+    model : estimator
+        Unfitted; cloned with ``copy.deepcopy`` and ``set_params(C=...)``.
+    learners : mapping of str to learner
+        E.g. ``{"SELE": SELE(), "REG": LossRegression()}``; names label the results.
+    loss : callable, default :func:`zero_one_losses`
+        ``loss(y_true, y_pred)`` per sample (multiply it to report percentages).
+    baseline : callable, default :func:`default_baseline`
+        ``baseline(fitted_model, X)`` -> uncertainty of the predictor's own output.
+    model_grid, score_grid : sequences of float
+    n_splits, ratios, random_state
+        As in :func:`paper_splits`.
+
+    Returns
+    -------
+    ProtocolResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from abstain.evaluation import evaluate_scores
+    >>> from abstain.scores import LossRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 3))
+    >>> y = (X[:, 0] + rng.normal(size=500) > 0).astype(int)
+    >>> result = evaluate_scores(X, y, LogisticRegression(), {"REG": LossRegression()},
+    ...                          n_splits=2, random_state=0)
+    >>> result.methods, result.aurc.shape
+    (('baseline', 'REG'), (2, 2))
+    """
+    x = as_features(X)
+    labels = np.asarray(y)
+    if labels.shape != (x.shape[0],):
+        raise ValueError(f"y must have shape ({x.shape[0]},); got {labels.shape}.")
+    if len(np.unique(labels)) < 2:
+        raise ValueError("y must hold at least 2 classes; got 1.")
+    if not learners:
+        raise ValueError("learners must name at least one score learner; got none.")
+    for r in ratios:
+        check_fraction("ratios", r)
+    methods = ("baseline", *learners)
+    splits = paper_splits(len(labels), n_splits=n_splits, ratios=ratios, random_state=random_state)
+    result_aurc = np.full((len(splits), len(methods)), np.nan)
+    result_risk = np.full(len(splits), np.nan)
+    model_c = np.full(len(splits), np.nan)
+    score_c = np.full((len(splits), len(methods)), np.nan)
+    for s, split in enumerate(splits):
+        mean1, std1 = _standardizer(x[split.trn1])
+        x1 = (x - mean1) / std1
+        fitted, model_c[s] = _fit_predictor(model, x1, labels, split, loss, model_grid)
+        pred = fitted.predict(x1)
+        losses = loss(labels, pred)
+        result_risk[s] = losses[split.tst].mean()
+        result_aurc[s, 0] = aurc(losses[split.tst], baseline(fitted, x1[split.tst]))
+        mean2, std2 = _standardizer(x[split.trn2])
+        x2 = (x - mean2) / std2
+        for m, learner in enumerate(learners.values(), start=1):
+            target = losses
+            if isinstance(learner, TCP):
+                if not hasattr(fitted, "predict_proba"):
+                    raise ValueError("TCP needs a model with predict_proba.")
+                target = _true_class_proba(fitted, x1, labels)
+            search = select_regularization(
+                learner,
+                x2[split.trn2], pred[split.trn2], target[split.trn2],
+                x2[split.val2], pred[split.val2], losses[split.val2],
+                grid=tuple(score_grid),
+            )
+            score_c[s, m] = search.C
+            result_aurc[s, m] = aurc(losses[split.tst], search.best.predict(x2[split.tst],
+                                                                            pred[split.tst]))
+    return ProtocolResult(methods, result_aurc, result_risk, model_c, score_c)
+
+
+def _true_class_proba(model: Any, x: NDArray[np.float64], y: NDArray[Any]) -> NDArray[np.float64]:
+    """``p_hat(y_i | x_i)``; 0 for a label the predictor never saw in training."""
+    proba = model.predict_proba(x)
+    classes = np.asarray(model.classes_)
+    pos = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
+    seen = classes[pos] == y
+    return np.where(seen, true_class_probability(proba, pos), 0.0)
+
+
+def _fit_predictor(
+    model: Any,
+    x: NDArray[np.float64],
+    y: NDArray[Any],
+    split: Split,
+    loss: Callable[[Any, Any], NDArray[np.float64]],
+    grid: Sequence[float],
+) -> tuple[Any, float]:
+    best: tuple[float, float, Any] | None = None
+    for c in grid:
+        candidate = copy.deepcopy(model).set_params(C=c)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # iteration-limit warnings of the predictor
+            candidate.fit(x[split.trn1], y[split.trn1])
+        error = float(loss(y[split.val1], candidate.predict(x[split.val1])).mean())
+        if best is None or error < best[0]:
+            best = (error, float(c), candidate)
+    assert best is not None
+    return best[2], best[1]
+
+
+class MethodComparison(NamedTuple):
+    """Rank statistics of several methods over several datasets (Demsar 2006).
+
+    Attributes
+    ----------
+    methods : tuple of str
+    average_rank : ndarray of shape (k,)
+        Mean rank over datasets; rank 1 is the lowest value, ties get their mean rank.
+    friedman_statistic : float
+        ``chi2_F = 12 N / (k (k + 1)) * (sum_j R_j^2 - k (k + 1)^2 / 4)``.
+    friedman_pvalue : float
+        From the chi-square distribution with ``k - 1`` degrees of freedom.
+    iman_davenport_pvalue : float
+        The less conservative F form, ``(N - 1) chi2_F / (N (k - 1) - chi2_F)`` with
+        ``(k - 1, (k - 1)(N - 1))`` degrees of freedom (NaN when undefined).
+    critical_difference : float
+        Nemenyi ``q_alpha * sqrt(k (k + 1) / (6 N))`` with ``q_alpha`` the studentised
+        range quantile divided by ``sqrt(2)``.
+    alpha : float
+    """
+
+    methods: tuple[str, ...]
+    average_rank: NDArray[np.float64]
+    friedman_statistic: float
+    friedman_pvalue: float
+    iman_davenport_pvalue: float
+    critical_difference: float
+    alpha: float
+
+
+def compare_methods(
+    table: ArrayLike, methods: Sequence[str] | None = None, *, alpha: float = 0.10
+) -> MethodComparison:
+    """Average ranks, Friedman test and Nemenyi critical difference.
+
+    Parameters
+    ----------
+    table : array-like of shape (N datasets, k methods)
+        Lower is better (e.g. mean test AuRC). Equal values share their mean rank.
+    methods : sequence of str, optional
+        Names of the columns.
+    alpha : float, default 0.10
+        Level of the Nemenyi test (the paper reports CD at 0.10).
+
+    Examples
+    --------
+    >>> from abstain.evaluation import compare_methods
+    >>> table = [[1.0, 2.0, 3.0, 4.0]] * 11
+    >>> cmp = compare_methods(table, ["a", "b", "c", "d"])
+    >>> cmp.average_rank.tolist(), round(cmp.critical_difference, 2)
+    ([1.0, 2.0, 3.0, 4.0], 1.26)
+    """
+    t = as_features(table, "table")
+    n, k = t.shape
+    if k < 2:
+        raise ValueError(f"table must have at least 2 methods (columns); got {k}.")
+    names = tuple(methods) if methods is not None else tuple(f"method {j}" for j in range(k))
+    if len(names) != k:
+        raise ValueError(f"methods must name the {k} columns of table; got {len(names)} names.")
+    check_fraction("alpha", alpha)
+    ranks = stats.rankdata(t, axis=1)
+    avg = ranks.mean(axis=0)
+    chi2 = 12.0 * n / (k * (k + 1)) * (float(np.sum(avg**2)) - k * (k + 1) ** 2 / 4.0)
+    p_chi2 = float(stats.chi2.sf(chi2, k - 1))
+    denom = n * (k - 1) - chi2
+    if n > 1 and denom > 0:
+        f_stat = (n - 1) * chi2 / denom
+        p_f = float(stats.f.sf(f_stat, k - 1, (k - 1) * (n - 1)))
+    else:
+        p_f = math.nan
+    q = float(stats.studentized_range.ppf(1.0 - alpha, k, np.inf)) / math.sqrt(2.0)
+    cd = q * math.sqrt(k * (k + 1) / (6.0 * n))
+    return MethodComparison(names, avg, chi2, p_chi2, p_f, cd, float(alpha))
+
+
+def plot_critical_difference(comparison: MethodComparison, path: str, *, title: str = "") -> None:
+    """Draw the average ranks on an axis with the critical difference (Demsar's diagram).
+
+    Methods whose average ranks differ by less than the CD are joined by a bar.
+    Needs matplotlib (``pip install 'abstain[plot]'``).
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError("plot_critical_difference needs matplotlib: "
+                          "pip install 'abstain[plot]'.") from exc
+    k = len(comparison.methods)
+    order = np.argsort(comparison.average_rank, kind="stable")
+    ranks = comparison.average_rank[order]
+    names = [comparison.methods[i] for i in order]
+    fig, ax = plt.subplots(figsize=(6.0, 1.2 + 0.3 * k))
+    ax.set_xlim(0.8, k + 0.2)
+    ax.set_ylim(-(k + 2), 2.5)
+    ax.hlines(0, 1, k, color="black")
+    for r in range(1, k + 1):
+        ax.vlines(r, -0.1, 0.1, color="black")
+        ax.text(r, 0.25, str(r), ha="center", va="bottom", fontsize=8)
+    cd = comparison.critical_difference
+    ax.hlines(1.6, 1, 1 + cd, color="black", linewidth=2)
+    ax.text(1 + cd / 2, 1.8, f"CD = {cd:.2f} (alpha {comparison.alpha:g})", ha="center",
+            va="bottom", fontsize=8)
+    for i, (name, rank) in enumerate(zip(names, ranks, strict=True)):
+        y = -(i + 1)
+        ax.vlines(rank, y, 0, color="gray", linewidth=0.8)
+        ax.hlines(y, rank, k + 0.1 if i >= k / 2 else 0.9, color="gray", linewidth=0.8)
+        x_text = k + 0.15 if i >= k / 2 else 0.85
+        ax.text(x_text, y, f"{name} ({rank:.2f})", ha="left" if i >= k / 2 else "right",
+                va="center", fontsize=8)
+    level = 0
+    for i in range(k):  # maximal groups not significantly different
+        j = max(j for j in range(i, k) if ranks[j] - ranks[i] < cd)
+        if j > i and not any(a <= i and j <= b for a, b in _groups_seen(ranks, cd, i)):
+            ax.hlines(-0.4 - 0.25 * level, ranks[i] - 0.03, ranks[j] + 0.03, color="black",
+                      linewidth=3)
+            level += 1
+    ax.set_axis_off()
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.savefig(path, bbox_inches="tight", dpi=150)
+    plt.close(fig)
+
+
+def _groups_seen(ranks: NDArray[np.float64], cd: float, upto: int) -> list[tuple[int, int]]:
+    """Groups ``[a, b]`` started before ``upto`` (so a contained group is not drawn twice)."""
+    out = []
+    for a in range(upto):
+        b = max(j for j in range(a, len(ranks)) if ranks[j] - ranks[a] < cd)
+        out.append((a, b))
+    return out
