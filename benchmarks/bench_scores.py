@@ -72,9 +72,9 @@ def _row_blocks(problem: _SeleProblem) -> np.ndarray:
     return np.repeat(np.arange(len(b) - 1), np.diff(b))
 
 
-def timed(func):
+def timed(func, *args):
     start = time.perf_counter()
-    out = func()
+    out = func(*args)
     return time.perf_counter() - start, out
 
 
@@ -88,19 +88,17 @@ def main() -> None:
     for n in args.sizes:
         for kind in ("0/1", "absolute error"):
             X, y_pred, losses = make_data(rng, n, kind)
-            t_reg, _ = timed(lambda: LossRegression(C=1.0).fit(X, y_pred, losses))
-            t_sele, sele = timed(lambda: SELE(C=1.0, random_state=0).fit(X, y_pred, losses))
+            t_reg, _ = timed(LossRegression(C=1.0).fit, X, y_pred, losses)
+            t_sele, sele = timed(SELE(C=1.0, random_state=0).fit, X, y_pred, losses)
             # One objective + gradient evaluation, as SELE.fit does it.
             design = sele._design(X, y_pred, fitting=True)
             sorted_losses = losses[design.order]
             chunks = _chunks(sorted_losses, CHUNK, np.random.default_rng(0))
             problem = _SeleProblem(design, chunks, 0.0, K)
             theta = 0.01 * rng.normal(size=problem.shape).ravel()
-            t_grad = min(timed(lambda: problem.value_grad(theta))[0] for _ in range(3))
+            t_grad = min(timed(problem.value_grad, theta)[0] for _ in range(3))
             max_chunks = min(len(chunks), 10 if n > 10**4 else len(chunks))
-            t_loop, g_loop = timed(
-                lambda: double_loop_gradient(problem, theta, sorted_losses, max_chunks)
-            )
+            t_loop, g_loop = timed(double_loop_gradient, problem, theta, sorted_losses, max_chunks)
             scale = len(chunks) / max_chunks
             t_loop *= scale
             if max_chunks == len(chunks):  # the two gradients agree where both are complete

@@ -35,8 +35,12 @@ from typing import Any
 import numpy as np
 
 from abstain.datasets import list_datasets, load_dataset
-from abstain.evaluation import absolute_losses, compare_methods, evaluate_scores
-from abstain.evaluation import plot_critical_difference
+from abstain.evaluation import (
+    absolute_losses,
+    compare_methods,
+    evaluate_scores,
+    plot_critical_difference,
+)
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -153,7 +157,7 @@ def family_table(family: str, raw: dict[str, dict[str, Any]], alpha: float) -> l
         if paper:
             pcells = [f"{paper[m][0]:.2f} +- {paper[m][1]:.2f}" if m in paper else "-"
                       for m in methods]
-            lines.append(f"| *paper* | | " + " | ".join(pcells)
+            lines.append("| *paper* | | " + " | ".join(pcells)
                          + f" | {paper['risk'][0]:.2f} +- {paper['risk'][1]:.2f} | | |")
     cmp = compare_methods(np.array(means), methods, alpha=alpha)
     ranks = " | ".join(f"{r:.2f}" for r in cmp.average_rank)

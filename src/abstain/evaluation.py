@@ -62,8 +62,8 @@ def paper_splits(
 ) -> list[Split]:
     """Random partitions of ``range(n_samples)`` into Trn1/Val1/Trn2/Val2/Tst.
 
-    Each split is a fresh random permutation cut at the cumulative ``ratios``
-    (rounded down; the last part takes the rest).
+    Each split is a fresh random permutation; the first four parts get
+    ``floor(ratio * n_samples)`` rows each and Tst takes the rest.
 
     Examples
     --------
@@ -82,7 +82,7 @@ def paper_splits(
     if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
         raise ValueError(f"n_splits must be a positive integer; got {n_splits!r}.")
     rng = np.random.default_rng(random_state)
-    cuts = np.floor(np.cumsum(r[:4]) * n_samples).astype(int)
+    cuts = np.cumsum(np.floor(r[:4] * n_samples).astype(int))
     return [Split(*np.split(rng.permutation(n_samples), cuts)) for _ in range(n_splits)]
 
 

@@ -1,0 +1,177 @@
+"""The two-stage protocol of section 5.2 and the rank statistics (Demsar 2006)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from abstain.evaluation import (
+    absolute_losses,
+    compare_methods,
+    evaluate_scores,
+    paper_splits,
+    plot_critical_difference,
+    zero_one_losses,
+)
+from abstain.metrics import aurc
+from abstain.scores import SELE, TCP, LossRegression
+
+sklearn_linear = pytest.importorskip("sklearn.linear_model")
+
+
+def test_paper_splits_partition_the_rows():
+    splits = paper_splits(1003, n_splits=3, random_state=1)
+    assert len(splits) == 3
+    for split in splits:
+        sizes = [len(p) for p in split]
+        assert sizes == [300, 100, 300, 100, 203]
+        np.testing.assert_array_equal(np.sort(np.concatenate(split)), np.arange(1003))
+    assert not np.array_equal(splits[0].trn1, splits[1].trn1)
+    again = paper_splits(1003, n_splits=3, random_state=1)
+    for a, b in zip(splits, again, strict=True):
+        for pa, pb in zip(a, b, strict=True):
+            np.testing.assert_array_equal(pa, pb)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_samples": 3}, "every part at least one row"),
+        ({"n_samples": 100, "ratios": (0.5, 0.5)}, "5 positive numbers summing to 1"),
+        ({"n_samples": 100, "ratios": (0.3, 0.1, 0.3, 0.1, 0.3)}, "summing to 1"),
+        ({"n_samples": 100, "n_splits": 0}, "n_splits must be a positive integer"),
+        ({"n_samples": 10.5}, "n_samples must be an integer"),
+    ],
+)
+def test_paper_splits_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        paper_splits(**kwargs)
+
+
+def test_losses():
+    np.testing.assert_array_equal(zero_one_losses([0, 1, 2], [0, 2, 2]), [0, 1, 0])
+    np.testing.assert_array_equal(absolute_losses([0, 1, 5], [0, 3, 2]), [0, 2, 3])
+
+
+class RecordingModel(sklearn_linear.LogisticRegression):
+    """Logistic regression that records the mean of the inputs it is trained on."""
+
+    seen: list = []
+
+    def fit(self, X, y, sample_weight=None):
+        RecordingModel.seen.append(np.asarray(X).mean(axis=0))
+        return super().fit(X, y, sample_weight)
+
+
+def synthetic(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(loc=5.0, scale=3.0, size=(n, 3))
+    y = (X[:, 0] - 5 + rng.normal(size=n) * 3 > 0).astype(int)
+    return X, y
+
+
+def test_evaluate_scores_follows_the_protocol():
+    X, y = synthetic()
+    RecordingModel.seen = []
+    learners = {"SELE": SELE(random_state=0), "REG": LossRegression(), "TCP": TCP()}
+    result = evaluate_scores(X, y, RecordingModel(), learners, n_splits=2, random_state=3)
+    assert result.methods == ("baseline", "SELE", "REG", "TCP")
+    assert result.aurc.shape == (2, 4) and np.isfinite(result.aurc).all()
+    # Four predictor fits per split, each on Trn1 standardised by Trn1 itself.
+    assert len(RecordingModel.seen) == 8
+    np.testing.assert_allclose(np.array(RecordingModel.seen), 0.0, atol=1e-12)
+    assert set(result.model_C) <= {1.0, 10.0, 100.0, 1000.0}
+    assert np.isnan(result.score_C[:, 0]).all()
+    assert set(result.score_C[:, 1:].ravel()) <= {0.0, 1.0, 10.0, 100.0, 1000.0}
+    # The baseline (MCP of logistic regression) and the risk, recomputed by hand.
+    split = paper_splits(len(y), n_splits=2, random_state=3)[0]
+    mean, std = X[split.trn1].mean(axis=0), X[split.trn1].std(axis=0)
+    model = sklearn_linear.LogisticRegression(C=result.model_C[0])
+    model.fit((X[split.trn1] - mean) / std, y[split.trn1])
+    xt = (X[split.tst] - mean) / std
+    losses = (model.predict(xt) != y[split.tst]).astype(float)
+    assert result.risk[0] == pytest.approx(losses.mean())
+    assert result.aurc[0, 0] == pytest.approx(aurc(losses, 1 - model.predict_proba(xt).max(1)))
+    again = evaluate_scores(X, y, RecordingModel(), learners, n_splits=2, random_state=3)
+    np.testing.assert_array_equal(again.aurc, result.aurc)
+
+
+def test_evaluate_scores_with_a_margin_baseline_and_ordinal_losses():
+    svm = pytest.importorskip("sklearn.svm")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(500, 2))
+    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=500), [-1.0, 0.0, 1.0])
+    result = evaluate_scores(X, y, svm.LinearSVC(), {"REG": LossRegression()},
+                             loss=absolute_losses, n_splits=1, random_state=0)
+    assert result.aurc.shape == (1, 2) and result.risk[0] > 0
+
+
+def test_evaluate_scores_bad_input():
+    svm = pytest.importorskip("sklearn.svm")
+    X, y = synthetic(100)
+    model = sklearn_linear.LogisticRegression()
+    with pytest.raises(ValueError, match="y must hold at least 2 classes"):
+        evaluate_scores(X, np.zeros(100), model, {"REG": LossRegression()})
+    with pytest.raises(ValueError, match=r"y must have shape \(100,\)"):
+        evaluate_scores(X, y[:50], model, {"REG": LossRegression()})
+    with pytest.raises(ValueError, match="learners must name at least one"):
+        evaluate_scores(X, y, model, {})
+    with pytest.raises(ValueError, match="X must be finite"):
+        evaluate_scores(np.where(X > 8, np.nan, X), y, model, {"REG": LossRegression()})
+    with pytest.raises(ValueError, match="TCP needs a model with predict_proba"):
+        evaluate_scores(X, y, svm.LinearSVC(), {"TCP": TCP()}, n_splits=1)
+
+
+def ranks_ref(row):
+    """Rank 1 for the smallest value; tied values share the mean of their ranks (loops)."""
+    out = []
+    for v in row:
+        below = sum(1 for w in row if w < v)
+        equal = sum(1 for w in row if w == v)
+        out.append(below + (equal + 1) / 2)
+    return out
+
+
+def test_compare_methods_against_references():
+    rng = np.random.default_rng(0)
+    table = rng.integers(0, 4, size=(9, 4)).astype(float)  # many ties
+    cmp = compare_methods(table, ["a", "b", "c", "d"])
+    np.testing.assert_allclose(cmp.average_rank, np.mean([ranks_ref(r) for r in table], axis=0))
+    continuous = rng.normal(size=(9, 4))
+    cmp = compare_methods(continuous)
+    ref = stats.friedmanchisquare(*continuous.T)  # equal to Demsar's formula without ties
+    assert cmp.friedman_statistic == pytest.approx(ref.statistic)
+    assert cmp.friedman_pvalue == pytest.approx(ref.pvalue)
+    n, k = continuous.shape
+    f = (n - 1) * cmp.friedman_statistic / (n * (k - 1) - cmp.friedman_statistic)
+    assert cmp.iman_davenport_pvalue == pytest.approx(stats.f.sf(f, k - 1, (k - 1) * (n - 1)))
+
+
+def test_nemenyi_critical_difference_of_the_paper():
+    """Section 5.3.1: K = 4 methods on N = 11 datasets give CD = 1.26 at p-value 0.10."""
+    cmp = compare_methods(np.tile(np.arange(4.0), (11, 1)), alpha=0.10)
+    assert round(cmp.critical_difference, 2) == 1.26
+    # Demsar's table of q_alpha (alpha 0.05: 2.343 for k = 3, 2.569 for k = 4).
+    for k, q in ((3, 2.343), (4, 2.569)):
+        cmp = compare_methods(np.tile(np.arange(float(k)), (6, 1)), alpha=0.05)
+        assert cmp.critical_difference == pytest.approx(q * np.sqrt(k * (k + 1) / 36), abs=1e-3)
+
+
+def test_compare_methods_bad_input():
+    with pytest.raises(ValueError, match="at least 2 methods"):
+        compare_methods([[1.0], [2.0]])
+    with pytest.raises(ValueError, match="methods must name the 3 columns"):
+        compare_methods([[1.0, 2.0, 3.0]], ["a", "b"])
+    with pytest.raises(ValueError, match="table must be finite"):
+        compare_methods([[1.0, np.nan]])
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\]"):
+        compare_methods([[1.0, 2.0]], alpha=0.0)
+
+
+def test_critical_difference_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    cmp = compare_methods([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [2.0, 1.0, 3.0]], ["x", "y", "z"])
+    path = tmp_path / "cd.png"
+    plot_critical_difference(cmp, str(path), title="test")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
