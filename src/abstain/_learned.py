@@ -248,7 +248,36 @@ def _ridge(
     return theta
 
 
-class LossRegression(_LinearScore):
+class _RidgeScore(_LinearScore):
+    """A linear score fitted in closed form by ridge regression of a per-sample target."""
+
+    def __init__(
+        self, C: float = 1.0, *, features: str = "predicted_class", classes: ArrayLike | None = None
+    ) -> None:
+        self.C = C
+        self.features = features
+        self.classes = classes
+
+    def _fit_ridge(
+        self,
+        X: ArrayLike,
+        y_pred: ArrayLike | None,
+        raw_target: ArrayLike,
+        name: str,
+        upper: float = math.inf,
+    ) -> None:
+        self._check_params()
+        design = self._design(X, y_pred, fitting=True)
+        target = as_losses(raw_target, name)
+        if target.max() > upper:
+            raise ValueError(f"{name} must lie in [0, {upper:g}]; got maximum {target.max()!r}.")
+        check_same_length(X=design.rows, **{name: target})
+        n_blocks = len(design.bounds) - 1
+        theta = _ridge(design, target[design.order], float(self.C), n_blocks)
+        self._set_theta(theta, design.rows.shape[1] - 1)
+
+
+class LossRegression(_RidgeScore):
     """Loss regression (REG) score, section 3.3 and 5.1.1 of Franc et al. (2023).
 
     Minimises ``F(theta) = C/2 ||theta||^2 + (1/n) sum_i (loss_i - s_theta(x_i))^2``
@@ -288,26 +317,13 @@ class LossRegression(_LinearScore):
     [0.1, 0.9]
     """
 
-    def __init__(
-        self, C: float = 1.0, *, features: str = "predicted_class", classes: ArrayLike | None = None
-    ) -> None:
-        self.C = C
-        self.features = features
-        self.classes = classes
-
     def fit(self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike) -> LossRegression:
         """Fit to the predictor's labels ``y_pred`` and observed ``losses`` on ``X``."""
-        self._check_params()
-        design = self._design(X, y_pred, fitting=True)
-        target = as_losses(losses)
-        check_same_length(X=design.rows, losses=target)
-        n_blocks = len(design.bounds) - 1
-        theta = _ridge(design, target[design.order], float(self.C), n_blocks)
-        self._set_theta(theta, design.rows.shape[1] - 1)
+        self._fit_ridge(X, y_pred, losses, "losses")
         return self
 
 
-class TCP(_LinearScore):
+class TCP(_RidgeScore):
     """True-class-probability (TCP) score, section 5.1.3 of Franc et al. (2023).
 
     Ridge regression of the classifier's probability of the true class,
@@ -326,24 +342,9 @@ class TCP(_LinearScore):
     [-0.91, -0.49]
     """
 
-    def __init__(
-        self, C: float = 1.0, *, features: str = "predicted_class", classes: ArrayLike | None = None
-    ) -> None:
-        self.C = C
-        self.features = features
-        self.classes = classes
-
     def fit(self, X: ArrayLike, y_pred: ArrayLike | None, true_class_proba: ArrayLike) -> TCP:
         """Fit to ``p_hat(y_i | x_i)``, see :func:`true_class_probability`."""
-        self._check_params()
-        design = self._design(X, y_pred, fitting=True)
-        target = as_losses(true_class_proba, "true_class_proba")
-        check_same_length(X=design.rows, true_class_proba=target)
-        if target.max() > 1.0:
-            raise ValueError(f"true_class_proba must lie in [0, 1]; got maximum {target.max()!r}.")
-        n_blocks = len(design.bounds) - 1
-        theta = _ridge(design, target[design.order], float(self.C), n_blocks)
-        self._set_theta(theta, design.rows.shape[1] - 1)
+        self._fit_ridge(X, y_pred, true_class_proba, "true_class_proba", upper=1.0)
         return self
 
     def predict(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
