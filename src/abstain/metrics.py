@@ -29,6 +29,14 @@ from ._validation import (
     check_positive,
 )
 
+# The OOD metrics are defined in abstain.ood_metrics and re-exported here.
+_ood_all = [
+    "ROCCurve", "PRCurve", "RiskTPRCurve", "selective_risk_at_tpr_fpr",
+    "selective_risk_at_precision_recall", "risk_coverage_curve_at_fpr", "ood_roc_curve",
+    "ood_pr_curve", "auroc", "aupr_in", "aupr_out", "fpr_at_tpr", "tnr_at_tpr", "oscr",
+    "ccr_at_fpr", "detection_rate_at_false_alarm",
+]
+
 __all__ = [
     "RiskCoverageCurve",
     "risk_coverage_curve",
@@ -38,9 +46,12 @@ __all__ = [
     "selective_risk_at_coverage",
     "coverage_at_risk",
     "sele_loss",
+    # OOD metrics, defined in abstain.ood_metrics
+    *_ood_all,
 ]
 
 _TIES = ("mean", "index")
+
 
 
 class RiskCoverageCurve(NamedTuple):
@@ -340,3 +351,23 @@ def sele_loss(losses: ArrayLike, uncertainty: ArrayLike) -> float:
     # sum_i loss_i * #{j : u_j >= u_i}: each group's loss times the count at or above it.
     at_or_above = n - (groups.cum_counts - groups.counts)
     return float(np.sum(groups.sums * at_or_above) / (n * n))
+
+
+from .ood_metrics import (  # noqa: E402  (re-exported OOD metrics)
+    PRCurve,
+    RiskTPRCurve,
+    ROCCurve,
+    aupr_in,
+    aupr_out,
+    auroc,
+    ccr_at_fpr,
+    detection_rate_at_false_alarm,
+    fpr_at_tpr,
+    ood_pr_curve,
+    ood_roc_curve,
+    oscr,
+    risk_coverage_curve_at_fpr,
+    selective_risk_at_precision_recall,
+    selective_risk_at_tpr_fpr,
+    tnr_at_tpr,
+)

@@ -304,8 +304,10 @@ class BoundedTPRFPR(_OODRule):
     >>> is_ood = [0, 0, 1, 0, 1, 1]
     >>> losses = [0, 1, 0, 0, 0, 0]
     >>> sel = BoundedTPRFPR(tpr=2 / 3, fpr=1 / 3).fit(scores, is_ood, losses)
-    >>> sel.threshold_, sel.risk_, sel.tpr_, sel.fpr_
-    (0.2, 0.5, 0.666..., 0.0)
+    >>> sel.threshold_, round(sel.risk_, 4), sel.tpr_, round(sel.fpr_, 4)
+    (0.4, 0.3333, 1.0, 0.3333)
+    >>> BoundedTPRFPR(tpr=2 / 3, fpr=0.0).fit(scores, is_ood, losses).risk_
+    0.5
     """
 
     def __init__(self, tpr: float = 0.95, fpr: float = 0.05, *, search: str = "grid",
@@ -512,7 +514,7 @@ def selector_from_json(text: str) -> BoundedTPRFPR | BoundedPrecisionRecall | Co
     --------
     >>> from abstain.ood import BoundedTPRFPR, selector_from_json
     >>> sel = BoundedTPRFPR(tpr=0.5, fpr=0.5).fit([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], [0, 0, 1, 0])
-    >>> selector_from_json(sel.to_json()).accept_proba([0.15, 0.35]).tolist()
+    >>> selector_from_json(sel.to_json()).accept_proba([0.05, 0.35]).tolist()
     [1.0, 0.0]
     """
     doc = json.loads(text)
