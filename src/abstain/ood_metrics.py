@@ -372,13 +372,12 @@ def fpr_at_tpr(is_ood: ArrayLike, scores: ArrayLike, tpr: float = 0.95) -> float
     t = check_fraction("tpr", tpr)
     fit = _sample(is_ood, scores)
     kn = core.knots(_one_column(fit), fit.w_id, fit.w_ood, fit.w_loss)
-    return float(np.interp(t, *_strict(kn.I / fit.n_id, kn.O / fit.n_ood)))
-
-
-def _strict(x: F64, y: F64) -> tuple[F64, F64]:
-    """Points of a non-decreasing x; for repeated x keep the first y (the least rate)."""
-    keep = np.concatenate(([True], np.diff(x) > 0))
-    return x[keep], y[keep]
+    x, y = kn.I / fit.n_id, kn.O / fit.n_ood
+    j = min(int(np.searchsorted(x, t * (1 - 1e-12), side="left")), x.size - 1)
+    if x[j] <= t or j == 0:  # a knot meets the target: the first such knot has the least FPR
+        return float(y[j])
+    # between the last knot below the target and the next one
+    return float(y[j - 1] + (t - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1]))
 
 
 def tnr_at_tpr(is_ood: ArrayLike, scores: ArrayLike, tpr: float = 0.95) -> float:
