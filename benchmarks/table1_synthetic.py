@@ -65,8 +65,8 @@ def curves(s, w_id, w_ood, w_loss, grid):
         p[0] = p[1]
         ii, pp = core_strict(i, p, last=False)
         suffix = np.maximum.accumulate(pp[::-1])[::-1]
-        prec = np.maximum(prec, np.maximum(np.interp(grid, ii, pp),
-                                           suffix[np.minimum(np.searchsorted(ii, grid), ii.size - 1)]))
+        later = suffix[np.minimum(np.searchsorted(ii, grid), ii.size - 1)]
+        prec = np.maximum(prec, np.maximum(np.interp(grid, ii, pp), later))
     trap = lambda y: float(np.sum(np.diff(grid) * (y[1:] + y[:-1]) / 2))  # noqa: E731
     return trap(roc), trap(prec), trap(ccr), roc, prec
 
@@ -135,7 +135,8 @@ def main() -> None:
         "Produced by `python benchmarks/table1_synthetic.py"
         f"{'' if args.ood_scale == 'variance' else ' --ood-scale std'}`.",
         "",
-        "| method | source | risk @ TPR 0.7, FPR 0.2 | risk @ prec 0.9, rec 0.7 | AUROC | AUPR | OSCR |",
+        "| method | source | risk @ TPR 0.7, FPR 0.2 | risk @ prec 0.9, rec 0.7 "
+        "| AUROC | AUPR | OSCR |",
         "|---|---|---|---|---|---|---|",
     ]
     figs = {}

@@ -174,7 +174,7 @@ def test_oscr_and_ccr_by_definition(rng):
     for t in sorted(set(s)):
         acc = s <= t
         pts.append(((acc & is_ood).sum() / n_o, ((acc & ~is_ood) * (1 - losses)).sum() / n_i))
-    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(pts, pts[1:]))
+    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False))
     assert math.isclose(M.oscr(losses, is_ood, s), area, abs_tol=TOL)
     assert math.isclose(M.ccr_at_fpr(losses, is_ood, s, 1.0), pts[-1][1], abs_tol=TOL)
     assert math.isclose(M.detection_rate_at_false_alarm(is_ood, s, 0.05),
@@ -185,7 +185,7 @@ def test_risk_curve_at_fpr_matches_the_model(rng):
     s2, is_ood, losses = random_sample(rng, n_max=20, levels=4)
     tprs = np.array([0.2, 0.5, 0.8, 1.0])
     curve = M.risk_coverage_curve_at_fpr(losses, is_ood, s2[:, 0], 0.5, tpr=tprs)
-    for t, r in zip(tprs, curve.risk):
+    for t, r in zip(tprs, curve.risk, strict=False):
         m = quiet_fit(BoundedTPRFPR(tpr=float(t), fpr=0.5), s2[:, 0], is_ood, losses)
         assert (math.isnan(r) and not m.feasible_) or math.isclose(r, m.risk_, abs_tol=TOL)
 

@@ -68,7 +68,7 @@ class Constraint(NamedTuple):
 class Best(NamedTuple):
     """Best point over a set of segments: index, ``nu`` and the masses it accepts."""
 
-    index: int
+    at: int
     nu: float
     I: float  # noqa: E741
     O: float  # noqa: E741
@@ -80,7 +80,7 @@ def best_ratio(
     i0: F64, o0: F64, l0: F64, di: F64, do: F64, dl: F64,
     con: Constraint, scale_i: float, scale_o: float,
 ) -> Best | None:
-    """Minimal ``L / I`` over the points ``start + nu * delta``, ``nu in [0, 1]``, that meet ``con``.
+    """Minimal ``L / I`` over points ``start + nu * delta``, ``nu`` in [0, 1], meeting ``con``.
 
     The ratio is monotone along a segment and the constraints cut an interval of
     ``nu``, so each segment's optimum is at an end of that interval. Among equal
@@ -270,7 +270,7 @@ def exact_search(
             grp.extend(np.broadcast_to(xe, (mids.size, 3)))
             angles.extend(mids.tolist())
             crit.extend([False] * mids.size)
-            wts.extend(zip(np.cos(mids).tolist(), np.sin(mids).tolist()))
+            wts.extend(zip(np.cos(mids).tolist(), np.sin(mids).tolist(), strict=False))
         else:
             pref.append(s_b0)
             grp.append(xe)
@@ -290,16 +290,16 @@ def exact_search(
             r = evaluate(allp[:, 0], allp[:, 1], allp[:, 2])
             if r is None:
                 continue
-            j = r.index % len(angles)
-            r = r._replace(index=j, nu=0.0 if r.index < len(angles) else 1.0)
+            j = r.at % len(angles)
+            r = r._replace(at=j, nu=0.0 if r.at < len(angles) else 1.0)
         else:
             r = evaluate(p[:, 0], p[:, 1], p[:, 2], g[:, 0], g[:, 1], g[:, 2])
             if r is None:
                 continue
-            j = r.index
+            j = r.at
         c = crit[j]
         if best is None or _better(r, c, best.best, best.critical):
-            best = State(r._replace(index=e), np.asarray(wts[j], dtype=np.float64),
+            best = State(r._replace(at=e), np.asarray(wts[j], dtype=np.float64),
                          float(angles[j]), c)
     del total
     return best

@@ -353,21 +353,3 @@ def sele_loss(losses: ArrayLike, uncertainty: ArrayLike) -> float:
     return float(np.sum(groups.sums * at_or_above) / (n * n))
 
 
-from .ood_metrics import (  # noqa: E402  (re-exported OOD metrics)
-    PRCurve,
-    RiskTPRCurve,
-    ROCCurve,
-    aupr_in,
-    aupr_out,
-    auroc,
-    ccr_at_fpr,
-    detection_rate_at_false_alarm,
-    fpr_at_tpr,
-    ood_pr_curve,
-    ood_roc_curve,
-    oscr,
-    risk_coverage_curve_at_fpr,
-    selective_risk_at_precision_recall,
-    selective_risk_at_tpr_fpr,
-    tnr_at_tpr,
-)

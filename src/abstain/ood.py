@@ -91,6 +91,9 @@ def validate_sample(
     return s, w_id, w_ood, w_id * ls
 
 
+_Found = tuple[core.Best, NDArray[np.float64], float]  # best point, weights, threshold
+
+
 class _Fit:
     """Search over rules: one score, the grid of directions, or all directions."""
 
@@ -105,21 +108,21 @@ class _Fit:
         return core.grid_weights(n_directions)
 
     def run(self, search: str, n_directions: int, ratio: core.Constraint | None,
-            slopes: tuple[float, float, float] | None) -> tuple[core.Best, NDArray[np.float64], float] | None:
+            slopes: tuple[float, float, float] | None) -> _Found | None:
         """Best ``(point, weights, angle)``; the point's ``index`` is a threshold value."""
         if search == "exact" and self.s.shape[1] == 2:
             return self._exact(ratio, slopes)
-        best: tuple[core.Best, NDArray[np.float64], float] | None = None
+        best: _Found | None = None
         for w in self.directions(search, n_directions):
             kn = core.knots(core.project(self.s, w), self.w_id, self.w_ood, self.w_loss)
             if ratio is not None:
                 r = core.knot_ratio(kn, ratio, self.n_id, self.n_ood)
-                thr_nu = None if r is None else (kn.values[r.index], r.nu)
+                thr_nu = None if r is None else (kn.values[r.at], r.nu)
             else:
                 assert slopes is not None
                 r = core.best_linear(kn.I, kn.O, kn.L, *slopes)
                 # knot j accepts the groups 0..j-1 entirely.
-                thr_nu = (kn.values[r.index - 1], 1.0) if r.index > 0 else (-math.inf, 1.0)
+                thr_nu = (kn.values[r.at - 1], 1.0) if r.at > 0 else (-math.inf, 1.0)
             if r is None or thr_nu is None:
                 continue
             if best is None or core._better(r, False, best[0], False):
@@ -127,7 +130,7 @@ class _Fit:
         return best
 
     def _exact(self, ratio: core.Constraint | None,
-               slopes: tuple[float, float, float] | None) -> tuple[core.Best, NDArray[np.float64], float] | None:
+               slopes: tuple[float, float, float] | None) -> _Found | None:
         pts, inv = np.unique(self.s, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
         x = np.zeros((pts.shape[0], 3))
@@ -137,7 +140,8 @@ class _Fit:
             con = ratio
 
             def evaluate(*seg: Any) -> core.Best | None:
-                return core.best_ratio(*seg, con, self.n_id, self.n_ood)
+                i0, o0, l0, di, do, dl = seg
+                return core.best_ratio(i0, o0, l0, di, do, dl, con, self.n_id, self.n_ood)
             state = core.exact_search(pts, x, evaluate, linear=False)
         else:
             assert slopes is not None
@@ -148,7 +152,7 @@ class _Fit:
             state = core.exact_search(pts, x, evaluate_lin, linear=True)
         if state is None:
             return None
-        e = state.best.index
+        e = state.best.at
         threshold = float(core.project(pts[e : e + 1], state.weights)[0])
         return state.best, state.weights, threshold
 
@@ -165,7 +169,7 @@ class _OODRule(ParamsMixin):
     def _extra_fitted(self) -> tuple[str, ...]:
         return ()
 
-    def _set(self, fit: _Fit, found: tuple[core.Best, NDArray[np.float64], float] | None,
+    def _set(self, fit: _Fit, found: _Found | None,
              prior: float) -> None:
         self.n_id_ = fit.n_id
         self.n_ood_ = fit.n_ood
@@ -519,7 +523,9 @@ def selector_from_json(text: str) -> BoundedTPRFPR | BoundedPrecisionRecall | Co
     """
     doc = json.loads(text)
     if not isinstance(doc, dict) or doc.get("format") != "abstain.ood/1":
-        raise ValueError("text must be a JSON selector written by to_json (format 'abstain.ood/1').")
+        raise ValueError(
+            "text must be a JSON selector written by to_json (format 'abstain.ood/1')."
+        )
     classes = {c.__name__: c for c in (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)}
     name = doc.get("model")
     if name not in classes:

@@ -1,4 +1,6 @@
-"""Metrics for selective classifiers that also reject OOD inputs (re-exported by ``abstain.metrics``).
+"""Metrics for selective classifiers that also reject OOD inputs.
+
+Re-exported by :mod:`abstain.metrics`.
 
 Conventions: ``is_ood`` marks OOD rows (True / 1); ``losses`` are the classifier's
 losses on ID rows (entries of OOD rows are ignored); a higher score is more
@@ -157,7 +159,7 @@ def selective_risk_at_precision_recall(
 
 
 def _path_at_fpr(kn: core.Knots, b: float, targets: F64) -> F64:
-    """Least risk ``L / I`` on the path prefix with ``O <= b`` and ``I >= targets`` (NaN if none)."""
+    """Least risk ``L / I`` on the path prefix with ``O <= b`` and ``I >= targets`` (or NaN)."""
     g = kn.I.size - 1
     j = int(np.searchsorted(kn.O, b * (1 + 1e-12), side="right")) - 1  # last knot with O <= b
     pi_, pl = kn.I[j], kn.L[j]

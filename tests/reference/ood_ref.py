@@ -88,7 +88,7 @@ def directions(scores2):
             crit[math.atan2(w[1], w[0])] = w
     out = [(1.0, 0.0), (-1.0, 0.0)] + list(crit.values())
     angles = [0.0] + sorted(crit) + [math.pi]
-    for a0, a1 in zip(angles[:-1], angles[1:]):
+    for a0, a1 in zip(angles[:-1], angles[1:], strict=False):
         mid = 0.5 * (a0 + a1)
         out.append((math.cos(mid), math.sin(mid)))
     return out
@@ -131,8 +131,8 @@ def lp_bounded_tpr_fpr(is_ood, losses, tpr, fpr):
 # ----------------------------------------------------------------------------- metrics
 def auroc_ref(is_ood, scores):
     """P(s_ID < s_OOD) + P(tie) / 2 by a double loop."""
-    ids = [s for s, o in zip(scores, is_ood) if not o]
-    oods = [s for s, o in zip(scores, is_ood) if o]
+    ids = [s for s, o in zip(scores, is_ood, strict=False) if not o]
+    oods = [s for s, o in zip(scores, is_ood, strict=False) if o]
     tot = sum(1.0 if a < b else (0.5 if a == b else 0.0) for a in ids for b in oods)
     return tot / (len(ids) * len(oods))
 
@@ -142,7 +142,7 @@ def average_precision_ref(positive, scores_low_first):
     n_pos = sum(positive)
     ap, prev_r = 0.0, 0.0
     for t in sorted(set(scores_low_first)):
-        acc = [p for p, s in zip(positive, scores_low_first) if s <= t]
+        acc = [p for p, s in zip(positive, scores_low_first, strict=False) if s <= t]
         r = sum(acc) / n_pos
         ap += (r - prev_r) * (sum(acc) / len(acc))
         prev_r = r
