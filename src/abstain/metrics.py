@@ -28,6 +28,54 @@ from ._validation import (
     check_fraction,
     check_positive,
 )
+from .ood_metrics import (  # re-exported OOD metrics
+    PRCurve as PRCurve,
+)
+from .ood_metrics import (
+    RiskTPRCurve as RiskTPRCurve,
+)
+from .ood_metrics import (
+    ROCCurve as ROCCurve,
+)
+from .ood_metrics import (
+    aupr_in as aupr_in,
+)
+from .ood_metrics import (
+    aupr_out as aupr_out,
+)
+from .ood_metrics import (
+    auroc as auroc,
+)
+from .ood_metrics import (
+    ccr_at_fpr as ccr_at_fpr,
+)
+from .ood_metrics import (
+    detection_rate_at_false_alarm as detection_rate_at_false_alarm,
+)
+from .ood_metrics import (
+    fpr_at_tpr as fpr_at_tpr,
+)
+from .ood_metrics import (
+    ood_pr_curve as ood_pr_curve,
+)
+from .ood_metrics import (
+    ood_roc_curve as ood_roc_curve,
+)
+from .ood_metrics import (
+    oscr as oscr,
+)
+from .ood_metrics import (
+    risk_coverage_curve_at_fpr as risk_coverage_curve_at_fpr,
+)
+from .ood_metrics import (
+    selective_risk_at_precision_recall as selective_risk_at_precision_recall,
+)
+from .ood_metrics import (
+    selective_risk_at_tpr_fpr as selective_risk_at_tpr_fpr,
+)
+from .ood_metrics import (
+    tnr_at_tpr as tnr_at_tpr,
+)
 
 # The OOD metrics are defined in abstain.ood_metrics and re-exported here.
 _ood_all = [
@@ -351,54 +399,3 @@ def sele_loss(losses: ArrayLike, uncertainty: ArrayLike) -> float:
     # sum_i loss_i * #{j : u_j >= u_i}: each group's loss times the count at or above it.
     at_or_above = n - (groups.cum_counts - groups.counts)
     return float(np.sum(groups.sums * at_or_above) / (n * n))
-
-
-# Re-exported OOD metrics (defined in abstain.ood_metrics).
-from .ood_metrics import (  # noqa: E402
-    PRCurve as PRCurve,
-)
-from .ood_metrics import (
-    RiskTPRCurve as RiskTPRCurve,
-)
-from .ood_metrics import (
-    ROCCurve as ROCCurve,
-)
-from .ood_metrics import (
-    aupr_in as aupr_in,
-)
-from .ood_metrics import (
-    aupr_out as aupr_out,
-)
-from .ood_metrics import (
-    auroc as auroc,
-)
-from .ood_metrics import (
-    ccr_at_fpr as ccr_at_fpr,
-)
-from .ood_metrics import (
-    detection_rate_at_false_alarm as detection_rate_at_false_alarm,
-)
-from .ood_metrics import (
-    fpr_at_tpr as fpr_at_tpr,
-)
-from .ood_metrics import (
-    ood_pr_curve as ood_pr_curve,
-)
-from .ood_metrics import (
-    ood_roc_curve as ood_roc_curve,
-)
-from .ood_metrics import (
-    oscr as oscr,
-)
-from .ood_metrics import (
-    risk_coverage_curve_at_fpr as risk_coverage_curve_at_fpr,
-)
-from .ood_metrics import (
-    selective_risk_at_precision_recall as selective_risk_at_precision_recall,
-)
-from .ood_metrics import (
-    selective_risk_at_tpr_fpr as selective_risk_at_tpr_fpr,
-)
-from .ood_metrics import (
-    tnr_at_tpr as tnr_at_tpr,
-)
