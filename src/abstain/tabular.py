@@ -475,12 +475,16 @@ def fit_rule(
         rule.fit(u, loss)
     if not rule.feasible_:
         assert isinstance(rule, BoundedImprovement)
-        what = f"target risk {target_risk:g}" + ("" if delta is None else f" with delta {delta:g}")
-        how = ("no rule's risk bound is at or below it" if delta is not None
-               else "no threshold rule's selective risk is at or below it")
+        if delta is None:
+            raise InfeasibleTargetError(
+                f"target risk {target_risk:g} is infeasible: no threshold rule's selective risk "
+                f"is at or below it; the lowest selective risk attainable on these {loss.size} "
+                f"rows is {rule.min_risk_:.4g}.")
         raise InfeasibleTargetError(
-            f"{what} is infeasible: {how}; the lowest selective risk attainable on "
-            f"these {loss.size} rows is {rule.min_risk_:.4g}.")
+            f"target risk {target_risk:g} with delta {delta:g} is infeasible: no rule's upper "
+            f"confidence bound on the risk is at or below it (the lowest empirical selective "
+            f"risk on these {loss.size} rows is {rule.min_risk_:.4g}; a bound that low needs "
+            "more rows or a larger delta).")
     return rule
 
 
