@@ -186,7 +186,7 @@ def get_column(table: Mapping[str, NDArray[Any]], name: str, what: str = "column
     if not close:  # also match case-insensitively
         lower = {n.lower(): n for n in names}
         close = [lower[m] for m in difflib.get_close_matches(name.lower(), list(lower), n=1)]
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = f"; did you mean {close[0]!r}?" if close else "."
     raise ColumnError(
         f"{what} {name!r} not found{hint} The columns are: {', '.join(map(repr, names))}."
     )
