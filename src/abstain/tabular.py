@@ -1,0 +1,525 @@
+"""Evaluate, fit and apply reject rules on a table of per-sample columns.
+
+The functions behind the ``abstain`` command line, usable from Python. A table
+(see :mod:`abstain.io`) holds a loss column, or a label and a prediction column
+(the 0/1 loss ``label != prediction``); one or more uncertainty-score columns
+(higher is rejected first); and optionally an ``is_ood`` column (1/True for
+out-of-distribution rows, whose loss, label and prediction are ignored and may
+be empty). :func:`prepare` picks and checks the columns; :func:`evaluate`
+computes every applicable metric; :func:`fit_rule` fits a reject model and
+:func:`apply_rule` applies it to new rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import metrics as m
+from .exceptions import InfeasibleTargetWarning
+from .io import ColumnError, get_column
+from .models import BoundedAbstention, BoundedImprovement, CostBased, rule_from_json
+from .ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
+
+__all__ = [
+    "TableData",
+    "Evaluation",
+    "MissingValuesError",
+    "InfeasibleTargetError",
+    "prepare",
+    "evaluate",
+    "fit_rule",
+    "rule_to_json",
+    "load_rule",
+    "apply_rule",
+]
+
+Progress = Callable[[int, int], None]
+
+
+class MissingValuesError(ValueError):
+    """Rows with NaN or empty values in the columns used.
+
+    Attributes
+    ----------
+    n_rows : int
+        Number of such rows.
+    columns : list of str
+        The columns with missing values.
+    first_row : int
+        Index (from 0, data rows only) of the first such row.
+    """
+
+    def __init__(self, n_rows: int, columns: list[str], first_row: int) -> None:
+        self.n_rows, self.columns, self.first_row = n_rows, columns, first_row
+        cols = ", ".join(map(repr, columns))
+        super().__init__(
+            f"{n_rows} row(s) have NaN or empty values in column(s) {cols} (first at data row "
+            f"{first_row}); drop them explicitly (dropna=True)."
+        )
+
+
+class InfeasibleTargetError(ValueError):
+    """A reject model's target cannot be met on the data; the message says what is attainable."""
+
+
+class TableData(NamedTuple):
+    """The checked columns of a table.
+
+    Attributes
+    ----------
+    losses : ndarray of shape (n,)
+        Non-negative loss per row (0.0 on OOD rows).
+    scores : dict of str to ndarray of shape (n,)
+        Uncertainty scores by column name; higher is rejected first.
+    is_ood : ndarray of bool, shape (n,), or None
+        OOD rows, when the table has an OOD column.
+    n_dropped : int
+        Rows dropped for missing values (``dropna=True``).
+    keep : ndarray of bool, shape (n_rows,)
+        Which rows of the table were kept.
+    """
+
+    losses: NDArray[np.float64]
+    scores: dict[str, NDArray[np.float64]]
+    is_ood: NDArray[np.bool_] | None
+    n_dropped: int
+    keep: NDArray[np.bool_]
+
+
+def _missing(col: NDArray[Any]) -> NDArray[np.bool_]:
+    if col.dtype.kind == "f":
+        return np.isnan(col)
+    return np.char.strip(col.astype(str)) == ""
+
+
+def _numeric(name: str, col: NDArray[Any]) -> NDArray[np.float64]:
+    if col.dtype.kind != "f":
+        raise ValueError(f"column {name!r} must be numeric; got text values such as "
+                         f"{str(col[0])!r}.")
+    return col
+
+
+def prepare(
+    table: Mapping[str, NDArray[Any]],
+    *,
+    loss: str | None = None,
+    label: str | None = None,
+    prediction: str | None = None,
+    scores: Sequence[str] | None = None,
+    is_ood: str | None = None,
+    dropna: bool = False,
+    need_loss: bool = True,
+) -> TableData:
+    """Pick and check the columns of a table.
+
+    Parameters
+    ----------
+    table : mapping of str to ndarray of shape (n,)
+        As returned by :func:`abstain.io.read_table`.
+    loss : str, optional
+        Loss column. Default: ``"loss"`` if present, else the 0/1 loss of ``label``
+        and ``prediction``.
+    label, prediction : str, optional
+        Label and prediction columns (default ``"label"`` and ``"prediction"``),
+        compared as values (numbers or text).
+    scores : sequence of str, optional
+        Score columns. Default: every numeric column not used otherwise.
+    is_ood : str, optional
+        OOD column (0/1 or true/false). Default: ``"is_ood"`` if present.
+    dropna : bool, default False
+        Drop rows with NaN or empty values in the columns used (loss, label and
+        prediction count on ID rows only) instead of raising
+        :class:`MissingValuesError`.
+    need_loss : bool, default True
+        False when only scores are needed (applying a rule): the loss, label,
+        prediction and OOD columns are then not read.
+
+    Returns
+    -------
+    TableData
+
+    Raises
+    ------
+    abstain.io.ColumnError
+        A named column is missing (the message suggests the closest name).
+    MissingValuesError
+        Rows with missing values and ``dropna=False``.
+
+    Examples
+    --------
+    >>> from abstain.tabular import prepare
+    >>> data = prepare({"label": [1, 2, 2], "prediction": [1, 2, 1], "u": [0.1, 0.2, 0.9]})
+    >>> data.losses.tolist(), list(data.scores)
+    ([0.0, 0.0, 1.0], ['u'])
+    """
+    table = {k: np.asarray(v) for k, v in table.items()}
+    if table:
+        for k, v in table.items():
+            if v.dtype.kind in "biu":
+                table[k] = v.astype(np.float64)
+    n = len(next(iter(table.values()))) if table else 0
+    used: dict[str, NDArray[Any]] = {}
+    ood_name = None
+    if need_loss:
+        ood_name = is_ood if is_ood is not None else ("is_ood" if "is_ood" in table else None)
+    ood: NDArray[np.bool_] | None = None
+    if ood_name is not None:
+        col = _numeric(ood_name, get_column(table, ood_name, "OOD column"))
+        used[ood_name] = col
+    loss_cols: dict[str, NDArray[Any]] = {}
+    if not need_loss:
+        pass
+    elif loss is not None:
+        loss_cols[loss] = _numeric(loss, get_column(table, loss, "loss column"))
+    elif label is not None or prediction is not None:
+        for name, what in ((label or "label", "label column"),
+                           (prediction or "prediction", "prediction column")):
+            loss_cols[name] = get_column(table, name, what)
+    elif "loss" in table:
+        loss_cols["loss"] = _numeric("loss", table["loss"])
+    elif "label" in table and "prediction" in table:
+        loss_cols = {"label": table["label"], "prediction": table["prediction"]}
+    else:
+        raise ColumnError(
+            "found no loss: the table has no 'loss' column and no 'label' and 'prediction' "
+            f"columns; name them. The columns are: {', '.join(map(repr, table))}."
+        )
+    if scores is None:
+        taken = set(used) | set(loss_cols)
+        names = [k for k, v in table.items() if k not in taken and v.dtype.kind == "f"]
+        if not names:
+            raise ColumnError("found no score column: the table has no numeric column besides "
+                              f"the loss, label, prediction and OOD columns; columns are: "
+                              f"{', '.join(map(repr, table))}.")
+    else:
+        names = list(scores)
+    score_cols = {s: _numeric(s, get_column(table, s, "score column")) for s in names}
+    # Missing values: OOD rows need no loss, label or prediction.
+    bad = np.zeros(n, dtype=bool)
+    bad_cols: list[str] = []
+    ood_raw = used.get(ood_name) if ood_name is not None else None
+    ood_rows = np.zeros(n, dtype=bool) if ood_raw is None else (ood_raw == 1.0)
+    for name, col in {**used, **score_cols}.items():
+        miss = _missing(col)
+        if miss.any():
+            bad |= miss
+            bad_cols.append(name)
+    for name, col in loss_cols.items():
+        miss = _missing(col) & ~ood_rows
+        if miss.any():
+            bad |= miss
+            bad_cols.append(name)
+    if bad.any() and not dropna:
+        raise MissingValuesError(int(bad.sum()), bad_cols, int(np.argmax(bad)))
+    keep = ~bad
+    if ood_raw is not None:
+        vals = ood_raw[keep]
+        if not np.all((vals == 0.0) | (vals == 1.0)):
+            raise ValueError(f"column {ood_name!r} must hold only 0/1 or true/false; "
+                             "got other values.")
+        ood = vals == 1.0
+    if len(loss_cols) == 1:
+        losses = next(iter(loss_cols.values()))[keep].astype(np.float64)
+    elif loss_cols:
+        a, b = (c[keep] for c in loss_cols.values())
+        losses = (a != b).astype(np.float64)
+    else:
+        losses = np.zeros(int(keep.sum()))
+    if ood is not None:
+        losses = np.where(ood, 0.0, losses)
+    if np.any(losses < 0):
+        raise ValueError(f"the loss must be non-negative; got minimum {losses.min()!r}.")
+    return TableData(losses, {k: v[keep] for k, v in score_cols.items()}, ood,
+                     int(bad.sum()) if dropna else 0, keep)
+
+
+class Evaluation(NamedTuple):
+    """Every applicable metric of each score column.
+
+    Attributes
+    ----------
+    n_id, n_ood, n_dropped : int
+        ID rows, OOD rows and rows dropped for missing values.
+    labels : dict of str to str
+        Display name of each metric key, in table order.
+    metrics : dict of str to dict of str to float
+        ``metrics[score][key]``; NaN where a metric is undefined or its target
+        infeasible.
+    """
+
+    n_id: int
+    n_ood: int
+    n_dropped: int
+    labels: dict[str, str]
+    metrics: dict[str, dict[str, float]]
+
+    def to_json(self) -> str:
+        """The evaluation as JSON; NaN is written as null."""
+        def clean(v: float) -> float | None:
+            return None if not math.isfinite(v) else v
+        doc = {"n_id": self.n_id, "n_ood": self.n_ood, "n_dropped": self.n_dropped,
+               "labels": self.labels,
+               "metrics": {s: {k: clean(v) for k, v in d.items()} for s, d in self.metrics.items()}}
+        return json.dumps(doc, indent=2)
+
+    def format_table(self, digits: int = 4) -> str:
+        """A plain-text table: one row per metric, one column per score."""
+        names = list(self.metrics)
+        width = max(len(label) for label in self.labels.values())
+        cols = [max(len(s), digits + 3) for s in names]
+        lines = ["  ".join([" " * width, *(s.rjust(w) for s, w in zip(names, cols, strict=True))])]
+        for key, label in self.labels.items():
+            cells = [
+                (f"{self.metrics[s][key]:.{digits}f}" if key in self.metrics[s] else "-").rjust(w)
+                for s, w in zip(names, cols, strict=True)
+            ]
+            lines.append("  ".join([label.ljust(width), *cells]))
+        return "\n".join(lines)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:g}%"
+
+
+def evaluate(
+    data: TableData,
+    *,
+    coverages: Sequence[float] = (0.8, 0.9, 0.95),
+    tpr: float = 0.95,
+    fpr: float = 0.05,
+    progress: Progress | None = None,
+) -> Evaluation:
+    """Every applicable metric of each score column of ``data``.
+
+    Selective-classification metrics (AuRC, E-AuRC, AUGRC, selective risk at each
+    of ``coverages``) use the ID rows. With an OOD column holding both classes,
+    the OOD metrics follow: AUROC, AUPR-In, AUPR-Out, FPR at TPR ``tpr`` (FPR@95),
+    OSCR (for losses in [0, 1]) and the least selective risk at TPR >= ``tpr`` and
+    FPR <= ``fpr``. Each metric's tie rule is that of its function in
+    :mod:`abstain.metrics`.
+
+    Parameters
+    ----------
+    data : TableData
+    coverages : sequence of float in (0, 1]
+    tpr : float in (0, 1]
+    fpr : float in [0, 1]
+    progress : callable(done, total), optional
+        Called after each score column.
+
+    Returns
+    -------
+    Evaluation
+    """
+    ood = data.is_ood
+    has_ood = ood is not None and 0 < int(ood.sum()) < ood.size
+    id_rows = ~ood if ood is not None else np.ones(data.losses.size, dtype=bool)
+    if not id_rows.any():
+        raise ValueError("the table must have in-distribution rows; got only OOD rows.")
+    labels = {"aurc": "AuRC", "e_aurc": "E-AuRC", "augrc": "AUGRC"}
+    for c in coverages:
+        labels[f"risk@{c:g}"] = f"risk at coverage {_pct(c)}"
+    bounded = bool(np.all(data.losses <= 1.0))
+    if has_ood:
+        labels.update({"auroc": "AUROC", "aupr_in": "AUPR-In", "aupr_out": "AUPR-Out",
+                       f"fpr@{tpr:g}": f"FPR at TPR {_pct(tpr)}"})
+        if bounded:
+            labels["oscr"] = "OSCR"
+        labels[f"risk@tpr{tpr:g},fpr{fpr:g}"] = f"risk at TPR>={_pct(tpr)}, FPR<={_pct(fpr)}"
+    out: dict[str, dict[str, float]] = {}
+    loss_id = data.losses[id_rows]
+    for i, (name, s) in enumerate(data.scores.items()):
+        s_id = s[id_rows]
+        r: dict[str, float] = {
+            "aurc": m.aurc(loss_id, s_id),
+            "e_aurc": m.e_aurc(loss_id, s_id),
+            "augrc": m.augrc(loss_id, s_id),
+        }
+        for c in coverages:
+            r[f"risk@{c:g}"] = m.selective_risk_at_coverage(loss_id, s_id, c)
+        if has_ood:
+            assert ood is not None
+            r["auroc"] = m.auroc(ood, s)
+            r["aupr_in"] = m.aupr_in(ood, s)
+            r["aupr_out"] = m.aupr_out(ood, s)
+            r[f"fpr@{tpr:g}"] = m.fpr_at_tpr(ood, s, tpr)
+            if bounded:
+                r["oscr"] = m.oscr(data.losses, ood, s)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", InfeasibleTargetWarning)
+                r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(
+                    data.losses, ood, s, tpr, fpr)
+        out[name] = {k: float(v) for k, v in r.items()}
+        if progress is not None:
+            progress(i + 1, len(data.scores))
+    n_ood = int(ood.sum()) if ood is not None else 0
+    return Evaluation(int(id_rows.sum()), n_ood, data.n_dropped, labels, out)
+
+
+Rule = (CostBased | BoundedImprovement | BoundedAbstention | BoundedTPRFPR
+        | BoundedPrecisionRecall | CostBasedOOD)
+
+
+def fit_rule(
+    data: TableData,
+    *,
+    target_coverage: float | None = None,
+    target_risk: float | None = None,
+    delta: float | None = None,
+    reject_cost: float | None = None,
+    tpr: float | None = None,
+    fpr: float | None = None,
+    precision: float | None = None,
+    recall: float | None = None,
+    random_state: int | None = 0,
+) -> Rule:
+    """Fit the reject model that the given targets name, on the scores of ``data``.
+
+    Exactly one model: ``target_coverage`` (:class:`~abstain.BoundedAbstention`),
+    ``target_risk`` with optional ``delta`` (:class:`~abstain.BoundedImprovement`),
+    ``reject_cost`` (:class:`~abstain.CostBased`), ``tpr`` and ``fpr``
+    (:class:`~abstain.ood.BoundedTPRFPR`) or ``precision`` and ``recall``
+    (:class:`~abstain.ood.BoundedPrecisionRecall`). The first three use one score
+    column and the ID rows; the OOD models need the OOD column and take one score
+    column or two (a double-score method).
+
+    Raises
+    ------
+    InfeasibleTargetError
+        When the target cannot be met; the message names the failing constraint and
+        what the data attains.
+
+    Examples
+    --------
+    >>> from abstain.tabular import fit_rule, prepare
+    >>> data = prepare({"loss": [0, 0, 1, 1], "u": [0.1, 0.2, 0.3, 0.4]})
+    >>> fit_rule(data, target_coverage=0.5).threshold_
+    0.2
+    >>> fit_rule(data, target_risk=0.0001, delta=0.1)
+    Traceback (most recent call last):
+    ...
+    abstain.tabular.InfeasibleTargetError: target risk 0.0001 with delta 0.1 is infeasible: ...
+    """
+    chosen = [name for name, given in (
+        ("target_coverage", target_coverage is not None),
+        ("target_risk", target_risk is not None),
+        ("reject_cost", reject_cost is not None),
+        ("tpr/fpr", tpr is not None or fpr is not None),
+        ("precision/recall", precision is not None or recall is not None),
+    ) if given]
+    if len(chosen) != 1:
+        got = ", ".join(chosen) if chosen else "none"
+        raise ValueError("exactly one target must be given (target_coverage, target_risk, "
+                         f"reject_cost, tpr and fpr, or precision and recall); got {got}.")
+    if delta is not None and target_risk is None:
+        raise ValueError("delta must come with target_risk; got delta alone.")
+    names = list(data.scores)
+    kind = chosen[0]
+    if kind in ("tpr/fpr", "precision/recall"):
+        if kind == "tpr/fpr" and (tpr is None or fpr is None):
+            raise ValueError("tpr and fpr must be given together.")
+        if kind == "precision/recall" and (precision is None or recall is None):
+            raise ValueError("precision and recall must be given together.")
+        if data.is_ood is None:
+            raise ValueError(f"the {kind} model needs an OOD column; the table has none.")
+        if len(names) not in (1, 2):
+            raise ValueError(f"the {kind} model takes one or two score columns; got {len(names)}.")
+        s = np.stack([data.scores[k] for k in names], axis=1)
+        sel: BoundedTPRFPR | BoundedPrecisionRecall
+        if kind == "tpr/fpr":
+            assert tpr is not None and fpr is not None
+            sel = BoundedTPRFPR(tpr=tpr, fpr=fpr, random_state=random_state)
+        else:
+            assert precision is not None and recall is not None
+            sel = BoundedPrecisionRecall(precision=precision, recall=recall,
+                                         random_state=random_state)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            sel.fit(s, data.is_ood, data.losses)
+        if not sel.feasible_:
+            if isinstance(sel, BoundedTPRFPR):
+                assert fpr is not None
+                best = float(m.ood_roc_curve(data.is_ood, s, fpr=[fpr]).tpr[0])
+                raise InfeasibleTargetError(
+                    f"TPR >= {tpr:g} with FPR <= {fpr:g} is infeasible: at FPR <= {fpr:g} "
+                    f"the highest attainable TPR is {best:.4g}.")
+            assert recall is not None
+            best = float(m.ood_pr_curve(data.is_ood, s, recall=[recall]).precision[0])
+            raise InfeasibleTargetError(
+                f"precision >= {precision:g} with recall >= {recall:g} is infeasible: at "
+                f"recall >= {recall:g} the highest attainable precision is {best:.4g}.")
+        return sel
+    if len(names) != 1:
+        raise ValueError(f"the {kind} model takes one score column; got {len(names)}: "
+                         f"{', '.join(map(repr, names))}.")
+    rows = ~data.is_ood if data.is_ood is not None else np.ones(data.losses.size, bool)
+    u, loss = data.scores[names[0]][rows], data.losses[rows]
+    rule: CostBased | BoundedImprovement | BoundedAbstention
+    if target_coverage is not None:
+        rule = BoundedAbstention(target_coverage=target_coverage, random_state=random_state)
+    elif reject_cost is not None:
+        rule = CostBased(reject_cost=reject_cost, random_state=random_state)
+    else:
+        assert target_risk is not None
+        rule = BoundedImprovement(target_risk=target_risk, delta=delta,
+                                  random_state=random_state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        rule.fit(u, loss)
+    if not rule.feasible_:
+        assert isinstance(rule, BoundedImprovement)
+        if delta is None:
+            raise InfeasibleTargetError(
+                f"target risk {target_risk:g} is infeasible: no threshold rule's selective risk "
+                f"is at or below it; the lowest selective risk attainable on these {loss.size} "
+                f"rows is {rule.min_risk_:.4g}.")
+        raise InfeasibleTargetError(
+            f"target risk {target_risk:g} with delta {delta:g} is infeasible: no rule's upper "
+            f"confidence bound on the risk is at or below it (the lowest empirical selective "
+            f"risk on these {loss.size} rows is {rule.min_risk_:.4g}; a bound that low needs "
+            "more rows or a larger delta).")
+    return rule
+
+
+def rule_to_json(rule: Rule, scores: Sequence[str]) -> str:
+    """The rule's own ``to_json`` with the score column names added under ``"columns"``.
+
+    The result still loads with :func:`abstain.rule_from_json` or
+    :func:`abstain.ood.selector_from_json`; :func:`load_rule` returns both parts.
+    """
+    doc = json.loads(rule.to_json())
+    doc["columns"] = {"scores": list(scores)}
+    return json.dumps(doc, sort_keys=True, indent=1)
+
+
+def load_rule(text: str) -> tuple[Rule, list[str] | None]:
+    """Load a rule file: ``(rule, score column names or None)``."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the rule file must be JSON; got a parse error: {exc}.") from exc
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    rule: Rule
+    if fmt == "abstain.ood/1":
+        rule = selector_from_json(text)
+    else:
+        rule = rule_from_json(text)
+    cols = doc.get("columns", {}).get("scores")
+    return rule, None if cols is None else [str(c) for c in cols]
+
+
+def apply_rule(rule: Rule, data: TableData) -> NDArray[np.bool_]:
+    """Accept decisions (randomised on ties with the rule's ``random_state``) for ``data``."""
+    names = list(data.scores)
+    if isinstance(rule, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
+        return rule.accept(np.stack([data.scores[k] for k in names], axis=1))
+    if len(names) != 1:
+        raise ValueError(f"the rule takes one score column; got {len(names)}.")
+    return rule.accept(data.scores[names[0]])

@@ -1,0 +1,162 @@
+"""Brute-force references for the OOD selectors and metrics (Franc, Prusa, Paplham 2023).
+
+Written from the definitions with plain loops over samples (no sorting):
+
+* a rule on a score is ``c_i = 1 if s_i < t, nu if s_i == t, 0 if s_i > t``; TPR, FPR,
+  selective risk and precision are the sums of section 3.2 / 3.3 of the paper;
+* the best rule on one score is an exhaustive search over every observed threshold
+  ``t`` and every ``nu`` in {0, 1, the values where a constraint holds with equality}
+  (the risk is monotone in ``nu``, so these ends contain the optimum);
+* the best double-score rule is that search over every direction where two score
+  pairs tie (the exact normal of their difference), one direction inside every
+  interval between consecutive such angles, and the angles 0 and pi;
+* the linear program of Appendix A.5 over all selective functions ``c in [0, 1]^n``.
+
+Use small integer-valued scores so that the projected scores tie exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import linprog
+
+
+def rule_stats(s, is_ood, losses, t, nu):
+    """(ID accepted, OOD accepted, ID loss accepted) of the rule (t, nu), by a loop."""
+    i = o = loss = 0.0
+    for k in range(len(s)):
+        c = 1.0 if s[k] < t else (nu if s[k] == t else 0.0)
+        if is_ood[k]:
+            o += c
+        else:
+            i += c
+            loss += c * losses[k]
+    return i, o, loss
+
+
+def _candidates(s, is_ood, losses, a, b, kk):
+    """Rules (t, nu) worth checking for constraints I >= a, O - kk I <= b."""
+    for t in sorted(set(s)):
+        nus = {0.0, 1.0}
+        i0, o0, l0 = rule_stats(s, is_ood, losses, t, 0.0)
+        i1, o1, l1 = rule_stats(s, is_ood, losses, t, 1.0)
+        di, do = i1 - i0, o1 - o0
+        if di:
+            nus.add((a - i0) / di)
+        if do - kk * di:
+            nus.add((b - (o0 - kk * i0)) / (do - kk * di))
+        for nu in nus:
+            if 0.0 <= nu <= 1.0:
+                yield t, nu
+
+
+def best_ratio_1d(s, is_ood, losses, a, b, kk=0.0, tol=1e-9):
+    """Minimal selective risk over rules with I >= a and O - kk * I <= b (masses); None if none."""
+    best = None
+    for t, nu in _candidates(s, is_ood, losses, a, b, kk):
+        i, o, loss = rule_stats(s, is_ood, losses, t, nu)
+        if i <= 0 or i < a - tol or o - kk * i > b + tol:
+            continue
+        r = loss / i
+        if best is None or r < best[0] - tol:
+            best = (r, i, o)
+    return best
+
+
+def best_linear_1d(s, is_ood, losses, slopes):
+    """Minimal ``slope_i I + slope_o O + slope_l L`` over deterministic rules (and reject-all)."""
+    si, so, sl = slopes
+    best = 0.0  # reject everything
+    for t in set(s):
+        i, o, loss = rule_stats(s, is_ood, losses, t, 1.0)
+        best = min(best, si * i + so * o + sl * loss)
+    return best
+
+
+def directions(scores2):
+    """Weight vectors covering every order of ``scores2 @ w`` for angles in [0, pi]."""
+    pts = [tuple(p) for p in np.unique(np.asarray(scores2), axis=0)]
+    crit = {}
+    for p in pts:
+        for q in pts:
+            dr, dg = q[0] - p[0], q[1] - p[1]
+            if dr == 0:
+                continue
+            w = (dg, -dr) if -dr > 0 else (-dg, dr)
+            crit[math.atan2(w[1], w[0])] = w
+    out = [(1.0, 0.0), (-1.0, 0.0)] + list(crit.values())
+    angles = [0.0] + sorted(crit) + [math.pi]
+    for a0, a1 in zip(angles[:-1], angles[1:], strict=False):
+        mid = 0.5 * (a0 + a1)
+        out.append((math.cos(mid), math.sin(mid)))
+    return out
+
+
+def project(scores2, w):
+    return [float(r) * w[0] + float(g) * w[1] for r, g in np.asarray(scores2)]
+
+
+def best_ratio_2d(scores2, is_ood, losses, a, b, kk=0.0):
+    best = None
+    for w in directions(scores2):
+        r = best_ratio_1d(project(scores2, w), is_ood, losses, a, b, kk)
+        if r is not None and (best is None or r[0] < best[0]):
+            best = r
+    return best
+
+
+def best_linear_2d(scores2, is_ood, losses, slopes):
+    return min(best_linear_1d(project(scores2, w), is_ood, losses, slopes)
+               for w in directions(scores2))
+
+
+def lp_bounded_tpr_fpr(is_ood, losses, tpr, fpr):
+    """Appendix A.5, eq. (21): min (1/tpr) sum R c s.t. sum pI c = tpr, sum pO c <= fpr.
+
+    Over every selective function on the sample (one variable per row); a lower bound
+    on the risk of any rule. Returns the optimum, or None when infeasible.
+    """
+    is_ood = np.asarray(is_ood, dtype=bool)
+    n_i, n_o = (~is_ood).sum(), is_ood.sum()
+    p_i = np.where(is_ood, 0.0, 1.0 / n_i)
+    p_o = np.where(is_ood, 1.0 / n_o, 0.0)
+    risk = np.where(is_ood, 0.0, np.asarray(losses, float) / n_i)
+    res = linprog(risk / tpr, A_ub=[p_o], b_ub=[fpr], A_eq=[p_i], b_eq=[tpr],
+                  bounds=[(0.0, 1.0)] * len(is_ood), method="highs")
+    return res.fun if res.status == 0 else None
+
+
+# ----------------------------------------------------------------------------- metrics
+def auroc_ref(is_ood, scores):
+    """P(s_ID < s_OOD) + P(tie) / 2 by a double loop."""
+    ids = [s for s, o in zip(scores, is_ood, strict=False) if not o]
+    oods = [s for s, o in zip(scores, is_ood, strict=False) if o]
+    tot = sum(1.0 if a < b else (0.5 if a == b else 0.0) for a in ids for b in oods)
+    return tot / (len(ids) * len(oods))
+
+
+def average_precision_ref(positive, scores_low_first):
+    """sum over distinct thresholds t of (R(t) - R(prev)) * P(t), accepting s <= t."""
+    n_pos = sum(positive)
+    ap, prev_r = 0.0, 0.0
+    for t in sorted(set(scores_low_first)):
+        acc = [p for p, s in zip(positive, scores_low_first, strict=False) if s <= t]
+        r = sum(acc) / n_pos
+        ap += (r - prev_r) * (sum(acc) / len(acc))
+        prev_r = r
+    return ap
+
+
+def rate_at_ref(s, is_ood, target_tpr):
+    """Expected FPR of the randomised rule with TPR exactly target_tpr (search over rules)."""
+    n_i = sum(1 for o in is_ood if not o)
+    n_o = len(is_ood) - n_i
+    for t in sorted(set(s)):
+        i0, o0, _ = rule_stats(s, is_ood, [0.0] * len(s), t, 0.0)
+        i1, o1, _ = rule_stats(s, is_ood, [0.0] * len(s), t, 1.0)
+        if i1 >= target_tpr * n_i - 1e-12:
+            nu = (target_tpr * n_i - i0) / (i1 - i0) if i1 > i0 else 1.0
+            return (o0 + nu * (o1 - o0)) / n_o
+    return 1.0

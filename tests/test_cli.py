@@ -1,0 +1,283 @@
+"""The ``abstain`` command line end to end on small files in a temporary folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from abstain import BoundedAbstention, rule_from_json
+from abstain.cli import main
+from abstain.io import read_table, write_table
+from abstain.metrics import aurc, auroc, fpr_at_tpr, selective_risk_at_coverage
+from abstain.ood import selector_from_json
+
+
+def _columns(n: int = 300, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    is_ood = rng.random(n) < 0.25
+    risk = rng.beta(1, 5, n)
+    loss = (rng.random(n) < risk).astype(float)
+    risk[is_ood] = rng.beta(2, 3, int(is_ood.sum()))
+    loss[is_ood] = np.nan
+    distance = rng.normal(np.where(is_ood, 2.0, 0.0), 1.0)
+    return {"loss": loss, "risk": risk.round(3), "distance": distance.round(2),
+            "is_ood": is_ood.astype(float)}
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    path = tmp_path / "pred.csv"
+    write_table(path, _columns())
+    return path
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- evaluate ------------------------------------------------------------------------------
+
+
+def test_evaluate_prints_every_metric_and_writes_json(csv_file, tmp_path, capsys):
+    code, out, err = run(capsys, "evaluate", csv_file, "--json", tmp_path / "m.json")
+    assert code == 0
+    for label in ("AuRC", "E-AuRC", "AUGRC", "risk at coverage 90%", "AUROC", "AUPR-In",
+                  "AUPR-Out", "FPR at TPR 95%", "OSCR", "risk at TPR>=95%, FPR<=5%"):
+        assert label in out
+    assert "evaluate [" in err  # the progress bar
+    doc = json.loads((tmp_path / "m.json").read_text())
+    cols = _columns()
+    ood = cols["is_ood"] == 1
+    loss_id, risk_id = cols["loss"][~ood], cols["risk"][~ood]
+    got = doc["metrics"]["risk"]
+    assert got["aurc"] == pytest.approx(aurc(loss_id, risk_id), rel=1e-12)
+    assert got["risk@0.9"] == pytest.approx(selective_risk_at_coverage(loss_id, risk_id, 0.9))
+    assert got["auroc"] == pytest.approx(auroc(ood, cols["risk"]))
+    assert got["fpr@0.95"] == pytest.approx(fpr_at_tpr(ood, cols["risk"]))
+    assert doc["n_id"] == int((~ood).sum()) and doc["n_ood"] == int(ood.sum())
+    assert set(doc["metrics"]) == {"risk", "distance"}
+
+
+def test_evaluate_quiet_and_label_prediction_columns(tmp_path, capsys):
+    path = tmp_path / "lp.csv"
+    write_table(path, {"y": ["cat", "dog", "dog", "cat"], "yhat": ["cat", "dog", "cat", "dog"],
+                       "u": [0.1, 0.2, 0.8, 0.6]})
+    code, out, err = run(capsys, "evaluate", path, "--label", "y", "--prediction", "yhat",
+                         "--quiet", "--coverage", "0.5")
+    assert code == 0 and err == ""
+    assert "risk at coverage 50%" in out and "AUROC" not in out
+    assert "0.0000" in out  # the two correct rows have the lowest scores
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".parquet"])
+def test_evaluate_reads_npz_and_parquet(suffix, tmp_path, capsys):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+        pytest.importorskip("pandas")
+    path = tmp_path / f"pred{suffix}"
+    write_table(path, _columns())
+    code, out, _ = run(capsys, "evaluate", path, "--quiet", "--json", tmp_path / "m.json")
+    assert code == 0
+    write_table(tmp_path / "same.csv", _columns())
+    run(capsys, "evaluate", tmp_path / "same.csv", "--quiet", "--json", tmp_path / "c.json")
+    assert json.loads((tmp_path / "m.json").read_text()) == json.loads(
+        (tmp_path / "c.json").read_text())
+
+
+# -- fit and apply ----------------------------------------------------------------------------
+
+
+def test_fit_and_apply_bounded_abstention(csv_file, tmp_path, capsys):
+    rule_path = tmp_path / "rule.json"
+    code, out, _ = run(capsys, "fit", csv_file, "--score", "risk", "--target-coverage", "0.8",
+                       "-o", rule_path)
+    assert code == 0 and "BoundedAbstention" in out
+    rule = rule_from_json(rule_path.read_text())  # the models' own format loads directly
+    cols = _columns()
+    ood = cols["is_ood"] == 1
+    ref = BoundedAbstention(0.8).fit(cols["risk"][~ood], cols["loss"][~ood])
+    assert (rule.threshold_, rule.accept_prob_) == (ref.threshold_, ref.accept_prob_)
+
+    before = csv_file.read_bytes()
+    out_path = tmp_path / "accepted.csv"
+    code, out, _ = run(capsys, "apply", rule_path, csv_file, "-o", out_path)
+    assert code == 0 and "accepted" in out
+    table = read_table(out_path)
+    np.testing.assert_array_equal(table["accept"], rule.accept(cols["risk"]).astype(float))
+    np.testing.assert_array_equal(table["risk"], cols["risk"])
+    assert csv_file.read_bytes() == before
+
+
+@pytest.mark.parametrize("args,model", [
+    (["--score", "risk", "--target-risk", "0.15"], "BoundedImprovement"),
+    (["--score", "risk", "--target-risk", "0.3", "--delta", "0.1"], "BoundedImprovement"),
+    (["--score", "risk", "--reject-cost", "0.2"], "CostBased"),
+    (["--score", "risk", "--score", "distance", "--tpr", "0.6", "--fpr", "0.1"],
+     "BoundedTPRFPR"),
+    (["--score", "distance", "--precision", "0.9", "--recall", "0.8"],
+     "BoundedPrecisionRecall"),
+])
+def test_fit_every_model_and_apply(args, model, csv_file, tmp_path, capsys):
+    rule_path = tmp_path / "rule.json"
+    code, out, err = run(capsys, "fit", csv_file, *args, "-o", rule_path)
+    assert code == 0, err
+    doc = json.loads(rule_path.read_text())
+    assert doc["model"] == model
+    load = selector_from_json if doc["format"] == "abstain.ood/1" else rule_from_json
+    rule = load(rule_path.read_text())
+    code, _, _ = run(capsys, "apply", rule_path, csv_file, "-o", tmp_path / "out.npz")
+    assert code == 0
+    cols = _columns()
+    scores = np.stack([cols[c] for c in doc["columns"]["scores"]], axis=1)
+    expected = rule.accept(scores if scores.shape[1] == 2 else scores[:, 0])
+    np.testing.assert_array_equal(read_table(tmp_path / "out.npz")["accept"], expected)
+
+
+def test_apply_refuses_to_overwrite_its_input(csv_file, tmp_path, capsys):
+    rule_path = tmp_path / "rule.json"
+    run(capsys, "fit", csv_file, "--score", "risk", "--target-coverage", "0.8", "-o", rule_path)
+    before = csv_file.read_bytes()
+    code, _, err = run(capsys, "apply", rule_path, csv_file, "-o", csv_file)
+    assert code == 1 and "output must differ from the input file" in err
+    assert csv_file.read_bytes() == before
+
+
+def test_apply_failure_leaves_no_partial_file(csv_file, tmp_path, capsys, monkeypatch):
+    rule_path = tmp_path / "rule.json"
+    run(capsys, "fit", csv_file, "--score", "risk", "--target-coverage", "0.8", "-o", rule_path)
+    out_path = tmp_path / "out.npz"
+    out_path.write_bytes(b"old")
+
+    def broken(fh, **kw):
+        fh.write(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np, "savez", broken)
+    code, _, err = run(capsys, "apply", rule_path, csv_file, "-o", out_path)
+    assert code == 1 and "disk full" in err
+    assert out_path.read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path)) == ["out.npz", "pred.csv", "rule.json"]
+
+
+# -- report and demo ----------------------------------------------------------------------------
+
+
+def test_report_has_images_and_table(csv_file, tmp_path, capsys):
+    html_path = tmp_path / "report.html"
+    code, out, err = run(capsys, "report", csv_file, "-o", html_path, "--png", tmp_path / "png")
+    assert code == 0 and "report [" in err
+    text = html_path.read_text()
+    assert text.count('src="data:image/png;base64,') == 6
+    for name in ("risk_coverage", "roc", "pr", "risk_at_fpr", "histograms_risk",
+                 "histograms_distance"):
+        assert f'alt="{name}"' in text
+        assert (tmp_path / "png" / f"{name}.png").stat().st_size > 5_000
+    assert '<table class="metrics">' in text and "<th>AuRC</th>" in text and "<th>OSCR</th>" in text
+
+
+def test_demo_subcommand_runs_the_demo(tmp_path, capsys, monkeypatch):
+    calls = []
+    monkeypatch.setattr("abstain.demo.run", lambda out, seed: calls.append((out, seed)))
+    code, _, _ = run(capsys, "demo", "--out", tmp_path, "--random-state", "3")
+    assert code == 0 and calls == [(tmp_path, 3)]
+
+
+def test_console_entry_point(csv_file):
+    proc = subprocess.run([sys.executable, "-m", "abstain", "evaluate", str(csv_file), "--quiet",
+                           "--score", "risk"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "AuRC" in proc.stdout
+
+
+# -- bad input: one clear line, non-zero exit ----------------------------------------------------
+
+
+def _one_error_line(code, err):
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("abstain ")
+    return lines[0]
+
+
+def test_missing_file(tmp_path, capsys):
+    line = _one_error_line(*run(capsys, "evaluate", tmp_path / "nope.csv")[::2])
+    assert "file not found" in line and "nope.csv" in line
+
+
+def test_misspelled_column_suggests_the_closest(csv_file, capsys):
+    line = _one_error_line(*run(capsys, "evaluate", csv_file, "--score", "rsik")[::2])
+    assert "score column 'rsik' not found; did you mean 'risk'?" in line
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--loss", "Loss", "--score", "risk",
+                                "--target-coverage", "0.5", "-o", "x.json")[::2])
+    assert "did you mean 'loss'?" in line
+
+
+def test_nan_rows_are_refused_or_dropped(tmp_path, capsys):
+    cols = _columns()
+    cols["risk"][[3, 10, 20]] = np.nan
+    path = tmp_path / "nan.csv"
+    write_table(path, cols)
+    line = _one_error_line(*run(capsys, "evaluate", path, "--quiet")[::2])
+    assert "3 row(s) have NaN or empty values in column(s) 'risk'" in line
+    assert "--dropna" in line
+    code, out, err = run(capsys, "evaluate", path, "--quiet", "--dropna")
+    assert code == 0 and "dropped 3 row(s)" in err
+
+
+def test_nan_loss_on_ood_rows_is_fine_but_not_on_id_rows(tmp_path, capsys):
+    cols = _columns()
+    id_row = int(np.flatnonzero(cols["is_ood"] == 0)[0])
+    cols["loss"][id_row] = np.nan
+    path = tmp_path / "nan.csv"
+    write_table(path, cols)
+    line = _one_error_line(*run(capsys, "evaluate", path, "--quiet")[::2])
+    assert "1 row(s)" in line and "'loss'" in line
+
+
+def test_infeasible_targets_say_what_is_attainable(csv_file, tmp_path, capsys):
+    small = tmp_path / "small.csv"
+    write_table(small, {"loss": [1, 0, 1, 0], "u": [0.1, 0.2, 0.3, 0.4]})
+    line = _one_error_line(*run(capsys, "fit", small, "--target-risk", "0.1", "-o",
+                                tmp_path / "x.json")[::2])
+    assert "target risk 0.1 is infeasible" in line
+    assert "lowest selective risk attainable on these 4 rows is 0.5" in line
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
+                                "0.01", "--delta", "0.05", "-o", tmp_path / "x.json")[::2])
+    assert "target risk 0.01 with delta 0.05 is infeasible" in line
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--tpr", "0.99",
+                                "--fpr", "0.01", "-o", tmp_path / "x.json")[::2])
+    assert "TPR >= 0.99 with FPR <= 0.01 is infeasible" in line
+    assert "highest attainable TPR is" in line
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--precision",
+                                "0.999", "--recall", "0.99", "-o", tmp_path / "x.json")[::2])
+    assert "highest attainable precision is" in line
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_fit_needs_exactly_one_target(csv_file, capsys):
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "-o", "x.json")[::2])
+    assert "exactly one target" in line
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
+                                "0.1", "--reject-cost", "0.1", "-o", "x.json")[::2])
+    assert "got target_risk, reject_cost" in line
+
+
+def test_parquet_without_the_extra_names_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    path = tmp_path / "x.parquet"
+    path.write_bytes(b"PAR1")
+    line = _one_error_line(*run(capsys, "evaluate", path)[::2])
+    assert "pip install 'abstain[io]'" in line
+
+
+def test_unknown_extension(tmp_path, capsys):
+    path = tmp_path / "x.txt"
+    path.write_text("a\n1\n")
+    line = _one_error_line(*run(capsys, "evaluate", path)[::2])
+    assert "must end in one of" in line

@@ -1,0 +1,281 @@
+"""OOD selectors and metrics against the brute-force references in tests/reference/ood_ref.py."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from reference import ood_ref as R
+
+from abstain import InfeasibleTargetWarning, NotFittedError
+from abstain import metrics as M
+from abstain.datasets import synthetic_ood_1d
+from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
+
+TOL = 1e-9
+
+
+def random_sample(rng, n_max=9, levels=3):
+    n = int(rng.integers(3, n_max + 1))
+    is_ood = rng.random(n) < 0.4
+    is_ood[0], is_ood[1] = True, False
+    losses = rng.integers(0, 3, n) / 2.0
+    scores = rng.integers(0, levels, (n, 2)).astype(float)  # heavy ties, exact projections
+    return scores, is_ood, losses
+
+
+def quiet_fit(model, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        return model.fit(*args)
+
+
+def check_attained(model, scores, is_ood, losses):
+    c = model.accept_proba(scores)
+    i, o = float(np.sum(c * ~is_ood)), float(np.sum(c * is_ood))
+    assert math.isclose(i / (~is_ood).sum(), model.tpr_, abs_tol=TOL)
+    assert math.isclose(o / is_ood.sum(), model.fpr_, abs_tol=TOL)
+    assert math.isclose(float(np.sum(c * ~is_ood * losses)) / i, model.risk_, abs_tol=TOL)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_bounded_tpr_fpr_matches_exhaustive_search(seed):
+    rng = np.random.default_rng(seed)
+    s2, is_ood, losses = random_sample(rng)
+    tpr = float(rng.choice([0.3, 0.5, 0.7, 1.0]))
+    fpr = float(rng.choice([0.0, 0.3, 0.5, 1.0]))
+    a, b = tpr * (~is_ood).sum(), fpr * is_ood.sum()
+    for scores, ref in ((s2[:, 0], R.best_ratio_1d(list(s2[:, 0]), is_ood, losses, a, b)),
+                        (s2, R.best_ratio_2d(s2, is_ood, losses, a, b))):
+        exact = quiet_fit(BoundedTPRFPR(tpr=tpr, fpr=fpr, search="exact"), scores, is_ood, losses)
+        grid = quiet_fit(BoundedTPRFPR(tpr=tpr, fpr=fpr), scores, is_ood, losses)
+        assert exact.feasible_ == (ref is not None)
+        if ref is None:
+            assert not grid.feasible_
+            continue
+        assert math.isclose(exact.risk_, ref[0], abs_tol=TOL)
+        assert exact.tpr_ >= tpr - TOL and exact.fpr_ <= fpr + TOL
+        check_attained(exact, scores, is_ood, losses)
+        if grid.feasible_:  # the grid is never better than the exact search
+            assert grid.risk_ >= exact.risk_ - TOL
+            check_attained(grid, scores, is_ood, losses)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bounded_precision_recall_matches_exhaustive_search(seed):
+    rng = np.random.default_rng(100 + seed)
+    s2, is_ood, losses = random_sample(rng)
+    kappa, recall = float(rng.choice([0.5, 0.7, 0.9])), float(rng.choice([0.3, 0.6, 1.0]))
+    prior = [None, 0.25][seed % 2]
+    n_i, n_o = (~is_ood).sum(), is_ood.sum()
+    pi = n_o / (n_i + n_o) if prior is None else prior
+    kk = (1 - pi) * (1 - kappa) / (pi * kappa) * n_o / n_i
+    ref = R.best_ratio_2d(s2, is_ood, losses, recall * n_i, 0.0, kk)
+    m = quiet_fit(BoundedPrecisionRecall(precision=kappa, recall=recall, ood_prior=prior,
+                                         search="exact"), s2, is_ood, losses)
+    assert m.feasible_ == (ref is not None)
+    if ref is not None:
+        assert math.isclose(m.risk_, ref[0], abs_tol=TOL)
+        assert m.precision_ >= kappa - 1e-9 and m.tpr_ >= recall - TOL
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_cost_based_ood_matches_exhaustive_search(seed):
+    rng = np.random.default_rng(200 + seed)
+    s2, is_ood, losses = random_sample(rng)
+    e1, e2, e3 = 0.3, 1.0, 0.1
+    n_i, n_o = (~is_ood).sum(), is_ood.sum()
+    pi = n_o / len(is_ood)
+    a, b = (1 - pi) / n_i, pi / n_o
+    slopes = (-a * e1, b * (e2 - e3), a)
+    for scores, search in ((s2[:, 1], "grid"), (s2, "exact")):
+        m = CostBasedOOD(e1, e2, e3, search=search).fit(scores, is_ood, losses)
+        if scores.ndim == 1:
+            ref = R.best_linear_1d(list(scores), is_ood, losses, slopes)
+        else:
+            ref = R.best_linear_2d(scores, is_ood, losses, slopes)
+        assert math.isclose(m.cost_, ref + (1 - pi) * e1 + pi * e3, abs_tol=TOL)
+        c = m.accept_proba(scores)
+        direct = np.mean(np.where(is_ood, c * e2 + (1 - c) * e3, c * losses + (1 - c) * e1))
+        assert math.isclose(m.cost_, direct, abs_tol=TOL)  # pi = sample fraction: plain mean
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_oracle_double_score_attains_the_linear_program(seed):
+    """Appendix A.5: with s_r = the loss and s_g = the OOD indicator (the Bayes scores of
+    the sample) the exact double-score optimum equals the LP over all selective functions;
+    any other score is bounded below by the LP."""
+    rng = np.random.default_rng(300 + seed)
+    s2, is_ood, losses = random_sample(rng, n_max=12)
+    tpr, fpr = float(rng.choice([0.3, 0.5, 0.8, 1.0])), float(rng.choice([0.0, 0.2, 0.5]))
+    lp = R.lp_bounded_tpr_fpr(is_ood, losses, tpr, fpr)
+    oracle = np.stack((np.where(is_ood, 0.0, losses), is_ood.astype(float)), 1)
+    m = BoundedTPRFPR(tpr=tpr, fpr=fpr, search="exact").fit(oracle, is_ood, losses)
+    assert lp is not None and math.isclose(m.risk_, lp, abs_tol=1e-7)
+    other = quiet_fit(BoundedTPRFPR(tpr=tpr, fpr=fpr, search="exact"), s2, is_ood, losses)
+    if other.feasible_:
+        assert other.risk_ >= lp - 1e-7
+
+
+@given(st.integers(0, 10**6))
+def test_invariant_to_row_order_and_monotone_transform(seed):
+    rng = np.random.default_rng(seed)
+    s2, is_ood, losses = random_sample(rng)
+    perm = rng.permutation(len(losses))
+    kw = dict(tpr=0.5, fpr=0.5)
+    a = quiet_fit(BoundedTPRFPR(**kw), s2[:, 0], is_ood, losses)
+    b = quiet_fit(BoundedTPRFPR(**kw), np.exp(s2[perm, 0]), is_ood[perm], losses[perm])
+    assert a.feasible_ == b.feasible_
+    if a.feasible_:
+        assert math.isclose(a.risk_, b.risk_, abs_tol=TOL) and a.tpr_ == b.tpr_
+
+
+def test_risk_is_monotone_in_the_targets(rng):
+    s2, is_ood, losses = random_sample(rng, n_max=30, levels=5)
+    risks = [M.selective_risk_at_tpr_fpr(losses, is_ood, s2, t, 1.0, search="exact")
+             for t in (0.2, 0.4, 0.6, 0.8, 1.0)]
+    assert np.all(np.diff(risks) >= -TOL)
+
+
+# ------------------------------------------------------------------------------ metrics
+@pytest.mark.parametrize("seed", range(40))
+def test_metrics_match_double_loops(seed):
+    rng = np.random.default_rng(400 + seed)
+    s2, is_ood, losses = random_sample(rng, n_max=12)
+    s = s2[:, 0]
+    assert math.isclose(M.auroc(is_ood, s), R.auroc_ref(is_ood, s), abs_tol=TOL)
+    assert math.isclose(M.aupr_in(is_ood, s), R.average_precision_ref(~is_ood, s), abs_tol=TOL)
+    assert math.isclose(M.aupr_out(is_ood, s), R.average_precision_ref(is_ood, -s), abs_tol=TOL)
+    for t in (0.5, 0.95, 1.0):
+        assert math.isclose(M.fpr_at_tpr(is_ood, s, t), R.rate_at_ref(s, is_ood, t), abs_tol=TOL)
+        assert math.isclose(M.tnr_at_tpr(is_ood, s, t), 1 - R.rate_at_ref(s, is_ood, t),
+                            abs_tol=TOL)
+    b = is_ood.sum()
+    for f in (0.0, 0.5, 1.0):
+        # ROC: the largest TPR at FPR <= f is the BoundedTPRFPR feasibility frontier
+        roc = M.ood_roc_curve(is_ood, s2, fpr=[f])
+        ref = max((R.rule_stats(list(s2 @ w), is_ood, losses, t, nu)[0]
+                   for w in R.directions(s2) for t in set(s2 @ w) for nu in (0.0, 1.0)
+                   if R.rule_stats(list(s2 @ w), is_ood, losses, t, nu)[1] <= f * b), default=0)
+        assert roc.tpr[0] >= ref / (~is_ood).sum() - TOL
+
+
+def test_oscr_and_ccr_by_definition(rng):
+    s2, is_ood, _ = random_sample(rng, n_max=15)
+    losses = rng.integers(0, 2, len(is_ood)).astype(float)
+    s = s2[:, 1]
+    n_i, n_o = (~is_ood).sum(), is_ood.sum()
+    pts = [(0.0, 0.0)]
+    for t in sorted(set(s)):
+        acc = s <= t
+        pts.append(((acc & is_ood).sum() / n_o, ((acc & ~is_ood) * (1 - losses)).sum() / n_i))
+    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False))
+    assert math.isclose(M.oscr(losses, is_ood, s), area, abs_tol=TOL)
+    assert math.isclose(M.ccr_at_fpr(losses, is_ood, s, 1.0), pts[-1][1], abs_tol=TOL)
+    assert math.isclose(M.detection_rate_at_false_alarm(is_ood, s, 0.05),
+                        M.tnr_at_tpr(is_ood, s, 0.95), abs_tol=TOL)
+
+
+def test_risk_curve_at_fpr_matches_the_model(rng):
+    s2, is_ood, losses = random_sample(rng, n_max=20, levels=4)
+    tprs = np.array([0.2, 0.5, 0.8, 1.0])
+    curve = M.risk_coverage_curve_at_fpr(losses, is_ood, s2[:, 0], 0.5, tpr=tprs)
+    for t, r in zip(tprs, curve.risk, strict=False):
+        m = quiet_fit(BoundedTPRFPR(tpr=float(t), fpr=0.5), s2[:, 0], is_ood, losses)
+        assert (math.isnan(r) and not m.feasible_) or math.isclose(r, m.risk_, abs_tol=TOL)
+
+
+def test_infeasible_is_explicit():
+    s, o, ls = [0.1, 0.2, 0.3, 0.4], [1, 0, 1, 0], [0, 0, 0, 0]
+    with pytest.warns(InfeasibleTargetWarning, match="unable"):
+        m = BoundedTPRFPR(tpr=1.0, fpr=0.0).fit(s, o, ls)
+    assert not m.feasible_ and math.isnan(m.risk_)
+    assert m.accept_proba(s).tolist() == [0.0] * 4
+    with pytest.warns(InfeasibleTargetWarning):
+        assert math.isnan(M.selective_risk_at_tpr_fpr(ls, o, s, 1.0, 0.0))
+
+
+def test_plug_in_cost_rule_is_theorem_1():
+    data = synthetic_ood_1d()
+    rule = CostBasedOOD(0.2, 1.0, 0.0, ood_prior=data.ood_prior).fit()
+    x = np.linspace(-3, 5, 11)
+    r, g = data.r_bayes(x), data.g(x)
+    expected = (r + 1.0 * 0.25 / 0.75 * g <= 0.2).astype(float)
+    assert rule.accept_proba(np.stack((r, g), 1)).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("model", [BoundedTPRFPR(0.5, 0.5, random_state=3),
+                                   BoundedPrecisionRecall(0.6, 0.5, search="exact"),
+                                   CostBasedOOD(0.3, 1.0, 0.0)], ids=repr)
+def test_json_round_trip(model, rng):
+    s2, is_ood, losses = random_sample(rng, n_max=20)
+    quiet_fit(model, s2, is_ood, losses)
+    text = model.to_json()
+    json.loads(text, parse_constant=lambda c: pytest.fail(c))
+    back = selector_from_json(text)
+    assert back.get_params() == model.get_params()
+    assert back.accept_proba(s2).tolist() == model.accept_proba(s2).tolist()
+    with pytest.raises(ValueError, match="format"):
+        selector_from_json(json.dumps({"format": "abstain.rule/1"}))
+
+
+def test_not_fitted():
+    with pytest.raises(NotFittedError):
+        BoundedTPRFPR().accept_proba([0.1])
+
+
+nan, inf = float("nan"), float("inf")
+BAD = {
+    "empty": ([], [], [], "scores|is_ood|losses|must not be empty"),
+    "scores_nan": ([0.1, nan], [0, 1], [0, 0], r"scores"),
+    "scores_inf": ([[0.1, 0.0], [0.2, inf]], [0, 1], [0, 0], r"scores\[:, 1\]"),
+    "scores_3_cols": ([[0, 0, 0], [1, 1, 1]], [0, 1], [0, 0], "shape"),
+    "mismatched": ([0.1, 0.2, 0.3], [0, 1], [0, 0, 0], "same length"),
+    "is_ood_one_class": ([0.1, 0.2], [0, 0], [0, 0], "both ID"),
+    "is_ood_not_binary": ([0.1, 0.2], [0, 2], [0, 0], "is_ood"),
+    "losses_negative": ([0.1, 0.2], [0, 1], [-1, 0], "losses"),
+    "losses_nan": ([0.1, 0.2], [0, 1], [nan, 0], "losses"),
+}
+
+
+@pytest.mark.parametrize("case", BAD, ids=list(BAD))
+def test_bad_arrays(case):
+    s, o, ls, match = BAD[case]
+    with pytest.raises(ValueError, match=match):
+        BoundedTPRFPR().fit(s, o, ls)
+    with pytest.raises(ValueError, match=match):
+        M.auroc(o, s) if case not in ("losses_negative", "losses_nan") else M.oscr(ls, o, s)
+
+
+@pytest.mark.parametrize("model, match", [
+    (BoundedTPRFPR(tpr=0.0), "tpr must be in"),
+    (BoundedTPRFPR(tpr=1.5), "tpr must be in"),
+    (BoundedTPRFPR(fpr=-0.1), "fpr must be in"),
+    (BoundedTPRFPR(search="fast"), "search must be one of"),
+    (BoundedTPRFPR(n_directions=0), "n_directions must be"),
+    (BoundedPrecisionRecall(precision=2.0), "precision must be in"),
+    (BoundedPrecisionRecall(ood_prior=1.0), "ood_prior must be in"),
+    (CostBasedOOD(0.3, 0.1, 0.2), "predict_ood_cost must be greater"),
+    (CostBasedOOD(-1.0), "reject_id_cost must be"),
+])
+def test_bad_parameters(model, match):
+    with pytest.raises(ValueError, match=match):
+        model.fit([0.1, 0.2], [0, 1], [0, 0])
+
+
+def test_bad_metric_targets():
+    with pytest.raises(ValueError, match="tpr must be in"):
+        M.fpr_at_tpr([0, 1], [0.1, 0.2], 0.0)
+    with pytest.raises(ValueError, match="false_alarm must be in"):
+        M.detection_rate_at_false_alarm([0, 1], [0.1, 0.2], 1.0)
+    with pytest.raises(ValueError, match="losses must be in"):
+        M.oscr([2.0, 0.0], [0, 1], [0.1, 0.2])
+    with pytest.raises(ValueError, match="one column"):
+        M.auroc([0, 1], [[0.1, 0.2], [0.3, 0.4]])
+    with pytest.raises(ValueError, match="ood_scale"):
+        synthetic_ood_1d(ood_scale="sigma")

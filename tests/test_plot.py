@@ -1,0 +1,49 @@
+"""abstain.plot draws the metric results; each plot is rendered to a PNG file."""
+
+import numpy as np
+import pytest
+
+from abstain import metrics as m
+from abstain.plot import (
+    plot_pr,
+    plot_risk_at_fpr,
+    plot_risk_coverage,
+    plot_roc,
+    plot_score_histograms,
+)
+
+Figure = pytest.importorskip("matplotlib.figure").Figure
+
+rng = np.random.default_rng(1)
+IS_OOD = rng.random(200) < 0.3
+SCORES = rng.normal(IS_OOD * 1.5, 1.0).round(1)  # many ties
+LOSSES = (rng.random(200) < 0.2).astype(float)
+
+
+@pytest.mark.parametrize("draw", [
+    lambda ax: plot_risk_coverage(m.risk_coverage_curve(LOSSES, SCORES), label="u", ax=ax),
+    lambda ax: plot_roc(m.ood_roc_curve(IS_OOD, SCORES), ax=ax),
+    lambda ax: plot_pr(m.ood_pr_curve(IS_OOD, SCORES), ax=ax),
+    lambda ax: plot_risk_at_fpr(m.risk_coverage_curve_at_fpr(LOSSES, IS_OOD, SCORES, 0.2),
+                                ax=ax, fpr=0.2),
+    lambda ax: plot_score_histograms(SCORES, IS_OOD, ax=ax),
+])
+def test_plot_renders_to_a_file(draw, tmp_path):
+    fig = Figure()
+    ax = draw(fig.add_subplot())
+    assert ax.lines or ax.patches
+    fig.savefig(tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 5_000
+
+
+def test_risk_coverage_plot_draws_the_curve_points():
+    curve = m.risk_coverage_curve(LOSSES, SCORES)
+    ax = plot_risk_coverage(curve, ax=Figure().add_subplot())
+    x, y = ax.lines[0].get_data()
+    np.testing.assert_array_equal(x, curve.coverage)
+    np.testing.assert_array_equal(y, curve.risk)
+
+
+def test_histograms_check_shapes():
+    with pytest.raises(ValueError, match="scores and groups must be 1-D of one length"):
+        plot_score_histograms([0.1, 0.2], [True], ax=Figure().add_subplot())
