@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["NotFittedError", "InfeasibleTargetWarning"]
+__all__ = ["NotFittedError", "InfeasibleTargetWarning", "ConvergenceWarning"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -18,3 +18,7 @@ class InfeasibleTargetWarning(UserWarning):
 
     The fitted object then has ``feasible_ = False`` and rejects every input.
     """
+
+
+class ConvergenceWarning(UserWarning):
+    """Issued when an iterative solver stops at ``max_iter`` before reaching ``tol``."""
