@@ -399,6 +399,18 @@ class SVOR(ParamsMixin):
         self.max_iter = max_iter
         self.random_state = random_state
 
+    _estimator_type = "classifier"
+
+    def __sklearn_tags__(self) -> Any:
+        """Estimator tags for scikit-learn >= 1.6 (imported only when scikit-learn asks)."""
+        from sklearn.utils import ClassifierTags, Tags, TargetTags
+
+        return Tags(
+            estimator_type="classifier",
+            target_tags=TargetTags(required=True),
+            classifier_tags=ClassifierTags(multi_class=True),
+        )
+
     def fit(self, X: ArrayLike, y: ArrayLike) -> SVOR:
         """Fit the model; ``y`` holds integer labels of at least two classes.
 
