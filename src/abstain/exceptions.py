@@ -29,7 +29,8 @@ class InfeasibleTargetWarning(UserWarning):
 class ConvergenceWarning(UserWarning):
     """Issued when an iterative solver stops before its tolerance is reached.
 
-    The fitted object is usable; its ``converged_`` attribute is False.
+    The fitted object is usable but not at the optimum; ``SELE`` also sets
+    ``converged_ = False``.
     """
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "conditional_risk",
     "mcp",
     "margin",
+    "ordinal_margin",
     "PAPER_C_GRID",
     "LossRegression",
     "SELE",
@@ -147,6 +148,48 @@ def margin(decision: ArrayLike) -> NDArray[np.float64]:
     if not np.all(np.isfinite(d)):
         raise ValueError("decision must be finite; got NaN or infinite entries.")
     return -np.abs(d) if d.ndim == 1 else -d.max(axis=1)
+
+
+def ordinal_margin(decision: ArrayLike, thresholds: ArrayLike) -> NDArray[np.float64]:
+    """Margin score of a linear ordinal classifier, as an uncertainty (higher = reject first).
+
+    ``-min_j |f(x) - b_j|``: the negated distance of the decision value ``f(x) = <x, w>``
+    to the nearest threshold (Franc et al. 2023, section 5.2.2, where ``min_j |f(x) -
+    b_j|`` is the confidence). The sign is flipped as in :func:`margin`, so a point
+    close to a class boundary is rejected first. The order of ``thresholds`` does not
+    matter.
+
+    Parameters
+    ----------
+    decision : array-like of shape (n,)
+        Decision values ``<x, w>``.
+    thresholds : array-like of shape (K - 1,)
+        Thresholds ``b``, ``K >= 2``.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> from abstain.scores import ordinal_margin
+    >>> ordinal_margin([0.2, 1.5, 3.0], [0.0, 1.0, 2.0]).tolist()
+    [-0.2, -0.5, -1.0]
+    """
+    d = np.asarray(decision, dtype=np.float64)
+    b = np.asarray(thresholds, dtype=np.float64)
+    if d.ndim != 1 or d.shape[0] == 0:
+        raise ValueError(f"decision must have shape (n,) with n >= 1; got {d.shape}.")
+    if b.ndim != 1 or b.shape[0] == 0:
+        raise ValueError(f"thresholds must have shape (K - 1,) with K >= 2; got {b.shape}.")
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(b))):
+        raise ValueError("decision and thresholds must be finite; got NaN or infinite entries.")
+    b = np.sort(b)
+    # The nearest threshold is one of the two neighbours of f in the sorted thresholds.
+    pos = np.searchsorted(b, d)
+    below = np.abs(d - b[np.maximum(pos - 1, 0)])
+    above = np.abs(d - b[np.minimum(pos, b.size - 1)])
+    return -np.minimum(below, above)
 
 
 from ._learned import (  # noqa: E402  (the learned scores build on the plug-in ones)

@@ -1,0 +1,513 @@
+"""Linear ordinal classifier: Support Vector Ordinal Regression (SVOR).
+
+SVOR with implicit constraints (Chu and Keerthi 2005), the base classifier of the
+ordinal-regression experiments of Franc, Prusa and Voracek (JMLR 2023, section 5.2.2).
+It learns a direction ``w`` and ``K - 1`` thresholds ``b`` and predicts the number of
+thresholds below ``<x, w>``; its training objective is a convex upper bound on the
+mean absolute error (MAE) of the class ranks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._base import ParamsMixin
+from ._validation import check_positive, check_same_length
+from .exceptions import ConvergenceWarning
+from .scores import ordinal_margin
+
+__all__ = ["SVOR", "SVORSolution", "solve_svor", "svor_objective", "svor_from_json"]
+
+_FORMAT = "abstain.svor/1"
+
+
+class SVORSolution(NamedTuple):
+    """Result of the SVOR solver.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (d,)
+        The direction ``w``.
+    thresholds : ndarray of shape (K - 1,)
+        The thresholds ``b``.
+    objective : float
+        Primal objective ``F(w, b)``.
+    gap : float
+        Duality gap ``F(w, b) - D(alpha)``: an upper bound on ``F(w, b) - min F``.
+    n_iter : int
+        Newton iterations over all smoothing levels.
+    """
+
+    coef: NDArray[np.float64]
+    thresholds: NDArray[np.float64]
+    objective: float
+    gap: float
+    n_iter: int
+
+
+def _signs(ranks: NDArray[np.intp], n_classes: int) -> NDArray[np.float64]:
+    """``S[i, j] = +1`` if threshold ``j`` lies below the class of sample ``i``, else -1."""
+    return np.where(np.arange(n_classes - 1)[None, :] < ranks[:, None], 1.0, -1.0)
+
+
+def svor_objective(
+    X: ArrayLike, ranks: ArrayLike, coef: ArrayLike, thresholds: ArrayLike, C: float
+) -> float:
+    """Primal SVOR objective ``F(w, b)`` (Franc et al. 2023, section 5.2.2).
+
+    ``F(w, b) = ||w||^2 / 2 + (C / n) sum_i [ sum_{j < y_i} max(0, 1 - <w, x_i> + b_j)
+    + sum_{j >= y_i} max(0, 1 + <w, x_i> - b_j) ]`` with class ranks ``y_i`` in
+    ``0..K-1`` and thresholds ``b_0..b_{K-2}``.
+
+    Examples
+    --------
+    >>> from abstain.ordinal import svor_objective
+    >>> svor_objective([[0.0], [2.0]], [0, 1], [1.0], [1.0], C=1.0)
+    0.5
+    """
+    x = np.asarray(X, dtype=np.float64)
+    r = np.asarray(ranks, dtype=np.intp)
+    w = np.asarray(coef, dtype=np.float64)
+    b = np.asarray(thresholds, dtype=np.float64)
+    S = _signs(r, b.size + 1)
+    slack = 1.0 - S * ((x @ w)[:, None] - b[None, :])
+    return float(0.5 * w @ w + C / len(r) * np.maximum(slack, 0.0).sum())
+
+
+def _line_search(
+    w: NDArray[np.float64],
+    dw: NDArray[np.float64],
+    Z: NDArray[np.float64],
+    dZ: NDArray[np.float64],
+    c: float,
+    mu: float,
+) -> float:
+    """Exact minimiser ``t >= 0`` of the smoothed objective along a descent direction.
+
+    The derivative ``phi'(t)`` is monotone and piecewise linear; safeguarded Newton
+    steps inside a bracket find its root.
+    """
+    ww, wd = float(w @ dw), float(dw @ dw)
+
+    def deriv(t: float) -> tuple[float, float]:
+        zt = Z + t * dZ
+        slope = np.clip(zt / mu, 0.0, 1.0)
+        zone = (zt > 0.0) & (zt < mu)
+        d1 = ww + t * wd + c * float(np.sum(slope * dZ))
+        d2 = wd + c / mu * float(np.sum(dZ[zone] ** 2))
+        return d1, d2
+
+    lo, hi = 0.0, 1.0
+    g_hi, h_hi = deriv(hi)
+    while g_hi < 0.0 and hi < 1e12:
+        lo, hi = hi, hi * 4.0
+        g_hi, h_hi = deriv(hi)
+    if g_hi <= 0.0:
+        return hi
+    t, g, h = hi, g_hi, h_hi
+    for _ in range(60):
+        step = t - g / h if h > 0.0 else 0.5 * (lo + hi)
+        if not lo < step < hi:
+            step = 0.5 * (lo + hi)
+        t = step
+        g, h = deriv(t)
+        if g > 0.0:
+            hi = t
+        elif g < 0.0:
+            lo = t
+        else:
+            break
+        if hi - lo <= 1e-12 * hi:
+            break
+    return t
+
+
+def _certificate(
+    X: NDArray[np.float64],
+    S: NDArray[np.float64],
+    c: float,
+    w: NDArray[np.float64],
+    b: NDArray[np.float64],
+    alpha: NDArray[np.float64],
+) -> tuple[float, float, float]:
+    """Primal value at ``(w, b)``, dual value at ``alpha`` and the threshold residual.
+
+    ``D(alpha) = sum(alpha) - ||X^T beta||^2 / 2`` with ``beta_i = sum_j alpha_ij s_ij``
+    is a lower bound on ``min F`` when ``0 <= alpha <= C / n`` and ``sum_i alpha_ij s_ij
+    = 0`` for every threshold ``j`` (the residual).
+    """
+    Z = 1.0 - S * ((X @ w)[:, None] - b[None, :])
+    primal = float(0.5 * w @ w + c * np.maximum(Z, 0.0).sum())
+    A = alpha * S
+    Xb = X.T @ A.sum(axis=1)
+    dual = float(alpha.sum() - 0.5 * Xb @ Xb)
+    residual = float(np.abs(A.sum(axis=0)).max())
+    return primal, dual, residual
+
+
+def _polish(
+    X: NDArray[np.float64],
+    S: NDArray[np.float64],
+    c: float,
+    Z: NDArray[np.float64],
+    mu: float,
+    b: NDArray[np.float64],
+    max_support: int,
+    max_rounds: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] | None:
+    """Exact optimum from a guess of the support set, by an active-set iteration.
+
+    Terms are split into ``L`` (``alpha = C / n``, slack > 0), ``E`` (on the margin,
+    ``0 <= alpha <= C / n``) and ``R`` (``alpha = 0``), starting from the quadratic zone
+    of the smoothed solution. For a fixed split the optimality conditions are a linear
+    system in ``(alpha_E, b)``; terms whose ``alpha`` leaves the box or whose margin
+    contradicts their set are moved, and the system is solved again. Returns ``(w, b,
+    alpha)`` when the split is consistent, else None.
+    """
+    n_thr = S.shape[1]
+    in_e = (Z > 0.0) & (Z < mu)
+    in_l = Z >= mu
+    zeps, aeps = 1e-9, 1e-9 * c
+    for _ in range(max_rounds):
+        ie, je = np.nonzero(in_e)
+        m = ie.size
+        if m == 0 or m > max_support:
+            return None
+        s_e = S[ie, je]
+        M = np.zeros((m, X.shape[1] + n_thr))
+        M[:, : X.shape[1]] = s_e[:, None] * X[ie]
+        M[np.arange(m), X.shape[1] + je] = -s_e
+        # Optimality for a fixed split: margin equations M theta = 1 on E and
+        # stationarity w = X^T beta, sum_i alpha_ij s_ij = 0, linear in (theta, alpha_E).
+        p = M.shape[1]
+        A_l = np.where(in_l, c * S, 0.0)
+        K = np.zeros((p + m, p + m))
+        K[: X.shape[1], : X.shape[1]] = np.eye(X.shape[1])
+        K[:p, p:] = -M.T
+        K[p:, :p] = M
+        rhs = np.concatenate([X.T @ A_l.sum(axis=1), -A_l.sum(axis=0), np.ones(m)])
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        stationary = np.abs(K @ sol - rhs)[:p].max() <= 1e-9 * max(1.0, np.abs(rhs).max())
+        w, b_new, a_e = sol[: X.shape[1]], sol[X.shape[1] : p], sol[p:]
+        free = ~np.isin(np.arange(n_thr), je)
+        b_new[free] = b[free]  # a threshold without a margin term keeps its value
+        Z_new = 1.0 - S * ((X @ w)[:, None] - b_new[None, :])
+        z_e = Z_new[ie, je]
+        # One change per round, the worst violation first: alpha outside its box,
+        # then a term of E off its margin, then a term of L or R on the wrong side.
+        box = np.maximum(a_e - c, -a_e)
+        if box.max() > aeps:
+            k = int(np.argmax(box))
+            in_e[ie[k], je[k]] = False
+            in_l[ie[k], je[k]] = a_e[k] > c
+            continue
+        if np.abs(z_e).max() > zeps:
+            k = int(np.argmax(np.abs(z_e)))
+            in_e[ie[k], je[k]] = False
+            in_l[ie[k], je[k]] = z_e[k] > 0.0
+            continue
+        wrong = np.where(in_l, -Z_new, np.where(in_e, 0.0, Z_new))
+        k_flat = int(np.argmax(wrong))
+        if wrong.flat[k_flat] > zeps:
+            i, j = divmod(k_flat, n_thr)
+            in_e[i, j], in_l[i, j] = True, False
+            continue
+        if not stationary:
+            return None
+        alpha = np.where(in_l, c, 0.0)
+        alpha[ie, je] = np.clip(a_e, 0.0, c)
+        return w, b_new, alpha
+    return None
+
+
+def solve_svor(
+    X: NDArray[np.float64],
+    ranks: NDArray[np.intp],
+    n_classes: int,
+    C: float,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 500,
+) -> SVORSolution:
+    """Minimise the SVOR objective to a relative duality gap ``tol``.
+
+    Newton's method on the objective with each hinge replaced by a Huber hinge of
+    width ``mu`` (quadratic on ``(0, mu)``), with ``mu`` decreased tenfold whenever the
+    smoothed problem is solved. The derivatives of the Huber hinges give dual variables
+    ``alpha`` in ``[0, C / n]`` that satisfy the threshold equations at each smoothed
+    optimum, so ``D(alpha) = sum(alpha) - ||X^T beta||^2 / 2`` is a lower bound on the
+    optimum and the gap ``F(w, b) - D(alpha) <= (C / n) mu |E| / 4`` (``E`` the terms in
+    the quadratic zone) certifies the solution.
+    """
+    n, d = X.shape
+    c = C / n
+    S = _signs(ranks, n_classes)
+    w = np.zeros(d)
+    b = np.zeros(n_classes - 1)
+    mu = 1.0
+    n_iter = 0
+    objective = gap = math.inf
+    while n_iter < max_iter:
+        n_iter += 1
+        f = X @ w
+        Z = 1.0 - S * (f[:, None] - b[None, :])
+        slope = np.clip(Z / mu, 0.0, 1.0)
+        A = c * slope * S  # alpha_ij * s_ij
+        beta = A.sum(axis=1)
+        Xb = X.T @ beta
+        objective = float(0.5 * w @ w + c * np.maximum(Z, 0.0).sum())
+        dual = float(c * slope.sum() - 0.5 * Xb @ Xb)
+        g_w = w - Xb
+        g_b = A.sum(axis=0)
+        gap = objective - dual
+        scale = max(objective, 1e-300)
+        stationary = float(np.abs(g_b).max()) <= 1e-10 * max(c * n, 1.0)
+        if gap <= tol * scale and stationary:
+            break
+        zone = (Z > 0.0) & (Z < mu)
+        Hm = np.where(zone, c / mu, 0.0)
+        hrow = Hm.sum(axis=1)
+        act = hrow > 0.0
+        Xa = X[act]
+        H = np.empty((d + n_classes - 1, d + n_classes - 1))
+        H[:d, :d] = Xa.T @ (hrow[act, None] * Xa)
+        H[:d, :d].flat[:: d + 1] += 1.0
+        H[:d, d:] = -(Xa.T @ Hm[act])
+        H[d:, :d] = H[:d, d:].T
+        H[d:, d:] = np.diag(Hm.sum(axis=0))
+        # A threshold with no term in the quadratic zone has a zero Hessian row; a tiny
+        # ridge keeps the system solvable and the line search sets the step length.
+        H[d:, d:].flat[:: n_classes] += 1e-9 * max(c / mu, 1.0)
+        g = np.concatenate([g_w, g_b])
+        step = np.linalg.solve(H, -g)
+        decrement = -float(g @ step)
+        if decrement <= 1e-3 * tol * scale:
+            support = 2 * (d + n_classes) + 20
+            exact = _polish(X, S, c, Z, mu, b, max_support=support, max_rounds=50)
+            if exact is not None:
+                primal, dual, residual = _certificate(X, S, c, *exact)
+                if primal - dual <= tol * max(primal, 1e-300) and residual <= 1e-10 * max(
+                    c * n, 1.0
+                ):
+                    w, b = exact[0], exact[1]
+                    objective, gap = primal, primal - dual
+                    break
+            if mu <= 1e-14:
+                break
+            mu *= 0.1
+            continue
+        dw, db = step[:d], step[d:]
+        dZ = -S * ((X @ dw)[:, None] - db[None, :])
+        t = _line_search(w, dw, Z, dZ, c, mu)
+        w = w + t * dw
+        b = b + t * db
+    else:
+        warnings.warn(
+            f"SVOR did not reach the relative duality gap tol={tol:g} in max_iter={max_iter} "
+            f"iterations; the gap is {gap / max(objective, 1e-300):.3g}.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return SVORSolution(w, b, objective, gap, n_iter)
+
+
+def _as_features(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
+    try:
+        x = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        what = type(X).__name__
+        raise ValueError(f"{name} must be an array of real numbers; got {what}.") from exc
+    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (n_samples, n_features); "
+                         f"got an array of shape {x.shape}.")
+    if not np.all(np.isfinite(x)):
+        bad = int(np.count_nonzero(~np.isfinite(x)))
+        raise ValueError(f"{name} must be finite; got {bad} NaN or infinite value(s).")
+    return x
+
+
+class SVOR(ParamsMixin):
+    """Support Vector Ordinal Regression with implicit constraints (Chu and Keerthi 2005).
+
+    Learns ``w`` and thresholds ``b_0..b_{K-2}`` of the ordinal classifier
+    ``h(x) = sum_j [<x, w> > b_j]`` (class ranks ``0..K-1``; the paper writes
+    ``1 + sum``) by minimising (Franc et al. 2023, section 5.2.2)::
+
+        F(w, b) = ||w||^2 / 2 + (C / n) sum_i [ sum_{j < y_i} max(0, 1 - <w, x_i> + b_j)
+                                              + sum_{j >= y_i} max(0, 1 + <w, x_i> - b_j) ]
+
+    The paper prints only the ``C / n`` loss term; the regulariser ``||w||^2 / 2`` is
+    that of Chu and Keerthi's formulation, without which ``C`` would not matter. The
+    thresholds carry no ordering constraint and are not regularised. The loss counts
+    every threshold on the wrong side of ``<w, x_i>``, an upper bound on the absolute
+    error ``|h(x_i) - y_i|``. Prediction counts the thresholds below ``<w, x>`` and does
+    not depend on their order; ``thresholds_`` is the solver's vector sorted (at the
+    optimum Chu and Keerthi show it is already ordered).
+
+    Labels may be any sorted integers: they are mapped to ranks ``0..K-1`` through
+    ``classes_``, so the model treats consecutive labels as one step apart.
+
+    The solver is Newton's method on Huber-smoothed hinges with a decreasing
+    smoothing width, ending with an exact active-set solve of the optimality
+    conditions; it stops when the duality gap is at most ``tol`` times the objective.
+
+    Parameters
+    ----------
+    C : float, default 1.0
+        Weight of the mean hinge loss, ``> 0``.
+    tol : float, default 1e-8
+        Relative duality gap at which the solver stops.
+    max_iter : int, default 500
+        Newton iterations over all smoothing levels.
+    random_state : None
+        Unused; the solver is deterministic. Kept for a uniform estimator interface.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (K,)
+    coef_ : ndarray of shape (d,)
+    thresholds_ : ndarray of shape (K - 1,)
+    objective_ : float
+    gap_ : float
+        Certified upper bound on ``objective_ - min F``.
+    n_iter_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.ordinal import SVOR
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]])
+    >>> y = np.array([1, 1, 2, 2, 3, 3])
+    >>> model = SVOR(C=100.0).fit(X, y)
+    >>> model.predict(X).tolist()
+    [1, 1, 2, 2, 3, 3]
+    >>> model.margin_score([[1.5], [0.0]]).round(3).tolist()  # higher = reject first
+    [-0.0, -3.0]
+    """
+
+    def __init__(
+        self, C: float = 1.0, *, tol: float = 1e-8, max_iter: int = 500, random_state: Any = None
+    ) -> None:
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    _estimator_type = "classifier"
+
+    def __sklearn_tags__(self) -> Any:
+        """Estimator tags for scikit-learn >= 1.6 (imported only when scikit-learn asks)."""
+        from sklearn.utils import ClassifierTags, Tags, TargetTags
+
+        return Tags(
+            estimator_type="classifier",
+            target_tags=TargetTags(required=True),
+            classifier_tags=ClassifierTags(multi_class=True),
+        )
+
+    def fit(self, X: ArrayLike, y: ArrayLike) -> SVOR:
+        """Fit the model; ``y`` holds integer labels of at least two classes.
+
+        Returns
+        -------
+        self
+        """
+        C = check_positive("C", self.C)
+        tol = check_positive("tol", self.tol)
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
+                or self.max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+        x = _as_features(X)
+        labels = np.asarray(y)
+        if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"y must be a 1-D array of integer labels; got dtype {labels.dtype} "
+                             f"and shape {labels.shape}.")
+        check_same_length(X=x, y=labels)
+        classes, ranks = np.unique(labels, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"y must hold at least 2 classes; got {classes.size}.")
+        sol = solve_svor(x, ranks.astype(np.intp), classes.size, C, tol=tol,
+                         max_iter=int(self.max_iter))
+        self.classes_ = classes
+        self.coef_ = sol.coef
+        self.thresholds_ = np.sort(sol.thresholds)
+        self.objective_ = sol.objective
+        self.gap_ = sol.gap
+        self.n_iter_ = sol.n_iter
+        self.n_features_in_ = x.shape[1]
+        return self
+
+    def _features(self, X: ArrayLike) -> NDArray[np.float64]:
+        self._check_fitted("coef_")
+        x = _as_features(X)
+        if x.shape[1] != self.coef_.size:
+            raise ValueError(f"X must have {self.coef_.size} features; got {x.shape[1]}.")
+        return x
+
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Decision values ``<x, w>``, shape (n,)."""
+        return self._features(X) @ self.coef_
+
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Labels ``classes_[sum_j [<x, w> > b_j]]``, shape (n,)."""
+        f = self.decision_function(X)
+        return self.classes_[np.searchsorted(self.thresholds_, f, side="left")]
+
+    def margin_score(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Margin uncertainty ``-min_j |<x, w> - b_j|`` (higher = reject first).
+
+        The paper's baseline score of section 5.2.2 is the distance ``min_j |<x, w> -
+        b_j|`` (a confidence); it is negated here, see :func:`abstain.scores.ordinal_margin`.
+        """
+        return ordinal_margin(self.decision_function(X), self.thresholds_)
+
+    def to_json(self) -> str:
+        """Serialise parameters and the fitted model to a plain JSON string.
+
+        Load it with :func:`svor_from_json`.
+        """
+        self._check_fitted("coef_")
+        params = self.get_params(deep=False)
+        if not isinstance(params.get("random_state"), (int, type(None))):
+            params["random_state"] = None
+        fitted = {
+            "classes_": self.classes_.tolist(),
+            "coef_": self.coef_.tolist(),
+            "thresholds_": self.thresholds_.tolist(),
+            "objective_": self.objective_,
+            "gap_": self.gap_,
+            "n_iter_": self.n_iter_,
+        }
+        doc = {"format": _FORMAT, "model": "SVOR", "params": params, "fitted": fitted}
+        return json.dumps(doc, sort_keys=True)
+
+
+def svor_from_json(text: str) -> SVOR:
+    """Load an :class:`SVOR` written by ``to_json``. Only plain JSON is parsed.
+
+    Examples
+    --------
+    >>> from abstain.ordinal import SVOR, svor_from_json
+    >>> model = SVOR(C=10.0).fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
+    >>> svor_from_json(model.to_json()).predict([[0.2], [2.8]]).tolist()
+    [0, 1]
+    """
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or doc.get("format") != _FORMAT or doc.get("model") != "SVOR":
+        raise ValueError(f"text must be a JSON SVOR written by to_json (format {_FORMAT!r}).")
+    model = SVOR(**doc["params"])
+    fit = doc["fitted"]
+    model.classes_ = np.asarray(fit["classes_"], dtype=np.int64)
+    model.coef_ = np.asarray(fit["coef_"], dtype=np.float64)
+    model.thresholds_ = np.asarray(fit["thresholds_"], dtype=np.float64)
+    model.objective_ = float(fit["objective_"])
+    model.gap_ = float(fit["gap_"])
+    model.n_iter_ = int(fit["n_iter_"])
+    model.n_features_in_ = model.coef_.size
+    return model

@@ -1,0 +1,143 @@
+"""SVOR: exactness against a QP reference, scikit-learn contract, errors, serialisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference.ordinal_ref import svor_objective_ref, svor_ref
+
+from abstain.exceptions import NotFittedError
+from abstain.ordinal import SVOR, svor_from_json, svor_objective
+from abstain.scores import ordinal_margin
+
+
+def ordinal_data(n, d, k, seed, noise=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    f = X @ rng.standard_normal(d) / np.sqrt(d) + noise * rng.standard_normal(n)
+    cuts = np.quantile(f, np.linspace(0, 1, k + 1)[1:-1])
+    return X, np.searchsorted(cuts, f)
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "k", "C", "seed"),
+    [(30, 2, 3, 1.0, 0), (40, 3, 4, 10.0, 1), (25, 2, 5, 100.0, 2), (30, 1, 2, 1000.0, 3)],
+)
+def test_matches_qp_reference(n, d, k, C, seed):
+    X, r = ordinal_data(n, d, k, seed)
+    model = SVOR(C=C).fit(X, r)
+    w_ref, b_ref = svor_ref(X, r, k, C)
+    ours = svor_objective_ref(X, r, model.coef_, model.thresholds_, C)
+    ref = svor_objective_ref(X, r, w_ref, b_ref, C)
+    assert ours == pytest.approx(model.objective_, rel=1e-12)
+    assert ours <= ref * (1 + 1e-6)
+    assert ours == pytest.approx(ref, rel=1e-6)
+    assert model.gap_ <= 1e-8 * ours
+    np.testing.assert_allclose(model.coef_, w_ref, atol=1e-4)
+    # Decision values far from every threshold get the reference's prediction.
+    f_ref = X @ w_ref
+    clear = np.abs(f_ref[:, None] - b_ref[None, :]).min(axis=1) > 1e-3
+    pred_ref = (f_ref[:, None] > b_ref[None, :]).sum(axis=1)
+    np.testing.assert_array_equal(model.predict(X)[clear], pred_ref[clear])
+
+
+def test_objective_matches_double_loop(rng):
+    X = rng.standard_normal((20, 3))
+    r = rng.integers(0, 4, 20)
+    w, b = rng.standard_normal(3), rng.standard_normal(3)
+    assert svor_objective(X, r, w, b, 7.0) == pytest.approx(svor_objective_ref(X, r, w, b, 7.0))
+
+
+@settings(max_examples=15)
+@given(seed=st.integers(0, 10**6), k=st.integers(2, 6), C=st.sampled_from([1.0, 10.0, 100.0]))
+def test_certified_gap_and_ordered_thresholds(seed, k, C):
+    X, r = ordinal_data(80, 3, k, seed, noise=1.0)
+    model = SVOR(C=C).fit(X, r)
+    assert 0.0 <= model.gap_ + 1e-12 * model.objective_ <= 1e-8 * model.objective_
+    assert model.objective_ == pytest.approx(svor_objective(X, r, model.coef_,
+                                                             model.thresholds_, C), rel=1e-12)
+    # Predictions equal the count of thresholds below <x, w>.
+    f = model.decision_function(X)
+    np.testing.assert_array_equal(model.predict(X), (f[:, None] > model.thresholds_).sum(1))
+
+
+def test_well_separated_data_has_small_mae():
+    X, r = ordinal_data(2000, 5, 6, seed=5, noise=0.02)
+    labels = 10 + 3 * r  # arbitrary sorted integer labels
+    model = SVOR(C=1000.0).fit(X[:1500], labels[:1500])
+    np.testing.assert_array_equal(model.classes_, 10 + 3 * np.arange(6))
+    mae = np.abs(np.searchsorted(model.classes_, model.predict(X[1500:])) - r[1500:]).mean()
+    assert mae < 0.1
+
+
+def test_margin_score_is_negated_distance_to_nearest_threshold(rng):
+    X, r = ordinal_data(100, 2, 4, seed=7)
+    model = SVOR(C=10.0).fit(X, r)
+    f = model.decision_function(X)
+    expected = -np.abs(f[:, None] - model.thresholds_[None, :]).min(axis=1)
+    np.testing.assert_allclose(model.margin_score(X), expected)
+    np.testing.assert_allclose(ordinal_margin(f, model.thresholds_[::-1]), expected)
+
+
+def test_sklearn_clone_and_grid_search():
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+
+    X, r = ordinal_data(200, 3, 4, seed=11)
+    model = SVOR(C=3.0, tol=1e-7)
+    copy = clone(model)
+    assert copy.get_params() == model.get_params()
+    search = GridSearchCV(SVOR(), {"C": [1.0, 10.0]}, scoring="neg_mean_absolute_error", cv=3)
+    search.fit(X, r)
+    assert search.best_params_["C"] in (1.0, 10.0)
+    assert search.predict(X).shape == (200,)
+
+
+def test_json_round_trip():
+    X, r = ordinal_data(100, 3, 4, seed=3)
+    model = SVOR(C=10.0).fit(X, r + 1)
+    loaded = svor_from_json(model.to_json())
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    np.testing.assert_array_equal(loaded.margin_score(X), model.margin_score(X))
+    assert loaded.get_params() == model.get_params()
+    with pytest.raises(ValueError, match="text must be a JSON SVOR"):
+        svor_from_json('{"format": "abstain.rule/1"}')
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "params", "match"),
+    [
+        ([[np.nan], [1.0]], [0, 1], {}, "X must be finite; got 1 NaN"),
+        ([[np.inf], [1.0]], [0, 1], {}, "X must be finite"),
+        ([[0.0], [1.0], [2.0]], [0, 1], {}, "X and y must have the same length; got X has 3"),
+        ([[0.0], [1.0]], [1, 1], {}, "y must hold at least 2 classes; got 1"),
+        ([[0.0], [1.0]], [0.5, 1.0], {}, "y must be a 1-D array of integer labels"),
+        ([0.0, 1.0], [0, 1], {}, "X must be a non-empty 2-D array"),
+        ([[0.0], [1.0]], [0, 1], {"C": 0.0}, r"C must be a finite number in \(0, inf\); got 0.0"),
+        ([[0.0], [1.0]], [0, 1], {"C": -1.0}, "C must be a finite number"),
+        ([[0.0], [1.0]], [0, 1], {"max_iter": 0}, "max_iter must be a positive integer"),
+    ],
+)
+def test_bad_input(X, y, params, match):
+    with pytest.raises(ValueError, match=match):
+        SVOR(**params).fit(X, y)
+
+
+def test_unfitted_and_wrong_width():
+    with pytest.raises(NotFittedError):
+        SVOR().predict([[0.0]])
+    model = SVOR().fit([[0.0], [1.0]], [0, 1])
+    with pytest.raises(ValueError, match="X must have 1 features; got 2"):
+        model.predict([[0.0, 1.0]])
+
+
+@pytest.mark.parametrize(
+    ("decision", "thresholds", "match"),
+    [([], [0.0], "decision must have shape"), ([0.0], [], "thresholds must have shape"),
+     ([np.nan], [0.0], "must be finite")],
+)
+def test_ordinal_margin_errors(decision, thresholds, match):
+    with pytest.raises(ValueError, match=match):
+        ordinal_margin(decision, thresholds)
