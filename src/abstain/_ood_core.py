@@ -303,3 +303,179 @@ def exact_search(
                          float(angles[j]), c)
     del total
     return best
+
+
+# ------------------------------------------------------------------ row-wise (batched) sweeps
+# Elements of one (rows, columns) work array; batches of directions or anchors are cut so
+# that every temporary stays near 16 MB.
+_BATCH_ELEMS = 1 << 21
+
+
+class RowsBest(NamedTuple):
+    """Best point of each row of segments: arrays of shape (rows,).
+
+    ``at`` indexes the row's segments (or knots); ``found`` is False where no point
+    of the row is feasible (the other entries are then meaningless).
+    """
+
+    found: NDArray[np.bool_]
+    at: NDArray[np.intp]
+    nu: F64
+    I: F64  # noqa: E741
+    O: F64  # noqa: E741
+    L: F64
+    objective: F64
+
+    def best(self, r: int) -> Best:
+        return Best(int(self.at[r]), float(self.nu[r]), float(self.I[r]), float(self.O[r]),
+                    float(self.L[r]), float(self.objective[r]))
+
+
+def _pick(near: NDArray[np.bool_], ci: F64, co: F64) -> NDArray[np.intp]:
+    """Per row: among ``near``, the largest ``ci``, then the smallest ``co``, then the first."""
+    imax = np.max(np.where(near, ci, -np.inf), axis=1, keepdims=True)
+    m2 = near & (ci == imax)
+    omin = np.min(np.where(m2, co, np.inf), axis=1, keepdims=True)
+    return np.argmax(m2 & (co == omin), axis=1)
+
+
+def rows_best_ratio(
+    row: NDArray[np.intp], at: NDArray[np.intp], i0: F64, o0: F64, l0: F64,
+    di: F64, do: F64, dl: F64, rows: int, con: Constraint, scale_i: float, scale_o: float,
+) -> RowsBest:
+    """:func:`best_ratio` on many rows of segments at once, given as flat arrays.
+
+    Segment ``k`` belongs to row ``row[k]`` (non-decreasing) at index ``at[k]``
+    (increasing within a row). The choice within a row is that of
+    :func:`best_ratio`: least risk up to a relative 1e-12, then the largest ``I``,
+    the smallest ``O``, the first segment, the lower end of its ``nu`` interval.
+    """
+    empty = RowsBest(np.zeros(rows, dtype=bool), np.zeros(rows, dtype=np.intp),
+                     *(np.full(rows, np.nan) for _ in range(5)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = con.a - i0
+        pos = di > 0
+        lo = np.where(pos, np.maximum(0.0, need / np.where(pos, di, 1.0)), 0.0)
+        bad = (~pos) & (need > _RTOL * scale_i)
+        e = do - con.k * di
+        room = con.b - (o0 - con.k * i0)
+        tol = _RTOL * (scale_o + con.k * scale_i)
+        up = e > 0
+        hi = np.where(up, np.minimum(1.0, (room + tol) / np.where(up, e, 1.0)), 1.0)
+        down = e < 0
+        lo = np.where(down, np.maximum(lo, (room - tol) / np.where(down, e, 1.0)), lo)
+        bad |= (e == 0) & (room < -tol)
+        lo = np.clip(lo, 0.0, 1.0)
+        hi = np.clip(hi, 0.0, 1.0)
+        idx = np.flatnonzero((~bad) & (lo <= hi))
+        # candidates interleaved as (segment, end): the lower end of a segment comes first
+        nu = np.stack((lo[idx], hi[idx]), axis=1).reshape(-1)
+        seg = np.repeat(idx, 2)
+        ci = i0[seg] + nu * di[seg]
+        co = o0[seg] + nu * do[seg]
+        cl = l0[seg] + nu * dl[seg]
+        keep = np.flatnonzero(con.ok(ci, co, scale_i, scale_o) & (ci > 0))
+        if keep.size == 0:
+            return empty
+        seg, nu, ci, co, cl = seg[keep], nu[keep], ci[keep], co[keep], cl[keep]
+        risk = cl / ci
+    rw = row[seg]
+    starts = np.flatnonzero(np.concatenate(([True], rw[1:] != rw[:-1])))
+    rmin = np.minimum.reduceat(risk, starts)
+    rmin = np.repeat(rmin, np.diff(np.append(starts, rw.size)))
+    near = np.flatnonzero(risk <= rmin + _RTOL * np.maximum(np.abs(rmin), 1e-300))
+    # keep order = (row, segment, end): lexsort is stable
+    order = near[np.lexsort((co[near], -ci[near], rw[near]))]
+    r_sorted = rw[order]
+    first = order[np.concatenate(([True], r_sorted[1:] != r_sorted[:-1]))]
+    out = empty
+    r = rw[first]
+    out.found[r] = True
+    out.at[r] = at[seg[first]]
+    for dst, src in zip(out[2:], (nu, ci, co, cl, risk), strict=True):
+        dst[r] = src[first]
+    return out
+
+
+def rows_best_linear(
+    i1: F64, o1: F64, l1: F64, valid: NDArray[np.bool_],
+    slope_i: float, slope_o: float, slope_l: float,
+) -> RowsBest:
+    """:func:`best_linear` on every row of (rows, S) candidate points at once."""
+    cost = np.where(valid, slope_l * l1 + slope_i * i1 + slope_o * o1, np.inf)
+    best = np.min(cost, axis=1, keepdims=True)
+    near = valid & (cost <= best + _RTOL * np.maximum(np.abs(best), 1.0))
+    j = np.argmax(np.where(near, i1 + o1, -np.inf), axis=1)[:, None]
+    take = lambda a: np.take_along_axis(a, j, axis=1)[:, 0]  # noqa: E731
+    return RowsBest(np.isfinite(best[:, 0]), j[:, 0], np.ones(i1.shape[0]), take(i1),
+                    take(o1), take(l1), take(cost))
+
+
+def grid_search(
+    scores: F64, weights: F64, w_id: F64, w_ood: F64, w_loss: F64,
+    con: Constraint | None, slopes: tuple[float, float, float] | None,
+    scale_i: float, scale_o: float,
+) -> list[tuple[Best, float] | None]:
+    """Best rule and its threshold for each direction (row of ``weights``), or None.
+
+    For a batch of directions the projected scores form one (b, n) matrix, sorted
+    row by row in one call; the tie groups, their running totals and the best point
+    of each row come from 2-D array operations (no loop over samples). The rules
+    and choices are those of :func:`knots` with :func:`knot_ratio` (``con``) or
+    :func:`best_linear` (``slopes``) on each direction. O(d n log n) time, memory
+    bounded by the batch.
+    """
+    n = scores.shape[0]
+    d = weights.shape[0]
+    step = max(1, _BATCH_ELEMS // max(n, 1))
+    cols = np.arange(n)
+    out: list[tuple[Best, float] | None] = []
+    for b0 in range(0, d, step):
+        w = weights[b0 : b0 + step]
+        s = scores[None, :, 0] * w[:, 0:1]
+        for j in range(1, scores.shape[1]):
+            s = s + scores[None, :, j] * w[:, j : j + 1]
+        order = np.argsort(s, axis=1)
+        s = np.take_along_axis(s, order, axis=1)
+        change = s[:, 1:] != s[:, :-1]
+        rows = s.shape[0]
+        true = np.ones((rows, 1), dtype=bool)
+        is_end = np.concatenate((change, true), axis=1)
+        cum = []
+        for v in (w_id, w_ood, w_loss):
+            c = np.empty((rows, n + 1))
+            c[:, 0] = 0.0
+            np.cumsum(np.take(v, order), axis=1, out=c[:, 1:])
+            cum.append(c)
+        if con is not None:
+            start = None
+            if not change.all():  # else every sample is its own group
+                is_start = np.concatenate((true, change), axis=1)
+                start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=1)
+            # Segments that can hold a feasible point: I at the group end reaches ``a``
+            # and O - k I at one end is within ``b`` (the exact test follows).
+            i_end = cum[0][:, 1:]
+            cand = is_end & (i_end >= con.a - _RTOL * scale_i)
+            flat = np.flatnonzero(cand)
+            rix, pos = np.divmod(flat, n)
+            pflat = rix * (n + 1) + (pos if start is None else start.reshape(-1)[flat])
+            eflat = rix * (n + 1) + pos + 1
+            c0 = [c.reshape(-1)[pflat] for c in cum]
+            c1 = [c.reshape(-1)[eflat] for c in cum]
+            lim = con.b + _RTOL * (scale_o + con.k * scale_i)
+            sel = np.flatnonzero(
+                np.minimum(c0[1] - con.k * c0[0], c1[1] - con.k * c1[0]) <= lim
+            )
+            r = rows_best_ratio(rix[sel], pos[sel], c0[0][sel], c0[1][sel], c0[2][sel],
+                                c1[0][sel] - c0[0][sel], c1[1][sel] - c0[1][sel],
+                                c1[2][sel] - c0[2][sel], rows, con, scale_i, scale_o)
+            for k in range(rows):
+                out.append((r.best(k), float(s[k, r.at[k]])) if r.found[k] else None)
+        else:
+            assert slopes is not None
+            valid = np.concatenate((true, is_end), axis=1)
+            r = rows_best_linear(cum[0], cum[1], cum[2], valid, *slopes)
+            for k in range(rows):
+                j = int(r.at[k])
+                out.append((r.best(k), float(s[k, j - 1]) if j > 0 else -math.inf))
+    return out
