@@ -198,113 +198,6 @@ def _better(new: Best, crit: bool, old: Best | None, old_crit: bool) -> bool:
     return (-new.I, new.O, crit) < (-old.I, old.O, old_crit)
 
 
-def exact_search(
-    points: F64, x: F64, evaluate, linear: bool  # type: ignore[no-untyped-def]
-) -> State | None:
-    """Best rule over all directions ``a`` in [0, pi] of ``points @ (cos a, sin a)``.
-
-    ``points`` (m, 2) are distinct score pairs, ``x`` (m, 3) their ID, OOD and
-    loss masses. The order of two points changes only at the one angle where
-    their difference is orthogonal to the direction. For every point ``e`` the
-    angles of its m - 1 events are sorted and walked: between two events the set
-    of points below ``e`` is fixed (one *open* state, evaluated at the middle
-    angle), at an event the points tied with ``e`` join its group (a *critical*
-    state, whose weight vector is the exact normal of the tied pair, so integer
-    or dyadic scores tie exactly). Angles 0 and pi are states too. Every rule of
-    every direction is a point of one of these segments, so the optimum is exact;
-    the cost is O(m^2 log m) time and O(m) memory.
-
-    ``evaluate(i0, o0, l0, di, do, dl)`` returns the best point of the segments,
-    or None; with ``linear`` it is given the segment ends only (nu = 0 is the
-    prefix, nu = 1 the prefix with the group).
-    """
-    m = points.shape[0]
-    best: State | None = None
-    total = x.sum(axis=0)
-    for e in range(m):
-        others = np.concatenate((np.arange(e), np.arange(e + 1, m)))
-        d = points[others] - points[e]
-        dr, dg = d[:, 0], d[:, 1]
-        xo = x[others]
-        xe = x[e]
-        zero_r = dr == 0
-        below0 = (dr < 0) | (zero_r & (dg < 0))
-        s_b0 = xo[below0].sum(axis=0)
-        s_zero = xo[zero_r].sum(axis=0)
-        crit_idx = np.flatnonzero(~zero_r)
-        theta = np.arctan2(-dr[crit_idx], dg[crit_idx])
-        theta = np.where(theta <= 0.0, theta + math.pi, theta)
-        order = np.argsort(theta, kind="stable")
-        k = crit_idx[order]
-        th = theta[order]
-        pref: list[F64] = [xo[dr < 0].sum(axis=0)]
-        grp: list[F64] = [xe + s_zero]
-        angles: list[float] = [0.0]
-        crit: list[bool] = [bool(np.any(zero_r))]
-        wts: list[tuple[float, float]] = [(1.0, 0.0)]
-        if k.size:
-            xk = xo[k]
-            was_below = below0[k]
-            signed = np.where(was_below[:, None], -xk, xk)
-            after_each = s_b0 + np.cumsum(signed, axis=0)
-            starts = np.flatnonzero(np.concatenate(([True], th[1:] != th[:-1])))
-            ends = np.append(starts[1:], k.size) - 1
-            after = after_each[ends]
-            before = np.vstack((s_b0[None, :], after[:-1]))
-            tied = np.add.reduceat(xk, starts, axis=0)
-            tied_below = np.add.reduceat(np.where(was_below[:, None], xk, 0.0), starts, axis=0)
-            # critical states
-            pref.extend(before - tied_below)
-            grp.extend(xe + tied)
-            angles.extend(th[starts].tolist())
-            crit.extend([True] * starts.size)
-            d0 = d[k[starts]]
-            flip = -d0[:, 0] > 0
-            w = np.where(flip[:, None], np.stack((d0[:, 1], -d0[:, 0]), 1),
-                         np.stack((-d0[:, 1], d0[:, 0]), 1))
-            wts.extend(map(tuple, w.tolist()))
-            # open states
-            bounds = np.concatenate(([0.0], th[starts], [math.pi]))
-            mids = 0.5 * (bounds[:-1] + bounds[1:])
-            pref.extend(np.vstack((s_b0[None, :], after)))
-            grp.extend(np.broadcast_to(xe, (mids.size, 3)))
-            angles.extend(mids.tolist())
-            crit.extend([False] * mids.size)
-            wts.extend(zip(np.cos(mids).tolist(), np.sin(mids).tolist(), strict=False))
-        else:
-            pref.append(s_b0)
-            grp.append(xe)
-            angles.append(0.5 * math.pi)
-            crit.append(False)
-            wts.append((0.0, 1.0))
-        pref.append(xo[dr > 0].sum(axis=0))
-        grp.append(xe + s_zero)
-        angles.append(math.pi)
-        crit.append(bool(np.any(zero_r)))
-        wts.append((-1.0, 0.0))
-        p = np.asarray(pref)
-        g = np.asarray(grp)
-        if linear:
-            ends_ = p + g
-            allp = np.vstack((p, ends_))
-            r = evaluate(allp[:, 0], allp[:, 1], allp[:, 2])
-            if r is None:
-                continue
-            j = r.at % len(angles)
-            r = r._replace(at=j, nu=0.0 if r.at < len(angles) else 1.0)
-        else:
-            r = evaluate(p[:, 0], p[:, 1], p[:, 2], g[:, 0], g[:, 1], g[:, 2])
-            if r is None:
-                continue
-            j = r.at
-        c = crit[j]
-        if best is None or _better(r, c, best.best, best.critical):
-            best = State(r._replace(at=e), np.asarray(wts[j], dtype=np.float64),
-                         float(angles[j]), c)
-    del total
-    return best
-
-
 # ------------------------------------------------------------------ row-wise (batched) sweeps
 # Elements of one (rows, columns) work array; batches of directions or anchors are cut so
 # that every temporary stays near 16 MB.
@@ -479,3 +372,156 @@ def grid_search(
                 j = int(r.at[k])
                 out.append((r.best(k), float(s[k, j - 1]) if j > 0 else -math.inf))
     return out
+
+
+def _anchor_events(points: F64, e: NDArray[np.intp]) -> tuple[F64, F64, F64, NDArray[np.bool_]]:
+    """Differences ``points - points[e]`` and event angles in (0, pi), shape (B, m).
+
+    The order of anchor ``e`` and point ``p`` changes at the one angle where
+    ``(cos a, sin a)`` is orthogonal to ``p - e``; points with the same first score
+    (``dr == 0``, the anchor included) have no event in (0, pi): their angle is inf.
+    """
+    dr = points[None, :, 0] - points[e, 0][:, None]
+    dg = points[None, :, 1] - points[e, 1][:, None]
+    zero_r = dr == 0
+    theta = np.arctan2(-dr, dg)
+    theta = np.where(theta <= 0.0, theta + math.pi, theta)
+    theta[zero_r] = np.inf
+    return dr, dg, theta, zero_r
+
+
+def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
+    """Weight vector and angle of state ``col`` of anchor ``e`` (layout of :func:`exact_search`)."""
+    m = points.shape[0]
+    if col == 0:
+        return np.array([1.0, 0.0]), 0.0
+    if col == 2 * m + 2:
+        return np.array([-1.0, 0.0]), math.pi
+    dr, dg, theta, _ = _anchor_events(points, np.array([e]))
+    order = np.argsort(theta[0], kind="stable")
+    th = theta[0, order]
+    if 1 <= col <= m:  # critical: the exact normal of the first tied pair
+        j = col - 1
+        first = int(np.searchsorted(th, th[j], side="left"))
+        d0r, d0g = float(dr[0, order[first]]), float(dg[0, order[first]])
+        w = np.array([d0g, -d0r]) if -d0r > 0 else np.array([-d0g, d0r])
+        return w, float(th[j])
+    if col == m + 1:
+        lo_a, hi_a = 0.0, (float(th[0]) if np.isfinite(th[0]) else math.pi)
+    else:
+        j = col - m - 2
+        lo_a = float(th[j])
+        nxt = th[j + 1] if j + 1 < m else np.inf
+        hi_a = float(nxt) if np.isfinite(nxt) else math.pi
+    mid = 0.5 * (lo_a + hi_a)
+    return np.array([math.cos(mid), math.sin(mid)]), mid
+
+
+def exact_search(
+    points: F64, x: F64, con: Constraint | None, slopes: tuple[float, float, float] | None,
+    scale_i: float, scale_o: float,
+) -> State | None:
+    """Best rule over all directions ``a`` in [0, pi] of ``points @ (cos a, sin a)``.
+
+    ``points`` (m, 2) are distinct score pairs, ``x`` (m, 3) their ID, OOD and
+    loss masses. The order of two points changes only at the one angle where
+    their difference is orthogonal to the direction. For every *anchor* point
+    ``e`` (the threshold group's point) the angles of its m - 1 events are sorted:
+    between two events the set of points below ``e`` is fixed (an *open* state,
+    evaluated at the middle angle), at an event the points tied with ``e`` join
+    its group (a *critical* state, whose weight vector is the exact normal of the
+    tied pair, so integer or dyadic scores tie exactly). Angles 0 and pi are
+    states too. Every rule of every direction is a point of one of these
+    segments, so the optimum is exact.
+
+    Anchors are processed in batches of B rows: one (B, m) matrix of event angles,
+    sorted row by row, running totals by cumulative sums, and the best segment
+    of every row by the flat reductions of :func:`rows_best_ratio` (``con``) or
+    :func:`rows_best_linear` (``slopes``). O(m^2 log m) time, O(B m) memory.
+
+    State layout of a row (its order breaks ties): 0 the angle 0; 1 + j the
+    critical state ending at sorted event j; m + 1 the open state before the
+    first event; m + 2 + j the open state after event j; 2m + 2 the angle pi.
+    """
+    m = points.shape[0]
+    step = max(1, _BATCH_ELEMS // (4 * max(m, 1)))
+    cols = np.arange(m)
+    best: State | None = None
+    best_col = 0
+    for e0 in range(0, m, step):
+        e = np.arange(e0, min(m, e0 + step))
+        rows = e.size
+        dr, dg, theta, zero_r = _anchor_events(points, e)
+        self_ = zero_r & (dg == 0)
+        below0 = (dr < 0) | (zero_r & (dg < 0))
+        s_b0 = below0.astype(np.float64) @ x
+        s_zero = (zero_r & ~self_).astype(np.float64) @ x
+        s_lt = (dr < 0).astype(np.float64) @ x
+        s_gt = (dr > 0).astype(np.float64) @ x
+        xe = x[e]
+        has_zero = np.any(zero_r & ~self_, axis=1)
+        order = np.argsort(theta, axis=1, kind="stable")
+        th = np.take_along_axis(theta, order, axis=1)
+        valid = np.isfinite(th)
+        change = th[:, 1:] != th[:, :-1]
+        true = np.ones((rows, 1), dtype=bool)
+        is_end = valid & np.concatenate((change, true), axis=1)
+        is_start = valid & np.concatenate((true, change), axis=1)
+        start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=1)
+        wb = np.take_along_axis(below0, order, axis=1) & valid
+        wa = valid & ~wb
+        # P: prefix masses (3, B, S), G: group masses, S = 2m + 3 states per anchor
+        S = 2 * m + 3
+        P = np.empty((3, rows, S))
+        G = np.empty((3, rows, S))
+        for c in range(3):
+            xs = x[:, c][order]
+            cb = np.zeros((rows, m + 1))
+            np.cumsum(np.where(wb, xs, 0.0), axis=1, out=cb[:, 1:])
+            ca = np.zeros((rows, m + 1))
+            np.cumsum(np.where(wa, xs, 0.0), axis=1, out=ca[:, 1:])
+            run = s_b0[:, c : c + 1] - cb + ca
+            tied_b = cb[:, 1:] - np.take_along_axis(cb, start, axis=1)
+            tied = tied_b + ca[:, 1:] - np.take_along_axis(ca, start, axis=1)
+            pc, gc, xc = P[c], G[c], xe[:, c : c + 1]
+            pc[:, 0] = s_lt[:, c]
+            gc[:, 0] = xe[:, c] + s_zero[:, c]
+            pc[:, 1 : m + 1] = np.take_along_axis(run, start, axis=1) - tied_b
+            gc[:, 1 : m + 1] = xc + tied
+            pc[:, m + 1] = s_b0[:, c]
+            gc[:, m + 1 :] = xc
+            pc[:, m + 2 : 2 * m + 2] = run[:, 1:]
+            pc[:, 2 * m + 2] = s_gt[:, c]
+            gc[:, 2 * m + 2] = gc[:, 0]
+        ok = np.ones((rows, S), dtype=bool)
+        ok[:, 1 : m + 1] = is_end
+        ok[:, m + 2 : 2 * m + 2] = is_end
+        if con is not None:
+            i_end = P[0] + G[0]
+            lim = con.b + _RTOL * (scale_o + con.k * scale_i)
+            cand = ok & (i_end >= con.a - _RTOL * scale_i)
+            o_start = P[1] - con.k * P[0]
+            cand &= (o_start <= lim) | (o_start + (G[1] - con.k * G[0]) <= lim)
+            flat = np.flatnonzero(cand)
+            rix, at = np.divmod(flat, S)
+            p = [P[c].reshape(-1)[flat] for c in range(3)]
+            g = [G[c].reshape(-1)[flat] for c in range(3)]
+            r = rows_best_ratio(rix, at, *p, *g, rows, con, scale_i, scale_o)
+            cols_won = r.at
+        else:
+            assert slopes is not None
+            both = [np.concatenate((P[c], P[c] + G[c]), axis=1) for c in range(3)]
+            r = rows_best_linear(*both, np.concatenate((ok, ok), axis=1), *slopes)
+            cols_won = r.at % S
+            r = r._replace(nu=np.where(r.at < S, 0.0, 1.0))
+        for k in np.flatnonzero(r.found).tolist():
+            col = int(cols_won[k])
+            crit = (1 <= col <= m) or (col in (0, 2 * m + 2) and bool(has_zero[k]))
+            cand_best = r.best(k)._replace(at=int(e[k]))
+            if best is None or _better(cand_best, crit, best.best, best.critical):
+                best = State(cand_best, np.zeros(2), 0.0, crit)
+                best_col = col
+    if best is None:
+        return None
+    w, angle = _state_direction(points, best.best.at, best_col)
+    return best._replace(weights=w, angle=angle)

@@ -131,20 +131,7 @@ class _Fit:
         x = np.zeros((pts.shape[0], 3))
         for j, w in enumerate((self.w_id, self.w_ood, self.w_loss)):
             x[:, j] = np.bincount(inv, weights=w, minlength=pts.shape[0])
-        if ratio is not None:
-            con = ratio
-
-            def evaluate(*seg: Any) -> core.Best | None:
-                i0, o0, l0, di, do, dl = seg
-                return core.best_ratio(i0, o0, l0, di, do, dl, con, self.n_id, self.n_ood)
-            state = core.exact_search(pts, x, evaluate, linear=False)
-        else:
-            assert slopes is not None
-            sl = slopes
-
-            def evaluate_lin(i: Any, o: Any, loss: Any) -> core.Best:
-                return core.best_linear(i, o, loss, *sl)
-            state = core.exact_search(pts, x, evaluate_lin, linear=True)
+        state = core.exact_search(pts, x, ratio, slopes, self.n_id, self.n_ood)
         if state is None:
             return None
         e = state.best.at
