@@ -506,12 +506,14 @@ def exact_search(
             rix, at = np.divmod(flat, S)
             p = [P[c].reshape(-1)[flat] for c in range(3)]
             g = [G[c].reshape(-1)[flat] for c in range(3)]
-            r = rows_best_ratio(rix, at, *p, *g, rows, con, scale_i, scale_o)
+            r = rows_best_ratio(rix, at, p[0], p[1], p[2], g[0], g[1], g[2], rows, con,
+                                scale_i, scale_o)
             cols_won = r.at
         else:
             assert slopes is not None
             both = [np.concatenate((P[c], P[c] + G[c]), axis=1) for c in range(3)]
-            r = rows_best_linear(*both, np.concatenate((ok, ok), axis=1), *slopes)
+            r = rows_best_linear(both[0], both[1], both[2], np.concatenate((ok, ok), axis=1),
+                                 *slopes)
             cols_won = r.at % S
             r = r._replace(nu=np.where(r.at < S, 0.0, 1.0))
         for k in np.flatnonzero(r.found).tolist():
