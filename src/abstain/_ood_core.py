@@ -76,80 +76,6 @@ class Best(NamedTuple):
     objective: float
 
 
-def best_ratio(
-    i0: F64, o0: F64, l0: F64, di: F64, do: F64, dl: F64,
-    con: Constraint, scale_i: float, scale_o: float,
-) -> Best | None:
-    """Minimal ``L / I`` over points ``start + nu * delta``, ``nu`` in [0, 1], meeting ``con``.
-
-    The ratio is monotone along a segment and the constraints cut an interval of
-    ``nu``, so each segment's optimum is at an end of that interval. Among equal
-    risks the largest ``I`` wins, then the smallest ``O``, then the first segment.
-    Returns None when no point is feasible.
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo = np.zeros_like(i0)
-        hi = np.ones_like(i0)
-        need = con.a - i0
-        pos = di > 0
-        lo = np.where(pos, np.maximum(lo, need / np.where(pos, di, 1.0)), lo)
-        bad = (~pos) & (need > _RTOL * scale_i)
-        e = do - con.k * di
-        room = con.b - (o0 - con.k * i0)
-        tol = _RTOL * (scale_o + con.k * scale_i)
-        up = e > 0
-        hi = np.where(up, np.minimum(hi, (room + tol) / np.where(up, e, 1.0)), hi)
-        down = e < 0
-        lo = np.where(down, np.maximum(lo, (room - tol) / np.where(down, e, 1.0)), lo)
-        bad |= (e == 0) & (room < -tol)
-        lo = np.clip(lo, 0.0, 1.0)
-        hi = np.clip(hi, 0.0, 1.0)
-        ok = (~bad) & (lo <= hi)
-        if not np.any(ok):
-            return None
-        idx = np.flatnonzero(ok)
-        cand_nu = np.concatenate((lo[idx], hi[idx]))
-        seg = np.concatenate((idx, idx))
-        ci = i0[seg] + cand_nu * di[seg]
-        co = o0[seg] + cand_nu * do[seg]
-        cl = l0[seg] + cand_nu * dl[seg]
-        keep = con.ok(ci, co, scale_i, scale_o) & (ci > 0)
-        if not np.any(keep):
-            return None
-        seg, cand_nu, ci, co, cl = seg[keep], cand_nu[keep], ci[keep], co[keep], cl[keep]
-        risk = cl / ci
-    # Equal risks up to round-off are equal: compare on a relative grid of 1e-12.
-    best_risk = float(np.min(risk))
-    near = risk <= best_risk + _RTOL * max(abs(best_risk), 1e-300)
-    cand = np.flatnonzero(near)
-    order = np.lexsort((seg[cand], co[cand], -ci[cand]))
-    j = int(cand[order[0]])
-    return Best(int(seg[j]), float(cand_nu[j]), float(ci[j]), float(co[j]), float(cl[j]),
-                float(risk[j]))
-
-
-def best_linear(
-    i1: F64, o1: F64, l1: F64, slope_i: float, slope_o: float, slope_l: float
-) -> Best:
-    """Minimal ``slope_l * L + slope_i * I + slope_o * O`` over candidate points (knots).
-
-    Among equal costs the largest accepted mass ``I + O`` wins (the larger coverage).
-    """
-    cost = slope_l * l1 + slope_i * i1 + slope_o * o1
-    best = float(np.min(cost))
-    near = np.flatnonzero(cost <= best + _RTOL * max(abs(best), 1.0))
-    j = int(near[np.argmax((i1 + o1)[near])])
-    return Best(j, 1.0, float(i1[j]), float(o1[j]), float(l1[j]), float(cost[j]))
-
-
-def knot_ratio(kn: Knots, con: Constraint, scale_i: float, scale_o: float) -> Best | None:
-    """Best rule on one score: segment ``g`` runs from knot ``g`` to knot ``g + 1``."""
-    return best_ratio(
-        kn.I[:-1], kn.O[:-1], kn.L[:-1],
-        np.diff(kn.I), np.diff(kn.O), np.diff(kn.L), con, scale_i, scale_o,
-    )
-
-
 def grid_angles(n_directions: int) -> F64:
     """The paper's grid: ``n_directions`` angles ``k * pi / n_directions``, k = 0..d-1.
 
@@ -236,12 +162,13 @@ def rows_best_ratio(
     row: NDArray[np.intp], at: NDArray[np.intp], i0: F64, o0: F64, l0: F64,
     di: F64, do: F64, dl: F64, rows: int, con: Constraint, scale_i: float, scale_o: float,
 ) -> RowsBest:
-    """:func:`best_ratio` on many rows of segments at once, given as flat arrays.
+    """Per row, minimal ``L / I`` over points ``start + nu * delta`` meeting ``con``.
 
-    Segment ``k`` belongs to row ``row[k]`` (non-decreasing) at index ``at[k]``
-    (increasing within a row). The choice within a row is that of
-    :func:`best_ratio`: least risk up to a relative 1e-12, then the largest ``I``,
-    the smallest ``O``, the first segment, the lower end of its ``nu`` interval.
+    Segments are flat arrays: segment ``k`` belongs to row ``row[k]`` (non-decreasing)
+    at index ``at[k]`` (increasing within a row). The ratio is monotone along a
+    segment and the constraints cut an interval of ``nu``, so each segment's optimum
+    is at an end of that interval. Within a row: least risk up to a relative 1e-12,
+    then the largest ``I``, the smallest ``O``, the first segment, the lower end.
     """
     empty = RowsBest(np.zeros(rows, dtype=bool), np.zeros(rows, dtype=np.intp),
                      *(np.full(rows, np.nan) for _ in range(5)))
@@ -294,7 +221,11 @@ def rows_best_linear(
     i1: F64, o1: F64, l1: F64, valid: NDArray[np.bool_],
     slope_i: float, slope_o: float, slope_l: float,
 ) -> RowsBest:
-    """:func:`best_linear` on every row of (rows, S) candidate points at once."""
+    """Minimal ``slope_l * L + slope_i * I + slope_o * O`` per row of (rows, S) points.
+
+    Among equal costs (relative 1e-12) the largest accepted mass ``I + O`` wins (the
+    larger coverage), then the first point.
+    """
     cost = np.where(valid, slope_l * l1 + slope_i * i1 + slope_o * o1, np.inf)
     best = np.min(cost, axis=1, keepdims=True)
     near = valid & (cost <= best + _RTOL * np.maximum(np.abs(best), 1.0))
@@ -314,8 +245,9 @@ def grid_search(
     For a batch of directions the projected scores form one (b, n) matrix, sorted
     row by row in one call; the tie groups, their running totals and the best point
     of each row come from 2-D array operations (no loop over samples). The rules
-    and choices are those of :func:`knots` with :func:`knot_ratio` (``con``) or
-    :func:`best_linear` (``slopes``) on each direction. O(d n log n) time, memory
+    are those of :func:`knots` on each direction (segment ``g`` from knot ``g`` to
+    ``g + 1``), chosen by :func:`rows_best_ratio` (``con``) or :func:`rows_best_linear`
+    (``slopes``, knots only). O(d n log n) time, memory
     bounded by the batch.
     """
     n = scores.shape[0]
