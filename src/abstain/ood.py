@@ -113,20 +113,15 @@ class _Fit:
         if search == "exact" and self.s.shape[1] == 2:
             return self._exact(ratio, slopes)
         best: _Found | None = None
-        for w in self.directions(search, n_directions):
-            kn = core.knots(core.project(self.s, w), self.w_id, self.w_ood, self.w_loss)
-            if ratio is not None:
-                r = core.knot_ratio(kn, ratio, self.n_id, self.n_ood)
-                thr_nu = None if r is None else (kn.values[r.at], r.nu)
-            else:
-                assert slopes is not None
-                r = core.best_linear(kn.I, kn.O, kn.L, *slopes)
-                # knot j accepts the groups 0..j-1 entirely.
-                thr_nu = (kn.values[r.at - 1], 1.0) if r.at > 0 else (-math.inf, 1.0)
-            if r is None or thr_nu is None:
+        dirs = self.directions(search, n_directions)
+        found = core.grid_search(self.s, dirs, self.w_id, self.w_ood, self.w_loss, ratio, slopes,
+                                 self.n_id, self.n_ood)
+        for w, f in zip(dirs, found, strict=True):
+            if f is None:
                 continue
+            r, thr = f
             if best is None or core._better(r, False, best[0], False):
-                best = (r._replace(nu=thr_nu[1]), w, float(thr_nu[0]))
+                best = (r, w, thr)
         return best
 
     def _exact(self, ratio: core.Constraint | None,
@@ -136,20 +131,7 @@ class _Fit:
         x = np.zeros((pts.shape[0], 3))
         for j, w in enumerate((self.w_id, self.w_ood, self.w_loss)):
             x[:, j] = np.bincount(inv, weights=w, minlength=pts.shape[0])
-        if ratio is not None:
-            con = ratio
-
-            def evaluate(*seg: Any) -> core.Best | None:
-                i0, o0, l0, di, do, dl = seg
-                return core.best_ratio(i0, o0, l0, di, do, dl, con, self.n_id, self.n_ood)
-            state = core.exact_search(pts, x, evaluate, linear=False)
-        else:
-            assert slopes is not None
-            sl = slopes
-
-            def evaluate_lin(i: Any, o: Any, loss: Any) -> core.Best:
-                return core.best_linear(i, o, loss, *sl)
-            state = core.exact_search(pts, x, evaluate_lin, linear=True)
+        state = core.exact_search(pts, x, ratio, slopes, self.n_id, self.n_ood)
         if state is None:
             return None
         e = state.best.at
