@@ -109,9 +109,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def _load(args: argparse.Namespace) -> TableData:
     table = read_table(args.file)
+    return _prepare(table, loss=args.loss, label=args.label, prediction=args.prediction,
+                    scores=args.scores, is_ood=args.is_ood, dropna=args.dropna)
+
+
+def _prepare(table: Any, **options: Any) -> TableData:
+    """``prepare`` with its NaN error as one CLI line and a note of dropped rows."""
     try:
-        data = prepare(table, loss=args.loss, label=args.label, prediction=args.prediction,
-                       scores=args.scores, is_ood=args.is_ood, dropna=args.dropna)
+        data = prepare(table, **options)
     except MissingValuesError as exc:
         raise _Fail(f"{exc.n_rows} row(s) have NaN or empty values in column(s) "
                     f"{', '.join(map(repr, exc.columns))} (first at data row {exc.first_row}); "
@@ -163,14 +168,7 @@ def _apply(args: argparse.Namespace) -> int:
     if not scores:
         raise _Fail("the rule file names no score column; give it with --score.")
     table = read_table(args.file)
-    try:
-        data = prepare(table, scores=scores, dropna=args.dropna, need_loss=False)
-    except MissingValuesError as exc:
-        raise _Fail(f"{exc.n_rows} row(s) have NaN or empty values in column(s) "
-                    f"{', '.join(map(repr, exc.columns))} (first at data row {exc.first_row}); "
-                    "pass --dropna to drop them.") from exc
-    if data.n_dropped:
-        print(f"dropped {data.n_dropped} row(s) with NaN or empty values.", file=sys.stderr)
+    data = _prepare(table, scores=scores, dropna=args.dropna, need_loss=False)
     accept = apply_rule(rule, data)
     out = {k: v[data.keep] for k, v in table.items()}
     out[args.column] = accept.astype(float)
