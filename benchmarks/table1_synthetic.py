@@ -185,7 +185,7 @@ def main() -> None:
         "1,600 cells of width 0.01 (`lp_optimum`, solved exactly by the Charnes-Cooper "
         f"substitution): **{lp['tpr_fpr']:.4f}** at TPR >= 0.7, FPR <= 0.2 and "
         f"**{lp['prec_rec']:.4f}** at precision >= 0.9, recall >= 0.7. Method D, the "
-        "double score (r_B, g), reaches these bounds, as Theorem 2 says it must. The paper's "
+        "double score (r_B, g), reaches these bounds, as Theorem 3 says it must. The paper's "
         "D values (0.133 and 0.129) lie *below* them, so no selector attains them under the "
         "definition of selective risk the paper states (error on the accepted ID samples). "
         "The paper's risks are close to 0.7 x ours (0.160, 0.146, 0.131 for A, B, D at TPR "
