@@ -15,7 +15,7 @@ Predictor C is scikit-learn's (it multiplies the summed loss). Writes
 ``benchmarks/results/paper1_classification.md``, ``paper1_ordinal.md`` (means +- std,
 the paper's numbers beside ours where the datasets are shared, average ranks, Friedman
 test, Nemenyi CD) with critical-difference plots ``paper1_cd_*.png`` and the raw
-numbers in ``paper1_raw.json``.
+numbers in ``paper1_raw_<kind>.json``.
 
 Run: ``make bench-paper1`` or
 ``python benchmarks/paper1_scores.py [--kind classification|ordinal|all] [--datasets ...]
@@ -188,13 +188,13 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--alpha", type=float, default=0.10)
     parser.add_argument("--tables-only", action="store_true",
-                        help="rewrite the tables from paper1_raw.json without running")
+                        help="rewrite the tables from paper1_raw_<kind>.json without running")
     args = parser.parse_args()
     kinds = ("classification", "ordinal") if args.kind == "all" else (args.kind,)
     todo = [(info.name, info.kind) for info in list_datasets()
             if info.kind in kinds and (args.datasets is None or info.name in args.datasets)]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    raw_path = RESULTS / "paper1_raw.json"
+    raw_path = RESULTS / f"paper1_raw_{args.kind}.json"
     if not args.tables_only:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             futures = {pool.submit(run_dataset, name, kind, args.splits): name

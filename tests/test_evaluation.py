@@ -175,3 +175,36 @@ def test_critical_difference_plot(tmp_path):
     path = tmp_path / "cd.png"
     plot_critical_difference(cmp, str(path), title="test")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+class RareClassModel:
+    """Predicts class 2 only for the last rows, which fall outside Trn2 in the split used."""
+
+    def __init__(self, C=1.0):
+        self.C = C
+
+    def set_params(self, **params):
+        self.__dict__.update(params)
+        return self
+
+    def fit(self, X, y):
+        self.classes_ = np.array([0, 1, 2])
+        return self
+
+    def predict(self, X):
+        return np.where(X[:, 1] > 0, 2, (X[:, 0] > 0).astype(int))
+
+    def decision_function(self, X):
+        return np.column_stack([-X[:, 0], X[:, 0], X[:, 1]])
+
+
+def test_learners_know_every_label_the_predictor_can_output():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    X[:, 1] = -1.0
+    split = paper_splits(200, n_splits=1, random_state=0)[0]
+    X[split.tst[:3], 1] = 1.0  # class 2 is predicted on Tst only
+    y = rng.integers(0, 3, 200)
+    result = evaluate_scores(X, y, RareClassModel(), {"REG": LossRegression()}, n_splits=1,
+                             random_state=0, model_grid=(1.0,))
+    assert np.isfinite(result.aurc).all()

@@ -229,6 +229,7 @@ def evaluate_scores(
         mean2, std2 = _standardizer(x[split.trn2])
         x2 = (x - mean2) / std2
         for m, learner in enumerate(learners.values(), start=1):
+            learner = _with_classes(learner, fitted)
             target = losses
             if isinstance(learner, TCP):
                 if not hasattr(fitted, "predict_proba"):
@@ -244,6 +245,18 @@ def evaluate_scores(
             result_aurc[s, m] = aurc(losses[split.tst], search.best.predict(x2[split.tst],
                                                                             pred[split.tst]))
     return ProtocolResult(methods, result_aurc, result_risk, model_c, score_c)
+
+
+def _with_classes(learner: Any, model: Any) -> Any:
+    """The learner with ``classes`` set to every label the fitted predictor can output.
+
+    Otherwise a label the predictor never outputs on Trn2 but does on Val2 or Tst
+    would have no coefficients.
+    """
+    if getattr(learner, "classes", 0) is None and hasattr(model, "classes_"):
+        learner = copy.deepcopy(learner)
+        learner.set_params(classes=np.asarray(model.classes_))
+    return learner
 
 
 def _true_class_proba(model: Any, x: NDArray[np.float64], y: NDArray[Any]) -> NDArray[np.float64]:
