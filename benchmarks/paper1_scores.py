@@ -213,7 +213,7 @@ def main() -> None:
             f"# Learned uncertainty scores, {kind}: test AuRC (mean +- std over "
             f"{args.splits} splits)",
             "",
-            f"Machine: {platform.machine()}, {args.jobs} worker processes, NumPy "
+            f"Machine: {platform.machine()}, {args.jobs} worker process(es), NumPy "
             f"{np.__version__}, Python {platform.python_version()}. Command: "
             f"`python benchmarks/paper1_scores.py --kind {kind}`; the runs took "
             f"{total / 60:.1f} min of worker time for these datasets (the time column; "

@@ -208,3 +208,8 @@ def test_learners_know_every_label_the_predictor_can_output():
     result = evaluate_scores(X, y, RareClassModel(), {"REG": LossRegression()}, n_splits=1,
                              random_state=0, model_grid=(1.0,))
     assert np.isfinite(result.aurc).all()
+
+
+def test_iman_davenport_at_perfect_agreement_and_for_one_dataset():
+    assert compare_methods(np.tile([1.0, 2.0, 3.0], (4, 1))).iman_davenport_pvalue == 0.0
+    assert np.isnan(compare_methods([[1.0, 2.0, 3.0]]).iman_davenport_pvalue)

@@ -303,7 +303,8 @@ class MethodComparison(NamedTuple):
         From the chi-square distribution with ``k - 1`` degrees of freedom.
     iman_davenport_pvalue : float
         The less conservative F form, ``(N - 1) chi2_F / (N (k - 1) - chi2_F)`` with
-        ``(k - 1, (k - 1)(N - 1))`` degrees of freedom (NaN when undefined).
+        ``(k - 1, (k - 1)(N - 1))`` degrees of freedom; 0 when every dataset ranks
+        the methods alike (F is infinite), NaN for a single dataset.
     critical_difference : float
         Nemenyi ``q_alpha * sqrt(k (k + 1) / (6 N))`` with ``q_alpha`` the studentised
         range quantile divided by ``sqrt(2)``.
@@ -354,11 +355,13 @@ def compare_methods(
     chi2 = 12.0 * n / (k * (k + 1)) * (float(np.sum(avg**2)) - k * (k + 1) ** 2 / 4.0)
     p_chi2 = float(stats.chi2.sf(chi2, k - 1))
     denom = n * (k - 1) - chi2
-    if n > 1 and denom > 0:
+    if n < 2:
+        p_f = math.nan  # no residual degrees of freedom
+    elif denom > 0:
         f_stat = (n - 1) * chi2 / denom
         p_f = float(stats.f.sf(f_stat, k - 1, (k - 1) * (n - 1)))
     else:
-        p_f = math.nan
+        p_f = 0.0  # every dataset ranks the methods alike: F is infinite
     q = float(stats.studentized_range.ppf(1.0 - alpha, k, np.inf)) / math.sqrt(2.0)
     cd = q * math.sqrt(k * (k + 1) / (6.0 * n))
     return MethodComparison(names, avg, chi2, p_chi2, p_f, cd, float(alpha))
