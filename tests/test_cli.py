@@ -210,11 +210,11 @@ def test_missing_file(tmp_path, capsys):
     assert "file not found" in line and "nope.csv" in line
 
 
-def test_misspelled_column_suggests_the_closest(csv_file, capsys):
+def test_misspelled_column_suggests_the_closest(csv_file, tmp_path, capsys):
     line = _one_error_line(*run(capsys, "evaluate", csv_file, "--score", "rsik")[::2])
     assert "score column 'rsik' not found; did you mean 'risk'?" in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--loss", "Loss", "--score", "risk",
-                                "--target-coverage", "0.5", "-o", "x.json")[::2])
+                                "--target-coverage", "0.5", "-o", tmp_path / "x.json")[::2])
     assert "did you mean 'loss'?" in line
 
 
@@ -260,11 +260,12 @@ def test_infeasible_targets_say_what_is_attainable(csv_file, tmp_path, capsys):
     assert not (tmp_path / "x.json").exists()
 
 
-def test_fit_needs_exactly_one_target(csv_file, capsys):
-    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "-o", "x.json")[::2])
+def test_fit_needs_exactly_one_target(csv_file, tmp_path, capsys):
+    out = tmp_path / "x.json"
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "-o", out)[::2])
     assert "exactly one target" in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
-                                "0.1", "--reject-cost", "0.1", "-o", "x.json")[::2])
+                                "0.1", "--reject-cost", "0.1", "-o", out)[::2])
     assert "got target_risk, reject_cost" in line
 
 
