@@ -22,7 +22,13 @@ import scipy.sparse.linalg
 from numpy.typing import ArrayLike, NDArray
 
 from ._base import ParamsMixin
-from ._validation import as_losses, check_choice, check_positive, check_same_length
+from ._validation import (
+    as_features,
+    as_losses,
+    check_choice,
+    check_positive,
+    check_same_length,
+)
 from .exceptions import ConvergenceWarning
 from .metrics import aurc
 from .models import _decode, _encode
@@ -44,24 +50,6 @@ PAPER_C_GRID: tuple[float, ...] = (0.0, 1.0, 10.0, 100.0, 1000.0)
 
 _FEATURES = ("predicted_class", "shared")
 _FORMAT = "abstain.score/1"
-
-
-def as_features(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
-    """Return ``X`` as a finite, non-empty 2-D float64 array."""
-    try:
-        arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name} must be an array of real numbers; got {type(X).__name__}."
-        ) from exc
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(
-            f"{name} must be a non-empty 2-D array (n_samples, n_features); got shape {arr.shape}."
-        )
-    if not np.isfinite(arr).all():
-        bad = int(np.count_nonzero(~np.isfinite(arr)))
-        raise ValueError(f"{name} must be finite; got {bad} NaN or infinite value(s).")
-    return arr
 
 
 def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "as_features",
     "as_scores",
     "as_losses",
     "as_losses_and_scores",
@@ -42,6 +43,24 @@ def _as_1d_float(
         raise ValueError(f"{name} must not be empty; got an array of length 0.")
     # min and max propagate NaN and expose +-inf: two allocation-free passes.
     if arr.size and not (np.isfinite(arr.min()) and np.isfinite(arr.max())):
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        raise ValueError(f"{name} must be finite; got {bad} NaN or infinite value(s).")
+    return arr
+
+
+def as_features(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
+    """Return ``X`` as a finite, non-empty 2-D float64 array."""
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be an array of real numbers; got {type(X).__name__}."
+        ) from exc
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(
+            f"{name} must be a non-empty 2-D array (n_samples, n_features); got {_describe(arr)}."
+        )
+    if not np.isfinite(arr).all():
         bad = int(np.count_nonzero(~np.isfinite(arr)))
         raise ValueError(f"{name} must be finite; got {bad} NaN or infinite value(s).")
     return arr

@@ -19,8 +19,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ._learned import PAPER_C_GRID, TCP, as_features, select_regularization, true_class_probability
-from ._validation import check_fraction
+from ._learned import PAPER_C_GRID, TCP, select_regularization, true_class_probability
+from ._validation import as_features, check_fraction
 from .metrics import aurc
 from .scores import conditional_risk, margin
 

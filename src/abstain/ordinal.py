@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._base import ParamsMixin
-from ._validation import check_positive, check_same_length
+from ._validation import as_features, check_positive, check_same_length
 from .exceptions import ConvergenceWarning
 from .scores import ordinal_margin
 
@@ -317,21 +317,6 @@ def solve_svor(
     return SVORSolution(w, b, objective, gap, n_iter)
 
 
-def _as_features(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
-    try:
-        x = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        what = type(X).__name__
-        raise ValueError(f"{name} must be an array of real numbers; got {what}.") from exc
-    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D array (n_samples, n_features); "
-                         f"got an array of shape {x.shape}.")
-    if not np.all(np.isfinite(x)):
-        bad = int(np.count_nonzero(~np.isfinite(x)))
-        raise ValueError(f"{name} must be finite; got {bad} NaN or infinite value(s).")
-    return x
-
-
 class SVOR(ParamsMixin):
     """Support Vector Ordinal Regression with implicit constraints (Chu and Keerthi 2005).
 
@@ -423,7 +408,7 @@ class SVOR(ParamsMixin):
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
                 or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
-        x = _as_features(X)
+        x = as_features(X)
         labels = np.asarray(y)
         if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
             raise ValueError(f"y must be a 1-D array of integer labels; got dtype {labels.dtype} "
@@ -445,7 +430,7 @@ class SVOR(ParamsMixin):
 
     def _features(self, X: ArrayLike) -> NDArray[np.float64]:
         self._check_fitted("coef_")
-        x = _as_features(X)
+        x = as_features(X)
         if x.shape[1] != self.coef_.size:
             raise ValueError(f"X must have {self.coef_.size} features; got {x.shape[1]}.")
         return x
