@@ -121,10 +121,7 @@ class Detector(ParamsMixin):
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Detector:
         """Nothing to learn: a logit-based score. Checks ``X`` when given; returns self."""
-        if X is not None:
-            self.n_classes_ = int(self._inputs(X).shape[1])
-        else:
-            self.n_classes_ = None
+        self.n_classes_: int | None = None if X is None else int(self._inputs(X).shape[1])
         return self
 
     def _inputs(self, X: ArrayLike) -> NDArray[np.float64]:
