@@ -276,6 +276,63 @@ def test_bad_metric_targets():
     with pytest.raises(ValueError, match="losses must be in"):
         M.oscr([2.0, 0.0], [0, 1], [0.1, 0.2])
     with pytest.raises(ValueError, match="one column"):
-        M.auroc([0, 1], [[0.1, 0.2], [0.3, 0.4]])
+        M.aupr_in([0, 1], [[0.1, 0.2], [0.3, 0.4]])
     with pytest.raises(ValueError, match="ood_scale"):
         synthetic_ood_1d(ood_scale="sigma")
+
+
+def _envelope_reference(losses, is_ood, s, gain_is_ccr, n_directions, n_points):
+    """Max over the grid directions of each direction's curve, by loops over thresholds."""
+    is_ood = np.asarray(is_ood, bool)
+    losses = np.asarray(losses, float)
+    n_id, n_ood = float((~is_ood).sum()), float(is_ood.sum())
+    grid = np.linspace(0, 1, n_points)
+    best = np.zeros(n_points)
+    for k in range(n_directions):
+        a = k * math.pi / n_directions
+        p = s[:, 0] * math.cos(a) + s[:, 1] * math.sin(a)
+        xs, ys = [0.0], [0.0]
+        for t in sorted(set(p.tolist())):  # accept every row with p <= t
+            acc = p <= t
+            xs.append(float(np.sum(acc & is_ood)) / n_ood)
+            gain = (1 - losses) if gain_is_ccr else np.ones_like(losses)
+            ys.append(float(np.sum(gain * (acc & ~is_ood))) / n_id)
+        xs, ys = np.array(xs), np.array(ys)
+        for i, b in enumerate(grid):
+            # the largest value at FPR <= b on the piecewise-linear curve
+            val = 0.0
+            for j in range(len(xs) - 1):
+                if xs[j] <= b + 1e-12:
+                    val = max(val, ys[j])
+                    if xs[j + 1] > xs[j]:
+                        f = min(max((b - xs[j]) / (xs[j + 1] - xs[j]), 0.0), 1.0)
+                        val = max(val, ys[j] + f * (ys[j + 1] - ys[j]))
+            if xs[-1] <= b + 1e-12:
+                val = max(val, ys[-1])
+            best[i] = max(best[i], val)
+    return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_double_score_auroc_and_oscr_against_loops(seed):
+    rng = np.random.default_rng(seed)
+    s, is_ood, _ = random_sample(rng, n_max=12, levels=4)
+    losses = rng.integers(0, 2, s.shape[0]).astype(float)
+    for fn, ccr in ((lambda: M.auroc(is_ood, s, n_directions=12, n_points=41), False),
+                    (lambda: M.oscr(losses, is_ood, s, n_directions=12, n_points=41), True)):
+        assert fn() == pytest.approx(_envelope_reference(losses, is_ood, s, ccr, 12, 41),
+                                     abs=1e-12)
+
+
+def test_double_score_area_is_at_least_each_column():
+    rng = np.random.default_rng(7)
+    n = 400
+    is_ood = rng.random(n) < 0.4
+    losses = (rng.random(n) < 0.2).astype(float)
+    s = np.stack([rng.normal(size=n) + losses, rng.normal(size=n) + 1.5 * is_ood], axis=1)
+    both_a, both_o = M.auroc(is_ood, s), M.oscr(losses, is_ood, s)
+    for j in (0, 1):
+        assert both_a >= M.auroc(is_ood, s[:, j]) - 1e-3
+        assert both_o >= M.oscr(losses, is_ood, s[:, j]) - 1e-3
+    with pytest.raises(ValueError, match="n_points"):
+        M.auroc(is_ood, s, n_points=1)

@@ -253,17 +253,8 @@ def ood_roc_curve(is_ood: ArrayLike, scores: ArrayLike, *, fpr: ArrayLike | None
     best = np.zeros(grid.size)
     for w in fit.directions("grid", n_directions):
         kn = core.knots(core.project(fit.s, w), fit.w_id, fit.w_ood, fit.w_loss)
-        best = np.maximum(best, _max_i_at_o(kn, grid * fit.n_ood) / fit.n_id)
+        best = np.maximum(best, _interp_at_o(kn.O, kn.I, grid * fit.n_ood) / fit.n_id)
     return ROCCurve(grid, best)
-
-
-def _max_i_at_o(kn: core.Knots, b: F64) -> F64:
-    j = np.searchsorted(kn.O, b * (1 + 1e-12), side="right") - 1
-    nxt = np.minimum(j + 1, kn.O.size - 1)
-    do = kn.O[nxt] - kn.O[j]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(do > 0, np.clip((b - kn.O[j]) / do, 0.0, 1.0), 0.0)
-    return kn.I[j] + f * (kn.I[nxt] - kn.I[j])
 
 
 def ood_pr_curve(is_ood: ArrayLike, scores: ArrayLike, *, recall: ArrayLike | None = None,
@@ -305,12 +296,42 @@ def ood_pr_curve(is_ood: ArrayLike, scores: ArrayLike, *, recall: ArrayLike | No
     return PRCurve(grid, best)
 
 
-def auroc(is_ood: ArrayLike, scores: ArrayLike) -> float:
+def _interp_at_o(ood: F64, y: F64, b: F64) -> F64:
+    """``y`` of the randomised rules at accepted-OOD mass ``b`` (the largest at tied ``ood``)."""
+    j = np.searchsorted(ood, b * (1 + 1e-12), side="right") - 1
+    nxt = np.minimum(j + 1, ood.size - 1)
+    do = ood[nxt] - ood[j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(do > 0, np.clip((b - ood[j]) / do, 0.0, 1.0), 0.0)
+    return y[j] + f * (y[nxt] - y[j])
+
+
+def _envelope_area(fit: _Fit, gain: F64, n_directions: int, n_points: int) -> float:
+    """Area under ``max over directions of (accepted gain mass) / #ID`` against FPR."""
+    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
+        raise ValueError(f"n_points must be an integer >= 2; got {n_points!r}.")
+    grid = np.linspace(0.0, 1.0, int(n_points))
+    best = np.zeros(grid.size)
+    for w in fit.directions("grid", n_directions):
+        kn = core.knots(core.project(fit.s, w), fit.w_id, fit.w_ood, gain)
+        best = np.maximum(best, _interp_at_o(kn.O, kn.L, grid * fit.n_ood) / fit.n_id)
+    return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
+
+
+def auroc(is_ood: ArrayLike, scores: ArrayLike, *, n_directions: int = 360,
+          n_points: int = 2001) -> float:
     """Area under the ROC curve; OOD is the positive class of a higher score.
 
-    ``P(s_ID < s_OOD) + P(s_ID == s_OOD) / 2``: the trapezoid under the ROC curve of
-    :func:`ood_roc_curve`, so a tie counts one half. Equal to the AUROC with ID
-    positive and a lower score predicting ID.
+    One score: ``P(s_ID < s_OOD) + P(s_ID == s_OOD) / 2``, the exact trapezoid under
+    the ROC curve of :func:`ood_roc_curve`, so a tie counts one half. Equal to the
+    AUROC with ID positive and a lower score predicting ID.
+
+    Two scores ``(s_r, s_g)``: the area under the ROC curve of the double-score method
+    (section 3.2 of Franc, Prusa and Paplham, 2023): at each FPR the largest TPR over
+    the ``n_directions`` grid of directions, evaluated at ``n_points`` equally spaced
+    FPR values and integrated by trapezoids (every direction's curve is piecewise
+    linear, so the error is below ``1 / (n_points - 1)``; at least the best single column's
+    area up to that error).
 
     Examples
     --------
@@ -318,7 +339,10 @@ def auroc(is_ood: ArrayLike, scores: ArrayLike) -> float:
     >>> auroc([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4])
     0.875
     """
-    fpr, tpr = ood_roc_curve(is_ood, _one_column(_sample(is_ood, scores)))
+    fit = _sample(is_ood, scores)
+    if fit.s.shape[1] == 2:
+        return _envelope_area(fit, fit.w_id, n_directions, n_points)
+    fpr, tpr = ood_roc_curve(is_ood, fit.s[:, 0])
     return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
 
 
@@ -412,21 +436,30 @@ def detection_rate_at_false_alarm(is_ood: ArrayLike, scores: ArrayLike,
     return tnr_at_tpr(is_ood, scores, 1.0 - fa)
 
 
-def _ccr_curve(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike) -> tuple[F64, F64]:
-    fit = _sample(is_ood, scores, losses)
+def _check_ccr_losses(fit: _Fit) -> None:
     if np.any(fit.w_loss > fit.w_id):
         raise ValueError("losses must be in [0, 1] on ID rows for the correct classification "
                          "rate; got a larger value.")
+
+
+def _ccr_curve(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike) -> tuple[F64, F64]:
+    fit = _sample(is_ood, scores, losses)
+    _check_ccr_losses(fit)
     kn = core.knots(_one_column(fit), fit.w_id, fit.w_ood, fit.w_id - fit.w_loss)
     return kn.O / fit.n_ood, kn.L / fit.n_id
 
 
-def oscr(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike) -> float:
+def oscr(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *, n_directions: int = 360,
+         n_points: int = 2001) -> float:
     """Open-set classification rate: the area under CCR against FPR (Dhamija et al. 2018).
 
     ``CCR = sum over accepted ID rows of (1 - loss) / #ID`` (the correctly classified
     and accepted ID fraction, for 0/1 losses); the curve joins the per-group points
     linearly (randomised ties), from (0, 0) to (1, ID accuracy).
+
+    Two scores ``(s_r, s_g)``: at each FPR the largest CCR over the ``n_directions``
+    grid of directions, on ``n_points`` equally spaced FPR values integrated by
+    trapezoids, as :func:`auroc` does for two scores.
 
     Examples
     --------
@@ -434,6 +467,10 @@ def oscr(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike) -> float:
     >>> oscr([0, 0, 1, 0], [0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
     0.5
     """
+    fit = _sample(is_ood, scores, losses)
+    if fit.s.shape[1] == 2:
+        _check_ccr_losses(fit)
+        return _envelope_area(fit, fit.w_id - fit.w_loss, n_directions, n_points)
     x, y = _ccr_curve(losses, is_ood, scores)
     return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2))
 
