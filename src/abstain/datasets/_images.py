@@ -15,6 +15,7 @@ Every loader returns images in the MNIST convention: ``X`` uint8 of shape (n, 28
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import hashlib
 import os
@@ -126,12 +127,15 @@ class _NumpyUnpickler(pickle.Unpickler):
     """Unpickler that builds plain NumPy arrays and refuses every other global.
 
     An array pickle needs only ``numpy.ndarray``, ``numpy.dtype`` and the array
-    reconstructor (``numpy.core.multiarray._reconstruct``, ``numpy._core`` in NumPy 2).
+    reconstructor (``numpy.core.multiarray._reconstruct``, ``numpy._core`` in NumPy 2);
+    Python 3 pickles of protocol 2 also write raw bytes with ``_codecs.encode``.
     """
 
     def find_class(self, module: str, name: str) -> Any:
         if module == "numpy" and name in ("ndarray", "dtype"):
             return getattr(np, name)
+        if module == "_codecs" and name == "encode":
+            return codecs.encode
         if name == "_reconstruct" and module in ("numpy.core.multiarray", "numpy._core.multiarray"):
             return np.ndarray(0).__reduce__()[0]
         raise pickle.UnpicklingError(
@@ -481,7 +485,7 @@ def render_letters(
     size = int(size)
     PIL = require_source("PIL", PILLOW_INSTALL, "render_letters", make=MAKE_DATA_OOD)
     if fonts is None:
-        paths = find_fonts()
+        paths = find_fonts(FONT_DIRS)
     else:
         paths = [Path(f) for f in fonts]
         for p in paths:
