@@ -162,6 +162,18 @@ def test_mnist_converts_the_pickle_exactly_and_caches_it(tmp_path, cache, monkey
     assert not list(cache.glob("*.tmp"))
 
 
+def test_unwritable_cache_warns_and_still_loads(tmp_path, monkeypatch, rng):
+    source = tmp_path / "mnist.pkl.gz"
+    pixels = fake_mnist_pickle(source, rng)
+    monkeypatch.setattr(_images, "package_file", lambda *args, **kwargs: source)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ABSTAIN_DATA", str(blocker / "cache"))
+    with pytest.warns(UserWarning, match=r"could not cache mnist.npz in .*a-file"):
+        X, _ = load_mnist("test")
+    assert np.array_equal(X.reshape(3, 784), pixels[6:])
+
+
 def test_mnist_refuses_another_pixel_encoding(tmp_path, cache, monkeypatch):
     source = tmp_path / "mnist.pkl.gz"
     part = (np.full((1, 784), 0.3, dtype=np.float32), np.zeros(1, dtype=np.int64))
