@@ -61,9 +61,6 @@ MNIST_NPZ = "mnist.npz"
 ANIMAL_INSTALL = "pip install --no-deps animal-mnist==0.4"
 ANIMAL_IMAGES = "data/Animal_MNIST/animal_data_version_3.gz"
 ANIMAL_LABELS = "data/Animal_MNIST/animal_label_version_3.gz"
-ANIMAL_CLASSES = (
-    "bear", "bird", "cat", "cow", "dog", "elephant", "giraffe", "horse", "sheep", "zebra"
-)  # fmt: skip
 PILLOW_INSTALL = "pip install 'abstain[images]'"
 FONT_DIRS = (Path("/usr/share/fonts"), Path("/usr/share/texmf/fonts/opentype"))
 FONT_SUFFIXES = (".ttf", ".otf", ".ttc")
