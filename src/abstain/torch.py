@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import warnings
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -109,6 +110,13 @@ def _param_dtype(model: nn.Module) -> torch.dtype:
     return torch.float32
 
 
+def _from_numpy(arr: NDArray[Any]) -> torch.Tensor:
+    """``torch.from_numpy`` without its warning for read-only arrays (never written to here)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(np.ascontiguousarray(arr))
+
+
 def _as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") -> torch.Tensor:
     """``X`` as a tensor with at least one row; floating NumPy data takes the model's dtype."""
     if isinstance(X, torch.Tensor):
@@ -119,7 +127,7 @@ def _as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") ->
             np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_
         ):
             raise ValueError(f"{name} must be a numeric array or tensor; got dtype {arr.dtype}.")
-        t = torch.from_numpy(np.ascontiguousarray(arr))
+        t = _from_numpy(arr)
         if t.is_floating_point():
             t = t.to(_param_dtype(model))
     if t.ndim == 0 or t.shape[0] == 0:
@@ -616,7 +624,7 @@ def images_to_tensor(
         raise ValueError(
             f"mean and std must be given together; got mean={mean!r} and std={std!r}."
         )
-    out = torch.from_numpy(np.ascontiguousarray(arr)).to(torch.float32).div_(255.0)
+    out = torch.from_numpy(arr.astype(np.float32)).div_(255.0)
     if mean is not None and std is not None:
         from ._validation import check_positive
 
@@ -626,7 +634,13 @@ def images_to_tensor(
 
 
 def _as_labels(y: ArrayLike | torch.Tensor, n: int) -> torch.Tensor:
-    t = y.detach().cpu() if isinstance(y, torch.Tensor) else torch.from_numpy(np.asarray(y))
+    if isinstance(y, torch.Tensor):
+        t = y.detach().cpu()
+    else:
+        arr = np.asarray(y)
+        if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+            raise ValueError(f"y must hold integer class labels; got dtype {arr.dtype}.")
+        t = _from_numpy(arr)
     if t.ndim != 1 or t.shape[0] != n:
         raise ValueError(
             f"y must be one-dimensional with one label per row of X ({n}); got shape "
