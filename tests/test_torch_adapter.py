@@ -92,7 +92,7 @@ def test_extract_removes_its_hook_also_on_error() -> None:
     assert _no_hooks(model) and not model[4]._forward_pre_hooks
     x_bad = x.clone()
     x_bad[5, 0, 0, 0] = float("nan")
-    with pytest.raises(ValueError, match="X must be finite; got 1 NaN"):
+    with pytest.raises(ValueError, match="X must be finite; got 1 NaN.* in rows 4 to 5"):
         extract(model, x_bad, batch_size=2)
     assert _no_hooks(model)
 
@@ -311,6 +311,10 @@ def test_train_classifier_errors() -> None:
         train_classifier(model, x, y, epochs=-1)
     with pytest.raises(ValueError, match="lr must be a finite number"):
         train_classifier(model, x, y, lr=0.0)
+    x_bad = x.clone()
+    x_bad[0, 0, 0, 0] = float("inf")
+    with pytest.raises(ValueError, match="X must be finite; got 1 NaN or infinite"):
+        train_classifier(model, x_bad, y)
 
 
 def test_images_to_tensor() -> None:

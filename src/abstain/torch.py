@@ -142,8 +142,8 @@ def _check_finite(t: torch.Tensor, start: int, name: str = "X") -> None:
     if t.is_floating_point() and not bool(torch.isfinite(t).all()):
         bad = int((~torch.isfinite(t)).sum())
         raise ValueError(
-            f"{name} must be finite; got {bad} NaN or infinite value(s) in the batch "
-            f"starting at row {start}."
+            f"{name} must be finite; got {bad} NaN or infinite value(s) in rows {start} "
+            f"to {start + int(t.shape[0]) - 1}."
         )
 
 
@@ -708,8 +708,8 @@ def train_classifier(
     Raises
     ------
     ValueError
-        For empty or mismatched ``X``/``y``, non-integer or negative labels, or bad
-        ``epochs``, ``batch_size``, ``lr``, ``weight_decay``.
+        For empty, non-finite or mismatched ``X``/``y``, non-integer or negative
+        labels, or bad ``epochs``, ``batch_size``, ``lr``, ``weight_decay``.
 
     Examples
     --------
@@ -734,6 +734,7 @@ def train_classifier(
     Xt = _as_input(model, X)
     n = int(Xt.shape[0])
     yt = _as_labels(y, n)
+    _check_finite(Xt, 0)
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     n_batches = -(-n // batch_size)
     bar = ProgressBar("train", quiet=not progress)
