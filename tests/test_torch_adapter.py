@@ -332,6 +332,8 @@ def test_images_to_tensor() -> None:
         images_to_tensor(X, mean=0.5)
     with pytest.raises(ValueError, match="std must be a finite number"):
         images_to_tensor(X, mean=0.5, std=0.0)
+    with pytest.raises(ValueError, match="mean must be a finite real number; got nan"):
+        images_to_tensor(X, mean=float("nan"), std=0.5)
 
 
 # --------------------------------------------------------------------------- weights

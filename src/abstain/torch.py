@@ -35,13 +35,14 @@ try:
     import torch
     from torch import nn
     from torch.nn import functional as F
-except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
+except ImportError as _exc:  # pragma: no cover - tested with torch hidden from import
     raise ImportError(
         "abstain.torch needs PyTorch: pip install 'abstain[torch]' "
         "(torch==2.13.0, the CPU wheel)"
     ) from _exc
 
 from ._progress import ProgressBar
+from ._validation import check_positive
 from .io import atomic_path
 
 __all__ = [
@@ -446,8 +447,6 @@ def odin_logits(
     >>> np.allclose(odin_logits(model, x, epsilon=0.0), model(x).detach().numpy())
     True
     """
-    from ._validation import check_positive
-
     temperature = check_positive("temperature", temperature)
     epsilon = check_positive("epsilon", epsilon, allow_zero=True)
     batch_size = _check_batch_size(batch_size)
@@ -626,9 +625,10 @@ def images_to_tensor(
         )
     out = torch.from_numpy(arr.astype(np.float32)).div_(255.0)
     if mean is not None and std is not None:
-        from ._validation import check_positive
-
         std = check_positive("std", std)
+        if isinstance(mean, bool) or not isinstance(mean, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(mean):
+            raise ValueError(f"mean must be a finite real number; got {mean!r}.")
         out = out.sub_(float(mean)).div_(std)
     return out.unsqueeze(1)
 
@@ -722,8 +722,6 @@ def train_classifier(
     >>> (model(X).argmax(1) == y).float().mean().item()
     1.0
     """
-    from ._validation import check_positive
-
     if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
         raise ValueError(f"epochs must be a non-negative integer; got {epochs!r}.")
     batch_size = _check_batch_size(batch_size)
