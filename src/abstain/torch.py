@@ -1,0 +1,912 @@
+"""A thin PyTorch adapter: logits, features and last-layer weights as NumPy arrays.
+
+The detectors of :mod:`abstain` take NumPy arrays: logits of shape (n, K),
+penultimate features of shape (n, d), and the last linear layer's weight ``W``
+(K, d) and bias ``b`` (K,). This module produces them from any
+``torch.nn.Module`` (the ``torch`` extra: ``pip install 'abstain[torch]'``):
+
+* :func:`extract` runs the model in eval mode, in batches, and returns the logits
+  and the input of its last ``nn.Linear`` (or of any submodule you name);
+* :func:`last_layer` returns that layer's ``W`` and ``b``;
+* :func:`odin_logits` returns the logits of ODIN's perturbed inputs (Liang et al.,
+  2018);
+* :class:`SmallCNN`, :func:`train_classifier` and :func:`images_to_tensor` train a
+  small, seeded CNN on 28x28 grayscale images on a CPU in a few minutes;
+* :func:`save_state` and :func:`load_state` cache weights in an ``.npz`` file read
+  without pickle.
+
+Every array returned is float64 NumPy. Nothing here computes a score: the
+detectors do, with one direction everywhere (higher = more OOD).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import warnings
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+try:
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+except ImportError as _exc:  # pragma: no cover - tested with torch hidden from import
+    raise ImportError(
+        "abstain.torch needs PyTorch: pip install 'abstain[torch]' "
+        "(torch==2.13.0, the CPU wheel)"
+    ) from _exc
+
+from ._progress import ProgressBar
+from ._validation import check_positive
+from .io import atomic_path
+
+__all__ = [
+    "Extracted",
+    "LastLayer",
+    "extract",
+    "last_layer",
+    "odin_logits",
+    "SmallCNN",
+    "train_classifier",
+    "images_to_tensor",
+    "save_state",
+    "load_state",
+    "STATE_FORMAT",
+]
+
+#: The format name written into every file of :func:`save_state`.
+STATE_FORMAT = "abstain.torch-state/1"
+_META_KEY = "__abstain_meta__"
+
+
+class Extracted(NamedTuple):
+    """What :func:`extract` returns.
+
+    Attributes
+    ----------
+    logits : ndarray of shape (n, K), float64
+        The model's outputs.
+    features : ndarray of shape (n, d), float64
+        The input of the feature layer, flattened to one row per sample.
+    """
+
+    logits: NDArray[np.float64]
+    features: NDArray[np.float64]
+
+
+class LastLayer(NamedTuple):
+    """What :func:`last_layer` returns: ``logits = features @ weight.T + bias``.
+
+    Attributes
+    ----------
+    weight : ndarray of shape (K, d), float64
+    bias : ndarray of shape (K,), float64
+        Zeros for a layer built with ``bias=False``.
+    """
+
+    weight: NDArray[np.float64]
+    bias: NDArray[np.float64]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _check_batch_size(batch_size: Any) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}.")
+    return int(batch_size)
+
+
+def _param_dtype(model: nn.Module) -> torch.dtype:
+    """The dtype of the model's first floating parameter (float32 if it has none)."""
+    for p in model.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return torch.float32
+
+
+def _from_numpy(arr: NDArray[Any]) -> torch.Tensor:
+    """``torch.from_numpy`` without its warning for read-only arrays (never written to here)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(np.ascontiguousarray(arr))
+
+
+def _as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") -> torch.Tensor:
+    """``X`` as a tensor with at least one row; floating NumPy data takes the model's dtype."""
+    if isinstance(X, torch.Tensor):
+        t = X.detach()
+    else:
+        arr = np.asarray(X)
+        if arr.dtype == object or not (
+            np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_
+        ):
+            raise ValueError(f"{name} must be a numeric array or tensor; got dtype {arr.dtype}.")
+        t = _from_numpy(arr)
+        if t.is_floating_point():
+            t = t.to(_param_dtype(model))
+    if t.ndim == 0 or t.shape[0] == 0:
+        raise ValueError(
+            f"{name} must hold at least one sample along its first axis; "
+            f"got shape {tuple(t.shape)}."
+        )
+    return t
+
+
+def _check_finite(t: torch.Tensor, start: int, name: str = "X") -> None:
+    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        bad = int((~torch.isfinite(t)).sum())
+        raise ValueError(
+            f"{name} must be finite; got {bad} NaN or infinite value(s) in rows {start} "
+            f"to {start + int(t.shape[0]) - 1}."
+        )
+
+
+def _last_linear(model: nn.Module) -> nn.Linear:
+    last = None
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            last = m
+    if last is None:
+        raise ValueError(
+            f"model must contain an nn.Linear layer when feature_layer is None; "
+            f"got {type(model).__name__} without one. Pass feature_layer=<the submodule "
+            f"whose input is the feature vector>."
+        )
+    return last
+
+
+def _check_submodule(model: nn.Module, layer: nn.Module, name: str) -> None:
+    if not isinstance(layer, nn.Module) or not any(m is layer for m in model.modules()):
+        raise ValueError(
+            f"{name} must be a submodule of model (an element of model.modules()); "
+            f"got {type(layer).__name__}."
+        )
+
+
+@contextlib.contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    """Put every submodule in eval mode; restore each one's own flag afterwards."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, training in modes:
+            m.training = training
+
+
+def _logits_2d(out: Any, n: int) -> torch.Tensor:
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(
+            f"model must return a tensor of logits; got {type(out).__name__}. Wrap the model "
+            f"in an nn.Module whose forward returns the logits."
+        )
+    if out.ndim != 2 or out.shape[0] != n:
+        raise ValueError(
+            f"model must return logits of shape (batch, n_classes); got shape "
+            f"{tuple(out.shape)} for a batch of {n}."
+        )
+    return out
+
+
+def _to_numpy(t: torch.Tensor) -> NDArray[np.float64]:
+    return t.detach().to(device="cpu", dtype=torch.float64).numpy()
+
+
+# --------------------------------------------------------------------------- extract
+
+
+def extract(
+    model: nn.Module,
+    X: ArrayLike | torch.Tensor,
+    *,
+    batch_size: int = 256,
+    feature_layer: nn.Module | None = None,
+    device: str | torch.device = "cpu",
+    progress: bool = False,
+) -> Extracted:
+    """Logits and penultimate features of ``model`` on ``X``, as float64 NumPy arrays.
+
+    The model runs in eval mode under ``torch.no_grad()``, ``batch_size`` rows at a
+    time; each submodule's train/eval flag is restored afterwards. The features
+    are the input of ``feature_layer``, captured with a forward pre-hook that is
+    removed on return (also on an error), and flattened to one row per sample.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps a batch of inputs to logits of shape (batch, K). It must already be on
+        ``device``; it is not moved.
+    X : ndarray or torch.Tensor of shape (n, ...)
+        The inputs, e.g. (n, 1, 28, 28) images. A floating NumPy array is converted
+        to the dtype of the model's parameters (float64 data to a float32 model);
+        a tensor is used as it is.
+    batch_size : int, default 256
+        Rows per forward pass. The results do not depend on it beyond the
+        floating-point noise of batched kernels.
+    feature_layer : torch.nn.Module, optional
+        The submodule whose input is the feature vector. Default: the last
+        ``nn.Linear`` in ``model.modules()`` order, so that
+        ``logits == features @ W.T + b`` with ``(W, b) = last_layer(model)``.
+        It must run exactly once per forward pass.
+    device : str or torch.device, default "cpu"
+        Where each batch is sent before the forward pass.
+    progress : bool, default False
+        Draw a progress bar on stderr.
+
+    Returns
+    -------
+    Extracted
+        ``logits`` of shape (n, K) and ``features`` of shape (n, d), float64.
+
+    Raises
+    ------
+    ValueError
+        For an empty or non-finite ``X``, a model without ``nn.Linear`` when
+        ``feature_layer`` is None, a ``feature_layer`` that is not a submodule or does
+        not run exactly once per forward pass, or outputs that are not (batch, K).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from abstain.torch import extract
+    >>> _ = torch.manual_seed(0)
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(),
+    ...                             torch.nn.Linear(3, 2))
+    >>> out = extract(model, torch.randn(5, 4), batch_size=2)
+    >>> out.logits.shape, out.features.shape, out.logits.dtype
+    ((5, 2), (5, 3), dtype('float64'))
+    >>> bool((out.features >= 0).all())        # the ReLU output feeds the last layer
+    True
+    """
+    batch_size = _check_batch_size(batch_size)
+    if feature_layer is None:
+        feature_layer = _last_linear(model)
+    else:
+        _check_submodule(model, feature_layer, "feature_layer")
+    t = _as_input(model, X)
+    n = int(t.shape[0])
+    captured: list[torch.Tensor] = []
+
+    def hook(module: nn.Module, args: tuple[Any, ...]) -> None:
+        if not args or not isinstance(args[0], torch.Tensor):
+            raise ValueError(
+                f"feature_layer must take a tensor as its first positional input; "
+                f"got {type(args[0]).__name__ if args else 'no positional input'}."
+            )
+        captured.append(args[0].detach())
+
+    logits: NDArray[np.float64] | None = None
+    features: NDArray[np.float64] | None = None
+    bar = ProgressBar("extract", quiet=not progress)
+    handle = feature_layer.register_forward_pre_hook(hook)
+    try:
+        with _eval_mode(model), torch.no_grad():
+            for start in range(0, n, batch_size):
+                xb = t[start:start + batch_size]
+                _check_finite(xb, start)
+                m = int(xb.shape[0])
+                captured.clear()
+                out = _logits_2d(model(xb.to(device)), m)
+                if len(captured) != 1:
+                    raise ValueError(
+                        f"feature_layer must run exactly once per forward pass; it ran "
+                        f"{len(captured)} times."
+                    )
+                feat = captured[0]
+                if feat.ndim == 0 or feat.shape[0] != m:
+                    raise ValueError(
+                        f"feature_layer's input must have one row per sample; got shape "
+                        f"{tuple(feat.shape)} for a batch of {m}."
+                    )
+                feat = feat.reshape(m, -1)
+                if logits is None or features is None:
+                    logits = np.empty((n, out.shape[1]), dtype=np.float64)
+                    features = np.empty((n, feat.shape[1]), dtype=np.float64)
+                logits[start:start + m] = _to_numpy(out)
+                features[start:start + m] = _to_numpy(feat)
+                bar(start + m, n)
+    finally:
+        handle.remove()
+        bar.close()
+    assert logits is not None and features is not None
+    return Extracted(logits, features)
+
+
+def last_layer(model: nn.Module, layer: nn.Linear | None = None) -> LastLayer:
+    """Weight and bias of the model's final ``nn.Linear``, as float64 NumPy arrays.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    layer : torch.nn.Linear, optional
+        The layer to read. Default: the last ``nn.Linear`` in ``model.modules()``
+        order, the layer whose input :func:`extract` returns as features.
+
+    Returns
+    -------
+    LastLayer
+        ``weight`` of shape (K, d) and ``bias`` of shape (K,) (zeros for
+        ``bias=False``), so that ``logits = features @ weight.T + bias``.
+
+    Raises
+    ------
+    ValueError
+        When the model has no ``nn.Linear`` or ``layer`` is not one of its
+        ``nn.Linear`` submodules.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from abstain.torch import last_layer
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(),
+    ...                             torch.nn.Linear(3, 2, bias=False))
+    >>> W, b = last_layer(model)
+    >>> W.shape, b.tolist()
+    ((2, 3), [0.0, 0.0])
+    """
+    if layer is None:
+        layer = _last_linear(model)
+    else:
+        _check_submodule(model, layer, "layer")
+        if not isinstance(layer, nn.Linear):
+            raise ValueError(f"layer must be an nn.Linear; got {type(layer).__name__}.")
+    W = _to_numpy(layer.weight)
+    b = _to_numpy(layer.bias) if layer.bias is not None else np.zeros(W.shape[0])
+    return LastLayer(W, b)
+
+
+# --------------------------------------------------------------------------- ODIN
+
+
+def odin_logits(
+    model: nn.Module,
+    X: ArrayLike | torch.Tensor,
+    *,
+    temperature: float = 1000.0,
+    epsilon: float = 0.0014,
+    batch_size: int = 256,
+    progress: bool = False,
+) -> NDArray[np.float64]:
+    r"""Logits of ODIN's perturbed inputs (Liang, Li and Srikant, ICLR 2018, eq. 2).
+
+    Each input is moved a step ``epsilon`` against the gradient sign of the
+    temperature-scaled softmax score of its predicted class,
+
+    .. math::
+
+        \tilde x = x - \varepsilon\,\operatorname{sign}\bigl(-\nabla_x
+        \log S_{\hat y}(x; T)\bigr), \qquad
+        S_k(x; T) = \frac{\exp(f_k(x)/T)}{\sum_j \exp(f_j(x)/T)},
+        \quad \hat y = \arg\max_k f_k(x),
+
+    which raises the maximum softmax score, more so for in-distribution inputs.
+    The returned logits are the raw ``f(x~)``, not divided by ``T``: the ODIN
+    detector applies the temperature (and the one score direction, higher = more
+    OOD).
+
+    The model runs in eval mode (each submodule's flag is restored afterwards); the
+    gradient is taken with ``torch.autograd.grad`` with respect to the inputs only,
+    so no ``.grad`` of a model parameter is created or changed. The gradients of a
+    batch are taken of the sum of its per-sample scores, which equals the
+    per-sample gradient for any model that treats samples independently (true in
+    eval mode for the usual layers, batch norm included). Ties in ``argmax`` go to
+    the first class.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps a batch of floating inputs to logits (batch, K); inputs are sent to the
+        device of its first parameter.
+    X : ndarray or torch.Tensor of shape (n, ...), floating
+        The inputs, in the units the model takes (see ``epsilon``).
+    temperature : float, default 1000.0
+        ``T`` of the softmax whose score is perturbed; the paper's value.
+    epsilon : float, default 0.0014
+        Step size, >= 0, in the model's input units. The paper tunes it on
+        validation data over 21 values in [0, 0.004]; 0.0014 is the value of its
+        reference code for CIFAR-10 (with pixels in [0, 1]). If the model takes
+        normalised inputs ``(x - mean) / std``, a step of ``e`` in [0, 1] pixel units
+        is ``e / std`` in the model's units: pass ``epsilon=e / std`` (the reference
+        code divides the gradient sign by the per-channel std for this reason).
+        ``epsilon=0`` returns the plain logits.
+    batch_size : int, default 256
+    progress : bool, default False
+        Draw a progress bar on stderr.
+
+    Returns
+    -------
+    ndarray of shape (n, K), float64
+        ``f(x~)`` for every input.
+
+    Raises
+    ------
+    ValueError
+        For an empty, non-floating or non-finite ``X``, ``temperature <= 0``,
+        ``epsilon < 0``, or outputs that are not (batch, K).
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from abstain.torch import odin_logits
+    >>> _ = torch.manual_seed(0)
+    >>> model = torch.nn.Linear(4, 3)
+    >>> x = torch.randn(6, 4)
+    >>> def msp(z, T=1000.0):
+    ...     return torch.softmax(torch.as_tensor(z) / T, 1).max(1).values
+    >>> z = odin_logits(model, x, epsilon=0.01)
+    >>> z.shape, bool((msp(z) >= msp(model(x).detach())).all())
+    ((6, 3), True)
+    >>> np.allclose(odin_logits(model, x, epsilon=0.0), model(x).detach().numpy())
+    True
+    """
+    temperature = check_positive("temperature", temperature)
+    epsilon = check_positive("epsilon", epsilon, allow_zero=True)
+    batch_size = _check_batch_size(batch_size)
+    t = _as_input(model, X)
+    if not t.is_floating_point():
+        raise ValueError(f"X must be floating point for ODIN's gradient; got {t.dtype}.")
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    n = int(t.shape[0])
+    result: NDArray[np.float64] | None = None
+    bar = ProgressBar("odin", quiet=not progress)
+    try:
+        with _eval_mode(model):
+            for start in range(0, n, batch_size):
+                xb = t[start:start + batch_size]
+                _check_finite(xb, start)
+                m = int(xb.shape[0])
+                x = xb.to(device).detach().clone().requires_grad_(True)
+                with torch.enable_grad():
+                    out = _logits_2d(model(x), m)
+                    pred = out.argmax(dim=1, keepdim=True)
+                    score = F.log_softmax(out / temperature, dim=1).gather(1, pred).sum()
+                    (grad,) = torch.autograd.grad(score, x)
+                with torch.no_grad():
+                    # x - eps * sign(-grad) == x + eps * sign(grad)
+                    x_tilde = x.detach() - epsilon * torch.sign(-grad)
+                    z = _logits_2d(model(x_tilde), m)
+                if result is None:
+                    result = np.empty((n, z.shape[1]), dtype=np.float64)
+                result[start:start + m] = _to_numpy(z)
+                bar(start + m, n)
+    finally:
+        bar.close()
+    assert result is not None
+    return result
+
+
+# --------------------------------------------------------------------------- a small CNN
+
+
+class SmallCNN(nn.Module):
+    """A small CNN for 28x28 images (FashionMNIST, MNIST).
+
+    ``[conv3x3-ReLU-conv3x3-ReLU-maxpool2] x 2`` with ``width`` and ``2 * width``
+    channels (padding 1, so 28 -> 14 -> 7), then ``flatten -> Linear(feature_dim)
+    -> ReLU -> Linear(n_classes)``. The features that :func:`extract` returns by
+    default are the input of the last layer, the ReLU output: non-negative, as
+    ReAct-style clipping assumes.
+
+    Parameters
+    ----------
+    n_classes : int, default 10
+    in_channels : int, default 1
+    width : int, default 16
+        Channels of the first two convolutions (the next two have ``2 * width``).
+    feature_dim : int, default 128
+        Dimension d of the penultimate features.
+    random_state : int, optional
+        Seed of the weight initialisation, drawn from a forked torch RNG so the
+        global one is left as it was. None uses the global torch RNG.
+
+    Attributes
+    ----------
+    backbone : torch.nn.Sequential
+        Everything up to and including the penultimate ReLU.
+    classifier : torch.nn.Linear
+        The last layer, ``feature_dim -> n_classes``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from abstain.torch import SmallCNN
+    >>> model = SmallCNN(n_classes=10, width=4, feature_dim=8, random_state=0)
+    >>> model(torch.zeros(2, 1, 28, 28)).shape
+    torch.Size([2, 10])
+    >>> model.classifier
+    Linear(in_features=8, out_features=10, bias=True)
+    """
+
+    image_size = 28
+
+    def __init__(
+        self,
+        n_classes: int = 10,
+        in_channels: int = 1,
+        width: int = 16,
+        feature_dim: int = 128,
+        *,
+        random_state: int | None = None,
+    ) -> None:
+        super().__init__()
+        for name, value in (("n_classes", n_classes), ("in_channels", in_channels),
+                            ("width", width), ("feature_dim", feature_dim)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                    or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+        self.n_classes = int(n_classes)
+        self.in_channels = int(in_channels)
+        rng: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+        if random_state is not None:
+            rng = torch.random.fork_rng(devices=[])
+        with rng:
+            if random_state is not None:
+                torch.manual_seed(int(random_state))
+            w, w2 = int(width), 2 * int(width)
+            side = self.image_size // 4
+            self.backbone = nn.Sequential(
+                nn.Conv2d(in_channels, w, 3, padding=1), nn.ReLU(),
+                nn.Conv2d(w, w, 3, padding=1), nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(w, w2, 3, padding=1), nn.ReLU(),
+                nn.Conv2d(w2, w2, 3, padding=1), nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Flatten(),
+                nn.Linear(w2 * side * side, int(feature_dim)), nn.ReLU(),
+            )
+            self.classifier = nn.Linear(int(feature_dim), int(n_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits of shape (batch, n_classes) for ``x`` of shape (batch, C, 28, 28)."""
+        if x.ndim != 4 or tuple(x.shape[1:]) != (self.in_channels, 28, 28):
+            raise ValueError(
+                f"x must have shape (batch, {self.in_channels}, 28, 28); "
+                f"got {tuple(x.shape)}."
+            )
+        out: torch.Tensor = self.classifier(self.backbone(x))
+        return out
+
+
+def images_to_tensor(
+    X: ArrayLike,
+    mean: float | None = None,
+    std: float | None = None,
+) -> torch.Tensor:
+    """Grayscale uint8 images of shape (n, H, W) as a float32 tensor (n, 1, H, W).
+
+    Pixels are scaled to [0, 1] (divided by 255), then, when ``mean`` and ``std``
+    are given, normalised to ``(x - mean) / std``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, H, W), uint8
+        E.g. the 28x28 images of an IDX file.
+    mean, std : float, optional
+        Both or neither; in [0, 1] pixel units (FashionMNIST's training set has
+        mean 0.2860 and std 0.3530).
+
+    Returns
+    -------
+    torch.Tensor of shape (n, 1, H, W), float32
+
+    Raises
+    ------
+    ValueError
+        When ``X`` is not a non-empty 3-D uint8 array, only one of ``mean`` and
+        ``std`` is given, or ``std <= 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.torch import images_to_tensor
+    >>> x = images_to_tensor(np.array([[[0, 255], [51, 102]]], dtype=np.uint8))
+    >>> x.shape, x.dtype, x.flatten().tolist()
+    (torch.Size([1, 1, 2, 2]), torch.float32, [0.0, 1.0, 0.2, 0.4])
+    >>> images_to_tensor(np.full((1, 2, 2), 255, np.uint8), mean=0.5, std=0.25).flatten()
+    tensor([2., 2., 2., 2.])
+    """
+    arr = np.asarray(X)
+    if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[0] == 0:
+        raise ValueError(
+            f"X must be a non-empty uint8 array of shape (n, H, W); got an array of "
+            f"shape {arr.shape} and dtype {arr.dtype}."
+        )
+    if (mean is None) != (std is None):
+        raise ValueError(
+            f"mean and std must be given together; got mean={mean!r} and std={std!r}."
+        )
+    out = torch.from_numpy(arr.astype(np.float32)).div_(255.0)
+    if mean is not None and std is not None:
+        std = check_positive("std", std)
+        if isinstance(mean, bool) or not isinstance(mean, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(mean):
+            raise ValueError(f"mean must be a finite real number; got {mean!r}.")
+        out = out.sub_(float(mean)).div_(std)
+    return out.unsqueeze(1)
+
+
+def _as_labels(y: ArrayLike | torch.Tensor, n: int) -> torch.Tensor:
+    if isinstance(y, torch.Tensor):
+        t = y.detach().cpu()
+    else:
+        arr = np.asarray(y)
+        if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+            raise ValueError(f"y must hold integer class labels; got dtype {arr.dtype}.")
+        t = _from_numpy(arr)
+    if t.ndim != 1 or t.shape[0] != n:
+        raise ValueError(
+            f"y must be one-dimensional with one label per row of X ({n}); got shape "
+            f"{tuple(t.shape)}."
+        )
+    if t.is_floating_point():
+        if not bool((t == t.round()).all()):
+            raise ValueError("y must hold integer class labels; got non-integer values.")
+    elif t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"y must hold integer class labels; got dtype {t.dtype}.")
+    t = t.to(torch.int64)
+    if int(t.min()) < 0:
+        raise ValueError(f"y must hold labels 0, ..., K-1; got minimum {int(t.min())}.")
+    return t
+
+
+def train_classifier(
+    model: nn.Module,
+    X: ArrayLike | torch.Tensor,
+    y: ArrayLike | torch.Tensor,
+    *,
+    epochs: int = 5,
+    batch_size: int = 128,
+    lr: float = 1e-3,
+    weight_decay: float = 0.0,
+    random_state: int = 0,
+    progress: bool = False,
+) -> nn.Module:
+    """Train ``model`` with Adam on the cross-entropy, reproducibly.
+
+    The order of the rows is shuffled every epoch by a ``torch.Generator`` seeded
+    with ``random_state``; other torch randomness (dropout) draws from a forked
+    global RNG seeded with ``random_state``, so the caller's global RNG state is
+    left as it was. ``torch.use_deterministic_algorithms(True, warn_only=True)``
+    holds for the duration (the previous setting is restored). Two runs from the
+    same initial weights and seed give bit-identical weights with the same torch
+    build and thread count.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps a batch of ``X`` to logits (batch, K). Trained in place on the device
+        of its first parameter.
+    X : ndarray or torch.Tensor of shape (n, ...)
+        Inputs, e.g. from :func:`images_to_tensor`. Floating NumPy data is converted
+        to the model's parameter dtype.
+    y : array-like of shape (n,)
+        Integer class labels in 0, ..., K-1.
+    epochs : int, default 5
+    batch_size : int, default 128
+        The last batch of an epoch may be smaller.
+    lr : float, default 1e-3
+        Adam's learning rate.
+    weight_decay : float, default 0.0
+        Adam's L2 penalty.
+    random_state : int, default 0
+    progress : bool, default False
+        Draw a progress bar over all batches on stderr.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model`` itself, trained, in eval mode.
+
+    Raises
+    ------
+    ValueError
+        For empty, non-finite or mismatched ``X``/``y``, non-integer or negative
+        labels, or bad ``epochs``, ``batch_size``, ``lr``, ``weight_decay``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from abstain.torch import train_classifier
+    >>> X = torch.cat([torch.full((20, 2), -1.0), torch.full((20, 2), 1.0)])
+    >>> y = torch.tensor([0] * 20 + [1] * 20)
+    >>> model = torch.nn.Linear(2, 2)
+    >>> model = train_classifier(model, X, y, epochs=20, batch_size=8, lr=0.1)
+    >>> (model(X).argmax(1) == y).float().mean().item()
+    1.0
+    """
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
+        raise ValueError(f"epochs must be a non-negative integer; got {epochs!r}.")
+    batch_size = _check_batch_size(batch_size)
+    lr = check_positive("lr", lr)
+    weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
+        raise ValueError(f"random_state must be an integer; got {random_state!r}.")
+    Xt = _as_input(model, X)
+    n = int(Xt.shape[0])
+    yt = _as_labels(y, n)
+    _check_finite(Xt, 0)
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    n_batches = -(-n // batch_size)
+    bar = ProgressBar("train", quiet=not progress)
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    generator = torch.Generator().manual_seed(int(random_state))
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    model.train()
+    try:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(random_state))
+            for epoch in range(int(epochs)):
+                order = torch.randperm(n, generator=generator)
+                for b in range(n_batches):
+                    idx = order[b * batch_size:(b + 1) * batch_size]
+                    xb, yb = Xt[idx].to(device), yt[idx].to(device)
+                    optimizer.zero_grad(set_to_none=True)
+                    logits = model(xb)
+                    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
+                        raise ValueError("model must return logits of shape (batch, n_classes).")
+                    if int(yb.max()) >= logits.shape[1]:
+                        raise ValueError(
+                            f"y must hold labels 0, ..., K-1 with K = {logits.shape[1]} "
+                            f"outputs; got label {int(yb.max())}."
+                        )
+                    loss = F.cross_entropy(logits, yb)
+                    loss.backward()
+                    optimizer.step()
+                    bar(epoch * n_batches + b + 1, int(epochs) * n_batches)
+    finally:
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        model.eval()
+        bar.close()
+    return model
+
+
+# --------------------------------------------------------------------------- weights
+
+
+def save_state(model: nn.Module, path: str | os.PathLike[str]) -> None:
+    """Write ``model.state_dict()`` to an ``.npz`` file that loads without pickle.
+
+    Each tensor becomes one NumPy array under its state-dict key; one more entry
+    holds a JSON string with the format name ``"abstain.torch-state/1"`` and every
+    key's shape and dtype. The file is written atomically to exactly ``path`` (no
+    ``.npz`` is appended).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    path : str or path-like
+
+    Raises
+    ------
+    ValueError
+        For a tensor NumPy cannot hold (bfloat16, complex32 ...).
+
+    Examples
+    --------
+    >>> import os, tempfile, torch
+    >>> from abstain.torch import load_state, save_state
+    >>> a, b = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    >>> path = os.path.join(tempfile.mkdtemp(), "linear.npz")
+    >>> save_state(a, path)
+    >>> _ = load_state(b, path)
+    >>> torch.equal(a.weight, b.weight)
+    True
+    """
+    arrays: dict[str, NDArray[Any]] = {}
+    meta: dict[str, Any] = {"format": STATE_FORMAT, "shapes": {}, "dtypes": {}}
+    for key, value in model.state_dict().items():
+        if key == _META_KEY:  # pragma: no cover - a key nobody uses
+            raise ValueError(f"model.state_dict() must not have the key {_META_KEY!r}.")
+        try:
+            arr = value.detach().cpu().numpy()
+        except (TypeError, RuntimeError) as exc:
+            raise ValueError(
+                f"state_dict entry {key!r} must have a dtype NumPy can hold; got "
+                f"{value.dtype}. Convert the model (e.g. model.float()) before saving."
+            ) from exc
+        arrays[key] = arr
+        meta["shapes"][key] = list(arr.shape)
+        meta["dtypes"][key] = arr.dtype.str
+    arrays[_META_KEY] = np.array(json.dumps(meta, sort_keys=True))
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)  # type: ignore[arg-type]
+
+
+def _torch_dtype(dtype: np.dtype[Any]) -> torch.dtype | None:
+    try:
+        return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
+    except TypeError:
+        return None
+
+
+def load_state(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module:
+    """Load weights written by :func:`save_state` into ``model``, in place.
+
+    The file is read with ``np.load(allow_pickle=False)``. Its keys must be exactly
+    the model's state-dict keys, with the same shapes and dtypes.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    path : str or path-like
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    ValueError
+        When the file is not an ``"abstain.torch-state/1"`` file or does not match
+        the model (missing or unexpected keys, other shapes or dtypes); the message
+        lists the differences.
+
+    Examples
+    --------
+    See :func:`save_state`.
+    """
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError) as exc:
+        raise ValueError(
+            f"path must be an .npz file written by save_state; got {str(path)!r}."
+        ) from exc
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(
+            f"path must be an .npz file written by save_state; got {str(path)!r}, "
+            f"a single array."
+        )
+    with data:
+        if _META_KEY not in data.files:
+            raise ValueError(
+                f"path must be a file written by save_state ({STATE_FORMAT}); got "
+                f"{str(path)!r} without its metadata entry."
+            )
+        meta = json.loads(str(data[_META_KEY][()]))
+        if meta.get("format") != STATE_FORMAT:
+            raise ValueError(
+                f"path must hold format {STATE_FORMAT!r}; got {meta.get('format')!r}."
+            )
+        arrays = {k: data[k] for k in data.files if k != _META_KEY}
+    target = model.state_dict()
+    problems = []
+    missing = [k for k in target if k not in arrays]
+    unexpected = [k for k in arrays if k not in target]
+    if missing:
+        problems.append(f"missing keys {missing}")
+    if unexpected:
+        problems.append(f"unexpected keys {unexpected}")
+    for key, value in target.items():
+        if key not in arrays:
+            continue
+        arr = arrays[key]
+        if tuple(arr.shape) != tuple(value.shape):
+            problems.append(
+                f"{key!r} has shape {tuple(arr.shape)} in the file and "
+                f"{tuple(value.shape)} in the model"
+            )
+        elif _torch_dtype(arr.dtype) != value.dtype:
+            problems.append(f"{key!r} has dtype {arr.dtype} in the file and {value.dtype} "
+                            f"in the model")
+    if problems:
+        raise ValueError(
+            f"the weights in {str(path)!r} must match the model; got " + "; ".join(problems)
+            + "."
+        )
+    model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in arrays.items()})
+    return model

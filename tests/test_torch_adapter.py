@@ -1,0 +1,400 @@
+"""Tests of the PyTorch adapter abstain.torch (skipped without torch)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from abstain.torch import (  # noqa: E402
+    STATE_FORMAT,
+    Extracted,
+    SmallCNN,
+    extract,
+    images_to_tensor,
+    last_layer,
+    load_state,
+    odin_logits,
+    save_state,
+    train_classifier,
+)
+
+
+def _mlp(seed: int = 0, dropout: float = 0.0) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Flatten(), nn.Linear(12, 5), nn.ReLU(), nn.Dropout(dropout), nn.Linear(5, 3)
+    )
+
+
+def _inputs(n: int = 7, seed: int = 1) -> torch.Tensor:
+    return torch.randn(n, 1, 3, 4, generator=torch.Generator().manual_seed(seed))
+
+
+def _no_hooks(model: nn.Module) -> bool:
+    return all(not m._forward_pre_hooks and not m._forward_hooks for m in model.modules())
+
+
+# --------------------------------------------------------------------------- extract
+
+
+def test_extract_equals_manual_forward() -> None:
+    model, x = _mlp(), _inputs()
+    out = extract(model, x)
+    assert isinstance(out, Extracted)
+    with torch.no_grad():
+        h = torch.relu(model[1](x.flatten(1)))
+        z = model[4](h)
+    assert out.logits.dtype == np.float64 and out.features.dtype == np.float64
+    assert out.logits.shape == (7, 3) and out.features.shape == (7, 5)
+    np.testing.assert_allclose(out.features, h.double().numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(out.logits, z.double().numpy(), rtol=1e-6, atol=1e-7)
+    W, b = last_layer(model)
+    np.testing.assert_allclose(out.features @ W.T + b, out.logits, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 7, 100])
+def test_extract_batch_size_invariance(batch_size: int) -> None:
+    model, x = _mlp(), _inputs()
+    ref = extract(model, x, batch_size=256)
+    out = extract(model, x, batch_size=batch_size)
+    np.testing.assert_allclose(out.logits, ref.logits, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(out.features, ref.features, rtol=1e-6, atol=1e-7)
+
+
+def test_extract_numpy_input_takes_the_model_dtype() -> None:
+    model, x = _mlp(), _inputs()
+    ref = extract(model, x)
+    out = extract(model, x.numpy().astype(np.float64))  # float64 data, float32 model
+    np.testing.assert_array_equal(out.logits, ref.logits)
+
+
+def test_extract_runs_in_eval_mode_and_restores_each_flag() -> None:
+    model, x = _mlp(dropout=0.9), _inputs()
+    model.train()
+    model[1].eval()  # a mixed state must come back as it was
+    before = [m.training for m in model.modules()]
+    a = extract(model, x)
+    b = extract(model, x)
+    np.testing.assert_array_equal(a.logits, b.logits)  # dropout off
+    assert [m.training for m in model.modules()] == before
+
+
+def test_extract_removes_its_hook_also_on_error() -> None:
+    model, x = _mlp(), _inputs()
+    extract(model, x)
+    assert _no_hooks(model) and not model[4]._forward_pre_hooks
+    x_bad = x.clone()
+    x_bad[5, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="X must be finite; got 1 NaN.* in rows 4 to 5"):
+        extract(model, x_bad, batch_size=2)
+    assert _no_hooks(model)
+
+
+def test_extract_custom_feature_layer() -> None:
+    model, x = _mlp(), _inputs()
+    first = extract(model, x, feature_layer=model[1])  # input of the first Linear
+    np.testing.assert_allclose(first.features, x.flatten(1).double().numpy(), rtol=1e-7)
+    pre_relu = extract(model, x, feature_layer=model[2])
+    with torch.no_grad():
+        np.testing.assert_allclose(pre_relu.features, model[1](x.flatten(1)).double().numpy(),
+                                   rtol=1e-6, atol=1e-7)
+    flat = extract(model, x, feature_layer=model[0])  # a 4-D input is flattened
+    assert flat.features.shape == (7, 12)
+    assert _no_hooks(model)
+
+
+def test_extract_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    extract(_mlp(), _inputs(), batch_size=2, progress=True)
+    assert "extract [" in capsys.readouterr().err
+    extract(_mlp(), _inputs(), batch_size=2)
+    assert capsys.readouterr().err == ""
+
+
+class _WithUnused(nn.Module):
+    """``inner`` plus a submodule that forward never calls."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+        self.unused = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
+def test_extract_errors() -> None:
+    model, x = _mlp(), _inputs()
+    with pytest.raises(ValueError, match="X must hold at least one sample"):
+        extract(model, x[:0])
+    with pytest.raises(ValueError, match="model must contain an nn.Linear"):
+        extract(nn.Sequential(nn.Flatten(), nn.ReLU()), x)
+    with pytest.raises(ValueError, match="feature_layer must be a submodule"):
+        extract(model, x, feature_layer=nn.Linear(5, 3))
+    with_unused = _WithUnused(model)
+    with pytest.raises(ValueError, match="feature_layer must run exactly once.*0 times"):
+        extract(with_unused, x, feature_layer=with_unused.unused)
+    assert _no_hooks(with_unused)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        extract(model, x, batch_size=0)
+    with pytest.raises(ValueError, match="X must be a numeric array"):
+        extract(model, np.array(["a", "b"]))
+    with pytest.raises(ValueError, match=r"model must return logits of shape \(batch"):
+        extract(nn.Sequential(nn.Linear(4, 3), nn.Flatten(0)), torch.zeros(2, 4))
+    assert _no_hooks(model)
+
+
+def test_extract_feature_layer_run_twice() -> None:
+    shared = nn.Linear(4, 4)
+
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.shared = shared
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(self.shared(self.shared(x)))
+
+    model = Twice()
+    with pytest.raises(ValueError, match="ran 2 times"):
+        extract(model, torch.zeros(3, 4), feature_layer=shared)
+    assert _no_hooks(model)
+
+
+# --------------------------------------------------------------------------- last_layer
+
+
+def test_last_layer_returns_the_final_linear() -> None:
+    model = _mlp()
+    W, b = last_layer(model)
+    assert W.dtype == np.float64 and W.shape == (3, 5) and b.shape == (3,)
+    np.testing.assert_array_equal(W, model[4].weight.detach().double().numpy())
+    np.testing.assert_array_equal(b, model[4].bias.detach().double().numpy())
+    W1, _ = last_layer(model, model[1])
+    assert W1.shape == (5, 12)
+    no_bias = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2, bias=False))
+    assert last_layer(no_bias).bias.tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError, match="layer must be an nn.Linear; got ReLU"):
+        last_layer(model, model[2])
+    with pytest.raises(ValueError, match="model must contain an nn.Linear"):
+        last_layer(nn.ReLU())
+
+
+# --------------------------------------------------------------------------- ODIN
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 3.0, 1000.0])
+def test_odin_equals_the_analytic_gradient_of_a_linear_model(temperature: float) -> None:
+    torch.manual_seed(0)
+    model = nn.Linear(5, 4).double()
+    X = np.random.default_rng(0).normal(size=(9, 5))
+    W = model.weight.detach().numpy()
+    b = model.bias.detach().numpy()
+    eps = 0.01
+    z = X @ W.T + b
+    p = _softmax(z / temperature)
+    yhat = z.argmax(axis=1)
+    grad = (W[yhat] - p @ W) / temperature  # d/dx log softmax(f/T)_yhat
+    x_tilde = X - eps * np.sign(-grad)
+    got = odin_logits(model, X, temperature=temperature, epsilon=eps, batch_size=4)
+    np.testing.assert_allclose(got, x_tilde @ W.T + b, rtol=1e-12, atol=1e-12)
+
+
+def test_odin_raises_the_max_softmax_and_leaves_no_parameter_grad() -> None:
+    model, x = _mlp(dropout=0.5), _inputs(50)
+    model.train()
+    before = [m.training for m in model.modules()]
+    plain = extract(model, x).logits
+    z = odin_logits(model, x, temperature=1000.0, epsilon=1e-3, batch_size=16)
+    assert z.shape == (50, 3) and z.dtype == np.float64
+    assert np.all(_softmax(z / 1000.0).max(1) >= _softmax(plain / 1000.0).max(1) - 1e-12)
+    assert all(p.grad is None for p in model.parameters())
+    assert [m.training for m in model.modules()] == before
+    np.testing.assert_allclose(odin_logits(model, x, epsilon=0.0), plain, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(odin_logits(model, x, epsilon=1e-3, batch_size=50), z,
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_odin_errors() -> None:
+    model, x = _mlp(), _inputs()
+    with pytest.raises(ValueError, match="temperature must be a finite number in"):
+        odin_logits(model, x, temperature=0.0)
+    with pytest.raises(ValueError, match=r"epsilon must be a finite number in \[0, inf\)"):
+        odin_logits(model, x, epsilon=-0.1)
+    with pytest.raises(ValueError, match="X must be floating point"):
+        odin_logits(model, torch.zeros(3, 1, 3, 4, dtype=torch.int64))
+    with pytest.raises(ValueError, match="X must hold at least one sample"):
+        odin_logits(model, np.zeros((0, 1, 3, 4), np.float32))
+
+
+# --------------------------------------------------------------------------- CNN and training
+
+
+def test_small_cnn_shapes_features_and_seed() -> None:
+    state = torch.get_rng_state()
+    a = SmallCNN(n_classes=3, width=2, feature_dim=6, random_state=0)
+    assert torch.equal(torch.get_rng_state(), state)  # the global RNG is left alone
+    b = SmallCNN(n_classes=3, width=2, feature_dim=6, random_state=0)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    x = torch.randn(4, 1, 28, 28)
+    out = extract(a, x)
+    assert out.logits.shape == (4, 3) and out.features.shape == (4, 6)
+    assert out.features.min() >= 0.0  # ReLU output feeds the classifier
+    assert last_layer(a).weight.shape == (3, 6)
+    with pytest.raises(ValueError, match=r"x must have shape \(batch, 1, 28, 28\)"):
+        a(torch.zeros(2, 1, 32, 32))
+    with pytest.raises(ValueError, match="width must be a positive integer"):
+        SmallCNN(width=0)
+
+
+def _toy_images(n: int = 48) -> tuple[torch.Tensor, np.ndarray]:
+    rng = np.random.default_rng(0)
+    y = np.arange(n) % 2
+    x = rng.normal(0.0, 0.3, size=(n, 1, 28, 28)).astype(np.float32)
+    x[y == 1, :, :14] += 1.0  # class 1: bright top half
+    return torch.from_numpy(x), y
+
+
+def test_train_classifier_is_deterministic() -> None:
+    x, y = _toy_images()
+    rng_state = torch.get_rng_state()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    runs = [
+        train_classifier(SmallCNN(n_classes=2, width=2, feature_dim=4, random_state=1), x, y,
+                         epochs=1, batch_size=16, random_state=seed)
+        for seed in (0, 0, 1)
+    ]
+    s0, s1, s2 = (m.state_dict() for m in runs)
+    assert all(torch.equal(s0[k], s1[k]) for k in s0)
+    assert not all(torch.equal(s0[k], s2[k]) for k in s0)  # another shuffle
+    assert torch.equal(torch.get_rng_state(), rng_state)
+    assert torch.are_deterministic_algorithms_enabled() == deterministic
+    assert not runs[0].training
+
+
+def test_train_classifier_learns_a_separable_problem() -> None:
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 30)
+    centres = np.array([[-3.0, 0.0], [3.0, 0.0], [0.0, 3.0]])
+    X = centres[y] + rng.normal(0.0, 0.5, size=(90, 2))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 3))
+    train_classifier(model, X, y, epochs=30, batch_size=16, lr=0.01)
+    acc = (extract(model, X).logits.argmax(1) == y).mean()
+    assert acc == 1.0
+
+
+def test_train_classifier_errors() -> None:
+    x, y = _toy_images(8)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 2))
+    with pytest.raises(ValueError, match="y must be one-dimensional with one label per row"):
+        train_classifier(model, x, y[:5])
+    with pytest.raises(ValueError, match="y must hold integer class labels"):
+        train_classifier(model, x, y + 0.5)
+    with pytest.raises(ValueError, match="y must hold labels 0, ..., K-1; got minimum -1"):
+        train_classifier(model, x, y - 1)
+    with pytest.raises(ValueError, match="K = 2 outputs; got label 2"):
+        train_classifier(model, x, y + 1)
+    with pytest.raises(ValueError, match="epochs must be a non-negative integer"):
+        train_classifier(model, x, y, epochs=-1)
+    with pytest.raises(ValueError, match="lr must be a finite number"):
+        train_classifier(model, x, y, lr=0.0)
+    x_bad = x.clone()
+    x_bad[0, 0, 0, 0] = float("inf")
+    with pytest.raises(ValueError, match="X must be finite; got 1 NaN or infinite"):
+        train_classifier(model, x_bad, y)
+
+
+def test_images_to_tensor() -> None:
+    X = np.array([[[0, 255, 51], [102, 204, 153]]] * 2, dtype=np.uint8)
+    t = images_to_tensor(X)
+    assert t.shape == (2, 1, 2, 3) and t.dtype == torch.float32
+    np.testing.assert_allclose(t[0, 0].numpy(), X[0] / 255.0, rtol=1e-6)
+    n = images_to_tensor(X, mean=0.2860, std=0.3530)
+    np.testing.assert_allclose(n[1, 0].numpy(), (X[1] / 255.0 - 0.2860) / 0.3530, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"X must be a non-empty uint8 array of shape \(n, H, W\)"):
+        images_to_tensor(X.astype(np.float32))
+    with pytest.raises(ValueError, match="X must be a non-empty uint8 array"):
+        images_to_tensor(X[0])
+    with pytest.raises(ValueError, match="mean and std must be given together"):
+        images_to_tensor(X, mean=0.5)
+    with pytest.raises(ValueError, match="std must be a finite number"):
+        images_to_tensor(X, mean=0.5, std=0.0)
+    with pytest.raises(ValueError, match="mean must be a finite real number; got nan"):
+        images_to_tensor(X, mean=float("nan"), std=0.5)
+
+
+# --------------------------------------------------------------------------- weights
+
+
+def test_save_load_round_trip(tmp_path) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(),
+                          nn.Linear(2 * 26 * 26, 3))
+    model.train()
+    model(torch.randn(4, 1, 28, 28))  # running stats and num_batches_tracked change
+    path = tmp_path / "weights.bin"
+    save_state(model, path)
+    assert path.exists() and list(tmp_path.iterdir()) == [path]  # exactly there, no temp left
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["__abstain_meta__"][()]))
+    assert meta["format"] == STATE_FORMAT == "abstain.torch-state/1"
+    assert meta["shapes"]["3.weight"] == [3, 1352]
+    torch.manual_seed(1)
+    other = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(),
+                          nn.Linear(2 * 26 * 26, 3))
+    assert load_state(other, str(path)) is other
+    a, b = model.state_dict(), other.state_dict()
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in a)
+
+
+def test_load_state_mismatch_errors(tmp_path) -> None:
+    path = tmp_path / "cnn.npz"
+    save_state(SmallCNN(width=2, feature_dim=4, random_state=0), path)
+    with pytest.raises(ValueError, match=r"must match the model; got .*'classifier.weight' has "
+                                         r"shape \(10, 4\) in the file and \(10, 8\)"):
+        load_state(SmallCNN(width=2, feature_dim=8), path)
+    with pytest.raises(ValueError, match=r"missing keys \['weight', 'bias'\]; unexpected keys"):
+        load_state(nn.Linear(4, 10), path)
+    with pytest.raises(ValueError, match="has dtype float32 in the file and torch.float64"):
+        load_state(SmallCNN(width=2, feature_dim=4).double(), path)
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, weight=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="without its metadata entry"):
+        load_state(nn.Linear(2, 2), plain)
+    text = tmp_path / "text.npz"
+    text.write_text("not a zip file")
+    with pytest.raises(ValueError, match="path must be an .npz file written by save_state"):
+        load_state(nn.Linear(2, 2), text)
+    with pytest.raises(FileNotFoundError):
+        load_state(nn.Linear(2, 2), tmp_path / "missing.npz")
+
+
+def test_save_state_refuses_bfloat16(tmp_path) -> None:
+    with pytest.raises(ValueError, match="must have a dtype NumPy can hold; got torch.bfloat16"):
+        save_state(nn.Linear(2, 2).to(torch.bfloat16), tmp_path / "w.npz")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- missing torch
+
+
+def test_missing_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    monkeypatch.delitem(sys.modules, "abstain.torch")
+    with pytest.raises(ImportError, match=r"abstain.torch needs PyTorch: pip install "
+                                          r"'abstain\[torch\]' \(torch==2.13.0, the CPU wheel\)"):
+        importlib.import_module("abstain.torch")
