@@ -1,0 +1,9 @@
+"""Root pytest configuration: skip what needs an optional extra that is not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+
+collect_ignore: list[str] = []
+if importlib.util.find_spec("torch") is None:  # the torch extra (abstain.torch)
+    collect_ignore += ["src/abstain/torch.py", "docs/torch.md"]
