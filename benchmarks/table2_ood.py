@@ -17,9 +17,10 @@ Protocol of the paper's section 4:
   the FPR bound set to the highest FPR@TPR0.8 among the compared single scores, so every
   method is feasible (the paper's rule); double scores use the envelope over the 360
   directions for AUROC and OSCR, and the best direction for the risk, as the paper does;
-* a held-out check the paper does not make: each double score is tuned
-  (`DoubleScoreDetector.tune`, BoundedTPRFPR at the same targets) on a random half of
-  the ID test and OOD rows and applied to the other half; its TPR, FPR and risk there.
+* a held-out check the paper does not make: each double score is tuned (BoundedTPRFPR
+  at the same targets on the same scaled columns, which is what
+  `DoubleScoreDetector.tune` does) on a random half of the ID test and OOD rows and
+  applied to the other half; its TPR, FPR and risk there.
 
 Run: ``python benchmarks/table2_ood.py [--id fashion_mnist mnist] [--epochs 5]``
 (``make bench-ood``). Writes benchmarks/results/table2_ood.md and table2_ood_raw.json.
@@ -43,7 +44,6 @@ from abstain.detectors import (
     KNN,
     MSP,
     ODIN,
-    DoubleScoreDetector,
     Energy,
     Mahalanobis,
     MaxLogit,
