@@ -354,7 +354,8 @@ def _log_tails(block: F64, scale: str, k: int | None = None) -> tuple[F64, F64]:
         zs = -np.sort(-block, axis=1)[:, :k]  # descending z = ascending p
         return special.log_ndtr(-zs), special.log_ndtr(zs)
     ps = np.sort(block, axis=1)[:, :k]
-    return np.log(ps), np.log1p(-ps)
+    with np.errstate(divide="ignore"):  # p = 1: log(1 - p) = -inf, handled by the callers
+        return np.log(ps), np.log1p(-ps)
 
 
 def _kl_plus(t: F64, logp: F64, log1mp: F64) -> F64:
