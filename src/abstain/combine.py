@@ -616,15 +616,16 @@ def _nonneg_qp(Q: F64, cov: F64, W: F64, *, max_iter: int | None = None,
     k, m = W.shape
     C = W @ Q
     # starting active set: a few sweeps of projected coordinate descent from max(w, 0)
-    x = np.maximum(W, 0.0)
-    g = (x - W) @ Q
+    xt = np.maximum(W, 0.0).T.copy()  # (m, k): one contiguous row per coordinate
+    gt = Q @ (xt - W.T)
     qd = np.diag(Q)
     for _ in range(sweeps):
         for j in range(m):
-            new = np.maximum(x[:, j] - g[:, j] / qd[j], 0.0)
-            step = new - x[:, j]
-            x[:, j] = new
-            g += step[:, None] * Q[j][None, :]
+            new = np.maximum(xt[j] - gt[j] / qd[j], 0.0)
+            step = new - xt[j]
+            xt[j] = new
+            gt += Q[:, j, None] * step[None, :]
+    x = xt.T.copy()
     free = x > 0.0
     tol_x = 1e-10 * (1.0 + np.abs(W).max(axis=1))
     tol_y = 1e-10 * (1.0 + np.abs(C).max(axis=1))
