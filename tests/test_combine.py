@@ -276,6 +276,16 @@ def test_extreme_z_stays_finite_in_log_space():
     assert combine(Z, "fisher")[0] > 1600
 
 
+@pytest.mark.filterwarnings("error")
+def test_huge_z_gives_no_nan_and_no_warning():
+    Z = np.array([[0.0, 0.0, 0.0], [54.0, 0.0, -1.0], [60.0, 60.0, 60.0], [-60.0, 0.0, 1.0]])
+    for method in METHODS:
+        cov = np.eye(3) if method == "glrt_cov" else None
+        stat = combine(Z, method, cov=cov)
+        assert not np.isnan(stat).any() and np.all(stat[1:3] > stat[0]), method
+        assert np.isfinite(stat).all() or method == "hc", method  # HC's true value > 1e308
+
+
 def test_p_equal_to_one_is_allowed():
     P = np.array([[1.0, 0.5], [1.0, 1.0]])
     assert np.all(np.isfinite(combine(P, "fisher", scale="p")))

@@ -392,7 +392,7 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
     t = np.arange(1, k + 1) / m
     if method == "hc":
         p = np.exp(logp)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             hc = math.sqrt(m) * (t - p) / np.exp(0.5 * (logp + log1mp))
         hc = np.where(np.isfinite(log1mp), hc, np.where(t < 1.0, -np.inf, 0.0))
         return hc.max(axis=1)
@@ -442,7 +442,13 @@ def combine(
     Berk and Jones' (1979) statistic and ALR Walther's (2013) average likelihood ratio,
     all over ``i = 1 .. max(1, floor(m/2))`` as in Walther (2013); the ALR weights are
     normalised to sum to 1 (a constant factor, no change in ranking) and the one-sided
-    ``K+`` keeps it monotone. The ``log`` of ALR is returned.
+    ``K+`` keeps it monotone. The ``log`` of ALR is returned. HC overflows to ``+inf``
+    for z above about 53 (the true value exceeds the float64 range).
+
+    Ties: the sorting combiners (Simes, HC, BJ, ALR) sort each row's p-values; tied
+    values are interchangeable, so the statistic does not depend on their order. All
+    methods but ``glrt_cov`` are invariant to permuting the columns and non-decreasing in
+    every z (``glrt`` strictly increasing for ``epsilon > 0``).
 
     ``glrt_cov`` solves ``min_{x >= 0} (w - x)' cov^{-1} (w - x)``, ``w = z - eps``, per
     row: projected coordinate descent finds a starting active set, then a batched block
@@ -840,7 +846,8 @@ def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
     ``statistic > threshold`` has ``E[FAR] <= alpha`` over calibration draws, but a FAR
     above ``alpha`` for about half of them (its FAR is ``Beta(l, n + 1 - l)`` with
     ``l = floor((n + 1) alpha)``). Use :class:`GuaranteedDetector` for a bound that
-    holds with probability ``1 - delta``. Refuses ``n < 1 / alpha``.
+    holds with probability ``1 - delta``. Refuses ``n < 1 / alpha``. Ties: the order
+    statistic of the sorted calibration values (ties kept), flag ``statistic > threshold``.
 
     Parameters
     ----------
@@ -873,8 +880,10 @@ class GuaranteedDetector(ParamsMixin):
     as OOD when it exceeds the ``rank_``-th largest calibration value, the rank given by
     :func:`far_guarantee`. Equivalently: conformal p-value ``<= level_``. The guarantee
     is over the draw of the calibration set and holds for any exchangeable inlier
-    statistics (ties only make the FAR smaller). :func:`conformal_threshold` is the plain
-    rule with ``E[FAR] <= alpha`` only.
+    statistics (ties only make the FAR smaller). Ties: an input tied with the threshold
+    is an inlier (``stat > threshold_`` is strict), which is exactly Algorithm 3's
+    ``q_hat <= (rank_ + 0.99) / (n + 1)`` with the tie rule of :func:`conformal_pvalues`.
+    :func:`conformal_threshold` is the plain rule with ``E[FAR] <= alpha`` only.
 
     Parameters
     ----------
