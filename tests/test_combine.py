@@ -34,6 +34,7 @@ from abstain.combine import (
     EmpiricalZ,
     GuaranteedDetector,
     ScoreCombiner,
+    _log_sf,
     _nonneg_qp,
     combine,
     conformal_pvalues,
@@ -274,6 +275,12 @@ def test_extreme_z_stays_finite_in_log_space():
     expected = -2 * (logp40 + stats.norm.logsf(0.0) + stats.norm.logsf(-1.0))
     np.testing.assert_allclose(combine(Z, "fisher"), [expected], rtol=1e-12)
     assert combine(Z, "fisher")[0] > 1600
+
+
+def test_log_sf_is_relatively_accurate_everywhere():
+    z = np.linspace(-38.0, 60.0, 20001)
+    ref = stats.norm.logsf(z)
+    np.testing.assert_allclose(_log_sf(z), ref, rtol=1e-12, atol=0)
 
 
 @pytest.mark.filterwarnings("error")

@@ -348,11 +348,29 @@ def _glrt(Z: F64, eps: float) -> F64:
     return np.einsum("ij,ij->i", Z - 0.5 * zp, zp)
 
 
+def _log_sf(z: F64) -> F64:
+    """``log Phi(-z) = log norm.sf(z)`` with relative error below 1e-12 for every z.
+
+    ``log(ndtr(-z))`` (twice as fast as ``log_ndtr``) for ``-3 <= z <= 30``;
+    ``log_ndtr(-z)`` above, where ``ndtr(-z)`` nears underflow; ``log1p(-ndtr(z))``
+    below, where ``log p`` is near 0.
+    """
+    with np.errstate(divide="ignore"):
+        out = np.log(special.ndtr(-z))
+    far = z > 30.0
+    if far.any():
+        out[far] = special.log_ndtr(-z[far])
+    near = z < -3.0
+    if near.any():
+        out[near] = np.log1p(-special.ndtr(z[near]))
+    return np.asarray(out, dtype=np.float64)
+
+
 def _log_tails(block: F64, scale: str, k: int | None = None) -> tuple[F64, F64]:
     """Row-wise ascending p-values as ``(log p_(i), log(1 - p_(i)))``, first ``k`` columns."""
     if scale == "z":
-        zs = -np.sort(-block, axis=1)[:, :k]  # descending z = ascending p
-        return special.log_ndtr(-zs), special.log_ndtr(zs)
+        zs = np.sort(block, axis=1)[:, ::-1][:, :k]  # descending z = ascending p
+        return _log_sf(zs), _log_sf(-zs)
     ps = np.sort(block, axis=1)[:, :k]
     with np.errstate(divide="ignore"):  # p = 1: log(1 - p) = -inf, handled by the callers
         return np.log(ps), np.log1p(-ps)
@@ -376,7 +394,7 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
         z = block if scale == "z" else -special.ndtri(block)
         return z.sum(axis=1) / math.sqrt(m)
     if method == "fisher":
-        logp = special.log_ndtr(-block) if scale == "z" else np.log(block)
+        logp = _log_sf(block) if scale == "z" else np.log(block)
         return -2.0 * logp.sum(axis=1)
     if method == "bonferroni":
         if scale == "z":
@@ -385,9 +403,8 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
             logp1 = np.log(block.min(axis=1))
         return -(math.log(m) + logp1)
     if method == "simes":
-        logp, _ = _log_tails(block, scale)
-        i = np.arange(1, m + 1)
-        return np.max(np.log(i / m) - logp, axis=1)
+        logp = np.sort(_log_sf(block) if scale == "z" else np.log(block), axis=1)
+        return np.max(np.log(np.arange(1, m + 1) / m) - logp, axis=1)
     logp, log1mp = _log_tails(block, scale, k)
     t = np.arange(1, k + 1) / m
     if method == "hc":
