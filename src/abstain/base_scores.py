@@ -72,7 +72,7 @@ def _check_shifts(shifts: Any) -> tuple[int, ...]:
         out = tuple(int(s) for s in shifts)
     except (TypeError, ValueError):
         raise ValueError(f"shifts must be a sequence of integers; got {shifts!r}.") from None
-    if not out or any(s != t for s, t in zip(out, shifts)):
+    if not out or any(s != t for s, t in zip(out, shifts, strict=True)):
         raise ValueError(f"shifts must be a non-empty sequence of integers; got {shifts!r}.")
     if len(set(s % 4 for s in out)) != len(out):
         raise ValueError(f"shifts must be distinct modulo 4; got {shifts!r}.")
@@ -90,7 +90,8 @@ def rotations(images: ArrayLike, shifts: Sequence[int] = (0, 1, 2, 3)) -> NDArra
 
     Returns
     -------
-    ndarray of shape (len(shifts), n, H, W) (``W, H`` for odd shifts), dtype of ``images``.
+    ndarray of shape (len(shifts), n, H, W), dtype of ``images``. Odd quarter turns
+    need square images.
 
     Examples
     --------
@@ -103,7 +104,10 @@ def rotations(images: ArrayLike, shifts: Sequence[int] = (0, 1, 2, 3)) -> NDArra
     X = np.asarray(images)
     if X.ndim != 3 or X.shape[0] == 0:
         raise ValueError(f"images must have shape (n, H, W) with n >= 1; got {X.shape}.")
-    return np.stack([np.rot90(X, s, axes=(1, 2)) for s in _check_shifts(shifts)])
+    turns = _check_shifts(shifts)
+    if X.shape[1] != X.shape[2] and any(s % 2 for s in turns):
+        raise ValueError(f"odd quarter turns need square images (H == W); got {X.shape}.")
+    return np.stack([np.rot90(X, s, axes=(1, 2)) for s in turns])
 
 
 def joint_labels(labels: ArrayLike, n_shifts: int) -> tuple[NDArray[np.int64], ...]:

@@ -1,0 +1,154 @@
+"""Tests of abstain.base_scores against tests/reference/base_scores_ref.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain.base_scores import (
+    KINDS,
+    ShiftedBaseScores,
+    from_json,
+    joint_labels,
+    rotation_training_set,
+    rotations,
+)
+from abstain.exceptions import NotFittedError
+from tests.reference.base_scores_ref import base_scores_ref, rotate_ref
+
+T, K, D = 2, 3, 4
+
+
+def _data(seed=0, n=45, n_test=12):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % K
+    centres = rng.normal(scale=3.0, size=(T, K, D))
+    F = centres[:, y] + rng.normal(size=(T, n, D))
+    Ft = rng.normal(scale=2.0, size=(T, n_test, D))
+    Ft[:, ::3] = F[:, :n_test:3]  # exact duplicates of training rows: cos ties at 1
+    Lt = rng.normal(scale=2.0, size=(T, n_test, K * T))
+    return F, y, Ft, Lt
+
+
+@pytest.mark.parametrize("kinds", [("cos", "norm", "shift", "supcsi", "supmah"),
+                                   ("supocsvm",)])
+def test_matches_reference(kinds):
+    F, y, Ft, Lt = _data()
+    bs = ShiftedBaseScores(kinds=kinds, shifts=(0, 1)).fit(F, y)
+    gamma = 0.05
+    if "supocsvm" in kinds:
+        bs = ShiftedBaseScores(kinds=kinds, shifts=(0, 1), gamma=gamma, nu=0.2).fit(F, y)
+    got = bs.score(Ft, Lt)
+    want = base_scores_ref(F, y, Ft, Lt, kinds=kinds, nu=0.2, gamma=gamma)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    assert bs.names_ == [f"{k}_{a}" for k in kinds for a in (0, 90)]
+
+
+def test_gamma_scale_matches_sklearn():
+    F, y, Ft, _ = _data(1)
+    bs = ShiftedBaseScores(kinds=("supocsvm",), shifts=(0, 1)).fit(F, y)
+    np.testing.assert_allclose(bs.score(Ft), base_scores_ref(F, y, Ft, None,
+                               kinds=("supocsvm",), gamma="scale"), atol=1e-9)
+
+
+def test_all_kinds_direction_on_toy_id_ood():
+    rng = np.random.default_rng(2)
+    n = 300
+    y = np.arange(n) % K
+    centres = 4.0 + 3.0 * rng.normal(size=(T, K, D))
+    F = centres[:, y] + 0.5 * rng.normal(size=(T, n, D))
+    yi = np.arange(60) % K
+    F_id = centres[:, yi] + 0.5 * rng.normal(size=(T, 60, D))
+    F_ood = 0.3 * rng.normal(size=(T, 60, D))  # small norm, far from every class
+    W = rng.normal(size=(K * T, D))
+    # logits that favour the true joint label of the ID rows: confident for ID
+    L_id = np.zeros((T, 60, K * T))
+    for j in range(T):
+        L_id[j, np.arange(60), yi * T + j] = 8.0
+    L_ood = np.einsum("tnd,cd->tnc", F_ood, W) * 0.1
+    bs = ShiftedBaseScores(shifts=(0, 1), gamma=0.1).fit(F, y)
+    assert bs.names_[:2] == ["cos_0", "cos_90"] and len(bs.names_) == len(KINDS) * T
+    s_id, s_ood = bs.score(F_id, L_id), bs.score(F_ood, L_ood)
+    assert np.all(np.median(s_ood, axis=0) > np.median(s_id, axis=0))
+
+
+def test_rotations_and_coding():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 255, size=(3, 4, 4), dtype=np.uint8)
+    R = rotations(X)
+    assert R.shape == (4, 3, 4, 4) and R.dtype == np.uint8
+    for j in range(4):
+        for i in range(3):
+            np.testing.assert_array_equal(R[j][i], rotate_ref(X[i], j))
+    Xs = X
+    Xj, yj = rotation_training_set(Xs, [2, 0, 1])
+    for row in range(12):
+        j, i = divmod(row, 3)
+        np.testing.assert_array_equal(Xj[row], rotate_ref(Xs[i], j))
+        assert yj[row] == [2, 0, 1][i] * 4 + j
+    assert [a.tolist() for a in joint_labels([1], 4)] == [[4], [5], [6], [7]]
+
+
+def test_supcsi_uses_own_rotation_columns():
+    # eq. (25): rotation j reads logits k*T + j only
+    F, y, _, _ = _data()
+    bs = ShiftedBaseScores(kinds=("supcsi",), shifts=(0, 1)).fit(F, y)
+    L = np.zeros((T, 1, K * T))
+    L[0, 0, 0 * T + 0] = 50.0  # class 0 under rotation 0: confident for j=0
+    L[1, 0, 0 * T + 0] = 50.0  # the wrong rotation's column for j=1: uninformative
+    s = bs.score(F[:, :1], L)[0]
+    assert s[0] == pytest.approx(-1.0) and s[1] == pytest.approx(-1.0 / K)
+
+
+def test_json_round_trip():
+    F, y, Ft, Lt = _data(4)
+    bs = ShiftedBaseScores(shifts=(0, 1), gamma=0.1, svm_max_samples=10).fit(F, y)
+    again = from_json(bs.to_json())
+    np.testing.assert_array_equal(again.score(Ft, Lt), bs.score(Ft, Lt))
+    assert again.names_ == bs.names_ and again.get_params() == {
+        **bs.get_params(), "kinds": list(bs.kinds), "shifts": [0, 1]}
+    with pytest.raises(ValueError, match="format 'abstain.base-scores/1'"):
+        from_json('{"format": "x"}')
+
+
+def test_bad_input():
+    F, y, Ft, Lt = _data()
+    with pytest.raises(NotFittedError):
+        ShiftedBaseScores().score(Ft, Lt)
+    with pytest.raises(ValueError, match="kinds must be distinct names"):
+        ShiftedBaseScores(kinds=("cos", "nope")).fit(F, y)
+    with pytest.raises(ValueError, match="features must have 4 shifts"):
+        ShiftedBaseScores().fit(F, y)
+    with pytest.raises(ValueError, match=r"features must have shape \(n_shifts, n, d\)"):
+        ShiftedBaseScores(shifts=(0,)).fit(F[0], y)
+    with pytest.raises(ValueError, match="y must have length 45"):
+        ShiftedBaseScores(shifts=(0, 1)).fit(F, y[:-1])
+    with pytest.raises(ValueError, match="y must use every class"):
+        ShiftedBaseScores(shifts=(0, 1), kinds=("norm",)).fit(F, np.where(y == 1, 2, y))
+    with pytest.raises(ValueError, match="features must be finite"):
+        ShiftedBaseScores(shifts=(0, 1)).fit(np.where(F > 2, np.nan, F), y)
+    with pytest.raises(ValueError, match="shifts must be distinct modulo 4"):
+        ShiftedBaseScores(shifts=(0, 4)).fit(F, y)
+    with pytest.raises(ValueError, match="nu must be in"):
+        ShiftedBaseScores(shifts=(0, 1), nu=0.0, kinds=("supocsvm",)).fit(F, y)
+    bs = ShiftedBaseScores(shifts=(0, 1), kinds=("supcsi", "norm")).fit(F, y)
+    with pytest.raises(ValueError, match="logits are needed"):
+        bs.score(Ft)
+    with pytest.raises(ValueError, match="logits must have 6 columns"):
+        bs.score(Ft, Lt[:, :, :5])
+    with pytest.raises(ValueError, match="features must have 4 columns"):
+        bs.score(Ft[:, :, :3], Lt)
+    with pytest.raises(ValueError, match="at least 2 training rows per class"):
+        ShiftedBaseScores(shifts=(0, 1), kinds=("supmah",)).fit(F[:, :4], y[:4])
+    with pytest.raises(ValueError, match="covariance of class 0 under shift 0 is singular"):
+        ShiftedBaseScores(shifts=(0, 1), kinds=("supmah",), ridge=0.0).fit(
+            np.ones_like(F), y)
+    with pytest.raises(ValueError, match="norm 0"):
+        ShiftedBaseScores(shifts=(0, 1), kinds=("cos",)).fit(np.zeros_like(F), y)
+    with pytest.raises(ValueError, match="images must have shape"):
+        rotations(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="square images"):
+        rotations(np.zeros((2, 3, 4)))
+    assert rotations(np.zeros((2, 3, 4)), shifts=(0, 2)).shape == (2, 2, 3, 4)
+    with pytest.raises(ValueError, match="labels must have length 2"):
+        rotation_training_set(np.zeros((2, 3, 3)), [0, 1, 0])
