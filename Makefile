@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint bench bench-paper1 bench-ood data data-ood clean
+.PHONY: demo test test-fast lint bench bench-paper1 bench-ood bench-combine data data-ood clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,13 @@ data-ood: $(VENV)/.dev-installed
 bench-ood: data-ood
 	$(BIN)/python -m pip install --quiet -e '.[dev,images,torch]'
 	$(BIN)/python benchmarks/table2_ood.py
+
+# Score combining (abstain.combine) on base scores of a class x rotation CNN, FashionMNIST ID:
+# dataset-vs-dataset and leave-one-class-out tables (benchmarks/combine_ood.py).
+bench-combine: data-ood
+	$(BIN)/python -m pip install --quiet -e '.[dev,images,torch]'
+	$(BIN)/python benchmarks/bench_combine.py
+	$(BIN)/python benchmarks/combine_ood.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
