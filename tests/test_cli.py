@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from abstain import BoundedAbstention, rule_from_json
+from abstain._progress import ProgressBar
 from abstain.cli import main
 from abstain.io import read_table, write_table
 from abstain.metrics import aurc, auroc, fpr_at_tpr, selective_risk_at_coverage
@@ -46,7 +48,8 @@ def run(capsys, *argv):
 
 
 def test_evaluate_prints_every_metric_and_writes_json(csv_file, tmp_path, capsys):
-    code, out, err = run(capsys, "evaluate", csv_file, "--json", tmp_path / "m.json")
+    code, out, err = run(capsys, "evaluate", csv_file, "--json", tmp_path / "m.json",
+                         "--progress", "always")
     assert code == 0
     for label in ("AuRC", "E-AuRC", "AUGRC", "risk at coverage 90%", "AUROC", "AUPR-In",
                   "AUPR-Out", "FPR at TPR 95%", "OSCR", "risk at TPR>=95%, FPR<=5%"):
@@ -89,6 +92,56 @@ def test_evaluate_reads_npz_and_parquet(suffix, tmp_path, capsys):
     run(capsys, "evaluate", tmp_path / "same.csv", "--quiet", "--json", tmp_path / "c.json")
     assert json.loads((tmp_path / "m.json").read_text()) == json.loads(
         (tmp_path / "c.json").read_text())
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("show,tty,drawn", [
+    ("auto", False, False), ("auto", True, True), ("always", False, True),
+    ("always", True, True), ("never", True, False),
+])
+def test_progress_bar_draws_on_a_terminal_unless_told(show, tty, drawn):
+    stream = _Terminal() if tty else io.StringIO()
+    bar = ProgressBar("job", show=show, stream=stream, width=4)
+    bar(1, 2)
+    bar(2, 2)
+    bar.close()
+    assert stream.getvalue() == ("\rjob [##..] 1/2\rjob [####] 2/2\n" if drawn else "")
+
+
+def test_progress_bar_quiet_is_never_and_not_quiet_is_always():
+    # the torch adapter's quiet=not progress: progress=True is an explicit request
+    stream = io.StringIO()
+    ProgressBar("job", quiet=False, stream=stream)(1, 1)
+    assert "job [" in stream.getvalue()
+    stream = _Terminal()
+    ProgressBar("job", quiet=True, stream=stream)(1, 1)
+    assert stream.getvalue() == ""
+    with pytest.raises(ValueError, match="give show or quiet, not both"):
+        ProgressBar("job", show="always", quiet=True)
+    with pytest.raises(ValueError, match="show must be one of 'auto', 'always', 'never'; got 'x'"):
+        ProgressBar("job", show="x")
+
+
+def test_cli_progress_option(csv_file, capsys, monkeypatch):
+    args = ("evaluate", csv_file, "--score", "risk")
+    code, _, err = run(capsys, *args)  # capsys's stderr is not a terminal: auto draws nothing
+    assert code == 0 and err == ""
+    code, _, err = run(capsys, *args, "--progress", "always")
+    assert code == 0 and err == "\revaluate [" + "#" * 30 + "] 1/1\n"
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    code = main([str(a) for a in args])
+    assert code == 0 and "evaluate [" in sys.stderr.getvalue()
+    for flags in (["--progress", "never"], ["--quiet"]):
+        monkeypatch.setattr(sys, "stderr", _Terminal())
+        assert main([str(a) for a in (*args, *flags)]) == 0
+        assert sys.stderr.getvalue() == ""
+    with pytest.raises(SystemExit) as exc:  # --quiet and --progress exclude each other
+        main([str(a) for a in (*args, "--quiet", "--progress", "always")])
+    assert exc.value.code == 2
 
 
 # -- fit and apply ----------------------------------------------------------------------------
@@ -171,7 +224,8 @@ def test_apply_failure_leaves_no_partial_file(csv_file, tmp_path, capsys, monkey
 
 def test_report_has_images_and_table(csv_file, tmp_path, capsys):
     html_path = tmp_path / "report.html"
-    code, out, err = run(capsys, "report", csv_file, "-o", html_path, "--png", tmp_path / "png")
+    code, out, err = run(capsys, "report", csv_file, "-o", html_path, "--png", tmp_path / "png",
+                         "--progress", "always")
     assert code == 0 and "report [" in err
     text = html_path.read_text()
     assert text.count('src="data:image/png;base64,') == 6

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._progress import ProgressBar
+from ._progress import SHOW, ProgressBar
 from .io import ColumnError, read_table, write_table, write_text
 from .tabular import (
     InfeasibleTargetError,
@@ -48,7 +48,11 @@ def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
                         "(default: every other numeric column)")
     p.add_argument("--dropna", action="store_true",
                    help="drop rows with NaN or empty values in the columns used")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--progress", choices=SHOW, default="auto",
+                   help="progress bar on stderr: 'auto' (default) draws it only when stderr is "
+                        "a terminal, 'always' draws it anyway, 'never' not at all")
+    g.add_argument("--quiet", action="store_true", help="no progress bar (--progress never)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -126,9 +130,13 @@ def _prepare(table: Any, **options: Any) -> TableData:
     return data
 
 
+def _bar(label: str, args: argparse.Namespace) -> ProgressBar:
+    return ProgressBar(label, show="never" if args.quiet else args.progress)
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     data = _load(args)
-    bar = ProgressBar("evaluate", quiet=args.quiet)
+    bar = _bar("evaluate", args)
     ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr, progress=bar)
     bar.close()
     print(f"{args.file}: {ev.n_id} ID rows, {ev.n_ood} OOD rows")
@@ -183,7 +191,7 @@ def _report(args: argparse.Namespace) -> int:
 
     data = _load(args)
     ev = evaluate(data, tpr=args.tpr, fpr=args.fpr)
-    bar = ProgressBar("report", quiet=args.quiet)
+    bar = _bar("report", args)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
                  png_dir=args.png, progress=bar)
     bar.close()
