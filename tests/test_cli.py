@@ -5,18 +5,21 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 
-from abstain import BoundedAbstention, rule_from_json
+from abstain import BoundedAbstention, BoundedImprovement, InfeasibleTargetWarning, rule_from_json
 from abstain._progress import ProgressBar
 from abstain.cli import main
 from abstain.io import read_table, write_table
 from abstain.metrics import aurc, auroc, fpr_at_tpr, selective_risk_at_coverage
 from abstain.ood import selector_from_json
+from abstain.tabular import least_risk_bound
 
 
 def _columns(n: int = 300, seed: int = 0) -> dict[str, np.ndarray]:
@@ -303,7 +306,9 @@ def test_infeasible_targets_say_what_is_attainable(csv_file, tmp_path, capsys):
     assert "lowest selective risk attainable on these 4 rows is 0.5" in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.01", "--delta", "0.05", "-o", tmp_path / "x.json")[::2])
-    assert "target risk 0.01 with delta 0.05 is infeasible" in line
+    assert ("target risk 0.01 with delta 0.05 is infeasible: no rule's upper confidence bound "
+            "on the selective risk is at or below it; the least bound attainable with delta 0.05 "
+            "on these 234 rows is ") in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--tpr", "0.99",
                                 "--fpr", "0.01", "-o", tmp_path / "x.json")[::2])
     assert "TPR >= 0.99 with FPR <= 0.01 is infeasible" in line
@@ -312,6 +317,80 @@ def test_infeasible_targets_say_what_is_attainable(csv_file, tmp_path, capsys):
                                 "0.999", "--recall", "0.99", "-o", tmp_path / "x.json")[::2])
     assert "highest attainable precision is" in line
     assert not (tmp_path / "x.json").exists()
+
+
+def _number_after(text, words):
+    return float(re.search(re.escape(words) + r" ([0-9.e+-]+?)[;.]?(?: |$)", text).group(1))
+
+
+def _fit_code(capsys, path, *args):
+    return run(capsys, "fit", path, *args, "-o", path.parent / "rule.json")[0]
+
+
+def test_infeasible_delta_names_the_least_attainable_bound(csv_file, capsys):
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
+                                "0.01", "--delta", "0.05", "-o", csv_file.parent / "x.json")[::2])
+    least = _number_after(line, "with delta 0.05 on these 234 rows is")
+    assert 0.01 < least < 1
+    cols = _columns()
+    ood = cols["is_ood"] == 1
+    exact = least_risk_bound(cols["risk"][~ood], cols["loss"][~ood], 0.05)
+    assert exact <= least <= exact * (1 + 1e-3)  # rounded up to 4 digits: itself feasible
+    assert _fit_code(capsys, csv_file, "--score", "risk", "--target-risk", least,
+                     "--delta", "0.05") == 0
+    assert _fit_code(capsys, csv_file, "--score", "risk", "--target-risk", least * 0.995,
+                     "--delta", "0.05") == 1
+    # a larger delta makes a lower bound attainable
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
+                                "0.01", "--delta", "0.5", "-o", csv_file.parent / "x.json")[::2])
+    assert _number_after(line, "with delta 0.5 on these 234 rows is") < least
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_least_risk_bound_is_the_feasibility_edge(binary):
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        n = int(rng.integers(1, 60))
+        u = rng.integers(0, int(rng.integers(1, 20)), n).astype(float)  # many ties
+        loss = (rng.random(n) < 0.3).astype(float) if binary else rng.random(n) ** 2
+        delta = float(rng.choice([0.01, 0.1, 0.5]))
+        least = least_risk_bound(u, loss, delta)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            assert BoundedImprovement(min(least, 1.0), delta=delta).fit(u, loss).feasible_
+            assert not BoundedImprovement(least * (1 - 1e-9), delta=delta).fit(
+                u, loss).feasible_
+
+
+@pytest.mark.parametrize("scores", [["risk"], ["risk", "distance"]])
+def test_infeasible_tpr_fpr_names_attainable_rates(scores, csv_file, capsys):
+    s = [a for c in scores for a in ("--score", c)]
+    line = _one_error_line(*run(capsys, "fit", csv_file, *s, "--tpr", "0.99", "--fpr", "0.01",
+                                "-o", csv_file.parent / "x.json")[::2])
+    assert line.startswith("abstain fit: error: TPR >= 0.99 with FPR <= 0.01 is infeasible: ")
+    tpr = _number_after(line, "at FPR <= 0.01 the highest attainable TPR is")
+    fpr = _number_after(line, "at TPR >= 0.99 the lowest attainable FPR is")
+    assert _fit_code(capsys, csv_file, *s, "--tpr", tpr, "--fpr", "0.01") == 0
+    assert _fit_code(capsys, csv_file, *s, "--tpr", tpr * 1.005, "--fpr", "0.01") == 1
+    assert _fit_code(capsys, csv_file, *s, "--tpr", "0.99", "--fpr", fpr) == 0
+    assert _fit_code(capsys, csv_file, *s, "--tpr", "0.99", "--fpr", fpr * 0.995) == 1
+
+
+@pytest.mark.parametrize("scores", [["distance"], ["risk", "distance"]])
+def test_infeasible_precision_recall_names_attainable_rates(scores, csv_file, capsys):
+    s = [a for c in scores for a in ("--score", c)]
+    line = _one_error_line(*run(capsys, "fit", csv_file, *s, "--precision", "0.99", "--recall",
+                                "0.95", "-o", csv_file.parent / "x.json")[::2])
+    assert line.startswith("abstain fit: error: precision >= 0.99 with recall >= 0.95 is "
+                           "infeasible: ")
+    prec = _number_after(line, "at recall >= 0.95 the highest attainable precision is")
+    rec = _number_after(line, "at precision >= 0.99 the highest attainable recall is")
+    assert 0 < rec < 0.95 and prec < 0.99
+    assert _fit_code(capsys, csv_file, *s, "--precision", prec, "--recall", "0.95") == 0
+    assert _fit_code(capsys, csv_file, *s, "--precision", min(prec * 1.005, 1),
+                     "--recall", "0.95") == 1
+    assert _fit_code(capsys, csv_file, *s, "--precision", "0.99", "--recall", rec) == 0
+    assert _fit_code(capsys, csv_file, *s, "--precision", "0.99", "--recall", rec * 1.005) == 1
 
 
 def test_fit_needs_exactly_one_target(csv_file, tmp_path, capsys):

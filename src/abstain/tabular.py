@@ -22,9 +22,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import metrics as m
+from ._groups import tie_groups
+from ._ood_core import grid_weights, project
+from ._validation import as_losses_and_scores
 from .exceptions import InfeasibleTargetWarning
 from .io import ColumnError, get_column
-from .models import BoundedAbstention, BoundedImprovement, CostBased, rule_from_json
+from .models import (
+    BoundedAbstention,
+    BoundedImprovement,
+    CostBased,
+    _risk_upper_bound,
+    rule_from_json,
+)
 from .ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
 
 __all__ = [
@@ -38,6 +47,7 @@ __all__ = [
     "rule_to_json",
     "load_rule",
     "apply_rule",
+    "least_risk_bound",
 ]
 
 Progress = Callable[[int, int], None]
@@ -445,16 +455,21 @@ def fit_rule(
             sel.fit(s, data.is_ood, data.losses)
         if not sel.feasible_:
             if isinstance(sel, BoundedTPRFPR):
-                assert fpr is not None
+                assert tpr is not None and fpr is not None
                 best = float(m.ood_roc_curve(data.is_ood, s, fpr=[fpr]).tpr[0])
+                least = _least_fpr_at_tpr(data.is_ood, s, tpr)
                 raise InfeasibleTargetError(
                     f"TPR >= {tpr:g} with FPR <= {fpr:g} is infeasible: at FPR <= {fpr:g} "
-                    f"the highest attainable TPR is {best:.4g}.")
-            assert recall is not None
+                    f"the highest attainable TPR is {_round(best, down=True)}; at TPR >= "
+                    f"{tpr:g} the lowest attainable FPR is {_round(least, down=False)}.")
+            assert precision is not None and recall is not None
             best = float(m.ood_pr_curve(data.is_ood, s, recall=[recall]).precision[0])
+            most = _most_recall_at_precision(data.is_ood, s, precision)
             raise InfeasibleTargetError(
                 f"precision >= {precision:g} with recall >= {recall:g} is infeasible: at "
-                f"recall >= {recall:g} the highest attainable precision is {best:.4g}.")
+                f"recall >= {recall:g} the highest attainable precision is "
+                f"{_round(best, down=True)}; at precision >= {precision:g} the highest "
+                f"attainable recall is {_round(most, down=True)}.")
         return sel
     if len(names) != 1:
         raise ValueError(f"the {kind} model takes one score column; got {len(names)}: "
@@ -479,13 +494,127 @@ def fit_rule(
             raise InfeasibleTargetError(
                 f"target risk {target_risk:g} is infeasible: no threshold rule's selective risk "
                 f"is at or below it; the lowest selective risk attainable on these {loss.size} "
-                f"rows is {rule.min_risk_:.4g}.")
+                f"rows is {_round(rule.min_risk_, down=False)}.")
+        least = least_risk_bound(u, loss, delta, loss_bound=rule.loss_bound)
         raise InfeasibleTargetError(
             f"target risk {target_risk:g} with delta {delta:g} is infeasible: no rule's upper "
-            f"confidence bound on the risk is at or below it (the lowest empirical selective "
-            f"risk on these {loss.size} rows is {rule.min_risk_:.4g}; a bound that low needs "
-            "more rows or a larger delta).")
+            f"confidence bound on the selective risk is at or below it; the least bound "
+            f"attainable with delta {delta:g} on these {loss.size} rows is "
+            f"{_round(least, down=False)} (the lowest empirical selective risk is "
+            f"{_round(rule.min_risk_, down=False)}; a bound nearer to it needs more rows or a "
+            "larger delta).")
     return rule
+
+
+def _round(x: float, *, down: bool, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits, rounded towards the feasible side.
+
+    A least attainable bound is rounded up and a highest attainable rate down, so the
+    printed value, read back as a float, is itself a feasible target.
+    """
+    if not math.isfinite(x) or x == 0.0:
+        return f"{x:g}"
+    k = digits - 1 - math.floor(math.log10(abs(x)))
+
+    def val(q: int) -> float:
+        return q / 10.0**k if k >= 0 else q * 10.0**-k
+
+    q = math.floor(x * 10.0**k) if down else math.ceil(x * 10.0**k)
+    if down:
+        while val(q) > x:
+            q -= 1
+        while val(q + 1) <= x:
+            q += 1
+    else:
+        while val(q) < x:
+            q += 1
+        while val(q - 1) >= x:
+            q -= 1
+    return f"{val(q):.{digits + 1}g}"
+
+
+def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
+                     loss_bound: float = 1.0) -> float:
+    """The least ``target_risk`` that ``BoundedImprovement(delta=delta)`` meets on the data.
+
+    The guaranteed fit (selection with guaranteed risk) binary-searches the ``G`` tie
+    groups with ``K = ceil(log2(G + 1))`` tests at level ``delta / K``. It fails only
+    when every test fails, and then it has tested the fixed chain of prefixes
+    ``g_1 = (G - 1) // 2``, ``g_{i+1} = (g_i - 1) // 2``, ..., ``0``; a larger target
+    only turns tests into passes. So the fit is feasible exactly when the target is at
+    least the smallest upper confidence bound on that chain, which is returned.
+
+    Parameters
+    ----------
+    uncertainty : array-like of shape (n,)
+    losses : array-like of shape (n,), in ``[0, loss_bound]``
+    delta : float in (0, 1)
+    loss_bound : float > 0, default 1.0
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from abstain import BoundedImprovement
+    >>> from abstain.tabular import least_risk_bound
+    >>> u, loss = list(range(40)), [0] * 30 + [1] * 10
+    >>> least = least_risk_bound(u, loss, delta=0.1)
+    >>> round(least, 4)
+    0.1851
+    >>> BoundedImprovement(least, delta=0.1).fit(u, loss).feasible_
+    True
+    """
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    groups = tie_groups(ls, u)
+    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
+    second = None if binary else tie_groups(np.square(ls), u).cum_sums
+    n_groups = groups.cum_counts.size
+    level = delta / max(1, math.ceil(math.log2(n_groups + 1)))
+    least, high = math.inf, n_groups
+    while high > 0:
+        mid = (high - 1) // 2
+        b = _risk_upper_bound(float(groups.cum_sums[mid]), float(groups.cum_counts[mid]), level,
+                              loss_bound, binary, 0.0 if second is None else float(second[mid]))
+        least, high = min(least, b), mid
+    return least
+
+
+def _directions(s: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+    """The combined scores of each direction the OOD selectors search (one for one column)."""
+    if s.shape[1] == 1:
+        return [s[:, 0]]
+    return [project(s, w) for w in grid_weights(360)]
+
+
+def _least_fpr_at_tpr(is_ood: NDArray[np.bool_], s: NDArray[np.float64], tpr: float) -> float:
+    """The lowest FPR of a threshold rule with TPR >= ``tpr`` over the searched directions."""
+    return min(float(m.fpr_at_tpr(is_ood, d, tpr)) for d in _directions(s))
+
+
+def _most_recall_at_precision(is_ood: NDArray[np.bool_], s: NDArray[np.float64],
+                              precision: float) -> float:
+    """The highest recall (TPR) of a rule with precision >= ``precision`` (sample OOD prior).
+
+    Precision >= p is ``p pi FPR <= (1 - p)(1 - pi) TPR``, linear along each ROC
+    segment, so the answer is at the last ROC knot meeting it or where the next
+    segment crosses it.
+    """
+    pi = float(is_ood.mean())
+    best = 0.0
+    for d in _directions(s):
+        fpr, tpr = m.ood_roc_curve(is_ood, d)
+        g = precision * pi * fpr - (1 - precision) * (1 - pi) * tpr
+        ok = np.flatnonzero(g <= 1e-12)
+        j = int(ok[-1])
+        if j == tpr.size - 1:
+            r = float(tpr[j])
+        else:
+            f = g[j] / (g[j] - g[j + 1]) if g[j] < 0 else 0.0
+            r = float(tpr[j] + f * (tpr[j + 1] - tpr[j]))
+        best = max(best, r)
+    return best
 
 
 def rule_to_json(rule: Rule, scores: Sequence[str]) -> str:
