@@ -4,7 +4,9 @@ The page embeds its images as base64 PNGs, so it is one file that opens anywhere
 It holds the risk-coverage curve of each score; with an OOD column also the ROC
 and PR curves, the risk-coverage curve at an FPR bound and score histograms for
 ID/OOD; histograms for correct/wrong ID rows; and the metrics table of
-:func:`abstain.tabular.evaluate`. Needs the ``plot`` extra (matplotlib).
+:func:`abstain.tabular.evaluate`. Double-score pairs (an OOD score named in
+:func:`abstain.tabular.prepare`) get their column of the table and dashed ROC, PR
+and risk-at-FPR curves. Needs the ``plot`` extra (matplotlib).
 """
 
 from __future__ import annotations
