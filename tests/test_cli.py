@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 
-from abstain import BoundedAbstention, rule_from_json
+from abstain import BoundedAbstention, BoundedImprovement, InfeasibleTargetWarning, rule_from_json
+from abstain._progress import ProgressBar
 from abstain.cli import main
 from abstain.io import read_table, write_table
-from abstain.metrics import aurc, auroc, fpr_at_tpr, selective_risk_at_coverage
-from abstain.ood import selector_from_json
+from abstain.metrics import (
+    aurc,
+    auroc,
+    fpr_at_tpr,
+    ood_pr_curve,
+    ood_roc_curve,
+    oscr,
+    selective_risk_at_coverage,
+    selective_risk_at_tpr_fpr,
+)
+from abstain.ood import BoundedTPRFPR, CostBasedOOD, selector_from_json
+from abstain.report import report_figures
+from abstain.tabular import least_risk_bound, prepare
 
 
 def _columns(n: int = 300, seed: int = 0) -> dict[str, np.ndarray]:
@@ -46,7 +61,8 @@ def run(capsys, *argv):
 
 
 def test_evaluate_prints_every_metric_and_writes_json(csv_file, tmp_path, capsys):
-    code, out, err = run(capsys, "evaluate", csv_file, "--json", tmp_path / "m.json")
+    code, out, err = run(capsys, "evaluate", csv_file, "--json", tmp_path / "m.json",
+                         "--progress", "always")
     assert code == 0
     for label in ("AuRC", "E-AuRC", "AUGRC", "risk at coverage 90%", "AUROC", "AUPR-In",
                   "AUPR-Out", "FPR at TPR 95%", "OSCR", "risk at TPR>=95%, FPR<=5%"):
@@ -91,6 +107,56 @@ def test_evaluate_reads_npz_and_parquet(suffix, tmp_path, capsys):
         (tmp_path / "c.json").read_text())
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("show,tty,drawn", [
+    ("auto", False, False), ("auto", True, True), ("always", False, True),
+    ("always", True, True), ("never", True, False),
+])
+def test_progress_bar_draws_on_a_terminal_unless_told(show, tty, drawn):
+    stream = _Terminal() if tty else io.StringIO()
+    bar = ProgressBar("job", show=show, stream=stream, width=4)
+    bar(1, 2)
+    bar(2, 2)
+    bar.close()
+    assert stream.getvalue() == ("\rjob [##..] 1/2\rjob [####] 2/2\n" if drawn else "")
+
+
+def test_progress_bar_quiet_is_never_and_not_quiet_is_always():
+    # the torch adapter's quiet=not progress: progress=True is an explicit request
+    stream = io.StringIO()
+    ProgressBar("job", quiet=False, stream=stream)(1, 1)
+    assert "job [" in stream.getvalue()
+    stream = _Terminal()
+    ProgressBar("job", quiet=True, stream=stream)(1, 1)
+    assert stream.getvalue() == ""
+    with pytest.raises(ValueError, match="give show or quiet, not both"):
+        ProgressBar("job", show="always", quiet=True)
+    with pytest.raises(ValueError, match="show must be one of 'auto', 'always', 'never'; got 'x'"):
+        ProgressBar("job", show="x")
+
+
+def test_cli_progress_option(csv_file, capsys, monkeypatch):
+    args = ("evaluate", csv_file, "--score", "risk")
+    code, _, err = run(capsys, *args)  # capsys's stderr is not a terminal: auto draws nothing
+    assert code == 0 and err == ""
+    code, _, err = run(capsys, *args, "--progress", "always")
+    assert code == 0 and err == "\revaluate [" + "#" * 30 + "] 1/1\n"
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    code = main([str(a) for a in args])
+    assert code == 0 and "evaluate [" in sys.stderr.getvalue()
+    for flags in (["--progress", "never"], ["--quiet"]):
+        monkeypatch.setattr(sys, "stderr", _Terminal())
+        assert main([str(a) for a in (*args, *flags)]) == 0
+        assert sys.stderr.getvalue() == ""
+    with pytest.raises(SystemExit) as exc:  # --quiet and --progress exclude each other
+        main([str(a) for a in (*args, "--quiet", "--progress", "always")])
+    assert exc.value.code == 2
+
+
 # -- fit and apply ----------------------------------------------------------------------------
 
 
@@ -123,6 +189,13 @@ def test_fit_and_apply_bounded_abstention(csv_file, tmp_path, capsys):
      "BoundedTPRFPR"),
     (["--score", "distance", "--precision", "0.9", "--recall", "0.8"],
      "BoundedPrecisionRecall"),
+    (["--score", "risk", "--ood-score", "distance", "--precision", "0.9", "--recall", "0.8",
+      "--ood-prior", "0.1"], "BoundedPrecisionRecall"),
+    (["--score", "risk", "--ood-score", "distance", "--tpr", "0.6", "--fpr", "0.1"],
+     "BoundedTPRFPR"),
+    (["--score", "risk", "--reject-id-cost", "0.3", "--predict-ood-cost", "1"], "CostBasedOOD"),
+    (["--ood-score", "distance", "--reject-id-cost", "0.3", "--predict-ood-cost", "1",
+      "--reject-ood-cost", "0.1", "--ood-prior", "0.5"], "CostBasedOOD"),
 ])
 def test_fit_every_model_and_apply(args, model, csv_file, tmp_path, capsys):
     rule_path = tmp_path / "rule.json"
@@ -166,12 +239,151 @@ def test_apply_failure_leaves_no_partial_file(csv_file, tmp_path, capsys, monkey
     assert sorted(os.listdir(tmp_path)) == ["out.npz", "pred.csv", "rule.json"]
 
 
+def _ood_sample():
+    cols = _columns()
+    ood = cols["is_ood"] == 1
+    return cols, ood, np.nan_to_num(cols["loss"]), np.stack([cols["risk"], cols["distance"]], 1)
+
+
+@pytest.mark.parametrize("extra,costs,prior", [
+    ([], (0.3, 1.0, 0.0), None),
+    (["--reject-ood-cost", "0.2", "--ood-prior", "0.4"], (0.3, 1.0, 0.2), 0.4),
+])
+@pytest.mark.parametrize("pair", [False, True])
+def test_fit_cost_based_ood_is_the_models_fit(pair, extra, costs, prior, csv_file, tmp_path,
+                                              capsys):
+    rule_path = tmp_path / "rule.json"
+    scores = ["--score", "risk"] + (["--ood-score", "distance"] if pair else [])
+    code, out, err = run(capsys, "fit", csv_file, *scores, "--reject-id-cost", "0.3",
+                         "--predict-ood-cost", "1", *extra, "-o", rule_path)
+    assert code == 0, err
+    cols, ood, loss, both = _ood_sample()
+    s = both if pair else cols["risk"]
+    ref = CostBasedOOD(*costs, ood_prior=prior, random_state=0).fit(s, ood, loss)
+    rule = selector_from_json(rule_path.read_text())
+    assert isinstance(rule, CostBasedOOD)
+    assert rule.get_params() == ref.get_params()
+    assert (rule.weights_, rule.threshold_, rule.cost_) == (ref.weights_, ref.threshold_,
+                                                           ref.cost_)
+    assert json.loads(rule_path.read_text())["columns"]["scores"] == (
+        ["risk", "distance"] if pair else ["risk"])
+    assert out.startswith("CostBasedOOD: " + ("score 0.9" if pair else "threshold "))
+    assert f"empirical cost {ref.cost_:.4f}" in out
+    code, out, _ = run(capsys, "apply", rule_path, csv_file, "-o", tmp_path / "acc.csv")
+    assert code == 0
+    np.testing.assert_array_equal(read_table(tmp_path / "acc.csv")["accept"],
+                                  ref.accept(s).astype(float))
+
+
+def test_cost_based_ood_bad_options(csv_file, tmp_path, capsys):
+    out = tmp_path / "x.json"
+
+    def line(*args):
+        return _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", *args,
+                                    "-o", out)[::2])
+
+    assert "reject_id_cost and predict_ood_cost must be given together" in line(
+        "--reject-id-cost", "0.3")
+    assert "reject_ood_cost must come with reject_id_cost and predict_ood_cost" in line(
+        "--tpr", "0.9", "--fpr", "0.2", "--reject-ood-cost", "0.1")
+    assert "ood_prior must come with precision and recall or with the cost-based OOD model; " \
+           "got it with target_coverage" in line("--target-coverage", "0.8", "--ood-prior", "0.2")
+    assert "predict_ood_cost must be greater than reject_ood_cost; got 0.1 <= 0.2" in line(
+        "--reject-id-cost", "0.3", "--predict-ood-cost", "0.1", "--reject-ood-cost", "0.2")
+    assert "got reject_cost, cost-based OOD" in line("--reject-cost", "0.1",
+                                                      "--reject-id-cost", "0.3")
+    no_ood = tmp_path / "no_ood.csv"
+    write_table(no_ood, {"loss": [0, 1, 0, 1], "risk": [0.1, 0.2, 0.3, 0.4]})
+    assert "the cost-based OOD model needs an OOD column; the table has none." in (
+        _one_error_line(*run(capsys, "fit", no_ood, "--reject-id-cost", "0.3",
+                             "--predict-ood-cost", "1", "-o", out)[::2]))
+    assert not out.exists()
+
+
+# -- double scores: --ood-score --------------------------------------------------------------
+
+
+def test_evaluate_double_score_pair(csv_file, tmp_path, capsys):
+    code, out, _ = run(capsys, "evaluate", csv_file, "--score", "risk", "--ood-score",
+                       "distance", "--tpr", "0.9", "--fpr", "0.3", "--json", tmp_path / "m.json")
+    assert code == 0
+    header = out.splitlines()[1].split()
+    assert header == ["risk", "distance", "risk+distance"]
+    aurc_row = next(r for r in out.splitlines() if r.startswith("AuRC "))
+    assert aurc_row.split()[-1] == "-"  # a one-column metric
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["pairs"] == {"risk+distance": ["risk", "distance"]}
+    _, ood, loss, both = _ood_sample()
+    got = doc["metrics"]["risk+distance"]
+    assert set(got) == {"auroc", "oscr", "risk@tpr0.9,fpr0.3"}
+    assert got["auroc"] == pytest.approx(auroc(ood, both), rel=1e-12)
+    assert got["oscr"] == pytest.approx(oscr(loss, ood, both), rel=1e-12)
+    assert got["risk@tpr0.9,fpr0.3"] == pytest.approx(
+        selective_risk_at_tpr_fpr(loss, ood, both, 0.9, 0.3), rel=1e-12)
+    # the envelope over directions is at least as good as either column alone
+    assert got["auroc"] >= max(doc["metrics"][c]["auroc"] for c in ("risk", "distance")) - 1e-3
+    # the same with every numeric column a score by default
+    code, out2, _ = run(capsys, "evaluate", csv_file, "--ood-score", "distance", "--tpr", "0.9",
+                        "--fpr", "0.3")
+    assert out2 == out.replace(f"wrote {tmp_path / 'm.json'}\n", "")
+
+
+def test_fit_double_score_needs_both_columns_to_apply(csv_file, tmp_path, capsys):
+    rule_path = tmp_path / "rule.json"
+    code, out, err = run(capsys, "fit", csv_file, "--ood-score", "distance", "--tpr", "0.6",
+                         "--fpr", "0.1", "-o", rule_path)
+    assert code == 0, err
+    _, ood, loss, both = _ood_sample()
+    ref = BoundedTPRFPR(0.6, 0.1, random_state=0).fit(both, ood, loss)
+    rule = selector_from_json(rule_path.read_text())
+    assert (rule.n_scores_, rule.weights_, rule.threshold_) == (2, ref.weights_, ref.threshold_)
+    w = ref.weights_
+    assert out.startswith(f"BoundedTPRFPR: score {w[0]:.4g} * risk + {w[1]:.4g} * distance, ")
+    only_risk = tmp_path / "only_risk.csv"
+    cols = _columns()
+    del cols["distance"]
+    write_table(only_risk, cols)
+    line = _one_error_line(*run(capsys, "apply", rule_path, only_risk, "-o",
+                                tmp_path / "o.csv")[::2])
+    assert "score column 'distance' not found" in line
+    line = _one_error_line(*run(capsys, "apply", rule_path, csv_file, "--score", "risk", "-o",
+                                tmp_path / "o.csv")[::2])
+    assert "the rule takes 2 score column(s); got 1: 'risk'." in line
+
+
+def test_ood_score_bad_input(csv_file, tmp_path, capsys):
+    out = tmp_path / "x.json"
+    line = _one_error_line(*run(capsys, "evaluate", csv_file, "--ood-score", "distnce")[::2])
+    assert "OOD score column 'distnce' not found; did you mean 'distance'?" in line
+    no_ood = tmp_path / "no_ood.csv"
+    write_table(no_ood, {"loss": [0, 1, 0, 1], "a": [0.1, 0.2, 0.3, 0.4], "b": [1, 2, 3, 4]})
+    line = _one_error_line(*run(capsys, "evaluate", no_ood, "--ood-score", "b")[::2])
+    assert "the OOD score 'b' needs an OOD column; the table has none" in line
+    line = _one_error_line(*run(capsys, "evaluate", csv_file, "--score", "distance",
+                                "--ood-score", "distance")[::2])
+    assert "pairs with the other score columns; got no other score column" in line
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--ood-score", "distance",
+                                "--target-coverage", "0.8", "-o", out)[::2])
+    assert "target_coverage takes one score column; an OOD score ('distance') pairs columns " \
+           "for the OOD models only" in line
+    three = tmp_path / "three.csv"
+    cols = _columns()
+    cols["energy"] = cols["distance"] + 1
+    write_table(three, cols)
+    line = _one_error_line(*run(capsys, "fit", three, "--ood-score", "distance", "--tpr", "0.6",
+                                "--fpr", "0.1", "-o", out)[::2])
+    assert ("the tpr/fpr model takes one pair (s_r, OOD score); got 2 other score columns "
+            "besides the OOD score 'distance': 'risk', 'energy'.") in line
+    assert not out.exists()
+
+
 # -- report and demo ----------------------------------------------------------------------------
 
 
 def test_report_has_images_and_table(csv_file, tmp_path, capsys):
     html_path = tmp_path / "report.html"
-    code, out, err = run(capsys, "report", csv_file, "-o", html_path, "--png", tmp_path / "png")
+    code, out, err = run(capsys, "report", csv_file, "-o", html_path, "--png", tmp_path / "png",
+                         "--progress", "always")
     assert code == 0 and "report [" in err
     text = html_path.read_text()
     assert text.count('src="data:image/png;base64,') == 6
@@ -180,6 +392,29 @@ def test_report_has_images_and_table(csv_file, tmp_path, capsys):
         assert f'alt="{name}"' in text
         assert (tmp_path / "png" / f"{name}.png").stat().st_size > 5_000
     assert '<table class="metrics">' in text and "<th>AuRC</th>" in text and "<th>OSCR</th>" in text
+
+
+def test_report_draws_the_double_score_curves(csv_file, tmp_path, capsys):
+    html_path = tmp_path / "report.html"
+    code, _, err = run(capsys, "report", csv_file, "--score", "risk", "--ood-score", "distance",
+                       "-o", html_path)
+    assert code == 0 and err == ""
+    text = html_path.read_text()
+    assert text.count('src="data:image/png;base64,') == 6
+    assert "<th>risk+distance</th>" in text
+    row = re.search(r"<tr><th>AUROC</th>(.*?)</tr>", text).group(1)
+    _, ood, loss, both = _ood_sample()
+    assert re.findall(r"<td>(.*?)</td>", row)[-1] == f"{auroc(ood, both):.4f}"
+    data = prepare(read_table(csv_file), scores=["risk"], ood_score="distance")
+    figs = report_figures(data, fpr=0.05)
+    for name, curve in (("roc", ood_roc_curve(ood, both)), ("pr", ood_pr_curve(ood, both))):
+        (ax,) = figs[name].axes
+        line = next(ln for ln in ax.lines if ln.get_label() == "risk+distance")
+        assert line.get_linestyle() == "--"
+        np.testing.assert_array_equal(line.get_xydata(), np.stack(
+            [curve[0], curve[1]] if name == "roc" else [curve.recall, curve.precision], 1))
+    (ax,) = figs["risk_at_fpr"].axes
+    assert [ln.get_label() for ln in ax.lines] == ["risk", "distance", "risk+distance"]
 
 
 def test_demo_subcommand_runs_the_demo(tmp_path, capsys, monkeypatch):
@@ -249,7 +484,9 @@ def test_infeasible_targets_say_what_is_attainable(csv_file, tmp_path, capsys):
     assert "lowest selective risk attainable on these 4 rows is 0.5" in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.01", "--delta", "0.05", "-o", tmp_path / "x.json")[::2])
-    assert "target risk 0.01 with delta 0.05 is infeasible" in line
+    assert ("target risk 0.01 with delta 0.05 is infeasible: no rule's upper confidence bound "
+            "on the selective risk is at or below it; the least bound attainable with delta 0.05 "
+            "on these 234 rows is ") in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--tpr", "0.99",
                                 "--fpr", "0.01", "-o", tmp_path / "x.json")[::2])
     assert "TPR >= 0.99 with FPR <= 0.01 is infeasible" in line
@@ -258,6 +495,80 @@ def test_infeasible_targets_say_what_is_attainable(csv_file, tmp_path, capsys):
                                 "0.999", "--recall", "0.99", "-o", tmp_path / "x.json")[::2])
     assert "highest attainable precision is" in line
     assert not (tmp_path / "x.json").exists()
+
+
+def _number_after(text, words):
+    return float(re.search(re.escape(words) + r" ([0-9.e+-]+?)[;.]?(?: |$)", text).group(1))
+
+
+def _fit_code(capsys, path, *args):
+    return run(capsys, "fit", path, *args, "-o", path.parent / "rule.json")[0]
+
+
+def test_infeasible_delta_names_the_least_attainable_bound(csv_file, capsys):
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
+                                "0.01", "--delta", "0.05", "-o", csv_file.parent / "x.json")[::2])
+    least = _number_after(line, "with delta 0.05 on these 234 rows is")
+    assert 0.01 < least < 1
+    cols = _columns()
+    ood = cols["is_ood"] == 1
+    exact = least_risk_bound(cols["risk"][~ood], cols["loss"][~ood], 0.05)
+    assert exact <= least <= exact * (1 + 1e-3)  # rounded up to 4 digits: itself feasible
+    assert _fit_code(capsys, csv_file, "--score", "risk", "--target-risk", least,
+                     "--delta", "0.05") == 0
+    assert _fit_code(capsys, csv_file, "--score", "risk", "--target-risk", least * 0.995,
+                     "--delta", "0.05") == 1
+    # a larger delta makes a lower bound attainable
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
+                                "0.01", "--delta", "0.5", "-o", csv_file.parent / "x.json")[::2])
+    assert _number_after(line, "with delta 0.5 on these 234 rows is") < least
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_least_risk_bound_is_the_feasibility_edge(binary):
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        n = int(rng.integers(1, 60))
+        u = rng.integers(0, int(rng.integers(1, 20)), n).astype(float)  # many ties
+        loss = (rng.random(n) < 0.3).astype(float) if binary else rng.random(n) ** 2
+        delta = float(rng.choice([0.01, 0.1, 0.5]))
+        least = least_risk_bound(u, loss, delta)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            assert BoundedImprovement(min(least, 1.0), delta=delta).fit(u, loss).feasible_
+            assert not BoundedImprovement(least * (1 - 1e-9), delta=delta).fit(
+                u, loss).feasible_
+
+
+@pytest.mark.parametrize("scores", [["risk"], ["risk", "distance"]])
+def test_infeasible_tpr_fpr_names_attainable_rates(scores, csv_file, capsys):
+    s = [a for c in scores for a in ("--score", c)]
+    line = _one_error_line(*run(capsys, "fit", csv_file, *s, "--tpr", "0.99", "--fpr", "0.01",
+                                "-o", csv_file.parent / "x.json")[::2])
+    assert line.startswith("abstain fit: error: TPR >= 0.99 with FPR <= 0.01 is infeasible: ")
+    tpr = _number_after(line, "at FPR <= 0.01 the highest attainable TPR is")
+    fpr = _number_after(line, "at TPR >= 0.99 the lowest attainable FPR is")
+    assert _fit_code(capsys, csv_file, *s, "--tpr", tpr, "--fpr", "0.01") == 0
+    assert _fit_code(capsys, csv_file, *s, "--tpr", tpr * 1.005, "--fpr", "0.01") == 1
+    assert _fit_code(capsys, csv_file, *s, "--tpr", "0.99", "--fpr", fpr) == 0
+    assert _fit_code(capsys, csv_file, *s, "--tpr", "0.99", "--fpr", fpr * 0.995) == 1
+
+
+@pytest.mark.parametrize("scores", [["distance"], ["risk", "distance"]])
+def test_infeasible_precision_recall_names_attainable_rates(scores, csv_file, capsys):
+    s = [a for c in scores for a in ("--score", c)]
+    line = _one_error_line(*run(capsys, "fit", csv_file, *s, "--precision", "0.99", "--recall",
+                                "0.95", "-o", csv_file.parent / "x.json")[::2])
+    assert line.startswith("abstain fit: error: precision >= 0.99 with recall >= 0.95 is "
+                           "infeasible: ")
+    prec = _number_after(line, "at recall >= 0.95 the highest attainable precision is")
+    rec = _number_after(line, "at precision >= 0.99 the highest attainable recall is")
+    assert 0 < rec < 0.95 and prec < 0.99
+    assert _fit_code(capsys, csv_file, *s, "--precision", prec, "--recall", "0.95") == 0
+    assert _fit_code(capsys, csv_file, *s, "--precision", min(prec * 1.005, 1),
+                     "--recall", "0.95") == 1
+    assert _fit_code(capsys, csv_file, *s, "--precision", "0.99", "--recall", rec) == 0
+    assert _fit_code(capsys, csv_file, *s, "--precision", "0.99", "--recall", rec * 1.005) == 1
 
 
 def test_fit_needs_exactly_one_target(csv_file, tmp_path, capsys):

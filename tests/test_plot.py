@@ -47,3 +47,16 @@ def test_risk_coverage_plot_draws_the_curve_points():
 def test_histograms_check_shapes():
     with pytest.raises(ValueError, match="scores and groups must be 1-D of one length"):
         plot_score_histograms([0.1, 0.2], [True], ax=Figure().add_subplot())
+
+
+def test_curves_take_line_properties_and_two_score_columns():
+    both = np.stack([SCORES, rng.normal(IS_OOD * 1.0, 1.0)], axis=1)
+    ax = Figure().add_subplot()
+    plot_roc(m.ood_roc_curve(IS_OOD, both), label="pair", ax=ax, ls="--", color="k")
+    plot_pr(m.ood_pr_curve(IS_OOD, both), ax=ax, lw=3)
+    plot_risk_at_fpr(m.risk_coverage_curve_at_fpr(LOSSES, IS_OOD, both, 0.2), ax=ax, ls=":")
+    plot_risk_coverage(m.risk_coverage_curve(LOSSES, SCORES), ax=ax, ls="-.")
+    roc, _, pr, risk, rc = ax.lines  # the second line is the ROC's chance diagonal
+    assert (roc.get_linestyle(), roc.get_color(), roc.get_label()) == ("--", "k", "pair")
+    assert pr.get_linewidth() == 3
+    assert (risk.get_linestyle(), rc.get_linestyle()) == (":", "-.")

@@ -1,28 +1,65 @@
-"""A tiny progress bar on stderr, for the command line."""
+"""A tiny progress bar on stderr, for the command line and the torch adapter."""
 
 from __future__ import annotations
 
 import sys
 from typing import TextIO
 
+SHOW = ("auto", "always", "never")
+
 
 class ProgressBar:
     """Draw ``label [#####.....] done/total`` on one line of ``stream``.
 
-    Call the object with ``(done, total)``; ``close()`` ends the line. With
-    ``quiet=True`` nothing is written.
+    Call the object with ``(done, total)``; ``close()`` ends the line.
+
+    Parameters
+    ----------
+    label : str
+    show : {"auto", "always", "never"}, default "auto"
+        ``"auto"`` draws only when ``stream.isatty()`` is true, so a log file or a
+        pipe gets no carriage-return clutter; ``"always"`` draws on any stream;
+        ``"never"`` writes nothing.
+    quiet : bool, optional
+        The older switch, still used by :mod:`abstain.torch` (``quiet=not progress``):
+        True is ``show="never"``; False is an explicit request to draw, ``show="always"``
+        (so ``progress=True`` draws even when stderr is not a terminal). Give ``show``
+        or ``quiet``, not both.
+    stream : text stream, default ``sys.stderr``
+    width : int, default 30
+        Characters of the bar.
+
+    Examples
+    --------
+    >>> import io
+    >>> from abstain._progress import ProgressBar
+    >>> buf = io.StringIO()  # not a terminal
+    >>> bar = ProgressBar("fit", stream=buf, width=4)
+    >>> bar(1, 2); bar.close(); buf.getvalue()
+    ''
+    >>> bar = ProgressBar("fit", show="always", stream=buf, width=4)
+    >>> bar(1, 2); bar.close(); buf.getvalue()
+    '\\rfit [##..] 1/2\\n'
     """
 
-    def __init__(self, label: str, *, quiet: bool = False, stream: TextIO | None = None,
-                 width: int = 30) -> None:
+    def __init__(self, label: str, *, show: str = "auto", quiet: bool | None = None,
+                 stream: TextIO | None = None, width: int = 30) -> None:
+        if show not in SHOW:
+            raise ValueError(f"show must be one of {', '.join(map(repr, SHOW))}; got {show!r}.")
+        if quiet is not None:
+            if show != "auto":
+                raise ValueError(f"give show or quiet, not both; got show={show!r} and "
+                                 f"quiet={quiet!r}.")
+            show = "never" if quiet else "always"
         self.label = label
-        self.quiet = quiet
         self.stream = sys.stderr if stream is None else stream
         self.width = width
+        self.show = show
+        self.enabled = show == "always" or (show == "auto" and _isatty(self.stream))
         self._drawn = False
 
     def __call__(self, done: int, total: int) -> None:
-        if self.quiet or total <= 0:
+        if not self.enabled or total <= 0:
             return
         filled = int(self.width * done / total)
         bar = "#" * filled + "." * (self.width - filled)
@@ -31,7 +68,15 @@ class ProgressBar:
         self._drawn = True
 
     def close(self) -> None:
+        """End the bar's line (if anything was drawn)."""
         if self._drawn:
             self.stream.write("\n")
             self.stream.flush()
             self._drawn = False
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._progress import ProgressBar
+from ._progress import SHOW, ProgressBar
 from .io import ColumnError, read_table, write_table, write_text
 from .tabular import (
     InfeasibleTargetError,
@@ -25,6 +25,7 @@ from .tabular import (
     fit_rule,
     load_rule,
     prepare,
+    rule_columns,
     rule_to_json,
 )
 
@@ -43,12 +44,19 @@ def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
         p.add_argument("--prediction", help="prediction column (default 'prediction')")
         p.add_argument("--is-ood", dest="is_ood",
                        help="OOD column, 1/true for OOD rows (default 'is_ood' if present)")
+        p.add_argument("--ood-score", dest="ood_score", metavar="COLUMN",
+                       help="the OOD score s_g of a double-score method: also paired with each "
+                            "other score column s_r as the two columns (s_r, s_g)")
     p.add_argument("--score", action="append", dest="scores", metavar="COLUMN",
                    help="uncertainty score column, higher rejected first; repeat for more "
                         "(default: every other numeric column)")
     p.add_argument("--dropna", action="store_true",
                    help="drop rows with NaN or empty values in the columns used")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--progress", choices=SHOW, default="auto",
+                   help="progress bar on stderr: 'auto' (default) draws it only when stderr is "
+                        "a terminal, 'always' draws it anyway, 'never' not at all")
+    g.add_argument("--quiet", action="store_true", help="no progress bar (--progress never)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,6 +88,17 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--fpr", type=float, help="BoundedTPRFPR: most FPR (needs --tpr)")
     g.add_argument("--precision", type=float, help="BoundedPrecisionRecall (needs --recall)")
     g.add_argument("--recall", type=float, help="BoundedPrecisionRecall (needs --precision)")
+    g.add_argument("--reject-id-cost", type=float, metavar="COST",
+                   help="CostBasedOOD: cost of rejecting an ID input (needs --predict-ood-cost)")
+    g.add_argument("--predict-ood-cost", type=float, metavar="COST",
+                   help="CostBasedOOD: cost of predicting on an OOD input (needs "
+                        "--reject-id-cost)")
+    g.add_argument("--reject-ood-cost", type=float, metavar="COST",
+                   help="CostBasedOOD: cost of rejecting an OOD input (default 0; below "
+                        "--predict-ood-cost)")
+    g.add_argument("--ood-prior", type=float, metavar="PI",
+                   help="CostBasedOOD and BoundedPrecisionRecall: the OOD fraction expected in "
+                        "use (default: the file's)")
     p.add_argument("--random-state", type=int, default=0,
                    help="seed of the randomised decisions on ties (default 0)")
     p.add_argument("-o", "--output", required=True, help="rule file to write (JSON)")
@@ -110,7 +129,8 @@ def _parser() -> argparse.ArgumentParser:
 def _load(args: argparse.Namespace) -> TableData:
     table = read_table(args.file)
     return _prepare(table, loss=args.loss, label=args.label, prediction=args.prediction,
-                    scores=args.scores, is_ood=args.is_ood, dropna=args.dropna)
+                    scores=args.scores, is_ood=args.is_ood, ood_score=args.ood_score,
+                    dropna=args.dropna)
 
 
 def _prepare(table: Any, **options: Any) -> TableData:
@@ -126,9 +146,13 @@ def _prepare(table: Any, **options: Any) -> TableData:
     return data
 
 
+def _bar(label: str, args: argparse.Namespace) -> ProgressBar:
+    return ProgressBar(label, show="never" if args.quiet else args.progress)
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     data = _load(args)
-    bar = ProgressBar("evaluate", quiet=args.quiet)
+    bar = _bar("evaluate", args)
     ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr, progress=bar)
     bar.close()
     print(f"{args.file}: {ev.n_id} ID rows, {ev.n_ood} OOD rows")
@@ -144,16 +168,24 @@ def _fit(args: argparse.Namespace) -> int:
     rule = fit_rule(data, target_coverage=args.target_coverage, target_risk=args.target_risk,
                     delta=args.delta, reject_cost=args.reject_cost, tpr=args.tpr,
                     fpr=args.fpr, precision=args.precision, recall=args.recall,
+                    reject_id_cost=args.reject_id_cost, predict_ood_cost=args.predict_ood_cost,
+                    reject_ood_cost=args.reject_ood_cost, ood_prior=args.ood_prior,
                     random_state=args.random_state)
-    text = rule_to_json(rule, list(data.scores))
+    columns = rule_columns(rule, data)
+    text = rule_to_json(rule, columns)
     write_text(args.output, text + "\n")
     parts = [f"threshold {rule.threshold_:.6g}", f"accept probability at it "
              f"{rule.accept_prob_:.4g}"]
     if hasattr(rule, "coverage_"):
         parts += [f"coverage {rule.coverage_:.4f}", f"selective risk {rule.risk_:.4f}"]
     else:
+        if rule.n_scores_ == 2:
+            parts.insert(0, f"score {rule.weights_[0]:.4g} * {columns[0]} + "
+                            f"{rule.weights_[1]:.4g} * {columns[1]}")
         parts += [f"TPR {rule.tpr_:.4f}", f"FPR {rule.fpr_:.4f}",
                   f"selective risk {rule.risk_:.4f}"]
+        if hasattr(rule, "cost_"):
+            parts.append(f"empirical cost {rule.cost_:.4f}")
     print(f"{type(rule).__name__}: " + ", ".join(parts))
     print(f"wrote {args.output}")
     return 0
@@ -182,8 +214,10 @@ def _report(args: argparse.Namespace) -> int:
     from .report import write_report
 
     data = _load(args)
-    ev = evaluate(data, tpr=args.tpr, fpr=args.fpr)
-    bar = ProgressBar("report", quiet=args.quiet)
+    bar = _bar("evaluate", args)
+    ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, progress=bar)
+    bar.close()
+    bar = _bar("report", args)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
                  png_dir=args.png, progress=bar)
     bar.close()

@@ -4,7 +4,8 @@ Each function takes a metric result as returned by its function (a
 :class:`~abstain.metrics.RiskCoverageCurve`, :class:`~abstain.metrics.ROCCurve`,
 :class:`~abstain.metrics.PRCurve`, :class:`~abstain.metrics.RiskTPRCurve`) or raw
 scores for the histograms, draws on ``ax`` (a new figure when None) and returns
-the axes. Curves are drawn exactly as the metrics define them: the
+the axes; further keyword arguments of the curve functions are matplotlib line
+properties (``ls="--"``, ``color=...``). Curves are drawn exactly as the metrics define them: the
 risk-coverage curve as its per-tie-group points joined by steps, the ROC, PR
 and risk-at-FPR curves as lines between their points (the randomised rules).
 """
@@ -45,7 +46,7 @@ def _axes(ax: Any) -> Any:
 
 
 def plot_risk_coverage(curve: RiskCoverageCurve, *, label: str | None = None,
-                       ax: Any = None) -> Any:
+                       ax: Any = None, **line: Any) -> Any:
     """Draw a risk-coverage curve: selective risk against coverage.
 
     Parameters
@@ -55,6 +56,8 @@ def plot_risk_coverage(curve: RiskCoverageCurve, *, label: str | None = None,
     label : str, optional
         Legend entry.
     ax : matplotlib Axes, optional
+    **line
+        Matplotlib line properties.
 
     Returns
     -------
@@ -69,18 +72,20 @@ def plot_risk_coverage(curve: RiskCoverageCurve, *, label: str | None = None,
     'coverage'
     """
     ax = _axes(ax)
-    ax.step(curve.coverage, curve.risk, where="post", label=label)
+    ax.step(curve.coverage, curve.risk, where="post", label=label, **line)
     ax.set_xlabel("coverage")
     ax.set_ylabel("selective risk")
     ax.set_xlim(0.0, 1.0)
     return ax
 
 
-def plot_roc(curve: ROCCurve, *, label: str | None = None, ax: Any = None) -> Any:
+def plot_roc(curve: ROCCurve, *, label: str | None = None, ax: Any = None,
+             **line: Any) -> Any:
     """Draw an ROC curve of :func:`abstain.metrics.ood_roc_curve`: TPR (ID accepted)
-    against FPR (OOD accepted), with the chance diagonal."""
+    against FPR (OOD accepted), with the chance diagonal. A double-score curve (two
+    score columns) is drawn the same way."""
     ax = _axes(ax)
-    ax.plot(curve.fpr, curve.tpr, label=label)
+    ax.plot(curve.fpr, curve.tpr, label=label, **line)
     ax.plot([0, 1], [0, 1], color="0.7", lw=0.8, ls="--")
     ax.set_xlabel("FPR (fraction of OOD accepted)")
     ax.set_ylabel("TPR (fraction of ID accepted)")
@@ -89,10 +94,11 @@ def plot_roc(curve: ROCCurve, *, label: str | None = None, ax: Any = None) -> An
     return ax
 
 
-def plot_pr(curve: PRCurve, *, label: str | None = None, ax: Any = None) -> Any:
+def plot_pr(curve: PRCurve, *, label: str | None = None, ax: Any = None,
+            **line: Any) -> Any:
     """Draw a PR curve of :func:`abstain.metrics.ood_pr_curve` (ID positive)."""
     ax = _axes(ax)
-    ax.plot(curve.recall, curve.precision, label=label)
+    ax.plot(curve.recall, curve.precision, label=label, **line)
     ax.set_xlabel("recall (TPR)")
     ax.set_ylabel("precision")
     ax.set_xlim(0.0, 1.0)
@@ -100,11 +106,11 @@ def plot_pr(curve: PRCurve, *, label: str | None = None, ax: Any = None) -> Any:
 
 
 def plot_risk_at_fpr(curve: RiskTPRCurve, *, label: str | None = None, ax: Any = None,
-                     fpr: float | None = None) -> Any:
+                     fpr: float | None = None, **line: Any) -> Any:
     """Draw a curve of :func:`abstain.metrics.risk_coverage_curve_at_fpr`: the least
     selective risk against the TPR target (gaps where the target is infeasible)."""
     ax = _axes(ax)
-    ax.plot(curve.tpr, curve.risk, label=label)
+    ax.plot(curve.tpr, curve.risk, label=label, **line)
     ax.set_xlabel("TPR (coverage of ID)")
     ax.set_ylabel("selective risk")
     ax.set_xlim(0.0, 1.0)

@@ -4,7 +4,9 @@ The page embeds its images as base64 PNGs, so it is one file that opens anywhere
 It holds the risk-coverage curve of each score; with an OOD column also the ROC
 and PR curves, the risk-coverage curve at an FPR bound and score histograms for
 ID/OOD; histograms for correct/wrong ID rows; and the metrics table of
-:func:`abstain.tabular.evaluate`. Needs the ``plot`` extra (matplotlib).
+:func:`abstain.tabular.evaluate`. Double-score pairs (an OOD score named in
+:func:`abstain.tabular.prepare`) get their column of the table and dashed ROC, PR
+and risk-at-FPR curves. Needs the ``plot`` extra (matplotlib).
 """
 
 from __future__ import annotations
@@ -48,12 +50,22 @@ def report_figures(data: TableData, *, fpr: float = 0.05,
     """The report's figures, by name (matplotlib ``Figure`` objects, no pyplot state).
 
     Names: ``risk_coverage``; with an OOD column holding both classes ``roc``, ``pr``
-    and ``risk_at_fpr``; and ``histograms_<score>`` for each score column.
+    and ``risk_at_fpr``; and ``histograms_<score>`` for each score column. The ROC, PR
+    and risk-at-FPR figures also draw each double-score pair of
+    :attr:`~abstain.tabular.TableData.pairs` (dashed): the best direction at each point.
     """
     ood = data.is_ood
     has_ood = ood is not None and 0 < int(ood.sum()) < ood.size
     id_rows = ~ood if ood is not None else np.ones(data.losses.size, dtype=bool)
     names = list(data.scores)
+    pairs = data.pairs if has_ood else {}
+
+    def curves() -> list[tuple[str, Any, dict[str, Any]]]:
+        """(label, one or two score columns, line style) of each curve of an OOD figure."""
+        out: list[tuple[str, Any, dict[str, Any]]] = [(n, data.scores[n], {}) for n in names]
+        out += [(name, data.stacked(cols), {"ls": "--"}) for name, cols in pairs.items()]
+        return out
+
     steps = (4 if has_ood else 1) + len(names)
     done = 0
 
@@ -75,23 +87,23 @@ def report_figures(data: TableData, *, fpr: float = 0.05,
     if has_ood:
         assert ood is not None
         fig, (ax,) = _figure()
-        for name in names:
-            plot_roc(m.ood_roc_curve(ood, data.scores[name]), label=name, ax=ax)
+        for name, s, style in curves():
+            plot_roc(m.ood_roc_curve(ood, s), label=name, ax=ax, **style)
         ax.set_title("ROC curve (ID positive)")
         ax.legend(fontsize=8)
         figs["roc"] = fig
         tick()
         fig, (ax,) = _figure()
-        for name in names:
-            plot_pr(m.ood_pr_curve(ood, data.scores[name]), label=name, ax=ax)
+        for name, s, style in curves():
+            plot_pr(m.ood_pr_curve(ood, s), label=name, ax=ax, **style)
         ax.set_title("PR curve (ID positive)")
         ax.legend(fontsize=8)
         figs["pr"] = fig
         tick()
         fig, (ax,) = _figure()
-        for name in names:
-            curve = m.risk_coverage_curve_at_fpr(data.losses, ood, data.scores[name], fpr)
-            plot_risk_at_fpr(curve, label=name, ax=ax, fpr=fpr)
+        for name, s, style in curves():
+            curve = m.risk_coverage_curve_at_fpr(data.losses, ood, s, fpr)
+            plot_risk_at_fpr(curve, label=name, ax=ax, fpr=fpr, **style)
         ax.set_title(f"least selective risk at FPR <= {fpr:g}")
         ax.legend(fontsize=8)
         figs["risk_at_fpr"] = fig

@@ -5,9 +5,11 @@ The functions behind the ``abstain`` command line, usable from Python. A table
 (the 0/1 loss ``label != prediction``); one or more uncertainty-score columns
 (higher is rejected first); and optionally an ``is_ood`` column (1/True for
 out-of-distribution rows, whose loss, label and prediction are ignored and may
-be empty). :func:`prepare` picks and checks the columns; :func:`evaluate`
-computes every applicable metric; :func:`fit_rule` fits a reject model and
-:func:`apply_rule` applies it to new rows.
+be empty). One score column may be named the OOD score ``s_g`` of a double-score
+method: it is then also paired with each other score column ``s_r`` as the two
+columns ``(s_r, s_g)`` that the OOD metrics and models accept. :func:`prepare`
+picks and checks the columns; :func:`evaluate` computes every applicable metric;
+:func:`fit_rule` fits a reject model and :func:`apply_rule` applies it to new rows.
 """
 
 from __future__ import annotations
@@ -22,9 +24,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import metrics as m
+from ._groups import tie_groups
+from ._ood_core import grid_weights, project
+from ._validation import as_losses_and_scores
 from .exceptions import InfeasibleTargetWarning
 from .io import ColumnError, get_column
-from .models import BoundedAbstention, BoundedImprovement, CostBased, rule_from_json
+from .models import (
+    BoundedAbstention,
+    BoundedImprovement,
+    CostBased,
+    _risk_upper_bound,
+    rule_from_json,
+)
 from .ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
 
 __all__ = [
@@ -38,6 +49,8 @@ __all__ = [
     "rule_to_json",
     "load_rule",
     "apply_rule",
+    "rule_columns",
+    "least_risk_bound",
 ]
 
 Progress = Callable[[int, int], None]
@@ -84,6 +97,9 @@ class TableData(NamedTuple):
         Rows dropped for missing values (``dropna=True``).
     keep : ndarray of bool, shape (n_rows,)
         Which rows of the table were kept.
+    ood_score : str or None
+        The score column that is the OOD score ``s_g`` of a double-score method
+        (also in ``scores``), or None.
     """
 
     losses: NDArray[np.float64]
@@ -91,6 +107,20 @@ class TableData(NamedTuple):
     is_ood: NDArray[np.bool_] | None
     n_dropped: int
     keep: NDArray[np.bool_]
+    ood_score: str | None = None
+
+    @property
+    def pairs(self) -> dict[str, tuple[str, str]]:
+        """The double-score pairs, ``{"s_r+s_g": (s_r, s_g)}``: each other score column
+        with ``ood_score`` (empty without one)."""
+        g = self.ood_score
+        if g is None:
+            return {}
+        return {f"{r}+{g}": (r, g) for r in self.scores if r != g}
+
+    def stacked(self, columns: Sequence[str]) -> NDArray[np.float64]:
+        """The named score columns side by side, shape (n, len(columns))."""
+        return np.stack([self.scores[c] for c in columns], axis=1)
 
 
 def _missing(col: NDArray[Any]) -> NDArray[np.bool_]:
@@ -114,6 +144,7 @@ def prepare(
     prediction: str | None = None,
     scores: Sequence[str] | None = None,
     is_ood: str | None = None,
+    ood_score: str | None = None,
     dropna: bool = False,
     need_loss: bool = True,
 ) -> TableData:
@@ -133,6 +164,11 @@ def prepare(
         Score columns. Default: every numeric column not used otherwise.
     is_ood : str, optional
         OOD column (0/1 or true/false). Default: ``"is_ood"`` if present.
+    ood_score : str, optional
+        The OOD score ``s_g`` of a double-score method: a score column (added to
+        ``scores`` if they do not name it) that is also paired with each other score
+        column ``s_r`` (see :attr:`TableData.pairs`). Needs the OOD column and at
+        least one other score column.
     dropna : bool, default False
         Drop rows with NaN or empty values in the columns used (loss, label and
         prediction count on ID rows only) instead of raising
@@ -200,6 +236,19 @@ def prepare(
                               f"{', '.join(map(repr, table))}.")
     else:
         names = list(scores)
+    if ood_score is not None:
+        get_column(table, ood_score, "OOD score column")
+        if need_loss and ood_name is None:
+            raise ValueError(f"the OOD score {ood_score!r} needs an OOD column; the table has "
+                             "none (name it with is_ood).")
+        if ood_score not in names:
+            names.append(ood_score)
+        if len(names) < 2:
+            raise ValueError(f"the OOD score {ood_score!r} pairs with the other score "
+                             "columns; got no other score column.")
+        clash = [f"{r}+{ood_score}" for r in names if f"{r}+{ood_score}" in names]
+        if clash:
+            raise ValueError(f"the pair name {clash[0]!r} is also a score column; rename it.")
     score_cols = {s: _numeric(s, get_column(table, s, "score column")) for s in names}
     # Missing values: OOD rows need no loss, label or prediction.
     bad = np.zeros(n, dtype=bool)
@@ -237,7 +286,7 @@ def prepare(
     if np.any(losses < 0):
         raise ValueError(f"the loss must be non-negative; got minimum {losses.min()!r}.")
     return TableData(losses, {k: v[keep] for k, v in score_cols.items()}, ood,
-                     int(bad.sum()) if dropna else 0, keep)
+                     int(bad.sum()) if dropna else 0, keep, ood_score)
 
 
 class Evaluation(NamedTuple):
@@ -251,7 +300,10 @@ class Evaluation(NamedTuple):
         Display name of each metric key, in table order.
     metrics : dict of str to dict of str to float
         ``metrics[score][key]``; NaN where a metric is undefined or its target
-        infeasible.
+        infeasible. A double-score pair ``"s_r+s_g"`` has only the metrics that take
+        two columns.
+    pairs : dict of str to (str, str)
+        The double-score pairs among ``metrics``, as :attr:`TableData.pairs`.
     """
 
     n_id: int
@@ -259,6 +311,7 @@ class Evaluation(NamedTuple):
     n_dropped: int
     labels: dict[str, str]
     metrics: dict[str, dict[str, float]]
+    pairs: dict[str, tuple[str, str]]
 
     def to_json(self) -> str:
         """The evaluation as JSON; NaN is written as null."""
@@ -266,6 +319,7 @@ class Evaluation(NamedTuple):
             return None if not math.isfinite(v) else v
         doc = {"n_id": self.n_id, "n_ood": self.n_ood, "n_dropped": self.n_dropped,
                "labels": self.labels,
+               "pairs": {k: list(v) for k, v in self.pairs.items()},
                "metrics": {s: {k: clean(v) for k, v in d.items()} for s, d in self.metrics.items()}}
         return json.dumps(doc, indent=2)
 
@@ -305,6 +359,11 @@ def evaluate(
     FPR <= ``fpr``. Each metric's tie rule is that of its function in
     :mod:`abstain.metrics`.
 
+    Each double-score pair of :attr:`TableData.pairs` gets the metrics that take two
+    columns: AUROC and OSCR (the area under the envelope over directions) and the
+    least selective risk at the TPR and FPR bounds (the best direction); the
+    one-column metrics are left out for it.
+
     Parameters
     ----------
     data : TableData
@@ -312,7 +371,7 @@ def evaluate(
     tpr : float in (0, 1]
     fpr : float in [0, 1]
     progress : callable(done, total), optional
-        Called after each score column.
+        Called after each score column and each pair.
 
     Returns
     -------
@@ -335,6 +394,8 @@ def evaluate(
         labels[f"risk@tpr{tpr:g},fpr{fpr:g}"] = f"risk at TPR>={_pct(tpr)}, FPR<={_pct(fpr)}"
     out: dict[str, dict[str, float]] = {}
     loss_id = data.losses[id_rows]
+    pairs = data.pairs if has_ood else {}
+    total = len(data.scores) + len(pairs)
     for i, (name, s) in enumerate(data.scores.items()):
         s_id = s[id_rows]
         r: dict[str, float] = {
@@ -358,9 +419,22 @@ def evaluate(
                     data.losses, ood, s, tpr, fpr)
         out[name] = {k: float(v) for k, v in r.items()}
         if progress is not None:
-            progress(i + 1, len(data.scores))
+            progress(i + 1, total)
+    for j, (name, cols) in enumerate(pairs.items()):
+        assert ood is not None
+        s2 = data.stacked(cols)
+        r = {"auroc": m.auroc(ood, s2)}
+        if bounded:
+            r["oscr"] = m.oscr(data.losses, ood, s2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(
+                data.losses, ood, s2, tpr, fpr)
+        out[name] = {k: float(v) for k, v in r.items()}
+        if progress is not None:
+            progress(len(data.scores) + j + 1, total)
     n_ood = int(ood.sum()) if ood is not None else 0
-    return Evaluation(int(id_rows.sum()), n_ood, data.n_dropped, labels, out)
+    return Evaluation(int(id_rows.sum()), n_ood, data.n_dropped, labels, out, pairs)
 
 
 Rule = (CostBased | BoundedImprovement | BoundedAbstention | BoundedTPRFPR
@@ -378,6 +452,10 @@ def fit_rule(
     fpr: float | None = None,
     precision: float | None = None,
     recall: float | None = None,
+    reject_id_cost: float | None = None,
+    predict_ood_cost: float | None = None,
+    reject_ood_cost: float | None = None,
+    ood_prior: float | None = None,
     random_state: int | None = 0,
 ) -> Rule:
     """Fit the reject model that the given targets name, on the scores of ``data``.
@@ -385,10 +463,14 @@ def fit_rule(
     Exactly one model: ``target_coverage`` (:class:`~abstain.BoundedAbstention`),
     ``target_risk`` with optional ``delta`` (:class:`~abstain.BoundedImprovement`),
     ``reject_cost`` (:class:`~abstain.CostBased`), ``tpr`` and ``fpr``
-    (:class:`~abstain.ood.BoundedTPRFPR`) or ``precision`` and ``recall``
-    (:class:`~abstain.ood.BoundedPrecisionRecall`). The first three use one score
-    column and the ID rows; the OOD models need the OOD column and take one score
-    column or two (a double-score method).
+    (:class:`~abstain.ood.BoundedTPRFPR`), ``precision`` and ``recall``
+    (:class:`~abstain.ood.BoundedPrecisionRecall`, with an optional ``ood_prior``) or
+    ``reject_id_cost`` and ``predict_ood_cost`` with an optional ``reject_ood_cost``
+    (default 0) and ``ood_prior`` (:class:`~abstain.ood.CostBasedOOD` fitted on the
+    data: the least empirical risk of the extended loss). The first three use one
+    score column and the ID rows; the OOD models need the OOD column and take one
+    score column or two (a double-score method): with ``data.ood_score`` set, the
+    pair of the one other score column and the OOD score, in that order.
 
     Raises
     ------
@@ -413,49 +495,74 @@ def fit_rule(
         ("reject_cost", reject_cost is not None),
         ("tpr/fpr", tpr is not None or fpr is not None),
         ("precision/recall", precision is not None or recall is not None),
+        ("cost-based OOD", reject_id_cost is not None or predict_ood_cost is not None),
     ) if given]
     if len(chosen) != 1:
         got = ", ".join(chosen) if chosen else "none"
         raise ValueError("exactly one target must be given (target_coverage, target_risk, "
-                         f"reject_cost, tpr and fpr, or precision and recall); got {got}.")
+                         "reject_cost, tpr and fpr, precision and recall, or reject_id_cost "
+                         f"and predict_ood_cost); got {got}.")
+    kind = chosen[0]
     if delta is not None and target_risk is None:
         raise ValueError("delta must come with target_risk; got delta alone.")
+    if reject_ood_cost is not None and kind != "cost-based OOD":
+        raise ValueError("reject_ood_cost must come with reject_id_cost and predict_ood_cost.")
+    if ood_prior is not None and kind not in ("cost-based OOD", "precision/recall"):
+        raise ValueError("ood_prior must come with precision and recall or with the "
+                         f"cost-based OOD model; got it with {kind}.")
     names = list(data.scores)
-    kind = chosen[0]
-    if kind in ("tpr/fpr", "precision/recall"):
+    if kind in ("tpr/fpr", "precision/recall", "cost-based OOD"):
         if kind == "tpr/fpr" and (tpr is None or fpr is None):
             raise ValueError("tpr and fpr must be given together.")
         if kind == "precision/recall" and (precision is None or recall is None):
             raise ValueError("precision and recall must be given together.")
+        if kind == "cost-based OOD" and (reject_id_cost is None or predict_ood_cost is None):
+            raise ValueError("reject_id_cost and predict_ood_cost must be given together.")
         if data.is_ood is None:
             raise ValueError(f"the {kind} model needs an OOD column; the table has none.")
+        names = _ood_columns(data, kind)
         if len(names) not in (1, 2):
             raise ValueError(f"the {kind} model takes one or two score columns; got {len(names)}.")
-        s = np.stack([data.scores[k] for k in names], axis=1)
-        sel: BoundedTPRFPR | BoundedPrecisionRecall
+        s = data.stacked(names)
+        sel: BoundedTPRFPR | BoundedPrecisionRecall | CostBasedOOD
         if kind == "tpr/fpr":
             assert tpr is not None and fpr is not None
             sel = BoundedTPRFPR(tpr=tpr, fpr=fpr, random_state=random_state)
-        else:
+        elif kind == "precision/recall":
             assert precision is not None and recall is not None
-            sel = BoundedPrecisionRecall(precision=precision, recall=recall,
+            sel = BoundedPrecisionRecall(precision=precision, recall=recall, ood_prior=ood_prior,
                                          random_state=random_state)
+        else:
+            assert reject_id_cost is not None and predict_ood_cost is not None
+            sel = CostBasedOOD(reject_id_cost, predict_ood_cost,
+                               0.0 if reject_ood_cost is None else reject_ood_cost,
+                               ood_prior=ood_prior, random_state=random_state)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InfeasibleTargetWarning)
             sel.fit(s, data.is_ood, data.losses)
         if not sel.feasible_:
             if isinstance(sel, BoundedTPRFPR):
-                assert fpr is not None
+                assert tpr is not None and fpr is not None
                 best = float(m.ood_roc_curve(data.is_ood, s, fpr=[fpr]).tpr[0])
+                least = _least_fpr_at_tpr(data.is_ood, s, tpr)
                 raise InfeasibleTargetError(
                     f"TPR >= {tpr:g} with FPR <= {fpr:g} is infeasible: at FPR <= {fpr:g} "
-                    f"the highest attainable TPR is {best:.4g}.")
-            assert recall is not None
-            best = float(m.ood_pr_curve(data.is_ood, s, recall=[recall]).precision[0])
+                    f"the highest attainable TPR is {_round(best, down=True)}; at TPR >= "
+                    f"{tpr:g} the lowest attainable FPR is {_round(least, down=False)}.")
+            assert precision is not None and recall is not None
+            best = float(m.ood_pr_curve(data.is_ood, s, recall=[recall],
+                                        ood_prior=ood_prior).precision[0])
+            most = _most_recall_at_precision(data.is_ood, s, precision, ood_prior)
             raise InfeasibleTargetError(
                 f"precision >= {precision:g} with recall >= {recall:g} is infeasible: at "
-                f"recall >= {recall:g} the highest attainable precision is {best:.4g}.")
+                f"recall >= {recall:g} the highest attainable precision is "
+                f"{_round(best, down=True)}; at precision >= {precision:g} the highest "
+                f"attainable recall is {_round(most, down=True)}.")
         return sel
+    if data.ood_score is not None:
+        raise ValueError(f"{kind} takes one score column; an OOD score ({data.ood_score!r}) "
+                         "pairs columns for the OOD models only (tpr and fpr, precision and "
+                         "recall, reject_id_cost and predict_ood_cost).")
     if len(names) != 1:
         raise ValueError(f"the {kind} model takes one score column; got {len(names)}: "
                          f"{', '.join(map(repr, names))}.")
@@ -479,13 +586,148 @@ def fit_rule(
             raise InfeasibleTargetError(
                 f"target risk {target_risk:g} is infeasible: no threshold rule's selective risk "
                 f"is at or below it; the lowest selective risk attainable on these {loss.size} "
-                f"rows is {rule.min_risk_:.4g}.")
+                f"rows is {_round(rule.min_risk_, down=False)}.")
+        least = least_risk_bound(u, loss, delta, loss_bound=rule.loss_bound)
         raise InfeasibleTargetError(
             f"target risk {target_risk:g} with delta {delta:g} is infeasible: no rule's upper "
-            f"confidence bound on the risk is at or below it (the lowest empirical selective "
-            f"risk on these {loss.size} rows is {rule.min_risk_:.4g}; a bound that low needs "
-            "more rows or a larger delta).")
+            f"confidence bound on the selective risk is at or below it; the least bound "
+            f"attainable with delta {delta:g} on these {loss.size} rows is "
+            f"{_round(least, down=False)} (the lowest empirical selective risk is "
+            f"{_round(rule.min_risk_, down=False)}; a bound nearer to it needs more rows or a "
+            "larger delta).")
     return rule
+
+
+def _round(x: float, *, down: bool, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits, rounded towards the feasible side.
+
+    A least attainable bound is rounded up and a highest attainable rate down, so the
+    printed value, read back as a float, is itself a feasible target.
+    """
+    if not math.isfinite(x) or x == 0.0:
+        return f"{x:g}"
+    k = digits - 1 - math.floor(math.log10(abs(x)))
+
+    def val(q: int) -> float:
+        return q / 10.0**k if k >= 0 else q * 10.0**-k
+
+    q = math.floor(x * 10.0**k) if down else math.ceil(x * 10.0**k)
+    if down:
+        while val(q) > x:
+            q -= 1
+        while val(q + 1) <= x:
+            q += 1
+    else:
+        while val(q) < x:
+            q += 1
+        while val(q - 1) >= x:
+            q -= 1
+    return f"{val(q):.{digits + 1}g}"
+
+
+def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
+                     loss_bound: float = 1.0) -> float:
+    """The least ``target_risk`` that ``BoundedImprovement(delta=delta)`` meets on the data.
+
+    The guaranteed fit (selection with guaranteed risk) binary-searches the ``G`` tie
+    groups with ``K = ceil(log2(G + 1))`` tests at level ``delta / K``. It fails only
+    when every test fails, and then it has tested the fixed chain of prefixes
+    ``g_1 = (G - 1) // 2``, ``g_{i+1} = (g_i - 1) // 2``, ..., ``0``; a larger target
+    only turns tests into passes. So the fit is feasible exactly when the target is at
+    least the smallest upper confidence bound on that chain, which is returned.
+
+    Parameters
+    ----------
+    uncertainty : array-like of shape (n,)
+    losses : array-like of shape (n,), in ``[0, loss_bound]``
+    delta : float in (0, 1)
+    loss_bound : float > 0, default 1.0
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from abstain import BoundedImprovement
+    >>> from abstain.tabular import least_risk_bound
+    >>> u, loss = list(range(40)), [0] * 30 + [1] * 10
+    >>> least = least_risk_bound(u, loss, delta=0.1)
+    >>> round(least, 4)
+    0.1851
+    >>> BoundedImprovement(least, delta=0.1).fit(u, loss).feasible_
+    True
+    """
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    groups = tie_groups(ls, u)
+    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
+    second = None if binary else tie_groups(np.square(ls), u).cum_sums
+    n_groups = groups.cum_counts.size
+    level = delta / max(1, math.ceil(math.log2(n_groups + 1)))
+    least, high = math.inf, n_groups
+    while high > 0:
+        mid = (high - 1) // 2
+        b = _risk_upper_bound(float(groups.cum_sums[mid]), float(groups.cum_counts[mid]), level,
+                              loss_bound, binary, 0.0 if second is None else float(second[mid]))
+        least, high = min(least, b), mid
+    return least
+
+
+def _directions(s: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+    """The combined scores of each direction the OOD selectors search (one for one column)."""
+    if s.shape[1] == 1:
+        return [s[:, 0]]
+    return [project(s, w) for w in grid_weights(360)]
+
+
+def _least_fpr_at_tpr(is_ood: NDArray[np.bool_], s: NDArray[np.float64], tpr: float) -> float:
+    """The lowest FPR of a threshold rule with TPR >= ``tpr`` over the searched directions."""
+    return min(float(m.fpr_at_tpr(is_ood, d, tpr)) for d in _directions(s))
+
+
+def _most_recall_at_precision(is_ood: NDArray[np.bool_], s: NDArray[np.float64],
+                              precision: float, ood_prior: float | None) -> float:
+    """The highest recall (TPR) of a rule with precision >= ``precision``.
+
+    The precision uses ``ood_prior``, or the sample's OOD fraction when None.
+
+    Precision >= p is ``p pi FPR <= (1 - p)(1 - pi) TPR``, linear along each ROC
+    segment, so the answer is at the last ROC knot meeting it or where the next
+    segment crosses it.
+    """
+    pi = float(is_ood.mean()) if ood_prior is None else ood_prior
+    best = 0.0
+    for d in _directions(s):
+        fpr, tpr = m.ood_roc_curve(is_ood, d)
+        g = precision * pi * fpr - (1 - precision) * (1 - pi) * tpr
+        ok = np.flatnonzero(g <= 1e-12)
+        j = int(ok[-1])
+        if j == tpr.size - 1:
+            r = float(tpr[j])
+        else:
+            f = g[j] / (g[j] - g[j + 1]) if g[j] < 0 else 0.0
+            r = float(tpr[j] + f * (tpr[j + 1] - tpr[j]))
+        best = max(best, r)
+    return best
+
+
+def _ood_columns(data: TableData, kind: str) -> list[str]:
+    """The score columns of an OOD model: the one pair ``(s_r, s_g)`` with an OOD score."""
+    if data.ood_score is None:
+        return list(data.scores)
+    pairs = list(data.pairs.values())
+    if len(pairs) != 1:
+        raise ValueError(f"the {kind} model takes one pair (s_r, OOD score); got "
+                         f"{len(pairs)} other score columns besides the OOD score "
+                         f"{data.ood_score!r}: {', '.join(repr(r) for r, _ in pairs)}.")
+    return list(pairs[0])
+
+
+def rule_columns(rule: Rule, data: TableData) -> list[str]:
+    """The score columns, in order, that :func:`fit_rule` fitted ``rule`` on."""
+    if isinstance(rule, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
+        return _ood_columns(data, type(rule).__name__)
+    return list(data.scores)
 
 
 def rule_to_json(rule: Rule, scores: Sequence[str]) -> str:
@@ -516,10 +758,17 @@ def load_rule(text: str) -> tuple[Rule, list[str] | None]:
 
 
 def apply_rule(rule: Rule, data: TableData) -> NDArray[np.bool_]:
-    """Accept decisions (randomised on ties with the rule's ``random_state``) for ``data``."""
+    """Accept decisions (randomised on ties with the rule's ``random_state``) for ``data``.
+
+    The score columns of ``data``, in order, are the rule's columns (for a
+    double-score rule ``s_r`` then ``s_g``).
+    """
     names = list(data.scores)
     if isinstance(rule, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
-        return rule.accept(np.stack([data.scores[k] for k in names], axis=1))
+        if len(names) != rule.n_scores_:
+            raise ValueError(f"the rule takes {rule.n_scores_} score column(s); got "
+                             f"{len(names)}: {', '.join(map(repr, names))}.")
+        return rule.accept(data.stacked(names))
     if len(names) != 1:
         raise ValueError(f"the rule takes one score column; got {len(names)}.")
     return rule.accept(data.scores[names[0]])
