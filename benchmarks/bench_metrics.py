@@ -13,25 +13,14 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from _timing import best_time  # benchmarks/ is on sys.path when run as a script
 
 from abstain.metrics import aurc, risk_coverage_curve
 
 RESULTS = Path(__file__).parent / "results" / "bench_metrics.md"
-
-
-def best_time(func: Callable[[], object], repeats: int) -> float:
-    func()  # warm-up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:
