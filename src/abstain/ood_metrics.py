@@ -250,11 +250,7 @@ def ood_roc_curve(is_ood: ArrayLike, scores: ArrayLike, *, fpr: ArrayLike | None
         kn = core.knots(fit.s[:, 0], fit.w_id, fit.w_ood, fit.w_loss)
         return ROCCurve(kn.O / fit.n_ood, kn.I / fit.n_id)
     grid = np.linspace(0.0, 1.0, 201) if fpr is None else np.asarray(fpr, dtype=np.float64)
-    best = np.zeros(grid.size)
-    for w in fit.directions("grid", n_directions):
-        kn = core.knots(core.project(fit.s, w), fit.w_id, fit.w_ood, fit.w_loss)
-        best = np.maximum(best, _interp_at_o(kn.O, kn.I, grid * fit.n_ood) / fit.n_id)
-    return ROCCurve(grid, best)
+    return ROCCurve(grid, _envelope(fit, fit.w_id, grid, n_directions))
 
 
 def ood_pr_curve(is_ood: ArrayLike, scores: ArrayLike, *, recall: ArrayLike | None = None,
@@ -306,15 +302,21 @@ def _interp_at_o(ood: F64, y: F64, b: F64) -> F64:
     return y[j] + f * (y[nxt] - y[j])
 
 
-def _envelope_area(fit: _Fit, gain: F64, n_directions: int, n_points: int) -> float:
-    """Area under ``max over directions of (accepted gain mass) / #ID`` against FPR."""
-    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
-        raise ValueError(f"n_points must be an integer >= 2; got {n_points!r}.")
-    grid = np.linspace(0.0, 1.0, int(n_points))
+def _envelope(fit: _Fit, gain: F64, grid: F64, n_directions: int) -> F64:
+    """``max over directions of (accepted gain mass) / #ID`` at each FPR of ``grid``."""
     best = np.zeros(grid.size)
     for w in fit.directions("grid", n_directions):
         kn = core.knots(core.project(fit.s, w), fit.w_id, fit.w_ood, gain)
         best = np.maximum(best, _interp_at_o(kn.O, kn.L, grid * fit.n_ood) / fit.n_id)
+    return best
+
+
+def _envelope_area(fit: _Fit, gain: F64, n_directions: int, n_points: int) -> float:
+    """Area under :func:`_envelope` against FPR, by trapezoids on ``n_points`` FPR values."""
+    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
+        raise ValueError(f"n_points must be an integer >= 2; got {n_points!r}.")
+    grid = np.linspace(0.0, 1.0, int(n_points))
+    best = _envelope(fit, gain, grid, n_directions)
     return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
 
 
