@@ -66,6 +66,15 @@ def as_features(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
     return arr
 
 
+def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
+    """``F`` with every row (last axis) scaled to unit L2 norm; a zero row is an error."""
+    norm = np.linalg.norm(F, axis=-1, keepdims=True)
+    if np.any(norm == 0):
+        raise ValueError(f"{who} cannot scale a feature vector of norm 0; "
+                         f"got {int(np.count_nonzero(norm == 0))} such row(s).")
+    return F / norm
+
+
 def as_scores(
     values: ArrayLike, name: str = "uncertainty", *, allow_empty: bool = False
 ) -> NDArray[np.float64]:

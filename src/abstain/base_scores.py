@@ -46,8 +46,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
 from ._base import ParamsMixin
-from ._validation import check_positive
-from .detectors import _decode_array, _encode_array
+from ._validation import check_positive, unit_rows
+from .detectors import _decode_array, _encode_array, _neg_max_softmax
 
 __all__ = [
     "KINDS",
@@ -308,7 +308,7 @@ class ShiftedBaseScores(ParamsMixin):
         self.n_shifts_, self.n_classes_, self.n_features_in_ = T, K, d
         self.names_ = [f"{k}_{90 * (s % 4)}" for k in kinds for s in shifts]
         if "cos" in kinds:
-            self.bank_ = _unit_rows(F, "features")
+            self.bank_ = unit_rows(F, "features: the cosine score")
         if "supmah" in kinds:
             self._fit_mahalanobis(F, labels, K, counts)
         if "supocsvm" in kinds:
@@ -406,14 +406,14 @@ class ShiftedBaseScores(ParamsMixin):
         if kind == "norm":
             return -np.linalg.norm(Fj, axis=1)
         if kind == "cos":
-            return -_max_cosine(_unit_rows(Fj[None], "features")[0], self.bank_[j],
+            return -_max_cosine(unit_rows(Fj, "features: the cosine score"), self.bank_[j],
                                 int(self.block))
         if kind in _LOGIT_KINDS:
             assert Lj is not None
             own = Lj[:, j::T]  # the K class logits of rotation j (column l_{:,j})
             if kind == "shift":
                 return -(logsumexp(own, axis=1) - logsumexp(Lj, axis=1))
-            return -np.exp(own.max(axis=1) - logsumexp(own, axis=1))
+            return _neg_max_softmax(own, 1.0)
         if kind == "supmah":
             best = np.full(Fj.shape[0], np.inf)
             for k in range(self.n_classes_):
@@ -495,14 +495,6 @@ def from_json(text: str) -> ShiftedBaseScores:
 
 
 # --------------------------------------------------------------------------- kernels
-def _unit_rows(F: F64, name: str) -> F64:
-    norm = np.linalg.norm(F, axis=-1, keepdims=True)
-    if np.any(norm == 0):
-        raise ValueError(f"{name}: the cosine score cannot scale a feature vector of norm 0; "
-                         f"got {int(np.count_nonzero(norm == 0))} such row(s).")
-    return F / norm
-
-
 def _max_cosine(Q: F64, bank: F64, block: int) -> F64:
     """Exact ``max_i <q, bank_i>`` of unit rows, by blocks of the matrix product."""
     if block < 1:

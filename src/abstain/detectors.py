@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
 from ._base import ParamsMixin
-from ._validation import as_features, check_positive
+from ._validation import as_features, check_positive, unit_rows
 
 __all__ = [
     "DETECTORS",
@@ -406,13 +406,7 @@ class KNN(Detector):
         self.block = block
 
     def _prepare(self, F: NDArray[np.float64]) -> NDArray[np.float64]:
-        if not self.normalize:
-            return F
-        norm = np.linalg.norm(F, axis=1, keepdims=True)
-        if np.any(norm == 0):
-            raise ValueError("KNN with normalize=True cannot scale a feature vector of norm 0; "
-                             f"got {int(np.count_nonzero(norm == 0))} such row(s).")
-        return F / norm
+        return unit_rows(F, "KNN with normalize=True") if self.normalize else F
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> KNN:
