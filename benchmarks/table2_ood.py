@@ -156,21 +156,18 @@ def evaluate(bench, outs, scores, random_state: int) -> dict:
         n_id, n_ood = id_loss.size, scores["MSP"][ood_name].size
         is_ood = np.r_[np.zeros(n_id, bool), np.ones(n_ood, bool)]
         losses = np.r_[id_loss, np.zeros(n_ood)]
-
-        def col(m, ood_name=ood_name):
-            return np.r_[scores[m]["id_test"], scores[m][ood_name]] / scale[m]
-
-        fpr_bound = max(M.fpr_at_tpr(is_ood, col(m), TPR) for m in SINGLE)
+        cols = {m: np.r_[scores[m]["id_test"], scores[m][ood_name]] / scale[m] for m in SINGLE}
+        fprs = {m: M.fpr_at_tpr(is_ood, cols[m], TPR) for m in SINGLE}
+        fpr_bound = max(fprs.values())
         rows = {}
-        for m in SINGLE:
-            s = col(m)
+        for m, s in cols.items():
             rows[m] = {"risk": M.selective_risk_at_tpr_fpr(losses, is_ood, s, TPR, fpr_bound),
                        "auroc": M.auroc(is_ood, s), "oscr": M.oscr(losses, is_ood, s),
-                       "fpr_at_tpr": M.fpr_at_tpr(is_ood, s, TPR)}
+                       "fpr_at_tpr": fprs[m]}
         held_out = {}
         half = rng.random(is_ood.size) < 0.5
         for m, (r, g) in DOUBLE.items():
-            S = np.stack([col(r), col(g)], axis=1)
+            S = np.stack([cols[r], cols[g]], axis=1)
             rows[m] = {"risk": M.selective_risk_at_tpr_fpr(losses, is_ood, S, TPR, fpr_bound),
                        "auroc": M.auroc(is_ood, S), "oscr": M.oscr(losses, is_ood, S)}
             with warnings.catch_warnings():
