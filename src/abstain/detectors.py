@@ -26,6 +26,7 @@ their combination with a reject model of :mod:`abstain.ood` (Franc, Prusa and Pa
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import math
 from collections.abc import Mapping
@@ -121,7 +122,8 @@ class Detector(ParamsMixin):
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Detector:
         """Nothing to learn: a logit-based score. Checks ``X`` when given; returns self."""
-        self.n_classes_: int | None = None if X is None else int(self._inputs(X).shape[1])
+        if X is not None:
+            self._inputs(X)
         return self
 
     def _inputs(self, X: ArrayLike) -> NDArray[np.float64]:
@@ -677,8 +679,6 @@ class DoubleScoreDetector(ParamsMixin):
         :func:`abstain.torch.extract`'s result) or a dict with those keys; each detector
         reads the one it needs.
         """
-        import copy
-
         r = MSP() if self.misclassification is None else self.misclassification
         g = KNN() if self.ood is None else self.ood
         for name, det in (("misclassification", r), ("ood", g)):
@@ -713,8 +713,6 @@ class DoubleScoreDetector(ParamsMixin):
 
         ``losses`` are the classifier's losses on the ID rows (OOD entries ignored).
         """
-        import copy
-
         from .ood import BoundedTPRFPR
 
         sel = BoundedTPRFPR() if self.selector is None else copy.deepcopy(self.selector)
