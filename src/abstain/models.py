@@ -527,7 +527,7 @@ class BoundedImprovement(_RejectRule):
                 )
             binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
             squares = None if binary else tie_groups(np.square(ls), u)
-            g, self.risk_bound_ = _sgr_search(groups, lam, delta, bound, binary, squares)
+            g, self.risk_bound_, _ = _sgr_search(groups, lam, delta, bound, binary, squares)
             nu = 1.0
         feasible = g >= 0
         self._set_rule(groups, g, nu, feasible)
@@ -572,17 +572,20 @@ def _sgr_search(
     bound: float,
     binary: bool,
     squares: TieGroups | None,
-) -> tuple[int, float]:
+) -> tuple[int, float, float]:
     """Binary search for the largest tie-group prefix whose risk bound meets ``target``.
 
     ``squares`` groups the squared losses by the same scores (for the variance term).
+    Returns ``(group index or -1, its bound, the least bound among the failed tests)``.
+    When every test fails the search has walked one fixed chain of prefixes, so that
+    least failed bound is the smallest target the search can meet.
     """
     n_groups = groups.counts.size
     tests = max(1, math.ceil(math.log2(n_groups + 1)))
     level = delta / tests
     second = None if squares is None else squares.cum_sums
     low, high = -1, n_groups  # low: best group index known to pass; high: known to fail
-    best_bound = math.nan
+    best_bound, least_failed = math.nan, math.inf
     while high - low > 1:
         mid = (low + high) // 2
         b = _risk_upper_bound(
@@ -596,6 +599,6 @@ def _sgr_search(
         if b <= target:
             low, best_bound = mid, b
         else:
-            high = mid
-    return low, best_bound
+            high, least_failed = mid, min(least_failed, b)
+    return low, best_bound, least_failed
 

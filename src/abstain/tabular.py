@@ -33,7 +33,7 @@ from .models import (
     BoundedAbstention,
     BoundedImprovement,
     CostBased,
-    _risk_upper_bound,
+    _sgr_search,
     rule_from_json,
 )
 from .ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
@@ -659,18 +659,10 @@ def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
     True
     """
     ls, u = as_losses_and_scores(losses, uncertainty)
-    groups = tie_groups(ls, u)
     binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
-    second = None if binary else tie_groups(np.square(ls), u).cum_sums
-    n_groups = groups.cum_counts.size
-    level = delta / max(1, math.ceil(math.log2(n_groups + 1)))
-    least, high = math.inf, n_groups
-    while high > 0:
-        mid = (high - 1) // 2
-        b = _risk_upper_bound(float(groups.cum_sums[mid]), float(groups.cum_counts[mid]), level,
-                              loss_bound, binary, 0.0 if second is None else float(second[mid]))
-        least, high = min(least, b), mid
-    return least
+    squares = None if binary else tie_groups(np.square(ls), u)
+    # a target no bound meets makes the search walk exactly that chain
+    return _sgr_search(tie_groups(ls, u), -math.inf, delta, loss_bound, binary, squares)[2]
 
 
 def _directions(s: NDArray[np.float64]) -> list[NDArray[np.float64]]:
