@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -184,6 +185,12 @@ def claims(res: dict, label: str) -> list[str]:
     return out
 
 
+def _times(result: dict) -> dict[str, float]:
+    """Seconds summed over the settings of one mode, per stage."""
+    runs = [r for v in result.values() for r in (v.values() if "seconds" not in v else [v])]
+    return {k: float(sum(r["seconds"][k] for r in runs)) for k in runs[0]["seconds"]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=["dataset", "loco", "both"], default="both")
@@ -211,27 +218,41 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    t_all = time.perf_counter()
     bench = load_ood_benchmark("fashion_mnist", random_state=args.seed)
     n = args.subset
     Xtr, ytr = bench.X_train[:n], bench.y_train[:n]
     Xte, yte = bench.X_test[:n], bench.y_test[:n]
-    result: dict = {"args": {k: (str(v) if isinstance(v, Path) else v)
-                             for k, v in vars(args).items()}}
-    md = ["# Score combining on FashionMNIST (paper Tables 6-14 analogues)", "",
-          "`python benchmarks/combine_ood.py`; protocol in the script's docstring. "
-          "Higher = more OOD; `best_single` is an oracle (best base score on the test set).",
-          ""]
+    args_json = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    head = ["`python benchmarks/combine_ood.py " + " ".join(argv if argv is not None
+                                                          else sys.argv[1:])
+            + "`; protocol in the script's docstring. Higher = more OOD; `best_single` is "
+            "an oracle (best base score on the test set).", ""]
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def write(mode: str, title: str, body: list[str], result: dict, t0: float) -> None:
+        seconds = time.perf_counter() - t0
+        md = [f"# {title}", "", *head, *body,
+              f"Time: {seconds:.0f} s with {args.threads} threads "
+              f"({', '.join(f'{k} {v:.0f} s' for k, v in _times(result).items())})."]
+        (args.out / f"combine_ood_{mode}.md").write_text("\n".join(md) + "\n")
+        (args.out / f"combine_ood_{mode}_raw.json").write_text(
+            json.dumps({"args": args_json, "seconds_total": seconds, **result}, indent=1,
+                       default=float))
+        log("\n".join(md), args.quiet)
+
     if args.mode in ("dataset", "both"):
+        t0 = time.perf_counter()
         log("dataset-vs-dataset", args.quiet)
         oods = {k: v[:n] for k, v in bench.ood.items()}
         r = run_setting(Xtr, ytr, Xte, oods, "fmnist", args, 0.05)
-        result["dataset"] = r
-        md += ["## Dataset-vs-dataset (Tables 6-9 analogue), ID FashionMNIST", "",
-               "AUROC:", "", *table(r["results"], "auroc", 1.0, ".4f"), "",
+        write("dataset", "Score combining, dataset-vs-dataset (paper Tables 6-9 analogue), "
+              "ID FashionMNIST",
+              ["AUROC:", "", *table(r["results"], "auroc", 1.0, ".4f"), "",
                "Detection rate (%) at 5 % FAR:", "", *table(r["results"], "dr", 100.0, ".1f"),
-               "", "Claim:", "", *claims(r["results"], "dataset-vs-dataset"), ""]
+               "", "Claim:", "", *claims(r["results"], "dataset-vs-dataset"), ""],
+              {"dataset": r}, t0)
     if args.mode in ("loco", "both"):
+        t0 = time.perf_counter()
         loco = {}
         for c in args.classes:
             log(f"leave out class {c}", args.quiet)
@@ -240,19 +261,13 @@ def main(argv=None) -> int:
             r = run_setting(Xtr[keep], relabel[ytr[keep]], Xte[keep_te],
                             {f"class {c}": Xte[~keep_te]}, f"fmnist-no{c}", args, 0.25)
             loco[f"class {c}"] = r
-        result["loco"] = loco
         merged = {k: v["results"][k] for k, v in loco.items()}
-        md += ["## Leave-one-class-out (Tables 10-14 analogue), FashionMNIST", "",
-               "AUROC:", "", *table(merged, "auroc", 1.0, ".4f"), "",
+        write("loco", "Score combining, leave-one-class-out (paper Tables 10-14 analogue), "
+              "FashionMNIST",
+              ["AUROC:", "", *table(merged, "auroc", 1.0, ".4f"), "",
                "Detection rate (%) at 25 % FAR:", "", *table(merged, "dr", 100.0, ".1f"),
-               "", "Claim:", "", *claims(merged, "leave-one-class-out"), ""]
-    total = time.perf_counter() - t_all
-    result["seconds_total"] = total
-    md += [f"Total time: {total:.0f} s with {args.threads} threads."]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "combine_ood.md").write_text("\n".join(md) + "\n")
-    (args.out / "combine_ood_raw.json").write_text(json.dumps(result, indent=1, default=float))
-    log("\n".join(md), args.quiet)
+               "", "Claim:", "", *claims(merged, "leave-one-class-out"), ""],
+              {"loco": loco}, t0)
     return 0
 
 

@@ -1,0 +1,114 @@
+"""The evaluation steps of benchmarks/combine_ood.py on synthetic base scores, and its
+``--quick`` run end to end when PyTorch and FashionMNIST are installed (the full run
+trains eleven networks, so it is not part of the suite)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from abstain import metrics as M
+from abstain.combine import METHODS, ScoreCombiner
+
+PATH = Path(__file__).parent.parent / "benchmarks" / "combine_ood.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("combine_ood", PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_split_holdout_is_stratified_and_disjoint(bench):
+    y = np.repeat(np.arange(3), [50, 20, 7])
+    fit, hold = bench.split_holdout(y, 0.1, seed=0)
+    assert np.intersect1d(fit, hold).size == 0
+    assert np.array_equal(np.sort(np.r_[fit, hold]), np.arange(y.size))
+    assert np.bincount(y[hold]).tolist() == [5, 2, 1]  # at least one per class
+    again, _ = bench.split_holdout(y, 0.1, seed=0)
+    assert np.array_equal(fit, again)
+
+
+NAMES = [f"{k}_{a}" for k in ("cos", "norm", "shift") for a in (0, 90, 180, 270)]
+
+
+def fake_scores(rng, n, shift):
+    """Base scores, higher = more OOD; the CSI raw quantities stay in range."""
+    S = rng.normal(size=(n, len(NAMES))) + shift
+    S[:, 4:8] = -np.abs(S[:, 4:8]) - 0.5  # -norm < 0
+    S[:, 8:] = np.abs(S[:, 8:])           # -log p >= 0
+    return S
+
+
+def test_evaluate_scores_every_method_and_the_oracle(bench):
+    rng = np.random.default_rng(0)
+    bs = SimpleNamespace(names_=NAMES)
+    S_hold, S_id = fake_scores(rng, 200, 0.0), fake_scores(rng, 150, 0.0)
+    oods = {"near": fake_scores(rng, 100, 0.5), "far": fake_scores(rng, 80, 2.0)}
+    res = bench.evaluate(bs, S_hold, S_id, oods, far=0.05)
+    assert set(res) == set(oods)
+    for name, S_ood in oods.items():
+        r = res[name]
+        assert set(bench.ROWS) <= set(r)
+        S_all = np.r_[S_id, S_ood]
+        is_ood = np.r_[np.zeros(len(S_id), bool), np.ones(len(S_ood), bool)]
+        for m in ("glrt", "fisher", "simes"):
+            s = ScoreCombiner(method=m).fit(S_hold).score(S_all)
+            assert r[m]["auroc"] == pytest.approx(M.auroc(is_ood, s))
+            assert r[m]["dr"] == pytest.approx(M.detection_rate_at_false_alarm(is_ood, s, 0.05))
+        base = r["base_auroc"]
+        assert r["best_single"]["auroc"] == max(base.values())
+        assert base[r["best_single"]["column"]] == r["best_single"]["auroc"]
+    # a far OOD set is easier than a near one for the combined tests
+    assert res["far"]["glrt"]["auroc"] > res["near"]["glrt"]["auroc"] > 0.5
+
+
+def test_claims_report_both_verdicts(bench):
+    def res(values):
+        return {"s": {m: {"auroc": v, "dr": v} for m, v in values.items()}}
+
+    good = dict.fromkeys(METHODS, 0.5) | {"glrt": 0.9, "fisher": 0.9}
+    lines = bench.claims(res(good), "x")
+    assert len(lines) == 2
+    assert all("Fisher and Stouffer: **holds**" in ln for ln in lines)
+    assert all("Simes and ALR: **holds**" in ln for ln in lines)
+    bad = dict.fromkeys(METHODS, 0.5) | {"stouffer": 0.9, "alr": 0.5}
+    lines = bench.claims(res(bad), "x")
+    assert all("Fisher and Stouffer: **does not hold**" in ln for ln in lines)
+    assert all("Simes and ALR: **does not hold**" in ln for ln in lines)  # ties are no win
+
+
+def test_table_averages_over_sets(bench):
+    rows = {m: {"auroc": 0.5} for m in bench.ROWS}
+    res = {"a": rows, "b": {m: {"auroc": 0.7} for m in bench.ROWS}}
+    lines = bench.table(res, "auroc", 100.0, ".1f")
+    assert lines[0] == "| method | a | b | avg |"
+    assert lines[2] == "| glrt | 50.0 | 70.0 | 60.0 |"
+    assert len(lines) == 2 + len(bench.ROWS)
+
+
+def test_quick_run_end_to_end(bench, tmp_path):
+    pytest.importorskip("torch", reason="needs the torch extra")
+    from abstain.datasets import load_fashion_mnist
+    from abstain.exceptions import MissingDataSourceError
+
+    try:
+        load_fashion_mnist("test")
+    except MissingDataSourceError as exc:
+        pytest.skip(f"source absent (make data-ood installs it): {exc}")
+    try:
+        assert bench.main(["--quick", "--quiet", "--out", str(tmp_path)]) == 0
+    except MissingDataSourceError as exc:  # another OOD set of the benchmark is absent
+        pytest.skip(f"source absent (make data-ood installs it): {exc}")
+    for mode in ("dataset", "loco"):
+        md = (tmp_path / f"combine_ood_{mode}.md").read_text()
+        assert "GLRT >= Fisher and Stouffer" in md and "Time:" in md
+        raw = json.loads((tmp_path / f"combine_ood_{mode}_raw.json").read_text())
+        assert raw["args"]["quick"] is True and mode in raw
