@@ -58,6 +58,35 @@ T = len(SHIFTS)
 CLASSICAL = ("fisher", "stouffer")
 WEAKER = ("bonferroni", "simes", "alr")
 
+# The paper's averages (SupCSI+ base scores of a ResNet18; CIFAR-10 and SVHN inliers):
+# Tables 6/7 (AUROC), 15 (glrt_cov, AUROC), 8/9 (DR % at 5 % FAR) for dataset-vs-dataset,
+# Tables 13/14 (AUROC, DR % at 25 % FAR) for leave-one-class-out on CIFAR-10.
+PAPER = {
+    ("dataset", "auroc"): {"glrt": (0.9677, 0.9928), "glrt_cov": (0.9311, 0.9787),
+                           "fisher": (0.9670, 0.9926), "stouffer": (0.9670, 0.9916),
+                           "bonferroni": (0.9554, 0.9883), "simes": (0.9564, 0.9889),
+                           "alr": (0.9343, 0.8747)},
+    ("dataset", "dr"): {"glrt": (86.2, 97.8), "fisher": (86.2, 97.8), "stouffer": (86.3, 97.6),
+                        "bonferroni": (79.2, 94.9), "simes": (80.1, 95.2), "alr": (77.1, 49.2)},
+    ("loco", "auroc"): {"glrt": (0.8239,), "fisher": (0.8147,), "stouffer": (0.8177,),
+                        "bonferroni": (0.8157,), "simes": (0.8172,), "alr": (0.7425,)},
+    ("loco", "dr"): {"glrt": (75.18,), "fisher": (73.3,), "stouffer": (73.7,),
+                     "bonferroni": (73.3,), "simes": (74.3,), "alr": (59.0,)},
+}
+
+
+def beside_paper(res: dict, mode: str, metric: str, scale: float, fmt: str) -> list[str]:
+    """Our mean over the OOD sets beside the paper's averages (a dash: not in the paper)."""
+    cols = ["CIFAR-10", "SVHN"] if mode == "dataset" else ["CIFAR-10"]
+    paper = PAPER[(mode, metric)]
+    lines = ["| method | ours (FashionMNIST) | " + " | ".join(f"paper ({c})" for c in cols)
+             + " |", "|---" * (len(cols) + 2) + "|"]
+    for m in METHODS:
+        ours = format(float(np.mean([res[s][m][metric] for s in res])) * scale, fmt)
+        theirs = [format(v, fmt) for v in paper[m]] if m in paper else ["-"] * len(cols)
+        lines.append(f"| {m} | {ours} | " + " | ".join(theirs) + " |")
+    return lines
+
 
 def log(msg: str, quiet: bool) -> None:
     if not quiet:
@@ -185,10 +214,34 @@ def claims(res: dict, label: str) -> list[str]:
     return out
 
 
-def _times(result: dict) -> dict[str, float]:
-    """Seconds summed over the settings of one mode, per stage."""
-    runs = [r for v in result.values() for r in (v.values() if "seconds" not in v else [v])]
-    return {k: float(sum(r["seconds"][k] for r in runs)) for k in runs[0]["seconds"]}
+def render(mode: str, raw: dict) -> str:
+    """The Markdown page of one mode from its raw JSON (as written by `main`)."""
+    if mode == "dataset":
+        r = raw["dataset"]
+        res, times = r["results"], r["seconds"]
+        title = "dataset-vs-dataset (paper Tables 6-9 analogue), ID FashionMNIST"
+        far, label, done = 5, "dataset-vs-dataset", []
+    else:
+        loco = raw["loco"]
+        res = {k: v["results"][k] for k, v in loco.items()}
+        times = {k: sum(v["seconds"][k] for v in loco.values())
+                 for k in next(iter(loco.values()))["seconds"]}
+        title = "leave-one-class-out (paper Tables 10-14 analogue), FashionMNIST"
+        far, label = 25, "leave-one-class-out"
+        done = [f"Held-out classes finished: {len(loco)} of {len(raw['args']['classes'])}.", ""]
+    md = [f"# Score combining, {title}", "",
+          f"`python benchmarks/combine_ood.py {raw['command']}`; protocol in the script's "
+          "docstring. Higher = more OOD; `best_single` is an oracle (the best base score "
+          "on the test set).", "", *done,
+          "AUROC:", "", *table(res, "auroc", 1.0, ".4f"), "",
+          f"Detection rate (%) at {far} % FAR:", "", *table(res, "dr", 100.0, ".1f"), "",
+          "Means beside the paper's averages (its own data and network), AUROC:", "",
+          *beside_paper(res, mode, "auroc", 1.0, ".4f"), "",
+          "Detection rate (%):", "", *beside_paper(res, mode, "dr", 100.0, ".1f"), "",
+          "Claim:", "", *claims(res, label), "",
+          f"Time: {raw['seconds_total']:.0f} s with {raw['args']['threads']} threads ("
+          + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + ")."]
+    return "\n".join(md) + "\n"
 
 
 def main(argv=None) -> int:
@@ -210,7 +263,15 @@ def main(argv=None) -> int:
                          "nothing cached")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--report-only", action="store_true",
+                    help="only rewrite the Markdown tables from the raw JSON in --out")
     args = ap.parse_args(argv)
+    if args.report_only:
+        modes = ("dataset", "loco") if args.mode == "both" else (args.mode,)
+        for mode in modes:
+            raw = json.loads((args.out / f"combine_ood_{mode}_raw.json").read_text())
+            (args.out / f"combine_ood_{mode}.md").write_text(render(mode, raw))
+        return 0
     if args.quick:
         args.subset, args.epochs, args.width, args.feature_dim = 400, 1, 4, 16
         args.classes, args.svm_max_samples = args.classes[:1], 100
@@ -223,34 +284,23 @@ def main(argv=None) -> int:
     Xtr, ytr = bench.X_train[:n], bench.y_train[:n]
     Xte, yte = bench.X_test[:n], bench.y_test[:n]
     args_json = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    head = ["`python benchmarks/combine_ood.py " + " ".join(argv if argv is not None
-                                                          else sys.argv[1:])
-            + "`; protocol in the script's docstring. Higher = more OOD; `best_single` is "
-            "an oracle (best base score on the test set).", ""]
+    command = " ".join(argv if argv is not None else sys.argv[1:])
     args.out.mkdir(parents=True, exist_ok=True)
 
-    def write(mode: str, title: str, body: list[str], result: dict, t0: float) -> None:
-        seconds = time.perf_counter() - t0
-        md = [f"# {title}", "", *head, *body,
-              f"Time: {seconds:.0f} s with {args.threads} threads "
-              f"({', '.join(f'{k} {v:.0f} s' for k, v in _times(result).items())})."]
-        (args.out / f"combine_ood_{mode}.md").write_text("\n".join(md) + "\n")
+    def write(mode: str, result: dict, t0: float) -> None:
+        raw = {"args": args_json, "command": command,
+               "seconds_total": time.perf_counter() - t0, mode: result}
         (args.out / f"combine_ood_{mode}_raw.json").write_text(
-            json.dumps({"args": args_json, "seconds_total": seconds, **result}, indent=1,
-                       default=float))
-        log("\n".join(md), args.quiet)
+            json.dumps(raw, indent=1, default=float))
+        md = render(mode, raw)
+        (args.out / f"combine_ood_{mode}.md").write_text(md)
+        log(md, args.quiet)
 
     if args.mode in ("dataset", "both"):
         t0 = time.perf_counter()
         log("dataset-vs-dataset", args.quiet)
         oods = {k: v[:n] for k, v in bench.ood.items()}
-        r = run_setting(Xtr, ytr, Xte, oods, "fmnist", args, 0.05)
-        write("dataset", "Score combining, dataset-vs-dataset (paper Tables 6-9 analogue), "
-              "ID FashionMNIST",
-              ["AUROC:", "", *table(r["results"], "auroc", 1.0, ".4f"), "",
-               "Detection rate (%) at 5 % FAR:", "", *table(r["results"], "dr", 100.0, ".1f"),
-               "", "Claim:", "", *claims(r["results"], "dataset-vs-dataset"), ""],
-              {"dataset": r}, t0)
+        write("dataset", run_setting(Xtr, ytr, Xte, oods, "fmnist", args, 0.05), t0)
     if args.mode in ("loco", "both"):
         t0 = time.perf_counter()
         loco = {}
@@ -258,18 +308,10 @@ def main(argv=None) -> int:
             log(f"leave out class {c}", args.quiet)
             keep, keep_te = ytr != c, yte != c
             relabel = np.cumsum(np.arange(10) != c) - 1
-            r = run_setting(Xtr[keep], relabel[ytr[keep]], Xte[keep_te],
-                            {f"class {c}": Xte[~keep_te]}, f"fmnist-no{c}", args, 0.25)
-            loco[f"class {c}"] = r
-            merged = {k: v["results"][k] for k, v in loco.items()}
-            # rewritten after every class, so an interrupted run keeps what it finished
-            write("loco", "Score combining, leave-one-class-out (paper Tables 10-14 analogue), "
-                  "FashionMNIST",
-                  [f"Held-out classes finished: {len(loco)} of {len(args.classes)}.", "",
-                   "AUROC:", "", *table(merged, "auroc", 1.0, ".4f"), "",
-                   "Detection rate (%) at 25 % FAR:", "", *table(merged, "dr", 100.0, ".1f"),
-                   "", "Claim:", "", *claims(merged, "leave-one-class-out"), ""],
-                  {"loco": loco}, t0)
+            loco[f"class {c}"] = run_setting(
+                Xtr[keep], relabel[ytr[keep]], Xte[keep_te], {f"class {c}": Xte[~keep_te]},
+                f"fmnist-no{c}", args, 0.25)
+            write("loco", loco, t0)  # after every class: an interrupted run keeps its part
     return 0
 
 

@@ -94,6 +94,36 @@ def test_table_averages_over_sets(bench):
     assert len(lines) == 2 + len(bench.ROWS)
 
 
+def test_render_and_report_only(bench, tmp_path):
+    rng = np.random.default_rng(1)
+    bs = SimpleNamespace(names_=NAMES)
+    S_hold, S_id = fake_scores(rng, 120, 0.0), fake_scores(rng, 90, 0.0)
+    secs = {"train": 3.0, "scores+metrics": 2.0}
+    data = {"results": bench.evaluate(bs, S_hold, S_id, {"x": fake_scores(rng, 60, 1.0),
+                                                          "y": fake_scores(rng, 60, 2.0)}, 0.05),
+            "seconds": secs}
+    loco = {f"class {c}": {"results": bench.evaluate(bs, S_hold, S_id,
+                                                     {f"class {c}": fake_scores(rng, 30, 1.0)},
+                                                     0.25), "seconds": secs} for c in (0, 3)}
+    args = {"threads": 2, "classes": [0, 3, 5]}
+    for mode, result in (("dataset", data), ("loco", loco)):
+        raw = {"args": args, "command": f"--mode {mode}", "seconds_total": 7.0, mode: result}
+        (tmp_path / f"combine_ood_{mode}_raw.json").write_text(json.dumps(raw, default=float))
+        md = bench.render(mode, raw)
+        assert md.startswith("# Score combining")
+        assert "paper (CIFAR-10)" in md and md.count("GLRT >= Fisher and Stouffer") == 2
+        assert "| glrt_cov | " in md and "| hc | " in md and "| csi | " in md
+    assert "(train 3 s, scores+metrics 2 s)" in bench.render("dataset", {
+        "args": args, "command": "", "seconds_total": 5.0, "dataset": data})
+    assert "finished: 2 of 3" in bench.render("loco", raw)
+    assert "(train 6 s, scores+metrics 4 s)" in bench.render("loco", raw)
+    assert bench.main(["--report-only", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "combine_ood_loco.md").read_text() == bench.render("loco", raw)
+    beside = [ln for ln in (tmp_path / "combine_ood_dataset.md").read_text().splitlines()
+              if ln.startswith("| glrt | ") and ln.endswith("| 0.9677 | 0.9928 |")]
+    assert len(beside) == 1  # ours, then the paper's CIFAR-10 and SVHN averages
+
+
 def test_quick_run_end_to_end(bench, tmp_path):
     pytest.importorskip("torch", reason="needs the torch extra")
     from abstain.datasets import load_fashion_mnist
@@ -112,3 +142,6 @@ def test_quick_run_end_to_end(bench, tmp_path):
         assert "GLRT >= Fisher and Stouffer" in md and "Time:" in md
         raw = json.loads((tmp_path / f"combine_ood_{mode}_raw.json").read_text())
         assert raw["args"]["quick"] is True and mode in raw
+        (tmp_path / f"combine_ood_{mode}.md").unlink()
+    assert bench.main(["--report-only", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "combine_ood_loco.md").read_text() == md
