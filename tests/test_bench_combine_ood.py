@@ -79,6 +79,8 @@ def test_claims_report_both_verdicts(bench):
     assert len(lines) == 2
     assert all("Fisher and Stouffer: **holds**" in ln for ln in lines)
     assert all("Simes and ALR: **holds**" in ln for ln in lines)
+    assert all("(smallest margin +0.4000, against bonferroni)" in ln for ln in lines)
+    assert all("strictly higher: fisher 0, stouffer 1, bonferroni 1" in ln for ln in lines)
     bad = dict.fromkeys(METHODS, 0.5) | {"stouffer": 0.9, "alr": 0.5}
     lines = bench.claims(res(bad), "x")
     assert all("Fisher and Stouffer: **does not hold**" in ln for ln in lines)
