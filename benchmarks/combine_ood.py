@@ -200,6 +200,18 @@ def table(res: dict, metric: str, scale: float, fmt: str) -> list[str]:
     return lines
 
 
+def base_table(res: dict) -> list[str]:
+    """AUROC of each single base score (paper Table 12 analogue), all four rotations."""
+    sets = list(res)
+    names = list(res[sets[0]]["base_auroc"])
+    lines = ["| base score | " + " | ".join(sets) + " | avg |", "|---" * (len(sets) + 2) + "|"]
+    for b in names:
+        vals = [res[s]["base_auroc"][b] for s in sets]
+        lines.append(f"| {b} | " + " | ".join(f"{v:.4f}" for v in vals)
+                     + f" | {float(np.mean(vals)):.4f} |")
+    return lines
+
+
 def claims(res: dict, label: str) -> list[str]:
     """The paper's claim checked on the means over the OOD sets, with the margins and the
     per-set wins (a strict inequality on a mean near 1 can be a tie in practice)."""
@@ -247,6 +259,8 @@ def render(mode: str, raw: dict) -> str:
           *beside_paper(res, mode, "auroc", 1.0, ".4f"), "",
           "Detection rate (%):", "", *beside_paper(res, mode, "dr", 100.0, ".1f"), "",
           "Claim:", "", *claims(res, label), "",
+          "AUROC of every base score alone (paper Table 12 analogue; rotation in degrees):",
+          "", *base_table(res), "",
           f"Time: {raw['seconds_total']:.0f} s with {raw['args']['threads']} threads ("
           + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + ")."]
     return "\n".join(md) + "\n"

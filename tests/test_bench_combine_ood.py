@@ -115,6 +115,7 @@ def test_render_and_report_only(bench, tmp_path):
         assert md.startswith("# Score combining")
         assert "paper (CIFAR-10)" in md and md.count("GLRT >= Fisher and Stouffer") == 2
         assert "| glrt_cov | " in md and "| hc | " in md and "| csi | " in md
+        assert "| cos_0 | " in md and "| shift_270 | " in md  # the base-score table
     assert "(train 3 s, scores+metrics 2 s)" in bench.render("dataset", {
         "args": args, "command": "", "seconds_total": 5.0, "dataset": data})
     assert "finished: 2 of 3" in bench.render("loco", raw)
