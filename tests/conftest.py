@@ -27,3 +27,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20230714)
+
+
+@pytest.fixture(scope="session")
+def load_benchmark():
+    """``load_benchmark("table2_ood")`` imports ``benchmarks/table2_ood.py`` as a module."""
+    import importlib.util
+    from pathlib import Path
+
+    def load(name: str):
+        path = Path(__file__).parent.parent / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load

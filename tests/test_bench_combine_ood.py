@@ -4,9 +4,7 @@ trains eleven networks, so it is not part of the suite)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,15 +13,10 @@ import pytest
 from abstain import metrics as M
 from abstain.combine import METHODS, ScoreCombiner
 
-PATH = Path(__file__).parent.parent / "benchmarks" / "combine_ood.py"
-
 
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("combine_ood", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def bench(load_benchmark):
+    return load_benchmark("combine_ood")
 
 
 def test_split_holdout_is_stratified_and_disjoint(bench):

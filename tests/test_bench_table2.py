@@ -3,8 +3,6 @@ the image sets, PyTorch and minutes of training, so it is not part of the suite)
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,15 +10,10 @@ import pytest
 
 from abstain import metrics as M
 
-PATH = Path(__file__).parent.parent / "benchmarks" / "table2_ood.py"
-
 
 @pytest.fixture(scope="module")
-def table2():
-    spec = importlib.util.spec_from_file_location("table2_ood", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def table2(load_benchmark):
+    return load_benchmark("table2_ood")
 
 
 def fake(rng, n_test=300, n_ood=200):
