@@ -83,8 +83,8 @@ def beside_paper(res: dict, mode: str, metric: str, scale: float, fmt: str) -> l
     paper = PAPER[(mode, metric)]
     lines = ["| method | ours (FashionMNIST) | " + " | ".join(f"paper ({c})" for c in cols)
              + " |", "|---" * (len(cols) + 2) + "|"]
-    for m in METHODS:
-        ours = format(float(np.mean([res[s][m][metric] for s in res])) * scale, fmt)
+    for m, mean in means(res, metric).items():
+        ours = format(mean * scale, fmt)
         theirs = [format(v, fmt) for v in paper[m]] if m in paper else ["-"] * len(cols)
         lines.append(f"| {m} | {ours} | " + " | ".join(theirs) + " |")
     return lines
@@ -191,27 +191,30 @@ def run_setting(X_tr, y_tr, X_te, oods, tag, args, far):
 ROWS = (*METHODS, "csi", "best_single")
 
 
-def table(res: dict, metric: str, scale: float, fmt: str) -> list[str]:
-    sets = list(res)
-    lines = ["| method | " + " | ".join(sets) + " | avg |",
-             "|---" * (len(sets) + 2) + "|"]
-    for m in ROWS:
-        vals = [res[s][m][metric] * scale for s in sets]
-        lines.append(f"| {m} | " + " | ".join(format(v, fmt) for v in vals)
+def grid(first: str, sets: list[str], rows: dict[str, list[float]], fmt: str) -> list[str]:
+    """A Markdown table of one value per (row, set), with the mean over the sets last."""
+    lines = [f"| {first} | " + " | ".join(sets) + " | avg |", "|---" * (len(sets) + 2) + "|"]
+    for name, vals in rows.items():
+        lines.append(f"| {name} | " + " | ".join(format(v, fmt) for v in vals)
                      + f" | {format(float(np.mean(vals)), fmt)} |")
     return lines
 
 
+def table(res: dict, metric: str, scale: float, fmt: str) -> list[str]:
+    return grid("method", list(res), {m: [res[s][m][metric] * scale for s in res]
+                                      for m in ROWS}, fmt)
+
+
 def base_table(res: dict) -> list[str]:
     """AUROC of each single base score (paper Table 12 analogue), all four rotations."""
-    sets = list(res)
-    names = list(res[sets[0]]["base_auroc"])
-    lines = ["| base score | " + " | ".join(sets) + " | avg |", "|---" * (len(sets) + 2) + "|"]
-    for b in names:
-        vals = [res[s]["base_auroc"][b] for s in sets]
-        lines.append(f"| {b} | " + " | ".join(f"{v:.4f}" for v in vals)
-                     + f" | {float(np.mean(vals)):.4f} |")
-    return lines
+    names = next(iter(res.values()))["base_auroc"]
+    return grid("base score", list(res), {b: [res[s]["base_auroc"][b] for s in res]
+                                          for b in names}, ".4f")
+
+
+def means(res: dict, metric: str) -> dict[str, float]:
+    """Each combiner's mean of ``metric`` over the OOD sets."""
+    return {m: float(np.mean([res[s][m][metric] for s in res])) for m in METHODS}
 
 
 def claims(res: dict, label: str) -> list[str]:
@@ -219,7 +222,7 @@ def claims(res: dict, label: str) -> list[str]:
     per-set wins (a strict inequality on a mean near 1 can be a tie in practice)."""
     out = []
     for metric in ("auroc", "dr"):
-        avg = {m: float(np.mean([res[s][m][metric] for s in res])) for m in METHODS}
+        avg = means(res, metric)
         g = avg["glrt"]
         ok1 = all(g >= avg[m] for m in CLASSICAL)
         ok2 = all(g > avg[m] for m in WEAKER)
