@@ -18,7 +18,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.demo-installed
 
 demo: $(VENV)/.demo-installed
-	$(BIN)/python -m abstain.demo --out out
+	$(BIN)/python -m abstain.app.demo --out out
 
 test: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest -q

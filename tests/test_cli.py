@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from abstain import BoundedAbstention, BoundedImprovement, InfeasibleTargetWarning, rule_from_json
-from abstain._progress import ProgressBar
+from abstain._core.progress import ProgressBar
 from abstain.cli import main
 from abstain.io import read_table, write_table
 from abstain.metrics import (
@@ -419,7 +419,7 @@ def test_report_draws_the_double_score_curves(csv_file, tmp_path, capsys):
 
 def test_demo_subcommand_runs_the_demo(tmp_path, capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr("abstain.demo.run", lambda out, seed: calls.append((out, seed)))
+    monkeypatch.setattr("abstain.app.demo.run", lambda out, seed: calls.append((out, seed)))
     code, _, _ = run(capsys, "demo", "--out", tmp_path, "--random-state", "3")
     assert code == 0 and calls == [(tmp_path, 3)]
 

@@ -127,7 +127,7 @@ def test_vim_against_reference(dim):
 
 
 def test_vim_default_dim():
-    from abstain.detectors import _default_vim_dim
+    from abstain.detectors.features import _default_vim_dim
 
     assert [_default_vim_dim(d) for d in (2, 128, 512, 768, 2048)] == [1, 64, 256, 512, 1000]
 

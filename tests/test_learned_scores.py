@@ -11,7 +11,6 @@ import scipy.optimize
 from reference.scores_ref import predicted_class_design_ref, ridge_ref, sele_proxy_ref
 from reference.strategies import random_losses
 
-from abstain._learned import _chunks, _SeleProblem
 from abstain.exceptions import ConvergenceWarning, NotFittedError
 from abstain.metrics import aurc
 from abstain.scores import (
@@ -24,6 +23,7 @@ from abstain.scores import (
     select_regularization,
     true_class_probability,
 )
+from abstain.scores.learned import _chunks, _SeleProblem
 
 LEARNERS = (LossRegression, SELE, TCP)
 

@@ -7,14 +7,14 @@ three optimal reject models (:class:`CostBased`, :class:`BoundedImprovement`,
 """
 
 from .exceptions import InfeasibleTargetWarning, NotFittedError
-from .models import (
+from .models.classifier import SelectiveClassifier
+from .models.selective import (
     BoundedAbstention,
     BoundedImprovement,
     CostBased,
     EquivalentModels,
     rule_from_json,
 )
-from .selective import SelectiveClassifier
 
 __all__ = [
     "BoundedAbstention",

@@ -19,10 +19,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ._learned import PAPER_C_GRID, TCP, select_regularization, true_class_probability
-from ._validation import as_features, check_fraction
+from ._core.validation import as_features, check_fraction
 from .metrics import aurc
-from .scores import conditional_risk, margin
+from .scores.learned import PAPER_C_GRID, TCP, select_regularization, true_class_probability
+from .scores.plugin import conditional_risk, margin
 
 __all__ = [
     "PAPER_RATIOS",

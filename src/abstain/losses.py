@@ -1,99 +1,18 @@
-"""Loss matrices ``loss[y_true, y_pred]`` for plug-in rules and per-sample losses."""
+"""Loss matrices and per-sample losses; defined in :mod:`abstain.scores.losses`.
 
-from __future__ import annotations
+This module path is kept for existing code; it re-exports the names of its new home.
+"""
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from .scores.losses import (
+    absolute_error_loss,
+    check_loss_matrix,
+    sample_losses,
+    zero_one_loss,
+)
 
-__all__ = ["zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses"]
-
-
-def _check_n_classes(n_classes: int) -> int:
-    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
-        raise ValueError(f"n_classes must be an integer >= 2; got {n_classes!r}.")
-    return int(n_classes)
-
-
-def zero_one_loss(n_classes: int) -> NDArray[np.float64]:
-    """The 0/1 loss matrix: ``loss[y, y_hat] = [y != y_hat]``.
-
-    Examples
-    --------
-    >>> from abstain.losses import zero_one_loss
-    >>> zero_one_loss(3).tolist()
-    [[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
-    """
-    k = _check_n_classes(n_classes)
-    return 1.0 - np.eye(k)
-
-
-def absolute_error_loss(n_classes: int) -> NDArray[np.float64]:
-    """The absolute-error loss of ordinal regression: ``loss[y, y_hat] = |y - y_hat|``.
-
-    Its expectation is the mean absolute error (MAE).
-
-    Examples
-    --------
-    >>> from abstain.losses import absolute_error_loss
-    >>> absolute_error_loss(3).tolist()
-    [[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]]
-    """
-    k = _check_n_classes(n_classes)
-    idx = np.arange(k, dtype=np.float64)
-    return np.abs(idx[:, None] - idx[None, :])
-
-
-def check_loss_matrix(loss: ArrayLike, n_classes: int | None = None) -> NDArray[np.float64]:
-    """Validate a user loss matrix: square, finite, non-negative, ``loss[y_true, y_pred]``.
-
-    Examples
-    --------
-    >>> from abstain.losses import check_loss_matrix
-    >>> check_loss_matrix([[0, 5], [1, 0]]).tolist()
-    [[0.0, 5.0], [1.0, 0.0]]
-    """
-    arr = np.asarray(loss, dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] < 2:
-        raise ValueError(f"loss must be a square matrix of at least 2 x 2; got shape {arr.shape}.")
-    if n_classes is not None and arr.shape[0] != n_classes:
-        raise ValueError(
-            f"loss must be {n_classes} x {n_classes} to match the {n_classes} classes; "
-            f"got shape {arr.shape}."
-        )
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("loss must be finite; got NaN or infinite entries.")
-    if np.any(arr < 0):
-        raise ValueError(f"loss must be non-negative; got minimum {arr.min()!r}.")
-    return arr
-
-
-def sample_losses(
-    y_true: ArrayLike, y_pred: ArrayLike, loss: ArrayLike | None = None
-) -> NDArray[np.float64]:
-    """Per-sample losses ``loss[y_true[i], y_pred[i]]`` for integer labels ``0..K-1``.
-
-    ``loss=None`` is the 0/1 loss (any labels, compared for equality).
-
-    Examples
-    --------
-    >>> from abstain.losses import sample_losses, absolute_error_loss
-    >>> sample_losses([0, 1, 2], [0, 2, 0]).tolist()
-    [0.0, 1.0, 1.0]
-    >>> sample_losses([0, 1, 2], [0, 2, 0], absolute_error_loss(3)).tolist()
-    [0.0, 1.0, 2.0]
-    """
-    yt = np.asarray(y_true)
-    yp = np.asarray(y_pred)
-    if yt.ndim != 1 or yp.shape != yt.shape:
-        raise ValueError(
-            "y_true and y_pred must be 1-D of the same length; "
-            f"got shapes {yt.shape} and {yp.shape}."
-        )
-    if loss is None:
-        return (yt != yp).astype(np.float64)
-    mat = check_loss_matrix(loss)
-    k = mat.shape[0]
-    for name, y in (("y_true", yt), ("y_pred", yp)):
-        if not np.issubdtype(y.dtype, np.integer) or (y.size and (y.min() < 0 or y.max() >= k)):
-            raise ValueError(f"{name} must hold integer labels in 0..{k - 1} to index loss.")
-    return mat[yt, yp]
+__all__ = [
+    "zero_one_loss",
+    "absolute_error_loss",
+    "check_loss_matrix",
+    "sample_losses",
+]

@@ -17,10 +17,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._base import ParamsMixin
-from ._validation import as_features, check_positive, check_same_length
+from ._core.base import ParamsMixin
+from ._core.validation import as_features, check_positive, check_same_length
 from .exceptions import ConvergenceWarning
-from .scores import ordinal_margin
+from .scores.plugin import ordinal_margin
 
 __all__ = ["SVOR", "SVORSolution", "solve_svor", "svor_objective", "svor_from_json"]
 

@@ -11,7 +11,7 @@ noise) are uint8 arrays of shape (n, 28, 28); ``make data-ood`` installs their s
 and :func:`load_ood_benchmark` loads an in-distribution set with its OOD sets.
 """
 
-from ._images import (
+from ..datasets._images import (
     OODBenchmark,
     find_fonts,
     load_animal_mnist,
@@ -21,8 +21,14 @@ from ._images import (
     noise_images,
     render_letters,
 )
-from ._ordinal import discretize_uniform, load_abalone, load_bikeshare, load_ccpp, load_cpu
-from ._real import (
+from ..datasets._ordinal import (
+    discretize_uniform,
+    load_abalone,
+    load_bikeshare,
+    load_ccpp,
+    load_cpu,
+)
+from ..datasets._real import (
     load_letter,
     load_magic,
     load_optdigits,
@@ -30,9 +36,9 @@ from ._real import (
     load_satimage,
     load_shuttle,
 )
-from ._registry import DatasetInfo, list_datasets, load_dataset
-from ._sources import data_home, fetch_shuttle
-from ._synthetic import SyntheticOOD1D, synthetic_ood_1d
+from ..datasets._registry import DatasetInfo, list_datasets, load_dataset
+from ..datasets._sources import data_home, fetch_shuttle
+from ..datasets._synthetic import SyntheticOOD1D, synthetic_ood_1d
 
 __all__ = [
     "DatasetInfo",

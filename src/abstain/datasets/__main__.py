@@ -6,8 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ._registry import list_datasets
-from ._sources import data_home, fetch_shuttle
+from ..datasets._registry import list_datasets
+from ..datasets._sources import data_home, fetch_shuttle
 
 
 def main(argv: Sequence[str] | None = None) -> int:

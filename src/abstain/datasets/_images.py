@@ -30,9 +30,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_choice
+from .._core.validation import check_choice
+from ..datasets._sources import data_home, package_file, require_source
 from ..exceptions import MissingDataSourceError
-from ._sources import data_home, package_file, require_source
 
 __all__ = [
     "OODBenchmark",

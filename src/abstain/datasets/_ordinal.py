@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import as_scores
-from ._sources import package_file, require_source
+from .._core.validation import as_scores
+from ..datasets._sources import package_file, require_source
 
 __all__ = [
     "discretize_uniform",

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._sources import require_source, shuttle_cache
+from ..datasets._sources import require_source, shuttle_cache
 
 __all__ = [
     "load_letter",

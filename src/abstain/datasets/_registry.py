@@ -8,9 +8,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_choice
-from ._ordinal import load_abalone, load_bikeshare, load_ccpp, load_cpu
-from ._real import (
+from .._core.validation import check_choice
+from ..datasets._ordinal import load_abalone, load_bikeshare, load_ccpp, load_cpu
+from ..datasets._real import (
     load_letter,
     load_magic,
     load_optdigits,

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from .._validation import check_choice
+from .._core.validation import check_choice
 
 F64 = NDArray[np.float64]
 

@@ -1,4 +1,4 @@
-"""Exact selective-classification metrics.
+"""Exact selective-classification metrics (re-exported by :mod:`abstain.metrics`).
 
 Every function takes per-sample ``losses`` (any non-negative numbers: 0/1 errors,
 absolute errors of an ordinal model, losses of a structured predictor) and an
@@ -21,69 +21,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._groups import sorted_by_uncertainty, validated_groups
-from ._validation import (
-    as_losses_and_scores,
-    check_choice,
-    check_fraction,
-    check_positive,
-)
-from .ood_metrics import (  # re-exported OOD metrics
-    PRCurve as PRCurve,
-)
-from .ood_metrics import (
-    RiskTPRCurve as RiskTPRCurve,
-)
-from .ood_metrics import (
-    ROCCurve as ROCCurve,
-)
-from .ood_metrics import (
-    aupr_in as aupr_in,
-)
-from .ood_metrics import (
-    aupr_out as aupr_out,
-)
-from .ood_metrics import (
-    auroc as auroc,
-)
-from .ood_metrics import (
-    ccr_at_fpr as ccr_at_fpr,
-)
-from .ood_metrics import (
-    detection_rate_at_false_alarm as detection_rate_at_false_alarm,
-)
-from .ood_metrics import (
-    fpr_at_tpr as fpr_at_tpr,
-)
-from .ood_metrics import (
-    ood_pr_curve as ood_pr_curve,
-)
-from .ood_metrics import (
-    ood_roc_curve as ood_roc_curve,
-)
-from .ood_metrics import (
-    oscr as oscr,
-)
-from .ood_metrics import (
-    risk_coverage_curve_at_fpr as risk_coverage_curve_at_fpr,
-)
-from .ood_metrics import (
-    selective_risk_at_precision_recall as selective_risk_at_precision_recall,
-)
-from .ood_metrics import (
-    selective_risk_at_tpr_fpr as selective_risk_at_tpr_fpr,
-)
-from .ood_metrics import (
-    tnr_at_tpr as tnr_at_tpr,
-)
-
-# The OOD metrics are defined in abstain.ood_metrics and re-exported here.
-_ood_all = [
-    "ROCCurve", "PRCurve", "RiskTPRCurve", "selective_risk_at_tpr_fpr",
-    "selective_risk_at_precision_recall", "risk_coverage_curve_at_fpr", "ood_roc_curve",
-    "ood_pr_curve", "auroc", "aupr_in", "aupr_out", "fpr_at_tpr", "tnr_at_tpr", "oscr",
-    "ccr_at_fpr", "detection_rate_at_false_alarm",
-]
+from .._core.groups import sorted_by_uncertainty, validated_groups
+from .._core.validation import as_losses_and_scores, check_choice, check_fraction, check_positive
 
 __all__ = [
     "RiskCoverageCurve",
@@ -94,8 +33,6 @@ __all__ = [
     "selective_risk_at_coverage",
     "coverage_at_risk",
     "sele_loss",
-    # OOD metrics, defined in abstain.ood_metrics
-    *_ood_all,
 ]
 
 _TIES = ("mean", "index")

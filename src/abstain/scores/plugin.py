@@ -1,9 +1,5 @@
-"""Uncertainty scores (Franc et al. 2023). Higher = reject first.
-
-Plug-in scores from a model's own outputs (section 3.2: conditional risk, MCP,
-margin) and scores learned from examples for any black-box predictor (sections
-3.3-3.4 and 5.1: :class:`LossRegression`, :class:`SELE`, :class:`TCP`).
-"""
+"""Plug-in uncertainty scores from a model's own outputs (Franc et al. 2023, section 3.2):
+conditional risk, MCP, margin and the ordinal margin. Higher = reject first."""
 
 from __future__ import annotations
 
@@ -12,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.validation import as_proba
 from .losses import check_loss_matrix
 
 __all__ = [
@@ -20,15 +17,6 @@ __all__ = [
     "mcp",
     "margin",
     "ordinal_margin",
-    "PAPER_C_GRID",
-    "LossRegression",
-    "SELE",
-    "TCP",
-    "RegularizationSearch",
-    "select_regularization",
-    "score_from_json",
-    "sele_objective",
-    "true_class_probability",
 ]
 
 
@@ -43,19 +31,6 @@ class ConditionalRisk(NamedTuple):
 
     prediction: NDArray[np.intp]
     risk: NDArray[np.float64]
-
-
-def _check_proba(proba: ArrayLike) -> NDArray[np.float64]:
-    p = np.asarray(proba, dtype=np.float64)
-    if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] < 2:
-        raise ValueError(
-            f"proba must be a 2-D array of shape (n_samples, n_classes >= 2); got shape {p.shape}."
-        )
-    if not np.all(np.isfinite(p)):
-        raise ValueError("proba must be finite; got NaN or infinite entries.")
-    if np.any(p < 0) or not np.allclose(p.sum(axis=1), 1.0, atol=1e-6):
-        raise ValueError("proba must be non-negative with rows summing to 1.")
-    return p
 
 
 def conditional_risk(
@@ -91,7 +66,7 @@ def conditional_risk(
     >>> pred.tolist(), [round(r, 6) for r in risk.tolist()]  # the median, not the mode
     ([1], [0.7])
     """
-    p = _check_proba(proba)
+    p = as_proba(proba)
     k = p.shape[1]
     mat = (1.0 - np.eye(k)) if loss is None else check_loss_matrix(loss, k)
     expected = p @ mat  # expected[i, yhat] = sum_y p[i, y] * loss[y, yhat]
@@ -120,7 +95,7 @@ def mcp(proba: ArrayLike) -> NDArray[np.float64]:
     >>> mcp([[0.7, 0.2, 0.1], [0.4, 0.4, 0.2]]).round(6).tolist()
     [0.3, 0.6]
     """
-    p = _check_proba(proba)
+    p = as_proba(proba)
     return 1.0 - p.max(axis=1)
 
 
@@ -192,14 +167,3 @@ def ordinal_margin(decision: ArrayLike, thresholds: ArrayLike) -> NDArray[np.flo
     return -np.minimum(below, above)
 
 
-from ._learned import (  # noqa: E402  (the learned scores build on the plug-in ones)
-    PAPER_C_GRID,
-    SELE,
-    TCP,
-    LossRegression,
-    RegularizationSearch,
-    score_from_json,
-    sele_objective,
-    select_regularization,
-    true_class_probability,
-)

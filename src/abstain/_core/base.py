@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .exceptions import NotFittedError
+from ..exceptions import NotFittedError
 
 
 class ParamsMixin:

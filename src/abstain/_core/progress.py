@@ -32,7 +32,7 @@ class ProgressBar:
     Examples
     --------
     >>> import io
-    >>> from abstain._progress import ProgressBar
+    >>> from abstain._core.progress import ProgressBar
     >>> buf = io.StringIO()  # not a terminal
     >>> bar = ProgressBar("fit", stream=buf, width=4)
     >>> bar(1, 2); bar.close(); buf.getvalue()

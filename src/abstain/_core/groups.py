@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import as_losses_and_scores
+from .validation import as_losses_and_scores
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ._groups import sorted_by_uncertainty
+from .groups import sorted_by_uncertainty
 
 F64 = NDArray[np.float64]
 
@@ -113,7 +113,7 @@ class State(NamedTuple):
     critical: bool
 
 
-def _better(new: Best, crit: bool, old: Best | None, old_crit: bool) -> bool:
+def better(new: Best, crit: bool, old: Best | None, old_crit: bool) -> bool:
     if old is None:
         return True
     tol = _RTOL * max(abs(old.objective), 1e-300)
@@ -452,7 +452,7 @@ def exact_search(
             col = int(cols_won[k])
             crit = (1 <= col <= m) or (col in (0, 2 * m + 2) and bool(has_zero[k]))
             cand_best = r.best(k)._replace(at=int(e[k]))
-            if best is None or _better(cand_best, crit, best.best, best.critical):
+            if best is None or better(cand_best, crit, best.best, best.critical):
                 best = State(cand_best, np.zeros(2), 0.0, crit)
                 best_col = col
     if best is None:

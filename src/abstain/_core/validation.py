@@ -11,17 +11,28 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+F64 = NDArray[np.float64]
+
 __all__ = [
+    "as_class_labels",
     "as_features",
-    "as_scores",
+    "as_is_ood",
     "as_losses",
     "as_losses_and_scores",
-    "check_same_length",
-    "check_fraction",
-    "check_probability",
-    "as_is_ood",
-    "check_positive",
+    "as_matrix",
+    "as_proba",
+    "as_pvalues",
+    "as_scores",
+    "check_bool",
     "check_choice",
+    "check_columns",
+    "check_fraction",
+    "check_int",
+    "check_open_unit",
+    "check_positive",
+    "check_probability",
+    "check_same_length",
+    "unit_rows",
 ]
 
 
@@ -43,27 +54,96 @@ def _as_1d_float(
         raise ValueError(f"{name} must not be empty; got an array of length 0.")
     # min and max propagate NaN and expose +-inf: two allocation-free passes.
     if arr.size and not (np.isfinite(arr.min()) and np.isfinite(arr.max())):
-        bad = int(np.count_nonzero(~np.isfinite(arr)))
-        raise ValueError(f"{name} must be finite; got {bad} NaN or infinite value(s).")
+        raise ValueError(f"{name} must be finite; got {_nonfinite(arr)}.")
+    return arr
+
+
+def _nonfinite(arr: NDArray[np.float64]) -> str:
+    """``"k NaN"``, ``"k infinite value(s)"`` or both, for the message of a finiteness check."""
+    n_nan = int(np.count_nonzero(np.isnan(arr)))
+    n_inf = int(np.count_nonzero(np.isinf(arr)))
+    parts = ([f"{n_nan} NaN"] if n_nan else []) + ([f"{n_inf} infinite value(s)"] if n_inf else [])
+    return " and ".join(parts)
+
+
+def as_matrix(
+    values: ArrayLike, name: str = "X", *, columns: str = "n_features", finite: bool = True
+) -> NDArray[np.float64]:
+    """Return ``values`` as a non-empty 2-D float64 array ``(n_samples, <columns>)``.
+
+    NaN is always refused; infinite values too unless ``finite=False``.
+    """
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be an array of real numbers; got {type(values).__name__}."
+        ) from exc
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        hint = " (one sample: pass values.reshape(1, -1))" if arr.ndim == 1 and arr.size else ""
+        raise ValueError(
+            f"{name} must be a non-empty 2-D array (n_samples, {columns}){hint}; "
+            f"got {_describe(arr)}."
+        )
+    if finite:
+        if not np.isfinite(arr).all():
+            raise ValueError(f"{name} must be finite; got {_nonfinite(arr)}.")
+    elif np.isnan(arr).any():
+        raise ValueError(f"{name} must not contain NaN; got {int(np.isnan(arr).sum())}.")
     return arr
 
 
 def as_features(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
-    """Return ``X`` as a finite, non-empty 2-D float64 array."""
-    try:
-        arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    """Return ``X`` as a finite, non-empty 2-D float64 array (n_samples, n_features)."""
+    return as_matrix(X, name)
+
+
+def as_pvalues(values: ArrayLike, name: str = "P") -> NDArray[np.float64]:
+    """Return ``values`` as a non-empty (n_samples, n_scores) array of p-values in (0, 1]."""
+    arr = as_matrix(values, name, columns="n_scores", finite=False)
+    bad = ~((arr > 0.0) & (arr <= 1.0))
+    if bad.any():
+        first = arr[bad][0]
         raise ValueError(
-            f"{name} must be an array of real numbers; got {type(X).__name__}."
-        ) from exc
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(
-            f"{name} must be a non-empty 2-D array (n_samples, n_features); got {_describe(arr)}."
+            f"{name} must hold p-values in (0, 1]; got {int(bad.sum())} outside, e.g. {first!r}."
         )
-    if not np.isfinite(arr).all():
-        bad = int(np.count_nonzero(~np.isfinite(arr)))
-        raise ValueError(f"{name} must be finite; got {bad} NaN or infinite value(s).")
     return arr
+
+
+def as_proba(proba: ArrayLike, name: str = "proba") -> NDArray[np.float64]:
+    """Return ``proba`` as an (n_samples, n_classes >= 2) matrix of probability rows."""
+    p = np.asarray(proba, dtype=np.float64)
+    if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] < 2:
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n_samples, n_classes >= 2); got shape "
+            f"{p.shape}."
+        )
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"{name} must be finite; got NaN or infinite entries.")
+    if np.any(p < 0) or not np.allclose(p.sum(axis=1), 1.0, atol=1e-6):
+        raise ValueError(f"{name} must be non-negative with rows summing to 1.")
+    return p
+
+
+def check_columns(name: str, arr: NDArray[Any], m: int) -> None:
+    """Raise unless ``arr`` has ``m`` columns, as at fit."""
+    if arr.shape[1] != m:
+        raise ValueError(f"{name} must have {m} column(s), as in fit; got {arr.shape[1]}.")
+
+
+def as_class_labels(labels: ArrayLike, name: str) -> NDArray[np.int64]:
+    """Return ``labels`` as a non-empty 1-D array of non-negative integer class indices."""
+    y = np.asarray(labels)
+    if y.ndim != 1 or y.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d array; got shape {y.shape}.")
+    if not np.issubdtype(y.dtype, np.integer):
+        if not np.issubdtype(y.dtype, np.floating) or not np.all(np.isfinite(y)) \
+                or np.any(y != np.round(y)):
+            raise ValueError(f"{name} must hold integer class indices; got dtype {y.dtype}.")
+    y = y.astype(np.int64)
+    if y.min() < 0:
+        raise ValueError(f"{name} must be non-negative class indices; got min {y.min()}.")
+    return y
 
 
 def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
@@ -130,6 +210,21 @@ def check_probability(name: str, value: Any) -> float:
     return v
 
 
+def check_open_unit(name: str, value: Any) -> float:
+    """Return ``value`` as a float in (0, 1)."""
+    v = _as_real(name, value)
+    if not (0.0 < v < 1.0):
+        raise ValueError(f"{name} must be in (0, 1); got {value!r}.")
+    return v
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is True or False (a NumPy bool too)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
 def as_is_ood(values: ArrayLike, name: str = "is_ood") -> NDArray[np.bool_]:
     """Return ``values`` as a 1-D boolean array holding both classes (0/1 or bool)."""
     arr = _as_1d_float(name, values)
@@ -160,3 +255,10 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}.")
     return str(value)
+
+
+def check_int(name: str, value: Any, low: int) -> int:
+    """Return ``value`` as an int >= ``low`` (a bool is refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
+    return int(value)

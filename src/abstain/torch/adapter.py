@@ -1,23 +1,5 @@
-"""A thin PyTorch adapter: logits, features and last-layer weights as NumPy arrays.
-
-The detectors of :mod:`abstain` take NumPy arrays: logits of shape (n, K),
-penultimate features of shape (n, d), and the last linear layer's weight ``W``
-(K, d) and bias ``b`` (K,). This module produces them from any
-``torch.nn.Module`` (the ``torch`` extra: ``pip install 'abstain[torch]'``):
-
-* :func:`extract` runs the model in eval mode, in batches, and returns the logits
-  and the input of its last ``nn.Linear`` (or of any submodule you name);
-* :func:`last_layer` returns that layer's ``W`` and ``b``;
-* :func:`odin_logits` returns the logits of ODIN's perturbed inputs (Liang et al.,
-  2018);
-* :class:`SmallCNN`, :func:`train_classifier` and :func:`images_to_tensor` train a
-  small, seeded CNN on 28x28 grayscale images on a CPU in a few minutes;
-* :func:`save_state` and :func:`load_state` cache weights in an ``.npz`` file read
-  without pickle.
-
-Every array returned is float64 NumPy. Nothing here computes a score: the
-detectors do, with one direction everywhere (higher = more OOD).
-"""
+"""Logits, features, last-layer weights and ODIN's perturbed logits of any ``torch.nn.Module``
+as NumPy arrays; weights cached in ``.npz`` files read without pickle."""
 
 from __future__ import annotations
 
@@ -29,38 +11,19 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
+import torch
 from numpy.typing import ArrayLike, NDArray
+from torch import nn
+from torch.nn import functional as F
 
-try:
-    import torch
-    from torch import nn
-    from torch.nn import functional as F
-except ImportError as _exc:  # pragma: no cover - tested with torch hidden from import
-    raise ImportError(
-        "abstain.torch needs PyTorch: pip install 'abstain[torch]' "
-        "(torch==2.13.0, the CPU wheel)"
-    ) from _exc
-
-from ._progress import ProgressBar
-from ._validation import check_positive
-from .io import atomic_path
-
-__all__ = [
-    "Extracted",
-    "LastLayer",
-    "extract",
-    "last_layer",
-    "odin_logits",
-    "SmallCNN",
-    "train_classifier",
-    "images_to_tensor",
-    "save_state",
-    "load_state",
-    "STATE_FORMAT",
-]
+from .._core.files import atomic_path
+from .._core.progress import ProgressBar
+from .._core.validation import check_positive
 
 #: The format name written into every file of :func:`save_state`.
 STATE_FORMAT = "abstain.torch-state/1"
+
+
 _META_KEY = "__abstain_meta__"
 
 
@@ -93,10 +56,7 @@ class LastLayer(NamedTuple):
     bias: NDArray[np.float64]
 
 
-# --------------------------------------------------------------------------- helpers
-
-
-def _check_batch_size(batch_size: Any) -> int:
+def check_batch_size(batch_size: Any) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}.")
@@ -111,14 +71,14 @@ def _param_dtype(model: nn.Module) -> torch.dtype:
     return torch.float32
 
 
-def _from_numpy(arr: NDArray[Any]) -> torch.Tensor:
+def from_numpy(arr: NDArray[Any]) -> torch.Tensor:
     """``torch.from_numpy`` without its warning for read-only arrays (never written to here)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         return torch.from_numpy(np.ascontiguousarray(arr))
 
 
-def _as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") -> torch.Tensor:
+def as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") -> torch.Tensor:
     """``X`` as a tensor with at least one row; floating NumPy data takes the model's dtype."""
     if isinstance(X, torch.Tensor):
         t = X.detach()
@@ -128,7 +88,7 @@ def _as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") ->
             np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_
         ):
             raise ValueError(f"{name} must be a numeric array or tensor; got dtype {arr.dtype}.")
-        t = _from_numpy(arr)
+        t = from_numpy(arr)
         if t.is_floating_point():
             t = t.to(_param_dtype(model))
     if t.ndim == 0 or t.shape[0] == 0:
@@ -139,7 +99,7 @@ def _as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") ->
     return t
 
 
-def _check_finite(t: torch.Tensor, start: int, name: str = "X") -> None:
+def check_finite(t: torch.Tensor, start: int, name: str = "X") -> None:
     if t.is_floating_point() and not bool(torch.isfinite(t).all()):
         bad = int((~torch.isfinite(t)).sum())
         raise ValueError(
@@ -198,9 +158,6 @@ def _logits_2d(out: Any, n: int) -> torch.Tensor:
 
 def _to_numpy(t: torch.Tensor) -> NDArray[np.float64]:
     return t.detach().to(device="cpu", dtype=torch.float64).numpy()
-
-
-# --------------------------------------------------------------------------- extract
 
 
 def extract(
@@ -266,12 +223,12 @@ def extract(
     >>> bool((out.features >= 0).all())        # the ReLU output feeds the last layer
     True
     """
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_batch_size(batch_size)
     if feature_layer is None:
         feature_layer = _last_linear(model)
     else:
         _check_submodule(model, feature_layer, "feature_layer")
-    t = _as_input(model, X)
+    t = as_input(model, X)
     n = int(t.shape[0])
     captured: list[torch.Tensor] = []
 
@@ -291,7 +248,7 @@ def extract(
         with _eval_mode(model), torch.no_grad():
             for start in range(0, n, batch_size):
                 xb = t[start:start + batch_size]
-                _check_finite(xb, start)
+                check_finite(xb, start)
                 m = int(xb.shape[0])
                 captured.clear()
                 out = _logits_2d(model(xb.to(device)), m)
@@ -361,9 +318,6 @@ def last_layer(model: nn.Module, layer: nn.Linear | None = None) -> LastLayer:
     W = _to_numpy(layer.weight)
     b = _to_numpy(layer.bias) if layer.bias is not None else np.zeros(W.shape[0])
     return LastLayer(W, b)
-
-
-# --------------------------------------------------------------------------- ODIN
 
 
 def odin_logits(
@@ -449,8 +403,8 @@ def odin_logits(
     """
     temperature = check_positive("temperature", temperature)
     epsilon = check_positive("epsilon", epsilon, allow_zero=True)
-    batch_size = _check_batch_size(batch_size)
-    t = _as_input(model, X)
+    batch_size = check_batch_size(batch_size)
+    t = as_input(model, X)
     if not t.is_floating_point():
         raise ValueError(f"X must be floating point for ODIN's gradient; got {t.dtype}.")
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -461,7 +415,7 @@ def odin_logits(
         with _eval_mode(model):
             for start in range(0, n, batch_size):
                 xb = t[start:start + batch_size]
-                _check_finite(xb, start)
+                check_finite(xb, start)
                 m = int(xb.shape[0])
                 x = xb.to(device).detach().clone().requires_grad_(True)
                 with torch.enable_grad():
@@ -481,98 +435,6 @@ def odin_logits(
         bar.close()
     assert result is not None
     return result
-
-
-# --------------------------------------------------------------------------- a small CNN
-
-
-class SmallCNN(nn.Module):
-    """A small CNN for 28x28 images (FashionMNIST, MNIST).
-
-    ``[conv3x3-ReLU-conv3x3-ReLU-maxpool2] x 2`` with ``width`` and ``2 * width``
-    channels (padding 1, so 28 -> 14 -> 7), then ``flatten -> Linear(feature_dim)
-    -> ReLU -> Linear(n_classes)``. The features that :func:`extract` returns by
-    default are the input of the last layer, the ReLU output: non-negative, as
-    ReAct-style clipping assumes.
-
-    Parameters
-    ----------
-    n_classes : int, default 10
-    in_channels : int, default 1
-    width : int, default 16
-        Channels of the first two convolutions (the next two have ``2 * width``).
-    feature_dim : int, default 128
-        Dimension d of the penultimate features.
-    random_state : int, optional
-        Seed of the weight initialisation, drawn from a forked torch RNG so the
-        global one is left as it was. None uses the global torch RNG.
-
-    Attributes
-    ----------
-    backbone : torch.nn.Sequential
-        Everything up to and including the penultimate ReLU.
-    classifier : torch.nn.Linear
-        The last layer, ``feature_dim -> n_classes``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from abstain.torch import SmallCNN
-    >>> model = SmallCNN(n_classes=10, width=4, feature_dim=8, random_state=0)
-    >>> model(torch.zeros(2, 1, 28, 28)).shape
-    torch.Size([2, 10])
-    >>> model.classifier
-    Linear(in_features=8, out_features=10, bias=True)
-    """
-
-    image_size = 28
-
-    def __init__(
-        self,
-        n_classes: int = 10,
-        in_channels: int = 1,
-        width: int = 16,
-        feature_dim: int = 128,
-        *,
-        random_state: int | None = None,
-    ) -> None:
-        super().__init__()
-        for name, value in (("n_classes", n_classes), ("in_channels", in_channels),
-                            ("width", width), ("feature_dim", feature_dim)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-                    or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}.")
-        self.n_classes = int(n_classes)
-        self.in_channels = int(in_channels)
-        rng: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        if random_state is not None:
-            rng = torch.random.fork_rng(devices=[])
-        with rng:
-            if random_state is not None:
-                torch.manual_seed(int(random_state))
-            w, w2 = int(width), 2 * int(width)
-            side = self.image_size // 4
-            self.backbone = nn.Sequential(
-                nn.Conv2d(in_channels, w, 3, padding=1), nn.ReLU(),
-                nn.Conv2d(w, w, 3, padding=1), nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Conv2d(w, w2, 3, padding=1), nn.ReLU(),
-                nn.Conv2d(w2, w2, 3, padding=1), nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Flatten(),
-                nn.Linear(w2 * side * side, int(feature_dim)), nn.ReLU(),
-            )
-            self.classifier = nn.Linear(int(feature_dim), int(n_classes))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits of shape (batch, n_classes) for ``x`` of shape (batch, C, 28, 28)."""
-        if x.ndim != 4 or tuple(x.shape[1:]) != (self.in_channels, 28, 28):
-            raise ValueError(
-                f"x must have shape (batch, {self.in_channels}, 28, 28); "
-                f"got {tuple(x.shape)}."
-            )
-        out: torch.Tensor = self.classifier(self.backbone(x))
-        return out
 
 
 def images_to_tensor(
@@ -631,146 +493,6 @@ def images_to_tensor(
             raise ValueError(f"mean must be a finite real number; got {mean!r}.")
         out = out.sub_(float(mean)).div_(std)
     return out.unsqueeze(1)
-
-
-def _as_labels(y: ArrayLike | torch.Tensor, n: int) -> torch.Tensor:
-    if isinstance(y, torch.Tensor):
-        t = y.detach().cpu()
-    else:
-        arr = np.asarray(y)
-        if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-            raise ValueError(f"y must hold integer class labels; got dtype {arr.dtype}.")
-        t = _from_numpy(arr)
-    if t.ndim != 1 or t.shape[0] != n:
-        raise ValueError(
-            f"y must be one-dimensional with one label per row of X ({n}); got shape "
-            f"{tuple(t.shape)}."
-        )
-    if t.is_floating_point():
-        if not bool((t == t.round()).all()):
-            raise ValueError("y must hold integer class labels; got non-integer values.")
-    elif t.dtype == torch.bool or t.is_complex():
-        raise ValueError(f"y must hold integer class labels; got dtype {t.dtype}.")
-    t = t.to(torch.int64)
-    if int(t.min()) < 0:
-        raise ValueError(f"y must hold labels 0, ..., K-1; got minimum {int(t.min())}.")
-    return t
-
-
-def train_classifier(
-    model: nn.Module,
-    X: ArrayLike | torch.Tensor,
-    y: ArrayLike | torch.Tensor,
-    *,
-    epochs: int = 5,
-    batch_size: int = 128,
-    lr: float = 1e-3,
-    weight_decay: float = 0.0,
-    random_state: int = 0,
-    progress: bool = False,
-) -> nn.Module:
-    """Train ``model`` with Adam on the cross-entropy, reproducibly.
-
-    The order of the rows is shuffled every epoch by a ``torch.Generator`` seeded
-    with ``random_state``; other torch randomness (dropout) draws from a forked
-    global RNG seeded with ``random_state``, so the caller's global RNG state is
-    left as it was. ``torch.use_deterministic_algorithms(True, warn_only=True)``
-    holds for the duration (the previous setting is restored). Two runs from the
-    same initial weights and seed give bit-identical weights with the same torch
-    build and thread count.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        Maps a batch of ``X`` to logits (batch, K). Trained in place on the device
-        of its first parameter.
-    X : ndarray or torch.Tensor of shape (n, ...)
-        Inputs, e.g. from :func:`images_to_tensor`. Floating NumPy data is converted
-        to the model's parameter dtype.
-    y : array-like of shape (n,)
-        Integer class labels in 0, ..., K-1.
-    epochs : int, default 5
-    batch_size : int, default 128
-        The last batch of an epoch may be smaller.
-    lr : float, default 1e-3
-        Adam's learning rate.
-    weight_decay : float, default 0.0
-        Adam's L2 penalty.
-    random_state : int, default 0
-    progress : bool, default False
-        Draw a progress bar over all batches on stderr.
-
-    Returns
-    -------
-    torch.nn.Module
-        ``model`` itself, trained, in eval mode.
-
-    Raises
-    ------
-    ValueError
-        For empty, non-finite or mismatched ``X``/``y``, non-integer or negative
-        labels, or bad ``epochs``, ``batch_size``, ``lr``, ``weight_decay``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from abstain.torch import train_classifier
-    >>> X = torch.cat([torch.full((20, 2), -1.0), torch.full((20, 2), 1.0)])
-    >>> y = torch.tensor([0] * 20 + [1] * 20)
-    >>> model = torch.nn.Linear(2, 2)
-    >>> model = train_classifier(model, X, y, epochs=20, batch_size=8, lr=0.1)
-    >>> (model(X).argmax(1) == y).float().mean().item()
-    1.0
-    """
-    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
-        raise ValueError(f"epochs must be a non-negative integer; got {epochs!r}.")
-    batch_size = _check_batch_size(batch_size)
-    lr = check_positive("lr", lr)
-    weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
-        raise ValueError(f"random_state must be an integer; got {random_state!r}.")
-    Xt = _as_input(model, X)
-    n = int(Xt.shape[0])
-    yt = _as_labels(y, n)
-    _check_finite(Xt, 0)
-    device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    n_batches = -(-n // batch_size)
-    bar = ProgressBar("train", quiet=not progress)
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    generator = torch.Generator().manual_seed(int(random_state))
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    model.train()
-    try:
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(random_state))
-            for epoch in range(int(epochs)):
-                order = torch.randperm(n, generator=generator)
-                for b in range(n_batches):
-                    idx = order[b * batch_size:(b + 1) * batch_size]
-                    xb, yb = Xt[idx].to(device), yt[idx].to(device)
-                    optimizer.zero_grad(set_to_none=True)
-                    logits = model(xb)
-                    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
-                        raise ValueError("model must return logits of shape (batch, n_classes).")
-                    if int(yb.max()) >= logits.shape[1]:
-                        raise ValueError(
-                            f"y must hold labels 0, ..., K-1 with K = {logits.shape[1]} "
-                            f"outputs; got label {int(yb.max())}."
-                        )
-                    loss = F.cross_entropy(logits, yb)
-                    loss.backward()
-                    optimizer.step()
-                    bar(epoch * n_batches + b + 1, int(epochs) * n_batches)
-    finally:
-        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
-        model.eval()
-        bar.close()
-    return model
-
-
-# --------------------------------------------------------------------------- weights
 
 
 def save_state(model: nn.Module, path: str | os.PathLike[str]) -> None:

@@ -23,17 +23,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
-from ._base import ParamsMixin
-from ._groups import TieGroups, tie_groups, validated_groups
-from ._validation import (
-    as_losses_and_scores,
-    as_scores,
-    check_fraction,
-    check_positive,
-)
-from .exceptions import InfeasibleTargetWarning
+from .._core.base import ParamsMixin
+from .._core.groups import TieGroups, tie_groups, validated_groups
+from .._core.risk_bounds import sgr_search
+from .._core.serialize import decode_value, encode_value
+from .._core.validation import as_losses_and_scores, as_scores, check_fraction, check_positive
+from ..exceptions import InfeasibleTargetWarning
 
 __all__ = [
     "EquivalentModels",
@@ -41,6 +37,7 @@ __all__ = [
     "BoundedImprovement",
     "BoundedAbstention",
     "rule_from_json",
+    "least_risk_bound",
 ]
 
 
@@ -210,31 +207,15 @@ class _RejectRule(ParamsMixin):
         self._check_fitted("threshold_")
         fitted: dict[str, Any] = {}
         for name in self._FITTED + self._extra_fitted():
-            fitted[name] = _encode(getattr(self, name))
+            fitted[name] = encode_value(getattr(self, name))
         eq = getattr(self, "equivalent_", None)
-        fitted["equivalent_"] = None if eq is None else _encode(list(eq))
+        fitted["equivalent_"] = None if eq is None else encode_value(list(eq))
         params = self.get_params(deep=False)
         if not isinstance(params.get("random_state"), (int, type(None))):
             params["random_state"] = None
         doc = {"format": "abstain.rule/1", "model": type(self).__name__, "params": params,
                "fitted": fitted}
         return json.dumps(doc, sort_keys=True)
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [_encode(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    if value in ("nan", "inf", "-inf"):
-        return float(value)
-    return value
 
 
 def rule_from_json(text: str) -> CostBased | BoundedImprovement | BoundedAbstention:
@@ -258,7 +239,7 @@ def rule_from_json(text: str) -> CostBased | BoundedImprovement | BoundedAbstent
     for key, value in doc["fitted"].items():
         if key == "equivalent_":
             if value is not None:
-                cov, risk, cost = _decode(value)
+                cov, risk, cost = decode_value(value)
                 value = EquivalentModels(
                     cov,
                     None if risk is None else tuple(risk),
@@ -267,7 +248,7 @@ def rule_from_json(text: str) -> CostBased | BoundedImprovement | BoundedAbstent
         elif key not in rule._FITTED + rule._extra_fitted():
             raise ValueError(f"unknown fitted attribute {key!r} in the rule file.")
         else:
-            value = _decode(value)
+            value = decode_value(value)
         setattr(rule, key, value)
     return rule
 
@@ -527,7 +508,7 @@ class BoundedImprovement(_RejectRule):
                 )
             binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
             squares = None if binary else tie_groups(np.square(ls), u)
-            g, self.risk_bound_, _ = _sgr_search(groups, lam, delta, bound, binary, squares)
+            g, self.risk_bound_, _ = sgr_search(groups, lam, delta, bound, binary, squares)
             nu = 1.0
         feasible = g >= 0
         self._set_rule(groups, g, nu, feasible)
@@ -543,62 +524,41 @@ class BoundedImprovement(_RejectRule):
         return self
 
 
-def _risk_upper_bound(
-    total: float, count: float, level: float, bound: float, binary: bool, second: float
-) -> float:
-    """Upper confidence bound on a mean loss from ``count`` samples summing to ``total``.
+def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
+                     loss_bound: float = 1.0) -> float:
+    """The least ``target_risk`` that ``BoundedImprovement(delta=delta)`` meets on the data.
 
-    ``second`` is the sum of squared losses (for the empirical Bernstein bound).
+    The guaranteed fit (selection with guaranteed risk) binary-searches the ``G`` tie
+    groups with ``K = ceil(log2(G + 1))`` tests at level ``delta / K``. It fails only
+    when every test fails, and then it has tested the fixed chain of prefixes
+    ``g_1 = (G - 1) // 2``, ``g_{i+1} = (g_i - 1) // 2``, ..., ``0``; a larger target
+    only turns tests into passes. So the fit is feasible exactly when the target is at
+    least the smallest upper confidence bound on that chain, which is returned.
+
+    Parameters
+    ----------
+    uncertainty : array-like of shape (n,)
+    losses : array-like of shape (n,), in ``[0, loss_bound]``
+    delta : float in (0, 1)
+    loss_bound : float > 0, default 1.0
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from abstain import BoundedImprovement
+    >>> from abstain.models import least_risk_bound
+    >>> u, loss = list(range(40)), [0] * 30 + [1] * 10
+    >>> least = least_risk_bound(u, loss, delta=0.1)
+    >>> round(least, 4)
+    0.1851
+    >>> BoundedImprovement(least, delta=0.1).fit(u, loss).feasible_
+    True
     """
-    m = count
-    if binary:
-        k = round(total)
-        return 1.0 if k >= m else float(stats.beta.ppf(1.0 - level, k + 1, m - k))
-    mean = total / m / bound
-    log_term = math.log(2.0 / level)  # each of the two bounds at level / 2
-    hoeffding = mean + math.sqrt(log_term / (2.0 * m))
-    if m > 1:
-        var = max(second / bound**2 / m - mean**2, 0.0) * m / (m - 1)
-        bernstein = mean + math.sqrt(2.0 * var * log_term / m) + 7.0 * log_term / (3.0 * (m - 1))
-    else:
-        bernstein = math.inf
-    return min(hoeffding, bernstein, 1.0) * bound
-
-
-def _sgr_search(
-    groups: TieGroups,
-    target: float,
-    delta: float,
-    bound: float,
-    binary: bool,
-    squares: TieGroups | None,
-) -> tuple[int, float, float]:
-    """Binary search for the largest tie-group prefix whose risk bound meets ``target``.
-
-    ``squares`` groups the squared losses by the same scores (for the variance term).
-    Returns ``(group index or -1, its bound, the least bound among the failed tests)``.
-    When every test fails the search has walked one fixed chain of prefixes, so that
-    least failed bound is the smallest target the search can meet.
-    """
-    n_groups = groups.counts.size
-    tests = max(1, math.ceil(math.log2(n_groups + 1)))
-    level = delta / tests
-    second = None if squares is None else squares.cum_sums
-    low, high = -1, n_groups  # low: best group index known to pass; high: known to fail
-    best_bound, least_failed = math.nan, math.inf
-    while high - low > 1:
-        mid = (low + high) // 2
-        b = _risk_upper_bound(
-            float(groups.cum_sums[mid]),
-            float(groups.cum_counts[mid]),
-            level,
-            bound,
-            binary,
-            0.0 if second is None else float(second[mid]),
-        )
-        if b <= target:
-            low, best_bound = mid, b
-        else:
-            high, least_failed = mid, min(least_failed, b)
-    return low, best_bound, least_failed
-
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
+    squares = None if binary else tie_groups(np.square(ls), u)
+    # a target no bound meets makes the search walk exactly that chain
+    return sgr_search(tie_groups(ls, u), -math.inf, delta, loss_bound, binary, squares)[2]

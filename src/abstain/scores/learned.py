@@ -21,17 +21,17 @@ import scipy.optimize
 import scipy.sparse.linalg
 from numpy.typing import ArrayLike, NDArray
 
-from ._base import ParamsMixin
-from ._validation import (
+from .._core.base import ParamsMixin
+from .._core.serialize import decode_value, encode_value
+from .._core.validation import (
     as_features,
     as_losses,
     check_choice,
     check_positive,
     check_same_length,
 )
-from .exceptions import ConvergenceWarning
-from .metrics import aurc
-from .models import _decode, _encode
+from ..exceptions import ConvergenceWarning
+from ..metrics import aurc
 
 __all__ = [
     "PAPER_C_GRID",
@@ -186,7 +186,7 @@ class _LinearScore(ParamsMixin):
         fitted = {}
         for name in self._FITTED:
             value = getattr(self, name)
-            fitted[name] = _encode(value.tolist() if isinstance(value, np.ndarray) else value)
+            fitted[name] = encode_value(value.tolist() if isinstance(value, np.ndarray) else value)
         doc = {"format": _FORMAT, "model": type(self).__name__, "params": params, "fitted": fitted}
         return json.dumps(doc, sort_keys=True, allow_nan=False)
 
@@ -746,6 +746,6 @@ def score_from_json(text: str) -> LossRegression | SELE | TCP:
             if key == "coef_":
                 value = value.reshape(-1, int(fitted["n_features_in_"]))
         else:
-            value = _decode(value)
+            value = decode_value(value)
         setattr(model, key, value)
     return model

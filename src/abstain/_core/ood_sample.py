@@ -1,0 +1,138 @@
+"""A validated OOD validation sample and the search for its best threshold rule.
+
+Shared by the OOD reject models (:mod:`abstain.models.ood`) and the OOD metrics
+(:mod:`abstain.metrics.ood`), so that a metric never fits a model: both ask
+:meth:`Sample.run` for the best rule under a constraint (:func:`tpr_fpr_constraint`,
+:func:`precision_recall_constraint`) or a linear cost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .ood_search import Best, Constraint, better, exact_search, grid_search, grid_weights, project
+from .validation import as_is_ood, as_losses, as_scores, check_choice, check_same_length
+
+#: Direction searches of the two-score rules.
+SEARCH = ("grid", "exact")
+
+#: Default number of directions of the grid search: angles ``k * pi / 360``.
+N_DIRECTIONS = 360
+
+
+def as_score_matrix(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
+    """Validate one score column (1-D, or 2-D with one column) or two columns; shape (n, k)."""
+    try:
+        arr = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of real numbers; got "
+                         f"{type(scores).__name__}.") from exc
+    if arr.ndim == 1:
+        return as_scores(arr, name)[:, None]
+    if arr.ndim != 2 or arr.shape[1] not in (1, 2):
+        raise ValueError(
+            f"{name} must have shape (n,), (n, 1) or (n, 2); got an array of shape {arr.shape}."
+        )
+    cols = [as_scores(arr[:, j], f"{name}[:, {j}]") for j in range(arr.shape[1])]
+    return np.stack(cols, axis=1)
+
+
+def validate_sample(
+    scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, sample_weight: ArrayLike | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Return ``(scores (n, k), w_id, w_ood, w_loss)`` for a validation sample."""
+    s = as_score_matrix(scores)
+    ood = as_is_ood(is_ood)
+    ls = as_losses(losses)
+    check_same_length(scores=s, is_ood=ood, losses=ls)
+    w = np.ones(s.shape[0])
+    if sample_weight is not None:
+        w = as_losses(sample_weight, "sample_weight")
+        check_same_length(scores=s, sample_weight=w)
+    w_id = np.where(ood, 0.0, w)
+    w_ood = np.where(ood, w, 0.0)
+    if not (w_id.sum() > 0 and w_ood.sum() > 0):
+        raise ValueError("sample_weight must give positive total weight to ID and to OOD rows.")
+    return s, w_id, w_ood, w_id * ls
+
+
+Found = tuple[Best, NDArray[np.float64], float]  # best point, weights, threshold
+
+
+class Sample:
+    """A validated sample with its searches over rules: one score, the grid of directions, or
+    all directions (``search="exact"``, two scores)."""
+
+    def __init__(self, s: NDArray[np.float64], w_id: Any, w_ood: Any, w_loss: Any) -> None:
+        self.s, self.w_id, self.w_ood, self.w_loss = s, w_id, w_ood, w_loss
+        self.n_id = float(w_id.sum())
+        self.n_ood = float(w_ood.sum())
+
+    def directions(self, search: str, n_directions: int) -> NDArray[np.float64]:
+        if self.s.shape[1] == 1:
+            return np.ones((1, 1))
+        return grid_weights(n_directions)
+
+    def run(self, search: str, n_directions: int, ratio: Constraint | None,
+            slopes: tuple[float, float, float] | None) -> Found | None:
+        """Best ``(point, weights, angle)``; the point's ``index`` is a threshold value."""
+        if search == "exact" and self.s.shape[1] == 2:
+            return self._exact(ratio, slopes)
+        best: Found | None = None
+        dirs = self.directions(search, n_directions)
+        found = grid_search(self.s, dirs, self.w_id, self.w_ood, self.w_loss, ratio, slopes,
+                                 self.n_id, self.n_ood)
+        for w, f in zip(dirs, found, strict=True):
+            if f is None:
+                continue
+            r, thr = f
+            if best is None or better(r, False, best[0], False):
+                best = (r, w, thr)
+        return best
+
+    def _exact(self, ratio: Constraint | None,
+               slopes: tuple[float, float, float] | None) -> Found | None:
+        pts, inv = np.unique(self.s, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        x = np.zeros((pts.shape[0], 3))
+        for j, w in enumerate((self.w_id, self.w_ood, self.w_loss)):
+            x[:, j] = np.bincount(inv, weights=w, minlength=pts.shape[0])
+        state = exact_search(pts, x, ratio, slopes, self.n_id, self.n_ood)
+        if state is None:
+            return None
+        e = state.best.at
+        threshold = float(project(pts[e : e + 1], state.weights)[0])
+        return state.best, state.weights, threshold
+
+
+def check_search(search: Any, n_directions: Any) -> tuple[str, int]:
+    """Validate a direction search: ``search`` in :data:`SEARCH`, ``n_directions`` an int >= 1."""
+    s = check_choice("search", search, SEARCH)
+    d = n_directions
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"n_directions must be a positive integer; got {d!r}.")
+    return s, int(d)
+
+
+def tpr_fpr_constraint(sample: Sample, tpr: float, fpr: float) -> Constraint:
+    """TPR >= ``tpr`` and FPR <= ``fpr`` as masses of ``sample`` (problem 13)."""
+    return Constraint(tpr * sample.n_id, fpr * sample.n_ood, 0.0)
+
+
+def ood_fraction(sample: Sample) -> float:
+    """The OOD share of the sample's weight: the default OOD prior."""
+    return sample.n_ood / (sample.n_id + sample.n_ood)
+
+
+def precision_recall_constraint(sample: Sample, precision: float, recall: float,
+                                prior: float) -> Constraint:
+    """Recall >= ``recall`` and precision >= ``precision`` at OOD prior ``prior`` (problem 14).
+
+    ``precision >= kappa`` is ``FPR <= (1 - pi)(1 - kappa) / (pi kappa) * TPR``: linear in
+    the accepted masses.
+    """
+    k = (1 - prior) * (1 - precision) / (prior * precision) * sample.n_ood / sample.n_id
+    return Constraint(recall * sample.n_id, 0.0, k)

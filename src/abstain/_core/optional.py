@@ -1,0 +1,44 @@
+"""Optional dependencies, imported lazily with one error message that names the extra."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["EXTRAS", "missing_extra", "require"]
+
+#: What each extra of ``pyproject.toml`` installs, as the error message names it.
+EXTRAS = {
+    "sklearn": "scikit-learn",
+    "plot": "matplotlib",
+    "io": "pandas and pyarrow",
+    "images": "Pillow",
+    "torch": "PyTorch",
+}
+_NOTES = {"torch": " (torch==2.13.0, the CPU wheel)"}
+
+
+def missing_extra(who: str, extra: str) -> ImportError:
+    """The one message pattern: ``"<who> needs <what>: pip install 'abstain[<extra>]'"``."""
+    return ImportError(
+        f"{who} needs {EXTRAS[extra]}: pip install 'abstain[{extra}]'{_NOTES.get(extra, '')}."
+    )
+
+
+def require(module: str, extra: str, who: str) -> ModuleType:
+    """Import ``module``, or raise :func:`missing_extra` for ``who`` and ``extra``.
+
+    Examples
+    --------
+    >>> from abstain._core.optional import require
+    >>> require("math", "plot", "abstain.plot").sqrt(4.0)
+    2.0
+    >>> require("no_such_module_here", "plot", "abstain.plot")
+    Traceback (most recent call last):
+    ...
+    ImportError: abstain.plot needs matplotlib: pip install 'abstain[plot]'.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise missing_extra(who, extra) from exc

@@ -1,0 +1,249 @@
+"""The ``abstain`` command line: evaluate, fit, apply, report, demo.
+
+A thin layer over :mod:`abstain.io`, :mod:`abstain.tabular` and
+:mod:`abstain.report`: it parses arguments, calls the library and turns its
+errors into one line on stderr and a non-zero exit code (1 for bad input, 2 for
+bad usage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._core.progress import SHOW, ProgressBar
+from .evaluate import evaluate
+from .io import ColumnError, read_table, write_table, write_text
+from .rules import (
+    InfeasibleTargetError,
+    apply_rule,
+    fit_rule,
+    load_rule,
+    rule_columns,
+    rule_to_json,
+)
+from .tables import MissingValuesError, TableData, prepare
+
+__all__ = ["main"]
+
+
+class _Fail(Exception):
+    """An error already phrased for the command line."""
+
+
+def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
+    p.add_argument("file", help="CSV, Parquet or NPZ file of per-sample columns")
+    if columns:
+        p.add_argument("--loss", help="loss column (default: 'loss', else label != prediction)")
+        p.add_argument("--label", help="label column (default 'label')")
+        p.add_argument("--prediction", help="prediction column (default 'prediction')")
+        p.add_argument("--is-ood", dest="is_ood",
+                       help="OOD column, 1/true for OOD rows (default 'is_ood' if present)")
+        p.add_argument("--ood-score", dest="ood_score", metavar="COLUMN",
+                       help="the OOD score s_g of a double-score method: also paired with each "
+                            "other score column s_r as the two columns (s_r, s_g)")
+    p.add_argument("--score", action="append", dest="scores", metavar="COLUMN",
+                   help="uncertainty score column, higher rejected first; repeat for more "
+                        "(default: every other numeric column)")
+    p.add_argument("--dropna", action="store_true",
+                   help="drop rows with NaN or empty values in the columns used")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--progress", choices=SHOW, default="auto",
+                   help="progress bar on stderr: 'auto' (default) draws it only when stderr is "
+                        "a terminal, 'always' draws it anyway, 'never' not at all")
+    g.add_argument("--quiet", action="store_true", help="no progress bar (--progress never)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="abstain", description="Selective classification and OOD rejection on a file of "
+        "predictions: metrics, reject rules and reports.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("evaluate", help="print every applicable metric of each score")
+    _data_options(p)
+    p.add_argument("--coverage", type=float, nargs="+", default=[0.8, 0.9, 0.95],
+                   help="coverages for the selective risk (default 0.8 0.9 0.95)")
+    p.add_argument("--tpr", type=float, default=0.95, help="TPR of FPR@TPR and the risk "
+                   "at TPR/FPR (default 0.95)")
+    p.add_argument("--fpr", type=float, default=0.05, help="FPR bound (default 0.05)")
+    p.add_argument("--json", metavar="PATH", help="also write the metrics as JSON")
+
+    p = sub.add_parser("fit", help="fit a reject model and write it as a JSON rule file")
+    _data_options(p)
+    g = p.add_argument_group("reject model (exactly one)")
+    g.add_argument("--target-coverage", type=float, help="BoundedAbstention: least risk at "
+                   "this coverage")
+    g.add_argument("--target-risk", type=float, help="BoundedImprovement: most coverage at "
+                   "selective risk <= this")
+    g.add_argument("--delta", type=float, help="with --target-risk: the risk bound holds with "
+                   "probability >= 1 - delta")
+    g.add_argument("--reject-cost", type=float, help="CostBased: cost of one abstention")
+    g.add_argument("--tpr", type=float, help="BoundedTPRFPR: least TPR (needs --fpr)")
+    g.add_argument("--fpr", type=float, help="BoundedTPRFPR: most FPR (needs --tpr)")
+    g.add_argument("--precision", type=float, help="BoundedPrecisionRecall (needs --recall)")
+    g.add_argument("--recall", type=float, help="BoundedPrecisionRecall (needs --precision)")
+    g.add_argument("--reject-id-cost", type=float, metavar="COST",
+                   help="CostBasedOOD: cost of rejecting an ID input (needs --predict-ood-cost)")
+    g.add_argument("--predict-ood-cost", type=float, metavar="COST",
+                   help="CostBasedOOD: cost of predicting on an OOD input (needs "
+                        "--reject-id-cost)")
+    g.add_argument("--reject-ood-cost", type=float, metavar="COST",
+                   help="CostBasedOOD: cost of rejecting an OOD input (default 0; below "
+                        "--predict-ood-cost)")
+    g.add_argument("--ood-prior", type=float, metavar="PI",
+                   help="CostBasedOOD and BoundedPrecisionRecall: the OOD fraction expected in "
+                        "use (default: the file's)")
+    p.add_argument("--random-state", type=int, default=0,
+                   help="seed of the randomised decisions on ties (default 0)")
+    p.add_argument("-o", "--output", required=True, help="rule file to write (JSON)")
+
+    p = sub.add_parser("apply", help="add an accept column to new data")
+    p.add_argument("rule", help="rule file written by 'abstain fit'")
+    _data_options(p, columns=False)
+    p.add_argument("-o", "--output", required=True,
+                   help="output table (CSV, Parquet or NPZ; never the input file)")
+    p.add_argument("--column", default="accept", help="name of the new column (default "
+                   "'accept': 1 accept, 0 abstain)")
+
+    p = sub.add_parser("report", help="write a self-contained HTML report with plots")
+    _data_options(p)
+    p.add_argument("-o", "--output", required=True, help="HTML file to write")
+    p.add_argument("--png", metavar="DIR", help="also write each figure as a PNG into DIR")
+    p.add_argument("--fpr", type=float, default=0.05, help="FPR bound of the risk-coverage "
+                   "curve at an FPR bound and of the table (default 0.05)")
+    p.add_argument("--tpr", type=float, default=0.95, help="TPR of the table (default 0.95)")
+    p.add_argument("--title", default=None, help="page title (default: the file name)")
+
+    p = sub.add_parser("demo", help="run the end-to-end demo that 'make demo' runs")
+    p.add_argument("--out", type=Path, default=Path("out"), help="folder for the PNG")
+    p.add_argument("--random-state", type=int, default=0)
+    return parser
+
+
+def _load(args: argparse.Namespace) -> TableData:
+    table = read_table(args.file)
+    return _prepare(table, loss=args.loss, label=args.label, prediction=args.prediction,
+                    scores=args.scores, is_ood=args.is_ood, ood_score=args.ood_score,
+                    dropna=args.dropna)
+
+
+def _prepare(table: Any, **options: Any) -> TableData:
+    """``prepare`` with its NaN error as one CLI line and a note of dropped rows."""
+    try:
+        data = prepare(table, **options)
+    except MissingValuesError as exc:
+        raise _Fail(f"{exc.n_rows} row(s) have NaN or empty values in column(s) "
+                    f"{', '.join(map(repr, exc.columns))} (first at data row {exc.first_row}); "
+                    "pass --dropna to drop them.") from exc
+    if data.n_dropped:
+        print(f"dropped {data.n_dropped} row(s) with NaN or empty values.", file=sys.stderr)
+    return data
+
+
+def _bar(label: str, args: argparse.Namespace) -> ProgressBar:
+    return ProgressBar(label, show="never" if args.quiet else args.progress)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    data = _load(args)
+    bar = _bar("evaluate", args)
+    ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr, progress=bar)
+    bar.close()
+    print(f"{args.file}: {ev.n_id} ID rows, {ev.n_ood} OOD rows")
+    print(ev.format_table())
+    if args.json:
+        write_text(args.json, ev.to_json() + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _fit(args: argparse.Namespace) -> int:
+    data = _load(args)
+    rule = fit_rule(data, target_coverage=args.target_coverage, target_risk=args.target_risk,
+                    delta=args.delta, reject_cost=args.reject_cost, tpr=args.tpr,
+                    fpr=args.fpr, precision=args.precision, recall=args.recall,
+                    reject_id_cost=args.reject_id_cost, predict_ood_cost=args.predict_ood_cost,
+                    reject_ood_cost=args.reject_ood_cost, ood_prior=args.ood_prior,
+                    random_state=args.random_state)
+    columns = rule_columns(rule, data)
+    text = rule_to_json(rule, columns)
+    write_text(args.output, text + "\n")
+    parts = [f"threshold {rule.threshold_:.6g}", f"accept probability at it "
+             f"{rule.accept_prob_:.4g}"]
+    if hasattr(rule, "coverage_"):
+        parts += [f"coverage {rule.coverage_:.4f}", f"selective risk {rule.risk_:.4f}"]
+    else:
+        if rule.n_scores_ == 2:
+            parts.insert(0, f"score {rule.weights_[0]:.4g} * {columns[0]} + "
+                            f"{rule.weights_[1]:.4g} * {columns[1]}")
+        parts += [f"TPR {rule.tpr_:.4f}", f"FPR {rule.fpr_:.4f}",
+                  f"selective risk {rule.risk_:.4f}"]
+        if hasattr(rule, "cost_"):
+            parts.append(f"empirical cost {rule.cost_:.4f}")
+    print(f"{type(rule).__name__}: " + ", ".join(parts))
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    path = Path(args.rule)
+    if not path.is_file():
+        raise FileNotFoundError(f"file not found: {str(path)!r}.")
+    rule, cols = load_rule(path.read_text(encoding="utf-8"))
+    scores = args.scores or cols
+    if not scores:
+        raise _Fail("the rule file names no score column; give it with --score.")
+    table = read_table(args.file)
+    data = _prepare(table, scores=scores, dropna=args.dropna, need_loss=False)
+    accept = apply_rule(rule, data)
+    out = {k: v[data.keep] for k, v in table.items()}
+    out[args.column] = accept.astype(float)
+    write_table(args.output, out, protect=[args.file, args.rule])
+    print(f"accepted {int(accept.sum())} of {accept.size} rows ({accept.mean():.2%}); "
+          f"wrote {args.output}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    data = _load(args)
+    bar = _bar("evaluate", args)
+    ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, progress=bar)
+    bar.close()
+    bar = _bar("report", args)
+    write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
+                 png_dir=args.png, progress=bar)
+    bar.close()
+    print(f"wrote {args.output}" + (f" and PNGs in {args.png}" if args.png else ""))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run
+
+    run(args.out, args.random_state)
+    return 0
+
+
+_COMMANDS: dict[str, Any] = {"evaluate": _evaluate, "fit": _fit, "apply": _apply,
+                             "report": _report, "demo": _demo}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (0 ok, 1 bad input, 2 bad usage)."""
+    args = _parser().parse_args(argv)
+    try:
+        return int(_COMMANDS[args.command](args))
+    except (_Fail, ColumnError, InfeasibleTargetError, FileNotFoundError, ValueError,
+            ImportError, OSError) as exc:
+        print(f"abstain {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Read and write tables of per-sample columns: CSV, NPZ and Parquet.
+
+A table is a ``dict`` from column name to a 1-D NumPy array, all of one length.
+Numeric columns are float64 (an empty CSV cell is NaN); other columns are
+strings. CSV and NPZ need only NumPy; Parquet needs the ``io`` extra (pandas and
+pyarrow). :func:`write_table` writes atomically: a temporary file in the target
+folder is renamed over the target only once it is complete, so a failed write
+never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._core.files import atomic_path, write_text
+
+__all__ = [
+    "ColumnError",
+    "read_table",
+    "write_table",
+    "write_text",
+    "atomic_path",
+    "table_format",
+    "get_column",
+]
+
+_FORMATS = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
+_MISSING = {"", "na", "nan", "null", "none"}
+
+
+class ColumnError(KeyError):
+    """A column that the table does not have; the message suggests the closest name."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+def table_format(path: str | os.PathLike[str]) -> str:
+    """The format of a table file from its extension: ``"csv"``, ``"npz"`` or ``"parquet"``."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in _FORMATS:
+        raise ValueError(
+            f"path must end in one of {', '.join(sorted(_FORMATS))}; got {str(path)!r}."
+        )
+    return _FORMATS[suffix]
+
+
+def _parquet_error() -> ImportError:
+    return ImportError("Parquet files need pandas and pyarrow: pip install 'abstain[io]'.")
+
+
+def _column_from_strings(values: list[str]) -> NDArray[Any]:
+    """Float64 if every non-missing cell is a number (missing cells become NaN), else str."""
+    out = np.empty(len(values), dtype=np.float64)
+    for i, v in enumerate(values):
+        s = v.strip()
+        if s.lower() in _MISSING:
+            out[i] = np.nan
+            continue
+        low = s.lower()
+        if low in ("true", "false"):
+            out[i] = 1.0 if low == "true" else 0.0
+            continue
+        try:
+            out[i] = float(s)
+        except ValueError:
+            return np.asarray([v.strip() for v in values], dtype=str)
+    return out
+
+
+def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
+    """Read a CSV (header row, comma-separated), NPZ or Parquet file into columns.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file; its extension (``.csv``, ``.npz``, ``.parquet``) gives the format.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n,)
+        Numeric columns as float64 (``true``/``false`` read as 1/0, empty cells and
+        ``NA``/``nan`` as NaN), other columns as str.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file does not exist.
+    ValueError
+        When the file is not a table of equal-length 1-D columns.
+    ImportError
+        For Parquet without the ``io`` extra.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from abstain.io import read_table, write_table
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> write_table(path, {"loss": [0.0, 1.0], "label": ["cat", "dog"]})
+    >>> read_table(path)
+    {'loss': array([0., 1.]), 'label': array(['cat', 'dog'], dtype='<U3')}
+    """
+    p = Path(path)
+    fmt = table_format(p)
+    if not p.is_file():
+        raise FileNotFoundError(f"file not found: {str(p)!r}.")
+    if fmt == "csv":
+        with open(p, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+        if not rows or not rows[0]:
+            raise ValueError(f"path must be a CSV file with a header row; got an empty file "
+                             f"{str(p)!r}.")
+        header = [h.strip() for h in rows[0]]
+        body = [r for r in rows[1:] if r]
+        bad = [i + 2 for i, r in enumerate(body) if len(r) != len(header)]
+        if bad:
+            raise ValueError(
+                f"every CSV row must have {len(header)} fields like the header; "
+                f"got a different number on line {bad[0]} of {str(p)!r}."
+            )
+        table = {h: _column_from_strings([r[j] for r in body]) for j, h in enumerate(header)}
+    elif fmt == "npz":
+        with np.load(p, allow_pickle=False) as data:
+            table = {k: np.asarray(data[k]) for k in data.files}
+    else:
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise _parquet_error() from exc
+        try:
+            frame = pd.read_parquet(p)
+        except ImportError as exc:
+            raise _parquet_error() from exc
+        table = {str(k): frame[k].to_numpy() for k in frame.columns}
+    return _normalise(table, str(p))
+
+
+def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
+    out: dict[str, NDArray[Any]] = {}
+    for name, values in table.items():
+        arr = np.asarray(values)
+        if arr.ndim != 1:
+            raise ValueError(
+                f"column {name!r} must be one-dimensional; got shape {arr.shape} in {where!r}."
+            )
+        if arr.dtype.kind in "biuf":
+            arr = arr.astype(np.float64)
+        elif arr.dtype.kind == "O":
+            try:
+                arr = arr.astype(np.float64)  # None -> NaN for numeric object columns
+            except (TypeError, ValueError):
+                arr = np.asarray(["" if v is None else str(v) for v in arr], dtype=str)
+        elif arr.dtype.kind != "U":
+            arr = arr.astype(str)
+        out[str(name)] = arr
+    lengths = {len(a) for a in out.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"every column must have the same length; got lengths "
+                         f"{sorted(lengths)} in {where!r}.")
+    return out
+
+
+def get_column(table: Mapping[str, NDArray[Any]], name: str, what: str = "column") -> NDArray[Any]:
+    """``table[name]``, or a :class:`ColumnError` that names the closest existing column.
+
+    Examples
+    --------
+    >>> from abstain.io import get_column
+    >>> get_column({"uncertainty": [0.1]}, "uncertainity")
+    Traceback (most recent call last):
+    ...
+    abstain.app.io.ColumnError: column 'uncertainity' not found; did you mean 'uncertainty'? ...
+    """
+    if name in table:
+        return table[name]
+    names = list(table)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if not close:  # also match case-insensitively
+        lower = {n.lower(): n for n in names}
+        close = [lower[m] for m in difflib.get_close_matches(name.lower(), list(lower), n=1)]
+    hint = f"; did you mean {close[0]!r}?" if close else "."
+    raise ColumnError(
+        f"{what} {name!r} not found{hint} The columns are: {', '.join(map(repr, names))}."
+    )
+
+
+def _to_frame_dict(columns: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
+    return _normalise({k: np.asarray(v) for k, v in columns.items()}, "columns")
+
+
+def write_table(
+    path: str | os.PathLike[str],
+    columns: Mapping[str, Iterable[Any]],
+    *,
+    protect: Iterable[str | os.PathLike[str]] = (),
+) -> None:
+    """Write columns to a CSV, NPZ or Parquet file, atomically.
+
+    The table goes to a temporary file in the target's folder, which is renamed
+    to ``path`` only when complete: an error leaves any existing ``path`` as it was
+    and no partial file behind.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Target; the extension gives the format.
+    columns : mapping of str to array-like of shape (n,)
+    protect : iterable of paths
+        Files that must not be overwritten (the input of a command): writing to
+        one of them raises ``ValueError``.
+    """
+    p = Path(path)
+    fmt = table_format(p)
+    for q in protect:
+        same = p.resolve() == Path(q).resolve()
+        if same or (p.exists() and Path(q).exists() and os.path.samefile(p, q)):
+            raise ValueError(f"output must differ from the input file; got {str(p)!r}.")
+    table = _to_frame_dict(columns)
+    if fmt == "parquet":
+        try:
+            import pandas as pd
+            import pyarrow  # noqa: F401
+        except ImportError as exc:
+            raise _parquet_error() from exc
+    with atomic_path(p) as tmp:
+        if fmt == "csv":
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(list(table))
+                cols = [[_cell(v) for v in a] for a in table.values()]
+                writer.writerows(zip(*cols, strict=True))
+        elif fmt == "npz":
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **table)  # type: ignore[arg-type]
+        else:
+            pd.DataFrame(table).to_parquet(tmp, index=False)
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if f.is_integer() and abs(f) < 1e15:
+            return str(int(f))
+        return repr(f)
+    return str(v)

@@ -1,0 +1,317 @@
+"""Fit a reject rule on a table, write it with its column names, load it and apply it."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import metrics as m
+from .._core.ood_search import grid_weights, project
+from ..exceptions import InfeasibleTargetWarning
+from ..models.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
+from ..models.selective import (
+    BoundedAbstention,
+    BoundedImprovement,
+    CostBased,
+    least_risk_bound,
+    rule_from_json,
+)
+from .tables import TableData
+
+
+class InfeasibleTargetError(ValueError):
+    """A reject model's target cannot be met on the data; the message says what is attainable."""
+
+
+Rule = (CostBased | BoundedImprovement | BoundedAbstention | BoundedTPRFPR
+        | BoundedPrecisionRecall | CostBasedOOD)
+
+
+def fit_rule(
+    data: TableData,
+    *,
+    target_coverage: float | None = None,
+    target_risk: float | None = None,
+    delta: float | None = None,
+    reject_cost: float | None = None,
+    tpr: float | None = None,
+    fpr: float | None = None,
+    precision: float | None = None,
+    recall: float | None = None,
+    reject_id_cost: float | None = None,
+    predict_ood_cost: float | None = None,
+    reject_ood_cost: float | None = None,
+    ood_prior: float | None = None,
+    random_state: int | None = 0,
+) -> Rule:
+    """Fit the reject model that the given targets name, on the scores of ``data``.
+
+    Exactly one model: ``target_coverage`` (:class:`~abstain.BoundedAbstention`),
+    ``target_risk`` with optional ``delta`` (:class:`~abstain.BoundedImprovement`),
+    ``reject_cost`` (:class:`~abstain.CostBased`), ``tpr`` and ``fpr``
+    (:class:`~abstain.ood.BoundedTPRFPR`), ``precision`` and ``recall``
+    (:class:`~abstain.ood.BoundedPrecisionRecall`, with an optional ``ood_prior``) or
+    ``reject_id_cost`` and ``predict_ood_cost`` with an optional ``reject_ood_cost``
+    (default 0) and ``ood_prior`` (:class:`~abstain.ood.CostBasedOOD` fitted on the
+    data: the least empirical risk of the extended loss). The first three use one
+    score column and the ID rows; the OOD models need the OOD column and take one
+    score column or two (a double-score method): with ``data.ood_score`` set, the
+    pair of the one other score column and the OOD score, in that order.
+
+    Raises
+    ------
+    InfeasibleTargetError
+        When the target cannot be met; the message names the failing constraint and
+        what the data attains.
+
+    Examples
+    --------
+    >>> from abstain.tabular import fit_rule, prepare
+    >>> data = prepare({"loss": [0, 0, 1, 1], "u": [0.1, 0.2, 0.3, 0.4]})
+    >>> fit_rule(data, target_coverage=0.5).threshold_
+    0.2
+    >>> fit_rule(data, target_risk=0.0001, delta=0.1)
+    Traceback (most recent call last):
+    ...
+    abstain.app.rules.InfeasibleTargetError: target risk 0.0001 with delta 0.1 is infeasible: ...
+    """
+    chosen = [name for name, given in (
+        ("target_coverage", target_coverage is not None),
+        ("target_risk", target_risk is not None),
+        ("reject_cost", reject_cost is not None),
+        ("tpr/fpr", tpr is not None or fpr is not None),
+        ("precision/recall", precision is not None or recall is not None),
+        ("cost-based OOD", reject_id_cost is not None or predict_ood_cost is not None),
+    ) if given]
+    if len(chosen) != 1:
+        got = ", ".join(chosen) if chosen else "none"
+        raise ValueError("exactly one target must be given (target_coverage, target_risk, "
+                         "reject_cost, tpr and fpr, precision and recall, or reject_id_cost "
+                         f"and predict_ood_cost); got {got}.")
+    kind = chosen[0]
+    if delta is not None and target_risk is None:
+        raise ValueError("delta must come with target_risk; got delta alone.")
+    if reject_ood_cost is not None and kind != "cost-based OOD":
+        raise ValueError("reject_ood_cost must come with reject_id_cost and predict_ood_cost.")
+    if ood_prior is not None and kind not in ("cost-based OOD", "precision/recall"):
+        raise ValueError("ood_prior must come with precision and recall or with the "
+                         f"cost-based OOD model; got it with {kind}.")
+    names = list(data.scores)
+    if kind in ("tpr/fpr", "precision/recall", "cost-based OOD"):
+        if kind == "tpr/fpr" and (tpr is None or fpr is None):
+            raise ValueError("tpr and fpr must be given together.")
+        if kind == "precision/recall" and (precision is None or recall is None):
+            raise ValueError("precision and recall must be given together.")
+        if kind == "cost-based OOD" and (reject_id_cost is None or predict_ood_cost is None):
+            raise ValueError("reject_id_cost and predict_ood_cost must be given together.")
+        if data.is_ood is None:
+            raise ValueError(f"the {kind} model needs an OOD column; the table has none.")
+        names = _ood_columns(data, kind)
+        if len(names) not in (1, 2):
+            raise ValueError(f"the {kind} model takes one or two score columns; got {len(names)}.")
+        s = data.stacked(names)
+        sel: BoundedTPRFPR | BoundedPrecisionRecall | CostBasedOOD
+        if kind == "tpr/fpr":
+            assert tpr is not None and fpr is not None
+            sel = BoundedTPRFPR(tpr=tpr, fpr=fpr, random_state=random_state)
+        elif kind == "precision/recall":
+            assert precision is not None and recall is not None
+            sel = BoundedPrecisionRecall(precision=precision, recall=recall, ood_prior=ood_prior,
+                                         random_state=random_state)
+        else:
+            assert reject_id_cost is not None and predict_ood_cost is not None
+            sel = CostBasedOOD(reject_id_cost, predict_ood_cost,
+                               0.0 if reject_ood_cost is None else reject_ood_cost,
+                               ood_prior=ood_prior, random_state=random_state)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            sel.fit(s, data.is_ood, data.losses)
+        if not sel.feasible_:
+            if isinstance(sel, BoundedTPRFPR):
+                assert tpr is not None and fpr is not None
+                best = float(m.ood_roc_curve(data.is_ood, s, fpr=[fpr]).tpr[0])
+                least = _least_fpr_at_tpr(data.is_ood, s, tpr)
+                raise InfeasibleTargetError(
+                    f"TPR >= {tpr:g} with FPR <= {fpr:g} is infeasible: at FPR <= {fpr:g} "
+                    f"the highest attainable TPR is {_round(best, down=True)}; at TPR >= "
+                    f"{tpr:g} the lowest attainable FPR is {_round(least, down=False)}.")
+            assert precision is not None and recall is not None
+            best = float(m.ood_pr_curve(data.is_ood, s, recall=[recall],
+                                        ood_prior=ood_prior).precision[0])
+            most = _most_recall_at_precision(data.is_ood, s, precision, ood_prior)
+            raise InfeasibleTargetError(
+                f"precision >= {precision:g} with recall >= {recall:g} is infeasible: at "
+                f"recall >= {recall:g} the highest attainable precision is "
+                f"{_round(best, down=True)}; at precision >= {precision:g} the highest "
+                f"attainable recall is {_round(most, down=True)}.")
+        return sel
+    if data.ood_score is not None:
+        raise ValueError(f"{kind} takes one score column; an OOD score ({data.ood_score!r}) "
+                         "pairs columns for the OOD models only (tpr and fpr, precision and "
+                         "recall, reject_id_cost and predict_ood_cost).")
+    if len(names) != 1:
+        raise ValueError(f"the {kind} model takes one score column; got {len(names)}: "
+                         f"{', '.join(map(repr, names))}.")
+    rows = ~data.is_ood if data.is_ood is not None else np.ones(data.losses.size, bool)
+    u, loss = data.scores[names[0]][rows], data.losses[rows]
+    rule: CostBased | BoundedImprovement | BoundedAbstention
+    if target_coverage is not None:
+        rule = BoundedAbstention(target_coverage=target_coverage, random_state=random_state)
+    elif reject_cost is not None:
+        rule = CostBased(reject_cost=reject_cost, random_state=random_state)
+    else:
+        assert target_risk is not None
+        rule = BoundedImprovement(target_risk=target_risk, delta=delta,
+                                  random_state=random_state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        rule.fit(u, loss)
+    if not rule.feasible_:
+        assert isinstance(rule, BoundedImprovement)
+        if delta is None:
+            raise InfeasibleTargetError(
+                f"target risk {target_risk:g} is infeasible: no threshold rule's selective risk "
+                f"is at or below it; the lowest selective risk attainable on these {loss.size} "
+                f"rows is {_round(rule.min_risk_, down=False)}.")
+        least = least_risk_bound(u, loss, delta, loss_bound=rule.loss_bound)
+        raise InfeasibleTargetError(
+            f"target risk {target_risk:g} with delta {delta:g} is infeasible: no rule's upper "
+            f"confidence bound on the selective risk is at or below it; the least bound "
+            f"attainable with delta {delta:g} on these {loss.size} rows is "
+            f"{_round(least, down=False)} (the lowest empirical selective risk is "
+            f"{_round(rule.min_risk_, down=False)}; a bound nearer to it needs more rows or a "
+            "larger delta).")
+    return rule
+
+
+def _round(x: float, *, down: bool, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits, rounded towards the feasible side.
+
+    A least attainable bound is rounded up and a highest attainable rate down, so the
+    printed value, read back as a float, is itself a feasible target.
+    """
+    if not math.isfinite(x) or x == 0.0:
+        return f"{x:g}"
+    k = digits - 1 - math.floor(math.log10(abs(x)))
+
+    def val(q: int) -> float:
+        return q / 10.0**k if k >= 0 else q * 10.0**-k
+
+    q = math.floor(x * 10.0**k) if down else math.ceil(x * 10.0**k)
+    if down:
+        while val(q) > x:
+            q -= 1
+        while val(q + 1) <= x:
+            q += 1
+    else:
+        while val(q) < x:
+            q += 1
+        while val(q - 1) >= x:
+            q -= 1
+    return f"{val(q):.{digits + 1}g}"
+
+
+def _directions(s: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+    """The combined scores of each direction the OOD selectors search (one for one column)."""
+    if s.shape[1] == 1:
+        return [s[:, 0]]
+    return [project(s, w) for w in grid_weights(360)]
+
+
+def _least_fpr_at_tpr(is_ood: NDArray[np.bool_], s: NDArray[np.float64], tpr: float) -> float:
+    """The lowest FPR of a threshold rule with TPR >= ``tpr`` over the searched directions."""
+    return min(float(m.fpr_at_tpr(is_ood, d, tpr)) for d in _directions(s))
+
+
+def _most_recall_at_precision(is_ood: NDArray[np.bool_], s: NDArray[np.float64],
+                              precision: float, ood_prior: float | None) -> float:
+    """The highest recall (TPR) of a rule with precision >= ``precision``.
+
+    The precision uses ``ood_prior``, or the sample's OOD fraction when None.
+
+    Precision >= p is ``p pi FPR <= (1 - p)(1 - pi) TPR``, linear along each ROC
+    segment, so the answer is at the last ROC knot meeting it or where the next
+    segment crosses it.
+    """
+    pi = float(is_ood.mean()) if ood_prior is None else ood_prior
+    best = 0.0
+    for d in _directions(s):
+        fpr, tpr = m.ood_roc_curve(is_ood, d)
+        g = precision * pi * fpr - (1 - precision) * (1 - pi) * tpr
+        ok = np.flatnonzero(g <= 1e-12)
+        j = int(ok[-1])
+        if j == tpr.size - 1:
+            r = float(tpr[j])
+        else:
+            f = g[j] / (g[j] - g[j + 1]) if g[j] < 0 else 0.0
+            r = float(tpr[j] + f * (tpr[j + 1] - tpr[j]))
+        best = max(best, r)
+    return best
+
+
+def _ood_columns(data: TableData, kind: str) -> list[str]:
+    """The score columns of an OOD model: the one pair ``(s_r, s_g)`` with an OOD score."""
+    if data.ood_score is None:
+        return list(data.scores)
+    pairs = list(data.pairs.values())
+    if len(pairs) != 1:
+        raise ValueError(f"the {kind} model takes one pair (s_r, OOD score); got "
+                         f"{len(pairs)} other score columns besides the OOD score "
+                         f"{data.ood_score!r}: {', '.join(repr(r) for r, _ in pairs)}.")
+    return list(pairs[0])
+
+
+def rule_columns(rule: Rule, data: TableData) -> list[str]:
+    """The score columns, in order, that :func:`fit_rule` fitted ``rule`` on."""
+    if isinstance(rule, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
+        return _ood_columns(data, type(rule).__name__)
+    return list(data.scores)
+
+
+def rule_to_json(rule: Rule, scores: Sequence[str]) -> str:
+    """The rule's own ``to_json`` with the score column names added under ``"columns"``.
+
+    The result still loads with :func:`abstain.rule_from_json` or
+    :func:`abstain.ood.selector_from_json`; :func:`load_rule` returns both parts.
+    """
+    doc = json.loads(rule.to_json())
+    doc["columns"] = {"scores": list(scores)}
+    return json.dumps(doc, sort_keys=True, indent=1)
+
+
+def load_rule(text: str) -> tuple[Rule, list[str] | None]:
+    """Load a rule file: ``(rule, score column names or None)``."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the rule file must be JSON; got a parse error: {exc}.") from exc
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    rule: Rule
+    if fmt == "abstain.ood/1":
+        rule = selector_from_json(text)
+    else:
+        rule = rule_from_json(text)
+    cols = doc.get("columns", {}).get("scores")
+    return rule, None if cols is None else [str(c) for c in cols]
+
+
+def apply_rule(rule: Rule, data: TableData) -> NDArray[np.bool_]:
+    """Accept decisions (randomised on ties with the rule's ``random_state``) for ``data``.
+
+    The score columns of ``data``, in order, are the rule's columns (for a
+    double-score rule ``s_r`` then ``s_g``).
+    """
+    names = list(data.scores)
+    if isinstance(rule, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
+        if len(names) != rule.n_scores_:
+            raise ValueError(f"the rule takes {rule.n_scores_} score column(s); got "
+                             f"{len(names)}: {', '.join(map(repr, names))}.")
+        return rule.accept(data.stacked(names))
+    if len(names) != 1:
+        raise ValueError(f"the rule takes one score column; got {len(names)}.")
+    return rule.accept(data.scores[names[0]])

@@ -1,0 +1,254 @@
+"""Evaluate, fit and apply reject rules on a table of per-sample columns.
+
+The functions behind the ``abstain`` command line, usable from Python. A table
+(see :mod:`abstain.io`) holds a loss column, or a label and a prediction column
+(the 0/1 loss ``label != prediction``); one or more uncertainty-score columns
+(higher is rejected first); and optionally an ``is_ood`` column (1/True for
+out-of-distribution rows, whose loss, label and prediction are ignored and may
+be empty). One score column may be named the OOD score ``s_g`` of a double-score
+method: it is then also paired with each other score column ``s_r`` as the two
+columns ``(s_r, s_g)`` that the OOD metrics and models accept. :func:`prepare`
+picks and checks the columns; :func:`evaluate` computes every applicable metric;
+:func:`fit_rule` fits a reject model and :func:`apply_rule` applies it to new rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .io import ColumnError, get_column
+
+Progress = Callable[[int, int], None]
+
+
+class MissingValuesError(ValueError):
+    """Rows with NaN or empty values in the columns used.
+
+    Attributes
+    ----------
+    n_rows : int
+        Number of such rows.
+    columns : list of str
+        The columns with missing values.
+    first_row : int
+        Index (from 0, data rows only) of the first such row.
+    """
+
+    def __init__(self, n_rows: int, columns: list[str], first_row: int) -> None:
+        self.n_rows, self.columns, self.first_row = n_rows, columns, first_row
+        cols = ", ".join(map(repr, columns))
+        super().__init__(
+            f"{n_rows} row(s) have NaN or empty values in column(s) {cols} (first at data row "
+            f"{first_row}); drop them explicitly (dropna=True)."
+        )
+
+
+class TableData(NamedTuple):
+    """The checked columns of a table.
+
+    Attributes
+    ----------
+    losses : ndarray of shape (n,)
+        Non-negative loss per row (0.0 on OOD rows).
+    scores : dict of str to ndarray of shape (n,)
+        Uncertainty scores by column name; higher is rejected first.
+    is_ood : ndarray of bool, shape (n,), or None
+        OOD rows, when the table has an OOD column.
+    n_dropped : int
+        Rows dropped for missing values (``dropna=True``).
+    keep : ndarray of bool, shape (n_rows,)
+        Which rows of the table were kept.
+    ood_score : str or None
+        The score column that is the OOD score ``s_g`` of a double-score method
+        (also in ``scores``), or None.
+    """
+
+    losses: NDArray[np.float64]
+    scores: dict[str, NDArray[np.float64]]
+    is_ood: NDArray[np.bool_] | None
+    n_dropped: int
+    keep: NDArray[np.bool_]
+    ood_score: str | None = None
+
+    @property
+    def pairs(self) -> dict[str, tuple[str, str]]:
+        """The double-score pairs, ``{"s_r+s_g": (s_r, s_g)}``: each other score column
+        with ``ood_score`` (empty without one)."""
+        g = self.ood_score
+        if g is None:
+            return {}
+        return {f"{r}+{g}": (r, g) for r in self.scores if r != g}
+
+    def stacked(self, columns: Sequence[str]) -> NDArray[np.float64]:
+        """The named score columns side by side, shape (n, len(columns))."""
+        return np.stack([self.scores[c] for c in columns], axis=1)
+
+
+def _missing(col: NDArray[Any]) -> NDArray[np.bool_]:
+    if col.dtype.kind == "f":
+        return np.isnan(col)
+    return np.char.strip(col.astype(str)) == ""
+
+
+def _numeric(name: str, col: NDArray[Any]) -> NDArray[np.float64]:
+    if col.dtype.kind != "f":
+        raise ValueError(f"column {name!r} must be numeric; got text values such as "
+                         f"{str(col[0])!r}.")
+    return col
+
+
+def prepare(
+    table: Mapping[str, NDArray[Any]],
+    *,
+    loss: str | None = None,
+    label: str | None = None,
+    prediction: str | None = None,
+    scores: Sequence[str] | None = None,
+    is_ood: str | None = None,
+    ood_score: str | None = None,
+    dropna: bool = False,
+    need_loss: bool = True,
+) -> TableData:
+    """Pick and check the columns of a table.
+
+    Parameters
+    ----------
+    table : mapping of str to ndarray of shape (n,)
+        As returned by :func:`abstain.io.read_table`.
+    loss : str, optional
+        Loss column. Default: ``"loss"`` if present, else the 0/1 loss of ``label``
+        and ``prediction``.
+    label, prediction : str, optional
+        Label and prediction columns (default ``"label"`` and ``"prediction"``),
+        compared as values (numbers or text).
+    scores : sequence of str, optional
+        Score columns. Default: every numeric column not used otherwise.
+    is_ood : str, optional
+        OOD column (0/1 or true/false). Default: ``"is_ood"`` if present.
+    ood_score : str, optional
+        The OOD score ``s_g`` of a double-score method: a score column (added to
+        ``scores`` if they do not name it) that is also paired with each other score
+        column ``s_r`` (see :attr:`TableData.pairs`). Needs the OOD column and at
+        least one other score column.
+    dropna : bool, default False
+        Drop rows with NaN or empty values in the columns used (loss, label and
+        prediction count on ID rows only) instead of raising
+        :class:`MissingValuesError`.
+    need_loss : bool, default True
+        False when only scores are needed (applying a rule): the loss, label,
+        prediction and OOD columns are then not read.
+
+    Returns
+    -------
+    TableData
+
+    Raises
+    ------
+    abstain.app.io.ColumnError
+        A named column is missing (the message suggests the closest name).
+    MissingValuesError
+        Rows with missing values and ``dropna=False``.
+
+    Examples
+    --------
+    >>> from abstain.tabular import prepare
+    >>> data = prepare({"label": [1, 2, 2], "prediction": [1, 2, 1], "u": [0.1, 0.2, 0.9]})
+    >>> data.losses.tolist(), list(data.scores)
+    ([0.0, 0.0, 1.0], ['u'])
+    """
+    table = {k: np.asarray(v) for k, v in table.items()}
+    if table:
+        for k, v in table.items():
+            if v.dtype.kind in "biu":
+                table[k] = v.astype(np.float64)
+    n = len(next(iter(table.values()))) if table else 0
+    used: dict[str, NDArray[Any]] = {}
+    ood_name = None
+    if need_loss:
+        ood_name = is_ood if is_ood is not None else ("is_ood" if "is_ood" in table else None)
+    ood: NDArray[np.bool_] | None = None
+    if ood_name is not None:
+        col = _numeric(ood_name, get_column(table, ood_name, "OOD column"))
+        used[ood_name] = col
+    loss_cols: dict[str, NDArray[Any]] = {}
+    if not need_loss:
+        pass
+    elif loss is not None:
+        loss_cols[loss] = _numeric(loss, get_column(table, loss, "loss column"))
+    elif label is not None or prediction is not None:
+        for name, what in ((label or "label", "label column"),
+                           (prediction or "prediction", "prediction column")):
+            loss_cols[name] = get_column(table, name, what)
+    elif "loss" in table:
+        loss_cols["loss"] = _numeric("loss", table["loss"])
+    elif "label" in table and "prediction" in table:
+        loss_cols = {"label": table["label"], "prediction": table["prediction"]}
+    else:
+        raise ColumnError(
+            "found no loss: the table has no 'loss' column and no 'label' and 'prediction' "
+            f"columns; name them. The columns are: {', '.join(map(repr, table))}."
+        )
+    if scores is None:
+        taken = set(used) | set(loss_cols)
+        names = [k for k, v in table.items() if k not in taken and v.dtype.kind == "f"]
+        if not names:
+            raise ColumnError("found no score column: the table has no numeric column besides "
+                              f"the loss, label, prediction and OOD columns; columns are: "
+                              f"{', '.join(map(repr, table))}.")
+    else:
+        names = list(scores)
+    if ood_score is not None:
+        get_column(table, ood_score, "OOD score column")
+        if need_loss and ood_name is None:
+            raise ValueError(f"the OOD score {ood_score!r} needs an OOD column; the table has "
+                             "none (name it with is_ood).")
+        if ood_score not in names:
+            names.append(ood_score)
+        if len(names) < 2:
+            raise ValueError(f"the OOD score {ood_score!r} pairs with the other score "
+                             "columns; got no other score column.")
+        clash = [f"{r}+{ood_score}" for r in names if f"{r}+{ood_score}" in names]
+        if clash:
+            raise ValueError(f"the pair name {clash[0]!r} is also a score column; rename it.")
+    score_cols = {s: _numeric(s, get_column(table, s, "score column")) for s in names}
+    # Missing values: OOD rows need no loss, label or prediction.
+    bad = np.zeros(n, dtype=bool)
+    bad_cols: list[str] = []
+    ood_raw = used.get(ood_name) if ood_name is not None else None
+    ood_rows = np.zeros(n, dtype=bool) if ood_raw is None else (ood_raw == 1.0)
+    for name, col in {**used, **score_cols}.items():
+        miss = _missing(col)
+        if miss.any():
+            bad |= miss
+            bad_cols.append(name)
+    for name, col in loss_cols.items():
+        miss = _missing(col) & ~ood_rows
+        if miss.any():
+            bad |= miss
+            bad_cols.append(name)
+    if bad.any() and not dropna:
+        raise MissingValuesError(int(bad.sum()), bad_cols, int(np.argmax(bad)))
+    keep = ~bad
+    if ood_raw is not None:
+        vals = ood_raw[keep]
+        if not np.all((vals == 0.0) | (vals == 1.0)):
+            raise ValueError(f"column {ood_name!r} must hold only 0/1 or true/false; "
+                             "got other values.")
+        ood = vals == 1.0
+    if len(loss_cols) == 1:
+        losses = next(iter(loss_cols.values()))[keep].astype(np.float64)
+    elif loss_cols:
+        a, b = (c[keep] for c in loss_cols.values())
+        losses = (a != b).astype(np.float64)
+    else:
+        losses = np.zeros(int(keep.sum()))
+    if ood is not None:
+        losses = np.where(ood, 0.0, losses)
+    if np.any(losses < 0):
+        raise ValueError(f"the loss must be non-negative; got minimum {losses.min()!r}.")
+    return TableData(losses, {k: v[keep] for k, v in score_cols.items()}, ood,
+                     int(bad.sum()) if dropna else 0, keep, ood_score)

@@ -1,0 +1,255 @@
+"""Thresholds whose false-alarm rate is at most alpha with probability 1 - delta
+(Algorithms 2-3)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from .._core.base import ParamsMixin
+from .._core.serialize import COMBINE_FORMAT as _FORMAT
+from .._core.validation import as_scores, check_bool, check_open_unit
+
+
+# --------------------------------------------------------------------------- FAR guarantee
+class FARGuarantee(NamedTuple):
+    """Algorithm 2 of the paper on the integer grid: the largest usable order statistic.
+
+    Attributes
+    ----------
+    feasible : bool
+        Whether some threshold at a calibration value meets the guarantee.
+    rank : int
+        ``l``: flag ``statistic > l``-th largest calibration statistic (0 if infeasible:
+        flag nothing).
+    level : float
+        ``l / (n + 1)``: the same rule on conformal p-values, ``p <= level`` (the paper
+        returns ``a = (l + 0.99) / (n + 1)``, an equivalent level).
+    achieved_alpha : float
+        ``alpha_delta = Beta(l, n + 1 - l).isf(delta)``: the FAR is at most this with
+        probability at least ``1 - delta`` (0 if infeasible).
+    min_n : int
+        The smallest calibration size for which the target is feasible:
+        ``ceil(log(delta) / log(1 - alpha))``.
+    """
+
+    feasible: bool
+    rank: int
+    level: float
+    achieved_alpha: float
+    min_n: int
+
+
+def _min_n(alpha: float, delta: float) -> int:
+    # l = 1 is feasible iff Pr{FAR > alpha} = (1 - alpha)^n <= delta
+    n = max(1, math.ceil(math.log(delta) / math.log1p(-alpha)))
+    while n > 1 and (n - 1) * math.log1p(-alpha) <= math.log(delta):
+        n -= 1
+    while n * math.log1p(-alpha) > math.log(delta):
+        n += 1
+    return n
+
+
+def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
+    """The conformal level that bounds the false-alarm rate with high probability.
+
+    With ``n`` exchangeable inlier calibration statistics, the detector that flags a test
+    statistic above the ``l``-th largest calibration value has a random FAR (over the
+    draw of the calibration set) distributed as ``Beta(l, n + 1 - l)`` for continuous
+    statistics (eq. 24 with ``l = floor((n + 1) a)``), and stochastically smaller with
+    ties. This returns the largest ``l`` in ``1..n`` with
+    ``Pr{FAR > alpha} = Beta(l, n + 1 - l).sf(alpha) <= delta``, by bisection on the
+    integer ``l`` (the paper's Algorithm 2 bisects on ``a``; both give the same ``l``).
+    Infeasible (``n < min_n``) is a result, not an error: ``feasible=False``, ``rank=0``.
+
+    Parameters
+    ----------
+    n : int >= 1
+        Calibration size.
+    alpha : float in (0, 1)
+        Target maximal FAR.
+    delta : float in (0, 1)
+        Allowed probability that the FAR exceeds ``alpha``.
+
+    Examples
+    --------
+    >>> from abstain.combine import far_guarantee
+    >>> g = far_guarantee(1000, alpha=0.05, delta=0.1)
+    >>> g.feasible, g.rank, g.min_n
+    (True, 41, 45)
+    >>> round(g.achieved_alpha, 4)
+    0.0492
+    >>> far_guarantee(40, alpha=0.05, delta=0.1).feasible
+    False
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer; got {n!r}.")
+    a = check_open_unit("alpha", alpha)
+    d = check_open_unit("delta", delta)
+    n = int(n)
+    need = _min_n(a, d)
+
+    def ok(rank: int) -> bool:
+        return bool(stats.beta.sf(a, rank, n + 1 - rank) <= d)
+
+    if n < need or not ok(1):
+        return FARGuarantee(False, 0, 0.0, 0.0, need)
+    lo, hi = 1, n  # ok(lo) holds; find the largest l with ok(l)
+    if ok(hi):
+        lo = hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    achieved = float(stats.beta.isf(d, lo, n + 1 - lo))
+    return FARGuarantee(True, lo, lo / (n + 1.0), achieved, need)
+
+
+def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
+    """The plain split-conformal threshold: FAR <= ``alpha`` in expectation only (eq. 23).
+
+    The ``ceil((n + 1)(1 - alpha))``-th smallest calibration statistic; flagging
+    ``statistic > threshold`` has ``E[FAR] <= alpha`` over calibration draws, but a FAR
+    above ``alpha`` for about half of them (its FAR is ``Beta(l, n + 1 - l)`` with
+    ``l = floor((n + 1) alpha)``). Use :class:`GuaranteedDetector` for a bound that
+    holds with probability ``1 - delta``. Refuses ``n < 1 / alpha``. Ties: the order
+    statistic of the sorted calibration values (ties kept), flag ``statistic > threshold``.
+
+    Parameters
+    ----------
+    cal_stat : array-like of shape (n,)
+        Inlier calibration statistics (higher = more OOD).
+    alpha : float in (0, 1)
+
+    Examples
+    --------
+    >>> from abstain.combine import conformal_threshold
+    >>> conformal_threshold(list(range(1, 21)), alpha=0.1)
+    19.0
+    """
+    a = check_open_unit("alpha", alpha)
+    cal = as_scores(cal_stat, "cal_stat")
+    n = cal.size
+    need = math.ceil(1.0 / a - 1e-12)
+    if n < need:
+        raise ValueError(f"cal_stat must hold at least ceil(1/alpha) = {need} values for "
+                         f"alpha={alpha!r}; got {n}.")
+    k = n + 1 - math.floor((n + 1) * a + 1e-9)  # = ceil((n + 1)(1 - alpha))
+    return float(np.partition(cal, k - 1)[k - 1])
+
+
+class GuaranteedDetector(ParamsMixin):
+    """OOD detector whose FAR is at most ``alpha`` with probability ``>= 1 - delta``.
+
+    Algorithm 3 of the paper: fitted on the statistics of ``n`` inlier calibration
+    inputs (independent of the data that built the statistic), it flags a test statistic
+    as OOD when it exceeds the ``rank_``-th largest calibration value, the rank given by
+    :func:`far_guarantee`. Equivalently: conformal p-value ``<= level_``. The guarantee
+    is over the draw of the calibration set and holds for any exchangeable inlier
+    statistics (ties only make the FAR smaller). Ties: an input tied with the threshold
+    is an inlier (``stat > threshold_`` is strict), which is exactly Algorithm 3's
+    ``q_hat <= (rank_ + 0.99) / (n + 1)`` with the tie rule of :func:`conformal_pvalues`.
+    :func:`conformal_threshold` is the plain rule with ``E[FAR] <= alpha`` only.
+
+    Parameters
+    ----------
+    alpha : float in (0, 1), default 0.05
+        Target maximal false-alarm rate.
+    delta : float in (0, 1), default 0.1
+        Allowed probability (over calibration draws) that the FAR exceeds ``alpha``.
+    higher_is_inlier : bool, default False
+        Negate the statistics in ``fit`` and ``predict`` (for a statistic such as the
+        paper's ``t_GLRT``, where smaller = more OOD).
+
+    Attributes
+    ----------
+    threshold_ : float
+        Flag ``statistic > threshold_`` (after any negation).
+    rank_ : int
+    level_ : float
+    achieved_alpha_ : float
+        The FAR bound that holds with probability ``1 - delta`` (``<= alpha``).
+    n_calibration_ : int
+
+    Raises
+    ------
+    ValueError
+        In ``fit``, when ``n < min_n`` (no order statistic meets the guarantee); the
+        message names ``min_n``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.combine import GuaranteedDetector
+    >>> cal = np.random.default_rng(0).normal(size=1000)
+    >>> det = GuaranteedDetector(alpha=0.05, delta=0.1).fit(cal)
+    >>> det.rank_, round(det.achieved_alpha_, 4)
+    (41, 0.0492)
+    >>> det.predict([0.0, 5.0]).tolist()
+    [False, True]
+    """
+
+    def __init__(self, *, alpha: float = 0.05, delta: float = 0.1,
+                 higher_is_inlier: bool = False) -> None:
+        self.alpha = alpha
+        self.delta = delta
+        self.higher_is_inlier = higher_is_inlier
+
+    def fit(self, cal_stat: ArrayLike) -> GuaranteedDetector:
+        """Choose the threshold from inlier calibration statistics of shape (n,)."""
+        flip = check_bool("higher_is_inlier", self.higher_is_inlier)
+        cal = as_scores(cal_stat, "cal_stat")
+        if flip:
+            cal = -cal
+        n = cal.size
+        g = far_guarantee(n, self.alpha, self.delta)
+        if not g.feasible:
+            raise ValueError(
+                f"cal_stat must hold at least {g.min_n} values for FAR <= alpha={self.alpha!r} "
+                f"with probability >= 1 - delta={self.delta!r}; got {n}."
+            )
+        self.threshold_ = float(np.partition(cal, n - g.rank)[n - g.rank])
+        self.rank_ = g.rank
+        self.level_ = g.level
+        self.achieved_alpha_ = g.achieved_alpha
+        self.n_calibration_ = n
+        return self
+
+    def predict(self, stat: ArrayLike) -> NDArray[np.bool_]:
+        """``True`` (OOD) where ``stat > threshold_``: boolean array of shape (k,)."""
+        self._check_fitted("threshold_")
+        s = as_scores(stat, "stat", allow_empty=True)
+        if self.higher_is_inlier:
+            s = -s
+        return s > self.threshold_
+
+    def to_json(self) -> str:
+        """Serialise to plain JSON (format ``abstain.combine/1``); load with :func:`from_json`."""
+        self._check_fitted("threshold_")
+        return json.dumps(self._doc(), sort_keys=True, allow_nan=False)
+
+    _FITTED = ("threshold_", "rank_", "level_", "achieved_alpha_", "n_calibration_")
+
+    def _doc(self) -> dict[str, Any]:
+        params = {"alpha": float(self.alpha), "delta": float(self.delta),
+                  "higher_is_inlier": bool(self.higher_is_inlier)}
+        fitted = {k: getattr(self, k) for k in self._FITTED}
+        return {"format": _FORMAT, "model": "GuaranteedDetector", "params": params,
+                "fitted": fitted}
+
+    def _load(self, fitted: dict[str, Any]) -> None:
+        missing = set(self._FITTED) - set(fitted)
+        if missing:
+            raise ValueError(f"the file lacks fitted attribute(s) {sorted(missing)}.")
+        self.threshold_ = float(fitted["threshold_"])
+        self.rank_ = int(fitted["rank_"])
+        self.level_ = float(fitted["level_"])
+        self.achieved_alpha_ = float(fitted["achieved_alpha_"])
+        self.n_calibration_ = int(fitted["n_calibration_"])

@@ -1,0 +1,287 @@
+"""Combined statistics of many z-values or p-values, higher = more OOD: the GLRT (eq. 20)
+and the classical combiners (Stouffer, Fisher, Bonferroni, Simes, HC, BJ, ALR), and
+the CSI heuristic."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import special
+
+from .._core.validation import (
+    F64,
+    as_matrix,
+    as_pvalues,
+    check_choice,
+    check_columns,
+    check_positive,
+)
+from .qp import as_covariance, glrt_cov
+
+#: Names accepted by :func:`combine`, in the order of the paper's Tables 13-14.
+METHODS: tuple[str, ...] = (
+    "glrt", "glrt_cov", "stouffer", "fisher", "bonferroni", "simes", "hc", "bj", "alr",
+)
+
+
+GLRT_METHODS = ("glrt", "glrt_cov")
+
+
+_ROWS_PER_CHUNK = 1 << 15  # rows combined at once: bounds the temporaries to a few MB
+
+
+# --------------------------------------------------------------------------- combiners
+def _glrt(Z: F64, eps: float) -> F64:
+    """Eq. (20) negated: sum of ``(z - z_plus / 2) * z_plus``, ``z_plus = max(z, eps)``."""
+    if eps == 0.0:
+        zp = np.maximum(Z, 0.0)
+        return 0.5 * np.einsum("ij,ij->i", zp, zp)
+    zp = np.maximum(Z, eps)
+    return np.einsum("ij,ij->i", Z - 0.5 * zp, zp)
+
+
+def _log_sf(z: F64) -> F64:
+    """``log Phi(-z) = log norm.sf(z)`` with relative error below 1e-12 for every z.
+
+    ``log(ndtr(-z))`` (twice as fast as ``log_ndtr``) for ``-3 <= z <= 30``;
+    ``log_ndtr(-z)`` above, where ``ndtr(-z)`` nears underflow; ``log1p(-ndtr(z))``
+    below, where ``log p`` is near 0.
+    """
+    with np.errstate(divide="ignore"):
+        out = np.log(special.ndtr(-z))
+    far = z > 30.0
+    if far.any():
+        out[far] = special.log_ndtr(-z[far])
+    near = z < -3.0
+    if near.any():
+        out[near] = np.log1p(-special.ndtr(z[near]))
+    return np.asarray(out, dtype=np.float64)
+
+
+def _log_tails(block: F64, scale: str, k: int | None = None) -> tuple[F64, F64]:
+    """Row-wise ascending p-values as ``(log p_(i), log(1 - p_(i)))``, first ``k`` columns."""
+    if scale == "z":
+        zs = np.sort(block, axis=1)[:, ::-1][:, :k]  # descending z = ascending p
+        return _log_sf(zs), _log_sf(-zs)
+    ps = np.sort(block, axis=1)[:, :k]
+    with np.errstate(divide="ignore"):  # p = 1: log(1 - p) = -inf, handled by the callers
+        return np.log(ps), np.log1p(-ps)
+
+
+def _kl_plus(t: F64, logp: F64, log1mp: F64) -> F64:
+    """One-sided binomial Kullback-Leibler divergence ``K+(t, p)`` (0 where p >= t)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kl = special.xlogy(t, t) - t * logp + special.xlogy(1.0 - t, 1.0 - t) \
+            - np.where(t < 1.0, (1.0 - t) * log1mp, 0.0)
+        return np.where(logp < np.log(t), np.maximum(kl, 0.0), 0.0)
+
+
+def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
+    m = block.shape[1]
+    k = max(1, m // 2)  # order statistics used by HC, BJ and ALR: i <= m / 2
+    if method == "glrt":
+        z = block if scale == "z" else -special.ndtri(block)
+        return _glrt(z, eps)
+    if method == "stouffer":
+        z = block if scale == "z" else -special.ndtri(block)
+        return z.sum(axis=1) / math.sqrt(m)
+    if method == "fisher":
+        logp = _log_sf(block) if scale == "z" else np.log(block)
+        return -2.0 * logp.sum(axis=1)
+    if method == "bonferroni":
+        if scale == "z":
+            logp1 = special.log_ndtr(-block.max(axis=1))
+        else:
+            logp1 = np.log(block.min(axis=1))
+        return -(math.log(m) + logp1)
+    if method == "simes":
+        logp = np.sort(_log_sf(block) if scale == "z" else np.log(block), axis=1)
+        return np.max(np.log(np.arange(1, m + 1) / m) - logp, axis=1)
+    logp, log1mp = _log_tails(block, scale, k)
+    t = np.arange(1, k + 1) / m
+    if method == "hc":
+        p = np.exp(logp)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            hc = math.sqrt(m) * (t - p) / np.exp(0.5 * (logp + log1mp))
+        hc = np.where(np.isfinite(log1mp), hc, np.where(t < 1.0, -np.inf, 0.0))
+        return hc.max(axis=1)
+    kl = m * _kl_plus(t, logp, log1mp)
+    if method == "bj":
+        return kl.max(axis=1)
+    # alr: log of sum_i w_i exp(m K+(i/m, p_(i))), w_i proportional to 1/i, summing to 1
+    logw = -np.log(np.arange(1, k + 1)) - math.log(float(np.sum(1.0 / np.arange(1, k + 1))))
+    return np.asarray(special.logsumexp(kl + logw, axis=1), dtype=np.float64)
+
+
+def combine(
+    values: ArrayLike,
+    method: str = "glrt",
+    *,
+    scale: str = "z",
+    epsilon: float | None = None,
+    cov: ArrayLike | None = None,
+) -> F64:
+    """Combine m per-column z-values (or p-values) of each sample into one statistic.
+
+    The entry point in the spirit of :func:`scipy.stats.combine_pvalues`, vectorised over
+    samples (rows). **A larger returned value is more OOD** for every method. From
+    z-values (``scale="z"``, the library direction: OOD has positive mean), p-value
+    combiners use the one-sided ``p = Phi(-z) = norm.sf(z)`` in log space; from p-values
+    (``scale="p"``, smaller = more OOD), z-value combiners use ``z = Phi^{-1}(1 - p)``.
+
+    Statistics per row, with ``p_(1) <= ... <= p_(m)`` the row's sorted p-values:
+
+    * ``glrt`` (eq. 20): ``sum_l (z_l - z_l+ / 2) z_l+`` with ``z_l+ = max(z_l, eps)``,
+      the log-GLR ``max_{mu >= eps} log N(z; mu, I) / N(z; 0, I)``;
+    * ``glrt_cov`` (eqs. 31-33): ``max_{mu >= eps} log N(z; mu, cov) / N(z; 0, cov)``,
+      a non-negative QP per row, solved exactly (see below);
+    * ``stouffer`` (eq. 14): ``sum_l z_l / sqrt(m)`` (scipy's statistic);
+    * ``fisher`` (eq. 10): ``-2 sum_l log p_l`` (scipy's statistic);
+    * ``bonferroni`` (eq. 11): ``-log(m p_(1))``;
+    * ``simes`` (eq. 12, the same statistic as the global BH test):
+      ``-log(min_i m p_(i) / i)``;
+    * ``hc`` (App. A.1): ``max_{i <= m/2} sqrt(m) (i/m - p_(i)) / sqrt(p_(i) (1 - p_(i)))``;
+    * ``bj`` (App. A.1): ``max_{i <= m/2} m K+(i/m, p_(i))``;
+    * ``alr`` (App. A.1): ``log sum_{i <= m/2} w_i exp(m K+(i/m, p_(i)))``, ``w_i ~ 1/i``.
+
+    Each is the negated paper statistic or a monotone increasing function of it
+    (``-log`` of the unclipped Bonferroni / Simes p-value; Fisher's ``-2 sum log p``).
+    ``K+(t, p) = t log(t/p) + (1-t) log((1-t)/(1-p))`` if ``p < t``, else 0 (binomial
+    Kullback-Leibler). HC is Donoho and Jin's (2004) HC* with ``alpha_0 = 1/2``, BJ is
+    Berk and Jones' (1979) statistic and ALR Walther's (2013) average likelihood ratio,
+    all over ``i = 1 .. max(1, floor(m/2))`` as in Walther (2013); the ALR weights are
+    normalised to sum to 1 (a constant factor, no change in ranking) and the one-sided
+    ``K+`` keeps it monotone. The ``log`` of ALR is returned. HC overflows to ``+inf``
+    for z above about 53 (the true value exceeds the float64 range).
+
+    Ties: the sorting combiners (Simes, HC, BJ, ALR) sort each row's p-values; tied
+    values are interchangeable, so the statistic does not depend on their order. All
+    methods but ``glrt_cov`` are invariant to permuting the columns and non-decreasing in
+    every z (``glrt`` strictly increasing for ``epsilon > 0``).
+
+    ``glrt_cov`` solves ``min_{x >= 0} (w - x)' cov^{-1} (w - x)``, ``w = z - eps``, per
+    row: projected coordinate descent finds a starting active set, then a batched block
+    principal pivoting active-set method (Kim and Park 2011, with Murty's finite backup
+    rule) solves the equality-constrained system of every row exactly, in the primal
+    (``cov^{-1}`` restricted to the free set) or the dual (``cov`` restricted to the
+    bound set, the conditional-mean formula) form, whichever is smaller, and stops when
+    the KKT conditions hold to 1e-10 relative. Rows still open after the iteration cap
+    are solved by Lawson-Hanson (``scipy.optimize.nnls``) after Cholesky whitening.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_samples, n_scores)
+        z-values (finite) or, with ``scale="p"``, p-values in (0, 1].
+    method : str, default "glrt"
+        One of :data:`METHODS`.
+    scale : {"z", "p"}, default "z"
+        What ``values`` hold.
+    epsilon : float >= 0, optional
+        The GLRT's minimum OOD mean (``glrt``, ``glrt_cov``); default 0.25 (section 4.2).
+    cov : array-like of shape (n_scores, n_scores), optional
+        Symmetric positive-definite covariance of the z-values; required by and only
+        used by ``glrt_cov`` (e.g. :func:`inlier_covariance`; the identity gives ``glrt``).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The combined statistic; higher = more OOD.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.combine import combine
+    >>> Z = np.array([[0.1, -0.3, 0.2], [2.5, 1.8, 3.0]])    # an inlier, an outlier
+    >>> combine(Z, "glrt").round(3)
+    array([-0.094,  9.245])
+    >>> combine(Z, "fisher").round(3)
+    array([ 4.247, 30.031])
+    >>> combine(Z, "glrt_cov", cov=np.eye(3)).round(3)
+    array([-0.094,  9.245])
+    """
+    name = check_choice("method", method, METHODS)
+    kind = check_choice("scale", scale, ("z", "p"))
+    arr = as_matrix(values, "Z", columns="n_scores") if kind == "z" else as_pvalues(values, "P")
+    if name in GLRT_METHODS:
+        eps = 0.25 if epsilon is None else check_positive("epsilon", epsilon, allow_zero=True)
+    elif epsilon is not None:
+        raise ValueError(f"epsilon is used only by methods 'glrt' and 'glrt_cov'; got "
+                         f"epsilon={epsilon!r} with method={name!r}.")
+    else:
+        eps = 0.0
+    if name == "glrt_cov":
+        if cov is None:
+            raise ValueError("cov must be given for method='glrt_cov' (e.g. "
+                             "inlier_covariance(Z_train)); got None.")
+        if kind == "p" and np.any(arr == 1.0):
+            raise ValueError("P must be < 1 for method='glrt_cov' (p = 1 is z = -inf); "
+                             f"got {int(np.sum(arr == 1.0))} value(s) equal to 1.")
+        z = arr if kind == "z" else -special.ndtri(arr)
+        return glrt_cov(z, as_covariance(cov, arr.shape[1]), eps)
+    if cov is not None:
+        raise ValueError(f"cov is used only by method='glrt_cov'; got a cov with "
+                         f"method={name!r}.")
+    out = np.empty(arr.shape[0])
+    for start in range(0, arr.shape[0], _ROWS_PER_CHUNK):
+        stop = start + _ROWS_PER_CHUNK
+        out[start:stop] = _combine_block(arr[start:stop], name, kind, eps)
+    return out
+
+
+# --------------------------------------------------------------------------- CSI baseline
+def csi_statistic(
+    cos: ArrayLike,
+    norm: ArrayLike,
+    shift: ArrayLike,
+    *,
+    norm_train: ArrayLike,
+    shift_train: ArrayLike,
+) -> F64:
+    """CSI's heuristic score combination (eqs. 6-7), negated: higher = more OOD.
+
+    ``-sum_j [lambda_con_j cos_j norm_j + lambda_shift_j shift_j]`` with
+    ``lambda_con_j = 1 / mean(norm_train_j)`` and ``lambda_shift_j = 1 / mean(shift_train_j)``.
+    Unlike the rest of this module, the inputs are CSI's raw quantities in their own
+    direction (eqs. 3-5: the maximal cosine similarity to the training set, the feature
+    norm and the shift-classifier logit, each larger for inliers), because the product
+    ``cos * norm`` is not invariant to negating its factors; only the output is negated.
+    A baseline, not a test: it has no null distribution.
+
+    Parameters
+    ----------
+    cos, norm, shift : array-like of shape (n_samples, n_shifts)
+        ``s_cos,j``, ``s_norm,j`` and ``s_shift,j`` for each shift ``j``.
+    norm_train, shift_train : array-like of shape (n_train, n_shifts)
+        ``s_norm,j`` and ``s_shift,j`` on the training inliers (eq. 7); their column means
+        must be non-zero.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> from abstain.combine import csi_statistic
+    >>> csi_statistic([[0.9], [0.2]], [[2.0], [1.0]], [[3.0], [-1.0]],
+    ...               norm_train=[[2.0], [2.0]], shift_train=[[2.0], [4.0]]).tolist()
+    [-1.9, 0.2333...]
+    """
+    c = as_matrix(cos, "cos", columns="n_scores")
+    nm = as_matrix(norm, "norm", columns="n_scores")
+    sh = as_matrix(shift, "shift", columns="n_scores")
+    nt = as_matrix(norm_train, "norm_train", columns="n_scores")
+    st = as_matrix(shift_train, "shift_train", columns="n_scores")
+    t = c.shape[1]
+    for name, arr in (("norm", nm), ("shift", sh)):
+        if arr.shape != c.shape:
+            raise ValueError(f"{name} must have the shape of cos {c.shape}; got {arr.shape}.")
+    for name, arr in (("norm_train", nt), ("shift_train", st)):
+        check_columns(name, arr, t)
+    mean_norm, mean_shift = nt.mean(axis=0), st.mean(axis=0)
+    for name, mean in (("norm_train", mean_norm), ("shift_train", mean_shift)):
+        if np.any(mean == 0.0):
+            raise ValueError(f"{name} must have non-zero column means (eq. 7 divides by "
+                             f"them); got a zero mean in column {int(np.argmin(mean != 0))}.")
+    return -(c * nm / mean_norm + sh / mean_shift).sum(axis=1)

@@ -1,0 +1,74 @@
+"""Post-hoc OOD detectors on a trained network's logits and features.
+
+Every detector returns one score per input with the library's one direction: **a higher
+score means more out-of-distribution** (confidences such as the maximum softmax
+probability are negated here, never in the core). A detector works on one kind of input,
+named by its class attribute ``inputs``:
+
+- ``"logits"``: :class:`MSP`, :class:`MaxLogit`, :class:`Energy`, :class:`ODIN`, :class:`GEN`
+  take the classifier's logits, shape (n, K), and need no fitting;
+- ``"features"``: :class:`ReAct`, :class:`KNN`, :class:`ViM`, :class:`Mahalanobis` take the
+  penultimate features, shape (n, d), and are fitted on the in-distribution training set;
+  ReAct and ViM also need the last linear layer ``logits = features @ weight.T + bias``
+  (``weight`` of shape (K, d), ``bias`` of shape (K,)).
+
+All share one protocol: ``fit(X, y=None, *, weight=None, bias=None)`` (arguments a method
+does not use are ignored), ``score(X)``, ``score_outputs(outputs)`` (picks
+``outputs.logits`` or ``outputs.features``, e.g. from :func:`abstain.torch.extract`), and
+``to_json`` with :func:`detector_from_json`. Nothing here needs PyTorch; ODIN's input
+perturbation, which needs gradients, is :func:`abstain.torch.odin_logits`.
+
+:class:`DoubleScoreDetector` pairs a misclassification score with an OOD score and tunes
+their combination with a reject model of :mod:`abstain.ood`; it lives in
+:mod:`abstain.models` and is re-exported here (Franc, Prusa and Paplham,
+2023, section 4: KNN+MSP, ViM+MSP).
+"""
+
+from .base import (
+    Detector,
+)
+from .features import (
+    KNN,
+    Mahalanobis,
+    ReAct,
+    ViM,
+)
+from .logits import (
+    GEN,
+    MSP,
+    ODIN,
+    Energy,
+    MaxLogit,
+)
+from .registry import (
+    DETECTORS,
+    detector_from_json,
+    make_detector,
+)
+
+__all__ = [
+    "DETECTORS",
+    "GEN",
+    "KNN",
+    "MSP",
+    "ODIN",
+    "DoubleScoreDetector",
+    "Energy",
+    "Mahalanobis",
+    "MaxLogit",
+    "ReAct",
+    "ViM",
+    "detector_from_json",
+    "make_detector",
+    "Detector",
+]
+
+
+def __getattr__(name: str) -> object:
+    # DoubleScoreDetector is a reject model (abstain.models) that uses detectors; it is
+    # re-exported here lazily so that this layer never imports the one above it.
+    if name == "DoubleScoreDetector":
+        from ..models.double_score import DoubleScoreDetector
+
+        return DoubleScoreDetector
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

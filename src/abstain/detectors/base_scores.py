@@ -1,0 +1,511 @@
+"""Base scores of a joint class x rotation network, per rotation (section 3.4 of the paper).
+
+Reehorst and Schniter, "Score combining for contrastive OOD detection", section 3.4,
+combine ``m = 6 x |T| = 24`` base scores ("glrt-SupCSI+", Table 1) computed on each
+rotated copy ``R_j(x)`` of an input, ``j = 0..|T|-1``. This module computes them from
+arrays that a network has already produced (NumPy only; :mod:`abstain.torch` extracts
+them), one column per (kind, shift), in the order ``kind``-major then shift:
+
+============  ====================================================  ===================
+column        value (higher = more OOD)                             paper
+============  ====================================================  ===================
+``cos_J``     ``-max_i cos(h(R_j x), h(R_j x_i))`` over training    ``s_cos,j``, eq. (3)
+``norm_J``    ``-||h(R_j x)||``                                     ``s_norm,j``, eq. (4)
+``shift_J``   ``-log sum_k softmax(l(R_j x))[k*T + j]``             ``s_shift,j``, eq. (5)
+``supcsi_J``  ``-max_k softmax(l(R_j x)[j::T])_k``                  ``s_supCSI,j``, eq. (25)
+``supocsvm_J`` ``-max_k [sum_i a_kji rbf(x_i, x) - rho_kj]``        ``s_supOCSVM,j``, eq. (26)
+``supmah_J``  ``min_k [(h-mu_kj)' S_kj^-1 (h-mu_kj) + log|S_kj|]``  ``s_supMah,j``, eq. (27)
+============  ====================================================  ===================
+
+``J`` is the rotation angle in degrees (0, 90, 180, 270). ``h`` is the penultimate
+feature and ``l`` the ``K * T`` logits of one network trained to classify the joint
+label ``k * T + j`` (class ``k``, rotation ``j``; see :func:`joint_labels`).
+
+**Direction.** The paper's base scores are inlier scores (higher = more inlier). This
+module follows the library rule, **higher = more OOD**, by negating each of them here at
+the edge; for ``supmah`` the paper's ``-min_k[...]`` is returned as ``min_k[...]``.
+Feed the matrix to :class:`abstain.combine.ScoreCombiner` with the default
+``higher_is_inlier=False``.
+
+**What differs from the paper.** The paper takes ``s_cos``, ``s_norm`` and ``s_shift``
+from CSI's contrastively (SimCLR) trained network and its shift head ``w``, and
+``s_supCSI`` from SupCSI's network. No contrastive network is trained here: all six kinds
+come from the one supervised joint class x rotation network (the network the paper uses
+for ``s_supMah``). ``s_shift,j`` is therefore the joint head's log-probability of the
+true rotation ``j`` (its class-marginal), not a separate shift head's logit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import logsumexp
+
+from .._core.base import ParamsMixin
+from .._core.serialize import decode_array, encode_array
+from .._core.validation import as_class_labels, check_positive, unit_rows
+from .logits import neg_max_softmax
+
+__all__ = [
+    "KINDS",
+    "ShiftedBaseScores",
+    "from_json",
+    "joint_labels",
+    "rotation_training_set",
+    "rotations",
+]
+
+F64 = NDArray[np.float64]
+_FORMAT = "abstain.base-scores/1"
+
+#: The six base-score kinds of glrt-SupCSI+ (paper, Table 1), in column order.
+KINDS: tuple[str, ...] = ("cos", "norm", "shift", "supcsi", "supocsvm", "supmah")
+_LOGIT_KINDS = ("shift", "supcsi")
+
+
+# --------------------------------------------------------------------------- rotations
+def _check_shifts(shifts: Any) -> tuple[int, ...]:
+    try:
+        out = tuple(int(s) for s in shifts)
+    except (TypeError, ValueError):
+        raise ValueError(f"shifts must be a sequence of integers; got {shifts!r}.") from None
+    if not out or any(s != t for s, t in zip(out, shifts, strict=True)):
+        raise ValueError(f"shifts must be a non-empty sequence of integers; got {shifts!r}.")
+    if len(set(s % 4 for s in out)) != len(out):
+        raise ValueError(f"shifts must be distinct modulo 4; got {shifts!r}.")
+    return out
+
+
+def rotations(images: ArrayLike, shifts: Sequence[int] = (0, 1, 2, 3)) -> NDArray[Any]:
+    """The rotated copies ``R_j(x)``: ``np.rot90(x, shifts[j])`` (counter-clockwise).
+
+    Parameters
+    ----------
+    images : array-like of shape (n, H, W)
+    shifts : sequence of int, default (0, 1, 2, 3)
+        Quarter turns of each transformation; 0/1/2/3 are 0/90/180/270 degrees.
+
+    Returns
+    -------
+    ndarray of shape (len(shifts), n, H, W), dtype of ``images``. Odd quarter turns
+    need square images.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.base_scores import rotations
+    >>> R = rotations(np.array([[[1, 2], [3, 4]]]))
+    >>> R.shape, R[1, 0].tolist()
+    ((4, 1, 2, 2), [[2, 4], [1, 3]])
+    """
+    X = np.asarray(images)
+    if X.ndim != 3 or X.shape[0] == 0:
+        raise ValueError(f"images must have shape (n, H, W) with n >= 1; got {X.shape}.")
+    turns = _check_shifts(shifts)
+    if X.shape[1] != X.shape[2] and any(s % 2 for s in turns):
+        raise ValueError(f"odd quarter turns need square images (H == W); got {X.shape}.")
+    return np.stack([np.rot90(X, s, axes=(1, 2)) for s in turns])
+
+
+def joint_labels(labels: ArrayLike, n_shifts: int) -> tuple[NDArray[np.int64], ...]:
+    """Joint labels ``k * n_shifts + j`` for every shift ``j``, one array per shift.
+
+    The coding of the joint class x rotation head: output ``k * n_shifts + j`` is class
+    ``k`` seen under rotation ``j``, so ``logits[:, j::n_shifts]`` are the ``K`` class
+    logits of rotation ``j`` (the paper's column ``l_{:,j}``).
+
+    Examples
+    --------
+    >>> from abstain.base_scores import joint_labels
+    >>> [a.tolist() for a in joint_labels([0, 2], 4)]
+    [[0, 8], [1, 9], [2, 10], [3, 11]]
+    """
+    y = as_class_labels(labels, "labels")
+    T = int(n_shifts)
+    if T < 1:
+        raise ValueError(f"n_shifts must be >= 1; got {n_shifts!r}.")
+    return tuple(y * T + j for j in range(T))
+
+
+def rotation_training_set(
+    images: ArrayLike, labels: ArrayLike, shifts: Sequence[int] = (0, 1, 2, 3)
+) -> tuple[NDArray[Any], NDArray[np.int64]]:
+    """The joint class x rotation training set: every image under every shift.
+
+    Row ``j * n + i`` is ``rotations(images, shifts)[j, i]`` with label
+    ``labels[i] * len(shifts) + j`` (:func:`joint_labels`); train a network with
+    ``K * len(shifts)`` outputs on it.
+
+    Returns
+    -------
+    X : ndarray of shape (len(shifts) * n, H, W)
+    y : ndarray of int64, shape (len(shifts) * n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.base_scores import rotation_training_set
+    >>> X, y = rotation_training_set(np.zeros((2, 3, 3)), [1, 0], shifts=(0, 2))
+    >>> X.shape, y.tolist()
+    ((4, 3, 3), [2, 0, 3, 1])
+    """
+    R = rotations(images, shifts)
+    y = joint_labels(labels, R.shape[0])
+    if y[0].shape[0] != R.shape[1]:
+        raise ValueError(f"labels must have length {R.shape[1]} to match images; got "
+                         f"{y[0].shape[0]}.")
+    return R.reshape((-1,) + R.shape[2:]), np.concatenate(y)
+
+
+# --------------------------------------------------------------------------- validation
+def _as_stack(values: ArrayLike, name: str, *, last: int | None = None,
+              shifts: int | None = None) -> F64:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 3 or 0 in arr.shape:
+        raise ValueError(f"{name} must have shape (n_shifts, n, d) with no empty axis; got "
+                         f"{arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite; got NaN or inf.")
+    if shifts is not None and arr.shape[0] != shifts:
+        raise ValueError(f"{name} must have {shifts} shifts on axis 0 (as in fit); got "
+                         f"{arr.shape[0]}.")
+    if last is not None and arr.shape[2] != last:
+        raise ValueError(f"{name} must have {last} columns on the last axis; got "
+                         f"{arr.shape[2]}.")
+    return arr
+
+
+def _check_kinds(kinds: Any) -> tuple[str, ...]:
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    out = tuple(kinds)
+    bad = [k for k in out if k not in KINDS]
+    if not out or bad or len(set(out)) != len(out):
+        raise ValueError(f"kinds must be distinct names from {KINDS}; got {kinds!r}.")
+    return tuple(k for k in KINDS if k in out)
+
+
+# --------------------------------------------------------------------------- estimator
+class ShiftedBaseScores(ParamsMixin):
+    """The glrt-SupCSI+ base scores (paper, Table 1) from per-rotation network outputs.
+
+    ``fit`` takes the penultimate features of the ID training images under every
+    rotation, ``features[j] = h(R_j(X_train))`` of shape (n_shifts, n, d), and their class
+    labels; ``score`` takes the same for new images (plus the joint head's logits for the
+    logit kinds) and returns one column per (kind, shift), higher = more OOD (see the
+    module docstring for the formulas and the sign convention).
+
+    Parameters
+    ----------
+    kinds : sequence of str, default all of :data:`KINDS`
+        Which kinds to compute; columns follow the order of :data:`KINDS`.
+    shifts : sequence of int, default (0, 1, 2, 3)
+        Quarter turns of the rotations the features were computed under; used for
+        the column names and to check the logits' width ``K * len(shifts)``.
+    ridge : float >= 0, default 1e-6
+        ``supmah``: each class covariance ``S_kj`` (maximum-likelihood, divided by the
+        class count ``n_k``) is replaced by ``S_kj + ridge * (trace(S_kj) / d) * I``
+        before its inverse and log-determinant (via ``numpy.linalg.eigh``), so a
+        rank-deficient covariance (``n_k <= d``, or ReLU features that are always 0)
+        stays invertible. A scale-free ridge: relative to the mean eigenvalue.
+    nu : float in (0, 1], default 0.1
+        ``supocsvm``: scikit-learn ``OneClassSVM(kernel="rbf", nu=nu, gamma=g)`` per
+        class and shift; ``nu`` bounds the fraction of training outliers.
+    gamma : float > 0 or "scale", default "scale"
+        RBF width ``rbf(a, b) = exp(-g ||a - b||^2)``; "scale" is scikit-learn's
+        ``g = 1 / (d * var(F_kj))`` over all entries of that class's features.
+    svm_max_samples : int, optional
+        Fit each OC-SVM on at most this many rows of its class (drawn without
+        replacement with ``random_state``); None uses all. OC-SVM training is
+        quadratic to cubic in the rows.
+    random_state : int, default 0
+    block : int, default 1024
+        Test rows per block of the exact nearest-neighbour and kernel products.
+
+    Attributes
+    ----------
+    names_ : list of str
+        Column names, e.g. ``"supmah_90"``.
+    n_shifts_, n_classes_, n_features_in_ : int
+    bank_ : ndarray (n_shifts, n, d)
+        Unit-norm training features (``cos``).
+    means_ : ndarray (n_shifts, K, d); whiteners_ : ndarray (n_shifts, K, d, d);
+    logdets_ : ndarray (n_shifts, K)
+        ``supmah``: ``S_kj^-1 = W W'`` with ``W = whiteners_[j, k]``.
+    svm_ : list of list of dict
+        ``supocsvm``: ``svm_[j][k]`` holds ``support`` (s, d), ``dual_coef`` (s,),
+        ``rho`` and ``gamma``; enough to evaluate the RBF OC-SVM in NumPy.
+
+    Notes
+    -----
+    scikit-learn's ``OneClassSVM.decision_function(x) = sum_i a_i rbf(x_i, x) - rho`` is
+    the bracket of eq. (26) (positive inside the support); it is evaluated here from the
+    stored support vectors and negated. The training features' own ``cos`` score is -1
+    (each is its own nearest neighbour), so fit z-values (:class:`abstain.combine.
+    ScoreCombiner`) on held-out inliers, not on the rows given to ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.base_scores import ShiftedBaseScores
+    >>> rng = np.random.default_rng(0)
+    >>> F = rng.normal(size=(2, 60, 3)) + 5.0
+    >>> y = np.repeat([0, 1], 30)
+    >>> bs = ShiftedBaseScores(kinds=("norm", "supmah"), shifts=(0, 2)).fit(F, y)
+    >>> bs.names_
+    ['norm_0', 'norm_180', 'supmah_0', 'supmah_180']
+    >>> S = bs.score(np.concatenate([F[:, :2], F[:, :2] + 8.0], axis=1))
+    >>> S.shape, bool(S[2:, 2:].min() > S[:2, 2:].max())
+    ((4, 4), True)
+    """
+
+    def __init__(self, *, kinds: Sequence[str] = KINDS, shifts: Sequence[int] = (0, 1, 2, 3),
+                 ridge: float = 1e-6, nu: float = 0.1, gamma: float | str = "scale",
+                 svm_max_samples: int | None = None, random_state: int = 0,
+                 block: int = 1024) -> None:
+        self.kinds = kinds
+        self.shifts = shifts
+        self.ridge = ridge
+        self.nu = nu
+        self.gamma = gamma
+        self.svm_max_samples = svm_max_samples
+        self.random_state = random_state
+        self.block = block
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, features: ArrayLike, y: ArrayLike) -> ShiftedBaseScores:
+        """Fit on ID training features (n_shifts, n, d) and class labels (n,) in 0..K-1."""
+        kinds = _check_kinds(self.kinds)
+        shifts = _check_shifts(self.shifts)
+        F = _as_stack(features, "features", shifts=len(shifts))
+        labels = as_class_labels(y, "y")
+        T, n, d = F.shape
+        if labels.shape[0] != n:
+            raise ValueError(f"y must have length {n} to match features; got {labels.shape[0]}.")
+        K = int(labels.max()) + 1
+        counts = np.bincount(labels, minlength=K)
+        if np.any(counts == 0):
+            raise ValueError(f"y must use every class 0..{K - 1}; class "
+                             f"{int(np.argmin(counts))} has no rows.")
+        self.kinds_ = kinds
+        self.n_shifts_, self.n_classes_, self.n_features_in_ = T, K, d
+        self.names_ = [f"{k}_{90 * (s % 4)}" for k in kinds for s in shifts]
+        if "cos" in kinds:
+            self.bank_ = unit_rows(F, "features: the cosine score")
+        if "supmah" in kinds:
+            self._fit_mahalanobis(F, labels, K, counts)
+        if "supocsvm" in kinds:
+            self._fit_ocsvm(F, labels, K)
+        return self
+
+    def _fit_mahalanobis(self, F: F64, labels: NDArray[np.int64], K: int,
+                         counts: NDArray[np.int64]) -> None:
+        ridge = check_positive("ridge", self.ridge, allow_zero=True)
+        if np.any(counts < 2):
+            raise ValueError("supmah needs at least 2 training rows per class; class "
+                             f"{int(np.argmin(counts))} has {int(counts.min())}.")
+        T, _, d = F.shape
+        means = np.zeros((T, K, d))
+        whiteners = np.zeros((T, K, d, d))
+        logdets = np.zeros((T, K))
+        for j in range(T):
+            for k in range(K):
+                Fk = F[j, labels == k]
+                mu = Fk.mean(axis=0)
+                C = Fk - mu
+                S = C.T @ C / Fk.shape[0]
+                S = S + ridge * (np.trace(S) / d) * np.eye(d)
+                evals, evecs = np.linalg.eigh(S)
+                if not evals.min() > 0.0:
+                    raise ValueError(f"supmah: the covariance of class {k} under shift {j} "
+                                     "is singular; use ridge > 0.")
+                means[j, k] = mu
+                whiteners[j, k] = evecs / np.sqrt(evals)
+                logdets[j, k] = float(np.sum(np.log(evals)))
+        self.means_, self.whiteners_, self.logdets_ = means, whiteners, logdets
+
+    def _fit_ocsvm(self, F: F64, labels: NDArray[np.int64], K: int) -> None:
+        try:
+            from sklearn.svm import OneClassSVM
+        except ImportError as err:  # pragma: no cover - depends on the environment
+            raise ImportError("The 'supocsvm' base score needs scikit-learn: install the "
+                              "'sklearn' extra (pip install 'abstain[sklearn]').") from err
+        nu = float(self.nu)
+        if not 0.0 < nu <= 1.0:
+            raise ValueError(f"nu must be in (0, 1]; got {self.nu!r}.")
+        if not (isinstance(self.gamma, str) and self.gamma == "scale"):
+            check_positive("gamma", self.gamma)
+        cap = self.svm_max_samples
+        if cap is not None and int(cap) < 1:
+            raise ValueError(f"svm_max_samples must be >= 1 or None; got {cap!r}.")
+        rng = np.random.default_rng(self.random_state)
+        svm: list[list[dict[str, Any]]] = []
+        for j in range(F.shape[0]):
+            row = []
+            for k in range(K):
+                Fk = F[j, labels == k]
+                if cap is not None and Fk.shape[0] > int(cap):
+                    Fk = Fk[np.sort(rng.choice(Fk.shape[0], int(cap), replace=False))]
+                g = _svm_gamma(Fk, self.gamma)
+                model = OneClassSVM(kernel="rbf", nu=nu, gamma=g).fit(Fk)
+                row.append({"support": np.asarray(model.support_vectors_, dtype=np.float64),
+                            "dual_coef": np.asarray(model.dual_coef_, np.float64).ravel(),
+                            "rho": float(-model.intercept_[0]), "gamma": g})
+            svm.append(row)
+        self.svm_ = svm
+
+    # ------------------------------------------------------------------ score
+    def score(self, features: ArrayLike, logits: ArrayLike | None = None) -> F64:
+        """Base scores of new inputs, shape (n, len(names_)); higher = more OOD.
+
+        Parameters
+        ----------
+        features : array-like of shape (n_shifts, n, d)
+            ``features[j] = h(R_j(X))``, rotations as in ``fit``.
+        logits : array-like of shape (n_shifts, n, K * n_shifts), optional
+            The joint head's logits of the same rotated inputs; needed for the kinds
+            ``shift`` and ``supcsi``.
+        """
+        self._check_fitted("names_")
+        T, K = self.n_shifts_, self.n_classes_
+        F = _as_stack(features, "features", shifts=T, last=self.n_features_in_)
+        L = None
+        if any(k in self.kinds_ for k in _LOGIT_KINDS):
+            if logits is None:
+                raise ValueError("logits are needed for the kinds 'shift' and 'supcsi'; got "
+                                 "None.")
+            L = _as_stack(logits, "logits", shifts=T, last=K * T)
+            if L.shape[1] != F.shape[1]:
+                raise ValueError(f"logits must have {F.shape[1]} rows like features; got "
+                                 f"{L.shape[1]}.")
+        cols = []
+        for kind in self.kinds_:
+            for j in range(T):
+                cols.append(self._column(kind, j, F[j], None if L is None else L[j]))
+        return np.stack(cols, axis=1)
+
+    def _column(self, kind: str, j: int, Fj: F64, Lj: F64 | None) -> F64:
+        T = self.n_shifts_
+        if kind == "norm":
+            return -np.linalg.norm(Fj, axis=1)
+        if kind == "cos":
+            return -_max_cosine(unit_rows(Fj, "features: the cosine score"), self.bank_[j],
+                                int(self.block))
+        if kind in _LOGIT_KINDS:
+            assert Lj is not None
+            own = Lj[:, j::T]  # the K class logits of rotation j (column l_{:,j})
+            if kind == "shift":
+                return -(logsumexp(own, axis=1) - logsumexp(Lj, axis=1))
+            return neg_max_softmax(own, 1.0)
+        if kind == "supmah":
+            best = np.full(Fj.shape[0], np.inf)
+            for k in range(self.n_classes_):
+                Z = (Fj - self.means_[j, k]) @ self.whiteners_[j, k]
+                best = np.minimum(best, np.einsum("ij,ij->i", Z, Z) + self.logdets_[j, k])
+            return best
+        # supocsvm
+        best = np.full(Fj.shape[0], -np.inf)
+        for part in self.svm_[j]:
+            best = np.maximum(best, _ocsvm_decision(Fj, part, int(self.block)))
+        return -best
+
+    def fit_score(self, features: ArrayLike, y: ArrayLike,
+                  logits: ArrayLike | None = None) -> F64:
+        """``fit(features, y).score(features, logits)``."""
+        return self.fit(features, y).score(features, logits)
+
+    # ------------------------------------------------------------------ JSON
+    def to_json(self) -> str:
+        """Serialise to plain JSON (format ``abstain.base-scores/1``); load with
+        :func:`from_json`. Arrays are base64 of little-endian float64 bytes; the OC-SVMs
+        are stored as support vectors, dual coefficients, ``rho`` and ``gamma`` (no
+        pickle)."""
+        self._check_fitted("names_")
+        params = self.get_params(deep=False)
+        params["kinds"] = list(params["kinds"])
+        params["shifts"] = [int(s) for s in params["shifts"]]
+        fitted: dict[str, Any] = {
+            "kinds_": list(self.kinds_), "names_": list(self.names_),
+            "n_shifts_": self.n_shifts_, "n_classes_": self.n_classes_,
+            "n_features_in_": self.n_features_in_,
+        }
+        for name in ("bank_", "means_", "whiteners_", "logdets_"):
+            if hasattr(self, name):
+                fitted[name] = encode_array(getattr(self, name))
+        if hasattr(self, "svm_"):
+            fitted["svm_"] = [[{"support": encode_array(p["support"]),
+                                "dual_coef": encode_array(p["dual_coef"]),
+                                "rho": p["rho"], "gamma": p["gamma"]} for p in row]
+                              for row in self.svm_]
+        doc = {"format": _FORMAT, "model": "ShiftedBaseScores", "params": params,
+               "fitted": fitted}
+        return json.dumps(doc, sort_keys=True, allow_nan=False)
+
+
+def from_json(text: str) -> ShiftedBaseScores:
+    """Load a :class:`ShiftedBaseScores` written by its ``to_json``; only plain JSON.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.base_scores import ShiftedBaseScores, from_json
+    >>> F = np.random.default_rng(1).normal(size=(1, 20, 2))
+    >>> bs = ShiftedBaseScores(kinds=("cos", "supmah"), shifts=(0,)).fit(F, [0, 1] * 10)
+    >>> np.array_equal(from_json(bs.to_json()).score(F), bs.score(F))
+    True
+    """
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or doc.get("format") != _FORMAT \
+            or doc.get("model") != "ShiftedBaseScores":
+        raise ValueError(f"text must be a JSON object written by ShiftedBaseScores.to_json "
+                         f"(format {_FORMAT!r}).")
+    obj = ShiftedBaseScores(**doc.get("params", {}))
+    fitted = doc.get("fitted", {})
+    obj.kinds_ = _check_kinds(fitted["kinds_"])
+    obj.names_ = [str(s) for s in fitted["names_"]]
+    obj.n_shifts_ = int(fitted["n_shifts_"])
+    obj.n_classes_ = int(fitted["n_classes_"])
+    obj.n_features_in_ = int(fitted["n_features_in_"])
+    for name in ("bank_", "means_", "whiteners_", "logdets_"):
+        if name in fitted:
+            setattr(obj, name, decode_array(fitted[name], name))
+    if "svm_" in fitted:
+        obj.svm_ = [[{"support": decode_array(p["support"], "svm_.support"),
+                      "dual_coef": decode_array(p["dual_coef"], "svm_.dual_coef"),
+                      "rho": float(p["rho"]), "gamma": float(p["gamma"])} for p in row]
+                    for row in fitted["svm_"]]
+    return obj
+
+
+# --------------------------------------------------------------------------- kernels
+def _max_cosine(Q: F64, bank: F64, block: int) -> F64:
+    """Exact ``max_i <q, bank_i>`` of unit rows, by blocks of the matrix product."""
+    if block < 1:
+        raise ValueError(f"block must be >= 1; got {block}.")
+    out = np.empty(Q.shape[0])
+    for start in range(0, Q.shape[0], block):
+        out[start:start + block] = (Q[start:start + block] @ bank.T).max(axis=1)
+    return np.minimum(out, 1.0)
+
+
+def _svm_gamma(F: F64, gamma: float | str) -> float:
+    if isinstance(gamma, str):
+        var = float(F.var())
+        return 1.0 / (F.shape[1] * var) if var > 0 else 1.0
+    return float(gamma)
+
+
+def _ocsvm_decision(X: F64, part: dict[str, Any], block: int) -> F64:
+    """``sum_i a_i exp(-gamma ||sv_i - x||^2) - rho``: sklearn's decision_function."""
+    sv, coef, g = part["support"], part["dual_coef"], part["gamma"]
+    sv_sq = np.einsum("ij,ij->i", sv, sv)
+    out = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], block):
+        q = X[start:start + block]
+        d2 = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] - 2.0 * q @ sv.T + sv_sq, 0.0)
+        out[start:start + block] = np.exp(-g * d2) @ coef
+    return out - part["rho"]

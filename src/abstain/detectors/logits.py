@@ -1,0 +1,157 @@
+"""Detectors on a network's logits (no fitting): MSP, MaxLogit, Energy, ODIN, GEN."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import logsumexp
+
+from .._core.validation import check_int, check_positive
+from .base import Detector
+
+
+def neg_max_softmax(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
+    """``-max_k softmax(logits / T)_k``, computed as ``-exp(max - logsumexp)``."""
+    z = logits / temperature
+    return -np.exp(z.max(axis=1) - logsumexp(z, axis=1))
+
+
+def neg_energy(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
+    """The free energy ``-T logsumexp(logits / T)`` (higher = more OOD)."""
+    return -temperature * logsumexp(logits / temperature, axis=1)
+
+
+class MSP(Detector):
+    """Maximum softmax probability (Hendrycks and Gimpel, 2017), negated.
+
+    ``score = -max_k softmax(logits / T)_k``. Also the asymptotically best
+    misclassification score of a calibrated classifier, hence the ``s_r`` of the
+    double-score methods.
+
+    Parameters
+    ----------
+    temperature : float > 0, default 1 (the paper's plain softmax)
+
+    Examples
+    --------
+    >>> from abstain.detectors import MSP
+    >>> MSP().score([[4.0, 0.0, 0.0], [1.0, 1.0, 1.0]]).round(4)
+    array([-0.9647, -0.3333])
+    """
+
+    def __init__(self, temperature: float = 1.0) -> None:
+        self.temperature = temperature
+
+    def score(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Scores of logits ``X``, shape (n, K) -> (n,)."""
+        T = check_positive("temperature", self.temperature)
+        return neg_max_softmax(self._inputs(X), T)
+
+
+class MaxLogit(Detector):
+    """Maximum logit score, MLS (Hendrycks et al., 2022), negated: ``-max_k logits_k``.
+
+    No parameters.
+
+    Examples
+    --------
+    >>> from abstain.detectors import MaxLogit
+    >>> MaxLogit().score([[4.0, 0.0], [1.0, 2.0]])
+    array([-4., -2.])
+    """
+
+    def score(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Scores of logits ``X``, shape (n, K) -> (n,)."""
+        return -self._inputs(X).max(axis=1)
+
+
+class Energy(Detector):
+    """Free energy (Liu et al., 2020): ``score = -T logsumexp(logits / T)``.
+
+    Parameters
+    ----------
+    temperature : float > 0, default 1 (the paper's choice)
+
+    Examples
+    --------
+    >>> from abstain.detectors import Energy
+    >>> Energy().score([[0.0, 0.0]]).round(6)
+    array([-0.693147])
+    """
+
+    def __init__(self, temperature: float = 1.0) -> None:
+        self.temperature = temperature
+
+    def score(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Scores of logits ``X``, shape (n, K) -> (n,)."""
+        return neg_energy(self._inputs(X), check_positive("temperature", self.temperature))
+
+
+class ODIN(Detector):
+    """ODIN (Liang et al., 2018): temperature-scaled MSP of a perturbed input, negated.
+
+    ``score = -max_k softmax(f(x') / T)_k`` where ``x' = x - epsilon *
+    sign(-grad_x log softmax(f(x) / T)_yhat)``. The perturbation needs the network's
+    gradient: compute the logits ``f(x')`` with :func:`abstain.torch.odin_logits` using this
+    detector's ``temperature`` and ``epsilon`` and pass them to :meth:`score`. On
+    unperturbed logits (``epsilon = 0``) the score is the temperature-scaled MSP.
+
+    Parameters
+    ----------
+    temperature : float > 0, default 1000 (the paper's choice)
+    epsilon : float >= 0, default 0.0014
+        Perturbation size in the network's input units; the paper tunes it on
+        validation data, 0.0014 is its most frequent value. Used by
+        ``abstain.torch.odin_logits``, stored here so one object holds the method.
+
+    Examples
+    --------
+    >>> from abstain.detectors import ODIN
+    >>> ODIN(temperature=1000.0).score([[4.0, 0.0], [1.0, 1.0]]).round(6)
+    array([-0.501, -0.5  ])
+    """
+
+    def __init__(self, temperature: float = 1000.0, epsilon: float = 0.0014) -> None:
+        self.temperature = temperature
+        self.epsilon = epsilon
+
+    def score(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Scores of (perturbed) logits ``X``, shape (n, K) -> (n,)."""
+        check_positive("epsilon", self.epsilon, allow_zero=True)
+        return neg_max_softmax(self._inputs(X), check_positive("temperature",
+                                                                self.temperature))
+
+
+class GEN(Detector):
+    """Generalised entropy, GEN (Liu, Lochman and Zach, 2023).
+
+    ``score = sum over the top_m largest p_k of p_k^gamma (1 - p_k)^gamma`` with
+    ``p = softmax(logits)``: larger for flatter predictions, so higher = more OOD.
+
+    Parameters
+    ----------
+    gamma : float in (0, 1], default 0.1 (the paper's choice)
+    top_m : int >= 1, default 100 (the paper's choice for 1000 classes); at most K is used
+
+    Examples
+    --------
+    >>> from abstain.detectors import GEN
+    >>> GEN(top_m=2).score([[5.0, 0.0, 0.0], [1.0, 1.0, 1.0]]).round(4)
+    array([1.2536, 1.7207])
+    """
+
+    def __init__(self, gamma: float = 0.1, top_m: int = 100) -> None:
+        self.gamma = gamma
+        self.top_m = top_m
+
+    def score(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Scores of logits ``X``, shape (n, K) -> (n,)."""
+        gamma = check_positive("gamma", self.gamma)
+        if gamma > 1:
+            raise ValueError(f"gamma must be in (0, 1]; got {self.gamma!r}.")
+        m = check_int("top_m", self.top_m, 1)
+        z = self._inputs(X)
+        p = np.exp(z - logsumexp(z, axis=1, keepdims=True))
+        k = min(m, p.shape[1])
+        top = -np.partition(-p, k - 1, axis=1)[:, :k] if k < p.shape[1] else p
+        return np.sum(top**gamma * (1.0 - top) ** gamma, axis=1)

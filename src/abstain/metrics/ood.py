@@ -1,0 +1,510 @@
+"""Metrics for selective classifiers that also reject OOD inputs.
+
+Re-exported by :mod:`abstain.metrics`.
+
+Conventions: ``is_ood`` marks OOD rows (True / 1); ``losses`` are the classifier's
+losses on ID rows (entries of OOD rows are ignored); a higher score is more
+uncertain / more OOD and is rejected first. A selector accepts the lowest scores.
+ID rows are the positive class of TPR, FPR, precision and recall (TPR = fraction
+of ID accepted, FPR = fraction of OOD accepted), as in Franc, Prusa and Paplham
+(2023); where a metric names OOD as positive (AUPR-Out, detection rate) it says so.
+
+Tie rule (one for every function): rows are sorted by score and cut into groups
+of equal score; a rule accepts every group below its threshold and the group at
+the threshold with one probability, so curves are piecewise linear between the
+per-group points (a tie counts one half in AUROC, the trapezoid), and a value
+"at" a target rate is the expectation of the randomised rule that meets the rate
+exactly. The proposed metrics take one score column or two (a double-score method;
+every direction of the paper's grid, or every direction with ``search="exact"``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._core import ood_search as core
+from .._core.ood_sample import (
+    N_DIRECTIONS,
+    Sample,
+    check_search,
+    ood_fraction,
+    precision_recall_constraint,
+    tpr_fpr_constraint,
+    validate_sample,
+)
+from .._core.validation import check_fraction, check_probability
+from ..exceptions import InfeasibleTargetWarning
+
+__all__ = [
+    "ROCCurve",
+    "PRCurve",
+    "RiskTPRCurve",
+    "selective_risk_at_tpr_fpr",
+    "selective_risk_at_precision_recall",
+    "risk_coverage_curve_at_fpr",
+    "ood_roc_curve",
+    "ood_pr_curve",
+    "auroc",
+    "aupr_in",
+    "aupr_out",
+    "fpr_at_tpr",
+    "tnr_at_tpr",
+    "oscr",
+    "ccr_at_fpr",
+    "detection_rate_at_false_alarm",
+]
+
+F64 = NDArray[np.float64]
+
+
+class ROCCurve(NamedTuple):
+    """ROC points: ``tpr[j]`` is the largest TPR at FPR ``<= fpr[j]``."""
+
+    fpr: F64
+    tpr: F64
+
+
+class PRCurve(NamedTuple):
+    """PR points: ``precision[j]`` is the largest precision at recall ``>= recall[j]``."""
+
+    recall: F64
+    precision: F64
+
+
+class RiskTPRCurve(NamedTuple):
+    """Risk-coverage curve at an FPR bound: ``risk[j]`` is the least selective risk at
+    TPR ``>= tpr[j]`` and FPR ``<= fpr`` (NaN where no rule meets both)."""
+
+    tpr: F64
+    risk: F64
+
+
+def _sample(is_ood: ArrayLike, scores: ArrayLike, losses: ArrayLike | None = None) -> Sample:
+    s = np.asarray(scores, dtype=np.float64) if not isinstance(scores, np.ndarray) else scores
+    n = s.shape[0] if s.ndim else 0
+    ls = np.zeros(n) if losses is None else losses
+    return Sample(*validate_sample(scores, is_ood, ls, None))
+
+
+def _one_column(sample: Sample) -> F64:
+    if sample.s.shape[1] != 1:
+        raise ValueError(f"scores must be one column for this metric; got {sample.s.shape[1]}.")
+    return sample.s[:, 0]
+
+
+def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions: int) -> float:
+    """Selective risk ``L / I`` of the best rule under ``con``; NaN with a warning if none."""
+    found = sample.run(search, n_directions, con, None)
+    if found is None:
+        warnings.warn("the target is infeasible (the paper's 'unable'); returning NaN.",
+                      InfeasibleTargetWarning, stacklevel=3)
+        return math.nan
+    best = found[0]
+    return best.L / best.I if best.I > 0 else math.nan
+
+
+def selective_risk_at_tpr_fpr(
+    losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, tpr: float, fpr: float, *,
+    search: str = "grid", n_directions: int = N_DIRECTIONS,
+) -> float:
+    """Least selective risk at TPR >= ``tpr`` and FPR <= ``fpr``: the metric of problem (13).
+
+    The risk of :class:`abstain.ood.BoundedTPRFPR` fitted on the same data (see its
+    tie rule). An infeasible target returns NaN with an
+    :class:`~abstain.InfeasibleTargetWarning` (the paper's "unable").
+
+    Parameters
+    ----------
+    losses : array-like of shape (n,)
+    is_ood : array-like of shape (n,)
+    scores : array-like of shape (n,) or (n, 2)
+    tpr : float in (0, 1]
+    fpr : float in [0, 1]
+    search, n_directions
+        Direction search for two score columns.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from abstain.metrics import selective_risk_at_tpr_fpr
+    >>> selective_risk_at_tpr_fpr([0, 1, 0, 0, 0, 0], [0, 0, 1, 0, 1, 1],
+    ...                           [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], tpr=0.6, fpr=0.0)
+    0.5
+    """
+    t = check_fraction("tpr", tpr)
+    f = check_probability("fpr", fpr)
+    search, d = check_search(search, n_directions)
+    sample = Sample(*validate_sample(scores, is_ood, losses, None))
+    return _least_risk(sample, tpr_fpr_constraint(sample, t, f), search, d)
+
+
+def selective_risk_at_precision_recall(
+    losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, precision: float, recall: float,
+    *, ood_prior: float | None = None, search: str = "grid", n_directions: int = N_DIRECTIONS,
+) -> float:
+    """Least selective risk at recall >= ``recall`` and precision >= ``precision`` (problem 14).
+
+    The risk of :class:`abstain.ood.BoundedPrecisionRecall` on the same data;
+    precision uses ``ood_prior`` (default: the sample's OOD fraction). NaN with an
+    :class:`~abstain.InfeasibleTargetWarning` when infeasible.
+
+    Examples
+    --------
+    >>> from abstain.metrics import selective_risk_at_precision_recall
+    >>> round(selective_risk_at_precision_recall([0, 1, 0, 0, 0, 0], [0, 0, 1, 0, 1, 1],
+    ...       [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], precision=0.75, recall=1.0), 4)
+    0.3333
+    """
+    kappa = check_fraction("precision", precision)
+    r = check_fraction("recall", recall)
+    prior = None if ood_prior is None else check_fraction("ood_prior", ood_prior)
+    if prior is not None and prior >= 1.0:
+        raise ValueError(f"ood_prior must be in (0, 1); got {ood_prior!r}.")
+    search, d = check_search(search, n_directions)
+    sample = Sample(*validate_sample(scores, is_ood, losses, None))
+    pi = ood_fraction(sample) if prior is None else prior
+    return _least_risk(sample, precision_recall_constraint(sample, kappa, r, pi), search, d)
+
+
+def _path_at_fpr(kn: core.Knots, b: float, targets: F64) -> F64:
+    """Least risk ``L / I`` on the path prefix with ``O <= b`` and ``I >= targets`` (or NaN)."""
+    g = kn.I.size - 1
+    j = int(np.searchsorted(kn.O, b * (1 + 1e-12), side="right")) - 1  # last knot with O <= b
+    pi_, pl = kn.I[j], kn.L[j]
+    if j < g and kn.O[j + 1] > kn.O[j]:
+        f = min((b - kn.O[j]) / (kn.O[j + 1] - kn.O[j]), 1.0)
+        pi_, pl = pi_ + f * (kn.I[j + 1] - kn.I[j]), pl + f * (kn.L[j + 1] - kn.L[j])
+    ki, kl = np.append(kn.I[1 : j + 1], pi_), np.append(kn.L[1 : j + 1], pl)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kr = np.where(ki > 0, kl / ki, np.inf)
+    suffix = np.minimum.accumulate(kr[::-1])[::-1]
+    # the point with I = target exactly, on the segment that reaches it
+    pos = np.searchsorted(ki, targets * (1 - 1e-12), side="left")
+    out = np.full(targets.size, np.nan)
+    ok = pos < ki.size
+    p = pos[ok]
+    prev_i = np.where(p > 0, ki[np.maximum(p - 1, 0)], 0.0)
+    prev_l = np.where(p > 0, kl[np.maximum(p - 1, 0)], 0.0)
+    t = np.maximum(targets[ok], prev_i)
+    di = ki[p] - prev_i
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(di > 0, (t - prev_i) / di, 1.0)
+        li = prev_l + frac * (kl[p] - prev_l)
+        r_at = np.where(t > 0, li / t, np.inf)
+    out[ok] = np.minimum(r_at, suffix[p])
+    out[~np.isfinite(out)] = np.nan
+    return out
+
+
+def risk_coverage_curve_at_fpr(
+    losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, fpr: float, *,
+    tpr: ArrayLike | None = None, n_directions: int = N_DIRECTIONS,
+) -> RiskTPRCurve:
+    """Risk-coverage curve at an FPR bound (Figure 1a of the paper's appendix).
+
+    For each TPR (coverage) target, the least selective risk of a rule with TPR at
+    least the target and FPR at most ``fpr``; two score columns take the best over
+    the grid of ``n_directions`` directions. Tie rule as in the module docstring.
+
+    Parameters
+    ----------
+    tpr : array-like, optional
+        TPR targets in (0, 1]; default ``0.01, 0.02, ..., 1``.
+
+    Returns
+    -------
+    RiskTPRCurve
+        ``(tpr, risk)``; risk is NaN where the target is infeasible.
+
+    Examples
+    --------
+    >>> from abstain.metrics import risk_coverage_curve_at_fpr
+    >>> curve = risk_coverage_curve_at_fpr([0, 1, 0, 0, 0, 0], [0, 0, 1, 0, 1, 1],
+    ...     [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], fpr=0.0, tpr=[0.3, 0.5, 0.7])
+    >>> curve.risk.tolist()
+    [0.0, 0.333..., nan]
+    """
+    b = check_probability("fpr", fpr)
+    sample = _sample(is_ood, scores, losses)
+    targets = np.linspace(0.01, 1.0, 100) if tpr is None else np.asarray(tpr, dtype=np.float64)
+    for t in targets:
+        check_fraction("tpr", float(t))
+    best = np.full(targets.size, np.inf)
+    for w in sample.directions("grid", n_directions):
+        kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, sample.w_loss)
+        r = _path_at_fpr(kn, b * sample.n_ood, targets * sample.n_id)
+        best = np.fmin(best, r)
+    best[~np.isfinite(best)] = np.nan
+    return RiskTPRCurve(targets, best)
+
+
+def ood_roc_curve(is_ood: ArrayLike, scores: ArrayLike, *, fpr: ArrayLike | None = None,
+                  n_directions: int = N_DIRECTIONS) -> ROCCurve:
+    """ROC curve of a single- or double-score method: largest TPR at each FPR bound.
+
+    One score: the points of all thresholds (one per tie group, from (0, 0) to
+    (1, 1)), joined linearly by the randomised rules. Two scores: for each bound in
+    ``fpr`` (default 201 points on [0, 1]) the largest TPR over the grid of
+    directions (section 3.2 of the paper).
+
+    Examples
+    --------
+    >>> from abstain.metrics import ood_roc_curve
+    >>> ood_roc_curve([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4])
+    ROCCurve(fpr=array([0. , 0. , 0.5, 1. ]), tpr=array([0. , 0.5, 1. , 1. ]))
+    """
+    sample = _sample(is_ood, scores)
+    if sample.s.shape[1] == 1 and fpr is None:
+        kn = core.knots(sample.s[:, 0], sample.w_id, sample.w_ood, sample.w_loss)
+        return ROCCurve(kn.O / sample.n_ood, kn.I / sample.n_id)
+    grid = np.linspace(0.0, 1.0, 201) if fpr is None else np.asarray(fpr, dtype=np.float64)
+    return ROCCurve(grid, _envelope(sample, sample.w_id, grid, n_directions))
+
+
+def ood_pr_curve(is_ood: ArrayLike, scores: ArrayLike, *, recall: ArrayLike | None = None,
+                 ood_prior: float | None = None, n_directions: int = N_DIRECTIONS) -> PRCurve:
+    """PR curve (ID positive): the largest precision at recall (TPR) >= each bound.
+
+    Precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with ``pi = ood_prior``
+    (default the sample's OOD fraction). Along a segment of a randomised rule the
+    precision is monotone, so its maximum at recall >= r is at the point with recall
+    r or at a later tie-group point. Bounds default to 101 points on (0, 1].
+
+    Examples
+    --------
+    >>> from abstain.metrics import ood_pr_curve
+    >>> ood_pr_curve([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], recall=[0.5, 1.0]).precision.tolist()
+    [1.0, 0.666...]
+    """
+    sample = _sample(is_ood, scores)
+    pi = sample.n_ood / (sample.n_id + sample.n_ood) if ood_prior is None else float(ood_prior)
+    grid = np.linspace(0.01, 1.0, 100) if recall is None else np.asarray(recall, np.float64)
+    best = np.zeros(grid.size)
+    for w in sample.directions("grid", n_directions):
+        kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, sample.w_loss)
+        tp, fp = kn.I[1:] / sample.n_id, kn.O[1:] / sample.n_ood
+        prec = (1 - pi) * tp / ((1 - pi) * tp + pi * fp)
+        suffix = np.maximum.accumulate(prec[::-1])[::-1]
+        t = grid * sample.n_id
+        p = np.searchsorted(kn.I[1:], t * (1 - 1e-12), side="left")
+        ok = p < tp.size
+        q = p[ok]
+        di = kn.I[q + 1] - kn.I[q]
+        f = np.where(di > 0, (t[ok] - kn.I[q]) / np.where(di > 0, di, 1.0), 1.0)
+        ti = (kn.I[q] + f * di) / sample.n_id
+        fo = (kn.O[q] + f * (kn.O[q + 1] - kn.O[q])) / sample.n_ood
+        at = (1 - pi) * ti / ((1 - pi) * ti + pi * fo)
+        vals = np.zeros(grid.size)
+        vals[ok] = np.maximum(at, suffix[q])
+        best = np.maximum(best, vals)
+    return PRCurve(grid, best)
+
+
+def _interp_at_o(ood: F64, y: F64, b: F64) -> F64:
+    """``y`` of the randomised rules at accepted-OOD mass ``b`` (the largest at tied ``ood``)."""
+    j = np.searchsorted(ood, b * (1 + 1e-12), side="right") - 1
+    nxt = np.minimum(j + 1, ood.size - 1)
+    do = ood[nxt] - ood[j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(do > 0, np.clip((b - ood[j]) / do, 0.0, 1.0), 0.0)
+    return y[j] + f * (y[nxt] - y[j])
+
+
+def _envelope(sample: Sample, gain: F64, grid: F64, n_directions: int) -> F64:
+    """``max over directions of (accepted gain mass) / #ID`` at each FPR of ``grid``."""
+    best = np.zeros(grid.size)
+    for w in sample.directions("grid", n_directions):
+        kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, gain)
+        best = np.maximum(best, _interp_at_o(kn.O, kn.L, grid * sample.n_ood) / sample.n_id)
+    return best
+
+
+def _envelope_area(sample: Sample, gain: F64, n_directions: int, n_points: int) -> float:
+    """Area under :func:`_envelope` against FPR, by trapezoids on ``n_points`` FPR values."""
+    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
+        raise ValueError(f"n_points must be an integer >= 2; got {n_points!r}.")
+    grid = np.linspace(0.0, 1.0, int(n_points))
+    best = _envelope(sample, gain, grid, n_directions)
+    return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
+
+
+def auroc(is_ood: ArrayLike, scores: ArrayLike, *, n_directions: int = N_DIRECTIONS,
+          n_points: int = 2001) -> float:
+    """Area under the ROC curve; OOD is the positive class of a higher score.
+
+    One score: ``P(s_ID < s_OOD) + P(s_ID == s_OOD) / 2``, the exact trapezoid under
+    the ROC curve of :func:`ood_roc_curve`, so a tie counts one half. Equal to the
+    AUROC with ID positive and a lower score predicting ID.
+
+    Two scores ``(s_r, s_g)``: the area under the ROC curve of the double-score method
+    (section 3.2 of Franc, Prusa and Paplham, 2023): at each FPR the largest TPR over
+    the ``n_directions`` grid of directions, evaluated at ``n_points`` equally spaced
+    FPR values and integrated by trapezoids (every direction's curve is piecewise
+    linear, so the error is below ``1 / (n_points - 1)``; at least the best single column's
+    area up to that error).
+
+    Examples
+    --------
+    >>> from abstain.metrics import auroc
+    >>> auroc([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4])
+    0.875
+    """
+    sample = _sample(is_ood, scores)
+    if sample.s.shape[1] == 2:
+        return _envelope_area(sample, sample.w_id, n_directions, n_points)
+    fpr, tpr = ood_roc_curve(is_ood, sample.s[:, 0])
+    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
+
+
+def _average_precision(positive: NDArray[np.bool_], s: F64) -> float:
+    """Step-wise average precision accepting ``s <= t`` for each distinct t, positives first."""
+    pos = positive.astype(np.float64)
+    kn = core.knots(s, pos, 1.0 - pos, np.zeros_like(pos))
+    tp, fp = kn.I[1:], kn.O[1:]
+    return float(np.sum(np.diff(kn.I) / kn.I[-1] * tp / (tp + fp)))
+
+
+def aupr_in(is_ood: ArrayLike, scores: ArrayLike) -> float:
+    """Area under the PR curve with ID positive, lowest scores accepted first (AUPR-In).
+
+    Average precision: ``sum_t (R_t - R_{t-1}) P_t`` over distinct scores, with
+    precision the sample's ID fraction of accepted rows; tied rows enter together.
+
+    Examples
+    --------
+    >>> from abstain.metrics import aupr_in
+    >>> aupr_in([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
+    0.833...
+    """
+    sample = _sample(is_ood, scores)
+    return _average_precision(sample.w_id > 0, _one_column(sample))
+
+
+def aupr_out(is_ood: ArrayLike, scores: ArrayLike) -> float:
+    """Area under the PR curve with OOD positive, highest scores flagged first (AUPR-Out).
+
+    Examples
+    --------
+    >>> from abstain.metrics import aupr_out
+    >>> aupr_out([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
+    0.833...
+    """
+    sample = _sample(is_ood, scores)
+    return _average_precision(sample.w_ood > 0, -_one_column(sample))
+
+
+def fpr_at_tpr(is_ood: ArrayLike, scores: ArrayLike, tpr: float = 0.95) -> float:
+    """FPR (fraction of OOD accepted) of the rule accepting exactly ``tpr`` of ID (FPR@95).
+
+    The rule accepts the lowest scores and randomises on the tie group at the
+    boundary; the value is its expected FPR (linear along the ROC segment).
+
+    Examples
+    --------
+    >>> from abstain.metrics import fpr_at_tpr
+    >>> fpr_at_tpr([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4], tpr=0.75)
+    0.25
+    """
+    t = check_fraction("tpr", tpr)
+    sample = _sample(is_ood, scores)
+    kn = core.knots(_one_column(sample), sample.w_id, sample.w_ood, sample.w_loss)
+    x, y = kn.I / sample.n_id, kn.O / sample.n_ood
+    j = min(int(np.searchsorted(x, t * (1 - 1e-12), side="left")), x.size - 1)
+    if x[j] <= t or j == 0:  # a knot meets the target: the first such knot has the least FPR
+        return float(y[j])
+    # between the last knot below the target and the next one
+    return float(y[j - 1] + (t - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1]))
+
+
+def tnr_at_tpr(is_ood: ArrayLike, scores: ArrayLike, tpr: float = 0.95) -> float:
+    """``1 - fpr_at_tpr``: the fraction of OOD rejected when ``tpr`` of ID is accepted.
+
+    Examples
+    --------
+    >>> from abstain.metrics import tnr_at_tpr
+    >>> tnr_at_tpr([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4], tpr=0.75)
+    0.75
+    """
+    return 1.0 - fpr_at_tpr(is_ood, scores, tpr)
+
+
+def detection_rate_at_false_alarm(is_ood: ArrayLike, scores: ArrayLike,
+                                  false_alarm: float = 0.05) -> float:
+    """OOD positive: the fraction of OOD flagged when ``false_alarm`` of ID is flagged.
+
+    Equals ``tnr_at_tpr(is_ood, scores, 1 - false_alarm)``.
+
+    Examples
+    --------
+    >>> from abstain.metrics import detection_rate_at_false_alarm
+    >>> detection_rate_at_false_alarm([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4], 0.25)
+    0.75
+    """
+    fa = check_probability("false_alarm", false_alarm)
+    if fa >= 1.0:
+        raise ValueError(f"false_alarm must be in [0, 1); got {false_alarm!r}.")
+    return tnr_at_tpr(is_ood, scores, 1.0 - fa)
+
+
+def _check_ccr_losses(sample: Sample) -> None:
+    if np.any(sample.w_loss > sample.w_id):
+        raise ValueError("losses must be in [0, 1] on ID rows for the correct classification "
+                         "rate; got a larger value.")
+
+
+def _ccr_curve(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike) -> tuple[F64, F64]:
+    sample = _sample(is_ood, scores, losses)
+    _check_ccr_losses(sample)
+    kn = core.knots(_one_column(sample), sample.w_id, sample.w_ood, sample.w_id - sample.w_loss)
+    return kn.O / sample.n_ood, kn.L / sample.n_id
+
+
+def oscr(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,
+         n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
+    """Open-set classification rate: the area under CCR against FPR (Dhamija et al. 2018).
+
+    ``CCR = sum over accepted ID rows of (1 - loss) / #ID`` (the correctly classified
+    and accepted ID fraction, for 0/1 losses); the curve joins the per-group points
+    linearly (randomised ties), from (0, 0) to (1, ID accuracy).
+
+    Two scores ``(s_r, s_g)``: at each FPR the largest CCR over the ``n_directions``
+    grid of directions, on ``n_points`` equally spaced FPR values integrated by
+    trapezoids, as :func:`auroc` does for two scores.
+
+    Examples
+    --------
+    >>> from abstain.metrics import oscr
+    >>> oscr([0, 0, 1, 0], [0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
+    0.5
+    """
+    sample = _sample(is_ood, scores, losses)
+    if sample.s.shape[1] == 2:
+        _check_ccr_losses(sample)
+        return _envelope_area(sample, sample.w_id - sample.w_loss, n_directions, n_points)
+    x, y = _ccr_curve(losses, is_ood, scores)
+    return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2))
+
+
+def ccr_at_fpr(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, fpr: float) -> float:
+    """CCR of the rule accepting the largest ID share at FPR ``<= fpr`` (randomised ties).
+
+    Examples
+    --------
+    >>> from abstain.metrics import ccr_at_fpr
+    >>> ccr_at_fpr([0, 0, 1, 0], [0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], 0.5)
+    0.5
+    """
+    b = check_probability("fpr", fpr)
+    x, y = _ccr_curve(losses, is_ood, scores)
+    j = int(np.searchsorted(x, b * (1 + 1e-12), side="right")) - 1
+    if j + 1 < x.size and x[j + 1] > x[j]:
+        return float(y[j] + (b - x[j]) / (x[j + 1] - x[j]) * (y[j + 1] - y[j]))
+    return float(y[j])

@@ -1,0 +1,45 @@
+"""Reject rules: the selective models of Franc et al. (2023), the OOD models of Franc,
+Prusa and Paplham (2023), double-score detectors and the scikit-learn meta-estimator.
+
+Every rule is fitted on calibration scores first, then the truth:
+``fit(uncertainty, losses)`` or ``fit(scores, is_ood, losses)``; ``score`` gives the
+(combined) uncertainty, ``accept`` / ``accept_proba`` the decision (True = kept).
+"""
+
+from .classifier import (
+    SelectiveClassifier,
+    SelectivePrediction,
+)
+from .double_score import (
+    DoubleScoreDetector,
+)
+from .ood import (
+    BoundedPrecisionRecall,
+    BoundedTPRFPR,
+    CostBasedOOD,
+    selector_from_json,
+)
+from .selective import (
+    BoundedAbstention,
+    BoundedImprovement,
+    CostBased,
+    EquivalentModels,
+    least_risk_bound,
+    rule_from_json,
+)
+
+__all__ = [
+    "BoundedAbstention",
+    "BoundedImprovement",
+    "CostBased",
+    "EquivalentModels",
+    "least_risk_bound",
+    "rule_from_json",
+    "BoundedPrecisionRecall",
+    "BoundedTPRFPR",
+    "CostBasedOOD",
+    "selector_from_json",
+    "DoubleScoreDetector",
+    "SelectiveClassifier",
+    "SelectivePrediction",
+]

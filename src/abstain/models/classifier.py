@@ -1,0 +1,193 @@
+"""A scikit-learn meta-estimator that turns any classifier into a selective classifier."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._core.base import ParamsMixin
+from ..scores.losses import check_loss_matrix
+from ..scores.plugin import conditional_risk, margin
+from .selective import BoundedAbstention, BoundedImprovement, CostBased
+
+__all__ = ["SelectiveClassifier", "SelectivePrediction"]
+
+_SCORES = ("auto", "conditional_risk", "margin")
+
+
+class SelectivePrediction(NamedTuple):
+    """Predicted labels and whether each prediction is accepted.
+
+    Attributes
+    ----------
+    prediction : ndarray of shape (n,)
+        The classifier's label for every sample, accepted or not.
+    accept : ndarray of bool, shape (n,)
+        True where the selective classifier predicts, False where it abstains.
+    """
+
+    prediction: NDArray[Any]
+    accept: NDArray[np.bool_]
+
+
+def _require_sklearn() -> Any:
+    try:
+        import sklearn.base
+        import sklearn.model_selection
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "SelectiveClassifier needs scikit-learn: pip install 'abstain[sklearn]'."
+        ) from exc
+    return sklearn
+
+
+class SelectiveClassifier(ParamsMixin):
+    """Wrap a classifier with an uncertainty score and a reject model.
+
+    ``fit`` trains a clone of ``estimator`` on one part of the data and fits the
+    reject model on the held-out part (the calibration set), where the losses of
+    the trained classifier are observed; with ``prefit=True`` the estimator is used
+    as it is and all of ``X, y`` is calibration data.
+
+    The uncertainty score is the plug-in conditional risk (section 3.2) for an
+    estimator with ``predict_proba`` (the MCP rule under the 0/1 loss), and the
+    margin score for one with only ``decision_function``. With a ``loss`` matrix and
+    ``predict_proba`` the predictions are the plug-in Bayes decisions for that loss.
+
+    Parameters
+    ----------
+    estimator : classifier
+        Anything with ``fit``, ``predict`` and ``predict_proba`` or ``decision_function``.
+    reject_model : CostBased, BoundedImprovement or BoundedAbstention, optional
+        Unfitted reject model; default ``BoundedAbstention(target_coverage=0.9)``.
+    score : {"auto", "conditional_risk", "margin"} or callable, default "auto"
+        A callable is ``score(estimator, X) -> uncertainty`` (higher = reject first).
+    loss : array-like of shape (K, K), optional
+        ``loss[y_true, y_pred]`` over ``estimator.classes_``; default 0/1.
+    calibration_size : float in (0, 1), default 0.3
+        Fraction of ``X`` held out to fit the reject model (stratified when possible).
+    prefit : bool, default False
+        Use ``estimator`` as already fitted; calibrate on all of ``X, y``.
+    random_state : int or None
+        Seed of the split and of the randomised accept decisions.
+
+    Attributes
+    ----------
+    estimator_ : the fitted classifier
+    reject_model_ : the fitted reject model
+    classes_ : ndarray of shape (K,)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from abstain import BoundedAbstention, SelectiveClassifier
+    >>> X, y = load_digits(return_X_y=True)
+    >>> clf = SelectiveClassifier(LogisticRegression(max_iter=2000),
+    ...                           BoundedAbstention(target_coverage=0.8), random_state=0)
+    >>> pred, accept = clf.fit(X[:1200], y[:1200]).predict_with_reject(X[1200:])
+    >>> bool(abs(accept.mean() - 0.8) < 0.1)
+    True
+    """
+
+    def __init__(
+        self,
+        estimator: Any,
+        reject_model: CostBased | BoundedImprovement | BoundedAbstention | None = None,
+        *,
+        score: str | Callable[[Any, Any], ArrayLike] = "auto",
+        loss: ArrayLike | None = None,
+        calibration_size: float = 0.3,
+        prefit: bool = False,
+        random_state: Any = None,
+    ) -> None:
+        self.estimator = estimator
+        self.reject_model = reject_model
+        self.score = score
+        self.loss = loss
+        self.calibration_size = calibration_size
+        self.prefit = prefit
+        self.random_state = random_state
+
+    def _loss_matrix(self) -> NDArray[np.float64]:
+        k = len(self.classes_)
+        return 1.0 - np.eye(k) if self.loss is None else check_loss_matrix(self.loss, k)
+
+    def _predict_and_score(self, X: Any) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+        """Class indices of the predictions and their uncertainty."""
+        est = self.estimator_
+        score = self.score
+        if callable(score):
+            idx = np.searchsorted(self.classes_, est.predict(X))
+            return idx, np.asarray(score(est, X), dtype=np.float64)
+        if score not in _SCORES:
+            raise ValueError(f"score must be a callable or one of {_SCORES}; got {score!r}.")
+        has_proba = hasattr(est, "predict_proba")
+        if score == "conditional_risk" or (score == "auto" and has_proba):
+            if not has_proba:
+                raise ValueError("score='conditional_risk' needs an estimator with predict_proba.")
+            pred, risk = conditional_risk(est.predict_proba(X), self._loss_matrix())
+            return pred, risk
+        if not hasattr(est, "decision_function"):
+            raise ValueError("score='margin' needs an estimator with decision_function.")
+        idx = np.searchsorted(self.classes_, est.predict(X))
+        return idx, margin(est.decision_function(X))
+
+    def fit(self, X: Any, y: ArrayLike) -> SelectiveClassifier:
+        """Fit the classifier (unless ``prefit``) and the reject model.
+
+        Returns
+        -------
+        self
+        """
+        sklearn = _require_sklearn()
+        y = np.asarray(y)
+        if self.prefit:
+            self.estimator_ = self.estimator
+            X_cal, y_cal = X, y
+        else:
+            size = self.calibration_size
+            if not isinstance(size, (int, float)) or not 0.0 < float(size) < 1.0:
+                raise ValueError(f"calibration_size must be in (0, 1); got {size!r}.")
+            _, counts = np.unique(y, return_counts=True)
+            stratify = y if counts.min() >= 2 else None
+            X_fit, X_cal, y_fit, y_cal = sklearn.model_selection.train_test_split(
+                X, y, test_size=size, random_state=self.random_state, stratify=stratify
+            )
+            self.estimator_ = sklearn.base.clone(self.estimator).fit(X_fit, y_fit)
+        self.classes_ = np.asarray(self.estimator_.classes_)
+        pred, uncertainty = self._predict_and_score(X_cal)
+        if not np.all(np.isin(y_cal, self.classes_)):
+            raise ValueError("y holds labels the estimator was not trained on.")
+        true = np.searchsorted(self.classes_, y_cal)
+        losses = self._loss_matrix()[true, pred]
+        base = self.reject_model if self.reject_model is not None else BoundedAbstention(0.9)
+        params = base.get_params(deep=False)
+        if params.get("random_state") is None:
+            params["random_state"] = self.random_state
+        self.reject_model_ = type(base)(**params).fit(uncertainty, losses)
+        return self
+
+    def uncertainty(self, X: Any) -> NDArray[np.float64]:
+        """Uncertainty score of each sample (higher = rejected first)."""
+        self._check_fitted("reject_model_")
+        return self._predict_and_score(X)[1]
+
+    def predict(self, X: Any) -> NDArray[Any]:
+        """Predicted labels for all samples (see :meth:`predict_with_reject` for the mask)."""
+        self._check_fitted("reject_model_")
+        return np.asarray(self.classes_[self._predict_and_score(X)[0]])
+
+    def accept_proba(self, X: Any) -> NDArray[np.float64]:
+        """Acceptance probability ``c(x)`` of each sample."""
+        self._check_fitted("reject_model_")
+        return self.reject_model_.accept_proba(self._predict_and_score(X)[1])
+
+    def predict_with_reject(self, X: Any) -> SelectivePrediction:
+        """Predicted labels and the randomised accept decision for each sample."""
+        self._check_fitted("reject_model_")
+        pred, uncertainty = self._predict_and_score(X)
+        return SelectivePrediction(self.classes_[pred], self.reject_model_.accept(uncertainty))

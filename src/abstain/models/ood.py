@@ -1,0 +1,434 @@
+"""Reject models for inputs that may be out-of-distribution (Franc, Prusa and Paplham, 2023).
+
+A validation sample mixes in-distribution (ID) rows, with the loss of the
+classifier, and OOD rows (``is_ood`` True; their loss entries are ignored). A
+method gives one uncertainty score per row (a *single-score* method) or two
+columns ``(s_r, s_g)``: a misclassification score and an OOD score (a
+*double-score* method), combined as ``s = cos(a) * s_r + sin(a) * s_g`` for an
+angle ``a`` in ``[0, pi]`` (``mu = tan(a)`` for ``a < pi/2``: ``s`` is a positive
+multiple of ``s_r + mu * s_g``). A higher score is rejected first.
+
+Every selector is the randomised threshold rule of the repository's one tie rule::
+
+    c(x) = 1   if s(x) <  threshold_
+           nu  if s(x) == threshold_     (nu = accept_prob_)
+           0   if s(x) >  threshold_
+
+so tied scores are accepted together with one probability. With ID rows positive,
+``TPR = E[accepted ID] / #ID``, ``FPR = E[accepted OOD] / #OOD``, the selective risk
+is the expected accepted ID loss over the expected accepted ID count, and the
+precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with the OOD prior ``pi``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._core import ood_search as core
+from .._core.base import ParamsMixin
+from .._core.ood_sample import (
+    N_DIRECTIONS,
+    Found,
+    Sample,
+    as_score_matrix,
+    check_search,
+    ood_fraction,
+    precision_recall_constraint,
+    tpr_fpr_constraint,
+    validate_sample,
+)
+from .._core.serialize import decode_value, encode_value
+from .._core.validation import (
+    check_fraction,
+    check_positive,
+    check_probability,
+)
+from ..exceptions import InfeasibleTargetWarning
+
+__all__ = [
+    "BoundedTPRFPR",
+    "BoundedPrecisionRecall",
+    "CostBasedOOD",
+    "selector_from_json",
+]
+
+class _OODRule(ParamsMixin):
+    """Shared fitted state, decisions and serialisation of the OOD selectors."""
+
+    random_state: Any
+    _FITTED = (
+        "weights_", "angle_", "mu_", "threshold_", "accept_prob_", "risk_", "tpr_", "fpr_",
+        "precision_", "feasible_", "n_id_", "n_ood_", "n_scores_",
+    )
+
+    def _extra_fitted(self) -> tuple[str, ...]:
+        return ()
+
+    def _set(self, fit: Sample, found: Found | None,
+             prior: float) -> None:
+        self.n_id_ = fit.n_id
+        self.n_ood_ = fit.n_ood
+        self.n_scores_ = int(fit.s.shape[1])
+        if found is None:
+            self.feasible_ = False
+            self.weights_ = [1.0] if fit.s.shape[1] == 1 else [1.0, 0.0]
+            self.threshold_, self.accept_prob_ = -math.inf, 1.0
+            self.risk_ = self.tpr_ = self.fpr_ = self.precision_ = math.nan
+        else:
+            best, w, thr = found
+            nu = best.nu
+            if nu <= 0.0:  # accepts only the scores below thr: the next lower group, fully
+                s = core.project(fit.s, w)
+                below = s[s < thr]
+                thr, nu = (float(below.max()), 1.0) if below.size else (-math.inf, 1.0)
+            self.feasible_ = True
+            self.weights_ = [float(v) for v in w]
+            self.threshold_, self.accept_prob_ = float(thr), float(nu)
+            self.risk_ = best.L / best.I if best.I > 0 else math.nan
+            self.tpr_ = best.I / fit.n_id
+            self.fpr_ = best.O / fit.n_ood
+            den = (1 - prior) * self.tpr_ + prior * self.fpr_
+            self.precision_ = (1 - prior) * self.tpr_ / den if den > 0 else math.nan
+        if self.n_scores_ == 2:
+            wr, wg = self.weights_
+            self.angle_ = float(math.atan2(wg, wr))
+            self.mu_ = wg / wr if wr > 0 else (math.inf if wr == 0 else math.nan)
+        else:
+            self.angle_ = self.mu_ = math.nan
+
+    def _search_args(self) -> tuple[str, int]:
+        return check_search(self.search, self.n_directions)  # type: ignore[attr-defined]
+
+    def score(self, scores: ArrayLike) -> NDArray[np.float64]:
+        """The combined score ``scores @ weights_`` of new inputs, shape (n,)."""
+        self._check_fitted("threshold_")
+        s = as_score_matrix(scores)
+        if s.shape[1] != self.n_scores_:
+            raise ValueError(f"scores must have {self.n_scores_} column(s) as in fit; "
+                             f"got {s.shape[1]}.")
+        return core.project(s, np.asarray(self.weights_))
+
+    def accept_proba(self, scores: ArrayLike) -> NDArray[np.float64]:
+        """Acceptance probability: 1 below ``threshold_``, ``accept_prob_`` at it, 0 above."""
+        s = self.score(scores)
+        c = (s < self.threshold_).astype(np.float64)
+        c[s == self.threshold_] = self.accept_prob_
+        return c
+
+    def accept(self, scores: ArrayLike) -> NDArray[np.bool_]:
+        """Randomised accept decisions; ties drawn from ``default_rng(random_state)``."""
+        c = self.accept_proba(scores)
+        out = c >= 1.0
+        tied = (c > 0.0) & (c < 1.0)
+        if np.any(tied):
+            rng = np.random.default_rng(self.random_state)
+            out[tied] = rng.random(int(tied.sum())) < c[tied]
+        return out
+
+    def predict(self, scores: ArrayLike) -> NDArray[np.bool_]:
+        """Alias of :meth:`accept`."""
+        return self.accept(scores)
+
+    def _warn_infeasible(self, what: str) -> None:
+        warnings.warn(f"{what} is infeasible on this data (the paper's 'unable'); "
+                      "the selector rejects everything.", InfeasibleTargetWarning, stacklevel=3)
+
+    def to_json(self) -> str:
+        """Serialise parameters and fitted rule as plain JSON (format ``abstain.ood/1``).
+
+        Load it with :func:`selector_from_json`.
+        """
+        self._check_fitted("threshold_")
+        fitted = {k: encode_value(getattr(self, k)) for k in self._FITTED + self._extra_fitted()}
+        params = self.get_params(deep=False)
+        if not isinstance(params.get("random_state"), (int, type(None))):
+            params["random_state"] = None
+        doc = {"format": "abstain.ood/1", "model": type(self).__name__, "params": params,
+               "fitted": fitted}
+        return json.dumps(doc, sort_keys=True)
+
+
+class BoundedTPRFPR(_OODRule):
+    """Bounded TPR-FPR model: minimal selective risk at TPR >= ``tpr`` and FPR <= ``fpr``.
+
+    Definition 2 and Problem 1 of Franc, Prusa and Paplham (2023), fitted on a
+    validation sample as problem (13), over the randomised threshold rules of one
+    score or of all directions of two scores. One score: all thresholds in one
+    O(n log n) sweep (Appendix B.2), exact. Two scores: ``search="grid"`` tries the
+    paper's ``n_directions`` angles ``k * pi / d`` (O(d n log n)); ``search="exact"``
+    tries every direction at which the order of two distinct score pairs changes and
+    every direction between two such changes (O(m^2 log m) for m distinct pairs),
+    so it is the exact optimum and never worse than the grid.
+
+    Tie rule: tied scores are accepted together with one probability; the fitted
+    ``accept_prob_`` makes a constraint hold with equality where that lowers the
+    risk. Among rules of equal risk the one with the largest TPR is returned.
+
+    Parameters
+    ----------
+    tpr : float in (0, 1]
+        Minimal acceptable TPR (the fraction of ID inputs accepted).
+    fpr : float in [0, 1]
+        Maximal acceptable FPR (the fraction of OOD inputs accepted).
+    search : {"grid", "exact"}, default "grid"
+    n_directions : int, default 360
+        Directions of the grid search.
+    random_state : int, Generator or None
+        Seed of :meth:`accept` on ties.
+
+    Attributes
+    ----------
+    weights_ : list of float
+        ``[1.0]`` for one score; ``[cos a, sin a]`` (or a positive multiple) for two.
+    angle_, mu_ : float
+        ``a`` and ``mu = w_g / w_r`` (inf at ``a = pi/2``, NaN for ``a > pi/2``); NaN
+        for one score.
+    threshold_, accept_prob_ : float
+        The rule on ``score(scores)``.
+    risk_, tpr_, fpr_, precision_ : float
+        Attained on the validation sample (precision with the sample's OOD fraction).
+    feasible_ : bool
+        False when no rule meets both bounds (the paper's "unable"): the selector
+        rejects everything, the attained values are NaN and an
+        :class:`~abstain.InfeasibleTargetWarning` is issued.
+
+    Examples
+    --------
+    >>> from abstain.ood import BoundedTPRFPR
+    >>> scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    >>> is_ood = [0, 0, 1, 0, 1, 1]
+    >>> losses = [0, 1, 0, 0, 0, 0]
+    >>> sel = BoundedTPRFPR(tpr=2 / 3, fpr=1 / 3).fit(scores, is_ood, losses)
+    >>> sel.threshold_, round(sel.risk_, 4), sel.tpr_, round(sel.fpr_, 4)
+    (0.4, 0.3333, 1.0, 0.3333)
+    >>> BoundedTPRFPR(tpr=2 / 3, fpr=0.0).fit(scores, is_ood, losses).risk_
+    0.5
+    """
+
+    def __init__(self, tpr: float = 0.95, fpr: float = 0.05, *, search: str = "grid",
+                 n_directions: int = N_DIRECTIONS, random_state: Any = None) -> None:
+        self.tpr = tpr
+        self.fpr = fpr
+        self.search = search
+        self.n_directions = n_directions
+        self.random_state = random_state
+
+    def fit(self, scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, *,
+            sample_weight: ArrayLike | None = None) -> BoundedTPRFPR:
+        """Fit on a validation sample.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n,), (n, 1) or (n, 2)
+        is_ood : array-like of bool or 0/1, shape (n,); both classes present
+        losses : array-like of shape (n,), non-negative; OOD entries ignored
+        sample_weight : array-like of shape (n,), optional
+
+        Returns
+        -------
+        self
+        """
+        tpr = check_fraction("tpr", self.tpr)
+        fpr = check_probability("fpr", self.fpr)
+        search, d = self._search_args()
+        fit = Sample(*validate_sample(scores, is_ood, losses, sample_weight))
+        con = tpr_fpr_constraint(fit, tpr, fpr)
+        self._set(fit, fit.run(search, d, con, None), ood_fraction(fit))
+        if not self.feasible_:
+            self._warn_infeasible(f"TPR >= {tpr!r} with FPR <= {fpr!r}")
+        return self
+
+
+class BoundedPrecisionRecall(_OODRule):
+    """Bounded precision-recall model: minimal selective risk at recall and precision bounds.
+
+    Definition 3 of Franc, Prusa and Paplham (2023), fitted as problem (14). The
+    precision ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` uses ``ood_prior`` ``pi``, or
+    the OOD fraction of the validation sample when ``ood_prior`` is None. The
+    precision bound is linear in the accepted masses, so the search, the tie rule
+    and the cost are those of :class:`BoundedTPRFPR`.
+
+    Parameters
+    ----------
+    precision : float in (0, 1]
+    recall : float in (0, 1]
+        Minimal acceptable recall (TPR).
+    ood_prior : float in (0, 1) or None
+    search, n_directions, random_state
+        As in :class:`BoundedTPRFPR`.
+
+    Attributes
+    ----------
+    As in :class:`BoundedTPRFPR`; ``precision_`` uses ``ood_prior``.
+
+    Examples
+    --------
+    >>> from abstain.ood import BoundedPrecisionRecall
+    >>> sel = BoundedPrecisionRecall(precision=0.75, recall=1.0).fit(
+    ...     [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0, 0, 1, 0, 1, 1], [0, 1, 0, 0, 0, 0])
+    >>> sel.threshold_, sel.risk_, sel.precision_
+    (0.4, 0.333..., 0.75)
+    """
+
+    def __init__(self, precision: float = 0.9, recall: float = 0.9, *,
+                 ood_prior: float | None = None, search: str = "grid",
+                 n_directions: int = N_DIRECTIONS, random_state: Any = None) -> None:
+        self.precision = precision
+        self.recall = recall
+        self.ood_prior = ood_prior
+        self.search = search
+        self.n_directions = n_directions
+        self.random_state = random_state
+
+    def fit(self, scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, *,
+            sample_weight: ArrayLike | None = None) -> BoundedPrecisionRecall:
+        """Fit on a validation sample; arguments as in :meth:`BoundedTPRFPR.fit`."""
+        kappa = check_fraction("precision", self.precision)
+        recall = check_fraction("recall", self.recall)
+        prior = None if self.ood_prior is None else check_fraction("ood_prior", self.ood_prior)
+        if prior is not None and prior >= 1.0:
+            raise ValueError(f"ood_prior must be in (0, 1); got {self.ood_prior!r}.")
+        search, d = self._search_args()
+        fit = Sample(*validate_sample(scores, is_ood, losses, sample_weight))
+        pi = ood_fraction(fit) if prior is None else prior
+        con = precision_recall_constraint(fit, kappa, recall, pi)
+        self._set(fit, fit.run(search, d, con, None), pi)
+        if not self.feasible_:
+            self._warn_infeasible(f"recall >= {recall!r} with precision >= {kappa!r}")
+        return self
+
+
+class CostBasedOOD(_OODRule):
+    """Cost-based OOD model, Definition 1 and Theorem 1 of Franc, Prusa and Paplham (2023).
+
+    The extended loss (eq. 3) charges the ID loss for a prediction on an ID input,
+    ``reject_id_cost`` (eps1) for rejecting it, ``predict_ood_cost`` (eps2) for a
+    prediction on an OOD input and ``reject_ood_cost`` (eps3) for rejecting it.
+
+    ``fit()`` with no data gives the optimal rule of Theorem 1 for two columns
+    ``(r, g)``, a conditional risk and the OOD/ID likelihood ratio: accept when
+    ``s_C = r + (eps2 - eps3) * pi / (1 - pi) * g <= eps1`` (``weights_ = [1, mu]``,
+    ``threshold_ = eps1``; at equality any acceptance is optimal and 1 is used).
+    ``fit(scores, is_ood, losses)`` minimises the empirical risk with the extended
+    loss, ID and OOD parts weighted ``1 - pi`` and ``pi``, over the threshold rules
+    of the scores (searched as in :class:`BoundedTPRFPR`). The objective is linear,
+    so ``accept_prob_`` is 1; among rules of equal risk the largest coverage wins.
+
+    Parameters
+    ----------
+    reject_id_cost, predict_ood_cost, reject_ood_cost : float >= 0
+        eps1, eps2, eps3, with ``predict_ood_cost > reject_ood_cost``.
+    ood_prior : float in (0, 1)
+        ``pi``; for ``fit`` with data None means the sample's OOD fraction.
+    search, n_directions, random_state
+        As in :class:`BoundedTPRFPR`.
+
+    Attributes
+    ----------
+    As in :class:`BoundedTPRFPR`, plus ``cost_``: the empirical risk (NaN for ``fit()``).
+
+    Examples
+    --------
+    >>> from abstain.ood import CostBasedOOD
+    >>> rule = CostBasedOOD(0.3, 1.0, 0.0, ood_prior=0.5).fit()
+    >>> rule.weights_, rule.threshold_
+    ([1.0, 1.0], 0.3)
+    >>> rule.accept_proba([[0.1, 0.1], [0.1, 0.5]]).tolist()
+    [1.0, 0.0]
+    """
+
+    def __init__(self, reject_id_cost: float = 0.5, predict_ood_cost: float = 1.0,
+                 reject_ood_cost: float = 0.0, *, ood_prior: float | None = None,
+                 search: str = "grid", n_directions: int = N_DIRECTIONS,
+                 random_state: Any = None) -> None:
+        self.reject_id_cost = reject_id_cost
+        self.predict_ood_cost = predict_ood_cost
+        self.reject_ood_cost = reject_ood_cost
+        self.ood_prior = ood_prior
+        self.search = search
+        self.n_directions = n_directions
+        self.random_state = random_state
+
+    def _extra_fitted(self) -> tuple[str, ...]:
+        return ("cost_",)
+
+    def _prior(self) -> float | None:
+        if self.ood_prior is None:
+            return None
+        p = check_fraction("ood_prior", self.ood_prior)
+        if p >= 1.0:
+            raise ValueError(f"ood_prior must be in (0, 1); got {self.ood_prior!r}.")
+        return p
+
+    def fit(self, scores: ArrayLike | None = None, is_ood: ArrayLike | None = None,
+            losses: ArrayLike | None = None, *,
+            sample_weight: ArrayLike | None = None) -> CostBasedOOD:
+        """The plug-in rule of Theorem 1 (no data), or the empirical-risk minimiser."""
+        e1 = check_positive("reject_id_cost", self.reject_id_cost, allow_zero=True)
+        e2 = check_positive("predict_ood_cost", self.predict_ood_cost, allow_zero=True)
+        e3 = check_positive("reject_ood_cost", self.reject_ood_cost, allow_zero=True)
+        if not e2 > e3:
+            raise ValueError(f"predict_ood_cost must be greater than reject_ood_cost; got "
+                             f"{self.predict_ood_cost!r} <= {self.reject_ood_cost!r}.")
+        prior = self._prior()
+        search, d = self._search_args()
+        given = [a is not None for a in (scores, is_ood, losses)]
+        if not any(given):
+            if prior is None:
+                raise ValueError("ood_prior must be given for the plug-in rule fit(); got None.")
+            mu = (e2 - e3) * prior / (1 - prior)
+            self.weights_ = [1.0, float(mu)]
+            self.angle_ = float(math.atan2(mu, 1.0))
+            self.mu_ = float(mu)
+            self.threshold_, self.accept_prob_ = e1, 1.0
+            self.risk_ = self.tpr_ = self.fpr_ = self.precision_ = self.cost_ = math.nan
+            self.feasible_ = True
+            self.n_id_ = self.n_ood_ = 0.0
+            self.n_scores_ = 2
+            return self
+        if not all(given):
+            raise ValueError("scores, is_ood and losses must be given together, or all omitted.")
+        fit = Sample(*validate_sample(scores, is_ood, losses, sample_weight))  # type: ignore[arg-type]
+        pi = ood_fraction(fit) if prior is None else prior
+        # risk = (1-pi)/N_I * (L + e1 (N_I - I)) + pi/N_O * (e2 O + e3 (N_O - O))
+        a, b = (1 - pi) / fit.n_id, pi / fit.n_ood
+        slopes = (-a * e1, b * (e2 - e3), a)
+        found = fit.run(search, d, None, slopes)
+        assert found is not None
+        self._set(fit, found, pi)
+        self.cost_ = float(found[0].objective + (1 - pi) * e1 + pi * e3)
+        return self
+
+
+def selector_from_json(text: str) -> BoundedTPRFPR | BoundedPrecisionRecall | CostBasedOOD:
+    """Load a selector written by ``to_json``; only plain JSON is parsed.
+
+    Examples
+    --------
+    >>> from abstain.ood import BoundedTPRFPR, selector_from_json
+    >>> sel = BoundedTPRFPR(tpr=0.5, fpr=0.5).fit([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], [0, 0, 1, 0])
+    >>> selector_from_json(sel.to_json()).accept_proba([0.05, 0.35]).tolist()
+    [1.0, 0.0]
+    """
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or doc.get("format") != "abstain.ood/1":
+        raise ValueError(
+            "text must be a JSON selector written by to_json (format 'abstain.ood/1')."
+        )
+    classes = {c.__name__: c for c in (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)}
+    name = doc.get("model")
+    if name not in classes:
+        raise ValueError(f"model must be one of {sorted(classes)}; got {name!r}.")
+    sel = classes[name](**doc["params"])
+    allowed = sel._FITTED + sel._extra_fitted()
+    for key, value in doc["fitted"].items():
+        if key not in allowed:
+            raise ValueError(f"unknown fitted attribute {key!r} in the selector file.")
+        setattr(sel, key, decode_value(value))
+    return sel
