@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from abstain import BoundedAbstention, BoundedImprovement, InfeasibleTargetWarning, rule_from_json
-from abstain._core.progress import ProgressBar
+from abstain._core.progress import ProgressBar, as_show
 from abstain.cli import main
 from abstain.io import read_table, write_table
 from abstain.metrics import (
@@ -125,16 +125,17 @@ def test_progress_bar_draws_on_a_terminal_unless_told(show, tty, drawn):
     assert stream.getvalue() == ("\rjob [##..] 1/2\rjob [####] 2/2\n" if drawn else "")
 
 
-def test_progress_bar_quiet_is_never_and_not_quiet_is_always():
-    # the torch adapter's quiet=not progress: progress=True is an explicit request
+def test_progress_argument_maps_to_one_show_mode():
+    # the torch adapter's progress=True is an explicit request: it draws on any stream
     stream = io.StringIO()
-    ProgressBar("job", quiet=False, stream=stream)(1, 1)
+    ProgressBar("job", show=as_show(True), stream=stream)(1, 1)
     assert "job [" in stream.getvalue()
     stream = _Terminal()
-    ProgressBar("job", quiet=True, stream=stream)(1, 1)
+    ProgressBar("job", show=as_show(False), stream=stream)(1, 1)
     assert stream.getvalue() == ""
-    with pytest.raises(ValueError, match="give show or quiet, not both"):
-        ProgressBar("job", show="always", quiet=True)
+    assert as_show("auto") == "auto"
+    with pytest.raises(ValueError, match="progress must be True, False or one of"):
+        as_show("sometimes")
     with pytest.raises(ValueError, match="show must be one of 'auto', 'always', 'never'; got 'x'"):
         ProgressBar("job", show="x")
 

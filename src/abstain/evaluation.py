@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from ._core.optional import figure
 from ._core.validation import as_features, check_fraction
 from .metrics import aurc
 from .scores.learned import PAPER_C_GRID, TCP, select_regularization, true_class_probability
@@ -373,19 +374,12 @@ def plot_critical_difference(comparison: MethodComparison, path: str, *, title: 
     Methods whose average ranks differ by less than the CD are joined by a bar.
     Needs matplotlib (``pip install 'abstain[plot]'``).
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError("plot_critical_difference needs matplotlib: "
-                          "pip install 'abstain[plot]'.") from exc
     k = len(comparison.methods)
     order = np.argsort(comparison.average_rank, kind="stable")
     ranks = comparison.average_rank[order]
     names = [comparison.methods[i] for i in order]
-    fig, ax = plt.subplots(figsize=(6.0, 1.2 + 0.3 * k))
+    fig = figure("plot_critical_difference", figsize=(6.0, 1.2 + 0.3 * k))
+    ax = fig.add_subplot()
     ax.set_xlim(0.8, k + 0.2)
     ax.set_ylim(-(k + 2), 2.5)
     ax.hlines(0, 1, k, color="black")
@@ -414,7 +408,6 @@ def plot_critical_difference(comparison: MethodComparison, path: str, *, title: 
     if title:
         ax.set_title(title, fontsize=9)
     fig.savefig(path, bbox_inches="tight", dpi=150)
-    plt.close(fig)
 
 
 def _groups_seen(ranks: NDArray[np.float64], cd: float, upto: int) -> list[tuple[int, int]]:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._core.optional import require
 from .metrics import PRCurve, RiskCoverageCurve, RiskTPRCurve, ROCCurve
 
 __all__ = [
@@ -30,11 +31,7 @@ __all__ = [
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("abstain.plot needs matplotlib: pip install 'abstain[plot]'.") from exc
-    return plt
+    return require("matplotlib.pyplot", "plot", "abstain.plot")
 
 
 def _axes(ax: Any) -> Any:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
-__all__ = ["EXTRAS", "missing_extra", "require"]
+__all__ = ["EXTRAS", "figure", "missing_extra", "require"]
 
 #: What each extra of ``pyproject.toml`` installs, as the error message names it.
 EXTRAS = {
@@ -42,3 +43,12 @@ def require(module: str, extra: str, who: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise missing_extra(who, extra) from exc
+
+
+def figure(who: str, **kwargs: Any) -> Any:
+    """A new ``matplotlib.figure.Figure`` (extra ``plot``), outside pyplot's state.
+
+    Library code draws on such figures and saves them with ``fig.savefig``, so it never
+    switches the user's plotting backend nor leaves figures open in pyplot.
+    """
+    return require("matplotlib.figure", "plot", who).Figure(**kwargs)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+import numpy as np
+
 SHOW = ("auto", "always", "never")
 
 
@@ -20,11 +22,6 @@ class ProgressBar:
         ``"auto"`` draws only when ``stream.isatty()`` is true, so a log file or a
         pipe gets no carriage-return clutter; ``"always"`` draws on any stream;
         ``"never"`` writes nothing.
-    quiet : bool, optional
-        The older switch, still used by :mod:`abstain.torch` (``quiet=not progress``):
-        True is ``show="never"``; False is an explicit request to draw, ``show="always"``
-        (so ``progress=True`` draws even when stderr is not a terminal). Give ``show``
-        or ``quiet``, not both.
     stream : text stream, default ``sys.stderr``
     width : int, default 30
         Characters of the bar.
@@ -42,15 +39,10 @@ class ProgressBar:
     '\\rfit [##..] 1/2\\n'
     """
 
-    def __init__(self, label: str, *, show: str = "auto", quiet: bool | None = None,
-                 stream: TextIO | None = None, width: int = 30) -> None:
+    def __init__(self, label: str, *, show: str = "auto", stream: TextIO | None = None,
+                 width: int = 30) -> None:
         if show not in SHOW:
             raise ValueError(f"show must be one of {', '.join(map(repr, SHOW))}; got {show!r}.")
-        if quiet is not None:
-            if show != "auto":
-                raise ValueError(f"give show or quiet, not both; got show={show!r} and "
-                                 f"quiet={quiet!r}.")
-            show = "never" if quiet else "always"
         self.label = label
         self.stream = sys.stderr if stream is None else stream
         self.width = width
@@ -73,6 +65,22 @@ class ProgressBar:
             self.stream.write("\n")
             self.stream.flush()
             self._drawn = False
+
+
+def as_show(progress: bool | str) -> str:
+    """A ``progress`` argument as a ``show`` mode: True is ``"always"`` (an explicit request
+    draws even when stderr is not a terminal), False is ``"never"``, a mode is itself.
+
+    >>> from abstain._core.progress import as_show
+    >>> as_show(True), as_show(False), as_show("auto")
+    ('always', 'never', 'auto')
+    """
+    if isinstance(progress, (bool, np.bool_)):
+        return "always" if progress else "never"
+    if progress not in SHOW:
+        raise ValueError(f"progress must be True, False or one of {', '.join(map(repr, SHOW))}; "
+                         f"got {progress!r}.")
+    return str(progress)
 
 
 def _isatty(stream: TextIO) -> bool:

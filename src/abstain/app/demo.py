@@ -17,18 +17,17 @@ from typing import Any
 import numpy as np
 
 from .. import BoundedAbstention, BoundedImprovement, CostBased
+from .._core.optional import figure, require
 from ..metrics import augrc, aurc, e_aurc, risk_coverage_curve
-from ..scores.plugin import conditional_risk
+from ..scores import conditional_risk
 
 
 def _imports() -> tuple[Any, Any, Any]:
-    try:
-        from sklearn.datasets import load_digits
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import train_test_split
-    except ImportError as exc:
-        raise ImportError("the demo needs scikit-learn: pip install 'abstain[sklearn]'.") from exc
-    return load_digits, LogisticRegression, train_test_split
+    who = "the demo"
+    datasets = require("sklearn.datasets", "sklearn", who)
+    linear = require("sklearn.linear_model", "sklearn", who)
+    selection = require("sklearn.model_selection", "sklearn", who)
+    return datasets.load_digits, linear.LogisticRegression, selection.train_test_split
 
 
 def run(out_dir: Path, random_state: int = 0) -> list[dict[str, Any]]:
@@ -98,14 +97,8 @@ def run(out_dir: Path, random_state: int = 0) -> list[dict[str, Any]]:
 
 
 def _plot(curve: Any, rows: list[dict[str, Any]], path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("the demo plot needs matplotlib: pip install 'abstain[plot]'.") from exc
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = figure("the demo plot", figsize=(6, 4))
+    ax = fig.add_subplot()
     ax.step(curve.coverage, curve.risk, where="post", label="MCP score (test)")
     for row in rows:
         ax.plot(row["test_coverage"], row["test_risk"], "o", label=row["model"])
@@ -115,7 +108,6 @@ def _plot(curve: Any, rows: list[dict[str, Any]], path: Path) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:

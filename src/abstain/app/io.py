@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.files import atomic_path, write_text
+from .._core.optional import missing_extra
 
 __all__ = [
     "ColumnError",
@@ -54,7 +55,7 @@ def table_format(path: str | os.PathLike[str]) -> str:
 
 
 def _parquet_error() -> ImportError:
-    return ImportError("Parquet files need pandas and pyarrow: pip install 'abstain[io]'.")
+    return missing_extra("Parquet files", "io")
 
 
 def _column_from_strings(values: list[str]) -> NDArray[Any]:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import metrics as m
+from .._core.optional import figure
 from ..plot import plot_pr, plot_risk_at_fpr, plot_risk_coverage, plot_roc, plot_score_histograms
 from .evaluate import Evaluation
 from .io import write_text
@@ -31,11 +32,7 @@ __all__ = ["report_figures", "html_report", "write_report"]
 
 
 def _figure(ncols: int = 1) -> tuple[Any, list[Any]]:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise ImportError("the report needs matplotlib: pip install 'abstain[plot]'.") from exc
-    fig = Figure(figsize=(5 * ncols, 4), layout="constrained")
+    fig = figure("the report", figsize=(5 * ncols, 4), layout="constrained")
     axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
     return fig, axes
 

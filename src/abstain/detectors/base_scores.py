@@ -46,6 +46,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
 from .._core.base import ParamsMixin
+from .._core.optional import require
 from .._core.serialize import decode_array, encode_array
 from .._core.validation import as_class_labels, check_positive, unit_rows
 from .logits import neg_max_softmax
@@ -329,11 +330,7 @@ class ShiftedBaseScores(ParamsMixin):
         self.means_, self.whiteners_, self.logdets_ = means, whiteners, logdets
 
     def _fit_ocsvm(self, F: F64, labels: NDArray[np.int64], K: int) -> None:
-        try:
-            from sklearn.svm import OneClassSVM
-        except ImportError as err:  # pragma: no cover - depends on the environment
-            raise ImportError("The 'supocsvm' base score needs scikit-learn: install the "
-                              "'sklearn' extra (pip install 'abstain[sklearn]').") from err
+        OneClassSVM = require("sklearn.svm", "sklearn", "the 'supocsvm' base score").OneClassSVM
         nu = float(self.nu)
         if not 0.0 < nu <= 1.0:
             raise ValueError(f"nu must be in (0, 1]; got {self.nu!r}.")

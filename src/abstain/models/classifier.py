@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.optional import require
 from ..scores.losses import check_loss_matrix
 from ..scores.plugin import conditional_risk, margin
 from .selective import BoundedAbstention, BoundedImprovement, CostBased
@@ -34,14 +35,9 @@ class SelectivePrediction(NamedTuple):
 
 
 def _require_sklearn() -> Any:
-    try:
-        import sklearn.base
-        import sklearn.model_selection
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "SelectiveClassifier needs scikit-learn: pip install 'abstain[sklearn]'."
-        ) from exc
-    return sklearn
+    for module in ("sklearn.base", "sklearn.model_selection"):
+        require(module, "sklearn", "SelectiveClassifier")
+    return require("sklearn", "sklearn", "SelectiveClassifier")
 
 
 class SelectiveClassifier(ParamsMixin):

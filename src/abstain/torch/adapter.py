@@ -17,7 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._core.files import atomic_path
-from .._core.progress import ProgressBar
+from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive
 
 #: The format name written into every file of :func:`save_state`.
@@ -167,7 +167,7 @@ def extract(
     batch_size: int = 256,
     feature_layer: nn.Module | None = None,
     device: str | torch.device = "cpu",
-    progress: bool = False,
+    progress: bool | str = False,
 ) -> Extracted:
     """Logits and penultimate features of ``model`` on ``X``, as float64 NumPy arrays.
 
@@ -195,8 +195,8 @@ def extract(
         It must run exactly once per forward pass.
     device : str or torch.device, default "cpu"
         Where each batch is sent before the forward pass.
-    progress : bool, default False
-        Draw a progress bar on stderr.
+    progress : bool or {"auto", "always", "never"}, default False
+        Draw a progress bar on stderr: True always, "auto" only on a terminal.
 
     Returns
     -------
@@ -242,7 +242,7 @@ def extract(
 
     logits: NDArray[np.float64] | None = None
     features: NDArray[np.float64] | None = None
-    bar = ProgressBar("extract", quiet=not progress)
+    bar = ProgressBar("extract", show=as_show(progress))
     handle = feature_layer.register_forward_pre_hook(hook)
     try:
         with _eval_mode(model), torch.no_grad():
@@ -327,7 +327,7 @@ def odin_logits(
     temperature: float = 1000.0,
     epsilon: float = 0.0014,
     batch_size: int = 256,
-    progress: bool = False,
+    progress: bool | str = False,
 ) -> NDArray[np.float64]:
     r"""Logits of ODIN's perturbed inputs (Liang, Li and Srikant, ICLR 2018, eq. 2).
 
@@ -372,8 +372,8 @@ def odin_logits(
         code divides the gradient sign by the per-channel std for this reason).
         ``epsilon=0`` returns the plain logits.
     batch_size : int, default 256
-    progress : bool, default False
-        Draw a progress bar on stderr.
+    progress : bool or {"auto", "always", "never"}, default False
+        Draw a progress bar on stderr: True always, "auto" only on a terminal.
 
     Returns
     -------
@@ -410,7 +410,7 @@ def odin_logits(
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     n = int(t.shape[0])
     result: NDArray[np.float64] | None = None
-    bar = ProgressBar("odin", quiet=not progress)
+    bar = ProgressBar("odin", show=as_show(progress))
     try:
         with _eval_mode(model):
             for start in range(0, n, batch_size):

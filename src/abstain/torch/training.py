@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 from torch import nn
 from torch.nn import functional as F
 
-from .._core.progress import ProgressBar
+from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive
 from .adapter import as_input, check_batch_size, check_finite, from_numpy
 
@@ -139,7 +139,7 @@ def train_classifier(
     lr: float = 1e-3,
     weight_decay: float = 0.0,
     random_state: int = 0,
-    progress: bool = False,
+    progress: bool | str = False,
 ) -> nn.Module:
     """Train ``model`` with Adam on the cross-entropy, reproducibly.
 
@@ -169,8 +169,9 @@ def train_classifier(
     weight_decay : float, default 0.0
         Adam's L2 penalty.
     random_state : int, default 0
-    progress : bool, default False
-        Draw a progress bar over all batches on stderr.
+    progress : bool or {"auto", "always", "never"}, default False
+        Draw a progress bar over all batches on stderr: True always, "auto" only on a
+        terminal.
 
     Returns
     -------
@@ -207,7 +208,7 @@ def train_classifier(
     check_finite(Xt, 0)
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     n_batches = -(-n // batch_size)
-    bar = ProgressBar("train", quiet=not progress)
+    bar = ProgressBar("train", show=as_show(progress))
     deterministic = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     generator = torch.Generator().manual_seed(int(random_state))
