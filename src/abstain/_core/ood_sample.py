@@ -19,7 +19,7 @@ from .validation import as_is_ood, as_losses, as_scores, check_choice, check_sam
 #: Direction searches of the two-score rules.
 SEARCH = ("grid", "exact")
 
-#: Default number of directions of the grid search: angles ``k * pi / 360``.
+#: Default number of directions of the grid search: the angles ``k * pi / N_DIRECTIONS``.
 N_DIRECTIONS = 360
 
 

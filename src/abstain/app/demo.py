@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import BoundedAbstention, BoundedImprovement, CostBased
 from .._core.optional import figure, require
 from ..metrics import augrc, aurc, e_aurc, risk_coverage_curve
+from ..models import BoundedAbstention, BoundedImprovement, CostBased
 from ..scores import conditional_risk
 
 

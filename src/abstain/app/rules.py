@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import metrics as m
+from .._core.ood_sample import N_DIRECTIONS
 from .._core.ood_search import grid_weights, project
 from ..exceptions import InfeasibleTargetWarning
 from ..models.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
@@ -220,7 +221,7 @@ def _directions(s: NDArray[np.float64]) -> list[NDArray[np.float64]]:
     """The combined scores of each direction the OOD selectors search (one for one column)."""
     if s.shape[1] == 1:
         return [s[:, 0]]
-    return [project(s, w) for w in grid_weights(360)]
+    return [project(s, w) for w in grid_weights(N_DIRECTIONS)]
 
 
 def _least_fpr_at_tpr(is_ood: NDArray[np.bool_], s: NDArray[np.float64], tpr: float) -> float:

@@ -1,0 +1,140 @@
+"""The layers of docs/architecture.md, checked on the source: what may import what, no
+private name imported across modules, no estimator behind the metrics, no oversized module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "abstain"
+
+# Each layer (a package or a top-level module of abstain) and the layers it may import at
+# module level. "exceptions" is a leaf every layer may use.
+ALLOWED: dict[str, set[str]] = {
+    "_core": set(),
+    "metrics": {"_core"},
+    "scores": {"_core", "metrics"},
+    "detectors": {"_core"},
+    "combine": {"_core"},
+    "models": {"_core", "metrics", "scores", "detectors"},
+    "ordinal": {"_core", "scores"},
+    "plot": {"_core", "metrics"},
+    "evaluation": {"_core", "metrics", "scores", "models"},
+    "datasets": {"_core"},
+    "torch": {"_core"},
+    "app": {"_core", "metrics", "models", "scores", "plot", "app"},
+}
+# Old module paths kept as re-exports of their new homes.
+SHIMS = {"ood", "ood_metrics", "losses", "base_scores", "selective", "io", "tabular", "report",
+         "cli", "demo"}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in SRC.rglob("*.py"))
+
+
+def _layer(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _dotted(path: Path) -> list[str]:
+    rel = path.relative_to(SRC).with_suffix("")
+    parts = list(rel.parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _imports(path: Path, *, module_level: bool) -> list[tuple[list[str], list[str], int]]:
+    """``(target module parts below abstain, imported names, line)`` of every abstain import."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if module_level else list(ast.walk(tree))
+    package = _dotted(path) if path.name == "__init__.py" else _dotted(path)[:-1]
+    out = []
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                target = base + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.split(".")[0] == "abstain":
+                target = node.module.split(".")[1:]
+            else:
+                continue
+            out.append((target, [a.name for a in node.names], node.lineno))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "abstain":
+                    out.append((a.name.split(".")[1:], [], node.lineno))
+    return out
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_layers_point_down(path: Path) -> None:
+    layer = _layer(path)
+    if layer in SHIMS or layer in ("__init__", "__main__", "exceptions"):
+        return
+    assert layer in ALLOWED, f"{layer} is not in the layer table of this test"
+    for target, names, line in _imports(path, module_level=True):
+        # `from .. import metrics` names the layer in the imported names
+        for top in target[:1] or names:
+            if top in ("exceptions", layer):
+                continue
+            assert top in ALLOWED[layer], (
+                f"{path.relative_to(SRC)}:{line} ({layer}) imports {'.'.join(target or [top])}: "
+                f"{layer} may import {sorted(ALLOWED[layer]) or 'nothing above it'}"
+            )
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_private_name_across_modules(path: Path) -> None:
+    for target, names, line in _imports(path, module_level=False):
+        private = [n for n in names if n.startswith("_")]
+        assert not private, (
+            f"{path.relative_to(SRC)}:{line} imports private {private} from "
+            f"{'.'.join(target)}: a name two modules share belongs in _core, unprefixed"
+        )
+
+
+def _closure(start: list[Path]) -> set[Path]:
+    seen: set[Path] = set()
+    todo = list(start)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for target, names, _ in _imports(path, module_level=False):
+            for parts in (target, *(target + [n] for n in names)):
+                for cand in (SRC.joinpath(*parts).with_suffix(".py"),
+                             SRC.joinpath(*parts, "__init__.py")):
+                    if parts and cand.exists():
+                        todo.append(cand)
+    return seen
+
+
+def test_metrics_never_fit_a_model() -> None:
+    files = _closure(sorted((SRC / "metrics").glob("*.py")))
+    assert SRC / "metrics" / "ood.py" in files
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+                assert "fit" not in methods, (
+                    f"{path.relative_to(SRC)} defines {node.name}.fit, and abstain.metrics "
+                    "imports it: a metric must not depend on an estimator"
+                )
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_module_size_and_no_backend_switch(path: Path) -> None:
+    text = path.read_text()
+    assert len(text.splitlines()) <= 800, f"{path.relative_to(SRC)} holds more than 800 lines"
+    assert "matplotlib.use(" not in text, "library code must not switch the plotting backend"
+
+
+def test_one_default_number_of_directions() -> None:
+    uses = [f"{p.relative_to(SRC)}:{i}" for p in _modules()
+            for i, line in enumerate(p.read_text().splitlines(), 1)
+            if "360" in line and "N_DIRECTIONS = 360" not in line and "default 360" not in line]
+    assert uses == []
