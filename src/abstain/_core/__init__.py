@@ -9,7 +9,8 @@
   the directions of two;
 - :mod:`.serialize`: the one JSON codec and the registry of every fitted kind;
 - :mod:`.files`: atomic writes; :mod:`.progress`: the progress bar;
-  :mod:`.optional`: lazy imports of optional extras.
+  :mod:`.optional`: lazy imports of optional extras; :mod:`.deprecation`: the
+  warning of the renamed verbs.
 
 Nothing here is public API: names may change without notice.
 """

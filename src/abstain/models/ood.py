@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core import ood_search as core
 from .._core.base import ParamsMixin
+from .._core.deprecation import warn_renamed
 from .._core.ood_sample import (
     N_DIRECTIONS,
     Found,
@@ -132,7 +133,11 @@ class _OODRule(ParamsMixin):
         return out
 
     def predict(self, scores: ArrayLike) -> NDArray[np.bool_]:
-        """Alias of :meth:`accept`."""
+        """Deprecated alias of :meth:`accept` (True = accepted); removed in 0.3.
+
+        Warns with ``FutureWarning``; ``predict`` is kept for class labels.
+        """
+        warn_renamed(f"{type(self).__name__}.predict(scores)", "accept(scores)")
         return self.accept(scores)
 
     def _warn_infeasible(self, what: str) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, tie_groups, validated_groups
 from .._core.risk_bounds import sgr_search
 from .._core.serialize import decode_value, encode_value
@@ -142,6 +143,22 @@ class _RejectRule(ParamsMixin):
         self.n_samples_ = int(n)
         self.equivalent_ = _equivalent(groups, g, nu)
 
+    def score(self, uncertainty: ArrayLike) -> NDArray[np.float64]:
+        """The score the rule thresholds: the validated ``uncertainty`` itself (a copy).
+
+        Parameters
+        ----------
+        uncertainty : array-like of shape (n,)
+            Scores of new inputs, on the scale the rule was fitted on.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Higher = rejected first.
+        """
+        self._check_fitted("threshold_")
+        return as_scores(uncertainty, allow_empty=True).copy()
+
     def accept_proba(self, uncertainty: ArrayLike) -> NDArray[np.float64]:
         """Acceptance probability ``c(x)`` of eq. (25) for each score.
 
@@ -155,8 +172,7 @@ class _RejectRule(ParamsMixin):
         ndarray of shape (n,)
             1.0 below ``threshold_``, ``accept_prob_`` at it, 0.0 above.
         """
-        self._check_fitted("threshold_")
-        u = as_scores(uncertainty, allow_empty=True)
+        u = self.score(uncertainty)
         c = (u < self.threshold_).astype(np.float64)
         c[u == self.threshold_] = self.accept_prob_
         return c
@@ -182,7 +198,11 @@ class _RejectRule(ParamsMixin):
         return out
 
     def predict(self, uncertainty: ArrayLike) -> NDArray[np.bool_]:
-        """Alias of :meth:`accept`: True where the prediction is accepted."""
+        """Deprecated alias of :meth:`accept` (True = accepted); removed in 0.3.
+
+        Warns with ``FutureWarning``; ``predict`` is kept for class labels.
+        """
+        warn_renamed(f"{type(self).__name__}.predict(uncertainty)", "accept(uncertainty)")
         return self.accept(uncertainty)
 
     # -- serialisation ----------------------------------------------------------

@@ -1,0 +1,65 @@
+"""One verb per meaning (docs/architecture.md): ``score`` is the uncertainty, ``accept`` /
+``accept_proba`` the decision, ``predict`` class labels. The old spellings are aliases that
+warn with ``FutureWarning`` and return exactly what the new verb returns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain import BoundedAbstention, BoundedImprovement, CostBased
+from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+
+DEPRECATED = "is deprecated and will be removed in 0.3"
+
+
+def _rule_data(rng):
+    u = np.round(rng.uniform(size=200), 1)  # many ties: the randomised decisions matter
+    losses = (rng.uniform(size=200) < u).astype(float)
+    return u, losses
+
+
+# --------------------------------------------------------------------------- reject rules
+@pytest.mark.parametrize("rule", [
+    CostBased(reject_cost=0.3, random_state=0),
+    BoundedAbstention(target_coverage=0.55, random_state=0),
+    BoundedImprovement(target_risk=0.2, random_state=0),
+])
+def test_reject_rule_verbs(rng, rule):
+    u, losses = _rule_data(rng)
+    rule.fit(u, losses)
+    new = np.round(rng.uniform(size=50), 1)
+    score = rule.score(new)
+    np.testing.assert_array_equal(score, new)
+    assert score is not new
+    np.testing.assert_array_equal(rule.accept_proba(new), rule.accept_proba(score))
+    with pytest.warns(FutureWarning, match=rf"{type(rule).__name__}\.predict.*{DEPRECATED}; "
+                                           r"use accept\(uncertainty\)") as rec:
+        old = rule.predict(new)
+    assert rec[0].filename == __file__  # the warning points at the caller
+    assert old.dtype == bool
+    np.testing.assert_array_equal(old, rule.accept(new))
+
+
+@pytest.mark.parametrize("rule", [
+    BoundedTPRFPR(tpr=0.6, fpr=0.4, random_state=0),
+    BoundedPrecisionRecall(precision=0.6, recall=0.6, random_state=0),
+    CostBasedOOD(0.3, 1.0, 0.0, random_state=0),
+])
+def test_ood_rule_verbs(rng, rule):
+    s = np.round(rng.uniform(size=(300, 2)), 1)
+    is_ood = rng.uniform(size=300) < s[:, 1]
+    losses = (rng.uniform(size=300) < s[:, 0]).astype(float)
+    rule.fit(s, is_ood, losses)
+    new = np.round(rng.uniform(size=(50, 2)), 1)
+    with pytest.warns(FutureWarning, match=rf"{type(rule).__name__}\.predict.*{DEPRECATED}; "
+                                           r"use accept\(scores\)"):
+        old = rule.predict(new)
+    np.testing.assert_array_equal(old, rule.accept(new))
+
+
+def test_unfitted_reject_rule_score():
+    from abstain.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        BoundedAbstention().score([0.1])
