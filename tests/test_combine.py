@@ -107,7 +107,8 @@ def test_higher_is_inlier_negates_the_inputs(rng):
     cal = rng.normal(size=100)
     d1 = GuaranteedDetector(alpha=0.1, delta=0.2).fit(cal)
     d2 = GuaranteedDetector(alpha=0.1, delta=0.2, higher_is_inlier=True).fit(-cal)
-    np.testing.assert_array_equal(d1.predict(test[:, 0]), d2.predict(-test[:, 0]))
+    np.testing.assert_array_equal(d1.accept(test[:, 0]), d2.accept(-test[:, 0]))
+    np.testing.assert_array_equal(d1.score(test[:, 0]), d2.score(-test[:, 0]))
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -362,8 +363,9 @@ def test_detector_is_algorithm_3_with_ties(rng):
         test = rng.integers(-1, 8, 50).astype(float)
         det = GuaranteedDetector(alpha=0.05, delta=0.1).fit(cal)
         a = (det.rank_ + 0.99) / (n + 1)  # the level Algorithm 2 returns
-        np.testing.assert_array_equal(det.predict(test), algorithm3_ref(cal, test, a))
-        np.testing.assert_array_equal(det.predict(test), conformal_pvalues(cal, test) <= det.level_)
+        np.testing.assert_array_equal(~det.accept(test), algorithm3_ref(cal, test, a))
+        np.testing.assert_array_equal(~det.accept(test),
+                                      conformal_pvalues(cal, test) <= det.level_)
 
 
 def test_conformal_threshold_is_the_order_statistic(rng):
@@ -404,7 +406,7 @@ def test_json_round_trip_is_exact(rng):
         back = from_json(text)
         assert type(back) is type(obj) and back.get_params() == obj.get_params()
         if isinstance(obj, GuaranteedDetector):
-            np.testing.assert_array_equal(back.predict(test[:, 0]), obj.predict(test[:, 0]))
+            np.testing.assert_array_equal(back.accept(test[:, 0]), obj.accept(test[:, 0]))
             assert back.threshold_ == obj.threshold_ and back.rank_ == obj.rank_
         elif isinstance(obj, EmpiricalZ):
             np.testing.assert_array_equal(back.transform(test), obj.transform(test))
@@ -423,7 +425,7 @@ def test_estimator_contract():
     with pytest.raises(NotFittedError, match="not fitted yet"):
         ScoreCombiner().score([[0.0]])
     with pytest.raises(NotFittedError, match="not fitted yet"):
-        GuaranteedDetector().predict([0.0])
+        GuaranteedDetector().accept([0.0])
     with pytest.raises(NotFittedError, match="not fitted yet"):
         GuaranteedDetector().to_json()
 

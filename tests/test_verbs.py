@@ -63,3 +63,27 @@ def test_unfitted_reject_rule_score():
 
     with pytest.raises(NotFittedError):
         BoundedAbstention().score([0.1])
+
+
+# --------------------------------------------------------------------------- GuaranteedDetector
+@pytest.mark.parametrize("higher_is_inlier", [False, True])
+def test_guaranteed_detector_verbs(rng, higher_is_inlier):
+    from abstain.combine import GuaranteedDetector
+
+    cal = rng.integers(0, 8, 300).astype(float)  # ties with the threshold
+    det = GuaranteedDetector(alpha=0.1, delta=0.1, higher_is_inlier=higher_is_inlier).fit(cal)
+    ties = [det.threshold_, -det.threshold_]
+    stat = np.concatenate([rng.integers(-2, 10, 200).astype(float), ties])
+    score = det.score(stat)
+    np.testing.assert_array_equal(score, -stat if higher_is_inlier else stat)
+    accept = det.accept(stat)
+    np.testing.assert_array_equal(accept, score <= det.threshold_)
+    assert accept[score == det.threshold_].all()  # a tie is an inlier
+    proba = det.accept_proba(stat)
+    assert proba.dtype == np.float64 and set(np.unique(proba)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(proba, accept.astype(float))
+    with pytest.warns(FutureWarning, match=rf"GuaranteedDetector\.predict.*{DEPRECATED}; "
+                                           r"use ~accept\(stat\) or score\(stat\) > threshold_"):
+        old = det.predict(stat)
+    np.testing.assert_array_equal(old, ~accept)  # the old meaning: True = OOD
+    np.testing.assert_array_equal(old, score > det.threshold_)

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from .._core.base import ParamsMixin
+from .._core.deprecation import warn_renamed
 from .._core.serialize import COMBINE_FORMAT as _FORMAT
 from .._core.validation import as_scores, check_bool, check_open_unit
 
@@ -158,6 +159,10 @@ class GuaranteedDetector(ParamsMixin):
     ``q_hat <= (rank_ + 0.99) / (n + 1)`` with the tie rule of :func:`conformal_pvalues`.
     :func:`conformal_threshold` is the plain rule with ``E[FAR] <= alpha`` only.
 
+    :meth:`score` is the statistic in the library's direction (higher = more OOD),
+    :meth:`accept` is True for an input kept as an inlier (``score <= threshold_``) and
+    ``~accept`` flags OOD.
+
     Parameters
     ----------
     alpha : float in (0, 1), default 0.05
@@ -165,13 +170,13 @@ class GuaranteedDetector(ParamsMixin):
     delta : float in (0, 1), default 0.1
         Allowed probability (over calibration draws) that the FAR exceeds ``alpha``.
     higher_is_inlier : bool, default False
-        Negate the statistics in ``fit`` and ``predict`` (for a statistic such as the
+        Negate the statistics in ``fit`` and :meth:`score` (for a statistic such as the
         paper's ``t_GLRT``, where smaller = more OOD).
 
     Attributes
     ----------
     threshold_ : float
-        Flag ``statistic > threshold_`` (after any negation).
+        Flag ``score(stat) > threshold_`` (the statistic after any negation).
     rank_ : int
     level_ : float
     achieved_alpha_ : float
@@ -192,8 +197,8 @@ class GuaranteedDetector(ParamsMixin):
     >>> det = GuaranteedDetector(alpha=0.05, delta=0.1).fit(cal)
     >>> det.rank_, round(det.achieved_alpha_, 4)
     (41, 0.0492)
-    >>> det.predict([0.0, 5.0]).tolist()
-    [False, True]
+    >>> det.accept([0.0, 5.0]).tolist()        # True = kept as an inlier
+    [True, False]
     """
 
     def __init__(self, *, alpha: float = 0.05, delta: float = 0.1,
@@ -222,13 +227,35 @@ class GuaranteedDetector(ParamsMixin):
         self.n_calibration_ = n
         return self
 
-    def predict(self, stat: ArrayLike) -> NDArray[np.bool_]:
-        """``True`` (OOD) where ``stat > threshold_``: boolean array of shape (k,)."""
+    def score(self, stat: ArrayLike) -> NDArray[np.float64]:
+        """The statistic in the library's direction (higher = more OOD), shape (k,).
+
+        ``stat`` itself (a copy), negated when ``higher_is_inlier``: the value compared
+        with ``threshold_``.
+        """
         self._check_fitted("threshold_")
         s = as_scores(stat, "stat", allow_empty=True)
-        if self.higher_is_inlier:
-            s = -s
-        return s > self.threshold_
+        return -s if self.higher_is_inlier else s.copy()
+
+    def accept(self, stat: ArrayLike) -> NDArray[np.bool_]:
+        """``True`` (kept as an inlier) where ``score(stat) <= threshold_``, shape (k,).
+
+        An input tied with the threshold is accepted; ``~accept(stat)`` flags OOD.
+        """
+        return ~(self.score(stat) > self.threshold_)
+
+    def accept_proba(self, stat: ArrayLike) -> NDArray[np.float64]:
+        """:meth:`accept` as floats (1.0 accepted, 0.0 flagged): the rule is not randomised."""
+        return self.accept(stat).astype(np.float64)
+
+    def predict(self, stat: ArrayLike) -> NDArray[np.bool_]:
+        """Deprecated: ``True`` (OOD) where ``score(stat) > threshold_``; removed in 0.3.
+
+        The opposite of :meth:`accept`; warns with ``FutureWarning``.
+        """
+        warn_renamed("GuaranteedDetector.predict(stat), which is True for OOD,",
+                     "~accept(stat) or score(stat) > threshold_")
+        return ~self.accept(stat)
 
     def to_json(self) -> str:
         """Serialise to plain JSON (format ``abstain.combine/1``); load with :func:`from_json`."""
