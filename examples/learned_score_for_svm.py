@@ -28,7 +28,7 @@ for name, learner in (("SELE", SELE(random_state=0)), ("REG", LossRegression()))
     # eq. (37): one linear function of x per predicted class, fitted to the SVM's losses
     search = select_regularization(learner, X[trn2], pred[trn2], loss[trn2],
                                    X[val2], pred[val2], loss[val2])
-    scores[name] = search.best.predict(X, pred)
+    scores[name] = search.best.score(X, pred)
     print(f"{name}: C = {search.C:g} chosen by validation AuRC")
 
 for name, u in scores.items():

@@ -180,7 +180,7 @@ def test_loss_regression_matches_dense_ridge(C, features):
     else:
         phi = predicted_class_design_ref(X, y_pred, [0, 1, 2, 3])
     theta = ridge_ref(phi, losses, C)
-    np.testing.assert_allclose(model.predict(X, y_pred), phi @ theta, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(model.score(X, y_pred), phi @ theta, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(model._theta().ravel(), theta, rtol=1e-7, atol=1e-9)
     if features == "predicted_class":
         np.testing.assert_array_equal(model.coef_[3], 0.0)
@@ -196,7 +196,7 @@ def test_tcp_is_the_negated_ridge_of_the_true_class_probability():
     model = TCP(C=0.2).fit(X, y_pred, p_true)
     phi = predicted_class_design_ref(X, y_pred, [0, 1, 2])
     np.testing.assert_allclose(
-        model.predict(X, y_pred), -(phi @ ridge_ref(phi, p_true, 0.2)), rtol=1e-9, atol=1e-12
+        model.score(X, y_pred), -(phi @ ridge_ref(phi, p_true, 0.2)), rtol=1e-9, atol=1e-12
     )
 
 
@@ -211,7 +211,7 @@ def test_learned_scores_recover_a_proper_score(learner):
     rng = np.random.default_rng(0)
     X, y_pred, _, losses = synthetic_known_risk(rng, 10000)
     X_test, y_test, risk_test, _ = synthetic_known_risk(rng, 10000)
-    score = learner.fit(X, y_pred, losses).predict(X_test, y_test)
+    score = learner.fit(X, y_pred, losses).score(X_test, y_test)
     # AuRC with the true conditional risks as losses: the expected test AuRC.
     assert aurc(risk_test, score) <= 1.02 * aurc(risk_test, risk_test)
     # Within each predicted class the risk depends on x0 alone, with known signs.
@@ -246,7 +246,7 @@ def test_select_regularization_takes_the_best_validation_aurc(learner):
             X[:800], y_pred[:800], target[:800]
         )
         assert value == pytest.approx(
-            aurc(losses[800:], refit.predict(X[800:], y_pred[800:])), rel=1e-6
+            aurc(losses[800:], refit.score(X[800:], y_pred[800:])), rel=1e-6
         )
     best = int(np.argmin(search.validation_aurc))
     assert search.validation_aurc[best] == search.validation_aurc.min()
@@ -282,7 +282,7 @@ def test_json_round_trip(cls):
     json.loads(text)  # plain JSON
     loaded = score_from_json(text)
     assert type(loaded) is cls and loaded.get_params() == model.get_params()
-    np.testing.assert_array_equal(loaded.predict(X, y_pred), model.predict(X, y_pred))
+    np.testing.assert_array_equal(loaded.score(X, y_pred), model.score(X, y_pred))
 
 
 def test_json_of_unregularised_sele_keeps_the_infinite_gap_bound():
@@ -347,12 +347,12 @@ def test_bad_input(cls):
     with pytest.raises(ValueError, match="y_pred must be given"):
         cls().fit(X, None, target)
     with pytest.raises(NotFittedError):
-        cls().predict(X, y_pred)
+        cls().score(X, y_pred)
     model = cls().fit(X, y_pred, target)
     with pytest.raises(ValueError, match="y_pred must hold labels in classes_"):
-        model.predict(X, [0, 1, 2, 0])
+        model.score(X, [0, 1, 2, 0])
     with pytest.raises(ValueError, match="X must have 2 features"):
-        model.predict(X[:, :1], y_pred)
+        model.score(X[:, :1], y_pred)
 
 
 def test_bad_input_specific_to_one_learner():

@@ -87,3 +87,24 @@ def test_guaranteed_detector_verbs(rng, higher_is_inlier):
         old = det.predict(stat)
     np.testing.assert_array_equal(old, ~accept)  # the old meaning: True = OOD
     np.testing.assert_array_equal(old, score > det.threshold_)
+
+
+# --------------------------------------------------------------------------- learned scores
+@pytest.mark.parametrize("name", ["LossRegression", "SELE", "TCP"])
+def test_learned_score_verbs(rng, name):
+    from abstain import scores
+
+    X = rng.normal(size=(120, 3))
+    y_pred = rng.integers(0, 3, 120)
+    target = (rng.uniform(size=120) < 0.3).astype(float)
+    learner = getattr(scores, name)(C=1.0).fit(X, y_pred, target)
+    u = learner.score(X, y_pred)
+    expected = learner.decision_function(X, y_pred)
+    np.testing.assert_array_equal(u, -expected if name == "TCP" else expected)
+    with pytest.warns(FutureWarning, match=rf"{name}\.predict.*{DEPRECATED}; "
+                                           r"use score\(X, y_pred\)"):
+        old = learner.predict(X, y_pred)
+    np.testing.assert_array_equal(old, u)
+    shared = getattr(scores, name)(features="shared").fit(X, None, target)
+    with pytest.warns(FutureWarning, match=DEPRECATED):
+        np.testing.assert_array_equal(shared.predict(X), shared.score(X))

@@ -243,8 +243,8 @@ def evaluate_scores(
                 grid=tuple(score_grid),
             )
             score_c[s, m] = search.C
-            result_aurc[s, m] = aurc(losses[split.tst], search.best.predict(x2[split.tst],
-                                                                            pred[split.tst]))
+            result_aurc[s, m] = aurc(losses[split.tst], search.best.score(x2[split.tst],
+                                                                          pred[split.tst]))
     return ProtocolResult(methods, result_aurc, result_risk, model_c, score_c)
 
 

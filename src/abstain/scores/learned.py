@@ -22,6 +22,7 @@ import scipy.sparse.linalg
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.deprecation import warn_renamed
 from .._core.serialize import decode_value, encode_value
 from .._core.validation import (
     as_features,
@@ -164,7 +165,7 @@ class _LinearScore(ParamsMixin):
         out[design.order] = s
         return out
 
-    def predict(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
+    def score(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
         """Uncertainty of each prediction; higher means reject first.
 
         Parameters
@@ -172,8 +173,20 @@ class _LinearScore(ParamsMixin):
         X : array-like of shape (n, d)
         y_pred : array-like of shape (n,)
             The predictor's outputs on ``X`` (ignored with ``features='shared'``).
+
+        Returns
+        -------
+        ndarray of shape (n,)
         """
         return self.decision_function(X, y_pred)
+
+    def predict(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
+        """Deprecated alias of :meth:`score` (the uncertainty); removed in 0.3.
+
+        Warns with ``FutureWarning``; ``predict`` is kept for class labels.
+        """
+        warn_renamed(f"{type(self).__name__}.predict(X, y_pred)", "score(X, y_pred)")
+        return self.score(X, y_pred)
 
     def to_json(self) -> str:
         """Serialise parameters and coefficients to JSON; load with :func:`score_from_json`."""
@@ -301,7 +314,7 @@ class LossRegression(_RidgeScore):
     >>> from abstain.scores import LossRegression
     >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
     >>> reg = LossRegression(C=0).fit(X, [0, 0, 0, 0], [0.0, 0.0, 1.0, 1.0])
-    >>> reg.predict([[0.5], [2.5]], [0, 0]).round(2).tolist()
+    >>> reg.score([[0.5], [2.5]], [0, 0]).round(2).tolist()
     [0.1, 0.9]
     """
 
@@ -317,7 +330,7 @@ class TCP(_RidgeScore):
     Ridge regression of the classifier's probability of the true class,
     ``F(theta) = C/2 ||theta||^2 + (1/n) sum_i (p_hat(y_i | x_i) - s_theta(x_i))^2``,
     with the feature map of eq. (37). A high true-class probability means a
-    confident prediction, so :meth:`predict` returns ``-s_theta(x)`` (higher =
+    confident prediction, so :meth:`score` returns ``-s_theta(x)`` (higher =
     reject first). Parameters and attributes are those of :class:`LossRegression`.
 
     Examples
@@ -326,7 +339,7 @@ class TCP(_RidgeScore):
     >>> from abstain.scores import TCP
     >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
     >>> tcp = TCP(C=0).fit(X, [1, 1, 1, 1], [0.9, 0.8, 0.6, 0.5])
-    >>> tcp.predict([[0.0], [3.0]], [1, 1]).round(2).tolist()
+    >>> tcp.score([[0.0], [3.0]], [1, 1]).round(2).tolist()
     [-0.91, -0.49]
     """
 
@@ -335,7 +348,7 @@ class TCP(_RidgeScore):
         self._fit_ridge(X, y_pred, true_class_proba, "true_class_proba", upper=1.0)
         return self
 
-    def predict(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
+    def score(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
         """Uncertainty ``-s_theta(x)``: the negated predicted true-class probability."""
         return -self.decision_function(X, y_pred)
 
@@ -704,7 +717,7 @@ def select_regularization(
             warnings.simplefilter("ignore", ConvergenceWarning)
             current.fit(X, y_pred, target)
         fitted[i] = copy.deepcopy(current)
-        u = current.predict(X_val, y_pred_val)
+        u = current.score(X_val, y_pred_val)
         check_same_length(losses_val=losses_v, uncertainty=u)
         scores[i] = aurc(losses_v, u)
     best_i = min(order, key=lambda i: scores[i])  # first in order: the larger C wins ties
@@ -721,7 +734,7 @@ def score_from_json(text: str) -> LossRegression | SELE | TCP:
     --------
     >>> from abstain.scores import LossRegression, score_from_json
     >>> reg = LossRegression(C=0).fit([[0.0], [1.0]], [0, 0], [0.0, 1.0])
-    >>> score_from_json(reg.to_json()).predict([[0.5]], [0]).round(6).tolist()
+    >>> score_from_json(reg.to_json()).score([[0.5]], [0]).round(6).tolist()
     [0.5]
     """
     doc = json.loads(text)
