@@ -77,7 +77,7 @@ def test_margin_score_is_negated_distance_to_nearest_threshold(rng):
     model = SVOR(C=10.0).fit(X, r)
     f = model.decision_function(X)
     expected = -np.abs(f[:, None] - model.thresholds_[None, :]).min(axis=1)
-    np.testing.assert_allclose(model.margin_score(X), expected)
+    np.testing.assert_allclose(model.score(X), expected)
     np.testing.assert_allclose(ordinal_margin(f, model.thresholds_[::-1]), expected)
 
 
@@ -100,7 +100,7 @@ def test_json_round_trip():
     model = SVOR(C=10.0).fit(X, r + 1)
     loaded = svor_from_json(model.to_json())
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
-    np.testing.assert_array_equal(loaded.margin_score(X), model.margin_score(X))
+    np.testing.assert_array_equal(loaded.score(X), model.score(X))
     assert loaded.get_params() == model.get_params()
     with pytest.raises(ValueError, match="text must be a JSON SVOR"):
         svor_from_json('{"format": "abstain.rule/1"}')

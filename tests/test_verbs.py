@@ -108,3 +108,19 @@ def test_learned_score_verbs(rng, name):
     shared = getattr(scores, name)(features="shared").fit(X, None, target)
     with pytest.warns(FutureWarning, match=DEPRECATED):
         np.testing.assert_array_equal(shared.predict(X), shared.score(X))
+
+
+# --------------------------------------------------------------------------- SVOR
+def test_svor_verbs(rng):
+    from abstain.evaluation import default_baseline
+    from abstain.ordinal import SVOR
+
+    X = rng.normal(size=(150, 2))
+    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=150), [-0.5, 0.5])
+    model = SVOR(C=10.0).fit(X, y)
+    u = model.score(X)
+    np.testing.assert_array_equal(default_baseline(model, X), u)
+    with pytest.warns(FutureWarning, match=rf"SVOR\.margin_score.*{DEPRECATED}; use score\(X\)"):
+        old = model.margin_score(X)
+    np.testing.assert_array_equal(old, u)
+    assert set(model.predict(X)) <= set(model.classes_)  # predict stays: labels

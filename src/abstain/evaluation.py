@@ -23,7 +23,7 @@ from ._core.optional import figure
 from ._core.validation import as_features, check_fraction
 from .metrics import aurc
 from .scores.learned import PAPER_C_GRID, TCP, select_regularization, true_class_probability
-from .scores.plugin import conditional_risk, margin
+from .scores.plugin import conditional_risk, margin, ordinal_margin
 
 __all__ = [
     "PAPER_RATIOS",
@@ -106,10 +106,15 @@ def _standardizer(X: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[
 def default_baseline(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
     """The baseline uncertainty of a fitted predictor, section 5.2.
 
-    ``margin_score`` if the predictor has one (ordinal SVMs), else the MCP /
-    conditional risk of its prediction from ``predict_proba``, else
+    For an ordinal predictor with ``thresholds_`` (an :class:`~abstain.ordinal.SVOR`)
+    :func:`abstain.scores.ordinal_margin` of ``decision_function``, which is
+    ``SVOR.score``; else ``margin_score`` of a predictor that has one; else the MCP /
+    conditional risk of its prediction from ``predict_proba``; else
     :func:`abstain.scores.margin` of ``decision_function``. Higher = reject first.
     """
+    thresholds = getattr(model, "thresholds_", None)
+    if thresholds is not None and hasattr(model, "decision_function"):
+        return ordinal_margin(model.decision_function(X), thresholds)
     if hasattr(model, "margin_score"):
         return np.asarray(model.margin_score(X), dtype=np.float64)
     if hasattr(model, "predict_proba"):

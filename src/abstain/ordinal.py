@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._core.base import ParamsMixin
+from ._core.deprecation import warn_renamed
 from ._core.validation import as_features, check_positive, check_same_length
 from .exceptions import ConvergenceWarning
 from .scores.plugin import ordinal_margin
@@ -372,7 +373,7 @@ class SVOR(ParamsMixin):
     >>> model = SVOR(C=100.0).fit(X, y)
     >>> model.predict(X).tolist()
     [1, 1, 2, 2, 3, 3]
-    >>> model.margin_score([[1.5], [0.0]]).round(3).tolist()  # higher = reject first
+    >>> model.score([[1.5], [0.0]]).round(3).tolist()  # higher = reject first
     [-0.0, -3.0]
     """
 
@@ -444,13 +445,23 @@ class SVOR(ParamsMixin):
         f = self.decision_function(X)
         return self.classes_[np.searchsorted(self.thresholds_, f, side="left")]
 
-    def margin_score(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Margin uncertainty ``-min_j |<x, w> - b_j|`` (higher = reject first).
+    def score(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Margin uncertainty ``-min_j |<x, w> - b_j|`` (higher = reject first), shape (n,).
 
         The paper's baseline score of section 5.2.2 is the distance ``min_j |<x, w> -
         b_j|`` (a confidence); it is negated here, see :func:`abstain.scores.ordinal_margin`.
+        Unlike a scikit-learn classifier's ``score(X, y)`` this is not the accuracy:
+        give scikit-learn's model selection an explicit ``scoring``.
         """
         return ordinal_margin(self.decision_function(X), self.thresholds_)
+
+    def margin_score(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Deprecated alias of :meth:`score` (the margin uncertainty); removed in 0.3.
+
+        Warns with ``FutureWarning``.
+        """
+        warn_renamed("SVOR.margin_score(X)", "score(X)")
+        return self.score(X)
 
     def to_json(self) -> str:
         """Serialise parameters and the fitted model to a plain JSON string.
