@@ -75,7 +75,7 @@ def test_callable_score_and_clone(digits):
     X, y, X_new, _ = digits
     clf = SelectiveClassifier(
         LogisticRegression(max_iter=2000),
-        score=lambda est, X: -est.predict_proba(X).max(axis=1),
+        score_func=lambda est, X: -est.predict_proba(X).max(axis=1),
         random_state=0,
     )
     assert clone(clf).get_params()["random_state"] == 0
@@ -87,7 +87,7 @@ def test_callable_score_and_clone(digits):
     "kwargs, match",
     [
         ({"calibration_size": 1.5}, "calibration_size"),
-        ({"score": "entropy"}, "score must be"),
+        ({"score_func": "entropy"}, "score_func must be"),
         ({"loss": np.ones((3, 3))}, "loss must be 10 x 10"),
     ],
 )

@@ -124,3 +124,21 @@ def test_svor_verbs(rng):
         old = model.margin_score(X)
     np.testing.assert_array_equal(old, u)
     assert set(model.predict(X)) <= set(model.classes_)  # predict stays: labels
+
+
+# --------------------------------------------------------------------------- SelectiveClassifier
+def test_selective_classifier_score_keyword_is_renamed():
+    from sklearn.svm import LinearSVC
+
+    from abstain import SelectiveClassifier
+
+    with pytest.warns(FutureWarning, match=rf"SelectiveClassifier\(score=\.\.\.\) {DEPRECATED}; "
+                                           r"use score_func=\.\.\.") as rec:
+        clf = SelectiveClassifier(LinearSVC(), score="margin")
+    assert rec[0].filename == __file__
+    assert clf.score_func == "margin" and clf.get_params()["score_func"] == "margin"
+    assert "score" not in clf.get_params()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'scorer'"):
+        SelectiveClassifier(LinearSVC(), scorer="margin")
+    with pytest.raises(TypeError, match="give score_func only"):
+        SelectiveClassifier(LinearSVC(), score="margin", score_func="margin")

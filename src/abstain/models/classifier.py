@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.deprecation import warn_renamed
 from .._core.optional import require
 from ..scores.losses import check_loss_matrix
 from ..scores.plugin import conditional_risk, margin
@@ -59,8 +60,10 @@ class SelectiveClassifier(ParamsMixin):
         Anything with ``fit``, ``predict`` and ``predict_proba`` or ``decision_function``.
     reject_model : CostBased, BoundedImprovement or BoundedAbstention, optional
         Unfitted reject model; default ``BoundedAbstention(target_coverage=0.9)``.
-    score : {"auto", "conditional_risk", "margin"} or callable, default "auto"
-        A callable is ``score(estimator, X) -> uncertainty`` (higher = reject first).
+    score_func : {"auto", "conditional_risk", "margin"} or callable, default "auto"
+        The uncertainty score; a callable is ``score_func(estimator, X) -> uncertainty``
+        (higher = reject first). Formerly ``score``, a keyword that still works until
+        0.3 with a ``FutureWarning`` (the name now belongs to the method :meth:`score`).
     loss : array-like of shape (K, K), optional
         ``loss[y_true, y_pred]`` over ``estimator.classes_``; default 0/1.
     calibration_size : float in (0, 1), default 0.3
@@ -94,19 +97,34 @@ class SelectiveClassifier(ParamsMixin):
         estimator: Any,
         reject_model: CostBased | BoundedImprovement | BoundedAbstention | None = None,
         *,
-        score: str | Callable[[Any, Any], ArrayLike] = "auto",
+        score_func: str | Callable[[Any, Any], ArrayLike] = "auto",
         loss: ArrayLike | None = None,
         calibration_size: float = 0.3,
         prefit: bool = False,
         random_state: Any = None,
+        **deprecated: Any,
     ) -> None:
         self.estimator = estimator
         self.reject_model = reject_model
-        self.score = score
+        self.score_func = score_func
         self.loss = loss
         self.calibration_size = calibration_size
         self.prefit = prefit
         self.random_state = random_state
+        if deprecated:
+            self._renamed_keywords(deprecated)
+
+    def _renamed_keywords(self, given: dict[str, Any]) -> None:
+        """Map the keyword ``score`` of abstain 0.1 to ``score_func``, with a warning."""
+        unknown = sorted(set(given) - {"score"})
+        if unknown:
+            raise TypeError(f"SelectiveClassifier() got an unexpected keyword argument "
+                            f"{unknown[0]!r}.")
+        if self.score_func != "auto":
+            raise TypeError("SelectiveClassifier() got both score_func and its old name "
+                            "score; give score_func only.")
+        warn_renamed("SelectiveClassifier(score=...)", "score_func=...", stacklevel=4)
+        self.score_func = given["score"]
 
     def _loss_matrix(self) -> NDArray[np.float64]:
         k = len(self.classes_)
@@ -115,20 +133,22 @@ class SelectiveClassifier(ParamsMixin):
     def _predict_and_score(self, X: Any) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
         """Class indices of the predictions and their uncertainty."""
         est = self.estimator_
-        score = self.score
+        score = self.score_func
         if callable(score):
             idx = np.searchsorted(self.classes_, est.predict(X))
             return idx, np.asarray(score(est, X), dtype=np.float64)
         if score not in _SCORES:
-            raise ValueError(f"score must be a callable or one of {_SCORES}; got {score!r}.")
+            raise ValueError(f"score_func must be a callable or one of {_SCORES}; "
+                             f"got {score!r}.")
         has_proba = hasattr(est, "predict_proba")
         if score == "conditional_risk" or (score == "auto" and has_proba):
             if not has_proba:
-                raise ValueError("score='conditional_risk' needs an estimator with predict_proba.")
+                raise ValueError("score_func='conditional_risk' needs an estimator with "
+                                 "predict_proba.")
             pred, risk = conditional_risk(est.predict_proba(X), self._loss_matrix())
             return pred, risk
         if not hasattr(est, "decision_function"):
-            raise ValueError("score='margin' needs an estimator with decision_function.")
+            raise ValueError("score_func='margin' needs an estimator with decision_function.")
         idx = np.searchsorted(self.classes_, est.predict(X))
         return idx, margin(est.decision_function(X))
 
