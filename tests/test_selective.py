@@ -37,6 +37,8 @@ def test_bounded_abstention_coverage_and_mask(digits):
     # Accepted predictions are more accurate than all predictions.
     assert (pred[accept] == y_new[accept]).mean() >= (pred == y_new).mean()
     np.testing.assert_array_equal(pred, clf.predict(X_new))
+    np.testing.assert_array_equal(accept, clf.accept(X_new))  # the same seeded draw
+    np.testing.assert_array_equal(accept, clf.reject_model_.accept(clf.score(X_new)))
 
 
 def test_prefit_uses_all_data_for_calibration(digits):
@@ -53,7 +55,7 @@ def test_prefit_uses_all_data_for_calibration(digits):
 def test_margin_score_for_svm(digits):
     X, y, X_new, _ = digits
     clf = SelectiveClassifier(LinearSVC(), CostBased(0.2), random_state=1).fit(X, y)
-    u = clf.uncertainty(X_new)
+    u = clf.score(X_new)
     np.testing.assert_allclose(u, -clf.estimator_.decision_function(X_new).max(axis=1))
     assert set(np.unique(clf.accept_proba(X_new))) <= {0.0, 1.0}
 
@@ -80,7 +82,7 @@ def test_callable_score_and_clone(digits):
     )
     assert clone(clf).get_params()["random_state"] == 0
     clf.fit(X, y)
-    assert clf.uncertainty(X_new).max() <= 0
+    assert clf.score(X_new).max() <= 0
 
 
 @pytest.mark.parametrize(

@@ -142,3 +142,24 @@ def test_selective_classifier_score_keyword_is_renamed():
         SelectiveClassifier(LinearSVC(), scorer="margin")
     with pytest.raises(TypeError, match="give score_func only"):
         SelectiveClassifier(LinearSVC(), score="margin", score_func="margin")
+
+
+def test_selective_classifier_verbs():
+    from sklearn.datasets import load_digits
+    from sklearn.svm import LinearSVC
+
+    from abstain import SelectiveClassifier
+
+    X, y = load_digits(return_X_y=True)
+    clf = SelectiveClassifier(LinearSVC(), BoundedAbstention(0.7), score_func="margin",
+                              random_state=0).fit(X[:600] / 16, y[:600])
+    new = X[600:900] / 16
+    u = clf.score(new)
+    np.testing.assert_array_equal(u, -clf.estimator_.decision_function(new).max(axis=1))
+    with pytest.warns(FutureWarning, match=rf"SelectiveClassifier\.uncertainty.*{DEPRECATED}; "
+                                           r"use score\(X\)"):
+        old = clf.uncertainty(new)
+    np.testing.assert_array_equal(old, u)
+    np.testing.assert_array_equal(clf.accept_proba(new), clf.reject_model_.accept_proba(u))
+    np.testing.assert_array_equal(clf.accept(new), clf.predict_with_reject(new).accept)
+    assert set(clf.predict(new)) <= set(clf.classes_)  # predict stays: labels

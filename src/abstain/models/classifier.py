@@ -187,10 +187,20 @@ class SelectiveClassifier(ParamsMixin):
         self.reject_model_ = type(base)(**params).fit(uncertainty, losses)
         return self
 
-    def uncertainty(self, X: Any) -> NDArray[np.float64]:
-        """Uncertainty score of each sample (higher = rejected first)."""
+    def score(self, X: Any) -> NDArray[np.float64]:
+        """Uncertainty of each sample's prediction (higher = rejected first), shape (n,).
+
+        The score the fitted reject model thresholds. Unlike a scikit-learn
+        classifier's ``score(X, y)`` this is not the accuracy: give scikit-learn's model
+        selection an explicit ``scoring``.
+        """
         self._check_fitted("reject_model_")
         return self._predict_and_score(X)[1]
+
+    def uncertainty(self, X: Any) -> NDArray[np.float64]:
+        """Deprecated alias of :meth:`score`; removed in 0.3. Warns with ``FutureWarning``."""
+        warn_renamed("SelectiveClassifier.uncertainty(X)", "score(X)")
+        return self.score(X)
 
     def predict(self, X: Any) -> NDArray[Any]:
         """Predicted labels for all samples (see :meth:`predict_with_reject` for the mask)."""
@@ -201,6 +211,15 @@ class SelectiveClassifier(ParamsMixin):
         """Acceptance probability ``c(x)`` of each sample."""
         self._check_fitted("reject_model_")
         return self.reject_model_.accept_proba(self._predict_and_score(X)[1])
+
+    def accept(self, X: Any) -> NDArray[np.bool_]:
+        """The randomised accept decision of each sample (True = the prediction is kept).
+
+        The fitted reject model's :meth:`~abstain.BoundedAbstention.accept`; the mask of
+        :meth:`predict_with_reject`.
+        """
+        self._check_fitted("reject_model_")
+        return self.reject_model_.accept(self._predict_and_score(X)[1])
 
     def predict_with_reject(self, X: Any) -> SelectivePrediction:
         """Predicted labels and the randomised accept decision for each sample."""
