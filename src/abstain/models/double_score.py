@@ -109,7 +109,12 @@ class DoubleScoreDetector(ParamsMixin):
         return np.stack([s_r, s_g], axis=1)
 
     def scores(self, outputs: Any) -> NDArray[np.float64]:
-        """The two scaled columns ``(s_r, s_g)``, shape (n, 2), higher = reject first."""
+        """The two base scores before they are combined: columns ``(s_r, s_g)``, shape (n, 2).
+
+        ``s_r`` of the misclassification detector and ``s_g`` of the OOD detector, each
+        divided by ``scale_``; higher = reject first. This is what :meth:`tune` fits the
+        selector on; the combined uncertainty is :meth:`score`.
+        """
         self._check_fitted("scale_")
         return self._raw(outputs) / self.scale_
 
