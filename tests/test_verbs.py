@@ -163,3 +163,115 @@ def test_selective_classifier_verbs():
     np.testing.assert_array_equal(clf.accept_proba(new), clf.reject_model_.accept_proba(u))
     np.testing.assert_array_equal(clf.accept(new), clf.predict_with_reject(new).accept)
     assert set(clf.predict(new)) <= set(clf.classes_)  # predict stays: labels
+
+
+# --------------------------------------------------------------------------- argument order
+TRUTH = {"losses", "is_ood", "y", "labels", "true_class_proba"}
+SCORES = {"uncertainty", "scores", "X", "outputs", "features", "S_train", "cal_stat"}
+FIT_MODULES = [
+    "abstain.models.selective", "abstain.models.ood", "abstain.models.double_score",
+    "abstain.models.classifier", "abstain.scores.learned", "abstain.detectors.logits",
+    "abstain.detectors.features", "abstain.detectors.base_scores", "abstain.combine.pvalues",
+    "abstain.combine.guarantee", "abstain.combine.pipeline", "abstain.ordinal",
+]
+
+
+def _metric_functions():
+    import inspect
+
+    import abstain.metrics as metrics
+
+    return [getattr(metrics, n) for n in metrics.__all__
+            if inspect.isfunction(getattr(metrics, n))]
+
+
+def _fit_methods():
+    import importlib
+    import inspect
+
+    out = []
+    for name in FIT_MODULES:
+        module = importlib.import_module(name)
+        for cls_name, cls in vars(module).items():
+            if (inspect.isclass(cls) and cls.__module__ == name and not cls_name.startswith("_")
+                    and hasattr(cls, "fit")):
+                out.append(cls.fit)
+                if hasattr(cls, "tune"):
+                    out.append(cls.tune)
+    return out
+
+
+@pytest.mark.parametrize("func", _metric_functions(), ids=lambda f: f.__name__)
+def test_metrics_take_the_truth_first_and_keywords(func):
+    import inspect
+
+    params = list(inspect.signature(func).parameters.values())
+    assert all(p.kind is not p.POSITIONAL_ONLY for p in params)
+    names = [p.name for p in params]
+    assert names[0] in ("losses", "is_ood")
+    truth = [n for n in names if n in ("losses", "is_ood")]
+    assert names[: len(truth)] == truth
+    assert names[len(truth)] in ("uncertainty", "scores")
+
+
+@pytest.mark.parametrize("fit", _fit_methods(), ids=lambda f: f.__qualname__)
+def test_fits_take_the_scores_first_and_keywords(fit):
+    import inspect
+
+    params = list(inspect.signature(fit).parameters.values())[1:]
+    assert all(p.kind is not p.POSITIONAL_ONLY for p in params)
+    names = [p.name for p in params]
+    scores = [i for i, n in enumerate(names) if n in SCORES]
+    truth = [i for i, n in enumerate(names) if n in TRUTH]
+    assert scores, names
+    assert not truth or max(scores) < min(truth), names
+
+
+def test_fit_methods_are_found():
+    names = {f.__qualname__ for f in _fit_methods()}
+    assert {"CostBased.fit", "BoundedTPRFPR.fit", "DoubleScoreDetector.tune", "SELE.fit",
+            "SVOR.fit", "ShiftedBaseScores.fit", "GuaranteedDetector.fit"} <= names
+
+
+# --------------------------------------------------------------------------- no alias in use
+def test_workflow_uses_no_deprecated_verb(rng):
+    """A selective, an OOD and a combining workflow, end to end, with the new verbs only."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    from abstain import SelectiveClassifier
+    from abstain.combine import GuaranteedDetector, ScoreCombiner
+    from abstain.evaluation import default_baseline
+    from abstain.metrics import aurc, auroc
+    from abstain.ordinal import SVOR
+    from abstain.scores import LossRegression, select_regularization
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        X = rng.normal(size=(600, 3))
+        y = (X[:, 0] + rng.normal(size=600) > 0).astype(int)
+        clf = SelectiveClassifier(LogisticRegression(), BoundedAbstention(0.8),
+                                  random_state=0).fit(X[:400], y[:400])
+        u = clf.score(X[400:])
+        all_losses = (clf.predict(X) != y).astype(float)
+        losses = all_losses[400:]
+        assert 0.0 <= aurc(losses, u) <= 1.0
+        labels, keep = clf.predict_with_reject(X[400:])
+        np.testing.assert_array_equal(keep, clf.accept(X[400:]))
+        search = select_regularization(LossRegression(features="shared"), X[:200], None,
+                                       all_losses[:200], X[200:400], None, all_losses[200:400])
+        learned = search.best.score(X[400:])
+        rule = BoundedImprovement(target_risk=0.3, random_state=0).fit(learned, losses)
+        assert rule.accept(rule.score(learned)).shape == (200,)
+        ordinal = SVOR(C=1.0).fit(X[:200], np.digitize(X[:200, 0], [-0.5, 0.5]))
+        np.testing.assert_array_equal(default_baseline(ordinal, X[400:]), ordinal.score(X[400:]))
+        s = np.column_stack([u, rng.uniform(size=200)])
+        is_ood = rng.uniform(size=200) < 0.3
+        sel = BoundedTPRFPR(tpr=0.5, fpr=0.5, random_state=0).fit(s, is_ood, losses)
+        assert sel.accept(s).dtype == bool and 0.0 <= auroc(is_ood, sel.score(s)) <= 1.0
+        comb = ScoreCombiner(method="fisher").fit(rng.normal(size=(400, 2)))
+        det = GuaranteedDetector(alpha=0.1, delta=0.1).fit(comb.score(rng.normal(size=(400, 2))))
+        flagged = ~det.accept(comb.score(rng.normal(size=(50, 2)) + 3.0))
+        assert flagged.mean() > 0.5
+        np.testing.assert_array_equal(det.accept_proba([0.0, 9.0]), [1.0, 0.0])
