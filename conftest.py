@@ -6,4 +6,4 @@ import importlib.util
 
 collect_ignore: list[str] = []
 if importlib.util.find_spec("torch") is None:  # the torch extra (abstain.torch)
-    collect_ignore += ["src/abstain/torch", "docs/torch.md"]
+    collect_ignore += ["src/abstain/torch", "docs/torch.md", "tests/torch_adapter"]

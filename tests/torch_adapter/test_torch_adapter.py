@@ -1,4 +1,5 @@
-"""Tests of the PyTorch adapter abstain.torch (skipped without torch)."""
+"""abstain.torch.adapter: extract, last_layer, ODIN, images_to_tensor, saved weights, and the
+missing-torch error of abstain.torch (skipped without torch)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from abstain.torch import (  # noqa: E402
     load_state,
     odin_logits,
     save_state,
-    train_classifier,
 )
 
 
@@ -239,82 +239,7 @@ def test_odin_errors() -> None:
         odin_logits(model, np.zeros((0, 1, 3, 4), np.float32))
 
 
-# --------------------------------------------------------------------------- CNN and training
-
-
-def test_small_cnn_shapes_features_and_seed() -> None:
-    state = torch.get_rng_state()
-    a = SmallCNN(n_classes=3, width=2, feature_dim=6, random_state=0)
-    assert torch.equal(torch.get_rng_state(), state)  # the global RNG is left alone
-    b = SmallCNN(n_classes=3, width=2, feature_dim=6, random_state=0)
-    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
-    x = torch.randn(4, 1, 28, 28)
-    out = extract(a, x)
-    assert out.logits.shape == (4, 3) and out.features.shape == (4, 6)
-    assert out.features.min() >= 0.0  # ReLU output feeds the classifier
-    assert last_layer(a).weight.shape == (3, 6)
-    with pytest.raises(ValueError, match=r"x must have shape \(batch, 1, 28, 28\)"):
-        a(torch.zeros(2, 1, 32, 32))
-    with pytest.raises(ValueError, match="width must be a positive integer"):
-        SmallCNN(width=0)
-
-
-def _toy_images(n: int = 48) -> tuple[torch.Tensor, np.ndarray]:
-    rng = np.random.default_rng(0)
-    y = np.arange(n) % 2
-    x = rng.normal(0.0, 0.3, size=(n, 1, 28, 28)).astype(np.float32)
-    x[y == 1, :, :14] += 1.0  # class 1: bright top half
-    return torch.from_numpy(x), y
-
-
-def test_train_classifier_is_deterministic() -> None:
-    x, y = _toy_images()
-    rng_state = torch.get_rng_state()
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    runs = [
-        train_classifier(SmallCNN(n_classes=2, width=2, feature_dim=4, random_state=1), x, y,
-                         epochs=1, batch_size=16, random_state=seed)
-        for seed in (0, 0, 1)
-    ]
-    s0, s1, s2 = (m.state_dict() for m in runs)
-    assert all(torch.equal(s0[k], s1[k]) for k in s0)
-    assert not all(torch.equal(s0[k], s2[k]) for k in s0)  # another shuffle
-    assert torch.equal(torch.get_rng_state(), rng_state)
-    assert torch.are_deterministic_algorithms_enabled() == deterministic
-    assert not runs[0].training
-
-
-def test_train_classifier_learns_a_separable_problem() -> None:
-    rng = np.random.default_rng(0)
-    y = np.repeat([0, 1, 2], 30)
-    centres = np.array([[-3.0, 0.0], [3.0, 0.0], [0.0, 3.0]])
-    X = centres[y] + rng.normal(0.0, 0.5, size=(90, 2))
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 3))
-    train_classifier(model, X, y, epochs=30, batch_size=16, lr=0.01)
-    acc = (extract(model, X).logits.argmax(1) == y).mean()
-    assert acc == 1.0
-
-
-def test_train_classifier_errors() -> None:
-    x, y = _toy_images(8)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 2))
-    with pytest.raises(ValueError, match="y must be one-dimensional with one label per row"):
-        train_classifier(model, x, y[:5])
-    with pytest.raises(ValueError, match="y must hold integer class labels"):
-        train_classifier(model, x, y + 0.5)
-    with pytest.raises(ValueError, match="y must hold labels 0, ..., K-1; got minimum -1"):
-        train_classifier(model, x, y - 1)
-    with pytest.raises(ValueError, match="K = 2 outputs; got label 2"):
-        train_classifier(model, x, y + 1)
-    with pytest.raises(ValueError, match="epochs must be a non-negative integer"):
-        train_classifier(model, x, y, epochs=-1)
-    with pytest.raises(ValueError, match="lr must be a finite number"):
-        train_classifier(model, x, y, lr=0.0)
-    x_bad = x.clone()
-    x_bad[0, 0, 0, 0] = float("inf")
-    with pytest.raises(ValueError, match="X must be finite; got 1 NaN or infinite"):
-        train_classifier(model, x_bad, y)
+# --------------------------------------------------------------------------- images_to_tensor
 
 
 def test_images_to_tensor() -> None:
