@@ -246,6 +246,63 @@ def test_apply_failure_leaves_no_partial_file(csv_file, tmp_path, capsys, monkey
     assert sorted(os.listdir(tmp_path)) == ["out.npz", "pred.csv", "rule.json"]
 
 
+def test_apply_loads_every_kind_and_names_what_is_not_a_rule(csv_file, tmp_path, capsys):
+    from abstain.detectors import KNN
+    from abstain.scores import LossRegression
+
+    cases = [
+        (KNN(k=1).fit([[1.0, 0.0], [0.0, 1.0]]), "KNN"),
+        (LossRegression().fit([[0.0], [1.0]], [0, 0], [0.0, 1.0]), "LossRegression"),
+    ]
+    for obj, kind in cases:
+        path = tmp_path / f"{kind}.json"
+        path.write_text(obj.to_json())
+        line = _one_error_line(*run(capsys, "apply", path, csv_file, "--score", "risk", "-o",
+                                    tmp_path / "o.csv")[::2])
+        assert line == (f"abstain apply: error: {path} holds a {kind}, not a reject rule on "
+                        "score columns; abstain apply needs one of CostBased, "
+                        "BoundedImprovement, BoundedAbstention, BoundedTPRFPR, "
+                        "BoundedPrecisionRecall or CostBasedOOD (written by abstain fit).")
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["fitted"].update(threshold_="abc"),
+     "fitted.threshold_ must be a finite number; got 'abc'."),
+    (lambda d: d.update(columns="risk"),
+     "columns must be an object {\"scores\": [column names]}; got 'risk'."),
+    (lambda d: d.pop("fitted"),
+     "fitted is missing: a document needs fitted, format, kind, params."),
+])
+def test_apply_refuses_a_broken_rule_file_in_one_line(edit, message, csv_file, tmp_path,
+                                                        capsys):
+    rule_path = tmp_path / "rule.json"
+    run(capsys, "fit", csv_file, "--score", "risk", "--target-coverage", "0.8", "-o", rule_path)
+    doc = json.loads(rule_path.read_text())
+    edit(doc)
+    rule_path.write_text(json.dumps(doc))
+    line = _one_error_line(*run(capsys, "apply", rule_path, csv_file, "-o",
+                                tmp_path / "o.csv")[::2])
+    assert line == f"abstain apply: error: {rule_path}: {message}"
+
+
+def test_apply_reads_rule_files_of_the_earlier_format(csv_file, tmp_path, capsys):
+    cols = _columns()
+    ood = cols["is_ood"] == 1
+    rule = BoundedAbstention(0.8, random_state=0).fit(cols["risk"][~ood], cols["loss"][~ood])
+    legacy = {"format": "abstain.rule/1", "model": "BoundedAbstention",
+              "params": rule.get_params(), "columns": {"scores": ["risk"]},
+              "fitted": {**{k: getattr(rule, k) for k in (
+                  "threshold_", "accept_prob_", "coverage_", "risk_", "feasible_",
+                  "n_samples_")}, "equivalent_": list(rule.equivalent_)}}
+    rule_path = tmp_path / "old.json"
+    rule_path.write_text(json.dumps(legacy))
+    code, _, err = run(capsys, "apply", rule_path, csv_file, "-o", tmp_path / "o.npz")
+    assert code == 0, err
+    np.testing.assert_array_equal(read_table(tmp_path / "o.npz")["accept"],
+                                  rule.accept(cols["risk"]).astype(float))
+
+
 def _ood_sample():
     cols = _columns()
     ood = cols["is_ood"] == 1

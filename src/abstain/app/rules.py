@@ -298,15 +298,16 @@ def load_rule(text_or_path: str | os.PathLike[str]) -> tuple[Rule, list[str] | N
     ``ValueError`` that names what it holds.
     """
     rule = load_json(text_or_path)
-    if not isinstance(rule, _RULES):
-        raise ValueError(
-            f"the rule file holds a {type(rule).__name__}, not a reject rule on score columns; "
-            f"abstain apply needs one of {', '.join(c.__name__ for c in _RULES)} (write it "
-            "with abstain fit).")
     if isinstance(text_or_path, str) and text_or_path.lstrip().startswith("{"):
-        text = text_or_path
+        text, where = text_or_path, "the rule file"
     else:  # a path: load_json has read and validated the file
-        text = Path(text_or_path).read_text(encoding="utf-8")
+        text, where = Path(text_or_path).read_text(encoding="utf-8"), str(text_or_path)
+    if not isinstance(rule, _RULES):
+        names = [c.__name__ for c in _RULES]
+        raise ValueError(
+            f"{where} holds a {type(rule).__name__}, not a reject rule on score columns; "
+            f"abstain apply needs one of {', '.join(names[:-1])} or {names[-1]} (written by "
+            "abstain fit).")
     cols = json.loads(text).get("columns", {}).get("scores")
     return rule, cols
 
