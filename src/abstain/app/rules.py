@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import load_json
 from .. import metrics as m
 from .._core.ood_search import grid_weights, project
+from .._core.serialize import load_json
 from ..exceptions import InfeasibleTargetWarning
 from ..models.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 from ..models.selective import (
