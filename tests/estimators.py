@@ -77,6 +77,12 @@ class Case:
     use: Callable[[Any], Any] | None
 
 
+def _verb(obj: Any, new: str, old: str) -> Any:
+    """The method ``new`` where the class has it, else ``old``: the learned scores, SVOR and
+    GuaranteedDetector gain ``score``/``accept`` (the old spellings then warn)."""
+    return getattr(obj, new if callable(getattr(type(obj), new, None)) else old)
+
+
 def _rule(cls: type) -> Case:
     return Case(cls, lambda r: r.fit(TRAIN["u"], TRAIN["losses"]),
                 lambda r: {"accept_proba": r.accept_proba(NEW["u"])},
@@ -92,9 +98,9 @@ def _ood(cls: type) -> Case:
 def _learned(cls: type) -> Case:
     target = "proba" if cls is TCP else "losses"
     return Case(cls, lambda m: m.fit(TRAIN["F"], TRAIN["pred"], TRAIN[target]),
-                lambda m: {"predict": m.predict(NEW["F"], NEW["pred"]),
+                lambda m: {"score": _verb(m, "score", "predict")(NEW["F"], NEW["pred"]),
                            "decision_function": m.decision_function(NEW["F"], NEW["pred"])},
-                lambda m: m.predict(NEW["F"], NEW["pred"]))
+                lambda m: m.decision_function(NEW["F"], NEW["pred"]))
 
 
 def _logit_detector(cls: type) -> Case:
@@ -146,8 +152,8 @@ CASES: dict[str, Case] = {
                        lambda ez: {"transform": ez.transform(NEW["S"])},
                        lambda ez: ez.transform(NEW["S"])),
     "GuaranteedDetector": Case(GuaranteedDetector, lambda g: g.fit(TRAIN["stat"]),
-                               lambda g: {"predict": g.predict(NEW["stat"])},
-                               lambda g: g.predict(NEW["stat"])),
+                               lambda g: {"decision": _verb(g, "accept", "predict")(NEW["stat"])},
+                               lambda g: _verb(g, "accept", "predict")(NEW["stat"])),
     "ScoreCombiner": Case(ScoreCombiner, lambda c: c.fit(TRAIN["S"]),
                           lambda c: {"score": c.score(NEW["S"]),
                                      "transform": c.transform(NEW["S"])},
@@ -155,6 +161,6 @@ CASES: dict[str, Case] = {
     "SVOR": Case(SVOR, lambda m: m.fit(TRAIN["F"], TRAIN["ranks"]),
                  lambda m: {"predict": m.predict(NEW["F"]),
                             "decision_function": m.decision_function(NEW["F"]),
-                            "margin_score": m.margin_score(NEW["F"])},
+                            "margin": _verb(m, "score", "margin_score")(NEW["F"])},
                  lambda m: m.predict(NEW["F"])),
 }

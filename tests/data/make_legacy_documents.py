@@ -7,8 +7,9 @@ Run with the release whose ``to_json`` wrote ``abstain.rule/1``, ``abstain.ood/1
     PYTHONPATH=/tmp/old/src python tests/data/make_legacy_documents.py
 
 Each case holds the document as that release wrote it, the method to call on the loaded
-object, its arguments and that release's answer; ``tests/test_serialization.py`` loads
-every document with ``abstain.load_json`` and checks the answer.
+object (or the fitted attribute to read), its arguments and that release's answer;
+``tests/test_serialization.py`` loads every document with ``abstain.load_json`` and checks
+the answer.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def main() -> None:
     cases: list[dict[str, Any]] = []
 
     def add(name: str, obj: Any, method: str, *args: Any, text: str | None = None) -> None:
-        out = getattr(obj, method)(*args)
+        out = getattr(obj, method)  # a method called with args, or a fitted attribute
+        out = out(*args) if callable(out) else out
         cases.append({"name": name, "document": obj.to_json() if text is None else text,
                       "method": method, "args": [_jsonable(a) for a in args],
                       "expected": _jsonable(out)})
@@ -95,12 +97,13 @@ def main() -> None:
     labels = np.array(["cat", "dog", "eel"])[rng.integers(0, 3, 50)]
     lx = (rng.random(50) < 1 / (1 + np.exp(-X[:, 0]))).astype(float)
     Xq, yq = rng.normal(size=(6, 3)), np.array(["dog", "cat", "eel", "cat", "dog", "eel"])
-    add("score LossRegression", LossRegression(C=1.0).fit(X, labels, lx), "predict", Xq, yq)
+    add("score LossRegression", LossRegression(C=1.0).fit(X, labels, lx), "decision_function",
+        Xq, yq)
     add("score TCP", TCP(C=0.0, classes=[0, 1, 2]).fit(X, np.unique(labels, return_inverse=True)[1],
                                                         np.clip(1 - lx / 2, 0, 1)),
-        "predict", Xq, np.array([0, 1, 2, 0, 1, 2]))
+        "decision_function", Xq, np.array([0, 1, 2, 0, 1, 2]))
     add("score SELE gap inf", SELE(C=0, chunk_size=None, max_iter=3, features="shared").fit(
-        X, None, lx), "predict", Xq)
+        X, None, lx), "decision_function", Xq)
     # abstain.detector/1
     F = rng.normal(size=(30, 4)) + 1.0
     W, b = rng.normal(size=(3, 4)), rng.normal(size=3)
@@ -136,12 +139,12 @@ def main() -> None:
     Sq = rng.normal(size=(5, 3)) * 2
     add("combine EmpiricalZ", EmpiricalZ(higher_is_inlier=True).fit(S), "transform", Sq)
     add("combine GuaranteedDetector", GuaranteedDetector(alpha=0.2, delta=0.2).fit(S[:, 0]),
-        "predict", Sq[:, 0])
+        "threshold_")
     add("combine ScoreCombiner glrt_cov", ScoreCombiner(method="glrt_cov").fit(S), "score", Sq)
     # abstain.svor/1
     Xo = rng.normal(size=(40, 2))
     yo = np.clip(np.round(Xo[:, 0] + 2), 1, 3).astype(int)
-    add("svor SVOR", SVOR(C=10.0).fit(Xo, yo), "margin_score", rng.normal(size=(5, 2)))
+    add("svor SVOR", SVOR(C=10.0).fit(Xo, yo), "decision_function", rng.normal(size=(5, 2)))
 
     out = Path(__file__).with_name("legacy_documents.json")
     out.write_text(json.dumps(cases, indent=1) + "\n", encoding="utf-8")
