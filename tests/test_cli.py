@@ -13,7 +13,13 @@ import warnings
 import numpy as np
 import pytest
 
-from abstain import BoundedAbstention, BoundedImprovement, InfeasibleTargetWarning, rule_from_json
+from abstain import (
+    BoundedAbstention,
+    BoundedImprovement,
+    InfeasibleTargetWarning,
+    load_json,
+    rule_from_json,
+)
 from abstain._core.progress import ProgressBar, as_show
 from abstain.cli import main
 from abstain.io import read_table, write_table
@@ -27,7 +33,7 @@ from abstain.metrics import (
     selective_risk_at_coverage,
     selective_risk_at_tpr_fpr,
 )
-from abstain.ood import BoundedTPRFPR, CostBasedOOD, selector_from_json
+from abstain.ood import BoundedTPRFPR, CostBasedOOD
 from abstain.report import report_figures
 from abstain.tabular import least_risk_bound, prepare
 
@@ -166,7 +172,9 @@ def test_fit_and_apply_bounded_abstention(csv_file, tmp_path, capsys):
     code, out, _ = run(capsys, "fit", csv_file, "--score", "risk", "--target-coverage", "0.8",
                        "-o", rule_path)
     assert code == 0 and "BoundedAbstention" in out
-    rule = rule_from_json(rule_path.read_text())  # the models' own format loads directly
+    rule = load_json(rule_path)  # the models' own format loads directly
+    with pytest.warns(FutureWarning, match="abstain.load_json"):  # and by the old name
+        assert rule_from_json(rule_path.read_text()).threshold_ == rule.threshold_
     cols = _columns()
     ood = cols["is_ood"] == 1
     ref = BoundedAbstention(0.8).fit(cols["risk"][~ood], cols["loss"][~ood])
@@ -203,9 +211,8 @@ def test_fit_every_model_and_apply(args, model, csv_file, tmp_path, capsys):
     code, out, err = run(capsys, "fit", csv_file, *args, "-o", rule_path)
     assert code == 0, err
     doc = json.loads(rule_path.read_text())
-    assert doc["model"] == model
-    load = selector_from_json if doc["format"] == "abstain.ood/1" else rule_from_json
-    rule = load(rule_path.read_text())
+    assert (doc["format"], doc["kind"]) == ("abstain/1", model)
+    rule = load_json(rule_path.read_text())
     code, _, _ = run(capsys, "apply", rule_path, csv_file, "-o", tmp_path / "out.npz")
     assert code == 0
     cols = _columns()
@@ -240,6 +247,63 @@ def test_apply_failure_leaves_no_partial_file(csv_file, tmp_path, capsys, monkey
     assert sorted(os.listdir(tmp_path)) == ["out.npz", "pred.csv", "rule.json"]
 
 
+def test_apply_loads_every_kind_and_names_what_is_not_a_rule(csv_file, tmp_path, capsys):
+    from abstain.detectors import KNN
+    from abstain.scores import LossRegression
+
+    cases = [
+        (KNN(k=1).fit([[1.0, 0.0], [0.0, 1.0]]), "KNN"),
+        (LossRegression().fit([[0.0], [1.0]], [0, 0], [0.0, 1.0]), "LossRegression"),
+    ]
+    for obj, kind in cases:
+        path = tmp_path / f"{kind}.json"
+        path.write_text(obj.to_json())
+        line = _one_error_line(*run(capsys, "apply", path, csv_file, "--score", "risk", "-o",
+                                    tmp_path / "o.csv")[::2])
+        assert line == (f"abstain apply: error: {path} holds a {kind}, not a reject rule on "
+                        "score columns; abstain apply needs one of CostBased, "
+                        "BoundedImprovement, BoundedAbstention, BoundedTPRFPR, "
+                        "BoundedPrecisionRecall or CostBasedOOD (written by abstain fit).")
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["fitted"].update(threshold_="abc"),
+     "fitted.threshold_ must be a finite number; got 'abc'."),
+    (lambda d: d.update(columns="risk"),
+     "columns must be an object {\"scores\": [column names]}; got 'risk'."),
+    (lambda d: d.pop("fitted"),
+     "fitted is missing: a document needs fitted, format, kind, params."),
+])
+def test_apply_refuses_a_broken_rule_file_in_one_line(edit, message, csv_file, tmp_path,
+                                                        capsys):
+    rule_path = tmp_path / "rule.json"
+    run(capsys, "fit", csv_file, "--score", "risk", "--target-coverage", "0.8", "-o", rule_path)
+    doc = json.loads(rule_path.read_text())
+    edit(doc)
+    rule_path.write_text(json.dumps(doc))
+    line = _one_error_line(*run(capsys, "apply", rule_path, csv_file, "-o",
+                                tmp_path / "o.csv")[::2])
+    assert line == f"abstain apply: error: {rule_path}: {message}"
+
+
+def test_apply_reads_rule_files_of_the_earlier_format(csv_file, tmp_path, capsys):
+    cols = _columns()
+    ood = cols["is_ood"] == 1
+    rule = BoundedAbstention(0.8, random_state=0).fit(cols["risk"][~ood], cols["loss"][~ood])
+    legacy = {"format": "abstain.rule/1", "model": "BoundedAbstention",
+              "params": rule.get_params(), "columns": {"scores": ["risk"]},
+              "fitted": {**{k: getattr(rule, k) for k in (
+                  "threshold_", "accept_prob_", "coverage_", "risk_", "feasible_",
+                  "n_samples_")}, "equivalent_": list(rule.equivalent_)}}
+    rule_path = tmp_path / "old.json"
+    rule_path.write_text(json.dumps(legacy))
+    code, _, err = run(capsys, "apply", rule_path, csv_file, "-o", tmp_path / "o.npz")
+    assert code == 0, err
+    np.testing.assert_array_equal(read_table(tmp_path / "o.npz")["accept"],
+                                  rule.accept(cols["risk"]).astype(float))
+
+
 def _ood_sample():
     cols = _columns()
     ood = cols["is_ood"] == 1
@@ -261,7 +325,7 @@ def test_fit_cost_based_ood_is_the_models_fit(pair, extra, costs, prior, csv_fil
     cols, ood, loss, both = _ood_sample()
     s = both if pair else cols["risk"]
     ref = CostBasedOOD(*costs, ood_prior=prior, random_state=0).fit(s, ood, loss)
-    rule = selector_from_json(rule_path.read_text())
+    rule = load_json(rule_path)
     assert isinstance(rule, CostBasedOOD)
     assert rule.get_params() == ref.get_params()
     assert (rule.weights_, rule.threshold_, rule.cost_) == (ref.weights_, ref.threshold_,
@@ -336,7 +400,7 @@ def test_fit_double_score_needs_both_columns_to_apply(csv_file, tmp_path, capsys
     assert code == 0, err
     _, ood, loss, both = _ood_sample()
     ref = BoundedTPRFPR(0.6, 0.1, random_state=0).fit(both, ood, loss)
-    rule = selector_from_json(rule_path.read_text())
+    rule = load_json(rule_path)
     assert (rule.n_scores_, rule.weights_, rule.threshold_) == (2, ref.weights_, ref.threshold_)
     w = ref.weights_
     assert out.startswith(f"BoundedTPRFPR: score {w[0]:.4g} * risk + {w[1]:.4g} * distance, ")

@@ -28,7 +28,7 @@ from reference.combine_ref import (
 )
 from scipy import stats
 
-from abstain import NotFittedError
+from abstain import NotFittedError, load_json
 from abstain.combine import (
     METHODS,
     EmpiricalZ,
@@ -402,8 +402,8 @@ def test_json_round_trip_is_exact(rng):
     for obj in _fitted_objects(rng):
         text = obj.to_json()
         doc = json.loads(text)
-        assert doc["format"] == "abstain.combine/1" and doc["model"] == type(obj).__name__
-        back = from_json(text)
+        assert doc["format"] == "abstain/1" and doc["kind"] == type(obj).__name__
+        back = load_json(text)
         assert type(back) is type(obj) and back.get_params() == obj.get_params()
         if isinstance(obj, GuaranteedDetector):
             np.testing.assert_array_equal(back.accept(test[:, 0]), obj.accept(test[:, 0]))
@@ -532,18 +532,23 @@ def test_function_errors():
 
 
 def test_from_json_errors(rng):
-    with pytest.raises(ValueError, match="format 'abstain.combine/1'"):
-        from_json(json.dumps({"format": "abstain.rule/1"}))
-    with pytest.raises(ValueError, match="model must be one of"):
-        from_json(json.dumps({"format": "abstain.combine/1", "model": "Pickle"}))
-    doc = json.loads(EmpiricalZ().fit([[2.0], [1.0]]).to_json())
-    doc["fitted"]["sorted_train_"] = [[2.0, 1.0]]
-    with pytest.raises(ValueError, match="sorted_train_ must be sorted ascending"):
-        from_json(json.dumps(doc))
+    with pytest.warns(FutureWarning, match="abstain.load_json"):
+        assert isinstance(from_json(EmpiricalZ().fit([[1.0]]).to_json()), EmpiricalZ)
+    rule = '{"format": "abstain.rule/1", "model": "CostBased", "params": {}, "fitted": {}}'
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="fitted.threshold_"):
+        from_json(rule)
+    with pytest.raises(ValueError, match="model must be EmpiricalZ, GuaranteedDetector or "
+                                         "ScoreCombiner in a document of format"):
+        load_json(json.dumps({"format": "abstain.combine/1", "model": "Pickle", "params": {},
+                              "fitted": {}}))
+    legacy = {"format": "abstain.combine/1", "model": "EmpiricalZ", "params": {},
+              "fitted": {"sorted_train_": [[2.0, 1.0]]}}
+    with pytest.raises(ValueError, match="fitted.sorted_train_ must be sorted ascending"):
+        load_json(json.dumps(legacy))
     doc = json.loads(GuaranteedDetector().fit(rng.normal(size=50)).to_json())
     del doc["fitted"]["rank_"]
-    with pytest.raises(ValueError, match=r"lacks fitted attribute\(s\) \['rank_'\]"):
-        from_json(json.dumps(doc))
+    with pytest.raises(ValueError, match="fitted.rank_ is missing"):
+        load_json(json.dumps(doc))
 
 
 # --------------------------------------------------------------------------- statistical validity

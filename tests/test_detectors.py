@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import detectors_ref as R
 
-from abstain import NotFittedError
+from abstain import CostBased, NotFittedError, load_json
 from abstain.detectors import (
     DETECTORS,
     GEN,
@@ -172,8 +172,8 @@ def test_json_round_trip(name):
     F, y, W, b, is_ood = toy(np.random.default_rng(10), n_id=120, n_ood=30)
     det = fit_on(make_detector(name), F[~is_ood], y, W, b)
     text = det.to_json()
-    assert json.loads(text)["format"] == "abstain.detector/1"
-    back = detector_from_json(text)
+    assert json.loads(text)["format"] == "abstain/1"
+    back = load_json(text)
     assert type(back) is type(det) and back.get_params() == det.get_params()
     X = inputs_of(det, F, W, b)
     np.testing.assert_array_equal(back.score(X), det.score(X))
@@ -270,18 +270,24 @@ def test_feature_detector_errors():
 def test_make_detector_and_json_errors():
     with pytest.raises(ValueError, match="unknown detector 'foo'; known: msp"):
         make_detector("foo")
-    with pytest.raises(ValueError, match="format"):
+    knn = KNN(k=1).fit([[1.0, 0.0]])
+    with pytest.warns(FutureWarning, match="abstain.load_json"):
+        assert detector_from_json(knn.to_json()).get_params() == knn.get_params()
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="format must be"):
         detector_from_json('{"format": "x"}')
-    with pytest.raises(ValueError, match="detector must be one of"):
-        detector_from_json('{"format": "abstain.detector/1", "detector": "os.system"}')
-    doc = json.loads(KNN(k=1).fit([[1.0, 0.0]]).to_json())
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="detector_from_json loads"):
+        detector_from_json(CostBased().fit().to_json())
+    with pytest.raises(ValueError, match="detector must be .* in a document of format"):
+        load_json('{"format": "abstain.detector/1", "detector": "os.system", "params": {}, '
+                  '"fitted": {}}')
+    doc = json.loads(knn.to_json())
     doc["fitted"]["evil_"] = 1
-    with pytest.raises(ValueError, match="unknown fitted attribute"):
-        detector_from_json(json.dumps(doc))
-    doc = json.loads(KNN(k=1).fit([[1.0, 0.0]]).to_json())
+    with pytest.raises(ValueError, match="fitted.evil_ is not a fitted attribute of KNN"):
+        load_json(json.dumps(doc))
+    doc = json.loads(knn.to_json())
     doc["fitted"]["bank_"]["shape"] = [5, 5]
     with pytest.raises(ValueError, match="bytes for shape"):
-        detector_from_json(json.dumps(doc))
+        load_json(json.dumps(doc))
     with pytest.raises(ValueError, match="'features' attribute"):
         KNN(k=1).fit([[1.0, 0.0]]).score_outputs(object())
     with pytest.raises(ValueError, match="no 'logits' entry"):
@@ -337,7 +343,9 @@ def test_double_score_json_round_trip_and_defaults():
     det = DoubleScoreDetector(ood=Mahalanobis(),
                               selector=BoundedPrecisionRecall(precision=0.7, recall=0.7))
     det.fit(train, y, weight=W, bias=b).tune(val, is_ood, losses)
-    back = DoubleScoreDetector.from_json(det.to_json())
+    back = load_json(det.to_json())
+    with pytest.warns(FutureWarning, match="abstain.load_json"):
+        assert type(DoubleScoreDetector.from_json(det.to_json())) is DoubleScoreDetector
     np.testing.assert_array_equal(back.accept_proba(val), det.accept_proba(val))
     np.testing.assert_array_equal(back.score(val), det.score(val))
     assert isinstance(DoubleScoreDetector().fit(train).misclassification_, MSP)
@@ -354,5 +362,7 @@ def test_double_score_errors():
     det = DoubleScoreDetector(ood=KNN(k=3)).fit(train)
     with pytest.raises(ValueError, match="same inputs"):
         det.scores({"logits": val["logits"], "features": val["features"][:5]})
-    with pytest.raises(ValueError, match="double-score"):
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="detector is missing"):
         DoubleScoreDetector.from_json('{"format": "abstain.detector/1"}')
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="loads DoubleScoreDetector"):
+        DoubleScoreDetector.from_json(MSP().to_json())

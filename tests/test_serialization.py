@@ -1,31 +1,50 @@
-"""Fitted rules round-trip through plain JSON; parameters follow scikit-learn's contract."""
+"""One JSON document shape for every fitted object, read back by ``abstain.load_json``.
 
+Round trips of every kind are in ``test_common.py``; here: the document shape and the
+NaN/inf policy, the documents of earlier releases (``tests/data/legacy_documents.json``,
+written by ``tests/data/make_legacy_documents.py``), the deprecated loaders, and hostile
+documents, each of which must raise one ``ValueError`` naming the field.
+"""
+
+import base64
 import json
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
+from estimators import CASES
 
+import abstain
 from abstain import (
     BoundedAbstention,
     BoundedImprovement,
     CostBased,
     InfeasibleTargetWarning,
     NotFittedError,
+    load_json,
     rule_from_json,
 )
+from abstain.base_scores import from_json as base_scores_from_json
+from abstain.combine import EmpiricalZ, GuaranteedDetector
+from abstain.combine import from_json as combine_from_json
+from abstain.detectors import KNN, MSP, DoubleScoreDetector, ReAct, detector_from_json
+from abstain.ood import BoundedTPRFPR, selector_from_json
+from abstain.ordinal import svor_from_json
+from abstain.scores import LossRegression, score_from_json
 
 RNG = np.random.default_rng(7)
 U = RNG.integers(0, 5, 40).astype(float)
 L = (RNG.random(40) < U / 5).astype(float)
+LEGACY = json.loads((Path(__file__).parent / "data" / "legacy_documents.json").read_text())
 
 RULES = [
     CostBased(reject_cost=0.3),
     BoundedAbstention(target_coverage=0.65, random_state=3),
     BoundedImprovement(target_risk=0.15),
     BoundedImprovement(target_risk=0.3, delta=0.2),
-    BoundedImprovement(target_risk=1e-6),  # infeasible
+    BoundedImprovement(target_risk=1e-6, delta=0.1),  # infeasible
 ]
 
 
@@ -36,14 +55,21 @@ def _strict_loads(text):
     return json.loads(text, parse_constant=refuse)
 
 
-@pytest.mark.parametrize("rule", RULES, ids=repr)
-def test_json_round_trip(rule):
+def _fit(rule):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
-        rule.fit(U, L)
+        return rule.fit(U, L)
+
+
+# --------------------------------------------------------------------------- the document
+@pytest.mark.parametrize("rule", RULES, ids=repr)
+def test_rule_round_trip(rule):
+    rule = _fit(rule)
     text = rule.to_json()
-    _strict_loads(text)
-    loaded = rule_from_json(text)
+    doc = _strict_loads(text)
+    assert list(doc) == ["fitted", "format", "kind", "params"]  # sorted keys
+    assert (doc["format"], doc["kind"]) == ("abstain/1", type(rule).__name__)
+    loaded = load_json(text)
     assert type(loaded) is type(rule)
     assert loaded.get_params() == rule.get_params()
     for name in ("threshold_", "accept_prob_", "coverage_", "risk_", "feasible_", "n_samples_"):
@@ -56,27 +82,53 @@ def test_json_round_trip(rule):
         np.testing.assert_array_equal(loaded.accept(U), rule.accept(U))
 
 
-def test_plug_in_cost_rule_round_trip():
-    rule = CostBased(reject_cost=0.2).fit()
-    loaded = rule_from_json(rule.to_json())
-    assert loaded.threshold_ == 0.2 and loaded.equivalent_ is None
+def test_non_finite_values_are_strings_where_their_field_allows_them():
+    doc = _strict_loads(_fit(BoundedImprovement(1e-6, delta=0.1)).to_json())["fitted"]
+    assert (doc["threshold_"], doc["risk_"], doc["risk_bound_"]) == ("-inf", "nan", "nan")
+    plug_in = _strict_loads(CostBased(reject_cost=0.2).fit().to_json())["fitted"]
+    assert (plug_in["coverage_"], plug_in["cost_"], plug_in["equivalent_"]) == ("nan", "nan", None)
+    loaded = load_json(CostBased(reject_cost=0.2).fit().to_json())
+    assert loaded.threshold_ == 0.2 and math.isnan(loaded.cost_) and loaded.equivalent_ is None
+    # a NaN where the schema allows none is refused on writing as well as on reading
+    rule = _fit(BoundedAbstention(0.5))
+    rule.threshold_ = math.nan
+    with pytest.raises(ValueError, match="fitted.threshold_ must be a finite number; got nan"):
+        rule.to_json()
 
 
-@pytest.mark.parametrize(
-    "text, match",
-    [
-        ("[1, 2]", "abstain.rule/1"),
-        ('{"format": "abstain.rule/1", "model": "os.system", "params": {}, "fitted": {}}', "model"),
-        (
-            '{"format": "abstain.rule/1", "model": "CostBased", "params": {}, '
-            '"fitted": {"__class__": 1}}',
-            "unknown fitted attribute",
-        ),
-    ],
-)
-def test_bad_rule_files(text, match):
-    with pytest.raises(ValueError, match=match):
-        rule_from_json(text)
+def test_arrays_are_base64_float64_and_nested_estimators_are_documents():
+    case = CASES["DoubleScoreDetector"]
+    det = case.fit(DoubleScoreDetector(MSP(temperature=2.0), KNN(k=3)))
+    doc = _strict_loads(det.to_json())
+    scale = doc["fitted"]["scale_"]
+    assert scale["shape"] == [2]
+    raw = np.frombuffer(base64.b64decode(scale["float64_le_base64"]), "<f8")
+    np.testing.assert_array_equal(raw, det.scale_)
+    for name, kind in (("misclassification_", "MSP"), ("ood_", "KNN"),
+                       ("selector_", "BoundedTPRFPR")):
+        nested = doc["fitted"][name]
+        assert (nested["format"], nested["kind"]) == ("abstain/1", kind)
+        assert isinstance(nested["fitted"], dict)
+    # an estimator given as a parameter is a document without fitted state
+    param = doc["params"]["ood"]
+    assert (param["kind"], param["params"]["k"], param["fitted"]) == ("KNN", 3, None)
+    assert doc["params"]["selector"] is None
+    loaded = load_json(json.dumps(doc))
+    assert isinstance(loaded.ood, KNN) and not hasattr(loaded.ood, "bank_")
+    assert loaded.ood.k == 3 and loaded.misclassification.temperature == 2.0
+
+
+def test_load_json_reads_paths_and_bytes(tmp_path):
+    rule = _fit(BoundedAbstention(0.5))
+    path = tmp_path / "rule.json"
+    path.write_text(rule.to_json(), encoding="utf-8")
+    for source in (path, str(path), rule.to_json().encode()):
+        assert load_json(source).threshold_ == rule.threshold_
+
+
+def test_a_generator_random_state_is_written_as_null():
+    rule = BoundedAbstention(0.5, random_state=np.random.default_rng(0)).fit(U, L)
+    assert _strict_loads(rule.to_json())["params"]["random_state"] is None
 
 
 def test_unfitted_rule_refuses():
@@ -108,3 +160,272 @@ def test_accept_is_reproducible_and_matches_probability():
     np.testing.assert_array_equal(first, second)
     assert abs(first.mean() - 0.3) < 0.02
     assert rule.accept_proba(np.array([])).shape == (0,)
+
+
+# --------------------------------------------------------------------------- earlier formats
+def _args(args):
+    return [{k: np.asarray(v) for k, v in a.items()} if isinstance(a, dict) else np.asarray(a)
+            for a in args]
+
+
+def _answer(obj, case):
+    """The case's method called on its arguments, or its fitted attribute."""
+    out = getattr(obj, case["method"])
+    return out(*_args(case["args"])) if callable(out) else out
+
+
+def test_the_legacy_cases_cover_every_tag_and_kind():
+    tags = {json.loads(c["document"])["format"] for c in LEGACY}
+    assert tags == set(abstain._core.serialize.LEGACY_FORMATS)
+    kinds = {type(load_json(c["document"])).__name__ for c in LEGACY}
+    assert kinds == set(CASES)
+
+
+@pytest.mark.parametrize("case", LEGACY, ids=[c["name"] for c in LEGACY])
+def test_documents_of_earlier_releases_load(case):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning on the way
+        obj = load_json(case["document"])
+    got = _answer(obj, case)
+    np.testing.assert_allclose(got, case["expected"], rtol=1e-12, atol=0)
+    again = load_json(obj.to_json())  # and they are written in the current format
+    np.testing.assert_array_equal(_answer(again, case), got)
+
+
+def test_legacy_documents_are_validated_like_current_ones():
+    doc = json.loads(next(c["document"] for c in LEGACY if c["name"] == "rule CostBased"))
+    doc["fitted"]["accept_prob_"] = 5
+    with pytest.raises(ValueError, match=r"fitted.accept_prob_ must be a finite number in "
+                                         r"\(0, 1\]; got 5."):
+        load_json(json.dumps(doc))
+    doc = json.loads(next(c["document"] for c in LEGACY if c["name"] == "detector KNN"))
+    doc["detector"] = "CostBased"  # a kind of another family under this tag
+    with pytest.raises(ValueError, match="detector must be .*KNN.* in a document of format "
+                                         "'abstain.detector/1'; got 'CostBased'"):
+        load_json(json.dumps(doc))
+    doc = json.loads(next(c["document"] for c in LEGACY if c["name"].startswith("double")))
+    doc["ood"]["fitted"]["bank_"]["float64_le_base64"] = "AAAA"
+    with pytest.raises(ValueError, match=r"fitted.ood_.fitted.bank_.float64_le_base64 must hold"):
+        load_json(json.dumps(doc))
+    doc = json.loads(next(c["document"] for c in LEGACY if c["name"] == "svor SVOR"))
+    doc["fitted"]["coef_"] = [[1.0, "x"]]
+    with pytest.raises(ValueError, match="fitted.coef_ must be a nested list of numbers"):
+        load_json(json.dumps(doc))
+
+
+# --------------------------------------------------------------------------- deprecated loaders
+KNN_FITTED = KNN(k=1).fit([[1.0, 0.0], [0.0, 1.0]])
+ALIASES = [
+    (rule_from_json, "rule_from_json", _fit(CostBased(0.3))),
+    (selector_from_json, "selector_from_json", CASES["BoundedTPRFPR"].fit(BoundedTPRFPR())),
+    (score_from_json, "score_from_json", CASES["LossRegression"].fit(LossRegression())),
+    (detector_from_json, "detector_from_json", KNN_FITTED),
+    (DoubleScoreDetector.from_json, "DoubleScoreDetector.from_json",
+     CASES["DoubleScoreDetector"].fit(DoubleScoreDetector(ood=KNN(k=3)))),
+    (base_scores_from_json, "abstain.base_scores.from_json",
+     CASES["ShiftedBaseScores"].fit(CASES["ShiftedBaseScores"].make())),
+    (combine_from_json, "abstain.combine.from_json", EmpiricalZ().fit([[1.0], [2.0]])),
+    (svor_from_json, "svor_from_json", CASES["SVOR"].fit(CASES["SVOR"].make())),
+]
+
+
+@pytest.mark.parametrize("load, name, obj", ALIASES, ids=[a[1] for a in ALIASES])
+def test_deprecated_loaders_warn_and_keep_to_their_family(load, name, obj):
+    with pytest.warns(FutureWarning, match=rf"{name} is deprecated .* use abstain.load_json"):
+        back = load(obj.to_json())
+    assert type(back) is type(obj) and back.to_json() == obj.to_json()
+    other = KNN_FITTED if not isinstance(obj, KNN) else _fit(CostBased(0.3))
+    with pytest.warns(FutureWarning), pytest.raises(
+            ValueError, match=rf"{name} loads .*; the document holds a {type(other).__name__}"):
+        load(other.to_json())
+
+
+def test_the_old_tags_are_still_read_by_the_old_loaders():
+    legacy = next(c["document"] for c in LEGACY if c["name"] == "combine GuaranteedDetector")
+    with pytest.warns(FutureWarning):
+        assert isinstance(combine_from_json(legacy), GuaranteedDetector)
+
+
+# --------------------------------------------------------------------------- hostile documents
+def _doc(obj=None):
+    return json.loads((obj or _fit(BoundedAbstention(0.5))).to_json())
+
+
+def _with(path, value, obj=None):
+    doc = _doc(obj)
+    *parents, last = path
+    node = doc
+    for key in parents:
+        node = node[key]
+    if value is KeyError:
+        del node[last]
+    else:
+        node[last] = value
+    return json.dumps(doc)
+
+
+REACT = ReAct().fit(np.eye(3) + 0.5, weight=np.ones((2, 3)))
+DOUBLE = CASES["DoubleScoreDetector"].fit(DoubleScoreDetector(ood=KNN(k=3)))
+BANK = _doc(KNN_FITTED)["fitted"]["bank_"]
+
+
+def _nest(depth):
+    """A DoubleScoreDetector whose parameter nests another ``depth`` times."""
+    doc = {"format": "abstain/1", "kind": "MSP", "params": {}, "fitted": None}
+    for _ in range(depth):
+        doc = {"format": "abstain/1", "kind": "DoubleScoreDetector",
+               "params": {"misclassification": doc}, "fitted": None}
+    return json.dumps({**doc, "fitted": {}})
+
+
+HOSTILE = [
+    ("missing fitted", _with(["fitted"], KeyError),
+     r"^fitted is missing: a document needs fitted, format, kind, params\.$"),
+    ("columns not an object", _with(["columns"], "risk"),
+     r"^columns must be an object \{\"scores\": \[column names\]\}; got 'risk'\.$"),
+    ("columns of numbers", _with(["columns"], {"scores": [1]}),
+     r"^columns.scores must be a list of strings; got \[1\]\.$"),
+    ("nested-list bomb", "[" * 100000, r"^the document nests too deeply to be read\.$"),
+    ("nested-object bomb", '{"a":' * 100000, r"^the document nests too deeply to be read\.$"),
+    ("nested documents", _nest(12), r"nests documents more than 8 deep\.$"),
+    ("not an object", "[1, 2]", r"^the document must be a JSON object .*; got \[1, 2\]\.$"),
+    ("not JSON", '{"format": ', r"^the document is not valid JSON: Expecting value"),
+    ("NaN constant", _with(["fitted", "risk_"], 0.0).replace("0.0", "NaN"),
+     r"^the document is not valid JSON: NaN is not standard JSON"),
+    ("threshold_ text", _with(["fitted", "threshold_"], "abc", _fit(CostBased(0.3))),
+     r"^fitted\.threshold_ must be a finite number or -inf; got 'abc'\.$"),
+    ("threshold_ 1e999", _with(["fitted", "threshold_"], 0.125).replace("0.125", "1e999"),
+     r"^fitted\.threshold_ must be a finite number; got inf\.$"),
+    ("threshold_ nan not allowed", _with(["fitted", "threshold_"], "nan", _fit(CostBased(0.3))),
+     r"^fitted\.threshold_ must be a finite number or -inf; got 'nan'\.$"),
+    ("threshold_ -inf not allowed", _with(["fitted", "threshold_"], "-inf"),
+     r"^fitted\.threshold_ must be a finite number; got '-inf'\.$"),
+    ("accept_prob_ 5", _with(["fitted", "accept_prob_"], 5),
+     r"^fitted\.accept_prob_ must be a finite number in \(0, 1\]; got 5\.$"),
+    ("coverage_ negative", _with(["fitted", "coverage_"], -0.1),
+     r"^fitted\.coverage_ must be a finite number in \[0, 1\]; got -0\.1\.$"),
+    ("n_samples_ a bool", _with(["fitted", "n_samples_"], True),
+     r"^fitted\.n_samples_ must be an integer >= 0; got True\.$"),
+    ("equivalent_ short", _with(["fitted", "equivalent_"], [0.5]),
+     r"^fitted\.equivalent_ must be a list of 3 items or null; got \[0\.5\]\.$"),
+    ("param of the wrong type", _with(["params", "target_coverage"], "abc"),
+     r"^params\.target_coverage must be a real number; got 'abc'\.$"),
+    ("param out of range", _with(["params", "target_coverage"], 1.5),
+     r"^params\.target_coverage must be in \(0, 1\]; got 1\.5\.$"),
+    ("random_state garbage", _with(["params", "random_state"], "abc"),
+     r"^params\.random_state must be None, an integer >= 0 or a numpy Generator; got 'abc'\.$"),
+    ("param a nested list", _with(["params", "random_state"], [[1]]),
+     r"^params\.random_state\[0\] must be a JSON scalar \(params lists are flat\); got \[1\]\.$"),
+    ("param a huge integer", _with(["params", "target_coverage"], 10**400),
+     r"^params\.target_coverage must be a finite real number; got an integer of 1329 bits\.$"),
+    ("unknown param", _with(["params", "evil"], 1),
+     r"^params\.evil is not a parameter of BoundedAbstention; the parameters are "
+     r"target_coverage, random_state\.$"),
+    ("params not an object", _with(["params"], [1]),
+     r"^params must be an object of parameters; got \[1\]\.$"),
+    ("unknown kind", _with(["kind"], "os.system"),
+     r"^kind must be a registered kind: BoundedAbstention, .*; got 'os\.system'\.$"),
+    ("unknown format", _with(["format"], "pickle"), r"^format must be 'abstain/1' \(or a legacy"),
+    ("unknown key", _with(["pickle"], 1), r"^pickle is not a key of this document"),
+    ("unknown field", _with(["fitted", "__class__"], 1),
+     r"^fitted\.__class__ is not a fitted attribute of BoundedAbstention; the fitted "
+     r"attributes are threshold_, "),
+    ("missing field", _with(["fitted", "risk_"], KeyError),
+     r"^fitted\.risk_ is missing: a fitted BoundedAbstention needs threshold_, "),
+    ("truncated base64", _with(["fitted", "bank_", "float64_le_base64"],
+                               BANK["float64_le_base64"][:-4], KNN_FITTED),
+     r"^fitted\.bank_\.float64_le_base64 must hold 32 bytes for shape \(2, 2\); got 30\.$"),
+    ("base64 garbage", _with(["fitted", "bank_", "float64_le_base64"], "!!!!", KNN_FITTED),
+     r"^fitted\.bank_\.float64_le_base64 must be valid base64"),
+    ("array a list", _with(["fitted", "bank_"], [[1.0, 0.0]], KNN_FITTED),
+     r"^fitted\.bank_ must be an array \{\"shape\": \[\.\.\.\], \"float64_le_base64\": "),
+    ("array of NaN", _with(["fitted", "bank_", "float64_le_base64"],
+                           base64.b64encode(np.full(4, np.nan).tobytes()).decode(), KNN_FITTED),
+     r"^fitted\.bank_ must hold finite numbers; got 4 NaN or infinite\.$"),
+    ("array of the wrong ndim", _with(["fitted", "bank_", "shape"], [4], KNN_FITTED),
+     r"^fitted\.bank_ must be a 2-d array; got shape \(4,\)\.$"),
+    ("array shapes disagree", _with(["fitted", "bias_"], _doc(
+        ReAct().fit(np.eye(3) + 0.5, weight=np.ones((4, 3))))["fitted"]["bias_"], REACT),
+     r"^fitted\.bias_ must have shape \(2,\) to match fitted\.weight_ axis 0; got \(4,\)\.$"),
+    ("array and int disagree", _with(["fitted", "n_features_in_"], 5, KNN_FITTED),
+     r"^fitted\.bank_ must have shape \(n, 5\) to match fitted\.n_features_in_; got \(2, 2\)"),
+    ("nested of the wrong kind", _with(["fitted", "selector_"], _doc(KNN_FITTED), DOUBLE),
+     r"^fitted\.selector_ must be a document of kind BoundedPrecisionRecall, BoundedTPRFPR or "
+     r"CostBasedOOD; got KNN\.$"),
+    ("nested field", _with(["fitted", "selector_", "fitted", "accept_prob_"], 5, DOUBLE),
+     r"^fitted\.selector_\.fitted\.accept_prob_ must be a finite number in \(0, 1\]; got 5\.$"),
+    ("nested param", _with(["params", "ood", "params", "k"], 0, DOUBLE),
+     r"^params\.ood\.params\.k must be an integer >= 1; got 0\.$"),
+    ("param of the wrong class", _with(["params", "ood"], _doc(_fit(CostBased(0.3))), DOUBLE),
+     r"^params\.ood must be a detector of abstain\.detectors or None; got CostBased\.$"),
+    ("fields disagree", _with(["fitted", "weights_"], [1.0, 0.0],
+                              BoundedTPRFPR(0.5, 0.5).fit([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1],
+                                                          [0, 0, 1, 0])),
+     r"^fitted\.weights_ must hold 1 item\(s\) to match fitted\.n_scores_; got 2\.$"),
+    ("labels unsorted", _with(["fitted", "classes_"], [1, 0],
+                              LossRegression().fit([[0.0], [1.0]], [0, 1], [0.0, 1.0])),
+     r"^fitted\.classes_ must be a list of labels \(strings or numbers\), sorted and distinct; "
+     r"got \[1, 0\]\.$"),
+    ("cross-field check", _with(["fitted", "rank_"], 10**6,
+                                GuaranteedDetector().fit(RNG.normal(size=60))),
+     r"^fitted\.rank_ must be at most fitted\.n_calibration_ = 60; got 1000000\.$"),
+    ("legacy kind of another family", json.dumps(
+        {"format": "abstain.rule/1", "model": "KNN", "params": {}, "fitted": {}}),
+     r"^model must be BoundedAbstention, BoundedImprovement or CostBased in a document of "
+     r"format 'abstain\.rule/1'; got 'KNN'\.$"),
+    ("not a path nor JSON", "no-such-file.json",
+     r"^text_or_path must be a JSON document or the path of an existing file; got "
+     r"'no-such-file\.json', which is neither\.$"),
+    ("not text", 42, r"^text_or_path must be a JSON string or the path of a file; got 42\.$"),
+    ("not UTF-8", b'{"format": "\xff"}', r"^the document is not valid JSON"),
+]
+
+
+@pytest.mark.parametrize("text, match", [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_hostile_documents_raise_one_value_error_naming_the_field(text, match):
+    with pytest.raises(ValueError, match=match) as info:
+        load_json(text)
+    assert type(info.value) is ValueError
+
+
+def test_a_hostile_file_names_its_path(tmp_path):
+    path = tmp_path / "rule.json"
+    path.write_text(_with(["fitted", "accept_prob_"], 5), encoding="utf-8")
+    for source in (path, str(path)):
+        with pytest.raises(ValueError, match=rf"^{path}: fitted\.accept_prob_ must be"):
+            load_json(source)
+    with pytest.raises(ValueError, match=r"^text_or_path names no file: '.*missing\.json'\.$"):
+        load_json(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match=r"^cannot read"):
+        load_json(tmp_path)  # a folder
+
+
+JUNK = [None, "abc", "nan", "-inf", -1, 0, 1.5, 10**30, True, [], [1, "a"], [[1.0]], {},
+        {"shape": [1], "float64_le_base64": "AAAAAAAA8D8="}, _doc(MSP())]
+
+
+def _junk_documents(text):
+    """The document with each params and fitted value (one level into nested documents)
+    replaced, in turn, by each junk value."""
+    doc = json.loads(text)
+    for part in ("params", "fitted"):
+        for key, value in (doc[part] or {}).items():
+            for junk in JUNK:
+                yield f"{part}.{key} = {junk!r}", {**doc, part: {**doc[part], key: junk}}
+            if isinstance(value, dict) and value.get("format") == "abstain/1":
+                for name, sub in _junk_documents(json.dumps(value)):
+                    yield f"{part}.{key}: {name}", {**doc, part: {**doc[part], key: sub}}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_junk_in_any_field_is_a_value_error_or_a_valid_object(name):
+    case = CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = case.fit(case.make()).to_json()
+    for what, doc in _junk_documents(text):
+        try:
+            load_json(json.dumps(doc))
+        except ValueError as exc:
+            assert type(exc) is ValueError, what
+            assert str(exc).startswith(("params", "fitted")), (what, str(exc))

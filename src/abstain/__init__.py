@@ -4,8 +4,10 @@ Turn any trained classifier into one that predicts or abstains: exact metrics
 (:mod:`abstain.metrics`), plug-in uncertainty scores (:mod:`abstain.scores`) and the
 three optimal reject models (:class:`CostBased`, :class:`BoundedImprovement`,
 :class:`BoundedAbstention`). A higher uncertainty is always rejected first.
+Every fitted object writes itself with ``to_json`` and :func:`load_json` reads any of them.
 """
 
+from ._core.serialize import load_json
 from .exceptions import InfeasibleTargetWarning, NotFittedError
 from .models.classifier import SelectiveClassifier
 from .models.selective import (
@@ -24,6 +26,7 @@ __all__ = [
     "InfeasibleTargetWarning",
     "NotFittedError",
     "SelectiveClassifier",
+    "load_json",
     "rule_from_json",
 ]
 

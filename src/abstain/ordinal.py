@@ -9,7 +9,6 @@ mean absolute error (MAE) of the class ranks.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from typing import Any, NamedTuple
@@ -19,13 +18,17 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._core.base import ParamsMixin
 from ._core.deprecation import warn_renamed
-from ._core.validation import as_features, check_positive, check_same_length
+from ._core.serialize import Array, Field, Int, Labels, Number, dumps, load_family, serializable
+from ._core.validation import (
+    as_features,
+    check_positive,
+    check_random_state,
+    check_same_length,
+)
 from .exceptions import ConvergenceWarning
 from .scores.plugin import ordinal_margin
 
 __all__ = ["SVOR", "SVORSolution", "solve_svor", "svor_objective", "svor_from_json"]
-
-_FORMAT = "abstain.svor/1"
 
 
 class SVORSolution(NamedTuple):
@@ -318,6 +321,7 @@ def solve_svor(
     return SVORSolution(w, b, objective, gap, n_iter)
 
 
+@serializable("svor")
 class SVOR(ParamsMixin):
     """Support Vector Ordinal Regression with implicit constraints (Chu and Keerthi 2005).
 
@@ -387,6 +391,14 @@ class SVOR(ParamsMixin):
 
     _estimator_type = "classifier"
 
+    def _validate_params(self) -> None:
+        check_positive("C", self.C)
+        check_positive("tol", self.tol)
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
+                or self.max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+        check_random_state("random_state", self.random_state)
+
     def __sklearn_tags__(self) -> Any:
         """Estimator tags for scikit-learn >= 1.6 (imported only when scikit-learn asks)."""
         from sklearn.utils import ClassifierTags, Tags, TargetTags
@@ -404,11 +416,8 @@ class SVOR(ParamsMixin):
         -------
         self
         """
-        C = check_positive("C", self.C)
-        tol = check_positive("tol", self.tol)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
-                or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+        self._validate_params()
+        C, tol = float(self.C), float(self.tol)
         x = as_features(X)
         labels = np.asarray(y)
         if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
@@ -466,44 +475,33 @@ class SVOR(ParamsMixin):
     def to_json(self) -> str:
         """Serialise parameters and the fitted model to a plain JSON string.
 
-        Load it with :func:`svor_from_json`.
+        Load it with :func:`abstain.load_json`.
         """
-        self._check_fitted("coef_")
-        params = self.get_params(deep=False)
-        if not isinstance(params.get("random_state"), (int, type(None))):
-            params["random_state"] = None
-        fitted = {
-            "classes_": self.classes_.tolist(),
-            "coef_": self.coef_.tolist(),
-            "thresholds_": self.thresholds_.tolist(),
-            "objective_": self.objective_,
-            "gap_": self.gap_,
-            "n_iter_": self.n_iter_,
-        }
-        doc = {"format": _FORMAT, "model": "SVOR", "params": params, "fitted": fitted}
-        return json.dumps(doc, sort_keys=True)
+        return dumps(self)
+
+    _FIELDS: dict[str, Field] = {
+        "classes_": Labels(integer=True, min_length=2,
+                           convert=lambda v: np.asarray(v, dtype=np.int64)),
+        "coef_": Array((None,)),
+        "thresholds_": Array((None,)),
+        "objective_": Number(),
+        "gap_": Number(),
+        "n_iter_": Int(0),
+    }
+
+    def _after_load(self) -> None:
+        k = self.classes_.size - 1
+        if self.thresholds_.size != k:
+            raise ValueError(f"fitted.thresholds_ must hold {k} values, one fewer than "
+                             f"fitted.classes_; got {self.thresholds_.size}.")
+        if np.any(np.diff(self.thresholds_) < 0):
+            raise ValueError("fitted.thresholds_ must be sorted ascending.")
+        self.n_features_in_ = self.coef_.size
 
 
 def svor_from_json(text: str) -> SVOR:
-    """Load an :class:`SVOR` written by ``to_json``. Only plain JSON is parsed.
+    """Deprecated alias of :func:`abstain.load_json` that accepts only :class:`SVOR`.
 
-    Examples
-    --------
-    >>> from abstain.ordinal import SVOR, svor_from_json
-    >>> model = SVOR(C=10.0).fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
-    >>> svor_from_json(model.to_json()).predict([[0.2], [2.8]]).tolist()
-    [0, 1]
+    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
     """
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or doc.get("format") != _FORMAT or doc.get("model") != "SVOR":
-        raise ValueError(f"text must be a JSON SVOR written by to_json (format {_FORMAT!r}).")
-    model = SVOR(**doc["params"])
-    fit = doc["fitted"]
-    model.classes_ = np.asarray(fit["classes_"], dtype=np.int64)
-    model.coef_ = np.asarray(fit["coef_"], dtype=np.float64)
-    model.thresholds_ = np.asarray(fit["thresholds_"], dtype=np.float64)
-    model.objective_ = float(fit["objective_"])
-    model.gap_ = float(fit["gap_"])
-    model.n_iter_ = int(fit["n_iter_"])
-    model.n_features_in_ = model.coef_.size
-    return model
+    return load_family(text, "svor_from_json", "svor")  # type: ignore[no-any-return]

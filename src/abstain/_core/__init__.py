@@ -7,7 +7,8 @@
 - :mod:`.risk_bounds`: risk upper bounds and the guaranteed-risk search;
 - :mod:`.ood_search` and :mod:`.ood_sample`: the OOD rule searches over one score or
   the directions of two;
-- :mod:`.serialize`: the one JSON codec and the registry of every fitted kind;
+- :mod:`.serialize`: the one JSON codec and the registry of every fitted kind, with the
+  field types of the schemas in :mod:`.schema`;
 - :mod:`.files`: atomic writes; :mod:`.progress`: the progress bar;
   :mod:`.optional`: lazy imports of optional extras; :mod:`.deprecation`: the
   warning of the renamed verbs.

@@ -1,55 +1,506 @@
-"""The JSON codec of every fitted object.
+"""The one JSON codec and the registry of every fitted kind.
 
-Non-finite floats are written as the strings ``"nan"``, ``"inf"`` and ``"-inf"`` so that a
-file is standard JSON; arrays are written as base64 of little-endian float64.
+Every fitted object is written as one document shape (keys sorted)::
+
+    {"format": "abstain/1", "kind": "<ClassName>", "params": {...}, "fitted": {...}}
+
+``params`` holds the constructor's keyword arguments: JSON scalars, flat lists of them,
+or nested documents (an estimator given as a parameter, written with ``"fitted": null``).
+``fitted`` holds the fitted attributes, each described by a field of the class's schema
+(``_FIELDS``, merged along the class hierarchy; the field types are in :mod:`.schema` and
+re-exported here): a nested fitted estimator is a nested document of the same shape, an
+array is ``{"shape": [...], "float64_le_base64": "..."}`` (little-endian float64 bytes),
+and a non-finite float scalar is one of the strings ``"nan"``, ``"inf"``, ``"-inf"``,
+allowed only where its field says so.
+
+:func:`load_json` validates the whole document and raises one ``ValueError`` that names
+the offending field; documents of the legacy per-family formats (``abstain.rule/1``, ...)
+are read into the same validation.
 """
 
 from __future__ import annotations
 
-import base64
+import importlib
+import json
 import math
-from typing import Any
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
-from numpy.typing import NDArray
 
-#: Format tags of the documents written by ``to_json``.
-RULE_FORMAT = "abstain.rule/1"
-OOD_FORMAT = "abstain.ood/1"
-SCORE_FORMAT = "abstain.score/1"
-DETECTOR_FORMAT = "abstain.detector/1"
-DOUBLE_SCORE_FORMAT = "abstain.double-score/1"
-BASE_SCORES_FORMAT = "abstain.base-scores/1"
-COMBINE_FORMAT = "abstain.combine/1"
-SVOR_FORMAT = "abstain.svor/1"
+from .schema import (
+    Array,
+    Context,
+    Field,
+    Flag,
+    Int,
+    Labels,
+    Number,
+    Record,
+    Seq,
+    Text,
+    Tup,
+    bad_value,
+    join_path,
+    show,
+)
+
+__all__ = [
+    "FORMAT",
+    "LEGACY_FORMATS",
+    "Array",
+    "Field",
+    "Flag",
+    "Int",
+    "Labels",
+    "Nested",
+    "Number",
+    "Record",
+    "Seq",
+    "Text",
+    "Tup",
+    "dumps",
+    "load_family",
+    "load_json",
+    "registered_kinds",
+    "serializable",
+]
+
+#: The format tag of every document written by ``to_json``.
+FORMAT = "abstain/1"
+
+#: Tags of the per-family formats of earlier releases, read by :func:`load_json`.
+LEGACY_FORMATS: dict[str, str] = {
+    "abstain.rule/1": "rule",
+    "abstain.ood/1": "ood",
+    "abstain.score/1": "score",
+    "abstain.detector/1": "detector",
+    "abstain.double-score/1": "double-score",
+    "abstain.base-scores/1": "base-scores",
+    "abstain.combine/1": "combine",
+    "abstain.svor/1": "svor",
+}
+
+#: The modules that register kinds; imported by :func:`load_json` before it looks one up.
+_MODULES = (
+    "abstain.models.selective",
+    "abstain.models.ood",
+    "abstain.models.double_score",
+    "abstain.scores.learned",
+    "abstain.detectors.logits",
+    "abstain.detectors.features",
+    "abstain.detectors.base_scores",
+    "abstain.combine.pvalues",
+    "abstain.combine.guarantee",
+    "abstain.combine.pipeline",
+    "abstain.ordinal",
+)
+
+#: How deep documents may nest in one another (a double-score detector uses 2).
+MAX_DEPTH = 8
+
+_KEYS = ("format", "kind", "params", "fitted")
 
 
-def encode_value(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return [encode_value(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
+class Nested(Field):
+    """A nested fitted document, of one of ``kinds`` (class names) or of a ``family``."""
+
+    def __init__(self, *kinds: str, family: str | None = None, none: bool = False,
+                 optional: bool = False) -> None:
+        super().__init__(none=none, optional=optional)
+        self.kinds, self.family = kinds, family
+
+    def _allowed(self) -> list[str]:
+        if self.kinds:
+            return list(self.kinds)
+        return sorted(k for k, e in _KINDS.items() if e.family == self.family)
+
+    def describe(self) -> str:
+        return "a document of kind " + _alternatives(self._allowed())
+
+    def _dump(self, value: Any, where: str) -> dict[str, Any]:
+        entry = _entry_of(value, where)
+        if entry.cls.__name__ not in self._allowed():
+            raise bad_value(where, self.expected(), value)
+        return _document(value, where, params_only=False)
+
+    def _load(self, value: Any, where: str, ctx: Context) -> Any:
+        obj = _load_document(value, where, Context(False, ctx.depth + 1), param=False)
+        if type(obj).__name__ not in self._allowed():
+            raise ValueError(f"{where} must be a document of kind "
+                             f"{_alternatives(self._allowed())}; got {type(obj).__name__}.")
+        return obj
 
 
-def decode_value(value: Any) -> Any:
-    if isinstance(value, list):
-        return [decode_value(v) for v in value]
-    if value in ("nan", "inf", "-inf"):
+def _alternatives(names: Sequence[str]) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+# --------------------------------------------------------------------------- registry
+@dataclass(frozen=True)
+class Kind:
+    """A registered class: its family (the legacy format it was written in) and fields."""
+
+    cls: type
+    family: str
+    fields: dict[str, Field]
+
+
+_KINDS: dict[str, Kind] = {}
+
+T = TypeVar("T", bound=type)
+
+
+def serializable(family: str) -> Callable[[T], T]:
+    """Class decorator: register a class for ``to_json``/:func:`load_json` under its name.
+
+    The fitted attributes are the ``_FIELDS`` dicts of the class and its bases, merged
+    from the base down (a subclass may redefine a field). The class must follow the
+    estimator contract (``get_params``, ``_check_fitted``) and may define
+    ``_validate_params()`` (the parameter checks ``fit`` runs, also run on loading) and
+    ``_after_load()`` (derived attributes and checks across fields, after loading).
+    """
+    assert family in LEGACY_FORMATS.values(), family
+
+    def register(cls: T) -> T:
+        fields: dict[str, Field] = {}
+        for klass in reversed(cls.__mro__):
+            fields.update(klass.__dict__.get("_FIELDS", {}))
+        name = cls.__name__
+        if name in _KINDS and _KINDS[name].cls.__qualname__ != cls.__qualname__:
+            raise RuntimeError(f"two serialisable classes are named {name!r}.")
+        _KINDS[name] = Kind(cls, family, fields)
+        return cls
+
+    return register
+
+
+def registered_kinds() -> dict[str, Kind]:
+    """Every registered kind by class name (imports the modules that register them)."""
+    for module in _MODULES:
+        importlib.import_module(module)
+    return dict(_KINDS)
+
+
+def _entry_of(obj: Any, where: str) -> Kind:
+    entry = _KINDS.get(type(obj).__name__)
+    if entry is None or entry.cls is not type(obj):
+        raise ValueError(f"{where or 'the object'} of type {type(obj).__name__} cannot be "
+                         "written as JSON: it is not a registered abstain estimator.")
+    return entry
+
+
+# --------------------------------------------------------------------------- writing
+def _dump_param(value: Any, where: str, *, name: str = "") -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{where} must be finite to be written as JSON; got {value!r}.")
         return float(value)
-    return value
+    if name == "random_state":
+        return None  # a Generator's state is not stored: the loaded object draws afresh
+    if type(value).__name__ in _KINDS and _KINDS[type(value).__name__].cls is type(value):
+        return _document(value, where, params_only=True)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = value.tolist() if isinstance(value, np.ndarray) else list(value)
+        out = []
+        for i, v in enumerate(items):
+            if isinstance(v, (list, tuple, dict, np.ndarray)):
+                raise ValueError(f"{where}[{i}] must be a scalar to be written as JSON; got "
+                                 f"{show(v)}.")
+            out.append(_dump_param(v, f"{where}[{i}]"))
+        return out
+    raise ValueError(f"{where} of type {type(value).__name__} cannot be written as JSON.")
 
 
-def encode_array(a: NDArray[Any]) -> dict[str, Any]:
-    arr = np.ascontiguousarray(a, dtype="<f8")
-    return {"shape": list(arr.shape), "float64_le_base64": base64.b64encode(arr.tobytes()).decode()}
+def _document(obj: Any, where: str = "", *, params_only: bool = False) -> dict[str, Any]:
+    entry = _entry_of(obj, where)
+    params = {k: _dump_param(v, join_path(join_path(where, "params"), k), name=k)
+              for k, v in obj.get_params(deep=False).items()}
+    fitted: dict[str, Any] | None = None
+    if not params_only:
+        missing = [k for k, f in entry.fields.items() if not f.optional and not hasattr(obj, k)]
+        if missing:
+            obj._check_fitted(missing[0])  # raises NotFittedError
+        fitted = {k: f.dump(getattr(obj, k), join_path(join_path(where, "fitted"), k))
+                  for k, f in entry.fields.items() if hasattr(obj, k)}
+    return {"format": FORMAT, "kind": entry.cls.__name__, "params": params, "fitted": fitted}
 
 
-def decode_array(doc: Any, name: str) -> NDArray[np.float64]:
-    if not isinstance(doc, dict) or set(doc) != {"shape", "float64_le_base64"}:
-        raise ValueError(f"fitted array {name!r} in the file is malformed.")
-    shape = tuple(int(v) for v in doc["shape"])
-    raw = base64.b64decode(doc["float64_le_base64"], validate=True)
-    if len(raw) != 8 * math.prod(shape):
-        raise ValueError(f"fitted array {name!r} has {len(raw)} bytes for shape {shape}.")
-    return np.frombuffer(raw, dtype="<f8").reshape(shape).astype(np.float64)
+def dumps(obj: Any, *, indent: int | None = None) -> str:
+    """The JSON document of a fitted registered object (the body of every ``to_json``).
+
+    Raises :class:`~abstain.NotFittedError` when a required fitted attribute is missing.
+    """
+    return json.dumps(_document(obj), sort_keys=True, allow_nan=False, indent=indent)
+
+
+# --------------------------------------------------------------------------- reading
+def _legacy(doc: dict[str, Any], fmt: str, where: str, top: bool) -> dict[str, Any]:
+    """A document of an earlier per-family format in the current shape."""
+    family = LEGACY_FORMATS[fmt]
+    extra = {"columns"} if top else set()
+    if family == "double-score":
+        parts = ("misclassification", "ood", "selector")
+        keys = {"format", "scale", *parts}
+        _check_keys(doc, keys, keys | extra, where)
+
+        def template(d: Any) -> Any:  # the fitted part as a parameter (its "params")
+            return {**d, "fitted": None} if isinstance(d, dict) else d
+
+        return {"format": FORMAT, "kind": "DoubleScoreDetector",
+                "params": {p: template(doc[p]) for p in parts},
+                "fitted": {**{f"{p}_": doc[p] for p in parts}, "scale_": doc["scale"]},
+                **{k: doc[k] for k in extra if k in doc}}
+    key = "detector" if family == "detector" else "model"
+    keys = {"format", key, "params", "fitted"}
+    _check_keys(doc, keys, keys | extra, where)
+    kind = doc[key]
+    members = sorted(k for k, e in _KINDS.items() if e.family == family)
+    if kind not in members:
+        raise ValueError(f"{join_path(where, key)} must be {_alternatives(members)} in a document "
+                         f"of format {fmt!r}; got {show(kind)}.")
+    out = {k: v for k, v in doc.items() if k != key}
+    out.update(format=FORMAT, kind=kind)
+    return out
+
+
+def _check_keys(doc: dict[str, Any], required: set[str], allowed: set[str], where: str) -> None:
+    for key in sorted(required):
+        if key not in doc:
+            raise ValueError(f"{join_path(where, key)} is missing: a document needs "
+                             f"{', '.join(sorted(required))}.")
+    for key in doc:
+        if key not in allowed:
+            raise ValueError(f"{join_path(where, str(key))} is not a key of this document; the "
+                             f"keys are {', '.join(sorted(allowed))}.")
+
+
+def _check_columns(value: Any) -> None:
+    expected = 'an object {"scores": [column names]}'
+    if not isinstance(value, dict) or set(value) != {"scores"}:
+        raise bad_value("columns", expected, value)
+    scores = value["scores"]
+    if not isinstance(scores, list) or not all(isinstance(s, str) for s in scores):
+        raise bad_value("columns.scores", "a list of strings", scores)
+
+
+def _load_param(value: Any, where: str, ctx: Context) -> Any:
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise bad_value(where, "a finite number", value)
+        return value
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, (list, dict)):
+                raise bad_value(f"{where}[{i}]", "a JSON scalar (params lists are flat)", v)
+            _load_param(v, f"{where}[{i}]", ctx)
+        return list(value)
+    # a dict: an estimator given as a parameter
+    return _load_document(value, where, Context(False, ctx.depth + 1), param=True)
+
+
+def _prefix(where: str, message: str) -> str:
+    return f"{where}.{message}" if where else message
+
+
+def _validate_params(obj: Any, where: str) -> None:
+    check = getattr(obj, "_validate_params", None)
+    if check is None:
+        return
+    try:
+        check()
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+        msg = str(exc)
+        for name in obj.get_params(deep=False):
+            if msg.startswith(f"{name} "):
+                raise ValueError(_prefix(where, f"params.{msg}")) from None
+        raise ValueError(_prefix(where, f"params: {msg}")) from None
+
+
+def _load_document(doc: Any, where: str, ctx: Context, *, param: bool) -> Any:
+    top = not where
+    if ctx.depth > MAX_DEPTH:
+        raise ValueError(f"{where} nests documents more than {MAX_DEPTH} deep.")
+    if not isinstance(doc, dict):
+        raise bad_value(where or "the document", "a JSON object (a document written by to_json)",
+                   doc)
+    fmt = doc.get("format")
+    if isinstance(fmt, str) and fmt in LEGACY_FORMATS:
+        doc = _legacy(doc, fmt, where, top)
+        ctx = Context(True, ctx.depth)
+    elif fmt == FORMAT:
+        keys = set(_KEYS)
+        _check_keys(doc, keys, keys | ({"columns"} if top else set()), where)
+    else:
+        raise bad_value(join_path(where, "format"), f"{FORMAT!r} (or a legacy tag: "
+                   f"{', '.join(LEGACY_FORMATS)})", fmt)
+    if top and "columns" in doc:
+        _check_columns(doc["columns"])
+    kind = doc["kind"]
+    if not isinstance(kind, str) or kind not in _KINDS:
+        raise bad_value(join_path(where, "kind"),
+                        "a registered kind: " + _alternatives(sorted(_KINDS)), kind)
+    entry = _KINDS[kind]
+    cls: Any = entry.cls
+
+    # params: JSON scalars, flat lists, nested documents; then the class's own checks
+    raw = doc["params"]
+    p_where = join_path(where, "params")
+    if not isinstance(raw, dict):
+        raise bad_value(p_where, "an object of parameters", raw)
+    names = cls._param_names()
+    for key in raw:
+        if key not in names:
+            raise ValueError(f"{join_path(p_where, str(key))} is not a parameter of {kind}; the "
+                             f"parameters are {', '.join(names)}.")
+    params = {k: _load_param(v, join_path(p_where, k), ctx) for k, v in raw.items()}
+    obj = cls(**params)
+    _validate_params(obj, where)
+
+    # fitted: every required field, no other, each checked by its schema
+    raw = doc["fitted"]
+    f_where = join_path(where, "fitted")
+    if raw is None and param:
+        return obj  # an unfitted estimator given as a parameter
+    if not isinstance(raw, dict):
+        raise bad_value(f_where, "an object of fitted attributes", raw)
+    fields = entry.fields
+    for key in raw:
+        if key not in fields:
+            raise ValueError(f"{join_path(f_where, str(key))} is not a fitted attribute of {kind}; "
+                             f"the fitted attributes are {', '.join(fields) or 'none'}.")
+    for key, f in fields.items():
+        if key not in raw:
+            if f.optional:
+                continue
+            raise ValueError(f"{join_path(f_where, key)} is missing: a fitted {kind} needs "
+                             f"{', '.join(k for k, g in fields.items() if not g.optional)}.")
+        setattr(obj, key, f.load(raw[key], join_path(f_where, key), ctx))
+    after = getattr(obj, "_after_load", None)
+    if after is not None:
+        try:
+            after()
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            raise ValueError(_prefix(where, str(exc))) from None
+    return obj
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not standard JSON (a non-finite number is written as the "
+                     'string "nan", "inf" or "-inf")')
+
+
+def _read_file(path: Any) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise ValueError(f"text_or_path names no file: {str(path)!r}.") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{str(path)!r} is not UTF-8 text: {exc.reason}.") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {str(path)!r}: {exc.strerror or exc}.") from None
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return os.path.isfile(text)
+    except (OSError, ValueError):  # pragma: no cover - isfile already returns False
+        return False
+
+
+def load_json(text_or_path: str | bytes | os.PathLike[str]) -> Any:
+    """Load any fitted abstain object written by its ``to_json``. Only JSON is parsed.
+
+    Parameters
+    ----------
+    text_or_path : str, bytes or path-like
+        The JSON document, or the path of a file holding it (a ``str`` that does not
+        start with ``{`` is taken as a path when such a file exists).
+
+    Returns
+    -------
+    The fitted object, of the class named by the document's ``kind``.
+
+    Raises
+    ------
+    ValueError
+        For any problem with the document: not JSON, nested too deeply, not an object,
+        an unknown format or kind, a parameter of the wrong type or out of range, a
+        fitted attribute missing, unknown, of the wrong type, out of range, non-finite
+        where its field does not allow it, or an array of the wrong shape. The message
+        names the field, e.g. ``fitted.threshold_``; for a file it starts with the path.
+
+    Examples
+    --------
+    >>> import abstain
+    >>> rule = abstain.CostBased(reject_cost=0.3).fit([0.1, 0.2, 0.6, 0.9], [0, 0, 1, 1])
+    >>> abstain.load_json(rule.to_json()).threshold_
+    0.2
+    >>> abstain.load_json('{"format": "abstain/1", "kind": "CostBased", "params": {}}')
+    Traceback (most recent call last):
+    ...
+    ValueError: fitted is missing: a document needs fitted, format, kind, params.
+    """
+    source = ""
+    if isinstance(text_or_path, os.PathLike):
+        source = str(os.fspath(text_or_path))
+        text: str | bytes = _read_file(text_or_path)
+    elif isinstance(text_or_path, (bytes, bytearray)):
+        text = bytes(text_or_path)
+    elif isinstance(text_or_path, str):
+        text = text_or_path
+        if text.lstrip()[:1] not in ("{", "[") and _is_file(text):
+            source, text = text, _read_file(text)
+    else:
+        raise bad_value("text_or_path", "a JSON string or the path of a file", text_or_path)
+    try:
+        return _parse_and_load(text)
+    except ValueError as exc:
+        if source:
+            raise ValueError(f"{source}: {exc}") from None
+        if isinstance(text, str) and text.lstrip()[:1] not in ("{", "[") \
+                and str(exc).startswith("the document is not valid JSON"):
+            raise ValueError("text_or_path must be a JSON document or the path of an existing "
+                             f"file; got {show(text)}, which is neither.") from None
+        raise
+
+
+def _parse_and_load(text: str | bytes) -> Any:
+    try:
+        doc = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError("the document nests too deeply to be read.") from None
+    except ValueError as exc:  # JSONDecodeError, a refused constant, a too-long integer
+        raise ValueError(f"the document is not valid JSON: {exc}.") from None
+    registered_kinds()
+    try:
+        return _load_document(doc, "", Context(False, 0), param=False)
+    except RecursionError:
+        raise ValueError("the document nests too deeply to be read.") from None
+
+
+def load_family(text: Any, caller: str, family: str) -> Any:
+    """The deprecated per-family loaders: :func:`load_json` with a ``FutureWarning`` and a
+    check that the object is of ``family``."""
+    warnings.warn(f"{caller} is deprecated and will be removed in 0.3; use abstain.load_json, "
+                  "which loads every kind.", FutureWarning, stacklevel=3)
+    obj = load_json(text)
+    kind = _KINDS[type(obj).__name__]
+    if kind.family != family:
+        members = sorted(k for k, e in _KINDS.items() if e.family == family)
+        raise ValueError(f"{caller} loads {_alternatives(members)}; the document holds a "
+                         f"{type(obj).__name__} (abstain.load_json loads every kind).")
+    return obj

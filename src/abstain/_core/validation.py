@@ -31,6 +31,7 @@ __all__ = [
     "check_open_unit",
     "check_positive",
     "check_probability",
+    "check_random_state",
     "check_same_length",
     "unit_rows",
 ]
@@ -191,7 +192,11 @@ def check_same_length(**arrays: NDArray[Any]) -> None:
 def _as_real(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a real number; got {value!r}.")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond the float range
+        raise ValueError(f"{name} must be a finite real number; got an integer of "
+                         f"{int(value).bit_length()} bits.") from None
 
 
 def check_fraction(name: str, value: Any) -> float:
@@ -262,3 +267,14 @@ def check_int(name: str, value: Any, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
     return int(value)
+
+
+def check_random_state(name: str, value: Any) -> None:
+    """Raise unless ``value`` seeds ``numpy.random.default_rng``: None, an int >= 0, a
+    ``Generator``, a ``BitGenerator`` or a ``SeedSequence``."""
+    if value is None or isinstance(
+            value, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be None, an integer >= 0 or a numpy Generator; "
+                         f"got {value!r}.")

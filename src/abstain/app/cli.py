@@ -193,7 +193,7 @@ def _apply(args: argparse.Namespace) -> int:
     path = Path(args.rule)
     if not path.is_file():
         raise FileNotFoundError(f"file not found: {str(path)!r}.")
-    rule, cols = load_rule(path.read_text(encoding="utf-8"))
+    rule, cols = load_rule(path)
     scores = args.scores or cols
     if not scores:
         raise _Fail("the rule file names no score column; give it with --score.")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,14 +15,14 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.ood_sample import N_DIRECTIONS
 from .._core.ood_search import grid_weights, project
+from .._core.serialize import load_json
 from ..exceptions import InfeasibleTargetWarning
-from ..models.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
+from ..models.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 from ..models.selective import (
     BoundedAbstention,
     BoundedImprovement,
     CostBased,
     least_risk_bound,
-    rule_from_json,
 )
 from .tables import TableData
 
@@ -277,28 +279,38 @@ def rule_columns(rule: Rule, data: TableData) -> list[str]:
 def rule_to_json(rule: Rule, scores: Sequence[str]) -> str:
     """The rule's own ``to_json`` with the score column names added under ``"columns"``.
 
-    The result still loads with :func:`abstain.rule_from_json` or
-    :func:`abstain.ood.selector_from_json`; :func:`load_rule` returns both parts.
+    The result still loads with :func:`abstain.load_json`; :func:`load_rule` returns
+    both parts.
     """
     doc = json.loads(rule.to_json())
     doc["columns"] = {"scores": list(scores)}
     return json.dumps(doc, sort_keys=True, indent=1)
 
 
-def load_rule(text: str) -> tuple[Rule, list[str] | None]:
-    """Load a rule file: ``(rule, score column names or None)``."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the rule file must be JSON; got a parse error: {exc}.") from exc
-    fmt = doc.get("format") if isinstance(doc, dict) else None
-    rule: Rule
-    if fmt == "abstain.ood/1":
-        rule = selector_from_json(text)
-    else:
-        rule = rule_from_json(text)
-    cols = doc.get("columns", {}).get("scores")
-    return rule, None if cols is None else [str(c) for c in cols]
+_RULES = (CostBased, BoundedImprovement, BoundedAbstention, BoundedTPRFPR,
+          BoundedPrecisionRecall, CostBasedOOD)
+
+
+def load_rule(text_or_path: str | os.PathLike[str]) -> tuple[Rule, list[str] | None]:
+    """Load a rule file (its text or its path): ``(rule, score column names or None)``.
+
+    The document is read and validated by :func:`abstain.load_json`; a document that holds
+    anything but a reject rule on score columns (a detector, a learned score, ...) is a
+    ``ValueError`` that names what it holds.
+    """
+    rule = load_json(text_or_path)
+    if isinstance(text_or_path, str) and text_or_path.lstrip().startswith("{"):
+        text, where = text_or_path, "the rule file"
+    else:  # a path: load_json has read and validated the file
+        text, where = Path(text_or_path).read_text(encoding="utf-8"), str(text_or_path)
+    if not isinstance(rule, _RULES):
+        names = [c.__name__ for c in _RULES]
+        raise ValueError(
+            f"{where} holds a {type(rule).__name__}, not a reject rule on score columns; "
+            f"abstain apply needs one of {', '.join(names[:-1])} or {names[-1]} (written by "
+            "abstain fit).")
+    cols = json.loads(text).get("columns", {}).get("scores")
+    return rule, cols
 
 
 def apply_rule(rule: Rule, data: TableData) -> NDArray[np.bool_]:

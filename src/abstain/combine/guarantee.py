@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import json
 import math
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -13,7 +12,7 @@ from scipy import stats
 
 from .._core.base import ParamsMixin
 from .._core.deprecation import warn_renamed
-from .._core.serialize import COMBINE_FORMAT as _FORMAT
+from .._core.serialize import Field, Int, Number, dumps, serializable
 from .._core.validation import as_scores, check_bool, check_open_unit
 
 
@@ -146,6 +145,7 @@ def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
     return float(np.partition(cal, k - 1)[k - 1])
 
 
+@serializable("combine")
 class GuaranteedDetector(ParamsMixin):
     """OOD detector whose FAR is at most ``alpha`` with probability ``>= 1 - delta``.
 
@@ -207,9 +207,15 @@ class GuaranteedDetector(ParamsMixin):
         self.delta = delta
         self.higher_is_inlier = higher_is_inlier
 
+    def _validate_params(self) -> None:
+        check_open_unit("alpha", self.alpha)
+        check_open_unit("delta", self.delta)
+        check_bool("higher_is_inlier", self.higher_is_inlier)
+
     def fit(self, cal_stat: ArrayLike) -> GuaranteedDetector:
         """Choose the threshold from inlier calibration statistics of shape (n,)."""
-        flip = check_bool("higher_is_inlier", self.higher_is_inlier)
+        self._validate_params()
+        flip = bool(self.higher_is_inlier)
         cal = as_scores(cal_stat, "cal_stat")
         if flip:
             cal = -cal
@@ -258,25 +264,18 @@ class GuaranteedDetector(ParamsMixin):
         return ~self.accept(stat)
 
     def to_json(self) -> str:
-        """Serialise to plain JSON (format ``abstain.combine/1``); load with :func:`from_json`."""
-        self._check_fitted("threshold_")
-        return json.dumps(self._doc(), sort_keys=True, allow_nan=False)
+        """Serialise to plain JSON; load with :func:`abstain.load_json`."""
+        return dumps(self)
 
-    _FITTED = ("threshold_", "rank_", "level_", "achieved_alpha_", "n_calibration_")
+    _FIELDS: dict[str, Field] = {
+        "threshold_": Number(),
+        "rank_": Int(1),
+        "level_": Number(0.0, 1.0, low_open=True, high_open=True),
+        "achieved_alpha_": Number(0.0, 1.0),
+        "n_calibration_": Int(1),
+    }
 
-    def _doc(self) -> dict[str, Any]:
-        params = {"alpha": float(self.alpha), "delta": float(self.delta),
-                  "higher_is_inlier": bool(self.higher_is_inlier)}
-        fitted = {k: getattr(self, k) for k in self._FITTED}
-        return {"format": _FORMAT, "model": "GuaranteedDetector", "params": params,
-                "fitted": fitted}
-
-    def _load(self, fitted: dict[str, Any]) -> None:
-        missing = set(self._FITTED) - set(fitted)
-        if missing:
-            raise ValueError(f"the file lacks fitted attribute(s) {sorted(missing)}.")
-        self.threshold_ = float(fitted["threshold_"])
-        self.rank_ = int(fitted["rank_"])
-        self.level_ = float(fitted["level_"])
-        self.achieved_alpha_ = float(fitted["achieved_alpha_"])
-        self.n_calibration_ = int(fitted["n_calibration_"])
+    def _after_load(self) -> None:
+        if self.rank_ > self.n_calibration_:
+            raise ValueError(f"fitted.rank_ must be at most fitted.n_calibration_ = "
+                             f"{self.n_calibration_}; got {self.rank_}.")

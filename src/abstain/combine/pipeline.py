@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from numpy.typing import ArrayLike
 
 from .._core.base import ParamsMixin
-from .._core.serialize import COMBINE_FORMAT as _FORMAT
-from .._core.validation import F64, check_choice, check_positive
+from .._core.serialize import Array, Field, Nested, dumps, load_family, serializable
+from .._core.validation import F64, check_bool, check_choice, check_positive
 from .guarantee import GuaranteedDetector
 from .pvalues import EmpiricalZ
 from .qp import as_covariance, inlier_covariance
@@ -17,6 +14,7 @@ from .statistics import GLRT_METHODS, METHODS, combine
 
 
 # --------------------------------------------------------------------------- pipeline
+@serializable("combine")
 class ScoreCombiner(ParamsMixin):
     """Base scores -> empirical z-values -> one combined statistic (Algorithm 1, lines 2-4).
 
@@ -59,14 +57,20 @@ class ScoreCombiner(ParamsMixin):
         self.sigma = sigma
         self.higher_is_inlier = higher_is_inlier
 
-    def fit(self, S_train: ArrayLike) -> ScoreCombiner:
-        """Fit on inlier training base scores of shape (n_train, n_scores)."""
+    def _validate_params(self) -> None:
         name = check_choice("method", self.method, METHODS)
         if self.epsilon is not None:
             if name not in GLRT_METHODS:
                 raise ValueError(f"epsilon is used only by methods 'glrt' and 'glrt_cov'; "
                                  f"got epsilon={self.epsilon!r} with method={name!r}.")
             check_positive("epsilon", self.epsilon, allow_zero=True)
+        check_positive("sigma", self.sigma, allow_zero=True)
+        check_bool("higher_is_inlier", self.higher_is_inlier)
+
+    def fit(self, S_train: ArrayLike) -> ScoreCombiner:
+        """Fit on inlier training base scores of shape (n_train, n_scores)."""
+        self._validate_params()
+        name = str(self.method)
         ez = EmpiricalZ(higher_is_inlier=self.higher_is_inlier).fit(S_train)
         self.cov_ = None
         if name == "glrt_cov":
@@ -85,52 +89,35 @@ class ScoreCombiner(ParamsMixin):
         return combine(Z, self.method, epsilon=self.epsilon, cov=self.cov_)
 
     def to_json(self) -> str:
-        """Serialise to plain JSON (format ``abstain.combine/1``); load with :func:`from_json`."""
-        self._check_fitted("empirical_z_")
-        return json.dumps(self._doc(), sort_keys=True, allow_nan=False)
+        """Serialise to plain JSON; load with :func:`abstain.load_json`."""
+        return dumps(self)
 
-    def _doc(self) -> dict[str, Any]:
-        params = {"method": self.method,
-                  "epsilon": None if self.epsilon is None else float(self.epsilon),
-                  "sigma": float(self.sigma), "higher_is_inlier": bool(self.higher_is_inlier)}
-        fitted = {"empirical_z_": self.empirical_z_._doc(),
-                  "cov_": None if self.cov_ is None else self.cov_.tolist()}
-        return {"format": _FORMAT, "model": "ScoreCombiner", "params": params, "fitted": fitted}
+    _FIELDS: dict[str, Field] = {
+        "empirical_z_": Nested("EmpiricalZ"),
+        "cov_": Array(("m", "m"), none=True),
+    }
 
-    def _load(self, fitted: dict[str, Any]) -> None:
-        ez = _from_doc(fitted["empirical_z_"])
-        if not isinstance(ez, EmpiricalZ):
-            raise ValueError("empirical_z_ in the file must be an EmpiricalZ.")
-        self.empirical_z_ = ez
-        cov = fitted.get("cov_")
-        self.cov_ = None if cov is None else as_covariance(cov, ez.n_scores_)
-
-
-_MODELS: dict[str, type[EmpiricalZ] | type[GuaranteedDetector] | type[ScoreCombiner]] = {
-    "EmpiricalZ": EmpiricalZ, "GuaranteedDetector": GuaranteedDetector,
-    "ScoreCombiner": ScoreCombiner,
-}
-
-
-def _from_doc(doc: Any) -> EmpiricalZ | GuaranteedDetector | ScoreCombiner:
-    if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
-        raise ValueError(f"text must be a JSON object written by to_json (format {_FORMAT!r}).")
-    name = doc.get("model")
-    if name not in _MODELS:
-        raise ValueError(f"model must be one of {sorted(_MODELS)}; got {name!r}.")
-    obj = _MODELS[name](**doc.get("params", {}))
-    obj._load(doc.get("fitted", {}))
-    return obj
+    def _after_load(self) -> None:
+        ez = self.empirical_z_
+        if ez.higher_is_inlier != self.higher_is_inlier:
+            raise ValueError("fitted.empirical_z_ must have the higher_is_inlier of params; got "
+                             f"{ez.higher_is_inlier!r}.")
+        if (self.cov_ is None) != (self.method != "glrt_cov"):
+            raise ValueError("fitted.cov_ must be an array for method 'glrt_cov' and null for "
+                             f"the others; got {'null' if self.cov_ is None else 'an array'} "
+                             f"with method {self.method!r}.")
+        if self.cov_ is not None:
+            try:
+                as_covariance(self.cov_, ez.n_scores_)
+            except ValueError as exc:
+                raise ValueError(f"fitted.cov_: {exc}") from None
 
 
 def from_json(text: str) -> EmpiricalZ | GuaranteedDetector | ScoreCombiner:
-    """Load an object of this module written by its ``to_json``; only plain JSON is parsed.
+    """Deprecated alias of :func:`abstain.load_json` that accepts only the objects of
+    :mod:`abstain.combine` (:class:`EmpiricalZ`, :class:`GuaranteedDetector`,
+    :class:`ScoreCombiner`).
 
-    Examples
-    --------
-    >>> from abstain.combine import EmpiricalZ, from_json
-    >>> ez = EmpiricalZ().fit([[1.0], [2.0], [3.0]])
-    >>> from_json(ez.to_json()).transform([[2.5]]).round(4).tolist()
-    [[0.2533]]
+    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
     """
-    return _from_doc(json.loads(text))
+    return load_family(text, "abstain.combine.from_json", "combine")  # type: ignore[no-any-return]

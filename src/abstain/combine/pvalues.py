@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from .._core.base import ParamsMixin
-from .._core.serialize import COMBINE_FORMAT as _FORMAT
+from .._core.serialize import Array, Field, dumps, serializable
 from .._core.validation import F64, as_matrix, as_scores, check_bool, check_columns
 
 
 # --------------------------------------------------------------------------- z-values
+@serializable("combine")
 class EmpiricalZ(ParamsMixin):
     """Empirical z-values of base scores from inlier training data (eq. 21, negated).
 
@@ -52,6 +50,9 @@ class EmpiricalZ(ParamsMixin):
     def __init__(self, *, higher_is_inlier: bool = False) -> None:
         self.higher_is_inlier = higher_is_inlier
 
+    def _validate_params(self) -> None:
+        check_bool("higher_is_inlier", self.higher_is_inlier)
+
     def fit(self, S_train: ArrayLike) -> EmpiricalZ:
         """Store the sorted inlier training scores.
 
@@ -60,7 +61,8 @@ class EmpiricalZ(ParamsMixin):
         S_train : array-like of shape (n_train, n_scores)
             Base scores of inlier training inputs, one column per score.
         """
-        flip = check_bool("higher_is_inlier", self.higher_is_inlier)
+        self._validate_params()
+        flip = bool(self.higher_is_inlier)
         S = as_matrix(S_train, "S_train", columns="n_scores")
         if flip:
             S = -S
@@ -96,23 +98,15 @@ class EmpiricalZ(ParamsMixin):
         return self.fit(S_train).transform(S_train)
 
     def to_json(self) -> str:
-        """Serialise to plain JSON (format ``abstain.combine/1``); load with :func:`from_json`."""
-        self._check_fitted("sorted_train_")
-        return json.dumps(self._doc(), sort_keys=True, allow_nan=False)
+        """Serialise to plain JSON; load with :func:`abstain.load_json`."""
+        return dumps(self)
 
-    def _doc(self) -> dict[str, Any]:
-        return {"format": _FORMAT, "model": "EmpiricalZ",
-                "params": {"higher_is_inlier": bool(self.higher_is_inlier)},
-                "fitted": {"sorted_train_": self.sorted_train_.tolist()}}
+    _FIELDS: dict[str, Field] = {"sorted_train_": Array(("n_scores", "n_train"))}
 
-    def _load(self, fitted: dict[str, Any]) -> None:
-        arr = np.asarray(fitted["sorted_train_"], dtype=np.float64)
-        if arr.ndim != 2 or arr.size == 0 or not np.isfinite(arr).all():
-            raise ValueError("sorted_train_ must be a non-empty finite 2-D array in the file.")
-        if np.any(np.diff(arr, axis=1) < 0):
-            raise ValueError("sorted_train_ must be sorted ascending along each row in the file.")
-        self.sorted_train_ = arr
-        self.n_scores_, self.n_train_ = arr.shape
+    def _after_load(self) -> None:
+        if np.any(np.diff(self.sorted_train_, axis=1) < 0):
+            raise ValueError("fitted.sorted_train_ must be sorted ascending along each row.")
+        self.n_scores_, self.n_train_ = self.sorted_train_.shape
 
 
 # --------------------------------------------------------------------------- p-values

@@ -15,7 +15,7 @@ named by its class attribute ``inputs``:
 All share one protocol: ``fit(X, y=None, *, weight=None, bias=None)`` (arguments a method
 does not use are ignored), ``score(X)``, ``score_outputs(outputs)`` (picks
 ``outputs.logits`` or ``outputs.features``, e.g. from :func:`abstain.torch.extract`), and
-``to_json`` with :func:`detector_from_json`. Nothing here needs PyTorch; ODIN's input
+``to_json`` read back by :func:`abstain.load_json`. Nothing here needs PyTorch; ODIN's input
 perturbation, which needs gradients, is :func:`abstain.torch.odin_logits`.
 
 :class:`DoubleScoreDetector` pairs a misclassification score with an OOD score and tunes

@@ -3,7 +3,6 @@ more OOD)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -11,8 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
-from .._core.serialize import DETECTOR_FORMAT as _FORMAT
-from .._core.serialize import encode_array
+from .._core.serialize import Field, dumps
 from .._core.validation import as_features
 
 
@@ -39,12 +37,15 @@ class Detector(ParamsMixin):
     """Shared protocol of the detectors; see the module docstring."""
 
     inputs: ClassVar[str] = "logits"
-    _ARRAYS: ClassVar[tuple[str, ...]] = ()
-    _VALUES: ClassVar[tuple[str, ...]] = ()
+    _FIELDS: ClassVar[dict[str, Field]] = {}
+
+    def _validate_params(self) -> None:
+        """The checks of the parameters, run by ``fit`` (and ``score``) and on loading."""
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Detector:
         """Nothing to learn: a logit-based score. Checks ``X`` when given; returns self."""
+        self._validate_params()
         if X is not None:
             self._inputs(X)
         return self
@@ -65,21 +66,12 @@ class Detector(ParamsMixin):
         return self.score(pick_output(outputs, self.inputs))
 
     def to_json(self) -> str:
-        """Parameters and fitted state as plain JSON; load with :func:`detector_from_json`.
+        """Parameters and fitted state as plain JSON; load with :func:`abstain.load_json`.
 
         Arrays are stored as base64 of little-endian float64 bytes (a KNN bank of
         60000 x 128 features takes about 82 MB).
         """
-        fitted: dict[str, Any] = {}
-        for name in self._ARRAYS:
-            if hasattr(self, name):
-                fitted[name] = encode_array(getattr(self, name))
-        for name in self._VALUES:
-            if hasattr(self, name):
-                fitted[name] = getattr(self, name)
-        doc = {"format": _FORMAT, "detector": type(self).__name__,
-               "params": self.get_params(deep=False), "fitted": fitted}
-        return json.dumps(doc, sort_keys=True, allow_nan=False)
+        return dumps(self)
 
 
 def pick_output(outputs: Any, field: str) -> Any:

@@ -37,7 +37,6 @@ true rotation ``j`` (its class-marginal), not a separate shift head's logit.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,8 +46,25 @@ from scipy.special import logsumexp
 
 from .._core.base import ParamsMixin
 from .._core.optional import require
-from .._core.serialize import decode_array, encode_array
-from .._core.validation import as_class_labels, check_positive, unit_rows
+from .._core.serialize import (
+    Array,
+    Field,
+    Int,
+    Number,
+    Record,
+    Seq,
+    Text,
+    dumps,
+    load_family,
+    serializable,
+)
+from .._core.validation import (
+    as_class_labels,
+    check_int,
+    check_positive,
+    check_random_state,
+    unit_rows,
+)
 from .logits import neg_max_softmax
 
 __all__ = [
@@ -61,7 +77,6 @@ __all__ = [
 ]
 
 F64 = NDArray[np.float64]
-_FORMAT = "abstain.base-scores/1"
 
 #: The six base-score kinds of glrt-SupCSI+ (paper, Table 1), in column order.
 KINDS: tuple[str, ...] = ("cos", "norm", "shift", "supcsi", "supocsvm", "supmah")
@@ -183,7 +198,10 @@ def _as_stack(values: ArrayLike, name: str, *, last: int | None = None,
 def _check_kinds(kinds: Any) -> tuple[str, ...]:
     if isinstance(kinds, str):
         kinds = (kinds,)
-    out = tuple(kinds)
+    try:
+        out = tuple(kinds)
+    except TypeError:
+        raise ValueError(f"kinds must be distinct names from {KINDS}; got {kinds!r}.") from None
     bad = [k for k in out if k not in KINDS]
     if not out or bad or len(set(out)) != len(out):
         raise ValueError(f"kinds must be distinct names from {KINDS}; got {kinds!r}.")
@@ -191,6 +209,7 @@ def _check_kinds(kinds: Any) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- estimator
+@serializable("base-scores")
 class ShiftedBaseScores(ParamsMixin):
     """The glrt-SupCSI+ base scores (paper, Table 1) from per-rotation network outputs.
 
@@ -277,9 +296,27 @@ class ShiftedBaseScores(ParamsMixin):
         self.random_state = random_state
         self.block = block
 
+    def _validate_params(self) -> None:
+        _check_kinds(self.kinds)
+        _check_shifts(self.shifts)
+        check_positive("ridge", self.ridge, allow_zero=True)
+        nu = self.nu
+        if isinstance(nu, bool) or not isinstance(nu, (int, float, np.integer, np.floating)) \
+                or not 0.0 < nu <= 1.0:
+            raise ValueError(f"nu must be in (0, 1]; got {self.nu!r}.")
+        if not (isinstance(self.gamma, str) and self.gamma == "scale"):
+            if isinstance(self.gamma, str):
+                raise ValueError(f"gamma must be 'scale' or a number > 0; got {self.gamma!r}.")
+            check_positive("gamma", self.gamma)
+        if self.svm_max_samples is not None:
+            check_int("svm_max_samples", self.svm_max_samples, 1)
+        check_random_state("random_state", self.random_state)
+        check_int("block", self.block, 1)
+
     # ------------------------------------------------------------------ fit
     def fit(self, features: ArrayLike, y: ArrayLike) -> ShiftedBaseScores:
         """Fit on ID training features (n_shifts, n, d) and class labels (n,) in 0..K-1."""
+        self._validate_params()
         kinds = _check_kinds(self.kinds)
         shifts = _check_shifts(self.shifts)
         F = _as_stack(features, "features", shifts=len(shifts))
@@ -305,7 +342,7 @@ class ShiftedBaseScores(ParamsMixin):
 
     def _fit_mahalanobis(self, F: F64, labels: NDArray[np.int64], K: int,
                          counts: NDArray[np.int64]) -> None:
-        ridge = check_positive("ridge", self.ridge, allow_zero=True)
+        ridge = float(self.ridge)
         if np.any(counts < 2):
             raise ValueError("supmah needs at least 2 training rows per class; class "
                              f"{int(np.argmin(counts))} has {int(counts.min())}.")
@@ -332,13 +369,7 @@ class ShiftedBaseScores(ParamsMixin):
     def _fit_ocsvm(self, F: F64, labels: NDArray[np.int64], K: int) -> None:
         OneClassSVM = require("sklearn.svm", "sklearn", "the 'supocsvm' base score").OneClassSVM
         nu = float(self.nu)
-        if not 0.0 < nu <= 1.0:
-            raise ValueError(f"nu must be in (0, 1]; got {self.nu!r}.")
-        if not (isinstance(self.gamma, str) and self.gamma == "scale"):
-            check_positive("gamma", self.gamma)
         cap = self.svm_max_samples
-        if cap is not None and int(cap) < 1:
-            raise ValueError(f"svm_max_samples must be >= 1 or None; got {cap!r}.")
         rng = np.random.default_rng(self.random_state)
         svm: list[list[dict[str, Any]]] = []
         for j in range(F.shape[0]):
@@ -416,66 +447,55 @@ class ShiftedBaseScores(ParamsMixin):
         return self.fit(features, y).score(features, logits)
 
     # ------------------------------------------------------------------ JSON
+    _FIELDS: dict[str, Field] = {
+        "n_shifts_": Int(1, dim="T"),
+        "n_classes_": Int(1, dim="K"),
+        "n_features_in_": Int(1, dim="d"),
+        "kinds_": Seq(Text(KINDS), min_length=1, convert=tuple),
+        "names_": Seq(Text()),
+        "bank_": Array(("T", None, "d"), optional=True),
+        "means_": Array(("T", "K", "d"), optional=True),
+        "whiteners_": Array(("T", "K", "d", "d"), optional=True),
+        "logdets_": Array(("T", "K"), optional=True),
+        "svm_": Seq(Seq(Record({"support": Array(("s", "d")), "dual_coef": Array(("s",)),
+                                "rho": Number(), "gamma": Number(0.0, low_open=True)}),
+                        length="K"), length="T", optional=True),
+    }
+
+    def _after_load(self) -> None:
+        kinds = _check_kinds(self.kinds)
+        if self.kinds_ != kinds:
+            raise ValueError(f"fitted.kinds_ must be {list(kinds)}, the kinds of params.kinds; "
+                             f"got {list(self.kinds_)}.")
+        shifts = _check_shifts(self.shifts)
+        if self.n_shifts_ != len(shifts):
+            raise ValueError(f"fitted.n_shifts_ must be {len(shifts)}, the length of "
+                             f"params.shifts; got {self.n_shifts_}.")
+        names = [f"{k}_{90 * (s % 4)}" for k in kinds for s in shifts]
+        if self.names_ != names:
+            raise ValueError(f"fitted.names_ must be {names}; got {self.names_}.")
+        for name, kind in (("bank_", "cos"), ("means_", "supmah"), ("whiteners_", "supmah"),
+                           ("logdets_", "supmah"), ("svm_", "supocsvm")):
+            if hasattr(self, name) and kind not in kinds:
+                raise ValueError(f"fitted.{name} must be absent: kinds_ has no {kind!r}.")
+            if not hasattr(self, name) and kind in kinds:
+                raise ValueError(f"fitted.{name} is missing: the kind {kind!r} needs it.")
+
     def to_json(self) -> str:
-        """Serialise to plain JSON (format ``abstain.base-scores/1``); load with
-        :func:`from_json`. Arrays are base64 of little-endian float64 bytes; the OC-SVMs
-        are stored as support vectors, dual coefficients, ``rho`` and ``gamma`` (no
-        pickle)."""
-        self._check_fitted("names_")
-        params = self.get_params(deep=False)
-        params["kinds"] = list(params["kinds"])
-        params["shifts"] = [int(s) for s in params["shifts"]]
-        fitted: dict[str, Any] = {
-            "kinds_": list(self.kinds_), "names_": list(self.names_),
-            "n_shifts_": self.n_shifts_, "n_classes_": self.n_classes_,
-            "n_features_in_": self.n_features_in_,
-        }
-        for name in ("bank_", "means_", "whiteners_", "logdets_"):
-            if hasattr(self, name):
-                fitted[name] = encode_array(getattr(self, name))
-        if hasattr(self, "svm_"):
-            fitted["svm_"] = [[{"support": encode_array(p["support"]),
-                                "dual_coef": encode_array(p["dual_coef"]),
-                                "rho": p["rho"], "gamma": p["gamma"]} for p in row]
-                              for row in self.svm_]
-        doc = {"format": _FORMAT, "model": "ShiftedBaseScores", "params": params,
-               "fitted": fitted}
-        return json.dumps(doc, sort_keys=True, allow_nan=False)
+        """Serialise to plain JSON; load with :func:`abstain.load_json`. Arrays are base64
+        of little-endian float64 bytes; the OC-SVMs are stored as support vectors, dual
+        coefficients, ``rho`` and ``gamma`` (no pickle)."""
+        return dumps(self)
 
 
 def from_json(text: str) -> ShiftedBaseScores:
-    """Load a :class:`ShiftedBaseScores` written by its ``to_json``; only plain JSON.
+    """Deprecated alias of :func:`abstain.load_json` that accepts only
+    :class:`ShiftedBaseScores`.
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from abstain.base_scores import ShiftedBaseScores, from_json
-    >>> F = np.random.default_rng(1).normal(size=(1, 20, 2))
-    >>> bs = ShiftedBaseScores(kinds=("cos", "supmah"), shifts=(0,)).fit(F, [0, 1] * 10)
-    >>> np.array_equal(from_json(bs.to_json()).score(F), bs.score(F))
-    True
+    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
     """
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or doc.get("format") != _FORMAT \
-            or doc.get("model") != "ShiftedBaseScores":
-        raise ValueError(f"text must be a JSON object written by ShiftedBaseScores.to_json "
-                         f"(format {_FORMAT!r}).")
-    obj = ShiftedBaseScores(**doc.get("params", {}))
-    fitted = doc.get("fitted", {})
-    obj.kinds_ = _check_kinds(fitted["kinds_"])
-    obj.names_ = [str(s) for s in fitted["names_"]]
-    obj.n_shifts_ = int(fitted["n_shifts_"])
-    obj.n_classes_ = int(fitted["n_classes_"])
-    obj.n_features_in_ = int(fitted["n_features_in_"])
-    for name in ("bank_", "means_", "whiteners_", "logdets_"):
-        if name in fitted:
-            setattr(obj, name, decode_array(fitted[name], name))
-    if "svm_" in fitted:
-        obj.svm_ = [[{"support": decode_array(p["support"], "svm_.support"),
-                      "dual_coef": decode_array(p["dual_coef"], "svm_.dual_coef"),
-                      "rho": float(p["rho"]), "gamma": float(p["gamma"])} for p in row]
-                    for row in fitted["svm_"]]
-    return obj
+    name = "abstain.base_scores.from_json"
+    return load_family(text, name, "base-scores")  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------- kernels

@@ -7,11 +7,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
-from .._core.validation import as_features, check_int, check_positive, unit_rows
+from .._core.serialize import Array, Int, Labels, Number, serializable
+from .._core.validation import as_features, check_bool, check_int, check_positive, unit_rows
 from .base import Detector, linear_layer
 from .logits import neg_energy
 
 
+@serializable("detector")
 class ReAct(Detector):
     """ReAct (Sun, Guo and Li, 2021): energy of the logits of clipped features.
 
@@ -40,21 +42,31 @@ class ReAct(Detector):
     """
 
     inputs = "features"
-    _ARRAYS = ("weight_", "bias_")
-    _VALUES = ("threshold_", "n_features_in_")
+    _FIELDS = {
+        "n_features_in_": Int(1, dim="d"),
+        "weight_": Array(("K", "d")),
+        "bias_": Array(("K",)),
+        "threshold_": Number(),
+    }
 
     def __init__(self, percentile: float = 90.0, temperature: float = 1.0) -> None:
         self.percentile = percentile
         self.temperature = temperature
+
+    def _validate_params(self) -> None:
+        q = self.percentile
+        if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)) \
+                or not 0 < q <= 100:
+            raise ValueError(f"percentile must be in (0, 100]; got {self.percentile!r}.")
+        check_positive("temperature", self.temperature)
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> ReAct:
         """Fit on ID training features ``X`` (n, d) and the last layer ``weight``, ``bias``."""
         if X is None:
             raise ValueError("ReAct.fit needs the ID training features X.")
+        self._validate_params()
         q = float(self.percentile)
-        if not 0 < q <= 100:
-            raise ValueError(f"percentile must be in (0, 100]; got {self.percentile!r}.")
         F = as_features(X, "features")
         self.weight_, self.bias_ = linear_layer(weight, bias, F.shape[1], "ReAct")
         self.threshold_ = float(np.percentile(F, q))
@@ -64,11 +76,13 @@ class ReAct(Detector):
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of features ``X``, shape (n, d) -> (n,)."""
         self._check_fitted("threshold_")
-        T = check_positive("temperature", self.temperature)
+        self._validate_params()
+        T = float(self.temperature)
         F = np.minimum(self._inputs(X), self.threshold_)
         return neg_energy(F @ self.weight_.T + self.bias_, T)
 
 
+@serializable("detector")
 class KNN(Detector):
     """Deep nearest neighbours (Sun, Ming, Zhu and Li, 2022): distance to the k-th neighbour.
 
@@ -99,13 +113,17 @@ class KNN(Detector):
     """
 
     inputs = "features"
-    _ARRAYS = ("bank_",)
-    _VALUES = ("n_features_in_",)
+    _FIELDS = {"n_features_in_": Int(1, dim="d"), "bank_": Array((None, "d"))}
 
     def __init__(self, k: int = 50, normalize: bool = True, block: int = 1024) -> None:
         self.k = k
         self.normalize = normalize
         self.block = block
+
+    def _validate_params(self) -> None:
+        check_int("k", self.k, 1)
+        check_bool("normalize", self.normalize)
+        check_int("block", self.block, 1)
 
     def _prepare(self, F: NDArray[np.float64]) -> NDArray[np.float64]:
         return unit_rows(F, "KNN with normalize=True") if self.normalize else F
@@ -115,7 +133,8 @@ class KNN(Detector):
         """Store the ID training features ``X`` (n, d)."""
         if X is None:
             raise ValueError("KNN.fit needs the ID training features X.")
-        k = check_int("k", self.k, 1)
+        self._validate_params()
+        k = int(self.k)
         F = as_features(X, "features")
         if k > F.shape[0]:
             raise ValueError(f"k must be at most the number of training rows ({F.shape[0]}); "
@@ -127,8 +146,8 @@ class KNN(Detector):
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of features ``X``, shape (n, d) -> (n,)."""
         self._check_fitted("bank_")
-        k = check_int("k", self.k, 1)
-        block = check_int("block", self.block, 1)
+        self._validate_params()
+        k, block = int(self.k), int(self.block)
         if k > self.bank_.shape[0]:
             raise ValueError(f"k must be at most the number of training rows "
                              f"({self.bank_.shape[0]}); got {k}.")
@@ -153,6 +172,7 @@ def _default_vim_dim(n_features: int) -> int:
     return max(1, n_features // 2)
 
 
+@serializable("detector")
 class ViM(Detector):
     """Virtual-logit matching, ViM (Wang, Li, Feng and Zhang, 2022).
 
@@ -190,11 +210,28 @@ class ViM(Detector):
     """
 
     inputs = "features"
-    _ARRAYS = ("weight_", "bias_", "origin_", "residual_basis_")
-    _VALUES = ("alpha_", "dim_", "n_features_in_")
+    _FIELDS = {
+        "n_features_in_": Int(2, dim="d"),
+        "dim_": Int(1),
+        "weight_": Array(("K", "d")),
+        "bias_": Array(("K",)),
+        "origin_": Array(("d",)),
+        "residual_basis_": Array(("d", None)),
+        "alpha_": Number(),
+    }
 
     def __init__(self, dim: int | None = None) -> None:
         self.dim = dim
+
+    def _validate_params(self) -> None:
+        if self.dim is not None:
+            check_int("dim", self.dim, 1)
+
+    def _after_load(self) -> None:
+        d = self.n_features_in_
+        if self.residual_basis_.shape[1] != d - self.dim_:
+            raise ValueError(f"fitted.residual_basis_ must have shape ({d}, {d - self.dim_}) "
+                             f"for fitted.dim_ = {self.dim_}; got {self.residual_basis_.shape}.")
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> ViM:
@@ -205,7 +242,8 @@ class ViM(Detector):
         d = F.shape[1]
         if d < 2:
             raise ValueError("ViM needs at least 2 feature dimensions; got 1.")
-        D = _default_vim_dim(d) if self.dim is None else check_int("dim", self.dim, 1)
+        self._validate_params()
+        D = _default_vim_dim(d) if self.dim is None else int(self.dim)
         if D >= d:
             raise ValueError(f"dim must be smaller than the feature dimension {d}; got {D}.")
         W, b = linear_layer(weight, bias, d, "ViM")
@@ -235,6 +273,7 @@ class ViM(Detector):
         return self.alpha_ * vlogit - energy
 
 
+@serializable("detector")
 class Mahalanobis(Detector):
     """Class-conditional Gaussians with a shared covariance (Lee, Lee, Lee and Shin, 2018).
 
@@ -265,18 +304,26 @@ class Mahalanobis(Detector):
     """
 
     inputs = "features"
-    _ARRAYS = ("means_", "whitener_")
-    _VALUES = ("classes_", "n_features_in_")
+    _FIELDS = {
+        "n_features_in_": Int(1, dim="d"),
+        "classes_": Labels(length="c", min_length=1, convert=list),
+        "means_": Array(("c", "d")),
+        "whitener_": Array(("d", None)),
+    }
 
     def __init__(self, rcond: float = 1e-10) -> None:
         self.rcond = rcond
+
+    def _validate_params(self) -> None:
+        check_positive("rcond", self.rcond, allow_zero=True)
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Mahalanobis:
         """Fit class means and the shared covariance on ID features ``X`` and labels ``y``."""
         if X is None or y is None:
             raise ValueError("Mahalanobis.fit needs the ID training features X and labels y.")
-        rcond = check_positive("rcond", self.rcond, allow_zero=True)
+        self._validate_params()
+        rcond = float(self.rcond)
         F = as_features(X, "features")
         labels = np.asarray(y)
         if labels.shape != (F.shape[0],):

@@ -6,6 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
+from .._core.serialize import serializable
 from .._core.validation import check_int, check_positive
 from .base import Detector
 
@@ -21,6 +22,7 @@ def neg_energy(logits: NDArray[np.float64], temperature: float) -> NDArray[np.fl
     return -temperature * logsumexp(logits / temperature, axis=1)
 
 
+@serializable("detector")
 class MSP(Detector):
     """Maximum softmax probability (Hendrycks and Gimpel, 2017), negated.
 
@@ -42,12 +44,16 @@ class MSP(Detector):
     def __init__(self, temperature: float = 1.0) -> None:
         self.temperature = temperature
 
+    def _validate_params(self) -> None:
+        check_positive("temperature", self.temperature)
+
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of logits ``X``, shape (n, K) -> (n,)."""
-        T = check_positive("temperature", self.temperature)
-        return neg_max_softmax(self._inputs(X), T)
+        self._validate_params()
+        return neg_max_softmax(self._inputs(X), float(self.temperature))
 
 
+@serializable("detector")
 class MaxLogit(Detector):
     """Maximum logit score, MLS (Hendrycks et al., 2022), negated: ``-max_k logits_k``.
 
@@ -65,6 +71,7 @@ class MaxLogit(Detector):
         return -self._inputs(X).max(axis=1)
 
 
+@serializable("detector")
 class Energy(Detector):
     """Free energy (Liu et al., 2020): ``score = -T logsumexp(logits / T)``.
 
@@ -82,11 +89,16 @@ class Energy(Detector):
     def __init__(self, temperature: float = 1.0) -> None:
         self.temperature = temperature
 
+    def _validate_params(self) -> None:
+        check_positive("temperature", self.temperature)
+
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of logits ``X``, shape (n, K) -> (n,)."""
-        return neg_energy(self._inputs(X), check_positive("temperature", self.temperature))
+        self._validate_params()
+        return neg_energy(self._inputs(X), float(self.temperature))
 
 
+@serializable("detector")
 class ODIN(Detector):
     """ODIN (Liang et al., 2018): temperature-scaled MSP of a perturbed input, negated.
 
@@ -115,13 +127,17 @@ class ODIN(Detector):
         self.temperature = temperature
         self.epsilon = epsilon
 
+    def _validate_params(self) -> None:
+        check_positive("temperature", self.temperature)
+        check_positive("epsilon", self.epsilon, allow_zero=True)
+
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of (perturbed) logits ``X``, shape (n, K) -> (n,)."""
-        check_positive("epsilon", self.epsilon, allow_zero=True)
-        return neg_max_softmax(self._inputs(X), check_positive("temperature",
-                                                                self.temperature))
+        self._validate_params()
+        return neg_max_softmax(self._inputs(X), float(self.temperature))
 
 
+@serializable("detector")
 class GEN(Detector):
     """Generalised entropy, GEN (Liu, Lochman and Zach, 2023).
 
@@ -144,12 +160,15 @@ class GEN(Detector):
         self.gamma = gamma
         self.top_m = top_m
 
+    def _validate_params(self) -> None:
+        if check_positive("gamma", self.gamma) > 1:
+            raise ValueError(f"gamma must be in (0, 1]; got {self.gamma!r}.")
+        check_int("top_m", self.top_m, 1)
+
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of logits ``X``, shape (n, K) -> (n,)."""
-        gamma = check_positive("gamma", self.gamma)
-        if gamma > 1:
-            raise ValueError(f"gamma must be in (0, 1]; got {self.gamma!r}.")
-        m = check_int("top_m", self.top_m, 1)
+        self._validate_params()
+        gamma, m = float(self.gamma), int(self.top_m)
         z = self._inputs(X)
         p = np.exp(z - logsumexp(z, axis=1, keepdims=True))
         k = min(m, p.shape[1])

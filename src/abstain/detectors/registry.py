@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from .._core.serialize import DETECTOR_FORMAT as _FORMAT
-from .._core.serialize import decode_array
+from .._core.serialize import load_family
 from .base import Detector
 from .features import KNN, Mahalanobis, ReAct, ViM
 from .logits import GEN, MSP, ODIN, Energy, MaxLogit
@@ -38,26 +36,9 @@ def make_detector(name: str, **params: Any) -> Detector:
 
 
 def detector_from_json(text: str) -> Detector:
-    """Load a detector written by ``to_json``; only plain JSON is parsed, no code runs.
+    """Deprecated alias of :func:`abstain.load_json` that accepts only the detectors of
+    :data:`DETECTORS`.
 
-    >>> from abstain.detectors import KNN, detector_from_json
-    >>> det = KNN(k=1).fit([[1.0, 0.0], [0.0, 1.0]])
-    >>> detector_from_json(det.to_json()).score([[1.0, 0.1]]).round(4)
-    array([0.0996])
+    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
     """
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
-        raise ValueError(f"text must be a JSON detector written by to_json (format {_FORMAT!r}).")
-    classes = {cls.__name__: cls for cls in DETECTORS.values()}
-    name = doc.get("detector")
-    if name not in classes:
-        raise ValueError(f"detector must be one of {sorted(classes)}; got {name!r}.")
-    det = classes[name](**doc.get("params", {}))
-    for key, value in doc.get("fitted", {}).items():
-        if key in det._ARRAYS:
-            setattr(det, key, decode_array(value, key))
-        elif key in det._VALUES:
-            setattr(det, key, value)
-        else:
-            raise ValueError(f"unknown fitted attribute {key!r} for {name}.")
-    return det
+    return load_family(text, "detector_from_json", "detector")  # type: ignore[no-any-return]

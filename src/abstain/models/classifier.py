@@ -79,6 +79,12 @@ class SelectiveClassifier(ParamsMixin):
     reject_model_ : the fitted reject model
     classes_ : ndarray of shape (K,)
 
+    Notes
+    -----
+    There is no ``to_json``: the wrapped estimator is an arbitrary scikit-learn object,
+    which cannot be written without pickle. Save ``reject_model_`` with its ``to_json``
+    (:func:`abstain.load_json` reads it back) and the estimator with its own library's tools.
+
     Examples
     --------
     >>> from sklearn.datasets import load_digits

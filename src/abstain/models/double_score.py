@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.serialize import Array, Field, Nested, dumps, load_family, serializable
 from ..detectors.base import Detector, pick_output
 from ..detectors.features import KNN
 from ..detectors.logits import MSP
-from ..detectors.registry import detector_from_json
 
 
+@serializable("double-score")
 class DoubleScoreDetector(ParamsMixin):
     """A double-score selector: a misclassification score with an OOD score.
 
@@ -76,6 +76,19 @@ class DoubleScoreDetector(ParamsMixin):
         self.ood = ood
         self.selector = selector
 
+    def _validate_params(self) -> None:
+        from .ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+
+        for name in ("misclassification", "ood"):
+            det = getattr(self, name)
+            if det is not None and not isinstance(det, Detector):
+                raise ValueError(f"{name} must be a detector of abstain.detectors or None; got "
+                                 f"{type(det).__name__}.")
+        if self.selector is not None and not isinstance(
+                self.selector, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
+            raise ValueError("selector must be a reject model of abstain.ood or None; got "
+                             f"{type(self.selector).__name__}.")
+
     def fit(self, outputs: Any, labels: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None
             ) -> DoubleScoreDetector:
@@ -85,12 +98,9 @@ class DoubleScoreDetector(ParamsMixin):
         :func:`abstain.torch.extract`'s result) or a dict with those keys; each detector
         reads the one it needs.
         """
+        self._validate_params()
         r = MSP() if self.misclassification is None else self.misclassification
         g = KNN() if self.ood is None else self.ood
-        for name, det in (("misclassification", r), ("ood", g)):
-            if not isinstance(det, Detector):
-                raise ValueError(f"{name} must be a detector of abstain.detectors; got "
-                                 f"{type(det).__name__}.")
         self.misclassification_ = copy.deepcopy(r).fit(pick_output(outputs, r.inputs), labels,
                                                         weight=weight, bias=bias)
         self.ood_ = copy.deepcopy(g).fit(pick_output(outputs, g.inputs), labels,
@@ -149,32 +159,28 @@ class DoubleScoreDetector(ParamsMixin):
     def to_json(self) -> str:
         """Both fitted detectors, the scales and the tuned selector as plain JSON.
 
-        Load with :meth:`from_json`.
+        Load with :func:`abstain.load_json`.
         """
-        self._check_fitted("selector_")
-        doc = {"format": "abstain.double-score/1",
-               "misclassification": json.loads(self.misclassification_.to_json()),
-               "ood": json.loads(self.ood_.to_json()),
-               "scale": [float(v) for v in self.scale_],
-               "selector": json.loads(self.selector_.to_json())}
-        return json.dumps(doc, sort_keys=True, allow_nan=False)
+        return dumps(self)
+
+    _FIELDS: dict[str, Field] = {
+        "misclassification_": Nested(family="detector"),
+        "ood_": Nested(family="detector"),
+        "scale_": Array((2,), positive=True),
+        "selector_": Nested(family="ood"),
+    }
+
+    def _after_load(self) -> None:
+        if self.selector_.n_scores_ != 2:
+            raise ValueError("fitted.selector_ must be tuned on the two scores (n_scores_ = 2); "
+                             f"got n_scores_ = {self.selector_.n_scores_}.")
 
     @classmethod
     def from_json(cls, text: str) -> DoubleScoreDetector:
-        """Load a detector written by :meth:`to_json`; only plain JSON is parsed."""
-        from .ood import selector_from_json
+        """Deprecated alias of :func:`abstain.load_json` that accepts only this class.
 
-        doc = json.loads(text)
-        if not isinstance(doc, dict) or doc.get("format") != "abstain.double-score/1":
-            raise ValueError("text must be a JSON double-score detector written by to_json "
-                             "(format 'abstain.double-score/1').")
-        r = detector_from_json(json.dumps(doc["misclassification"]))
-        g = detector_from_json(json.dumps(doc["ood"]))
-        sel = selector_from_json(json.dumps(doc["selector"]))
-        out = cls(misclassification=r, ood=g, selector=sel)
-        out.misclassification_, out.ood_, out.selector_ = r, g, sel
-        scale = np.asarray(doc["scale"], dtype=np.float64)
-        if scale.shape != (2,) or not np.all(scale > 0):
-            raise ValueError("scale in the double-score file must be two positive numbers.")
-        out.scale_ = scale
-        return out
+        Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another
+        kind.
+        """
+        return load_family(  # type: ignore[no-any-return]
+            text, "DoubleScoreDetector.from_json", "double-score")

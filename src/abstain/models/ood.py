@@ -22,7 +22,6 @@ precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with the OOD prior ``pi`
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from typing import Any
@@ -44,11 +43,13 @@ from .._core.ood_sample import (
     tpr_fpr_constraint,
     validate_sample,
 )
-from .._core.serialize import decode_value, encode_value
+from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, load_family, serializable
 from .._core.validation import (
     check_fraction,
+    check_open_unit,
     check_positive,
     check_probability,
+    check_random_state,
 )
 from ..exceptions import InfeasibleTargetWarning
 
@@ -63,13 +64,6 @@ class _OODRule(ParamsMixin):
     """Shared fitted state, decisions and serialisation of the OOD selectors."""
 
     random_state: Any
-    _FITTED = (
-        "weights_", "angle_", "mu_", "threshold_", "accept_prob_", "risk_", "tpr_", "fpr_",
-        "precision_", "feasible_", "n_id_", "n_ood_", "n_scores_",
-    )
-
-    def _extra_fitted(self) -> tuple[str, ...]:
-        return ()
 
     def _set(self, fit: Sample, found: Found | None,
              prior: float) -> None:
@@ -144,21 +138,34 @@ class _OODRule(ParamsMixin):
         warnings.warn(f"{what} is infeasible on this data (the paper's 'unable'); "
                       "the selector rejects everything.", InfeasibleTargetWarning, stacklevel=3)
 
+    # -- serialisation ----------------------------------------------------------
+    _FIELDS: dict[str, Field] = {
+        "n_scores_": Int(1, 2, dim="n_scores"),
+        "weights_": Seq(Number(), length="n_scores"),
+        "angle_": Number(special=("nan",)),
+        "mu_": Number(special=("nan", "inf")),
+        "threshold_": Number(special=("-inf",)),
+        "accept_prob_": Number(0.0, 1.0, low_open=True),
+        "risk_": Number(0.0, special=("nan",)),
+        "tpr_": Number(special=("nan",)),
+        "fpr_": Number(special=("nan",)),
+        "precision_": Number(special=("nan",)),
+        "feasible_": Flag(),
+        "n_id_": Number(0.0),
+        "n_ood_": Number(0.0),
+    }
+
+    def _validate_search(self) -> None:
+        self._search_args()
+        check_random_state("random_state", self.random_state)
+
     def to_json(self) -> str:
-        """Serialise parameters and fitted rule as plain JSON (format ``abstain.ood/1``).
-
-        Load it with :func:`selector_from_json`.
-        """
-        self._check_fitted("threshold_")
-        fitted = {k: encode_value(getattr(self, k)) for k in self._FITTED + self._extra_fitted()}
-        params = self.get_params(deep=False)
-        if not isinstance(params.get("random_state"), (int, type(None))):
-            params["random_state"] = None
-        doc = {"format": "abstain.ood/1", "model": type(self).__name__, "params": params,
-               "fitted": fitted}
-        return json.dumps(doc, sort_keys=True)
+        """Serialise parameters and fitted rule as plain JSON; load it with
+        :func:`abstain.load_json`."""
+        return dumps(self)
 
 
+@serializable("ood")
 class BoundedTPRFPR(_OODRule):
     """Bounded TPR-FPR model: minimal selective risk at TPR >= ``tpr`` and FPR <= ``fpr``.
 
@@ -224,6 +231,11 @@ class BoundedTPRFPR(_OODRule):
         self.n_directions = n_directions
         self.random_state = random_state
 
+    def _validate_params(self) -> None:
+        check_fraction("tpr", self.tpr)
+        check_probability("fpr", self.fpr)
+        self._validate_search()
+
     def fit(self, scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, *,
             sample_weight: ArrayLike | None = None) -> BoundedTPRFPR:
         """Fit on a validation sample.
@@ -239,8 +251,8 @@ class BoundedTPRFPR(_OODRule):
         -------
         self
         """
-        tpr = check_fraction("tpr", self.tpr)
-        fpr = check_probability("fpr", self.fpr)
+        self._validate_params()
+        tpr, fpr = float(self.tpr), float(self.fpr)
         search, d = self._search_args()
         fit = Sample(*validate_sample(scores, is_ood, losses, sample_weight))
         con = tpr_fpr_constraint(fit, tpr, fpr)
@@ -250,6 +262,7 @@ class BoundedTPRFPR(_OODRule):
         return self
 
 
+@serializable("ood")
 class BoundedPrecisionRecall(_OODRule):
     """Bounded precision-recall model: minimal selective risk at recall and precision bounds.
 
@@ -291,14 +304,19 @@ class BoundedPrecisionRecall(_OODRule):
         self.n_directions = n_directions
         self.random_state = random_state
 
+    def _validate_params(self) -> None:
+        check_fraction("precision", self.precision)
+        check_fraction("recall", self.recall)
+        if self.ood_prior is not None:
+            check_open_unit("ood_prior", self.ood_prior)
+        self._validate_search()
+
     def fit(self, scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, *,
             sample_weight: ArrayLike | None = None) -> BoundedPrecisionRecall:
         """Fit on a validation sample; arguments as in :meth:`BoundedTPRFPR.fit`."""
-        kappa = check_fraction("precision", self.precision)
-        recall = check_fraction("recall", self.recall)
-        prior = None if self.ood_prior is None else check_fraction("ood_prior", self.ood_prior)
-        if prior is not None and prior >= 1.0:
-            raise ValueError(f"ood_prior must be in (0, 1); got {self.ood_prior!r}.")
+        self._validate_params()
+        kappa, recall = float(self.precision), float(self.recall)
+        prior = None if self.ood_prior is None else float(self.ood_prior)
         search, d = self._search_args()
         fit = Sample(*validate_sample(scores, is_ood, losses, sample_weight))
         pi = ood_fraction(fit) if prior is None else prior
@@ -309,6 +327,7 @@ class BoundedPrecisionRecall(_OODRule):
         return self
 
 
+@serializable("ood")
 class CostBasedOOD(_OODRule):
     """Cost-based OOD model, Definition 1 and Theorem 1 of Franc, Prusa and Paplham (2023).
 
@@ -360,28 +379,27 @@ class CostBasedOOD(_OODRule):
         self.n_directions = n_directions
         self.random_state = random_state
 
-    def _extra_fitted(self) -> tuple[str, ...]:
-        return ("cost_",)
+    _FIELDS: dict[str, Field] = {"cost_": Number(special=("nan",))}
 
-    def _prior(self) -> float | None:
-        if self.ood_prior is None:
-            return None
-        p = check_fraction("ood_prior", self.ood_prior)
-        if p >= 1.0:
-            raise ValueError(f"ood_prior must be in (0, 1); got {self.ood_prior!r}.")
-        return p
-
-    def fit(self, scores: ArrayLike | None = None, is_ood: ArrayLike | None = None,
-            losses: ArrayLike | None = None, *,
-            sample_weight: ArrayLike | None = None) -> CostBasedOOD:
-        """The plug-in rule of Theorem 1 (no data), or the empirical-risk minimiser."""
-        e1 = check_positive("reject_id_cost", self.reject_id_cost, allow_zero=True)
+    def _validate_params(self) -> None:
+        check_positive("reject_id_cost", self.reject_id_cost, allow_zero=True)
         e2 = check_positive("predict_ood_cost", self.predict_ood_cost, allow_zero=True)
         e3 = check_positive("reject_ood_cost", self.reject_ood_cost, allow_zero=True)
         if not e2 > e3:
             raise ValueError(f"predict_ood_cost must be greater than reject_ood_cost; got "
                              f"{self.predict_ood_cost!r} <= {self.reject_ood_cost!r}.")
-        prior = self._prior()
+        if self.ood_prior is not None:
+            check_open_unit("ood_prior", self.ood_prior)
+        self._validate_search()
+
+    def fit(self, scores: ArrayLike | None = None, is_ood: ArrayLike | None = None,
+            losses: ArrayLike | None = None, *,
+            sample_weight: ArrayLike | None = None) -> CostBasedOOD:
+        """The plug-in rule of Theorem 1 (no data), or the empirical-risk minimiser."""
+        self._validate_params()
+        e1, e2, e3 = (float(self.reject_id_cost), float(self.predict_ood_cost),
+                      float(self.reject_ood_cost))
+        prior = None if self.ood_prior is None else float(self.ood_prior)
         search, d = self._search_args()
         given = [a is not None for a in (scores, is_ood, losses)]
         if not any(given):
@@ -412,28 +430,8 @@ class CostBasedOOD(_OODRule):
 
 
 def selector_from_json(text: str) -> BoundedTPRFPR | BoundedPrecisionRecall | CostBasedOOD:
-    """Load a selector written by ``to_json``; only plain JSON is parsed.
+    """Deprecated alias of :func:`abstain.load_json` that accepts only the OOD selectors.
 
-    Examples
-    --------
-    >>> from abstain.ood import BoundedTPRFPR, selector_from_json
-    >>> sel = BoundedTPRFPR(tpr=0.5, fpr=0.5).fit([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], [0, 0, 1, 0])
-    >>> selector_from_json(sel.to_json()).accept_proba([0.05, 0.35]).tolist()
-    [1.0, 0.0]
+    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
     """
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or doc.get("format") != "abstain.ood/1":
-        raise ValueError(
-            "text must be a JSON selector written by to_json (format 'abstain.ood/1')."
-        )
-    classes = {c.__name__: c for c in (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)}
-    name = doc.get("model")
-    if name not in classes:
-        raise ValueError(f"model must be one of {sorted(classes)}; got {name!r}.")
-    sel = classes[name](**doc["params"])
-    allowed = sel._FITTED + sel._extra_fitted()
-    for key, value in doc["fitted"].items():
-        if key not in allowed:
-            raise ValueError(f"unknown fitted attribute {key!r} in the selector file.")
-        setattr(sel, key, decode_value(value))
-    return sel
+    return load_family(text, "selector_from_json", "ood")  # type: ignore[no-any-return]

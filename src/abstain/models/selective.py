@@ -16,7 +16,6 @@ the rule that rejects everything has ``threshold_ = -inf``.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from typing import Any, NamedTuple
@@ -28,8 +27,15 @@ from .._core.base import ParamsMixin
 from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, tie_groups, validated_groups
 from .._core.risk_bounds import sgr_search
-from .._core.serialize import decode_value, encode_value
-from .._core.validation import as_losses_and_scores, as_scores, check_fraction, check_positive
+from .._core.serialize import Field, Flag, Int, Number, Tup, dumps, load_family, serializable
+from .._core.validation import (
+    as_losses_and_scores,
+    as_scores,
+    check_fraction,
+    check_open_unit,
+    check_positive,
+    check_random_state,
+)
 from ..exceptions import InfeasibleTargetWarning
 
 __all__ = [
@@ -206,73 +212,39 @@ class _RejectRule(ParamsMixin):
         return self.accept(uncertainty)
 
     # -- serialisation ----------------------------------------------------------
-    _FITTED = (
-        "threshold_",
-        "accept_prob_",
-        "coverage_",
-        "risk_",
-        "feasible_",
-        "n_samples_",
-    )
-
-    def _extra_fitted(self) -> tuple[str, ...]:
-        return ()
+    _FIELDS: dict[str, Field] = {
+        "threshold_": Number(special=("-inf",)),
+        "accept_prob_": Number(0.0, 1.0, low_open=True),
+        "coverage_": Number(0.0, 1.0),
+        "risk_": Number(0.0, special=("nan",)),
+        "feasible_": Flag(),
+        "n_samples_": Int(0),
+        "equivalent_": Tup(
+            Number(0.0, 1.0),
+            Tup(Number(0.0, special=("inf",)), Number(0.0, special=("inf",)), none=True),
+            Tup(Number(0.0, special=("inf",)), Number(0.0, special=("inf",)), none=True),
+            convert=EquivalentModels, none=True,
+        ),
+    }
 
     def to_json(self) -> str:
         """Serialise the parameters and fitted rule to a JSON string.
 
         Non-finite floats are written as the strings ``"inf"``, ``"-inf"``, ``"nan"``
-        so the file is standard JSON. Load it with :func:`rule_from_json`.
+        so the file is standard JSON. Load it with :func:`abstain.load_json`.
         """
-        self._check_fitted("threshold_")
-        fitted: dict[str, Any] = {}
-        for name in self._FITTED + self._extra_fitted():
-            fitted[name] = encode_value(getattr(self, name))
-        eq = getattr(self, "equivalent_", None)
-        fitted["equivalent_"] = None if eq is None else encode_value(list(eq))
-        params = self.get_params(deep=False)
-        if not isinstance(params.get("random_state"), (int, type(None))):
-            params["random_state"] = None
-        doc = {"format": "abstain.rule/1", "model": type(self).__name__, "params": params,
-               "fitted": fitted}
-        return json.dumps(doc, sort_keys=True)
+        return dumps(self)
 
 
 def rule_from_json(text: str) -> CostBased | BoundedImprovement | BoundedAbstention:
-    """Load a rule written by ``to_json``. Only plain JSON is parsed; no code runs.
+    """Deprecated alias of :func:`abstain.load_json` that accepts only the three rules.
 
-    Examples
-    --------
-    >>> from abstain import BoundedAbstention, rule_from_json
-    >>> rule = BoundedAbstention(target_coverage=0.5).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
-    >>> rule_from_json(rule.to_json()).accept_proba([0.15, 0.35]).tolist()
-    [1.0, 0.0]
+    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
     """
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or doc.get("format") != "abstain.rule/1":
-        raise ValueError("text must be a JSON rule written by to_json (format 'abstain.rule/1').")
-    classes = {c.__name__: c for c in (CostBased, BoundedImprovement, BoundedAbstention)}
-    name = doc.get("model")
-    if name not in classes:
-        raise ValueError(f"model must be one of {sorted(classes)}; got {name!r}.")
-    rule = classes[name](**doc["params"])
-    for key, value in doc["fitted"].items():
-        if key == "equivalent_":
-            if value is not None:
-                cov, risk, cost = decode_value(value)
-                value = EquivalentModels(
-                    cov,
-                    None if risk is None else tuple(risk),
-                    None if cost is None else tuple(cost),
-                )
-        elif key not in rule._FITTED + rule._extra_fitted():
-            raise ValueError(f"unknown fitted attribute {key!r} in the rule file.")
-        else:
-            value = decode_value(value)
-        setattr(rule, key, value)
-    return rule
+    return load_family(text, "rule_from_json", "rule")  # type: ignore[no-any-return]
 
 
+@serializable("rule")
 class CostBased(_RejectRule):
     """Cost-based reject model (Chow's rule), Problem 1 of Franc et al. (2023).
 
@@ -319,8 +291,14 @@ class CostBased(_RejectRule):
         self.reject_cost = reject_cost
         self.random_state = random_state
 
-    def _extra_fitted(self) -> tuple[str, ...]:
-        return ("cost_",)
+    _FIELDS: dict[str, Field] = {
+        "coverage_": Number(0.0, 1.0, special=("nan",)),
+        "cost_": Number(special=("nan",)),
+    }
+
+    def _validate_params(self) -> None:
+        check_positive("reject_cost", self.reject_cost)
+        check_random_state("random_state", self.random_state)
 
     def fit(
         self, uncertainty: ArrayLike | None = None, losses: ArrayLike | None = None
@@ -337,7 +315,8 @@ class CostBased(_RejectRule):
         -------
         self
         """
-        eps = check_positive("reject_cost", self.reject_cost)
+        self._validate_params()
+        eps = float(self.reject_cost)
         if uncertainty is None or losses is None:
             if (uncertainty is None) != (losses is None):
                 raise ValueError(
@@ -362,6 +341,7 @@ class CostBased(_RejectRule):
         return self
 
 
+@serializable("rule")
 class BoundedAbstention(_RejectRule):
     """Bounded-abstention model, Problem 5 of Franc et al. (2023).
 
@@ -398,6 +378,12 @@ class BoundedAbstention(_RejectRule):
         self.target_coverage = target_coverage
         self.random_state = random_state
 
+    _FIELDS: dict[str, Field] = {"threshold_": Number()}
+
+    def _validate_params(self) -> None:
+        check_fraction("target_coverage", self.target_coverage)
+        check_random_state("random_state", self.random_state)
+
     def fit(self, uncertainty: ArrayLike, losses: ArrayLike) -> BoundedAbstention:
         """Fit on calibration data.
 
@@ -410,7 +396,8 @@ class BoundedAbstention(_RejectRule):
         -------
         self
         """
-        omega = check_fraction("target_coverage", self.target_coverage)
+        self._validate_params()
+        omega = float(self.target_coverage)
         groups = validated_groups(losses, uncertainty)
         x = omega * groups.n
         if abs(x - round(x)) <= 1e-12 * x:  # n * omega is an integer up to round-off
@@ -421,6 +408,7 @@ class BoundedAbstention(_RejectRule):
         return self
 
 
+@serializable("rule")
 class BoundedImprovement(_RejectRule):
     """Bounded-improvement model, Problem 3 of Franc et al. (2023).
 
@@ -489,8 +477,17 @@ class BoundedImprovement(_RejectRule):
         self.loss_bound = loss_bound
         self.random_state = random_state
 
-    def _extra_fitted(self) -> tuple[str, ...]:
-        return ("min_risk_", "risk_bound_")
+    _FIELDS: dict[str, Field] = {
+        "min_risk_": Number(0.0),
+        "risk_bound_": Number(0.0, special=("nan",)),
+    }
+
+    def _validate_params(self) -> None:
+        check_positive("target_risk", self.target_risk)
+        if self.delta is not None:
+            check_open_unit("delta", self.delta)
+        check_positive("loss_bound", self.loss_bound)
+        check_random_state("random_state", self.random_state)
 
     def fit(self, uncertainty: ArrayLike, losses: ArrayLike) -> BoundedImprovement:
         """Fit on calibration data.
@@ -504,12 +501,10 @@ class BoundedImprovement(_RejectRule):
         -------
         self
         """
-        lam = check_positive("target_risk", self.target_risk)
-        if self.delta is not None:
-            delta = check_fraction("delta", self.delta)
-            if delta >= 1.0:
-                raise ValueError(f"delta must be in (0, 1); got {self.delta!r}.")
-        bound = check_positive("loss_bound", self.loss_bound)
+        self._validate_params()
+        lam = float(self.target_risk)
+        delta = math.nan if self.delta is None else float(self.delta)
+        bound = float(self.loss_bound)
         ls, u = as_losses_and_scores(losses, uncertainty)
         groups = tie_groups(ls, u)
         self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))

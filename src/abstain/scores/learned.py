@@ -10,7 +10,6 @@ AuRC, or by ridge regression of the true-class probability (TCP). Re-exported by
 from __future__ import annotations
 
 import copy
-import json
 import math
 import warnings
 from typing import Any, NamedTuple
@@ -23,12 +22,24 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.deprecation import warn_renamed
-from .._core.serialize import decode_value, encode_value
+from .._core.serialize import (
+    Array,
+    Field,
+    Flag,
+    Int,
+    Labels,
+    Number,
+    dumps,
+    load_family,
+    serializable,
+)
 from .._core.validation import (
     as_features,
     as_losses,
+    check_bool,
     check_choice,
     check_positive,
+    check_random_state,
     check_same_length,
 )
 from ..exceptions import ConvergenceWarning
@@ -50,7 +61,6 @@ __all__ = [
 PAPER_C_GRID: tuple[float, ...] = (0.0, 1.0, 10.0, 100.0, 1000.0)
 
 _FEATURES = ("predicted_class", "shared")
-_FORMAT = "abstain.score/1"
 
 
 def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
@@ -91,15 +101,18 @@ class _Design(NamedTuple):
 class _LinearScore(ParamsMixin):
     """A linear score ``s(x) = <w_b, x> + c_b`` with one block ``b`` per predicted class."""
 
-    _FITTED: tuple[str, ...] = ("classes_", "coef_", "intercept_", "n_features_in_")
-
     C: float
     features: str
     classes: ArrayLike | None
 
-    def _check_params(self) -> None:
+    def _validate_params(self) -> None:
         check_positive("C", self.C, allow_zero=True)
         check_choice("features", self.features, _FEATURES)
+        if self.classes is not None:
+            labels = np.asarray(self.classes)
+            if labels.ndim != 1 or labels.size == 0 or labels.dtype == object:
+                raise ValueError(f"classes must be a non-empty 1-D array of labels or None; "
+                                 f"got {self.classes!r}.")
 
     def _blocks(self, y_pred: ArrayLike | None, n: int, fitting: bool) -> NDArray[np.intp]:
         """Block index of every row (all zeros for the shared feature map)."""
@@ -189,19 +202,23 @@ class _LinearScore(ParamsMixin):
         return self.score(X, y_pred)
 
     def to_json(self) -> str:
-        """Serialise parameters and coefficients to JSON; load with :func:`score_from_json`."""
-        self._check_fitted("coef_")
-        params = self.get_params(deep=False)
-        if params.get("classes") is not None:
-            params["classes"] = np.asarray(params["classes"]).tolist()
-        if not isinstance(params.get("random_state"), (int, type(None))):
-            params["random_state"] = None
-        fitted = {}
-        for name in self._FITTED:
-            value = getattr(self, name)
-            fitted[name] = encode_value(value.tolist() if isinstance(value, np.ndarray) else value)
-        doc = {"format": _FORMAT, "model": type(self).__name__, "params": params, "fitted": fitted}
-        return json.dumps(doc, sort_keys=True, allow_nan=False)
+        """Serialise parameters and coefficients to JSON; load with :func:`abstain.load_json`."""
+        return dumps(self)
+
+    # -- serialisation ----------------------------------------------------------
+    _FIELDS: dict[str, Field] = {
+        "classes_": Labels(),
+        "coef_": Array(("blocks", "d")),
+        "intercept_": Array(("blocks",)),
+        "n_features_in_": Int(1, dim="d"),
+    }
+
+    def _after_load(self) -> None:
+        blocks = 1 if self.features == "shared" else len(self.classes_)
+        if self.coef_.shape[0] != blocks:
+            raise ValueError(f"fitted.coef_ must have {blocks} row(s): one per class of "
+                             f"fitted.classes_, or one with features='shared'; got "
+                             f"{self.coef_.shape[0]}.")
 
 
 def _block_matvec(design: _Design, theta: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -267,7 +284,7 @@ class _RidgeScore(_LinearScore):
         name: str,
         upper: float = math.inf,
     ) -> None:
-        self._check_params()
+        self._validate_params()
         design = self._design(X, y_pred, fitting=True)
         target = as_losses(raw_target, name)
         if target.max() > upper:
@@ -278,6 +295,7 @@ class _RidgeScore(_LinearScore):
         self._set_theta(theta, design.rows.shape[1] - 1)
 
 
+@serializable("score")
 class LossRegression(_RidgeScore):
     """Loss regression (REG) score, section 3.3 and 5.1.1 of Franc et al. (2023).
 
@@ -324,6 +342,7 @@ class LossRegression(_RidgeScore):
         return self
 
 
+@serializable("score")
 class TCP(_RidgeScore):
     """True-class-probability (TCP) score, section 5.1.3 of Franc et al. (2023).
 
@@ -472,6 +491,7 @@ def sele_objective(
     return total / len(uniq)
 
 
+@serializable("score")
 class SELE(_LinearScore):
     """SELE score: minimise the smooth AuRC proxy of eq. (30), section 3.4 and 5.1.2.
 
@@ -533,7 +553,12 @@ class SELE(_LinearScore):
     (True, True)
     """
 
-    _FITTED = _LinearScore._FITTED + ("objective_", "gap_bound_", "n_iter_", "converged_")
+    _FIELDS: dict[str, Field] = {
+        "objective_": Number(),
+        "gap_bound_": Number(0.0, special=("inf",)),
+        "n_iter_": Int(0),
+        "converged_": Flag(),
+    }
 
     def __init__(
         self,
@@ -556,8 +581,8 @@ class SELE(_LinearScore):
         self.warm_start = warm_start
         self.random_state = random_state
 
-    def _check_params(self) -> None:
-        super()._check_params()
+    def _validate_params(self) -> None:
+        super()._validate_params()
         if self.chunk_size is not None and (
             isinstance(self.chunk_size, bool)
             or not isinstance(self.chunk_size, (int, np.integer))
@@ -573,10 +598,12 @@ class SELE(_LinearScore):
             or self.max_iter < 1
         ):
             raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+        check_bool("warm_start", self.warm_start)
+        check_random_state("random_state", self.random_state)
 
     def fit(self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike) -> SELE:
         """Fit to the predictor's labels ``y_pred`` and observed ``losses`` on ``X``."""
-        self._check_params()
+        self._validate_params()
         previous = self._theta() if self.warm_start and hasattr(self, "coef_") else None
         design = self._design(X, y_pred, fitting=True)
         target = as_losses(losses)
@@ -728,37 +755,8 @@ def select_regularization(
 
 
 def score_from_json(text: str) -> LossRegression | SELE | TCP:
-    """Load a learned score written by ``to_json``. Only plain JSON is parsed.
+    """Deprecated alias of :func:`abstain.load_json` that accepts only the learned scores.
 
-    Examples
-    --------
-    >>> from abstain.scores import LossRegression, score_from_json
-    >>> reg = LossRegression(C=0).fit([[0.0], [1.0]], [0, 0], [0.0, 1.0])
-    >>> score_from_json(reg.to_json()).score([[0.5]], [0]).round(6).tolist()
-    [0.5]
+    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
     """
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
-        raise ValueError(f"text must be a JSON score written by to_json (format {_FORMAT!r}).")
-    models: dict[str, type[LossRegression | SELE | TCP]] = {
-        c.__name__: c for c in (LossRegression, SELE, TCP)
-    }
-    name = doc.get("model")
-    if name not in models:
-        raise ValueError(f"model must be one of {sorted(models)}; got {name!r}.")
-    model = models[name](**doc["params"])
-    fitted = doc["fitted"]
-    missing = set(model._FITTED) - set(fitted)
-    if missing:
-        raise ValueError(f"the score file lacks fitted attribute(s) {sorted(missing)}.")
-    for key, value in fitted.items():
-        if key not in model._FITTED:
-            raise ValueError(f"unknown fitted attribute {key!r} in the score file.")
-        if key in ("classes_", "coef_", "intercept_"):
-            value = np.asarray(value, dtype=None if key == "classes_" else np.float64)
-            if key == "coef_":
-                value = value.reshape(-1, int(fitted["n_features_in_"]))
-        else:
-            value = decode_value(value)
-        setattr(model, key, value)
-    return model
+    return load_family(text, "score_from_json", "score")  # type: ignore[no-any-return]
