@@ -26,6 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     "torch": {"_core"},
     "app": {"_core", "metrics", "models", "scores", "plot", "app"},
 }
+# The command line uses the library's public API; of the private core only its infrastructure.
+APP_CORE = {"files", "optional", "progress", "serialize"}
 # Old module paths kept as re-exports of their new homes.
 SHIMS = {"ood", "ood_metrics", "losses", "base_scores", "selective", "io", "tabular", "report",
          "cli", "demo"}
@@ -94,6 +96,17 @@ def test_no_private_name_across_modules(path: Path) -> None:
             f"{path.relative_to(SRC)}:{line} imports private {private} from "
             f"{'.'.join(target)}: a name two modules share belongs in _core, unprefixed"
         )
+
+
+def test_the_command_line_uses_only_the_core_infrastructure() -> None:
+    for path in sorted((SRC / "app").glob("*.py")):
+        for target, names, line in _imports(path, module_level=False):
+            if target[:1] == ["_core"]:
+                used = target[1:2] or names
+                assert set(used) <= APP_CORE, (
+                    f"{path.relative_to(SRC)}:{line} imports _core.{'.'.join(used)}: the "
+                    f"command line may use only {sorted(APP_CORE)} of the core"
+                )
 
 
 def _closure(start: list[Path]) -> set[Path]:

@@ -24,13 +24,13 @@ import importlib
 import json
 import math
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
+from .deprecation import warn_renamed
 from .schema import (
     Array,
     Context,
@@ -495,8 +495,7 @@ def _parse_and_load(text: str | bytes) -> Any:
 def load_family(text: Any, caller: str, family: str) -> Any:
     """The deprecated per-family loaders: :func:`load_json` with a ``FutureWarning`` and a
     check that the object is of ``family``."""
-    warnings.warn(f"{caller} is deprecated and will be removed in 0.3; use abstain.load_json, "
-                  "which loads every kind.", FutureWarning, stacklevel=3)
+    warn_renamed(caller, "abstain.load_json, which loads every kind", stacklevel=4)
     obj = load_json(text)
     kind = _KINDS[type(obj).__name__]
     if kind.family != family:

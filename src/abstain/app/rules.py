@@ -13,11 +13,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import metrics as m
-from .._core.ood_sample import N_DIRECTIONS
-from .._core.ood_search import grid_weights, project
 from .._core.serialize import load_json
 from ..exceptions import InfeasibleTargetWarning
-from ..models.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+from ..models.ood import (
+    BoundedPrecisionRecall,
+    BoundedTPRFPR,
+    CostBasedOOD,
+    least_fpr_at_tpr,
+    most_recall_at_precision,
+)
 from ..models.selective import (
     BoundedAbstention,
     BoundedImprovement,
@@ -138,7 +142,7 @@ def fit_rule(
             if isinstance(sel, BoundedTPRFPR):
                 assert tpr is not None and fpr is not None
                 best = float(m.ood_roc_curve(data.is_ood, s, fpr=[fpr]).tpr[0])
-                least = _least_fpr_at_tpr(data.is_ood, s, tpr)
+                least = least_fpr_at_tpr(s, data.is_ood, tpr)
                 raise InfeasibleTargetError(
                     f"TPR >= {tpr:g} with FPR <= {fpr:g} is infeasible: at FPR <= {fpr:g} "
                     f"the highest attainable TPR is {_round(best, down=True)}; at TPR >= "
@@ -146,7 +150,7 @@ def fit_rule(
             assert precision is not None and recall is not None
             best = float(m.ood_pr_curve(data.is_ood, s, recall=[recall],
                                         ood_prior=ood_prior).precision[0])
-            most = _most_recall_at_precision(data.is_ood, s, precision, ood_prior)
+            most = most_recall_at_precision(s, data.is_ood, precision, ood_prior=ood_prior)
             raise InfeasibleTargetError(
                 f"precision >= {precision:g} with recall >= {recall:g} is infeasible: at "
                 f"recall >= {recall:g} the highest attainable precision is "
@@ -217,44 +221,6 @@ def _round(x: float, *, down: bool, digits: int = 4) -> str:
         while val(q - 1) >= x:
             q -= 1
     return f"{val(q):.{digits + 1}g}"
-
-
-def _directions(s: NDArray[np.float64]) -> list[NDArray[np.float64]]:
-    """The combined scores of each direction the OOD selectors search (one for one column)."""
-    if s.shape[1] == 1:
-        return [s[:, 0]]
-    return [project(s, w) for w in grid_weights(N_DIRECTIONS)]
-
-
-def _least_fpr_at_tpr(is_ood: NDArray[np.bool_], s: NDArray[np.float64], tpr: float) -> float:
-    """The lowest FPR of a threshold rule with TPR >= ``tpr`` over the searched directions."""
-    return min(float(m.fpr_at_tpr(is_ood, d, tpr)) for d in _directions(s))
-
-
-def _most_recall_at_precision(is_ood: NDArray[np.bool_], s: NDArray[np.float64],
-                              precision: float, ood_prior: float | None) -> float:
-    """The highest recall (TPR) of a rule with precision >= ``precision``.
-
-    The precision uses ``ood_prior``, or the sample's OOD fraction when None.
-
-    Precision >= p is ``p pi FPR <= (1 - p)(1 - pi) TPR``, linear along each ROC
-    segment, so the answer is at the last ROC knot meeting it or where the next
-    segment crosses it.
-    """
-    pi = float(is_ood.mean()) if ood_prior is None else ood_prior
-    best = 0.0
-    for d in _directions(s):
-        fpr, tpr = m.ood_roc_curve(is_ood, d)
-        g = precision * pi * fpr - (1 - precision) * (1 - pi) * tpr
-        ok = np.flatnonzero(g <= 1e-12)
-        j = int(ok[-1])
-        if j == tpr.size - 1:
-            r = float(tpr[j])
-        else:
-            f = g[j] / (g[j] - g[j + 1]) if g[j] < 0 else 0.0
-            r = float(tpr[j] + f * (tpr[j + 1] - tpr[j]))
-        best = max(best, r)
-    return best
 
 
 def _ood_columns(data: TableData, kind: str) -> list[str]:

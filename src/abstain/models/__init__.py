@@ -17,6 +17,8 @@ from .ood import (
     BoundedPrecisionRecall,
     BoundedTPRFPR,
     CostBasedOOD,
+    least_fpr_at_tpr,
+    most_recall_at_precision,
     selector_from_json,
 )
 from .selective import (
@@ -39,6 +41,8 @@ __all__ = [
     "BoundedTPRFPR",
     "CostBasedOOD",
     "selector_from_json",
+    "least_fpr_at_tpr",
+    "most_recall_at_precision",
     "DoubleScoreDetector",
     "SelectiveClassifier",
     "SelectivePrediction",

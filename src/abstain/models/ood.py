@@ -52,13 +52,17 @@ from .._core.validation import (
     check_random_state,
 )
 from ..exceptions import InfeasibleTargetWarning
+from ..metrics import fpr_at_tpr, ood_roc_curve
 
 __all__ = [
     "BoundedTPRFPR",
     "BoundedPrecisionRecall",
     "CostBasedOOD",
     "selector_from_json",
+    "least_fpr_at_tpr",
+    "most_recall_at_precision",
 ]
+
 
 class _OODRule(ParamsMixin):
     """Shared fitted state, decisions and serialisation of the OOD selectors."""
@@ -435,3 +439,72 @@ def selector_from_json(text: str) -> BoundedTPRFPR | BoundedPrecisionRecall | Co
     Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
     """
     return load_family(text, "selector_from_json", "ood")  # type: ignore[no-any-return]
+
+
+def _directions(s: NDArray[np.float64], n_directions: int) -> list[NDArray[np.float64]]:
+    """The combined score of each grid direction (the one column of a single score)."""
+    if s.shape[1] == 1:
+        return [s[:, 0]]
+    return [core.project(s, w) for w in core.grid_weights(n_directions)]
+
+
+def least_fpr_at_tpr(scores: ArrayLike, is_ood: ArrayLike, tpr: float, *,
+                     n_directions: int = N_DIRECTIONS) -> float:
+    """The lowest FPR of a threshold rule with TPR >= ``tpr``: what :class:`BoundedTPRFPR`
+    can attain at that TPR.
+
+    One score column: :func:`abstain.metrics.fpr_at_tpr`. Two columns: the least over the
+    grid of ``n_directions`` directions that ``search="grid"`` tries. Tie rule as in
+    :class:`BoundedTPRFPR` (the tie group at the threshold is accepted with one probability).
+
+    Examples
+    --------
+    >>> from abstain.models import least_fpr_at_tpr
+    >>> least_fpr_at_tpr([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], tpr=1.0)
+    0.5
+    """
+    t = check_fraction("tpr", tpr)
+    _, d = check_search("grid", n_directions)
+    s, w_id, _, _ = validate_sample(scores, is_ood, np.zeros(len(np.asarray(is_ood))), None)
+    ood = w_id == 0
+    return min(float(fpr_at_tpr(ood, c, t)) for c in _directions(s, d))
+
+
+def most_recall_at_precision(scores: ArrayLike, is_ood: ArrayLike, precision: float, *,
+                             ood_prior: float | None = None,
+                             n_directions: int = N_DIRECTIONS) -> float:
+    """The highest recall (TPR) of a threshold rule with precision >= ``precision``: what
+    :class:`BoundedPrecisionRecall` can attain at that precision.
+
+    The precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with ``pi = ood_prior``, or
+    the sample's OOD fraction when None. Precision >= p is ``p pi FPR <= (1 - p)(1 - pi)
+    TPR``, linear along each ROC segment, so the answer is at the last ROC knot meeting it
+    or where the next segment crosses it; two columns take the best grid direction.
+
+    Examples
+    --------
+    >>> from abstain.models import most_recall_at_precision
+    >>> most_recall_at_precision([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], precision=1.0)
+    0.5
+    """
+    p = check_fraction("precision", precision)
+    _, d = check_search("grid", n_directions)
+    s, w_id, _, _ = validate_sample(scores, is_ood, np.zeros(len(np.asarray(is_ood))), None)
+    ood = w_id == 0
+    if ood_prior is None:
+        pi = float(ood.mean())
+    else:
+        pi = check_open_unit("ood_prior", ood_prior)
+    best = 0.0
+    for c in _directions(s, d):
+        fpr, tpr = ood_roc_curve(ood, c)
+        g = p * pi * fpr - (1 - p) * (1 - pi) * tpr
+        ok = np.flatnonzero(g <= 1e-12)
+        j = int(ok[-1])
+        if j == tpr.size - 1:
+            r = float(tpr[j])
+        else:
+            f = g[j] / (g[j] - g[j + 1]) if g[j] < 0 else 0.0
+            r = float(tpr[j] + f * (tpr[j + 1] - tpr[j]))
+        best = max(best, r)
+    return best
