@@ -14,7 +14,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .ood_search import Best, Constraint, better, exact_search, grid_search, grid_weights, project
-from .validation import as_is_ood, as_losses, as_scores, check_choice, check_same_length
+from .validation import (
+    as_is_ood,
+    as_losses,
+    as_real_array,
+    as_scores,
+    check_choice,
+    check_same_length,
+)
 
 #: Direction searches of the two-score rules.
 SEARCH = ("grid", "exact")
@@ -25,11 +32,7 @@ N_DIRECTIONS = 360
 
 def as_score_matrix(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
     """Validate one score column (1-D, or 2-D with one column) or two columns; shape (n, k)."""
-    try:
-        arr = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be an array of real numbers; got "
-                         f"{type(scores).__name__}.") from exc
+    arr = as_real_array(scores, name)
     if arr.ndim == 1:
         return as_scores(arr, name)[:, None]
     if arr.ndim != 2 or arr.shape[1] not in (1, 2):

@@ -21,6 +21,7 @@ __all__ = [
     "as_losses_and_scores",
     "as_matrix",
     "as_proba",
+    "as_real_array",
     "as_pvalues",
     "as_scores",
     "check_bool",
@@ -41,14 +42,20 @@ def _describe(x: NDArray[Any]) -> str:
     return f"an array of shape {x.shape}"
 
 
+def as_real_array(values: ArrayLike, name: str) -> NDArray[np.float64]:
+    """``values`` as a float64 array of any shape, or the one message for what is not."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be an array of real numbers; got {type(values).__name__}."
+        ) from exc
+
+
 def _as_1d_float(
     name: str, values: ArrayLike, allow_empty: bool = False
 ) -> NDArray[np.float64]:
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        what = type(values).__name__
-        raise ValueError(f"{name} must be an array of real numbers; got {what}.") from exc
+    arr = as_real_array(values, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional; got {_describe(arr)}.")
     if arr.size == 0 and not allow_empty:
@@ -74,12 +81,7 @@ def as_matrix(
 
     NaN is always refused; infinite values too unless ``finite=False``.
     """
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name} must be an array of real numbers; got {type(values).__name__}."
-        ) from exc
+    arr = as_real_array(values, name)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         hint = " (one sample: pass values.reshape(1, -1))" if arr.ndim == 1 and arr.size else ""
         raise ValueError(

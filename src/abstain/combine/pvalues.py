@@ -8,7 +8,7 @@ from scipy import special
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Array, Field, dumps, serializable
-from .._core.validation import F64, as_matrix, as_scores, check_bool, check_columns
+from .._core.validation import F64, as_matrix, as_real_array, as_scores, check_bool, check_columns
 
 
 # --------------------------------------------------------------------------- z-values
@@ -112,12 +112,7 @@ class EmpiricalZ(ParamsMixin):
 # --------------------------------------------------------------------------- p-values
 def _count_ge(cal_stat: ArrayLike, stat: ArrayLike) -> tuple[NDArray[np.int64], int]:
     """``#{cal >= s}`` for every entry of ``stat`` (1-D, or column-wise for 2-D)."""
-    try:
-        cal = np.asarray(cal_stat, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"cal_stat must be an array of real numbers; got {type(cal_stat).__name__}."
-        ) from exc
+    cal = as_real_array(cal_stat, "cal_stat")
     if cal.ndim == 1:
         c = as_scores(cal, "cal_stat")
         s = as_scores(stat, "stat", allow_empty=True)

@@ -1,22 +1,11 @@
 """Exact metrics of selective classifiers and of OOD rejection.
 
-Selective metrics live in :mod:`abstain.metrics.selective`, OOD metrics in
-:mod:`abstain.metrics.ood`; both are re-exported here. A metric is a pure function of
-the truth (``losses`` or ``is_ood``) then the scores: it never fits a model.
-
-
-Every function takes per-sample ``losses`` (any non-negative numbers: 0/1 errors,
-absolute errors of an ordinal model, losses of a structured predictor) and an
-``uncertainty`` score. **A higher uncertainty is rejected first**: a selective
-classifier accepts the samples with the lowest uncertainty.
-
-Tie rule (the same in every function): samples are sorted by uncertainty, the
-curve has one point per distinct uncertainty value, sums are accumulated in
-float64. Where a metric depends on the order *inside* a group of tied scores
-(AuRC, AUGRC), ``ties="mean"`` returns its exact expectation over a uniformly
-random order of the tied samples, which does not depend on the row order, and
-``ties="index"`` applies the rule of Franc et al. (2023), footnote 7: a stable
-sort, the lower row index accepted first.
+Selective metrics (risk-coverage curve, AuRC, E-AuRC, AUGRC, risk at a coverage, ...)
+live in :mod:`abstain.metrics.selective`, OOD metrics (AUROC, AUPR, FPR@TPR, OSCR, the
+selective risk at TPR/FPR and at precision/recall, ...) in :mod:`abstain.metrics.ood`;
+both are re-exported here, and each module states its tie rule. A metric is a pure
+function of the truth (``losses`` or ``is_ood``) then the scores, and a higher score is
+rejected first; a metric never fits a model.
 """
 
 from .ood import (
