@@ -103,7 +103,7 @@ def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from abstain.io import read_table, write_table
+    >>> from abstain.app.io import read_table, write_table
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
     >>> write_table(path, {"loss": [0.0, 1.0], "label": ["cat", "dog"]})
     >>> read_table(path)
@@ -174,7 +174,7 @@ def get_column(table: Mapping[str, NDArray[Any]], name: str, what: str = "column
 
     Examples
     --------
-    >>> from abstain.io import get_column
+    >>> from abstain.app.io import get_column
     >>> get_column({"uncertainty": [0.1]}, "uncertainity")
     Traceback (most recent call last):
     ...

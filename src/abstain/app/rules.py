@@ -78,7 +78,8 @@ def fit_rule(
 
     Examples
     --------
-    >>> from abstain.tabular import fit_rule, prepare
+    >>> from abstain.app.rules import fit_rule
+    >>> from abstain.app.tables import prepare
     >>> data = prepare({"loss": [0, 0, 1, 1], "u": [0.1, 0.2, 0.3, 0.4]})
     >>> fit_rule(data, target_coverage=0.5).threshold_
     0.2

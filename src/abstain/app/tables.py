@@ -155,7 +155,7 @@ def prepare(
 
     Examples
     --------
-    >>> from abstain.tabular import prepare
+    >>> from abstain.app.tables import prepare
     >>> data = prepare({"label": [1, 2, 2], "prediction": [1, 2, 1], "u": [0.1, 0.2, 0.9]})
     >>> data.losses.tolist(), list(data.scores)
     ([0.0, 0.0, 1.0], ['u'])

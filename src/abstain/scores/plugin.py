@@ -61,7 +61,7 @@ def conditional_risk(
     Examples
     --------
     >>> from abstain.scores import conditional_risk
-    >>> from abstain.losses import absolute_error_loss
+    >>> from abstain.scores.losses import absolute_error_loss
     >>> pred, risk = conditional_risk([[0.3, 0.3, 0.4]], absolute_error_loss(3))
     >>> pred.tolist(), [round(r, 6) for r in risk.tolist()]  # the median, not the mode
     ([1], [0.7])
