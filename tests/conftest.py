@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 
@@ -43,3 +44,14 @@ def load_benchmark():
         return mod
 
     return load
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(scope="session")
+def tty_stream() -> type[io.StringIO]:
+    """A ``StringIO`` class whose instances say they are a terminal (``isatty()`` is True)."""
+    return _Terminal
