@@ -55,3 +55,22 @@ class _Terminal(io.StringIO):
 def tty_stream() -> type[io.StringIO]:
     """A ``StringIO`` class whose instances say they are a terminal (``isatty()`` is True)."""
     return _Terminal
+
+
+def _random_cov(rng, m, kind):
+    if kind == "identity":
+        return np.eye(m)
+    if kind == "equi":
+        rho = rng.uniform(-0.9 / max(m - 1, 1), 0.95)
+        return (1 - rho) * np.eye(m) + rho * np.ones((m, m))
+    a = rng.normal(size=(m, m + 2))
+    c = a @ a.T / (m + 2) + 0.05 * np.eye(m)
+    d = np.sqrt(np.diag(c))
+    return c / d[:, None] / d[None, :]
+
+
+@pytest.fixture(scope="session")
+def random_cov():
+    """``random_cov(rng, m, kind)``: an m x m correlation matrix, ``kind`` "identity",
+    "equi" (equicorrelated) or "random", for the tests of abstain.combine (tests/combine/)."""
+    return _random_cov
