@@ -74,3 +74,25 @@ def random_cov():
     """``random_cov(rng, m, kind)``: an m x m correlation matrix, ``kind`` "identity",
     "equi" (equicorrelated) or "random", for the tests of abstain.combine (tests/combine/)."""
     return _random_cov
+
+
+def _toy(rng, n_id=300, n_ood=300, K=4, d=8):
+    """ID: one bright coordinate per class; OOD: flat logits and energy off the class space."""
+    y = rng.integers(0, K, n_id)
+    f_id = np.zeros((n_id, d))
+    f_id[np.arange(n_id), y] = 4.0
+    f_id[:, :K] += rng.normal(0, 0.5, (n_id, K))
+    f_id[:, K:] = rng.normal(0, 0.1, (n_id, d - K))
+    f_ood = np.hstack([rng.normal(0.5, 0.5, (n_ood, K)), rng.normal(1.0, 0.5, (n_ood, d - K))])
+    W = np.hstack([2.0 * np.eye(K), np.zeros((K, d - K))])
+    b = rng.normal(0, 0.1, K)
+    F = np.maximum(np.vstack([f_id, f_ood]), 0.0)
+    return F, y, W, b, np.repeat([False, True], [n_id, n_ood])
+
+
+@pytest.fixture(scope="session")
+def toy():
+    """``toy(rng, n_id=300, n_ood=300, K=4, d=8) -> (F, y, W, b, is_ood)``: penultimate
+    features F of ID rows then OOD rows, the ID labels y, the last layer (W, b) and the OOD
+    mask, for the detector tests (tests/detectors/) and DoubleScoreDetector's (tests/models/)."""
+    return _toy
