@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -96,3 +97,34 @@ def toy():
     features F of ID rows then OOD rows, the ID labels y, the last layer (W, b) and the OOD
     mask, for the detector tests (tests/detectors/) and DoubleScoreDetector's (tests/models/)."""
     return _toy
+
+
+def _random_sample(rng, n_max=9, levels=3):
+    n = int(rng.integers(3, n_max + 1))
+    is_ood = rng.random(n) < 0.4
+    is_ood[0], is_ood[1] = True, False
+    losses = rng.integers(0, 3, n) / 2.0
+    scores = rng.integers(0, levels, (n, 2)).astype(float)  # heavy ties, exact projections
+    return scores, is_ood, losses
+
+
+def _quiet_fit(model, *args):
+    from abstain import InfeasibleTargetWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        return model.fit(*args)
+
+
+@pytest.fixture(scope="session")
+def random_sample():
+    """``random_sample(rng, n_max=9, levels=3) -> (scores, is_ood, losses)``: 3 to n_max rows
+    with both ID and OOD, losses in {0, 0.5, 1} and two score columns of ``levels`` values
+    (heavy ties), for the OOD models (tests/models/) and metrics (tests/metrics/)."""
+    return _random_sample
+
+
+@pytest.fixture(scope="session")
+def quiet_fit():
+    """``quiet_fit(model, *args)``: ``model.fit(*args)`` without the InfeasibleTargetWarning."""
+    return _quiet_fit
