@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -43,3 +45,86 @@ def load_benchmark():
         return mod
 
     return load
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(scope="session")
+def tty_stream() -> type[io.StringIO]:
+    """A ``StringIO`` class whose instances say they are a terminal (``isatty()`` is True)."""
+    return _Terminal
+
+
+def _random_cov(rng, m, kind):
+    if kind == "identity":
+        return np.eye(m)
+    if kind == "equi":
+        rho = rng.uniform(-0.9 / max(m - 1, 1), 0.95)
+        return (1 - rho) * np.eye(m) + rho * np.ones((m, m))
+    a = rng.normal(size=(m, m + 2))
+    c = a @ a.T / (m + 2) + 0.05 * np.eye(m)
+    d = np.sqrt(np.diag(c))
+    return c / d[:, None] / d[None, :]
+
+
+@pytest.fixture(scope="session")
+def random_cov():
+    """``random_cov(rng, m, kind)``: an m x m correlation matrix, ``kind`` "identity",
+    "equi" (equicorrelated) or "random", for the tests of abstain.combine (tests/combine/)."""
+    return _random_cov
+
+
+def _toy(rng, n_id=300, n_ood=300, K=4, d=8):
+    """ID: one bright coordinate per class; OOD: flat logits and energy off the class space."""
+    y = rng.integers(0, K, n_id)
+    f_id = np.zeros((n_id, d))
+    f_id[np.arange(n_id), y] = 4.0
+    f_id[:, :K] += rng.normal(0, 0.5, (n_id, K))
+    f_id[:, K:] = rng.normal(0, 0.1, (n_id, d - K))
+    f_ood = np.hstack([rng.normal(0.5, 0.5, (n_ood, K)), rng.normal(1.0, 0.5, (n_ood, d - K))])
+    W = np.hstack([2.0 * np.eye(K), np.zeros((K, d - K))])
+    b = rng.normal(0, 0.1, K)
+    F = np.maximum(np.vstack([f_id, f_ood]), 0.0)
+    return F, y, W, b, np.repeat([False, True], [n_id, n_ood])
+
+
+@pytest.fixture(scope="session")
+def toy():
+    """``toy(rng, n_id=300, n_ood=300, K=4, d=8) -> (F, y, W, b, is_ood)``: penultimate
+    features F of ID rows then OOD rows, the ID labels y, the last layer (W, b) and the OOD
+    mask, for the detector tests (tests/detectors/) and DoubleScoreDetector's (tests/models/)."""
+    return _toy
+
+
+def _random_sample(rng, n_max=9, levels=3):
+    n = int(rng.integers(3, n_max + 1))
+    is_ood = rng.random(n) < 0.4
+    is_ood[0], is_ood[1] = True, False
+    losses = rng.integers(0, 3, n) / 2.0
+    scores = rng.integers(0, levels, (n, 2)).astype(float)  # heavy ties, exact projections
+    return scores, is_ood, losses
+
+
+def _quiet_fit(model, *args):
+    from abstain import InfeasibleTargetWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        return model.fit(*args)
+
+
+@pytest.fixture(scope="session")
+def random_sample():
+    """``random_sample(rng, n_max=9, levels=3) -> (scores, is_ood, losses)``: 3 to n_max rows
+    with both ID and OOD, losses in {0, 0.5, 1} and two score columns of ``levels`` values
+    (heavy ties), for the OOD models (tests/models/) and metrics (tests/metrics/)."""
+    return _random_sample
+
+
+@pytest.fixture(scope="session")
+def quiet_fit():
+    """``quiet_fit(model, *args)``: ``model.fit(*args)`` without the InfeasibleTargetWarning."""
+    return _quiet_fit

@@ -8,7 +8,7 @@ Run with the release whose ``to_json`` wrote ``abstain.rule/1``, ``abstain.ood/1
 
 Each case holds the document as that release wrote it, the method to call on the loaded
 object (or the fitted attribute to read), its arguments and that release's answer;
-``tests/test_serialization.py`` loads every document with ``abstain.load_json`` and checks
+``tests/_core/test_serialize.py`` loads every document with ``abstain.load_json`` and checks
 the answer.
 """
 

@@ -30,8 +30,9 @@ from reference.strategies import (
 )
 
 import abstain
-from abstain import BoundedAbstention, BoundedImprovement, CostBased
+from abstain import BoundedAbstention, BoundedImprovement, CostBased, InfeasibleTargetWarning
 from abstain.metrics import coverage_at_risk, selective_risk_at_coverage
+from abstain.models import least_risk_bound
 
 TOL = 1e-9
 N_RANDOM = 200
@@ -240,6 +241,22 @@ def test_bounded_improvement_infeasible():
     assert m.coverage_ == 0.0 and m.threshold_ == -math.inf and math.isnan(m.risk_)
     np.testing.assert_array_equal(m.accept_proba([-1e300, 0.0, 1.0]), [0.0, 0.0, 0.0])
     assert not np.any(m.accept([-5.0, 0.0, 2.0]))
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_least_risk_bound_is_the_feasibility_edge(binary):
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        n = int(rng.integers(1, 60))
+        u = rng.integers(0, int(rng.integers(1, 20)), n).astype(float)  # many ties
+        loss = (rng.random(n) < 0.3).astype(float) if binary else rng.random(n) ** 2
+        delta = float(rng.choice([0.01, 0.1, 0.5]))
+        least = least_risk_bound(u, loss, delta)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            assert BoundedImprovement(min(least, 1.0), delta=delta).fit(u, loss).feasible_
+            assert not BoundedImprovement(least * (1 - 1e-9), delta=delta).fit(
+                u, loss).feasible_
 
 
 def test_cost_based_hand_cases():

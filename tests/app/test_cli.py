@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
 
 from abstain import (
     BoundedAbstention,
-    BoundedImprovement,
-    InfeasibleTargetWarning,
     load_json,
     rule_from_json,
 )
-from abstain._core.progress import ProgressBar, as_show
 from abstain.cli import main
 from abstain.io import read_table, write_table
 from abstain.metrics import (
@@ -113,50 +108,17 @@ def test_evaluate_reads_npz_and_parquet(suffix, tmp_path, capsys):
         (tmp_path / "c.json").read_text())
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-@pytest.mark.parametrize("show,tty,drawn", [
-    ("auto", False, False), ("auto", True, True), ("always", False, True),
-    ("always", True, True), ("never", True, False),
-])
-def test_progress_bar_draws_on_a_terminal_unless_told(show, tty, drawn):
-    stream = _Terminal() if tty else io.StringIO()
-    bar = ProgressBar("job", show=show, stream=stream, width=4)
-    bar(1, 2)
-    bar(2, 2)
-    bar.close()
-    assert stream.getvalue() == ("\rjob [##..] 1/2\rjob [####] 2/2\n" if drawn else "")
-
-
-def test_progress_argument_maps_to_one_show_mode():
-    # the torch adapter's progress=True is an explicit request: it draws on any stream
-    stream = io.StringIO()
-    ProgressBar("job", show=as_show(True), stream=stream)(1, 1)
-    assert "job [" in stream.getvalue()
-    stream = _Terminal()
-    ProgressBar("job", show=as_show(False), stream=stream)(1, 1)
-    assert stream.getvalue() == ""
-    assert as_show("auto") == "auto"
-    with pytest.raises(ValueError, match="progress must be True, False or one of"):
-        as_show("sometimes")
-    with pytest.raises(ValueError, match="show must be one of 'auto', 'always', 'never'; got 'x'"):
-        ProgressBar("job", show="x")
-
-
-def test_cli_progress_option(csv_file, capsys, monkeypatch):
+def test_cli_progress_option(csv_file, capsys, monkeypatch, tty_stream):
     args = ("evaluate", csv_file, "--score", "risk")
     code, _, err = run(capsys, *args)  # capsys's stderr is not a terminal: auto draws nothing
     assert code == 0 and err == ""
     code, _, err = run(capsys, *args, "--progress", "always")
     assert code == 0 and err == "\revaluate [" + "#" * 30 + "] 1/1\n"
-    monkeypatch.setattr(sys, "stderr", _Terminal())
+    monkeypatch.setattr(sys, "stderr", tty_stream())
     code = main([str(a) for a in args])
     assert code == 0 and "evaluate [" in sys.stderr.getvalue()
     for flags in (["--progress", "never"], ["--quiet"]):
-        monkeypatch.setattr(sys, "stderr", _Terminal())
+        monkeypatch.setattr(sys, "stderr", tty_stream())
         assert main([str(a) for a in (*args, *flags)]) == 0
         assert sys.stderr.getvalue() == ""
     with pytest.raises(SystemExit) as exc:  # --quiet and --progress exclude each other
@@ -587,22 +549,6 @@ def test_infeasible_delta_names_the_least_attainable_bound(csv_file, capsys):
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.01", "--delta", "0.5", "-o", csv_file.parent / "x.json")[::2])
     assert _number_after(line, "with delta 0.5 on these 234 rows is") < least
-
-
-@pytest.mark.parametrize("binary", [True, False])
-def test_least_risk_bound_is_the_feasibility_edge(binary):
-    rng = np.random.default_rng(3)
-    for _ in range(60):
-        n = int(rng.integers(1, 60))
-        u = rng.integers(0, int(rng.integers(1, 20)), n).astype(float)  # many ties
-        loss = (rng.random(n) < 0.3).astype(float) if binary else rng.random(n) ** 2
-        delta = float(rng.choice([0.01, 0.1, 0.5]))
-        least = least_risk_bound(u, loss, delta)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", InfeasibleTargetWarning)
-            assert BoundedImprovement(min(least, 1.0), delta=delta).fit(u, loss).feasible_
-            assert not BoundedImprovement(least * (1 - 1e-9), delta=delta).fit(
-                u, loss).feasible_
 
 
 @pytest.mark.parametrize("scores", [["risk"], ["risk", "distance"]])

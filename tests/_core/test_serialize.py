@@ -37,7 +37,8 @@ from abstain.scores import LossRegression, score_from_json
 RNG = np.random.default_rng(7)
 U = RNG.integers(0, 5, 40).astype(float)
 L = (RNG.random(40) < U / 5).astype(float)
-LEGACY = json.loads((Path(__file__).parent / "data" / "legacy_documents.json").read_text())
+# tests/data, from the tests root (this file is in tests/_core)
+LEGACY = json.loads((Path(__file__).parents[1] / "data" / "legacy_documents.json").read_text())
 
 RULES = [
     CostBased(reject_cost=0.3),

@@ -1,0 +1,141 @@
+"""abstain.combine.guarantee: the FAR guarantee of Algorithm 2 (far_guarantee), the
+conformal threshold and GuaranteedDetector (Algorithm 3), the errors of far_guarantee,
+conformal_threshold, the p-value functions and csi_statistic, and the slow test that the
+guarantee holds over many calibration draws."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from reference.combine_ref import algorithm2_ref, algorithm3_ref
+from scipy import stats
+
+from abstain.combine import (
+    GuaranteedDetector,
+    conformal_pvalues,
+    conformal_threshold,
+    csi_statistic,
+    empirical_pvalues,
+    far_guarantee,
+)
+
+
+@pytest.mark.parametrize("n", [1, 10, 44, 45, 46, 100, 999, 1000, 5000])
+@pytest.mark.parametrize("alpha, delta", [(0.05, 0.1), (0.01, 0.05), (0.2, 0.01), (0.5, 0.5)])
+def test_far_guarantee_matches_algorithm_2(n, alpha, delta):
+    g = far_guarantee(n, alpha, delta)
+    assert g.rank == algorithm2_ref(n, alpha, delta)
+    assert g.feasible == (g.rank > 0) == (n >= g.min_n)
+    if g.feasible:
+        assert stats.beta.sf(alpha, g.rank, n + 1 - g.rank) <= delta
+        assert g.achieved_alpha <= alpha
+        assert g.level == g.rank / (n + 1)
+        if g.rank < n:  # the next order statistic would break the guarantee
+            assert stats.beta.sf(alpha, g.rank + 1, n - g.rank) > delta
+
+
+def test_min_n_is_the_smallest_feasible_size():
+    for alpha, delta in [(0.05, 0.1), (0.01, 0.01), (0.3, 0.5), (0.1, 0.9)]:
+        need = far_guarantee(10, alpha, delta).min_n
+        assert need == math.ceil(math.log(delta) / math.log(1 - alpha))
+        assert far_guarantee(need, alpha, delta).feasible
+        assert need == 1 or not far_guarantee(need - 1, alpha, delta).feasible
+    assert far_guarantee(1, 0.05, 0.1).min_n == 45
+
+
+def test_detector_is_algorithm_3_with_ties(rng):
+    for _ in range(10):
+        n = int(rng.integers(45, 200))
+        cal = rng.integers(0, 6, n).astype(float)
+        test = rng.integers(-1, 8, 50).astype(float)
+        det = GuaranteedDetector(alpha=0.05, delta=0.1).fit(cal)
+        a = (det.rank_ + 0.99) / (n + 1)  # the level Algorithm 2 returns
+        np.testing.assert_array_equal(~det.accept(test), algorithm3_ref(cal, test, a))
+        np.testing.assert_array_equal(~det.accept(test),
+                                      conformal_pvalues(cal, test) <= det.level_)
+
+
+def test_conformal_threshold_is_the_order_statistic(rng):
+    for n, alpha in [(20, 0.05), (99, 0.1), (1000, 0.05), (10, 0.1), (7, 0.2)]:
+        cal = rng.normal(size=n)
+        k = math.ceil((n + 1) * (1 - alpha))
+        assert conformal_threshold(cal, alpha) == np.sort(cal)[k - 1]
+        # E[FAR] <= alpha: FAR ~ Beta(l, n + 1 - l) with l = n + 1 - k
+        assert (n + 1 - k) / (n + 1) <= alpha + 1e-12
+
+
+def test_guaranteed_is_more_conservative_than_conformal(rng):
+    cal = rng.normal(size=1000)
+    det = GuaranteedDetector(alpha=0.05, delta=0.1).fit(cal)
+    assert det.threshold_ > conformal_threshold(cal, 0.05)
+    assert det.achieved_alpha_ <= 0.05
+
+
+def test_function_errors():
+    with pytest.raises(ValueError, match="n must be a positive integer; got 0"):
+        far_guarantee(0, 0.05, 0.1)
+    with pytest.raises(ValueError, match="n must be a positive integer; got 10.0"):
+        far_guarantee(10.0, 0.05, 0.1)
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\); got 0"):
+        far_guarantee(10, 0.05, 0)
+    with pytest.raises(ValueError, match="alpha must be a real number; got '0.1'"):
+        far_guarantee(10, "0.1", 0.1)
+    with pytest.raises(ValueError, match=r"cal_stat must hold at least ceil\(1/alpha\) = 20 "
+                                         r"values for alpha=0.05; got 19"):
+        conformal_threshold(np.zeros(19), 0.05)
+    with pytest.raises(ValueError, match="cal_stat must not be empty"):
+        conformal_pvalues([], [1.0])
+    with pytest.raises(ValueError, match="stat must be finite"):
+        empirical_pvalues([1.0, 2.0], [np.nan])
+    with pytest.raises(ValueError, match=r"stat must be 2-D with 2 column\(s\) like cal_stat"):
+        conformal_pvalues(np.zeros((3, 2)), np.zeros(3))
+    with pytest.raises(ValueError, match="cal_stat must be 1-D"):
+        conformal_pvalues(np.zeros((3, 2, 1)), np.zeros(3))
+    good = np.ones((2, 3))
+    with pytest.raises(ValueError, match=r"norm must have the shape of cos \(2, 3\)"):
+        csi_statistic(good, np.ones((2, 2)), good, norm_train=good, shift_train=good)
+    with pytest.raises(ValueError, match=r"shift_train must have 3 column\(s\)"):
+        csi_statistic(good, good, good, norm_train=good, shift_train=np.ones((2, 2)))
+    with pytest.raises(ValueError, match="shift_train must have non-zero column means"):
+        csi_statistic(good, good, good, norm_train=good, shift_train=np.zeros((2, 3)))
+
+
+DRAWS, N_CAL, ALPHA, DELTA = 2000, 1000, 0.05, 0.1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("levels", [None, 40])
+def test_far_guarantee_holds_over_many_calibration_draws(levels):
+    """Fraction of calibration draws whose true FAR exceeds alpha: <= delta for Algorithm 2
+    (within 3 Monte-Carlo standard errors), about one half for the plain conformal rule.
+
+    Inlier statistic U(0, 1) (true FAR of threshold t: 1 - t) or, with ``levels``, U(0, 1)
+    rounded down to a grid of 40 values (heavy ties; true FAR of t = k / 40: (39 - k) / 40).
+    """
+    rng = np.random.default_rng(2024)
+    cal = rng.random((DRAWS, N_CAL))
+    if levels:
+        cal = np.floor(cal * levels) / levels
+
+    def true_far(t):  # the tied FAR is a multiple of 1/levels: round it to that grid
+        return 1 - t if not levels else (levels - 1 - round(t * levels)) / levels
+
+    g = far_guarantee(N_CAL, ALPHA, DELTA)
+    guaranteed = np.empty(DRAWS)
+    plain = np.empty(DRAWS)
+    for d in range(DRAWS):
+        det = GuaranteedDetector(alpha=ALPHA, delta=DELTA).fit(cal[d])
+        guaranteed[d] = true_far(det.threshold_)
+        plain[d] = true_far(conformal_threshold(cal[d], ALPHA))
+    exact = stats.beta.sf(ALPHA, g.rank, N_CAL + 1 - g.rank)  # Pr{FAR > alpha}, continuous case
+    violations = np.mean(guaranteed > ALPHA)
+    slack = 3 * math.sqrt(DELTA * (1 - DELTA) / DRAWS)
+    assert violations <= DELTA + slack
+    if not levels:
+        assert abs(violations - exact) <= slack
+        assert abs(plain.mean() - ALPHA) < 0.002  # E[FAR] = l / (n + 1) ~ alpha
+        assert np.mean(plain > ALPHA) > 0.3  # the in-expectation rule fails about half the time
+    print(f"levels={levels}: Pr(FAR > alpha) guaranteed {violations:.4f} (exact {exact:.4f}), "
+          f"plain conformal {np.mean(plain > ALPHA):.4f}")

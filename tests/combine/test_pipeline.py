@@ -1,0 +1,149 @@
+"""abstain.combine.pipeline: ScoreCombiner's direction, and what the three estimators of
+abstain.combine (EmpiricalZ, ScoreCombiner, GuaranteedDetector) share: higher_is_inlier, the
+estimator contract, the JSON round trip, the errors, and the deprecated ``from_json``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from abstain import NotFittedError, load_json
+from abstain.combine import (
+    METHODS,
+    EmpiricalZ,
+    GuaranteedDetector,
+    ScoreCombiner,
+    from_json,
+    inlier_covariance,
+)
+from abstain.metrics import auroc
+
+
+def test_higher_is_inlier_negates_the_inputs(rng):
+    train, test = rng.normal(size=(40, 3)), rng.normal(size=(7, 3))
+    plain = EmpiricalZ().fit(train).transform(test)
+    flipped = EmpiricalZ(higher_is_inlier=True).fit(-train).transform(-test)
+    np.testing.assert_array_equal(plain, flipped)
+    for method in ("glrt", "fisher", "glrt_cov"):
+        a = ScoreCombiner(method=method).fit(train).score(test)
+        b = ScoreCombiner(method=method, higher_is_inlier=True).fit(-train).score(-test)
+        np.testing.assert_array_equal(a, b)
+    cal = rng.normal(size=100)
+    d1 = GuaranteedDetector(alpha=0.1, delta=0.2).fit(cal)
+    d2 = GuaranteedDetector(alpha=0.1, delta=0.2, higher_is_inlier=True).fit(-cal)
+    np.testing.assert_array_equal(d1.accept(test[:, 0]), d2.accept(-test[:, 0]))
+    np.testing.assert_array_equal(d1.score(test[:, 0]), d2.score(-test[:, 0]))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_direction_on_a_toy_id_ood_pair(rng, method):
+    """Base scores higher = more OOD; OOD inputs get positive z and larger statistics."""
+    m = 6
+    train = rng.normal(size=(2000, m))
+    id_test = rng.normal(size=(400, m))
+    ood_test = rng.normal(loc=1.5, size=(400, m))
+    comb = ScoreCombiner(method=method).fit(train)
+    assert abs(comb.transform(id_test).mean()) < 0.1
+    assert comb.transform(ood_test).mean() > 1.0
+    stat = comb.score(np.vstack([id_test, ood_test]))
+    is_ood = np.r_[np.zeros(400), np.ones(400)]
+    assert auroc(is_ood, stat) > 0.9
+    # the paper's direction (inlier scores, small statistic = OOD) gives the same ranking
+    paper = ScoreCombiner(method=method, higher_is_inlier=True).fit(-train)
+    np.testing.assert_array_equal(paper.score(-np.vstack([id_test, ood_test])), stat)
+
+
+def _fitted_objects(rng):
+    train = rng.normal(size=(60, 3))
+    return [
+        EmpiricalZ().fit(train),
+        EmpiricalZ(higher_is_inlier=True).fit(train),
+        ScoreCombiner(method="glrt", epsilon=0.5).fit(train),
+        ScoreCombiner(method="glrt_cov").fit(train),
+        ScoreCombiner(method="simes", higher_is_inlier=True).fit(train),
+        GuaranteedDetector(alpha=0.1, delta=0.05).fit(rng.normal(size=200)),
+    ]
+
+
+def test_json_round_trip_is_exact(rng):
+    test = rng.normal(size=(30, 3)) * 3
+    for obj in _fitted_objects(rng):
+        text = obj.to_json()
+        doc = json.loads(text)
+        assert doc["format"] == "abstain/1" and doc["kind"] == type(obj).__name__
+        back = load_json(text)
+        assert type(back) is type(obj) and back.get_params() == obj.get_params()
+        if isinstance(obj, GuaranteedDetector):
+            np.testing.assert_array_equal(back.accept(test[:, 0]), obj.accept(test[:, 0]))
+            assert back.threshold_ == obj.threshold_ and back.rank_ == obj.rank_
+        elif isinstance(obj, EmpiricalZ):
+            np.testing.assert_array_equal(back.transform(test), obj.transform(test))
+        else:
+            np.testing.assert_array_equal(back.score(test), obj.score(test))
+
+
+def test_estimator_contract():
+    sklearn_base = pytest.importorskip("sklearn.base")
+    for obj in (EmpiricalZ(higher_is_inlier=True), ScoreCombiner(method="bj"),
+                GuaranteedDetector(alpha=0.2)):
+        clone = sklearn_base.clone(obj)
+        assert clone.get_params() == obj.get_params() and clone is not obj
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        EmpiricalZ().transform([[0.0]])
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        ScoreCombiner().score([[0.0]])
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        GuaranteedDetector().accept([0.0])
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        GuaranteedDetector().to_json()
+
+
+def test_estimator_errors(rng):
+    with pytest.raises(ValueError, match=r"S_train must be a non-empty 2-D array"):
+        EmpiricalZ().fit([1.0, 2.0])
+    with pytest.raises(ValueError, match="S_train must be finite; got 1 NaN"):
+        EmpiricalZ().fit([[1.0], [np.nan]])
+    with pytest.raises(ValueError, match="higher_is_inlier must be True or False; got 'yes'"):
+        EmpiricalZ(higher_is_inlier="yes").fit([[1.0]])
+    ez = EmpiricalZ().fit(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match=r"S must have 2 column\(s\), as in fit; got 3"):
+        ez.transform(np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="S must be finite"):
+        ez.transform([[0.0, -np.inf]])
+    with pytest.raises(ValueError, match="method must be one of"):
+        ScoreCombiner(method="mean").fit(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="epsilon is used only by methods"):
+        ScoreCombiner(method="hc", epsilon=0.3).fit(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match=r"cal_stat must hold at least 45 values for FAR <= "
+                                         r"alpha=0.05 with probability >= 1 - delta=0.1; got 44"):
+        GuaranteedDetector(alpha=0.05, delta=0.1).fit(rng.normal(size=44))
+    with pytest.raises(ValueError, match="cal_stat must be one-dimensional"):
+        GuaranteedDetector().fit(np.zeros((50, 2)))
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\); got 1.0"):
+        GuaranteedDetector(alpha=1.0).fit(np.zeros(50))
+    with pytest.raises(ValueError, match=r"Z_train must have at least 2 rows; got 1"):
+        inlier_covariance([[1.0, 2.0]])
+    with pytest.raises(ValueError, match=r"sigma must be a finite number in \[0, inf\)"):
+        inlier_covariance(np.zeros((3, 2)), sigma=-1.0)
+
+
+def test_from_json_errors(rng):
+    with pytest.warns(FutureWarning, match="abstain.load_json"):
+        assert isinstance(from_json(EmpiricalZ().fit([[1.0]]).to_json()), EmpiricalZ)
+    rule = '{"format": "abstain.rule/1", "model": "CostBased", "params": {}, "fitted": {}}'
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="fitted.threshold_"):
+        from_json(rule)
+    with pytest.raises(ValueError, match="model must be EmpiricalZ, GuaranteedDetector or "
+                                         "ScoreCombiner in a document of format"):
+        load_json(json.dumps({"format": "abstain.combine/1", "model": "Pickle", "params": {},
+                              "fitted": {}}))
+    legacy = {"format": "abstain.combine/1", "model": "EmpiricalZ", "params": {},
+              "fitted": {"sorted_train_": [[2.0, 1.0]]}}
+    with pytest.raises(ValueError, match="fitted.sorted_train_ must be sorted ascending"):
+        load_json(json.dumps(legacy))
+    doc = json.loads(GuaranteedDetector().fit(rng.normal(size=50)).to_json())
+    del doc["fitted"]["rank_"]
+    with pytest.raises(ValueError, match="fitted.rank_ is missing"):
+        load_json(json.dumps(doc))

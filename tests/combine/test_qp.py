@@ -1,0 +1,72 @@
+"""abstain.combine.qp: the GLRT with a covariance (``combine(..., "glrt_cov")``), its
+non-negative QP solver and the inlier covariance of eq. 34, against active-set enumeration
+and scipy's NNLS and SLSQP."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference.combine_ref import glrt_cov_enum, glrt_cov_nnls, glrt_cov_slsqp
+
+from abstain.combine import ScoreCombiner, combine, inlier_covariance
+from abstain.combine.qp import _nonneg_qp
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 6])
+@pytest.mark.parametrize("kind", ["identity", "equi", "random"])
+def test_glrt_cov_matches_active_set_enumeration(rng, m, kind, random_cov):
+    cov = random_cov(rng, m, kind)
+    Z = rng.multivariate_normal(np.zeros(m), cov, size=30) + rng.normal(0.5, 1.0, (30, 1))
+    got = combine(Z, "glrt_cov", cov=cov)
+    ref = [glrt_cov_enum(z, cov, 0.25) for z in Z]
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_glrt_cov_matches_scipy_nnls_and_slsqp_for_24_scores(rng, random_cov):
+    m = 24
+    cov = random_cov(rng, m, "random")
+    Z = rng.multivariate_normal(np.zeros(m), cov, size=150)
+    Z[75:] += rng.normal(0.8, 1.0, size=(75, m))
+    got = combine(Z, "glrt_cov", cov=cov, epsilon=0.25)
+    np.testing.assert_allclose(got, [glrt_cov_nnls(z, cov, 0.25) for z in Z],
+                               rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got[:10], [glrt_cov_slsqp(z, cov, 0.25) for z in Z[:10]],
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_glrt_cov_with_identity_is_glrt(rng):
+    Z = rng.normal(scale=2, size=(300, 7))
+    for eps in (0.0, 0.25, 0.7):
+        np.testing.assert_allclose(combine(Z, "glrt_cov", cov=np.eye(7), epsilon=eps),
+                                   combine(Z, "glrt", epsilon=eps), rtol=1e-12, atol=1e-12)
+
+
+def test_glrt_cov_solver_is_exact_and_the_fallback_agrees(rng, random_cov):
+    m = 12
+    cov = random_cov(rng, m, "equi")
+    q = np.linalg.inv(cov)
+    W = rng.multivariate_normal(np.zeros(m), cov, size=500) - 0.25
+    x, n_fallback = _nonneg_qp(q, cov, W)
+    assert n_fallback == 0
+    y = (x - W) @ q  # gradient of the QP: KKT x >= 0, y >= 0, x * y = 0
+    assert x.min() >= 0 and y.min() > -1e-9 and np.abs(x * y).max() < 1e-9
+    x2, n_fallback2 = _nonneg_qp(q, cov, W[:20], max_iter=0)
+    assert n_fallback2 == 20
+    np.testing.assert_allclose(x2, x[:20], atol=1e-10)
+
+
+def test_glrt_cov_permutation_equivariance(rng, random_cov):
+    m = 5
+    cov = random_cov(rng, m, "random")
+    Z = rng.normal(size=(40, m))
+    perm = rng.permutation(m)
+    np.testing.assert_allclose(combine(Z[:, perm], "glrt_cov", cov=cov[np.ix_(perm, perm)]),
+                               combine(Z, "glrt_cov", cov=cov), rtol=1e-10, atol=1e-10)
+
+
+def test_inlier_covariance_is_eq_34(rng):
+    Z = rng.normal(size=(30, 4))
+    ref = sum(np.outer(z, z) for z in Z) / 29 + 1e-6 * np.eye(4)
+    np.testing.assert_allclose(inlier_covariance(Z), ref)
+    comb = ScoreCombiner(method="glrt_cov", sigma=1e-3).fit(Z)
+    np.testing.assert_allclose(comb.cov_, inlier_covariance(comb.transform(Z), 1e-3))

@@ -1,0 +1,189 @@
+"""abstain.combine.statistics: the GLRT and the p-value combiners (``combine``) and CSI's
+statistic against brute-force references, scipy, properties and the error messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from reference.combine_ref import (
+    alr_ref,
+    bj_ref,
+    bonferroni_ref,
+    csi_ref,
+    glrt_ref,
+    hc_ref,
+    simes_ref,
+)
+from scipy import stats
+
+from abstain.combine import METHODS, combine, csi_statistic
+from abstain.combine.statistics import _log_sf
+
+MONOTONE = tuple(m for m in METHODS if m != "glrt_cov")
+
+
+# --------------------------------------------------------------------------- GLRT
+@pytest.mark.parametrize("eps", [0.0, 0.25, 1.0])
+def test_glrt_matches_numerical_maximisation(rng, eps):
+    Z = rng.normal(scale=2.0, size=(25, 4))
+    got = combine(Z, "glrt", epsilon=eps)
+    ref = [glrt_ref(z, eps) for z in Z]
+    np.testing.assert_allclose(got, ref, rtol=1e-7, atol=1e-7)
+
+
+def test_glrt_closed_forms(rng):
+    z = rng.uniform(0.3, 3.0, size=(5, 4))
+    np.testing.assert_allclose(combine(z, "glrt"), 0.5 * (z**2).sum(1))
+    z = rng.uniform(-3.0, 0.2, size=(5, 4))
+    np.testing.assert_allclose(combine(z, "glrt"), (0.25 * z - 0.25**2 / 2).sum(1))
+    # the negated paper statistic t_GLRT = sum (z-/2 - z) z-, z- = min(z_paper, -eps)
+    zp = -z
+    zm = np.minimum(zp, -0.25)
+    np.testing.assert_allclose(combine(z, "glrt"), -((zm / 2 - zp) * zm).sum(1))
+
+
+# --------------------------------------------------------------------------- p-value combiners
+@pytest.mark.parametrize("method", ["fisher", "stouffer"])
+def test_fisher_and_stouffer_match_scipy(rng, method):
+    Z = rng.normal(scale=1.5, size=(30, 5))
+    P = stats.norm.sf(Z)
+    ref = [stats.combine_pvalues(p, method=method).statistic for p in P]
+    np.testing.assert_allclose(combine(Z, method), ref, rtol=1e-10)
+    np.testing.assert_allclose(combine(P, method, scale="p"), ref, rtol=1e-10)
+
+
+def test_bonferroni_matches_tippett(rng):
+    P = rng.uniform(0.001, 1.0, size=(20, 6))
+    tippett = [stats.combine_pvalues(p, method="tippett").statistic for p in P]
+    np.testing.assert_allclose(combine(P, "bonferroni", scale="p"), -np.log(6 * np.array(tippett)))
+
+
+@pytest.mark.parametrize("method, ref", [("bonferroni", bonferroni_ref), ("simes", simes_ref),
+                                         ("hc", hc_ref), ("bj", bj_ref), ("alr", alr_ref)])
+@pytest.mark.parametrize("m", [1, 2, 5, 8])
+def test_sorting_combiners_match_loops(rng, method, ref, m):
+    Z = rng.normal(scale=1.5, size=(25, m))
+    Z[:5] = np.round(Z[:5])  # tied p-values within rows
+    got = combine(Z, method)
+    np.testing.assert_allclose(got, [ref(z) for z in Z], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_z_and_p_scales_agree(rng, method, random_cov):
+    Z = rng.normal(size=(20, 5))
+    cov = random_cov(rng, 5, "random") if method == "glrt_cov" else None
+    np.testing.assert_allclose(combine(Z, method, cov=cov),
+                               combine(stats.norm.sf(Z), method, scale="p", cov=cov),
+                               rtol=1e-8, atol=1e-8)
+
+
+def test_extreme_z_stays_finite_in_log_space():
+    Z = np.array([[40.0, 0.0, -1.0]])
+    for method in METHODS:
+        cov = np.eye(3) if method == "glrt_cov" else None
+        assert np.isfinite(combine(Z, method, cov=cov)).all(), method
+    # -log p(40) = 40^2 / 2 + log(40 sqrt(2 pi)) + O(1 / 40^2)
+    logp40 = stats.norm.logsf(40.0)
+    expected = -2 * (logp40 + stats.norm.logsf(0.0) + stats.norm.logsf(-1.0))
+    np.testing.assert_allclose(combine(Z, "fisher"), [expected], rtol=1e-12)
+    assert combine(Z, "fisher")[0] > 1600
+
+
+def test_log_sf_is_relatively_accurate_everywhere():
+    z = np.linspace(-38.0, 60.0, 20001)
+    ref = stats.norm.logsf(z)
+    np.testing.assert_allclose(_log_sf(z), ref, rtol=1e-12, atol=0)
+
+
+@pytest.mark.filterwarnings("error")
+def test_huge_z_gives_no_nan_and_no_warning():
+    Z = np.array([[0.0, 0.0, 0.0], [54.0, 0.0, -1.0], [60.0, 60.0, 60.0], [-60.0, 0.0, 1.0]])
+    for method in METHODS:
+        cov = np.eye(3) if method == "glrt_cov" else None
+        stat = combine(Z, method, cov=cov)
+        assert not np.isnan(stat).any() and np.all(stat[1:3] > stat[0]), method
+        assert np.isfinite(stat).all() or method == "hc", method  # HC's true value > 1e308
+
+
+def test_p_equal_to_one_is_allowed():
+    P = np.array([[1.0, 0.5], [1.0, 1.0]])
+    assert np.all(np.isfinite(combine(P, "fisher", scale="p")))
+    assert combine(P, "glrt", scale="p")[1] == -np.inf
+    assert combine(P, "glrt", scale="p", epsilon=0.0)[1] == 0.0
+    assert combine(P, "hc", scale="p")[1] == -np.inf
+
+
+_rows = hnp.arrays(np.float64, st.tuples(st.integers(1, 3), st.integers(1, 6)),
+                   elements=st.floats(-6, 6, allow_nan=False, allow_subnormal=False))
+
+
+@given(Z=_rows, seed=st.integers(0, 2**16))
+def test_permutation_invariance(Z, seed):
+    perm = np.random.default_rng(seed).permutation(Z.shape[1])
+    for method in MONOTONE:
+        np.testing.assert_allclose(combine(Z[:, perm], method), combine(Z, method),
+                                   rtol=1e-12, atol=1e-12)
+
+
+@given(Z=_rows, col=st.integers(0, 5), bump=st.floats(0.0, 3.0))
+def test_monotone_in_each_z(Z, col, bump):
+    Z2 = Z.copy()
+    Z2[:, col % Z.shape[1]] += bump
+    for method in MONOTONE:
+        before, after = combine(Z, method), combine(Z2, method)
+        assert np.all(after >= before - 1e-9 * (1 + np.abs(before))), method
+
+
+def test_csi_statistic_matches_loop(rng):
+    cos, norm = rng.uniform(0, 1, (7, 4)), rng.uniform(0.5, 2, (7, 4))
+    shift = rng.normal(size=(7, 4))
+    nt, stt = rng.uniform(0.5, 2, (20, 4)), rng.normal(1.0, 0.5, (20, 4))
+    np.testing.assert_allclose(csi_statistic(cos, norm, shift, norm_train=nt, shift_train=stt),
+                               csi_ref(cos.tolist(), norm.tolist(), shift.tolist(),
+                                       nt.tolist(), stt.tolist()), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- errors
+def test_combine_errors():
+    Z = np.zeros((3, 2))
+    with pytest.raises(ValueError, match=r"method must be one of 'glrt', 'glrt_cov', 'stouffer'"):
+        combine(Z, "tippett")
+    with pytest.raises(ValueError, match="scale must be one of 'z', 'p'"):
+        combine(Z, scale="q")
+    with pytest.raises(ValueError, match=r"Z must be a non-empty 2-D array .*reshape\(1, -1\)"):
+        combine([0.1, 0.2])
+    with pytest.raises(ValueError, match=r"Z must be a non-empty 2-D array .*shape \(0, 2\)"):
+        combine(np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="Z must be finite; got 1 NaN"):
+        combine([[0.0, np.nan]])
+    with pytest.raises(ValueError, match="Z must be finite; got 1 infinite"):
+        combine([[0.0, np.inf]])
+    with pytest.raises(ValueError, match="Z must be an array of real numbers"):
+        combine([["a", "b"]])
+    with pytest.raises(ValueError, match=r"P must hold p-values in \(0, 1\]; got 1 outside"):
+        combine([[0.0, 0.5]], "fisher", scale="p")
+    with pytest.raises(ValueError, match=r"P must hold p-values in \(0, 1\]; got 2 outside"):
+        combine([[1.5, -0.1]], "fisher", scale="p")
+    with pytest.raises(ValueError, match="P must not contain NaN"):
+        combine([[np.nan, 0.5]], "fisher", scale="p")
+    with pytest.raises(ValueError, match=r"epsilon is used only by methods 'glrt' and 'glrt_cov'"):
+        combine(Z, "fisher", epsilon=0.1)
+    with pytest.raises(ValueError, match=r"epsilon must be a finite number in \[0, inf\)"):
+        combine(Z, "glrt", epsilon=-0.1)
+    with pytest.raises(ValueError, match="cov must be given for method='glrt_cov'"):
+        combine(Z, "glrt_cov")
+    with pytest.raises(ValueError, match="cov is used only by method='glrt_cov'"):
+        combine(Z, "glrt", cov=np.eye(2))
+    with pytest.raises(ValueError, match=r"cov must have shape \(2, 2\)"):
+        combine(Z, "glrt_cov", cov=np.eye(3))
+    with pytest.raises(ValueError, match="cov must be symmetric"):
+        combine(Z, "glrt_cov", cov=[[1.0, 0.5], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="cov must be positive definite"):
+        combine(Z, "glrt_cov", cov=[[1.0, 2.0], [2.0, 1.0]])
+    with pytest.raises(ValueError, match="cov must be finite"):
+        combine(Z, "glrt_cov", cov=[[1.0, np.nan], [np.nan, 1.0]])
+    with pytest.raises(ValueError, match=r"P must be < 1 for method='glrt_cov'"):
+        combine([[1.0, 0.5]], "glrt_cov", scale="p", cov=np.eye(2))

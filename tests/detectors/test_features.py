@@ -1,0 +1,139 @@
+"""abstain.detectors.features: ReAct, KNN, ViM and Mahalanobis against the direct
+re-derivations in tests/reference/detectors_ref.py, their parameters and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import detectors_ref as R
+
+from abstain import NotFittedError
+from abstain.detectors import KNN, Mahalanobis, ReAct, ViM
+
+TOL = 1e-9
+
+
+# ------------------------------------------------------------- against the references
+
+
+@pytest.mark.parametrize("percentile", [50.0, 90.0, 100.0])
+def test_react_against_reference(percentile):
+    rng = np.random.default_rng(3)
+    train = np.maximum(rng.normal(0, 1, (50, 5)), 0)
+    W, b = rng.normal(size=(3, 5)), rng.normal(size=3)
+    test = np.maximum(rng.normal(0, 2, (20, 5)), 0)
+    det = ReAct(percentile=percentile).fit(train, weight=W, bias=b)
+    np.testing.assert_allclose(det.score(test), R.react(test, train, W, b, percentile),
+                               rtol=1e-12, atol=TOL)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_knn_against_brute_force_with_ties(normalize, k):
+    rng = np.random.default_rng(4)
+    train = rng.integers(-2, 3, (25, 3)).astype(float)   # duplicates: tied distances
+    test = rng.integers(-2, 3, (15, 3)).astype(float)
+    train[np.all(train == 0, axis=1)] = 1.0
+    test[np.all(test == 0, axis=1)] = 1.0
+    det = KNN(k=k, normalize=normalize, block=4).fit(train)
+    np.testing.assert_allclose(det.score(test), R.knn(test, train, k, normalize), atol=1e-7)
+
+
+def test_knn_block_size_and_bank_order_do_not_matter():
+    rng = np.random.default_rng(5)
+    train, test = rng.normal(size=(60, 4)), rng.normal(size=(33, 4))
+    a = KNN(k=5, block=1).fit(train).score(test)
+    b = KNN(k=5, block=1000).fit(train[rng.permutation(60)]).score(test)
+    np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+@pytest.mark.parametrize("dim", [1, 3, 5])
+def test_vim_against_reference(dim):
+    rng = np.random.default_rng(6)
+    train = rng.normal(size=(80, 6)) * [4, 3, 2, 1, 0.5, 0.2] + 1.0
+    W, b = rng.normal(size=(4, 6)), rng.normal(size=4)
+    test = rng.normal(size=(20, 6)) * 2
+    det = ViM(dim=dim).fit(train, weight=W, bias=b)
+    np.testing.assert_allclose(det.score(test), R.vim(test, train, W, b, dim), rtol=1e-9,
+                               atol=1e-9)
+    assert det.dim_ == dim and det.residual_basis_.shape == (6, 6 - dim)
+
+
+def test_vim_default_dim():
+    from abstain.detectors.features import _default_vim_dim
+
+    assert [_default_vim_dim(d) for d in (2, 128, 512, 768, 2048)] == [1, 64, 256, 512, 1000]
+
+
+def test_mahalanobis_against_explicit_inverse():
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 3, 90)
+    train = rng.normal(size=(90, 4)) @ rng.normal(size=(4, 4)) + 3.0 * y[:, None]
+    test = rng.normal(size=(25, 4)) * 3
+    det = Mahalanobis().fit(train, y)
+    np.testing.assert_allclose(det.score(test), R.mahalanobis(test, train, y), rtol=1e-9)
+    assert det.classes_ == [0, 1, 2]
+
+
+def test_mahalanobis_singular_covariance_uses_the_pseudo_inverse():
+    rng = np.random.default_rng(8)
+    base = rng.normal(size=(40, 2))
+    train = np.hstack([base, base[:, :1]])  # the third feature copies the first
+    y = np.arange(40) % 2
+    det = Mahalanobis().fit(train, y)
+    assert det.whitener_.shape == (3, 2)
+    # along the null direction (e1 - e3) the distance does not grow
+    x = det.means_[:1]
+    shifted = x + np.array([[1.0, 0.0, -1.0]])
+    np.testing.assert_allclose(det.score(shifted), det.score(x), atol=1e-9)
+
+
+# ------------------------------------------------------------------ common behaviour
+
+
+def test_clone_and_params():
+    sklearn = pytest.importorskip("sklearn.base")
+    det = KNN(k=7, normalize=False)
+    assert sklearn.clone(det).get_params() == det.get_params()
+    assert repr(ViM(dim=3)) == "ViM(dim=3)"
+
+
+# -------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("cls", [ReAct, KNN, ViM, Mahalanobis])
+def test_feature_detectors_must_be_fitted(cls):
+    with pytest.raises(NotFittedError, match="not fitted"):
+        cls().score([[1.0, 2.0]])
+
+
+def test_feature_detector_errors():
+    F = np.abs(np.random.default_rng(12).normal(size=(10, 3)))
+    W = np.ones((2, 3))
+    with pytest.raises(ValueError, match="weight="):
+        ReAct().fit(F)
+    with pytest.raises(ValueError, match=r"weight must have shape \(n_classes, 3\)"):
+        ViM(dim=1).fit(F, weight=np.ones((2, 4)))
+    with pytest.raises(ValueError, match="bias must be"):
+        ReAct().fit(F, weight=W, bias=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="percentile"):
+        ReAct(percentile=0).fit(F, weight=W)
+    with pytest.raises(ValueError, match="k must be at most"):
+        KNN(k=11).fit(F)
+    with pytest.raises(ValueError, match="k must be an integer"):
+        KNN(k=0).fit(F)
+    with pytest.raises(ValueError, match="norm 0"):
+        KNN(k=1).fit(np.vstack([F, np.zeros(3)]))
+    with pytest.raises(ValueError, match="dim must be smaller"):
+        ViM(dim=3).fit(F, weight=W)
+    with pytest.raises(ValueError, match="labels y|X and labels"):
+        Mahalanobis().fit(F)
+    with pytest.raises(ValueError, match="y must have shape"):
+        Mahalanobis().fit(F, [0, 1])
+    with pytest.raises(ValueError, match="covariance is zero"):
+        Mahalanobis().fit(np.ones((4, 2)), [0, 0, 1, 1])
+    det = KNN(k=2).fit(F)
+    with pytest.raises(ValueError, match="3 columns as in fit"):
+        det.score(np.ones((2, 4)))
+    with pytest.raises(ValueError, match="needs the ID training features"):
+        KNN().fit()

@@ -1,0 +1,57 @@
+"""abstain.detectors.logits: MSP, ODIN, Energy, MaxLogit and GEN against the direct
+re-derivations in tests/reference/detectors_ref.py, their parameters and bad logits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import detectors_ref as R
+
+from abstain.detectors import GEN, MSP, ODIN, Energy, MaxLogit
+
+TOL = 1e-9
+
+
+@pytest.mark.parametrize("T", [1.0, 0.5, 1000.0])
+def test_msp_odin_energy_maxlogit_against_reference(T):
+    rng = np.random.default_rng(1)
+    L = rng.normal(0, 5, (40, 6))
+    L[:5] = np.round(L[:5])  # some tied logits
+    np.testing.assert_allclose(MSP(temperature=T).score(L), R.msp(L, T), rtol=1e-12, atol=TOL)
+    np.testing.assert_allclose(ODIN(temperature=T).score(L), R.msp(L, T), rtol=1e-12, atol=TOL)
+    np.testing.assert_allclose(Energy(temperature=T).score(L), R.energy(L, T), rtol=1e-12)
+    np.testing.assert_array_equal(MaxLogit().score(L), -L.max(axis=1))
+
+
+def test_energy_is_negative_logsumexp_and_stable_for_large_logits():
+    from scipy.special import logsumexp
+
+    L = np.array([[1000.0, 999.0, -1000.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(Energy().score(L), -logsumexp(L, axis=1))
+    assert np.all(np.isfinite(MSP().score(L * 10)))
+
+
+@pytest.mark.parametrize(("gamma", "top_m"), [(0.1, 100), (0.5, 2), (1.0, 1)])
+def test_gen_against_reference(gamma, top_m):
+    L = np.random.default_rng(2).normal(0, 3, (30, 5))
+    np.testing.assert_allclose(GEN(gamma=gamma, top_m=top_m).score(L), R.gen(L, gamma, top_m),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("det", [MSP(), MaxLogit(), Energy(), ODIN(), GEN()])
+@pytest.mark.parametrize(("bad", "match"), [
+    ([[np.nan, 1.0]], "finite"), ([1.0, 2.0], "2-D"), (np.zeros((0, 3)), "2-D"),
+    ([[np.inf, 0.0]], "finite"),
+])
+def test_logit_detectors_reject_bad_logits(det, bad, match):
+    with pytest.raises(ValueError, match=match):
+        det.score(bad)
+
+
+@pytest.mark.parametrize(("det", "match"), [
+    (MSP(temperature=0.0), "temperature"), (Energy(temperature=-1.0), "temperature"),
+    (ODIN(epsilon=-0.1), "epsilon"), (GEN(gamma=1.5), "gamma"), (GEN(top_m=0), "top_m"),
+])
+def test_bad_parameters(det, match):
+    with pytest.raises(ValueError, match=match):
+        det.score([[1.0, 2.0]])

@@ -1,0 +1,88 @@
+"""abstain.models.double_score: DoubleScoreDetector against a hand-built selector on its
+two scores, against each score alone, its JSON round trip and its errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain import NotFittedError, load_json
+from abstain.detectors import KNN, MSP, DoubleScoreDetector, Mahalanobis, ViM
+from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR
+
+
+@pytest.fixture
+def double_setup(toy):
+    """``double_setup(seed)``: train, y, W, b, val, is_ood, losses from the toy data."""
+
+    def double_setup(seed=13):
+        rng = np.random.default_rng(seed)
+        F, y, W, b, is_ood = toy(rng, n_id=400, n_ood=200)
+        train = {"features": F[~is_ood][:200], "logits": F[~is_ood][:200] @ W.T + b}
+        val_idx = np.r_[200:400, 400:600]
+        val = {"features": F[val_idx], "logits": F[val_idx] @ W.T + b}
+        pred = np.argmax(val["logits"], axis=1)
+        y_val = np.r_[y[200:400], np.zeros(200, dtype=int)]
+        losses = (pred != y_val).astype(float)
+        return train, y[:200], W, b, val, is_ood[val_idx], losses
+
+    return double_setup
+
+
+def test_double_score_matches_a_hand_built_selector(double_setup):
+    train, y, W, b, val, is_ood, losses = double_setup()
+    det = DoubleScoreDetector(MSP(), KNN(k=5), BoundedTPRFPR(tpr=0.8, fpr=0.1))
+    det.fit(train, y, weight=W, bias=b).tune(val, is_ood, losses)
+    r = MSP().score(train["logits"])
+    g = KNN(k=5).fit(train["features"]).score(train["features"])
+    scale = np.array([r.std(), g.std()])
+    np.testing.assert_allclose(det.scale_, scale)
+    S = np.stack([MSP().score(val["logits"]),
+                  KNN(k=5).fit(train["features"]).score(val["features"])], axis=1) / scale
+    hand = BoundedTPRFPR(tpr=0.8, fpr=0.1).fit(S, is_ood, losses)
+    assert det.selector_.risk_ == hand.risk_ and det.selector_.weights_ == hand.weights_
+    np.testing.assert_array_equal(det.accept_proba(val), hand.accept_proba(S))
+    assert det.selector_.tpr_ >= 0.8 and det.selector_.fpr_ <= 0.1
+    # the user's selector is not fitted in place
+    assert not hasattr(det.selector, "threshold_")
+
+
+def test_double_score_is_never_worse_than_its_parts(double_setup):
+    train, y, W, b, val, is_ood, losses = double_setup(14)
+    det = DoubleScoreDetector(MSP(), ViM(dim=4), BoundedTPRFPR(tpr=0.8, fpr=0.3))
+    det.fit(train, y, weight=W, bias=b).tune(val, is_ood, losses)
+    S = det.scores(val)
+    for j in (0, 1):
+        single = BoundedTPRFPR(tpr=0.8, fpr=0.3).fit(S[:, j], is_ood, losses)
+        if single.feasible_:
+            assert det.selector_.risk_ <= single.risk_ + 1e-12
+
+
+def test_double_score_json_round_trip_and_defaults(double_setup):
+    train, y, W, b, val, is_ood, losses = double_setup(15)
+    det = DoubleScoreDetector(ood=Mahalanobis(),
+                              selector=BoundedPrecisionRecall(precision=0.7, recall=0.7))
+    det.fit(train, y, weight=W, bias=b).tune(val, is_ood, losses)
+    back = load_json(det.to_json())
+    with pytest.warns(FutureWarning, match="abstain.load_json"):
+        assert type(DoubleScoreDetector.from_json(det.to_json())) is DoubleScoreDetector
+    np.testing.assert_array_equal(back.accept_proba(val), det.accept_proba(val))
+    np.testing.assert_array_equal(back.score(val), det.score(val))
+    assert isinstance(DoubleScoreDetector().fit(train).misclassification_, MSP)
+
+
+def test_double_score_errors(double_setup):
+    train, y, W, b, val, is_ood, losses = double_setup(16)
+    with pytest.raises(NotFittedError):
+        DoubleScoreDetector().scores(val)
+    with pytest.raises(NotFittedError):
+        DoubleScoreDetector().fit(train).accept(val)
+    with pytest.raises(ValueError, match="misclassification must be a detector"):
+        DoubleScoreDetector(misclassification="msp").fit(train)
+    det = DoubleScoreDetector(ood=KNN(k=3)).fit(train)
+    with pytest.raises(ValueError, match="same inputs"):
+        det.scores({"logits": val["logits"], "features": val["features"][:5]})
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="detector is missing"):
+        DoubleScoreDetector.from_json('{"format": "abstain.detector/1"}')
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="loads DoubleScoreDetector"):
+        DoubleScoreDetector.from_json(MSP().to_json())
