@@ -1,7 +1,7 @@
 """Every serialisable estimator with a small synthetic sample: how to fit it, what it
 produces on new data, and which call needs a fitted object.
 
-Shared by ``test_common.py`` (the estimator contract) and ``test_serialization.py``
+Shared by ``test_common.py`` (the estimator contract) and ``_core/test_serialize.py``
 (round trips). ``test_common.py`` checks that ``CASES`` covers every class registered for
 serialisation, so a new class cannot be forgotten here.
 """
