@@ -16,6 +16,7 @@ from reference import ood_ref as R
 from abstain import InfeasibleTargetWarning, NotFittedError, load_json
 from abstain import metrics as M
 from abstain.datasets import synthetic_ood_1d
+from abstain.models import least_fpr_at_tpr, most_recall_at_precision
 from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
 
 TOL = 1e-9
@@ -199,3 +200,110 @@ def test_bad_arrays(case):
 def test_bad_parameters(model, match):
     with pytest.raises(ValueError, match=match):
         model.fit([0.1, 0.2], [0, 1], [0, 0])
+
+
+# --------------------------------------------------------------------------- attainable rates
+def _tied(s, is_ood, t):
+    """(ID below t, ID at t, OOD below t, OOD at t) by a loop."""
+    out = [0.0, 0.0, 0.0, 0.0]
+    for k in range(len(s)):
+        j = 2 if is_ood[k] else 0
+        if s[k] < t:
+            out[j] += 1.0
+        elif s[k] == t:
+            out[j + 1] += 1.0
+    return out
+
+
+def _least_fpr_ref(s, is_ood, tpr):
+    """min FPR over the rules (t, nu) with TPR >= tpr: for each observed t the least nu."""
+    n_id, n_ood = float(np.sum(~is_ood)), float(np.sum(is_ood))
+    best = math.inf
+    for t in set(s.tolist()):
+        ib, it, ob, ot = _tied(s, is_ood, t)
+        need = tpr * n_id - ib
+        if need > it + 1e-12:
+            continue
+        nu = 0.0 if need <= 0 else (need / it if it > 0 else 0.0)
+        best = min(best, (ob + nu * ot) / n_ood)
+    return best
+
+
+def _most_recall_ref(s, is_ood, precision, pi):
+    """max TPR over the rules (t, nu) with precision >= ``precision`` at OOD prior pi."""
+    n_id, n_ood = float(np.sum(~is_ood)), float(np.sum(is_ood))
+    best = 0.0
+    for t in set(s.tolist()):
+        ib, it, ob, ot = _tied(s, is_ood, t)
+
+        def g(nu, ib=ib, it=it, ob=ob, ot=ot):
+            return (precision * pi * (ob + nu * ot) / n_ood
+                    - (1 - precision) * (1 - pi) * (ib + nu * it) / n_id)
+
+        # g is linear in nu and the TPR grows with nu: the largest nu with g <= 0
+        if g(1.0) <= 1e-12:
+            nu = 1.0
+        elif g(0.0) <= 1e-12:
+            nu = g(0.0) / (g(0.0) - g(1.0))
+        else:
+            continue
+        best = max(best, (ib + nu * it) / n_id)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_attainable_rates_match_exhaustive_search(seed, random_sample):
+    rng = np.random.default_rng(seed)
+    scores, is_ood, losses = random_sample(rng, n_max=12)
+    target = float(rng.choice([0.3, 0.5, 2 / 3, 1.0]))
+    for col in (0, 1):
+        s = scores[:, col]
+        assert least_fpr_at_tpr(s, is_ood, target) == pytest.approx(
+            _least_fpr_ref(s, is_ood, target), abs=1e-12)
+        pi = float(np.mean(is_ood))
+        for p in (0.5, 0.8, 1.0):
+            assert most_recall_at_precision(s, is_ood, p) == pytest.approx(
+                _most_recall_ref(s, is_ood, p, pi), abs=1e-12)
+    # two columns: the best direction of the grid, never worse than either column alone
+    both = least_fpr_at_tpr(scores, is_ood, target, n_directions=4)
+    assert both <= min(least_fpr_at_tpr(scores[:, j], is_ood, target) for j in (0, 1)) + 1e-12
+    # the grid's directions k * pi / 4 (cos pi/2 set to 0), projected one multiply-add at a
+    # time so that integer score pairs tie exactly
+    grid = []
+    for k in range(4):
+        w = [0.0 if abs(v) < 1e-12 else v for v in (math.cos(k * math.pi / 4),
+                                                   math.sin(k * math.pi / 4))]
+        grid.append(scores[:, 0] * w[0] + scores[:, 1] * w[1])
+    assert both == pytest.approx(min(_least_fpr_ref(g, is_ood, target) for g in grid), abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_attainable_rates_are_the_feasibility_edge(seed, random_sample, quiet_fit):
+    rng = np.random.default_rng(100 + seed)
+    scores, is_ood, losses = random_sample(rng, n_max=12)
+    s = scores[:, 0]
+    least = least_fpr_at_tpr(s, is_ood, 0.5)
+    assert quiet_fit(BoundedTPRFPR(tpr=0.5, fpr=least), s, is_ood, losses).feasible_
+    if least > 0.01:
+        assert not quiet_fit(BoundedTPRFPR(tpr=0.5, fpr=least - 0.01), s, is_ood, losses).feasible_
+    most = most_recall_at_precision(s, is_ood, 0.6, ood_prior=0.3)
+    if most > 0:
+        sel = BoundedPrecisionRecall(precision=0.6, recall=most, ood_prior=0.3)
+        assert quiet_fit(sel, s, is_ood, losses).feasible_
+    if most + 0.01 <= 1:
+        sel = BoundedPrecisionRecall(precision=0.6, recall=most + 0.01, ood_prior=0.3)
+        assert not quiet_fit(sel, s, is_ood, losses).feasible_
+
+
+def test_attainable_rates_check_their_arguments():
+    s, is_ood = [0.1, 0.2, 0.3], [0, 1, 0]
+    with pytest.raises(ValueError, match=r"tpr must be in \(0, 1\]; got 0"):
+        least_fpr_at_tpr(s, is_ood, 0)
+    with pytest.raises(ValueError, match="n_directions must be a positive integer; got 0"):
+        least_fpr_at_tpr(s, is_ood, 0.5, n_directions=0)
+    with pytest.raises(ValueError, match=r"precision must be in \(0, 1\]; got 1.5"):
+        most_recall_at_precision(s, is_ood, 1.5)
+    with pytest.raises(ValueError, match=r"ood_prior must be in \(0, 1\); got 1"):
+        most_recall_at_precision(s, is_ood, 0.5, ood_prior=1)
+    with pytest.raises(ValueError, match="is_ood must contain both ID"):
+        least_fpr_at_tpr(s, [0, 0, 0], 0.5)
