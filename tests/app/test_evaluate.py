@@ -1,0 +1,136 @@
+"""abstain.app.evaluate: every applicable metric of each score column, as the metrics give it."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from abstain import metrics as m
+from abstain.app.evaluate import evaluate
+from abstain.app.tables import prepare
+from abstain.exceptions import InfeasibleTargetWarning
+
+# Ten rows, four OOD, ties in both scores; u ranks the ID errors perfectly, g separates OOD.
+LOSS = np.array([0, 1, 0, 0, 1, 0, 0, 0, 1, 0], dtype=float)
+U = np.array([0.1, 0.9, 0.2, 0.2, 0.7, 0.3, 0.8, 0.4, 0.6, 0.9])
+G = np.array([0.0, 0.1, 0.2, 0.9, 0.3, 0.8, 0.7, 0.1, 0.2, 0.95])
+OOD = np.array([0, 0, 0, 1, 0, 1, 1, 0, 0, 1], dtype=bool)
+
+
+def _table(loss=LOSS):
+    return {"loss": loss, "u": U, "g": G, "is_ood": OOD.astype(float)}
+
+
+def _selective(loss, s, coverages):
+    out = {"aurc": m.aurc(loss, s), "e_aurc": m.e_aurc(loss, s), "augrc": m.augrc(loss, s)}
+    for c in coverages:
+        out[f"risk@{c:g}"] = m.selective_risk_at_coverage(loss, s, c)
+    return out
+
+
+def _risk_at(loss, s, tpr, fpr):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        return m.selective_risk_at_tpr_fpr(loss, OOD, s, tpr, fpr)
+
+
+def _same(got, expected):
+    assert list(got) == list(expected)
+    for key, value in expected.items():
+        assert got[key] == value or (math.isnan(got[key]) and math.isnan(value)), key
+
+
+def test_every_metric_is_the_library_metric():
+    ev = evaluate(prepare(_table()))
+    assert (ev.n_id, ev.n_ood, ev.n_dropped, ev.pairs) == (6, 4, 0, {})
+    assert ev.labels == {
+        "aurc": "AuRC", "e_aurc": "E-AuRC", "augrc": "AUGRC",
+        "risk@0.8": "risk at coverage 80%", "risk@0.9": "risk at coverage 90%",
+        "risk@0.95": "risk at coverage 95%", "auroc": "AUROC", "aupr_in": "AUPR-In",
+        "aupr_out": "AUPR-Out", "fpr@0.95": "FPR at TPR 95%", "oscr": "OSCR",
+        "risk@tpr0.95,fpr0.05": "risk at TPR>=95%, FPR<=5%"}
+    assert list(ev.metrics) == ["u", "g"]
+    for name, s in (("u", U), ("g", G)):
+        expected = _selective(LOSS[~OOD], s[~OOD], (0.8, 0.9, 0.95))
+        expected.update({
+            "auroc": m.auroc(OOD, s), "aupr_in": m.aupr_in(OOD, s),
+            "aupr_out": m.aupr_out(OOD, s), "fpr@0.95": m.fpr_at_tpr(OOD, s, 0.95),
+            "oscr": m.oscr(np.where(OOD, 0.0, LOSS), OOD, s),
+            "risk@tpr0.95,fpr0.05": _risk_at(LOSS * ~OOD, s, 0.95, 0.05)})
+        _same(ev.metrics[name], expected)
+    # values read off the table: u ranks the ID errors last, g puts every OOD row above ID
+    assert ev.metrics["u"]["e_aurc"] == 0.0
+    assert ev.metrics["u"]["risk@0.8"] == pytest.approx((1 + 0.8) / 4.8, rel=1e-15)
+    assert ev.metrics["g"]["auroc"] == 1.0 and ev.metrics["g"]["fpr@0.95"] == 0.0
+    assert math.isnan(ev.metrics["u"]["risk@tpr0.95,fpr0.05"])  # infeasible target
+
+
+def test_options_and_a_double_score_pair():
+    data = prepare(_table(), scores=["u"], ood_score="g")
+    calls = []
+    ev = evaluate(data, coverages=[0.5], tpr=0.8, fpr=0.25,
+                  progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+    assert list(ev.labels) == ["aurc", "e_aurc", "augrc", "risk@0.5", "auroc", "aupr_in",
+                               "aupr_out", "fpr@0.8", "oscr", "risk@tpr0.8,fpr0.25"]
+    assert ev.labels["risk@tpr0.8,fpr0.25"] == "risk at TPR>=80%, FPR<=25%"
+    assert ev.pairs == {"u+g": ("u", "g")}
+    assert list(ev.metrics) == ["u", "g", "u+g"]
+    assert ev.metrics["u"]["risk@0.5"] == m.selective_risk_at_coverage(LOSS[~OOD], U[~OOD], 0.5)
+    assert ev.metrics["u"]["fpr@0.8"] == m.fpr_at_tpr(OOD, U, 0.8)
+    both = np.stack([U, G], axis=1)
+    _same(ev.metrics["u+g"], {"auroc": m.auroc(OOD, both),
+                              "oscr": m.oscr(LOSS * ~OOD, OOD, both),
+                              "risk@tpr0.8,fpr0.25": _risk_at(LOSS * ~OOD, both, 0.8, 0.25)})
+
+
+def test_only_the_metrics_that_apply():
+    no_ood = evaluate(prepare({"loss": LOSS, "u": U}), coverages=[0.5])
+    assert list(no_ood.labels) == ["aurc", "e_aurc", "augrc", "risk@0.5"]
+    _same(no_ood.metrics["u"], _selective(LOSS, U, [0.5]))
+    assert (no_ood.n_id, no_ood.n_ood) == (10, 0)
+    one_class = evaluate(prepare({"loss": LOSS, "u": U, "is_ood": np.zeros(10)}))
+    assert "auroc" not in one_class.labels and one_class.n_ood == 0
+    unbounded = evaluate(prepare(_table(LOSS * 2)))  # losses above 1: no OSCR
+    assert "oscr" not in unbounded.labels and "oscr" not in unbounded.metrics["u"]
+    assert unbounded.metrics["u"]["aurc"] == m.aurc(2 * LOSS[~OOD], U[~OOD])
+    dropped = evaluate(prepare({"loss": [np.nan, 0, 1], "u": [0.1, np.nan, 0.3]},
+                               dropna=True))
+    assert dropped.n_dropped == 2 and dropped.n_id == 1
+    with pytest.raises(ValueError, match=r"^the table must have in-distribution rows; got only "
+                                         r"OOD rows\.$"):
+        evaluate(prepare({"loss": [0, 0], "u": [1, 2], "is_ood": [1, 1]}))
+
+
+def test_to_json_writes_nan_as_null():
+    ev = evaluate(prepare(_table()))
+    doc = json.loads(ev.to_json())
+    assert doc["metrics"]["u"]["risk@tpr0.95,fpr0.05"] is None
+    assert doc["metrics"]["g"]["auroc"] == 1.0
+    assert doc["metrics"]["u"]["aurc"] == ev.metrics["u"]["aurc"]  # full precision
+    assert (doc["n_id"], doc["n_ood"], doc["n_dropped"]) == (6, 4, 0)
+    assert doc["labels"] == ev.labels and doc["pairs"] == {}
+    assert "NaN" not in ev.to_json()
+    pair = json.loads(evaluate(prepare(_table(), scores=["u"], ood_score="g")).to_json())
+    assert pair["pairs"] == {"u+g": ["u", "g"]}
+
+
+def test_format_table_prints_a_dash_where_a_metric_does_not_apply():
+    ev = evaluate(prepare(_table(), scores=["u"], ood_score="g"), coverages=[0.5], tpr=0.8,
+                  fpr=0.25)
+    lines = ev.format_table().splitlines()
+    assert lines[0].split() == ["u", "g", "u+g"]
+    rows = {line[:26].strip(): line[26:].split() for line in lines[1:]}
+    assert list(rows) == list(ev.labels.values())
+    assert rows["AuRC"] == [f"{ev.metrics['u']['aurc']:.4f}", f"{ev.metrics['g']['aurc']:.4f}",
+                            "-"]
+    assert rows["E-AuRC"] == ["0.0000", f"{ev.metrics['g']['e_aurc']:.4f}", "-"]
+    assert rows["AUROC"] == [f"{ev.metrics['u']['auroc']:.4f}", "1.0000", "1.0000"]
+    assert rows["risk at TPR>=80%, FPR<=25%"][0] == "nan"
+    assert [r[2] for r in rows.values()].count("-") == 7
+    assert ev.format_table(digits=2).splitlines()[1].split()[1:] == [
+        f"{ev.metrics['u']['aurc']:.2f}", f"{ev.metrics['g']['aurc']:.2f}", "-"]

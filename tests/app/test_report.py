@@ -1,0 +1,117 @@
+"""abstain.app.report: the report's figures draw the library's curves; the HTML page is one
+self-contained file that escapes the table's names."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import numpy as np
+import pytest
+
+from abstain import metrics as m
+from abstain.app.evaluate import evaluate
+from abstain.app.io import read_table, write_table
+from abstain.app.report import html_report, report_figures, write_report
+from abstain.app.tables import prepare
+
+pytest.importorskip("matplotlib")
+
+LOSS = np.array([0, 1, 0, 0, 1, 0, 0, 0, 1, 0], dtype=float)
+U = np.array([0.1, 0.9, 0.2, 0.2, 0.7, 0.3, 0.8, 0.4, 0.6, 0.9])
+G = np.array([0.0, 0.1, 0.2, 0.9, 0.3, 0.8, 0.7, 0.1, 0.2, 0.95])
+OOD = np.array([0, 0, 0, 1, 0, 1, 1, 0, 0, 1], dtype=bool)
+EVIL = "<script>alert(1)</script>"
+
+
+def _lines(fig):
+    (ax,) = fig.axes
+    return {ln.get_label(): ln for ln in ax.lines if not ln.get_label().startswith("_")}
+
+
+def test_figures_with_an_ood_column():
+    import matplotlib.pyplot as plt
+
+    open_before = plt.get_fignums()
+    data = prepare({"loss": LOSS, "u": U, "g": G, "is_ood": OOD})
+    calls = []
+    figs = report_figures(data, fpr=0.25, progress=lambda d, t: calls.append((d, t)))
+    assert list(figs) == ["risk_coverage", "roc", "pr", "risk_at_fpr", "histograms_u",
+                          "histograms_g"]
+    assert calls == [(i, 6) for i in range(1, 7)]
+    assert plt.get_fignums() == open_before  # no pyplot state
+    assert [len(figs[f"histograms_{s}"].axes) for s in "ug"] == [2, 2]  # correct/wrong, ID/OOD
+    for name, s in (("u", U), ("g", G)):
+        curve = m.risk_coverage_curve(LOSS[~OOD], s[~OOD])  # the ID rows only
+        line = _lines(figs["risk_coverage"])[name]
+        assert line.get_drawstyle() == "steps-post"
+        np.testing.assert_array_equal(line.get_xydata(), np.stack([curve.coverage, curve.risk],
+                                                                  axis=1))
+        roc = m.ood_roc_curve(OOD, s)
+        np.testing.assert_array_equal(_lines(figs["roc"])[name].get_xydata(),
+                                      np.stack([roc.fpr, roc.tpr], axis=1))
+        at_fpr = m.risk_coverage_curve_at_fpr(LOSS, OOD, s, 0.25)
+        np.testing.assert_array_equal(_lines(figs["risk_at_fpr"])[name].get_xydata(),
+                                      np.stack([at_fpr.tpr, at_fpr.risk], axis=1))
+
+
+def test_figures_without_ood_rows():
+    for table in ({"loss": LOSS, "u": U}, {"loss": LOSS, "u": U, "is_ood": np.zeros(10)}):
+        figs = report_figures(prepare(table))
+        assert list(figs) == ["risk_coverage", "histograms_u"]
+        assert len(figs["histograms_u"].axes) == 1
+        curve = m.risk_coverage_curve(LOSS, U)
+        np.testing.assert_array_equal(_lines(figs["risk_coverage"])["u"].get_xydata(),
+                                      np.stack([curve.coverage, curve.risk], axis=1))
+
+
+@pytest.fixture(scope="module")
+def evil(tmp_path_factory):
+    """A table whose score column is named like a script, with one row of missing values;
+    its report (title with markup too) and the PNGs written beside it."""
+    folder = tmp_path_factory.mktemp("report")
+    write_table(folder / "t.csv", {"loss": [0, 1, 0, np.nan, 1], EVIL: [0.1, 0.7, 0.3, 0.5,
+                                                                       0.2]})
+    data = prepare(read_table(folder / "t.csv"), dropna=True)
+    ev = evaluate(data, coverages=[0.5])
+    page = html_report(data, ev, title="Q&A <b>", png_dir=folder / "png")
+    return folder, data, ev, page
+
+
+def test_html_report_is_self_contained(evil):
+    folder, _, _, page = evil
+    links = re.findall(r'\b(?:src|href)\s*=\s*"([^"]*)"', page)
+    assert len(links) == 2  # risk_coverage and histograms_<EVIL>
+    assert all(link.startswith("data:image/png;base64,") for link in links)
+    assert re.search(r"<link|<script|url\(|@import|https?:", page, re.IGNORECASE) is None
+    pngs = sorted((folder / "png").iterdir())
+    assert [p.name for p in pngs] == ["histograms__script_alert_1_script_.png",
+                                      "risk_coverage.png"]
+    # each embedded image is the PNG written for it, byte for byte
+    embedded = {alt: base64.b64decode(src[len("data:image/png;base64,"):]) for alt, src in
+                re.findall(r'<img alt="([^"]*)" src="([^"]*)">', page)}
+    assert embedded["risk_coverage"] == (folder / "png" / "risk_coverage.png").read_bytes()
+    assert embedded["histograms_&lt;script&gt;alert(1)&lt;/script&gt;"] == pngs[0].read_bytes()
+    assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in embedded.values())
+
+
+def test_html_report_escapes_names_and_holds_the_metrics(evil):
+    _, _, ev, page = evil
+    assert EVIL not in page and "<b>" not in page
+    assert "<title>Q&amp;A &lt;b&gt;</title>" in page and "<h1>Q&amp;A &lt;b&gt;</h1>" in page
+    assert "<th>&lt;script&gt;alert(1)&lt;/script&gt;</th>" in page
+    assert "<p>4 ID rows, 0 OOD rows, 1 rows dropped for missing values." in page
+    rows = dict(re.findall(r"<tr><th>([^<]*)</th><td>([^<]*)</td></tr>", page))
+    assert list(rows) == ["AuRC", "E-AuRC", "AUGRC", "risk at coverage 50%"]
+    assert rows == {label: f"{ev.metrics[EVIL][key]:.4f}" for key, label in ev.labels.items()}
+
+
+def test_write_report_writes_the_page_over_any_file_at_its_path(evil, tmp_path):
+    _, data, ev, page = evil
+    # write_report takes no input path, so nothing stops it from replacing the table the
+    # data came from: it writes html_report's page there, atomically
+    target = tmp_path / "t.csv"
+    write_table(target, {"loss": [0, 1, 0, np.nan, 1], EVIL: [0.1, 0.7, 0.3, 0.5, 0.2]})
+    write_report(target, data, ev, title="Q&A <b>")
+    assert target.read_text(encoding="utf-8") == page
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]  # no temporary file left

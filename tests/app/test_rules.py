@@ -1,0 +1,263 @@
+"""abstain.app.rules: fit_rule is the model's own fit, infeasible targets name what is
+attainable, rule files round-trip with their columns, apply_rule is the rule's accept."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from abstain import metrics as m
+from abstain.app.rules import (
+    InfeasibleTargetError,
+    apply_rule,
+    fit_rule,
+    load_rule,
+    rule_columns,
+    rule_to_json,
+)
+from abstain.app.tables import prepare
+from abstain.models import (
+    BoundedAbstention,
+    BoundedImprovement,
+    BoundedPrecisionRecall,
+    BoundedTPRFPR,
+    CostBased,
+    CostBasedOOD,
+    least_fpr_at_tpr,
+    least_risk_bound,
+    most_recall_at_precision,
+)
+
+
+def _table(seed: int = 0, n: int = 60) -> dict[str, np.ndarray]:
+    """Scores rounded to one decimal (many ties); a quarter OOD rows with an empty loss."""
+    rng = np.random.default_rng(seed)
+    ood = np.arange(n) % 4 == 0
+    u = np.round(rng.random(n), 1)
+    loss = (rng.random(n) < u).astype(float)
+    loss[ood] = np.nan
+    g = np.round(rng.normal(np.where(ood, 1.5, 0.0), 1.0), 1)
+    return {"loss": loss, "u": u, "g": g, "is_ood": ood.astype(float)}
+
+
+T = _table()
+OOD = T["is_ood"] == 1
+LOSS = np.where(OOD, 0.0, T["loss"])
+ID_ONLY = {"loss": np.nan_to_num(T["loss"]), "u": T["u"], "g": T["g"]}
+ONE_COLUMN = (BoundedAbstention, BoundedImprovement, CostBased)
+
+# (score columns, OOD score, fit_rule targets, the model fitted directly with random_state=0)
+SELECTIVE = [
+    ({"target_coverage": 0.7}, BoundedAbstention(target_coverage=0.7, random_state=0)),
+    ({"target_risk": 0.3}, BoundedImprovement(target_risk=0.3, random_state=0)),
+    ({"target_risk": 0.5, "delta": 0.1},
+     BoundedImprovement(target_risk=0.5, delta=0.1, random_state=0)),
+    ({"reject_cost": 0.3}, CostBased(reject_cost=0.3, random_state=0)),
+]
+OOD_MODELS = [
+    ({"tpr": 0.8, "fpr": 0.5}, BoundedTPRFPR(tpr=0.8, fpr=0.5, random_state=0)),
+    ({"precision": 0.8, "recall": 0.7},
+     BoundedPrecisionRecall(precision=0.8, recall=0.7, random_state=0)),
+    ({"precision": 0.6, "recall": 0.7, "ood_prior": 0.1},
+     BoundedPrecisionRecall(precision=0.6, recall=0.7, ood_prior=0.1, random_state=0)),
+    ({"reject_id_cost": 0.5, "predict_ood_cost": 1.0},
+     CostBasedOOD(0.5, 1.0, 0.0, random_state=0)),
+    ({"reject_id_cost": 0.6, "predict_ood_cost": 1.0, "reject_ood_cost": 0.1, "ood_prior": 0.4},
+     CostBasedOOD(0.6, 1.0, 0.1, ood_prior=0.4, random_state=0)),
+]
+CASES = ([(["u"], None, kw, model) for kw, model in SELECTIVE]
+         + [(["g"], None, kw, model) for kw, model in OOD_MODELS]
+         + [(["u"], "g", kw, model) for kw, model in OOD_MODELS])
+IDS = [f"{type(model).__name__}-{'+'.join(cols + [g] if g else cols)}-{i}"
+       for i, (cols, g, _, model) in enumerate(CASES)]
+
+
+def _direct(cols, ood_score, model):
+    """The model fitted by hand on the table's arrays (not through prepare)."""
+    if isinstance(model, ONE_COLUMN):
+        return model.fit(T[cols[0]][~OOD], T["loss"][~OOD])
+    s = np.stack([T[c] for c in cols + ([ood_score] if ood_score else [])], axis=1)
+    return model.fit(s, OOD, LOSS)
+
+
+@pytest.mark.parametrize("cols, ood_score, targets, model", CASES, ids=IDS)
+def test_fit_rule_is_the_models_own_fit(cols, ood_score, targets, model):
+    rule = fit_rule(prepare(T, scores=cols, ood_score=ood_score), **targets)
+    expected = _direct(cols, ood_score, model)
+    assert type(rule) is type(expected) and rule.feasible_
+    assert rule.threshold_ > -np.inf  # a rule that accepts some rows
+    assert rule.threshold_ == expected.threshold_
+    assert rule.accept_prob_ == expected.accept_prob_
+    assert rule.to_json() == expected.to_json()  # every parameter and fitted attribute
+
+
+def test_selective_models_fit_on_the_id_rows_only():
+    rule = fit_rule(prepare(T, scores=["u"]), target_coverage=0.7)
+    assert rule.n_samples_ == int((~OOD).sum()) == 45
+    assert fit_rule(prepare(T, scores=["u"]), target_coverage=0.7,
+                    random_state=5).random_state == 5
+
+
+def test_infeasible_target_risk_names_the_lowest_attainable_risk():
+    data = prepare({"loss": [1, 0, 0, 1, 1], "u": [0.1, 0.2, 0.3, 0.4, 0.5]})
+    with pytest.raises(InfeasibleTargetError) as exc:
+        fit_rule(data, target_risk=0.1)
+    # the least risk is 1/3, printed rounded up so that the printed value is feasible
+    assert str(exc.value) == ("target risk 0.1 is infeasible: no threshold rule's selective risk "
+                             "is at or below it; the lowest selective risk attainable on these "
+                             "5 rows is 0.3334.")
+    assert isinstance(exc.value, ValueError)
+    assert fit_rule(data, target_risk=0.3334).feasible_
+    with pytest.raises(InfeasibleTargetError):
+        fit_rule(data, target_risk=0.3333)
+
+
+def test_infeasible_risk_bound_names_the_least_attainable_bound():
+    data = prepare(T, scores=["u"])
+    with pytest.raises(InfeasibleTargetError) as exc:
+        fit_rule(data, target_risk=0.05, delta=0.1)
+    found = re.fullmatch(
+        r"target risk 0\.05 with delta 0\.1 is infeasible: no rule's upper confidence bound on "
+        r"the selective risk is at or below it; the least bound attainable with delta 0\.1 on "
+        r"these 45 rows is ([0-9.]+) \(the lowest empirical selective risk is 0; a bound nearer "
+        r"to it needs more rows or a larger delta\)\.", str(exc.value))
+    assert found, str(exc.value)
+    printed = float(found.group(1))
+    least = least_risk_bound(T["u"][~OOD], T["loss"][~OOD], 0.1)
+    assert least <= printed <= least * (1 + 1e-3)  # four digits, rounded up
+    assert fit_rule(data, target_risk=printed, delta=0.1).feasible_
+    with pytest.raises(InfeasibleTargetError):
+        fit_rule(data, target_risk=least * (1 - 1e-6), delta=0.1)
+
+
+@pytest.mark.parametrize("cols, ood_score", [(["g"], None), (["u"], "g")])
+def test_infeasible_tpr_fpr_names_the_attainable_rates(cols, ood_score):
+    data = prepare(T, scores=cols, ood_score=ood_score)
+    with pytest.raises(InfeasibleTargetError) as exc:
+        fit_rule(data, tpr=0.95, fpr=0.1)
+    found = re.fullmatch(
+        r"TPR >= 0\.95 with FPR <= 0\.1 is infeasible: at FPR <= 0\.1 the highest attainable "
+        r"TPR is ([0-9.]+); at TPR >= 0\.95 the lowest attainable FPR is ([0-9.]+?)\.",
+        str(exc.value))
+    assert found, str(exc.value)
+    tpr, fpr = float(found.group(1)), float(found.group(2))
+    s = data.stacked(rule_columns(BoundedTPRFPR(), data))
+    best = m.ood_roc_curve(OOD, s, fpr=[0.1]).tpr[0]
+    least = least_fpr_at_tpr(s, OOD, 0.95)
+    assert best * (1 - 1e-3) <= tpr <= best and 0 < tpr
+    assert least <= fpr <= least * (1 + 1e-3) and fpr < 1
+    assert fit_rule(data, tpr=tpr, fpr=0.1).feasible_
+    assert fit_rule(data, tpr=0.95, fpr=fpr).feasible_
+    with pytest.raises(InfeasibleTargetError):
+        fit_rule(data, tpr=0.95, fpr=least * (1 - 1e-6))
+
+
+@pytest.mark.parametrize("cols, ood_score", [(["g"], None), (["u"], "g")])
+def test_infeasible_precision_recall_names_the_attainable_rates(cols, ood_score):
+    data = prepare(T, scores=cols, ood_score=ood_score)
+    with pytest.raises(InfeasibleTargetError) as exc:
+        fit_rule(data, precision=0.99, recall=0.9)
+    found = re.fullmatch(
+        r"precision >= 0\.99 with recall >= 0\.9 is infeasible: at recall >= 0\.9 the highest "
+        r"attainable precision is ([0-9.]+); at precision >= 0\.99 the highest attainable "
+        r"recall is ([0-9.]+?)\.", str(exc.value))
+    assert found, str(exc.value)
+    precision, recall = float(found.group(1)), float(found.group(2))
+    s = data.stacked(rule_columns(BoundedPrecisionRecall(), data))
+    best = m.ood_pr_curve(OOD, s, recall=[0.9]).precision[0]
+    most = most_recall_at_precision(s, OOD, 0.99)
+    assert best * (1 - 1e-3) <= precision <= best
+    assert most * (1 - 1e-3) <= recall <= most and 0 < recall
+    assert fit_rule(data, precision=precision, recall=0.9).feasible_
+    assert fit_rule(data, precision=0.99, recall=recall).feasible_
+    with pytest.raises(InfeasibleTargetError):
+        fit_rule(data, precision=0.99, recall=min(most * (1 + 1e-6), 1.0))
+
+
+@pytest.mark.parametrize("cols, ood_score, targets, model", CASES, ids=IDS)
+def test_rule_file_round_trip_and_apply(cols, ood_score, targets, model, tmp_path):
+    data = prepare(T, scores=cols, ood_score=ood_score)
+    rule = fit_rule(data, **targets)
+    columns = rule_columns(rule, data)
+    assert columns == (cols + [ood_score] if ood_score else cols)
+    text = rule_to_json(rule, columns)
+    (tmp_path / "rule.json").write_text(text)
+    for source in (text, tmp_path / "rule.json", str(tmp_path / "rule.json")):
+        loaded, names = load_rule(source)
+        assert type(loaded) is type(rule) and names == columns
+        assert loaded.to_json() == rule.to_json()
+    # new rows, with ties at the threshold: apply_rule is the rule's accept on those columns
+    new = prepare(_table(seed=1, n=400), scores=columns, need_loss=False)
+    s = new.scores[columns[0]] if isinstance(rule, ONE_COLUMN) else new.stacked(columns)
+    np.testing.assert_array_equal(loaded.accept_proba(s), rule.accept_proba(s))
+    np.testing.assert_array_equal(apply_rule(loaded, new), rule.accept(s))
+    np.testing.assert_array_equal(apply_rule(rule, new), rule.accept(s))
+
+
+def test_apply_rule_draws_the_ties_at_the_threshold():
+    rule = fit_rule(prepare(T, scores=["u"]), target_coverage=0.7)
+    assert 0 < rule.accept_prob_ < 1
+    new = prepare(_table(seed=1, n=400), scores=["u"], need_loss=False)
+    tied = new.scores["u"] == rule.threshold_
+    accept = apply_rule(rule, new)
+    assert 0 < accept[tied].sum() < tied.sum()
+    np.testing.assert_array_equal(accept[~tied], new.scores["u"][~tied] < rule.threshold_)
+    np.testing.assert_array_equal(apply_rule(rule, new), accept)  # reproducible
+
+
+def test_apply_rule_refuses_the_wrong_number_of_columns():
+    pair = fit_rule(prepare(T, scores=["u"], ood_score="g"), tpr=0.8, fpr=0.5)
+    with pytest.raises(ValueError, match=r"^the rule takes 2 score column\(s\); got 1: 'u'\.$"):
+        apply_rule(pair, prepare(T, scores=["u"], need_loss=False))
+    single = fit_rule(prepare(T, scores=["u"]), target_coverage=0.7)
+    with pytest.raises(ValueError, match=r"^the rule takes one score column; got 2\.$"):
+        apply_rule(single, prepare(T, scores=["u", "g"], need_loss=False))
+
+
+def test_load_rule_names_what_is_not_a_rule():
+    from abstain.detectors import KNN
+
+    text = KNN(k=1).fit([[1.0, 0.0], [0.0, 1.0]]).to_json()
+    with pytest.raises(ValueError, match=r"^the rule file holds a KNN, not a reject rule on score "
+                                         r"columns; abstain apply needs one of CostBased, "):
+        load_rule(text)
+    rule = fit_rule(prepare(T, scores=["u"]), target_coverage=0.7)
+    assert load_rule(rule.to_json())[1] is None  # a model's own file: no column names
+
+
+@pytest.mark.parametrize("table, kwargs, data_kwargs, message", [
+    (T, {}, {}, "exactly one target must be given (target_coverage, target_risk, reject_cost, "
+                "tpr and fpr, precision and recall, or reject_id_cost and predict_ood_cost); "
+                "got none."),
+    (T, {"target_risk": 0.1, "reject_cost": 0.1}, {},
+     "exactly one target must be given (target_coverage, target_risk, reject_cost, tpr and "
+     "fpr, precision and recall, or reject_id_cost and predict_ood_cost); got target_risk, "
+     "reject_cost."),
+    (T, {"target_coverage": 0.5, "delta": 0.1}, {},
+     "delta must come with target_risk; got delta alone."),
+    (T, {"target_coverage": 0.5, "ood_prior": 0.1}, {},
+     "ood_prior must come with precision and recall or with the cost-based OOD model; got it "
+     "with target_coverage."),
+    (T, {"target_coverage": 0.5, "reject_ood_cost": 0.1}, {},
+     "reject_ood_cost must come with reject_id_cost and predict_ood_cost."),
+    (T, {"tpr": 0.9}, {}, "tpr and fpr must be given together."),
+    (T, {"recall": 0.9}, {}, "precision and recall must be given together."),
+    (T, {"predict_ood_cost": 1.0}, {},
+     "reject_id_cost and predict_ood_cost must be given together."),
+    (ID_ONLY, {"tpr": 0.9, "fpr": 0.1}, {"scores": ["u"]},
+     "the tpr/fpr model needs an OOD column; the table has none."),
+    (T, {"target_coverage": 0.5}, {"scores": ["u", "g"]},
+     "the target_coverage model takes one score column; got 2: 'u', 'g'."),
+    (T, {"target_coverage": 0.5}, {"scores": ["u"], "ood_score": "g"},
+     "target_coverage takes one score column; an OOD score ('g') pairs columns for the OOD "
+     "models only (tpr and fpr, precision and recall, reject_id_cost and predict_ood_cost)."),
+    (T | {"h": T["u"]}, {"tpr": 0.9, "fpr": 0.1}, {"ood_score": "g"},
+     "the tpr/fpr model takes one pair (s_r, OOD score); got 2 other score columns besides the "
+     "OOD score 'g': 'u', 'h'."),
+])
+def test_fit_rule_refuses_bad_targets(table, kwargs, data_kwargs, message):
+    with pytest.raises(ValueError) as exc:
+        fit_rule(prepare(table, **data_kwargs), **kwargs)
+    assert str(exc.value) == message

@@ -1,0 +1,135 @@
+"""abstain.app.tables: picking and checking the columns of a table (prepare, TableData)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain.app.io import ColumnError
+from abstain.app.tables import MissingValuesError, prepare
+
+nan = np.nan
+
+
+def test_losses_from_a_loss_column():
+    data = prepare({"loss": [0.5, 0.0, 2.0], "u": [0.3, 0.1, 0.2], "name": np.array(["a", "b",
+                                                                                      "c"])})
+    assert data.losses.tolist() == [0.5, 0.0, 2.0]
+    assert list(data.scores) == ["u"]  # text columns are never scores
+    assert data.scores["u"].tolist() == [0.3, 0.1, 0.2]
+    assert data.is_ood is None and data.ood_score is None and data.n_dropped == 0
+    assert data.keep.tolist() == [True, True, True]
+    named = prepare({"err": [1, 0], "loss": [0, 0], "u": [0.1, 0.2]}, loss="err", scores=["u"])
+    assert named.losses.tolist() == [1.0, 0.0]
+
+
+def test_losses_from_label_and_prediction():
+    text = prepare({"label": np.array(["cat", "dog", "dog", "cat"]),
+                    "prediction": np.array(["cat", "cat", "dog", "dog"]), "u": [1, 2, 3, 4]})
+    assert text.losses.tolist() == [0.0, 1.0, 0.0, 1.0]
+    assert list(text.scores) == ["u"]  # the label and prediction columns are not scores
+    numbers = prepare({"y": [1, 2, 2], "yhat": [1, 2, 1], "u": [0.1, 0.2, 0.9]},
+                      label="y", prediction="yhat")
+    assert numbers.losses.tolist() == [0.0, 0.0, 1.0]
+    assert list(numbers.scores) == ["u"]
+
+
+def test_a_loss_column_wins_over_label_and_prediction():
+    table = {"loss": [0.25, 0.0], "label": [1, 2], "prediction": [1, 1], "u": [0.1, 0.2]}
+    assert prepare(table, scores=["u"]).losses.tolist() == [0.25, 0.0]
+    assert prepare(table, scores=["u"], label="label").losses.tolist() == [0.0, 1.0]
+
+
+def test_ood_rows_have_loss_zero_whatever_their_loss_cells_hold():
+    data = prepare({"loss": [1.0, nan, 3.0, 1.0], "u": [0.1, 0.2, 0.3, 0.4],
+                    "is_ood": [0, 1, 1, 0]})
+    assert data.losses.tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert data.is_ood.tolist() == [False, True, True, False]
+    data = prepare({"label": np.array(["a", "", "b"]), "prediction": np.array(["b", "", "c"]),
+                    "u": [0.1, 0.2, 0.3], "flag": np.array([False, True, True])}, is_ood="flag")
+    assert data.losses.tolist() == [1.0, 0.0, 0.0]
+    assert data.is_ood.tolist() == [False, True, True]
+    assert list(data.scores) == ["u"]
+
+
+def test_missing_values_are_named():
+    table = {"loss": [0.5, nan, 2.0, 0.0, nan], "u": [0.1, 0.2, nan, 0.4, 0.5],
+             "v": [1, 2, 3, nan, 5], "is_ood": [0, 0, 0, 1, 1]}
+    with pytest.raises(MissingValuesError) as exc:
+        prepare(table)
+    err = exc.value
+    # row 4's NaN loss is on an OOD row: not missing
+    assert (err.n_rows, err.columns, err.first_row) == (3, ["u", "v", "loss"], 1)
+    assert str(err) == ("3 row(s) have NaN or empty values in column(s) 'u', 'v', 'loss' (first "
+                        "at data row 1); drop them explicitly (dropna=True).")
+    assert isinstance(err, ValueError)
+    with pytest.raises(MissingValuesError) as exc:  # an empty text cell is missing too
+        prepare({"label": np.array(["a", " ", "b"]), "prediction": np.array(["a", "b", "b"]),
+                 "u": [0.1, 0.2, 0.3]})
+    assert (exc.value.n_rows, exc.value.columns, exc.value.first_row) == (1, ["label"], 1)
+
+
+def test_dropna_drops_exactly_the_rows_with_missing_values():
+    table = {"loss": [0.5, nan, 2.0, 0.0, nan, 1.0], "u": [0.1, 0.2, nan, 0.4, 0.5, 0.6],
+             "v": [1, 2, 3, nan, 5, 6], "is_ood": [0, 0, 0, 1, 1, 0]}
+    data = prepare(table, dropna=True)
+    assert data.keep.tolist() == [True, False, False, False, True, True]
+    assert data.n_dropped == 3
+    assert data.losses.tolist() == [0.5, 0.0, 1.0]
+    assert data.scores["u"].tolist() == [0.1, 0.5, 0.6]
+    assert data.scores["v"].tolist() == [1.0, 5.0, 6.0]
+    assert data.is_ood.tolist() == [False, True, False]
+    # only the columns used count: scores=["u"] leaves row 3 (v is NaN) in
+    assert prepare(table, scores=["u"], dropna=True).keep.tolist() == [
+        True, False, False, True, True, True]
+    assert prepare(table, scores=["u"], dropna=True).n_dropped == 2
+
+
+def test_need_loss_false_reads_only_the_scores():
+    data = prepare({"loss": [nan, -1.0], "is_ood": [7, 7], "u": [0.2, 0.1]}, scores=["u"],
+                   need_loss=False)
+    assert data.losses.tolist() == [0.0, 0.0] and data.is_ood is None
+    assert data.scores["u"].tolist() == [0.2, 0.1]
+
+
+def test_ood_score_pairs_with_every_other_score_column():
+    table = {"loss": [0.0, 1.0, 1.0, 0.0], "u": [0.1, 0.2, 0.3, 0.4], "h": [4, 3, 2, 1],
+             "g": [1, 5, 2, 6], "is_ood": [0, 1, 0, 1]}
+    data = prepare(table, ood_score="g")
+    assert data.ood_score == "g"
+    assert list(data.scores) == ["u", "h", "g"]
+    assert data.pairs == {"u+g": ("u", "g"), "h+g": ("h", "g")}
+    np.testing.assert_array_equal(data.stacked(["h", "g"]), [[4, 1], [3, 5], [2, 2], [1, 6]])
+    np.testing.assert_array_equal(data.stacked(["g"]), [[1], [5], [2], [6]])
+    one = prepare(table, scores=["u"], ood_score="g")  # the OOD score is added to the scores
+    assert list(one.scores) == ["u", "g"]
+    assert one.pairs == {"u+g": ("u", "g")}
+    assert prepare(table).pairs == {}
+
+
+@pytest.mark.parametrize("table, kwargs, error, message", [
+    ({"u": [1.0]}, {}, ColumnError,
+     "found no loss: the table has no 'loss' column and no 'label' and 'prediction' columns; "
+     "name them. The columns are: 'u'."),
+    ({"loss": [1.0], "t": np.array(["x"])}, {}, ColumnError,
+     "found no score column: the table has no numeric column besides the loss, label, "
+     "prediction and OOD columns; columns are: 'loss', 't'."),
+    ({"loss": [1.0, 0.0], "u": [1, 2]}, {"loss": "los"}, ColumnError,
+     "loss column 'los' not found; did you mean 'loss'? The columns are: 'loss', 'u'."),
+    ({"loss": [1.0], "u": np.array(["x"])}, {"scores": ["u"]}, ValueError,
+     "column 'u' must be numeric; got text values such as 'x'."),
+    ({"loss": [1.0, -0.5], "u": [1, 2]}, {}, ValueError, "the loss must be non-negative"),
+    ({"loss": [1.0, 0.0], "u": [1, 2], "is_ood": [0, 2]}, {}, ValueError,
+     "column 'is_ood' must hold only 0/1 or true/false; got other values."),
+    ({"loss": [1.0, 0.0], "u": [1, 2], "g": [1, 2]}, {"ood_score": "g"}, ValueError,
+     "the OOD score 'g' needs an OOD column; the table has none (name it with is_ood)."),
+    ({"loss": [1.0, 0.0], "g": [1, 2], "is_ood": [0, 1]}, {"ood_score": "g"}, ValueError,
+     "the OOD score 'g' pairs with the other score columns; got no other score column."),
+    ({"loss": [1.0, 0.0], "u": [1, 2], "g": [1, 2], "u+g": [1, 2], "is_ood": [0, 1]},
+     {"ood_score": "g"}, ValueError, "the pair name 'u+g' is also a score column; rename it."),
+])
+def test_bad_tables_are_refused_with_one_message(table, kwargs, error, message):
+    with pytest.raises(error) as exc:
+        prepare(table, **kwargs)
+    assert str(exc.value).startswith(message)
+
