@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core import ood_search as core
 from .._core.base import ParamsMixin
+from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
 from .._core.ood_sample import (
     N_DIRECTIONS,
@@ -116,19 +117,11 @@ class _OODRule(ParamsMixin):
     def accept_proba(self, scores: ArrayLike) -> NDArray[np.float64]:
         """Acceptance probability: 1 below ``threshold_``, ``accept_prob_`` at it, 0 above."""
         s = self.score(scores)
-        c = (s < self.threshold_).astype(np.float64)
-        c[s == self.threshold_] = self.accept_prob_
-        return c
+        return threshold_proba(s, self.threshold_, self.accept_prob_)
 
     def accept(self, scores: ArrayLike) -> NDArray[np.bool_]:
         """Randomised accept decisions; ties drawn from ``default_rng(random_state)``."""
-        c = self.accept_proba(scores)
-        out = c >= 1.0
-        tied = (c > 0.0) & (c < 1.0)
-        if np.any(tied):
-            rng = np.random.default_rng(self.random_state)
-            out[tied] = rng.random(int(tied.sum())) < c[tied]
-        return out
+        return draw_accept(self.accept_proba(scores), self.random_state)
 
     def predict(self, scores: ArrayLike) -> NDArray[np.bool_]:
         """Deprecated alias of :meth:`accept` (True = accepted); removed in 0.3.

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, tie_groups, validated_groups
 from .._core.risk_bounds import sgr_search
@@ -179,9 +180,7 @@ class _RejectRule(ParamsMixin):
             1.0 below ``threshold_``, ``accept_prob_`` at it, 0.0 above.
         """
         u = self.score(uncertainty)
-        c = (u < self.threshold_).astype(np.float64)
-        c[u == self.threshold_] = self.accept_prob_
-        return c
+        return threshold_proba(u, self.threshold_, self.accept_prob_)
 
     def accept(self, uncertainty: ArrayLike) -> NDArray[np.bool_]:
         """Draw the randomised accept decision for each score.
@@ -195,13 +194,7 @@ class _RejectRule(ParamsMixin):
         ndarray of bool, shape (n,)
             True where the prediction is accepted.
         """
-        c = self.accept_proba(uncertainty)
-        tied = (c > 0.0) & (c < 1.0)
-        out = c >= 1.0
-        if np.any(tied):
-            rng = np.random.default_rng(self.random_state)
-            out[tied] = rng.random(int(tied.sum())) < c[tied]
-        return out
+        return draw_accept(self.accept_proba(uncertainty), self.random_state)
 
     def predict(self, uncertainty: ArrayLike) -> NDArray[np.bool_]:
         """Deprecated alias of :meth:`accept` (True = accepted); removed in 0.3.
