@@ -4,6 +4,7 @@
 - :mod:`.validation`: every input check, one message format;
 - :mod:`.base`: the estimator contract (``get_params``, ``set_params``, ``clone``);
 - :mod:`.groups`: tie groups, the one sort every metric and reject model shares;
+- :mod:`.decision`: the randomised threshold rule of every reject rule;
 - :mod:`.risk_bounds`: risk upper bounds and the guaranteed-risk search;
 - :mod:`.ood_search` and :mod:`.ood_sample`: the OOD rule searches over one score or
   the directions of two;
