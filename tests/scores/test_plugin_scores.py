@@ -157,3 +157,27 @@ def test_bad_prediction_and_decision():
         margin([[1.0]])
     with pytest.raises(ValueError, match="finite"):
         margin([np.inf])
+
+
+@pytest.mark.parametrize("labels", [np.array([1, 2, 3]), np.array(["b", "a", "c"])])
+def test_conditional_risk_speaks_the_model_labels(labels):
+    # labels that are not 0..K-1 (integers 1..3, unsorted strings): pred != y is the 0/1 loss
+    proba = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.3, 0.6, 0.1]])
+    y = labels[[0, 2, 0]]
+    pred, risk = conditional_risk(proba, classes=labels)
+    assert pred.tolist() == labels[[0, 2, 1]].tolist()
+    assert (pred != y).tolist() == [False, False, True]
+    np.testing.assert_allclose(risk, [0.3, 0.2, 0.4])
+    given = conditional_risk(proba, prediction=labels[[1, 1, 1]], classes=labels)
+    assert given.prediction.tolist() == labels[[1, 1, 1]].tolist()
+    np.testing.assert_allclose(given.risk, [0.8, 0.9, 0.4])
+
+
+def test_conditional_risk_refuses_bad_classes():
+    proba = [[0.5, 0.5], [0.2, 0.8]]
+    with pytest.raises(ValueError, match=r"classes must hold one label per column of proba \(2\)"):
+        conditional_risk(proba, classes=["a"])
+    with pytest.raises(ValueError, match="classes must hold distinct labels"):
+        conditional_risk(proba, classes=["a", "a"])
+    with pytest.raises(ValueError, match="prediction must hold labels of classes; got 'z'"):
+        conditional_risk(proba, prediction=["a", "z"], classes=["a", "b"])

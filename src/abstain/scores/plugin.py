@@ -3,7 +3,7 @@ conditional risk, MCP, margin and the ordinal margin. Higher = reject first."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -25,16 +25,18 @@ class ConditionalRisk(NamedTuple):
 
     Attributes
     ----------
-    prediction : ndarray of int, shape (n,)
+    prediction : ndarray of shape (n,)
+        Column indices of ``proba``, or the labels of ``classes`` when given.
     risk : ndarray of float, shape (n,)
     """
 
-    prediction: NDArray[np.intp]
+    prediction: NDArray[Any]
     risk: NDArray[np.float64]
 
 
 def conditional_risk(
-    proba: ArrayLike, loss: ArrayLike | None = None, prediction: ArrayLike | None = None
+    proba: ArrayLike, loss: ArrayLike | None = None, prediction: ArrayLike | None = None,
+    *, classes: ArrayLike | None = None,
 ) -> ConditionalRisk:
     """Plug-in Bayes prediction and conditional risk, eq. (3) and eq. (9) with ``p_hat``.
 
@@ -50,8 +52,13 @@ def conditional_risk(
         Estimated class posteriors, rows summing to 1.
     loss : array-like of shape (K, K), optional
         ``loss[y_true, y_pred]``; default the 0/1 loss.
-    prediction : array-like of int, shape (n,), optional
-        Predictions of another classifier ``h`` to score.
+    prediction : array-like of shape (n,), optional
+        Predictions of another classifier ``h`` to score: column indices ``0..K-1``, or
+        labels of ``classes`` when it is given.
+    classes : array-like of shape (K,), optional
+        The label of each column of ``proba`` (a scikit-learn model's ``classes_``). The
+        returned prediction is then in these labels, so ``prediction != y_true`` is the 0/1
+        loss whatever the labels are (strings, or integers that are not ``0..K-1``).
 
     Returns
     -------
@@ -65,13 +72,18 @@ def conditional_risk(
     >>> pred, risk = conditional_risk([[0.3, 0.3, 0.4]], absolute_error_loss(3))
     >>> pred.tolist(), [round(r, 6) for r in risk.tolist()]  # the median, not the mode
     ([1], [0.7])
+    >>> conditional_risk([[0.2, 0.8], [0.9, 0.1]], classes=["cat", "dog"]).prediction.tolist()
+    ['dog', 'cat']
     """
     p = as_proba(proba)
     k = p.shape[1]
     mat = (1.0 - np.eye(k)) if loss is None else check_loss_matrix(loss, k)
     expected = p @ mat  # expected[i, yhat] = sum_y p[i, y] * loss[y, yhat]
+    labels = None if classes is None else _as_classes(classes, k)
     if prediction is None:
         pred = np.argmin(expected, axis=1)
+    elif labels is not None:
+        pred = _label_index(labels, prediction, p.shape[0])
     else:
         pred = np.asarray(prediction)
         if pred.shape != (p.shape[0],) or not np.issubdtype(pred.dtype, np.integer):
@@ -81,7 +93,33 @@ def conditional_risk(
         if pred.min() < 0 or pred.max() >= k:
             raise ValueError(f"prediction must hold labels in 0..{k - 1}.")
     risk = np.take_along_axis(expected, pred[:, None], axis=1)[:, 0]
-    return ConditionalRisk(pred.astype(np.intp), np.maximum(risk, 0.0))
+    out = pred.astype(np.intp) if labels is None else labels[pred]
+    return ConditionalRisk(out, np.maximum(risk, 0.0))
+
+
+def _as_classes(classes: ArrayLike, k: int) -> NDArray[Any]:
+    labels = np.asarray(classes)
+    if labels.shape != (k,):
+        raise ValueError(f"classes must hold one label per column of proba ({k}); got shape "
+                         f"{labels.shape}.")
+    if np.unique(labels).size != k:
+        raise ValueError("classes must hold distinct labels; got a repeated label.")
+    return labels
+
+
+def _label_index(labels: NDArray[Any], prediction: ArrayLike, n: int) -> NDArray[np.intp]:
+    """Column index of each predicted label in ``labels``."""
+    pred = np.asarray(prediction)
+    if pred.shape != (n,):
+        raise ValueError(f"prediction must have shape ({n},); got {pred.shape}.")
+    order = np.argsort(labels, kind="stable")
+    pos = np.searchsorted(labels[order], pred)
+    pos = np.minimum(pos, labels.size - 1)
+    found = labels[order][pos] == pred
+    if not np.all(found):
+        bad = pred[~found][0]
+        raise ValueError(f"prediction must hold labels of classes; got {bad.item()!r}.")
+    return order[pos]
 
 
 def mcp(proba: ArrayLike) -> NDArray[np.float64]:
