@@ -213,3 +213,20 @@ def test_learners_know_every_label_the_predictor_can_output():
 def test_iman_davenport_at_perfect_agreement_and_for_one_dataset():
     assert compare_methods(np.tile([1.0, 2.0, 3.0], (4, 1))).iman_davenport_pvalue == 0.0
     assert np.isnan(compare_methods([[1.0, 2.0, 3.0]]).iman_davenport_pvalue)
+
+
+def test_random_state_seeds_the_predictor_and_reports_non_convergence():
+    svm = pytest.importorskip("sklearn.svm")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(240, 4))
+    y = np.argmax(X[:, :3] + rng.normal(scale=1.0, size=(240, 3)), axis=1)
+    model = svm.LinearSVC(multi_class="crammer_singer", max_iter=3)
+    runs = [evaluate_scores(X, y, model, {"REG": LossRegression()}, n_splits=2,
+                            model_grid=(1.0,), score_grid=(0.0,), random_state=0)
+            for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].aurc, runs[1].aurc)
+    assert model.random_state is None  # the caller's estimator is left as it was
+    assert runs[0].model_converged.tolist() == [False, False]  # 3 iterations do not converge
+    done = evaluate_scores(X, y, svm.LinearSVC(max_iter=10_000), {"REG": LossRegression()},
+                           n_splits=1, model_grid=(1.0,), score_grid=(0.0,), random_state=0)
+    assert done.model_converged.tolist() == [True]

@@ -139,6 +139,9 @@ class ProtocolResult(NamedTuple):
         Regularisation chosen for the predictor on Val1.
     score_C : ndarray of shape (n_splits, n_methods)
         Regularisation chosen for each learned score on Val2 (NaN for the baseline).
+    model_converged : ndarray of bool, shape (n_splits,), or None
+        False where fitting the chosen predictor issued a ``ConvergenceWarning`` (its solver
+        stopped at the iteration limit); None for results built by hand.
     """
 
     methods: tuple[str, ...]
@@ -146,6 +149,7 @@ class ProtocolResult(NamedTuple):
     risk: NDArray[np.float64]
     model_C: NDArray[np.float64]
     score_C: NDArray[np.float64]
+    model_converged: NDArray[np.bool_] | None = None
 
 
 def evaluate_scores(
@@ -187,8 +191,12 @@ def evaluate_scores(
     baseline : callable, default :func:`default_baseline`
         ``baseline(fitted_model, X)`` -> uncertainty of the predictor's own output.
     model_grid, score_grid : sequences of float
-    n_splits, ratios, random_state
+    n_splits, ratios
         As in :func:`paper_splits`.
+    random_state : int or None
+        Seeds the splits and, through seeds drawn from it, every estimator whose
+        ``random_state`` parameter is None: the predictor (e.g. ``LinearSVC``) and the
+        learners, so that an int gives the same result on every run.
 
     Returns
     -------
@@ -220,6 +228,8 @@ def evaluate_scores(
         check_fraction("ratios", r)
     methods = ("baseline", *learners)
     splits = paper_splits(len(labels), n_splits=n_splits, ratios=ratios, random_state=random_state)
+    seeds = np.random.default_rng(random_state).integers(0, 2**31 - 1, (len(splits), 2))
+    converged = np.ones(len(splits), dtype=bool)
     result_aurc = np.full((len(splits), len(methods)), np.nan)
     result_risk = np.full(len(splits), np.nan)
     model_c = np.full(len(splits), np.nan)
@@ -227,7 +237,9 @@ def evaluate_scores(
     for s, split in enumerate(splits):
         mean1, std1 = _standardizer(x[split.trn1])
         x1 = (x - mean1) / std1
-        fitted, model_c[s] = _fit_predictor(model, x1, labels, split, loss, model_grid)
+        seed = None if random_state is None else int(seeds[s, 0])
+        fitted, model_c[s], converged[s] = _fit_predictor(_seeded(model, seed), x1, labels,
+                                                          split, loss, model_grid)
         pred = fitted.predict(x1)
         losses = loss(labels, pred)
         result_risk[s] = losses[split.tst].mean()
@@ -235,7 +247,8 @@ def evaluate_scores(
         mean2, std2 = _standardizer(x[split.trn2])
         x2 = (x - mean2) / std2
         for m, learner in enumerate(learners.values(), start=1):
-            learner = _with_classes(learner, fitted)
+            learner = _with_classes(_seeded(learner, None if random_state is None
+                                            else int(seeds[s, 1]) + m), fitted)
             target = losses
             if isinstance(learner, TCP):
                 if not hasattr(fitted, "predict_proba"):
@@ -250,7 +263,17 @@ def evaluate_scores(
             score_c[s, m] = search.C
             result_aurc[s, m] = aurc(losses[split.tst], search.best.score(x2[split.tst],
                                                                           pred[split.tst]))
-    return ProtocolResult(methods, result_aurc, result_risk, model_c, score_c)
+    return ProtocolResult(methods, result_aurc, result_risk, model_c, score_c, converged)
+
+
+def _seeded(estimator: Any, seed: int | None) -> Any:
+    """A copy of ``estimator`` with ``random_state=seed`` if it has that parameter unset."""
+    if seed is None or not hasattr(estimator, "get_params"):
+        return estimator
+    if "random_state" not in estimator.get_params() or \
+            estimator.get_params()["random_state"] is not None:
+        return estimator
+    return copy.deepcopy(estimator).set_params(random_state=seed)
 
 
 def _with_classes(learner: Any, model: Any) -> Any:
@@ -281,18 +304,20 @@ def _fit_predictor(
     split: Split,
     loss: Callable[[Any, Any], NDArray[np.float64]],
     grid: Sequence[float],
-) -> tuple[Any, float]:
-    best: tuple[float, float, Any] | None = None
+) -> tuple[Any, float, bool]:
+    """The candidate of least Val1 loss, its ``C``, and whether its fit converged."""
+    best: tuple[float, float, Any, bool] | None = None
     for c in grid:
         candidate = copy.deepcopy(model).set_params(C=c)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # iteration-limit warnings of the predictor
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # recorded: the result says which fits stopped early
             candidate.fit(x[split.trn1], y[split.trn1])
+        ok = not any(type(w.message).__name__ == "ConvergenceWarning" for w in caught)
         error = float(loss(y[split.val1], candidate.predict(x[split.val1])).mean())
         if best is None or error < best[0]:
-            best = (error, float(c), candidate)
+            best = (error, float(c), candidate, ok)
     assert best is not None
-    return best[2], best[1]
+    return best[2], best[1], best[3]
 
 
 class MethodComparison(NamedTuple):
