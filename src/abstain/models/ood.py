@@ -144,13 +144,35 @@ class _OODRule(ParamsMixin):
         "threshold_": Number(special=("-inf",)),
         "accept_prob_": Number(0.0, 1.0, low_open=True),
         "risk_": Number(0.0, special=("nan",)),
-        "tpr_": Number(special=("nan",)),
-        "fpr_": Number(special=("nan",)),
-        "precision_": Number(special=("nan",)),
+        "tpr_": Number(0.0, 1.0, special=("nan",)),
+        "fpr_": Number(0.0, 1.0, special=("nan",)),
+        "precision_": Number(0.0, 1.0, special=("nan",)),
         "feasible_": Flag(),
         "n_id_": Number(0.0),
         "n_ood_": Number(0.0),
     }
+
+    def _after_load(self) -> None:
+        # The direction is one of the fit's: a unit vector (cos a, sin a), or the plug-in
+        # rule's (1, mu); its angle and mu must agree with it.
+        w = [float(v) for v in self.weights_]
+        if len(w) == 1:
+            if w != [1.0]:
+                raise ValueError(f"fitted.weights_ must be [1.0] for one score; got {w}.")
+            return
+        unit = math.isclose(math.hypot(*w), 1.0, rel_tol=1e-9)
+        plug_in = w[0] == 1.0 and math.isclose(w[1], self.mu_, rel_tol=1e-12)
+        if not (unit or plug_in):
+            raise ValueError(f"fitted.weights_ must be a unit vector or [1, mu_]; got {w}.")
+        if not math.isclose(math.atan2(w[1], w[0]), self.angle_, rel_tol=1e-9, abs_tol=1e-12):
+            raise ValueError(f"fitted.angle_ must be the angle of fitted.weights_ "
+                             f"({math.atan2(w[1], w[0])!r}); got {self.angle_!r}.")
+        mu = w[1] / w[0] if w[0] > 0 else (math.inf if w[0] == 0 else math.nan)
+        same = (math.isnan(mu) and math.isnan(self.mu_)) or math.isclose(mu, self.mu_,
+                                                                          rel_tol=1e-9)
+        if not same:
+            raise ValueError(f"fitted.mu_ must be fitted.weights_[1] / fitted.weights_[0] "
+                             f"({mu!r}); got {self.mu_!r}.")
 
     def _validate_search(self) -> None:
         self._search_args()
