@@ -172,8 +172,9 @@ def test_protect_refuses_to_overwrite_an_input(tmp_path):
     link = tmp_path / "link.csv"
     link.symlink_to(path)
     for target in (path, tmp_path / "." / "in.csv", link):
-        with pytest.raises(ValueError, match=r"^output must differ from the input file; got "
-                                             r"'.*\.csv'\.$"):
+        with pytest.raises(ValueError, match=r"^output '.*\.csv' is the input file '.*in\.csv' "
+                                             r"\(the same file or a link to it\); write the "
+                                             r"output to another path\.$"):
             write_table(target, {"a": [2.0]}, protect=[tmp_path / "x.json", path])
     assert path.read_text() == "a\n1\n"
     write_table(tmp_path / "out.csv", {"a": [2.0]}, protect=[path])

@@ -16,7 +16,7 @@ from typing import Any
 
 from .._core.progress import SHOW, ProgressBar
 from .evaluate import evaluate
-from .io import ColumnError, read_table, write_table, write_text
+from .io import ColumnError, check_not_input, read_table, write_table, write_text
 from .rules import (
     InfeasibleTargetError,
     apply_rule,
@@ -149,6 +149,8 @@ def _bar(label: str, args: argparse.Namespace) -> ProgressBar:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    if args.json:
+        check_not_input(args.json, [args.file])
     data = _load(args)
     bar = _bar("evaluate", args)
     ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr, progress=bar)
@@ -162,6 +164,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
+    check_not_input(args.output, [args.file])
     data = _load(args)
     rule = fit_rule(data, target_coverage=args.target_coverage, target_risk=args.target_risk,
                     delta=args.delta, reject_cost=args.reject_cost, tpr=args.tpr,
@@ -193,6 +196,7 @@ def _apply(args: argparse.Namespace) -> int:
     path = Path(args.rule)
     if not path.is_file():
         raise FileNotFoundError(f"file not found: {str(path)!r}.")
+    check_not_input(args.output, [args.file, args.rule])
     rule, cols = load_rule(path)
     scores = args.scores or cols
     if not scores:
@@ -211,13 +215,16 @@ def _apply(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from .report import write_report
 
+    check_not_input(args.output, [args.file])
+    if args.png:
+        check_not_input(args.png, [args.file])
     data = _load(args)
     bar = _bar("evaluate", args)
     ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, progress=bar)
     bar.close()
     bar = _bar("report", args)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
-                 png_dir=args.png, progress=bar)
+                 png_dir=args.png, progress=bar, protect=[args.file])
     bar.close()
     print(f"wrote {args.output}" + (f" and PNGs in {args.png}" if args.png else ""))
     return 0

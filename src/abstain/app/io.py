@@ -31,6 +31,7 @@ __all__ = [
     "atomic_path",
     "table_format",
     "get_column",
+    "check_not_input",
 ]
 
 _FORMATS = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
@@ -193,6 +194,39 @@ def get_column(table: Mapping[str, NDArray[Any]], name: str, what: str = "column
     )
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file: the same path, a symlink to it or a hard link."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_not_input(
+    output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]]
+) -> None:
+    """Raise ``ValueError`` when ``output`` is one of ``inputs``.
+
+    The same path, a symbolic link to an input (or from one) and a hard link of an
+    input all count as the input: writing there would destroy it.
+
+    Examples
+    --------
+    >>> from abstain.app.io import check_not_input
+    >>> check_not_input("p.csv", ["./p.csv"])
+    Traceback (most recent call last):
+    ...
+    ValueError: output 'p.csv' is the input file './p.csv' (the same file or a link to it); ...
+    """
+    out = Path(output)
+    for q in inputs:
+        if _same_file(out, Path(q)):
+            raise ValueError(f"output {str(out)!r} is the input file {str(q)!r} (the same file "
+                             "or a link to it); write the output to another path.")
+
+
 def _to_frame_dict(columns: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
     return _normalise({k: np.asarray(v) for k, v in columns.items()}, "columns")
 
@@ -220,10 +254,7 @@ def write_table(
     """
     p = Path(path)
     fmt = table_format(p)
-    for q in protect:
-        same = p.resolve() == Path(q).resolve()
-        if same or (p.exists() and Path(q).exists() and os.path.samefile(p, q)):
-            raise ValueError(f"output must differ from the input file; got {str(p)!r}.")
+    check_not_input(p, protect)
     table = _to_frame_dict(columns)
     if fmt == "parquet":
         try:
