@@ -106,3 +106,22 @@ def test_report_png_never_overwrites_an_input_inside_the_folder(csv_file, tmp_pa
     assert csv_file.read_bytes() == before and os.path.samefile(link, csv_file)
     assert other.read_bytes() == b"not a figure"
     assert not (tmp_path / "r.html").exists()
+
+
+# -- apply never replaces a column unasked ---------------------------------------------------
+
+
+def test_apply_refuses_to_replace_a_column_unless_asked(csv_file, rule_file, tmp_path, capsys):
+    from abstain.io import read_table
+
+    out = tmp_path / "out.csv"
+    line = one_line(*run(capsys, "apply", rule_file, csv_file, "-o", out, "--column",
+                         "risk")[::2])
+    assert f"{csv_file} already has a column 'risk'" in line and "--overwrite-column" in line
+    assert not out.exists()
+    code, _, _ = run(capsys, "apply", rule_file, csv_file, "-o", out, "--column", "risk",
+                     "--overwrite-column")
+    assert code == 0
+    table = read_table(out)
+    assert list(table) == ["loss", "risk", "distance", "is_ood"]
+    assert set(np.unique(table["risk"])) <= {0.0, 1.0}

@@ -108,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="output table (CSV, Parquet or NPZ; never the input file)")
     p.add_argument("--column", default="accept", help="name of the new column (default "
                    "'accept': 1 accept, 0 abstain)")
+    p.add_argument("--overwrite-column", action="store_true",
+                   help="replace the input's column of that name (refused without it)")
 
     p = sub.add_parser("report", help="write a self-contained HTML report with plots")
     _data_options(p)
@@ -202,6 +204,9 @@ def _apply(args: argparse.Namespace) -> int:
     if not scores:
         raise _Fail("the rule file names no score column; give it with --score.")
     table = read_table(args.file)
+    if args.column in table and not args.overwrite_column:
+        raise _Fail(f"{args.file} already has a column {args.column!r}; name the new column "
+                    "with --column, or pass --overwrite-column to replace it.")
     data = _prepare(table, scores=scores, dropna=args.dropna, need_loss=False)
     accept = apply_rule(rule, data)
     out = {k: v[data.keep] for k, v in table.items()}
