@@ -74,8 +74,6 @@ def test_csv_rows_of_the_wrong_length_name_the_line(tmp_path):
         read_table(path)
 
 
-@pytest.mark.xfail(strict=True, reason="read_table keeps only the last of two CSV columns "
-                                       "with one name (a src bug, reported, not fixed here)")
 def test_csv_duplicate_header_is_refused(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("a,b,a\n1,2,3\n4,5,6\n")

@@ -126,8 +126,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _read(path: str) -> dict[str, Any]:
+    """``read_table``, refusing a file without data rows."""
+    table = read_table(path)
+    if not table:
+        raise _Fail(f"{path!r} has no columns; write one column per score, loss and label.")
+    if len(next(iter(table.values()))) == 0:
+        raise _Fail(f"{path!r} has no data rows (only a header); add one row per sample.")
+    return table
+
+
 def _load(args: argparse.Namespace) -> TableData:
-    table = read_table(args.file)
+    table = _read(args.file)
     return _prepare(table, loss=args.loss, label=args.label, prediction=args.prediction,
                     scores=args.scores, is_ood=args.is_ood, ood_score=args.ood_score,
                     dropna=args.dropna)
@@ -203,7 +213,7 @@ def _apply(args: argparse.Namespace) -> int:
     scores = args.scores or cols
     if not scores:
         raise _Fail("the rule file names no score column; give it with --score.")
-    table = read_table(args.file)
+    table = _read(args.file)
     if args.column in table and not args.overwrite_column:
         raise _Fail(f"{args.file} already has a column {args.column!r}; name the new column "
                     "with --column, or pass --overwrite-column to replace it.")
@@ -221,6 +231,9 @@ def _report(args: argparse.Namespace) -> int:
     from .report import write_report
 
     check_not_input(args.output, [args.file])
+    if Path(args.output).suffix.lower() not in (".html", ".htm"):
+        raise _Fail(f"the report is an HTML page: -o must end in .html or .htm; got "
+                    f"{args.output!r}.")
     if args.png:
         check_not_input(args.png, [args.file])
     data = _load(args)
