@@ -16,7 +16,7 @@ from typing import Any
 
 from .._core.progress import SHOW, ProgressBar
 from .evaluate import evaluate
-from .io import ColumnError, read_table, write_table, write_text
+from .io import ColumnError, check_not_input, read_table, write_table, write_text
 from .rules import (
     InfeasibleTargetError,
     apply_rule,
@@ -108,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="output table (CSV, Parquet or NPZ; never the input file)")
     p.add_argument("--column", default="accept", help="name of the new column (default "
                    "'accept': 1 accept, 0 abstain)")
+    p.add_argument("--overwrite-column", action="store_true",
+                   help="replace the input's column of that name (refused without it)")
 
     p = sub.add_parser("report", help="write a self-contained HTML report with plots")
     _data_options(p)
@@ -124,8 +126,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _read(path: str) -> dict[str, Any]:
+    """``read_table``, refusing a file without data rows."""
+    table = read_table(path)
+    if not table:
+        raise _Fail(f"{path!r} has no columns; write one column per score, loss and label.")
+    if len(next(iter(table.values()))) == 0:
+        raise _Fail(f"{path!r} has no data rows (only a header); add one row per sample.")
+    return table
+
+
 def _load(args: argparse.Namespace) -> TableData:
-    table = read_table(args.file)
+    table = _read(args.file)
     return _prepare(table, loss=args.loss, label=args.label, prediction=args.prediction,
                     scores=args.scores, is_ood=args.is_ood, ood_score=args.ood_score,
                     dropna=args.dropna)
@@ -149,6 +161,8 @@ def _bar(label: str, args: argparse.Namespace) -> ProgressBar:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    if args.json:
+        check_not_input(args.json, [args.file])
     data = _load(args)
     bar = _bar("evaluate", args)
     ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr, progress=bar)
@@ -162,6 +176,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
+    check_not_input(args.output, [args.file])
     data = _load(args)
     rule = fit_rule(data, target_coverage=args.target_coverage, target_risk=args.target_risk,
                     delta=args.delta, reject_cost=args.reject_cost, tpr=args.tpr,
@@ -193,11 +208,15 @@ def _apply(args: argparse.Namespace) -> int:
     path = Path(args.rule)
     if not path.is_file():
         raise FileNotFoundError(f"file not found: {str(path)!r}.")
+    check_not_input(args.output, [args.file, args.rule])
     rule, cols = load_rule(path)
     scores = args.scores or cols
     if not scores:
         raise _Fail("the rule file names no score column; give it with --score.")
-    table = read_table(args.file)
+    table = _read(args.file)
+    if args.column in table and not args.overwrite_column:
+        raise _Fail(f"{args.file} already has a column {args.column!r}; name the new column "
+                    "with --column, or pass --overwrite-column to replace it.")
     data = _prepare(table, scores=scores, dropna=args.dropna, need_loss=False)
     accept = apply_rule(rule, data)
     out = {k: v[data.keep] for k, v in table.items()}
@@ -211,13 +230,19 @@ def _apply(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from .report import write_report
 
+    check_not_input(args.output, [args.file])
+    if Path(args.output).suffix.lower() not in (".html", ".htm"):
+        raise _Fail(f"the report is an HTML page: -o must end in .html or .htm; got "
+                    f"{args.output!r}.")
+    if args.png:
+        check_not_input(args.png, [args.file])
     data = _load(args)
     bar = _bar("evaluate", args)
     ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, progress=bar)
     bar.close()
     bar = _bar("report", args)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
-                 png_dir=args.png, progress=bar)
+                 png_dir=args.png, progress=bar, protect=[args.file])
     bar.close()
     print(f"wrote {args.output}" + (f" and PNGs in {args.png}" if args.png else ""))
     return 0

@@ -10,17 +10,19 @@ never leaves a half-written file.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import os
-from collections.abc import Iterable, Mapping
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.files import atomic_path, write_text
+from .._core import files as _files
 from .._core.optional import missing_extra
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "atomic_path",
     "table_format",
     "get_column",
+    "check_not_input",
 ]
 
 _FORMATS = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
@@ -58,23 +61,38 @@ def _parquet_error() -> ImportError:
     return missing_extra("Parquet files", "io")
 
 
-def _column_from_strings(values: list[str]) -> NDArray[Any]:
-    """Float64 if every non-missing cell is a number (missing cells become NaN), else str."""
-    out = np.empty(len(values), dtype=np.float64)
-    for i, v in enumerate(values):
-        s = v.strip()
-        if s.lower() in _MISSING:
-            out[i] = np.nan
-            continue
-        low = s.lower()
-        if low in ("true", "false"):
-            out[i] = 1.0 if low == "true" else 0.0
-            continue
-        try:
-            out[i] = float(s)
-        except ValueError:
-            return np.asarray([v.strip() for v in values], dtype=str)
-    return out
+def _number(s: str) -> float | None:
+    """The cell as a float (missing cells NaN, true/false 1/0), or None for text."""
+    low = s.strip().lower()
+    if low in _MISSING:
+        return np.nan
+    if low in ("true", "false"):
+        return 1.0 if low == "true" else 0.0
+    try:
+        return float(low)
+    except ValueError:
+        return None
+
+
+def _column_from_strings(name: str, values: list[str], lines: list[int],
+                         where: str) -> NDArray[Any]:
+    """Float64 if the non-missing cells are numbers (missing cells become NaN), else str.
+
+    A column whose cells are mostly numbers but not all is refused, naming the first
+    text cell, rather than read as text (or its numbers lost).
+    """
+    nums = [_number(v) for v in values]
+    text = [i for i, x in enumerate(nums) if x is None]
+    if not text:
+        return np.asarray(nums, dtype=np.float64)
+    n_num = sum(1 for x in nums if x is not None and not np.isnan(x))
+    if n_num >= len(text):
+        i = text[0]
+        raise ValueError(
+            f"column {name!r} of {where!r} holds numbers but data row {i + 1} (line "
+            f"{lines[i]}) has the text {values[i].strip()!r}; correct or empty that cell."
+        )
+    return np.asarray([v.strip() for v in values], dtype=str)
 
 
 def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
@@ -114,23 +132,54 @@ def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
     if not p.is_file():
         raise FileNotFoundError(f"file not found: {str(p)!r}.")
     if fmt == "csv":
-        with open(p, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-        if not rows or not rows[0]:
+        try:  # utf-8-sig: the byte-order mark of Excel's "CSV UTF-8" is not a column name
+            with open(p, newline="", encoding="utf-8-sig") as fh:
+                reader = csv.reader(fh)
+                rows = [(reader.line_num, r) for r in reader]
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{str(p)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                f"{exc.start}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
+            ) from None
+        if not rows or not rows[0][1]:
             raise ValueError(f"path must be a CSV file with a header row; got an empty file "
                              f"{str(p)!r}.")
-        header = [h.strip() for h in rows[0]]
-        body = [r for r in rows[1:] if r]
-        bad = [i + 2 for i, r in enumerate(body) if len(r) != len(header)]
+        header = [h.strip() for h in rows[0][1]]
+        for j, h in enumerate(header):
+            if h in header[:j]:
+                raise ValueError(
+                    f"column {h!r} appears twice in the header of {str(p)!r} (columns "
+                    f"{header.index(h) + 1} and {j + 1}); rename one of them."
+                )
+        body = [(line, r) for line, r in rows[1:] if r]
+        bad = [line for line, r in body if len(r) != len(header)]
         if bad:
             raise ValueError(
                 f"every CSV row must have {len(header)} fields like the header; "
                 f"got a different number on line {bad[0]} of {str(p)!r}."
             )
-        table = {h: _column_from_strings([r[j] for r in body]) for j, h in enumerate(header)}
+        lines = [line for line, _ in body]
+        table = {h: _column_from_strings(h, [r[j] for _, r in body], lines, str(p))
+                 for j, h in enumerate(header)}
     elif fmt == "npz":
-        with np.load(p, allow_pickle=False) as data:
-            table = {k: np.asarray(data[k]) for k in data.files}
+        try:
+            data = np.load(p, allow_pickle=False)
+        except (ValueError, zipfile.BadZipFile, OSError, EOFError):
+            data = None
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError(f"{str(p)!r} is not an NPZ file (a zip of .npy arrays); write it "
+                             "with numpy.savez.")
+        table = {}
+        with data:
+            for k in data.files:
+                try:
+                    table[k] = np.asarray(data[k])
+                except ValueError:
+                    raise ValueError(
+                        f"array {k!r} of {str(p)!r} holds Python objects, which are not "
+                        "read (no pickle); save it as numbers or strings (e.g. "
+                        "np.asarray(x, dtype=float) or dtype=str)."
+                    ) from None
     else:
         try:
             import pandas as pd
@@ -193,6 +242,39 @@ def get_column(table: Mapping[str, NDArray[Any]], name: str, what: str = "column
     )
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file: the same path, a symlink to it or a hard link."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_not_input(
+    output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]]
+) -> None:
+    """Raise ``ValueError`` when ``output`` is one of ``inputs``.
+
+    The same path, a symbolic link to an input (or from one) and a hard link of an
+    input all count as the input: writing there would destroy it.
+
+    Examples
+    --------
+    >>> from abstain.app.io import check_not_input
+    >>> check_not_input("p.csv", ["./p.csv"])
+    Traceback (most recent call last):
+    ...
+    ValueError: output 'p.csv' is the input file './p.csv' (the same file or a link to it); ...
+    """
+    out = Path(output)
+    for q in inputs:
+        if _same_file(out, Path(q)):
+            raise ValueError(f"output {str(out)!r} is the input file {str(q)!r} (the same file "
+                             "or a link to it); write the output to another path.")
+
+
 def _to_frame_dict(columns: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
     return _normalise({k: np.asarray(v) for k, v in columns.items()}, "columns")
 
@@ -220,10 +302,7 @@ def write_table(
     """
     p = Path(path)
     fmt = table_format(p)
-    for q in protect:
-        same = p.resolve() == Path(q).resolve()
-        if same or (p.exists() and Path(q).exists() and os.path.samefile(p, q)):
-            raise ValueError(f"output must differ from the input file; got {str(p)!r}.")
+    check_not_input(p, protect)
     table = _to_frame_dict(columns)
     if fmt == "parquet":
         try:
@@ -243,6 +322,28 @@ def write_table(
                 np.savez(fh, **table)  # type: ignore[arg-type]
         else:
             pd.DataFrame(table).to_parquet(tmp, index=False)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
+    """:func:`abstain._core.files.atomic_path`, whose ``OSError`` names ``path``.
+
+    An error on the temporary file (a missing or read-only folder, a full disk, a
+    folder at ``path``) is reported as one on ``path``, the file the user named.
+    """
+    try:
+        with _files.atomic_path(path) as tmp:
+            yield tmp
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise OSError(f"cannot write {str(path)!r}: {reason}; check that its folder exists "
+                      "and is writable.") from exc
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically, through :func:`atomic_path`."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def _cell(v: Any) -> str:

@@ -16,6 +16,7 @@ import html
 import io
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from .. import metrics as m
 from .._core.optional import figure
 from ..plot import plot_pr, plot_risk_at_fpr, plot_risk_coverage, plot_roc, plot_score_histograms
 from .evaluate import Evaluation
-from .io import write_text
+from .io import atomic_path, check_not_input, write_text
 from .tables import Progress, TableData
 
 __all__ = ["report_figures", "html_report", "write_report"]
@@ -142,7 +143,7 @@ def _html_table(ev: Evaluation) -> str:
 
 def html_report(data: TableData, evaluation: Evaluation, *, fpr: float = 0.05,
                 title: str = "abstain report", png_dir: str | Path | None = None,
-                progress: Progress | None = None) -> str:
+                progress: Progress | None = None, protect: Iterable[str | Path] = ()) -> str:
     """The report as one HTML string with embedded PNG images.
 
     Parameters
@@ -156,15 +157,20 @@ def html_report(data: TableData, evaluation: Evaluation, *, fpr: float = 0.05,
     png_dir : path, optional
         Also write each figure as ``<png_dir>/<name>.png``.
     progress : callable(done, total), optional
+    protect : iterable of paths
+        Input files that no PNG may overwrite (``ValueError`` before any is written).
     """
     figs = report_figures(data, fpr=fpr, progress=progress)
     parts = []
     if png_dir is not None:
+        for name in figs:
+            check_not_input(Path(png_dir) / f"{_safe(name)}.png", protect)
         Path(png_dir).mkdir(parents=True, exist_ok=True)
     for name, fig in figs.items():
         png = _png(fig)
         if png_dir is not None:
-            (Path(png_dir) / f"{_safe(name)}.png").write_bytes(png)
+            with atomic_path(Path(png_dir) / f"{_safe(name)}.png") as tmp:
+                Path(tmp).write_bytes(png)
         data_uri = base64.b64encode(png).decode("ascii")
         parts.append(f'<figure><img alt="{html.escape(name)}" '
                      f'src="data:image/png;base64,{data_uri}"></figure>')
@@ -185,5 +191,9 @@ def html_report(data: TableData, evaluation: Evaluation, *, fpr: float = 0.05,
 
 def write_report(path: str | Path, data: TableData, evaluation: Evaluation,
                  **kwargs: Any) -> None:
-    """Write :func:`html_report` to ``path`` atomically (keyword arguments as there)."""
+    """Write :func:`html_report` to ``path`` atomically (keyword arguments as there).
+
+    ``path`` must not be one of the ``protect`` files either.
+    """
+    check_not_input(path, kwargs.get("protect", ()))
     write_text(path, html_report(data, evaluation, **kwargs))

@@ -94,10 +94,19 @@ def _missing(col: NDArray[Any]) -> NDArray[np.bool_]:
     return np.char.strip(col.astype(str)) == ""
 
 
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
 def _numeric(name: str, col: NDArray[Any]) -> NDArray[np.float64]:
     if col.dtype.kind != "f":
+        text = [str(v) for v in col if not _is_number(str(v))]
         raise ValueError(f"column {name!r} must be numeric; got text values such as "
-                         f"{str(col[0])!r}.")
+                         f"{(text or [str(col[0])])[0]!r}.")
     return col
 
 

@@ -1,0 +1,219 @@
+"""The command line loses nothing and prints no silent wrong number: it never writes over an
+input, never replaces a column unasked, and refuses a bad file in one line that names it."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from abstain.cli import main
+from abstain.io import write_table
+
+
+def _columns(n: int = 200, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    is_ood = rng.random(n) < 0.2
+    risk = rng.beta(1, 5, n)
+    loss = (rng.random(n) < risk).astype(float)
+    loss[is_ood] = np.nan
+    return {"loss": loss, "risk": risk.round(3), "distance": rng.normal(is_ood * 2.0, 1.0),
+            "is_ood": is_ood.astype(float)}
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    path = tmp_path / "pred.csv"
+    write_table(path, _columns())
+    return path
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(code, err):
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("abstain "), err
+    return lines[0]
+
+
+# -- no command writes over its input ------------------------------------------------------
+
+
+def _link(kind, target, tmp_path):
+    """The path under which the output names ``target``: itself, a symlink or a hard link."""
+    if kind == "same":
+        return target
+    link = tmp_path / f"{kind}{target.suffix}"
+    if kind == "symlink":
+        link.symlink_to(target)
+    else:
+        os.link(target, link)
+    return link
+
+
+@pytest.fixture
+def rule_file(csv_file, tmp_path, capsys):
+    path = tmp_path / "rule.json"
+    assert run(capsys, "fit", csv_file, "--score", "risk", "--target-coverage", "0.8",
+               "-o", path)[0] == 0
+    return path
+
+
+@pytest.mark.parametrize("kind", ["same", "symlink", "hardlink"])
+@pytest.mark.parametrize("command", ["evaluate", "fit", "report", "report-png", "apply",
+                                     "apply-rule"])
+def test_no_command_writes_over_its_input(command, kind, csv_file, rule_file, tmp_path, capsys):
+    if command.startswith("report"):
+        pytest.importorskip("matplotlib")
+    victim = rule_file if command == "apply-rule" else csv_file
+    out = _link(kind, victim, tmp_path)
+    before = victim.read_bytes()
+    argv = {
+        "evaluate": ["evaluate", csv_file, "--json", out],
+        "fit": ["fit", csv_file, "--score", "risk", "--target-coverage", "0.8", "-o", out],
+        "report": ["report", csv_file, "--quiet", "-o", out],
+        "report-png": ["report", csv_file, "--quiet", "-o", tmp_path / "r.html", "--png", out],
+        "apply": ["apply", rule_file, csv_file, "-o", out],
+        "apply-rule": ["apply", rule_file, csv_file, "-o", out],
+    }[command]
+    if command == "report" and kind == "same":
+        out = victim = csv_file
+    line = one_line(*run(capsys, *argv)[::2])
+    assert f"output {str(out)!r} is the input file" in line
+    assert "write the output to another path" in line
+    assert victim.read_bytes() == before
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_png_never_overwrites_an_input_inside_the_folder(csv_file, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    other = figs / "roc.png"
+    other.write_bytes(b"not a figure")
+    link = figs / "risk_coverage.png"
+    os.link(csv_file, link)
+    before = csv_file.read_bytes()
+    line = one_line(*run(capsys, "report", csv_file, "--quiet", "-o", tmp_path / "r.html",
+                         "--png", figs)[::2])
+    assert "risk_coverage.png" in line and "is the input file" in line
+    assert csv_file.read_bytes() == before and os.path.samefile(link, csv_file)
+    assert other.read_bytes() == b"not a figure"
+    assert not (tmp_path / "r.html").exists()
+
+
+# -- apply never replaces a column unasked ---------------------------------------------------
+
+
+def test_apply_refuses_to_replace_a_column_unless_asked(csv_file, rule_file, tmp_path, capsys):
+    from abstain.io import read_table
+
+    out = tmp_path / "out.csv"
+    line = one_line(*run(capsys, "apply", rule_file, csv_file, "-o", out, "--column",
+                         "risk")[::2])
+    assert f"{csv_file} already has a column 'risk'" in line and "--overwrite-column" in line
+    assert not out.exists()
+    code, _, _ = run(capsys, "apply", rule_file, csv_file, "-o", out, "--column", "risk",
+                     "--overwrite-column")
+    assert code == 0
+    table = read_table(out)
+    assert list(table) == ["loss", "risk", "distance", "is_ood"]
+    assert set(np.unique(table["risk"])) <= {0.0, 1.0}
+
+
+# -- a bad file: one line naming the file, the row or column, and what to do -------------------
+
+
+HEAD = "loss,risk,distance,is_ood\n"
+ROWS = "0,0.1,0.5,0\n1,0.9,0.2,0\n0,0.2,2.5,1\n0,0.003726,0.1,0\n"
+
+
+def _bad_file(tmp_path, name, content):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("name", "content", "words"), [
+    ("dup.csv", "loss,risk,risk\n0,0.1,0.2\n1,0.3,0.4\n",
+     ["column 'risk' appears twice in the header", "(columns 2 and 3)", "rename one"]),
+    ("text.csv", HEAD + ROWS + "1,high,0.3,0\n",
+     ["column 'risk'", "holds numbers but data row 5 (line 6) has the text 'high'",
+      "correct or empty that cell"]),
+    ("head.csv", HEAD, ["has no data rows (only a header)", "add one row per sample"]),
+    ("latin.csv", ("loss,caf\u00e9\n0,0.1\n").encode("latin-1"),
+     ["is not UTF-8 text (byte 0xe9", "save it as UTF-8"]),
+    ("broken.npz", b"not a zip file", ["is not an NPZ file", "numpy.savez"]),
+])
+@pytest.mark.parametrize("command", ["evaluate", "fit", "report", "apply"])
+def test_a_bad_file_is_one_line_that_names_it(command, name, content, words, rule_file,
+                                              tmp_path, capsys):
+    path = _bad_file(tmp_path, name, content)
+    out = tmp_path / ("out.html" if command == "report" else "out.csv")
+    argv = {"evaluate": ["evaluate", path, "--json", out],
+            "fit": ["fit", path, "--target-coverage", "0.8", "-o", out],
+            "report": ["report", path, "-o", out, "--quiet"],
+            "apply": ["apply", rule_file, path, "-o", out]}[command]
+    line = one_line(*run(capsys, *argv)[::2])
+    assert str(path) in line
+    for w in words:
+        assert w in line
+    assert not out.exists()
+    assert sorted(os.listdir(tmp_path)) == sorted(["pred.csv", "rule.json", name])
+
+
+def test_an_object_array_npz_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "obj.npz"
+    np.savez(path, loss=np.zeros(3), risk=np.array([0.1, None, "x"], dtype=object))
+    line = one_line(*run(capsys, "evaluate", path)[::2])
+    assert f"array 'risk' of {str(path)!r} holds Python objects" in line
+    assert "save it as numbers or strings" in line
+
+
+def test_a_score_column_of_text_quotes_a_text_cell_not_a_number(tmp_path, capsys):
+    path = _bad_file(tmp_path, "t.csv", HEAD + "0,0.003726,0.5,0\n1,low,0.2,0\n0,high,0.1,0\n")
+    line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
+    assert "column 'risk' must be numeric; got text values such as 'low'." in line
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, capsys):
+    path = _bad_file(tmp_path, "excel.csv", "\ufeff" + HEAD + ROWS)
+    from abstain.io import read_table
+
+    assert list(read_table(path)) == ["loss", "risk", "distance", "is_ood"]
+    code, out, _ = run(capsys, "evaluate", path, "--score", "risk")
+    assert code == 0 and "3 ID rows, 1 OOD rows" in out
+
+
+def test_report_refuses_another_suffix(csv_file, tmp_path, capsys):
+    line = one_line(*run(capsys, "report", csv_file, "-o", tmp_path / "x.pdf", "--quiet")[::2])
+    assert "-o must end in .html or .htm; got" in line and "x.pdf" in line
+    assert sorted(os.listdir(tmp_path)) == ["pred.csv"]
+
+
+@pytest.mark.parametrize("command", ["evaluate", "fit", "apply"])
+def test_a_write_error_names_the_users_path_not_the_temporary_file(command, csv_file,
+                                                                   rule_file, tmp_path, capsys):
+    out = tmp_path / "no-such-folder" / ("out.json" if command != "apply" else "out.csv")
+    argv = {"evaluate": ["evaluate", csv_file, "--json", out],
+            "fit": ["fit", csv_file, "--score", "risk", "--target-coverage", "0.8", "-o", out],
+            "apply": ["apply", rule_file, csv_file, "-o", out]}[command]
+    line = one_line(*run(capsys, *argv)[::2])
+    assert f"cannot write {str(out)!r}: No such file or directory" in line
+    assert ".tmp" not in line
+    folder = tmp_path / "folder.csv"
+    folder.mkdir()
+    argv[argv.index(out)] = folder
+    line = one_line(*run(capsys, *argv)[::2])
+    assert f"cannot write {str(folder)!r}" in line and ".tmp" not in line
+    assert sorted(os.listdir(tmp_path)) == ["folder.csv", "pred.csv", "rule.json"]
+    assert os.listdir(folder) == []
