@@ -116,8 +116,14 @@ def test_json_round_trip():
         ([[np.inf], [1.0]], [0, 1], {}, "X must be finite"),
         ([[0.0], [1.0], [2.0]], [0, 1], {}, "X and y must have the same length; got X has 3"),
         ([[0.0], [1.0]], [1, 1], {}, "y must hold at least 2 classes; got 1"),
-        ([[0.0], [1.0]], [0.5, 1.0], {}, "y must be a 1-D array of integer labels"),
-        ([0.0, 1.0], [0, 1], {}, "X must be a non-empty 2-D array"),
+        ([[0.0], [1.0]], [0.5, 1.0], {}, "Unknown label type: continuous"),
+        ([[0.0], [1.0]], [1j, 2j], {}, "Complex data not supported in y"),
+        ([[0.0], [1.0]], None, {}, "SVOR requires y to be passed"),
+        ([[0.0], [1.0]], [[0, 1], [1, 0]], {}, "y must be a 1-D array of class labels"),
+        ([[0.0], [1.0]], np.array(["a", 1], dtype=object), {}, "Unknown label type"),
+        ([0.0, 1.0], [0, 1], {}, "X must be a 2-D array .* Reshape your data"),
+        (np.zeros((2, 0)), [0, 1], {}, r"X has 0 feature\(s\) \(shape=\(2, 0\)\)"),
+        ([[1j], [2j]], [0, 1], {}, "Complex data not supported in X"),
         ([[0.0], [1.0]], [0, 1], {"C": 0.0}, r"C must be a finite number in \(0, inf\); got 0.0"),
         ([[0.0], [1.0]], [0, 1], {"C": -1.0}, "C must be a finite number"),
         ([[0.0], [1.0]], [0, 1], {"max_iter": 0}, "max_iter must be a positive integer"),
@@ -132,7 +138,7 @@ def test_unfitted_and_wrong_width():
     with pytest.raises(NotFittedError):
         SVOR().predict([[0.0]])
     model = SVOR().fit([[0.0], [1.0]], [0, 1])
-    with pytest.raises(ValueError, match="X must have 1 features; got 2"):
+    with pytest.raises(ValueError, match="X has 2 features, but SVOR is expecting 1 features"):
         model.predict([[0.0, 1.0]])
 
 
@@ -144,3 +150,26 @@ def test_unfitted_and_wrong_width():
 def test_ordinal_margin_errors(decision, thresholds, match):
     with pytest.raises(ValueError, match=match):
         ordinal_margin(decision, thresholds)
+
+
+def test_string_and_float_labels_rank_in_sort_order():
+    X, r = ordinal_data(300, 2, 3, seed=1, noise=0.01)
+    names = np.array(["a_low", "b_mid", "c_high"])
+    model = SVOR(C=100.0).fit(X, names[r])
+    np.testing.assert_array_equal(model.classes_, names)
+    by_rank = SVOR(C=100.0).fit(X, r.astype(np.float64))
+    np.testing.assert_array_equal(model.predict(X), names[by_rank.predict(X).astype(int)])
+
+
+def test_sparse_input_is_refused_by_name():
+    from scipy import sparse
+
+    with pytest.raises(ValueError, match="SVOR does not accept sparse input X"):
+        SVOR().fit(sparse.csr_matrix(np.eye(3)), [0, 1, 2])
+
+
+def test_column_vector_y_warns_and_is_read_as_1d():
+    X, r = ordinal_data(100, 2, 3, seed=2, noise=0.01)
+    with pytest.warns(UserWarning, match="A column-vector y was passed"):
+        model = SVOR(C=10.0).fit(X, r[:, None])
+    np.testing.assert_array_equal(model.predict(X), SVOR(C=10.0).fit(X, r).predict(X))

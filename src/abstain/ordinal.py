@@ -10,11 +10,13 @@ mean absolute error (MAE) of the class ranks.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
 
 from ._core.base import ParamsMixin
 from ._core.deprecation import warn_renamed
@@ -321,6 +323,66 @@ def solve_svor(
     return SVORSolution(w, b, objective, gap, n_iter)
 
 
+def _svor_features(X: Any) -> NDArray[np.float64]:
+    """``X`` as a finite 2-D float64 array, with scikit-learn's wording for its refusals."""
+    if sparse.issparse(X):
+        raise ValueError("SVOR does not accept sparse input X; pass a dense array "
+                         "(X.toarray()).")
+    arr = np.asarray(X)
+    if arr.dtype == object:
+        arr = arr.astype(np.float64)  # numbers stored as objects; anything else: TypeError
+    if np.iscomplexobj(arr):
+        raise ValueError("Complex data not supported in X; got dtype "
+                         f"{arr.dtype}.")
+    if arr.ndim == 1:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape "
+                         f"{arr.shape}. Reshape your data with X.reshape(-1, 1) for one "
+                         f"feature or X.reshape(1, -1) for one sample.")
+    if arr.ndim == 2 and arr.shape[1] == 0:
+        raise ValueError(f"X has 0 feature(s) (shape={arr.shape}) while a minimum of 1 "
+                         f"is required.")
+    return as_features(arr)
+
+
+def _column_warning() -> type[Warning]:
+    """scikit-learn's ``DataConversionWarning`` if it is installed, else ``UserWarning``."""
+    try:
+        from sklearn.exceptions import DataConversionWarning
+    except ImportError:
+        return UserWarning
+    return DataConversionWarning  # type: ignore[no-any-return]
+
+
+def _svor_labels(y: Any) -> NDArray[Any]:
+    """``y`` as a 1-D array of class labels: integers, integral floats or strings."""
+    if y is None:
+        raise ValueError("SVOR requires y to be passed, but the target y is None.")
+    labels = np.asarray(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; "
+                      "it is read as y.ravel().", _column_warning(), stacklevel=3)
+        labels = labels.ravel()
+    if labels.ndim != 1:
+        raise ValueError(f"y must be a 1-D array of class labels; got shape {labels.shape}.")
+    kind = labels.dtype.kind
+    if kind == "c":
+        raise ValueError(f"Complex data not supported in y; got dtype {labels.dtype}.")
+    if kind == "f":
+        if not np.all(np.isfinite(labels)) or np.any(labels != np.round(labels)):
+            raise ValueError("Unknown label type: continuous. y must hold class labels "
+                             "(integers or strings), not continuous values.")
+    elif kind == "O":
+        items = labels.tolist()
+        if not (all(isinstance(v, str) for v in items) or all(
+                isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in items)):
+            raise ValueError("Unknown label type: y of dtype object must hold only strings "
+                             "or only integers.")
+    elif kind not in "iuUS":
+        raise ValueError(f"Unknown label type: y has dtype {labels.dtype}; give integer or "
+                         f"string labels.")
+    return labels
+
+
 @serializable("svor")
 class SVOR(ParamsMixin):
     """Support Vector Ordinal Regression with implicit constraints (Chu and Keerthi 2005).
@@ -340,8 +402,9 @@ class SVOR(ParamsMixin):
     not depend on their order; ``thresholds_`` is the solver's vector sorted (at the
     optimum Chu and Keerthi show it is already ordered).
 
-    Labels may be any sorted integers: they are mapped to ranks ``0..K-1`` through
-    ``classes_``, so the model treats consecutive labels as one step apart.
+    Labels may be integers (or integral floats) or strings: they are mapped to ranks
+    ``0..K-1`` through ``classes_`` (``np.unique``'s sort order, so strings rank
+    alphabetically), and the model treats consecutive labels as one step apart.
 
     The solver is Newton's method on Huber-smoothed hinges with a decreasing
     smoothing width, ending with an exact active-set solve of the optimality
@@ -401,16 +464,21 @@ class SVOR(ParamsMixin):
 
     def __sklearn_tags__(self) -> Any:
         """Estimator tags for scikit-learn >= 1.6 (imported only when scikit-learn asks)."""
-        from sklearn.utils import ClassifierTags, Tags, TargetTags
+        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
 
         return Tags(
             estimator_type="classifier",
             target_tags=TargetTags(required=True),
             classifier_tags=ClassifierTags(multi_class=True),
+            input_tags=InputTags(sparse=False),
         )
 
+    def __sklearn_is_fitted__(self) -> bool:
+        """Whether ``fit`` has run (scikit-learn's ``check_is_fitted`` protocol)."""
+        return hasattr(self, "coef_")
+
     def fit(self, X: ArrayLike, y: ArrayLike) -> SVOR:
-        """Fit the model; ``y`` holds integer labels of at least two classes.
+        """Fit the model; ``y`` holds labels (integers or strings) of at least two classes.
 
         Returns
         -------
@@ -418,15 +486,12 @@ class SVOR(ParamsMixin):
         """
         self._validate_params()
         C, tol = float(self.C), float(self.tol)
-        x = as_features(X)
-        labels = np.asarray(y)
-        if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-            raise ValueError(f"y must be a 1-D array of integer labels; got dtype {labels.dtype} "
-                             f"and shape {labels.shape}.")
+        x = _svor_features(X)
+        labels = _svor_labels(y)
         check_same_length(X=x, y=labels)
         classes, ranks = np.unique(labels, return_inverse=True)
         if classes.size < 2:
-            raise ValueError(f"y must hold at least 2 classes; got {classes.size}.")
+            raise ValueError(f"y must hold at least 2 classes; got {classes.size} class.")
         sol = solve_svor(x, ranks.astype(np.intp), classes.size, C, tol=tol,
                          max_iter=int(self.max_iter))
         self.classes_ = classes
@@ -440,9 +505,10 @@ class SVOR(ParamsMixin):
 
     def _features(self, X: ArrayLike) -> NDArray[np.float64]:
         self._check_fitted("coef_")
-        x = as_features(X)
+        x = _svor_features(X)
         if x.shape[1] != self.coef_.size:
-            raise ValueError(f"X must have {self.coef_.size} features; got {x.shape[1]}.")
+            raise ValueError(f"X has {x.shape[1]} features, but SVOR is expecting "
+                             f"{self.coef_.size} features as input.")
         return x
 
     def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
@@ -480,8 +546,7 @@ class SVOR(ParamsMixin):
         return dumps(self)
 
     _FIELDS: dict[str, Field] = {
-        "classes_": Labels(integer=True, min_length=2,
-                           convert=lambda v: np.asarray(v, dtype=np.int64)),
+        "classes_": Labels(min_length=2),
         "coef_": Array((None,)),
         "thresholds_": Array((None,)),
         "objective_": Number(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
 from ..exceptions import NotFittedError
@@ -56,6 +57,21 @@ class ParamsMixin:
 
     def _check_fitted(self, attribute: str) -> None:
         if not hasattr(self, attribute):
-            raise NotFittedError(
+            raise not_fitted_error(
                 f"This {type(self).__name__} instance is not fitted yet; call 'fit' first."
             )
+
+
+def not_fitted_error(message: str) -> NotFittedError:
+    """abstain's ``NotFittedError``; also scikit-learn's when scikit-learn is already loaded.
+
+    scikit-learn's model selection and ``check_estimator`` catch their own class; the
+    error is an instance of both when ``sklearn`` is imported, without importing it here.
+    """
+    sk = sys.modules.get("sklearn.exceptions")
+    sk_error = getattr(sk, "NotFittedError", None)
+    if isinstance(sk_error, type) and issubclass(sk_error, Exception):
+        both = type("NotFittedError", (NotFittedError, sk_error), {})
+        both.__module__ = NotFittedError.__module__
+        return both(message)  # type: ignore[no-any-return]
+    return NotFittedError(message)
