@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from typing import Any
@@ -71,7 +72,13 @@ def not_fitted_error(message: str) -> NotFittedError:
     sk = sys.modules.get("sklearn.exceptions")
     sk_error = getattr(sk, "NotFittedError", None)
     if isinstance(sk_error, type) and issubclass(sk_error, Exception):
-        both = type("NotFittedError", (NotFittedError, sk_error), {})
-        both.__module__ = NotFittedError.__module__
-        return both(message)  # type: ignore[no-any-return]
+        return _with_sklearn(sk_error)(message)  # type: ignore[arg-type]
     return NotFittedError(message)
+
+
+@functools.cache
+def _with_sklearn(sk_error: type) -> type[NotFittedError]:
+    """One class that is both abstain's and scikit-learn's ``NotFittedError``."""
+    both = type("NotFittedError", (NotFittedError, sk_error), {})
+    both.__module__ = NotFittedError.__module__
+    return both
