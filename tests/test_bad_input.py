@@ -128,6 +128,18 @@ case("margin", scores.margin, {"decision": LOGITS}, decision=M2)
 case("sele_objective", scores.sele_objective, {"scores": U, "losses": L01}, scores=ALL,
      losses=ALL)
 
+Y = np.arange(N) % 3
+case("true_class_probability", lambda **k: scores.true_class_probability(k["proba"], Y),
+     {"proba": PROBA}, proba=NO_LEN)
+case("conditional_risk", scores.conditional_risk, {"proba": PROBA},
+     proba=("nan", "inf", "complex", "string"))
+case("least_risk_bound", lambda **k: models.least_risk_bound(**k, delta=0.1),
+     {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
+case("inlier_covariance", combine.inlier_covariance, {"Z_train": S2}, Z_train=M2)
+case("Mahalanobis.score",
+     lambda **k: detectors.Mahalanobis().fit(FEATS, Y).score(k["features"]),
+     {"features": FEATS}, features=M2)
+
 
 def _params() -> list[Any]:
     out = []
