@@ -131,7 +131,7 @@ def test_estimator_errors(rng):
 
 def test_from_json_errors(rng):
     with pytest.warns(FutureWarning, match="abstain.load_json"):
-        assert isinstance(from_json(EmpiricalZ().fit([[1.0]]).to_json()), EmpiricalZ)
+        assert isinstance(from_json(EmpiricalZ().fit([[1.0], [2.0]]).to_json()), EmpiricalZ)
     rule = '{"format": "abstain.rule/1", "model": "CostBased", "params": {}, "fitted": {}}'
     with pytest.warns(FutureWarning), pytest.raises(ValueError, match="fitted.threshold_"):
         from_json(rule)

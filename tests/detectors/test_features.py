@@ -133,7 +133,7 @@ def test_feature_detector_errors():
     with pytest.raises(ValueError, match="covariance is zero"):
         Mahalanobis().fit(np.ones((4, 2)), [0, 0, 1, 1])
     det = KNN(k=2).fit(F)
-    with pytest.raises(ValueError, match="3 columns as in fit"):
+    with pytest.raises(ValueError, match=r"features must have 3 column\(s\), as in fit; got "):
         det.score(np.ones((2, 4)))
     with pytest.raises(ValueError, match="needs the ID training features"):
         KNN().fit()

@@ -299,7 +299,7 @@ def test_attainable_rates_check_their_arguments():
     s, is_ood = [0.1, 0.2, 0.3], [0, 1, 0]
     with pytest.raises(ValueError, match=r"tpr must be in \(0, 1\]; got 0"):
         least_fpr_at_tpr(s, is_ood, 0)
-    with pytest.raises(ValueError, match="n_directions must be a positive integer; got 0"):
+    with pytest.raises(ValueError, match="n_directions must be an integer >= 1; got 0"):
         least_fpr_at_tpr(s, is_ood, 0.5, n_directions=0)
     with pytest.raises(ValueError, match=r"precision must be in \(0, 1\]; got 1.5"):
         most_recall_at_precision(s, is_ood, 1.5)

@@ -20,6 +20,7 @@ from .validation import (
     as_real_array,
     as_scores,
     check_choice,
+    check_int,
     check_same_length,
 )
 
@@ -46,10 +47,21 @@ def as_score_matrix(scores: ArrayLike, name: str = "scores") -> NDArray[np.float
 def validate_sample(
     scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, sample_weight: ArrayLike | None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Return ``(scores (n, k), w_id, w_ood, w_loss)`` for a validation sample."""
+    """Return ``(scores (n, k), w_id, w_ood, w_loss)`` for a validation sample.
+
+    ``losses`` must be finite and non-negative on ID rows; on OOD rows, where they are
+    ignored, NaN (only NaN, as the file format writes) is accepted too.
+    """
     s = as_score_matrix(scores)
     ood = as_is_ood(is_ood)
-    ls = as_losses(losses)
+    raw = as_real_array(losses, "losses")
+    if raw.ndim == 1 and raw.size == ood.size:
+        nan = np.isnan(raw)
+        if np.any(nan & ~ood):
+            raise ValueError("losses must not be NaN on ID rows (NaN is accepted on OOD rows "
+                             f"only); got {int(np.count_nonzero(nan & ~ood))} NaN on ID rows.")
+        raw = np.where(nan, 0.0, raw)  # NaN only on OOD rows: ignored
+    ls = as_losses(raw)
     check_same_length(scores=s, is_ood=ood, losses=ls)
     w = np.ones(s.shape[0])
     if sample_weight is not None:
@@ -59,7 +71,19 @@ def validate_sample(
     w_ood = np.where(ood, w, 0.0)
     if not (w_id.sum() > 0 and w_ood.sum() > 0):
         raise ValueError("sample_weight must give positive total weight to ID and to OOD rows.")
-    return s, w_id, w_ood, w_id * ls
+    w_loss = w_id * ls
+    with np.errstate(over="ignore"):
+        total = float(np.sum(w_loss))
+    if not total <= _MAX_LOSS_MASS:
+        raise ValueError(
+            f"losses must have a weighted sum on ID rows of at most {_MAX_LOSS_MASS:.3g} "
+            f"(scale them down; the risks are linear in the losses); got {total!r}."
+        )
+    return s, w_id, w_ood, w_loss
+
+
+#: The largest summed ID loss a search accepts: room for its products before overflow.
+_MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
 
 
 Found = tuple[Best, NDArray[np.float64], float]  # best point, weights, threshold
@@ -113,11 +137,7 @@ class Sample:
 
 def check_search(search: Any, n_directions: Any) -> tuple[str, int]:
     """Validate a direction search: ``search`` in :data:`SEARCH`, ``n_directions`` an int >= 1."""
-    s = check_choice("search", search, SEARCH)
-    d = n_directions
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"n_directions must be a positive integer; got {d!r}.")
-    return s, int(d)
+    return check_choice("search", search, SEARCH), check_int("n_directions", n_directions, 1)
 
 
 def tpr_fpr_constraint(sample: Sample, tpr: float, fpr: float) -> Constraint:

@@ -43,13 +43,24 @@ def _describe(x: NDArray[Any]) -> str:
 
 
 def as_real_array(values: ArrayLike, name: str) -> NDArray[np.float64]:
-    """``values`` as a float64 array of any shape, or the one message for what is not."""
+    """``values`` as a float64 array of any shape, or the one message for what is not.
+
+    Integers, unsigned integers, floats and bools convert; complex, datetime, timedelta,
+    string, bytes and object (e.g. mixed or ragged) input is refused with its dtype.
+    """
     try:
-        return np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as exc:  # ragged nested sequences
         raise ValueError(
-            f"{name} must be an array of real numbers; got {type(values).__name__}."
+            f"{name} must be an array of real numbers; got {type(values).__name__} "
+            "that is not a rectangular array."
         ) from exc
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(
+            f"{name} must be an array of real numbers (int, float or bool dtype); "
+            f"got dtype {arr.dtype}."
+        )
+    return arr.astype(np.float64, copy=False)
 
 
 def _as_1d_float(
@@ -75,11 +86,13 @@ def _nonfinite(arr: NDArray[np.float64]) -> str:
 
 
 def as_matrix(
-    values: ArrayLike, name: str = "X", *, columns: str = "n_features", finite: bool = True
+    values: ArrayLike, name: str = "X", *, columns: str = "n_features", finite: bool = True,
+    min_rows: int = 1,
 ) -> NDArray[np.float64]:
     """Return ``values`` as a non-empty 2-D float64 array ``(n_samples, <columns>)``.
 
-    NaN is always refused; infinite values too unless ``finite=False``.
+    NaN is always refused; infinite values too unless ``finite=False``; fewer than
+    ``min_rows`` rows too.
     """
     arr = as_real_array(values, name)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
@@ -88,6 +101,8 @@ def as_matrix(
             f"{name} must be a non-empty 2-D array (n_samples, {columns}){hint}; "
             f"got {_describe(arr)}."
         )
+    if arr.shape[0] < min_rows:
+        raise ValueError(f"{name} must have at least {min_rows} rows; got {arr.shape[0]}.")
     if finite:
         if not np.isfinite(arr).all():
             raise ValueError(f"{name} must be finite; got {_nonfinite(arr)}.")
@@ -115,7 +130,7 @@ def as_pvalues(values: ArrayLike, name: str = "P") -> NDArray[np.float64]:
 
 def as_proba(proba: ArrayLike, name: str = "proba") -> NDArray[np.float64]:
     """Return ``proba`` as an (n_samples, n_classes >= 2) matrix of probability rows."""
-    p = np.asarray(proba, dtype=np.float64)
+    p = as_real_array(proba, name)
     if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] < 2:
         raise ValueError(
             f"{name} must be a 2-D array of shape (n_samples, n_classes >= 2); got shape "
@@ -169,7 +184,7 @@ def as_losses(values: ArrayLike, name: str = "losses") -> NDArray[np.float64]:
     """Return ``values`` as a finite, non-negative, non-empty 1-D float64 array."""
     arr = _as_1d_float(name, values)
     if np.any(arr < 0):
-        raise ValueError(f"{name} must be non-negative; got minimum {arr.min()!r}.")
+        raise ValueError(f"{name} must be non-negative; got minimum {float(arr.min())!r}.")
     return arr
 
 
@@ -234,6 +249,14 @@ def check_bool(name: str, value: Any) -> bool:
 
 def as_is_ood(values: ArrayLike, name: str = "is_ood") -> NDArray[np.bool_]:
     """Return ``values`` as a 1-D boolean array holding both classes (0/1 or bool)."""
+    try:
+        kind = np.asarray(values).dtype.kind
+    except (TypeError, ValueError):  # ragged: as_real_array below says so
+        kind = "f"
+    if kind not in "biuf":
+        raw = np.asarray(values)
+        raise ValueError(f"{name} must hold 0/1 or False/True (int, float or bool dtype); "
+                         f"got dtype {raw.dtype}.")
     arr = _as_1d_float(name, values)
     if not np.all((arr == 0.0) | (arr == 1.0)):
         raise ValueError(f"{name} must hold only 0/1 or False/True; got other values.")

@@ -58,12 +58,12 @@ class EmpiricalZ(ParamsMixin):
 
         Parameters
         ----------
-        S_train : array-like of shape (n_train, n_scores)
+        S_train : array-like of shape (n_train >= 2, n_scores)
             Base scores of inlier training inputs, one column per score.
         """
         self._validate_params()
         flip = bool(self.higher_is_inlier)
-        S = as_matrix(S_train, "S_train", columns="n_scores")
+        S = as_matrix(S_train, "S_train", columns="n_scores", min_rows=2)
         if flip:
             S = -S
         self.sorted_train_ = np.sort(S.T, axis=1)
@@ -123,7 +123,7 @@ def _count_ge(cal_stat: ArrayLike, stat: ArrayLike) -> tuple[NDArray[np.int64], 
             f"cal_stat must be 1-D (n,) or 2-D (n, m); got an array of shape {cal.shape}."
         )
     c2 = as_matrix(cal, "cal_stat", columns="n_scores")
-    s2 = np.asarray(stat, dtype=np.float64)
+    s2 = as_real_array(stat, "stat")
     if s2.ndim != 2 or s2.shape[1] != c2.shape[1]:
         raise ValueError(
             f"stat must be 2-D with {c2.shape[1]} column(s) like cal_stat; "

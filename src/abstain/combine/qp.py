@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 from scipy.optimize import nnls
 
-from .._core.validation import F64, as_matrix, check_positive
+from .._core.validation import F64, as_matrix, as_real_array, check_positive
 
 
 # --------------------------------------------------------------------------- covariance GLRT
@@ -40,7 +40,7 @@ def inlier_covariance(Z_train: ArrayLike, sigma: float = 1e-6) -> F64:
 
 
 def as_covariance(cov: ArrayLike, m: int) -> F64:
-    c = np.asarray(cov, dtype=np.float64)
+    c = as_real_array(cov, "cov")
     if c.shape != (m, m):
         raise ValueError(f"cov must have shape ({m}, {m}) to match the {m} score column(s); "
                          f"got an array of shape {c.shape}.")

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Field, dumps
-from .._core.validation import as_features
+from .._core.validation import as_features, as_real_array, check_columns
 
 
 def linear_layer(weight: ArrayLike | None, bias: ArrayLike | None, n_features: int,
@@ -26,7 +26,7 @@ def linear_layer(weight: ArrayLike | None, bias: ArrayLike | None, n_features: i
                          f"features; got {W.shape}.")
     if bias is None:
         return W, np.zeros(W.shape[0])
-    b = np.asarray(bias, dtype=np.float64)
+    b = as_real_array(bias, "bias")
     if b.shape != (W.shape[0],) or not np.isfinite(b).all():
         raise ValueError(f"bias must be a finite array of shape ({W.shape[0]},); got "
                          f"shape {b.shape}.")
@@ -44,18 +44,19 @@ class Detector(ParamsMixin):
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Detector:
-        """Nothing to learn: a logit-based score. Checks ``X`` when given; returns self."""
+        """Nothing to learn: a logit-based score. Checks ``X`` when given and then refuses
+        logits of another width in ``score``; returns self."""
         self._validate_params()
+        self.__dict__.pop("n_features_in_", None)
         if X is not None:
-            self._inputs(X)
+            self.n_features_in_ = int(self._inputs(X).shape[1])
         return self
 
     def _inputs(self, X: ArrayLike) -> NDArray[np.float64]:
         arr = as_features(X, self.inputs)
         expected = getattr(self, "n_features_in_", None)
-        if expected is not None and arr.shape[1] != expected:
-            raise ValueError(f"{self.inputs} must have {expected} columns as in fit; got "
-                             f"{arr.shape[1]}.")
+        if expected is not None:
+            check_columns(self.inputs, arr, int(expected))
         return arr
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:  # pragma: no cover - abstract

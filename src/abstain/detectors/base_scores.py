@@ -60,6 +60,7 @@ from .._core.serialize import (
 )
 from .._core.validation import (
     as_class_labels,
+    as_real_array,
     check_int,
     check_positive,
     check_random_state,
@@ -180,7 +181,7 @@ def rotation_training_set(
 # --------------------------------------------------------------------------- validation
 def _as_stack(values: ArrayLike, name: str, *, last: int | None = None,
               shifts: int | None = None) -> F64:
-    arr = np.asarray(values, dtype=np.float64)
+    arr = as_real_array(values, name)
     if arr.ndim != 3 or 0 in arr.shape:
         raise ValueError(f"{name} must have shape (n_shifts, n, d) with no empty axis; got "
                          f"{arr.shape}.")

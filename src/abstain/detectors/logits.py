@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
 from .._core.serialize import serializable
-from .._core.validation import check_int, check_positive
+from .._core.validation import check_fraction, check_int, check_positive
 from .base import Detector
 
 
@@ -161,8 +161,7 @@ class GEN(Detector):
         self.top_m = top_m
 
     def _validate_params(self) -> None:
-        if check_positive("gamma", self.gamma) > 1:
-            raise ValueError(f"gamma must be in (0, 1]; got {self.gamma!r}.")
+        check_fraction("gamma", self.gamma)
         check_int("top_m", self.top_m, 1)
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:

@@ -3,7 +3,8 @@
 Re-exported by :mod:`abstain.metrics`.
 
 Conventions: ``is_ood`` marks OOD rows (True / 1); ``losses`` are the classifier's
-losses on ID rows (entries of OOD rows are ignored); a higher score is more
+losses on ID rows (entries of OOD rows are ignored and may be NaN, as the file format
+writes them; NaN on an ID row and inf anywhere are refused); a higher score is more
 uncertain / more OOD and is rejected first. A selector accepts the lowest scores.
 ID rows are the positive class of TPR, FPR, precision and recall (TPR = fraction
 of ID accepted, FPR = fraction of OOD accepted), as in Franc, Prusa and Paplham
@@ -37,7 +38,13 @@ from .._core.ood_sample import (
     tpr_fpr_constraint,
     validate_sample,
 )
-from .._core.validation import check_fraction, check_probability
+from .._core.validation import (
+    as_real_array,
+    check_fraction,
+    check_int,
+    check_open_unit,
+    check_probability,
+)
 from ..exceptions import InfeasibleTargetWarning
 
 __all__ = [
@@ -165,9 +172,7 @@ def selective_risk_at_precision_recall(
     """
     kappa = check_fraction("precision", precision)
     r = check_fraction("recall", recall)
-    prior = None if ood_prior is None else check_fraction("ood_prior", ood_prior)
-    if prior is not None and prior >= 1.0:
-        raise ValueError(f"ood_prior must be in (0, 1); got {ood_prior!r}.")
+    prior = None if ood_prior is None else check_open_unit("ood_prior", ood_prior)
     search, d = check_search(search, n_directions)
     sample = Sample(*validate_sample(scores, is_ood, losses, None))
     pi = ood_fraction(sample) if prior is None else prior
@@ -232,9 +237,10 @@ def risk_coverage_curve_at_fpr(
     >>> curve.risk.tolist()
     [0.0, 0.333..., nan]
     """
+    _, n_directions = check_search("grid", n_directions)
     b = check_probability("fpr", fpr)
     sample = _sample(is_ood, scores, losses)
-    targets = np.linspace(0.01, 1.0, 100) if tpr is None else np.asarray(tpr, dtype=np.float64)
+    targets = np.linspace(0.01, 1.0, 100) if tpr is None else as_real_array(tpr, "tpr")
     for t in targets:
         check_fraction("tpr", float(t))
     best = np.full(targets.size, np.inf)
@@ -261,11 +267,12 @@ def ood_roc_curve(is_ood: ArrayLike, scores: ArrayLike, *, fpr: ArrayLike | None
     >>> ood_roc_curve([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4])
     ROCCurve(fpr=array([0. , 0. , 0.5, 1. ]), tpr=array([0. , 0.5, 1. , 1. ]))
     """
+    _, n_directions = check_search("grid", n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1 and fpr is None:
         kn = core.knots(sample.s[:, 0], sample.w_id, sample.w_ood, sample.w_loss)
         return ROCCurve(kn.O / sample.n_ood, kn.I / sample.n_id)
-    grid = np.linspace(0.0, 1.0, 201) if fpr is None else np.asarray(fpr, dtype=np.float64)
+    grid = np.linspace(0.0, 1.0, 201) if fpr is None else as_real_array(fpr, "fpr")
     return ROCCurve(grid, _envelope(sample, sample.w_id, grid, n_directions))
 
 
@@ -284,9 +291,10 @@ def ood_pr_curve(is_ood: ArrayLike, scores: ArrayLike, *, recall: ArrayLike | No
     >>> ood_pr_curve([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], recall=[0.5, 1.0]).precision.tolist()
     [1.0, 0.666...]
     """
+    _, n_directions = check_search("grid", n_directions)
     sample = _sample(is_ood, scores)
-    pi = sample.n_ood / (sample.n_id + sample.n_ood) if ood_prior is None else float(ood_prior)
-    grid = np.linspace(0.01, 1.0, 100) if recall is None else np.asarray(recall, np.float64)
+    pi = ood_fraction(sample) if ood_prior is None else check_open_unit("ood_prior", ood_prior)
+    grid = np.linspace(0.01, 1.0, 100) if recall is None else as_real_array(recall, "recall")
     best = np.zeros(grid.size)
     for w in sample.directions("grid", n_directions):
         kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, sample.w_loss)
@@ -329,8 +337,6 @@ def _envelope(sample: Sample, gain: F64, grid: F64, n_directions: int) -> F64:
 
 def _envelope_area(sample: Sample, gain: F64, n_directions: int, n_points: int) -> float:
     """Area under :func:`_envelope` against FPR, by trapezoids on ``n_points`` FPR values."""
-    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
-        raise ValueError(f"n_points must be an integer >= 2; got {n_points!r}.")
     grid = np.linspace(0.0, 1.0, int(n_points))
     best = _envelope(sample, gain, grid, n_directions)
     return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
@@ -357,6 +363,8 @@ def auroc(is_ood: ArrayLike, scores: ArrayLike, *, n_directions: int = N_DIRECTI
     >>> auroc([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4])
     0.875
     """
+    _, n_directions = check_search("grid", n_directions)
+    n_points = check_int("n_points", n_points, 2)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 2:
         return _envelope_area(sample, sample.w_id, n_directions, n_points)
@@ -485,6 +493,8 @@ def oscr(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,
     >>> oscr([0, 0, 1, 0], [0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
     0.5
     """
+    _, n_directions = check_search("grid", n_directions)
+    n_points = check_int("n_points", n_points, 2)
     sample = _sample(is_ood, scores, losses)
     if sample.s.shape[1] == 2:
         _check_ccr_losses(sample)

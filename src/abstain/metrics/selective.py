@@ -153,7 +153,23 @@ def aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> fl
     0.6287
     """
     check_choice("ties", ties, _TIES)
-    return _aurc(*as_losses_and_scores(losses, uncertainty), ties)
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    ls, c = _unit_scale(ls)
+    return _aurc(ls, u, ties) * c
+
+
+def _unit_scale(ls: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+    """``(ls / c, c)`` with ``c`` the power of two at or below the largest loss (1 if <= 1).
+
+    The metrics below are linear in the losses: computed on ``ls / c`` and multiplied by
+    ``c`` they cannot overflow for losses near the float64 maximum, and a power of two
+    scales without rounding.
+    """
+    top = float(ls.max())
+    if top <= 1.0:
+        return ls, 1.0
+    c = float(np.ldexp(1.0, int(np.frexp(top)[1]) - 1))
+    return ls / c, c
 
 
 def _aurc(ls: NDArray[np.float64], u: NDArray[np.float64], ties: str) -> float:
@@ -193,8 +209,9 @@ def e_aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> 
     """
     check_choice("ties", ties, _TIES)
     ls, u = as_losses_and_scores(losses, uncertainty)
+    ls, c = _unit_scale(ls)
     excess = _aurc(ls, u, ties) - _aurc(ls, ls, "mean")
-    return max(excess, 0.0)
+    return max(excess, 0.0) * c
 
 
 def augrc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> float:
@@ -226,8 +243,9 @@ def augrc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> f
     """
     check_choice("ties", ties, _TIES)
     ls, u = as_losses_and_scores(losses, uncertainty)
+    ls, c = _unit_scale(ls)
     prefix = _expected_prefix_losses(ls, u, ties)
-    return float(np.sum(prefix) / ls.size / ls.size)
+    return float(np.sum(prefix) / ls.size / ls.size) * c
 
 
 def selective_risk_at_coverage(
@@ -331,8 +349,10 @@ def sele_loss(losses: ArrayLike, uncertainty: ArrayLike) -> float:
     >>> sele_loss([1, 0], [0.1, 0.9])
     0.5
     """
-    groups = validated_groups(losses, uncertainty)
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    ls, c = _unit_scale(ls)
+    groups = validated_groups(ls, u)
     n = groups.n
     # sum_i loss_i * #{j : u_j >= u_i}: each group's loss times the count at or above it.
     at_or_above = n - (groups.cum_counts - groups.counts)
-    return float(np.sum(groups.sums * at_or_above) / (n * n))
+    return float(np.sum(groups.sums * at_or_above) / (n * n)) * c

@@ -263,7 +263,8 @@ class BoundedTPRFPR(_OODRule):
         ----------
         scores : array-like of shape (n,), (n, 1) or (n, 2)
         is_ood : array-like of bool or 0/1, shape (n,); both classes present
-        losses : array-like of shape (n,), non-negative; OOD entries ignored
+        losses : array-like of shape (n,), finite and non-negative on ID rows; OOD entries
+            ignored (NaN accepted there, as the file format writes it)
         sample_weight : array-like of shape (n,), optional
 
         Returns

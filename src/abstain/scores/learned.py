@@ -36,6 +36,7 @@ from .._core.serialize import (
 from .._core.validation import (
     as_features,
     as_losses,
+    as_real_array,
     check_bool,
     check_choice,
     check_positive,
@@ -474,7 +475,7 @@ def sele_objective(
     >>> round(sele_objective([0.0, 0.0], [1.0, 0.0]), 6)  # log(2) / 2
     0.346574
     """
-    s = np.asarray(scores, dtype=np.float64)
+    s = as_real_array(scores, "scores")
     ls = as_losses(losses)
     if s.shape != ls.shape or not np.isfinite(s).all():
         raise ValueError(

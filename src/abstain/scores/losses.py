@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import check_int
+from .._core.validation import as_real_array, check_int
 
 __all__ = ["zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses"]
 
@@ -48,7 +48,7 @@ def check_loss_matrix(loss: ArrayLike, n_classes: int | None = None) -> NDArray[
     >>> check_loss_matrix([[0, 5], [1, 0]]).tolist()
     [[0.0, 5.0], [1.0, 0.0]]
     """
-    arr = np.asarray(loss, dtype=np.float64)
+    arr = as_real_array(loss, "loss")
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] < 2:
         raise ValueError(f"loss must be a square matrix of at least 2 x 2; got shape {arr.shape}.")
     if n_classes is not None and arr.shape[0] != n_classes:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_proba
+from .._core.validation import as_proba, as_real_array
 from .losses import check_loss_matrix
 
 __all__ = [
@@ -153,7 +153,7 @@ def margin(decision: ArrayLike) -> NDArray[np.float64]:
     >>> margin([[1.0, 3.0], [0.5, 0.2]]).tolist()
     [-3.0, -0.5]
     """
-    d = np.asarray(decision, dtype=np.float64)
+    d = as_real_array(decision, "decision")
     if d.ndim not in (1, 2) or d.shape[0] == 0 or (d.ndim == 2 and d.shape[1] < 2):
         raise ValueError(
             f"decision must have shape (n,) or (n, K) with K >= 2 and n >= 1; got {d.shape}."
@@ -189,8 +189,8 @@ def ordinal_margin(decision: ArrayLike, thresholds: ArrayLike) -> NDArray[np.flo
     >>> ordinal_margin([0.2, 1.5, 3.0], [0.0, 1.0, 2.0]).tolist()
     [-0.2, -0.5, -1.0]
     """
-    d = np.asarray(decision, dtype=np.float64)
-    b = np.asarray(thresholds, dtype=np.float64)
+    d = as_real_array(decision, "decision")
+    b = as_real_array(thresholds, "thresholds")
     if d.ndim != 1 or d.shape[0] == 0:
         raise ValueError(f"decision must have shape (n,) with n >= 1; got {d.shape}.")
     if b.ndim != 1 or b.shape[0] == 0:

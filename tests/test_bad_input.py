@@ -1,0 +1,300 @@
+"""Bad input to every public function and estimator raises ValueError naming the argument.
+
+Table-driven, as scikit-learn's ``test_public_functions``: each entry calls one public
+function (or an estimator's fit / score) with valid arguments, and every array argument is
+replaced in turn by empty, NaN, inf, complex, string, wrong-ndim and wrong-length values;
+each must raise ``ValueError`` whose message starts with the argument's name and says what
+was got (STYLE.md rule 10). The final tests hold the exact numbers and messages of the
+issue "Nothing lost, no silent wrong number".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from abstain import combine, detectors, metrics, models, scores
+
+RNG = np.random.default_rng(0)
+N = 12
+U = np.linspace(0.05, 0.95, N)  # one score column
+L01 = (np.arange(N) % 3 == 0).astype(float)  # 0/1 losses
+OOD = np.arange(N) % 2 == 1
+S2 = np.column_stack([U, U[::-1]])  # two score columns
+LOGITS = RNG.normal(size=(N, 3))
+FEATS = RNG.normal(size=(N, 4))
+PROBA = np.exp(LOGITS) / np.exp(LOGITS).sum(axis=1, keepdims=True)
+
+# what a bad value of each kind must say, after the argument's name
+SAYS = {
+    "empty": r"(must not be empty|non-empty|n >= 1|got shape \(0,|shape of \w+ \(\d+,\); got \(0,)",
+    "nan": r"(NaN|finite)",
+    "inf": r"(finite|infinite)",
+    "complex": r"dtype complex128",
+    "string": r"dtype <U",
+    "ndim": r"(one-dimensional|2-D|shape)",
+    "length": r"(same length|shape of)",
+}
+
+
+def _bad_1d(x: np.ndarray) -> dict[str, Any]:
+    nan, inf = x.astype(float), x.astype(float)
+    nan[0], inf[0] = np.nan, np.inf
+    return {"empty": [], "nan": nan, "inf": inf, "complex": x + 1j,
+            "string": x.astype(str), "ndim": x[:, None, None], "length": x[:-1]}
+
+
+def _bad_2d(x: np.ndarray) -> dict[str, Any]:
+    nan, inf = x.astype(float), x.astype(float)
+    nan[0, 0], inf[0, 0] = np.nan, np.inf
+    return {"empty": np.empty((0, x.shape[1])), "nan": nan, "inf": inf, "complex": x + 1j,
+            "string": x.astype(str), "ndim": x[:, 0, None, None]}
+
+
+Call = Callable[..., Any]
+# (id, call, valid keyword arguments, {argument: the kinds it must refuse, None = all})
+CASES: list[tuple[str, Call, dict[str, Any], dict[str, Any]]] = []
+
+
+def case(name: str, call: Call, good: dict[str, Any], **refuse: Any) -> None:
+    CASES.append((name, call, good, refuse))
+
+
+ALL = None
+NO_LEN = ("empty", "nan", "inf", "complex", "string", "ndim")
+M2 = ("empty", "nan", "inf", "complex", "string", "ndim")
+
+for f in (metrics.aurc, metrics.e_aurc, metrics.augrc, metrics.sele_loss,
+          metrics.risk_coverage_curve):
+    case(f.__name__, f, {"losses": L01, "uncertainty": U}, losses=ALL, uncertainty=ALL)
+case("selective_risk_at_coverage",
+     lambda **k: metrics.selective_risk_at_coverage(k["losses"], k["uncertainty"], 0.5),
+     {"losses": L01, "uncertainty": U}, losses=ALL, uncertainty=ALL)
+case("coverage_at_risk", lambda **k: metrics.coverage_at_risk(k["losses"], k["uncertainty"], .5),
+     {"losses": L01, "uncertainty": U}, losses=ALL, uncertainty=ALL)
+for f in (metrics.auroc, metrics.aupr_in, metrics.aupr_out, metrics.fpr_at_tpr,
+          metrics.tnr_at_tpr, metrics.detection_rate_at_false_alarm, metrics.ood_roc_curve,
+          metrics.ood_pr_curve):
+    case(f.__name__, f, {"is_ood": OOD, "scores": U}, is_ood=ALL, scores=ALL)
+for f, extra in ((metrics.oscr, {}), (metrics.ccr_at_fpr, {"fpr": 0.5}),
+                 (metrics.selective_risk_at_tpr_fpr, {"tpr": 0.5, "fpr": 0.5}),
+                 (metrics.selective_risk_at_precision_recall,
+                  {"precision": 0.5, "recall": 0.5}),
+                 (metrics.risk_coverage_curve_at_fpr, {"fpr": 0.5})):
+    case(f.__name__, lambda f=f, extra=extra, **k: f(**k, **extra),
+         {"losses": L01, "is_ood": OOD, "scores": U}, losses=ALL, is_ood=ALL, scores=ALL)
+case("auroc, two scores", metrics.auroc, {"is_ood": OOD, "scores": S2},
+     scores=("nan", "inf", "complex", "string"))
+
+for cls in (models.BoundedAbstention, models.BoundedImprovement, models.CostBased):
+    case(cls.__name__, lambda cls=cls, **k: cls().fit(**k), {"uncertainty": U, "losses": L01},
+         uncertainty=ALL, losses=ALL)
+for cls in (models.BoundedTPRFPR, models.BoundedPrecisionRecall, models.CostBasedOOD):
+    case(cls.__name__, lambda cls=cls, **k: cls().fit(**k),
+         {"scores": U, "is_ood": OOD, "losses": L01}, scores=ALL, is_ood=ALL, losses=ALL)
+case("least_fpr_at_tpr", lambda **k: models.least_fpr_at_tpr(**k, tpr=0.5),
+     {"scores": U, "is_ood": OOD}, scores=ALL, is_ood=ALL)
+case("most_recall_at_precision", lambda **k: models.most_recall_at_precision(**k, precision=.5),
+     {"scores": U, "is_ood": OOD}, scores=ALL, is_ood=ALL)
+
+for cls in (detectors.MSP, detectors.MaxLogit, detectors.Energy, detectors.ODIN, detectors.GEN):
+    case(f"{cls.__name__}.score", lambda cls=cls, **k: cls().score(k["logits"]),
+         {"logits": LOGITS}, logits=M2)
+case("KNN.fit", lambda **k: detectors.KNN(k=2).fit(k["features"]), {"features": FEATS},
+     features=M2)
+case("KNN.score", lambda **k: detectors.KNN(k=2).fit(FEATS).score(k["features"]),
+     {"features": FEATS}, features=M2)
+case("ReAct.score",
+     lambda **k: detectors.ReAct().fit(FEATS, weight=np.ones((3, 4))).score(k["features"]),
+     {"features": FEATS}, features=M2)
+
+case("EmpiricalZ.fit", lambda **k: combine.EmpiricalZ().fit(k["S_train"]), {"S_train": S2},
+     S_train=M2)
+case("EmpiricalZ.transform", lambda **k: combine.EmpiricalZ().fit(S2).transform(k["S"]),
+     {"S": S2}, S=M2)
+case("ScoreCombiner.fit", lambda **k: combine.ScoreCombiner().fit(k["S_train"]),
+     {"S_train": S2}, S_train=M2)
+for f in (combine.conformal_pvalues, combine.empirical_pvalues):  # stat may be empty
+    case(f.__name__, f, {"cal_stat": U, "stat": U}, cal_stat=NO_LEN, stat=NO_LEN[1:])
+case("conformal_threshold", lambda **k: combine.conformal_threshold(k["cal_stat"], 0.5),
+     {"cal_stat": U}, cal_stat=NO_LEN)
+
+case("mcp", scores.mcp, {"proba": PROBA}, proba=NO_LEN)
+case("margin", scores.margin, {"decision": LOGITS}, decision=M2)
+case("sele_objective", scores.sele_objective, {"scores": U, "losses": L01}, scores=ALL,
+     losses=ALL)
+
+Y = np.arange(N) % 3
+case("true_class_probability", lambda **k: scores.true_class_probability(k["proba"], Y),
+     {"proba": PROBA}, proba=NO_LEN)
+case("conditional_risk", scores.conditional_risk, {"proba": PROBA},
+     proba=("nan", "inf", "complex", "string"))
+case("least_risk_bound", lambda **k: models.least_risk_bound(**k, delta=0.1),
+     {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
+case("inlier_covariance", combine.inlier_covariance, {"Z_train": S2}, Z_train=M2)
+case("Mahalanobis.score",
+     lambda **k: detectors.Mahalanobis().fit(FEATS, Y).score(k["features"]),
+     {"features": FEATS}, features=M2)
+
+
+def _params() -> list[Any]:
+    out = []
+    for name, call, good, refuse in CASES:
+        for arg, kinds in refuse.items():
+            x = np.asarray(good[arg])
+            bad = _bad_1d(x) if x.ndim == 1 else _bad_2d(x)
+            for kind in kinds or bad:
+                out.append(pytest.param(call, good, arg, kind, bad[kind],
+                                        id=f"{name}-{arg}-{kind}"))
+    return out
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize(("call", "good", "arg", "kind", "value"), _params())
+def test_bad_input_raises_value_error_naming_the_argument(
+        call: Call, good: dict[str, Any], arg: str, kind: str, value: Any) -> None:
+    call(**good)  # the valid call works
+    says = SAYS[kind]
+    if kind == "length":  # either argument may be the one named
+        pattern = says
+    else:
+        pattern = rf"^{re.escape(arg)}\b.*{says}"
+    with pytest.raises(ValueError, match=pattern):
+        call(**{**good, arg: value})
+
+
+def test_every_public_metric_is_in_the_table() -> None:
+    covered = {name.split(",")[0] for name, *_ in CASES}
+    public = {n for n in metrics.__all__ if n[0].islower()}
+    assert public <= covered, public - covered
+
+
+# ---------------------------------------------------------------- the issue's cases
+
+BIG = [1e308, 1e308, 0.0]
+SC = [0.3, 0.2, 0.1]
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("f", [metrics.aurc, metrics.augrc, metrics.e_aurc, metrics.sele_loss])
+def test_losses_near_the_float_maximum_give_the_scaled_number(f: Call) -> None:
+    for u in (SC, SC[::-1]):
+        assert f(BIG, u) == pytest.approx(f([1.0, 1.0, 0.0], u) * 1e308, rel=1e-15)
+    assert metrics.aurc(BIG, SC) == pytest.approx(35 / 9 * 1e307, rel=1e-15)
+
+
+@pytest.mark.parametrize("cls", [models.BoundedTPRFPR, models.BoundedPrecisionRecall,
+                                 models.CostBasedOOD])
+def test_ood_fits_refuse_losses_whose_sum_overflows(cls: Any) -> None:
+    with pytest.raises(ValueError, match=r"^losses must have a weighted sum on ID rows of at "
+                                         r"most .*; got inf\.$"):
+        cls().fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1], [1e308, 1e308, 0, 0])
+
+
+@pytest.mark.parametrize(("value", "dtype"), [
+    ([1 + 2j, 2.0], "complex128"),
+    (np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"), r"datetime64\[D\]"),
+    (np.array([1, 2], dtype="timedelta64[s]"), r"timedelta64\[s\]"),
+    (np.array([1.0, "a"], dtype=object), "object"),
+    (["0.1", "0.2"], "<U3"),
+])
+def test_scores_of_a_non_real_dtype_are_refused_with_the_dtype(value: Any, dtype: str) -> None:
+    with pytest.raises(ValueError, match=rf"^uncertainty must be an array of real numbers "
+                                         rf"\(int, float or bool dtype\); got dtype {dtype}\.$"):
+        metrics.aurc([0.0, 1.0], value)
+
+
+def test_is_ood_as_strings_says_the_dtype_and_what_is_accepted() -> None:
+    with pytest.raises(ValueError, match=r"^is_ood must hold 0/1 or False/True \(int, float or "
+                                         r"bool dtype\); got dtype <U1\.$"):
+        metrics.auroc(["0", "1"], [0.1, 0.2])
+    assert metrics.auroc([False, True], [0.1, 0.2]) == 1.0
+
+
+OOD2 = [0, 1, 0, 1, 0, 1]
+TWO = np.column_stack([np.arange(6.0), np.arange(6.0)[::-1]])
+LOSS6 = [0, 0, 1, 0, 0, 0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda **k: metrics.auroc(OOD2, TWO, **k),
+    lambda **k: metrics.oscr(LOSS6, OOD2, TWO, **k),
+    lambda **k: metrics.ood_roc_curve(OOD2, TWO, **k),
+    lambda **k: metrics.ood_pr_curve(OOD2, TWO, **k),
+    lambda **k: metrics.risk_coverage_curve_at_fpr(LOSS6, OOD2, TWO, 0.5, **k),
+    lambda **k: metrics.selective_risk_at_tpr_fpr(LOSS6, OOD2, TWO, 0.5, 0.5, **k),
+    lambda **k: metrics.selective_risk_at_precision_recall(LOSS6, OOD2, TWO, 0.5, 0.5, **k),
+])
+@pytest.mark.parametrize("bad", [-5, 0, 2.5, True])
+def test_n_directions_is_an_integer_of_at_least_one(call: Call, bad: Any) -> None:
+    with pytest.raises(ValueError, match=rf"^n_directions must be an integer >= 1; got {bad!r}"):
+        call(n_directions=bad)
+
+
+@pytest.mark.parametrize("bad", [1, 0, 2.5])
+def test_n_points_is_an_integer_of_at_least_two(bad: Any) -> None:
+    for call in (lambda: metrics.auroc(OOD2, TWO, n_points=bad),
+                 lambda: metrics.oscr(LOSS6, OOD2, TWO, n_points=bad),
+                 lambda: metrics.auroc(OOD2, TWO[:, 0], n_points=bad)):
+        with pytest.raises(ValueError, match=rf"^n_points must be an integer >= 2; got {bad!r}"):
+            call()
+
+
+@pytest.mark.parametrize("cls", [detectors.MSP, detectors.MaxLogit, detectors.Energy,
+                                 detectors.ODIN, detectors.GEN])
+def test_logit_detectors_fitted_with_data_refuse_another_width(cls: Any) -> None:
+    det = cls().fit(LOGITS)
+    with pytest.raises(ValueError, match=r"^logits must have 3 column\(s\), as in fit; got 4\."):
+        det.score(np.ones((2, 4)))
+    assert cls().fit().score(np.ones((2, 4))).shape == (2,)  # no data at fit: any width
+
+
+def test_feature_detectors_refuse_another_width() -> None:
+    for det in (detectors.KNN(k=2).fit(FEATS),
+                detectors.ReAct().fit(FEATS, weight=np.ones((3, 4)))):
+        with pytest.raises(ValueError, match=r"^features must have 4 column\(s\), as in fit; "
+                                             r"got 3\."):
+            det.score(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("est", [combine.ScoreCombiner(), combine.EmpiricalZ()])
+def test_combiners_need_two_training_rows(est: Any) -> None:
+    with pytest.raises(ValueError, match=r"^S_train must have at least 2 rows; got 1\.$"):
+        est.fit([[1.0, 2.0]])
+
+
+@pytest.mark.parametrize("gamma", [0, -1, 1.5])
+def test_gen_gamma_says_its_true_interval(gamma: float) -> None:
+    with pytest.raises(ValueError, match=rf"^gamma must be in \(0, 1\]; got {gamma!r}\.$"):
+        detectors.GEN(gamma=gamma).score(LOGITS)
+
+
+@pytest.mark.parametrize("delta", [1, 1.5, 0])
+def test_bounded_improvement_delta_says_open_unit_interval(delta: float) -> None:
+    with pytest.raises(ValueError, match=rf"^delta must be in \(0, 1\); got {delta!r}\.$"):
+        models.BoundedImprovement(target_risk=0.5, delta=delta).fit(U, L01)
+
+
+NAN = float("nan")
+S4, O4 = [0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1]
+
+
+def test_nan_losses_on_ood_rows_are_ignored() -> None:
+    assert metrics.oscr([0, 1, NAN, NAN], O4, S4) == metrics.oscr([0, 1, 0, 0], O4, S4)
+    for cls in (models.BoundedTPRFPR, models.BoundedPrecisionRecall, models.CostBasedOOD):
+        a = cls().fit(S4, O4, [0, 1, NAN, NAN])
+        b = cls().fit(S4, O4, [0, 1, 5, 7])
+        assert (a.threshold_, a.risk_) == (b.threshold_, b.risk_)
+
+
+def test_nan_on_id_rows_and_inf_anywhere_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"^losses must not be NaN on ID rows \(NaN is accepted "
+                                         r"on OOD rows only\); got 1 NaN on ID rows\.$"):
+        models.BoundedTPRFPR().fit(S4, O4, [NAN, 0, NAN, 0])
+    for ls in ([0, 0, np.inf, 0], [np.inf, 0, 0, 0]):
+        with pytest.raises(ValueError, match=r"^losses must be finite; got 1 infinite value"):
+            metrics.oscr(ls, O4, S4)
