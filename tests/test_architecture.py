@@ -151,3 +151,14 @@ def test_one_default_number_of_directions() -> None:
             for i, line in enumerate(p.read_text().splitlines(), 1)
             if "360" in line and "N_DIRECTIONS = 360" not in line and "default 360" not in line]
     assert uses == []
+
+
+def test_test_files_have_unique_basenames() -> None:
+    # pytest imports each test file by its basename (the folders have no __init__.py)
+    tests = Path(__file__).resolve().parent
+    seen: dict[str, Path] = {}
+    for path in sorted(tests.rglob("*.py")):
+        if path.parent.name == "reference" or path.name == "__init__.py":
+            continue
+        assert path.name not in seen, f"{path} and {seen[path.name]} share a basename"
+        seen[path.name] = path
