@@ -109,3 +109,41 @@ def test_unknown_calibration_labels(digits):
     model = LogisticRegression(max_iter=2000).fit(X[y < 5], y[y < 5])
     with pytest.raises(ValueError, match="labels"):
         SelectiveClassifier(model, prefit=True).fit(X, y)
+
+
+def test_prefit_refuses_an_unfitted_estimator(digits):
+    X, y, _, _ = digits
+    with pytest.raises(NotFittedError, match=r"prefit=True needs a fitted estimator; this "
+                                             r"LogisticRegression is not fitted"):
+        SelectiveClassifier(LogisticRegression(), prefit=True).fit(X, y)
+
+
+@pytest.mark.parametrize("reject_model", ["bounded_abstention", "BoundedTPRFPR", "ood", 0.9])
+def test_refuses_other_reject_models(digits, reject_model):
+    from abstain.ood import BoundedTPRFPR
+
+    X, y, _, _ = digits
+    if reject_model == "ood":
+        reject_model = BoundedTPRFPR(0.95, 0.05)
+    with pytest.raises(ValueError, match=r"reject_model must be a CostBased, BoundedImprovement "
+                                         r"or BoundedAbstention instance, or None; got "):
+        SelectiveClassifier(LogisticRegression(max_iter=200), reject_model).fit(X, y)
+
+
+def test_sklearn_tags_without_module_level_import():
+    # The tags are built when scikit-learn asks; the module itself never imports it.
+    import abstain.models.classifier as module
+
+    assert "sklearn" not in vars(module)
+    tags = SelectiveClassifier(LogisticRegression()).__sklearn_tags__()
+    assert tags.estimator_type == "classifier" and tags.target_tags.required
+
+
+def test_target_checks(digits):
+    X, y, _, _ = digits
+    clf = SelectiveClassifier(LogisticRegression(max_iter=2000), random_state=0)
+    with pytest.raises(ValueError, match="requires y to be passed, but the target y is None"):
+        clf.fit(X, None)
+    with pytest.warns(UserWarning, match="column-vector y"):  # DataConversionWarning
+        clf.fit(X, y[:, None])
+    assert clf.n_features_in_ == X.shape[1]

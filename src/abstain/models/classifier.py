@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import ParamsMixin
+from .._core.base import ParamsMixin, not_fitted_error
 from .._core.deprecation import warn_renamed
 from .._core.optional import require
 from ..scores.losses import check_loss_matrix
@@ -18,6 +18,7 @@ from .selective import BoundedAbstention, BoundedImprovement, CostBased
 __all__ = ["SelectiveClassifier", "SelectivePrediction"]
 
 _SCORES = ("auto", "conditional_risk", "margin")
+_REJECT_MODELS = (CostBased, BoundedImprovement, BoundedAbstention)
 
 
 class SelectivePrediction(NamedTuple):
@@ -36,7 +37,7 @@ class SelectivePrediction(NamedTuple):
 
 
 def _require_sklearn() -> Any:
-    for module in ("sklearn.base", "sklearn.model_selection"):
+    for module in ("sklearn.base", "sklearn.model_selection", "sklearn.utils.validation"):
         require(module, "sklearn", "SelectiveClassifier")
     return require("sklearn", "sklearn", "SelectiveClassifier")
 
@@ -120,6 +121,31 @@ class SelectiveClassifier(ParamsMixin):
         if deprecated:
             self._renamed_keywords(deprecated)
 
+    _estimator_type = "classifier"
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's classifier tags (imported only when scikit-learn asks).
+
+        The tags of a classifier, with the input tags of ``estimator`` (sparse input,
+        missing values) where it has tags of its own.
+        """
+        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags, get_tags
+
+        try:
+            inner = get_tags(self.estimator).input_tags
+        except (AttributeError, TypeError, ValueError):
+            inner = InputTags()
+        return Tags(
+            estimator_type="classifier",
+            target_tags=TargetTags(required=True),
+            classifier_tags=ClassifierTags(multi_class=True),
+            input_tags=InputTags(sparse=inner.sparse, allow_nan=inner.allow_nan),
+        )
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """Whether ``fit`` has run (scikit-learn's ``check_is_fitted`` protocol)."""
+        return hasattr(self, "reject_model_")
+
     def _renamed_keywords(self, given: dict[str, Any]) -> None:
         """Map the keyword ``score`` of abstain 0.1 to ``score_func``, with a warning."""
         unknown = sorted(set(given) - {"score"})
@@ -166,8 +192,18 @@ class SelectiveClassifier(ParamsMixin):
         self
         """
         sklearn = _require_sklearn()
-        y = np.asarray(y)
+        if y is None:
+            raise ValueError("SelectiveClassifier requires y to be passed, but the target y "
+                             "is None.")
+        y = sklearn.utils.validation.column_or_1d(y, warn=True)
+        base = self._check_reject_model()
         if self.prefit:
+            if not hasattr(self.estimator, "classes_"):
+                raise not_fitted_error(
+                    f"prefit=True needs a fitted estimator; this "
+                    f"{type(self.estimator).__name__} is not fitted yet: call its 'fit' "
+                    f"first, or use prefit=False."
+                )
             self.estimator_ = self.estimator
             X_cal, y_cal = X, y
         else:
@@ -186,12 +222,27 @@ class SelectiveClassifier(ParamsMixin):
             raise ValueError("y holds labels the estimator was not trained on.")
         true = np.searchsorted(self.classes_, y_cal)
         losses = self._loss_matrix()[true, pred]
-        base = self.reject_model if self.reject_model is not None else BoundedAbstention(0.9)
         params = base.get_params(deep=False)
         if params.get("random_state") is None:
             params["random_state"] = self.random_state
         self.reject_model_ = type(base)(**params).fit(uncertainty, losses)
+        for name in ("n_features_in_", "feature_names_in_"):
+            if hasattr(self.estimator_, name):
+                setattr(self, name, getattr(self.estimator_, name))
         return self
+
+    def _check_reject_model(self) -> CostBased | BoundedImprovement | BoundedAbstention:
+        """The unfitted reject model to fit, or a ValueError for anything else."""
+        model = self.reject_model
+        if model is None:
+            return BoundedAbstention(0.9)
+        if not isinstance(model, _REJECT_MODELS):
+            raise ValueError(
+                "reject_model must be a CostBased, BoundedImprovement or BoundedAbstention "
+                f"instance, or None; got {model!r}. The OOD rules of abstain.ood need "
+                "is_ood labels and cannot be fitted here."
+            )
+        return model
 
     def score(self, X: Any) -> NDArray[np.float64]:
         """Uncertainty of each sample's prediction (higher = rejected first), shape (n,).
