@@ -11,7 +11,7 @@ from reference.ordinal_ref import svor_objective_ref, svor_ref
 from abstain import load_json
 from abstain.exceptions import NotFittedError
 from abstain.ordinal import SVOR, svor_from_json, svor_objective
-from abstain.scores import ordinal_margin
+from abstain.scores import margin, ordinal_margin
 
 
 def ordinal_data(n, d, k, seed, noise=0.5):
@@ -60,7 +60,7 @@ def test_certified_gap_and_ordered_thresholds(seed, k, C):
     assert model.objective_ == pytest.approx(svor_objective(X, r, model.coef_,
                                                              model.thresholds_, C), rel=1e-12)
     # Predictions equal the count of thresholds below <x, w>.
-    f = model.decision_function(X)
+    f = model.projection(X)
     np.testing.assert_array_equal(model.predict(X), (f[:, None] > model.thresholds_).sum(1))
 
 
@@ -76,7 +76,7 @@ def test_well_separated_data_has_small_mae():
 def test_margin_score_is_negated_distance_to_nearest_threshold(rng):
     X, r = ordinal_data(100, 2, 4, seed=7)
     model = SVOR(C=10.0).fit(X, r)
-    f = model.decision_function(X)
+    f = model.projection(X)
     expected = -np.abs(f[:, None] - model.thresholds_[None, :]).min(axis=1)
     np.testing.assert_allclose(model.score(X), expected)
     np.testing.assert_allclose(ordinal_margin(f, model.thresholds_[::-1]), expected)
@@ -173,3 +173,50 @@ def test_column_vector_y_warns_and_is_read_as_1d():
     with pytest.warns(UserWarning, match="A column-vector y was passed"):
         model = SVOR(C=10.0).fit(X, r[:, None])
     np.testing.assert_array_equal(model.predict(X), SVOR(C=10.0).fit(X, r).predict(X))
+
+
+@given(seed=st.integers(0, 10**6), k=st.integers(2, 5))
+def test_decision_function_agrees_with_predict_and_score(seed, k):
+    X, r = ordinal_data(60, 2, k, seed, noise=1.0)
+    model = SVOR(C=10.0).fit(X, r)
+    # Include rows on a threshold exactly: the tie goes to the lower class in both.
+    Xt = np.vstack([X, np.outer(model.thresholds_ / (model.coef_ @ model.coef_), model.coef_)])
+    d = model.decision_function(Xt)
+    pred = np.searchsorted(model.classes_, model.predict(Xt))
+    if model.classes_.size == 2:
+        assert d.shape == (len(Xt),)
+        np.testing.assert_array_equal(d > 0, pred == 1)
+    else:
+        assert d.shape == (len(Xt), model.classes_.size)
+        np.testing.assert_array_equal(d.argmax(axis=1), pred)
+    np.testing.assert_allclose(margin(d), model.score(Xt), atol=1e-12)
+
+
+def test_decision_function_is_the_signed_distance_to_each_interval():
+    model = SVOR(C=100.0).fit(np.arange(6.0)[:, None], np.array([1, 1, 2, 2, 3, 3]))
+    f = model.projection([[0.0], [2.5]])
+    b0, b1 = model.thresholds_
+    expected = [[b0 - f[0], min(f[0] - b0, b1 - f[0]), f[0] - b1],
+                [b0 - f[1], min(f[1] - b0, b1 - f[1]), f[1] - b1]]
+    np.testing.assert_allclose(model.decision_function([[0.0], [2.5]]), expected)
+
+
+def test_score_warns_that_y_is_ignored():
+    X, r = ordinal_data(40, 2, 3, seed=3)
+    model = SVOR().fit(X, r)
+    with pytest.warns(UserWarning, match="ignores y"):
+        u = model.score(X, r)
+    np.testing.assert_array_equal(u, model.score(X))
+
+
+def test_degenerate_optimum_at_w_zero_is_certified():
+    # Labels barely related to X: the optimum is w = 0 with every term on a margin, where
+    # the active-set polish gives up; the KKT dual still certifies it, with no warning.
+    X, r = ordinal_data(80, 3, 3, seed=1, noise=1.0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = SVOR(C=10.0).fit(X, r)
+    np.testing.assert_allclose(model.coef_, 0.0, atol=1e-12)
+    assert 0.0 <= model.gap_ <= 1e-8 * model.objective_

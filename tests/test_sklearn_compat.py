@@ -1,8 +1,8 @@
 """SelectiveClassifier and SVOR inside scikit-learn's checks and model selection.
 
-Both define ``score(X)`` as the per-input uncertainty (docs/architecture.md, "Verbs and
-argument order"), not scikit-learn's ``score(X, y)`` accuracy, so model selection is given
-an explicit ``scoring`` and the checks that call ``score(X, y)`` are expected to fail.
+Both define ``score(X, y=None)`` as the per-input uncertainty (docs/architecture.md, "Verbs
+and argument order"), not scikit-learn's accuracy: ``y`` is accepted so pipelines can pass
+it, ignored with a warning, and model selection is given an explicit ``scoring``.
 """
 
 import numpy as np
@@ -18,20 +18,32 @@ from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
 from abstain import SelectiveClassifier  # noqa: E402
 from abstain.ordinal import SVOR  # noqa: E402
 
-_SCORE_IS_UNCERTAINTY = "score(X) is the per-input uncertainty and takes no y"
-
 #: The check_estimator checks that SelectiveClassifier fails, and why.
 EXPECTED_FAILED_CHECKS = {
-    "check_fit_score_takes_y": _SCORE_IS_UNCERTAINTY,
-    "check_pipeline_consistency": f"{_SCORE_IS_UNCERTAINTY}; the check calls score(X, y)",
-    "check_n_features_in_after_fitting": f"{_SCORE_IS_UNCERTAINTY}; predict, predict_proba "
-                                         "and the rest do check n_features_in_",
     "check_do_not_raise_errors_in_init_or_set_params": (
         "the check passes the name of the **deprecated catch-all (which maps the 0.1 "
         "keyword score to score_func until 0.3) as a keyword, and __init__ refuses "
         "unknown keywords with TypeError"
     ),
 }
+
+#: The check_estimator checks that SVOR fails, and why.
+SVOR_EXPECTED_FAILED_CHECKS = {
+    "check_classifiers_train": (
+        "the check's three-class data are blobs in the plane in no order along any "
+        "direction; an ordinal model orders the classes along <x, w> and reaches 0.40 "
+        "training accuracy there (0.74 under the best relabelling), below the check's "
+        "0.83; its binary half passes (0.955)"
+    ),
+}
+
+
+def _check(estimator, expected):
+    results = check_estimator(estimator, expected_failed_checks=expected, on_skip=None)
+    # Every unexpected failure raises; every expected one does fail (the list stays honest).
+    status = {r["check_name"]: r["status"] for r in results}
+    assert {name: status[name] for name in expected} == dict.fromkeys(expected, "xfail")
+    assert "failed" not in status.values()
 
 
 @pytest.fixture(scope="module")
@@ -40,18 +52,15 @@ def iris():
 
 
 @pytest.mark.filterwarnings("ignore:Estimator SelectiveClassifier does not inherit")
+@pytest.mark.filterwarnings("ignore:SelectiveClassifier.score.X. returns")
 def test_check_estimator():
-    results = check_estimator(
-        SelectiveClassifier(LogisticRegression()),
-        expected_failed_checks=EXPECTED_FAILED_CHECKS,
-        on_skip=None,
-    )
-    # Every unexpected failure raises; every expected one does fail (the list stays honest).
-    status = {r["check_name"]: r["status"] for r in results}
-    assert {name: status[name] for name in EXPECTED_FAILED_CHECKS} == dict.fromkeys(
-        EXPECTED_FAILED_CHECKS, "xfail"
-    )
-    assert "failed" not in status.values()
+    _check(SelectiveClassifier(LogisticRegression()), EXPECTED_FAILED_CHECKS)
+
+
+@pytest.mark.filterwarnings("ignore:Estimator SVOR does not inherit")
+@pytest.mark.filterwarnings("ignore:SVOR.score.X. returns")
+def test_svor_check_estimator():
+    _check(SVOR(), SVOR_EXPECTED_FAILED_CHECKS)
 
 
 def test_cross_val_score_and_grid_search(iris):
@@ -65,11 +74,13 @@ def test_cross_val_score_and_grid_search(iris):
     assert search.best_estimator_.reject_model_.coverage_ == pytest.approx(0.9, abs=0.05)
 
 
-def test_default_scoring_is_refused(iris):
-    # Without an explicit scoring scikit-learn would call score(X, y): it cannot.
+def test_default_scoring_is_refused_with_a_hint(iris):
+    # Without an explicit scoring scikit-learn calls score(X, y): it warns that y is ignored
+    # and how to get the accuracy, and scikit-learn refuses the array it returns.
     X, y = iris
     clf = SelectiveClassifier(LogisticRegression(max_iter=1000), random_state=0)
-    with pytest.raises(TypeError, match="positional argument"):
+    with pytest.warns(UserWarning, match="scoring='accuracy'"), \
+            pytest.raises(ValueError, match="scoring must return a number"):
         cross_val_score(clf, X, y, cv=3, error_score="raise")
 
 

@@ -106,15 +106,15 @@ def _standardizer(X: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[
 def default_baseline(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
     """The baseline uncertainty of a fitted predictor, section 5.2.
 
-    For an ordinal predictor with ``thresholds_`` (an :class:`~abstain.ordinal.SVOR`)
-    :func:`abstain.scores.ordinal_margin` of ``decision_function``, which is
-    ``SVOR.score``; else ``margin_score`` of a predictor that has one; else the MCP /
+    For an ordinal predictor with ``thresholds_`` and ``projection`` (an
+    :class:`~abstain.ordinal.SVOR`) :func:`abstain.scores.ordinal_margin` of the
+    projection, which is ``SVOR.score``; else ``margin_score`` of a predictor that has one; else the MCP /
     conditional risk of its prediction from ``predict_proba``; else
     :func:`abstain.scores.margin` of ``decision_function``. Higher = reject first.
     """
     thresholds = getattr(model, "thresholds_", None)
-    if thresholds is not None and hasattr(model, "decision_function"):
-        return ordinal_margin(model.decision_function(X), thresholds)
+    if thresholds is not None and hasattr(model, "projection"):
+        return ordinal_margin(model.projection(X), thresholds)
     if hasattr(model, "margin_score"):
         return np.asarray(model.margin_score(X), dtype=np.float64)
     if hasattr(model, "predict_proba"):

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
-from ._core.base import ParamsMixin
+from ._core.base import ParamsMixin, warn_y_ignored
 from ._core.deprecation import warn_renamed
 from ._core.serialize import Array, Field, Int, Labels, Number, dumps, load_family, serializable
 from ._core.validation import (
@@ -157,6 +157,42 @@ def _certificate(
     return primal, dual, residual
 
 
+def _dual_for(
+    X: NDArray[np.float64],
+    S: NDArray[np.float64],
+    c: float,
+    w: NDArray[np.float64],
+    b: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Dual variables for a primal point by bounded least squares of its KKT conditions.
+
+    Terms with slack get ``alpha = C / n``, terms strictly outside the margin ``0``, and
+    the terms on the margin (many at a degenerate optimum such as ``w = 0``, where the
+    active-set polish gives up) the ``alpha`` in ``[0, C / n]`` that best satisfies
+    ``w = X^T beta`` and the threshold equations. At an optimum these hold exactly, so
+    the certificate of :func:`_certificate` closes the gap.
+    """
+    from scipy.optimize import lsq_linear
+
+    Z = 1.0 - S * ((X @ w)[:, None] - b[None, :])
+    zeps = 1e-9 * max(1.0, float(np.abs(Z).max()))
+    on = np.abs(Z) <= zeps
+    alpha = np.where(Z > zeps, c, 0.0)
+    ie, je = np.nonzero(on)
+    if ie.size == 0:
+        return alpha
+    fixed = alpha * S
+    s_e = S[ie, je]
+    d, n_thr = X.shape[1], S.shape[1]
+    M = np.zeros((d + n_thr, ie.size))
+    M[:d] = (s_e[:, None] * X[ie]).T
+    M[d + je, np.arange(ie.size)] = s_e
+    target = np.concatenate([w - X.T @ fixed.sum(axis=1), -fixed.sum(axis=0)])
+    sol = lsq_linear(M, target, bounds=(0.0, c), method="bvls", tol=1e-14)
+    alpha[ie, je] = np.clip(sol.x, 0.0, c)
+    return alpha
+
+
 def _polish(
     X: NDArray[np.float64],
     S: NDArray[np.float64],
@@ -271,7 +307,8 @@ def solve_svor(
         dual = float(c * slope.sum() - 0.5 * Xb @ Xb)
         g_w = w - Xb
         g_b = A.sum(axis=0)
-        gap = objective - dual
+        # Weak duality makes the gap >= 0; a negative difference is rounding.
+        gap = max(objective - dual, 0.0)
         scale = max(objective, 1e-300)
         stationary = float(np.abs(g_b).max()) <= 1e-10 * max(c * n, 1.0)
         if gap <= tol * scale and stationary:
@@ -302,9 +339,22 @@ def solve_svor(
                     c * n, 1.0
                 ):
                     w, b = exact[0], exact[1]
-                    objective, gap = primal, primal - dual
+                    objective, gap = primal, max(primal - dual, 0.0)
                     break
             if mu <= 1e-14:
+                # Smoothing is exhausted: certify the point with dual variables fitted
+                # to its KKT conditions, keeping the smoothed certificate if better.
+                primal, dual, residual = _certificate(X, S, c, w, b, _dual_for(X, S, c, w, b))
+                if residual <= 1e-10 * max(c * n, 1.0) and primal - dual < gap:
+                    objective, gap = primal, max(primal - dual, 0.0)
+                if gap > tol * max(objective, 1e-300):
+                    warnings.warn(
+                        f"SVOR stopped at the smallest smoothing width without reaching "
+                        f"the relative duality gap tol={tol:g}; the gap is "
+                        f"{gap / max(objective, 1e-300):.3g}.",
+                        ConvergenceWarning,
+                        stacklevel=3,
+                    )
                 break
             mu *= 0.1
             continue
@@ -511,24 +561,45 @@ class SVOR(ParamsMixin):
                              f"{self.coef_.size} features as input.")
         return x
 
-    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Decision values ``<x, w>``, shape (n,)."""
+    def projection(self, X: ArrayLike) -> NDArray[np.float64]:
+        """The latent value ``<x, w>`` that the thresholds cut, shape (n,)."""
         return self._features(X) @ self.coef_
+
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Signed distance of ``<x, w>`` to each class's interval, scikit-learn's shape.
+
+        Class ``k`` owns the interval ``(b_{k-1}, b_k]`` (``b_{-1} = -inf``,
+        ``b_{K-1} = +inf``); its decision value is ``min(<x, w> - b_{k-1}, b_k - <x, w>)``,
+        positive inside the interval and negative outside, shape (n, K). The first
+        largest value is the predicted class, and the largest value is the distance to
+        the nearest threshold, so :func:`abstain.scores.margin` of it is :meth:`score`.
+        With two classes it is ``<x, w> - b_0``, shape (n,): positive means
+        ``classes_[1]``, as for every scikit-learn binary classifier. The latent value
+        itself is :meth:`projection`.
+        """
+        f = self.projection(X)
+        if self.thresholds_.size == 1:
+            return f - self.thresholds_[0]
+        lower = np.concatenate(([-np.inf], self.thresholds_))
+        upper = np.concatenate((self.thresholds_, [np.inf]))
+        return np.minimum(f[:, None] - lower, upper - f[:, None])
 
     def predict(self, X: ArrayLike) -> NDArray[Any]:
         """Labels ``classes_[sum_j [<x, w> > b_j]]``, shape (n,)."""
-        f = self.decision_function(X)
+        f = self.projection(X)
         return self.classes_[np.searchsorted(self.thresholds_, f, side="left")]
 
-    def score(self, X: ArrayLike) -> NDArray[np.float64]:
+    def score(self, X: ArrayLike, y: Any = None) -> NDArray[np.float64]:
         """Margin uncertainty ``-min_j |<x, w> - b_j|`` (higher = reject first), shape (n,).
 
         The paper's baseline score of section 5.2.2 is the distance ``min_j |<x, w> -
         b_j|`` (a confidence); it is negated here, see :func:`abstain.scores.ordinal_margin`.
         Unlike a scikit-learn classifier's ``score(X, y)`` this is not the accuracy:
-        give scikit-learn's model selection an explicit ``scoring``.
+        ``y`` is ignored (with a warning when given; scikit-learn's pipelines pass it),
+        so give scikit-learn's model selection an explicit ``scoring``.
         """
-        return ordinal_margin(self.decision_function(X), self.thresholds_)
+        warn_y_ignored("SVOR", y)
+        return ordinal_margin(self.projection(X), self.thresholds_)
 
     def margin_score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Deprecated alias of :meth:`score` (the margin uncertainty); removed in 0.3.

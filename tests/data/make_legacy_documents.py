@@ -144,7 +144,7 @@ def main() -> None:
     # abstain.svor/1
     Xo = rng.normal(size=(40, 2))
     yo = np.clip(np.round(Xo[:, 0] + 2), 1, 3).astype(int)
-    add("svor SVOR", SVOR(C=10.0).fit(Xo, yo), "decision_function", rng.normal(size=(5, 2)))
+    add("svor SVOR", SVOR(C=10.0).fit(Xo, yo), "projection", rng.normal(size=(5, 2)))
 
     out = Path(__file__).with_name("legacy_documents.json")
     out.write_text(json.dumps(cases, indent=1) + "\n", encoding="utf-8")

@@ -82,3 +82,22 @@ def _with_sklearn(sk_error: type) -> type[NotFittedError]:
     both = type("NotFittedError", (NotFittedError, sk_error), {})
     both.__module__ = NotFittedError.__module__
     return both
+
+
+def warn_y_ignored(owner: str, y: Any) -> None:
+    """Warn that ``score(X, y)`` ignores ``y`` (present for scikit-learn's pipelines).
+
+    scikit-learn passes ``y`` to ``score`` inside pipelines and model selection, where a
+    classifier's ``score`` is its accuracy; abstain's ``score`` is the uncertainty.
+    """
+    if y is None:
+        return
+    import warnings
+
+    warnings.warn(
+        f"{owner}.score(X) returns each sample's uncertainty and ignores y; for the "
+        f"accuracy use sklearn.metrics.accuracy_score(y, model.predict(X)), and give "
+        f"scikit-learn's model selection scoring='accuracy'.",
+        UserWarning,
+        stacklevel=3,
+    )

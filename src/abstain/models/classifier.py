@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import ParamsMixin, not_fitted_error
+from .._core.base import ParamsMixin, not_fitted_error, warn_y_ignored
 from .._core.deprecation import warn_renamed
 from .._core.optional import require
 from ..scores.losses import check_loss_matrix
@@ -244,14 +244,16 @@ class SelectiveClassifier(ParamsMixin):
             )
         return model
 
-    def score(self, X: Any) -> NDArray[np.float64]:
+    def score(self, X: Any, y: Any = None) -> NDArray[np.float64]:
         """Uncertainty of each sample's prediction (higher = rejected first), shape (n,).
 
         The score the fitted reject model thresholds. Unlike a scikit-learn
-        classifier's ``score(X, y)`` this is not the accuracy: give scikit-learn's model
-        selection an explicit ``scoring``.
+        classifier's ``score(X, y)`` this is not the accuracy: ``y`` is ignored (with a
+        warning when given; scikit-learn's pipelines pass it), so give scikit-learn's
+        model selection an explicit ``scoring``.
         """
         self._check_fitted("reject_model_")
+        warn_y_ignored("SelectiveClassifier", y)
         return self._predict_and_score(X)[1]
 
     def uncertainty(self, X: Any) -> NDArray[np.float64]:
