@@ -153,21 +153,21 @@ def test_combine_errors():
         combine(Z, "tippett")
     with pytest.raises(ValueError, match="scale must be one of 'z', 'p'"):
         combine(Z, scale="q")
-    with pytest.raises(ValueError, match=r"Z must be a non-empty 2-D array .*reshape\(1, -1\)"):
+    with pytest.raises(ValueError, match=r"values must be a non-empty 2-D array .*reshape\(1, -1\)"):
         combine([0.1, 0.2])
-    with pytest.raises(ValueError, match=r"Z must be a non-empty 2-D array .*shape \(0, 2\)"):
+    with pytest.raises(ValueError, match=r"values must be a non-empty 2-D array .*shape \(0, 2\)"):
         combine(np.zeros((0, 2)))
-    with pytest.raises(ValueError, match="Z must be finite; got 1 NaN"):
+    with pytest.raises(ValueError, match="values must be finite; got 1 NaN"):
         combine([[0.0, np.nan]])
-    with pytest.raises(ValueError, match="Z must be finite; got 1 infinite"):
+    with pytest.raises(ValueError, match="values must be finite; got 1 infinite"):
         combine([[0.0, np.inf]])
-    with pytest.raises(ValueError, match="Z must be an array of real numbers"):
+    with pytest.raises(ValueError, match="values must be an array of real numbers"):
         combine([["a", "b"]])
-    with pytest.raises(ValueError, match=r"P must hold p-values in \(0, 1\]; got 1 outside"):
+    with pytest.raises(ValueError, match=r"values must hold p-values in \(0, 1\]; got 1 outside"):
         combine([[0.0, 0.5]], "fisher", scale="p")
-    with pytest.raises(ValueError, match=r"P must hold p-values in \(0, 1\]; got 2 outside"):
+    with pytest.raises(ValueError, match=r"values must hold p-values in \(0, 1\]; got 2 outside"):
         combine([[1.5, -0.1]], "fisher", scale="p")
-    with pytest.raises(ValueError, match="P must not contain NaN"):
+    with pytest.raises(ValueError, match="values must not contain NaN"):
         combine([[np.nan, 0.5]], "fisher", scale="p")
     with pytest.raises(ValueError, match=r"epsilon is used only by methods 'glrt' and 'glrt_cov'"):
         combine(Z, "fisher", epsilon=0.1)
@@ -185,5 +185,5 @@ def test_combine_errors():
         combine(Z, "glrt_cov", cov=[[1.0, 2.0], [2.0, 1.0]])
     with pytest.raises(ValueError, match="cov must be finite"):
         combine(Z, "glrt_cov", cov=[[1.0, np.nan], [np.nan, 1.0]])
-    with pytest.raises(ValueError, match=r"P must be < 1 for method='glrt_cov'"):
+    with pytest.raises(ValueError, match=r"values must be < 1 for method='glrt_cov'"):
         combine([[1.0, 0.5]], "glrt_cov", scale="p", cov=np.eye(2))

@@ -107,7 +107,7 @@ def as_matrix(
         if not np.isfinite(arr).all():
             raise ValueError(f"{name} must be finite; got {_nonfinite(arr)}.")
     elif np.isnan(arr).any():
-        raise ValueError(f"{name} must not contain NaN; got {int(np.isnan(arr).sum())}.")
+        raise ValueError(f"{name} must not contain NaN; got {int(np.isnan(arr).sum())} NaN value(s).")
     return arr
 
 
@@ -123,7 +123,8 @@ def as_pvalues(values: ArrayLike, name: str = "P") -> NDArray[np.float64]:
     if bad.any():
         first = arr[bad][0]
         raise ValueError(
-            f"{name} must hold p-values in (0, 1]; got {int(bad.sum())} outside, e.g. {first!r}."
+            f"{name} must hold p-values in (0, 1]; got {int(bad.sum())} outside, e.g. "
+            f"{float(first)!r}."
         )
     return arr
 

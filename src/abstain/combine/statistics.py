@@ -203,7 +203,8 @@ def combine(
     """
     name = check_choice("method", method, METHODS)
     kind = check_choice("scale", scale, ("z", "p"))
-    arr = as_matrix(values, "Z", columns="n_scores") if kind == "z" else as_pvalues(values, "P")
+    arr = (as_matrix(values, "values", columns="n_scores") if kind == "z"
+           else as_pvalues(values, "values"))
     if name in GLRT_METHODS:
         eps = 0.25 if epsilon is None else check_positive("epsilon", epsilon, allow_zero=True)
     elif epsilon is not None:
@@ -216,7 +217,7 @@ def combine(
             raise ValueError("cov must be given for method='glrt_cov' (e.g. "
                              "inlier_covariance(Z_train)); got None.")
         if kind == "p" and np.any(arr == 1.0):
-            raise ValueError("P must be < 1 for method='glrt_cov' (p = 1 is z = -inf); "
+            raise ValueError("values must be < 1 for method='glrt_cov' (p = 1 is z = -inf); "
                              f"got {int(np.sum(arr == 1.0))} value(s) equal to 1.")
         z = arr if kind == "z" else -special.ndtri(arr)
         return glrt_cov(z, as_covariance(cov, arr.shape[1]), eps)

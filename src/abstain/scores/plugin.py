@@ -195,8 +195,9 @@ def ordinal_margin(decision: ArrayLike, thresholds: ArrayLike) -> NDArray[np.flo
         raise ValueError(f"decision must have shape (n,) with n >= 1; got {d.shape}.")
     if b.ndim != 1 or b.shape[0] == 0:
         raise ValueError(f"thresholds must have shape (K - 1,) with K >= 2; got {b.shape}.")
-    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(b))):
-        raise ValueError("decision and thresholds must be finite; got NaN or infinite entries.")
+    for name, arr in (("decision", d), ("thresholds", b)):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite; got NaN or infinite entries.")
     b = np.sort(b)
     # The nearest threshold is one of the two neighbours of f in the sorted thresholds.
     pos = np.searchsorted(b, d)
