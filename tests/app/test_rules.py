@@ -261,3 +261,15 @@ def test_fit_rule_refuses_bad_targets(table, kwargs, data_kwargs, message):
     with pytest.raises(ValueError) as exc:
         fit_rule(prepare(table, **data_kwargs), **kwargs)
     assert str(exc.value) == message
+
+
+def test_infeasible_messages_never_offer_a_zero_target():
+    # Every in-distribution row scores above every OOD row: the wrong direction for both.
+    table = {"loss": [0.0, 0.0, 0.0, 0.0], "g": [0.9, 0.8, 0.2, 0.1], "is_ood": [0, 0, 1, 1]}
+    data = prepare(table, scores=["g"])
+    with pytest.raises(InfeasibleTargetError, match=r"no rule reaches precision >= 0\.99 at any "
+                                                    r"recall\.$"):
+        fit_rule(data, precision=0.99, recall=0.5)
+    with pytest.raises(InfeasibleTargetError, match=r"no rule with FPR <= 0\.1 accepts any "
+                                                    r"in-distribution row; at TPR >= 0\.5"):
+        fit_rule(data, tpr=0.5, fpr=0.1)

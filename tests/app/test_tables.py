@@ -40,6 +40,15 @@ def test_a_loss_column_wins_over_label_and_prediction():
     assert prepare(table, scores=["u"], label="label").losses.tolist() == [0.0, 1.0]
 
 
+def test_label_prediction_and_loss_columns_are_never_default_scores():
+    # A loss column beside numeric labels: the labels are not uncertainty scores.
+    table = {"loss": [0.25, 0.0, 1.0], "label": [1, 2, 3], "prediction": [1, 1, 3],
+             "is_ood": [0, 0, 0], "u": [0.1, 0.2, 0.3]}
+    assert list(prepare(table).scores) == ["u"]
+    named = {"err": [1, 0, 0], "loss": [0, 0, 0], "y": [1, 2, 3], "u": [0.1, 0.2, 0.3]}
+    assert list(prepare(named, loss="err", label="y").scores) == ["u"]
+
+
 def test_ood_rows_have_loss_zero_whatever_their_loss_cells_hold():
     data = prepare({"loss": [1.0, nan, 3.0, 1.0], "u": [0.1, 0.2, 0.3, 0.4],
                     "is_ood": [0, 1, 1, 0]})

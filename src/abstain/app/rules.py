@@ -144,19 +144,23 @@ def fit_rule(
                 assert tpr is not None and fpr is not None
                 best = float(m.ood_roc_curve(data.is_ood, s, fpr=[fpr]).tpr[0])
                 least = least_fpr_at_tpr(s, data.is_ood, tpr)
+                at_fpr = (f"no rule with FPR <= {fpr:g} accepts any in-distribution row"
+                          if best <= 0.0 else f"at FPR <= {fpr:g} the highest attainable TPR "
+                          f"is {_round(best, down=True)}")
                 raise InfeasibleTargetError(
-                    f"TPR >= {tpr:g} with FPR <= {fpr:g} is infeasible: at FPR <= {fpr:g} "
-                    f"the highest attainable TPR is {_round(best, down=True)}; at TPR >= "
+                    f"TPR >= {tpr:g} with FPR <= {fpr:g} is infeasible: {at_fpr}; at TPR >= "
                     f"{tpr:g} the lowest attainable FPR is {_round(least, down=False)}.")
             assert precision is not None and recall is not None
             best = float(m.ood_pr_curve(data.is_ood, s, recall=[recall],
                                         ood_prior=ood_prior).precision[0])
             most = most_recall_at_precision(s, data.is_ood, precision, ood_prior=ood_prior)
+            at_precision = (f"no rule reaches precision >= {precision:g} at any recall"
+                            if most <= 0.0 else f"at precision >= {precision:g} the highest "
+                            f"attainable recall is {_round(most, down=True)}")
             raise InfeasibleTargetError(
                 f"precision >= {precision:g} with recall >= {recall:g} is infeasible: at "
                 f"recall >= {recall:g} the highest attainable precision is "
-                f"{_round(best, down=True)}; at precision >= {precision:g} the highest "
-                f"attainable recall is {_round(most, down=True)}.")
+                f"{_round(best, down=True)}; {at_precision}.")
         return sel
     if data.ood_score is not None:
         raise ValueError(f"{kind} takes one score column; an OOD score ({data.ood_score!r}) "

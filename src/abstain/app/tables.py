@@ -135,7 +135,9 @@ def prepare(
         Label and prediction columns (default ``"label"`` and ``"prediction"``),
         compared as values (numbers or text).
     scores : sequence of str, optional
-        Score columns. Default: every numeric column not used otherwise.
+        Score columns. Default: every numeric column other than the loss, OOD, label
+        and prediction columns (the names given, and ``loss``, ``is_ood``, ``label``
+        and ``prediction`` in any case), whether or not the loss is computed from them.
     is_ood : str, optional
         OOD column (0/1 or true/false). Default: ``"is_ood"`` if present.
     ood_score : str, optional
@@ -202,7 +204,10 @@ def prepare(
             f"columns; name them. The columns are: {', '.join(map(repr, table))}."
         )
     if scores is None:
-        taken = set(used) | set(loss_cols)
+        # The loss, OOD, label and prediction columns are never scores by default, even
+        # when the loss comes from another column: a numeric label is not an uncertainty.
+        taken = set(used) | set(loss_cols) | {"label", "prediction", "loss", "is_ood"}
+        taken |= {name for name in (label, prediction, loss, is_ood) if name is not None}
         names = [k for k, v in table.items() if k not in taken and v.dtype.kind == "f"]
         if not names:
             raise ColumnError("found no score column: the table has no numeric column besides "
