@@ -153,7 +153,8 @@ def test_combine_errors():
         combine(Z, "tippett")
     with pytest.raises(ValueError, match="scale must be one of 'z', 'p'"):
         combine(Z, scale="q")
-    with pytest.raises(ValueError, match=r"values must be a non-empty 2-D array .*reshape\(1, -1\)"):
+    with pytest.raises(ValueError,
+                       match=r"values must be a non-empty 2-D array .*reshape\(1, -1\)"):
         combine([0.1, 0.2])
     with pytest.raises(ValueError, match=r"values must be a non-empty 2-D array .*shape \(0, 2\)"):
         combine(np.zeros((0, 2)))

@@ -107,7 +107,8 @@ def as_matrix(
         if not np.isfinite(arr).all():
             raise ValueError(f"{name} must be finite; got {_nonfinite(arr)}.")
     elif np.isnan(arr).any():
-        raise ValueError(f"{name} must not contain NaN; got {int(np.isnan(arr).sum())} NaN value(s).")
+        n_nan = int(np.isnan(arr).sum())
+        raise ValueError(f"{name} must not contain NaN; got {n_nan} NaN value(s).")
     return arr
 
 
