@@ -52,3 +52,16 @@ def figure(who: str, **kwargs: Any) -> Any:
     switches the user's plotting backend nor leaves figures open in pyplot.
     """
     return require("matplotlib.figure", "plot", who).Figure(**kwargs)
+
+
+def axes(ax: Any, who: str, figsize: tuple[float, float] = (5, 4)) -> Any:
+    """``ax`` itself, or new axes from pyplot (extra ``plot``) when ``ax`` is None.
+
+    Only the user-facing plotting API calls this: when the user gives no axes, a new
+    pyplot figure is what they expect to show or save.
+    """
+    if ax is not None:
+        return ax
+    plt = require("matplotlib.pyplot", "plot", who)
+    _, new = plt.subplots(figsize=figsize)
+    return new

@@ -79,6 +79,9 @@ class SelectiveClassifier(ParamsMixin):
     estimator_ : the fitted classifier
     reject_model_ : the fitted reject model
     classes_ : ndarray of shape (K,)
+    loss_matrix_ : ndarray of shape (K, K)
+        ``loss_matrix_[true, predicted]``, class indices into ``classes_``: ``loss``, or
+        the 0/1 loss when it is None.
 
     Notes
     -----
@@ -221,7 +224,8 @@ class SelectiveClassifier(ParamsMixin):
         if not np.all(np.isin(y_cal, self.classes_)):
             raise ValueError("y holds labels the estimator was not trained on.")
         true = np.searchsorted(self.classes_, y_cal)
-        losses = self._loss_matrix()[true, pred]
+        self.loss_matrix_ = self._loss_matrix()
+        losses = self.loss_matrix_[true, pred]
         params = base.get_params(deep=False)
         if params.get("random_state") is None:
             params["random_state"] = self.random_state

@@ -1,4 +1,4 @@
-"""Plots of the curves in :mod:`abstain.metrics` (matplotlib, the ``plot`` extra).
+"""Functions that draw a metric result of :mod:`abstain.metrics` (matplotlib, extra ``plot``).
 
 Each function takes a metric result as returned by its function (a
 :class:`~abstain.metrics.RiskCoverageCurve`, :class:`~abstain.metrics.ROCCurve`,
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._core.optional import require
-from .metrics import PRCurve, RiskCoverageCurve, RiskTPRCurve, ROCCurve
+from .._core.optional import axes
+from ..metrics import PRCurve, RiskCoverageCurve, RiskTPRCurve, ROCCurve
 
 __all__ = [
     "plot_risk_coverage",
@@ -30,16 +30,8 @@ __all__ = [
 ]
 
 
-def _pyplot() -> Any:
-    return require("matplotlib.pyplot", "plot", "abstain.plot")
-
-
 def _axes(ax: Any) -> Any:
-    if ax is not None:
-        return ax
-    plt = _pyplot()
-    _, ax = plt.subplots(figsize=(5, 4))
-    return ax
+    return axes(ax, "abstain.plot")
 
 
 def plot_risk_coverage(curve: RiskCoverageCurve, *, label: str | None = None,

@@ -1,0 +1,487 @@
+"""Display objects in scikit-learn's style: compute once, draw on any axes.
+
+Each display holds the points of one curve (and, where asked, its random and oracle
+references and the operating point of a fitted rule), is built with
+``from_predictions`` (or ``from_estimator`` where an estimator gives the scores), and
+draws with :meth:`plot`, which sets ``ax_``, ``figure_`` and ``line_`` and puts the
+curve's area in the legend. Higher scores are rejected first, as everywhere in abstain.
+
+References, drawn when ``plot(references=...)`` names them:
+
+- ``"random"``: the rule that accepts at random (the same expected risk at every
+  coverage; the chance diagonal of the ROC; precision equal to the ID fraction);
+- ``"oracle"``: the rule that knows the losses (rejects the largest loss first) or
+  the OOD labels (rejects every OOD row first).
+
+The operating point of a fitted ``rule`` is computed on the display's own rows from
+``rule.accept_proba(scores)``, with the same randomised acceptance of tied scores as
+the rule applies: a coverage and a selective risk, or a TPR and an FPR.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .. import metrics as m
+from .._core.validation import as_losses_and_scores, check_choice
+from .._core.optional import axes
+
+__all__ = [
+    "RiskCoverageDisplay",
+    "GeneralizedRiskCoverageDisplay",
+    "OODRocDisplay",
+    "OODPrecisionRecallDisplay",
+    "RiskAtFPRDisplay",
+]
+
+_REFERENCES = ("random", "oracle")
+_REFERENCE_STYLE = {"random": {"color": "0.6", "ls": ":", "lw": 1.0},
+                    "oracle": {"color": "0.3", "ls": "-.", "lw": 1.0}}
+
+
+def _is_ood_array(is_ood: ArrayLike) -> NDArray[np.bool_]:
+    return np.asarray(is_ood).astype(bool)
+
+
+def _rule_accept(rule: Any, scores: ArrayLike) -> NDArray[np.float64]:
+    """``rule.accept_proba(scores)``, or a clear error for anything without it."""
+    if not hasattr(rule, "accept_proba"):
+        raise ValueError(f"rule must be a fitted reject rule with accept_proba (a CostBased, "
+                         f"BoundedAbstention, BoundedTPRFPR, ...); got {type(rule).__name__}.")
+    return np.asarray(rule.accept_proba(scores), dtype=np.float64)
+
+
+class _Display:
+    """What every display shares: the curve, its area, references and a point."""
+
+    _x_label = ""
+    _y_label = ""
+    _area_name = ""
+    _steps = False
+
+    x: NDArray[np.float64]
+    y: NDArray[np.float64]
+    area: float | None
+    name: str | None
+    point: tuple[float, float] | None
+    references: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]
+
+    def _label(self, name: str | None) -> str | None:
+        name = self.name if name is None else name
+        if self.area is None or not np.isfinite(self.area):
+            return name
+        area = f"{self._area_name} = {self.area:.4f}"
+        return area if name is None else f"{name} ({area})"
+
+    def _limits(self, ax: Any) -> None:
+        ax.set_xlim(0.0, 1.0)
+
+    def plot(self, ax: Any = None, *, name: str | None = None,
+             references: Sequence[str] = (), **line: Any) -> Any:
+        """Draw the curve on ``ax`` (a new figure when None); return the display.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+        name : str, optional
+            The legend name; the display's own ``name`` when None. The area follows
+            it in the legend.
+        references : sequence of {"random", "oracle"}
+            Reference curves to draw beside it (computed by ``from_predictions``).
+        **line
+            Matplotlib line properties of the curve (``ls``, ``marker``, ``color``).
+        """
+        for ref in references:
+            check_choice("references", ref, _REFERENCES)
+            if ref not in self.references:
+                raise ValueError(f"references: this display has no {ref!r} curve; build it "
+                                 f"with from_predictions or from_estimator.")
+        ax = axes(ax, "abstain.plot")
+        if self._steps:
+            line.setdefault("drawstyle", "steps-post")
+        (self.line_,) = ax.plot(self.x, self.y, label=self._label(name), **line)
+        self.reference_lines_ = {}
+        for ref in references:
+            rx, ry = self.references[ref]
+            style = dict(_REFERENCE_STYLE[ref])
+            if self._steps and ref == "oracle":
+                style["drawstyle"] = "steps-post"
+            (self.reference_lines_[ref],) = ax.plot(rx, ry, label=ref, **style)
+        self.point_ = None
+        if self.point is not None:
+            (self.point_,) = ax.plot(*self.point, marker="o", ms=7, ls="none",
+                                     color=self.line_.get_color(), markeredgecolor="black",
+                                     label=f"rule: {self._point_text()}")
+        ax.set_xlabel(self._x_label)
+        ax.set_ylabel(self._y_label)
+        self._limits(ax)
+        ax.legend(fontsize=8)
+        self.ax_ = ax
+        self.figure_ = ax.figure
+        return self
+
+    def _point_text(self) -> str:
+        assert self.point is not None
+        return f"({self.point[0]:.3f}, {self.point[1]:.3f})"
+
+
+class RiskCoverageDisplay(_Display):
+    """Risk-coverage curve: selective risk against coverage, area AuRC.
+
+    Parameters
+    ----------
+    coverage, risk : ndarray of shape (G,)
+        The curve, one point per distinct uncertainty value (see
+        :func:`abstain.metrics.risk_coverage_curve`; tied scores form one point).
+    aurc : float, optional
+        Shown in the legend.
+    name : str, optional
+    point : (coverage, risk), optional
+        The operating point of a fitted rule.
+    references : dict, optional
+        ``{"random" | "oracle": (coverage, risk)}``.
+
+    Examples
+    --------
+    >>> from abstain.plot import RiskCoverageDisplay
+    >>> d = RiskCoverageDisplay.from_predictions([0, 1, 0, 1], [0.1, 0.9, 0.2, 0.3],
+    ...                                          name="u")
+    >>> d.line_.get_label()
+    'u (AuRC = 0.2083)'
+    """
+
+    _x_label = "coverage"
+    _y_label = "selective risk"
+    _area_name = "AuRC"
+    _steps = True
+
+    def __init__(self, coverage: ArrayLike, risk: ArrayLike, *, aurc: float | None = None,
+                 name: str | None = None, point: tuple[float, float] | None = None,
+                 references: dict[str, tuple[Any, Any]] | None = None) -> None:
+        self.x = np.asarray(coverage, dtype=np.float64)
+        self.y = np.asarray(risk, dtype=np.float64)
+        self.area = aurc
+        self.name = name
+        self.point = point
+        self.references = {k: (np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+                           for k, (a, b) in (references or {}).items()}
+
+    @property
+    def coverage(self) -> NDArray[np.float64]:
+        return self.x
+
+    @property
+    def risk(self) -> NDArray[np.float64]:
+        return self.y
+
+    @classmethod
+    def _compute(cls, losses: NDArray[np.float64], u: NDArray[np.float64],
+                 rule: Any) -> dict[str, Any]:
+        curve = m.risk_coverage_curve(losses, u)
+        oracle = m.risk_coverage_curve(losses, losses)
+        mean = float(losses.mean())
+        point = None
+        if rule is not None:
+            c = _rule_accept(rule, u)
+            kept = float(c.sum())
+            point = (kept / c.size, float(c @ losses) / kept if kept > 0 else float("nan"))
+        return {"curve": curve, "oracle": oracle, "mean": mean, "point": point,
+                "aurc": m.aurc(losses, u), "augrc": m.augrc(losses, u), "n": losses.size}
+
+    @classmethod
+    def _build(cls, c: dict[str, Any], name: str | None) -> Any:
+        curve, oracle, mean = c["curve"], c["oracle"], c["mean"]
+        return cls(curve.coverage, curve.risk, aurc=c["aurc"], name=name, point=c["point"],
+                   references={"random": ([0.0, 1.0], [mean, mean]),
+                               "oracle": (oracle.coverage, oracle.risk)})
+
+    @classmethod
+    def from_predictions(cls, losses: ArrayLike, uncertainty: ArrayLike, *,
+                         name: str | None = None, rule: Any = None, ax: Any = None,
+                         references: Sequence[str] = (), **line: Any) -> Any:
+        """Compute the curve of ``uncertainty`` (higher rejected first) and draw it.
+
+        ``rule`` is a fitted selective reject rule whose operating point on these rows
+        is marked; ``references`` as in :meth:`plot`.
+        """
+        ls, u = as_losses_and_scores(losses, uncertainty)
+        d = cls._build(cls._compute(ls, u, rule), name)
+        return d.plot(ax, references=references, **line)
+
+    @classmethod
+    def from_estimator(cls, estimator: Any, X: Any, y: ArrayLike, *, name: str | None = None,
+                       rule: bool = True, ax: Any = None, references: Sequence[str] = (),
+                       **line: Any) -> Any:
+        """The curve of a fitted :class:`~abstain.SelectiveClassifier` on ``(X, y)``.
+
+        The losses are the classifier's loss matrix at its predictions (0/1 by
+        default), the score its ``score(X)``; with ``rule=True`` the operating point
+        of its reject model is marked.
+        """
+        u = np.asarray(estimator.score(X), dtype=np.float64)
+        losses = _estimator_losses(estimator, X, y)
+        d = cls._build(cls._compute(losses, u, estimator.reject_model_ if rule else None),
+                       type(estimator).__name__ if name is None else name)
+        return d.plot(ax, references=references, **line)
+
+    def _point_text(self) -> str:
+        assert self.point is not None
+        return f"coverage {self.point[0]:.3f}, risk {self.point[1]:.4f}"
+
+
+def _estimator_losses(estimator: Any, X: Any, y: ArrayLike) -> NDArray[np.float64]:
+    """Per-row loss of a fitted SelectiveClassifier's predictions of ``X`` against ``y``."""
+    if not hasattr(estimator, "loss_matrix_"):
+        raise ValueError(f"estimator must be a fitted SelectiveClassifier; got "
+                         f"{type(estimator).__name__}.")
+    classes = np.asarray(estimator.classes_)
+    y = np.asarray(y)
+    if not np.all(np.isin(y, classes)):
+        raise ValueError("y holds labels the estimator was not trained on.")
+    pred = np.searchsorted(classes, estimator.predict(X))
+    return np.asarray(estimator.loss_matrix_[np.searchsorted(classes, y), pred],
+                      dtype=np.float64)
+
+
+class GeneralizedRiskCoverageDisplay(RiskCoverageDisplay):
+    """Generalized risk-coverage curve: the joint risk ``sum of accepted losses / n``
+    against coverage, area AUGRC (see :func:`abstain.metrics.augrc`).
+
+    Built and drawn as :class:`RiskCoverageDisplay`; the random reference is
+    ``mean loss x coverage``, the oracle's the smallest joint risk at each coverage.
+
+    Examples
+    --------
+    >>> from abstain.plot import GeneralizedRiskCoverageDisplay
+    >>> d = GeneralizedRiskCoverageDisplay.from_predictions([0, 1], [0.1, 0.9])
+    >>> d.line_.get_label(), d.risk.tolist()
+    ('AUGRC = 0.2500', [0.0, 0.5])
+    """
+
+    _y_label = "generalized risk (accepted loss / n)"
+    _area_name = "AUGRC"
+
+    @classmethod
+    def _build(cls, c: dict[str, Any], name: str | None) -> Any:
+        curve, oracle, mean = c["curve"], c["oracle"], c["mean"]
+        point = c["point"]
+        if point is not None:
+            point = (point[0], point[0] * point[1] if point[0] > 0 else 0.0)
+        return cls(curve.coverage, curve.coverage * curve.risk, aurc=c["augrc"], name=name,
+                   point=point,
+                   references={"random": ([0.0, 1.0], [0.0, mean]),
+                               "oracle": (oracle.coverage, oracle.coverage * oracle.risk)})
+
+    def _point_text(self) -> str:
+        assert self.point is not None
+        return f"coverage {self.point[0]:.3f}, generalized risk {self.point[1]:.4f}"
+
+
+class _OODDisplay(_Display):
+    """ROC-type displays of an OOD score (one or two columns), ID positive."""
+
+    def __init__(self, x: ArrayLike, y: ArrayLike, *, area: float | None = None,
+                 name: str | None = None, point: tuple[float, float] | None = None,
+                 references: dict[str, tuple[Any, Any]] | None = None) -> None:
+        self.x = np.asarray(x, dtype=np.float64)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.area = area
+        self.name = name
+        self.point = point
+        self.references = {k: (np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+                           for k, (a, b) in (references or {}).items()}
+
+    @staticmethod
+    def _rates(rule: Any, scores: Any, ood: NDArray[np.bool_]) -> tuple[float, float, float]:
+        """TPR, FPR and precision (ID positive) of a rule's acceptance on these rows."""
+        c = _rule_accept(rule, scores)
+        tpr, fpr = float(c[~ood].mean()), float(c[ood].mean())
+        kept = float(c.sum())
+        return tpr, fpr, (float(c[~ood].sum()) / kept if kept > 0 else float("nan"))
+
+    @classmethod
+    def from_predictions(cls, is_ood: ArrayLike, scores: ArrayLike, *,
+                         name: str | None = None, rule: Any = None, ax: Any = None,
+                         references: Sequence[str] = (), **line: Any) -> Any:
+        """Compute the curve of ``scores`` (one column, or two for a double score: the
+        envelope over directions) and draw it; ``rule`` is a fitted OOD rule whose
+        operating point on these rows is marked."""
+        d = cls._from_scores(_is_ood_array(is_ood), scores, rule, name)
+        return d.plot(ax, references=references, **line)
+
+    @classmethod
+    def from_estimator(cls, estimator: Any, X: Any, is_ood: ArrayLike, *,
+                       name: str | None = None, rule: bool = True, ax: Any = None,
+                       references: Sequence[str] = (), **line: Any) -> Any:
+        """The curve of a fitted detector's ``score(X)`` (higher = more OOD).
+
+        With ``rule=True`` and an estimator that decides (a ``DoubleScoreDetector``
+        with a fitted selector, anything with ``accept_proba``), its operating point is
+        marked.
+        """
+        s = np.asarray(estimator.score(X), dtype=np.float64)
+        ood = _is_ood_array(is_ood)
+        point_rule = None
+        if rule and hasattr(estimator, "accept_proba"):
+            point_rule = _Accepting(estimator, X)
+        d = cls._from_scores(ood, s, point_rule,
+                             type(estimator).__name__ if name is None else name)
+        return d.plot(ax, references=references, **line)
+
+    @classmethod
+    @abc.abstractmethod
+    def _from_scores(cls, ood: NDArray[np.bool_], scores: Any, rule: Any,
+                     name: str | None) -> Any:
+        """The display of ``scores`` on these rows, with the rule's point."""
+
+
+class _Accepting:
+    """An estimator's decision on fixed inputs, as a rule on any scores of those rows."""
+
+    def __init__(self, estimator: Any, X: Any) -> None:
+        self._c = np.asarray(estimator.accept_proba(X), dtype=np.float64)
+
+    def accept_proba(self, scores: Any) -> NDArray[np.float64]:
+        return self._c
+
+
+class OODRocDisplay(_OODDisplay):
+    """ROC curve of an OOD score: TPR (ID accepted) against FPR (OOD accepted), area AUROC.
+
+    Examples
+    --------
+    >>> from abstain.plot import OODRocDisplay
+    >>> d = OODRocDisplay.from_predictions([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], name="s",
+    ...                                    references=["random"])
+    >>> d.line_.get_label()
+    's (AUROC = 0.7500)'
+    """
+
+    _x_label = "FPR (fraction of OOD accepted)"
+    _y_label = "TPR (fraction of ID accepted)"
+    _area_name = "AUROC"
+
+    @classmethod
+    def _from_scores(cls, ood: NDArray[np.bool_], scores: Any, rule: Any,
+                     name: str | None) -> OODRocDisplay:
+        curve = m.ood_roc_curve(ood, scores)
+        point = None
+        if rule is not None:
+            tpr, fpr, _ = cls._rates(rule, scores, ood)
+            point = (fpr, tpr)
+        return cls(curve.fpr, curve.tpr, area=m.auroc(ood, scores), name=name, point=point,
+                   references={"random": ([0.0, 1.0], [0.0, 1.0]),
+                               "oracle": ([0.0, 0.0, 1.0], [0.0, 1.0, 1.0])})
+
+    def _limits(self, ax: Any) -> None:
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.02)
+
+    def _point_text(self) -> str:
+        assert self.point is not None
+        return f"TPR {self.point[1]:.3f}, FPR {self.point[0]:.3f}"
+
+
+class OODPrecisionRecallDisplay(_OODDisplay):
+    """PR curve of an OOD score with ID positive: precision against recall (TPR),
+    area AUPR-In (see :func:`abstain.metrics.aupr_in`).
+
+    Examples
+    --------
+    >>> from abstain.plot import OODPrecisionRecallDisplay
+    >>> d = OODPrecisionRecallDisplay.from_predictions([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    >>> d.line_.get_label()
+    'AUPR-In = 0.8333'
+    """
+
+    _x_label = "recall (TPR)"
+    _y_label = "precision (ID among accepted)"
+    _area_name = "AUPR-In"
+
+    @classmethod
+    def _from_scores(cls, ood: NDArray[np.bool_], scores: Any, rule: Any,
+                     name: str | None) -> OODPrecisionRecallDisplay:
+        curve = m.ood_pr_curve(ood, scores)
+        two = np.ndim(scores) == 2
+        point = None
+        if rule is not None:
+            tpr, _, precision = cls._rates(rule, scores, ood)
+            point = (tpr, precision)
+        base = float((~ood).mean())
+        return cls(curve.recall, curve.precision, area=None if two else m.aupr_in(ood, scores),
+                   name=name, point=point,
+                   references={"random": ([0.0, 1.0], [base, base]),
+                               "oracle": ([0.0, 1.0], [1.0, 1.0])})
+
+    def _limits(self, ax: Any) -> None:
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.02)
+
+    def _point_text(self) -> str:
+        assert self.point is not None
+        return f"recall {self.point[0]:.3f}, precision {self.point[1]:.3f}"
+
+
+class RiskAtFPRDisplay(_Display):
+    """The least selective risk of ID rows against the TPR target, at FPR <= ``fpr``
+    (see :func:`abstain.metrics.risk_coverage_curve_at_fpr`); gaps where the target is
+    infeasible. The legend carries the FPR bound (the curve has no standard area).
+
+    Examples
+    --------
+    >>> from abstain.plot import RiskAtFPRDisplay
+    >>> d = RiskAtFPRDisplay.from_predictions([0, 1, 0, 0], [0, 0, 1, 1],
+    ...                                       [0.1, 0.2, 0.5, 0.6], fpr=0.5, name="s")
+    >>> d.line_.get_label()
+    's (FPR <= 0.5)'
+    """
+
+    _x_label = "TPR (coverage of ID)"
+    _y_label = "selective risk"
+
+    def __init__(self, tpr: ArrayLike, risk: ArrayLike, *, fpr: float,
+                 name: str | None = None, point: tuple[float, float] | None = None,
+                 references: dict[str, tuple[Any, Any]] | None = None) -> None:
+        self.x = np.asarray(tpr, dtype=np.float64)
+        self.y = np.asarray(risk, dtype=np.float64)
+        self.fpr = float(fpr)
+        self.area = None
+        self.name = name
+        self.point = point
+        self.references = {k: (np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+                           for k, (a, b) in (references or {}).items()}
+
+    def _label(self, name: str | None) -> str | None:
+        name = self.name if name is None else name
+        bound = f"FPR <= {self.fpr:g}"
+        return bound if name is None else f"{name} ({bound})"
+
+    @classmethod
+    def from_predictions(cls, losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,
+                         fpr: float = 0.05, name: str | None = None, rule: Any = None,
+                         ax: Any = None, references: Sequence[str] = (),
+                         **line: Any) -> RiskAtFPRDisplay:
+        """Compute the curve at FPR <= ``fpr`` and draw it; ``rule`` is a fitted OOD
+        rule whose TPR and selective risk on these rows are marked."""
+        ood = _is_ood_array(is_ood)
+        curve = m.risk_coverage_curve_at_fpr(losses, ood, scores, fpr)
+        loss = np.where(ood, 0.0, np.nan_to_num(np.asarray(losses, dtype=np.float64)))
+        point = None
+        if rule is not None:
+            c = _rule_accept(rule, scores)
+            kept = float(c[~ood].sum())
+            point = (float(c[~ood].mean()),
+                     float(c[~ood] @ loss[~ood]) / kept if kept > 0 else float("nan"))
+        mean = float(loss[~ood].mean())
+        d = cls(curve.tpr, curve.risk, fpr=fpr, name=name, point=point,
+                references={"random": ([0.0, 1.0], [mean, mean])})
+        return d.plot(ax, references=references, **line)
+
+    def _point_text(self) -> str:
+        assert self.point is not None
+        return f"TPR {self.point[0]:.3f}, risk {self.point[1]:.4f}"

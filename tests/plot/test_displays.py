@@ -1,0 +1,151 @@
+"""abstain.plot's display objects: the curves, areas, references and operating points they
+draw equal the metrics and fitted rules they come from."""
+
+import numpy as np
+import pytest
+
+from abstain import BoundedAbstention, CostBased
+from abstain import metrics as m
+from abstain.detectors import MSP
+from abstain.ood import BoundedTPRFPR
+from abstain.plot import (
+    GeneralizedRiskCoverageDisplay,
+    OODPrecisionRecallDisplay,
+    OODRocDisplay,
+    RiskAtFPRDisplay,
+    RiskCoverageDisplay,
+)
+
+Figure = pytest.importorskip("matplotlib.figure").Figure
+
+rng = np.random.default_rng(3)
+N = 300
+IS_OOD = rng.random(N) < 0.3
+SCORES = rng.normal(IS_OOD * 1.2, 1.0).round(1)  # many ties
+LOSSES = np.where(IS_OOD, 0.0, (rng.random(N) < 0.15 + 0.1 * (SCORES > 0)).astype(float))
+ID = ~IS_OOD
+
+
+def _ax():
+    return Figure().subplots()
+
+
+def test_risk_coverage_display_is_the_metric_curve_with_its_aurc():
+    ax = _ax()
+    d = RiskCoverageDisplay.from_predictions(LOSSES[ID], SCORES[ID], name="u", ax=ax,
+                                             references=("random", "oracle"))
+    curve = m.risk_coverage_curve(LOSSES[ID], SCORES[ID])
+    np.testing.assert_array_equal(d.coverage, curve.coverage)
+    np.testing.assert_array_equal(d.risk, curve.risk)
+    assert d.line_.get_label() == f"u (AuRC = {m.aurc(LOSSES[ID], SCORES[ID]):.4f})"
+    assert d.ax_ is ax and d.figure_ is ax.figure
+    assert set(d.reference_lines_) == {"random", "oracle"}
+    np.testing.assert_array_equal(d.reference_lines_["random"].get_ydata(),
+                                  [LOSSES[ID].mean()] * 2)
+
+
+def test_oracle_is_the_mean_of_the_smallest_losses_at_each_coverage():
+    losses = rng.integers(0, 3, 40).astype(float)  # ties among the losses
+    d = RiskCoverageDisplay.from_predictions(losses, rng.random(40), ax=_ax())
+    cov, risk = d.references["oracle"]
+    ordered = np.sort(losses)
+    for c, r in zip(cov, risk, strict=True):
+        k = round(c * losses.size)
+        assert r == pytest.approx(ordered[:k].mean())
+
+
+def test_rule_point_is_the_fitted_rules_coverage_and_risk():
+    rule = BoundedAbstention(target_coverage=0.7, random_state=0).fit(SCORES[ID], LOSSES[ID])
+    d = RiskCoverageDisplay.from_predictions(LOSSES[ID], SCORES[ID], rule=rule, ax=_ax())
+    assert d.point == pytest.approx((rule.coverage_, rule.risk_))
+    assert d.point_.get_label() == (f"rule: coverage {rule.coverage_:.3f}, risk "
+                                    f"{rule.risk_:.4f}")
+    g = GeneralizedRiskCoverageDisplay.from_predictions(LOSSES[ID], SCORES[ID], rule=rule,
+                                                        ax=_ax())
+    assert g.point == pytest.approx((rule.coverage_, rule.coverage_ * rule.risk_))
+
+
+def test_generalized_display_has_the_augrc():
+    d = GeneralizedRiskCoverageDisplay.from_predictions(LOSSES[ID], SCORES[ID], ax=_ax(),
+                                                        references=["oracle"])
+    curve = m.risk_coverage_curve(LOSSES[ID], SCORES[ID])
+    np.testing.assert_allclose(d.risk, curve.coverage * curve.risk)
+    assert d.line_.get_label() == f"AUGRC = {m.augrc(LOSSES[ID], SCORES[ID]):.4f}"
+
+
+def test_roc_and_pr_displays_are_the_metric_curves_with_their_areas():
+    roc = OODRocDisplay.from_predictions(IS_OOD, SCORES, name="s", ax=_ax(),
+                                         references=("random", "oracle"))
+    curve = m.ood_roc_curve(IS_OOD, SCORES)
+    np.testing.assert_array_equal(roc.x, curve.fpr)
+    np.testing.assert_array_equal(roc.y, curve.tpr)
+    assert roc.line_.get_label() == f"s (AUROC = {m.auroc(IS_OOD, SCORES):.4f})"
+    pr = OODPrecisionRecallDisplay.from_predictions(IS_OOD, SCORES, ax=_ax(),
+                                                    references=["random"])
+    assert pr.line_.get_label() == f"AUPR-In = {m.aupr_in(IS_OOD, SCORES):.4f}"
+    assert pr.references["random"][1].tolist() == [ID.mean()] * 2
+
+
+def test_ood_rule_point_is_its_tpr_and_fpr():
+    rule = BoundedTPRFPR(tpr=0.8, fpr=0.6, random_state=0).fit(SCORES, IS_OOD, LOSSES)
+    roc = OODRocDisplay.from_predictions(IS_OOD, SCORES, rule=rule, ax=_ax())
+    assert roc.point == pytest.approx((rule.fpr_, rule.tpr_))
+    at = RiskAtFPRDisplay.from_predictions(LOSSES, IS_OOD, SCORES, fpr=0.6, rule=rule,
+                                           ax=_ax())
+    assert at.point == pytest.approx((rule.tpr_, rule.risk_))
+    curve = m.risk_coverage_curve_at_fpr(LOSSES, IS_OOD, SCORES, 0.6)
+    np.testing.assert_array_equal(at.y, curve.risk)
+    assert at.line_.get_label() == "FPR <= 0.6"
+
+
+def test_two_score_columns_draw_the_envelope():
+    s2 = np.column_stack([SCORES, rng.normal(size=N)])
+    roc = OODRocDisplay.from_predictions(IS_OOD, s2, ax=_ax())
+    assert roc.area == m.auroc(IS_OOD, s2)
+
+
+def test_from_estimator_selective_classifier_marks_its_reject_model():
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import load_iris
+    from sklearn.linear_model import LogisticRegression
+
+    from abstain import SelectiveClassifier
+
+    X, y = load_iris(return_X_y=True)
+    clf = SelectiveClassifier(LogisticRegression(max_iter=500), random_state=0).fit(X, y)
+    d = RiskCoverageDisplay.from_estimator(clf, X, y, ax=_ax())
+    losses = (clf.predict(X) != y).astype(float)
+    assert d.area == m.aurc(losses, clf.score(X))
+    c = clf.accept_proba(X)
+    assert d.point == pytest.approx((c.mean(), c @ losses / c.sum()))
+    assert d.line_.get_label().startswith("SelectiveClassifier (AuRC = ")
+
+
+def test_from_estimator_detector():
+    logits = rng.normal(size=(N, 4)) + 3 * np.eye(4)[rng.integers(0, 4, N)] * ID[:, None]
+    det = MSP().fit(logits)
+    d = OODRocDisplay.from_estimator(det, logits, IS_OOD, ax=_ax())
+    assert d.area == m.auroc(IS_OOD, det.score(logits)) and d.point is None
+    assert d.line_.get_label().startswith("MSP (AUROC = ")
+
+
+def test_bad_rule_and_references_are_refused():
+    with pytest.raises(ValueError, match="rule must be a fitted reject rule"):
+        RiskCoverageDisplay.from_predictions(LOSSES, SCORES, rule="chow", ax=_ax())
+    with pytest.raises(ValueError, match="references must be one of 'random', 'oracle'"):
+        RiskCoverageDisplay.from_predictions(LOSSES, SCORES, references=["best"], ax=_ax())
+    bare = RiskCoverageDisplay([0.5, 1.0], [0.0, 0.5])
+    with pytest.raises(ValueError, match="no 'oracle' curve"):
+        bare.plot(_ax(), references=["oracle"])
+    with pytest.raises(ValueError, match="estimator must be a fitted SelectiveClassifier"):
+        RiskCoverageDisplay.from_estimator(CostBased(0.1).fit(SCORES, LOSSES), SCORES, LOSSES)
+
+
+def test_display_renders_to_png(tmp_path):
+    ax = _ax()
+    for d in (RiskCoverageDisplay.from_predictions(LOSSES[ID], SCORES[ID], ax=ax, name="a"),
+              RiskCoverageDisplay.from_predictions(LOSSES[ID], -SCORES[ID], ax=ax, name="b",
+                                                   ls="--", references=["oracle"])):
+        assert d.ax_ is ax
+    ax.figure.savefig(tmp_path / "rc.png")
+    assert (tmp_path / "rc.png").stat().st_size > 1000
