@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint bench bench-paper1 bench-ood bench-combine data data-ood clean
+.PHONY: demo test test-fast lint docs report-check bench bench-paper1 bench-ood bench-combine data data-ood clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,27 @@ test-fast: $(VENV)/.dev-installed
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy src
+
+# The figures that docs/plots.md and docs/cli.md link (docs/figures/).
+docs: $(VENV)/.dev-installed
+	$(BIN)/python docs/make_figures.py
+
+# The HTML report in Debian's Chromium, headless (tests/app/test_report_browser.py):
+# installs chromium (apt-get as root, else password-less sudo), then runs the check;
+# screenshots land in out/.
+report-check: $(VENV)/.dev-installed
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y --no-install-recommends chromium || \
+		{ apt-get update && apt-get install -y --no-install-recommends chromium; }; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+		sudo apt-get install -y --no-install-recommends chromium || \
+		{ sudo apt-get update && sudo apt-get install -y --no-install-recommends chromium; }; \
+	else \
+		echo "Not root and no password-less sudo; install Chromium with:"; \
+		echo "  sudo apt-get install -y chromium"; exit 1; \
+	fi
+	$(BIN)/python -m pytest -q -rs tests/app/test_report_browser.py
 
 bench: $(VENV)/.dev-installed
 	$(BIN)/python benchmarks/bench_metrics.py

@@ -47,4 +47,4 @@ def test_cli_page_output(tmp_path, monkeypatch, capsys):
         shown = out if code == 0 else err
         assert shown.rstrip("\n").splitlines() == expected, command
         assert (code == 0) == (not any(line.startswith("abstain ") for line in expected))
-    assert Path("report.html").read_text().count("data:image/png;base64,") == 6
+    assert Path("report.html").read_text().count("data:image/png;base64,") == 7

@@ -347,3 +347,14 @@ def test_nan_on_id_rows_and_inf_anywhere_are_refused() -> None:
     for ls in ([0, 0, np.inf, 0], [np.inf, 0, 0, 0]):
         with pytest.raises(ValueError, match=r"^losses must be finite; got 1 infinite value"):
             metrics.oscr(ls, O4, S4)
+
+
+def test_pandas_series_are_accepted_wherever_arrays_are() -> None:
+    pd = pytest.importorskip("pandas")
+    s, loss, ood = pd.Series(U), pd.Series(L01), pd.Series(OOD)
+    assert metrics.aurc(loss, s) == metrics.aurc(L01, U)
+    assert metrics.auroc(ood, s) == metrics.auroc(OOD, U)
+    assert metrics.oscr(loss, ood, s) == metrics.oscr(L01, OOD, U)
+    rule = models.BoundedAbstention(0.5).fit(s, loss)
+    assert rule.threshold_ == models.BoundedAbstention(0.5).fit(U, L01).threshold_
+    assert rule.accept_proba(s).tolist() == rule.accept_proba(U).tolist()

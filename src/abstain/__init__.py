@@ -8,6 +8,7 @@ Every fitted object writes itself with ``to_json`` and :func:`load_json` reads a
 """
 
 from ._core.serialize import load_json
+from ._core.version import VERSION
 from .exceptions import InfeasibleTargetWarning, NotFittedError
 from .models.classifier import SelectiveClassifier
 from .models.selective import (
@@ -30,4 +31,4 @@ __all__ = [
     "rule_from_json",
 ]
 
-__version__ = "0.1.0"
+__version__ = VERSION

@@ -337,7 +337,7 @@ def test_evaluate_double_score_pair(csv_file, tmp_path, capsys):
     header = out.splitlines()[1].split()
     assert header == ["risk", "distance", "risk+distance"]
     aurc_row = next(r for r in out.splitlines() if r.startswith("AuRC "))
-    assert aurc_row.split()[-1] == "-"  # a one-column metric
+    assert aurc_row.split()[-2:] == ["-", "(2)"]  # a one-column metric, note 2 says why
     doc = json.loads((tmp_path / "m.json").read_text())
     assert doc["pairs"] == {"risk+distance": ["risk", "distance"]}
     _, ood, loss, both = _ood_sample()
@@ -413,7 +413,7 @@ def test_report_has_images_and_table(csv_file, tmp_path, capsys):
                          "--progress", "always")
     assert code == 0 and "report [" in err
     text = html_path.read_text()
-    assert text.count('src="data:image/png;base64,') == 6
+    assert text.count('src="data:image/png;base64,') == 7
     for name in ("risk_coverage", "roc", "pr", "risk_at_fpr", "histograms_risk",
                  "histograms_distance"):
         assert f'alt="{name}"' in text
@@ -427,7 +427,7 @@ def test_report_draws_the_double_score_curves(csv_file, tmp_path, capsys):
                        "-o", html_path)
     assert code == 0 and err == ""
     text = html_path.read_text()
-    assert text.count('src="data:image/png;base64,') == 6
+    assert text.count('src="data:image/png;base64,') == 7
     assert "<th>risk+distance</th>" in text
     row = re.search(r"<tr><th>AUROC</th>(.*?)</tr>", text).group(1)
     _, ood, loss, both = _ood_sample()
@@ -436,12 +436,13 @@ def test_report_draws_the_double_score_curves(csv_file, tmp_path, capsys):
     figs = report_figures(data, fpr=0.05)
     for name, curve in (("roc", ood_roc_curve(ood, both)), ("pr", ood_pr_curve(ood, both))):
         (ax,) = figs[name].axes
-        line = next(ln for ln in ax.lines if ln.get_label() == "risk+distance")
+        line = next(ln for ln in ax.lines if ln.get_label().split(" (")[0] == "risk+distance")
         assert line.get_linestyle() == "--"
         np.testing.assert_array_equal(line.get_xydata(), np.stack(
             [curve[0], curve[1]] if name == "roc" else [curve.recall, curve.precision], 1))
     (ax,) = figs["risk_at_fpr"].axes
-    assert [ln.get_label() for ln in ax.lines] == ["risk", "distance", "risk+distance"]
+    assert [ln.get_label() for ln in ax.lines] == ["risk (FPR <= 0.05)", "distance (FPR <= 0.05)",
+                                                   "risk+distance (FPR <= 0.05)", "random"]
 
 
 def test_demo_subcommand_runs_the_demo(tmp_path, capsys, monkeypatch):
@@ -604,3 +605,42 @@ def test_unknown_extension(tmp_path, capsys):
     path.write_text("a\n1\n")
     line = _one_error_line(*run(capsys, "evaluate", path)[::2])
     assert "must end in one of" in line
+
+
+def test_version(capsys):
+    from abstain import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out == f"abstain {__version__}\n"
+
+
+def test_apply_reports_labelled_id_rows_and_ood_rows_apart(csv_file, tmp_path, capsys):
+    rule = tmp_path / "r.json"
+    assert main(["fit", str(csv_file), "--score", "risk", "--target-coverage", "0.8", "-o",
+                 str(rule)]) == 0
+    capsys.readouterr()
+    out_path = tmp_path / "out.csv"
+    assert main(["apply", str(rule), str(csv_file), "-o", str(out_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table = read_table(out_path)
+    ood = table["is_ood"] == 1
+    acc = table["accept"] == 1
+    k, n_id = int(acc[~ood].sum()), int((~ood).sum())
+    risk = table["loss"][~ood & acc].mean()
+    assert lines[1] == (f"ID rows: coverage {k / n_id:.4f} ({k} of {n_id} labelled rows), "
+                        f"selective risk {risk:.4f}")
+    k_ood = int(acc[ood].sum())
+    assert lines[2] == f"OOD rows: {k_ood} of {int(ood.sum())} accepted ({k_ood / ood.sum():.2%})"
+    # new rows without labels: the count only, and why
+    bare = tmp_path / "bare.csv"
+    write_table(bare, {"risk": table["risk"]})
+    assert main(["apply", str(rule), str(bare), "-o", str(tmp_path / "b.csv")]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("(no loss, or label and prediction")
+
+
+def test_fit_precision_recall_prints_the_achieved_precision(csv_file, tmp_path, capsys):
+    assert main(["fit", str(csv_file), "--score", "distance", "--precision", "0.9", "--recall",
+                 "0.5", "-o", str(tmp_path / "pr.json")]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert re.search(r"precision 0\.\d{4}, recall \(TPR\) 0\.\d{4}, FPR", line), line

@@ -124,13 +124,59 @@ def test_format_table_prints_a_dash_where_a_metric_does_not_apply():
                   fpr=0.25)
     lines = ev.format_table().splitlines()
     assert lines[0].split() == ["u", "g", "u+g"]
-    rows = {line[:26].strip(): line[26:].split() for line in lines[1:]}
+    n = len(ev.labels)
+    rows = {line[:26].strip(): line[26:].split() for line in lines[1:n + 1]}
     assert list(rows) == list(ev.labels.values())
+    # each '-' and 'nan' carries the number of the line under the table that says why
+    notes = dict(line.split(" ", 1) for line in lines[n + 1:])
     assert rows["AuRC"] == [f"{ev.metrics['u']['aurc']:.4f}", f"{ev.metrics['g']['aurc']:.4f}",
-                            "-"]
-    assert rows["E-AuRC"] == ["0.0000", f"{ev.metrics['g']['e_aurc']:.4f}", "-"]
+                            "-", "(2)"]
+    assert notes["(2)"].startswith("takes one score column")
+    assert rows["E-AuRC"] == ["0.0000", f"{ev.metrics['g']['e_aurc']:.4f}", "-", "(2)"]
     assert rows["AUROC"] == [f"{ev.metrics['u']['auroc']:.4f}", "1.0000", "1.0000"]
-    assert rows["risk at TPR>=80%, FPR<=25%"][0] == "nan"
+    assert rows["risk at TPR>=80%, FPR<=25%"][:2] == ["nan", "(1)"]
+    assert notes["(1)"].startswith("infeasible: no rule on these rows keeps TPR >= 80%")
     assert [r[2] for r in rows.values()].count("-") == 7
     assert ev.format_table(digits=2).splitlines()[1].split()[1:] == [
-        f"{ev.metrics['u']['aurc']:.2f}", f"{ev.metrics['g']['aurc']:.2f}", "-"]
+        f"{ev.metrics['u']['aurc']:.2f}", f"{ev.metrics['g']['aurc']:.2f}", "-", "(2)"]
+
+
+def test_bootstrap_intervals_are_seeded_stratified_and_bracket_the_spread():
+    data = prepare(_table(), scores=["u", "g"])
+    a = evaluate(data, n_bootstrap=40, random_state=1)
+    b = evaluate(data, n_bootstrap=40, random_state=1)
+    assert a.intervals == b.intervals and a.level == 0.95
+    assert a.metrics == evaluate(data).metrics  # the point values do not change
+    for name in ("u", "g"):
+        for key, (lo, hi) in a.intervals[name].items():
+            assert (math.isnan(lo) and math.isnan(hi)) or lo <= hi, (name, key)
+    # g puts every OOD row above every ID row: so does every stratified resample
+    assert a.intervals["g"]["auroc"] == (1.0, 1.0)
+    # the infeasible risk at TPR 95% / FPR 5% has no interval
+    assert all(math.isnan(v) for v in a.intervals["u"]["risk@tpr0.95,fpr0.05"])
+    assert "[" in a.format_table() and '"intervals"' in a.to_json()
+
+
+@pytest.mark.parametrize("n", [1, -1, 2.5, True])
+def test_bootstrap_count_is_checked(n):
+    with pytest.raises(ValueError, match="n_bootstrap must be 0 or an integer >= 2"):
+        evaluate(prepare(_table()), n_bootstrap=n)
+
+
+def test_notes_explain_every_nan_and_absent_cell():
+    ev = evaluate(prepare(_table(), scores=["u"], ood_score="g"))
+    assert ev.notes["u"]["risk@tpr0.95,fpr0.05"].startswith("infeasible: no rule")
+    assert ev.notes["u+g"]["aurc"].startswith("takes one score column")
+    for name, values in ev.metrics.items():
+        for key in ev.labels:
+            if key not in values or math.isnan(values[key]):
+                assert key in ev.notes.get(name, {}), (name, key)
+
+
+def test_to_frame_has_one_row_per_score():
+    pytest.importorskip("pandas")
+    ev = evaluate(prepare(_table(), scores=["u", "g"]), n_bootstrap=5, random_state=0)
+    frame = ev.to_frame()
+    assert list(frame.index) == ["u", "g"] and frame.index.name == "score"
+    assert frame.loc["g", "auroc"] == ev.metrics["g"]["auroc"]
+    assert frame.loc["g", "auroc_low"] == ev.intervals["g"]["auroc"][0]

@@ -25,8 +25,10 @@ EVIL = "<script>alert(1)</script>"
 
 
 def _lines(fig):
+    """The curves of a one-axes figure by score name (the legend label up to the area)."""
     (ax,) = fig.axes
-    return {ln.get_label(): ln for ln in ax.lines if not ln.get_label().startswith("_")}
+    return {ln.get_label().split(" (")[0]: ln for ln in ax.lines
+            if not ln.get_label().startswith("_")}
 
 
 def test_figures_with_an_ood_column():
@@ -36,9 +38,9 @@ def test_figures_with_an_ood_column():
     data = prepare({"loss": LOSS, "u": U, "g": G, "is_ood": OOD})
     calls = []
     figs = report_figures(data, fpr=0.25, progress=lambda d, t: calls.append((d, t)))
-    assert list(figs) == ["risk_coverage", "roc", "pr", "risk_at_fpr", "histograms_u",
-                          "histograms_g"]
-    assert calls == [(i, 6) for i in range(1, 7)]
+    assert list(figs) == ["risk_coverage", "generalized_risk_coverage", "roc", "pr",
+                          "risk_at_fpr", "histograms_u", "histograms_g"]
+    assert calls == [(i, 7) for i in range(1, 8)]
     assert plt.get_fignums() == open_before  # no pyplot state
     assert [len(figs[f"histograms_{s}"].axes) for s in "ug"] == [2, 2]  # correct/wrong, ID/OOD
     for name, s in (("u", U), ("g", G)):
@@ -58,7 +60,7 @@ def test_figures_with_an_ood_column():
 def test_figures_without_ood_rows():
     for table in ({"loss": LOSS, "u": U}, {"loss": LOSS, "u": U, "is_ood": np.zeros(10)}):
         figs = report_figures(prepare(table))
-        assert list(figs) == ["risk_coverage", "histograms_u"]
+        assert list(figs) == ["risk_coverage", "generalized_risk_coverage", "histograms_u"]
         assert len(figs["histograms_u"].axes) == 1
         curve = m.risk_coverage_curve(LOSS, U)
         np.testing.assert_array_equal(_lines(figs["risk_coverage"])["u"].get_xydata(),
@@ -74,24 +76,26 @@ def evil(tmp_path_factory):
                                                                        0.2]})
     data = prepare(read_table(folder / "t.csv"), dropna=True)
     ev = evaluate(data, coverages=[0.5])
-    page = html_report(data, ev, title="Q&A <b>", png_dir=folder / "png")
+    page = html_report(data, ev, title="Q&A <b>", png_dir=folder / "png",
+                       provenance={"date": "2026-01-01 00:00:00 UTC"})
     return folder, data, ev, page
 
 
 def test_html_report_is_self_contained(evil):
     folder, _, _, page = evil
     links = re.findall(r'\b(?:src|href)\s*=\s*"([^"]*)"', page)
-    assert len(links) == 2  # risk_coverage and histograms_<EVIL>
+    assert len(links) == 3  # the two risk-coverage figures and histograms_<EVIL>
     assert all(link.startswith("data:image/png;base64,") for link in links)
     assert re.search(r"<link|<script|url\(|@import|https?:", page, re.IGNORECASE) is None
     pngs = sorted((folder / "png").iterdir())
-    assert [p.name for p in pngs] == ["histograms__script_alert_1_script_.png",
+    assert [p.name for p in pngs] == ["generalized_risk_coverage.png",
+                                      "histograms__script_alert_1_script_.png",
                                       "risk_coverage.png"]
     # each embedded image is the PNG written for it, byte for byte
     embedded = {alt: base64.b64decode(src[len("data:image/png;base64,"):]) for alt, src in
                 re.findall(r'<img alt="([^"]*)" src="([^"]*)">', page)}
     assert embedded["risk_coverage"] == (folder / "png" / "risk_coverage.png").read_bytes()
-    assert embedded["histograms_&lt;script&gt;alert(1)&lt;/script&gt;"] == pngs[0].read_bytes()
+    assert embedded["histograms_&lt;script&gt;alert(1)&lt;/script&gt;"] == pngs[1].read_bytes()
     assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in embedded.values())
 
 
@@ -100,7 +104,7 @@ def test_html_report_escapes_names_and_holds_the_metrics(evil):
     assert EVIL not in page and "<b>" not in page
     assert "<title>Q&amp;A &lt;b&gt;</title>" in page and "<h1>Q&amp;A &lt;b&gt;</h1>" in page
     assert "<th>&lt;script&gt;alert(1)&lt;/script&gt;</th>" in page
-    assert "<p>4 ID rows, 0 OOD rows, 1 rows dropped for missing values." in page
+    assert "<li>4 rows: 4 ID, 0 OOD; 1 dropped for missing values</li>" in page
     rows = dict(re.findall(r"<tr><th>([^<]*)</th><td>([^<]*)</td></tr>", page))
     assert list(rows) == ["AuRC", "E-AuRC", "AUGRC", "risk at coverage 50%"]
     assert rows == {label: f"{ev.metrics[EVIL][key]:.4f}" for key, label in ev.labels.items()}
@@ -112,6 +116,7 @@ def test_write_report_writes_the_page_over_any_file_at_its_path(evil, tmp_path):
     # data came from: it writes html_report's page there, atomically
     target = tmp_path / "t.csv"
     write_table(target, {"loss": [0, 1, 0, np.nan, 1], EVIL: [0.1, 0.7, 0.3, 0.5, 0.2]})
-    write_report(target, data, ev, title="Q&A <b>")
+    write_report(target, data, ev, title="Q&A <b>",
+                 provenance={"date": "2026-01-01 00:00:00 UTC"})
     assert target.read_text(encoding="utf-8") == page
     assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]  # no temporary file left

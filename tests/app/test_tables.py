@@ -142,3 +142,10 @@ def test_bad_tables_are_refused_with_one_message(table, kwargs, error, message):
         prepare(table, **kwargs)
     assert str(exc.value).startswith(message)
 
+
+
+def test_a_pandas_dataframe_is_a_table():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"loss": [0.0, 1.0, 0.0], "u": [0.1, 0.9, 0.2], "name": ["a", "b", "c"]})
+    data = prepare(frame)
+    assert list(data.scores) == ["u"] and data.losses.tolist() == [0.0, 1.0, 0.0]

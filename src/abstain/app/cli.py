@@ -9,12 +9,14 @@ bad usage).
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .._core.progress import SHOW, ProgressBar
+from .._core.version import VERSION
 from .evaluate import evaluate
 from .io import ColumnError, check_not_input, read_table, write_table, write_text
 from .rules import (
@@ -57,10 +59,19 @@ def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress bar (--progress never)")
 
 
+def _bootstrap_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap", type=int, default=0, metavar="N",
+                   help="a 95%% percentile interval of each metric from N resamples of the "
+                        "rows (ID and OOD apart; default 0: none)")
+    p.add_argument("--random-state", type=int, default=0,
+                   help="seed of the bootstrap resamples (default 0)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="abstain", description="Selective classification and OOD rejection on a file of "
         "predictions: metrics, reject rules and reports.")
+    parser.add_argument("--version", action="version", version=f"abstain {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("evaluate", help="print every applicable metric of each score")
@@ -71,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
                    "at TPR/FPR (default 0.95)")
     p.add_argument("--fpr", type=float, default=0.05, help="FPR bound (default 0.05)")
     p.add_argument("--json", metavar="PATH", help="also write the metrics as JSON")
+    _bootstrap_options(p)
 
     p = sub.add_parser("fit", help="fit a reject model and write it as a JSON rule file")
     _data_options(p)
@@ -119,6 +131,9 @@ def _parser() -> argparse.ArgumentParser:
                    "curve at an FPR bound and of the table (default 0.05)")
     p.add_argument("--tpr", type=float, default=0.95, help="TPR of the table (default 0.95)")
     p.add_argument("--title", default=None, help="page title (default: the file name)")
+    p.add_argument("--rule", metavar="RULE", help="a rule file written by 'abstain fit': its "
+                   "operating point on these rows goes in the summary and on its curves")
+    _bootstrap_options(p)
 
     p = sub.add_parser("demo", help="run the end-to-end demo that 'make demo' runs")
     p.add_argument("--out", type=Path, default=Path("out"), help="folder for the PNG")
@@ -165,7 +180,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         check_not_input(args.json, [args.file])
     data = _load(args)
     bar = _bar("evaluate", args)
-    ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr, progress=bar)
+    ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
+                  n_bootstrap=args.bootstrap, random_state=args.random_state, progress=bar)
     bar.close()
     print(f"{args.file}: {ev.n_id} ID rows, {ev.n_ood} OOD rows")
     print(ev.format_table())
@@ -195,8 +211,12 @@ def _fit(args: argparse.Namespace) -> int:
         if rule.n_scores_ == 2:
             parts.insert(0, f"score {rule.weights_[0]:.4g} * {columns[0]} + "
                             f"{rule.weights_[1]:.4g} * {columns[1]}")
-        parts += [f"TPR {rule.tpr_:.4f}", f"FPR {rule.fpr_:.4f}",
-                  f"selective risk {rule.risk_:.4f}"]
+        if hasattr(rule, "precision_") and hasattr(rule, "recall"):
+            parts += [f"precision {rule.precision_:.4f}", f"recall (TPR) {rule.tpr_:.4f}",
+                      f"FPR {rule.fpr_:.4f}"]
+        else:
+            parts += [f"TPR {rule.tpr_:.4f}", f"FPR {rule.fpr_:.4f}"]
+        parts.append(f"selective risk {rule.risk_:.4f}")
         if hasattr(rule, "cost_"):
             parts.append(f"empirical cost {rule.cost_:.4f}")
     print(f"{type(rule).__name__}: " + ", ".join(parts))
@@ -224,13 +244,37 @@ def _apply(args: argparse.Namespace) -> int:
     write_table(args.output, out, protect=[args.file, args.rule])
     print(f"accepted {int(accept.sum())} of {accept.size} rows ({accept.mean():.2%}); "
           f"wrote {args.output}")
+    for line in _apply_summary(out, scores, accept):
+        print(line)
     return 0
+
+
+def _apply_summary(table: dict[str, Any], scores: list[str], accept: Any) -> list[str]:
+    """Coverage and selective risk on labelled ID rows, and the OOD acceptance rate."""
+    try:
+        data = prepare(table, scores=scores, dropna=True)
+    except (ColumnError, ValueError):
+        return ["(no loss, or label and prediction, columns: no coverage or risk to report)"]
+    kept = accept[data.keep]
+    ood = data.is_ood if data.is_ood is not None else None
+    id_rows = ~ood if ood is not None else kept == kept
+    lines = []
+    n_id = int(id_rows.sum())
+    if n_id:
+        k = int(kept[id_rows].sum())
+        risk = float(data.losses[id_rows][kept[id_rows]].mean()) if k else float("nan")
+        lines.append(f"ID rows: coverage {k / n_id:.4f} ({k} of {n_id} labelled rows), "
+                     f"selective risk {risk:.4f}")
+    if ood is not None and ood.any():
+        k = int(kept[ood].sum())
+        lines.append(f"OOD rows: {k} of {int(ood.sum())} accepted ({k / ood.sum():.2%})")
+    return lines
 
 
 def _report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    check_not_input(args.output, [args.file])
+    check_not_input(args.output, [args.file, *([args.rule] if args.rule else [])])
     if Path(args.output).suffix.lower() not in (".html", ".htm"):
         raise _Fail(f"the report is an HTML page: -o must end in .html or .htm; got "
                     f"{args.output!r}.")
@@ -238,11 +282,19 @@ def _report(args: argparse.Namespace) -> int:
         check_not_input(args.png, [args.file])
     data = _load(args)
     bar = _bar("evaluate", args)
-    ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, progress=bar)
+    rule, rule_cols = None, None
+    if args.rule:
+        if not Path(args.rule).is_file():
+            raise FileNotFoundError(f"file not found: {args.rule!r}.")
+        rule, rule_cols = load_rule(Path(args.rule))
+    ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, n_bootstrap=args.bootstrap,
+                  random_state=args.random_state, progress=bar)
     bar.close()
     bar = _bar("report", args)
+    command = "abstain " + shlex.join(args.argv)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
-                 png_dir=args.png, progress=bar, protect=[args.file])
+                 png_dir=args.png, progress=bar, protect=[args.file], rule=rule,
+                 rule_columns=rule_cols, provenance={"command": command, "input": args.file})
     bar.close()
     print(f"wrote {args.output}" + (f" and PNGs in {args.png}" if args.png else ""))
     return 0
@@ -262,6 +314,7 @@ _COMMANDS: dict[str, Any] = {"evaluate": _evaluate, "fit": _fit, "apply": _apply
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 ok, 1 bad input, 2 bad usage)."""
     args = _parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return int(_COMMANDS[args.command](args))
     except (_Fail, ColumnError, InfeasibleTargetError, FileNotFoundError, ValueError,

@@ -6,13 +6,29 @@ import json
 import math
 import warnings
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .. import metrics as m
+from .._core.optional import require
 from ..exceptions import InfeasibleTargetWarning
 from .tables import Progress, TableData
+
+#: One line on what each metric means, by key prefix (the report's glossary).
+GLOSSARY = {
+    "aurc": "AuRC: mean selective risk over all coverages (lower is better)",
+    "e_aurc": "E-AuRC: AuRC minus that of the oracle ordering (0 is a perfect ranking)",
+    "augrc": "AUGRC: area under the joint risk (accepted loss / n) over coverage",
+    "risk@": "risk at coverage c: mean loss of the c least uncertain ID rows",
+    "auroc": "AUROC: chance that an ID row scores below an OOD row (1 is perfect, 0.5 chance)",
+    "aupr_in": "AUPR-In: area under precision-recall with ID rows positive",
+    "aupr_out": "AUPR-Out: area under precision-recall with OOD rows positive",
+    "fpr@": "FPR at TPR t: fraction of OOD rows accepted when t of the ID rows are",
+    "oscr": "OSCR: area under correct-and-accepted ID rate against accepted OOD rate",
+    "risk@tpr": "risk at TPR/FPR: least selective risk of a rule keeping TPR >= t, FPR <= f",
+}
 
 
 class Evaluation(NamedTuple):
@@ -30,6 +46,13 @@ class Evaluation(NamedTuple):
         two columns.
     pairs : dict of str to (str, str)
         The double-score pairs among ``metrics``, as :attr:`TableData.pairs`.
+    intervals : dict of str to dict of str to (float, float)
+        ``intervals[score][key]``: the bootstrap percentile interval of each metric
+        (empty unless ``evaluate`` ran with ``n_bootstrap``).
+    level : float
+        The confidence level of ``intervals``.
+    notes : dict of str to dict of str to str
+        ``notes[score][key]``: why a cell is NaN or absent ("-").
     """
 
     n_id: int
@@ -38,34 +61,179 @@ class Evaluation(NamedTuple):
     labels: dict[str, str]
     metrics: dict[str, dict[str, float]]
     pairs: dict[str, tuple[str, str]]
+    intervals: dict[str, dict[str, tuple[float, float]]] = {}
+    level: float = 0.95
+    notes: dict[str, dict[str, str]] = {}
 
     def to_json(self) -> str:
         """The evaluation as JSON; NaN is written as null."""
         def clean(v: float) -> float | None:
             return None if not math.isfinite(v) else v
-        doc = {"n_id": self.n_id, "n_ood": self.n_ood, "n_dropped": self.n_dropped,
-               "labels": self.labels,
-               "pairs": {k: list(v) for k, v in self.pairs.items()},
-               "metrics": {s: {k: clean(v) for k, v in d.items()} for s, d in self.metrics.items()}}
+        doc: dict[str, object] = {
+            "n_id": self.n_id, "n_ood": self.n_ood, "n_dropped": self.n_dropped,
+            "labels": self.labels, "pairs": {k: list(v) for k, v in self.pairs.items()},
+            "metrics": {s: {k: clean(v) for k, v in d.items()}
+                        for s, d in self.metrics.items()},
+            "notes": self.notes}
+        if self.intervals:
+            doc["level"] = self.level
+            doc["intervals"] = {s: {k: [clean(lo), clean(hi)] for k, (lo, hi) in d.items()}
+                                for s, d in self.intervals.items()}
         return json.dumps(doc, indent=2)
 
+    def to_frame(self) -> Any:
+        """The table as a pandas DataFrame: one row per score, one column per metric.
+
+        With bootstrap intervals, each metric ``k`` gains columns ``k_low`` and
+        ``k_high``. Needs pandas (the ``io`` extra).
+        """
+        pd = require("pandas", "io", "Evaluation.to_frame")
+        rows = {}
+        for s, d in self.metrics.items():
+            row: dict[str, float] = {}
+            for key in self.labels:
+                row[key] = d.get(key, math.nan)
+                if self.intervals:
+                    lo, hi = self.intervals.get(s, {}).get(key, (math.nan, math.nan))
+                    row[f"{key}_low"], row[f"{key}_high"] = lo, hi
+            rows[s] = row
+        frame = pd.DataFrame.from_dict(rows, orient="index")
+        frame.index.name = "score"
+        return frame
+
     def format_table(self, digits: int = 4) -> str:
-        """A plain-text table: one row per metric, one column per score."""
+        """A plain-text table: one row per metric, one column per score.
+
+        With bootstrap intervals each cell reads ``value [low, high]``. A NaN or absent
+        (``-``) cell carries a number ``(k)``; the k-th line under the table says why.
+        """
         names = list(self.metrics)
+
+        notes: list[str] = []
+
+        def cell(s: str, key: str) -> str:
+            why = self.notes.get(s, {}).get(key)
+            mark = ""
+            if why is not None:
+                if why not in notes:
+                    notes.append(why)
+                mark = f" ({notes.index(why) + 1})"
+            if key not in self.metrics[s]:
+                return "-" + mark
+            value = self.metrics[s][key]
+            text = f"{value:.{digits}f}"
+            iv = self.intervals.get(s, {}).get(key)
+            if iv is not None and not math.isnan(iv[0]):
+                text += f" [{iv[0]:.{digits}f}, {iv[1]:.{digits}f}]"
+            return text + mark
+
         width = max(len(label) for label in self.labels.values())
-        cols = [max(len(s), digits + 3) for s in names]
+        cells = {s: [cell(s, k) for k in self.labels] for s in names}
+        cols = [max(len(s), digits + 3, *(len(c) for c in cells[s])) for s in names]
         lines = ["  ".join([" " * width, *(s.rjust(w) for s, w in zip(names, cols, strict=True))])]
-        for key, label in self.labels.items():
-            cells = [
-                (f"{self.metrics[s][key]:.{digits}f}" if key in self.metrics[s] else "-").rjust(w)
-                for s, w in zip(names, cols, strict=True)
-            ]
-            lines.append("  ".join([label.ljust(width), *cells]))
+        for i, label in enumerate(self.labels.values()):
+            row = [cells[s][i].rjust(w) for s, w in zip(names, cols, strict=True)]
+            lines.append("  ".join([label.ljust(width), *row]))
+        lines += [f"({k}) {why}" for k, why in enumerate(notes, start=1)]
         return "\n".join(lines)
+
+
+def glossary_of(key: str) -> str:
+    """The glossary line of a metric key (longest matching prefix)."""
+    best = max((k for k in GLOSSARY if key.startswith(k)), key=len, default=None)
+    return "" if best is None else GLOSSARY[best]
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:g}%"
+
+
+def _one_score(losses: NDArray[np.float64], ood: NDArray[np.bool_] | None, s: Any, *,
+               coverages: Sequence[float], tpr: float, fpr: float, bounded: bool,
+               pair: bool) -> dict[str, float]:
+    """Every metric of one score column (or a pair's two columns) on these rows."""
+    r: dict[str, float] = {}
+    id_rows = ~ood if ood is not None else np.ones(losses.size, dtype=bool)
+    if not pair:
+        loss_id, s_id = losses[id_rows], s[id_rows]
+        r.update({"aurc": m.aurc(loss_id, s_id), "e_aurc": m.e_aurc(loss_id, s_id),
+                  "augrc": m.augrc(loss_id, s_id)})
+        for c in coverages:
+            r[f"risk@{c:g}"] = m.selective_risk_at_coverage(loss_id, s_id, c)
+    if ood is not None:
+        r["auroc"] = m.auroc(ood, s)
+        if not pair:
+            r["aupr_in"] = m.aupr_in(ood, s)
+            r["aupr_out"] = m.aupr_out(ood, s)
+            r[f"fpr@{tpr:g}"] = m.fpr_at_tpr(ood, s, tpr)
+        if bounded:
+            r["oscr"] = m.oscr(losses, ood, s)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(losses, ood, s,
+                                                                            tpr, fpr)
+    return {k: float(v) for k, v in r.items()}
+
+
+def _notes(labels: dict[str, str], metrics: dict[str, dict[str, float]], *,
+           pairs: dict[str, tuple[str, str]], tpr: float,
+           fpr: float) -> dict[str, dict[str, str]]:
+    """Why each NaN or absent cell is so, in a few words."""
+    out: dict[str, dict[str, str]] = {}
+    for name, values in metrics.items():
+        why: dict[str, str] = {}
+        for key in labels:
+            if key not in values:
+                why[key] = ("takes one score column; a double-score pair has only AUROC, OSCR "
+                            "and the risk at TPR/FPR" if name in pairs else "not applicable")
+            elif math.isnan(values[key]):
+                if key.startswith("risk@tpr"):
+                    why[key] = (f"infeasible: no rule on these rows keeps TPR >= {_pct(tpr)} "
+                                f"with FPR <= {_pct(fpr)}")
+                else:
+                    why[key] = "undefined on these rows"
+        if why:
+            out[name] = why
+    return out
+
+
+def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: int,
+               level: float, random_state: Any, progress: Progress | None, done: int,
+               total: int, **options: Any) -> dict[str, dict[str, tuple[float, float]]]:
+    """Percentile intervals from ``n_bootstrap`` resamples of the rows.
+
+    ID and OOD rows are resampled apart (a stratified bootstrap), so every resample
+    has both and the OOD fraction of the data.
+    """
+    rng = np.random.default_rng(random_state)
+    groups = [np.flatnonzero(~ood), np.flatnonzero(ood)] if ood is not None \
+        else [np.arange(data.losses.size)]
+    draws: dict[str, dict[str, list[float]]] = {}
+    columns = [(name, data.scores[name], False) for name in data.scores]
+    if ood is not None:
+        columns += [(name, data.stacked(cols), True) for name, cols in data.pairs.items()]
+    for b in range(n_bootstrap):
+        idx = np.concatenate([g[rng.integers(0, g.size, g.size)] for g in groups])
+        sub_ood = None if ood is None else ood[idx]
+        for name, s, pair in columns:
+            vals = _one_score(data.losses[idx], sub_ood, s[idx], pair=pair, **options)
+            for key, v in vals.items():
+                draws.setdefault(name, {}).setdefault(key, []).append(v)
+        if progress is not None:
+            progress(done + b + 1, total)
+    alpha = (1.0 - level) / 2.0
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for name, keys in draws.items():
+        out[name] = {}
+        for key, got in keys.items():
+            arr = np.asarray(got)
+            arr = arr[~np.isnan(arr)]
+            if arr.size < len(got):  # a resample without a feasible rule: no interval
+                out[name][key] = (math.nan, math.nan)
+            else:
+                lo, hi = np.quantile(arr, [alpha, 1.0 - alpha])
+                out[name][key] = (float(lo), float(hi))
+    return out
 
 
 def evaluate(
@@ -74,6 +242,9 @@ def evaluate(
     coverages: Sequence[float] = (0.8, 0.9, 0.95),
     tpr: float = 0.95,
     fpr: float = 0.05,
+    n_bootstrap: int = 0,
+    level: float = 0.95,
+    random_state: Any = None,
     progress: Progress | None = None,
 ) -> Evaluation:
     """Every applicable metric of each score column of ``data``.
@@ -96,13 +267,26 @@ def evaluate(
     coverages : sequence of float in (0, 1]
     tpr : float in (0, 1]
     fpr : float in [0, 1]
+    n_bootstrap : int, default 0
+        With ``n_bootstrap >= 2``, a percentile interval of each metric from that many
+        resamples of the rows (ID and OOD rows resampled apart). A metric whose target
+        is infeasible on some resample gets no interval (NaN).
+    level : float in (0, 1), default 0.95
+        The confidence level of the intervals.
+    random_state : None, int or numpy Generator
+        Seed of the resamples.
     progress : callable(done, total), optional
-        Called after each score column and each pair.
+        Called after each score column, each pair and each resample.
 
     Returns
     -------
     Evaluation
     """
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) \
+            or n_bootstrap < 0 or n_bootstrap == 1:
+        raise ValueError(f"n_bootstrap must be 0 or an integer >= 2; got {n_bootstrap!r}.")
+    if not (isinstance(level, float | int) and 0.0 < level < 1.0):
+        raise ValueError(f"level must be in (0, 1); got {level!r}.")
     ood = data.is_ood
     has_ood = ood is not None and 0 < int(ood.sum()) < ood.size
     id_rows = ~ood if ood is not None else np.ones(data.losses.size, dtype=bool)
@@ -119,45 +303,26 @@ def evaluate(
             labels["oscr"] = "OSCR"
         labels[f"risk@tpr{tpr:g},fpr{fpr:g}"] = f"risk at TPR>={_pct(tpr)}, FPR<={_pct(fpr)}"
     out: dict[str, dict[str, float]] = {}
-    loss_id = data.losses[id_rows]
     pairs = data.pairs if has_ood else {}
-    total = len(data.scores) + len(pairs)
+    total = len(data.scores) + len(pairs) + n_bootstrap
+    options: dict[str, Any] = {"coverages": coverages, "tpr": tpr, "fpr": fpr,
+                               "bounded": bounded}
+    metric_ood = ood if has_ood else None
     for i, (name, s) in enumerate(data.scores.items()):
-        s_id = s[id_rows]
-        r: dict[str, float] = {
-            "aurc": m.aurc(loss_id, s_id),
-            "e_aurc": m.e_aurc(loss_id, s_id),
-            "augrc": m.augrc(loss_id, s_id),
-        }
-        for c in coverages:
-            r[f"risk@{c:g}"] = m.selective_risk_at_coverage(loss_id, s_id, c)
-        if has_ood:
-            assert ood is not None
-            r["auroc"] = m.auroc(ood, s)
-            r["aupr_in"] = m.aupr_in(ood, s)
-            r["aupr_out"] = m.aupr_out(ood, s)
-            r[f"fpr@{tpr:g}"] = m.fpr_at_tpr(ood, s, tpr)
-            if bounded:
-                r["oscr"] = m.oscr(data.losses, ood, s)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", InfeasibleTargetWarning)
-                r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(
-                    data.losses, ood, s, tpr, fpr)
-        out[name] = {k: float(v) for k, v in r.items()}
+        out[name] = _one_score(data.losses, metric_ood, s, pair=False, **options)
         if progress is not None:
             progress(i + 1, total)
     for j, (name, cols) in enumerate(pairs.items()):
-        assert ood is not None
-        s2 = data.stacked(cols)
-        r = {"auroc": m.auroc(ood, s2)}
-        if bounded:
-            r["oscr"] = m.oscr(data.losses, ood, s2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", InfeasibleTargetWarning)
-            r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(
-                data.losses, ood, s2, tpr, fpr)
-        out[name] = {k: float(v) for k, v in r.items()}
+        out[name] = _one_score(data.losses, metric_ood, data.stacked(cols), pair=True,
+                               **options)
         if progress is not None:
             progress(len(data.scores) + j + 1, total)
+    intervals = {}
+    if n_bootstrap:
+        intervals = _bootstrap(data, metric_ood, n_bootstrap=n_bootstrap, level=float(level),
+                               random_state=random_state, progress=progress,
+                               done=len(data.scores) + len(pairs), total=total, **options)
     n_ood = int(ood.sum()) if ood is not None else 0
-    return Evaluation(int(id_rows.sum()), n_ood, data.n_dropped, labels, out, pairs)
+    notes = _notes(labels, out, pairs=pairs, tpr=tpr, fpr=fpr)
+    return Evaluation(int(id_rows.sum()), n_ood, data.n_dropped, labels, out, pairs,
+                      intervals, float(level), notes)

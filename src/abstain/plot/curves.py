@@ -110,8 +110,9 @@ def plot_risk_at_fpr(curve: RiskTPRCurve, *, label: str | None = None, ax: Any =
 
 def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
                           labels: Sequence[str] = ("ID", "OOD"), bins: int = 40,
-                          ax: Any = None) -> Any:
-    """Overlaid density histograms of a score for two groups of rows.
+                          ax: Any = None, small: int = 0) -> Any:
+    """Overlaid histograms of a score for two groups of rows: densities, or counts with
+    a rug of the values when a group is small.
 
     Parameters
     ----------
@@ -123,6 +124,19 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     bins : int
         Number of common bins over the range of ``scores``.
     ax : matplotlib Axes, optional
+    small : int, default 0
+        When a non-empty group has fewer rows than this, both groups are drawn in
+        counts instead of densities (a density of a few rows shows misleading spikes)
+        and the small groups' values as a rug under the axis.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> from abstain.plot import plot_score_histograms
+    >>> ax = plot_score_histograms([0.1, 0.2, 0.9], [False, False, True], ax=Figure().subplots(),
+    ...                            small=30)
+    >>> ax.get_ylabel()
+    'count'
     """
     s = np.asarray(scores, dtype=np.float64)
     g = np.asarray(groups, dtype=bool)
@@ -132,10 +146,17 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     ax = _axes(ax)
     lo, hi = (float(s.min()), float(s.max())) if s.size else (0.0, 1.0)
     edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
-    for mask, name in ((~g, labels[0]), (g, labels[1])):
-        if mask.any():
-            ax.hist(s[mask], bins=edges, density=True, alpha=0.5, label=f"{name} ({mask.sum()})")
+    drawn = [(mask, name) for mask, name in ((~g, labels[0]), (g, labels[1])) if mask.any()]
+    few = [0 < int(mask.sum()) < small for mask, _ in drawn]
+    density = not any(few)
+    for (mask, name), is_few in zip(drawn, few, strict=True):
+        (patches := ax.hist(s[mask], bins=edges, density=density, alpha=0.5,
+                            label=f"{name} ({mask.sum()})")[2])
+        if is_few:
+            color = patches[0].get_facecolor()
+            ax.plot(s[mask], np.zeros(int(mask.sum())), "|", ms=12, mew=1.5, color=color,
+                    alpha=1.0, transform=ax.get_xaxis_transform(), clip_on=False)
     ax.set_xlabel("score (higher is rejected first)")
-    ax.set_ylabel("density")
+    ax.set_ylabel("density" if density else "count")
     ax.legend(fontsize=8)
     return ax

@@ -28,8 +28,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import metrics as m
-from .._core.validation import as_losses_and_scores, check_choice
 from .._core.optional import axes
+from .._core.validation import as_losses_and_scores, check_choice
 
 __all__ = [
     "RiskCoverageDisplay",
