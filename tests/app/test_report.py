@@ -120,3 +120,25 @@ def test_write_report_writes_the_page_over_any_file_at_its_path(evil, tmp_path):
                  provenance={"date": "2026-01-01 00:00:00 UTC"})
     assert target.read_text(encoding="utf-8") == page
     assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]  # no temporary file left
+
+
+def test_a_one_row_table_warns_and_draws_a_visible_point():
+    data = prepare({"loss": [1.0], "u": [0.5]})
+    ev = evaluate(data)
+    from abstain.app.report import sample_warnings
+
+    warnings = sample_warnings(data, ev)
+    assert warnings[0].startswith("only 1 in-distribution row(s): the curves and metrics")
+    figs = report_figures(data)
+    line = _lines(figs["risk_coverage"])["u"]
+    assert line.get_marker() == "o" and line.get_xydata().tolist() == [[1.0, 1.0]]
+    page = html_report(data, ev)
+    assert '<li class="warn">only 1 in-distribution row(s)' in page
+
+
+def test_small_groups_are_drawn_in_counts_with_a_rug():
+    figs = report_figures(prepare({"loss": LOSS, "u": U, "g": G, "is_ood": OOD}))
+    ax = figs["histograms_u"].axes[0]
+    assert ax.get_ylabel() == "count"
+    rugs = [ln for ln in ax.lines if ln.get_marker() == "|"]
+    assert sum(len(r.get_xdata()) for r in rugs) == int((~OOD).sum())  # both groups are small

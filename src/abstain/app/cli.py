@@ -272,7 +272,7 @@ def _apply_summary(table: dict[str, Any], scores: list[str], accept: Any) -> lis
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from .report import sample_warnings, write_report
 
     check_not_input(args.output, [args.file, *([args.rule] if args.rule else [])])
     if Path(args.output).suffix.lower() not in (".html", ".htm"):
@@ -290,6 +290,8 @@ def _report(args: argparse.Namespace) -> int:
     ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, n_bootstrap=args.bootstrap,
                   random_state=args.random_state, progress=bar)
     bar.close()
+    for warning in sample_warnings(data, ev):
+        print(f"abstain report: warning: {warning}", file=sys.stderr)
     bar = _bar("report", args)
     command = "abstain " + shlex.join(args.argv)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",

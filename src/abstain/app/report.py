@@ -51,7 +51,7 @@ from .evaluate import Evaluation, glossary_of
 from .io import atomic_path, check_not_input, write_text
 from .tables import Progress, TableData
 
-__all__ = ["report_figures", "html_report", "write_report", "SMALL_SAMPLE"]
+__all__ = ["report_figures", "html_report", "write_report", "sample_warnings", "SMALL_SAMPLE"]
 
 #: Below this many rows a group's histogram is drawn in counts with a rug, and the
 #: summary warns that its metrics are noisy.
@@ -285,13 +285,13 @@ def _rule_line(rule: Any, columns: list[str] | None, data: TableData) -> str:
     return f"rule {html.escape(kind)} on <strong>{html.escape(on)}</strong>: " + ", ".join(parts)
 
 
-def _warnings(data: TableData, ev: Evaluation) -> list[str]:
+def sample_warnings(data: TableData, ev: Evaluation) -> list[str]:
     """Samples too small to trust the curves and metrics drawn from them."""
     out = []
     id_rows = ~data.is_ood if data.is_ood is not None else np.ones(data.losses.size, bool)
     wrong = int((data.losses[id_rows] > 0).sum())
-    for count, what in ((ev.n_id, "in-distribution rows"), (wrong, "ID rows with a loss"),
-                        (ev.n_ood, "OOD rows")):
+    for count, what in ((ev.n_id, "in-distribution row(s)"), (wrong, "ID row(s) with a loss"),
+                        (ev.n_ood, "OOD row(s)")):
         if 0 < count < SMALL_SAMPLE:
             out.append(f"only {count} {what}: the curves and metrics that use them are "
                        "noisy" + (" and a curve of one row is a single point" if count == 1
@@ -312,7 +312,7 @@ def _summary(data: TableData, ev: Evaluation, rule: Any, rule_columns: list[str]
     if rule is not None:
         items.append(_rule_line(rule, rule_columns, data))
     lis = "".join(f"<li>{item}</li>" for item in items)
-    warn = "".join(f'<li class="warn">{html.escape(w)}</li>' for w in _warnings(data, ev))
+    warn = "".join(f'<li class="warn">{html.escape(w)}</li>' for w in sample_warnings(data, ev))
     return (f'<section class="summary"><h2>Summary</h2><ul>{lis}{warn}</ul>'
             "<p class=\"small\">A higher score is rejected first.</p></section>")
 

@@ -104,6 +104,8 @@ class _Display:
         ax = axes(ax, "abstain.plot")
         if self._steps:
             line.setdefault("drawstyle", "steps-post")
+        if self.x.size < 2:  # a curve of one point is a visible dot, even on the frame
+            line.update(marker=line.get("marker") or "o", markevery=None, clip_on=False)
         (self.line_,) = ax.plot(self.x, self.y, label=self._label(name), **line)
         self.reference_lines_ = {}
         for ref in references:
