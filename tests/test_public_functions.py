@@ -140,6 +140,13 @@ case("Mahalanobis.score",
      lambda **k: detectors.Mahalanobis().fit(FEATS, Y).score(k["features"]),
      {"features": FEATS}, features=M2)
 
+case("bootstrap_interval",
+     lambda **k: metrics.bootstrap_interval(metrics.aurc, k["losses"], k["uncertainty"],
+                                            n_bootstrap=3, random_state=0),
+     {"losses": L01, "uncertainty": U}, losses=("nan", "inf", "complex", "string"),
+     uncertainty=("nan", "inf", "complex", "string"))
+case("percentile_interval", metrics.percentile_interval, {"values": U},
+     values=("empty", "complex", "string", "ndim"))
 case("ordinal_margin", scores.ordinal_margin, {"decision": U, "thresholds": np.array([.3, .6])},
      decision=NO_LEN, thresholds=NO_LEN)
 for cls in (scores.LossRegression, scores.SELE):
@@ -208,7 +215,8 @@ NOT_ARRAY_FUNCTIONS = {
     "score_from_json", "from_json", "detector_from_json", "rule_from_json",
     "selector_from_json", "make_detector", "far_guarantee", "SelectiveClassifier",
     "EquivalentModels", "Detector", "FARGuarantee", "RegularizationSearch",
-    "SelectivePrediction", "ConditionalRisk",
+    "SelectivePrediction", "ConditionalRisk", "Interval",
+    "bootstrap_indices",  # integers and labels only: tests/metrics/test_bootstrap.py
 }
 
 

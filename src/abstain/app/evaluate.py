@@ -200,20 +200,16 @@ def _notes(labels: dict[str, str], metrics: dict[str, dict[str, float]], *,
 def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: int,
                level: float, random_state: Any, progress: Progress | None, done: int,
                total: int, **options: Any) -> dict[str, dict[str, tuple[float, float]]]:
-    """Percentile intervals from ``n_bootstrap`` resamples of the rows.
-
-    ID and OOD rows are resampled apart (a stratified bootstrap), so every resample
-    has both and the OOD fraction of the data.
-    """
-    rng = np.random.default_rng(random_state)
-    groups = [np.flatnonzero(~ood), np.flatnonzero(ood)] if ood is not None \
-        else [np.arange(data.losses.size)]
+    """Percentile intervals (:func:`abstain.metrics.percentile_interval`) of every metric
+    over ``n_bootstrap`` resamples of the rows (:func:`abstain.metrics.bootstrap_indices`),
+    ID and OOD rows resampled apart so that every resample has both."""
     draws: dict[str, dict[str, list[float]]] = {}
     columns = [(name, data.scores[name], False) for name in data.scores]
     if ood is not None:
         columns += [(name, data.stacked(cols), True) for name, cols in data.pairs.items()]
-    for b in range(n_bootstrap):
-        idx = np.concatenate([g[rng.integers(0, g.size, g.size)] for g in groups])
+    resamples = m.bootstrap_indices(data.losses.size, n_bootstrap, strata=ood,
+                                    random_state=random_state)
+    for b, idx in enumerate(resamples):
         sub_ood = None if ood is None else ood[idx]
         for name, s, pair in columns:
             vals = _one_score(data.losses[idx], sub_ood, s[idx], pair=pair, **options)
@@ -221,19 +217,8 @@ def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: i
                 draws.setdefault(name, {}).setdefault(key, []).append(v)
         if progress is not None:
             progress(done + b + 1, total)
-    alpha = (1.0 - level) / 2.0
-    out: dict[str, dict[str, tuple[float, float]]] = {}
-    for name, keys in draws.items():
-        out[name] = {}
-        for key, got in keys.items():
-            arr = np.asarray(got)
-            arr = arr[~np.isnan(arr)]
-            if arr.size < len(got):  # a resample without a feasible rule: no interval
-                out[name][key] = (math.nan, math.nan)
-            else:
-                lo, hi = np.quantile(arr, [alpha, 1.0 - alpha])
-                out[name][key] = (float(lo), float(hi))
-    return out
+    return {name: {key: m.percentile_interval(got, level) for key, got in keys.items()}
+            for name, keys in draws.items()}
 
 
 def evaluate(

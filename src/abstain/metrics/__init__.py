@@ -8,6 +8,7 @@ function of the truth (``losses`` or ``is_ood``) then the scores, and a higher s
 rejected first; a metric never fits a model.
 """
 
+from .bootstrap import Interval, bootstrap_indices, bootstrap_interval, percentile_interval
 from .ood import (
     PRCurve,
     RiskTPRCurve,
@@ -38,6 +39,10 @@ from .selective import (
 )
 
 __all__ = [
+    "Interval",
+    "bootstrap_indices",
+    "bootstrap_interval",
+    "percentile_interval",
     "RiskCoverageCurve",
     "risk_coverage_curve",
     "aurc",
