@@ -290,14 +290,14 @@ def _report(args: argparse.Namespace) -> int:
     ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, n_bootstrap=args.bootstrap,
                   random_state=args.random_state, progress=bar)
     bar.close()
-    for warning in sample_warnings(data, ev):
-        print(f"abstain report: warning: {warning}", file=sys.stderr)
     bar = _bar("report", args)
     command = "abstain " + shlex.join(args.argv)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
                  png_dir=args.png, progress=bar, protect=[args.file], rule=rule,
                  rule_columns=rule_cols, provenance={"command": command, "input": args.file})
     bar.close()
+    for warning in sample_warnings(data, ev):  # once the page is written
+        print(f"abstain report: warning: {warning}", file=sys.stderr)
     print(f"wrote {args.output}" + (f" and PNGs in {args.png}" if args.png else ""))
     return 0
 
