@@ -162,7 +162,9 @@ def serializable(family: str) -> Callable[[T], T]:
     from the base down (a subclass may redefine a field). The class must follow the
     estimator contract (``get_params``, ``_check_fitted``) and may define
     ``_validate_params()`` (the parameter checks ``fit`` runs, also run on loading) and
-    ``_after_load()`` (derived attributes and checks across fields, after loading).
+    ``_after_load()`` (derived attributes and checks across fields, after loading) and
+    ``_DOCUMENT_DEFAULTS`` (the values of parameters added later, for documents written
+    before they existed, when the new default would change the old document's results).
     """
     assert family in LEGACY_FORMATS.values(), family
 
@@ -366,6 +368,8 @@ def _load_document(doc: Any, where: str, ctx: Context, *, param: bool) -> Any:
             raise ValueError(f"{join_path(p_where, str(key))} is not a parameter of {kind}; the "
                              f"parameters are {', '.join(names)}.")
     params = {k: _load_param(v, join_path(p_where, k), ctx) for k, v in raw.items()}
+    # a parameter added after a document was written takes the value that reproduces it
+    params = {**getattr(cls, "_DOCUMENT_DEFAULTS", {}), **params}
     obj = cls(**params)
     _validate_params(obj, where)
 
