@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import metrics as m
-from ..exceptions import InfeasibleTargetWarning
 from .tables import Progress, TableData
 
 
@@ -82,8 +80,8 @@ def evaluate(
     of ``coverages``) use the ID rows. With an OOD column holding both classes,
     the OOD metrics follow: AUROC, AUPR-In, AUPR-Out, FPR at TPR ``tpr`` (FPR@95),
     OSCR (for losses in [0, 1]) and the least selective risk at TPR >= ``tpr`` and
-    FPR <= ``fpr``. Each metric's tie rule is that of its function in
-    :mod:`abstain.metrics`.
+    FPR <= ``fpr``, computed by :func:`abstain.metrics.evaluate_ood`. Each metric's tie
+    rule is that of its function in :mod:`abstain.metrics`.
 
     Each double-score pair of :attr:`TableData.pairs` gets the metrics that take two
     columns: AUROC and OSCR (the area under the envelope over directions) and the
@@ -118,46 +116,33 @@ def evaluate(
         if bounded:
             labels["oscr"] = "OSCR"
         labels[f"risk@tpr{tpr:g},fpr{fpr:g}"] = f"risk at TPR>={_pct(tpr)}, FPR<={_pct(fpr)}"
+    # the keys of abstain.metrics.evaluate_ood's columns in this table
+    ood_keys = {"auroc": "auroc", "aupr_in": "aupr_in", "aupr_out": "aupr_out",
+                "fpr_at_tpr": f"fpr@{tpr:g}", "oscr": "oscr",
+                "risk_at_tpr_fpr": f"risk@tpr{tpr:g},fpr{fpr:g}"}
     out: dict[str, dict[str, float]] = {}
     loss_id = data.losses[id_rows]
     pairs = data.pairs if has_ood else {}
     total = len(data.scores) + len(pairs)
-    for i, (name, s) in enumerate(data.scores.items()):
-        s_id = s[id_rows]
-        r: dict[str, float] = {
-            "aurc": m.aurc(loss_id, s_id),
-            "e_aurc": m.e_aurc(loss_id, s_id),
-            "augrc": m.augrc(loss_id, s_id),
-        }
-        for c in coverages:
-            r[f"risk@{c:g}"] = m.selective_risk_at_coverage(loss_id, s_id, c)
+    columns: dict[str, np.ndarray] = dict(data.scores)
+    columns.update({name: data.stacked(cols) for name, cols in pairs.items()})
+    for i, (name, s) in enumerate(columns.items()):
+        r: dict[str, float] = {}
+        if name in data.scores:
+            s_id = s[id_rows]
+            r = {"aurc": m.aurc(loss_id, s_id), "e_aurc": m.e_aurc(loss_id, s_id),
+                 "augrc": m.augrc(loss_id, s_id)}
+            for c in coverages:
+                r[f"risk@{c:g}"] = m.selective_risk_at_coverage(loss_id, s_id, c)
         if has_ood:
             assert ood is not None
-            r["auroc"] = m.auroc(ood, s)
-            r["aupr_in"] = m.aupr_in(ood, s)
-            r["aupr_out"] = m.aupr_out(ood, s)
-            r[f"fpr@{tpr:g}"] = m.fpr_at_tpr(ood, s, tpr)
-            if bounded:
-                r["oscr"] = m.oscr(data.losses, ood, s)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", InfeasibleTargetWarning)
-                r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(
-                    data.losses, ood, s, tpr, fpr)
+            # every OOD metric of this score (or pair) by the library's one table of them
+            table = m.evaluate_ood(data.losses, ood, {name: s}, tpr=tpr, fpr=fpr)
+            for key, value in table.row(name).items():
+                if key != "oscr" or bounded:
+                    r[ood_keys[key]] = value
         out[name] = {k: float(v) for k, v in r.items()}
         if progress is not None:
             progress(i + 1, total)
-    for j, (name, cols) in enumerate(pairs.items()):
-        assert ood is not None
-        s2 = data.stacked(cols)
-        r = {"auroc": m.auroc(ood, s2)}
-        if bounded:
-            r["oscr"] = m.oscr(data.losses, ood, s2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", InfeasibleTargetWarning)
-            r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(
-                data.losses, ood, s2, tpr, fpr)
-        out[name] = {k: float(v) for k, v in r.items()}
-        if progress is not None:
-            progress(len(data.scores) + j + 1, total)
     n_ood = int(ood.sum()) if ood is not None else 0
     return Evaluation(int(id_rows.sum()), n_ood, data.n_dropped, labels, out, pairs)
