@@ -4,8 +4,9 @@ Every fitted object is written as one document shape (keys sorted)::
 
     {"format": "abstain/1", "kind": "<ClassName>", "params": {...}, "fitted": {...}}
 
-``params`` holds the constructor's keyword arguments: JSON scalars, flat lists of them,
-or nested documents (an estimator given as a parameter, written with ``"fitted": null``).
+``params`` holds the constructor's keyword arguments: JSON scalars, nested documents (an
+estimator given as a parameter, written with ``"fitted": null``), or flat lists of either
+(a list of estimators, as :class:`abstain.detectors.DetectorBank` takes).
 ``fitted`` holds the fitted attributes, each described by a field of the class's schema
 (``_FIELDS``, merged along the class hierarchy; the field types are in :mod:`.schema` and
 re-exported here): a nested fitted estimator is a nested document of the same shape, an
@@ -93,9 +94,11 @@ _MODULES = (
     "abstain.detectors.logits",
     "abstain.detectors.features",
     "abstain.detectors.base_scores",
+    "abstain.detectors.bank",
     "abstain.combine.pvalues",
     "abstain.combine.guarantee",
     "abstain.combine.pipeline",
+    "abstain.combine.bank",
     "abstain.ordinal",
 )
 
@@ -304,11 +307,13 @@ def _load_param(value: Any, where: str, ctx: Context) -> Any:
             raise bad_value(where, "a finite number", value)
         return value
     if isinstance(value, list):
+        out = []
         for i, v in enumerate(value):
-            if isinstance(v, (list, dict)):
-                raise bad_value(f"{where}[{i}]", "a JSON scalar (params lists are flat)", v)
-            _load_param(v, f"{where}[{i}]", ctx)
-        return list(value)
+            if isinstance(v, list):
+                raise bad_value(f"{where}[{i}]", "a JSON scalar or a document (params lists "
+                                "are flat)", v)
+            out.append(_load_param(v, f"{where}[{i}]", ctx))  # a dict: an estimator
+        return out
     # a dict: an estimator given as a parameter
     return _load_document(value, where, Context(False, ctx.depth + 1), param=True)
 

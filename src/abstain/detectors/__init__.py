@@ -16,7 +16,12 @@ All share one protocol: ``fit(X, y=None, *, weight=None, bias=None)`` (arguments
 does not use are ignored), ``score(X)``, ``score_outputs(outputs)`` (picks
 ``outputs.logits`` or ``outputs.features``, e.g. from :func:`abstain.torch.extract`), and
 ``to_json`` read back by :func:`abstain.load_json`. Nothing here needs PyTorch; ODIN's input
-perturbation, which needs gradients, is :func:`abstain.torch.odin_logits`.
+perturbation, which needs gradients, is :meth:`ODIN.score_inputs` (through
+:func:`abstain.torch.odin_logits`). The feature detectors compute in float32 unless given
+``dtype="float64"``.
+
+:class:`DetectorBank` fits several detectors on the same outputs and scores them into one
+matrix (one column per detector), the input of :mod:`abstain.combine`.
 
 :class:`DoubleScoreDetector` pairs a misclassification score with an OOD score and tunes
 their combination with a reject model of :mod:`abstain.ood`; it lives in
@@ -24,6 +29,9 @@ their combination with a reject model of :mod:`abstain.ood`; it lives in
 2023, section 4: KNN+MSP, ViM+MSP).
 """
 
+from .bank import (
+    DetectorBank,
+)
 from .base import (
     Detector,
 )
@@ -48,6 +56,7 @@ from .registry import (
 
 __all__ = [
     "DETECTORS",
+    "DetectorBank",
     "GEN",
     "KNN",
     "MSP",
