@@ -26,7 +26,8 @@ matrix (one column per detector), the input of :mod:`abstain.combine`.
 :class:`DoubleScoreDetector` pairs a misclassification score with an OOD score and tunes
 their combination with a reject model of :mod:`abstain.ood`; it lives in
 :mod:`abstain.models` and is re-exported here (Franc, Prusa and Paplham,
-2023, section 4: KNN+MSP, ViM+MSP).
+2023, section 4: KNN+MSP, ViM+MSP). :func:`tune_detector` (also in :mod:`abstain.models`)
+chooses a detector's hyperparameters on validation data.
 """
 
 from .bank import (
@@ -69,6 +70,8 @@ __all__ = [
     "ViM",
     "detector_from_json",
     "make_detector",
+    "tune_detector",
+    "DetectorTuning",
     "Detector",
 ]
 
@@ -80,4 +83,8 @@ def __getattr__(name: str) -> object:
         from ..models.double_score import DoubleScoreDetector
 
         return DoubleScoreDetector
+    if name in ("tune_detector", "DetectorTuning"):
+        from ..models import tuning
+
+        return getattr(tuning, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
