@@ -77,3 +77,19 @@ def test_bad_input():
         BankDetector(bank, z_fraction=1.0).fit(train, calibration_outputs=cal)
     with pytest.raises(ValueError, match="method must be one of"):
         BankDetector(bank, method="vote").fit(train, calibration_outputs=cal)
+
+
+def test_a_document_whose_parts_disagree_is_refused():
+    import json
+
+    rng = np.random.default_rng(5)
+    det = BankDetector(DetectorBank([MSP()]), alpha=0.2, delta=0.2, random_state=0).fit(
+        _outputs(30, rng), calibration_outputs=_outputs(60, rng))
+    doc = json.loads(det.to_json())
+    doc["params"]["method"] = "fisher"
+    with pytest.raises(ValueError, match="fitted.combiner_ must use params.method 'fisher'"):
+        load_json(json.dumps(doc))
+    doc = json.loads(det.to_json())
+    doc["fitted"]["n_calibration_"] = 7
+    with pytest.raises(ValueError, match="fitted.guarantee_ must be calibrated on fitted"):
+        load_json(json.dumps(doc))

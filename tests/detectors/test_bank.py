@@ -67,3 +67,15 @@ def test_bad_input():
     bank = DetectorBank([MSP(), KNN(k=2)]).fit(train)
     with pytest.raises(ValueError, match="the same number of rows"):
         bank.score({"logits": train["logits"], "features": train["features"][:5]})
+
+
+def test_a_document_whose_detectors_do_not_match_its_params_is_refused():
+    import json
+
+    train, _ = _outputs(20, 4)
+    doc = json.loads(DetectorBank([MSP(), Energy()]).fit(train).to_json())
+    doc["fitted"]["detectors_"] = doc["fitted"]["detectors_"][:1]
+    doc["fitted"]["names_"] = doc["fitted"]["names_"][:1]
+    with pytest.raises(ValueError, match=r"fitted\.detectors_ must hold one detector per "
+                                         r"params\.detectors \(2\); got 1\."):
+        load_json(json.dumps(doc))

@@ -76,7 +76,7 @@ class DetectorBank(ParamsMixin):
         self.names = names
 
     def _validate_params(self) -> None:
-        dets = self.detectors
+        dets: Any = self.detectors
         if not isinstance(dets, (list, tuple)) or not dets:
             raise ValueError(f"detectors must be a non-empty list of detectors; got "
                              f"{type(dets).__name__}.")
@@ -94,9 +94,10 @@ class DetectorBank(ParamsMixin):
                 raise ValueError(f"names must be distinct; got {list(names)!r}.")
 
     def _after_load(self) -> None:
-        if len(self.detectors_) != len(self.detectors):
+        n = len(self.detectors or [])
+        if len(self.detectors_) != n:
             raise ValueError(f"fitted.detectors_ must hold one detector per params.detectors "
-                             f"({len(self.detectors)}); got {len(self.detectors_)}.")
+                             f"({n}); got {len(self.detectors_)}.")
 
     def fit(self, outputs: Any, y: ArrayLike | None = None, *, weight: ArrayLike | None = None,
             bias: ArrayLike | None = None) -> DetectorBank:
@@ -106,14 +107,15 @@ class DetectorBank(ParamsMixin):
         and ``bias`` (the last linear layer) too (ReAct and ViM need them).
         """
         self._validate_params()
+        detectors = list(self.detectors or [])
         fitted = []
-        for det in self.detectors:
+        for det in detectors:
             copy = type(det)(**det.get_params(deep=False))
             fitted.append(copy.fit(pick_output(outputs, copy.inputs), y, weight=weight,
                                    bias=bias))
         self.detectors_ = fitted
         self.names_ = (list(self.names) if self.names is not None
-                       else _default_names(list(self.detectors)))
+                       else _default_names(detectors))
         return self
 
     def score(self, outputs: Any) -> NDArray[np.float64]:

@@ -157,7 +157,8 @@ def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
         if fitted_kind:
             det.fit(pick_output(train_outputs, det.inputs), y, weight=weight, bias=bias)
         if model is not None:
-            s_id, s_out = det.score_inputs(model, id_outputs), det.score_inputs(model, other)
+            odin: Any = det  # a detector with score_inputs (checked above)
+            s_id, s_out = odin.score_inputs(model, id_outputs), odin.score_inputs(model, other)
         else:
             s_id, s_out = det.score_outputs(id_outputs), det.score_outputs(other)
         is_out = np.r_[np.zeros(s_id.size, bool), np.ones(s_out.size, bool)]
