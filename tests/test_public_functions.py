@@ -87,6 +87,14 @@ for f, extra in ((metrics.oscr, {}), (metrics.ccr_at_fpr, {"fpr": 0.5}),
                  (metrics.risk_coverage_curve_at_fpr, {"fpr": 0.5})):
     case(f.__name__, lambda f=f, extra=extra, **k: f(**k, **extra),
          {"losses": L01, "is_ood": OOD, "scores": U}, losses=ALL, is_ood=ALL, scores=ALL)
+case("evaluate_ood",
+     lambda **k: metrics.evaluate_ood(k["losses"], k["is_ood"], {"u": k["scores"]}),
+     {"losses": L01, "is_ood": OOD, "scores": U}, losses=ALL, is_ood=ALL, scores=ALL)
+case("bootstrap_indices", lambda **k: metrics.bootstrap_indices(k["strata"], 3),
+     {"strata": OOD}, strata=("empty", "ndim"))
+case("bootstrap_interval",
+     lambda **k: metrics.bootstrap_interval(lambda i: 0.0, k["strata"], n_bootstrap=3),
+     {"strata": OOD}, strata=("empty", "ndim"))
 case("auroc, two scores", metrics.auroc, {"is_ood": OOD, "scores": S2},
      scores=("nan", "inf", "complex", "string"))
 

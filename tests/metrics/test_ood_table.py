@@ -113,11 +113,12 @@ def test_bad_input():
         evaluate_ood(losses, ood, {})
     with pytest.raises(ValueError, match="scores must be a non-empty dict"):
         evaluate_ood(losses, ood, scores["a"])
-    with pytest.raises(ValueError, match=r"scores\['x'\] must have shape \(120,\) or \(120, 2\)"):
+    with pytest.raises(ValueError, match=r"scores\['x'\] must have one or two columns and the "
+                                         r"shape of is_ood \(120,\); got \(5,\)"):
         evaluate_ood(losses, ood, {"x": scores["a"][:5]})
     with pytest.raises(ValueError, match=r"scores\['x'\] must be finite"):
         evaluate_ood(losses, ood, {"x": np.r_[np.inf, scores["a"][1:]]})
-    with pytest.raises(ValueError, match="losses must have shape"):
+    with pytest.raises(ValueError, match=r"losses must have the shape of is_ood \(120,\)"):
         evaluate_ood(losses[:3], ood, {"a": scores["a"]})
     with pytest.raises(ValueError, match="n_bootstrap must be an integer >= 0"):
         evaluate_ood(losses, ood, {"a": scores["a"]}, n_bootstrap=-1)

@@ -100,8 +100,8 @@ def _score_columns(scores: Mapping[str, ArrayLike], n: int) -> dict[str, NDArray
         if s.ndim == 2 and s.shape[1] == 1:
             s = s[:, 0]
         if s.shape[:1] != (n,) or not (s.ndim == 1 or (s.ndim == 2 and s.shape[1] == 2)):
-            raise ValueError(f"scores[{name!r}] must have shape ({n},) or ({n}, 2) to match "
-                             f"is_ood; got {s.shape}.")
+            raise ValueError(f"scores[{name!r}] must have one or two columns and the shape of "
+                             f"is_ood ({n},); got {s.shape}.")
         if not np.isfinite(s).all():
             raise ValueError(f"scores[{name!r}] must be finite; got "
                              f"{int(np.count_nonzero(~np.isfinite(s)))} non-finite value(s).")
@@ -190,7 +190,7 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     else:
         ls = as_real_array(losses, "losses")
         if ls.shape != (n,):
-            raise ValueError(f"losses must have shape ({n},) to match is_ood; got {ls.shape}.")
+            raise ValueError(f"losses must have the shape of is_ood ({n},); got {ls.shape}.")
     pair = np.array([s.ndim == 2 for s in cols.values()])
     takes_pair = np.array(list(OOD_METRICS.values()))
     applicable = np.where(pair[:, None], takes_pair[None, :], True)
