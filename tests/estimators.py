@@ -16,12 +16,13 @@ import numpy as np
 
 from abstain import BoundedAbstention, BoundedImprovement, CostBased
 from abstain.base_scores import ShiftedBaseScores
-from abstain.combine import EmpiricalZ, GuaranteedDetector, ScoreCombiner
+from abstain.combine import BankDetector, EmpiricalZ, GuaranteedDetector, ScoreCombiner
 from abstain.detectors import (
     GEN,
     KNN,
     MSP,
     ODIN,
+    DetectorBank,
     DoubleScoreDetector,
     Energy,
     Mahalanobis,
@@ -64,6 +65,7 @@ def _sample(seed: int) -> dict[str, Any]:
 
 TRAIN = _sample(0)
 NEW = _sample(1)  # new data: the outputs of a loaded object must equal the original's
+CAL = _sample(2)  # more in-distribution data, for the calibration of BankDetector
 
 
 @dataclass
@@ -158,6 +160,18 @@ CASES: dict[str, Case] = {
                           lambda c: {"score": c.score(NEW["S"]),
                                      "transform": c.transform(NEW["S"])},
                           lambda c: c.score(NEW["S"])),
+    "DetectorBank": Case(
+        lambda: DetectorBank([MSP(), KNN(k=5), Mahalanobis()]),
+        lambda bank: bank.fit(TRAIN["outputs"], TRAIN["y"]),
+        lambda bank: {"score": bank.score(NEW["outputs"])},
+        lambda bank: bank.score(NEW["outputs"])),
+    "BankDetector": Case(
+        lambda: BankDetector(DetectorBank([MSP(), KNN(k=5)]), alpha=0.2, delta=0.2,
+                             random_state=0),
+        lambda det: det.fit(TRAIN["outputs"], TRAIN["y"], CAL["outputs"]),
+        lambda det: {"score": det.score(NEW["outputs"]),
+                     "accept_proba": det.accept_proba(NEW["outputs"])},
+        lambda det: det.accept_proba(NEW["outputs"])),
     "SVOR": Case(SVOR, lambda m: m.fit(TRAIN["F"], TRAIN["ranks"]),
                  lambda m: {"predict": m.predict(NEW["F"]),
                             "decision_function": m.decision_function(NEW["F"]),

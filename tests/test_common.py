@@ -40,7 +40,8 @@ def _same_params(a: dict[str, Any], b: dict[str, Any]) -> bool:
             if type(x) is not type(y) or not _same_params(x.get_params(), y.get_params()):
                 return False
         elif isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)):
-            if list(x) != list(y):
+            # a list of estimators (DetectorBank's detectors) item by item
+            if len(x) != len(y) or not _same_params(dict(enumerate(x)), dict(enumerate(y))):
                 return False
         elif not (x is y or x == y):
             return False

@@ -87,6 +87,14 @@ for f, extra in ((metrics.oscr, {}), (metrics.ccr_at_fpr, {"fpr": 0.5}),
                  (metrics.risk_coverage_curve_at_fpr, {"fpr": 0.5})):
     case(f.__name__, lambda f=f, extra=extra, **k: f(**k, **extra),
          {"losses": L01, "is_ood": OOD, "scores": U}, losses=ALL, is_ood=ALL, scores=ALL)
+case("evaluate_ood",
+     lambda **k: metrics.evaluate_ood(k["losses"], k["is_ood"], {"u": k["scores"]}),
+     {"losses": L01, "is_ood": OOD, "scores": U}, losses=ALL, is_ood=ALL, scores=ALL)
+case("bootstrap_indices", lambda **k: metrics.bootstrap_indices(k["strata"], 3),
+     {"strata": OOD}, strata=("empty", "ndim"))
+case("bootstrap_interval",
+     lambda **k: metrics.bootstrap_interval(lambda i: 0.0, k["strata"], n_bootstrap=3),
+     {"strata": OOD}, strata=("empty", "ndim"))
 case("auroc, two scores", metrics.auroc, {"is_ood": OOD, "scores": S2},
      scores=("nan", "inf", "complex", "string"))
 
@@ -140,13 +148,6 @@ case("Mahalanobis.score",
      lambda **k: detectors.Mahalanobis().fit(FEATS, Y).score(k["features"]),
      {"features": FEATS}, features=M2)
 
-case("bootstrap_interval",
-     lambda **k: metrics.bootstrap_interval(metrics.aurc, k["losses"], k["uncertainty"],
-                                            n_bootstrap=3, random_state=0),
-     {"losses": L01, "uncertainty": U}, losses=("nan", "inf", "complex", "string"),
-     uncertainty=("nan", "inf", "complex", "string"))
-case("percentile_interval", metrics.percentile_interval, {"values": U},
-     values=("empty", "complex", "string", "ndim"))
 case("ordinal_margin", scores.ordinal_margin, {"decision": U, "thresholds": np.array([.3, .6])},
      decision=NO_LEN, thresholds=NO_LEN)
 for cls in (scores.LossRegression, scores.SELE):
@@ -179,6 +180,25 @@ case("Mahalanobis.fit", lambda **k: detectors.Mahalanobis().fit(k["features"], Y
 case("DoubleScoreDetector.fit",
      lambda **k: models.DoubleScoreDetector(detectors.MSP(), detectors.MaxLogit()).fit(
          {"logits": k["logits"]}), {"logits": LOGITS}, logits=M2)
+
+case("DetectorBank.fit",
+     lambda **k: detectors.DetectorBank([detectors.MSP(), detectors.KNN(k=2)]).fit(
+         {"logits": k["logits"], "features": FEATS}), {"logits": LOGITS}, logits=M2)
+case("DetectorBank.score",
+     lambda **k: detectors.DetectorBank([detectors.MSP(), detectors.KNN(k=2)]).fit(
+         {"logits": LOGITS, "features": FEATS}).score({"logits": k["logits"],
+                                                      "features": FEATS}),
+     {"logits": LOGITS}, logits=M2)
+case("BankDetector.fit",
+     lambda **k: combine.BankDetector(
+         detectors.DetectorBank([detectors.MSP(), detectors.MaxLogit()]), alpha=0.5,
+         delta=0.5).fit({"logits": k["logits"]}, None, {"logits": LOGITS}),
+     {"logits": LOGITS}, logits=M2)
+case("tune_detector",
+     lambda **k: models.tune_detector(detectors.ODIN(), {"temperature": [1.0, 10.0]},
+                                      {"logits": k["id_outputs.logits"]}, random_state=0),
+     {"id_outputs.logits": LOGITS},  # NaN, inf and ndim are named by the detector: logits
+     **{"id_outputs.logits": ("empty", "complex", "string")})
 
 
 def _params() -> list[Any]:
@@ -215,8 +235,8 @@ NOT_ARRAY_FUNCTIONS = {
     "score_from_json", "from_json", "detector_from_json", "rule_from_json",
     "selector_from_json", "make_detector", "far_guarantee", "SelectiveClassifier",
     "EquivalentModels", "Detector", "FARGuarantee", "RegularizationSearch",
-    "SelectivePrediction", "ConditionalRisk", "Interval",
-    "bootstrap_indices",  # integers and labels only: tests/metrics/test_bootstrap.py
+    "SelectivePrediction", "ConditionalRisk", "BootstrapInterval", "OODEvaluation",
+    "DetectorTuning",
 }
 
 

@@ -182,7 +182,7 @@ def _metric_functions():
     import abstain.metrics as metrics
 
     # the bootstrap helpers resample rows of any statistic: not metrics of scores
-    helpers = {"bootstrap_indices", "bootstrap_interval", "percentile_interval"}
+    helpers = {"bootstrap_indices", "bootstrap_interval"}
     return [getattr(metrics, n) for n in metrics.__all__
             if inspect.isfunction(getattr(metrics, n)) and n not in helpers]
 

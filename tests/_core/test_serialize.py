@@ -179,7 +179,8 @@ def test_the_legacy_cases_cover_every_tag_and_kind():
     tags = {json.loads(c["document"])["format"] for c in LEGACY}
     assert tags == set(abstain._core.serialize.LEGACY_FORMATS)
     kinds = {type(load_json(c["document"])).__name__ for c in LEGACY}
-    assert kinds == set(CASES)
+    # kinds added after the per-family formats have no legacy document
+    assert kinds == set(CASES) - {"DetectorBank", "BankDetector"}
 
 
 @pytest.mark.parametrize("case", LEGACY, ids=[c["name"] for c in LEGACY])
@@ -316,7 +317,8 @@ HOSTILE = [
     ("random_state garbage", _with(["params", "random_state"], "abc"),
      r"^params\.random_state must be None, an integer >= 0 or a numpy Generator; got 'abc'\.$"),
     ("param a nested list", _with(["params", "random_state"], [[1]]),
-     r"^params\.random_state\[0\] must be a JSON scalar \(params lists are flat\); got \[1\]\.$"),
+     r"^params\.random_state\[0\] must be a JSON scalar or a document \(params lists are "
+     r"flat\); got \[1\]\.$"),
     ("param a huge integer", _with(["params", "target_coverage"], 10**400),
      r"^params\.target_coverage must be a finite real number; got an integer of 1329 bits\.$"),
     ("unknown param", _with(["params", "evil"], 1),
@@ -325,7 +327,8 @@ HOSTILE = [
     ("params not an object", _with(["params"], [1]),
      r"^params must be an object of parameters; got \[1\]\.$"),
     ("unknown kind", _with(["kind"], "os.system"),
-     r"^kind must be a registered kind: BoundedAbstention, .*; got 'os\.system'\.$"),
+     r"^kind must be a registered kind: (BankDetector, )?BoundedAbstention, .*; got "
+     r"'os\.system'\.$"),
     ("unknown format", _with(["format"], "pickle"), r"^format must be 'abstain/1' \(or a legacy"),
     ("unknown key", _with(["pickle"], 1), r"^pickle is not a key of this document"),
     ("unknown field", _with(["fitted", "__class__"], 1),

@@ -135,8 +135,9 @@ def test_from_json_errors(rng):
     rule = '{"format": "abstain.rule/1", "model": "CostBased", "params": {}, "fitted": {}}'
     with pytest.warns(FutureWarning), pytest.raises(ValueError, match="fitted.threshold_"):
         from_json(rule)
-    with pytest.raises(ValueError, match="model must be EmpiricalZ, GuaranteedDetector or "
-                                         "ScoreCombiner in a document of format"):
+    with pytest.raises(ValueError, match="model must be (BankDetector, )?EmpiricalZ, "
+                                         "GuaranteedDetector or ScoreCombiner in a document "
+                                         "of format"):
         load_json(json.dumps({"format": "abstain.combine/1", "model": "Pickle", "params": {},
                               "fitted": {}}))
     legacy = {"format": "abstain.combine/1", "model": "EmpiricalZ", "params": {},

@@ -11,6 +11,15 @@ from abstain import NotFittedError
 from abstain.detectors import KNN, Mahalanobis, ReAct, ViM
 
 TOL = 1e-9
+#: rtol, atol of a float32 score against the float64 reference
+F32 = (1e-5, 1e-5)
+
+try:
+    import faiss  # noqa: F401
+
+    BACKENDS = ["numpy", "faiss"]
+except ImportError:  # faiss is an optional extra
+    BACKENDS = ["numpy"]
 
 
 # ------------------------------------------------------------- against the references
@@ -22,9 +31,12 @@ def test_react_against_reference(percentile):
     train = np.maximum(rng.normal(0, 1, (50, 5)), 0)
     W, b = rng.normal(size=(3, 5)), rng.normal(size=3)
     test = np.maximum(rng.normal(0, 2, (20, 5)), 0)
-    det = ReAct(percentile=percentile).fit(train, weight=W, bias=b)
-    np.testing.assert_allclose(det.score(test), R.react(test, train, W, b, percentile),
-                               rtol=1e-12, atol=TOL)
+    expected = R.react(test, train, W, b, percentile)
+    det = ReAct(percentile=percentile, dtype="float64").fit(train, weight=W, bias=b)
+    np.testing.assert_allclose(det.score(test), expected, rtol=1e-12, atol=TOL)
+    det32 = ReAct(percentile=percentile).fit(train, weight=W, bias=b)
+    assert det32.score(test).dtype == np.float64
+    np.testing.assert_allclose(det32.score(test), expected, rtol=F32[0], atol=F32[1])
 
 
 @pytest.mark.parametrize("normalize", [True, False])
@@ -35,8 +47,43 @@ def test_knn_against_brute_force_with_ties(normalize, k):
     test = rng.integers(-2, 3, (15, 3)).astype(float)
     train[np.all(train == 0, axis=1)] = 1.0
     test[np.all(test == 0, axis=1)] = 1.0
-    det = KNN(k=k, normalize=normalize, block=4).fit(train)
-    np.testing.assert_allclose(det.score(test), R.knn(test, train, k, normalize), atol=1e-7)
+    expected = R.knn(test, train, k, normalize)
+    det = KNN(k=k, normalize=normalize, block=4, dtype="float64").fit(train)
+    np.testing.assert_allclose(det.score(test), expected, atol=1e-7)
+    for backend in BACKENDS:
+        # float32: |q|^2 + |t|^2 - 2 q.t loses ~1e-7 of |x|^2, i.e. ~1e-3 of a zero distance
+        det32 = KNN(k=k, normalize=normalize, block=4, backend=backend).fit(train)
+        np.testing.assert_allclose(det32.score(test), expected, atol=1e-3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("normalize", [True, False])
+def test_knn_float32_ranks_equal_the_exact_float64_ranks(backend, normalize):
+    rng = np.random.default_rng(14)
+    train, test = rng.normal(size=(300, 16)), rng.normal(size=(120, 16)) * 1.3
+    exact = KNN(k=7, normalize=normalize, dtype="float64", backend="numpy").fit(train)
+    fast = KNN(k=7, normalize=normalize, block=50, backend=backend).fit(train)
+    np.testing.assert_array_equal(np.argsort(fast.score(test), kind="stable"),
+                                  np.argsort(exact.score(test), kind="stable"))
+    np.testing.assert_allclose(fast.score(test), exact.score(test), rtol=1e-5)
+
+
+def test_knn_bank_size_is_a_seeded_subset():
+    rng = np.random.default_rng(15)
+    train, test = rng.normal(size=(200, 5)), rng.normal(size=(30, 5))
+    det = KNN(k=3, bank_size=50, random_state=0, dtype="float64").fit(train)
+    assert det.bank_.shape == (50, 5)
+    again = KNN(k=3, bank_size=50, random_state=0, dtype="float64").fit(train)
+    np.testing.assert_array_equal(det.bank_, again.bank_)
+    # the bank is a subset of the (normalised) training rows, scored exactly on it
+    keep = np.sort(np.random.default_rng(0).choice(200, size=50, replace=False))
+    np.testing.assert_allclose(det.score(test), R.knn(test, train[keep], 3), atol=1e-7)
+    full = KNN(k=3, bank_size=500, dtype="float64").fit(train)
+    assert full.bank_.shape == (200, 5)
+    with pytest.raises(ValueError, match=r"k must be at most the number of bank rows \(2\)"):
+        KNN(k=3, bank_size=2).fit(train)
+    with pytest.raises(ValueError, match="bank_size must be an integer >= 1"):
+        KNN(bank_size=0).fit(train)
 
 
 def test_knn_block_size_and_bank_order_do_not_matter():
@@ -53,10 +100,12 @@ def test_vim_against_reference(dim):
     train = rng.normal(size=(80, 6)) * [4, 3, 2, 1, 0.5, 0.2] + 1.0
     W, b = rng.normal(size=(4, 6)), rng.normal(size=4)
     test = rng.normal(size=(20, 6)) * 2
-    det = ViM(dim=dim).fit(train, weight=W, bias=b)
-    np.testing.assert_allclose(det.score(test), R.vim(test, train, W, b, dim), rtol=1e-9,
-                               atol=1e-9)
+    expected = R.vim(test, train, W, b, dim)
+    det = ViM(dim=dim, dtype="float64").fit(train, weight=W, bias=b)
+    np.testing.assert_allclose(det.score(test), expected, rtol=1e-9, atol=1e-9)
     assert det.dim_ == dim and det.residual_basis_.shape == (6, 6 - dim)
+    det32 = ViM(dim=dim).fit(train, weight=W, bias=b)
+    np.testing.assert_allclose(det32.score(test), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_vim_default_dim():
@@ -70,9 +119,11 @@ def test_mahalanobis_against_explicit_inverse():
     y = rng.integers(0, 3, 90)
     train = rng.normal(size=(90, 4)) @ rng.normal(size=(4, 4)) + 3.0 * y[:, None]
     test = rng.normal(size=(25, 4)) * 3
-    det = Mahalanobis().fit(train, y)
-    np.testing.assert_allclose(det.score(test), R.mahalanobis(test, train, y), rtol=1e-9)
+    expected = R.mahalanobis(test, train, y)
+    det = Mahalanobis(dtype="float64").fit(train, y)
+    np.testing.assert_allclose(det.score(test), expected, rtol=1e-9)
     assert det.classes_ == [0, 1, 2]
+    np.testing.assert_allclose(Mahalanobis().fit(train, y).score(test), expected, rtol=1e-4)
 
 
 def test_mahalanobis_singular_covariance_uses_the_pseudo_inverse():
@@ -80,7 +131,7 @@ def test_mahalanobis_singular_covariance_uses_the_pseudo_inverse():
     base = rng.normal(size=(40, 2))
     train = np.hstack([base, base[:, :1]])  # the third feature copies the first
     y = np.arange(40) % 2
-    det = Mahalanobis().fit(train, y)
+    det = Mahalanobis(dtype="float64").fit(train, y)
     assert det.whitener_.shape == (3, 2)
     # along the null direction (e1 - e3) the distance does not grow
     x = det.means_[:1]
@@ -95,7 +146,7 @@ def test_clone_and_params():
     sklearn = pytest.importorskip("sklearn.base")
     det = KNN(k=7, normalize=False)
     assert sklearn.clone(det).get_params() == det.get_params()
-    assert repr(ViM(dim=3)) == "ViM(dim=3)"
+    assert repr(ViM(dim=3)) == "ViM(dim=3, dtype='float32')"
 
 
 # -------------------------------------------------------------------------- bad input
@@ -137,3 +188,12 @@ def test_feature_detector_errors():
         det.score(np.ones((2, 4)))
     with pytest.raises(ValueError, match="needs the ID training features"):
         KNN().fit()
+    for cls in (ReAct, KNN, ViM, Mahalanobis):
+        with pytest.raises(ValueError, match="dtype must be one of 'float32', 'float64'; got"):
+            cls(dtype="float16").fit(F, [0, 1] * 5, weight=W)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        KNN(backend="annoy").fit(F)
+    with pytest.raises(ValueError, match="backend='faiss' needs dtype='float32'"):
+        KNN(k=2, backend="faiss", dtype="float64").fit(F).score(F)
+    with pytest.raises(ValueError, match="features must be finite"):
+        KNN(k=2).fit(F).score([[1e39, 0.0, 0.0]])  # overflows float32

@@ -227,6 +227,38 @@ def test_odin_raises_the_max_softmax_and_leaves_no_parameter_grad() -> None:
                                rtol=1e-6, atol=1e-7)
 
 
+def test_odin_detector_perturbs_through_the_adapter() -> None:
+    from abstain.detectors import ODIN
+
+    model, x = _mlp(), _inputs(20)
+    det = ODIN(temperature=100.0, epsilon=2e-3)
+    expected = det.score(odin_logits(model, x, temperature=100.0, epsilon=2e-3))
+    np.testing.assert_allclose(det.score_inputs(model, x, batch_size=8), expected, rtol=1e-12)
+    # epsilon reaches the perturbation: ODIN with epsilon = 0 is the plain tempered MSP
+    np.testing.assert_allclose(ODIN(temperature=100.0, epsilon=0.0).score_inputs(model, x),
+                               det.score(extract(model, x).logits), rtol=1e-6)
+    assert np.all(det.score_inputs(model, x) <= det.score(extract(model, x).logits) + 1e-12)
+    with pytest.raises(ValueError, match="epsilon must be"):
+        ODIN(epsilon=-1.0).score_inputs(model, x)
+
+
+def test_tune_detector_reaches_odin_epsilon_through_the_model() -> None:
+    from abstain.detectors import ODIN, tune_detector
+    from abstain.metrics import auroc
+
+    model, x_id, x_ood = _mlp(), _inputs(30, seed=2), 3.0 * _inputs(20, seed=3)
+    tuned = tune_detector(ODIN(temperature=10.0), {"epsilon": [0.0, 0.01, 0.1]}, x_id, x_ood,
+                          model=model)
+    labels = np.repeat([False, True], [30, 20])
+    for cand, got in zip(tuned.params, tuned.scores, strict=True):
+        det = ODIN(temperature=10.0, **cand)
+        s = np.r_[det.score_inputs(model, x_id), det.score_inputs(model, x_ood)]
+        assert got == auroc(labels, s)
+    shuffled = tune_detector(ODIN(), {"epsilon": [0.0, 0.01]}, x_id, model=model,
+                             random_state=0)
+    assert shuffled.criterion == "shuffled" and shuffled.scores.shape == (2,)
+
+
 def test_odin_errors() -> None:
     model, x = _mlp(), _inputs()
     with pytest.raises(ValueError, match="temperature must be a finite number in"):

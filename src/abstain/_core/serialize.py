@@ -4,8 +4,9 @@ Every fitted object is written as one document shape (keys sorted)::
 
     {"format": "abstain/1", "kind": "<ClassName>", "params": {...}, "fitted": {...}}
 
-``params`` holds the constructor's keyword arguments: JSON scalars, flat lists of them,
-or nested documents (an estimator given as a parameter, written with ``"fitted": null``).
+``params`` holds the constructor's keyword arguments: JSON scalars, nested documents (an
+estimator given as a parameter, written with ``"fitted": null``), or flat lists of either
+(a list of estimators, as :class:`abstain.detectors.DetectorBank` takes).
 ``fitted`` holds the fitted attributes, each described by a field of the class's schema
 (``_FIELDS``, merged along the class hierarchy; the field types are in :mod:`.schema` and
 re-exported here): a nested fitted estimator is a nested document of the same shape, an
@@ -93,9 +94,11 @@ _MODULES = (
     "abstain.detectors.logits",
     "abstain.detectors.features",
     "abstain.detectors.base_scores",
+    "abstain.detectors.bank",
     "abstain.combine.pvalues",
     "abstain.combine.guarantee",
     "abstain.combine.pipeline",
+    "abstain.combine.bank",
     "abstain.ordinal",
 )
 
@@ -162,7 +165,9 @@ def serializable(family: str) -> Callable[[T], T]:
     from the base down (a subclass may redefine a field). The class must follow the
     estimator contract (``get_params``, ``_check_fitted``) and may define
     ``_validate_params()`` (the parameter checks ``fit`` runs, also run on loading) and
-    ``_after_load()`` (derived attributes and checks across fields, after loading).
+    ``_after_load()`` (derived attributes and checks across fields, after loading) and
+    ``_DOCUMENT_DEFAULTS`` (the values of parameters added later, for documents written
+    before they existed, when the new default would change the old document's results).
     """
     assert family in LEGACY_FORMATS.values(), family
 
@@ -302,11 +307,13 @@ def _load_param(value: Any, where: str, ctx: Context) -> Any:
             raise bad_value(where, "a finite number", value)
         return value
     if isinstance(value, list):
+        out = []
         for i, v in enumerate(value):
-            if isinstance(v, (list, dict)):
-                raise bad_value(f"{where}[{i}]", "a JSON scalar (params lists are flat)", v)
-            _load_param(v, f"{where}[{i}]", ctx)
-        return list(value)
+            if isinstance(v, list):
+                raise bad_value(f"{where}[{i}]", "a JSON scalar or a document (params lists "
+                                "are flat)", v)
+            out.append(_load_param(v, f"{where}[{i}]", ctx))  # a dict: an estimator
+        return out
     # a dict: an estimator given as a parameter
     return _load_document(value, where, Context(False, ctx.depth + 1), param=True)
 
@@ -366,6 +373,8 @@ def _load_document(doc: Any, where: str, ctx: Context, *, param: bool) -> Any:
             raise ValueError(f"{join_path(p_where, str(key))} is not a parameter of {kind}; the "
                              f"parameters are {', '.join(names)}.")
     params = {k: _load_param(v, join_path(p_where, k), ctx) for k, v in raw.items()}
+    # a parameter added after a document was written takes the value that reproduces it
+    params = {**getattr(cls, "_DOCUMENT_DEFAULTS", {}), **params}
     obj = cls(**params)
     _validate_params(obj, where)
 

@@ -26,6 +26,7 @@ __all__ = [
     "as_scores",
     "check_bool",
     "check_choice",
+    "check_float_dtype",
     "check_columns",
     "check_fraction",
     "check_int",
@@ -42,8 +43,9 @@ def _describe(x: NDArray[Any]) -> str:
     return f"an array of shape {x.shape}"
 
 
-def as_real_array(values: ArrayLike, name: str) -> NDArray[np.float64]:
-    """``values`` as a float64 array of any shape, or the one message for what is not.
+def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDArray[Any]:
+    """``values`` as a float64 (or ``dtype``) array of any shape, or the one message for
+    what is not.
 
     Integers, unsigned integers, floats and bools convert; complex, datetime, timedelta,
     string, bytes and object (e.g. mixed or ragged) input is refused with its dtype.
@@ -60,7 +62,8 @@ def as_real_array(values: ArrayLike, name: str) -> NDArray[np.float64]:
             f"{name} must be an array of real numbers (int, float or bool dtype); "
             f"got dtype {arr.dtype}."
         )
-    return arr.astype(np.float64, copy=False)
+    with np.errstate(over="ignore"):  # an overflow becomes inf, refused by the finite check
+        return arr.astype(dtype, copy=False)
 
 
 def _as_1d_float(
@@ -87,14 +90,16 @@ def _nonfinite(arr: NDArray[np.float64]) -> str:
 
 def as_matrix(
     values: ArrayLike, name: str = "X", *, columns: str = "n_features", finite: bool = True,
-    min_rows: int = 1,
-) -> NDArray[np.float64]:
-    """Return ``values`` as a non-empty 2-D float64 array ``(n_samples, <columns>)``.
+    min_rows: int = 1, dtype: Any = np.float64,
+) -> NDArray[Any]:
+    """Return ``values`` as a non-empty 2-D float64 (or ``dtype``) array
+    ``(n_samples, <columns>)``.
 
     NaN is always refused; infinite values too unless ``finite=False``; fewer than
-    ``min_rows`` rows too.
+    ``min_rows`` rows too. Values that overflow ``dtype`` (float32 beyond 3.4e38) are
+    refused as infinite.
     """
-    arr = as_real_array(values, name)
+    arr = as_real_array(values, name, dtype)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         hint = " (one sample: pass values.reshape(1, -1))" if arr.ndim == 1 and arr.size else ""
         raise ValueError(
@@ -112,9 +117,19 @@ def as_matrix(
     return arr
 
 
-def as_features(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
-    """Return ``X`` as a finite, non-empty 2-D float64 array (n_samples, n_features)."""
-    return as_matrix(X, name)
+def as_features(X: ArrayLike, name: str = "X", dtype: Any = np.float64) -> NDArray[Any]:
+    """Return ``X`` as a finite, non-empty 2-D float64 (or ``dtype``) array
+    (n_samples, n_features)."""
+    return as_matrix(X, name, dtype=dtype)
+
+
+#: The floating-point types a detector may compute in (its ``dtype=`` parameter).
+FLOAT_DTYPES = ("float32", "float64")
+
+
+def check_float_dtype(name: str, value: Any) -> np.dtype[Any]:
+    """Return ``value``, one of ``"float32"`` or ``"float64"``, as a NumPy dtype."""
+    return np.dtype(check_choice(name, value, FLOAT_DTYPES))
 
 
 def as_pvalues(values: ArrayLike, name: str = "P") -> NDArray[np.float64]:

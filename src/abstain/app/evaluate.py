@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -13,7 +12,6 @@ from numpy.typing import NDArray
 
 from .. import metrics as m
 from .._core.optional import require
-from ..exceptions import InfeasibleTargetWarning
 from .tables import Progress, TableData
 
 #: One line on what each metric means, by key prefix (the report's glossary).
@@ -148,10 +146,18 @@ def _pct(x: float) -> str:
     return f"{100 * x:g}%"
 
 
+#: The table's key of each column of :func:`abstain.metrics.evaluate_ood`.
+def _ood_keys(tpr: float, fpr: float) -> dict[str, str]:
+    return {"auroc": "auroc", "aupr_in": "aupr_in", "aupr_out": "aupr_out",
+            "fpr_at_tpr": f"fpr@{tpr:g}", "oscr": "oscr",
+            "risk_at_tpr_fpr": f"risk@tpr{tpr:g},fpr{fpr:g}"}
+
+
 def _one_score(losses: NDArray[np.float64], ood: NDArray[np.bool_] | None, s: Any, *,
                coverages: Sequence[float], tpr: float, fpr: float, bounded: bool,
                pair: bool) -> dict[str, float]:
-    """Every metric of one score column (or a pair's two columns) on these rows."""
+    """Every metric of one score column (or a pair's two columns) on these rows; the OOD
+    metrics by :func:`abstain.metrics.evaluate_ood`, the library's one table of them."""
     r: dict[str, float] = {}
     id_rows = ~ood if ood is not None else np.ones(losses.size, dtype=bool)
     if not pair:
@@ -161,17 +167,11 @@ def _one_score(losses: NDArray[np.float64], ood: NDArray[np.bool_] | None, s: An
         for c in coverages:
             r[f"risk@{c:g}"] = m.selective_risk_at_coverage(loss_id, s_id, c)
     if ood is not None:
-        r["auroc"] = m.auroc(ood, s)
-        if not pair:
-            r["aupr_in"] = m.aupr_in(ood, s)
-            r["aupr_out"] = m.aupr_out(ood, s)
-            r[f"fpr@{tpr:g}"] = m.fpr_at_tpr(ood, s, tpr)
-        if bounded:
-            r["oscr"] = m.oscr(losses, ood, s)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", InfeasibleTargetWarning)
-            r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(losses, ood, s,
-                                                                            tpr, fpr)
+        keys = _ood_keys(tpr, fpr)
+        for key, value in m.evaluate_ood(losses, ood, {"s": s}, tpr=tpr, fpr=fpr).row(
+                "s").items():
+            if key != "oscr" or bounded:
+                r[keys[key]] = value
     return {k: float(v) for k, v in r.items()}
 
 
@@ -199,26 +199,36 @@ def _notes(labels: dict[str, str], metrics: dict[str, dict[str, float]], *,
 
 def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: int,
                level: float, random_state: Any, progress: Progress | None, done: int,
-               total: int, **options: Any) -> dict[str, dict[str, tuple[float, float]]]:
-    """Percentile intervals (:func:`abstain.metrics.percentile_interval`) of every metric
-    over ``n_bootstrap`` resamples of the rows (:func:`abstain.metrics.bootstrap_indices`),
-    ID and OOD rows resampled apart so that every resample has both."""
-    draws: dict[str, dict[str, list[float]]] = {}
+               total: int, point: dict[str, dict[str, float]],
+               **options: Any) -> dict[str, dict[str, tuple[float, float]]]:
+    """Percentile intervals of every metric of every score over the same ``n_bootstrap``
+    resamples of the rows (:func:`abstain.metrics.bootstrap_interval`), ID and OOD rows
+    resampled apart so that every resample has both."""
     columns = [(name, data.scores[name], False) for name in data.scores]
     if ood is not None:
         columns += [(name, data.stacked(cols), True) for name, cols in data.pairs.items()]
-    resamples = m.bootstrap_indices(data.losses.size, n_bootstrap, strata=ood,
-                                    random_state=random_state)
-    for b, idx in enumerate(resamples):
+    cells = [(name, key) for name, _, _ in columns for key in point[name]]
+    calls = 0
+
+    def statistic(idx: NDArray[np.intp]) -> list[float]:
+        nonlocal calls
         sub_ood = None if ood is None else ood[idx]
+        vals: list[float] = []
         for name, s, pair in columns:
-            vals = _one_score(data.losses[idx], sub_ood, s[idx], pair=pair, **options)
-            for key, v in vals.items():
-                draws.setdefault(name, {}).setdefault(key, []).append(v)
+            got = _one_score(data.losses[idx], sub_ood, s[idx], pair=pair, **options)
+            vals.extend(got[key] for key in point[name])
+        calls += 1
         if progress is not None:
-            progress(done + b + 1, total)
-    return {name: {key: m.percentile_interval(got, level) for key, got in keys.items()}
-            for name, keys in draws.items()}
+            progress(done + calls, total)
+        return vals
+
+    strata = ood if ood is not None else np.zeros(data.losses.size, dtype=bool)
+    ci = m.bootstrap_interval(statistic, strata, n_bootstrap=n_bootstrap, confidence=level,
+                              random_state=random_state)
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for (name, key), lo, hi in zip(cells, ci.low, ci.high, strict=True):
+        out.setdefault(name, {})[key] = (float(lo), float(hi))
+    return out
 
 
 def evaluate(
@@ -238,8 +248,8 @@ def evaluate(
     of ``coverages``) use the ID rows. With an OOD column holding both classes,
     the OOD metrics follow: AUROC, AUPR-In, AUPR-Out, FPR at TPR ``tpr`` (FPR@95),
     OSCR (for losses in [0, 1]) and the least selective risk at TPR >= ``tpr`` and
-    FPR <= ``fpr``. Each metric's tie rule is that of its function in
-    :mod:`abstain.metrics`.
+    FPR <= ``fpr``, computed by :func:`abstain.metrics.evaluate_ood`. Each metric's tie
+    rule is that of its function in :mod:`abstain.metrics`.
 
     Each double-score pair of :attr:`TableData.pairs` gets the metrics that take two
     columns: AUROC and OSCR (the area under the envelope over directions) and the
@@ -254,8 +264,10 @@ def evaluate(
     fpr : float in [0, 1]
     n_bootstrap : int, default 0
         With ``n_bootstrap >= 2``, a percentile interval of each metric from that many
-        resamples of the rows (ID and OOD rows resampled apart). A metric whose target
-        is infeasible on some resample gets no interval (NaN).
+        resamples of the rows (ID and OOD rows resampled apart), by
+        :func:`abstain.metrics.bootstrap_interval` (whose NaN rule it keeps: a resample
+        where a target is infeasible is left out, and a metric infeasible on every
+        resample has no interval).
     level : float in (0, 1), default 0.95
         The confidence level of the intervals.
     random_state : None, int or numpy Generator
@@ -306,7 +318,8 @@ def evaluate(
     if n_bootstrap:
         intervals = _bootstrap(data, metric_ood, n_bootstrap=n_bootstrap, level=float(level),
                                random_state=random_state, progress=progress,
-                               done=len(data.scores) + len(pairs), total=total, **options)
+                               done=len(data.scores) + len(pairs), total=total, point=out,
+                               **options)
     n_ood = int(ood.sum()) if ood is not None else 0
     notes = _notes(labels, out, pairs=pairs, tpr=tpr, fpr=fpr)
     return Evaluation(int(id_rows.sum()), n_ood, data.n_dropped, labels, out, pairs,

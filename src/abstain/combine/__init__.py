@@ -49,6 +49,9 @@ Tie rules
   paper's ``q_hat(x) <= (l + 0.99) / (n + 1)`` of Algorithm 3, ties included.
 """
 
+from .bank import (
+    BankDetector,
+)
 from .guarantee import (
     FARGuarantee,
     GuaranteedDetector,
@@ -75,6 +78,7 @@ from .statistics import (
 
 __all__ = [
     "METHODS",
+    "BankDetector",
     "EmpiricalZ",
     "FARGuarantee",
     "GuaranteedDetector",

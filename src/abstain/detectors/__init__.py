@@ -16,14 +16,23 @@ All share one protocol: ``fit(X, y=None, *, weight=None, bias=None)`` (arguments
 does not use are ignored), ``score(X)``, ``score_outputs(outputs)`` (picks
 ``outputs.logits`` or ``outputs.features``, e.g. from :func:`abstain.torch.extract`), and
 ``to_json`` read back by :func:`abstain.load_json`. Nothing here needs PyTorch; ODIN's input
-perturbation, which needs gradients, is :func:`abstain.torch.odin_logits`.
+perturbation, which needs gradients, is :meth:`ODIN.score_inputs` (through
+:func:`abstain.torch.odin_logits`). The feature detectors compute in float32 unless given
+``dtype="float64"``.
+
+:class:`DetectorBank` fits several detectors on the same outputs and scores them into one
+matrix (one column per detector), the input of :mod:`abstain.combine`.
 
 :class:`DoubleScoreDetector` pairs a misclassification score with an OOD score and tunes
 their combination with a reject model of :mod:`abstain.ood`; it lives in
 :mod:`abstain.models` and is re-exported here (Franc, Prusa and Paplham,
-2023, section 4: KNN+MSP, ViM+MSP).
+2023, section 4: KNN+MSP, ViM+MSP). :func:`tune_detector` (also in :mod:`abstain.models`)
+chooses a detector's hyperparameters on validation data.
 """
 
+from .bank import (
+    DetectorBank,
+)
 from .base import (
     Detector,
 )
@@ -48,6 +57,7 @@ from .registry import (
 
 __all__ = [
     "DETECTORS",
+    "DetectorBank",
     "GEN",
     "KNN",
     "MSP",
@@ -60,6 +70,8 @@ __all__ = [
     "ViM",
     "detector_from_json",
     "make_detector",
+    "tune_detector",
+    "DetectorTuning",
     "Detector",
 ]
 
@@ -71,4 +83,8 @@ def __getattr__(name: str) -> object:
         from ..models.double_score import DoubleScoreDetector
 
         return DoubleScoreDetector
+    if name in ("tune_detector", "DetectorTuning"):
+        from ..models import tuning
+
+        return getattr(tuning, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

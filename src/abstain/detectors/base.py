@@ -52,8 +52,8 @@ class Detector(ParamsMixin):
             self.n_features_in_ = int(self._inputs(X).shape[1])
         return self
 
-    def _inputs(self, X: ArrayLike) -> NDArray[np.float64]:
-        arr = as_features(X, self.inputs)
+    def _inputs(self, X: ArrayLike, dtype: Any = np.float64) -> NDArray[Any]:
+        arr = as_features(X, self.inputs, dtype)
         expected = getattr(self, "n_features_in_", None)
         if expected is not None:
             check_columns(self.inputs, arr, int(expected))

@@ -7,10 +7,24 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
+from .._core.optional import require
 from .._core.serialize import Array, Int, Labels, Number, serializable
-from .._core.validation import as_features, check_bool, check_int, check_positive, unit_rows
+from .._core.validation import (
+    as_features,
+    check_bool,
+    check_choice,
+    check_float_dtype,
+    check_int,
+    check_positive,
+    check_random_state,
+    unit_rows,
+)
 from .base import Detector, linear_layer
 from .logits import neg_energy
+
+
+def _as_dtype(arr: NDArray[np.float64], dtype: np.dtype) -> NDArray:  # type: ignore[type-arg]
+    return np.ascontiguousarray(arr, dtype=dtype)
 
 
 @serializable("detector")
@@ -24,6 +38,8 @@ class ReAct(Detector):
     ----------
     percentile : float in (0, 100], default 90 (the paper's choice)
     temperature : float > 0, default 1
+    dtype : {"float32", "float64"}, default "float32"
+        Type of the matrix product (scores are returned as float64).
 
     Attributes
     ----------
@@ -42,6 +58,8 @@ class ReAct(Detector):
     """
 
     inputs = "features"
+    # documents written before dtype= existed computed in float64
+    _DOCUMENT_DEFAULTS = {"dtype": "float64"}
     _FIELDS = {
         "n_features_in_": Int(1, dim="d"),
         "weight_": Array(("K", "d")),
@@ -49,9 +67,11 @@ class ReAct(Detector):
         "threshold_": Number(),
     }
 
-    def __init__(self, percentile: float = 90.0, temperature: float = 1.0) -> None:
+    def __init__(self, percentile: float = 90.0, temperature: float = 1.0,
+                 dtype: str = "float32") -> None:
         self.percentile = percentile
         self.temperature = temperature
+        self.dtype = dtype
 
     def _validate_params(self) -> None:
         q = self.percentile
@@ -59,6 +79,7 @@ class ReAct(Detector):
                 or not 0 < q <= 100:
             raise ValueError(f"percentile must be in (0, 100]; got {self.percentile!r}.")
         check_positive("temperature", self.temperature)
+        check_float_dtype("dtype", self.dtype)
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> ReAct:
@@ -67,7 +88,7 @@ class ReAct(Detector):
             raise ValueError("ReAct.fit needs the ID training features X.")
         self._validate_params()
         q = float(self.percentile)
-        F = as_features(X, "features")
+        F = as_features(X, "features", check_float_dtype("dtype", self.dtype))
         self.weight_, self.bias_ = linear_layer(weight, bias, F.shape[1], "ReAct")
         self.threshold_ = float(np.percentile(F, q))
         self.n_features_in_ = int(F.shape[1])
@@ -78,19 +99,27 @@ class ReAct(Detector):
         self._check_fitted("threshold_")
         self._validate_params()
         T = float(self.temperature)
-        F = np.minimum(self._inputs(X), self.threshold_)
-        return neg_energy(F @ self.weight_.T + self.bias_, T)
+        dt = check_float_dtype("dtype", self.dtype)
+        F = np.minimum(self._inputs(X, dt), dt.type(self.threshold_))
+        logits = F @ _as_dtype(self.weight_.T, dt) + _as_dtype(self.bias_, dt)
+        return neg_energy(logits.astype(np.float64), T)
 
 
 @serializable("detector")
 class KNN(Detector):
     """Deep nearest neighbours (Sun, Ming, Zhu and Li, 2022): distance to the k-th neighbour.
 
-    ``score(x)`` is the Euclidean distance from ``x`` to its ``k``-th nearest ID
-    training feature; with ``normalize=True`` (the paper's choice) every feature is
-    first scaled to unit L2 norm. Distances are computed exactly, by blocks of the
-    matrix product, in O(n_test * n_train * d) time and ``block`` x ``n_train`` memory.
-    Equal distances are counted with multiplicity.
+    ``score(x)`` is the Euclidean distance from ``x`` to its ``k``-th nearest feature of
+    the bank; with ``normalize=True`` (the paper's choice) every feature is first scaled
+    to unit L2 norm. The bank is the ID training features, or a seeded random subset of
+    ``bank_size`` of them (the paper uses 1% of ImageNet's training set).
+
+    The search is exact: by blocks of ``block`` test rows, one BLAS matrix product gives
+    ``|t|^2 - 2 q.t`` for every bank row ``t`` (the bank is stored with the column
+    ``|t|^2`` appended), and an in-place ``partition`` picks the k-th smallest; time
+    O(n_test * n_bank * d), memory ``block`` x ``n_bank``. Equal distances are counted
+    with multiplicity. With ``backend="faiss"`` (or ``"auto"`` when faiss is installed and
+    ``dtype="float32"``) the same exact search runs in faiss's ``IndexFlatL2``.
 
     Parameters
     ----------
@@ -98,11 +127,23 @@ class KNN(Detector):
     normalize : bool, default True
     block : int, default 1024
         Test rows per block.
+    dtype : {"float32", "float64"}, default "float32"
+        Type of the distances. In float32 a distance carries an absolute error of about
+        ``1e-7 * max |x|^2`` (from the expansion ``|q|^2 + |t|^2 - 2 q.t``), which only
+        reorders inputs whose distances agree to that precision.
+    bank_size : int >= 1 or None, default None
+        Keep a uniformly random subset of this many training rows (all rows when None or
+        when the training set is not larger).
+    random_state : None, int or numpy Generator, default None
+        Seeds the subset of ``bank_size``.
+    backend : {"auto", "numpy", "faiss"}, default "auto"
+        ``"faiss"`` needs the extra ``faiss`` (``pip install 'abstain[faiss]'``) and
+        ``dtype="float32"``; ``"auto"`` uses it when both hold, else NumPy.
 
     Attributes
     ----------
-    bank_ : ndarray of shape (n_train, d)
-        The (normalised) training features.
+    bank_ : ndarray of shape (n_bank, d)
+        The (normalised) bank features.
 
     Examples
     --------
@@ -113,54 +154,105 @@ class KNN(Detector):
     """
 
     inputs = "features"
+    # documents written before dtype= existed computed in float64
+    _DOCUMENT_DEFAULTS = {"dtype": "float64"}
     _FIELDS = {"n_features_in_": Int(1, dim="d"), "bank_": Array((None, "d"))}
 
-    def __init__(self, k: int = 50, normalize: bool = True, block: int = 1024) -> None:
+    def __init__(self, k: int = 50, normalize: bool = True, block: int = 1024,
+                 dtype: str = "float32", bank_size: int | None = None,
+                 random_state: object = None, backend: str = "auto") -> None:
         self.k = k
         self.normalize = normalize
         self.block = block
+        self.dtype = dtype
+        self.bank_size = bank_size
+        self.random_state = random_state
+        self.backend = backend
 
     def _validate_params(self) -> None:
         check_int("k", self.k, 1)
         check_bool("normalize", self.normalize)
         check_int("block", self.block, 1)
+        check_float_dtype("dtype", self.dtype)
+        if self.bank_size is not None:
+            check_int("bank_size", self.bank_size, 1)
+        check_random_state("random_state", self.random_state)
+        check_choice("backend", self.backend, ("auto", "numpy", "faiss"))
 
-    def _prepare(self, F: NDArray[np.float64]) -> NDArray[np.float64]:
+    def _prepare(self, F: NDArray) -> NDArray:  # type: ignore[type-arg]
         return unit_rows(F, "KNN with normalize=True") if self.normalize else F
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> KNN:
-        """Store the ID training features ``X`` (n, d)."""
+        """Store the ID training features ``X`` (n, d), or a random ``bank_size`` of them."""
         if X is None:
             raise ValueError("KNN.fit needs the ID training features X.")
         self._validate_params()
         k = int(self.k)
-        F = as_features(X, "features")
+        F = as_features(X, "features", check_float_dtype("dtype", self.dtype))
+        n = F.shape[0]
+        if self.bank_size is not None and int(self.bank_size) < n:
+            rng = np.random.default_rng(self.random_state)  # type: ignore[arg-type]
+            F = F[np.sort(rng.choice(n, size=int(self.bank_size), replace=False))]
         if k > F.shape[0]:
-            raise ValueError(f"k must be at most the number of training rows ({F.shape[0]}); "
+            raise ValueError(f"k must be at most the number of bank rows ({F.shape[0]}); "
                              f"got {k}.")
         self.bank_ = self._prepare(F)
         self.n_features_in_ = int(F.shape[1])
         return self
+
+    def _use_faiss(self, dt: np.dtype) -> bool:  # type: ignore[type-arg]
+        if self.backend == "numpy":
+            return False
+        if self.backend == "faiss":
+            if dt != np.float32:
+                raise ValueError("backend='faiss' needs dtype='float32'; got "
+                                 f"dtype={self.dtype!r}.")
+            require("faiss", "faiss", "KNN(backend='faiss')")
+            return True
+        if dt != np.float32:
+            return False
+        try:
+            import faiss  # noqa: F401
+        except ImportError:
+            return False
+        return True
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of features ``X``, shape (n, d) -> (n,)."""
         self._check_fitted("bank_")
         self._validate_params()
         k, block = int(self.k), int(self.block)
-        if k > self.bank_.shape[0]:
-            raise ValueError(f"k must be at most the number of training rows "
-                             f"({self.bank_.shape[0]}); got {k}.")
-        Q = self._prepare(self._inputs(X))
-        bank = self.bank_
-        bank_sq = np.einsum("ij,ij->i", bank, bank)
-        out = np.empty(Q.shape[0])
-        for start in range(0, Q.shape[0], block):
+        dt = check_float_dtype("dtype", self.dtype)
+        bank = _as_dtype(self.bank_, dt)
+        if k > bank.shape[0]:
+            raise ValueError(f"k must be at most the number of bank rows "
+                             f"({bank.shape[0]}); got {k}.")
+        Q = _as_dtype(self._prepare(self._inputs(X, dt)), dt)
+        if self._use_faiss(dt):
+            faiss = require("faiss", "faiss", "KNN(backend='faiss')")
+            index = faiss.IndexFlatL2(bank.shape[1])
+            index.add(bank)
+            kth = index.search(Q, k)[0][:, k - 1].astype(np.float64)
+            return np.sqrt(np.maximum(kth, 0.0))
+        # one GEMM per block: [q, 1] . [-2 t, |t|^2] = |t|^2 - 2 q.t
+        aug_bank = np.empty((bank.shape[0], bank.shape[1] + 1), dtype=dt)
+        np.multiply(bank, -2, out=aug_bank[:, :-1])
+        aug_bank[:, -1] = np.einsum("ij,ij->i", bank, bank)
+        n = Q.shape[0]
+        aug_q = np.empty((min(block, n), Q.shape[1] + 1), dtype=dt)
+        aug_q[:, -1] = 1
+        buf = np.empty((min(block, n), bank.shape[0]), dtype=dt)
+        out = np.empty(n)
+        for start in range(0, n, block):
             q = Q[start : start + block]
-            # squared distance up to the row constant |q|^2: |t|^2 - 2 q.t
-            d = bank_sq[None, :] - 2.0 * (q @ bank.T)
-            kth = np.partition(d, k - 1, axis=1)[:, k - 1]
-            out[start : start + block] = kth + np.einsum("ij,ij->i", q, q)
+            m = q.shape[0]
+            aug_q[:m, :-1] = q
+            d = buf[:m]
+            np.matmul(aug_q[:m], aug_bank.T, out=d)
+            d.partition(k - 1, axis=1)
+            out[start : start + m] = d[:, k - 1]
+        out += np.einsum("ij,ij->i", Q, Q, dtype=np.float64)
         return np.sqrt(np.maximum(out, 0.0))
 
 
@@ -189,6 +281,9 @@ class ViM(Detector):
         Dimension ``D`` of the principal subspace, ``1 <= D < d``. None: 1000 for
         ``d >= 2048`` and 512 for ``d >= 768`` (the paper's choices for its backbones),
         else ``d // 2`` (as OpenOOD uses 256 for 512-d ResNet-18 features).
+    dtype : {"float32", "float64"}, default "float32"
+        Type of the matrix products (the covariance is accumulated by BLAS in this type,
+        its eigendecomposition is in float64; scores are returned as float64).
 
     Attributes
     ----------
@@ -210,6 +305,8 @@ class ViM(Detector):
     """
 
     inputs = "features"
+    # documents written before dtype= existed computed in float64
+    _DOCUMENT_DEFAULTS = {"dtype": "float64"}
     _FIELDS = {
         "n_features_in_": Int(2, dim="d"),
         "dim_": Int(1),
@@ -220,12 +317,14 @@ class ViM(Detector):
         "alpha_": Number(),
     }
 
-    def __init__(self, dim: int | None = None) -> None:
+    def __init__(self, dim: int | None = None, dtype: str = "float32") -> None:
         self.dim = dim
+        self.dtype = dtype
 
     def _validate_params(self) -> None:
         if self.dim is not None:
             check_int("dim", self.dim, 1)
+        check_float_dtype("dtype", self.dtype)
 
     def _after_load(self) -> None:
         d = self.n_features_in_
@@ -238,28 +337,30 @@ class ViM(Detector):
         """Fit on ID training features ``X`` (n, d) and the last layer ``weight``, ``bias``."""
         if X is None:
             raise ValueError("ViM.fit needs the ID training features X.")
-        F = as_features(X, "features")
+        self._validate_params()
+        dt = check_float_dtype("dtype", self.dtype)
+        F = as_features(X, "features", dt)
         d = F.shape[1]
         if d < 2:
             raise ValueError("ViM needs at least 2 feature dimensions; got 1.")
-        self._validate_params()
         D = _default_vim_dim(d) if self.dim is None else int(self.dim)
         if D >= d:
             raise ValueError(f"dim must be smaller than the feature dimension {d}; got {D}.")
         W, b = linear_layer(weight, bias, d, "ViM")
         u = -np.linalg.pinv(W) @ b
-        C = F - u
-        evals, evecs = np.linalg.eigh(C.T @ C / C.shape[0])
+        C = F - _as_dtype(u, dt)
+        cov = (C.T @ C).astype(np.float64) / C.shape[0]
+        evals, evecs = np.linalg.eigh(cov)
         order = np.argsort(-evals, kind="stable")
         R = evecs[:, order[D:]]
-        vlogit = np.linalg.norm(C @ R, axis=1)
-        logits = F @ W.T + b
-        mean_v = float(vlogit.mean())
+        vlogit = np.linalg.norm(C @ _as_dtype(R, dt), axis=1)
+        logits = F @ _as_dtype(W.T, dt) + _as_dtype(b, dt)
+        mean_v = float(vlogit.mean(dtype=np.float64))
         if mean_v <= 0:
             raise ValueError("ViM: the training features have no residual beyond the "
                              f"{D}-dimensional principal subspace; choose a smaller dim.")
         self.weight_, self.bias_, self.origin_, self.residual_basis_ = W, b, u, R
-        self.alpha_ = float(logits.max(axis=1).mean()) / mean_v
+        self.alpha_ = float(logits.max(axis=1).mean(dtype=np.float64)) / mean_v
         self.dim_ = D
         self.n_features_in_ = d
         return self
@@ -267,9 +368,13 @@ class ViM(Detector):
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of features ``X``, shape (n, d) -> (n,)."""
         self._check_fitted("alpha_")
-        F = self._inputs(X)
-        vlogit = np.linalg.norm((F - self.origin_) @ self.residual_basis_, axis=1)
-        energy = logsumexp(F @ self.weight_.T + self.bias_, axis=1)
+        self._validate_params()
+        dt = check_float_dtype("dtype", self.dtype)
+        F = self._inputs(X, dt)
+        resid = (F - _as_dtype(self.origin_, dt)) @ _as_dtype(self.residual_basis_, dt)
+        vlogit = np.linalg.norm(resid, axis=1).astype(np.float64)
+        logits = F @ _as_dtype(self.weight_.T, dt) + _as_dtype(self.bias_, dt)
+        energy = logsumexp(logits.astype(np.float64), axis=1)
         return self.alpha_ * vlogit - energy
 
 
@@ -286,6 +391,9 @@ class Mahalanobis(Detector):
     Parameters
     ----------
     rcond : float >= 0, default 1e-10
+    dtype : {"float32", "float64"}, default "float32"
+        Type of the matrix products (class means and the eigendecomposition are in
+        float64; scores are returned as float64).
 
     Attributes
     ----------
@@ -304,6 +412,8 @@ class Mahalanobis(Detector):
     """
 
     inputs = "features"
+    # documents written before dtype= existed computed in float64
+    _DOCUMENT_DEFAULTS = {"dtype": "float64"}
     _FIELDS = {
         "n_features_in_": Int(1, dim="d"),
         "classes_": Labels(length="c", min_length=1, convert=list),
@@ -311,11 +421,13 @@ class Mahalanobis(Detector):
         "whitener_": Array(("d", None)),
     }
 
-    def __init__(self, rcond: float = 1e-10) -> None:
+    def __init__(self, rcond: float = 1e-10, dtype: str = "float32") -> None:
         self.rcond = rcond
+        self.dtype = dtype
 
     def _validate_params(self) -> None:
         check_positive("rcond", self.rcond, allow_zero=True)
+        check_float_dtype("dtype", self.dtype)
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Mahalanobis:
@@ -324,7 +436,8 @@ class Mahalanobis(Detector):
             raise ValueError("Mahalanobis.fit needs the ID training features X and labels y.")
         self._validate_params()
         rcond = float(self.rcond)
-        F = as_features(X, "features")
+        dt = check_float_dtype("dtype", self.dtype)
+        F = as_features(X, "features", dt)
         labels = np.asarray(y)
         if labels.shape != (F.shape[0],):
             raise ValueError(f"y must have shape ({F.shape[0]},) to match X; got "
@@ -332,11 +445,12 @@ class Mahalanobis(Detector):
         classes, inv = np.unique(labels, return_inverse=True)
         inv = inv.reshape(-1)
         counts = np.bincount(inv)
-        means = np.zeros((classes.size, F.shape[1]))
-        np.add.at(means, inv, F)
-        means /= counts[:, None]
-        C = F - means[inv]
-        evals, evecs = np.linalg.eigh(C.T @ C / F.shape[0])
+        order = np.argsort(inv, kind="stable")
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        means = np.add.reduceat(F[order], starts, axis=0, dtype=np.float64) / counts[:, None]
+        C = F - _as_dtype(means, dt)[inv]
+        cov = (C.T @ C).astype(np.float64) / F.shape[0]
+        evals, evecs = np.linalg.eigh(cov)
         keep = evals > rcond * max(float(evals.max()), 0.0)
         if not np.any(keep):
             raise ValueError("Mahalanobis: the within-class covariance is zero (every class "
@@ -350,8 +464,11 @@ class Mahalanobis(Detector):
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of features ``X``, shape (n, d) -> (n,)."""
         self._check_fitted("whitener_")
-        Z = self._inputs(X) @ self.whitener_
+        self._validate_params()
+        dt = check_float_dtype("dtype", self.dtype)
+        Z = self._inputs(X, dt) @ _as_dtype(self.whitener_, dt)
         M = self.means_ @ self.whitener_
-        d2 = (np.einsum("ij,ij->i", Z, Z)[:, None] - 2.0 * Z @ M.T
-              + np.einsum("ij,ij->i", M, M)[None, :])
-        return np.maximum(d2.min(axis=1), 0.0)
+        d2 = Z @ _as_dtype(-2.0 * M.T, dt) + _as_dtype(np.einsum("ij,ij->i", M, M), dt)
+        d2min = d2.min(axis=1).astype(np.float64)
+        d2min += np.einsum("ij,ij->i", Z, Z, dtype=np.float64)
+        return np.maximum(d2min, 0.0)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
+from .._core.optional import require
 from .._core.serialize import serializable
 from .._core.validation import check_fraction, check_int, check_positive
 from .base import Detector
@@ -104,9 +107,11 @@ class ODIN(Detector):
 
     ``score = -max_k softmax(f(x') / T)_k`` where ``x' = x - epsilon *
     sign(-grad_x log softmax(f(x) / T)_yhat)``. The perturbation needs the network's
-    gradient: compute the logits ``f(x')`` with :func:`abstain.torch.odin_logits` using this
-    detector's ``temperature`` and ``epsilon`` and pass them to :meth:`score`. On
-    unperturbed logits (``epsilon = 0``) the score is the temperature-scaled MSP.
+    gradient: :meth:`score_inputs` takes the model and its inputs and applies this
+    detector's ``temperature`` and ``epsilon`` (through :func:`abstain.torch.odin_logits`,
+    extra ``torch``). :meth:`score` takes logits: given the logits of the perturbed inputs it
+    is ODIN, given plain logits it is the temperature-scaled MSP (``epsilon`` is then not
+    used).
 
     Parameters
     ----------
@@ -114,7 +119,7 @@ class ODIN(Detector):
     epsilon : float >= 0, default 0.0014
         Perturbation size in the network's input units; the paper tunes it on
         validation data, 0.0014 is its most frequent value. Used by
-        ``abstain.torch.odin_logits``, stored here so one object holds the method.
+        :meth:`score_inputs`.
 
     Examples
     --------
@@ -135,6 +140,23 @@ class ODIN(Detector):
         """Scores of (perturbed) logits ``X``, shape (n, K) -> (n,)."""
         self._validate_params()
         return neg_max_softmax(self._inputs(X), float(self.temperature))
+
+    def score_inputs(self, model: Any, X: Any, *, batch_size: int = 256,
+                     progress: bool | str = False) -> NDArray[np.float64]:
+        """ODIN's score of the inputs ``X`` of a PyTorch ``model``: the input perturbation of
+        size ``epsilon`` at temperature ``temperature``, then :meth:`score` of the logits.
+
+        Needs the extra ``torch``; ``model``, ``X``, ``batch_size`` and ``progress`` are
+        those of :func:`abstain.torch.odin_logits`. Returns shape (n,).
+        """
+        self._validate_params()
+        require("torch", "torch", "ODIN.score_inputs")
+        from ..torch import odin_logits  # the adapter, imported only when asked for
+
+        logits = odin_logits(model, X, temperature=float(self.temperature),
+                             epsilon=float(self.epsilon), batch_size=batch_size,
+                             progress=progress)
+        return self.score(logits)
 
 
 @serializable("detector")

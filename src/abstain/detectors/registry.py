@@ -26,8 +26,8 @@ def make_detector(name: str, **params: Any) -> Detector:
     """A detector by its short name (a key of :data:`DETECTORS`), e.g. ``"knn"``.
 
     >>> from abstain.detectors import make_detector
-    >>> make_detector("knn", k=10)
-    KNN(k=10, normalize=True, block=1024)
+    >>> make_detector("knn", k=10, bank_size=5000).get_params()["bank_size"]
+    5000
     """
     key = str(name).lower()
     if key not in DETECTORS:

@@ -8,7 +8,7 @@ function of the truth (``losses`` or ``is_ood``) then the scores, and a higher s
 rejected first; a metric never fits a model.
 """
 
-from .bootstrap import Interval, bootstrap_indices, bootstrap_interval, percentile_interval
+from .bootstrap import BootstrapInterval, bootstrap_indices, bootstrap_interval
 from .ood import (
     PRCurve,
     RiskTPRCurve,
@@ -27,6 +27,7 @@ from .ood import (
     selective_risk_at_tpr_fpr,
     tnr_at_tpr,
 )
+from .ood_table import OOD_METRICS, OODEvaluation, evaluate_ood
 from .selective import (
     RiskCoverageCurve,
     augrc,
@@ -39,10 +40,6 @@ from .selective import (
 )
 
 __all__ = [
-    "Interval",
-    "bootstrap_indices",
-    "bootstrap_interval",
-    "percentile_interval",
     "RiskCoverageCurve",
     "risk_coverage_curve",
     "aurc",
@@ -67,4 +64,10 @@ __all__ = [
     "oscr",
     "ccr_at_fpr",
     "detection_rate_at_false_alarm",
+    "OOD_METRICS",
+    "OODEvaluation",
+    "evaluate_ood",
+    "BootstrapInterval",
+    "bootstrap_indices",
+    "bootstrap_interval",
 ]

@@ -1,170 +1,111 @@
-"""Bootstrap confidence intervals of any metric: resampled rows, percentile intervals.
+"""Percentile bootstrap intervals of any metric, stratified and paired across metrics.
 
-A metric of a finite sample is itself random; its percentile bootstrap interval is the
-spread of the metric over resamples of the rows drawn with replacement. Rows can be
-resampled within strata (ID and OOD rows apart, for example) so that every resample
-keeps the strata's sizes: an OOD metric is then defined on every resample and the OOD
-fraction does not vary. The interval is the ``(1 - level) / 2`` and ``(1 + level) / 2``
-quantiles of the resampled values (NumPy's default linear interpolation). A resample on
-which the metric is NaN (an infeasible target, say) makes the interval NaN: an interval
-that leaves such resamples out would describe a different quantity.
+Re-exported by :mod:`abstain.metrics`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_real_array, check_random_state
+from .._core.validation import check_int, check_open_unit, check_random_state
 
-__all__ = ["Interval", "bootstrap_indices", "percentile_interval", "bootstrap_interval"]
+__all__ = ["BootstrapInterval", "bootstrap_indices", "bootstrap_interval"]
 
 
-class Interval(NamedTuple):
-    """A bootstrap percentile interval.
+class BootstrapInterval(NamedTuple):
+    """A percentile bootstrap interval of each value of a statistic.
 
     Attributes
     ----------
-    low, high : float
-        The interval; NaN when some resample gave NaN.
-    level : float
-        Its confidence level.
-    n_bootstrap : int
-        The number of resamples.
+    low, high : ndarray of the statistic's shape
+        The ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the replicates
+        (``numpy.nanquantile``, linear interpolation; a replicate where the statistic is NaN
+        is left out, and a value NaN in every replicate gets NaN).
+    replicates : ndarray of shape (n_bootstrap, *statistic's shape)
+        The statistic on each resample, for other intervals or tests.
+    confidence : float
     """
 
-    low: float
-    high: float
-    level: float
-    n_bootstrap: int
+    low: NDArray[np.float64]
+    high: NDArray[np.float64]
+    replicates: NDArray[np.float64]
+    confidence: float
 
 
-def _check_count(n_bootstrap: Any) -> int:
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) \
-            or n_bootstrap < 2:
-        raise ValueError(f"n_bootstrap must be an integer >= 2; got {n_bootstrap!r}.")
-    return int(n_bootstrap)
+def bootstrap_indices(strata: ArrayLike, n_bootstrap: int,
+                      random_state: Any = None) -> NDArray[np.intp]:
+    """Row indices of ``n_bootstrap`` stratified resamples with replacement.
 
-
-def _check_level(level: Any) -> float:
-    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) \
-            or not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must be in (0, 1); got {level!r}.")
-    return float(level)
-
-
-def bootstrap_indices(n: int, n_bootstrap: int, *, strata: ArrayLike | None = None,
-                      random_state: Any = None) -> Iterator[NDArray[np.intp]]:
-    """Row indices of ``n_bootstrap`` resamples of ``n`` rows, drawn with replacement.
+    Each resample draws, within every stratum (each distinct value of ``strata``), as many
+    rows as the stratum holds, uniformly with replacement; so every resample keeps the
+    number of rows of each stratum (e.g. of ID and OOD rows, so that a detection metric
+    stays defined). Rows are listed stratum by stratum in the order of ``numpy.unique``.
 
     Parameters
     ----------
-    n : int
-        The number of rows, ``>= 1``.
-    n_bootstrap : int
-        The number of resamples, ``>= 2``.
-    strata : array-like of shape (n,), optional
-        Row labels (``is_ood``, say): each stratum is resampled apart, to its own size,
-        and its indices come in the order of the sorted labels.
+    strata : array-like of shape (n,)
+        One label per row; a constant array gives the plain bootstrap.
+    n_bootstrap : int >= 1
     random_state : None, int or numpy Generator
-        Seed of the draws.
+        Seeds ``numpy.random.default_rng``; the same seed gives the same resamples.
 
-    Yields
-    ------
-    ndarray of shape (n,)
+    Returns
+    -------
+    ndarray of shape (n_bootstrap, n), intp
 
     Examples
     --------
     >>> from abstain.metrics import bootstrap_indices
-    >>> idx = list(bootstrap_indices(4, 3, strata=[0, 0, 1, 1], random_state=0))
-    >>> [sorted(set(i[:2]) | {0, 1}) == [0, 1] and set(i[2:]) <= {2, 3} for i in idx]
-    [True, True, True]
+    >>> idx = bootstrap_indices([0, 0, 1], 2, random_state=0)
+    >>> idx.shape, bool((idx[:, 2] == 2).all())
+    ((2, 3), True)
     """
-    n_bootstrap = _check_count(n_bootstrap)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be an integer >= 1; got {n!r}.")
+    labels = np.asarray(strata)
+    if labels.ndim != 1 or labels.size == 0:
+        raise ValueError(f"strata must be a non-empty 1-D array; got shape {labels.shape}.")
+    b = check_int("n_bootstrap", n_bootstrap, 1)
     check_random_state("random_state", random_state)
     rng = np.random.default_rng(random_state)
-    if strata is None:
-        groups = [np.arange(n)]
-    else:
-        labels = np.asarray(strata)
-        if labels.shape != (n,):
-            raise ValueError(f"strata must have shape ({n},); got {labels.shape}.")
-        groups = [np.flatnonzero(labels == v) for v in np.unique(labels)]
-    for _ in range(n_bootstrap):
-        yield np.concatenate([g[rng.integers(0, g.size, g.size)] for g in groups])
+    _, inv = np.unique(labels, return_inverse=True)
+    parts = []
+    for g in range(int(inv.max()) + 1):
+        rows = np.flatnonzero(inv.reshape(-1) == g)
+        parts.append(rows[rng.integers(0, rows.size, size=(b, rows.size))])
+    return np.concatenate(parts, axis=1)
 
 
-def percentile_interval(values: ArrayLike, level: float = 0.95) -> tuple[float, float]:
-    """The percentile interval of resampled metric values; NaN if any value is NaN.
+def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strata: ArrayLike,
+                       *, n_bootstrap: int = 1000, confidence: float = 0.95,
+                       random_state: Any = None) -> BootstrapInterval:
+    """Percentile bootstrap interval of ``statistic(rows)``, one resample for all its values.
 
-    Examples
-    --------
-    >>> from abstain.metrics import percentile_interval
-    >>> percentile_interval([0.1, 0.2, 0.3, 0.4, 0.5], level=0.5)
-    (0.2, 0.4)
-    """
-    level = _check_level(level)
-    v = as_real_array(values, "values")
-    if v.ndim != 1 or v.size == 0:
-        raise ValueError(f"values must be a non-empty 1-D array; got shape {v.shape}.")
-    if np.isnan(v).any():
-        return (float("nan"), float("nan"))
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(v, [alpha, 1.0 - alpha])
-    return (float(lo), float(hi))
-
-
-def bootstrap_interval(metric: Callable[..., float], *arrays: ArrayLike,
-                       n_bootstrap: int = 1000, level: float = 0.95,
-                       strata: ArrayLike | None = None, random_state: Any = None) -> Interval:
-    """Percentile bootstrap interval of ``metric(*arrays)``, the rows resampled together.
-
-    Parameters
-    ----------
-    metric : callable
-        Any metric of :mod:`abstain.metrics` (or your own) taking arrays of one length
-        first: ``aurc``, ``lambda l, s: selective_risk_at_coverage(l, s, 0.9)``, ...
-    *arrays : array-like of shape (n, ...)
-        The metric's arrays, in its order; the same rows of each are drawn.
-    n_bootstrap : int, default 1000
-    level : float in (0, 1), default 0.95
-    strata : array-like of shape (n,), optional
-        Resample within these labels (pass ``is_ood`` for the OOD metrics).
-    random_state : None, int or numpy Generator
-
-    Returns
-    -------
-    Interval
+    ``statistic`` takes an integer array of row indices (a resample of
+    :func:`bootstrap_indices`, stratified by ``strata``) and returns a float or an array of
+    floats (e.g. every metric of every method, so that their intervals come from the same
+    resamples and differences between methods are paired).
 
     Examples
     --------
     >>> import numpy as np
-    >>> from abstain.metrics import aurc, bootstrap_interval
+    >>> from abstain.metrics import auroc, bootstrap_interval
     >>> rng = np.random.default_rng(0)
-    >>> u = rng.random(500)
-    >>> losses = (rng.random(500) < u).astype(float)
-    >>> ci = bootstrap_interval(aurc, losses, u, n_bootstrap=200, random_state=0)
-    >>> bool(ci.low < aurc(losses, u) < ci.high), ci.level
-    (True, 0.95)
+    >>> is_ood = np.r_[np.zeros(200, bool), np.ones(100, bool)]
+    >>> s = rng.normal(size=300) + is_ood
+    >>> ci = bootstrap_interval(lambda i: auroc(is_ood[i], s[i]), is_ood, n_bootstrap=200,
+    ...                         random_state=0)
+    >>> bool(ci.low < auroc(is_ood, s) < ci.high), ci.replicates.shape
+    (True, (200,))
     """
-    level = _check_level(level)
-    if not arrays:
-        raise ValueError("arrays must hold at least one array for the metric.")
-    arrs = [np.asarray(a) for a in arrays]
-    n = arrs[0].shape[0] if arrs[0].ndim else 0
-    for i, a in enumerate(arrs):
-        if a.ndim == 0 or a.shape[0] != n:
-            raise ValueError(f"arrays must share their first dimension; array 0 has {n} rows, "
-                             f"array {i} has shape {a.shape}.")
-    if n == 0:
-        raise ValueError("arrays must not be empty; got 0 rows.")
-    values = [float(metric(*(a[idx] for a in arrs)))
-              for idx in bootstrap_indices(n, n_bootstrap, strata=strata,
-                                           random_state=random_state)]
-    lo, hi = percentile_interval(values, level)
-    return Interval(lo, hi, level, int(n_bootstrap))
+    c = check_open_unit("confidence", confidence)
+    idx = bootstrap_indices(strata, n_bootstrap, random_state)
+    reps = np.array([np.asarray(statistic(i), dtype=np.float64) for i in idx])
+    all_nan = np.all(np.isnan(reps), axis=0)
+    # a value NaN in every replicate is filled for nanquantile (no warning), then NaN again
+    q = np.nanquantile(np.where(all_nan, 0.0, reps), [(1 - c) / 2, (1 + c) / 2], axis=0)
+    low = np.where(all_nan, np.nan, q[0])
+    high = np.where(all_nan, np.nan, q[1])
+    return BootstrapInterval(low, high, reps, c)

@@ -29,8 +29,14 @@ from .selective import (
     least_risk_bound,
     rule_from_json,
 )
+from .tuning import (
+    DetectorTuning,
+    tune_detector,
+)
 
 __all__ = [
+    "DetectorTuning",
+    "tune_detector",
     "BoundedAbstention",
     "BoundedImprovement",
     "CostBased",

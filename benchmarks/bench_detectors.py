@@ -1,0 +1,141 @@
+"""Speed of the feature detectors against the matrix product they are built on and the peers
+installed in the same run.
+
+Baselines, measured in the same process:
+
+- ``GEMM f32``: one float32 matrix product ``test @ bank.T`` of the same shapes (NumPy's BLAS),
+  the floor of any exact nearest-neighbour search; the goal is KNN within 2.5x of it;
+- ``faiss``: ``faiss.IndexFlatL2`` (exact, float32) ``add`` + ``search`` of k neighbours, when
+  faiss is installed;
+- ``sklearn``: ``sklearn.neighbors.NearestNeighbors(n_neighbors=k).fit(bank).kneighbors(test)``
+  (its default ``algorithm="auto"``), when scikit-learn is installed;
+- ``float64``: the same detector with ``dtype="float64"`` (the computation of the earlier
+  releases).
+
+pytorch-ood is not run: its wheel requires another PyTorch than the one this library pins.
+
+Data: Gaussian features (the time does not depend on their values). Every time is the best
+of ``--repeats`` calls after one warm-up. Run: ``python benchmarks/bench_detectors.py
+[--quick]``. Writes benchmarks/results/bench_detectors.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+from pathlib import Path
+
+import numpy as np
+from _timing import best_time
+
+from abstain.detectors import KNN, Mahalanobis, ViM
+
+RESULTS = Path(__file__).parent / "results" / "bench_detectors.md"
+
+
+def _optional(name: str):
+    try:
+        return __import__(name, fromlist=["_"])
+    except ImportError:
+        return None
+
+
+def knn_row(n_test, n_bank, d, k, repeats):
+    faiss = _optional("faiss")
+    neighbors = _optional("sklearn.neighbors")
+    rng = np.random.default_rng(0)
+    bank = rng.normal(size=(n_bank, d)).astype(np.float32)
+    test = rng.normal(size=(n_test, d)).astype(np.float32)
+
+    def ours(backend, dtype="float32"):
+        return KNN(k=k, normalize=False, backend=backend, dtype=dtype).fit(bank).score(test)
+
+    row = {"shape": f"{n_test} x {n_bank} x {d}",
+           "GEMM f32": best_time(lambda: test @ bank.T, repeats),
+           "ours f32": best_time(lambda: ours("numpy"), repeats),
+           "ours f64": best_time(lambda: ours("numpy", "float64"), repeats)}
+    if faiss is not None:
+        def peer_faiss():
+            index = faiss.IndexFlatL2(d)
+            index.add(bank)
+            return index.search(test, k)
+
+        row["ours (faiss backend)"] = best_time(lambda: ours("faiss"), repeats)
+        row["faiss"] = best_time(peer_faiss, repeats)
+    if neighbors is not None:
+        nn = neighbors.NearestNeighbors(n_neighbors=k)
+        row["sklearn"] = best_time(lambda: nn.fit(bank).kneighbors(test), 1)
+    return row
+
+
+def fit_score_rows(n_train, n_test, d, n_classes, repeats):
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, n_classes, n_train)
+    train = (rng.normal(size=(n_train, d)) + y[:, None] * 0.1).astype(np.float32)
+    test = rng.normal(size=(n_test, d)).astype(np.float32)
+    W = rng.normal(size=(n_classes, d)).astype(np.float32)
+    t_gemm = best_time(lambda: train.T @ train, repeats)  # the covariance product
+    rows = []
+    for name, make, kw in [("ViM", ViM, {"weight": W}), ("Mahalanobis", Mahalanobis, {})]:
+        def run(dtype, make=make, kw=kw):
+            return make(dtype=dtype).fit(train, y, **kw).score(test)
+
+        rows.append({"detector": name, "shape": f"{n_train} train, {n_test} test, d = {d}",
+                     "GEMM f32 (X.T X)": t_gemm, "ours f32": best_time(lambda: run("float32"),
+                                                                       repeats),
+                     "ours f64": best_time(lambda: run("float64"), repeats)})
+    return rows
+
+
+def table(rows, base, first):
+    keys = list(dict.fromkeys(k for r in rows for k in r if k not in first))
+    head = "| " + " | ".join(first + [f"{k} (s)" for k in keys]
+                             + [f"{k} / {base}" for k in keys if k != base]) + " |"
+    lines = [head, "|" + "---|" * (len(first) + 2 * len(keys) - 1)]
+    for r in rows:
+        cells = [str(r[f]) for f in first]
+        cells += [f"{r[k]:.3f}" if k in r else "-" for k in keys]
+        cells += [f"{r[k] / r[base]:.2f}" if k in r else "-" for k in keys if k != base]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small shapes, one repeat")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("-k", type=int, default=50)
+    args = ap.parse_args()
+    if args.quick:
+        shapes, fs = [(500, 2000, 64)], (5000, 1000, 128, 10)
+    else:
+        shapes, fs = [(5000, 20000, 256)], (50000, 10000, 512, 10)
+    repeats = 1 if args.quick else args.repeats
+    knn = [knn_row(*shape, args.k, repeats) for shape in shapes]
+    other = fit_score_rows(*fs, repeats)
+    text = "\n".join([
+        "# Feature detectors: time against a float32 GEMM and the peers",
+        "",
+        f"`python benchmarks/bench_detectors.py{' --quick' if args.quick else ''}`; "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, NumPy "
+        f"{np.__version__}. The machine was shared with other jobs while this ran: absolute "
+        "times are noisy, the ratios (all measured in this one run) less so. Best of "
+        f"{repeats} after a warm-up (scikit-learn: one call).",
+        "",
+        f"## KNN (k = {args.k}, normalize=False): fit + score, n_test x n_bank x d",
+        "",
+        table(knn, "GEMM f32", ["shape"]),
+        "",
+        "## ViM and Mahalanobis: fit + score",
+        "",
+        table(other, "GEMM f32 (X.T X)", ["detector", "shape"]),
+        "",
+    ])
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

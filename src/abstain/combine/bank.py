@@ -1,0 +1,170 @@
+"""A detector bank, z-values, one combined statistic and the FAR guarantee, fitted on the
+right splits in one call (Algorithm 1 with the threshold of Algorithm 3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._core.base import ParamsMixin
+from .._core.serialize import Int, Nested, dumps, serializable
+from .._core.validation import check_open_unit, check_random_state
+from .guarantee import GuaranteedDetector, far_guarantee
+from .pipeline import ScoreCombiner
+
+
+@serializable("combine")
+class BankDetector(ParamsMixin):
+    """An OOD detector from a :class:`~abstain.detectors.DetectorBank` whose false-alarm
+    rate is at most ``alpha`` with probability at least ``1 - delta``.
+
+    ``fit(train_outputs, y, calibration_outputs)`` uses three independent parts of the
+    in-distribution data, as the guarantee needs (section 3.3 of Reehorst and Schniter):
+
+    1. the bank's detectors are fitted on ``train_outputs`` (a KNN bank, class means, ...);
+    2. the rows of ``calibration_outputs`` are shuffled (seeded by ``random_state``) and
+       split: the first ``z_fraction`` fit the z-values of the base scores
+       (:class:`ScoreCombiner`, eq. 21; never fitted on the detectors' own training rows,
+       whose scores are biased, e.g. a KNN distance of a bank row to itself);
+    3. the other rows calibrate the combined statistic (:class:`GuaranteedDetector`,
+       Algorithm 3).
+
+    Given 1 and 2, the statistics of the rows of part 3 and of a new inlier are
+    exchangeable, so ``P(FAR <= alpha) >= 1 - delta`` over the draw of part 3 (FAR: the
+    probability that a new inlier is flagged, ``accept`` False).
+
+    Parameters
+    ----------
+    bank : DetectorBank (required; None only as the unset default)
+        Copied (``type(bank)(**bank.get_params())``) and fitted; left unchanged.
+    method : str, default "glrt"
+        The combined statistic, one of :data:`abstain.combine.METHODS`.
+    epsilon : float >= 0 or None, default None
+        For ``glrt`` / ``glrt_cov`` (None: 0.25).
+    alpha : float in (0, 1), default 0.05
+    delta : float in (0, 1), default 0.1
+    z_fraction : float in (0, 1), default 0.5
+        Share of the calibration rows that fit the z-values.
+    random_state : None, int or numpy Generator
+        Seeds the split of the calibration rows.
+
+    Attributes
+    ----------
+    bank_ : DetectorBank
+    combiner_ : ScoreCombiner
+    guarantee_ : GuaranteedDetector
+        ``threshold_``, ``achieved_alpha_`` etc. of the calibration.
+    n_z_, n_calibration_ : int
+        Rows used for the z-values and for the threshold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.combine import BankDetector
+    >>> from abstain.detectors import KNN, MSP, DetectorBank
+    >>> rng = np.random.default_rng(0)
+    >>> def outputs(n, scale=1.0):
+    ...     f = rng.normal(size=(n, 4)) * scale
+    ...     return {"features": f, "logits": f[:, :3]}
+    >>> bank = DetectorBank([MSP(), KNN(k=5, normalize=False)])
+    >>> det = BankDetector(bank, alpha=0.1, delta=0.1, random_state=0).fit(
+    ...     outputs(200), calibration_outputs=outputs(400))
+    >>> det.bank_.names_, det.n_z_, det.n_calibration_
+    (['msp', 'knn'], 200, 200)
+    >>> float(det.accept(outputs(500)).mean()), float(det.accept(outputs(500, 5.0)).mean())
+    (0.946, 0.02)
+    """
+
+    _FIELDS = {
+        "bank_": Nested("DetectorBank"),
+        "combiner_": Nested("ScoreCombiner"),
+        "guarantee_": Nested("GuaranteedDetector"),
+        "n_z_": Int(1),
+        "n_calibration_": Int(1),
+    }
+
+    def __init__(self, bank: Any = None, *, method: str = "glrt", epsilon: float | None = None,
+                 alpha: float = 0.05, delta: float = 0.1, z_fraction: float = 0.5,
+                 random_state: Any = None) -> None:
+        self.bank = bank
+        self.method = method
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.delta = delta
+        self.z_fraction = z_fraction
+        self.random_state = random_state
+
+    def _validate_params(self) -> None:
+        if not (hasattr(self.bank, "fit") and hasattr(self.bank, "score")
+                and hasattr(self.bank, "get_params")):
+            raise ValueError("bank must be a DetectorBank of abstain.detectors; got "
+                             f"{type(self.bank).__name__}.")
+        ScoreCombiner(method=self.method, epsilon=self.epsilon)._validate_params()
+        GuaranteedDetector(alpha=self.alpha, delta=self.delta)._validate_params()
+        check_open_unit("z_fraction", self.z_fraction)
+        check_random_state("random_state", self.random_state)
+
+    def fit(self, train_outputs: Any, y: ArrayLike | None = None,
+            calibration_outputs: Any = None, *, weight: ArrayLike | None = None,
+            bias: ArrayLike | None = None) -> BankDetector:
+        """Fit the bank on ``train_outputs`` (with labels ``y`` and the last layer ``weight``,
+        ``bias`` where its detectors need them), then the z-values and the threshold on two
+        disjoint random parts of the in-distribution ``calibration_outputs``."""
+        self._validate_params()
+        if calibration_outputs is None:
+            raise ValueError("BankDetector.fit needs calibration_outputs: in-distribution "
+                             "outputs not in train_outputs, for the z-values and the threshold.")
+        bank = type(self.bank)(**self.bank.get_params(deep=False))
+        bank.fit(train_outputs, y, weight=weight, bias=bias)
+        S = bank.score(calibration_outputs)
+        n = S.shape[0]
+        n_z = int(round(float(self.z_fraction) * n))
+        n_cal = n - n_z
+        g = far_guarantee(max(n_cal, 1), float(self.alpha), float(self.delta))
+        if n_z < 1 or not g.feasible or n_cal < g.min_n:
+            raise ValueError(
+                f"calibration_outputs must have enough rows for both parts: at least one for "
+                f"the z-values and {g.min_n} for FAR <= alpha={self.alpha!r} with probability "
+                f">= 1 - delta={self.delta!r}; got {n} rows, split {n_z} + {n_cal} by "
+                f"z_fraction={self.z_fraction!r}.")
+        order = np.random.default_rng(self.random_state).permutation(n)  # type: ignore[arg-type]
+        combiner = ScoreCombiner(method=self.method, epsilon=self.epsilon).fit(S[order[:n_z]])
+        guarantee = GuaranteedDetector(alpha=self.alpha, delta=self.delta).fit(
+            combiner.score(S[order[n_z:]]))
+        self.bank_, self.combiner_, self.guarantee_ = bank, combiner, guarantee
+        self.n_z_, self.n_calibration_ = n_z, n_cal
+        return self
+
+    def base_scores(self, outputs: Any) -> NDArray[np.float64]:
+        """The bank's matrix of base scores of ``outputs``, shape (n, m)."""
+        self._check_fitted("guarantee_")
+        return self.bank_.score(outputs)  # type: ignore[no-any-return]
+
+    def score(self, outputs: Any) -> NDArray[np.float64]:
+        """The combined statistic of ``outputs`` (higher = more OOD), shape (n,)."""
+        S = self.base_scores(outputs)
+        return self.combiner_.score(S)  # type: ignore[no-any-return]
+
+    def accept(self, outputs: Any) -> NDArray[np.bool_]:
+        """True (kept as in-distribution) where ``score <= guarantee_.threshold_``."""
+        stat = self.score(outputs)
+        return self.guarantee_.accept(stat)  # type: ignore[no-any-return]
+
+    def accept_proba(self, outputs: Any) -> NDArray[np.float64]:
+        """:meth:`accept` as floats: the rule is not randomised."""
+        return self.accept(outputs).astype(np.float64)
+
+    def to_json(self) -> str:
+        """Serialise to plain JSON; load with :func:`abstain.load_json`."""
+        return dumps(self)
+
+    def _after_load(self) -> None:
+        if self.combiner_.method != self.method:
+            raise ValueError(f"fitted.combiner_ must use params.method {self.method!r}; got "
+                             f"{self.combiner_.method!r}.")
+        if self.guarantee_.n_calibration_ != self.n_calibration_:
+            raise ValueError("fitted.guarantee_ must be calibrated on fitted.n_calibration_ = "
+                             f"{self.n_calibration_} rows; got {self.guarantee_.n_calibration_}.")
+
