@@ -1,0 +1,235 @@
+"""Learn-then-Test for a selective risk: p-values and fixed-sequence testing over thresholds.
+
+Learn-then-Test (Angelopoulos, Bates, Candes, Jordan and Lei, 2021) certifies a threshold
+``t`` of the rule "accept ``s <= t``" by rejecting the null hypothesis ``H_t: R(t) > alpha``,
+where ``R(t) = E[loss | s <= t]`` is the true selective risk. For a threshold fixed before
+the data are seen, the losses of the accepted calibration rows are, given how many rows are
+accepted, i.i.d. draws with mean ``R(t)``; so any valid p-value for "the mean of ``m``
+i.i.d. losses in ``[0, 1]`` is above ``alpha``" tests ``H_t``. Three are offered:
+
+* ``"binomial"`` (0/1 losses): ``P(Binomial(m, alpha) <= k)`` for ``k`` errors, exact;
+* ``"hb"``: the Hoeffding-Bentkus p-value (Bates et al. 2021, Proposition 3),
+  ``min(exp(-m h(min(r, alpha), alpha)), e * P(Binomial(m, alpha) <= ceil(m r)))`` for the
+  mean loss ``r`` and ``h(a, b) = a log(a / b) + (1 - a) log((1 - a) / (1 - b))``;
+* ``"wsr"``: the Waudby-Smith-Ramdas betting test in the form of Bates et al. (2021,
+  Proposition 5): the capital ``K_i = prod_{j <= i} (1 - nu_j (L_j - alpha))`` with the
+  predictable bets ``nu_j = min(1, sqrt(2 log(1 / delta) / (m sigma_{j-1}^2)))``, running mean
+  ``mu_j = (1/2 + sum L) / (j + 1)`` and variance ``sigma_j^2 = (1/4 + sum (L - mu)^2) / (j + 1)``
+  (``sigma_0^2 = 1/4``), taken over the accepted rows in row order; the p-value is
+  ``min(1, 1 / max_i K_i)`` (Ville's inequality: ``K`` is a non-negative supermartingale
+  under the null).
+
+Multiple testing is fixed-sequence testing, which spends the whole ``delta`` on every test
+and stops at the first failure. The sequence must be fixed before the tested rows are seen,
+so the rows are split by position: every ``LEARN_EVERY``-th row (rows 0, 10, 20, ...) is a
+*learning* row that fixes the grid of thresholds (``GRID_SIZE`` quantiles of its scores and
+``+inf``) and the start of the sequence (the grid point with the least projected upper
+confidence bound, computed from the learning rows alone); the other rows test the grid from
+the start upwards. The family-wise error over the tested thresholds is at most ``delta``,
+so the last threshold of the passing run has ``R(t) <= alpha`` with probability at least
+``1 - delta``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+__all__ = [
+    "GRID_SIZE",
+    "LEARN_EVERY",
+    "LTT_BOUNDS",
+    "LttResult",
+    "binomial_pvalue",
+    "hb_pvalue",
+    "ltt_search",
+    "upper_bound",
+    "wsr_pvalue",
+]
+
+LTT_BOUNDS = ("binomial", "hb", "wsr")
+LEARN_EVERY = 10
+GRID_SIZE = 200
+
+
+def binomial_pvalue(errors: NDArray[np.float64], m: NDArray[np.float64],
+                    alpha: float) -> NDArray[np.float64]:
+    """``P(Binomial(m, alpha) <= errors)``: the exact p-value of ``mean > alpha`` for 0/1
+    losses (1 where ``m == 0``; 0 where ``alpha >= 1``)."""
+    errors, m = np.asarray(errors, float), np.asarray(m, float)
+    if alpha >= 1.0:
+        return np.zeros(np.broadcast(errors, m).shape)
+    return np.where(m > 0, stats.binom.cdf(errors, m, alpha), 1.0)
+
+
+def hb_pvalue(mean: NDArray[np.float64], m: NDArray[np.float64],
+              alpha: float) -> NDArray[np.float64]:
+    """Hoeffding-Bentkus p-value of ``mean > alpha`` for ``m`` losses in ``[0, 1]`` with the
+    given sample mean (1 where ``m == 0``; 0 where ``alpha >= 1``)."""
+    mean, m = np.asarray(mean, float), np.asarray(m, float)
+    if alpha >= 1.0:
+        return np.zeros(np.broadcast(mean, m).shape)
+    a = np.minimum(mean, alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.where(a > 0, a * np.log(a / alpha), 0.0) + (1 - a) * np.log((1 - a) / (1 - alpha))
+        hoeffding = np.exp(-m * h)
+        # ceil of the loss sum: round-off can only raise it, which is conservative
+        bentkus = math.e * stats.binom.cdf(np.ceil(m * mean), m, alpha)
+    return np.where(m > 0, np.minimum(np.minimum(hoeffding, bentkus), 1.0), 1.0)
+
+
+def wsr_pvalue(losses: NDArray[np.float64], accepted: NDArray[np.bool_], alpha: float,
+               delta: float) -> NDArray[np.float64]:
+    """Waudby-Smith-Ramdas betting p-values of ``mean > alpha``, one per row of ``accepted``.
+
+    ``losses`` (shape (n,)) lie in ``[0, 1]``; row ``a`` of ``accepted`` (shape (M, n))
+    selects the losses of one threshold, taken in their order. 1 where nothing is accepted.
+    """
+    if alpha >= 1.0:
+        return np.zeros(accepted.shape[0])
+    if accepted.shape[1] == 0:
+        return np.ones(accepted.shape[0])
+    w = accepted.astype(np.float64)
+    x = w * losses[None, :]
+    count = np.cumsum(w, axis=1)
+    m = count[:, -1:]
+    mu = (0.5 + np.cumsum(x, axis=1)) / (1.0 + count)
+    sq = w * (losses[None, :] - mu) ** 2
+    q = np.cumsum(sq, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # the variance before row j: (1/4 + sum of earlier squares) / (earlier count + 1)
+        sigma_prev = (0.25 + q - sq) / np.maximum(count, 1.0)
+        nu = np.minimum(1.0, np.sqrt(2.0 * math.log(1.0 / delta) / (m * sigma_prev)))
+    factor = np.where(accepted, 1.0 - nu * (losses[None, :] - alpha), 1.0)
+    log_k = np.cumsum(np.log(factor), axis=1)
+    best = np.max(log_k, axis=1)
+    return np.minimum(1.0, np.exp(-best))
+
+
+def _pvalues(bound: str, u: NDArray[np.float64], x: NDArray[np.float64],
+             grid: NDArray[np.float64], alpha: float, delta: float) -> NDArray[np.float64]:
+    """p-values of ``R(t) > alpha`` at each threshold of ``grid`` from rows ``(u, x)``."""
+    if bound == "wsr":
+        return wsr_pvalue(x, u[None, :] <= grid[:, None], alpha, delta)
+    order = np.argsort(u, kind="stable")
+    us = u[order]
+    sums = np.concatenate(([0.0], np.cumsum(x[order])))
+    m = np.searchsorted(us, grid, side="right").astype(np.float64)
+    total = sums[m.astype(np.intp)]
+    if bound == "binomial":
+        return binomial_pvalue(np.round(total), m, alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(m > 0, total / np.maximum(m, 1.0), 0.0)
+    return hb_pvalue(mean, m, alpha)
+
+
+def _pvalue_at(bound: str, xa: NDArray[np.float64], alpha: float, delta: float) -> float:
+    """p-value of ``mean > alpha`` from the accepted losses ``xa`` of one threshold (row order)."""
+    m = np.array(float(xa.size))
+    if bound == "wsr":
+        return float(wsr_pvalue(xa, np.ones((1, xa.size), bool), alpha, delta)[0])
+    total = float(np.sum(xa))
+    if bound == "binomial":
+        return float(binomial_pvalue(np.array(round(total)), m, alpha))
+    return float(hb_pvalue(np.array(total / xa.size if xa.size else 0.0), m, alpha))
+
+
+def upper_bound(bound: str, u: NDArray[np.float64], x: NDArray[np.float64], threshold: float,
+                delta: float) -> float:
+    """The least ``alpha`` in ``[0, 1]`` whose p-value at ``threshold`` is at most ``delta``:
+    the level-``delta`` upper confidence bound that the test inverts (bisection to a relative
+    1e-12; the value returned passes the test; 1.0 when nothing passes)."""
+    xa = x[u <= threshold]
+    top = 1.0 - 1e-12
+    if _pvalue_at(bound, xa, top, delta) > delta:
+        return 1.0
+    lo, hi = 0.0, top
+    while hi - lo > 1e-12 * max(hi, 1e-3):
+        mid = 0.5 * (lo + hi)
+        if _pvalue_at(bound, xa, mid, delta) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+class LttResult(NamedTuple):
+    """What :func:`ltt_search` found.
+
+    Attributes
+    ----------
+    threshold : float
+        The certified threshold (accept ``s <= threshold``); ``nan`` when none passed.
+    bound : float
+        The level-``delta`` upper confidence bound at ``threshold`` (``nan`` when none).
+    least : float
+        The least target the search meets on these rows: the bound at the start.
+    """
+
+    threshold: float
+    bound: float
+    least: float
+
+
+def learn_rows(n: int) -> NDArray[np.bool_]:
+    """The learning rows of a calibration sample of ``n`` rows: every ``LEARN_EVERY``-th."""
+    return np.arange(n) % LEARN_EVERY == 0
+
+
+def ltt_plan(u: NDArray[np.float64], x: NDArray[np.float64], n_test: int,
+             delta: float) -> tuple[NDArray[np.float64], int]:
+    """Grid and start of the fixed sequence, from the learning rows ``(u, x)`` alone.
+
+    The grid is ``GRID_SIZE`` quantiles of ``u`` (linear interpolation, distinct values)
+    and ``+inf``; the start is the grid point with the least Clopper-Pearson-style upper
+    bound computed with the learning mean and the accepted count scaled to ``n_test`` rows
+    (the first such point on ties).
+    """
+    levels = np.arange(1, GRID_SIZE + 1) / GRID_SIZE
+    grid = np.unique(np.append(np.quantile(u, levels), np.inf))
+    us = np.sort(u)
+    order = np.argsort(u, kind="stable")
+    sums = np.concatenate(([0.0], np.cumsum(x[order])))
+    m_learn = np.searchsorted(us, grid, side="right")
+    scale = n_test / u.size
+    m = m_learn * scale
+    k = np.where(m_learn > 0, sums[m_learn] / np.maximum(m_learn, 1), 0.0) * m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ucb = np.where((m > 0) & (k < m), stats.beta.ppf(1.0 - delta, k + 1.0, m - k), 1.0)
+    return grid, int(np.argmin(ucb))
+
+
+def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, delta: float,
+               bound: str) -> LttResult:
+    """Fixed-sequence Learn-then-Test over the grid of the learning rows.
+
+    Parameters
+    ----------
+    u : ndarray of shape (n,)
+        Scores (accept ``s <= t``), in row order.
+    x : ndarray of shape (n,)
+        Losses scaled to ``[0, 1]`` (0/1 for ``"binomial"``).
+    alpha : float
+        The target, in the units of ``x``.
+    delta : float in (0, 1)
+    bound : {"binomial", "hb", "wsr"}
+
+    Returns
+    -------
+    LttResult
+    """
+    learn = learn_rows(u.size)
+    ut, xt = u[~learn], x[~learn]
+    grid, start = ltt_plan(u[learn], x[learn], ut.size, delta)
+    least = upper_bound(bound, ut, xt, float(grid[start]), delta)
+    tail = grid[start:]
+    passed = _pvalues(bound, ut, xt, tail, alpha, delta) <= delta
+    run = int(np.argmin(passed)) if not np.all(passed) else passed.size
+    if run == 0:
+        return LttResult(math.nan, math.nan, least)
+    theta = float(tail[run - 1])
+    return LttResult(theta, upper_bound(bound, ut, xt, theta, delta), least)
