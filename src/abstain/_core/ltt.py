@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+from scipy import special, stats
 
 __all__ = [
     "GRID_SIZE",
@@ -56,6 +56,13 @@ LEARN_EVERY = 10
 GRID_SIZE = 200
 
 
+def _binom_cdf(k: NDArray[np.float64], m: NDArray[np.float64],
+               alpha: float) -> NDArray[np.float64]:
+    """``P(Binomial(m, alpha) <= k)`` for whole numbers ``k`` and ``m`` (SciPy's ``bdtr``)."""
+    k = np.minimum(k, m)
+    return special.bdtr(k.astype(np.int64), m.astype(np.int64), alpha)  # type: ignore[no-any-return]
+
+
 def binomial_pvalue(errors: NDArray[np.float64], m: NDArray[np.float64],
                     alpha: float) -> NDArray[np.float64]:
     """``P(Binomial(m, alpha) <= errors)``: the exact p-value of ``mean > alpha`` for 0/1
@@ -63,7 +70,7 @@ def binomial_pvalue(errors: NDArray[np.float64], m: NDArray[np.float64],
     errors, m = np.asarray(errors, float), np.asarray(m, float)
     if alpha >= 1.0:
         return np.zeros(np.broadcast(errors, m).shape)
-    return np.where(m > 0, stats.binom.cdf(errors, m, alpha), 1.0)
+    return np.where(m > 0, _binom_cdf(errors, m, alpha), 1.0)
 
 
 def hb_pvalue(mean: NDArray[np.float64], m: NDArray[np.float64],
@@ -78,7 +85,7 @@ def hb_pvalue(mean: NDArray[np.float64], m: NDArray[np.float64],
         h = np.where(a > 0, a * np.log(a / alpha), 0.0) + (1 - a) * np.log((1 - a) / (1 - alpha))
         hoeffding = np.exp(-m * h)
         # ceil of the loss sum: round-off can only raise it, which is conservative
-        bentkus = math.e * stats.binom.cdf(np.ceil(m * mean), m, alpha)
+        bentkus = math.e * _binom_cdf(np.ceil(m * mean), m, alpha)
     return np.where(m > 0, np.minimum(np.minimum(hoeffding, bentkus), 1.0), 1.0)
 
 
@@ -105,7 +112,8 @@ def wsr_pvalue(losses: NDArray[np.float64], accepted: NDArray[np.bool_], alpha: 
         sigma_prev = (0.25 + q - sq) / np.maximum(count, 1.0)
         nu = np.minimum(1.0, np.sqrt(2.0 * math.log(1.0 / delta) / (m * sigma_prev)))
     factor = np.where(accepted, 1.0 - nu * (losses[None, :] - alpha), 1.0)
-    log_k = np.cumsum(np.log(factor), axis=1)
+    with np.errstate(divide="ignore"):  # a factor of 0 loses all the capital: log 0 = -inf
+        log_k = np.cumsum(np.log(factor), axis=1)
     best = np.max(log_k, axis=1)
     return np.minimum(1.0, np.exp(-best))
 
@@ -167,7 +175,8 @@ class LttResult(NamedTuple):
     bound : float
         The level-``delta`` upper confidence bound at ``threshold`` (``nan`` when none).
     least : float
-        The least target the search meets on these rows: the bound at the start.
+        The least target the search meets on these rows: the bound at the start (``nan``
+        unless asked for).
     """
 
     threshold: float
@@ -204,7 +213,7 @@ def ltt_plan(u: NDArray[np.float64], x: NDArray[np.float64], n_test: int,
 
 
 def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, delta: float,
-               bound: str) -> LttResult:
+               bound: str, *, least: bool = False) -> LttResult:
     """Fixed-sequence Learn-then-Test over the grid of the learning rows.
 
     Parameters
@@ -217,6 +226,8 @@ def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, del
         The target, in the units of ``x``.
     delta : float in (0, 1)
     bound : {"binomial", "hb", "wsr"}
+    least : bool, default False
+        Compute ``LttResult.least`` (``nan`` otherwise).
 
     Returns
     -------
@@ -225,11 +236,11 @@ def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, del
     learn = learn_rows(u.size)
     ut, xt = u[~learn], x[~learn]
     grid, start = ltt_plan(u[learn], x[learn], ut.size, delta)
-    least = upper_bound(bound, ut, xt, float(grid[start]), delta)
+    lowest = upper_bound(bound, ut, xt, float(grid[start]), delta) if least else math.nan
     tail = grid[start:]
     passed = _pvalues(bound, ut, xt, tail, alpha, delta) <= delta
     run = int(np.argmin(passed)) if not np.all(passed) else passed.size
     if run == 0:
-        return LttResult(math.nan, math.nan, least)
+        return LttResult(math.nan, math.nan, lowest)
     theta = float(tail[run - 1])
-    return LttResult(theta, upper_bound(bound, ut, xt, theta, delta), least)
+    return LttResult(theta, upper_bound(bound, ut, xt, theta, delta), lowest)

@@ -447,7 +447,8 @@ def _guaranteed(ls: NDArray[np.float64], u: NDArray[np.float64], groups: TieGrou
         theta = float(groups.values[g]) if g >= 0 else math.nan
         return procedure, g, theta, b, least
     scale = 1.0 if procedure == "binomial" else loss_bound
-    found = ltt_search(u, ls / scale, max(target / scale, 0.0), delta, procedure)
+    found = ltt_search(u, ls / scale, max(target / scale, 0.0), delta, procedure,
+                       least=target == -math.inf)
     if math.isnan(found.threshold):
         return procedure, -1, math.nan, math.nan, found.least * scale
     g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
