@@ -24,7 +24,7 @@ def _violation_rate(make_losses, **params):
     u_all = rng.random((DRAWS, N))  # every draw's data made at once
     losses_all = make_losses(u_all, rng)
     violations = feasible = 0
-    for u, losses in zip(u_all, losses_all):
+    for u, losses in zip(u_all, losses_all, strict=True):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InfeasibleTargetWarning)
             rule = BoundedImprovement(target_risk=TARGET, **params).fit(u, losses)

@@ -20,6 +20,7 @@ point with the least projected Clopper-Pearson bound.
 from __future__ import annotations
 
 import math
+
 from scipy import stats
 
 

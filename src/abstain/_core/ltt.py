@@ -129,7 +129,7 @@ def _pvalues(bound: str, u: NDArray[np.float64], x: NDArray[np.float64],
     m = np.searchsorted(us, grid, side="right").astype(np.float64)
     total = sums[m.astype(np.intp)]
     if bound == "binomial":
-        return binomial_pvalue(np.round(total), m, alpha)
+        return binomial_pvalue(np.round(total).astype(np.float64), m, alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = np.where(m > 0, total / np.maximum(m, 1.0), 0.0)
     return hb_pvalue(mean, m, alpha)

@@ -417,7 +417,7 @@ BOUNDS = ("auto", "sgr", *LTT_BOUNDS)
 
 
 def _resolve_bound(bound: str, binary: bool) -> str:
-    """The procedure ``bound`` names; ``"auto"`` is ``"binomial"`` for 0/1 losses, else ``"wsr"``."""
+    """The procedure ``bound`` names; ``"auto"``: ``"binomial"`` for 0/1 losses, else ``"wsr"``."""
     if bound == "auto":
         return "binomial" if binary else "wsr"
     if bound == "binomial" and not binary:
