@@ -108,3 +108,26 @@ def ltt_ref(u: list[float], x: list[float], a: float, delta: float,
             break
         last = t
     return last
+
+
+def certified_tpr_fpr_ref(s: list[float], is_ood: list[bool], losses: list[float],
+                          tpr: float, fpr: float, delta: float) -> tuple[float, float] | None:
+    """One score: every threshold "accept s <= t" at an observed score, its TPR certified by
+    ``P(Binomial(#ID, tpr) >= accepted ID) <= delta / 2`` and its FPR by
+    ``P(Binomial(#OOD, fpr) <= accepted OOD) <= delta / 2``; the least empirical selective
+    risk, then the most accepted ID, then the fewest OOD. Returns ``(threshold, risk)``."""
+    m_id = sum(not o for o in is_ood)
+    m_ood = sum(is_ood)
+    best = None
+    for t in sorted(set(s)):
+        k = sum(1 for v, o in zip(s, is_ood, strict=True) if v <= t and not o)
+        j = sum(1 for v, o in zip(s, is_ood, strict=True) if v <= t and o)
+        loss = sum(x for v, o, x in zip(s, is_ood, losses, strict=True) if v <= t and not o)
+        p_tpr = 1.0 - binomial_cdf_ref(k - 1, m_id, tpr) if tpr < 1 else 1.0
+        p_fpr = binomial_cdf_ref(j, m_ood, fpr) if fpr < 1 else 0.0
+        if k == 0 or p_tpr > delta / 2 or p_fpr > delta / 2:
+            continue
+        key = (loss / k, -k, j)
+        if best is None or key < best[0]:
+            best = (key, t)
+    return None if best is None else (best[1], best[0][0])

@@ -244,3 +244,64 @@ def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, del
         return LttResult(math.nan, math.nan, lowest)
     theta = float(tail[run - 1])
     return LttResult(theta, upper_bound(bound, ut, xt, theta, delta), lowest)
+
+
+def certified_tpr_fpr(s: NDArray[np.float64], is_ood: NDArray[np.bool_],
+                      losses: NDArray[np.float64], directions: NDArray[np.float64],
+                      tpr: float, fpr: float,
+                      delta: float) -> tuple[float, float, float, float, NDArray[np.float64],
+                                             float] | None:
+    """The least-risk threshold rule whose TPR >= ``tpr`` and FPR <= ``fpr`` are certified.
+
+    Each rate is a risk of one class: ``1 - TPR`` is the rejected share of ID rows and FPR
+    the accepted share of OOD rows, so each is tested with :func:`binomial_pvalue` from the
+    counts of its own class (i.i.d. within the class given the class sizes). Along one
+    direction both rates only grow with the threshold, so fixed-sequence testing from the
+    safe end (``+inf`` for TPR, ``-inf`` for FPR) certifies exactly the thresholds whose
+    p-value is at most its level; the levels are ``delta / 2`` per rate, Bonferroni-split
+    again over the ``directions`` (a grid fixed before the data). Every certified rule
+    holds both rates with probability ``>= 1 - delta`` simultaneously, so the one of least
+    empirical selective risk is returned (ties: larger accepted ID count, then fewer OOD).
+
+    Parameters
+    ----------
+    s : ndarray of shape (n, k)
+    is_ood : ndarray of bool, shape (n,)
+    losses : ndarray of shape (n,)
+        Ignored on OOD rows.
+    directions : ndarray of shape (d, k)
+    tpr, fpr, delta : float
+
+    Returns
+    -------
+    tuple or None
+        ``(accepted ID, accepted OOD, accepted ID loss, risk, weights, threshold)`` of the
+        rule "accept ``s @ weights <= threshold``", or None when no rule is certified.
+    """
+    level = delta / (2.0 * directions.shape[0])
+    m_id, m_ood = float(np.count_nonzero(~is_ood)), float(np.count_nonzero(is_ood))
+    best: tuple[float, float, float, float, NDArray[np.float64], float] | None = None
+    for w in directions:
+        proj = s[:, 0] * w[0]
+        for j in range(1, s.shape[1]):
+            proj = proj + s[:, j] * w[j]
+        order = np.argsort(proj, kind="stable")
+        ps = proj[order]
+        last = np.append(ps[1:] != ps[:-1], True)  # the last row of each tie group
+        ood = is_ood[order]
+        k = np.cumsum(~ood)[last].astype(np.float64)
+        o = np.cumsum(ood)[last].astype(np.float64)
+        loss = np.cumsum(np.where(ood, 0.0, losses[order]))[last]
+        ok = ((binomial_pvalue(m_id - k, np.full(k.size, m_id), 1.0 - tpr) <= level)
+              & (binomial_pvalue(o, np.full(o.size, m_ood), fpr) <= level) & (k > 0))
+        if not np.any(ok):
+            continue
+        idx = np.flatnonzero(ok)
+        risk = loss[idx] / k[idx]
+        # least risk, then most ID accepted, then fewest OOD accepted
+        pick = idx[np.lexsort((o[idx], -k[idx], risk))[0]]
+        cand = (float(k[pick]), float(o[pick]), float(loss[pick]), float(loss[pick] / k[pick]),
+                w, float(ps[last][pick]))
+        if best is None or (cand[3], -cand[0], cand[1]) < (best[3], -best[0], best[1]):
+            best = cand
+    return best
