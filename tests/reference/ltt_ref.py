@@ -14,14 +14,15 @@ Written from the sources with plain loops, one threshold and one row at a time:
 
 The grid and the start follow the documented plan: every tenth row learns, the grid is 200
 linearly interpolated quantiles of the learning scores and ``+inf``, the start is the grid
-point with the least projected Clopper-Pearson bound.
+point whose projected binomial p-value at the target (learning counts scaled to the testing
+rows) is at most ``delta / 20``, else the point of least projected p-value.
 """
 
 from __future__ import annotations
 
 import math
 
-from scipy import stats
+from scipy import special
 
 
 def binomial_cdf_ref(k: int, m: int, a: float) -> float:
@@ -93,14 +94,19 @@ def ltt_ref(u: list[float], x: list[float], a: float, delta: float,
     test = [i for i in range(len(u)) if i % 10 != 0]
     su = sorted(u[i] for i in learn)
     grid = sorted(set([_quantile(su, j / 200) for j in range(1, 201)] + [math.inf]))
-    best, start = math.inf, 0
+    best, start, safe = math.inf, 0, None
     for j, t in enumerate(grid):
         acc = [i for i in learn if u[i] <= t]
         m = len(acc) * len(test) / len(learn)
-        k = (sum(x[i] for i in acc) / len(acc) if acc else 0.0) * m
-        ucb = stats.beta.ppf(1 - delta, k + 1, m - k) if m > 0 and k < m else 1.0
-        if ucb < best:
-            best, start = ucb, j
+        k = sum(x[i] for i in acc) * len(test) / len(learn)
+        # P(Binomial(m, a) <= k) continued to real k, m
+        p = special.betainc(m - k, k + 1, 1 - min(a, 1.0)) if m > 0 and k < m else 1.0
+        if p <= delta / 20 and safe is None:
+            safe = j
+        if p < best:
+            best, start = p, j
+    if safe is not None:
+        start = safe
     last = None
     for t in grid[start:]:
         accepted = [x[i] for i in test if u[i] <= t]  # row order

@@ -23,8 +23,8 @@ Multiple testing is fixed-sequence testing, which spends the whole ``delta`` on 
 and stops at the first failure. The sequence must be fixed before the tested rows are seen,
 so the rows are split by position: every ``LEARN_EVERY``-th row (rows 0, 10, 20, ...) is a
 *learning* row that fixes the grid of thresholds (``GRID_SIZE`` quantiles of its scores and
-``+inf``) and the start of the sequence (the grid point with the least projected upper
-confidence bound, computed from the learning rows alone); the other rows test the grid from
+``+inf``) and the start of the sequence (the lowest grid point whose test at the target
+looks safe when projected from the learning rows alone); the other rows test the grid from
 the start upwards. The family-wise error over the tested thresholds is at most ``delta``,
 so the last threshold of the passing run has ``R(t) <= alpha`` with probability at least
 ``1 - delta``.
@@ -46,6 +46,7 @@ __all__ = [
     "LttResult",
     "binomial_pvalue",
     "hb_pvalue",
+    "ltt_least",
     "ltt_search",
     "upper_bound",
     "wsr_pvalue",
@@ -174,14 +175,10 @@ class LttResult(NamedTuple):
         The certified threshold (accept ``s <= threshold``); ``nan`` when none passed.
     bound : float
         The level-``delta`` upper confidence bound at ``threshold`` (``nan`` when none).
-    least : float
-        The least target the search meets on these rows: the bound at the start (``nan``
-        unless asked for).
     """
 
     threshold: float
     bound: float
-    least: float
 
 
 def learn_rows(n: int) -> NDArray[np.bool_]:
@@ -189,14 +186,18 @@ def learn_rows(n: int) -> NDArray[np.bool_]:
     return np.arange(n) % LEARN_EVERY == 0
 
 
-def ltt_plan(u: NDArray[np.float64], x: NDArray[np.float64], n_test: int,
+def ltt_plan(u: NDArray[np.float64], x: NDArray[np.float64], n_test: int, alpha: float,
              delta: float) -> tuple[NDArray[np.float64], int]:
     """Grid and start of the fixed sequence, from the learning rows ``(u, x)`` alone.
 
     The grid is ``GRID_SIZE`` quantiles of ``u`` (linear interpolation, distinct values)
-    and ``+inf``; the start is the grid point with the least Clopper-Pearson-style upper
-    bound computed with the learning mean and the accepted count scaled to ``n_test`` rows
-    (the first such point on ties).
+    and ``+inf``. At each grid point the test at ``alpha`` is projected from the learning
+    rows: the binomial p-value ``P(Binomial(m, alpha) <= k)`` (continued to real ``k`` and
+    ``m`` by the regularised incomplete beta function) with ``m`` the accepted learning
+    count scaled to ``n_test`` rows and ``k`` the accepted learning loss scaled alike. The
+    start is the lowest grid point whose projected p-value is at most ``delta / 20`` (a
+    margin for the noise of the learning rows; the sequence climbs from there at no cost),
+    or the point of least projected p-value when none is.
     """
     levels = np.arange(1, GRID_SIZE + 1) / GRID_SIZE
     grid = np.unique(np.append(np.quantile(u, levels), np.inf))
@@ -205,15 +206,22 @@ def ltt_plan(u: NDArray[np.float64], x: NDArray[np.float64], n_test: int,
     sums = np.concatenate(([0.0], np.cumsum(x[order])))
     m_learn = np.searchsorted(us, grid, side="right")
     scale = n_test / u.size
-    m = m_learn * scale
-    k = np.where(m_learn > 0, sums[m_learn] / np.maximum(m_learn, 1), 0.0) * m
+    m, k = m_learn * scale, sums[m_learn] * scale
+    a = min(max(alpha, 0.0), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ucb = np.where((m > 0) & (k < m), stats.beta.ppf(1.0 - delta, k + 1.0, m - k), 1.0)
-    return grid, int(np.argmin(ucb))
+        p = np.where((m > 0) & (k < m), special.betainc(m - k, k + 1.0, 1.0 - a), 1.0)
+    safe = np.flatnonzero(p <= delta / 20)
+    return grid, int(safe[0]) if safe.size else int(np.argmin(p))
+
+
+def _split(u: NDArray[np.float64], x: NDArray[np.float64]) -> tuple[
+        NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    learn = learn_rows(u.size)
+    return u[learn], x[learn], u[~learn], x[~learn]
 
 
 def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, delta: float,
-               bound: str, *, least: bool = False) -> LttResult:
+               bound: str) -> LttResult:
     """Fixed-sequence Learn-then-Test over the grid of the learning rows.
 
     Parameters
@@ -226,24 +234,41 @@ def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, del
         The target, in the units of ``x``.
     delta : float in (0, 1)
     bound : {"binomial", "hb", "wsr"}
-    least : bool, default False
-        Compute ``LttResult.least`` (``nan`` otherwise).
 
     Returns
     -------
     LttResult
     """
-    learn = learn_rows(u.size)
-    ut, xt = u[~learn], x[~learn]
-    grid, start = ltt_plan(u[learn], x[learn], ut.size, delta)
-    lowest = upper_bound(bound, ut, xt, float(grid[start]), delta) if least else math.nan
+    ul, xl, ut, xt = _split(u, x)
+    grid, start = ltt_plan(ul, xl, ut.size, alpha, delta)
     tail = grid[start:]
     passed = _pvalues(bound, ut, xt, tail, alpha, delta) <= delta
     run = int(np.argmin(passed)) if not np.all(passed) else passed.size
     if run == 0:
-        return LttResult(math.nan, math.nan, lowest)
+        return LttResult(math.nan, math.nan)
     theta = float(tail[run - 1])
-    return LttResult(theta, upper_bound(bound, ut, xt, theta, delta), lowest)
+    return LttResult(theta, upper_bound(bound, ut, xt, theta, delta))
+
+
+def ltt_least(u: NDArray[np.float64], x: NDArray[np.float64], delta: float,
+              bound: str) -> float:
+    """The least target at which :func:`ltt_search` finds a rule, by bisection on the
+    target (to a relative 1e-12): the search is feasible when its start passes, and a
+    larger target lowers every p-value. The value returned is feasible; 1.0 is always."""
+    ul, xl, ut, xt = _split(u, x)
+
+    def feasible(a: float) -> bool:
+        grid, start = ltt_plan(ul, xl, ut.size, a, delta)
+        return bool(_pvalues(bound, ut, xt, grid[start:start + 1], a, delta)[0] <= delta)
+
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-12 * max(hi, 1e-3):
+        mid = 0.5 * (lo + hi)
+        if feasible(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def certified_tpr_fpr(s: NDArray[np.float64], is_ood: NDArray[np.bool_],

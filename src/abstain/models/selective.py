@@ -27,7 +27,7 @@ from .._core.base import ParamsMixin
 from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, tie_groups, validated_groups
-from .._core.ltt import LTT_BOUNDS, ltt_search
+from .._core.ltt import LTT_BOUNDS, ltt_least, ltt_search
 from .._core.risk_bounds import sgr_search
 from .._core.serialize import (
     Field,
@@ -432,7 +432,8 @@ def _guaranteed(ls: NDArray[np.float64], u: NDArray[np.float64], groups: TieGrou
     """Run the procedure ``bound`` on validated rows.
 
     Returns ``(procedure, group index or -1, threshold, certified bound, least target)``;
-    the threshold is ``nan`` when nothing passed.
+    the threshold is ``nan`` when nothing passed. The least target is computed only for
+    ``target = -inf`` (and for ``"sgr"``); ``nan`` otherwise.
     """
     if ls.max() > loss_bound:
         raise ValueError(
@@ -447,12 +448,14 @@ def _guaranteed(ls: NDArray[np.float64], u: NDArray[np.float64], groups: TieGrou
         theta = float(groups.values[g]) if g >= 0 else math.nan
         return procedure, g, theta, b, least
     scale = 1.0 if procedure == "binomial" else loss_bound
-    found = ltt_search(u, ls / scale, max(target / scale, 0.0), delta, procedure,
-                       least=target == -math.inf)
+    if target == -math.inf:  # asked for the least target only
+        return procedure, -1, math.nan, math.nan, ltt_least(u, ls / scale, delta,
+                                                             procedure) * scale
+    found = ltt_search(u, ls / scale, target / scale, delta, procedure)
     if math.isnan(found.threshold):
-        return procedure, -1, math.nan, math.nan, found.least * scale
+        return procedure, -1, math.nan, math.nan, math.nan
     g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
-    return procedure, g, found.threshold, found.bound * scale, found.least * scale
+    return procedure, g, found.threshold, found.bound * scale, math.nan
 
 
 @serializable("rule")
@@ -630,9 +633,10 @@ def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
     fixed chain of prefixes ``g_1 = (G - 1) // 2``, ``g_{i+1} = (g_i - 1) // 2``, ..., ``0``;
     a larger target only turns tests into passes. So the fit is feasible exactly when the
     target is at least the smallest upper confidence bound on that chain, which is returned.
-    The Learn-then-Test procedures (``"binomial"``, ``"hb"``, ``"wsr"``) start their
-    sequence at a threshold that the learning rows fix whatever the target, so the fit is
-    feasible exactly when the target is at least the upper confidence bound there.
+    The Learn-then-Test procedures (``"binomial"``, ``"hb"``, ``"wsr"``) are feasible when
+    the first test of their sequence passes; the least target at which it does is found
+    by bisection (to a relative 1e-12; a larger target lowers every p-value, though it may
+    also move the start that the learning rows choose for it).
 
     Parameters
     ----------
