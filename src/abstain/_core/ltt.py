@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
+from scipy import special
 
 __all__ = [
     "GRID_SIZE",
