@@ -242,8 +242,15 @@ def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, del
     ul, xl, ut, xt = _split(u, x)
     grid, start = ltt_plan(ul, xl, ut.size, alpha, delta)
     tail = grid[start:]
-    passed = _pvalues(bound, ut, xt, tail, alpha, delta) <= delta
-    run = int(np.argmin(passed)) if not np.all(passed) else passed.size
+    # the betting p-values cost O(rows) per threshold: test in blocks, stop at a failure
+    block = 32 if bound == "wsr" else tail.size
+    run = 0
+    for lo in range(0, tail.size, block):
+        passed = _pvalues(bound, ut, xt, tail[lo:lo + block], alpha, delta) <= delta
+        if not np.all(passed):
+            run = lo + int(np.argmin(passed))
+            break
+        run = lo + passed.size
     if run == 0:
         return LttResult(math.nan, math.nan)
     theta = float(tail[run - 1])
