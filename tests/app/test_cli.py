@@ -154,7 +154,7 @@ def test_fit_and_apply_bounded_abstention(csv_file, tmp_path, capsys):
 
 @pytest.mark.parametrize("args,model", [
     (["--score", "risk", "--target-risk", "0.15"], "BoundedImprovement"),
-    (["--score", "risk", "--target-risk", "0.3", "--delta", "0.1"], "BoundedImprovement"),
+    (["--score", "risk", "--target-risk", "0.4", "--delta", "0.1"], "BoundedImprovement"),
     (["--score", "risk", "--reject-cost", "0.2"], "CostBased"),
     (["--score", "risk", "--score", "distance", "--tpr", "0.6", "--fpr", "0.1"],
      "BoundedTPRFPR"),

@@ -33,6 +33,7 @@ from .._core import ood_search as core
 from .._core.base import ParamsMixin
 from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
+from .._core.ltt import certified_tpr_fpr
 from .._core.ood_sample import (
     N_DIRECTIONS,
     Found,
@@ -201,12 +202,28 @@ class BoundedTPRFPR(_OODRule):
     ``accept_prob_`` makes a constraint hold with equality where that lowers the
     risk. Among rules of equal risk the one with the largest TPR is returned.
 
+    With ``delta`` set, the rule carries a guarantee: with probability at least
+    ``1 - delta`` over the validation sample (ID rows i.i.d., OOD rows i.i.d.), its true
+    TPR on new ID inputs is at least ``tpr`` and its true FPR on new OOD inputs at most
+    ``fpr``. Each rate is certified by the exact binomial test of Learn-then-Test
+    (:class:`~abstain.BoundedImprovement`'s ``bound="binomial"``): ``1 - TPR`` as the
+    rejected share of ID rows, FPR as the accepted share of OOD rows, each at level
+    ``delta / 2`` and, for two scores, split again over the ``n_directions`` grid
+    directions; both rates grow with the threshold, so fixed-sequence testing from the
+    safe end certifies every threshold whose test passes. Among the certified rules the
+    one of least empirical selective risk is returned (ties: larger TPR, then smaller
+    FPR); it accepts whole tie groups (``accept_prob_ = 1``). ``search="exact"`` picks
+    directions from the data and ``sample_weight`` breaks the binomial law, so neither is
+    accepted with ``delta``.
+
     Parameters
     ----------
     tpr : float in (0, 1]
         Minimal acceptable TPR (the fraction of ID inputs accepted).
     fpr : float in [0, 1]
         Maximal acceptable FPR (the fraction of OOD inputs accepted).
+    delta : float in (0, 1) or None, default None
+        Allowed probability that the certified TPR or FPR fails on new data.
     search : {"grid", "exact"}, default "grid"
     n_directions : int, default 360
         Directions of the grid search.
@@ -240,12 +257,21 @@ class BoundedTPRFPR(_OODRule):
     (0.4, 0.3333, 1.0, 0.3333)
     >>> BoundedTPRFPR(tpr=2 / 3, fpr=0.0).fit(scores, is_ood, losses).risk_
     0.5
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> ood = rng.random(4000) < 0.5
+    >>> s = rng.normal(size=4000) + 2.0 * ood                   # OOD inputs score higher
+    >>> cert = BoundedTPRFPR(tpr=0.8, fpr=0.2, delta=0.1).fit(s, ood, np.zeros(4000))
+    >>> bool(cert.tpr_ >= 0.8 and cert.fpr_ <= 0.2), cert.accept_prob_
+    (True, 1.0)
     """
 
-    def __init__(self, tpr: float = 0.95, fpr: float = 0.05, *, search: str = "grid",
-                 n_directions: int = N_DIRECTIONS, random_state: Any = None) -> None:
+    def __init__(self, tpr: float = 0.95, fpr: float = 0.05, *, delta: float | None = None,
+                 search: str = "grid", n_directions: int = N_DIRECTIONS,
+                 random_state: Any = None) -> None:
         self.tpr = tpr
         self.fpr = fpr
+        self.delta = delta
         self.search = search
         self.n_directions = n_directions
         self.random_state = random_state
@@ -253,6 +279,8 @@ class BoundedTPRFPR(_OODRule):
     def _validate_params(self) -> None:
         check_fraction("tpr", self.tpr)
         check_probability("fpr", self.fpr)
+        if self.delta is not None:
+            check_open_unit("delta", self.delta)
         self._validate_search()
 
     def fit(self, scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, *,
@@ -275,11 +303,31 @@ class BoundedTPRFPR(_OODRule):
         tpr, fpr = float(self.tpr), float(self.fpr)
         search, d = self._search_args()
         fit = Sample(*validate_sample(scores, is_ood, losses, sample_weight))
-        con = tpr_fpr_constraint(fit, tpr, fpr)
-        self._set(fit, fit.run(search, d, con, None), ood_fraction(fit))
+        if self.delta is None:
+            con = tpr_fpr_constraint(fit, tpr, fpr)
+            self._set(fit, fit.run(search, d, con, None), ood_fraction(fit))
+        else:
+            self._set(fit, self._certified(fit, search, d, sample_weight), ood_fraction(fit))
         if not self.feasible_:
-            self._warn_infeasible(f"TPR >= {tpr!r} with FPR <= {fpr!r}")
+            what = "" if self.delta is None else f" certified with delta {self.delta!r}"
+            self._warn_infeasible(f"TPR >= {tpr!r} with FPR <= {fpr!r}{what}")
         return self
+
+    def _certified(self, fit: Sample, search: str, d: int,
+                   sample_weight: ArrayLike | None) -> Found | None:
+        if sample_weight is not None:
+            raise ValueError("sample_weight must be None with delta: weighted rows have no "
+                             "binomial law to certify the rates with.")
+        if search == "exact" and fit.s.shape[1] == 2:
+            raise ValueError("search must be 'grid' with delta: the exact search picks its "
+                             "directions from the data, which the guarantee does not allow.")
+        assert self.delta is not None
+        found = certified_tpr_fpr(fit.s, fit.w_ood > 0, fit.w_loss, fit.directions(search, d),
+                                  float(self.tpr), float(self.fpr), float(self.delta))
+        if found is None:
+            return None
+        k, o, loss, risk, w, thr = found
+        return (core.Best(0, 1.0, k, o, loss, risk), w, thr)
 
 
 @serializable("ood")

@@ -27,11 +27,23 @@ from .._core.base import ParamsMixin
 from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, tie_groups, validated_groups
+from .._core.ltt import LTT_BOUNDS, ltt_least, ltt_search
 from .._core.risk_bounds import sgr_search
-from .._core.serialize import Field, Flag, Int, Number, Tup, dumps, load_family, serializable
+from .._core.serialize import (
+    Field,
+    Flag,
+    Int,
+    Number,
+    Text,
+    Tup,
+    dumps,
+    load_family,
+    serializable,
+)
 from .._core.validation import (
     as_losses_and_scores,
     as_scores,
+    check_choice,
     check_fraction,
     check_open_unit,
     check_positive,
@@ -401,6 +413,51 @@ class BoundedAbstention(_RejectRule):
         return self
 
 
+BOUNDS = ("auto", "sgr", *LTT_BOUNDS)
+
+
+def _resolve_bound(bound: str, binary: bool) -> str:
+    """The procedure ``bound`` names; ``"auto"``: ``"binomial"`` for 0/1 losses, else ``"wsr"``."""
+    if bound == "auto":
+        return "binomial" if binary else "wsr"
+    if bound == "binomial" and not binary:
+        raise ValueError("bound='binomial' needs 0/1 losses; got other values (use 'hb', "
+                         "'wsr' or 'auto' for losses in [0, loss_bound]).")
+    return bound
+
+
+def _guaranteed(ls: NDArray[np.float64], u: NDArray[np.float64], groups: TieGroups,
+                target: float, delta: float, loss_bound: float,
+                bound: str) -> tuple[str, int, float, float, float]:
+    """Run the procedure ``bound`` on validated rows.
+
+    Returns ``(procedure, group index or -1, threshold, certified bound, least target)``;
+    the threshold is ``nan`` when nothing passed. The least target is computed only for
+    ``target = -inf`` (and for ``"sgr"``); ``nan`` otherwise.
+    """
+    if ls.max() > loss_bound:
+        raise ValueError(
+            f"losses must be at most loss_bound={loss_bound!r} for the risk bound; "
+            f"got maximum {ls.max()!r}."
+        )
+    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
+    procedure = _resolve_bound(bound, binary)
+    if procedure == "sgr":
+        squares = None if binary else tie_groups(np.square(ls), u)
+        g, b, least = sgr_search(groups, target, delta, loss_bound, binary, squares)
+        theta = float(groups.values[g]) if g >= 0 else math.nan
+        return procedure, g, theta, b, least
+    scale = 1.0 if procedure == "binomial" else loss_bound
+    if target == -math.inf:  # asked for the least target only
+        return procedure, -1, math.nan, math.nan, ltt_least(u, ls / scale, delta,
+                                                             procedure) * scale
+    found = ltt_search(u, ls / scale, target / scale, delta, procedure)
+    if math.isnan(found.threshold):
+        return procedure, -1, math.nan, math.nan, math.nan
+    g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
+    return procedure, g, found.threshold, found.bound * scale, math.nan
+
+
 @serializable("rule")
 class BoundedImprovement(_RejectRule):
     """Bounded-improvement model, Problem 3 of Franc et al. (2023).
@@ -413,14 +470,31 @@ class BoundedImprovement(_RejectRule):
     accepted with the probability that makes the risk exactly the target).
 
     With ``delta`` set, the rule carries a guarantee: with probability at least
-    ``1 - delta`` over the calibration sample, its true selective risk is at most
-    ``target_risk``. The search is selection with guaranteed risk (SGR, Geifman and
-    El-Yaniv 2017): a binary search over the ``G`` tie groups with
-    ``K = ceil(log2(G + 1))`` tests, each at level ``delta / K``; a rule accepts
-    whole tie groups (``accept_prob_ = 1``). The risk bound is the exact binomial
-    (Clopper-Pearson) tail bound for 0/1 losses and, for other losses in
-    ``[0, loss_bound]``, the smaller of Hoeffding's and Maurer and Pontil's
-    empirical Bernstein bound, each at level ``delta / (2 K)``.
+    ``1 - delta`` over the calibration sample (i.i.d. rows, not used to train the score),
+    its true selective risk ``E[loss | accepted]`` is at most ``target_risk``. The rule
+    accepts ``s <= threshold_`` (``accept_prob_ = 1``; tied scores are accepted together).
+    ``bound`` chooses the procedure (docs/guarantees.md compares them):
+
+    ``"sgr"``
+        Selection with guaranteed risk (Geifman and El-Yaniv 2017): a binary search over
+        the ``G`` tie groups with ``K = ceil(log2(G + 1))`` tests, each at level
+        ``delta / K``, with the exact binomial (Clopper-Pearson) bound for 0/1 losses and,
+        for other losses, the smaller of Hoeffding's and Maurer and Pontil's empirical
+        Bernstein bound, each at level ``delta / (2 K)``. The threshold is an observed score.
+    ``"binomial"``, ``"hb"``, ``"wsr"``
+        Learn-then-Test (Angelopoulos et al. 2021) with fixed-sequence testing, each test at
+        the full level ``delta``, with the exact binomial p-value (0/1 losses only), the
+        Hoeffding-Bentkus p-value or the Waudby-Smith-Ramdas betting p-value. Every tenth
+        row (rows 0, 10, 20, ...) fixes the grid of thresholds (200 quantiles of its scores
+        and ``+inf``) and the start of the sequence; the other rows test the grid from the
+        start upwards and the rule is the last threshold of the passing run. The threshold
+        is a grid point: it may lie between observed scores, or be ``+inf`` (accept all).
+    ``"auto"`` (default)
+        ``"binomial"`` for 0/1 losses, ``"wsr"`` for other losses: the tightest of these
+        for the loss type.
+
+    ``loss_bound`` is never inferred from the data (the largest observed loss is no bound
+    on the next one): losses must lie in ``[0, loss_bound]``; 0/1 losses need no bound.
 
     An infeasible target is an explicit result: ``feasible_`` is False, the rule
     rejects everything and an :class:`InfeasibleTargetWarning` says what is attainable.
@@ -431,8 +505,10 @@ class BoundedImprovement(_RejectRule):
         Bound on the selective risk, in the units of the loss.
     delta : float in (0, 1) or None, default None
         Allowed probability that the guarantee fails.
+    bound : {"auto", "sgr", "binomial", "hb", "wsr"}, default "auto"
+        The procedure that gives the guarantee (unused without ``delta``).
     loss_bound : float > 0, default 1.0
-        Upper bound on the loss, used by the bound for non-0/1 losses.
+        Upper bound on the loss, used by the bounds for losses other than 0/1.
     random_state : int, numpy Generator or None
         Seed for the randomised decisions of :meth:`accept`.
 
@@ -446,7 +522,11 @@ class BoundedImprovement(_RejectRule):
         Lowest empirical selective risk any threshold rule attains on the data.
     risk_bound_ : float
         With ``delta``: the upper confidence bound on the true selective risk of the
-        returned rule (NaN without ``delta`` or when infeasible).
+        returned rule at the level its procedure tests (``delta / K`` for ``"sgr"``,
+        ``delta`` for the others), at most ``target_risk`` (NaN without ``delta`` or
+        when infeasible).
+    bound_ : str or None
+        The procedure that gave the guarantee (``"auto"`` resolved); None without ``delta``.
     equivalent_ : EquivalentModels
 
     Examples
@@ -455,6 +535,13 @@ class BoundedImprovement(_RejectRule):
     >>> rule = BoundedImprovement(target_risk=0.25).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
     >>> rule.threshold_, round(rule.accept_prob_, 4), round(rule.coverage_, 4), rule.risk_
     (0.3, 0.6667, 0.6667, 0.25)
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> u = rng.random(2000)
+    >>> loss = (rng.random(2000) < u / 4).astype(float)   # risk of accepting u <= t: t / 8
+    >>> rule = BoundedImprovement(0.05, delta=0.1).fit(u, loss)
+    >>> rule.bound_, bool(rule.risk_bound_ <= 0.05), round(rule.coverage_, 2)
+    ('binomial', True, 0.3)
     """
 
     def __init__(
@@ -462,25 +549,34 @@ class BoundedImprovement(_RejectRule):
         target_risk: float = 0.05,
         *,
         delta: float | None = None,
+        bound: str = "auto",
         loss_bound: float = 1.0,
         random_state: Any = None,
     ) -> None:
         self.target_risk = target_risk
         self.delta = delta
+        self.bound = bound
         self.loss_bound = loss_bound
         self.random_state = random_state
 
     _FIELDS: dict[str, Field] = {
+        "threshold_": Number(special=("-inf", "inf")),
         "min_risk_": Number(0.0),
         "risk_bound_": Number(0.0, special=("nan",)),
+        "bound_": Text(("sgr", *LTT_BOUNDS), none=True, optional=True),
     }
 
     def _validate_params(self) -> None:
         check_positive("target_risk", self.target_risk)
         if self.delta is not None:
             check_open_unit("delta", self.delta)
+        check_choice("bound", self.bound, BOUNDS)
         check_positive("loss_bound", self.loss_bound)
         check_random_state("random_state", self.random_state)
+
+    def _after_load(self) -> None:
+        if not hasattr(self, "bound_"):  # written before bound existed: the search was SGR
+            self.bound_ = None if self.delta is None else "sgr"
 
     def fit(self, uncertainty: ArrayLike, losses: ArrayLike) -> BoundedImprovement:
         """Fit on calibration data.
@@ -496,12 +592,12 @@ class BoundedImprovement(_RejectRule):
         """
         self._validate_params()
         lam = float(self.target_risk)
-        delta = math.nan if self.delta is None else float(self.delta)
-        bound = float(self.loss_bound)
         ls, u = as_losses_and_scores(losses, uncertainty)
         groups = tie_groups(ls, u)
         self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))
         self.risk_bound_ = math.nan
+        self.bound_ = None
+        theta = math.nan
         if self.delta is None:
             x = groups.max_accepted_at_risk(lam)
             if x > 0:
@@ -509,17 +605,13 @@ class BoundedImprovement(_RejectRule):
             else:
                 g, nu = -1, 1.0
         else:
-            if ls.max() > bound:
-                raise ValueError(
-                    f"losses must be at most loss_bound={bound!r} for the risk bound; "
-                    f"got maximum {ls.max()!r}."
-                )
-            binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
-            squares = None if binary else tie_groups(np.square(ls), u)
-            g, self.risk_bound_, _ = sgr_search(groups, lam, delta, bound, binary, squares)
+            self.bound_, g, theta, self.risk_bound_, _ = _guaranteed(
+                ls, u, groups, lam, float(self.delta), float(self.loss_bound), self.bound)
             nu = 1.0
         feasible = g >= 0
         self._set_rule(groups, g, nu, feasible)
+        if feasible and self.delta is not None:
+            self.threshold_ = theta
         if not feasible:
             what = "risk bound" if self.delta is not None else "selective risk"
             warnings.warn(
@@ -533,15 +625,18 @@ class BoundedImprovement(_RejectRule):
 
 
 def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
-                     loss_bound: float = 1.0) -> float:
-    """The least ``target_risk`` that ``BoundedImprovement(delta=delta)`` meets on the data.
+                     loss_bound: float = 1.0, bound: str = "auto") -> float:
+    """The least ``target_risk`` that ``BoundedImprovement(delta=delta, bound=bound)`` meets.
 
-    The guaranteed fit (selection with guaranteed risk) binary-searches the ``G`` tie
-    groups with ``K = ceil(log2(G + 1))`` tests at level ``delta / K``. It fails only
-    when every test fails, and then it has tested the fixed chain of prefixes
-    ``g_1 = (G - 1) // 2``, ``g_{i+1} = (g_i - 1) // 2``, ..., ``0``; a larger target
-    only turns tests into passes. So the fit is feasible exactly when the target is at
-    least the smallest upper confidence bound on that chain, which is returned.
+    ``"sgr"`` binary-searches the ``G`` tie groups with ``K = ceil(log2(G + 1))`` tests at
+    level ``delta / K``. It fails only when every test fails, and then it has tested the
+    fixed chain of prefixes ``g_1 = (G - 1) // 2``, ``g_{i+1} = (g_i - 1) // 2``, ..., ``0``;
+    a larger target only turns tests into passes. So the fit is feasible exactly when the
+    target is at least the smallest upper confidence bound on that chain, which is returned.
+    The Learn-then-Test procedures (``"binomial"``, ``"hb"``, ``"wsr"``) are feasible when
+    the first test of their sequence passes; the least target at which it does is found
+    by bisection (to a relative 1e-12; a larger target lowers every p-value, though it may
+    also move the start that the learning rows choose for it).
 
     Parameters
     ----------
@@ -549,6 +644,7 @@ def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
     losses : array-like of shape (n,), in ``[0, loss_bound]``
     delta : float in (0, 1)
     loss_bound : float > 0, default 1.0
+    bound : {"auto", "sgr", "binomial", "hb", "wsr"}, default "auto"
 
     Returns
     -------
@@ -559,14 +655,15 @@ def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
     >>> from abstain import BoundedImprovement
     >>> from abstain.models import least_risk_bound
     >>> u, loss = list(range(40)), [0] * 30 + [1] * 10
-    >>> least = least_risk_bound(u, loss, delta=0.1)
+    >>> least = least_risk_bound(u, loss, delta=0.1, bound="sgr")
     >>> round(least, 4)
     0.1851
-    >>> BoundedImprovement(least, delta=0.1).fit(u, loss).feasible_
+    >>> BoundedImprovement(least, delta=0.1, bound="sgr").fit(u, loss).feasible_
     True
     """
+    check_open_unit("delta", delta)
+    check_choice("bound", bound, BOUNDS)
+    check_positive("loss_bound", loss_bound)
     ls, u = as_losses_and_scores(losses, uncertainty)
-    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
-    squares = None if binary else tie_groups(np.square(ls), u)
-    # a target no bound meets makes the search walk exactly that chain
-    return sgr_search(tie_groups(ls, u), -math.inf, delta, loss_bound, binary, squares)[2]
+    # a target no bound meets makes every search walk its fixed chain
+    return _guaranteed(ls, u, tie_groups(ls, u), -math.inf, delta, loss_bound, bound)[4]

@@ -1,0 +1,339 @@
+"""Learn-then-Test for a selective risk: p-values and fixed-sequence testing over thresholds.
+
+Learn-then-Test (Angelopoulos, Bates, Candes, Jordan and Lei, 2021) certifies a threshold
+``t`` of the rule "accept ``s <= t``" by rejecting the null hypothesis ``H_t: R(t) > alpha``,
+where ``R(t) = E[loss | s <= t]`` is the true selective risk. For a threshold fixed before
+the data are seen, the losses of the accepted calibration rows are, given how many rows are
+accepted, i.i.d. draws with mean ``R(t)``; so any valid p-value for "the mean of ``m``
+i.i.d. losses in ``[0, 1]`` is above ``alpha``" tests ``H_t``. Three are offered:
+
+* ``"binomial"`` (0/1 losses): ``P(Binomial(m, alpha) <= k)`` for ``k`` errors, exact;
+* ``"hb"``: the Hoeffding-Bentkus p-value (Bates et al. 2021, Proposition 3),
+  ``min(exp(-m h(min(r, alpha), alpha)), e * P(Binomial(m, alpha) <= ceil(m r)))`` for the
+  mean loss ``r`` and ``h(a, b) = a log(a / b) + (1 - a) log((1 - a) / (1 - b))``;
+* ``"wsr"``: the Waudby-Smith-Ramdas betting test in the form of Bates et al. (2021,
+  Proposition 5): the capital ``K_i = prod_{j <= i} (1 - nu_j (L_j - alpha))`` with the
+  predictable bets ``nu_j = min(1, sqrt(2 log(1 / delta) / (m sigma_{j-1}^2)))``, running mean
+  ``mu_j = (1/2 + sum L) / (j + 1)`` and variance ``sigma_j^2 = (1/4 + sum (L - mu)^2) / (j + 1)``
+  (``sigma_0^2 = 1/4``), taken over the accepted rows in row order; the p-value is
+  ``min(1, 1 / max_i K_i)`` (Ville's inequality: ``K`` is a non-negative supermartingale
+  under the null).
+
+Multiple testing is fixed-sequence testing, which spends the whole ``delta`` on every test
+and stops at the first failure. The sequence must be fixed before the tested rows are seen,
+so the rows are split by position: every ``LEARN_EVERY``-th row (rows 0, 10, 20, ...) is a
+*learning* row that fixes the grid of thresholds (``GRID_SIZE`` quantiles of its scores and
+``+inf``) and the start of the sequence (the lowest grid point whose test at the target
+looks safe when projected from the learning rows alone); the other rows test the grid from
+the start upwards. The family-wise error over the tested thresholds is at most ``delta``,
+so the last threshold of the passing run has ``R(t) <= alpha`` with probability at least
+``1 - delta``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special
+
+__all__ = [
+    "GRID_SIZE",
+    "LEARN_EVERY",
+    "LTT_BOUNDS",
+    "LttResult",
+    "binomial_pvalue",
+    "hb_pvalue",
+    "ltt_least",
+    "ltt_search",
+    "upper_bound",
+    "wsr_pvalue",
+]
+
+LTT_BOUNDS = ("binomial", "hb", "wsr")
+LEARN_EVERY = 10
+GRID_SIZE = 200
+
+
+def _binom_cdf(k: NDArray[np.float64], m: NDArray[np.float64],
+               alpha: float) -> NDArray[np.float64]:
+    """``P(Binomial(m, alpha) <= k)`` for whole numbers ``k`` and ``m`` (SciPy's ``bdtr``)."""
+    k = np.minimum(k, m)
+    return special.bdtr(k.astype(np.int64), m.astype(np.int64), alpha)  # type: ignore[no-any-return]
+
+
+def binomial_pvalue(errors: NDArray[np.float64], m: NDArray[np.float64],
+                    alpha: float) -> NDArray[np.float64]:
+    """``P(Binomial(m, alpha) <= errors)``: the exact p-value of ``mean > alpha`` for 0/1
+    losses (1 where ``m == 0``; 0 where ``alpha >= 1``)."""
+    errors, m = np.asarray(errors, float), np.asarray(m, float)
+    if alpha >= 1.0:
+        return np.zeros(np.broadcast(errors, m).shape)
+    return np.where(m > 0, _binom_cdf(errors, m, alpha), 1.0)
+
+
+def hb_pvalue(mean: NDArray[np.float64], m: NDArray[np.float64],
+              alpha: float) -> NDArray[np.float64]:
+    """Hoeffding-Bentkus p-value of ``mean > alpha`` for ``m`` losses in ``[0, 1]`` with the
+    given sample mean (1 where ``m == 0``; 0 where ``alpha >= 1``)."""
+    mean, m = np.asarray(mean, float), np.asarray(m, float)
+    if alpha >= 1.0:
+        return np.zeros(np.broadcast(mean, m).shape)
+    a = np.minimum(mean, alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.where(a > 0, a * np.log(a / alpha), 0.0) + (1 - a) * np.log((1 - a) / (1 - alpha))
+        hoeffding = np.exp(-m * h)
+        # ceil of the loss sum: round-off can only raise it, which is conservative
+        bentkus = math.e * _binom_cdf(np.ceil(m * mean), m, alpha)
+    return np.where(m > 0, np.minimum(np.minimum(hoeffding, bentkus), 1.0), 1.0)
+
+
+def wsr_pvalue(losses: NDArray[np.float64], accepted: NDArray[np.bool_], alpha: float,
+               delta: float) -> NDArray[np.float64]:
+    """Waudby-Smith-Ramdas betting p-values of ``mean > alpha``, one per row of ``accepted``.
+
+    ``losses`` (shape (n,)) lie in ``[0, 1]``; row ``a`` of ``accepted`` (shape (M, n))
+    selects the losses of one threshold, taken in their order. 1 where nothing is accepted.
+    """
+    if alpha >= 1.0:
+        return np.zeros(accepted.shape[0])
+    if accepted.shape[1] == 0:
+        return np.ones(accepted.shape[0])
+    w = accepted.astype(np.float64)
+    x = w * losses[None, :]
+    count = np.cumsum(w, axis=1)
+    m = count[:, -1:]
+    mu = (0.5 + np.cumsum(x, axis=1)) / (1.0 + count)
+    sq = w * (losses[None, :] - mu) ** 2
+    q = np.cumsum(sq, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # the variance before row j: (1/4 + sum of earlier squares) / (earlier count + 1)
+        sigma_prev = (0.25 + q - sq) / np.maximum(count, 1.0)
+        nu = np.minimum(1.0, np.sqrt(2.0 * math.log(1.0 / delta) / (m * sigma_prev)))
+    factor = np.where(accepted, 1.0 - nu * (losses[None, :] - alpha), 1.0)
+    with np.errstate(divide="ignore"):  # a factor of 0 loses all the capital: log 0 = -inf
+        log_k = np.cumsum(np.log(factor), axis=1)
+    best = np.max(log_k, axis=1)
+    return np.minimum(1.0, np.exp(-best))
+
+
+def _pvalues(bound: str, u: NDArray[np.float64], x: NDArray[np.float64],
+             grid: NDArray[np.float64], alpha: float, delta: float) -> NDArray[np.float64]:
+    """p-values of ``R(t) > alpha`` at each threshold of ``grid`` from rows ``(u, x)``."""
+    if bound == "wsr":
+        return wsr_pvalue(x, u[None, :] <= grid[:, None], alpha, delta)
+    order = np.argsort(u, kind="stable")
+    us = u[order]
+    sums = np.concatenate(([0.0], np.cumsum(x[order])))
+    m = np.searchsorted(us, grid, side="right").astype(np.float64)
+    total = sums[m.astype(np.intp)]
+    if bound == "binomial":
+        return binomial_pvalue(np.round(total).astype(np.float64), m, alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(m > 0, total / np.maximum(m, 1.0), 0.0)
+    return hb_pvalue(mean, m, alpha)
+
+
+def _pvalue_at(bound: str, xa: NDArray[np.float64], alpha: float, delta: float) -> float:
+    """p-value of ``mean > alpha`` from the accepted losses ``xa`` of one threshold (row order)."""
+    m = np.array(float(xa.size))
+    if bound == "wsr":
+        return float(wsr_pvalue(xa, np.ones((1, xa.size), bool), alpha, delta)[0])
+    total = float(np.sum(xa))
+    if bound == "binomial":
+        return float(binomial_pvalue(np.array(round(total)), m, alpha))
+    return float(hb_pvalue(np.array(total / xa.size if xa.size else 0.0), m, alpha))
+
+
+def upper_bound(bound: str, u: NDArray[np.float64], x: NDArray[np.float64], threshold: float,
+                delta: float) -> float:
+    """The least ``alpha`` in ``[0, 1]`` whose p-value at ``threshold`` is at most ``delta``:
+    the level-``delta`` upper confidence bound that the test inverts (bisection to a relative
+    1e-12; the value returned passes the test; 1.0 when nothing passes)."""
+    xa = x[u <= threshold]
+    top = 1.0 - 1e-12
+    if _pvalue_at(bound, xa, top, delta) > delta:
+        return 1.0
+    lo, hi = 0.0, top
+    while hi - lo > 1e-12 * max(hi, 1e-3):
+        mid = 0.5 * (lo + hi)
+        if _pvalue_at(bound, xa, mid, delta) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+class LttResult(NamedTuple):
+    """What :func:`ltt_search` found.
+
+    Attributes
+    ----------
+    threshold : float
+        The certified threshold (accept ``s <= threshold``); ``nan`` when none passed.
+    bound : float
+        The level-``delta`` upper confidence bound at ``threshold`` (``nan`` when none).
+    """
+
+    threshold: float
+    bound: float
+
+
+def learn_rows(n: int) -> NDArray[np.bool_]:
+    """The learning rows of a calibration sample of ``n`` rows: every ``LEARN_EVERY``-th."""
+    return np.arange(n) % LEARN_EVERY == 0
+
+
+def ltt_plan(u: NDArray[np.float64], x: NDArray[np.float64], n_test: int, alpha: float,
+             delta: float) -> tuple[NDArray[np.float64], int]:
+    """Grid and start of the fixed sequence, from the learning rows ``(u, x)`` alone.
+
+    The grid is ``GRID_SIZE`` quantiles of ``u`` (linear interpolation, distinct values)
+    and ``+inf``. At each grid point the test at ``alpha`` is projected from the learning
+    rows: the binomial p-value ``P(Binomial(m, alpha) <= k)`` (continued to real ``k`` and
+    ``m`` by the regularised incomplete beta function) with ``m`` the accepted learning
+    count scaled to ``n_test`` rows and ``k`` the accepted learning loss scaled alike. The
+    start is the lowest grid point whose projected p-value is at most ``delta / 20`` (a
+    margin for the noise of the learning rows; the sequence climbs from there at no cost),
+    or the point of least projected p-value when none is.
+    """
+    levels = np.arange(1, GRID_SIZE + 1) / GRID_SIZE
+    grid = np.unique(np.append(np.quantile(u, levels), np.inf))
+    us = np.sort(u)
+    order = np.argsort(u, kind="stable")
+    sums = np.concatenate(([0.0], np.cumsum(x[order])))
+    m_learn = np.searchsorted(us, grid, side="right")
+    scale = n_test / u.size
+    m, k = m_learn * scale, sums[m_learn] * scale
+    a = min(max(alpha, 0.0), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where((m > 0) & (k < m), special.betainc(m - k, k + 1.0, 1.0 - a), 1.0)
+    safe = np.flatnonzero(p <= delta / 20)
+    return grid, int(safe[0]) if safe.size else int(np.argmin(p))
+
+
+def _split(u: NDArray[np.float64], x: NDArray[np.float64]) -> tuple[
+        NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    learn = learn_rows(u.size)
+    return u[learn], x[learn], u[~learn], x[~learn]
+
+
+def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, delta: float,
+               bound: str) -> LttResult:
+    """Fixed-sequence Learn-then-Test over the grid of the learning rows.
+
+    Parameters
+    ----------
+    u : ndarray of shape (n,)
+        Scores (accept ``s <= t``), in row order.
+    x : ndarray of shape (n,)
+        Losses scaled to ``[0, 1]`` (0/1 for ``"binomial"``).
+    alpha : float
+        The target, in the units of ``x``.
+    delta : float in (0, 1)
+    bound : {"binomial", "hb", "wsr"}
+
+    Returns
+    -------
+    LttResult
+    """
+    ul, xl, ut, xt = _split(u, x)
+    grid, start = ltt_plan(ul, xl, ut.size, alpha, delta)
+    tail = grid[start:]
+    # the betting p-values cost O(rows) per threshold: test in blocks, stop at a failure
+    block = 32 if bound == "wsr" else tail.size
+    run = 0
+    for lo in range(0, tail.size, block):
+        passed = _pvalues(bound, ut, xt, tail[lo:lo + block], alpha, delta) <= delta
+        if not np.all(passed):
+            run = lo + int(np.argmin(passed))
+            break
+        run = lo + passed.size
+    if run == 0:
+        return LttResult(math.nan, math.nan)
+    theta = float(tail[run - 1])
+    return LttResult(theta, upper_bound(bound, ut, xt, theta, delta))
+
+
+def ltt_least(u: NDArray[np.float64], x: NDArray[np.float64], delta: float,
+              bound: str) -> float:
+    """The least target at which :func:`ltt_search` finds a rule, by bisection on the
+    target (to a relative 1e-12): the search is feasible when its start passes, and a
+    larger target lowers every p-value. The value returned is feasible; 1.0 is always."""
+    ul, xl, ut, xt = _split(u, x)
+
+    def feasible(a: float) -> bool:
+        grid, start = ltt_plan(ul, xl, ut.size, a, delta)
+        return bool(_pvalues(bound, ut, xt, grid[start:start + 1], a, delta)[0] <= delta)
+
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-12 * max(hi, 1e-3):
+        mid = 0.5 * (lo + hi)
+        if feasible(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def certified_tpr_fpr(s: NDArray[np.float64], is_ood: NDArray[np.bool_],
+                      losses: NDArray[np.float64], directions: NDArray[np.float64],
+                      tpr: float, fpr: float,
+                      delta: float) -> tuple[float, float, float, float, NDArray[np.float64],
+                                             float] | None:
+    """The least-risk threshold rule whose TPR >= ``tpr`` and FPR <= ``fpr`` are certified.
+
+    Each rate is a risk of one class: ``1 - TPR`` is the rejected share of ID rows and FPR
+    the accepted share of OOD rows, so each is tested with :func:`binomial_pvalue` from the
+    counts of its own class (i.i.d. within the class given the class sizes). Along one
+    direction both rates only grow with the threshold, so fixed-sequence testing from the
+    safe end (``+inf`` for TPR, ``-inf`` for FPR) certifies exactly the thresholds whose
+    p-value is at most its level; the levels are ``delta / 2`` per rate, Bonferroni-split
+    again over the ``directions`` (a grid fixed before the data). Every certified rule
+    holds both rates with probability ``>= 1 - delta`` simultaneously, so the one of least
+    empirical selective risk is returned (ties: larger accepted ID count, then fewer OOD).
+
+    Parameters
+    ----------
+    s : ndarray of shape (n, k)
+    is_ood : ndarray of bool, shape (n,)
+    losses : ndarray of shape (n,)
+        Ignored on OOD rows.
+    directions : ndarray of shape (d, k)
+    tpr, fpr, delta : float
+
+    Returns
+    -------
+    tuple or None
+        ``(accepted ID, accepted OOD, accepted ID loss, risk, weights, threshold)`` of the
+        rule "accept ``s @ weights <= threshold``", or None when no rule is certified.
+    """
+    level = delta / (2.0 * directions.shape[0])
+    m_id, m_ood = float(np.count_nonzero(~is_ood)), float(np.count_nonzero(is_ood))
+    best: tuple[float, float, float, float, NDArray[np.float64], float] | None = None
+    for w in directions:
+        proj = s[:, 0] * w[0]
+        for j in range(1, s.shape[1]):
+            proj = proj + s[:, j] * w[j]
+        order = np.argsort(proj, kind="stable")
+        ps = proj[order]
+        last = np.append(ps[1:] != ps[:-1], True)  # the last row of each tie group
+        ood = is_ood[order]
+        k = np.cumsum(~ood)[last].astype(np.float64)
+        o = np.cumsum(ood)[last].astype(np.float64)
+        loss = np.cumsum(np.where(ood, 0.0, losses[order]))[last]
+        ok = ((binomial_pvalue(m_id - k, np.full(k.size, m_id), 1.0 - tpr) <= level)
+              & (binomial_pvalue(o, np.full(o.size, m_ood), fpr) <= level) & (k > 0))
+        if not np.any(ok):
+            continue
+        idx = np.flatnonzero(ok)
+        risk = loss[idx] / k[idx]
+        # least risk, then most ID accepted, then fewest OOD accepted
+        pick = idx[np.lexsort((o[idx], -k[idx], risk))[0]]
+        cand = (float(k[pick]), float(o[pick]), float(loss[pick]), float(loss[pick] / k[pick]),
+                w, float(ps[last][pick]))
+        if best is None or (cand[3], -cand[0], cand[1]) < (best[3], -best[0], best[1]):
+            best = cand
+    return best

@@ -1,0 +1,144 @@
+"""Learn-then-Test p-values and fixed-sequence search against the brute-force references,
+and the validity of each p-value checked exactly against binomial laws."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from reference.ltt_ref import (
+    PVALUE_REF,
+    binomial_cdf_ref,
+    hb_pvalue_ref,
+    ltt_ref,
+)
+from scipy import stats
+
+from abstain._core.ltt import (
+    binomial_pvalue,
+    hb_pvalue,
+    ltt_search,
+    upper_bound,
+    wsr_pvalue,
+)
+
+DELTAS = (0.05, 0.1, 0.3)
+
+
+def _pvalue(bound, xs, a, d):
+    xs = np.asarray(xs, float)
+    if bound == "wsr":
+        return float(wsr_pvalue(xs, np.ones((1, xs.size), bool), a, d)[0])
+    m = np.array(float(xs.size))
+    if bound == "binomial":
+        return float(binomial_pvalue(np.array(float(round(xs.sum()))), m, a))
+    return float(hb_pvalue(np.array(xs.mean() if xs.size else 0.0), m, a))
+
+
+@pytest.mark.parametrize("bound", ["binomial", "hb", "wsr"])
+def test_pvalues_match_reference(bound):
+    rng = np.random.default_rng(1)
+    for _ in range(150):
+        m = int(rng.integers(0, 50))
+        a = float(rng.choice([0.01, 0.05, 0.2, 0.5, 0.9, 1.0, 1.5]))
+        d = float(rng.choice(DELTAS))
+        xs = (rng.random(m) < rng.random()).astype(float)
+        if bound != "binomial" and rng.random() < 0.5:
+            xs = rng.random(m) ** 3
+        ref = PVALUE_REF[bound](xs.tolist(), a, d)
+        assert _pvalue(bound, xs, a, d) == pytest.approx(ref, rel=1e-9, abs=1e-300)
+
+
+def test_wsr_rows_of_a_mask_are_separate_sequences():
+    rng = np.random.default_rng(2)
+    x = rng.random(40)
+    mask = rng.random((6, 40)) < 0.5
+    mask[0] = False
+    got = wsr_pvalue(x, mask, 0.3, 0.1)
+    want = [PVALUE_REF["wsr"](x[row].tolist(), 0.3, 0.1) for row in mask]
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    assert got[0] == 1.0
+
+
+@pytest.mark.parametrize("bound", ["binomial", "hb"])
+def test_pvalue_is_valid_exactly_for_bernoulli_losses(bound):
+    # Under the least favourable null (mean exactly a), P(p <= delta) <= delta, summed
+    # exactly over the binomial law of the number of errors.
+    for m in range(1, 80):
+        for a in (0.02, 0.1, 0.35):
+            k = np.arange(m + 1.0)
+            if bound == "binomial":
+                p = binomial_pvalue(k, np.full(k.size, float(m)), a)
+            else:
+                p = hb_pvalue(k / m, np.full(k.size, float(m)), a)
+            pmf = stats.binom.pmf(k, m, a)
+            for d in DELTAS:
+                assert pmf[p <= d].sum() <= d * (1 + 1e-12)
+
+
+def test_wsr_pvalue_is_valid_exactly_for_bernoulli_sequences():
+    # Every 0/1 sequence of length m, weighted by its probability under mean a.
+    for m in (1, 3, 6, 10):
+        seqs = np.array(list(itertools.product((0.0, 1.0), repeat=m)))
+        for a in (0.1, 0.3):
+            weight = a ** seqs.sum(axis=1) * (1 - a) ** (m - seqs.sum(axis=1))
+            for d in DELTAS:
+                p = np.array([_pvalue("wsr", s, a, d) for s in seqs])
+                assert weight[p <= d].sum() <= d * (1 + 1e-12)
+
+
+def test_binomial_tail_reference_agrees_with_scipy():
+    for m, k, a in [(10, 0, 0.1), (50, 3, 0.05), (200, 30, 0.2)]:
+        assert binomial_cdf_ref(k, m, a) == pytest.approx(stats.binom.cdf(k, m, a), rel=1e-12)
+
+
+def test_binomial_upper_bound_is_clopper_pearson():
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        m = int(rng.integers(1, 400))
+        k = int(rng.integers(0, m))
+        x = np.zeros(m)
+        x[:k] = 1.0
+        d = float(rng.choice(DELTAS))
+        got = upper_bound("binomial", np.zeros(m), x, 0.0, d)
+        assert got == pytest.approx(stats.beta.ppf(1 - d, k + 1, m - k), rel=1e-9)
+        assert binomial_pvalue(np.array(float(k)), np.array(float(m)), got) <= d
+
+
+@pytest.mark.parametrize("bound", ["hb", "wsr"])
+def test_upper_bound_passes_and_is_least(bound):
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        m = int(rng.integers(1, 200))
+        x = rng.random(m) ** 2
+        d = float(rng.choice(DELTAS))
+        b = upper_bound(bound, np.zeros(m), x, 0.0, d)
+        if b < 1.0:
+            assert PVALUE_REF[bound](x.tolist(), b, d) <= d
+            assert PVALUE_REF[bound](x.tolist(), b * (1 - 1e-8), d) > d
+
+
+@pytest.mark.parametrize("bound", ["binomial", "hb", "wsr"])
+def test_search_matches_reference_with_ties(bound):
+    rng = np.random.default_rng(6)
+    for _ in range(20):
+        n = int(rng.integers(1, 250))
+        u = rng.integers(0, int(rng.integers(1, 30)), n).astype(float)  # many ties
+        if bound == "binomial":
+            x = (rng.random(n) < 0.3 * u / max(u.max(), 1.0)).astype(float)
+        else:
+            x = rng.random(n) * u / max(u.max(), 1.0)
+        a = float(rng.choice([0.02, 0.1, 0.2, 0.4]))
+        d = float(rng.choice(DELTAS))
+        got = ltt_search(u, x, a, d, bound)
+        want = ltt_ref(u.tolist(), x.tolist(), a, d, bound)
+        if want is None:
+            assert math.isnan(got.threshold) and math.isnan(got.bound)
+        else:
+            assert got.threshold == pytest.approx(want, rel=1e-12)
+            assert got.bound <= a
+
+
+def test_hb_reference_hand_case():
+    # 0 errors in 30: Hoeffding gives (1 - a)^30, Bentkus e (1 - a)^30: the first is smaller
+    assert hb_pvalue_ref([0.0] * 30, 0.1) == pytest.approx(0.9**30)
