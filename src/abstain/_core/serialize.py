@@ -84,6 +84,9 @@ LEGACY_FORMATS: dict[str, str] = {
     "abstain.svor/1": "svor",
 }
 
+#: Families of kinds added after the per-family formats (no legacy tag to read).
+FAMILIES = ("table",)
+
 #: The modules that register kinds; imported by :func:`load_json` before it looks one up.
 _MODULES = (
     "abstain.models.selective",
@@ -97,6 +100,7 @@ _MODULES = (
     "abstain.combine.guarantee",
     "abstain.combine.pipeline",
     "abstain.ordinal",
+    "abstain._core.table",
 )
 
 #: How deep documents may nest in one another (a double-score detector uses 2).
@@ -164,7 +168,7 @@ def serializable(family: str) -> Callable[[T], T]:
     ``_validate_params()`` (the parameter checks ``fit`` runs, also run on loading) and
     ``_after_load()`` (derived attributes and checks across fields, after loading).
     """
-    assert family in LEGACY_FORMATS.values(), family
+    assert family in (*LEGACY_FORMATS.values(), *FAMILIES), family
 
     def register(cls: T) -> T:
         fields: dict[str, Field] = {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,6 +30,7 @@ from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, tie_groups, validated_groups
 from .._core.risk_bounds import sgr_search
 from .._core.serialize import Field, Flag, Int, Number, Tup, dumps, load_family, serializable
+from .._core.table import ScoreTable, as_groups, selective_table, table_or_none
 from .._core.validation import (
     as_losses_and_scores,
     as_scores,
@@ -300,9 +302,10 @@ class CostBased(_RejectRule):
 
         Parameters
         ----------
-        uncertainty : array-like of shape (n,), optional
+        uncertainty : array-like of shape (n,), or ScoreTable, optional
         losses : array-like of shape (n,), optional
-            Both or neither.
+            Both or neither, or a :class:`~abstain.ScoreTable` of the rows as
+            ``uncertainty`` with ``losses`` omitted.
 
         Returns
         -------
@@ -310,7 +313,8 @@ class CostBased(_RejectRule):
         """
         self._validate_params()
         eps = float(self.reject_cost)
-        if uncertainty is None or losses is None:
+        table = table_or_none(uncertainty, {"losses": losses})
+        if table is None and (uncertainty is None or losses is None):
             if (uncertainty is None) != (losses is None):
                 raise ValueError(
                     "uncertainty and losses must be given together, or both omitted."
@@ -322,7 +326,8 @@ class CostBased(_RejectRule):
             self.n_samples_ = 0
             self.equivalent_ = None
             return self
-        groups = validated_groups(losses, uncertainty)
+        groups = (validated_groups(losses, uncertainty) if table is None
+                  else selective_table(table).groups())
         mean = groups.sums / groups.counts
         # Per-group change of cost when accepting it; a group whose mean loss equals
         # the reject cost changes nothing (compared exactly, not through round-off).
@@ -377,12 +382,14 @@ class BoundedAbstention(_RejectRule):
         check_fraction("target_coverage", self.target_coverage)
         check_random_state("random_state", self.random_state)
 
-    def fit(self, uncertainty: ArrayLike, losses: ArrayLike) -> BoundedAbstention:
+    def fit(self, uncertainty: ArrayLike | ScoreTable,
+            losses: ArrayLike | None = None) -> BoundedAbstention:
         """Fit on calibration data.
 
         Parameters
         ----------
-        uncertainty : array-like of shape (n,)
+        uncertainty : array-like of shape (n,), or ScoreTable
+            Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is omitted).
         losses : array-like of shape (n,)
 
         Returns
@@ -391,7 +398,9 @@ class BoundedAbstention(_RejectRule):
         """
         self._validate_params()
         omega = float(self.target_coverage)
-        groups = validated_groups(losses, uncertainty)
+        groups = as_groups(uncertainty, losses, "uncertainty", "losses")
+        if groups is None:
+            groups = validated_groups(losses, uncertainty)
         x = omega * groups.n
         if abs(x - round(x)) <= 1e-12 * x:  # n * omega is an integer up to round-off
             x = float(round(x))
@@ -482,12 +491,14 @@ class BoundedImprovement(_RejectRule):
         check_positive("loss_bound", self.loss_bound)
         check_random_state("random_state", self.random_state)
 
-    def fit(self, uncertainty: ArrayLike, losses: ArrayLike) -> BoundedImprovement:
+    def fit(self, uncertainty: ArrayLike | ScoreTable,
+            losses: ArrayLike | None = None) -> BoundedImprovement:
         """Fit on calibration data.
 
         Parameters
         ----------
-        uncertainty : array-like of shape (n,)
+        uncertainty : array-like of shape (n,), or ScoreTable
+            Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is omitted).
         losses : array-like of shape (n,)
 
         Returns
@@ -498,8 +509,7 @@ class BoundedImprovement(_RejectRule):
         lam = float(self.target_risk)
         delta = math.nan if self.delta is None else float(self.delta)
         bound = float(self.loss_bound)
-        ls, u = as_losses_and_scores(losses, uncertainty)
-        groups = tie_groups(ls, u)
+        groups, top, binary, squares = _fit_groups(uncertainty, losses)
         self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))
         self.risk_bound_ = math.nan
         if self.delta is None:
@@ -509,14 +519,12 @@ class BoundedImprovement(_RejectRule):
             else:
                 g, nu = -1, 1.0
         else:
-            if ls.max() > bound:
+            if top > bound:
                 raise ValueError(
                     f"losses must be at most loss_bound={bound!r} for the risk bound; "
-                    f"got maximum {ls.max()!r}."
+                    f"got maximum {top!r}."
                 )
-            binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
-            squares = None if binary else tie_groups(np.square(ls), u)
-            g, self.risk_bound_, _ = sgr_search(groups, lam, delta, bound, binary, squares)
+            g, self.risk_bound_, _ = sgr_search(groups, lam, delta, bound, binary, squares())
             nu = 1.0
         feasible = g >= 0
         self._set_rule(groups, g, nu, feasible)
@@ -532,7 +540,7 @@ class BoundedImprovement(_RejectRule):
         return self
 
 
-def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
+def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
                      loss_bound: float = 1.0) -> float:
     """The least ``target_risk`` that ``BoundedImprovement(delta=delta)`` meets on the data.
 
@@ -545,7 +553,8 @@ def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
 
     Parameters
     ----------
-    uncertainty : array-like of shape (n,)
+    uncertainty : array-like of shape (n,), or ScoreTable
+        Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is omitted).
     losses : array-like of shape (n,), in ``[0, loss_bound]``
     delta : float in (0, 1)
     loss_bound : float > 0, default 1.0
@@ -565,8 +574,23 @@ def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
     >>> BoundedImprovement(least, delta=0.1).fit(u, loss).feasible_
     True
     """
+    delta = check_open_unit("delta", delta)
+    groups, _, binary, squares = _fit_groups(uncertainty, losses)
+    # a target no bound meets makes the search walk exactly that chain
+    return sgr_search(groups, -math.inf, delta, loss_bound, binary, squares())[2]
+
+
+def _fit_groups(
+    uncertainty: Any, losses: Any
+) -> tuple[TieGroups, float, bool, Callable[[], TieGroups | None]]:
+    """Tie groups, largest loss, whether the losses are 0/1, and (on demand) the groups of
+    the squared losses (None for 0/1 losses), of the arrays or of a table."""
+    table = table_or_none(uncertainty, {"losses": losses})
+    if table is not None:
+        t = selective_table(table)
+        return (t.groups(), t.max_loss, t.binary,
+                lambda: None if t.binary else t.square_groups())
     ls, u = as_losses_and_scores(losses, uncertainty)
     binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
-    squares = None if binary else tie_groups(np.square(ls), u)
-    # a target no bound meets makes the search walk exactly that chain
-    return sgr_search(tie_groups(ls, u), -math.inf, delta, loss_bound, binary, squares)[2]
+    return (tie_groups(ls, u), float(ls.max()), binary,
+            lambda: None if binary else tie_groups(np.square(ls), u))
