@@ -8,6 +8,7 @@ Every fitted object writes itself with ``to_json`` and :func:`load_json` reads a
 """
 
 from ._core.serialize import load_json
+from ._core.table import ScoreTable
 from .exceptions import InfeasibleTargetWarning, NotFittedError
 from .models.classifier import SelectiveClassifier
 from .models.selective import (
@@ -25,6 +26,7 @@ __all__ = [
     "EquivalentModels",
     "InfeasibleTargetWarning",
     "NotFittedError",
+    "ScoreTable",
     "SelectiveClassifier",
     "load_json",
     "rule_from_json",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -142,8 +143,8 @@ def sorted_by_uncertainty(
 
 
 def group_totals(
-    uncertainty: NDArray[np.float64], *weights: NDArray[np.generic]
-) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[np.generic]]]:
+    uncertainty: NDArray[np.float64], *weights: NDArray[Any]
+) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[Any]]]:
     """Distinct values of ``uncertainty`` (ascending), the rows of each, and each weight's sum.
 
     The one grouping of rows that the metrics, the reject models and
@@ -215,7 +216,9 @@ def harmonic_difference(before: NDArray[np.float64], m: NDArray[np.float64]) -> 
     return out
 
 
-def expected_prefix_areas(counts: NDArray[np.integer], sums: NDArray[np.float64]) -> tuple[float, float]:
+def expected_prefix_areas(
+    counts: NDArray[np.integer], sums: NDArray[np.float64]
+) -> tuple[float, float]:
     """``(sum_i E[L(i)] / i, sum_i E[L(i)])`` over ``i = 1..n`` under the ``"mean"`` tie rule.
 
     ``L(i)`` is the loss of the ``i`` first accepted rows; inside a group of ``m`` rows

@@ -26,7 +26,7 @@ F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 
 
-def _ids(arr: F64, where: str, low: int) -> I64:
+def _ids(arr: NDArray[Any], where: str, low: int) -> I64:
     """Whole numbers >= ``low`` of a loaded array as int64."""
     if not (np.all(arr == np.floor(arr)) and np.all(arr >= low) and np.all(arr < 2.0**53)):
         raise ValueError(f"{where} must hold whole numbers >= {low}; got other values.")

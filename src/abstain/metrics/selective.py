@@ -52,7 +52,7 @@ _TIES = ("mean", "index")
 def _groups(losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None) -> TieGroups:
     """Tie groups of the arrays or of a table given as ``losses``."""
     groups = as_groups(losses, uncertainty, "losses", "uncertainty")
-    return validated_groups(losses, uncertainty) if groups is None else groups
+    return validated_groups(losses, uncertainty) if groups is None else groups  # type: ignore[arg-type]
 
 
 def _totals(

@@ -326,7 +326,7 @@ class CostBased(_RejectRule):
             self.n_samples_ = 0
             self.equivalent_ = None
             return self
-        groups = (validated_groups(losses, uncertainty) if table is None
+        groups = (validated_groups(losses, uncertainty) if table is None  # type: ignore[arg-type]
                   else selective_table(table).groups())
         mean = groups.sums / groups.counts
         # Per-group change of cost when accepting it; a group whose mean loss equals
@@ -400,7 +400,7 @@ class BoundedAbstention(_RejectRule):
         omega = float(self.target_coverage)
         groups = as_groups(uncertainty, losses, "uncertainty", "losses")
         if groups is None:
-            groups = validated_groups(losses, uncertainty)
+            groups = validated_groups(losses, uncertainty)  # type: ignore[arg-type]
         x = omega * groups.n
         if abs(x - round(x)) <= 1e-12 * x:  # n * omega is an integer up to round-off
             x = float(round(x))
