@@ -60,8 +60,12 @@ class ScoreTable(ParamsMixin):
         The distinct scores, ascending (a higher score is rejected first).
     counts : ndarray of int64, shape (G,)
         Rows per score (ID and OOD).
-    loss_sums, sq_loss_sums : ndarray of shape (G,)
-        Summed loss and summed squared loss of the ID rows (every row without ``is_ood``).
+    loss_sums : ndarray of shape (G,)
+        Summed loss of the ID rows (every row without ``is_ood``). The loss total must be
+        within the float64 range (the metrics on arrays rescale larger losses).
+    sq_loss_sums : ndarray of shape (G,), or None
+        Summed squared loss of the ID rows, for the risk bound of
+        ``BoundedImprovement(delta=...)``; None where the squares exceed the float64 range.
     ood_counts : ndarray of int64, shape (G,), or None
         OOD rows per score; None for a table built without ``is_ood``.
     max_loss : float
@@ -92,7 +96,7 @@ class ScoreTable(ParamsMixin):
         "values": Array(("groups",)),
         "counts": Array(("groups",), positive=True),
         "loss_sums": Array(("groups",)),
-        "sq_loss_sums": Array(("groups",)),
+        "sq_loss_sums": Array(("groups",), none=True),
         "ood_counts": Array(("groups",), none=True),
         "max_loss": Number(0.0, None),
         "binary": Flag(),
@@ -104,7 +108,7 @@ class ScoreTable(ParamsMixin):
         self.values: F64 = np.zeros(0)
         self.counts: I64 = np.zeros(0, dtype=np.int64)
         self.loss_sums: F64 = np.zeros(0)
-        self.sq_loss_sums: F64 = np.zeros(0)
+        self.sq_loss_sums: F64 | None = np.zeros(0)
         self.ood_counts: I64 | None = None
         self.max_loss = 0.0
         self.binary = True
@@ -152,11 +156,13 @@ class ScoreTable(ParamsMixin):
                                  "ID rows.")
             ls = as_losses(np.where(ood, 0.0, raw))
         table = cls()
-        weights: list[NDArray[Any]] = [ls, np.square(ls)]
-        if ood is not None:
-            weights.append(ood.astype(np.int64))
-        table.values, table.counts, sums = group_totals(u, *weights)
-        table.loss_sums, table.sq_loss_sums = sums[0], sums[1]
+        with np.errstate(over="ignore"):  # squares beyond float64 leave the squares out
+            weights: list[NDArray[Any]] = [ls, np.square(ls)]
+            if ood is not None:
+                weights.append(ood.astype(np.int64))
+            table.values, table.counts, sums = group_totals(u, *weights)
+            table.loss_sums = sums[0]
+            table.sq_loss_sums = sums[1] if np.isfinite(sums[1].sum()) else None
         table.ood_counts = None if ood is None else sums[2].astype(np.int64)
         id_losses = ls if ood is None else ls[~ood]
         table.max_loss = float(id_losses.max()) if id_losses.size else 0.0
@@ -196,13 +202,17 @@ class ScoreTable(ParamsMixin):
             raise ValueError("tables must all have OOD marks or all have none; got a mix "
                              "(build every part with is_ood, or every part without).")
         cat = np.concatenate
+        squares = all(t.sq_loss_sums is not None for t in full)
         weights: list[NDArray[Any]] = [cat([t.counts for t in full]),
                                        cat([t.loss_sums for t in full]),
-                                       cat([t.sq_loss_sums for t in full])]
+                                       cat([t.sq_loss_sums if squares else t.loss_sums
+                                            for t in full])]  # type: ignore[misc]
         if marked == {True}:
             weights.append(cat([t.ood_counts for t in full]))  # type: ignore[misc]
-        out.values, _, sums = group_totals(cat([t.values for t in full]), *weights)
-        out.counts, out.loss_sums, out.sq_loss_sums = sums[0], sums[1], sums[2]
+        with np.errstate(over="ignore"):
+            out.values, _, sums = group_totals(cat([t.values for t in full]), *weights)
+            out.counts, out.loss_sums = sums[0], sums[1]
+            out.sq_loss_sums = sums[2] if squares and np.isfinite(sums[2].sum()) else None
         out.ood_counts = sums[3] if marked == {True} else None
         out.max_loss = max(t.max_loss for t in full)
         out.binary = all(t.binary for t in full)
@@ -229,9 +239,11 @@ class ScoreTable(ParamsMixin):
         return self
 
     def _check_total(self) -> None:
-        if not np.isfinite(self.loss_sums.sum() + self.sq_loss_sums.sum()):
-            raise ValueError("losses must have a sum and a sum of squares within the float64 "
-                             "range (scale them down; the metrics are linear in the losses).")
+        with np.errstate(over="ignore"):
+            total = self.loss_sums.sum()
+        if not np.isfinite(total):
+            raise ValueError("losses must have a sum within the float64 range (scale them "
+                             "down; the metrics are linear in the losses).")
 
     # ------------------------------------------------------------------ reading
     @property
@@ -255,6 +267,9 @@ class ScoreTable(ParamsMixin):
 
     def square_groups(self) -> TieGroups:
         """The tie groups with the summed squared losses in place of the losses."""
+        if self.sq_loss_sums is None:
+            raise ValueError("the squared losses of this ScoreTable exceed the float64 range; "
+                             "scale the losses down for a risk bound.")
         return groups_from_totals(self.values, self.counts, self.sq_loss_sums)
 
     def __eq__(self, other: object) -> bool:
@@ -287,7 +302,7 @@ class ScoreTable(ParamsMixin):
         if not np.all(np.diff(self.values) > 0):
             raise ValueError("fitted.values must be strictly increasing.")
         for name in ("loss_sums", "sq_loss_sums"):
-            if np.any(getattr(self, name) < 0):
+            if getattr(self, name) is not None and np.any(getattr(self, name) < 0):
                 raise ValueError(f"fitted.{name} must be non-negative.")
         if (self.loss_values is None) != (self.loss_counts is None):
             raise ValueError("fitted.loss_values and fitted.loss_counts must both be null or "

@@ -86,7 +86,7 @@ def _oracle_totals(
     else:
         ls, _ = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
         values, counts = np.unique(ls, return_counts=True)
-    return counts, values * counts / c
+    return counts, values / c * counts  # / c is exact: scaled before it can overflow
 
 
 

@@ -39,17 +39,15 @@ from .selective import (
 __all__ = ["StreamingMetric"]
 
 #: The metrics a StreamingMetric computes by name; True for those that need ``is_ood``.
-_METRICS: dict[str, tuple[Callable[..., Any], bool]] = {
-    f.__name__: (f, ood)
-    for f, ood in [
-        (aurc, False), (e_aurc, False), (augrc, False), (risk_coverage_curve, False),
-        (selective_risk_at_coverage, False), (coverage_at_risk, False), (sele_loss, False),
-        (auroc, True), (aupr_in, True), (aupr_out, True), (fpr_at_tpr, True),
-        (tnr_at_tpr, True), (detection_rate_at_false_alarm, True), (oscr, True),
-        (ccr_at_fpr, True), (selective_risk_at_tpr_fpr, True),
-        (selective_risk_at_precision_recall, True),
-    ]
-}
+_LISTED: list[tuple[Callable[..., Any], bool]] = [
+    (aurc, False), (e_aurc, False), (augrc, False), (risk_coverage_curve, False),
+    (selective_risk_at_coverage, False), (coverage_at_risk, False), (sele_loss, False),
+    (auroc, True), (aupr_in, True), (aupr_out, True), (fpr_at_tpr, True),
+    (tnr_at_tpr, True), (detection_rate_at_false_alarm, True), (oscr, True),
+    (ccr_at_fpr, True), (selective_risk_at_tpr_fpr, True),
+    (selective_risk_at_precision_recall, True),
+]
+_METRICS: dict[str, tuple[Callable[..., Any], bool]] = {f.__name__: (f, o) for f, o in _LISTED}
 
 
 class StreamingMetric:
