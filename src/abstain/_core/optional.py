@@ -15,6 +15,7 @@ EXTRAS = {
     "io": "pandas and pyarrow",
     "images": "Pillow",
     "torch": "PyTorch",
+    "dask": "Dask",
 }
 _NOTES = {"torch": " (torch==2.13.0, the CPU wheel)"}
 

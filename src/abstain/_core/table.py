@@ -196,6 +196,7 @@ class ScoreTable(ParamsMixin):
         full = [t for t in tables if t.n > 0]
         out = cls()
         if not full:
+            _merge_losses(out, tables)
             return out
         marked = {t.ood_counts is not None for t in full}
         if len(marked) > 1:
@@ -214,14 +215,7 @@ class ScoreTable(ParamsMixin):
             out.counts, out.loss_sums = sums[0], sums[1]
             out.sq_loss_sums = sums[2] if squares and np.isfinite(sums[2].sum()) else None
         out.ood_counts = sums[3] if marked == {True} else None
-        out.max_loss = max(t.max_loss for t in full)
-        out.binary = all(t.binary for t in full)
-        if all(t.loss_values is not None for t in tables):
-            lv, _, (lc,) = group_totals(cat([t.loss_values for t in full]),  # type: ignore[misc]
-                                        cat([t.loss_counts for t in full]))  # type: ignore[misc]
-            out.loss_values, out.loss_counts = lv, lc
-        else:
-            out.loss_values = out.loss_counts = None
+        _merge_losses(out, tables)
         out._check_total()
         return out
 
@@ -313,6 +307,24 @@ class ScoreTable(ParamsMixin):
                 raise ValueError("fitted.loss_values must be non-negative and strictly increasing.")
             if int(self.loss_counts.sum()) != int(self.id_counts.sum()):
                 raise ValueError("fitted.loss_counts must add up to the ID rows of fitted.counts.")
+
+
+def _merge_losses(out: ScoreTable, tables: tuple[ScoreTable, ...]) -> None:
+    """The largest loss, the 0/1 flag and the loss distribution of ``tables`` into ``out``.
+
+    Taken over every table, also those without groups: a part cut from a table by score
+    range carries its rows' loss distribution even where it holds no score.
+    """
+    out.max_loss = max((t.max_loss for t in tables), default=0.0)
+    out.binary = all(t.binary for t in tables)
+    if all(t.loss_values is not None for t in tables):
+        kept = [t for t in tables if t.loss_values is not None and t.loss_values.size]
+        if kept:
+            lv, _, (lc,) = group_totals(np.concatenate([t.loss_values for t in kept]),  # type: ignore[misc]
+                                        np.concatenate([t.loss_counts for t in kept]))  # type: ignore[misc]
+            out.loss_values, out.loss_counts = lv, lc
+    else:
+        out.loss_values = out.loss_counts = None
 
 
 def _same(a: Any, b: Any) -> bool:
