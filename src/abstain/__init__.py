@@ -7,6 +7,7 @@ three optimal reject models (:class:`CostBased`, :class:`BoundedImprovement`,
 Every fitted object writes itself with ``to_json`` and :func:`load_json` reads any of them.
 """
 
+from ._core.binned import BinnedTable
 from ._core.serialize import load_json
 from ._core.table import ScoreTable
 from .exceptions import InfeasibleTargetWarning, NotFittedError
@@ -20,6 +21,7 @@ from .models.selective import (
 )
 
 __all__ = [
+    "BinnedTable",
     "BoundedAbstention",
     "BoundedImprovement",
     "CostBased",

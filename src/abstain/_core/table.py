@@ -255,6 +255,18 @@ class ScoreTable(ParamsMixin):
         """ID rows per score (every row of a table without OOD marks)."""
         return self.counts if self.ood_counts is None else self.counts - self.ood_counts
 
+    def binned(self, n_bins: int | None = None, *, edges: ArrayLike | None = None) -> Any:
+        """This table on a fixed grid of bins: a :class:`~abstain.BinnedTable`.
+
+        Give ``n_bins`` (equal bins from the lowest to the highest score) or ``edges``
+        (strictly increasing; every score within ``[edges[0], edges[-1]]``). Binned tables
+        on one grid merge by addition; their metrics come with a certified error and the
+        reject models fitted on them accept whole bins, so their constraints hold on the rows.
+        """
+        from .binned import binned
+
+        return binned(self, n_bins, edges=edges)
+
     def groups(self) -> TieGroups:
         """The tie groups of the ID rows (running counts and loss sums)."""
         return groups_from_totals(self.values, self.counts, self.loss_sums)
@@ -347,6 +359,11 @@ def _as_ood_marks(is_ood: ArrayLike) -> NDArray[np.bool_]:
 def table_or_none(first: Any, rest: dict[str, Any]) -> ScoreTable | None:
     """``first`` when it is a table (then every argument named in ``rest`` must be None)."""
     if not isinstance(first, ScoreTable):
+        if type(first).__name__ == "BinnedTable":
+            raise ValueError("a BinnedTable gives its metrics with their certified error "
+                             "through its own methods (aurc(), augrc(), auroc()) and is fitted "
+                             "by CostBased, BoundedImprovement and BoundedAbstention; pass an "
+                             "exact ScoreTable here.")
         return None
     given = [name for name, value in rest.items() if value is not None]
     if given:

@@ -10,6 +10,7 @@ of the rows that every ``ties="mean"`` metric takes in place of its arrays) and
 :class:`StreamingMetric` (a metric accumulated batch by batch) are here too.
 """
 
+from .._core.binned import BinnedTable, Bounded
 from .._core.table import ScoreTable
 from .ood import (
     PRCurve,
@@ -43,6 +44,8 @@ from .streaming import StreamingMetric
 
 __all__ = [
     "ScoreTable",
+    "BinnedTable",
+    "Bounded",
     "StreamingMetric",
     "RiskCoverageCurve",
     "risk_coverage_curve",

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.binned import BinnedTable
 from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, tie_groups, validated_groups
@@ -302,10 +303,11 @@ class CostBased(_RejectRule):
 
         Parameters
         ----------
-        uncertainty : array-like of shape (n,), or ScoreTable, optional
+        uncertainty : array-like of shape (n,), ScoreTable or BinnedTable, optional
         losses : array-like of shape (n,), optional
-            Both or neither, or a :class:`~abstain.ScoreTable` of the rows as
-            ``uncertainty`` with ``losses`` omitted.
+            Both or neither, or a :class:`~abstain.ScoreTable` (or a
+            :class:`~abstain.BinnedTable`: whole bins) of the rows as ``uncertainty`` with
+            ``losses`` omitted.
 
         Returns
         -------
@@ -313,6 +315,7 @@ class CostBased(_RejectRule):
         """
         self._validate_params()
         eps = float(self.reject_cost)
+        uncertainty, _ = _whole_bins(uncertainty, losses)  # accepts whole groups anyway
         table = table_or_none(uncertainty, {"losses": losses})
         if table is None and (uncertainty is None or losses is None):
             if (uncertainty is None) != (losses is None):
@@ -388,8 +391,12 @@ class BoundedAbstention(_RejectRule):
 
         Parameters
         ----------
-        uncertainty : array-like of shape (n,), or ScoreTable
-            Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is omitted).
+        uncertainty : array-like of shape (n,), ScoreTable or BinnedTable
+            Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is
+            omitted), or a :class:`~abstain.BinnedTable`: the rule then accepts whole bins
+            only, so its coverage, risk and bound are exact on the rows and a bin straddling
+            the boundary counts against the target (rounded down to the last bin within the
+            risk target; up to the first bin reaching the coverage target).
         losses : array-like of shape (n,)
 
         Returns
@@ -398,6 +405,7 @@ class BoundedAbstention(_RejectRule):
         """
         self._validate_params()
         omega = float(self.target_coverage)
+        uncertainty, whole = _whole_bins(uncertainty, losses)
         groups = as_groups(uncertainty, losses, "uncertainty", "losses")
         if groups is None:
             groups = validated_groups(losses, uncertainty)  # type: ignore[arg-type]
@@ -405,8 +413,11 @@ class BoundedAbstention(_RejectRule):
         if abs(x - round(x)) <= 1e-12 * x:  # n * omega is an integer up to round-off
             x = float(round(x))
         g, nu = groups.rule_at(x)
+        if whole:  # the bin at the boundary is accepted whole: coverage >= the target
+            nu = 1.0
         self._set_rule(groups, g, nu, True)
-        self.coverage_ = omega
+        if not whole:
+            self.coverage_ = omega
         return self
 
 
@@ -497,8 +508,12 @@ class BoundedImprovement(_RejectRule):
 
         Parameters
         ----------
-        uncertainty : array-like of shape (n,), or ScoreTable
-            Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is omitted).
+        uncertainty : array-like of shape (n,), ScoreTable or BinnedTable
+            Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is
+            omitted), or a :class:`~abstain.BinnedTable`: the rule then accepts whole bins
+            only, so its coverage, risk and bound are exact on the rows and a bin straddling
+            the boundary counts against the target (rounded down to the last bin within the
+            risk target; up to the first bin reaching the coverage target).
         losses : array-like of shape (n,)
 
         Returns
@@ -509,11 +524,15 @@ class BoundedImprovement(_RejectRule):
         lam = float(self.target_risk)
         delta = math.nan if self.delta is None else float(self.delta)
         bound = float(self.loss_bound)
+        uncertainty, whole = _whole_bins(uncertainty, losses)
         groups, top, binary, squares = _fit_groups(uncertainty, losses)
         self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))
         self.risk_bound_ = math.nan
         if self.delta is None:
             x = groups.max_accepted_at_risk(lam)
+            if whole:  # down to the last whole bin: the bin at the boundary would break it
+                k = int(np.searchsorted(groups.cum_counts, x * (1 + 1e-12), side="right")) - 1
+                x = float(groups.cum_counts[k]) if k >= 0 else 0.0
             if x > 0:
                 g, nu = groups.rule_at(x)
             else:
@@ -578,6 +597,19 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     groups, _, binary, squares = _fit_groups(uncertainty, losses)
     # a target no bound meets makes the search walk exactly that chain
     return sgr_search(groups, -math.inf, delta, loss_bound, binary, squares())[2]
+
+
+def _whole_bins(uncertainty: Any, losses: Any) -> tuple[Any, bool]:
+    """``(the table of a BinnedTable's bins, True)``, or ``(uncertainty, False)``."""
+    if isinstance(uncertainty, BinnedTable):
+        if losses is not None:
+            raise ValueError("losses must be omitted when a BinnedTable is given in place of "
+                             "the arrays; the table already holds them.")
+        if uncertainty.marked:
+            raise ValueError("this BinnedTable has OOD marks; the selective reject models take "
+                             "one built without is_ood.")
+        return uncertainty.whole_bin_table(), True
+    return uncertainty, False
 
 
 def _fit_groups(
