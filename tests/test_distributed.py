@@ -24,7 +24,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Sending large graph:UserWarning"
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as c:
         yield c
 

@@ -200,7 +200,7 @@ class _client:
     def __enter__(self) -> Any:
         d = self.distributed
         if self.scheduler is None:
-            self.cluster = d.LocalCluster(processes=False, dashboard_address=None)
+            self.cluster = d.LocalCluster(processes=False, dashboard_address=":0")
             self.client = d.Client(self.cluster)
         else:
             try:
