@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "evaluation": {"_core", "metrics", "scores", "models"},
     "datasets": {"_core"},
     "torch": {"_core"},
+    "distributed": {"_core"},
     "app": {"_core", "metrics", "models", "scores", "plot", "app"},
 }
 # The command line uses the library's public API; of the private core only its infrastructure.

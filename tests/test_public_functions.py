@@ -148,6 +148,12 @@ case("Mahalanobis.score",
      lambda **k: detectors.Mahalanobis().fit(FEATS, Y).score(k["features"]),
      {"features": FEATS}, features=M2)
 
+case("ScoreTable.from_arrays",
+     lambda **k: metrics.ScoreTable.from_arrays(k["uncertainty"], k["losses"]),
+     {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
+case("StreamingMetric.update",
+     lambda **k: metrics.StreamingMetric("aurc").update(k["losses"], k["uncertainty"]),
+     {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
 case("ordinal_margin", scores.ordinal_margin, {"decision": U, "thresholds": np.array([.3, .6])},
      decision=NO_LEN, thresholds=NO_LEN)
 for cls in (scores.LossRegression, scores.SELE):
@@ -237,6 +243,7 @@ NOT_ARRAY_FUNCTIONS = {
     "EquivalentModels", "Detector", "FARGuarantee", "RegularizationSearch",
     "SelectivePrediction", "ConditionalRisk", "BootstrapInterval", "OODEvaluation",
     "DetectorTuning",
+    "BinnedTable", "Bounded",  # built by ScoreTable.binned: tests/_core/test_binned.py
 }
 
 

@@ -7,7 +7,9 @@ three optimal reject models (:class:`CostBased`, :class:`BoundedImprovement`,
 Every fitted object writes itself with ``to_json`` and :func:`load_json` reads any of them.
 """
 
+from ._core.binned import BinnedTable
 from ._core.serialize import load_json
+from ._core.table import ScoreTable
 from ._core.version import VERSION
 from .exceptions import InfeasibleTargetWarning, NotFittedError
 from .models.classifier import SelectiveClassifier
@@ -20,12 +22,14 @@ from .models.selective import (
 )
 
 __all__ = [
+    "BinnedTable",
     "BoundedAbstention",
     "BoundedImprovement",
     "CostBased",
     "EquivalentModels",
     "InfeasibleTargetWarning",
     "NotFittedError",
+    "ScoreTable",
     "SelectiveClassifier",
     "load_json",
     "rule_from_json",

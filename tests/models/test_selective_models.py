@@ -504,3 +504,18 @@ def test_bad_reject_cost(eps):
 def test_cost_based_needs_both_arrays_or_none():
     with pytest.raises(ValueError, match="together"):
         CostBased(reject_cost=0.2).fit([0.1, 0.2])
+
+
+def test_a_score_table_with_delta_takes_sgr_under_auto_and_refuses_learn_then_test():
+    from abstain import ScoreTable
+
+    rng = np.random.default_rng(2)
+    u = rng.random(400).round(2)
+    loss = (rng.random(400) < u / 2).astype(float)
+    table = ScoreTable.from_arrays(u, loss)
+    rule = BoundedImprovement(0.2, delta=0.1).fit(table)
+    sgr = BoundedImprovement(0.2, delta=0.1, bound="sgr").fit(u, loss)
+    assert rule.bound_ == "sgr" and rule.threshold_ == sgr.threshold_
+    assert rule.risk_bound_ == sgr.risk_bound_
+    with pytest.raises(ValueError, match="a ScoreTable keeps no rows. Give bound='sgr'"):
+        BoundedImprovement(0.2, delta=0.1, bound="binomial").fit(table)

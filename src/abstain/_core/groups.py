@@ -10,8 +10,10 @@ number of samples in groups ``0..g`` and ``C_g`` their summed loss.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -140,13 +142,98 @@ def sorted_by_uncertainty(
     return u, np.take(losses, order), ends
 
 
+def group_totals(
+    uncertainty: NDArray[np.float64], *weights: NDArray[Any]
+) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[Any]]]:
+    """Distinct values of ``uncertainty`` (ascending), the rows of each, and each weight's sum.
+
+    The one grouping of rows that the metrics, the reject models and
+    :class:`~abstain.ScoreTable` share: every group total is the sum of the group's
+    weights in the order of one ``argsort`` of ``uncertainty``, so the same rows give
+    the same totals, bit for bit, whichever of them asks.
+    """
+    order = np.argsort(uncertainty)
+    u = np.take(uncertainty, order)
+    boundary = u[1:] != u[:-1]
+    if np.all(boundary):  # every row is its own group (also 0 or 1 rows)
+        return u, np.ones(u.size, dtype=np.int64), [np.take(w, order) for w in weights]
+    starts = np.concatenate(([0], np.flatnonzero(boundary) + 1))
+    counts = np.diff(np.append(starts, u.size)).astype(np.int64)
+    return u[starts], counts, [np.add.reduceat(np.take(w, order), starts) for w in weights]
+
+
+def groups_from_totals(
+    values: NDArray[np.float64], counts: NDArray[np.integer], sums: NDArray[np.float64]
+) -> TieGroups:
+    """:class:`TieGroups` from per-group totals (running sums in float64, in group order)."""
+    return TieGroups(values, np.cumsum(counts, dtype=np.float64), np.cumsum(sums))
+
+
 def tie_groups(losses: NDArray[np.float64], uncertainty: NDArray[np.float64]) -> TieGroups:
     """Group validated arrays by distinct uncertainty value."""
-    u, ls, ends = sorted_by_uncertainty(losses, uncertainty, stable=False)
-    prefix = np.cumsum(ls, out=ls)
-    if ends is None:
-        return TieGroups(u, np.arange(1.0, u.size + 1.0), prefix)
-    return TieGroups(u[ends], (ends + 1).astype(np.float64), prefix[ends])
+    values, counts, (sums,) = group_totals(uncertainty, losses)
+    return groups_from_totals(values, counts, sums)
+
+
+# Below this argument the harmonic differences are summed term by term; above it the
+# asymptotic series of the digamma function has a truncation error below 1e-23.
+_HARMONIC_DIRECT = 64
+_INVERSES = 1.0 / np.arange(1.0, _HARMONIC_DIRECT + 1.0)
+
+
+def _digamma_difference(x1: NDArray[np.float64], x2: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``psi(x2) - psi(x1)`` for ``x2 >= x1 >= 64`` without cancellation.
+
+    Each term of the asymptotic series ``psi(x) = ln x - 1/(2x) - 1/(12x^2) + 1/(120x^4)
+    - 1/(252x^6) + 1/(240x^8) - 1/(132x^10) + ...`` is differenced in a form that keeps its
+    relative precision: ``log1p((x2 - x1) / x1)``, ``d / (2 x1 x2)``, ...; the later terms
+    are below 5e-10 and are subtracted directly.
+    """
+    d = x2 - x1
+    out = np.log1p(d / x1)
+    out += d / (2.0 * x1 * x2)
+    out += d * (x1 + x2) / (12.0 * (x1 * x2) ** 2)
+    for power, coef in ((4, -1 / 120), (6, 1 / 252), (8, -1 / 240), (10, 1 / 132)):
+        out += coef * (x1 ** -float(power) - x2 ** -float(power))
+    return out
+
+
+def harmonic_difference(before: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``H(before + m) - H(before) = sum_{j = before + 1}^{before + m} 1 / j`` per group.
+
+    ``before`` (>= 0) and ``m`` (>= 1) are whole numbers in float64. Terms ``j <= 64``
+    are summed one by one (``math.fsum``); the rest is a digamma difference evaluated
+    without cancellation, so a group of one row after 10**8 rows still gets its
+    ``1 / (10**8 + 1)`` to the last digits.
+    """
+    x1 = np.maximum(before + 1.0, _HARMONIC_DIRECT + 1.0)
+    x2 = np.maximum(before + m + 1.0, x1)
+    out = _digamma_difference(x1, x2)
+    for g in np.flatnonzero(before < _HARMONIC_DIRECT):  # at most 64 groups
+        b = int(before[g])
+        top = min(b + int(m[g]), _HARMONIC_DIRECT)
+        out[g] += math.fsum(_INVERSES[b:top])
+    return out
+
+
+def expected_prefix_areas(
+    counts: NDArray[np.integer], sums: NDArray[np.float64]
+) -> tuple[float, float]:
+    """``(sum_i E[L(i)] / i, sum_i E[L(i)])`` over ``i = 1..n`` under the ``"mean"`` tie rule.
+
+    ``L(i)`` is the loss of the ``i`` first accepted rows; inside a group of ``m`` rows
+    with loss ``S`` after ``B`` rows of loss ``P``, ``E[L(B + k)] = P + k S / m``. Summed
+    over the group: ``P dH + (S / m)(m - B dH)`` with ``dH = H(B + m) - H(B)`` and
+    ``m P + S (m + 1) / 2``: O(G) for G groups, whatever the number of rows.
+    """
+    m = counts.astype(np.float64)
+    before = np.concatenate(([0.0], np.cumsum(m)[:-1]))  # exact integers up to 2**53
+    prior = np.concatenate(([0.0], np.cumsum(sums)[:-1]))
+    dh = harmonic_difference(before, m)
+    mean = sums / m
+    inverse = prior * dh + mean * (m - before * dh)
+    plain = m * prior + sums * ((m + 1.0) / 2.0)
+    return float(np.sum(inverse)), float(np.sum(plain))
 
 
 def validated_groups(losses: ArrayLike, uncertainty: ArrayLike) -> TieGroups:

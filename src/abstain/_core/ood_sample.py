@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .groups import group_totals
 from .ood_search import Best, Constraint, better, exact_search, grid_search, grid_weights, project
+from .table import ScoreTable, table_or_none
 from .validation import (
     as_is_ood,
     as_losses,
@@ -91,12 +93,54 @@ Found = tuple[Best, NDArray[np.float64], float]  # best point, weights, threshol
 
 class Sample:
     """A validated sample with its searches over rules: one score, the grid of directions, or
-    all directions (``search="exact"``, two scores)."""
+    all directions (``search="exact"``, two scores).
 
-    def __init__(self, s: NDArray[np.float64], w_id: Any, w_ood: Any, w_loss: Any) -> None:
+    One score column is reduced to its tie groups at once (one row per distinct score
+    with the group's ID, OOD and loss totals): every rule and metric of one score depends
+    on the rows only through them, and a :class:`~abstain.ScoreTable` holds the same totals,
+    so the rows and their table give the same sample, bit for bit.
+    """
+
+    def __init__(self, s: NDArray[np.float64], w_id: Any, w_ood: Any, w_loss: Any, *,
+                 loss_above_one: bool | None = None) -> None:
+        #: whether an ID row has a loss above 1 (the correct classification rate needs <= 1)
+        self.loss_above_one = (bool(np.any(w_loss > w_id)) if loss_above_one is None
+                               else loss_above_one)
+        if s.shape[1] == 1:
+            values, _, (w_id, w_ood, w_loss) = group_totals(s[:, 0], w_id, w_ood, w_loss)
+            s = values[:, None]
         self.s, self.w_id, self.w_ood, self.w_loss = s, w_id, w_ood, w_loss
         self.n_id = float(w_id.sum())
         self.n_ood = float(w_ood.sum())
+
+    @classmethod
+    def of(cls, scores: Any, is_ood: Any, losses: Any,
+           sample_weight: Any = None) -> Sample:
+        """The sample of arrays, or of a :class:`~abstain.ScoreTable` given as ``scores``."""
+        table = table_or_none(scores, {"is_ood": is_ood, "losses": losses,
+                                       "sample_weight": sample_weight})
+        if table is None:
+            return cls(*validate_sample(scores, is_ood, losses, sample_weight))
+        return cls.from_table(table)
+
+    @classmethod
+    def from_table(cls, table: ScoreTable) -> Sample:
+        """The sample of a table built with ``is_ood`` (one score column)."""
+        if table.ood_counts is None:
+            raise ValueError("this ScoreTable has no OOD marks; the OOD metrics and OOD rules "
+                             "take a table built with is_ood.")
+        w_ood = table.ood_counts.astype(np.float64)
+        w_id = table.id_counts.astype(np.float64)
+        if not (w_id.sum() > 0 and w_ood.sum() > 0):
+            what = "OOD" if w_ood.sum() > 0 else "ID"
+            raise ValueError("is_ood must contain both ID (False) and OOD (True) samples; got "
+                             f"only {what} in the ScoreTable.")
+        if not float(table.loss_sums.sum()) <= _MAX_LOSS_MASS:
+            raise ValueError(f"losses must have a weighted sum on ID rows of at most "
+                             f"{_MAX_LOSS_MASS:.3g} (scale them down; the risks are linear "
+                             "in the losses).")
+        return cls(table.values[:, None], w_id, w_ood, table.loss_sums,
+                   loss_above_one=table.max_loss > 1.0)
 
     def directions(self, search: str, n_directions: int) -> NDArray[np.float64]:
         if self.s.shape[1] == 1:

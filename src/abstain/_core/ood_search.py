@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .groups import sorted_by_uncertainty
+from .groups import group_totals
 
 F64 = NDArray[np.float64]
 
@@ -39,16 +39,10 @@ class Knots(NamedTuple):
 
 
 def knots(score: F64, w_id: F64, w_ood: F64, w_loss: F64) -> Knots:
-    """Group ``score`` with the shared sorter and total the three weights per group."""
-    n = score.size
-    u, order_f, ends = sorted_by_uncertainty(np.arange(n, dtype=np.float64), score, stable=False)
-    order = order_f.astype(np.intp)
+    """Group ``score`` with the shared grouping and total the three weights per group."""
+    values, _, totals = group_totals(score, w_id, w_ood, w_loss)
     zero = np.zeros(1)
-    cols = []
-    for w in (w_id, w_ood, w_loss):
-        c = np.cumsum(np.take(w, order))
-        cols.append(np.concatenate((zero, c if ends is None else c[ends])))
-    values = u if ends is None else u[ends]
+    cols = [np.concatenate((zero, np.cumsum(t))) for t in totals]
     return Knots(values, cols[0], cols[1], cols[2])
 
 

@@ -16,6 +16,7 @@ EXTRAS = {
     "images": "Pillow",
     "torch": "PyTorch",
     "faiss": "faiss-cpu",
+    "dask": "Dask",
 }
 _NOTES = {"torch": " (torch==2.13.0, the CPU wheel)"}
 

@@ -85,6 +85,9 @@ LEGACY_FORMATS: dict[str, str] = {
     "abstain.svor/1": "svor",
 }
 
+#: Families of kinds added after the per-family formats (no legacy tag to read).
+FAMILIES = ("table",)
+
 #: The modules that register kinds; imported by :func:`load_json` before it looks one up.
 _MODULES = (
     "abstain.models.selective",
@@ -100,6 +103,7 @@ _MODULES = (
     "abstain.combine.pipeline",
     "abstain.combine.bank",
     "abstain.ordinal",
+    "abstain._core.table",
 )
 
 #: How deep documents may nest in one another (a double-score detector uses 2).
@@ -169,7 +173,7 @@ def serializable(family: str) -> Callable[[T], T]:
     ``_DOCUMENT_DEFAULTS`` (the values of parameters added later, for documents written
     before they existed, when the new default would change the old document's results).
     """
-    assert family in LEGACY_FORMATS.values(), family
+    assert family in (*LEGACY_FORMATS.values(), *FAMILIES), family
 
     def register(cls: T) -> T:
         fields: dict[str, Field] = {}

@@ -17,7 +17,8 @@ from typing import Any
 
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
-from .evaluate import evaluate
+from .chunks import Summary, part_files, summarise
+from .evaluate import evaluate, evaluate_summary
 from .io import ColumnError, check_not_input, read_table, write_table, write_text
 from .rules import (
     InfeasibleTargetError,
@@ -67,6 +68,24 @@ def _bootstrap_options(p: argparse.ArgumentParser) -> None:
                    help="seed of the bootstrap resamples (default 0)")
 
 
+#: Rows per chunk when a source is read in chunks and --chunk-rows is not given.
+CHUNK_ROWS = 1_000_000
+
+
+def _chunk_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "large inputs", "FILE may also be a directory of parts or a glob ('parts/*.parquet'): "
+        "CSV and Parquet are then read in chunks into score tables, with bounded memory, and "
+        "every metric and rule of one score column is computed on the tables (no double-score "
+        "pairs).")
+    g.add_argument("--chunk-rows", type=int, metavar="N", help="read in chunks of N rows "
+                   f"(default {CHUNK_ROWS:,} for a directory, a glob or --engine dask)")
+    g.add_argument("--engine", choices=("numpy", "dask"), default="numpy",
+                   help="'dask': read the parts in parallel on a Dask cluster (extra dask)")
+    g.add_argument("--scheduler", metavar="ADDRESS", help="with --engine dask: the scheduler "
+                   "of an existing cluster (default: an in-process LocalCluster)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="abstain", description="Selective classification and OOD rejection on a file of "
@@ -83,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fpr", type=float, default=0.05, help="FPR bound (default 0.05)")
     p.add_argument("--json", metavar="PATH", help="also write the metrics as JSON")
     _bootstrap_options(p)
+    _chunk_options(p)
 
     p = sub.add_parser("fit", help="fit a reject model and write it as a JSON rule file")
     _data_options(p)
@@ -112,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--random-state", type=int, default=0,
                    help="seed of the randomised decisions on ties (default 0)")
     p.add_argument("-o", "--output", required=True, help="rule file to write (JSON)")
+    _chunk_options(p)
 
     p = sub.add_parser("apply", help="add an accept column to new data")
     p.add_argument("rule", help="rule file written by 'abstain fit'")
@@ -134,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rule", metavar="RULE", help="a rule file written by 'abstain fit': its "
                    "operating point on these rows goes in the summary and on its curves")
     _bootstrap_options(p)
+    _chunk_options(p)
 
     p = sub.add_parser("demo", help="run the end-to-end demo that 'make demo' runs")
     p.add_argument("--out", type=Path, default=Path("out"), help="folder for the PNG")
@@ -171,18 +193,51 @@ def _prepare(table: Any, **options: Any) -> TableData:
     return data
 
 
+def _chunked(args: argparse.Namespace) -> bool:
+    """Whether the source is read in chunks: a directory, a glob, --chunk-rows or Dask."""
+    if args.scheduler is not None and args.engine != "dask":
+        raise _Fail("--scheduler needs --engine dask.")
+    if args.chunk_rows is not None and args.chunk_rows < 1:
+        raise _Fail(f"--chunk-rows must be at least 1; got {args.chunk_rows}.")
+    return (args.engine == "dask" or args.chunk_rows is not None or Path(args.file).is_dir()
+            or any(c in args.file for c in "*?["))
+
+
+def _summary(args: argparse.Namespace) -> Summary:
+    """The score tables of a source read in chunks."""
+    options = {"loss": args.loss, "label": args.label, "prediction": args.prediction,
+               "scores": args.scores, "is_ood": args.is_ood, "ood_score": args.ood_score,
+               "dropna": args.dropna}
+    bar = _bar("read", args)
+    summary = summarise(args.file, rows=args.chunk_rows or CHUNK_ROWS, options=options,
+                        progress=bar, engine=args.engine, scheduler=args.scheduler)
+    bar.close()
+    if summary.n_dropped:
+        print(f"dropped {summary.n_dropped} row(s) with NaN or empty values.", file=sys.stderr)
+    return summary
+
+
 def _bar(label: str, args: argparse.Namespace) -> ProgressBar:
     return ProgressBar(label, show="never" if args.quiet else args.progress)
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    if args.json:
-        check_not_input(args.json, [args.file])
-    data = _load(args)
-    bar = _bar("evaluate", args)
-    ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
-                  n_bootstrap=args.bootstrap, random_state=args.random_state, progress=bar)
-    bar.close()
+    if _chunked(args):
+        if args.bootstrap:
+            raise _Fail("--bootstrap resamples the rows of one file; a source read in chunks "
+                        "keeps only score tables.")
+        if args.json:
+            check_not_input(args.json, part_files(args.file))
+        ev = evaluate_summary(_summary(args), coverages=args.coverage, tpr=args.tpr,
+                              fpr=args.fpr)
+    else:
+        if args.json:
+            check_not_input(args.json, [args.file])
+        data = _load(args)
+        bar = _bar("evaluate", args)
+        ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
+                      n_bootstrap=args.bootstrap, random_state=args.random_state, progress=bar)
+        bar.close()
     print(f"{args.file}: {ev.n_id} ID rows, {ev.n_ood} OOD rows")
     print(ev.format_table())
     if args.json:
@@ -192,8 +247,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    check_not_input(args.output, [args.file])
-    data = _load(args)
+    chunked = _chunked(args)
+    check_not_input(args.output, part_files(args.file) if chunked else [args.file])
+    data: TableData | Summary = _summary(args) if chunked else _load(args)
     rule = fit_rule(data, target_coverage=args.target_coverage, target_risk=args.target_risk,
                     delta=args.delta, reject_cost=args.reject_cost, tpr=args.tpr,
                     fpr=args.fpr, precision=args.precision, recall=args.recall,
@@ -274,6 +330,9 @@ def _apply_summary(table: dict[str, Any], scores: list[str], accept: Any) -> lis
 def _report(args: argparse.Namespace) -> int:
     from .report import sample_warnings, write_report
 
+    if _chunked(args):
+        raise _Fail("the report draws its figures from the rows of one file; a directory, a "
+                    "glob, --chunk-rows and --engine are for evaluate and fit.")
     check_not_input(args.output, [args.file, *([args.rule] if args.rule else [])])
     if Path(args.output).suffix.lower() not in (".html", ".htm"):
         raise _Fail(f"the report is an HTML page: -o must end in .html or .htm; got "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -12,6 +13,8 @@ from numpy.typing import NDArray
 
 from .. import metrics as m
 from .._core.optional import require
+from ..exceptions import InfeasibleTargetWarning
+from .chunks import Summary
 from .tables import Progress, TableData
 
 #: One line on what each metric means, by key prefix (the report's glossary).
@@ -231,6 +234,71 @@ def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: i
     return out
 
 
+def _labels(coverages: Sequence[float], tpr: float, fpr: float, has_ood: bool,
+            bounded: bool) -> dict[str, str]:
+    labels = {"aurc": "AuRC", "e_aurc": "E-AuRC", "augrc": "AUGRC"}
+    for c in coverages:
+        labels[f"risk@{c:g}"] = f"risk at coverage {_pct(c)}"
+    if has_ood:
+        labels.update({"auroc": "AUROC", "aupr_in": "AUPR-In", "aupr_out": "AUPR-Out",
+                       f"fpr@{tpr:g}": f"FPR at TPR {_pct(tpr)}"})
+        if bounded:
+            labels["oscr"] = "OSCR"
+        labels[f"risk@tpr{tpr:g},fpr{fpr:g}"] = f"risk at TPR>={_pct(tpr)}, FPR<={_pct(fpr)}"
+    return labels
+
+
+def _metrics(selective: tuple[Any, ...], marks: tuple[Any, ...] | None,
+             full: tuple[Any, ...], bounded: bool, coverages: Sequence[float], tpr: float,
+             fpr: float) -> dict[str, float]:
+    """The metrics of one score: ``selective`` are the arguments of the selective metrics
+    (ID losses and scores, or a table), ``marks`` those of the OOD metrics (marks and
+    scores, or a table; None without OOD rows), ``full`` those that take the losses, the
+    marks and the scores (or a table)."""
+    r: dict[str, float] = {
+        "aurc": m.aurc(*selective),
+        "e_aurc": m.e_aurc(*selective),
+        "augrc": m.augrc(*selective),
+    }
+    for c in coverages:
+        r[f"risk@{c:g}"] = m.selective_risk_at_coverage(*selective, coverage=c)  # type: ignore[misc]
+    if marks is not None:
+        r["auroc"] = m.auroc(*marks)
+        r["aupr_in"] = m.aupr_in(*marks)
+        r["aupr_out"] = m.aupr_out(*marks)
+        r[f"fpr@{tpr:g}"] = m.fpr_at_tpr(*marks, tpr=tpr)  # type: ignore[misc]
+        if bounded:
+            r["oscr"] = m.oscr(*full)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(  # type: ignore[misc]
+                *full, tpr=tpr, fpr=fpr)
+    return {k: float(v) for k, v in r.items()}
+
+
+def evaluate_summary(
+    summary: Summary,
+    *,
+    coverages: Sequence[float] = (0.8, 0.9, 0.95),
+    tpr: float = 0.95,
+    fpr: float = 0.05,
+) -> Evaluation:
+    """:func:`evaluate` on the score tables of a source read in chunks (one column each).
+
+    The same metrics, equal to those of :func:`evaluate` on all rows at once (bit for bit
+    for 0/1 and whole-number losses; to float64 rounding of the summed losses otherwise).
+    """
+    has_ood = summary.marked is not None and summary.n_ood > 0
+    bounded = all(t.max_loss <= 1.0 for t in summary.tables.values())
+    labels = _labels(coverages, tpr, fpr, has_ood, bounded)
+    out = {}
+    for name, t in summary.tables.items():
+        marked = (summary.marked[name],) if has_ood and summary.marked is not None else None
+        out[name] = _metrics((t,), marked, marked or (), bounded, coverages, tpr, fpr)
+    return Evaluation(summary.n_id, summary.n_ood, summary.n_dropped, labels, out, {},
+                      notes=_notes(labels, out, pairs={}, tpr=tpr, fpr=fpr))
+
+
 def evaluate(
     data: TableData,
     *,
@@ -289,16 +357,8 @@ def evaluate(
     id_rows = ~ood if ood is not None else np.ones(data.losses.size, dtype=bool)
     if not id_rows.any():
         raise ValueError("the table must have in-distribution rows; got only OOD rows.")
-    labels = {"aurc": "AuRC", "e_aurc": "E-AuRC", "augrc": "AUGRC"}
-    for c in coverages:
-        labels[f"risk@{c:g}"] = f"risk at coverage {_pct(c)}"
     bounded = bool(np.all(data.losses <= 1.0))
-    if has_ood:
-        labels.update({"auroc": "AUROC", "aupr_in": "AUPR-In", "aupr_out": "AUPR-Out",
-                       f"fpr@{tpr:g}": f"FPR at TPR {_pct(tpr)}"})
-        if bounded:
-            labels["oscr"] = "OSCR"
-        labels[f"risk@tpr{tpr:g},fpr{fpr:g}"] = f"risk at TPR>={_pct(tpr)}, FPR<={_pct(fpr)}"
+    labels = _labels(coverages, tpr, fpr, has_ood, bounded)
     out: dict[str, dict[str, float]] = {}
     pairs = data.pairs if has_ood else {}
     total = len(data.scores) + len(pairs) + n_bootstrap

@@ -34,6 +34,7 @@ __all__ = [
     "table_format",
     "get_column",
     "check_not_input",
+    "read_chunks",
 ]
 
 _FORMATS = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
@@ -132,35 +133,9 @@ def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
     if not p.is_file():
         raise FileNotFoundError(f"file not found: {str(p)!r}.")
     if fmt == "csv":
-        try:  # utf-8-sig: the byte-order mark of Excel's "CSV UTF-8" is not a column name
-            with open(p, newline="", encoding="utf-8-sig") as fh:
-                reader = csv.reader(fh)
-                rows = [(reader.line_num, r) for r in reader]
-        except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"{str(p)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
-                f"{exc.start}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
-            ) from None
-        if not rows or not rows[0][1]:
-            raise ValueError(f"path must be a CSV file with a header row; got an empty file "
-                             f"{str(p)!r}.")
-        header = [h.strip() for h in rows[0][1]]
-        for j, h in enumerate(header):
-            if h in header[:j]:
-                raise ValueError(
-                    f"column {h!r} appears twice in the header of {str(p)!r} (columns "
-                    f"{header.index(h) + 1} and {j + 1}); rename one of them."
-                )
-        body = [(line, r) for line, r in rows[1:] if r]
-        bad = [line for line, r in body if len(r) != len(header)]
-        if bad:
-            raise ValueError(
-                f"every CSV row must have {len(header)} fields like the header; "
-                f"got a different number on line {bad[0]} of {str(p)!r}."
-            )
-        lines = [line for line, _ in body]
-        table = {h: _column_from_strings(h, [r[j] for _, r in body], lines, str(p))
-                 for j, h in enumerate(header)}
+        rows = _csv_rows(p)
+        header = _csv_header(next(rows, None), p)
+        table = _csv_columns(header, list(rows), p)
     elif fmt == "npz":
         try:
             data = np.load(p, allow_pickle=False)
@@ -191,6 +166,88 @@ def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
             raise _parquet_error() from exc
         table = {str(k): frame[k].to_numpy() for k in frame.columns}
     return _normalise(table, str(p))
+
+
+def _csv_rows(p: Path) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, fields)`` of each row of a CSV file, read lazily."""
+    try:  # utf-8-sig: the byte-order mark of Excel's "CSV UTF-8" is not a column name
+        with open(p, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            for r in reader:
+                yield reader.line_num, r
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{str(p)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+            f"{exc.start}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
+        ) from None
+
+
+def _csv_header(first: tuple[int, list[str]] | None, p: Path) -> list[str]:
+    if first is None or not first[1]:
+        raise ValueError(f"path must be a CSV file with a header row; got an empty file "
+                         f"{str(p)!r}.")
+    header = [h.strip() for h in first[1]]
+    for j, h in enumerate(header):
+        if h in header[:j]:
+            raise ValueError(
+                f"column {h!r} appears twice in the header of {str(p)!r} (columns "
+                f"{header.index(h) + 1} and {j + 1}); rename one of them."
+            )
+    return header
+
+
+def _csv_columns(header: list[str], rows: list[tuple[int, list[str]]],
+                 p: Path) -> dict[str, NDArray[Any]]:
+    body = [(line, r) for line, r in rows if r]
+    bad = [line for line, r in body if len(r) != len(header)]
+    if bad:
+        raise ValueError(
+            f"every CSV row must have {len(header)} fields like the header; "
+            f"got a different number on line {bad[0]} of {str(p)!r}."
+        )
+    lines = [line for line, _ in body]
+    return {h: _column_from_strings(h, [r[j] for _, r in body], lines, str(p))
+            for j, h in enumerate(header)}
+
+
+def read_chunks(path: str | os.PathLike[str], rows: int) -> Iterator[dict[str, NDArray[Any]]]:
+    """The table of a CSV or Parquet file in chunks of at most ``rows`` rows (NPZ: whole).
+
+    Each chunk is read and checked as :func:`read_table` reads a file, with the file's own
+    line numbers in the messages, so at most one chunk is in memory at a time. A column
+    must be numeric in every chunk or text in every chunk.
+    """
+    p = Path(path)
+    fmt = table_format(p)
+    if not p.is_file():
+        raise FileNotFoundError(f"file not found: {str(p)!r}.")
+    if fmt == "npz":
+        yield read_table(p)
+    elif fmt == "csv":
+        lines = _csv_rows(p)
+        header = _csv_header(next(lines, None), p)
+        chunk: list[tuple[int, list[str]]] = []
+        for line, r in lines:
+            if r:
+                chunk.append((line, r))
+            if len(chunk) >= rows:
+                yield _normalise(_csv_columns(header, chunk, p), str(p))
+                chunk = []
+        if chunk:
+            yield _normalise(_csv_columns(header, chunk, p), str(p))
+    else:
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as exc:
+            raise _parquet_error() from exc
+        try:
+            parquet = pq.ParquetFile(p)
+        except Exception as exc:  # pyarrow's errors for a file that is not Parquet
+            raise ValueError(f"{str(p)!r} is not a Parquet file ({exc}); write it with "
+                             "pandas.DataFrame.to_parquet or pyarrow.") from None
+        for batch in parquet.iter_batches(batch_size=rows):
+            frame = batch.to_pandas()
+            yield _normalise({str(k): frame[k].to_numpy() for k in frame.columns}, str(p))
 
 
 def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:

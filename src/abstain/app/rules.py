@@ -8,6 +8,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,6 +29,7 @@ from ..models.selective import (
     CostBased,
     least_risk_bound,
 )
+from .chunks import Summary
 from .tables import TableData
 
 
@@ -40,7 +42,7 @@ Rule = (CostBased | BoundedImprovement | BoundedAbstention | BoundedTPRFPR
 
 
 def fit_rule(
-    data: TableData,
+    data: TableData | Summary,
     *,
     target_coverage: float | None = None,
     target_risk: float | None = None,
@@ -68,7 +70,9 @@ def fit_rule(
     data: the least empirical risk of the extended loss). The first three use one
     score column and the ID rows; the OOD models need the OOD column and take one
     score column or two (a double-score method): with ``data.ood_score`` set, the
-    pair of the one other score column and the OOD score, in that order.
+    pair of the one other score column and the OOD score, in that order. ``data`` may
+    be the :class:`~abstain.app.chunks.Summary` of a source read in chunks (one score
+    column): the model is then fitted on its score table, with the same result.
 
     Raises
     ------
@@ -109,7 +113,8 @@ def fit_rule(
     if ood_prior is not None and kind not in ("cost-based OOD", "precision/recall"):
         raise ValueError("ood_prior must come with precision and recall or with the "
                          f"cost-based OOD model; got it with {kind}.")
-    names = list(data.scores)
+    chunked = isinstance(data, Summary)
+    names = list(data.tables if isinstance(data, Summary) else data.scores)
     if kind in ("tpr/fpr", "precision/recall", "cost-based OOD"):
         if kind == "tpr/fpr" and (tpr is None or fpr is None):
             raise ValueError("tpr and fpr must be given together.")
@@ -117,12 +122,23 @@ def fit_rule(
             raise ValueError("precision and recall must be given together.")
         if kind == "cost-based OOD" and (reject_id_cost is None or predict_ood_cost is None):
             raise ValueError("reject_id_cost and predict_ood_cost must be given together.")
-        if data.is_ood is None:
+        if (data.marked if isinstance(data, Summary) else data.is_ood) is None:
             raise ValueError(f"the {kind} model needs an OOD column; the table has none.")
-        names = _ood_columns(data, kind)
-        if len(names) not in (1, 2):
-            raise ValueError(f"the {kind} model takes one or two score columns; got {len(names)}.")
-        s = data.stacked(names)
+        names = names if isinstance(data, Summary) else _ood_columns(data, kind)
+        if len(names) not in (1, 2) or (chunked and len(names) != 1):
+            raise ValueError(f"the {kind} model takes one or two score columns (one when read "
+                             f"in chunks); got {len(names)}.")
+        # the arguments of the fit and of the curves: arrays, or the table of the one column
+        if isinstance(data, Summary):
+            assert data.marked is not None
+            table = data.marked[names[0]]
+            fit_args: tuple[Any, ...] = (table,)
+            curve_args: tuple[Any, ...] = (table,)
+            search_args: tuple[Any, ...] = (table,)
+        else:
+            s = data.stacked(names)
+            fit_args = (s, data.is_ood, data.losses)
+            curve_args, search_args = (data.is_ood, s), (s, data.is_ood)
         sel: BoundedTPRFPR | BoundedPrecisionRecall | CostBasedOOD
         if kind == "tpr/fpr":
             assert tpr is not None and fpr is not None
@@ -138,12 +154,12 @@ def fit_rule(
                                ood_prior=ood_prior, random_state=random_state)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InfeasibleTargetWarning)
-            sel.fit(s, data.is_ood, data.losses)
+            sel.fit(*fit_args)
         if not sel.feasible_:
             if isinstance(sel, BoundedTPRFPR):
                 assert tpr is not None and fpr is not None
-                best = float(m.ood_roc_curve(data.is_ood, s, fpr=[fpr]).tpr[0])
-                least = least_fpr_at_tpr(s, data.is_ood, tpr)
+                best = float(m.ood_roc_curve(*curve_args, fpr=[fpr]).tpr[0])
+                least = least_fpr_at_tpr(*search_args, tpr=tpr)  # type: ignore[misc]
                 at_fpr = (f"no rule with FPR <= {fpr:g} accepts any in-distribution row"
                           if best <= 0.0 else f"at FPR <= {fpr:g} the highest attainable TPR "
                           f"is {_round(best, down=True)}")
@@ -151,9 +167,10 @@ def fit_rule(
                     f"TPR >= {tpr:g} with FPR <= {fpr:g} is infeasible: {at_fpr}; at TPR >= "
                     f"{tpr:g} the lowest attainable FPR is {_round(least, down=False)}.")
             assert precision is not None and recall is not None
-            best = float(m.ood_pr_curve(data.is_ood, s, recall=[recall],
+            best = float(m.ood_pr_curve(*curve_args, recall=[recall],
                                         ood_prior=ood_prior).precision[0])
-            most = most_recall_at_precision(s, data.is_ood, precision, ood_prior=ood_prior)
+            most = most_recall_at_precision(*search_args, precision=precision,  # type: ignore[misc]
+                                            ood_prior=ood_prior)
             at_precision = (f"no rule reaches precision >= {precision:g} at any recall"
                             if most <= 0.0 else f"at precision >= {precision:g} the highest "
                             f"attainable recall is {_round(most, down=True)}")
@@ -162,15 +179,20 @@ def fit_rule(
                 f"recall >= {recall:g} the highest attainable precision is "
                 f"{_round(best, down=True)}; {at_precision}.")
         return sel
-    if data.ood_score is not None:
+    if not isinstance(data, Summary) and data.ood_score is not None:
         raise ValueError(f"{kind} takes one score column; an OOD score ({data.ood_score!r}) "
                          "pairs columns for the OOD models only (tpr and fpr, precision and "
                          "recall, reject_id_cost and predict_ood_cost).")
     if len(names) != 1:
         raise ValueError(f"the {kind} model takes one score column; got {len(names)}: "
                          f"{', '.join(map(repr, names))}.")
-    rows = ~data.is_ood if data.is_ood is not None else np.ones(data.losses.size, bool)
-    u, loss = data.scores[names[0]][rows], data.losses[rows]
+    if isinstance(data, Summary):
+        args: tuple[Any, ...] = (data.tables[names[0]],)
+        n_rows = data.tables[names[0]].n
+    else:
+        rows = ~data.is_ood if data.is_ood is not None else np.ones(data.losses.size, bool)
+        args = (data.scores[names[0]][rows], data.losses[rows])
+        n_rows = int(rows.sum())
     rule: CostBased | BoundedImprovement | BoundedAbstention
     if target_coverage is not None:
         rule = BoundedAbstention(target_coverage=target_coverage, random_state=random_state)
@@ -182,19 +204,20 @@ def fit_rule(
                                   random_state=random_state)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
-        rule.fit(u, loss)
+        rule.fit(*args)
     if not rule.feasible_:
         assert isinstance(rule, BoundedImprovement)
         if delta is None:
             raise InfeasibleTargetError(
                 f"target risk {target_risk:g} is infeasible: no threshold rule's selective risk "
-                f"is at or below it; the lowest selective risk attainable on these {loss.size} "
+                f"is at or below it; the lowest selective risk attainable on these {n_rows} "
                 f"rows is {_round(rule.min_risk_, down=False)}.")
-        least = least_risk_bound(u, loss, delta, loss_bound=rule.loss_bound)
+        least = least_risk_bound(*args, delta=delta,  # type: ignore[misc]
+                                 loss_bound=rule.loss_bound)
         raise InfeasibleTargetError(
             f"target risk {target_risk:g} with delta {delta:g} is infeasible: no rule's upper "
             f"confidence bound on the selective risk is at or below it; the least bound "
-            f"attainable with delta {delta:g} on these {loss.size} rows is "
+            f"attainable with delta {delta:g} on these {n_rows} rows is "
             f"{_round(least, down=False)} (the lowest empirical selective risk is "
             f"{_round(rule.min_risk_, down=False)}; a bound nearer to it needs more rows or a "
             "larger delta).")
@@ -240,8 +263,10 @@ def _ood_columns(data: TableData, kind: str) -> list[str]:
     return list(pairs[0])
 
 
-def rule_columns(rule: Rule, data: TableData) -> list[str]:
+def rule_columns(rule: Rule, data: TableData | Summary) -> list[str]:
     """The score columns, in order, that :func:`fit_rule` fitted ``rule`` on."""
+    if isinstance(data, Summary):
+        return list(data.tables)
     if isinstance(rule, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
         return _ood_columns(data, type(rule).__name__)
     return list(data.scores)

@@ -5,9 +5,13 @@ live in :mod:`abstain.metrics.selective`, OOD metrics (AUROC, AUPR, FPR@TPR, OSC
 selective risk at TPR/FPR and at precision/recall, ...) in :mod:`abstain.metrics.ood`;
 both are re-exported here, and each module states its tie rule. A metric is a pure
 function of the truth (``losses`` or ``is_ood``) then the scores, and a higher score is
-rejected first; a metric never fits a model.
+rejected first; a metric never fits a model. :class:`ScoreTable` (the mergeable summary
+of the rows that every ``ties="mean"`` metric takes in place of its arrays) and
+:class:`StreamingMetric` (a metric accumulated batch by batch) are here too.
 """
 
+from .._core.binned import BinnedTable, Bounded
+from .._core.table import ScoreTable
 from .bootstrap import BootstrapInterval, bootstrap_indices, bootstrap_interval
 from .ood import (
     PRCurve,
@@ -38,8 +42,13 @@ from .selective import (
     sele_loss,
     selective_risk_at_coverage,
 )
+from .streaming import StreamingMetric
 
 __all__ = [
+    "ScoreTable",
+    "BinnedTable",
+    "Bounded",
+    "StreamingMetric",
     "RiskCoverageCurve",
     "risk_coverage_curve",
     "aurc",

@@ -15,7 +15,10 @@ of equal score; a rule accepts every group below its threshold and the group at
 the threshold with one probability, so curves are piecewise linear between the
 per-group points (a tie counts one half in AUROC, the trapezoid), and a value
 "at" a target rate is the expectation of the randomised rule that meets the rate
-exactly. The proposed metrics take one score column or two (a double-score method;
+exactly. Every metric of one score column takes a :class:`~abstain.ScoreTable` built with
+``is_ood`` in place of its arrays (as ``is_ood`` where the OOD marks come first, as
+``losses`` where the losses do, the other arrays omitted) and returns what it returns on
+the rows. The proposed metrics take one score column or two (a double-score method;
 every direction of the paper's grid, or every direction with ``search="exact"``).
 """
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -38,6 +41,7 @@ from .._core.ood_sample import (
     tpr_fpr_constraint,
     validate_sample,
 )
+from .._core.table import ScoreTable, table_or_none
 from .._core.validation import (
     as_real_array,
     check_fraction,
@@ -91,7 +95,15 @@ class RiskTPRCurve(NamedTuple):
     risk: F64
 
 
-def _sample(is_ood: ArrayLike, scores: ArrayLike, losses: ArrayLike | None = None) -> Sample:
+def _sample(is_ood: Any, scores: Any, losses: Any = None) -> Sample:
+    """The sample of the arrays, or of a ScoreTable given as ``is_ood`` (the metrics that
+    take the OOD marks first) or as ``losses`` (those that take the losses first)."""
+    if isinstance(losses, ScoreTable):
+        table = table_or_none(losses, {"is_ood": is_ood, "scores": scores})
+        return Sample.from_table(table)  # type: ignore[arg-type]
+    if isinstance(is_ood, ScoreTable):
+        table = table_or_none(is_ood, {"scores": scores, "losses": losses})
+        return Sample.from_table(table)  # type: ignore[arg-type]
     s = np.asarray(scores, dtype=np.float64) if not isinstance(scores, np.ndarray) else scores
     n = s.shape[0] if s.ndim else 0
     ls = np.zeros(n) if losses is None else losses
@@ -116,7 +128,8 @@ def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions:
 
 
 def selective_risk_at_tpr_fpr(
-    losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, tpr: float, fpr: float, *,
+    losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+    scores: ArrayLike | None = None, tpr: float | None = None, fpr: float | None = None, *,
     search: str = "grid", n_directions: int = N_DIRECTIONS,
 ) -> float:
     """Least selective risk at TPR >= ``tpr`` and FPR <= ``fpr``: the metric of problem (13).
@@ -149,13 +162,15 @@ def selective_risk_at_tpr_fpr(
     t = check_fraction("tpr", tpr)
     f = check_probability("fpr", fpr)
     search, d = check_search(search, n_directions)
-    sample = Sample(*validate_sample(scores, is_ood, losses, None))
+    sample = _sample(is_ood, scores, losses)
     return _least_risk(sample, tpr_fpr_constraint(sample, t, f), search, d)
 
 
 def selective_risk_at_precision_recall(
-    losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, precision: float, recall: float,
-    *, ood_prior: float | None = None, search: str = "grid", n_directions: int = N_DIRECTIONS,
+    losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+    scores: ArrayLike | None = None, precision: float | None = None,
+    recall: float | None = None, *, ood_prior: float | None = None, search: str = "grid",
+    n_directions: int = N_DIRECTIONS,
 ) -> float:
     """Least selective risk at recall >= ``recall`` and precision >= ``precision`` (problem 14).
 
@@ -174,7 +189,7 @@ def selective_risk_at_precision_recall(
     r = check_fraction("recall", recall)
     prior = None if ood_prior is None else check_open_unit("ood_prior", ood_prior)
     search, d = check_search(search, n_directions)
-    sample = Sample(*validate_sample(scores, is_ood, losses, None))
+    sample = _sample(is_ood, scores, losses)
     pi = ood_fraction(sample) if prior is None else prior
     return _least_risk(sample, precision_recall_constraint(sample, kappa, r, pi), search, d)
 
@@ -210,7 +225,8 @@ def _path_at_fpr(kn: core.Knots, b: float, targets: F64) -> F64:
 
 
 def risk_coverage_curve_at_fpr(
-    losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, fpr: float, *,
+    losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+    scores: ArrayLike | None = None, fpr: float | None = None, *,
     tpr: ArrayLike | None = None, n_directions: int = N_DIRECTIONS,
 ) -> RiskTPRCurve:
     """Risk-coverage curve at an FPR bound (Figure 1a of the paper's appendix).
@@ -252,7 +268,8 @@ def risk_coverage_curve_at_fpr(
     return RiskTPRCurve(targets, best)
 
 
-def ood_roc_curve(is_ood: ArrayLike, scores: ArrayLike, *, fpr: ArrayLike | None = None,
+def ood_roc_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
+                  fpr: ArrayLike | None = None,
                   n_directions: int = N_DIRECTIONS) -> ROCCurve:
     """ROC curve of a single- or double-score method: largest TPR at each FPR bound.
 
@@ -270,13 +287,13 @@ def ood_roc_curve(is_ood: ArrayLike, scores: ArrayLike, *, fpr: ArrayLike | None
     _, n_directions = check_search("grid", n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1 and fpr is None:
-        kn = core.knots(sample.s[:, 0], sample.w_id, sample.w_ood, sample.w_loss)
-        return ROCCurve(kn.O / sample.n_ood, kn.I / sample.n_id)
+        return _roc_knots(sample)
     grid = np.linspace(0.0, 1.0, 201) if fpr is None else as_real_array(fpr, "fpr")
     return ROCCurve(grid, _envelope(sample, sample.w_id, grid, n_directions))
 
 
-def ood_pr_curve(is_ood: ArrayLike, scores: ArrayLike, *, recall: ArrayLike | None = None,
+def ood_pr_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
+                 recall: ArrayLike | None = None,
                  ood_prior: float | None = None, n_directions: int = N_DIRECTIONS) -> PRCurve:
     """PR curve (ID positive): the largest precision at recall (TPR) >= each bound.
 
@@ -342,8 +359,8 @@ def _envelope_area(sample: Sample, gain: F64, n_directions: int, n_points: int) 
     return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
 
 
-def auroc(is_ood: ArrayLike, scores: ArrayLike, *, n_directions: int = N_DIRECTIONS,
-          n_points: int = 2001) -> float:
+def auroc(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
+          n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
     """Area under the ROC curve; OOD is the positive class of a higher score.
 
     One score: ``P(s_ID < s_OOD) + P(s_ID == s_OOD) / 2``, the exact trapezoid under
@@ -368,19 +385,25 @@ def auroc(is_ood: ArrayLike, scores: ArrayLike, *, n_directions: int = N_DIRECTI
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 2:
         return _envelope_area(sample, sample.w_id, n_directions, n_points)
-    fpr, tpr = ood_roc_curve(is_ood, sample.s[:, 0])
+    fpr, tpr = _roc_knots(sample)
     return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
 
 
-def _average_precision(positive: NDArray[np.bool_], s: F64) -> float:
-    """Step-wise average precision accepting ``s <= t`` for each distinct t, positives first."""
-    pos = positive.astype(np.float64)
-    kn = core.knots(s, pos, 1.0 - pos, np.zeros_like(pos))
+def _roc_knots(sample: Sample) -> ROCCurve:
+    """The ROC knots of one score column, from (0, 0) to (1, 1)."""
+    kn = core.knots(_one_column(sample), sample.w_id, sample.w_ood, sample.w_loss)
+    return ROCCurve(kn.O / sample.n_ood, kn.I / sample.n_id)
+
+
+def _average_precision(pos: F64, neg: F64, s: F64) -> float:
+    """Step-wise average precision accepting ``s <= t`` for each distinct t, positives first;
+    ``pos`` and ``neg`` are the positive and negative mass of each row (or tie group)."""
+    kn = core.knots(s, pos, neg, np.zeros_like(pos))
     tp, fp = kn.I[1:], kn.O[1:]
     return float(np.sum(np.diff(kn.I) / kn.I[-1] * tp / (tp + fp)))
 
 
-def aupr_in(is_ood: ArrayLike, scores: ArrayLike) -> float:
+def aupr_in(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> float:
     """Area under the PR curve with ID positive, lowest scores accepted first (AUPR-In).
 
     Average precision: ``sum_t (R_t - R_{t-1}) P_t`` over distinct scores, with
@@ -393,10 +416,10 @@ def aupr_in(is_ood: ArrayLike, scores: ArrayLike) -> float:
     0.833...
     """
     sample = _sample(is_ood, scores)
-    return _average_precision(sample.w_id > 0, _one_column(sample))
+    return _average_precision(sample.w_id, sample.w_ood, _one_column(sample))
 
 
-def aupr_out(is_ood: ArrayLike, scores: ArrayLike) -> float:
+def aupr_out(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> float:
     """Area under the PR curve with OOD positive, highest scores flagged first (AUPR-Out).
 
     Examples
@@ -406,10 +429,11 @@ def aupr_out(is_ood: ArrayLike, scores: ArrayLike) -> float:
     0.833...
     """
     sample = _sample(is_ood, scores)
-    return _average_precision(sample.w_ood > 0, -_one_column(sample))
+    return _average_precision(sample.w_ood, sample.w_id, -_one_column(sample))
 
 
-def fpr_at_tpr(is_ood: ArrayLike, scores: ArrayLike, tpr: float = 0.95) -> float:
+def fpr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
+               tpr: float = 0.95) -> float:
     """FPR (fraction of OOD accepted) of the rule accepting exactly ``tpr`` of ID (FPR@95).
 
     The rule accepts the lowest scores and randomises on the tie group at the
@@ -432,7 +456,8 @@ def fpr_at_tpr(is_ood: ArrayLike, scores: ArrayLike, tpr: float = 0.95) -> float
     return float(y[j - 1] + (t - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1]))
 
 
-def tnr_at_tpr(is_ood: ArrayLike, scores: ArrayLike, tpr: float = 0.95) -> float:
+def tnr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
+               tpr: float = 0.95) -> float:
     """``1 - fpr_at_tpr``: the fraction of OOD rejected when ``tpr`` of ID is accepted.
 
     Examples
@@ -444,7 +469,8 @@ def tnr_at_tpr(is_ood: ArrayLike, scores: ArrayLike, tpr: float = 0.95) -> float
     return 1.0 - fpr_at_tpr(is_ood, scores, tpr)
 
 
-def detection_rate_at_false_alarm(is_ood: ArrayLike, scores: ArrayLike,
+def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable,
+                                  scores: ArrayLike | None = None,
                                   false_alarm: float = 0.05) -> float:
     """OOD positive: the fraction of OOD flagged when ``false_alarm`` of ID is flagged.
 
@@ -463,19 +489,20 @@ def detection_rate_at_false_alarm(is_ood: ArrayLike, scores: ArrayLike,
 
 
 def _check_ccr_losses(sample: Sample) -> None:
-    if np.any(sample.w_loss > sample.w_id):
+    if sample.loss_above_one:
         raise ValueError("losses must be in [0, 1] on ID rows for the correct classification "
                          "rate; got a larger value.")
 
 
-def _ccr_curve(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike) -> tuple[F64, F64]:
+def _ccr_curve(losses: Any, is_ood: Any, scores: Any) -> tuple[F64, F64]:
     sample = _sample(is_ood, scores, losses)
     _check_ccr_losses(sample)
     kn = core.knots(_one_column(sample), sample.w_id, sample.w_ood, sample.w_id - sample.w_loss)
     return kn.O / sample.n_ood, kn.L / sample.n_id
 
 
-def oscr(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,
+def oscr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+         scores: ArrayLike | None = None, *,
          n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
     """Open-set classification rate: the area under CCR against FPR (Dhamija et al. 2018).
 
@@ -503,7 +530,8 @@ def oscr(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,
     return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2))
 
 
-def ccr_at_fpr(losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, fpr: float) -> float:
+def ccr_at_fpr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+               scores: ArrayLike | None = None, fpr: float | None = None) -> float:
     """CCR of the rule accepting the largest ID share at FPR ``<= fpr`` (randomised ties).
 
     Examples

@@ -12,6 +12,11 @@ float64. Where a metric depends on the order *inside* a group of tied scores
 random order of the tied samples, which does not depend on the row order, and
 ``ties="index"`` applies the rule of Franc et al. (2023), footnote 7: a stable
 sort, the lower row index accepted first.
+
+Every function takes a :class:`~abstain.ScoreTable` (built without ``is_ood``) as
+``losses`` in place of the two arrays, with ``uncertainty`` omitted, and returns what it
+returns on the rows the table summarises; ``ties="index"`` needs the row order and
+refuses a table.
 """
 
 from __future__ import annotations
@@ -21,7 +26,14 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.groups import sorted_by_uncertainty, validated_groups
+from .._core.groups import (
+    TieGroups,
+    expected_prefix_areas,
+    group_totals,
+    sorted_by_uncertainty,
+    validated_groups,
+)
+from .._core.table import ScoreTable, as_groups, selective_table, table_or_none
 from .._core.validation import as_losses_and_scores, check_choice, check_fraction, check_positive
 
 __all__ = [
@@ -36,6 +48,45 @@ __all__ = [
 ]
 
 _TIES = ("mean", "index")
+
+def _groups(losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None) -> TieGroups:
+    """Tie groups of the arrays or of a table given as ``losses``."""
+    groups = as_groups(losses, uncertainty, "losses", "uncertainty")
+    return validated_groups(losses, uncertainty) if groups is None else groups  # type: ignore[arg-type]
+
+
+def _totals(
+    losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None
+) -> tuple[NDArray[np.int64], NDArray[np.float64], float]:
+    """``(counts, loss sums / c, c)`` per distinct score, of the arrays or of a table.
+
+    ``c`` is the power of two of :func:`_unit_scale`: dividing by it is exact, so the
+    rows and their table give the same scaled sums.
+    """
+    table = table_or_none(losses, {"uncertainty": uncertainty})
+    if table is None:
+        ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
+        _, counts, (sums,) = group_totals(u, ls)
+        top = float(ls.max())
+    else:
+        counts, sums, top = selective_table(table).counts, table.loss_sums, table.max_loss
+    c = _scale_of(top)
+    return counts, sums / c if c != 1.0 else sums, c
+
+
+def _oracle_totals(
+    losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None, c: float
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Counts and scaled loss sums of the oracle score (the loss itself), ascending."""
+    if isinstance(losses, ScoreTable):
+        if losses.loss_values is None or losses.loss_counts is None:
+            raise ValueError("e_aurc needs the distinct losses of the rows for its oracle; this "
+                             "ScoreTable was built with oracle=False.")
+        values, counts = losses.loss_values, losses.loss_counts
+    else:
+        ls, _ = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
+        values, counts = np.unique(ls, return_counts=True)
+    return counts, values / c * counts  # / c is exact: scaled before it can overflow
 
 
 
@@ -57,7 +108,9 @@ class RiskCoverageCurve(NamedTuple):
     thresholds: NDArray[np.float64]
 
 
-def risk_coverage_curve(losses: ArrayLike, uncertainty: ArrayLike) -> RiskCoverageCurve:
+def risk_coverage_curve(
+    losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None
+) -> RiskCoverageCurve:
     """Empirical risk-coverage (RC) curve of a score (Franc et al. 2023, section 3.1).
 
     For each distinct value ``t`` of ``uncertainty`` the selective classifier that
@@ -67,8 +120,9 @@ def risk_coverage_curve(losses: ArrayLike, uncertainty: ArrayLike) -> RiskCovera
 
     Parameters
     ----------
-    losses : array-like of shape (n,)
-        Non-negative per-sample loss of the classifier.
+    losses : array-like of shape (n,), or ScoreTable
+        Non-negative per-sample loss of the classifier, or a table of the rows (then
+        ``uncertainty`` is omitted).
     uncertainty : array-like of shape (n,)
         Finite scores; higher is rejected first.
 
@@ -84,7 +138,7 @@ def risk_coverage_curve(losses: ArrayLike, uncertainty: ArrayLike) -> RiskCovera
     >>> cov.tolist(), risk.tolist(), thr.tolist()
     ([0.5, 0.75, 1.0], [0.0, 0.3333333333333333, 0.5], [0.1, 0.5, 0.9])
     """
-    groups = validated_groups(losses, uncertainty)
+    groups = _groups(losses, uncertainty)
     n = groups.n
     return RiskCoverageCurve(
         groups.cum_counts / n, groups.cum_sums / groups.cum_counts, groups.values
@@ -118,7 +172,9 @@ def _expected_prefix_losses(
     return prefix
 
 
-def aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> float:
+def aurc(
+    losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
+) -> float:
     """Area under the risk-coverage curve, eq. (27) of Franc et al. (2023).
 
     ``AuRC = (1/n) * sum_{i=1..n} (1/i) * L(i)``, where ``L(i)`` is the summed loss of
@@ -127,8 +183,9 @@ def aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> fl
 
     Parameters
     ----------
-    losses : array-like of shape (n,)
-        Non-negative per-sample loss (0/1, absolute error, any structured loss).
+    losses : array-like of shape (n,), or ScoreTable
+        Non-negative per-sample loss (0/1, absolute error, any structured loss), or a
+        table of the rows (then ``uncertainty`` is omitted; ``ties="mean"`` only).
     uncertainty : array-like of shape (n,)
         Finite scores; higher is rejected first.
     ties : {"mean", "index"}, default "mean"
@@ -153,9 +210,27 @@ def aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> fl
     0.6287
     """
     check_choice("ties", ties, _TIES)
-    ls, u = as_losses_and_scores(losses, uncertainty)
-    ls, c = _unit_scale(ls)
-    return _aurc(ls, u, ties) * c
+    as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
+    if ties == "index":
+        ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
+        ls, c = _unit_scale(ls)
+        return _aurc(ls, u, ties) * c
+    counts, sums, c = _totals(losses, uncertainty)
+    return _area(counts, sums, generalized=False) * c
+
+
+def _area(counts: NDArray[np.int64], sums: NDArray[np.float64], *, generalized: bool) -> float:
+    """AuRC (or AUGRC) under ``ties="mean"`` from per-group totals, in O(G)."""
+    inverse, plain = expected_prefix_areas(counts, sums)
+    n = float(counts.sum())
+    return plain / n / n if generalized else inverse / n
+
+
+def _scale_of(top: float) -> float:
+    """The power of two at or below ``top`` (1 if ``top <= 1``): see :func:`_unit_scale`."""
+    if top <= 1.0:
+        return 1.0
+    return float(np.ldexp(1.0, int(np.frexp(top)[1]) - 1))
 
 
 def _unit_scale(ls: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
@@ -165,11 +240,8 @@ def _unit_scale(ls: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
     ``c`` they cannot overflow for losses near the float64 maximum, and a power of two
     scales without rounding.
     """
-    top = float(ls.max())
-    if top <= 1.0:
-        return ls, 1.0
-    c = float(np.ldexp(1.0, int(np.frexp(top)[1]) - 1))
-    return ls / c, c
+    c = _scale_of(float(ls.max()))
+    return (ls, c) if c == 1.0 else (ls / c, c)
 
 
 def _aurc(ls: NDArray[np.float64], u: NDArray[np.float64], ties: str) -> float:
@@ -179,7 +251,9 @@ def _aurc(ls: NDArray[np.float64], u: NDArray[np.float64], ties: str) -> float:
     return float(np.sum(prefix) / ls.size)
 
 
-def e_aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> float:
+def e_aurc(
+    losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
+) -> float:
     """Excess AuRC: ``aurc(losses, uncertainty) - aurc(losses, losses)``.
 
     The oracle score ranks the samples by their own loss, which gives the smallest
@@ -208,13 +282,21 @@ def e_aurc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> 
     0.0833
     """
     check_choice("ties", ties, _TIES)
-    ls, u = as_losses_and_scores(losses, uncertainty)
-    ls, c = _unit_scale(ls)
-    excess = _aurc(ls, u, ties) - _aurc(ls, ls, "mean")
-    return max(excess, 0.0) * c
+    as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
+    if ties == "index":
+        ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
+        ls, c = _unit_scale(ls)
+        score_area = _aurc(ls, u, ties)
+    else:
+        counts, sums, c = _totals(losses, uncertainty)
+        score_area = _area(counts, sums, generalized=False)
+    oracle = _area(*_oracle_totals(losses, uncertainty, c), generalized=False)
+    return max(score_area - oracle, 0.0) * c
 
 
-def augrc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> float:
+def augrc(
+    losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
+) -> float:
     """Area under the generalized risk-coverage curve.
 
     The generalized risk at coverage ``i/n`` is the joint probability of acceptance
@@ -242,14 +324,19 @@ def augrc(losses: ArrayLike, uncertainty: ArrayLike, *, ties: str = "mean") -> f
     0.25
     """
     check_choice("ties", ties, _TIES)
-    ls, u = as_losses_and_scores(losses, uncertainty)
-    ls, c = _unit_scale(ls)
-    prefix = _expected_prefix_losses(ls, u, ties)
-    return float(np.sum(prefix) / ls.size / ls.size) * c
+    as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
+    if ties == "index":
+        ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
+        ls, c = _unit_scale(ls)
+        prefix = _expected_prefix_losses(ls, u, ties)
+        return float(np.sum(prefix) / ls.size / ls.size) * c
+    counts, sums, c = _totals(losses, uncertainty)
+    return _area(counts, sums, generalized=True) * c
 
 
 def selective_risk_at_coverage(
-    losses: ArrayLike, uncertainty: ArrayLike, coverage: float
+    losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None,
+    coverage: float | None = None,
 ) -> float:
     """Lowest selective risk at an exact coverage, as the bounded-abstention model.
 
@@ -280,12 +367,15 @@ def selective_risk_at_coverage(
     0.5
     """
     cov = check_fraction("coverage", coverage)
-    groups = validated_groups(losses, uncertainty)
+    groups = _groups(losses, uncertainty)
     x = cov * groups.n
     return groups.loss_at(x) / x
 
 
-def coverage_at_risk(losses: ArrayLike, uncertainty: ArrayLike, target_risk: float) -> float:
+def coverage_at_risk(
+    losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None,
+    target_risk: float | None = None,
+) -> float:
     """Highest coverage whose selective risk is at most ``target_risk``.
 
     The maximum expected coverage over all randomised threshold rules (accept
@@ -317,11 +407,11 @@ def coverage_at_risk(losses: ArrayLike, uncertainty: ArrayLike, target_risk: flo
     0.6666666666666666
     """
     lam = check_positive("target_risk", target_risk)
-    groups = validated_groups(losses, uncertainty)
+    groups = _groups(losses, uncertainty)
     return groups.max_accepted_at_risk(lam) / groups.n
 
 
-def sele_loss(losses: ArrayLike, uncertainty: ArrayLike) -> float:
+def sele_loss(losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None) -> float:
     """SELE loss, eq. (29) of Franc et al. (2023).
 
     ``sele = (1/n^2) * sum_i sum_j loss_i * [u_i <= u_j]``, computed in O(n log n);
@@ -349,10 +439,9 @@ def sele_loss(losses: ArrayLike, uncertainty: ArrayLike) -> float:
     >>> sele_loss([1, 0], [0.1, 0.9])
     0.5
     """
-    ls, u = as_losses_and_scores(losses, uncertainty)
-    ls, c = _unit_scale(ls)
-    groups = validated_groups(ls, u)
-    n = groups.n
+    counts, sums, c = _totals(losses, uncertainty)
+    m = counts.astype(np.float64)
+    n = float(m.sum())
     # sum_i loss_i * #{j : u_j >= u_i}: each group's loss times the count at or above it.
-    at_or_above = n - (groups.cum_counts - groups.counts)
-    return float(np.sum(groups.sums * at_or_above) / (n * n)) * c
+    at_or_above = n - np.concatenate(([0.0], np.cumsum(m)[:-1]))
+    return float(np.sum(sums * at_or_above) / (n * n)) * c

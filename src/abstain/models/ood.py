@@ -46,6 +46,7 @@ from .._core.ood_sample import (
     validate_sample,
 )
 from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, load_family, serializable
+from .._core.table import ScoreTable, table_or_none
 from .._core.validation import (
     check_fraction,
     check_open_unit,
@@ -283,13 +284,16 @@ class BoundedTPRFPR(_OODRule):
             check_open_unit("delta", self.delta)
         self._validate_search()
 
-    def fit(self, scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, *,
+    def fit(self, scores: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+            losses: ArrayLike | None = None, *,
             sample_weight: ArrayLike | None = None) -> BoundedTPRFPR:
         """Fit on a validation sample.
 
         Parameters
         ----------
-        scores : array-like of shape (n,), (n, 1) or (n, 2)
+        scores : array-like of shape (n,), (n, 1) or (n, 2), or ScoreTable
+            Scores, or a :class:`~abstain.ScoreTable` built with ``is_ood`` (then ``is_ood``,
+            ``losses`` and ``sample_weight`` are omitted).
         is_ood : array-like of bool or 0/1, shape (n,); both classes present
         losses : array-like of shape (n,), finite and non-negative on ID rows; OOD entries
             ignored (NaN accepted there, as the file format writes it)
@@ -302,7 +306,7 @@ class BoundedTPRFPR(_OODRule):
         self._validate_params()
         tpr, fpr = float(self.tpr), float(self.fpr)
         search, d = self._search_args()
-        fit = Sample(*validate_sample(scores, is_ood, losses, sample_weight))
+        fit = Sample.of(scores, is_ood, losses, sample_weight)
         if self.delta is None:
             con = tpr_fpr_constraint(fit, tpr, fpr)
             self._set(fit, fit.run(search, d, con, None), ood_fraction(fit))
@@ -379,14 +383,15 @@ class BoundedPrecisionRecall(_OODRule):
             check_open_unit("ood_prior", self.ood_prior)
         self._validate_search()
 
-    def fit(self, scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, *,
+    def fit(self, scores: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+            losses: ArrayLike | None = None, *,
             sample_weight: ArrayLike | None = None) -> BoundedPrecisionRecall:
         """Fit on a validation sample; arguments as in :meth:`BoundedTPRFPR.fit`."""
         self._validate_params()
         kappa, recall = float(self.precision), float(self.recall)
         prior = None if self.ood_prior is None else float(self.ood_prior)
         search, d = self._search_args()
-        fit = Sample(*validate_sample(scores, is_ood, losses, sample_weight))
+        fit = Sample.of(scores, is_ood, losses, sample_weight)
         pi = ood_fraction(fit) if prior is None else prior
         con = precision_recall_constraint(fit, kappa, recall, pi)
         self._set(fit, fit.run(search, d, con, None), pi)
@@ -483,9 +488,10 @@ class CostBasedOOD(_OODRule):
             self.n_id_ = self.n_ood_ = 0.0
             self.n_scores_ = 2
             return self
-        if not all(given):
-            raise ValueError("scores, is_ood and losses must be given together, or all omitted.")
-        fit = Sample(*validate_sample(scores, is_ood, losses, sample_weight))  # type: ignore[arg-type]
+        if not all(given) and not isinstance(scores, ScoreTable):
+            raise ValueError("scores, is_ood and losses must be given together, or all omitted "
+                             "(or a ScoreTable as scores).")
+        fit = Sample.of(scores, is_ood, losses, sample_weight)
         pi = ood_fraction(fit) if prior is None else prior
         # risk = (1-pi)/N_I * (L + e1 (N_I - I)) + pi/N_O * (e2 O + e3 (N_O - O))
         a, b = (1 - pi) / fit.n_id, pi / fit.n_ood
@@ -512,7 +518,8 @@ def _directions(s: NDArray[np.float64], n_directions: int) -> list[NDArray[np.fl
     return [core.project(s, w) for w in core.grid_weights(n_directions)]
 
 
-def least_fpr_at_tpr(scores: ArrayLike, is_ood: ArrayLike, tpr: float, *,
+def least_fpr_at_tpr(scores: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+                     tpr: float | None = None, *,
                      n_directions: int = N_DIRECTIONS) -> float:
     """The lowest FPR of a threshold rule with TPR >= ``tpr``: what :class:`BoundedTPRFPR`
     can attain at that TPR.
@@ -529,12 +536,17 @@ def least_fpr_at_tpr(scores: ArrayLike, is_ood: ArrayLike, tpr: float, *,
     """
     t = check_fraction("tpr", tpr)
     _, d = check_search("grid", n_directions)
-    s, w_id, _, _ = validate_sample(scores, is_ood, np.zeros(len(np.asarray(is_ood))), None)
+    if isinstance(scores, ScoreTable):
+        table_or_none(scores, {"is_ood": is_ood})
+        return float(fpr_at_tpr(scores, tpr=t))
+    s, w_id, _, _ = validate_sample(scores, is_ood,  # type: ignore[arg-type]
+                                    np.zeros(len(np.asarray(is_ood))), None)
     ood = w_id == 0
     return min(float(fpr_at_tpr(ood, c, t)) for c in _directions(s, d))
 
 
-def most_recall_at_precision(scores: ArrayLike, is_ood: ArrayLike, precision: float, *,
+def most_recall_at_precision(scores: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+                             precision: float | None = None, *,
                              ood_prior: float | None = None,
                              n_directions: int = N_DIRECTIONS) -> float:
     """The highest recall (TPR) of a threshold rule with precision >= ``precision``: what
@@ -553,15 +565,19 @@ def most_recall_at_precision(scores: ArrayLike, is_ood: ArrayLike, precision: fl
     """
     p = check_fraction("precision", precision)
     _, d = check_search("grid", n_directions)
-    s, w_id, _, _ = validate_sample(scores, is_ood, np.zeros(len(np.asarray(is_ood))), None)
-    ood = w_id == 0
-    if ood_prior is None:
-        pi = float(ood.mean())
+    if isinstance(scores, ScoreTable):
+        table_or_none(scores, {"is_ood": is_ood})
+        curves = [ood_roc_curve(scores)]
+        ood_share = Sample.from_table(scores).n_ood / scores.n
     else:
-        pi = check_open_unit("ood_prior", ood_prior)
+        s, w_id, _, _ = validate_sample(scores, is_ood,  # type: ignore[arg-type]
+                                        np.zeros(len(np.asarray(is_ood))), None)
+        ood = w_id == 0
+        curves = [ood_roc_curve(ood, c) for c in _directions(s, d)]
+        ood_share = float(ood.mean())
+    pi = ood_share if ood_prior is None else check_open_unit("ood_prior", ood_prior)
     best = 0.0
-    for c in _directions(s, d):
-        fpr, tpr = ood_roc_curve(ood, c)
+    for fpr, tpr in curves:
         g = p * pi * fpr - (1 - p) * (1 - pi) * tpr
         ok = np.flatnonzero(g <= 1e-12)
         j = int(ok[-1])

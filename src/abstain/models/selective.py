@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.binned import BinnedTable
 from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, tie_groups, validated_groups
@@ -40,6 +42,7 @@ from .._core.serialize import (
     load_family,
     serializable,
 )
+from .._core.table import ScoreTable, as_groups, selective_table, table_or_none
 from .._core.validation import (
     as_losses_and_scores,
     as_scores,
@@ -312,9 +315,11 @@ class CostBased(_RejectRule):
 
         Parameters
         ----------
-        uncertainty : array-like of shape (n,), optional
+        uncertainty : array-like of shape (n,), ScoreTable or BinnedTable, optional
         losses : array-like of shape (n,), optional
-            Both or neither.
+            Both or neither, or a :class:`~abstain.ScoreTable` (or a
+            :class:`~abstain.BinnedTable`: whole bins) of the rows as ``uncertainty`` with
+            ``losses`` omitted.
 
         Returns
         -------
@@ -322,7 +327,9 @@ class CostBased(_RejectRule):
         """
         self._validate_params()
         eps = float(self.reject_cost)
-        if uncertainty is None or losses is None:
+        uncertainty, _ = _whole_bins(uncertainty, losses)  # accepts whole groups anyway
+        table = table_or_none(uncertainty, {"losses": losses})
+        if table is None and (uncertainty is None or losses is None):
             if (uncertainty is None) != (losses is None):
                 raise ValueError(
                     "uncertainty and losses must be given together, or both omitted."
@@ -334,7 +341,8 @@ class CostBased(_RejectRule):
             self.n_samples_ = 0
             self.equivalent_ = None
             return self
-        groups = validated_groups(losses, uncertainty)
+        groups = (validated_groups(losses, uncertainty) if table is None  # type: ignore[arg-type]
+                  else selective_table(table).groups())
         mean = groups.sums / groups.counts
         # Per-group change of cost when accepting it; a group whose mean loss equals
         # the reject cost changes nothing (compared exactly, not through round-off).
@@ -389,12 +397,18 @@ class BoundedAbstention(_RejectRule):
         check_fraction("target_coverage", self.target_coverage)
         check_random_state("random_state", self.random_state)
 
-    def fit(self, uncertainty: ArrayLike, losses: ArrayLike) -> BoundedAbstention:
+    def fit(self, uncertainty: ArrayLike | ScoreTable,
+            losses: ArrayLike | None = None) -> BoundedAbstention:
         """Fit on calibration data.
 
         Parameters
         ----------
-        uncertainty : array-like of shape (n,)
+        uncertainty : array-like of shape (n,), ScoreTable or BinnedTable
+            Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is
+            omitted), or a :class:`~abstain.BinnedTable`: the rule then accepts whole bins
+            only, so its coverage, risk and bound are exact on the rows and a bin straddling
+            the boundary counts against the target (rounded down to the last bin within the
+            risk target; up to the first bin reaching the coverage target).
         losses : array-like of shape (n,)
 
         Returns
@@ -403,13 +417,19 @@ class BoundedAbstention(_RejectRule):
         """
         self._validate_params()
         omega = float(self.target_coverage)
-        groups = validated_groups(losses, uncertainty)
+        uncertainty, whole = _whole_bins(uncertainty, losses)
+        groups = as_groups(uncertainty, losses, "uncertainty", "losses")
+        if groups is None:
+            groups = validated_groups(losses, uncertainty)  # type: ignore[arg-type]
         x = omega * groups.n
         if abs(x - round(x)) <= 1e-12 * x:  # n * omega is an integer up to round-off
             x = float(round(x))
         g, nu = groups.rule_at(x)
+        if whole:  # the bin at the boundary is accepted whole: coverage >= the target
+            nu = 1.0
         self._set_rule(groups, g, nu, True)
-        self.coverage_ = omega
+        if not whole:
+            self.coverage_ = omega
         return self
 
 
@@ -426,27 +446,35 @@ def _resolve_bound(bound: str, binary: bool) -> str:
     return bound
 
 
-def _guaranteed(ls: NDArray[np.float64], u: NDArray[np.float64], groups: TieGroups,
-                target: float, delta: float, loss_bound: float,
-                bound: str) -> tuple[str, int, float, float, float]:
-    """Run the procedure ``bound`` on validated rows.
+def _guaranteed(uncertainty: Any, losses: Any, groups: TieGroups, top: float, binary: bool,
+                squares: Callable[[], TieGroups | None], target: float, delta: float,
+                loss_bound: float, bound: str) -> tuple[str, int, float, float, float]:
+    """Run the procedure ``bound`` on the rows (or, for ``"sgr"``, on a table's groups).
 
     Returns ``(procedure, group index or -1, threshold, certified bound, least target)``;
     the threshold is ``nan`` when nothing passed. The least target is computed only for
     ``target = -inf`` (and for ``"sgr"``); ``nan`` otherwise.
     """
-    if ls.max() > loss_bound:
+    if top > loss_bound:
         raise ValueError(
             f"losses must be at most loss_bound={loss_bound!r} for the risk bound; "
-            f"got maximum {ls.max()!r}."
+            f"got maximum {top!r}."
         )
-    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
     procedure = _resolve_bound(bound, binary)
+    table = table_or_none(uncertainty, {"losses": losses}) is not None
+    if table and bound == "auto":  # the tightest procedure a table allows
+        procedure = "sgr"
     if procedure == "sgr":
-        squares = None if binary else tie_groups(np.square(ls), u)
-        g, b, least = sgr_search(groups, target, delta, loss_bound, binary, squares)
+        g, b, least = sgr_search(groups, target, delta, loss_bound, binary, squares())
         theta = float(groups.values[g]) if g >= 0 else math.nan
         return procedure, g, theta, b, least
+    if table:
+        raise ValueError(
+            f"bound={bound!r} runs Learn-then-Test ({procedure!r}), which splits the rows "
+            "into a part that picks the thresholds and a part that tests them; a ScoreTable "
+            "keeps no rows. Give bound='sgr' to fit a table with delta."
+        )
+    ls, u = as_losses_and_scores(losses, uncertainty)
     scale = 1.0 if procedure == "binomial" else loss_bound
     if target == -math.inf:  # asked for the least target only
         return procedure, -1, math.nan, math.nan, ltt_least(u, ls / scale, delta,
@@ -491,7 +519,8 @@ class BoundedImprovement(_RejectRule):
         is a grid point: it may lie between observed scores, or be ``+inf`` (accept all).
     ``"auto"`` (default)
         ``"binomial"`` for 0/1 losses, ``"wsr"`` for other losses: the tightest of these
-        for the loss type.
+        for the loss type. On a :class:`~abstain.ScoreTable` (which keeps no rows to split)
+        ``"sgr"``; naming a Learn-then-Test procedure with a table raises ``ValueError``.
 
     ``loss_bound`` is never inferred from the data (the largest observed loss is no bound
     on the next one): losses must lie in ``[0, loss_bound]``; 0/1 losses need no bound.
@@ -578,12 +607,18 @@ class BoundedImprovement(_RejectRule):
         if not hasattr(self, "bound_"):  # written before bound existed: the search was SGR
             self.bound_ = None if self.delta is None else "sgr"
 
-    def fit(self, uncertainty: ArrayLike, losses: ArrayLike) -> BoundedImprovement:
+    def fit(self, uncertainty: ArrayLike | ScoreTable,
+            losses: ArrayLike | None = None) -> BoundedImprovement:
         """Fit on calibration data.
 
         Parameters
         ----------
-        uncertainty : array-like of shape (n,)
+        uncertainty : array-like of shape (n,), ScoreTable or BinnedTable
+            Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is
+            omitted), or a :class:`~abstain.BinnedTable`: the rule then accepts whole bins
+            only, so its coverage, risk and bound are exact on the rows and a bin straddling
+            the boundary counts against the target (rounded down to the last bin within the
+            risk target; up to the first bin reaching the coverage target).
         losses : array-like of shape (n,)
 
         Returns
@@ -592,21 +627,25 @@ class BoundedImprovement(_RejectRule):
         """
         self._validate_params()
         lam = float(self.target_risk)
-        ls, u = as_losses_and_scores(losses, uncertainty)
-        groups = tie_groups(ls, u)
+        uncertainty, whole = _whole_bins(uncertainty, losses)
+        groups, top, binary, squares = _fit_groups(uncertainty, losses)
         self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))
         self.risk_bound_ = math.nan
         self.bound_ = None
         theta = math.nan
         if self.delta is None:
             x = groups.max_accepted_at_risk(lam)
+            if whole:  # down to the last whole bin: the bin at the boundary would break it
+                k = int(np.searchsorted(groups.cum_counts, x * (1 + 1e-12), side="right")) - 1
+                x = float(groups.cum_counts[k]) if k >= 0 else 0.0
             if x > 0:
                 g, nu = groups.rule_at(x)
             else:
                 g, nu = -1, 1.0
         else:
             self.bound_, g, theta, self.risk_bound_, _ = _guaranteed(
-                ls, u, groups, lam, float(self.delta), float(self.loss_bound), self.bound)
+                uncertainty, losses, groups, top, binary, squares, lam, float(self.delta),
+                float(self.loss_bound), self.bound)
             nu = 1.0
         feasible = g >= 0
         self._set_rule(groups, g, nu, feasible)
@@ -624,7 +663,7 @@ class BoundedImprovement(_RejectRule):
         return self
 
 
-def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
+def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
                      loss_bound: float = 1.0, bound: str = "auto") -> float:
     """The least ``target_risk`` that ``BoundedImprovement(delta=delta, bound=bound)`` meets.
 
@@ -640,7 +679,8 @@ def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
 
     Parameters
     ----------
-    uncertainty : array-like of shape (n,)
+    uncertainty : array-like of shape (n,), or ScoreTable
+        Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is omitted).
     losses : array-like of shape (n,), in ``[0, loss_bound]``
     delta : float in (0, 1)
     loss_bound : float > 0, default 1.0
@@ -664,6 +704,36 @@ def least_risk_bound(uncertainty: Any, losses: Any, delta: float, *,
     check_open_unit("delta", delta)
     check_choice("bound", bound, BOUNDS)
     check_positive("loss_bound", loss_bound)
-    ls, u = as_losses_and_scores(losses, uncertainty)
+    groups, top, binary, squares = _fit_groups(uncertainty, losses)
     # a target no bound meets makes every search walk its fixed chain
-    return _guaranteed(ls, u, tie_groups(ls, u), -math.inf, delta, loss_bound, bound)[4]
+    return _guaranteed(uncertainty, losses, groups, top, binary, squares, -math.inf, delta,
+                       loss_bound, bound)[4]
+
+
+def _whole_bins(uncertainty: Any, losses: Any) -> tuple[Any, bool]:
+    """``(the table of a BinnedTable's bins, True)``, or ``(uncertainty, False)``."""
+    if isinstance(uncertainty, BinnedTable):
+        if losses is not None:
+            raise ValueError("losses must be omitted when a BinnedTable is given in place of "
+                             "the arrays; the table already holds them.")
+        if uncertainty.marked:
+            raise ValueError("this BinnedTable has OOD marks; the selective reject models take "
+                             "one built without is_ood.")
+        return uncertainty.whole_bin_table(), True
+    return uncertainty, False
+
+
+def _fit_groups(
+    uncertainty: Any, losses: Any
+) -> tuple[TieGroups, float, bool, Callable[[], TieGroups | None]]:
+    """Tie groups, largest loss, whether the losses are 0/1, and (on demand) the groups of
+    the squared losses (None for 0/1 losses), of the arrays or of a table."""
+    table = table_or_none(uncertainty, {"losses": losses})
+    if table is not None:
+        t = selective_table(table)
+        return (t.groups(), t.max_loss, t.binary,
+                lambda: None if t.binary else t.square_groups())
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
+    return (tie_groups(ls, u), float(ls.max()), binary,
+            lambda: None if binary else tie_groups(np.square(ls), u))

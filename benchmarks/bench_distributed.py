@@ -1,0 +1,212 @@
+"""Exact evaluation and tuning beyond one array: ``abstain.distributed`` against the in-memory path.
+
+The workload of issue 15: AuRC, AUGRC and a ``BoundedAbstention(0.8)`` fit on n rows of
+scores with 0/1 losses, for three kinds of scores:
+
+- ``fp16``: a softmax-like confidence stored in float16 (a few thousand distinct values);
+- ``dec4``: scores rounded to 4 decimals (10,001 distinct values);
+- ``fp32``: raw float32 scores (millions of distinct values at 1e8 rows).
+
+The rows are generated block by block from a seed (the same blocks in both paths), so the
+distributed path never holds them in one process. Baseline (ratio 1.00): the in-memory path
+of the same library, ``aurc(losses, u)``, ``augrc(losses, u)``, ``BoundedAbstention.fit(u,
+losses)`` on the concatenated NumPy arrays, run in its own process (its peak RSS is that
+process's). Distributed: a ``LocalCluster`` of 2 worker processes with 1 thread each in a
+fresh process; ``score_table`` (plan ``auto``: the tree, or the range plan beyond
+``max_groups``) then the same three calls on the table. Reported: wall time, worker CPU
+time, peak RSS of the driver and of each worker, groups, the plan, and whether every
+number equals the in-memory one bit for bit.
+
+Run: ``python benchmarks/bench_distributed.py [--sizes 1e6 1e7 1e8] [--kinds fp16 dec4 fp32]
+[--no-memory-above 1e8]``. Writes benchmarks/results/bench_distributed.md (and a JSON of
+the raw rows beside it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import platform
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results" / "bench_distributed.md"
+BLOCK = 2_000_000
+MAX_GROUPS = 4_000_000
+
+
+def block(i: int, rows: int, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of block ``i``: uncertainty (higher = worse) and 0/1 losses, from a fixed seed."""
+    rng = np.random.default_rng([15, i])
+    conf = rng.beta(8.0, 1.5, rows)  # a softmax-like confidence, mostly near 1
+    loss = (rng.random(rows) > conf).astype(np.float64)
+    if kind == "fp16":
+        u = -conf.astype(np.float16).astype(np.float64)
+    elif kind == "dec4":
+        u = np.round(1.0 - conf, 4)
+    else:
+        u = (1.0 - conf).astype(np.float32).astype(np.float64)
+    return u, loss
+
+
+def _sizes(n: int) -> list[int]:
+    return [min(BLOCK, n - s) for s in range(0, n, BLOCK)]
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _results(table_or_rows: Any) -> dict[str, float]:
+    from abstain import BoundedAbstention
+    from abstain.metrics import augrc, aurc
+
+    if isinstance(table_or_rows, tuple):
+        u, loss = table_or_rows
+        a, g = aurc(loss, u), augrc(loss, u)
+        rule = BoundedAbstention(0.8).fit(u, loss)
+    else:
+        a, g = aurc(table_or_rows), augrc(table_or_rows)
+        rule = BoundedAbstention(0.8).fit(table_or_rows)
+    return {"aurc": a, "augrc": g, "threshold": rule.threshold_, "nu": rule.accept_prob_}
+
+
+def in_memory(n: int, kind: str, out: Any) -> None:
+    import abstain.metrics  # noqa: F401  (imported before the clock starts, as in the Dask path)
+
+    start = time.perf_counter()
+    cpu = time.process_time()
+    parts = [block(i, r, kind) for i, r in enumerate(_sizes(n))]
+    u = np.concatenate([p[0] for p in parts])
+    loss = np.concatenate([p[1] for p in parts])
+    del parts
+    res = _results((u, loss))
+    out.put({"wall": time.perf_counter() - start, "cpu": time.process_time() - cpu,
+             "peak": _peak_mib(), "groups": int(np.unique(u).size) if n <= 10**7 else None,
+             **res})
+
+
+def distributed(n: int, kind: str, out: Any) -> None:
+    import dask
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from abstain.distributed import score_table
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", memory_limit="8GiB") as cluster, \
+            Client(cluster) as client:
+        cpu0 = sum(client.run(time.process_time).values())
+        start = time.perf_counter()
+        sizes = _sizes(n)
+        blocks = [dask.delayed(block, nout=2)(i, r, kind) for i, r in enumerate(sizes)]
+        u = da.concatenate([da.from_delayed(b[0], (r,), np.float64)
+                            for b, r in zip(blocks, sizes, strict=True)])
+        loss = da.concatenate([da.from_delayed(b[1], (r,), np.float64)
+                               for b, r in zip(blocks, sizes, strict=True)])
+        table = score_table(u, loss, max_groups=MAX_GROUPS)
+        built = time.perf_counter() - start
+        res = _results(table)
+        wall = time.perf_counter() - start
+        cpu = sum(client.run(time.process_time).values()) - cpu0
+        workers = client.run(_peak_mib)
+    out.put({"wall": wall, "build": built, "cpu": cpu, "peak": _peak_mib(),
+             "worker_peak": max(workers.values()), "groups": table.n_groups, **res})
+
+
+def run(target: Any, n: int, kind: str) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=target, args=(n, kind, q))
+    p.start()
+    res = q.get()
+    p.join()
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7, 1e8])
+    ap.add_argument("--kinds", nargs="+", default=["fp16", "dec4", "fp32"])
+    ap.add_argument("--no-memory-above", type=float, default=1e8,
+                    help="skip the in-memory baseline above this many rows")
+    ap.add_argument("--rewrite", action="store_true",
+                    help="only rewrite the table from the JSON of the last run")
+    args = ap.parse_args()
+    rows: list[dict[str, Any]] = []
+    raw = RESULTS.with_suffix(".json")
+    if args.rewrite:
+        write(json.loads(raw.read_text()))
+        return
+    for n in (int(s) for s in args.sizes):
+        for kind in args.kinds:
+            mem = run(in_memory, n, kind) if n <= args.no_memory_above else None
+            dis = run(distributed, n, kind)
+            same = None if mem is None else all(
+                mem[k] == dis[k] for k in ("aurc", "augrc", "threshold", "nu"))
+            row = {"n": n, "kind": kind, "memory": mem, "dask": dis, "exact": same}
+            rows.append(row)
+            raw.write_text(json.dumps(rows, indent=1))
+            ratio = "" if mem is None else f" ratio {dis['wall'] / mem['wall']:.2f}"
+            print(f"n={n:.0e} {kind}: dask {dis['wall']:.1f}s{ratio} exact={same} "
+                  f"groups={dis['groups']}", flush=True)
+    write(rows)
+
+
+def write(rows: list[dict[str, Any]]) -> None:
+    import dask
+
+    lines = [
+        "# Exact evaluation beyond one array: abstain.distributed",
+        "",
+        "Workload: AuRC + AUGRC + `BoundedAbstention(0.8).fit` on n rows with 0/1 losses.",
+        "Baseline (ratio 1.00): the in-memory path of this library on NumPy arrays, in its own",
+        "process. Dask: `score_table` on a LocalCluster of 2 worker processes x 1 thread",
+        f"(plan auto, max_groups={MAX_GROUPS:,}), then the same calls on the table. Rows are",
+        f"generated in blocks of {BLOCK:,} from a seed, so no process of the Dask path holds",
+        "them all. Peak = peak resident memory (MiB) of the process; `exact` = every number",
+        "(AuRC, AUGRC, threshold, acceptance probability) equal to the in-memory one bit for bit.",
+        "",
+        f"Machine: {platform.machine()}, 2 cores **shared with other jobs** (timings are noisy;",
+        f"compare ratios), Python {platform.python_version()}, NumPy {np.__version__}, "
+        f"Dask {dask.__version__}.",
+        "",
+        "| rows | scores | groups | in-memory s | in-memory peak | dask s | ratio "
+        "| dask worker CPU s | driver peak | worker peak | exact |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        m, d = r["memory"], r["dask"]
+        lines.append(
+            f"| {r['n']:.0e} | {r['kind']} | {d['groups']:,} | "
+            + ("not run | not run | " if m is None else f"{m['wall']:.1f} | {m['peak']:,.0f} | ")
+            + f"{d['wall']:.1f} | "
+            + ("- | " if m is None else f"{d['wall'] / m['wall']:.2f} | ")
+            + f"{d['cpu']:.1f} | {d['peak']:,.0f} | {d['worker_peak']:,.0f} | "
+            + ("-" if r["exact"] is None else str(r["exact"])) + " |")
+    lines += [
+        "",
+        "Notes:",
+        "",
+        "- In-memory s and dask s both include generating the rows (the same seeded blocks); the",
+        "  in-memory path generates them on one core, the Dask path on two workers.",
+        "- Driver memory follows the number of groups, not the rows: about 130 MiB for the",
+        "  quantised scores at every size; for raw fp32 scores the table itself is large",
+        "  (37 million groups at 1e8 rows, about 3.8 GiB with its per-group arrays), held once",
+        "  on the driver and, during the range plan, spread over the workers.",
+        "- Not run: 1e9 rows (generated lazily per partition); at the measured 1e8 rates it",
+        "  would take about 25 minutes (quantised) to an hour (fp32) on these shared cores, and",
+        "  the fp32 table (hundreds of millions of groups) would not fit the driver's memory;",
+        "  use `ScoreTable.binned` for it. The in-memory baseline at 1e9 does not fit in 23 GiB.",
+        "- A Spark DataFrame adapter is not provided, so no Spark timing.",
+    ]
+    RESULTS.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""A score table on a fixed grid of bins: merges by addition, with a certified error.
+
+Rows whose scores fall in one bin are totalled together, as if their scores were tied.
+The table then no longer knows the order of rows inside a bin, and the metrics computed
+on it come with the largest error that this can cause (a certified bound, not an
+estimate): the exact value on the rows is within ``error`` of ``value``. A reject rule
+fitted on the bins accepts whole bins only (its threshold is the highest score of the
+last accepted bin), so its coverage, risk and risk bound are those of the rows exactly
+and its constraint holds on the rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .groups import group_totals, harmonic_difference
+from .table import ScoreTable
+from .validation import as_real_array
+
+__all__ = ["BinnedTable", "Bounded"]
+
+F64 = NDArray[np.float64]
+
+
+class Bounded(NamedTuple):
+    """A metric computed on bins and its certified error: the exact value on the rows
+    is in ``[value - error, value + error]``."""
+
+    value: float
+    error: float
+
+
+def _edges(edges: ArrayLike) -> F64:
+    e = as_real_array(edges, "edges")
+    if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or not np.all(np.diff(e) > 0):
+        raise ValueError("edges must be a 1-D array of at least 2 finite, strictly increasing "
+                         "numbers; got " + (f"shape {e.shape}" if e.ndim != 1 or e.size < 2
+                                             else "other values") + ".")
+    return e
+
+
+class BinnedTable:
+    """Per-bin totals of rows on a fixed grid of score bins.
+
+    Bin ``k`` holds the scores in ``[edges[k], edges[k + 1])`` (the last bin also its right
+    edge); scores outside ``[edges[0], edges[-1]]`` are refused. Tables on the same edges
+    merge by adding their arrays, in any order, exactly for the counts.
+
+    Parameters
+    ----------
+    edges : array-like of shape (K + 1,)
+        Strictly increasing finite bin edges.
+
+    Attributes
+    ----------
+    edges : ndarray of shape (K + 1,)
+    counts, ood_counts : ndarray of int64, shape (K,)
+        Rows, and OOD rows (all zero without ``is_ood``), per bin.
+    loss_sums : ndarray of shape (K,)
+        Summed loss of the ID rows of each bin.
+    lows, highs : ndarray of shape (K,)
+        Lowest and highest score in each bin (``+inf`` / ``-inf`` for an empty bin).
+    max_loss : float
+        Largest loss of an ID row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain import ScoreTable
+    >>> from abstain.metrics import aurc
+    >>> rng = np.random.default_rng(0)
+    >>> u = rng.random(10_000)
+    >>> losses = (rng.random(10_000) < u).astype(float)
+    >>> binned = ScoreTable.from_arrays(u, losses).binned(100)
+    >>> est = binned.aurc()
+    >>> abs(aurc(losses, u) - est.value) <= est.error
+    True
+    """
+
+    def __init__(self, edges: ArrayLike) -> None:
+        self.edges = _edges(edges)
+        k = self.edges.size - 1
+        self.counts = np.zeros(k, dtype=np.int64)
+        self.ood_counts = np.zeros(k, dtype=np.int64)
+        self.loss_sums = np.zeros(k)
+        self.lows = np.full(k, np.inf)
+        self.highs = np.full(k, -np.inf)
+        self.sq_loss_sums: F64 | None = np.zeros(k)
+        self.max_loss = 0.0
+        self.binary = True
+
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return int(self.counts.sum())
+
+    @property
+    def marked(self) -> bool:
+        """Whether OOD rows were added (OOD metrics), or none (selective ones)."""
+        return bool(self.ood_counts.any())
+
+    def _bins(self, values: F64) -> NDArray[np.intp]:
+        if values.size and (values[0] < self.edges[0] or values[-1] > self.edges[-1]):
+            raise ValueError(f"uncertainty must be within the bin edges [{self.edges[0]!r}, "
+                             f"{self.edges[-1]!r}]; got values from {values[0]!r} to "
+                             f"{values[-1]!r}.")
+        k = np.searchsorted(self.edges, values, side="right") - 1
+        return np.minimum(k, self.edges.size - 2)
+
+    def add(self, table: ScoreTable) -> BinnedTable:
+        """Add the rows of an exact table; return ``self``."""
+        bins = self._bins(table.values)
+        size = self.counts.size
+        self.counts += np.bincount(bins, weights=table.counts, minlength=size).astype(np.int64)
+        if table.ood_counts is not None:
+            self.ood_counts += np.bincount(bins, weights=table.ood_counts,
+                                           minlength=size).astype(np.int64)
+        squares = table.sq_loss_sums is not None and self.sq_loss_sums is not None
+        cols: list[F64] = [table.loss_sums]
+        if squares:
+            cols.append(table.sq_loss_sums)  # type: ignore[arg-type]
+        used, _, sums = group_totals(bins.astype(np.float64), *cols)
+        used = used.astype(np.intp)
+        self.loss_sums[used] += sums[0]
+        if squares:
+            self.sq_loss_sums[used] += sums[1]  # type: ignore[index]
+        else:
+            self.sq_loss_sums = None
+        np.minimum.at(self.lows, bins, table.values)
+        np.maximum.at(self.highs, bins, table.values)
+        self.max_loss = max(self.max_loss, table.max_loss)
+        self.binary = self.binary and table.binary
+        return self
+
+    @classmethod
+    def from_arrays(cls, uncertainty: ArrayLike, losses: ArrayLike, *, edges: ArrayLike,
+                    is_ood: ArrayLike | None = None) -> BinnedTable:
+        """The binned table of rows (validated as :meth:`ScoreTable.from_arrays`)."""
+        table = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood, oracle=False)
+        return cls(edges).add(table)
+
+    @classmethod
+    def merge(cls, *tables: BinnedTable) -> BinnedTable:
+        """The sum of tables on the same edges."""
+        if not tables:
+            raise ValueError("merge needs at least one BinnedTable; got none.")
+        out = cls(tables[0].edges)
+        for i, t in enumerate(tables):
+            if not isinstance(t, BinnedTable):
+                raise TypeError(f"tables[{i}] must be a BinnedTable; got {type(t).__name__}.")
+            if not np.array_equal(t.edges, out.edges):
+                raise ValueError(f"tables[{i}] has other bin edges; binned tables merge only "
+                                 "on the same edges.")
+            out.counts += t.counts
+            out.ood_counts += t.ood_counts
+            out.loss_sums += t.loss_sums
+            if out.sq_loss_sums is not None and t.sq_loss_sums is not None:
+                out.sq_loss_sums += t.sq_loss_sums
+            else:
+                out.sq_loss_sums = None
+            np.minimum(out.lows, t.lows, out=out.lows)
+            np.maximum(out.highs, t.highs, out=out.highs)
+            out.max_loss = max(out.max_loss, t.max_loss)
+            out.binary = out.binary and t.binary
+        return out
+
+    def whole_bin_table(self) -> ScoreTable:
+        """A :class:`ScoreTable` with one group per non-empty bin, at the bin's highest score.
+
+        A threshold rule at a group's value that accepts the whole group accepts exactly the
+        rows of the bins up to it, so its coverage and risk on this table are those of the
+        rows: the reject models fit such rules when given the BinnedTable itself. Metrics
+        on this table treat each bin as tied scores; :meth:`aurc`, :meth:`augrc` and
+        :meth:`auroc` give them with their certified error.
+        """
+        full = self.counts > 0
+        if not full.any():
+            raise ValueError("the BinnedTable must not be empty; got 0 rows.")
+        out = ScoreTable()
+        out.values = self.highs[full]
+        out.counts = self.counts[full].copy()
+        out.loss_sums = self.loss_sums[full].copy()
+        out.sq_loss_sums = None if self.sq_loss_sums is None else self.sq_loss_sums[full].copy()
+        out.ood_counts = self.ood_counts[full].copy() if self.marked else None
+        out.max_loss, out.binary = self.max_loss, self.binary
+        out.loss_values = out.loss_counts = None
+        return out
+
+    # ------------------------------------------------------------------ bounded metrics
+    def _area_bounds(self) -> tuple[F64, F64, F64, F64, F64, F64]:
+        """Per bin: m, S, B (rows before), and the lowest and highest possible sum over
+        ``k = 1..m`` of ``(loss of the first k rows of the bin) / (B + k)``, plus the
+        binned (tied) value of that sum."""
+        t = self.whole_bin_table()
+        if t.ood_counts is not None:
+            raise ValueError("this BinnedTable has OOD marks; the selective areas take one "
+                             "built without is_ood.")
+        m = t.counts.astype(np.float64)
+        s = t.loss_sums
+        b = np.concatenate(([0.0], np.cumsum(m)[:-1]))
+        top = self.max_loss
+        h_all = harmonic_difference(b, m)
+        tied = (s / m) * (m - b * h_all)
+        if top == 0.0:
+            zero = np.zeros_like(m)
+            return m, s, b, zero, zero, tied
+        q = s / top  # the fewest rows that can hold the bin's loss
+        j = np.minimum(m, np.floor(q))  # high: the first j rows carry top each
+        h_j = np.where(j > 0, harmonic_difference(b, np.maximum(j, 1.0)), 0.0)
+        high = top * (j - b * h_j) + s * (h_all - h_j)
+        k0 = np.clip(np.floor(m - q) + 1.0, 1.0, m + 1.0)  # low: the last m - k0 + 1 rows
+        count = m - k0 + 1.0
+        h_tail = np.where(count > 0, harmonic_difference(b + k0 - 1.0, np.maximum(count, 1.0)),
+                          0.0)
+        low = (s - m * top) * h_tail + top * (count - b * h_tail)
+        low = np.maximum(low, 0.0)
+        return m, s, b, low, high, tied
+
+    def aurc(self) -> Bounded:
+        """AuRC (ties="mean") on the bins, with the certified bound on its error on the rows.
+
+        Inside a bin of ``m`` rows and loss ``S`` after ``B`` rows, the loss of the first ``k``
+        rows is between ``max(0, S - (m - k) * max_loss)`` and ``min(S, k * max_loss)``
+        whatever their scores; the exact and the binned AuRC both lie between the areas
+        with those extremes, so their distance is at most the sum of the gaps over ``n``.
+        """
+        m, s, b, low, high, tied = self._area_bounds()
+        n = float(m.sum())
+        prior = np.concatenate(([0.0], np.cumsum(s)[:-1]))
+        base = float(np.sum(prior * harmonic_difference(b, m)))
+        value = (base + float(np.sum(tied))) / n
+        gap = float(np.sum(np.maximum(high - tied, tied - low)))
+        return Bounded(value, gap / n * (1 + 1e-9) + 1e-15 * value)
+
+    def augrc(self) -> Bounded:
+        """AUGRC on the bins, with its certified error (the bounds of :meth:`aurc` on the
+        loss of the first ``k`` rows of a bin, summed without the ``1 / (B + k)``)."""
+        m, s, _, _, _, _ = self._area_bounds()
+        n = float(m.sum())
+        prior = np.concatenate(([0.0], np.cumsum(s)[:-1]))
+        tied = s * (m + 1.0) / 2.0
+        value = float(np.sum(m * prior + tied)) / n / n
+        top = self.max_loss
+        if top == 0.0:
+            return Bounded(value, 0.0)
+        q = s / top
+        j = np.minimum(m, np.floor(q))
+        high = top * j * (j + 1.0) / 2.0 + s * (m - j)
+        k0 = np.clip(np.floor(m - q) + 1.0, 1.0, m + 1.0)
+        count = m - k0 + 1.0
+        low = np.maximum(count * (s - m * top) + top * count * (k0 + m) / 2.0, 0.0)
+        gap = float(np.sum(np.maximum(high - tied, tied - low)))
+        return Bounded(value, gap / n / n * (1 + 1e-9) + 1e-15 * value)
+
+    def auroc(self) -> Bounded:
+        """AUROC (OOD positive, ties one half) on the bins, with its certified error: the ID
+        and OOD pairs inside one bin count one half but may be ordered either way."""
+        t = self.whole_bin_table()
+        if t.ood_counts is None:
+            raise ValueError("this BinnedTable has no OOD marks; AUROC needs one built with "
+                             "is_ood.")
+        ood = t.ood_counts.astype(np.float64)
+        idc = t.counts - ood
+        n_id, n_ood = float(idc.sum()), float(ood.sum())
+        if not (n_id > 0 and n_ood > 0):
+            raise ValueError("is_ood must contain both ID (False) and OOD (True) samples; got "
+                             f"only {'OOD' if n_ood else 'ID'} in the BinnedTable.")
+        tpr = np.concatenate(([0.0], np.cumsum(idc))) / n_id
+        fpr = np.concatenate(([0.0], np.cumsum(ood))) / n_ood
+        value = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
+        pairs = float(np.sum(idc * ood)) / (n_id * n_ood)
+        return Bounded(value, pairs / 2.0 * (1 + 1e-9) + 1e-15)
+
+    def __repr__(self) -> str:
+        return f"BinnedTable(n={self.n}, bins={self.counts.size})"
+
+
+def binned(table: ScoreTable, n_bins: int | None = None, *,
+           edges: Any = None) -> BinnedTable:
+    """``table`` on ``n_bins`` equal bins over its score range, or on ``edges``."""
+    if (n_bins is None) == (edges is None):
+        raise ValueError("give exactly one of n_bins and edges; got "
+                         + ("both." if n_bins is not None else "neither."))
+    if edges is None:
+        from .validation import check_int
+
+        k = check_int("n_bins", n_bins, 1)
+        if table.n == 0:
+            raise ValueError("the ScoreTable must not be empty; got a table of 0 rows.")
+        lo, hi = float(table.values[0]), float(table.values[-1])
+        edges = np.linspace(lo, hi if hi > lo else lo + 1.0, k + 1)
+    return BinnedTable(edges).add(table)

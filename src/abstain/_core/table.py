@@ -1,0 +1,403 @@
+"""The score table: the sufficient statistic of every tie-aware metric and reject-model fit.
+
+Every metric with the ``"mean"`` tie rule and every reject-model fit depends on the
+rows only through the sorted distinct scores with, per score, the number of rows and
+their summed loss (and, for OOD, the number of ID and of OOD rows and the ID loss).
+Such tables merge by concatenation and re-grouping, so a table can be built in pieces:
+per batch of a stream, per file of a directory, per partition of a cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .base import ParamsMixin
+from .groups import TieGroups, group_totals, groups_from_totals
+from .schema import Array, Field, Flag, Number
+from .serialize import dumps, serializable
+from .validation import as_is_ood, as_losses, as_real_array, as_scores, check_same_length
+
+__all__ = ["ScoreTable", "as_groups", "table_or_none"]
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+
+def _ids(arr: NDArray[Any], where: str, low: int) -> I64:
+    """Whole numbers >= ``low`` of a loaded array as int64."""
+    if not (np.all(arr == np.floor(arr)) and np.all(arr >= low) and np.all(arr < 2.0**53)):
+        raise ValueError(f"{where} must hold whole numbers >= {low}; got other values.")
+    return arr.astype(np.int64)
+
+
+@serializable("table")
+class ScoreTable(ParamsMixin):
+    """Sorted distinct scores with the row count and loss totals of each: a mergeable summary.
+
+    ``ScoreTable()`` is the empty table; :meth:`from_arrays` builds one from rows,
+    :meth:`merge` combines tables (of batches, files, partitions, processes) and
+    :meth:`update` adds rows to this one. Every selective metric with ``ties="mean"``
+    (:func:`~abstain.metrics.aurc`, ``e_aurc``, ``augrc``, ``risk_coverage_curve``,
+    ``selective_risk_at_coverage``, ``coverage_at_risk``, ``sele_loss``), every OOD metric of
+    one score column and every reject-model fit (``CostBased``, ``BoundedImprovement``,
+    ``BoundedAbstention``, ``least_risk_bound``, ``BoundedTPRFPR``,
+    ``BoundedPrecisionRecall``, ``CostBasedOOD``) takes a table in place of its arrays and
+    returns what it returns on the rows. What needs the row order (``ties="index"``) or two
+    score columns refuses a table with a ``ValueError`` that says so.
+
+    Tie rule: rows are grouped by equal score (one group per distinct value, ascending);
+    group totals are float64 sums. Counts merge exactly; loss totals merge exactly when
+    every partial sum is a float64 number (0/1 losses, whole-number losses, losses on a
+    binary grid such as multiples of 1/1024 below 2**43), and otherwise to float64
+    rounding of the group sums (a relative 1e-16 per merge).
+
+    Attributes
+    ----------
+    values : ndarray of shape (G,)
+        The distinct scores, ascending (a higher score is rejected first).
+    counts : ndarray of int64, shape (G,)
+        Rows per score (ID and OOD).
+    loss_sums : ndarray of shape (G,)
+        Summed loss of the ID rows (every row without ``is_ood``). The loss total must be
+        within the float64 range (the metrics on arrays rescale larger losses).
+    sq_loss_sums : ndarray of shape (G,), or None
+        Summed squared loss of the ID rows, for the risk bound of
+        ``BoundedImprovement(delta=...)``; None where the squares exceed the float64 range.
+    ood_counts : ndarray of int64, shape (G,), or None
+        OOD rows per score; None for a table built without ``is_ood``.
+    max_loss : float
+        The largest loss of an ID row (0.0 for an empty table).
+    binary : bool
+        Whether every ID loss is 0 or 1.
+    loss_values : ndarray of shape (K,), or None
+        The distinct ID losses, ascending, with ``loss_counts`` (int64) their rows: the
+        oracle score of :func:`~abstain.metrics.e_aurc`. None with ``oracle=False``.
+
+    Examples
+    --------
+    >>> import abstain
+    >>> from abstain.metrics import aurc
+    >>> u, losses = [0.1, 0.2, 0.2, 0.9], [0, 1, 0, 1]
+    >>> table = abstain.ScoreTable.from_arrays(u[:2], losses[:2])
+    >>> table.update(u[2:], losses[2:])
+    ScoreTable(n=4, groups=3)
+    >>> table.values.tolist(), table.counts.tolist(), table.loss_sums.tolist()
+    ([0.1, 0.2, 0.9], [1, 2, 1], [0.0, 1.0, 1.0])
+    >>> aurc(table) == aurc(losses, u)
+    True
+    >>> abstain.load_json(table.to_json()) == table
+    True
+    """
+
+    _FIELDS: dict[str, Field] = {
+        "values": Array(("groups",)),
+        "counts": Array(("groups",), positive=True),
+        "loss_sums": Array(("groups",)),
+        "sq_loss_sums": Array(("groups",), none=True),
+        "ood_counts": Array(("groups",), none=True),
+        "max_loss": Number(0.0, None),
+        "binary": Flag(),
+        "loss_values": Array(("losses",), none=True),
+        "loss_counts": Array(("losses",), positive=True, none=True),
+    }
+
+    def __init__(self) -> None:
+        self.values: F64 = np.zeros(0)
+        self.counts: I64 = np.zeros(0, dtype=np.int64)
+        self.loss_sums: F64 = np.zeros(0)
+        self.sq_loss_sums: F64 | None = np.zeros(0)
+        self.ood_counts: I64 | None = None
+        self.max_loss = 0.0
+        self.binary = True
+        self.loss_values: F64 | None = np.zeros(0)
+        self.loss_counts: I64 | None = np.zeros(0, dtype=np.int64)
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_arrays(cls, uncertainty: ArrayLike, losses: ArrayLike, *,
+                    is_ood: ArrayLike | None = None, oracle: bool = True) -> ScoreTable:
+        """The table of rows: one score, one loss (and an OOD mark) per row.
+
+        Parameters
+        ----------
+        uncertainty : array-like of shape (n,)
+            Finite scores; higher is rejected first.
+        losses : array-like of shape (n,)
+            Non-negative losses. With ``is_ood``, entries of OOD rows are ignored and may
+            be NaN (as the file format writes them).
+        is_ood : array-like of shape (n,), optional
+            0/1 or bool, True for OOD rows. A batch may hold one class only; the metrics
+            and fits check that the whole table holds both.
+        oracle : bool, default True
+            Keep the distinct losses with their counts, which :func:`~abstain.metrics.e_aurc`
+            needs for its oracle. With continuous losses that part grows with the number of
+            distinct losses; ``False`` leaves it out.
+
+        Returns
+        -------
+        ScoreTable
+        """
+        u = as_scores(uncertainty)
+        if is_ood is None:
+            ls = as_losses(losses)
+            check_same_length(losses=ls, uncertainty=u)
+            ood = None
+        else:
+            ood = _as_ood_marks(is_ood)
+            raw = as_real_array(losses, "losses")
+            check_same_length(uncertainty=u, is_ood=ood, losses=raw)
+            nan = np.isnan(raw)
+            if np.any(nan & ~ood):
+                raise ValueError("losses must not be NaN on ID rows (NaN is accepted on OOD "
+                                 f"rows only); got {int(np.count_nonzero(nan & ~ood))} NaN on "
+                                 "ID rows.")
+            ls = as_losses(np.where(ood, 0.0, raw))
+        table = cls()
+        with np.errstate(over="ignore"):  # squares beyond float64 leave the squares out
+            weights: list[NDArray[Any]] = [ls, np.square(ls)]
+            if ood is not None:
+                weights.append(ood.astype(np.int64))
+            table.values, table.counts, sums = group_totals(u, *weights)
+            table.loss_sums = sums[0]
+            table.sq_loss_sums = sums[1] if np.isfinite(sums[1].sum()) else None
+        table.ood_counts = None if ood is None else sums[2].astype(np.int64)
+        id_losses = ls if ood is None else ls[~ood]
+        table.max_loss = float(id_losses.max()) if id_losses.size else 0.0
+        table.binary = bool(np.all((id_losses == 0.0) | (id_losses == 1.0)))
+        if oracle:
+            table.loss_values, counts = np.unique(id_losses, return_counts=True)
+            table.loss_counts = counts.astype(np.int64)
+        else:
+            table.loss_values = table.loss_counts = None
+        table._check_total()
+        return table
+
+    @classmethod
+    def merge(cls, *tables: ScoreTable) -> ScoreTable:
+        """One table of the rows of all ``tables`` (which are left unchanged).
+
+        Counts add exactly; see the class docstring for the loss totals. Tables with and
+        without OOD marks do not merge (an empty table merges with either).
+
+        Examples
+        --------
+        >>> import abstain
+        >>> a = abstain.ScoreTable.from_arrays([0.1, 0.5], [0, 1])
+        >>> b = abstain.ScoreTable.from_arrays([0.5, 0.7], [1, 0])
+        >>> abstain.ScoreTable.merge(a, b).counts.tolist()
+        [1, 2, 1]
+        """
+        for i, t in enumerate(tables):
+            if not isinstance(t, ScoreTable):
+                raise TypeError(f"tables[{i}] must be a ScoreTable; got {type(t).__name__}.")
+        full = [t for t in tables if t.n > 0]
+        out = cls()
+        if not full:
+            _merge_losses(out, tables)
+            return out
+        marked = {t.ood_counts is not None for t in full}
+        if len(marked) > 1:
+            raise ValueError("tables must all have OOD marks or all have none; got a mix "
+                             "(build every part with is_ood, or every part without).")
+        cat = np.concatenate
+        squares = all(t.sq_loss_sums is not None for t in full)
+        weights: list[NDArray[Any]] = [cat([t.counts for t in full]),
+                                       cat([t.loss_sums for t in full]),
+                                       cat([t.sq_loss_sums if squares else t.loss_sums
+                                            for t in full])]  # type: ignore[misc]
+        if marked == {True}:
+            weights.append(cat([t.ood_counts for t in full]))  # type: ignore[misc]
+        with np.errstate(over="ignore"):
+            out.values, _, sums = group_totals(cat([t.values for t in full]), *weights)
+            out.counts, out.loss_sums = sums[0], sums[1]
+            out.sq_loss_sums = sums[2] if squares and np.isfinite(sums[2].sum()) else None
+        out.ood_counts = sums[3] if marked == {True} else None
+        _merge_losses(out, tables)
+        out._check_total()
+        return out
+
+    def update(self, uncertainty: ArrayLike, losses: ArrayLike, *,
+               is_ood: ArrayLike | None = None) -> ScoreTable:
+        """Add rows to this table (a batch of a stream); return ``self``.
+
+        The table keeps its oracle part only while every batch keeps it: this method
+        builds the batch with ``oracle`` on exactly when the table has it.
+        """
+        batch = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood,
+                                       oracle=self.loss_values is not None)
+        merged = ScoreTable.merge(self, batch)
+        self.__dict__.update(merged.__dict__)
+        return self
+
+    def _check_total(self) -> None:
+        with np.errstate(over="ignore"):
+            total = self.loss_sums.sum()
+        if not np.isfinite(total):
+            raise ValueError("losses must have a sum within the float64 range (scale them "
+                             "down; the metrics are linear in the losses).")
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return int(self.counts.sum())
+
+    @property
+    def n_groups(self) -> int:
+        """Number of distinct scores ``G``."""
+        return int(self.values.size)
+
+    @property
+    def id_counts(self) -> I64:
+        """ID rows per score (every row of a table without OOD marks)."""
+        return self.counts if self.ood_counts is None else self.counts - self.ood_counts
+
+    def binned(self, n_bins: int | None = None, *, edges: ArrayLike | None = None) -> Any:
+        """This table on a fixed grid of bins: a :class:`~abstain.BinnedTable`.
+
+        Give ``n_bins`` (equal bins from the lowest to the highest score) or ``edges``
+        (strictly increasing; every score within ``[edges[0], edges[-1]]``). Binned tables
+        on one grid merge by addition; their metrics come with a certified error and the
+        reject models fitted on them accept whole bins, so their constraints hold on the rows.
+        """
+        from .binned import binned
+
+        return binned(self, n_bins, edges=edges)
+
+    def groups(self) -> TieGroups:
+        """The tie groups of the ID rows (running counts and loss sums)."""
+        return groups_from_totals(self.values, self.counts, self.loss_sums)
+
+    def square_groups(self) -> TieGroups:
+        """The tie groups with the summed squared losses in place of the losses."""
+        if self.sq_loss_sums is None:
+            raise ValueError("the squared losses of this ScoreTable exceed the float64 range; "
+                             "scale the losses down for a risk bound.")
+        return groups_from_totals(self.values, self.counts, self.sq_loss_sums)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScoreTable):
+            return NotImplemented
+        return all(_same(getattr(self, k), getattr(other, k)) for k in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        ood = "" if self.ood_counts is None else f", ood={int(self.ood_counts.sum())}"
+        return f"ScoreTable(n={self.n}, groups={self.n_groups}{ood})"
+
+    # ------------------------------------------------------------------ JSON
+    def to_json(self) -> str:
+        """The table as an ``abstain/1`` JSON document; :func:`abstain.load_json` reads it.
+
+        Counts are written as float64 numbers (exact below 2**53 rows).
+        """
+        if self.n == 0:
+            raise ValueError("an empty ScoreTable has nothing to write; add rows first.")
+        return dumps(self)
+
+    def _after_load(self) -> None:
+        self.counts = _ids(self.counts, "fitted.counts", 1)
+        if self.ood_counts is not None:
+            self.ood_counts = _ids(self.ood_counts, "fitted.ood_counts", 0)
+            if np.any(self.ood_counts > self.counts):
+                raise ValueError("fitted.ood_counts must be at most fitted.counts in every group.")
+        if not np.all(np.diff(self.values) > 0):
+            raise ValueError("fitted.values must be strictly increasing.")
+        for name in ("loss_sums", "sq_loss_sums"):
+            if getattr(self, name) is not None and np.any(getattr(self, name) < 0):
+                raise ValueError(f"fitted.{name} must be non-negative.")
+        if (self.loss_values is None) != (self.loss_counts is None):
+            raise ValueError("fitted.loss_values and fitted.loss_counts must both be null or "
+                             "both be arrays.")
+        if self.loss_values is not None:
+            self.loss_counts = _ids(self.loss_counts, "fitted.loss_counts", 1)  # type: ignore[arg-type]
+            if not (np.all(np.diff(self.loss_values) > 0) and self.loss_values[0] >= 0):
+                raise ValueError("fitted.loss_values must be non-negative and strictly increasing.")
+            if int(self.loss_counts.sum()) != int(self.id_counts.sum()):
+                raise ValueError("fitted.loss_counts must add up to the ID rows of fitted.counts.")
+
+
+def _merge_losses(out: ScoreTable, tables: tuple[ScoreTable, ...]) -> None:
+    """The largest loss, the 0/1 flag and the loss distribution of ``tables`` into ``out``.
+
+    Taken over every table, also those without groups: a part cut from a table by score
+    range carries its rows' loss distribution even where it holds no score.
+    """
+    out.max_loss = max((t.max_loss for t in tables), default=0.0)
+    out.binary = all(t.binary for t in tables)
+    if all(t.loss_values is not None for t in tables):
+        kept = [t for t in tables if t.loss_values is not None and t.loss_values.size]
+        if kept:
+            lv, _, (lc,) = group_totals(np.concatenate([t.loss_values for t in kept]),  # type: ignore[misc]
+                                        np.concatenate([t.loss_counts for t in kept]))  # type: ignore[misc]
+            out.loss_values, out.loss_counts = lv, lc
+    else:
+        out.loss_values = out.loss_counts = None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                and a.shape == b.shape and bool(np.array_equal(a, b)))
+    return bool(a == b)
+
+
+def _as_ood_marks(is_ood: ArrayLike) -> NDArray[np.bool_]:
+    """0/1 marks of a batch, which may hold one class only (the whole table is checked later)."""
+    arr = np.asarray(is_ood)
+    if arr.dtype.kind in "biuf" and arr.ndim == 1 and arr.size:
+        arr = arr.astype(np.float64)
+        if np.all((arr == 0.0) | (arr == 1.0)):
+            return arr == 1.0
+    return as_is_ood(is_ood)  # the one message of a bad is_ood (or both classes: fine)
+
+
+def table_or_none(first: Any, rest: dict[str, Any]) -> ScoreTable | None:
+    """``first`` when it is a table (then every argument named in ``rest`` must be None)."""
+    if not isinstance(first, ScoreTable):
+        if type(first).__name__ == "BinnedTable":
+            raise ValueError("a BinnedTable gives its metrics with their certified error "
+                             "through its own methods (aurc(), augrc(), auroc()) and is fitted "
+                             "by CostBased, BoundedImprovement and BoundedAbstention; pass an "
+                             "exact ScoreTable here.")
+        return None
+    given = [name for name, value in rest.items() if value is not None]
+    if given:
+        raise ValueError(f"{' and '.join(given)} must be omitted when a ScoreTable is given "
+                         "in place of the arrays; the table already holds them.")
+    if first.n == 0:
+        raise ValueError("the ScoreTable must not be empty; got a table of 0 rows.")
+    return first
+
+
+def selective_table(table: ScoreTable) -> ScoreTable:
+    """``table``, checked to be one that selective metrics and reject models can use."""
+    if table.ood_counts is not None:
+        raise ValueError("this ScoreTable has OOD marks; selective metrics and reject models "
+                         "take a table built without is_ood (the OOD metrics and OOD rules "
+                         "take this one).")
+    return table
+
+
+def as_groups(first: Any, second: Any, first_name: str, second_name: str,
+              ties: str = "mean") -> TieGroups | None:
+    """Tie groups of a table given in place of the arrays, or None for arrays.
+
+    ``first`` is the argument that may hold the table, ``second`` the one that must then
+    be omitted. ``ties="index"`` needs the row order, which a table does not keep.
+    """
+    table = table_or_none(first, {second_name: second})
+    if table is None:
+        if second is None:
+            raise ValueError(f"{second_name} must be given with {first_name} (or pass a "
+                             f"ScoreTable as {first_name}); got None.")
+        return None
+    if ties != "mean":
+        raise ValueError(f"ties={ties!r} needs the row order, which a ScoreTable does not keep "
+                         "(it holds one total per distinct score); use ties='mean' or pass "
+                         "the arrays.")
+    return selective_table(table).groups()

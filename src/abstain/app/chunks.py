@@ -1,0 +1,216 @@
+"""Files too large for memory: a file, a glob or a directory of parts read in chunks into
+score tables (:class:`abstain.ScoreTable`), on this process or on a Dask cluster.
+
+Each chunk is read and checked as one file is (:func:`abstain.app.io.read_chunks`), its
+columns picked as for one file (:func:`abstain.app.tables.prepare`), and only the
+per-score totals are kept, so memory is bounded by the chunk and the number of distinct
+scores, not by the number of rows.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._core.optional import require
+from ..metrics import ScoreTable
+from .io import read_chunks, table_format
+from .tables import MissingValuesError, TableData, prepare
+
+__all__ = ["Summary", "part_files", "summarise"]
+
+_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+class Summary(NamedTuple):
+    """The score tables of every row of a source.
+
+    Attributes
+    ----------
+    tables : dict of str to ScoreTable
+        Per score column, the table of the ID rows (every row without an OOD column).
+    marked : dict of str to ScoreTable, or None
+        Per score column, the table of every row with its OOD mark; None without an OOD
+        column.
+    n_dropped : int
+        Rows dropped for missing values (``dropna``).
+    """
+
+    tables: dict[str, ScoreTable]
+    marked: dict[str, ScoreTable] | None
+    n_dropped: int
+
+    @property
+    def n_id(self) -> int:
+        return next(iter(self.tables.values())).n
+
+    @property
+    def n_ood(self) -> int:
+        if self.marked is None:
+            return 0
+        return next(iter(self.marked.values())).n - self.n_id
+
+    def merge(self, other: Summary) -> Summary:
+        marked = None if self.marked is None or other.marked is None else {
+            k: ScoreTable.merge(t, other.marked[k]) for k, t in self.marked.items()}
+        return Summary({k: ScoreTable.merge(t, other.tables[k]) for k, t in self.tables.items()},
+                       marked, self.n_dropped + other.n_dropped)
+
+
+def part_files(source: str) -> list[Path]:
+    """The files of ``source``: one file, the files a glob matches, or the CSV and Parquet
+    files under a directory (sorted; parts written by Dask or Spark included)."""
+    p = Path(source)
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in _SUFFIXES
+                       and not f.name.startswith((".", "_")))
+        if not files:
+            raise FileNotFoundError(f"directory {source!r} holds no .csv, .parquet or .pq file.")
+        return files
+    if any(c in source for c in "*?["):
+        files = sorted(Path(f) for f in glob.glob(source, recursive=True) if Path(f).is_file())
+        if not files:
+            raise FileNotFoundError(f"no file matches {source!r}.")
+        for f in files:
+            table_format(f)
+        return files
+    table_format(p)
+    if not p.is_file():
+        raise FileNotFoundError(f"file not found: {str(p)!r}.")
+    return [p]
+
+
+def _chunk_data(chunk: dict[str, Any], options: dict[str, Any], where: str,
+                first_row: int) -> TableData:
+    try:
+        return prepare(chunk, **options)
+    except MissingValuesError as exc:
+        raise ValueError(f"{exc.n_rows} row(s) of {where} have NaN or empty values in "
+                         f"column(s) {', '.join(map(repr, exc.columns))} (first at data row "
+                         f"{first_row + exc.first_row} of the file); pass --dropna to drop "
+                         "them.") from None
+
+
+def _empty(names: list[str], ood: bool) -> Summary:
+    return Summary({k: ScoreTable() for k in names},
+                   {k: ScoreTable() for k in names} if ood else None, 0)
+
+
+def _add(summary: Summary, data: TableData) -> None:
+    ood = data.is_ood
+    if (ood is not None) != (summary.marked is not None):
+        raise ValueError("every part must have the OOD column or none must; got a mix.")
+    if data.losses.size == 0:  # every row of the chunk dropped
+        return
+    rows = np.ones(data.losses.size, dtype=bool) if ood is None else ~ood
+    for name, s in data.scores.items():
+        if rows.any():
+            summary.tables[name].update(s[rows], data.losses[rows])
+        if summary.marked is not None:
+            summary.marked[name].update(s, data.losses, is_ood=ood)
+
+
+def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool) -> Summary:
+    """The summary of one file, chunk by chunk."""
+    summary = _empty(list(options["scores"]), ood)
+    seen, dropped = 0, 0
+    for chunk in read_chunks(path, rows):
+        data = _chunk_data(chunk, options, repr(str(path)), seen)
+        seen += len(data.keep)
+        dropped += data.n_dropped
+        _add(summary, data)
+    return summary._replace(n_dropped=dropped)
+
+
+def _first_chunk(files: list[Path], rows: int, options: dict[str, Any]) -> TableData:
+    """The columns of the first chunk of the first file: the score columns of every part."""
+    for path in files:
+        for chunk in read_chunks(path, rows):
+            data = _chunk_data(chunk, options, repr(str(path)), 0)
+            if data.pairs:
+                raise ValueError("a double-score pair (--ood-score) needs every row at once; "
+                                 "read one file without --chunk-rows or --engine.")
+            return data
+    raise ValueError("the source has no data rows; add one row per sample.")
+
+
+def summarise(source: str, *, rows: int, options: dict[str, Any],
+              progress: Callable[[int, int], None] | None = None, engine: str = "numpy",
+              scheduler: str | None = None) -> Summary:
+    """Read ``source`` in chunks of ``rows`` rows into a :class:`Summary`.
+
+    ``options`` are those of :func:`~abstain.app.tables.prepare`; the score columns are
+    those of the first chunk (or ``options["scores"]``). ``engine="dask"`` reads the files
+    in parallel on a Dask cluster: the scheduler at ``scheduler``, or an in-process
+    ``LocalCluster``; each file is read in chunks by one task and the tables are merged up
+    a tree.
+    """
+    files = part_files(source)
+    first = _first_chunk(files, rows, options)
+    options = {**options, "scores": list(first.scores)}
+    ood = first.is_ood is not None
+    if engine == "dask":
+        return _on_dask(files, rows, options, ood, scheduler, progress)
+    summary = _empty(options["scores"], ood)
+    for i, path in enumerate(files):
+        summary = summary.merge(_file_summary(path, rows, options, ood))
+        if progress is not None:
+            progress(i + 1, len(files))
+    return _checked(summary)
+
+
+def _checked(summary: Summary) -> Summary:
+    if summary.n_id == 0:
+        raise ValueError("the table must have in-distribution rows; got only OOD rows.")
+    return summary
+
+
+def _merge_all(*parts: Summary) -> Summary:
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.merge(p)
+    return out
+
+
+def _on_dask(files: list[Path], rows: int, options: dict[str, Any], ood: bool,
+             scheduler: str | None, progress: Callable[[int, int], None] | None) -> Summary:
+    dask = require("dask", "dask", "abstain --engine dask")
+    distributed = require("distributed", "dask", "abstain --engine dask")
+    with _client(distributed, scheduler):
+        level = [dask.delayed(_file_summary)(f, rows, options, ood) for f in files]
+        while len(level) > 1:
+            level = [dask.delayed(_merge_all)(*level[i : i + 8]) for i in range(0, len(level), 8)]
+        (summary,) = dask.compute(level[0])
+    if progress is not None:
+        progress(len(files), len(files))
+    return _checked(summary)
+
+
+class _client:
+    """A client of the cluster at ``scheduler``, or of an in-process LocalCluster."""
+
+    def __init__(self, distributed: Any, scheduler: str | None) -> None:
+        self.distributed, self.scheduler = distributed, scheduler
+        self.cluster: Any = None
+
+    def __enter__(self) -> Any:
+        d = self.distributed
+        if self.scheduler is None:
+            self.cluster = d.LocalCluster(processes=False, dashboard_address=":0")
+            self.client = d.Client(self.cluster)
+        else:
+            try:
+                self.client = d.Client(self.scheduler, timeout="10s")
+            except OSError as exc:
+                raise OSError(f"no Dask scheduler answers at {self.scheduler!r} ({exc}); "
+                              "start one or leave out --scheduler for a local cluster.") from None
+        return self.client
+
+    def __exit__(self, *exc: Any) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()

@@ -1,0 +1,252 @@
+"""Score tables of data that does not fit in one process, built on Dask (extra ``dask``).
+
+:func:`score_table` reduces scores and losses held in Dask collections (arrays, Series,
+columns of a DataFrame) to one :class:`~abstain.ScoreTable` on the driver; every
+``ties="mean"`` metric and every reject-model fit then runs on that table and returns
+what it returns on the rows. Only per-score totals travel: the driver's memory grows
+with the number of distinct scores, not with the number of rows.
+
+Two plans:
+
+- **tree**: one table per partition, merged ``fan_in`` at a time up a tree. Best when the
+  scores are quantised (fp16 softmax, rounded scores): each table stays small.
+- **range**: after the per-partition tables, the driver picks ``R - 1`` boundaries at
+  quantiles of the scores, every partition table is cut into ``R`` ranges and each range is
+  merged on its own, so no merge holds more than about ``G / R`` groups; the driver joins the
+  ranges in order (they do not overlap: no sort). The plan of Spark MLlib's
+  ``BinaryClassificationMetrics``, for raw fp32 or fp64 scores with millions of groups.
+
+``plan="auto"`` takes the tree while the per-partition tables hold at most ``max_groups``
+groups in total, and the range plan otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._core.optional import require
+from ._core.table import ScoreTable
+from ._core.validation import check_choice, check_int
+
+__all__ = ["score_table", "PLANS"]
+
+#: The reduction plans of :func:`score_table`.
+PLANS = ("auto", "tree", "range")
+
+#: Score quantiles each partition reports for the range boundaries.
+_SAMPLES_PER_PARTITION = 256
+
+
+def _dask() -> Any:
+    return require("dask", "dask", "abstain.distributed")
+
+
+def _pieces(x: Any, name: str) -> tuple[list[Any], tuple[int, ...] | None]:
+    """The partitions of ``x`` as delayed objects (or one NumPy block), with their lengths
+    where known."""
+    _dask()
+    import dask.array as da
+
+    if isinstance(x, da.Array):
+        if x.ndim != 1:
+            raise ValueError(f"{name} must be a one-dimensional Dask array; got {x.ndim} "
+                             "dimensions.")
+        return list(x.to_delayed().ravel()), tuple(int(c) for c in x.chunks[0])
+    dd: Any
+    try:
+        import dask.dataframe as dd
+    except ImportError:  # dask without its dataframe part: arrays only
+        dd = None
+    if dd is not None and isinstance(x, dd.DataFrame):
+        raise ValueError(f"{name} must be one column (df['name']), a Dask Series or array; "
+                         f"got a Dask DataFrame with columns {list(x.columns)}.")
+    if dd is not None and isinstance(x, dd.Series):
+        return list(x.to_delayed()), None
+    if x is None:
+        raise ValueError(f"{name} must be a Dask array or Series; got None.")
+    return [np.asarray(x)], None
+
+
+def _aligned(u: Any, other: Any, name: str) -> Any:
+    """``other`` with the chunks of ``u`` when both are Dask arrays."""
+    import dask.array as da
+
+    if isinstance(u, da.Array) and isinstance(other, da.Array):
+        if other.shape != u.shape:
+            raise ValueError(f"uncertainty and {name} must have the same length; got "
+                             f"{u.shape[0]} and {other.shape[0]}.")
+        if other.chunks != u.chunks:
+            return other.rechunk(u.chunks)
+    return other
+
+
+def _partition_table(u: Any, losses: Any, is_ood: Any, oracle: bool) -> ScoreTable:
+    u, losses = np.asarray(u), np.asarray(losses)
+    if u.size == 0 and losses.size == 0:
+        return ScoreTable() if oracle else _without_oracle(ScoreTable())
+    marks = None if is_ood is None else np.asarray(is_ood)
+    return ScoreTable.from_arrays(u, losses, is_ood=marks, oracle=oracle)
+
+
+def _without_oracle(table: ScoreTable) -> ScoreTable:
+    table.loss_values = table.loss_counts = None
+    return table
+
+
+def _summary(table: ScoreTable) -> tuple[int, NDArray[np.float64]]:
+    """Groups of a partition table and its scores at evenly spaced count quantiles."""
+    if table.n == 0:
+        return 0, np.zeros(0)
+    cum = np.cumsum(table.counts)
+    at = np.linspace(0, cum[-1] - 1, min(_SAMPLES_PER_PARTITION, table.n_groups))
+    return table.n_groups, table.values[np.searchsorted(cum, at, side="right")]
+
+
+def _slice(table: ScoreTable, low: float, high: float) -> ScoreTable:
+    """The groups with ``low < value <= high`` (the range of one reducer)."""
+    if table.n == 0:
+        return table
+    i, j = np.searchsorted(table.values, [low, high], side="right")
+    out = ScoreTable()
+    out.values, out.counts = table.values[i:j], table.counts[i:j]
+    out.loss_sums = table.loss_sums[i:j]
+    out.sq_loss_sums = None if table.sq_loss_sums is None else table.sq_loss_sums[i:j]
+    out.ood_counts = None if table.ood_counts is None else table.ood_counts[i:j]
+    out.max_loss, out.binary = table.max_loss, table.binary
+    out.loss_values, out.loss_counts = table.loss_values, table.loss_counts
+    if i > 0:  # the loss distribution travels with the first range only
+        out.loss_values = None if table.loss_values is None else table.loss_values[:0]
+        out.loss_counts = None if table.loss_counts is None else table.loss_counts[:0]
+    return out
+
+
+def _join(ranges: list[ScoreTable]) -> ScoreTable:
+    """Tables of disjoint, ascending score ranges as one table (a concatenation, no sort).
+
+    The first range always holds the lowest score, and its parts carry the loss
+    distribution of every partition (see :func:`_slice`).
+    """
+    full = [t for t in ranges if t.n_groups > 0]
+    out = ScoreTable()
+    cat = np.concatenate
+    out.values = cat([t.values for t in full])
+    out.counts = cat([t.counts for t in full])
+    out.loss_sums = cat([t.loss_sums for t in full])
+    squares = all(t.sq_loss_sums is not None for t in full)
+    out.sq_loss_sums = cat([t.sq_loss_sums for t in full]) if squares else None  # type: ignore[misc]
+    out.ood_counts = (None if full[0].ood_counts is None
+                      else cat([t.ood_counts for t in full]))  # type: ignore[misc]
+    out.max_loss = max(t.max_loss for t in ranges)
+    out.binary = all(t.binary for t in ranges)
+    out.loss_values, out.loss_counts = ranges[0].loss_values, ranges[0].loss_counts
+    if not np.all(np.diff(out.values) > 0):  # pragma: no cover - the ranges are disjoint
+        raise RuntimeError("score ranges overlap; please report this.")
+    return out
+
+
+def _tree(tables: list[Any], fan_in: int) -> Any:
+    """Delayed merges of ``tables``, ``fan_in`` at a time, down to one."""
+    delayed = _dask().delayed
+    level = list(tables)
+    while len(level) > 1:
+        level = [delayed(ScoreTable.merge)(*level[i : i + fan_in])
+                 for i in range(0, len(level), fan_in)]
+    return level[0] if level else delayed(ScoreTable)()
+
+
+def score_table(
+    uncertainty: Any, losses: Any, *, is_ood: Any = None, max_groups: int = 1_000_000,
+    plan: str = "auto", n_ranges: int | None = None, fan_in: int = 8, oracle: bool = False,
+) -> ScoreTable:
+    """The :class:`~abstain.ScoreTable` of scores and losses held in Dask collections.
+
+    Runs on the current Dask scheduler: a ``distributed.Client`` when one is active (an
+    existing cluster, or a ``LocalCluster``), else Dask's default local scheduler.
+
+    Parameters
+    ----------
+    uncertainty : dask.array.Array or dask.dataframe.Series of shape (n,)
+        Scores, higher rejected first (a DataFrame column ``df["u"]`` is a Series). A NumPy
+        array is taken as one partition.
+    losses : same kind and partitions as ``uncertainty``
+        Non-negative losses (with ``is_ood``, NaN on OOD rows is accepted). Dask arrays with
+        other chunks are rechunked to those of ``uncertainty``.
+    is_ood : same kind and partitions, optional
+        0/1 or bool OOD marks, for the OOD metrics and OOD rules.
+    max_groups : int >= 1, default 1_000_000
+        ``plan="auto"`` takes the tree while the per-partition tables hold at most this many
+        groups in total; beyond it the range plan with ``ceil(total / max_groups)`` ranges
+        (at least 2), so that one range merge holds about ``max_groups`` groups.
+    plan : {"auto", "tree", "range"}, default "auto"
+    n_ranges : int >= 2, optional
+        Ranges of the range plan (default from ``max_groups``).
+    fan_in : int >= 2, default 8
+        Tables merged at once in a tree.
+    oracle : bool, default False
+        Keep the distinct losses for :func:`~abstain.metrics.e_aurc` (grows with the number
+        of distinct losses; small for 0/1 or quantised losses).
+
+    Returns
+    -------
+    ScoreTable
+        The same table, group for group, as ``ScoreTable.from_arrays`` on all rows: counts
+        exactly, loss sums exactly whenever the partial sums are exact in float64 (0/1,
+        whole-number, binary-grid losses), to float64 rounding otherwise.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from abstain.distributed import score_table
+    >>> from abstain.metrics import aurc
+    >>> u = np.round(np.linspace(0, 1, 1000) ** 2, 2)
+    >>> losses = (np.arange(1000) % 7 == 0).astype(float)
+    >>> table = score_table(da.from_array(u, chunks=100), da.from_array(losses, chunks=250))
+    >>> table.n, aurc(table) == aurc(losses, u)
+    (1000, True)
+    """
+    dask = _dask()
+    plan = check_choice("plan", plan, PLANS)
+    max_groups = check_int("max_groups", max_groups, 1)
+    fan_in = check_int("fan_in", fan_in, 2)
+    if n_ranges is not None:
+        n_ranges = check_int("n_ranges", n_ranges, 2)
+    losses = _aligned(uncertainty, losses, "losses")
+    is_ood = None if is_ood is None else _aligned(uncertainty, is_ood, "is_ood")
+    u_parts, u_sizes = _pieces(uncertainty, "uncertainty")
+    l_parts, l_sizes = _pieces(losses, "losses")
+    o_parts = [None] * len(u_parts) if is_ood is None else _pieces(is_ood, "is_ood")[0]
+    if not (len(u_parts) == len(l_parts) == len(o_parts)):
+        raise ValueError("uncertainty, losses and is_ood must have the same partitions; got "
+                         f"{len(u_parts)}, {len(l_parts)} and {len(o_parts)} partitions.")
+    delayed = dask.delayed
+    tables = [delayed(_partition_table)(u, ls, o, oracle)
+              for u, ls, o in zip(u_parts, l_parts, o_parts, strict=True)]
+    if plan == "tree":
+        (table,) = dask.compute(_tree(tables, fan_in))
+        return _checked(table)
+    tables = list(dask.persist(*tables))
+    summaries = dask.compute(*[delayed(_summary)(t) for t in tables])
+    total = sum(g for g, _ in summaries)
+    if total == 0:
+        raise ValueError("uncertainty must not be empty; got 0 rows in every partition.")
+    if plan == "auto" and total <= max_groups:
+        (table,) = dask.compute(_tree(tables, fan_in))
+        return _checked(table)
+    r = n_ranges if n_ranges is not None else max(2, math.ceil(total / max_groups))
+    sample = np.sort(np.concatenate([s for _, s in summaries]))
+    cuts = np.unique(sample[np.linspace(0, sample.size - 1, r + 1).astype(np.intp)[1:-1]])
+    edges = np.concatenate(([-np.inf], cuts, [np.inf]))
+    ranges = [_tree([delayed(_slice)(t, lo, hi) for t in tables], fan_in)
+              for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    return _checked(_join(list(dask.compute(*ranges))))
+
+
+def _checked(table: ScoreTable) -> ScoreTable:
+    if table.n == 0:
+        raise ValueError("uncertainty must not be empty; got 0 rows in every partition.")
+    return table

@@ -1,0 +1,149 @@
+"""A metric accumulated over batches: ``update``, ``merge``, ``compute`` (re-exported by
+:mod:`abstain.metrics`).
+
+The state is one :class:`~abstain.ScoreTable`, so the value is exact (the same as the
+metric on all rows at once) however the rows were split into batches or processes, and
+the state stays as small as the number of distinct scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from numpy.typing import ArrayLike
+
+from .._core.table import ScoreTable
+from .ood import (
+    aupr_in,
+    aupr_out,
+    auroc,
+    ccr_at_fpr,
+    detection_rate_at_false_alarm,
+    fpr_at_tpr,
+    oscr,
+    selective_risk_at_precision_recall,
+    selective_risk_at_tpr_fpr,
+    tnr_at_tpr,
+)
+from .selective import (
+    augrc,
+    aurc,
+    coverage_at_risk,
+    e_aurc,
+    risk_coverage_curve,
+    sele_loss,
+    selective_risk_at_coverage,
+)
+
+__all__ = ["StreamingMetric"]
+
+#: The metrics a StreamingMetric computes by name; True for those that need ``is_ood``.
+_LISTED: list[tuple[Callable[..., Any], bool]] = [
+    (aurc, False), (e_aurc, False), (augrc, False), (risk_coverage_curve, False),
+    (selective_risk_at_coverage, False), (coverage_at_risk, False), (sele_loss, False),
+    (auroc, True), (aupr_in, True), (aupr_out, True), (fpr_at_tpr, True),
+    (tnr_at_tpr, True), (detection_rate_at_false_alarm, True), (oscr, True),
+    (ccr_at_fpr, True), (selective_risk_at_tpr_fpr, True),
+    (selective_risk_at_precision_recall, True),
+]
+_METRICS: dict[str, tuple[Callable[..., Any], bool]] = {f.__name__: (f, o) for f, o in _LISTED}
+
+
+class StreamingMetric:
+    """A metric of :mod:`abstain.metrics` accumulated batch by batch (the torchmetrics habit).
+
+    ``update`` adds a batch, ``merge`` adds the state of other instances (other workers,
+    other processes after sending ``table.to_json()``), ``compute`` returns the metric on
+    every row seen, exactly as the metric on the concatenated arrays, and ``reset`` starts
+    over. Nothing is transformed: scores and losses are taken as given.
+
+    Parameters
+    ----------
+    metric : str
+        Name of a metric that takes a :class:`~abstain.ScoreTable`: ``"aurc"``,
+        ``"e_aurc"``, ``"augrc"``, ``"risk_coverage_curve"``,
+        ``"selective_risk_at_coverage"``, ``"coverage_at_risk"``, ``"sele_loss"``, or an
+        OOD metric of one score (``"auroc"``, ``"aupr_in"``, ``"aupr_out"``,
+        ``"fpr_at_tpr"``, ``"tnr_at_tpr"``, ``"detection_rate_at_false_alarm"``,
+        ``"oscr"``, ``"ccr_at_fpr"``, ``"selective_risk_at_tpr_fpr"``,
+        ``"selective_risk_at_precision_recall"``), which need ``is_ood`` in every update.
+    **options
+        Keyword arguments of the metric (``coverage=0.8``, ``tpr=0.95``, ...), passed to it
+        by ``compute``. ``ties`` may only be ``"mean"``: the order of rows is not kept.
+
+    Attributes
+    ----------
+    table : ScoreTable
+        The state: every row seen, summarised.
+
+    Examples
+    --------
+    >>> from abstain.metrics import StreamingMetric, aurc
+    >>> tracker = StreamingMetric("aurc")
+    >>> tracker.update([0, 1], [0.1, 0.9]).update([1, 0], [0.5, 0.2])
+    StreamingMetric('aurc', n=4)
+    >>> tracker.compute() == aurc([0, 1, 1, 0], [0.1, 0.9, 0.5, 0.2])
+    True
+    >>> other = StreamingMetric("aurc").update([0], [0.3])
+    >>> round(tracker.merge(other).compute(), 4)
+    0.13
+    """
+
+    def __init__(self, metric: str, **options: Any) -> None:
+        if metric not in _METRICS:
+            raise ValueError(f"metric must be one of {', '.join(sorted(_METRICS))}; "
+                             f"got {metric!r}.")
+        self.metric = metric
+        self.options = options
+        self._function, self._needs_ood = _METRICS[metric]
+        self.table = ScoreTable()
+
+    def update(self, losses: ArrayLike, uncertainty: ArrayLike, *,
+               is_ood: ArrayLike | None = None) -> StreamingMetric:
+        """Add a batch of rows (truth first, as the metrics); return ``self``.
+
+        ``is_ood`` marks OOD rows and is required by the OOD metrics (a batch may hold one
+        class only); the OOD rows' losses are ignored.
+        """
+        if self._needs_ood and is_ood is None:
+            raise ValueError(f"is_ood must be given to every update of {self.metric}; got None.")
+        if not self._needs_ood and is_ood is not None:
+            raise ValueError(f"is_ood must be omitted for {self.metric}, a selective metric; "
+                             "got OOD marks.")
+        # e_aurc alone needs the distinct losses (its oracle); the others skip that part
+        oracle = self.metric == "e_aurc"
+        batch = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood, oracle=oracle)
+        self.table = ScoreTable.merge(self.table, batch)
+        return self
+
+    def merge(self, *others: StreamingMetric | ScoreTable) -> StreamingMetric:
+        """Add the rows of other trackers of the same metric, or of tables; return ``self``."""
+        tables = [self.table]
+        for i, other in enumerate(others):
+            if isinstance(other, StreamingMetric):
+                if other.metric != self.metric:
+                    raise ValueError(f"others[{i}] tracks {other.metric}, not {self.metric}; "
+                                     "merge trackers of one metric.")
+                tables.append(other.table)
+            elif isinstance(other, ScoreTable):
+                tables.append(other)
+            else:
+                raise TypeError(f"others[{i}] must be a StreamingMetric or a ScoreTable; got "
+                                f"{type(other).__name__}.")
+        self.table = ScoreTable.merge(*tables)
+        return self
+
+    def compute(self) -> Any:
+        """The metric on every row seen so far (what it returns on the concatenated rows)."""
+        if self.table.n == 0:
+            raise ValueError(f"{self.metric} has no rows yet; call update first.")
+        return self._function(self.table, **self.options)
+
+    def reset(self) -> StreamingMetric:
+        """Forget every row; return ``self``."""
+        self.table = ScoreTable()
+        return self
+
+    def __repr__(self) -> str:
+        return f"StreamingMetric({self.metric!r}, n={self.table.n})"

@@ -1,0 +1,118 @@
+"""BinnedTable: the certified error holds on random rows, merges add, fits stay conservative."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import abstain
+from abstain import BinnedTable, BoundedAbstention, BoundedImprovement, CostBased, ScoreTable
+from abstain.metrics import augrc, aurc, auroc
+
+
+def _case(rng: np.random.Generator, n: int):
+    u = rng.random(n) ** rng.uniform(0.3, 3.0)
+    if rng.random() < 0.5:
+        u = np.round(u, int(rng.integers(1, 4)))
+    if rng.random() < 0.5:
+        losses = (rng.random(n) < rng.uniform(0.05, 0.6)).astype(float)
+    else:
+        losses = rng.random(n) * rng.uniform(0.1, 3.0)
+    return u, losses
+
+
+def test_the_certified_error_holds_and_shrinks_with_finer_bins() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(80):
+        n = int(rng.integers(1, 400))
+        u, losses = _case(rng, n)
+        ood = rng.random(n) < 0.3
+        exact = ScoreTable.from_arrays(u, losses)
+        for bins in (1, 3, 17):
+            b = exact.binned(bins)
+            for est, truth in ((b.aurc(), aurc(losses, u)), (b.augrc(), augrc(losses, u))):
+                assert abs(est.value - truth) <= est.error, (n, bins)
+            if 0 < ood.sum() < n:
+                marked = BinnedTable.from_arrays(u, losses, is_ood=ood, edges=b.edges)
+                est = marked.auroc()
+                assert abs(est.value - auroc(ood, u)) <= est.error
+    # the worst order inside a bin: the bound is reached, not only respected
+    u = np.arange(10.0)
+    worst = np.array([1.0] * 5 + [0.0] * 5)
+    est = BinnedTable.from_arrays(u, worst, edges=[0.0, 9.0]).aurc()
+    assert est.value - est.error <= aurc(worst, u) <= est.value + est.error
+    assert aurc(worst, u) == pytest.approx(est.value + est.error, rel=1e-8)
+    fine = ScoreTable.from_arrays(*_case(rng, 5000))
+    assert fine.binned(1000).aurc().error < fine.binned(10).aurc().error
+
+
+def test_binned_tables_merge_by_addition() -> None:
+    rng = np.random.default_rng(1)
+    u, losses = rng.random(3000), (rng.random(3000) < 0.2).astype(float)
+    edges = np.linspace(0.0, 1.0, 41)
+    parts = [BinnedTable.from_arrays(u[p], losses[p], edges=edges)
+             for p in np.array_split(rng.permutation(3000), 7)]
+    whole = BinnedTable.from_arrays(u, losses, edges=edges)
+    merged = BinnedTable.merge(*parts)
+    for name in ("counts", "loss_sums", "lows", "highs", "sq_loss_sums"):
+        np.testing.assert_array_equal(getattr(merged, name), getattr(whole, name))
+    assert merged.aurc() == whole.aurc()
+    assert ScoreTable.from_arrays(u, losses).binned(edges=edges).aurc() == whole.aurc()
+
+
+def test_fits_on_bins_accept_whole_bins_and_keep_their_targets_on_the_rows() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(40):
+        n = int(rng.integers(20, 500))
+        u, losses = _case(rng, n)
+        losses = np.minimum(losses, 1.0)
+        b = ScoreTable.from_arrays(u, losses).binned(int(rng.integers(2, 30)))
+        for model in (BoundedImprovement(float(rng.uniform(0.05, 0.5))),
+                      BoundedImprovement(float(rng.uniform(0.2, 0.6)), delta=0.1),
+                      BoundedAbstention(float(rng.uniform(0.1, 1.0))),
+                      CostBased(float(rng.uniform(0.1, 0.9)))):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", abstain.InfeasibleTargetWarning)
+                rule = model.fit(b)
+            p = rule.accept_proba(u)
+            assert np.all((p == 0.0) | (p == 1.0))  # whole bins, no randomised boundary
+            kept = p.sum()
+            coverage = kept / n
+            risk = float(np.sum(p * losses) / kept) if kept else np.nan
+            if rule.feasible_ and kept:
+                assert coverage == pytest.approx(rule.coverage_, rel=1e-12)
+                assert risk == pytest.approx(rule.risk_, rel=1e-9, abs=1e-12)
+            if isinstance(model, BoundedImprovement) and kept:
+                assert risk <= model.target_risk * (1 + 1e-12)
+            if isinstance(model, BoundedAbstention):
+                assert coverage >= model.target_coverage - 1e-12
+
+
+def test_binned_tables_refuse_what_they_cannot_do() -> None:
+    table = ScoreTable.from_arrays([0.1, 0.5, 0.9], [0.0, 1.0, 0.0])
+    with pytest.raises(ValueError, match="give exactly one of n_bins and edges"):
+        table.binned()
+    with pytest.raises(ValueError, match="edges must be a 1-D array of at least 2"):
+        table.binned(edges=[0.3])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        table.binned(edges=[0.0, 0.5, 0.5, 1.0])
+    with pytest.raises(ValueError, match="uncertainty must be within the bin edges"):
+        table.binned(edges=[0.2, 1.0])
+    b = table.binned(4)
+    with pytest.raises(ValueError, match="other bin edges"):
+        BinnedTable.merge(b, table.binned(5))
+    with pytest.raises(ValueError, match="certified error through its own methods"):
+        aurc(b)
+    with pytest.raises(ValueError, match="has no OOD marks; AUROC"):
+        b.auroc()
+    marked = BinnedTable.from_arrays([0.1, 0.5], [0.0, 1.0], is_ood=[0, 1], edges=[0, 1])
+    with pytest.raises(ValueError, match="has OOD marks; the selective"):
+        marked.aurc()
+    with pytest.raises(ValueError, match="has OOD marks; the selective reject models"):
+        BoundedAbstention(0.5).fit(marked)
+    with pytest.raises(ValueError, match="losses must be omitted when a BinnedTable"):
+        CostBased(0.5).fit(b, [0.0])
+    with pytest.raises(ValueError, match="must not be empty"):
+        BinnedTable([0.0, 1.0]).aurc()

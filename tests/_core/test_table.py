@@ -1,0 +1,322 @@
+"""ScoreTable: every metric and fit on a table equals the same call on the rows.
+
+Random data with many ties, 0/1, whole-number, binary-grid and continuous losses. A table
+built from the rows gives bit-for-bit the result of the rows; a table merged from parts
+gives it bit for bit whenever the loss sums are exact in float64 (0/1, whole numbers,
+multiples of 1/8), and to float64 rounding of the group sums otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from reference.metrics_ref import aurc_ref
+
+import abstain
+from abstain import BoundedAbstention, BoundedImprovement, CostBased, ScoreTable
+from abstain.metrics import (
+    augrc,
+    aupr_in,
+    aupr_out,
+    aurc,
+    auroc,
+    ccr_at_fpr,
+    coverage_at_risk,
+    detection_rate_at_false_alarm,
+    e_aurc,
+    fpr_at_tpr,
+    ood_pr_curve,
+    ood_roc_curve,
+    oscr,
+    risk_coverage_curve,
+    risk_coverage_curve_at_fpr,
+    sele_loss,
+    selective_risk_at_coverage,
+    selective_risk_at_precision_recall,
+    selective_risk_at_tpr_fpr,
+    tnr_at_tpr,
+)
+from abstain.models import least_risk_bound
+from abstain.models.ood import least_fpr_at_tpr, most_recall_at_precision
+from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+
+LOSS_KINDS = ("binary", "whole", "grid", "continuous")
+
+
+def _losses(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    if kind == "binary":
+        return (rng.random(n) < 0.3).astype(float)
+    if kind == "whole":
+        return rng.integers(0, 4, n).astype(float)
+    if kind == "grid":
+        return rng.integers(0, 9, n) / 8.0
+    return rng.random(n) * (rng.random(n) < 0.6)
+
+
+def _rows(seed: int, kind: str, n: int = 400, levels: int = 25):
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, levels, n) / 7.0
+    return rng, u, _losses(rng, n, kind)
+
+
+def _parts(rng, n, k=4):
+    cuts = np.sort(rng.choice(np.arange(1, n), size=k - 1, replace=False))
+    return np.split(rng.permutation(n), cuts)
+
+
+def _same(a, b) -> bool:
+    """Equal, NaN equal to NaN, through NamedTuples and arrays."""
+    if isinstance(a, tuple):
+        return all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, tuple):
+        return all(_close(x, y) for x, y in zip(a, b, strict=True))
+    return bool(np.allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-15,
+                            equal_nan=True))
+
+
+SELECTIVE = {
+    "aurc": lambda ls, u: aurc(ls, u),
+    "e_aurc": lambda ls, u: e_aurc(ls, u),
+    "augrc": lambda ls, u: augrc(ls, u),
+    "rc_curve": lambda ls, u: risk_coverage_curve(ls, u),
+    "risk_at_cov": lambda ls, u: selective_risk_at_coverage(ls, u, coverage=0.37),
+    "cov_at_risk": lambda ls, u: coverage_at_risk(ls, u, target_risk=0.2),
+    "sele": lambda ls, u: sele_loss(ls, u),
+}
+
+
+def _table_call(f, table):
+    """Call a two-array metric lambda with the table as losses and no uncertainty."""
+    return f(table, None)
+
+
+@pytest.mark.parametrize("kind", LOSS_KINDS)
+@pytest.mark.parametrize("seed", range(3))
+def test_selective_metrics_on_a_table_equal_the_rows(kind: str, seed: int) -> None:
+    rng, u, ls = _rows(seed, kind)
+    table = ScoreTable.from_arrays(u, ls)
+    merged = ScoreTable.merge(*(ScoreTable.from_arrays(u[p], ls[p]) for p in _parts(rng, u.size)))
+    assert merged.n == u.size and np.array_equal(merged.counts, table.counts)
+    for name, f in SELECTIVE.items():
+        rows = f(ls, u)
+        assert _same(_table_call(f, table), rows), name
+        on_parts = _table_call(f, merged)
+        if kind == "continuous":
+            assert _close(on_parts, rows), name
+        else:
+            assert _same(on_parts, rows), name
+
+
+@pytest.mark.parametrize("kind", LOSS_KINDS)
+def test_reject_model_fits_on_a_table_equal_the_rows(kind: str) -> None:
+    rng, u, ls = _rows(7, kind)
+    if kind == "whole":
+        ls = ls / 4.0  # within loss_bound = 1 for the guaranteed fit
+    table = ScoreTable.from_arrays(u, ls)
+    parts = ScoreTable.merge(*(ScoreTable.from_arrays(u[p], ls[p]) for p in _parts(rng, u.size)))
+    same = _close if kind == "continuous" else _same
+    models = [CostBased(0.25), CostBased(0.7), BoundedAbstention(0.6), BoundedAbstention(1.0),
+              BoundedImprovement(0.2), BoundedImprovement(0.3, delta=0.1, bound="sgr"),
+              BoundedImprovement(0.001)]
+    attrs = ("threshold_", "accept_prob_", "coverage_", "risk_", "feasible_", "risk_bound_",
+             "min_risk_", "cost_", "n_samples_")
+    for model in models:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", abstain.InfeasibleTargetWarning)
+            rows = abstain.load_json(model.fit(u, ls).to_json())
+            on_table = abstain.load_json(model.fit(table).to_json())
+            on_parts = abstain.load_json(model.fit(parts).to_json())
+        for a in attrs:
+            if hasattr(rows, a):
+                assert _same(getattr(on_table, a), getattr(rows, a)), (model, a)
+                assert same(getattr(on_parts, a), getattr(rows, a)), (model, a)
+        assert on_table.equivalent_ == rows.equivalent_
+    assert least_risk_bound(table, delta=0.1) == least_risk_bound(u, ls, 0.1, bound="sgr")
+
+
+def _ood_rows(seed: int, kind: str, n: int = 300):
+    rng, u, ls = _rows(seed, kind, n=n, levels=15)
+    if kind == "whole":
+        ls = np.minimum(ls, 1.0)
+    ood = rng.random(n) < 0.35
+    ls = np.where(ood, np.nan, ls)
+    return rng, u, ls, ood
+
+
+OOD = {
+    "auroc": lambda t, u, o, ls: auroc(t) if t is not None else auroc(o, u),
+    "aupr_in": lambda t, u, o, ls: aupr_in(t) if t is not None else aupr_in(o, u),
+    "aupr_out": lambda t, u, o, ls: aupr_out(t) if t is not None else aupr_out(o, u),
+    "fpr95": lambda t, u, o, ls: fpr_at_tpr(t, tpr=0.9) if t is not None else fpr_at_tpr(o, u, 0.9),
+    "tnr": lambda t, u, o, ls: tnr_at_tpr(t) if t is not None else tnr_at_tpr(o, u),
+    "det": lambda t, u, o, ls: (detection_rate_at_false_alarm(t) if t is not None
+                                else detection_rate_at_false_alarm(o, u)),
+    "roc": lambda t, u, o, ls: ood_roc_curve(t) if t is not None else ood_roc_curve(o, u),
+    "pr": lambda t, u, o, ls: ood_pr_curve(t) if t is not None else ood_pr_curve(o, u),
+    "oscr": lambda t, u, o, ls: oscr(t) if t is not None else oscr(ls, o, u),
+    "ccr": lambda t, u, o, ls: (ccr_at_fpr(t, fpr=0.2) if t is not None
+                                else ccr_at_fpr(ls, o, u, 0.2)),
+    "risk_tpr_fpr": lambda t, u, o, ls: (
+        selective_risk_at_tpr_fpr(t, tpr=0.5, fpr=0.3) if t is not None
+        else selective_risk_at_tpr_fpr(ls, o, u, 0.5, 0.3)),
+    "risk_pr": lambda t, u, o, ls: (
+        selective_risk_at_precision_recall(t, precision=0.7, recall=0.5) if t is not None
+        else selective_risk_at_precision_recall(ls, o, u, 0.7, 0.5)),
+    "rc_at_fpr": lambda t, u, o, ls: (
+        risk_coverage_curve_at_fpr(t, fpr=0.3) if t is not None
+        else risk_coverage_curve_at_fpr(ls, o, u, 0.3)),
+    "least_fpr": lambda t, u, o, ls: (least_fpr_at_tpr(t, tpr=0.8) if t is not None
+                                      else least_fpr_at_tpr(u, o, 0.8)),
+    "most_recall": lambda t, u, o, ls: (most_recall_at_precision(t, precision=0.7)
+                                        if t is not None
+                                        else most_recall_at_precision(u, o, 0.7)),
+}
+
+
+@pytest.mark.parametrize("kind", ("binary", "grid", "continuous"))
+@pytest.mark.parametrize("seed", range(2))
+def test_ood_metrics_and_rules_on_a_table_equal_the_rows(kind: str, seed: int) -> None:
+    rng, u, ls, ood = _ood_rows(seed, kind)
+    table = ScoreTable.from_arrays(u, ls, is_ood=ood)
+    parts = ScoreTable.merge(*(ScoreTable.from_arrays(u[p], ls[p], is_ood=ood[p])
+                               for p in _parts(rng, u.size)))
+    same = _close if kind == "continuous" else _same
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", abstain.InfeasibleTargetWarning)
+        for name, f in OOD.items():
+            rows = f(None, u, ood, ls)
+            assert _same(f(table, u, ood, ls), rows), name
+            assert same(f(parts, u, ood, ls), rows), name
+        for model in (BoundedTPRFPR(0.6, 0.3), BoundedPrecisionRecall(0.7, 0.6),
+                      CostBasedOOD(0.3, 1.0)):
+            rows = json.loads(model.fit(u, ood, ls).to_json())
+            assert json.loads(model.fit(table).to_json()) == rows
+            on_parts = model.fit(parts)
+            model.fit(u, ood, ls)
+            for a in ("threshold_", "accept_prob_", "risk_", "tpr_", "fpr_"):
+                assert same(getattr(on_parts, a), getattr(model, a)), (model, a)
+
+
+def test_closed_form_aurc_matches_the_exact_reference_and_long_tables() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n = int(rng.integers(1, 9))
+        u = rng.integers(0, 3, n).astype(float)
+        ls = rng.integers(0, 3, n) / 2.0
+        exact = aurc_ref(ls, u, ties="mean", exact=True)
+        assert isinstance(exact, Fraction)
+        assert math.isclose(aurc(ScoreTable.from_arrays(u, ls)), float(exact), rel_tol=1e-14)
+    # 2e5 rows in 50 groups: the harmonic differences after many rows keep their digits
+    n = 200_000
+    u = rng.integers(0, 50, n).astype(float)
+    ls = (rng.random(n) < 0.1 + u / 100).astype(float)
+    order = np.argsort(u, kind="stable")
+    su, sl = u[order], ls[order]
+    ends = np.flatnonzero(np.append(su[1:] != su[:-1], True))
+    csum = np.cumsum(sl)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    group_sum = csum[ends] - np.concatenate(([0.0], csum[ends[:-1]]))
+    before = np.concatenate(([0.0], csum[ends[:-1]]))
+    i = np.arange(1, n + 1, dtype=float)
+    idx = np.searchsorted(ends, np.arange(n))
+    prefix = before[idx] + (i - starts[idx]) * group_sum[idx] / (ends - starts + 1)[idx]
+    per_row = math.fsum(prefix / i) / n
+    assert math.isclose(aurc(ScoreTable.from_arrays(u, ls)), per_row, rel_tol=1e-13)
+
+
+def test_update_and_merge_keep_the_parts_and_empty_tables() -> None:
+    rng, u, ls = _rows(1, "binary")
+    table = ScoreTable()
+    for p in np.array_split(np.arange(u.size), 5):
+        table.update(u[p], ls[p])
+    assert table == ScoreTable.from_arrays(u, ls)
+    assert ScoreTable.merge(ScoreTable(), table, ScoreTable()) == table
+    assert ScoreTable.merge().n == 0 and ScoreTable().n_groups == 0
+    a = ScoreTable.from_arrays(u[:10], ls[:10])
+    copy = json.loads(a.to_json())
+    ScoreTable.merge(a, table)
+    assert json.loads(a.to_json()) == copy  # merge leaves its inputs alone
+    no_oracle = ScoreTable.from_arrays(u, ls, oracle=False)
+    assert ScoreTable.merge(no_oracle, table).loss_values is None
+    assert aurc(no_oracle) == aurc(ls, u)
+
+
+def test_json_round_trip_and_refused_documents() -> None:
+    _, u, ls, ood = _ood_rows(2, "grid")
+    for table in (ScoreTable.from_arrays(u, ls, is_ood=ood),
+                  ScoreTable.from_arrays(u, np.nan_to_num(ls))):
+        again = abstain.load_json(table.to_json())
+        assert again == table and again.counts.dtype == np.int64
+    doc = json.loads(ScoreTable.from_arrays([0.1, 0.2], [1.0, 0.0]).to_json())
+    assert doc["kind"] == "ScoreTable" and doc["params"] == {}
+    bad = json.loads(json.dumps(doc))
+    bad["fitted"]["counts"] = json.loads(ScoreTable.from_arrays(
+        [0.1, 0.2], [0.5, 0.5]).to_json())["fitted"]["loss_sums"]
+    with pytest.raises(ValueError, match="fitted.counts must hold whole numbers"):
+        abstain.load_json(json.dumps(bad))
+    swapped = ScoreTable.from_arrays([0.1, 0.2], [0.2, 0.1])
+    swapped.values = swapped.values[::-1].copy()
+    with pytest.raises(ValueError, match="fitted.values must be strictly increasing"):
+        abstain.load_json(swapped.to_json())
+    with pytest.raises(ValueError, match="an empty ScoreTable has nothing to write"):
+        ScoreTable().to_json()
+
+
+def test_what_a_table_cannot_do_is_refused_with_the_reason() -> None:
+    _, u, ls, ood = _ood_rows(0, "binary")
+    plain = ScoreTable.from_arrays(u, np.nan_to_num(ls))
+    marked = ScoreTable.from_arrays(u, ls, is_ood=ood)
+    with pytest.raises(ValueError, match="ties='index' needs the row order"):
+        aurc(plain, ties="index")
+    with pytest.raises(ValueError, match="ties='index' needs the row order"):
+        augrc(plain, ties="index")
+    with pytest.raises(ValueError, match="uncertainty must be omitted when a ScoreTable"):
+        aurc(plain, u)
+    with pytest.raises(ValueError, match="losses must be omitted when a ScoreTable"):
+        BoundedAbstention(0.5).fit(plain, ls)
+    with pytest.raises(ValueError, match="has OOD marks; selective metrics"):
+        aurc(marked)
+    with pytest.raises(ValueError, match="has OOD marks; selective metrics"):
+        CostBased(0.3).fit(marked)
+    with pytest.raises(ValueError, match="has no OOD marks"):
+        auroc(plain)
+    with pytest.raises(ValueError, match="sample_weight must be omitted"):
+        BoundedTPRFPR().fit(marked, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="must not be empty"):
+        aurc(ScoreTable())
+    with pytest.raises(ValueError, match="all have OOD marks or all have none"):
+        ScoreTable.merge(plain, marked)
+    with pytest.raises(TypeError, match=r"tables\[1\] must be a ScoreTable"):
+        ScoreTable.merge(plain, [1, 2])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="built with oracle=False"):
+        e_aurc(ScoreTable.from_arrays(u, np.nan_to_num(ls), oracle=False))
+    only_id = ScoreTable.from_arrays([0.1, 0.2], [0.0, 1.0], is_ood=[0, 0])
+    with pytest.raises(ValueError, match="got only ID in the ScoreTable"):
+        auroc(only_id)
+    with pytest.raises(ValueError, match="losses must not be NaN on ID rows"):
+        ScoreTable.from_arrays([0.1, 0.2], [np.nan, 1.0], is_ood=[0, 1])
+    with pytest.raises(ValueError, match="losses must be non-negative"):
+        ScoreTable.from_arrays([0.1, 0.2], [-1.0, 1.0])
+    with pytest.raises(ValueError, match="uncertainty must be finite"):
+        ScoreTable.from_arrays([0.1, np.inf], [0.0, 1.0])
+    with pytest.raises(ValueError, match="is_ood must hold only 0/1"):
+        ScoreTable.from_arrays([0.1, 0.2], [0.0, 1.0], is_ood=[0, 2])
+    with pytest.raises(ValueError, match="within the float64 range"):
+        ScoreTable.from_arrays([0.1, 0.2], [1.5e308, 1.5e308])
+    huge = ScoreTable.from_arrays([0.1, 0.2], [1e300, 1e300])
+    assert huge.sq_loss_sums is None and aurc(huge) == aurc([1e300, 1e300], [0.1, 0.2])
+    with pytest.raises(ValueError, match="squared losses of this ScoreTable exceed"):
+        BoundedImprovement(0.5, delta=0.1, loss_bound=1e301).fit(huge)
+    with pytest.raises(ValueError, match="losses must be given with uncertainty"):
+        BoundedAbstention(0.5).fit([0.1, 0.2])
+    # an OOD table tolerates NaN losses of OOD rows, a batch of one class, and OOD losses
+    assert ScoreTable.from_arrays([0.1], [np.nan], is_ood=[1]).ood_counts.tolist() == [1]

@@ -1,0 +1,131 @@
+"""Sources read in chunks (a directory of parts, a glob, --chunk-rows, --engine dask): the
+same metrics and rules as the whole file, and a clear line for every bad part."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from abstain.app.chunks import part_files
+from abstain.app.io import read_chunks
+from abstain.cli import main
+from abstain.io import write_table
+
+
+def _columns(n: int = 2000, seed: int = 0, continuous: bool = False) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    u = np.round(rng.random(n), 2)
+    label = rng.integers(0, 3, n)
+    pred = np.where(rng.random(n) < u, (label + 1) % 3, label)
+    cols = {"msp": u, "energy": rng.random(n), "is_ood": (rng.random(n) < 0.2).astype(float)}
+    if continuous:
+        cols["loss"] = rng.random(n) * u
+    else:
+        cols["label"], cols["prediction"] = label.astype(float), pred.astype(float)
+    return cols
+
+
+def _write_parts(cols, folder, k=4, formats=("csv", "parquet")):
+    folder.mkdir()
+    n = len(next(iter(cols.values())))
+    for i, idx in enumerate(np.array_split(np.arange(n), k)):
+        write_table(folder / f"part-{i}.{formats[i % len(formats)]}",
+                    {c: v[idx] for c, v in cols.items()})
+    return folder
+
+
+def _evaluate(source, tmp_path, *extra) -> dict:
+    out = tmp_path / f"ev{len(list(tmp_path.iterdir()))}.json"
+    assert main(["evaluate", str(source), "--json", str(out), "--quiet", *extra]) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_a_directory_of_parts_gives_the_metrics_of_the_whole_file(tmp_path, continuous):
+    cols = _columns(continuous=continuous)
+    write_table(tmp_path / "all.csv", cols)
+    whole = _evaluate(tmp_path / "all.csv", tmp_path)
+    parts = _evaluate(_write_parts(cols, tmp_path / "parts"), tmp_path, "--chunk-rows", "170")
+    if not continuous:
+        assert parts == whole
+    else:
+        assert parts["labels"] == whole["labels"]
+        for s, metrics in whole["metrics"].items():
+            for k, v in metrics.items():
+                got = parts["metrics"][s][k]
+                assert got == v if v is None else got == pytest.approx(v, rel=1e-12)
+    chunked_file = _evaluate(tmp_path / "all.csv", tmp_path, "--chunk-rows", "333")
+    assert chunked_file["metrics"].keys() == whole["metrics"].keys()
+
+
+@pytest.mark.parametrize("target", [["--target-coverage", "0.7"], ["--reject-cost", "0.3"],
+                                    ["--target-risk", "0.3", "--delta", "0.2"],
+                                    ["--tpr", "0.3", "--fpr", "0.5"],
+                                    ["--precision", "0.6", "--recall", "0.3"]])
+def test_fit_on_parts_writes_the_rule_of_the_whole_file(tmp_path, target, capsys):
+    cols = _columns()
+    write_table(tmp_path / "all.parquet", cols)
+    parts = _write_parts(cols, tmp_path / "parts", formats=("parquet",))
+    for source, out in ((tmp_path / "all.parquet", "a.json"), (parts / "*.parquet", "b.json")):
+        assert main(["fit", str(source), "--score", "msp", *target, "-o",
+                     str(tmp_path / out), "--quiet", "--chunk-rows", "250"]) == 0
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+
+
+def test_the_dask_engine_gives_the_same_metrics(tmp_path):
+    pytest.importorskip("distributed")
+    cols = _columns(n=800)
+    write_table(tmp_path / "all.csv", cols)
+    parts = _write_parts(cols, tmp_path / "parts")
+    assert _evaluate(parts, tmp_path, "--engine", "dask") == _evaluate(tmp_path / "all.csv",
+                                                                         tmp_path)
+
+
+def test_read_chunks_keeps_the_file_line_numbers(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("u,loss\n" + "".join(f"0.{i},0\n" for i in range(1, 8)) + "0.9,oops\n")
+    chunks = read_chunks(path, 3)
+    assert [c["u"].tolist() for c in [next(chunks), next(chunks)]] == [[0.1, 0.2, 0.3],
+                                                                     [0.4, 0.5, 0.6]]
+    with pytest.raises(ValueError, match=r"data row 2 \(line 9\)"):
+        next(chunks)
+    npz = tmp_path / "t.npz"
+    np.savez(npz, u=np.arange(5.0), loss=np.zeros(5))
+    assert [c["u"].size for c in read_chunks(npz, 2)] == [5]
+
+
+def test_bad_sources_get_one_line(tmp_path, capsys):
+    cols = _columns(n=400)
+    parts = _write_parts(cols, tmp_path / "parts", formats=("csv",))
+    (parts / "part-9.csv").write_text("msp,energy,is_ood,label,prediction\n0.1,0.2,0,1,x2\n"
+                                      "0.1,abc,0,1,1\n0.3,0.4,0,1,1\n")
+    assert main(["evaluate", str(parts), "--quiet"]) == 1
+    assert "column 'energy'" in capsys.readouterr().err
+    (parts / "part-9.csv").write_text("msp,energy,label,prediction\n0.1,0.2,1,1\n")
+    assert main(["evaluate", str(parts), "--quiet"]) == 1
+    assert "every part must have the OOD column or none" in capsys.readouterr().err
+    (parts / "part-9.csv").write_text("msp,energy,is_ood,label,prediction\n0.1,,0,1,1\n")
+    assert main(["evaluate", str(parts), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "part-9.csv" in err and "first at data row 0 of the file" in err and "--dropna" in err
+    assert main(["evaluate", str(parts), "--quiet", "--dropna"]) == 0
+    assert "dropped 1 row(s)" in capsys.readouterr().err
+    for args, message in (
+        (["evaluate", str(tmp_path / "none*.csv")], "no file matches"),
+        (["evaluate", str(tmp_path / "parts"), "--ood-score", "energy"], "needs every row"),
+        (["report", str(parts), "-o", str(tmp_path / "r.html")], "the report draws its figures"),
+        (["evaluate", str(parts), "--scheduler", "tcp://h:1"], "--scheduler needs --engine"),
+        (["evaluate", str(parts), "--chunk-rows", "0"], "--chunk-rows must be at least 1"),
+        (["fit", str(parts), "--score", "msp", "--target-coverage", "0.5", "-o",
+          str(parts / "part-0.csv")], "is the input file"),
+    ):
+        assert main(args) == 1, args
+        assert message in capsys.readouterr().err, args
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="holds no .csv, .parquet or .pq file"):
+        part_files(str(tmp_path / "empty"))
+    (tmp_path / "head.csv").write_text("msp,loss\n")
+    assert main(["evaluate", str(tmp_path / "head.csv"), "--chunk-rows", "5"]) == 1
+    assert "no data rows" in capsys.readouterr().err
