@@ -112,8 +112,10 @@ def main() -> None:
     else:
         shapes, fs = [(5000, 20000, 256)], (50000, 10000, 512, 10)
     repeats = 1 if args.quick else args.repeats
+    load_before = os.getloadavg()[0]
     knn = [knn_row(*shape, args.k, repeats) for shape in shapes]
     other = fit_score_rows(*fs, repeats)
+    load_after = os.getloadavg()[0]
     text = "\n".join([
         "# Feature detectors: time against a float32 GEMM and the peers",
         "",
@@ -121,7 +123,10 @@ def main() -> None:
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, NumPy "
         f"{np.__version__}. The machine was shared with other jobs while this ran: absolute "
         "times are noisy, the ratios (all measured in this one run) less so. Best of "
-        f"{repeats} after a warm-up (scikit-learn: one call).",
+        f"{repeats} after a warm-up (scikit-learn: one call). Load average (1 min) "
+        f"{load_before:.1f} before and {load_after:.1f} after the run, on "
+        f"{os.cpu_count()} cores: above the core count, other processes took part of the "
+        "time of every measurement.",
         "",
         f"## KNN (k = {args.k}, normalize=False): fit + score, n_test x n_bank x d",
         "",
