@@ -50,7 +50,7 @@ def test_both_plans_give_the_table_of_the_rows(client, rows, scores, plan) -> No
     assert table == whole
     assert aurc(table) == aurc(losses, u) and augrc(table) == augrc(losses, u)
     assert e_aurc(table) == e_aurc(losses, u)
-    for model in (BoundedAbstention(0.7), BoundedImprovement(0.3, delta=0.05)):
+    for model in (BoundedAbstention(0.7), BoundedImprovement(0.3, delta=0.05, bound="sgr")):
         on_rows, on_table = model.fit(u, losses), type(model)(**model.get_params()).fit(table)
         assert (on_table.threshold_, on_table.accept_prob_) == (on_rows.threshold_,
                                                                 on_rows.accept_prob_)
