@@ -97,3 +97,12 @@ def test_certified_rates_hold_over_draws(increasing_loss):
 @pytest.mark.slow
 def test_empirical_rates_do_not():
     assert _violations(True) > 0.3
+
+
+def test_a_score_table_is_refused_with_delta():
+    from abstain import ScoreTable
+
+    table = ScoreTable.from_arrays([0.1, 0.2, 0.3, 0.4], [0.0, 0.0, 0.0, 0.0],
+                                   is_ood=[False, False, True, True])
+    with pytest.raises(ValueError, match="a ScoreTable keeps no rows"):
+        BoundedTPRFPR(tpr=0.5, fpr=0.5, delta=0.1).fit(table)

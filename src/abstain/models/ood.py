@@ -311,14 +311,21 @@ class BoundedTPRFPR(_OODRule):
             con = tpr_fpr_constraint(fit, tpr, fpr)
             self._set(fit, fit.run(search, d, con, None), ood_fraction(fit))
         else:
-            self._set(fit, self._certified(fit, search, d, sample_weight), ood_fraction(fit))
+            if table_or_none(scores, {}) is not None:
+                raise ValueError("delta certifies the rates by a binomial test on the rows; a "
+                                 "ScoreTable keeps no rows: fit the arrays.")
+            rows = validate_sample(scores, is_ood, losses, sample_weight)  # type: ignore[arg-type]
+            self._set(fit, self._certified(fit, rows, search, d, sample_weight),
+                      ood_fraction(fit))
         if not self.feasible_:
             what = "" if self.delta is None else f" certified with delta {self.delta!r}"
             self._warn_infeasible(f"TPR >= {tpr!r} with FPR <= {fpr!r}{what}")
         return self
 
-    def _certified(self, fit: Sample, search: str, d: int,
+    def _certified(self, fit: Sample, rows: tuple[Any, ...], search: str, d: int,
                    sample_weight: ArrayLike | None) -> Found | None:
+        """The certified rule on the rows (``validate_sample``'s arrays: a one-column
+        ``fit`` holds tie groups, whose marks mix ID and OOD rows)."""
         if sample_weight is not None:
             raise ValueError("sample_weight must be None with delta: weighted rows have no "
                              "binomial law to certify the rates with.")
@@ -326,7 +333,8 @@ class BoundedTPRFPR(_OODRule):
             raise ValueError("search must be 'grid' with delta: the exact search picks its "
                              "directions from the data, which the guarantee does not allow.")
         assert self.delta is not None
-        found = certified_tpr_fpr(fit.s, fit.w_ood > 0, fit.w_loss, fit.directions(search, d),
+        s, _, w_ood, w_loss = rows
+        found = certified_tpr_fpr(s, w_ood > 0, w_loss, fit.directions(search, d),
                                   float(self.tpr), float(self.fpr), float(self.delta))
         if found is None:
             return None
