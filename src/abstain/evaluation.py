@@ -22,8 +22,9 @@ from scipy import stats
 from ._core.optional import figure
 from ._core.validation import as_features, check_fraction
 from .metrics import aurc
-from .scores.learned import PAPER_C_GRID, TCP, select_regularization, true_class_probability
+from .scores.learned import PAPER_C_GRID, TCP, true_class_probability
 from .scores.plugin import conditional_risk, margin, ordinal_margin
+from .scores.selection import select_regularization
 
 __all__ = [
     "PAPER_RATIOS",

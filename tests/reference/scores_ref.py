@@ -108,12 +108,18 @@ def predicted_class_design_ref(X, y_pred, classes) -> np.ndarray:
     return phi
 
 
-def ridge_ref(phi, target, C) -> np.ndarray:
-    """``argmin C/2 ||theta||^2 + (1/n) ||target - phi theta||^2`` (minimum norm for C = 0)."""
+def ridge_ref(phi, target, C, free=0) -> np.ndarray:
+    """``argmin C/2 ||theta||^2 + (1/n) ||target - phi theta||^2`` (minimum norm for C = 0).
+
+    The last ``free`` coefficients are not in the penalty (the baseline's coefficient).
+    """
     n, dim = phi.shape
     if C == 0:
         return np.linalg.pinv(phi) @ target
-    return np.linalg.solve(phi.T @ phi + n * C / 2.0 * np.eye(dim), phi.T @ target)
+    penalty = np.eye(dim)
+    for j in range(dim - free, dim):
+        penalty[j, j] = 0.0
+    return np.linalg.solve(phi.T @ phi + n * C / 2.0 * penalty, phi.T @ target)
 
 
 def top2_margin_ref(decision) -> np.ndarray:

@@ -13,12 +13,11 @@ from .learned import (
     SELE,
     TCP,
     LossRegression,
-    RegularizationSearch,
     score_from_json,
     sele_objective,
-    select_regularization,
     true_class_probability,
 )
+from .selection import RegularizationSearch, bootstrap_win_fraction, select_regularization
 from .plugin import (
     ConditionalRisk,
     conditional_risk,
@@ -39,6 +38,7 @@ __all__ = [
     "TCP",
     "RegularizationSearch",
     "select_regularization",
+    "bootstrap_win_fraction",
     "score_from_json",
     "sele_objective",
     "true_class_probability",
