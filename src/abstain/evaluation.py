@@ -296,9 +296,10 @@ def evaluate_scores(
             result_aurc[s, m] = aurc(losses[split.tst], plugin(fitted, x1[split.tst]))
         mean2, std2 = _standardizer(x[split.trn2])
         x2 = (x - mean2) / std2
-        for m, (name, learner) in enumerate(learners.items(), start=first):
-            learner = _with_classes(_seeded(learner, None if random_state is None
-                                            else int(seeds[s, 1]) + m), fitted)
+        for j, (name, learner) in enumerate(learners.items(), start=1):
+            m = first + j - 1  # the column; the seed goes by the learner's own position
+            seed = None if random_state is None else int(seeds[s, 1]) + j
+            learner = _with_classes(_seeded(learner, seed), fitted)
             target = losses
             if isinstance(learner, TCP):
                 if not hasattr(fitted, "predict_proba"):
@@ -313,7 +314,7 @@ def evaluate_scores(
                 baseline=u0[split.trn2] if takes else None,
                 baseline_val=u0[split.val2] if takes or name in safe_names else None,
                 safe=name in safe_names, confidence=confidence,
-                random_state=None if random_state is None else int(seeds[s, 1]) + m,
+                random_state=seed,
             )
             score_c[s, m] = search.C
             chose[s, m] = search.chosen == "baseline"
