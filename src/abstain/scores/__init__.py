@@ -17,7 +17,6 @@ from .learned import (
     sele_objective,
     true_class_probability,
 )
-from .selection import RegularizationSearch, bootstrap_win_fraction, select_regularization
 from .plugin import (
     ConditionalRisk,
     conditional_risk,
@@ -25,6 +24,7 @@ from .plugin import (
     mcp,
     ordinal_margin,
 )
+from .selection import RegularizationSearch, bootstrap_win_fraction, select_regularization
 
 __all__ = [
     "ConditionalRisk",

@@ -9,10 +9,9 @@ AuRC, or by ridge regression of the true-class probability (TCP). Re-exported by
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -45,7 +44,7 @@ from .._core.validation import (
     check_same_length,
 )
 from ..exceptions import ConvergenceWarning
-from ..metrics import aurc
+from .plugin import true_class_probability  # the target of TCP; its home is plugin
 
 __all__ = [
     "PAPER_C_GRID",
@@ -61,33 +60,6 @@ __all__ = [
 PAPER_C_GRID: tuple[float, ...] = (0.0, 1.0, 10.0, 100.0, 1000.0)
 
 _FEATURES = ("predicted_class", "shared")
-
-
-def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
-    """The probability a classifier gives to the true class, ``p_hat(y_i | x_i)``.
-
-    The regression target of :class:`TCP`.
-
-    Parameters
-    ----------
-    proba : array-like of shape (n, K)
-        Estimated posteriors, columns in class-index order.
-    y : array-like of int, shape (n,)
-        True class indices in ``0..K-1``.
-
-    Examples
-    --------
-    >>> from abstain.scores import true_class_probability
-    >>> true_class_probability([[0.7, 0.3], [0.4, 0.6]], [0, 0]).tolist()
-    [0.7, 0.4]
-    """
-    p = as_features(proba, "proba")
-    labels = np.asarray(y)
-    if labels.shape != (p.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"y must be integer labels of shape ({p.shape[0]},); got {labels.shape}.")
-    if labels.min() < 0 or labels.max() >= p.shape[1]:
-        raise ValueError(f"y must hold class indices in 0..{p.shape[1] - 1}.")
-    return p[np.arange(p.shape[0]), labels]
 
 
 class _Design(NamedTuple):
@@ -106,6 +78,9 @@ class _LinearScore(ParamsMixin):
     C: float
     features: str
     classes: ArrayLike | None
+    baseline_coef_: float | None
+    baseline_mean_: float | None
+    baseline_scale_: float | None
 
     def _validate_params(self) -> None:
         check_positive("C", self.C, allow_zero=True)
@@ -165,7 +140,8 @@ class _LinearScore(ParamsMixin):
             scale = float(u.std())
             self.baseline_mean_ = float(u.mean())
             self.baseline_scale_ = scale if scale > 0 and np.isfinite(scale) else 1.0
-        return (u - self.baseline_mean_) / self.baseline_scale_
+        mean, sd = float(self.baseline_mean_), float(self.baseline_scale_)  # type: ignore[arg-type]
+        return (u - mean) / sd
 
     def _design(
         self, X: ArrayLike, y_pred: ArrayLike | None, fitting: bool,

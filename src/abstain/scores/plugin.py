@@ -1,5 +1,6 @@
 """Plug-in uncertainty scores from a model's own outputs (Franc et al. 2023, section 3.2):
-conditional risk, MCP, margin and the ordinal margin. Higher = reject first."""
+conditional risk, MCP, margin, the ordinal margin and the true-class probability. Higher =
+reject first."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_proba, as_real_array, check_choice
+from .._core.validation import as_features, as_proba, as_real_array, check_choice
 from .losses import check_loss_matrix
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "mcp",
     "margin",
     "ordinal_margin",
+    "true_class_probability",
 ]
 
 
@@ -238,3 +240,28 @@ def ordinal_margin(decision: ArrayLike, thresholds: ArrayLike) -> NDArray[np.flo
     return -np.minimum(below, above)
 
 
+def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
+    """The probability a classifier gives to the true class, ``p_hat(y_i | x_i)``.
+
+    The regression target of :class:`TCP`.
+
+    Parameters
+    ----------
+    proba : array-like of shape (n, K)
+        Estimated posteriors, columns in class-index order.
+    y : array-like of int, shape (n,)
+        True class indices in ``0..K-1``.
+
+    Examples
+    --------
+    >>> from abstain.scores import true_class_probability
+    >>> true_class_probability([[0.7, 0.3], [0.4, 0.6]], [0, 0]).tolist()
+    [0.7, 0.4]
+    """
+    p = as_features(proba, "proba")
+    labels = np.asarray(y)
+    if labels.shape != (p.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"y must be integer labels of shape ({p.shape[0]},); got {labels.shape}.")
+    if labels.min() < 0 or labels.max() >= p.shape[1]:
+        raise ValueError(f"y must hold class indices in 0..{p.shape[1] - 1}.")
+    return p[np.arange(p.shape[0]), labels]

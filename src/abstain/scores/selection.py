@@ -204,6 +204,7 @@ def select_regularization(
     if u0_val is not None:
         base_aurc = aurc(losses_v, u0_val)
     if safe:
+        assert u0_val is not None  # checked above
         u_best = best.score(X_val, y_pred_val, **score_kw)
         wins = bootstrap_win_fraction(losses_v, u_best, u0_val, n_bootstrap=n_bootstrap,
                                       random_state=random_state)
