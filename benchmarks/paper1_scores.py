@@ -220,7 +220,8 @@ def family_table(family: str, raw: dict[str, dict[str, Any]], alpha: float,
     lines.append(f"| average rank (ours, {len(names)} datasets) | | {ranks} | | | |")
     paper_ranks = PAPER_RANKS[family]
     lines.append("| average rank (paper, 11 datasets) | | "
-                 + " | ".join(f"{paper_ranks.get(m, float('nan')):.2f}" for m in methods)
+                 + " | ".join(f"{paper_ranks[m]:.2f}" if m in paper_ranks else "-"
+                              for m in methods)
                  + " | | | |")
     lines += [
         "",
