@@ -11,6 +11,17 @@ score on Trn2 (C from {0, 1, 10, 100, 1000} by Val2 AuRC) and reports the test A
 - ordinal regression, absolute error: :class:`abstain.ordinal.SVOR` with the margin
   score (distance to the nearest threshold), SELE, REG.
 
+Beside the paper's learners, the baseline-aware ones (not in the paper): ``SELE+b``,
+``REG+b`` (and ``TCP+b`` for LR) take the baseline uncertainty as an input and are kept
+only where they beat the baseline on Val2 (paired bootstrap of the Val2 AuRC, win
+fraction >= 0.9; ``evaluate_scores(..., baseline_input=..., safe=...)``). For the SVM
+the multi-class margin is reported both ways: ``margin`` is ``-max_y f_y(x)`` (the
+formula of section 5.2.1, the baseline the learners see) and ``top2`` the gap between
+the two highest class scores (identical for two classes). Each family's table ends
+with win/tie/loss counts against the baseline: a loss where a method's mean test AuRC
+exceeds the baseline's by more than the baseline's standard deviation over the splits,
+a win where it is lower by more than that.
+
 Predictor C is scikit-learn's (it multiplies the summed loss). Writes
 ``benchmarks/results/paper1_classification.md``, ``paper1_ordinal.md`` (means +- std,
 the paper's numbers beside ours where the datasets are shared, average ranks, Friedman
@@ -19,7 +30,7 @@ numbers in ``paper1_raw_<kind>.json``.
 
 Run: ``make bench-paper1`` or
 ``python benchmarks/paper1_scores.py [--kind classification|ordinal|all] [--datasets ...]
-[--splits 5] [--jobs 2]``.
+[--splits 5] [--jobs 2] [--prefix paper1]`` (``--prefix`` names every output file).
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from abstain.evaluation import (
     evaluate_scores,
     plot_critical_difference,
 )
+from abstain.scores import margin
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -83,8 +95,12 @@ def percent_zero_one(y_true: Any, y_pred: Any) -> np.ndarray:
     return 100.0 * (np.asarray(y_true) != np.asarray(y_pred))
 
 
-def families(kind: str, n_classes: int) -> dict[str, tuple[Any, dict[str, Any], str]]:
-    """Predictor, learners and the baseline's name for each model family."""
+def top2_margin(model: Any, X: np.ndarray) -> np.ndarray:
+    return margin(model.decision_function(X), kind="top2")
+
+
+def families(kind: str, n_classes: int) -> dict[str, tuple[Any, dict[str, Any], str, dict]]:
+    """Predictor, learners, the baseline's name and the plug-in scores of each family."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
 
@@ -94,16 +110,17 @@ def families(kind: str, n_classes: int) -> dict[str, tuple[Any, dict[str, Any], 
         out: dict[str, Any] = {"SELE": SELE(random_state=0), "REG": LossRegression()}
         if with_tcp:
             out["TCP"] = TCP()
+        out.update({f"{name}+b": learner for name, learner in list(out.items())})
         return out
 
     if kind == "ordinal":
         from abstain.ordinal import SVOR
 
-        return {"SVOR": (SVOR(), learned(), "margin")}
+        return {"SVOR": (SVOR(), learned(), "margin", {})}
     svm = LinearSVC() if n_classes == 2 else LinearSVC(multi_class="crammer_singer")
     return {
-        "LR": (LogisticRegression(max_iter=1000), learned(with_tcp=True), "MCP"),
-        "SVM": (svm, learned(), "margin"),
+        "LR": (LogisticRegression(max_iter=1000), learned(with_tcp=True), "MCP", {}),
+        "SVM": (svm, learned(), "margin", {"top2": top2_margin}),
     }
 
 
@@ -111,9 +128,11 @@ def run_dataset(name: str, kind: str, n_splits: int) -> dict[str, Any]:
     X, y = load_dataset(name)
     loss = absolute_losses if kind == "ordinal" else percent_zero_one
     out: dict[str, Any] = {}
-    for family, (model, learners, base) in families(kind, len(np.unique(y))).items():
+    for family, (model, learners, base, plugins) in families(kind, len(np.unique(y))).items():
         start = time.perf_counter()
-        res = evaluate_scores(X, y, model, learners, loss=loss, n_splits=n_splits, random_state=0)
+        aware = [name for name in learners if name.endswith("+b")]
+        res = evaluate_scores(X, y, model, learners, loss=loss, n_splits=n_splits, random_state=0,
+                              plugin_scores=plugins, baseline_input=aware, safe=aware)
         methods = [base if m == "baseline" else m for m in res.methods]
         out[family] = {
             "methods": methods,
@@ -121,6 +140,7 @@ def run_dataset(name: str, kind: str, n_splits: int) -> dict[str, Any]:
             "risk": res.risk.tolist(),
             "model_C": res.model_C.tolist(),
             "score_C": res.score_C.tolist(),
+            "chose_baseline": res.chose_baseline.tolist(),
             "seconds": time.perf_counter() - start,
             "shape": list(X.shape),
         }
@@ -134,7 +154,15 @@ def _pm(values: list[float]) -> str:
     return f"{np.mean(values):.2f} +- {np.std(values):.2f}"
 
 
-def family_table(family: str, raw: dict[str, dict[str, Any]], alpha: float) -> list[str]:
+def win_tie_loss(a: np.ndarray, base: np.ndarray) -> str:
+    """Against the baseline: beyond one standard deviation of its AuRC over the splits."""
+    band = float(np.std(base))
+    diff = float(np.mean(a) - np.mean(base))
+    return "win" if diff < -band else "loss" if diff > band else "tie"
+
+
+def family_table(family: str, raw: dict[str, dict[str, Any]], alpha: float,
+                 prefix: str) -> list[str]:
     names = [d for d in raw if family in raw[d]]
     if not names:
         return []
@@ -159,22 +187,52 @@ def family_table(family: str, raw: dict[str, dict[str, Any]], alpha: float) -> l
                       for m in methods]
             lines.append("| *paper* | | " + " | ".join(pcells)
                          + f" | {paper['risk'][0]:.2f} +- {paper['risk'][1]:.2f} | | |")
+    counts = {m: {"win": 0, "tie": 0, "loss": 0} for m in methods[1:]}
+    worst = {m: ("", -np.inf) for m in methods[1:]}
+    kept = {m: 0 for m in methods[1:]}
+    total_splits = 0
+    for d in names:
+        a = np.array(raw[d][family]["aurc"])
+        chose = np.array(raw[d][family].get("chose_baseline", np.zeros(a.shape, bool)))
+        total_splits += a.shape[0]
+        for j, m in enumerate(methods[1:], start=1):
+            counts[m][win_tie_loss(a[:, j], a[:, 0])] += 1
+            excess = (a[:, j].mean() - a[:, 0].mean()) / max(a[:, 0].std(), 1e-300)
+            if excess > worst[m][1]:
+                worst[m] = (d, excess)
+            kept[m] += int(chose[:, j].sum())
+    wtl = [
+        "",
+        f"Against the baseline ({methods[0]}), per dataset: win / tie / loss beyond one "
+        "standard deviation of the baseline's test AuRC over the splits; the worst dataset "
+        "with its excess (mean AuRC minus the baseline's, in those standard deviations); "
+        "the splits in which the safe selection kept the baseline.",
+        "",
+        "| method | win | tie | loss | worst dataset (excess in std) | kept the baseline |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for m in methods[1:]:
+        c = counts[m]
+        wtl.append(f"| {m} | {c['win']} | {c['tie']} | {c['loss']} | {worst[m][0]} "
+                   f"({worst[m][1]:+.2f}) | {kept[m]} / {total_splits} |")
     cmp = compare_methods(np.array(means), methods, alpha=alpha)
     ranks = " | ".join(f"{r:.2f}" for r in cmp.average_rank)
     lines.append(f"| average rank (ours, {len(names)} datasets) | | {ranks} | | | |")
     paper_ranks = PAPER_RANKS[family]
     lines.append("| average rank (paper, 11 datasets) | | "
-                 + " | ".join(f"{paper_ranks.get(m, float('nan')):.2f}" for m in methods)
+                 + " | ".join(f"{paper_ranks[m]:.2f}" if m in paper_ranks else "-"
+                              for m in methods)
                  + " | | | |")
     lines += [
         "",
         f"Friedman chi2 = {cmp.friedman_statistic:.2f}, p = {cmp.friedman_pvalue:.3g} "
         f"(Iman-Davenport p = {cmp.iman_davenport_pvalue:.3g}); Nemenyi CD at alpha "
         f"{alpha:g} = {cmp.critical_difference:.2f} for k = {len(methods)} methods on "
-        f"N = {len(names)} datasets. Plot: `paper1_cd_{family.lower()}.png`.",
+        f"N = {len(names)} datasets. Plot: `{prefix}_cd_{family.lower()}.png`.",
+        *wtl,
         "",
     ]
-    plot_critical_difference(cmp, str(RESULTS / f"paper1_cd_{family.lower()}.png"),
+    plot_critical_difference(cmp, str(RESULTS / f"{prefix}_cd_{family.lower()}.png"),
                              title=f"{family}: average rank of test AuRC")
     return lines
 
@@ -187,14 +245,17 @@ def main() -> None:
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--alpha", type=float, default=0.10)
+    parser.add_argument("--prefix", default="paper1", help="name of every output file")
     parser.add_argument("--tables-only", action="store_true",
                         help="rewrite the tables from paper1_raw_<kind>.json without running")
     args = parser.parse_args()
     kinds = ("classification", "ordinal") if args.kind == "all" else (args.kind,)
-    todo = [(info.name, info.kind) for info in list_datasets()
-            if info.kind in kinds and (args.datasets is None or info.name in args.datasets)]
+    infos = sorted((info for info in list_datasets() if info.kind in kinds
+                    and (args.datasets is None or info.name in args.datasets)),
+                   key=lambda info: info.n_samples * info.n_features * info.n_classes)
+    todo = [(info.name, info.kind) for info in infos]  # the cheapest first
     RESULTS.mkdir(parents=True, exist_ok=True)
-    raw_path = RESULTS / f"paper1_raw_{args.kind}.json"
+    raw_path = RESULTS / f"{args.prefix}_raw_{args.kind}.json"
     if not args.tables_only:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             futures = {pool.submit(run_dataset, name, kind, args.splits): name
@@ -215,7 +276,10 @@ def main() -> None:
             "",
             f"Machine: {platform.machine()}, {args.jobs} worker process(es), NumPy "
             f"{np.__version__}, Python {platform.python_version()}. Command: "
-            f"`python benchmarks/paper1_scores.py --kind {kind}`; the runs took "
+            f"`python benchmarks/paper1_scores.py --kind {args.kind} --splits {args.splits} "
+            f"--prefix {args.prefix}"
+            + (f" --datasets {' '.join(args.datasets)}" if args.datasets else "")
+            + f"`; the runs took "
             f"{total / 60:.1f} min of worker time for these datasets (the time column; "
             f"divide by the number of workers for wall-clock). Loss: "
             + ("100 x 0/1 (percent)." if kind == "classification" else "absolute error (MAE).")
@@ -225,9 +289,9 @@ def main() -> None:
         ]
         subset = {d: previous[d] for d in sorted(names)}
         for family in fams:
-            lines += family_table(family, subset, args.alpha)
-        (RESULTS / f"paper1_{kind}.md").write_text("\n".join(lines) + "\n")
-        print(f"wrote {RESULTS / f'paper1_{kind}.md'}")
+            lines += family_table(family, subset, args.alpha, args.prefix)
+        (RESULTS / f"{args.prefix}_{kind}.md").write_text("\n".join(lines) + "\n")
+        print(f"wrote {RESULTS / f'{args.prefix}_{kind}.md'}")
 
 
 if __name__ == "__main__":

@@ -107,6 +107,50 @@ def test_evaluate_scores_with_a_margin_baseline_and_ordinal_losses():
     assert result.aurc.shape == (1, 2) and result.risk[0] > 0
 
 
+def test_evaluate_scores_with_baseline_inputs_safe_selection_and_plugin_scores():
+    svm = pytest.importorskip("sklearn.svm")
+    from abstain.scores import margin, select_regularization
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(900, 3))
+    y = np.argmax(X @ rng.normal(size=(3, 3)) + rng.normal(size=(900, 3)), axis=1)
+    learners = {"REG": LossRegression(), "REG+b": LossRegression()}
+    top2 = {"top2": lambda m, x: margin(m.decision_function(x), kind="top2")}
+    result = evaluate_scores(X, y, svm.LinearSVC(), learners, plugin_scores=top2,
+                             baseline_input=["REG+b"], safe=["REG+b"], n_splits=2,
+                             random_state=4)
+    assert result.methods == ("baseline", "top2", "REG", "REG+b")
+    assert not result.chose_baseline[:, :3].any()
+    assert np.isnan(result.score_C[:, :2]).all()
+    # Split 0 by hand: the plug-in column, then the baseline-aware learner, safely chosen.
+    split = paper_splits(len(y), n_splits=2, random_state=4)[0]
+    mean, std = X[split.trn1].mean(axis=0), X[split.trn1].std(axis=0)
+    x1 = (X - mean) / std
+    model = svm.LinearSVC(C=result.model_C[0],
+                          random_state=int(np.random.default_rng(4).integers(0, 2**31 - 1,
+                                                                              (2, 2))[0, 0]))
+    model.fit(x1[split.trn1], y[split.trn1])
+    pred = model.predict(x1)
+    losses = (pred != y).astype(float)
+    u0 = margin(model.decision_function(x1))
+    assert result.aurc[0, 1] == pytest.approx(aurc(losses[split.tst], top2["top2"](model,
+                                                                                   x1[split.tst])))
+    x2 = (X - X[split.trn2].mean(axis=0)) / X[split.trn2].std(axis=0)
+    seed = int(np.random.default_rng(4).integers(0, 2**31 - 1, (2, 2))[0, 1]) + 2
+    search = select_regularization(
+        LossRegression(classes=model.classes_), x2[split.trn2], pred[split.trn2],
+        losses[split.trn2], x2[split.val2], pred[split.val2], losses[split.val2],
+        baseline=u0[split.trn2], baseline_val=u0[split.val2], safe=True, random_state=seed)
+    assert result.chose_baseline[0, 3] == (search.chosen == "baseline")
+    expected = u0[split.tst] if search.chosen == "baseline" else search.best.score(
+        x2[split.tst], pred[split.tst], baseline=u0[split.tst])
+    assert result.aurc[0, 3] == pytest.approx(aurc(losses[split.tst], expected))
+    # A learner kept as the baseline has exactly the baseline's test AuRC.
+    for s in range(2):
+        if result.chose_baseline[s, 3]:
+            assert result.aurc[s, 3] == result.aurc[s, 0]
+
+
 def test_evaluate_scores_bad_input():
     svm = pytest.importorskip("sklearn.svm")
     X, y = synthetic(100)
@@ -121,6 +165,13 @@ def test_evaluate_scores_bad_input():
         evaluate_scores(np.where(X > 8, np.nan, X), y, model, {"REG": LossRegression()})
     with pytest.raises(ValueError, match="TCP needs a model with predict_proba"):
         evaluate_scores(X, y, svm.LinearSVC(), {"TCP": TCP()}, n_splits=1)
+    with pytest.raises(ValueError, match=r"baseline_input must name learners; got \['SELE'\]"):
+        evaluate_scores(X, y, model, {"REG": LossRegression()}, baseline_input=["SELE"])
+    with pytest.raises(ValueError, match="safe must name learners"):
+        evaluate_scores(X, y, model, {"REG": LossRegression()}, safe=["TCP"])
+    with pytest.raises(ValueError, match="distinct names other than 'baseline'"):
+        evaluate_scores(X, y, model, {"REG": LossRegression()},
+                        plugin_scores={"REG": lambda m, x: x[:, 0]})
 
 
 def ranks_ref(row):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -22,8 +22,9 @@ from scipy import stats
 from ._core.optional import figure
 from ._core.validation import as_features, check_fraction
 from .metrics import aurc
-from .scores.learned import PAPER_C_GRID, TCP, select_regularization, true_class_probability
+from .scores.learned import PAPER_C_GRID, TCP, true_class_probability
 from .scores.plugin import conditional_risk, margin, ordinal_margin
+from .scores.selection import select_regularization
 
 __all__ = [
     "PAPER_RATIOS",
@@ -130,7 +131,7 @@ class ProtocolResult(NamedTuple):
     Attributes
     ----------
     methods : tuple of str
-        ``"baseline"`` followed by the learners' names.
+        ``"baseline"``, then the names of ``plugin_scores``, then the learners' names.
     aurc : ndarray of shape (n_splits, n_methods)
         Test AuRC of each method (ties averaged).
     risk : ndarray of shape (n_splits,)
@@ -138,10 +139,14 @@ class ProtocolResult(NamedTuple):
     model_C : ndarray of shape (n_splits,)
         Regularisation chosen for the predictor on Val1.
     score_C : ndarray of shape (n_splits, n_methods)
-        Regularisation chosen for each learned score on Val2 (NaN for the baseline).
+        Regularisation chosen for each learned score on Val2 (NaN for the baseline and
+        the plug-in scores).
     model_converged : ndarray of bool, shape (n_splits,), or None
         False where fitting the chosen predictor issued a ``ConvergenceWarning`` (its solver
         stopped at the iteration limit); None for results built by hand.
+    chose_baseline : ndarray of bool, shape (n_splits, n_methods), or None
+        True where the safe selection on Val2 kept the baseline instead of the learned
+        score (its test AuRC is then the baseline's); False elsewhere.
     """
 
     methods: tuple[str, ...]
@@ -150,6 +155,7 @@ class ProtocolResult(NamedTuple):
     model_C: NDArray[np.float64]
     score_C: NDArray[np.float64]
     model_converged: NDArray[np.bool_] | None = None
+    chose_baseline: NDArray[np.bool_] | None = None
 
 
 def evaluate_scores(
@@ -165,6 +171,11 @@ def evaluate_scores(
     n_splits: int = 5,
     ratios: Sequence[float] = PAPER_RATIOS,
     random_state: int | None = None,
+    plugin_scores: Mapping[str, Callable[[Any, NDArray[np.float64]], NDArray[np.float64]]]
+    | None = None,
+    baseline_input: Collection[str] = (),
+    safe: bool | Collection[str] = False,
+    confidence: float = 0.9,
 ) -> ProtocolResult:
     """Run the protocol of section 5.2 on one dataset.
 
@@ -176,6 +187,12 @@ def evaluate_scores(
     from ``score_grid`` by Val2 AuRC (:func:`~abstain.scores.select_regularization`).
     A :class:`~abstain.scores.TCP` learner is fitted to the predicted probability of
     the true class and needs ``predict_proba``. Report every method's AuRC on Tst.
+
+    Beyond the paper: the learners named in ``baseline_input`` get the baseline
+    uncertainty as an input (``fit(..., baseline=u0)``), and those named in ``safe``
+    are kept only where they beat the baseline on Val2 by the paired bootstrap rule of
+    :func:`~abstain.scores.select_regularization` (``chose_baseline`` says where they
+    did not; the test AuRC is then the baseline's).
 
     Parameters
     ----------
@@ -196,7 +213,18 @@ def evaluate_scores(
     random_state : int or None
         Seeds the splits and, through seeds drawn from it, every estimator whose
         ``random_state`` parameter is None: the predictor (e.g. ``LinearSVC``) and the
-        learners, so that an int gives the same result on every run.
+        learners, and the bootstrap of the safe selection, so that an int gives the
+        same result on every run.
+    plugin_scores : mapping of str to callable, optional
+        Further scores of the fitted predictor, ``f(fitted_model, X)`` like
+        ``baseline``, reported beside it (e.g. the other kind of
+        :func:`~abstain.scores.margin`); no learner sees them.
+    baseline_input : collection of str, default ()
+        Names of ``learners`` fitted with the baseline as an input.
+    safe : bool or collection of str, default False
+        Names of ``learners`` selected safely against the baseline; True for all.
+    confidence : float, default 0.9
+        The win fraction the safe selection needs to keep a learned score.
 
     Returns
     -------
@@ -215,6 +243,12 @@ def evaluate_scores(
     ...                          n_splits=2, random_state=0)
     >>> result.methods, result.aurc.shape
     (('baseline', 'REG'), (2, 2))
+    >>> result = evaluate_scores(X, y, LogisticRegression(),
+    ...                          {"REG": LossRegression(), "REG+b": LossRegression()},
+    ...                          baseline_input=["REG+b"], safe=["REG+b"],
+    ...                          n_splits=2, random_state=0)
+    >>> result.chose_baseline.shape
+    (2, 3)
     """
     x = as_features(X)
     labels = np.asarray(y)
@@ -226,7 +260,19 @@ def evaluate_scores(
         raise ValueError("learners must name at least one score learner; got none.")
     for r in ratios:
         check_fraction("ratios", r)
-    methods = ("baseline", *learners)
+    plugins = dict(plugin_scores or {})
+    safe_names = set(learners) if safe is True else set(safe or ())
+    for label, names in (("baseline_input", set(baseline_input)), ("safe", safe_names)):
+        unknown = sorted(names - set(learners))
+        if unknown:
+            raise ValueError(f"{label} must name learners; got {unknown} (learners: "
+                             f"{list(learners)}).")
+    clash = sorted(({"baseline", *plugins} & set(learners)) | ({"baseline"} & set(plugins)))
+    if clash:
+        raise ValueError(f"learners and plugin_scores must have distinct names other than "
+                         f"'baseline'; got {clash} twice.")
+    methods = ("baseline", *plugins, *learners)
+    first = 1 + len(plugins)
     splits = paper_splits(len(labels), n_splits=n_splits, ratios=ratios, random_state=random_state)
     seeds = np.random.default_rng(random_state).integers(0, 2**31 - 1, (len(splits), 2))
     converged = np.ones(len(splits), dtype=bool)
@@ -234,6 +280,7 @@ def evaluate_scores(
     result_risk = np.full(len(splits), np.nan)
     model_c = np.full(len(splits), np.nan)
     score_c = np.full((len(splits), len(methods)), np.nan)
+    chose = np.zeros((len(splits), len(methods)), dtype=bool)
     for s, split in enumerate(splits):
         mean1, std1 = _standardizer(x[split.trn1])
         x1 = (x - mean1) / std1
@@ -243,27 +290,39 @@ def evaluate_scores(
         pred = fitted.predict(x1)
         losses = loss(labels, pred)
         result_risk[s] = losses[split.tst].mean()
-        result_aurc[s, 0] = aurc(losses[split.tst], baseline(fitted, x1[split.tst]))
+        u0 = baseline(fitted, x1)
+        result_aurc[s, 0] = aurc(losses[split.tst], u0[split.tst])
+        for m, plugin in enumerate(plugins.values(), start=1):
+            result_aurc[s, m] = aurc(losses[split.tst], plugin(fitted, x1[split.tst]))
         mean2, std2 = _standardizer(x[split.trn2])
         x2 = (x - mean2) / std2
-        for m, learner in enumerate(learners.values(), start=1):
-            learner = _with_classes(_seeded(learner, None if random_state is None
-                                            else int(seeds[s, 1]) + m), fitted)
+        for j, (name, learner) in enumerate(learners.items(), start=1):
+            m = first + j - 1  # the column; the seed goes by the learner's own position
+            seed = None if random_state is None else int(seeds[s, 1]) + j
+            learner = _with_classes(_seeded(learner, seed), fitted)
             target = losses
             if isinstance(learner, TCP):
                 if not hasattr(fitted, "predict_proba"):
                     raise ValueError("TCP needs a model with predict_proba.")
                 target = _true_class_proba(fitted, x1, labels)
+            takes = name in baseline_input
             search = select_regularization(
                 learner,
                 x2[split.trn2], pred[split.trn2], target[split.trn2],
                 x2[split.val2], pred[split.val2], losses[split.val2],
                 grid=tuple(score_grid),
+                baseline=u0[split.trn2] if takes else None,
+                baseline_val=u0[split.val2] if takes or name in safe_names else None,
+                safe=name in safe_names, confidence=confidence,
+                random_state=seed,
             )
             score_c[s, m] = search.C
-            result_aurc[s, m] = aurc(losses[split.tst], search.best.score(x2[split.tst],
-                                                                          pred[split.tst]))
-    return ProtocolResult(methods, result_aurc, result_risk, model_c, score_c, converged)
+            chose[s, m] = search.chosen == "baseline"
+            u_test = u0[split.tst] if chose[s, m] else search.best.score(
+                x2[split.tst], pred[split.tst], **({"baseline": u0[split.tst]} if takes else {}))
+            result_aurc[s, m] = aurc(losses[split.tst], u_test)
+    return ProtocolResult(methods, result_aurc, result_risk, model_c, score_c, converged,
+                          chose)
 
 
 def _seeded(estimator: Any, seed: int | None) -> Any:

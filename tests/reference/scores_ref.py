@@ -108,9 +108,35 @@ def predicted_class_design_ref(X, y_pred, classes) -> np.ndarray:
     return phi
 
 
-def ridge_ref(phi, target, C) -> np.ndarray:
-    """``argmin C/2 ||theta||^2 + (1/n) ||target - phi theta||^2`` (minimum norm for C = 0)."""
+def ridge_ref(phi, target, C, free=0) -> np.ndarray:
+    """``argmin C/2 ||theta||^2 + (1/n) ||target - phi theta||^2`` (minimum norm for C = 0).
+
+    The last ``free`` coefficients are not in the penalty (the baseline's coefficient).
+    """
     n, dim = phi.shape
     if C == 0:
         return np.linalg.pinv(phi) @ target
-    return np.linalg.solve(phi.T @ phi + n * C / 2.0 * np.eye(dim), phi.T @ target)
+    penalty = np.eye(dim)
+    for j in range(dim - free, dim):
+        penalty[j, j] = 0.0
+    return np.linalg.solve(phi.T @ phi + n * C / 2.0 * penalty, phi.T @ target)
+
+
+def top2_margin_ref(decision) -> np.ndarray:
+    """``-(f_(1) - f_(2))`` per row by two explicit passes: the winner, then the best other.
+
+    A tie for the top (the winner's index taken once, the other equal value is the
+    runner-up) gives a gap of 0.
+    """
+    out = []
+    for row in np.asarray(decision, dtype=float):
+        best = 0
+        for j in range(1, len(row)):
+            if row[j] > row[best]:
+                best = j
+        runner = None
+        for j in range(len(row)):
+            if j != best and (runner is None or row[j] > row[runner]):
+                runner = j
+        out.append(-(float(row[best]) - float(row[runner])))
+    return np.array(out)

@@ -76,13 +76,14 @@ def _problem(seed, C, chunk_size):
 @pytest.mark.parametrize(("C", "chunk_size"), [(0.0, None), (0.7, None), (0.3, 20), (2.0, 7)])
 def test_sele_value_gradient_and_hessian(C, chunk_size):
     problem, design, chunks, losses, rng = _problem(3, C, chunk_size)
-    theta = rng.normal(size=problem.shape[0] * problem.shape[1])
+    shape = (problem.n_blocks, design.rows.shape[1])
+    theta = rng.normal(size=problem.size)
     value, grad = problem.value_grad(theta)
     # Value: the double loop on the sorted rows, chunk by chunk, plus the ridge term.
     scores = design.rows @ np.zeros(design.rows.shape[1])  # shape only
     scores = np.array(
         [
-            design.rows[i] @ theta.reshape(problem.shape)[_block_of(design, i)]
+            design.rows[i] @ theta.reshape(shape)[_block_of(design, i)]
             for i in range(len(scores))
         ]
     )

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from reference.scores_ref import conditional_risk_ref, mcp_ref
+from reference.scores_ref import conditional_risk_ref, mcp_ref, top2_margin_ref
 
 from abstain.losses import absolute_error_loss, zero_one_loss
 from abstain.scores import conditional_risk, margin, mcp
@@ -101,6 +101,20 @@ def test_margin_is_the_negated_decision_value():
     np.testing.assert_array_equal(margin(d1), [-abs(v) for v in d1])
     d2 = rng.normal(size=(30, 4))
     np.testing.assert_array_equal(margin(d2), [-max(row) for row in d2])
+    np.testing.assert_array_equal(margin(d2, kind="max"), margin(d2))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top2_margin_matches_two_pass_reference(seed):
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 6))
+    d = rng.integers(-2, 3, size=(40, k)) * rng.choice([0.5, 3.0])  # many tied class scores
+    np.testing.assert_array_equal(margin(d, kind="top2"), top2_margin_ref(d))
+    assert np.all(margin(d, kind="top2") <= 0.0)
+    d1 = rng.normal(size=12)  # binary decision values: both kinds are -|f|
+    np.testing.assert_array_equal(margin(d1, kind="top2"), margin(d1))
+    g = rng.normal(size=12)  # columns (-g, g): the gap is twice the binary margin
+    np.testing.assert_allclose(margin(np.column_stack([-g, g]), kind="top2"), 2 * margin(g))
 
 
 proba_rows = hnp.arrays(
@@ -157,6 +171,8 @@ def test_bad_prediction_and_decision():
         margin([[1.0]])
     with pytest.raises(ValueError, match="finite"):
         margin([np.inf])
+    with pytest.raises(ValueError, match="kind must be one of 'max', 'top2'; got 'gap'"):
+        margin([[1.0, 2.0]], kind="gap")
 
 
 @pytest.mark.parametrize("labels", [np.array([1, 2, 3]), np.array(["b", "a", "c"])])

@@ -13,10 +13,8 @@ from .learned import (
     SELE,
     TCP,
     LossRegression,
-    RegularizationSearch,
     score_from_json,
     sele_objective,
-    select_regularization,
     true_class_probability,
 )
 from .plugin import (
@@ -26,6 +24,7 @@ from .plugin import (
     mcp,
     ordinal_margin,
 )
+from .selection import RegularizationSearch, bootstrap_win_fraction, select_regularization
 
 __all__ = [
     "ConditionalRisk",
@@ -39,6 +38,7 @@ __all__ = [
     "TCP",
     "RegularizationSearch",
     "select_regularization",
+    "bootstrap_win_fraction",
     "score_from_json",
     "sele_objective",
     "true_class_probability",

@@ -9,10 +9,9 @@ AuRC, or by ridge regression of the true-class probability (TCP). Re-exported by
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -37,6 +36,7 @@ from .._core.validation import (
     as_features,
     as_losses,
     as_real_array,
+    as_scores,
     check_bool,
     check_choice,
     check_positive,
@@ -44,15 +44,13 @@ from .._core.validation import (
     check_same_length,
 )
 from ..exceptions import ConvergenceWarning
-from ..metrics import aurc
+from .plugin import true_class_probability  # the target of TCP; its home is plugin
 
 __all__ = [
     "PAPER_C_GRID",
     "LossRegression",
     "SELE",
     "TCP",
-    "RegularizationSearch",
-    "select_regularization",
     "score_from_json",
     "sele_objective",
     "true_class_probability",
@@ -64,39 +62,14 @@ PAPER_C_GRID: tuple[float, ...] = (0.0, 1.0, 10.0, 100.0, 1000.0)
 _FEATURES = ("predicted_class", "shared")
 
 
-def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
-    """The probability a classifier gives to the true class, ``p_hat(y_i | x_i)``.
-
-    The regression target of :class:`TCP`.
-
-    Parameters
-    ----------
-    proba : array-like of shape (n, K)
-        Estimated posteriors, columns in class-index order.
-    y : array-like of int, shape (n,)
-        True class indices in ``0..K-1``.
-
-    Examples
-    --------
-    >>> from abstain.scores import true_class_probability
-    >>> true_class_probability([[0.7, 0.3], [0.4, 0.6]], [0, 0]).tolist()
-    [0.7, 0.4]
-    """
-    p = as_features(proba, "proba")
-    labels = np.asarray(y)
-    if labels.shape != (p.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"y must be integer labels of shape ({p.shape[0]},); got {labels.shape}.")
-    if labels.min() < 0 or labels.max() >= p.shape[1]:
-        raise ValueError(f"y must hold class indices in 0..{p.shape[1] - 1}.")
-    return p[np.arange(p.shape[0]), labels]
-
-
 class _Design(NamedTuple):
-    """Rows ``[x, 1]`` sorted by block, the block bounds and the sorting order."""
+    """Rows ``[x, 1]`` sorted by block, the block bounds, the sorting order and the
+    standardised baseline in the same order (None without a baseline)."""
 
     rows: NDArray[np.float64]
     bounds: NDArray[np.intp]
     order: NDArray[np.intp]
+    extra: NDArray[np.float64] | None = None
 
 
 class _LinearScore(ParamsMixin):
@@ -105,6 +78,9 @@ class _LinearScore(ParamsMixin):
     C: float
     features: str
     classes: ArrayLike | None
+    baseline_coef_: float | None
+    baseline_mean_: float | None
+    baseline_scale_: float | None
 
     def _validate_params(self) -> None:
         check_positive("C", self.C, allow_zero=True)
@@ -144,7 +120,33 @@ class _LinearScore(ParamsMixin):
             )
         return pos.astype(np.intp)
 
-    def _design(self, X: ArrayLike, y_pred: ArrayLike | None, fitting: bool) -> _Design:
+    def _baseline_column(
+        self, baseline: ArrayLike | None, n: int, fitting: bool
+    ) -> NDArray[np.float64] | None:
+        """``(u0 - baseline_mean_) / baseline_scale_``, the statistics taken in ``fit``."""
+        if fitting:
+            self.baseline_coef_ = self.baseline_mean_ = self.baseline_scale_ = None
+        if baseline is None:
+            if not fitting and self.baseline_mean_ is not None:
+                raise ValueError("baseline must be given: this score was fitted with "
+                                 "baseline=...; got None.")
+            return None
+        if not fitting and self.baseline_mean_ is None:
+            raise ValueError("baseline must be None: this score was fitted without a "
+                             "baseline; got an array.")
+        u = as_scores(baseline, "baseline")
+        check_same_length(X=np.empty(n), baseline=u)
+        if fitting:
+            scale = float(u.std())
+            self.baseline_mean_ = float(u.mean())
+            self.baseline_scale_ = scale if scale > 0 and np.isfinite(scale) else 1.0
+        mean, sd = float(self.baseline_mean_), float(self.baseline_scale_)  # type: ignore[arg-type]
+        return (u - mean) / sd
+
+    def _design(
+        self, X: ArrayLike, y_pred: ArrayLike | None, fitting: bool,
+        baseline: ArrayLike | None = None,
+    ) -> _Design:
         x = as_features(X)
         if not fitting:
             self._check_fitted("coef_")
@@ -153,33 +155,45 @@ class _LinearScore(ParamsMixin):
                     f"X must have {self.n_features_in_} features, as in fit; got {x.shape[1]}."
                 )
         blocks = self._blocks(y_pred, x.shape[0], fitting)
+        extra = self._baseline_column(baseline, x.shape[0], fitting)
         n_blocks = 1 if self.features == "shared" else len(self.classes_)
         order = np.argsort(blocks, kind="stable")
         rows = np.empty((x.shape[0], x.shape[1] + 1))
         rows[:, :-1] = x[order]
         rows[:, -1] = 1.0
         bounds = np.searchsorted(blocks[order], np.arange(n_blocks + 1))
-        return _Design(rows, bounds.astype(np.intp), order)
+        return _Design(rows, bounds.astype(np.intp), order, None if extra is None else extra[order])
 
     def _theta(self) -> NDArray[np.float64]:
-        return np.column_stack([self.coef_, self.intercept_])
+        """All coefficients as one vector: the blocks ``[w_b, c_b]``, then the baseline's."""
+        flat = np.column_stack([self.coef_, self.intercept_]).ravel()
+        return flat if self.baseline_coef_ is None else np.append(flat, self.baseline_coef_)
 
-    def _set_theta(self, theta: NDArray[np.float64], n_features: int) -> None:
+    def _set_theta(self, flat: NDArray[np.float64], design: _Design) -> None:
+        d = design.rows.shape[1]
+        n_blocks = len(design.bounds) - 1
+        theta = flat[: n_blocks * d].reshape(n_blocks, d)
         self.coef_ = theta[:, :-1].copy()
         self.intercept_ = theta[:, -1].copy()
-        self.n_features_in_ = n_features
+        self.n_features_in_ = d - 1
+        if design.extra is not None:
+            self.baseline_coef_ = float(flat[n_blocks * d])
 
     def decision_function(
-        self, X: ArrayLike, y_pred: ArrayLike | None = None
+        self, X: ArrayLike, y_pred: ArrayLike | None = None, *, baseline: ArrayLike | None = None
     ) -> NDArray[np.float64]:
-        """The fitted linear function ``<w_{h(x)}, x> + b_{h(x)}``, eq. (37)."""
-        design = self._design(X, y_pred, fitting=False)
-        s = _block_matvec(design, self._theta())
+        """The fitted linear function ``<w_{h(x)}, x> + b_{h(x)}``, eq. (37), plus
+        ``baseline_coef_ * (u0 - baseline_mean_) / baseline_scale_`` when fitted with a
+        baseline."""
+        design = self._design(X, y_pred, fitting=False, baseline=baseline)
+        s = _matvec(design, self._theta(), len(design.bounds) - 1)
         out = np.empty_like(s)
         out[design.order] = s
         return out
 
-    def score(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
+    def score(
+        self, X: ArrayLike, y_pred: ArrayLike | None = None, *, baseline: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
         """Uncertainty of each prediction; higher means reject first.
 
         Parameters
@@ -187,12 +201,15 @@ class _LinearScore(ParamsMixin):
         X : array-like of shape (n, d)
         y_pred : array-like of shape (n,)
             The predictor's outputs on ``X`` (ignored with ``features='shared'``).
+        baseline : array-like of shape (n,), optional
+            The baseline uncertainty of the same predictions; required exactly when
+            ``fit`` was given one.
 
         Returns
         -------
         ndarray of shape (n,)
         """
-        return self.decision_function(X, y_pred)
+        return self.decision_function(X, y_pred, baseline=baseline)
 
     def predict(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
         """Deprecated alias of :meth:`score` (the uncertainty); removed in 0.3.
@@ -212,9 +229,19 @@ class _LinearScore(ParamsMixin):
         "coef_": Array(("blocks", "d")),
         "intercept_": Array(("blocks",)),
         "n_features_in_": Int(1, dim="d"),
+        "baseline_coef_": Number(none=True, optional=True),
+        "baseline_mean_": Number(none=True, optional=True),
+        "baseline_scale_": Number(0.0, none=True, optional=True),
     }
 
     def _after_load(self) -> None:
+        for name in ("baseline_coef_", "baseline_mean_", "baseline_scale_"):
+            if not hasattr(self, name):  # a document written before baselines were inputs
+                setattr(self, name, None)
+        if len({getattr(self, name) is None for name in
+                ("baseline_coef_", "baseline_mean_", "baseline_scale_")}) > 1:
+            raise ValueError("fitted.baseline_coef_, baseline_mean_ and baseline_scale_ must "
+                             "all be numbers or all be null; got a mix.")
         blocks = 1 if self.features == "shared" else len(self.classes_)
         if self.coef_.shape[0] != blocks:
             raise ValueError(f"fitted.coef_ must have {blocks} row(s): one per class of "
@@ -242,6 +269,29 @@ def _block_rmatvec(design: _Design, g: NDArray[np.float64], n_blocks: int) -> ND
     return out
 
 
+def _matvec(design: _Design, flat: NDArray[np.float64], n_blocks: int) -> NDArray[np.float64]:
+    """The scores of all coefficients ``flat`` (see ``_theta``), baseline column included."""
+    size = n_blocks * design.rows.shape[1]
+    s = _block_matvec(design, flat[:size].reshape(n_blocks, -1))
+    if design.extra is not None:
+        s += flat[size] * design.extra
+    return s
+
+
+def _rmatvec(design: _Design, g: NDArray[np.float64], n_blocks: int) -> NDArray[np.float64]:
+    """The transpose of :func:`_matvec`, as one flat vector."""
+    out = _block_rmatvec(design, g, n_blocks).ravel()
+    return out if design.extra is None else np.append(out, g @ design.extra)
+
+
+def _penalised(design: _Design, n_blocks: int) -> NDArray[np.float64]:
+    """1 for each regularised coefficient, 0 for the baseline's (never shrunk)."""
+    mask = np.ones(n_blocks * design.rows.shape[1] + (design.extra is not None))
+    if design.extra is not None:
+        mask[-1] = 0.0
+    return mask
+
+
 def _ridge(
     design: _Design, target: NDArray[np.float64], C: float, n_blocks: int
 ) -> NDArray[np.float64]:
@@ -250,21 +300,38 @@ def _ridge(
     The feature map is block-diagonal, so each block is its own ridge problem
     ``(A_k + n C / 2 I) theta_k = Phi_k^T t_k``; ``C = 0`` gives the least-squares
     solution of minimum norm. A block with no rows keeps ``theta_k = 0``.
+
+    With a baseline column ``z`` (coefficient ``a``, not regularised) every block's
+    solution is affine in ``a``, ``theta_k = P_k - a Q_k`` (right-hand sides ``t_k`` and
+    ``z_k``), so the objective is a quadratic in ``a`` alone, minimised at
+    ``a = (2/n r_z.r_t + C Q.P) / (2/n r_z.r_z + C Q.Q)`` with the residuals
+    ``r_t = t - Phi P`` and ``r_z = z - Phi Q``. When ``z`` lies in the span of the
+    features and ``C = 0`` the denominator vanishes, every ``a`` fits equally and
+    ``a = 0`` is taken.
     """
     n, dim = design.rows.shape
-    theta = np.zeros((n_blocks, dim))
+    rhs = target[:, None] if design.extra is None else np.column_stack([target, design.extra])
+    sol = np.zeros((n_blocks, dim, rhs.shape[1]))
     b = design.bounds
     for k in range(n_blocks):
-        rows, t = design.rows[b[k] : b[k + 1]], target[b[k] : b[k + 1]]
+        rows, t = design.rows[b[k] : b[k + 1]], rhs[b[k] : b[k + 1]]
         if rows.shape[0] == 0:
             continue
         if C == 0.0:
-            theta[k] = scipy.linalg.lstsq(rows, t, cond=None)[0]
+            sol[k] = scipy.linalg.lstsq(rows, t, cond=None)[0]
             continue
         gram = rows.T @ rows
         gram[np.diag_indices(dim)] += n * C / 2.0
-        theta[k] = scipy.linalg.solve(gram, rows.T @ t, assume_a="pos")
-    return theta
+        sol[k] = scipy.linalg.solve(gram, rows.T @ t, assume_a="pos")
+    if design.extra is None:
+        return sol[:, :, 0].ravel()
+    P, Q = sol[:, :, 0], sol[:, :, 1]
+    r_t = target - _block_matvec(design, P)
+    r_z = design.extra - _block_matvec(design, Q)
+    num = 2.0 / n * float(r_z @ r_t) + C * float(np.sum(Q * P))
+    den = 2.0 / n * float(r_z @ r_z) + C * float(np.sum(Q * Q))
+    a = num / den if den > 1e-12 * (2.0 / n * float(design.extra @ design.extra)) else 0.0
+    return np.append((P - a * Q).ravel(), a)
 
 
 class _RidgeScore(_LinearScore):
@@ -283,17 +350,18 @@ class _RidgeScore(_LinearScore):
         y_pred: ArrayLike | None,
         raw_target: ArrayLike,
         name: str,
+        baseline: ArrayLike | None,
         upper: float = math.inf,
     ) -> None:
         self._validate_params()
-        design = self._design(X, y_pred, fitting=True)
+        design = self._design(X, y_pred, fitting=True, baseline=baseline)
         target = as_losses(raw_target, name)
         if target.max() > upper:
             raise ValueError(f"{name} must lie in [0, {upper:g}]; got maximum {target.max()!r}.")
         check_same_length(X=design.rows, **{name: target})
         n_blocks = len(design.bounds) - 1
         theta = _ridge(design, target[design.order], float(self.C), n_blocks)
-        self._set_theta(theta, design.rows.shape[1] - 1)
+        self._set_theta(theta, design)
 
 
 @serializable("score")
@@ -320,12 +388,25 @@ class LossRegression(_RidgeScore):
         Every label the predictor can output; by default the labels seen in ``fit``.
         A class never predicted in ``fit`` keeps zero coefficients.
 
+    Notes
+    -----
+    **Baseline as an input.** ``fit(X, y_pred, losses, baseline=u0)`` adds the
+    predictor's own uncertainty ``u0`` (MCP, a margin score) as one feature shared by
+    all blocks: ``s(x) = <w_{h(x)}, x> + b_{h(x)} + a (u0(x) - m) / sd`` with ``m, sd``
+    the mean and deviation of ``u0`` in ``fit`` (an increasing affine map, so the
+    baseline's ranking is one point of the model, ``w = b = 0``, ``a > 0``). The
+    coefficient ``a`` is not regularised: a large ``C`` shrinks the score towards the
+    baseline rather than towards a constant, and :func:`select_regularization` can
+    always pick a ``C`` that keeps what the baseline knows. Not in the paper.
+
     Attributes
     ----------
     classes_ : ndarray
     coef_ : ndarray of shape (n_blocks, d)
     intercept_ : ndarray of shape (n_blocks,)
     n_features_in_ : int
+    baseline_coef_, baseline_mean_, baseline_scale_ : float or None
+        ``a``, ``m`` and ``sd`` above; None when fitted without a baseline.
 
     Examples
     --------
@@ -337,9 +418,17 @@ class LossRegression(_RidgeScore):
     [0.1, 0.9]
     """
 
-    def fit(self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike) -> LossRegression:
-        """Fit to the predictor's labels ``y_pred`` and observed ``losses`` on ``X``."""
-        self._fit_ridge(X, y_pred, losses, "losses")
+    def fit(
+        self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike, *,
+        baseline: ArrayLike | None = None,
+    ) -> LossRegression:
+        """Fit to the predictor's labels ``y_pred`` and observed ``losses`` on ``X``.
+
+        ``baseline`` (shape (n,)), the predictor's own uncertainty of the same
+        predictions (MCP, a margin), becomes one more feature (see *Baseline as an
+        input* above); :meth:`score` then needs it too.
+        """
+        self._fit_ridge(X, y_pred, losses, "losses", baseline)
         return self
 
 
@@ -363,14 +452,21 @@ class TCP(_RidgeScore):
     [-0.91, -0.49]
     """
 
-    def fit(self, X: ArrayLike, y_pred: ArrayLike | None, true_class_proba: ArrayLike) -> TCP:
-        """Fit to ``p_hat(y_i | x_i)``, see :func:`true_class_probability`."""
-        self._fit_ridge(X, y_pred, true_class_proba, "true_class_proba", upper=1.0)
+    def fit(
+        self, X: ArrayLike, y_pred: ArrayLike | None, true_class_proba: ArrayLike, *,
+        baseline: ArrayLike | None = None,
+    ) -> TCP:
+        """Fit to ``p_hat(y_i | x_i)``, see :func:`true_class_probability`; ``baseline``
+        as in :meth:`LossRegression.fit` (its coefficient comes out negative when the
+        baseline uncertainty is informative, since ``s_theta`` is a confidence)."""
+        self._fit_ridge(X, y_pred, true_class_proba, "true_class_proba", baseline, upper=1.0)
         return self
 
-    def score(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
+    def score(
+        self, X: ArrayLike, y_pred: ArrayLike | None = None, *, baseline: ArrayLike | None = None
+    ) -> NDArray[np.float64]:
         """Uncertainty ``-s_theta(x)``: the negated predicted true-class probability."""
-        return -self.decision_function(X, y_pred)
+        return -self.decision_function(X, y_pred, baseline=baseline)
 
 
 class _Chunk(NamedTuple):
@@ -413,13 +509,13 @@ class _SeleProblem:
         self.chunks = chunks
         self.C = C
         self.n_blocks = n_blocks
-        self.shape = (n_blocks, design.rows.shape[1])
+        self.penalised = _penalised(design, n_blocks)
+        self.size = self.penalised.size
         self._key: bytes | None = None
         self._curv: list[tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]] = []
 
     def value_grad(self, flat: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        theta = flat.reshape(self.shape)
-        s = _block_matvec(self.design, theta)
+        s = _matvec(self.design, flat, self.n_blocks)
         g = np.zeros_like(s)
         total = 0.0
         curv = []
@@ -440,14 +536,15 @@ class _SeleProblem:
         self._key = flat.tobytes()
         self._curv = curv
         n_chunks = len(self.chunks)
-        grad = _block_rmatvec(self.design, g, self.n_blocks) / n_chunks + self.C * theta
-        value = total / n_chunks + 0.5 * self.C * float(flat @ flat)
-        return value, grad.ravel()
+        shrunk = self.penalised * flat
+        grad = _rmatvec(self.design, g, self.n_blocks) / n_chunks + self.C * shrunk
+        value = total / n_chunks + 0.5 * self.C * float(shrunk @ flat)
+        return value, grad
 
     def hessp(self, flat: NDArray[np.float64], v: NDArray[np.float64]) -> NDArray[np.float64]:
         if self._key != flat.tobytes():
             self.value_grad(flat)
-        vs = _block_matvec(self.design, v.reshape(self.shape))
+        vs = _matvec(self.design, v, self.n_blocks)
         out = np.zeros_like(vs)
         for ch, (h, col, row) in zip(self.chunks, self._curv, strict=True):
             v_rows = vs[ch.rows]
@@ -455,8 +552,8 @@ class _SeleProblem:
             r = v_rows * col - v_lossy @ h
             r[ch.lossy] += v_lossy * row - h @ v_rows
             out[ch.rows] = r
-        hv = _block_rmatvec(self.design, out, self.n_blocks) / len(self.chunks)
-        return hv.ravel() + self.C * v
+        hv = _rmatvec(self.design, out, self.n_blocks) / len(self.chunks)
+        return hv + self.C * self.penalised * v
 
 
 def sele_objective(
@@ -507,7 +604,8 @@ class SELE(_LinearScore):
     method with exact gradients and Hessian-vector products (``scipy.optimize``
     ``trust-ncg``), stopped when ``||grad F|| <= tol * ||grad F(theta_0)||``. With
     ``C > 0`` the objective is ``C``-strongly convex and ``gap_bound_ =
-    ||grad F||^2 / (2 C)`` bounds ``F(theta) - min F``. With ``C = 0`` the minimum
+    ||grad F||^2 / (2 C)`` bounds ``F(theta) - min F`` (not with a baseline, whose
+    coefficient is not regularised: then ``inf``). With ``C = 0`` the minimum
     may not be attained (when the losses can be ranked perfectly); the solver then
     stops at ``max_iter`` with a :class:`~abstain.exceptions.ConvergenceWarning`.
 
@@ -538,7 +636,9 @@ class SELE(_LinearScore):
     objective_ : float
         ``F`` at the solution.
     gap_bound_ : float
-        Upper bound on ``F - min F`` (``inf`` when ``C = 0``).
+        Upper bound on ``F - min F`` (``inf`` when ``C = 0`` or with a baseline).
+    baseline_coef_, baseline_mean_, baseline_scale_ : float or None
+        As in :class:`LossRegression` (the baseline as an input, its *Notes*).
     n_iter_ : int
     converged_ : bool
 
@@ -602,11 +702,15 @@ class SELE(_LinearScore):
         check_bool("warm_start", self.warm_start)
         check_random_state("random_state", self.random_state)
 
-    def fit(self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike) -> SELE:
-        """Fit to the predictor's labels ``y_pred`` and observed ``losses`` on ``X``."""
+    def fit(
+        self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike, *,
+        baseline: ArrayLike | None = None,
+    ) -> SELE:
+        """Fit to the predictor's labels ``y_pred`` and observed ``losses`` on ``X``;
+        ``baseline`` as in :meth:`LossRegression.fit`."""
         self._validate_params()
         previous = self._theta() if self.warm_start and hasattr(self, "coef_") else None
-        design = self._design(X, y_pred, fitting=True)
+        design = self._design(X, y_pred, fitting=True, baseline=baseline)
         target = as_losses(losses)
         check_same_length(X=design.rows, losses=target)
         if len(target) < 2:
@@ -616,7 +720,7 @@ class SELE(_LinearScore):
             target[design.order], self.chunk_size, np.random.default_rng(self.random_state)
         )
         problem = _SeleProblem(design, chunks, float(self.C), n_blocks)
-        theta0 = np.zeros(problem.shape)
+        theta0 = np.zeros(problem.size)
         if previous is not None and previous.shape == theta0.shape:
             theta0 = previous
         _, g0 = problem.value_grad(np.zeros(theta0.size))
@@ -633,9 +737,10 @@ class SELE(_LinearScore):
             problem, result.x, gtol, max(0, int(self.max_iter) - int(result.nit))
         )
         value, _ = problem.value_grad(theta)
-        self._set_theta(theta.reshape(problem.shape), design.rows.shape[1] - 1)
+        self._set_theta(theta, design)
         self.objective_ = value
-        self.gap_bound_ = grad_norm**2 / (2.0 * self.C) if self.C > 0 else math.inf
+        strongly_convex = self.C > 0 and design.extra is None
+        self.gap_bound_ = grad_norm**2 / (2.0 * self.C) if strongly_convex else math.inf
         self.n_iter_ = int(result.nit) + polish
         self.converged_ = bool(grad_norm <= gtol)
         if not self.converged_:
@@ -673,86 +778,6 @@ def _newton_polish(
         theta, grad, norm = trial, trial_grad, trial_norm
         steps += 1
     return theta, norm, steps
-
-
-class RegularizationSearch(NamedTuple):
-    """Result of :func:`select_regularization`.
-
-    Attributes
-    ----------
-    best : LossRegression | SELE | TCP
-        A copy of the learner fitted on the training data with the chosen ``C``.
-    C : float
-        The chosen regularisation constant.
-    grid : tuple of float
-    validation_aurc : ndarray of shape (len(grid),)
-    """
-
-    best: Any
-    C: float
-    grid: tuple[float, ...]
-    validation_aurc: NDArray[np.float64]
-
-
-def select_regularization(
-    learner: LossRegression | SELE | TCP,
-    X: ArrayLike,
-    y_pred: ArrayLike | None,
-    target: ArrayLike,
-    X_val: ArrayLike,
-    y_pred_val: ArrayLike | None,
-    losses_val: ArrayLike,
-    *,
-    grid: tuple[float, ...] = PAPER_C_GRID,
-) -> RegularizationSearch:
-    """Fit ``learner`` for every ``C`` in ``grid``; keep the lowest validation AuRC.
-
-    Section 5.1: the regularisation constant is chosen from ``{0, 1, 10, 100, 1000}``
-    by the AuRC (ties within score groups averaged, ``ties='mean'``) of the
-    validation losses ranked by the learned score. Ties between grid values go to
-    the larger ``C``. ``target`` is what the learner's ``fit`` takes (losses, or
-    true-class probabilities for :class:`TCP`); validation is always by losses.
-    :class:`SELE` fits the grid from the largest ``C`` down, each warm-started from
-    the previous solution.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from abstain.scores import LossRegression, select_regularization
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(600, 3))
-    >>> losses = (rng.uniform(size=600) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(float)
-    >>> reg = LossRegression(features="shared")
-    >>> train, val = slice(0, 400), slice(400, None)
-    >>> search = select_regularization(reg, X[train], None, losses[train],
-    ...                                X[val], None, losses[val])
-    >>> search.validation_aurc.shape, search.best.C == search.C
-    ((5,), True)
-    """
-    values = tuple(float(check_positive("grid value", c, allow_zero=True)) for c in grid)
-    if not values:
-        raise ValueError("grid must hold at least one value; got an empty grid.")
-    losses_v = as_losses(losses_val, "losses_val")
-    order = sorted(range(len(values)), key=lambda i: -values[i])
-    fitted: list[Any] = [None] * len(values)
-    scores = np.full(len(values), np.nan)
-    current = copy.deepcopy(learner)
-    if isinstance(current, SELE):
-        current.set_params(warm_start=True)
-    for i in order:
-        current.set_params(C=values[i])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            current.fit(X, y_pred, target)
-        fitted[i] = copy.deepcopy(current)
-        u = current.score(X_val, y_pred_val)
-        check_same_length(losses_val=losses_v, uncertainty=u)
-        scores[i] = aurc(losses_v, u)
-    best_i = min(order, key=lambda i: scores[i])  # first in order: the larger C wins ties
-    best = fitted[best_i]
-    if isinstance(best, SELE):
-        best.set_params(warm_start=getattr(learner, "warm_start", False))
-    return RegularizationSearch(best, values[best_i], values, scores)
 
 
 def score_from_json(text: str) -> LossRegression | SELE | TCP:

@@ -1,5 +1,6 @@
 """Plug-in uncertainty scores from a model's own outputs (Franc et al. 2023, section 3.2):
-conditional risk, MCP, margin and the ordinal margin. Higher = reject first."""
+conditional risk, MCP, margin, the ordinal margin and the true-class probability. Higher =
+reject first."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_proba, as_real_array
+from .._core.validation import as_features, as_proba, as_real_array, check_choice
 from .losses import check_loss_matrix
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "mcp",
     "margin",
     "ordinal_margin",
+    "true_class_probability",
 ]
 
 
@@ -137,22 +139,50 @@ def mcp(proba: ArrayLike) -> NDArray[np.float64]:
     return 1.0 - p.max(axis=1)
 
 
-def margin(decision: ArrayLike) -> NDArray[np.float64]:
+def margin(decision: ArrayLike, kind: str = "max") -> NDArray[np.float64]:
     """Margin score of a linear classifier, as an uncertainty (higher = reject first).
 
-    Binary decision values ``f(x)`` (shape (n,)): ``-|f(x)|``. Multi-class scores
-    (shape (n, K)): ``-max_y f_y(x)``, the negated score of the predicted class
-    (Franc et al. 2023, section 5.2.1). The sign is flipped so the core's single
-    direction holds: a larger margin means a more confident prediction.
+    Binary decision values ``f(x)`` (shape (n,)): ``-|f(x)|``, whatever ``kind``.
+    Multi-class scores ``f_y(x)`` (shape (n, K)):
+
+    - ``kind="max"`` (default): ``-max_y f_y(x)``, the negated score of the predicted
+      class. This is the formula of Franc et al. (2023, section 5.2.1), "s(x) = max_y
+      <w_y, x> + b_y", and the special case of the learned score of eq. (37) with the
+      classifier's own parameters that the paper names right after it.
+    - ``kind="top2"``: ``-(f_(1)(x) - f_(2)(x))``, the negated gap between the two
+      highest class scores (the "runner-up" rule of Le Cun et al. 1990 that the paper
+      cites in section 2). The same section 5.2.1 says the margin score "is
+      proportional to a distance between the input x and the decision boundary"; for
+      ``K > 2`` classes that describes the gap (the boundary of the predicted class is
+      where it ties with the runner-up), not ``max_y f_y``, so the paper's text does
+      not settle which one its experiments used. With ``K = 2`` columns ``(-g, g)``
+      the gap is ``2 |g|``, the binary margin.
+
+    The sign is flipped so the core's single direction holds: a larger margin means a
+    more confident prediction. Equal margins stay equal (no tie-breaking here).
+
+    Parameters
+    ----------
+    decision : array-like of shape (n,) or (n, K)
+        Decision values, e.g. a scikit-learn ``decision_function`` output.
+    kind : {"max", "top2"}, default "max"
+        Which multi-class margin; ignored for binary (1-D) decision values.
+
+    Returns
+    -------
+    ndarray of shape (n,)
 
     Examples
     --------
     >>> from abstain.scores import margin
     >>> margin([2.0, -0.5, 0.1]).tolist()
     [-2.0, -0.5, -0.1]
-    >>> margin([[1.0, 3.0], [0.5, 0.2]]).tolist()
+    >>> margin([[1.0, 3.0, 2.5], [0.5, 0.2, -1.0]]).tolist()
     [-3.0, -0.5]
+    >>> margin([[1.0, 3.0, 2.5], [0.5, 0.2, -1.0]], kind="top2").tolist()
+    [-0.5, -0.3]
     """
+    check_choice("kind", kind, ("max", "top2"))
     d = as_real_array(decision, "decision")
     if d.ndim not in (1, 2) or d.shape[0] == 0 or (d.ndim == 2 and d.shape[1] < 2):
         raise ValueError(
@@ -160,7 +190,12 @@ def margin(decision: ArrayLike) -> NDArray[np.float64]:
         )
     if not np.all(np.isfinite(d)):
         raise ValueError("decision must be finite; got NaN or infinite entries.")
-    return -np.abs(d) if d.ndim == 1 else -d.max(axis=1)
+    if d.ndim == 1:
+        return -np.abs(d)
+    if kind == "max":
+        return -d.max(axis=1)
+    top = np.partition(d, d.shape[1] - 2, axis=1)[:, -2:]
+    return -(top[:, 1] - top[:, 0])
 
 
 def ordinal_margin(decision: ArrayLike, thresholds: ArrayLike) -> NDArray[np.float64]:
@@ -206,3 +241,28 @@ def ordinal_margin(decision: ArrayLike, thresholds: ArrayLike) -> NDArray[np.flo
     return -np.minimum(below, above)
 
 
+def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
+    """The probability a classifier gives to the true class, ``p_hat(y_i | x_i)``.
+
+    The regression target of :class:`TCP`.
+
+    Parameters
+    ----------
+    proba : array-like of shape (n, K)
+        Estimated posteriors, columns in class-index order.
+    y : array-like of int, shape (n,)
+        True class indices in ``0..K-1``.
+
+    Examples
+    --------
+    >>> from abstain.scores import true_class_probability
+    >>> true_class_probability([[0.7, 0.3], [0.4, 0.6]], [0, 0]).tolist()
+    [0.7, 0.4]
+    """
+    p = as_features(proba, "proba")
+    labels = np.asarray(y)
+    if labels.shape != (p.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"y must be integer labels of shape ({p.shape[0]},); got {labels.shape}.")
+    if labels.min() < 0 or labels.max() >= p.shape[1]:
+        raise ValueError(f"y must hold class indices in 0..{p.shape[1] - 1}.")
+    return p[np.arange(p.shape[0]), labels]
