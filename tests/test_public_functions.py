@@ -154,6 +154,10 @@ case("ScoreTable.from_arrays",
 case("StreamingMetric.update",
      lambda **k: metrics.StreamingMetric("aurc").update(k["losses"], k["uncertainty"]),
      {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
+case("bootstrap_win_fraction",
+     lambda **k: scores.bootstrap_win_fraction(k["losses"], k["uncertainty"], U[::-1],
+                                               n_bootstrap=3, random_state=0),
+     {"losses": L01, "uncertainty": U}, losses=ALL, uncertainty=ALL)
 case("ordinal_margin", scores.ordinal_margin, {"decision": U, "thresholds": np.array([.3, .6])},
      decision=NO_LEN, thresholds=NO_LEN)
 for cls in (scores.LossRegression, scores.SELE):
