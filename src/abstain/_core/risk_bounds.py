@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from scipy import stats
 
 from .groups import TieGroups
