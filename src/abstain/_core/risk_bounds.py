@@ -3,13 +3,16 @@
 Selection with guaranteed risk (Geifman and El-Yaniv, 2017) binary-searches the tie
 groups of a calibration sample for the largest prefix whose risk bound meets a target;
 :func:`sgr_search` also returns the least bound among its failed tests, which is the
-smallest target the search can meet.
+smallest target the search can meet. :func:`crc_search` is conformal risk control
+(Angelopoulos, Bates, Fisch, Lei and Schuster 2022) of the joint risk
+``E[loss * 1{accepted}]``, a guarantee in expectation.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy import stats
 
 from .groups import TieGroups
@@ -74,3 +77,53 @@ def sgr_search(
             high, least_failed = mid, min(least_failed, b)
     return low, best_bound, least_failed
 
+
+
+def crc_search(groups: TieGroups, target: float, loss_bound: float) -> tuple[int, float, float]:
+    """Conformal risk control of the joint risk ``E[loss * 1{accepted}]`` of a new row.
+
+    The rules are ``r = (v, nu)``: accept ``s < v``, and ``s == v`` with probability ``nu``,
+    ordered lexicographically (``(-inf, 1)`` rejects all, ``(+inf, 1)`` accepts all). The
+    loss of row ``i`` under ``r``, averaged over the acceptance draw, is
+    ``L_i(r) = l_i * (1{s_i < v} + nu * 1{s_i == v})``: in ``[0, B]`` and non-decreasing
+    in ``r``. The search returns the largest rule with::
+
+        (sum_{i <= n} L_i(r) + B) / (n + 1) <= target                           (*)
+
+    Guarantee: if the ``n`` calibration rows and a new row are exchangeable, then
+    ``E[L_{n+1}(r_hat)] <= target`` over all ``n + 1`` rows and the acceptance draw.
+    Proof (Angelopoulos et al. 2022, Theorem 1, for this family): let ``r'`` be the
+    largest rule with ``sum_{i <= n+1} L_i(r') <= (n + 1) target``. The sum is continuous
+    in ``nu`` and ``(v, 1)`` equals ``(v_next, 0)``, so the largest such rule exists, and it
+    is a symmetric function of the ``n + 1`` rows. Since ``L_{n+1} <= B``, (*) makes
+    ``r_hat`` satisfy the same inequality, so ``r_hat <= r'`` (the feasible rules form a
+    down-set because the sum is monotone) and ``L_{n+1}(r_hat) <= L_{n+1}(r')``. By
+    exchangeability ``E[L_{n+1}(r')] = E[sum_{i <= n+1} L_i(r')] / (n + 1) <= target``.
+    The proof uses only that ``r_hat`` satisfies (*), so any smaller rule (whole bins) is
+    valid too. The conditional risk ``E[loss | accepted]`` is not controlled: its
+    linearised loss ``(l_i - target) * 1{accepted}`` is not monotone in ``r``.
+
+    Returns ``(g, nu, bound)``: accept the groups before ``g`` and group ``g`` with
+    probability ``nu`` in (0, 1]; ``g = G - 1, nu = 1`` when (*) holds for the rule that
+    accepts all (its threshold is then ``+inf``), ``g = -1`` when no rule that accepts
+    anything meets (*) (``n + 1 < B / target``, or exactly equal with a loss in the first
+    group). ``bound`` is the left side of (*) at the returned rule (NaN for ``g = -1``).
+    """
+    n_groups = groups.counts.size
+    budget = target * (groups.n + 1.0) - loss_bound  # what the accepted losses may sum to
+    if budget < 0.0:
+        return -1, 1.0, math.nan
+    cum = groups.cum_sums
+    k = int(np.searchsorted(cum, budget, side="right"))  # groups accepted whole
+    if k == n_groups:
+        g, nu, accepted = n_groups - 1, 1.0, float(cum[-1])
+    else:
+        before = float(cum[k - 1]) if k > 0 else 0.0
+        nu = (budget - before) / float(groups.sums[k])  # in [0, 1): cum[k] > budget
+        if nu > 0.0:
+            g, accepted = k, before + nu * float(groups.sums[k])
+        elif k > 0:
+            g, nu, accepted = k - 1, 1.0, before
+        else:
+            return -1, 1.0, math.nan
+    return g, nu, (accepted + loss_bound) / (groups.n + 1.0)

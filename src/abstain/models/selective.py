@@ -30,7 +30,7 @@ from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, tie_groups, validated_groups
 from .._core.ltt import LTT_BOUNDS, ltt_least, ltt_search
-from .._core.risk_bounds import sgr_search
+from .._core.risk_bounds import crc_search, sgr_search
 from .._core.serialize import (
     Field,
     Flag,
@@ -522,6 +522,21 @@ class BoundedImprovement(_RejectRule):
         for the loss type. On a :class:`~abstain.ScoreTable` (which keeps no rows to split)
         ``"sgr"``; naming a Learn-then-Test procedure with a table raises ``ValueError``.
 
+    With ``guarantee="expected_joint"`` (and ``delta=None``) the rule is conformal risk
+    control (Angelopoulos, Bates, Fisch, Lei and Schuster 2022) of the *joint* risk
+    ``E[loss * 1{accepted}]``, the generalised risk whose area is AUGRC: for a new row
+    exchangeable with the calibration rows, it is at most ``target_risk`` in expectation
+    over the calibration sample, the new row and the acceptance draw. It is the largest
+    rule whose accepted calibration losses ``S`` meet ``(S + loss_bound) / (n + 1) <=
+    target_risk``; tie rule: the group at the boundary is accepted with the probability
+    ``accept_prob_`` that makes this an equality (the proof, in
+    ``abstain._core.risk_bounds.crc_search``, covers randomised rules), and the rule
+    accepts everything new (``threshold_ = +inf``) when all calibration rows fit. The
+    selective risk ``E[loss | accepted]`` is *not* controlled by it, neither in
+    expectation nor with high probability (its loss is not monotone in the threshold);
+    ``guarantee="expected"`` is refused for that reason. ``bound_`` is ``"crc"`` and
+    ``risk_bound_`` the left side of the inequality.
+
     ``loss_bound`` is never inferred from the data (the largest observed loss is no bound
     on the next one): losses must lie in ``[0, loss_bound]``; 0/1 losses need no bound.
 
@@ -536,8 +551,13 @@ class BoundedImprovement(_RejectRule):
         Allowed probability that the guarantee fails.
     bound : {"auto", "sgr", "binomial", "hb", "wsr"}, default "auto"
         The procedure that gives the guarantee (unused without ``delta``).
+    guarantee : {None, "expected_joint"}, default None
+        None: the empirical optimum, or with ``delta`` the selective risk with probability
+        ``1 - delta``. ``"expected_joint"``: conformal risk control of the joint risk
+        ``E[loss * 1{accepted}] <= target_risk`` (needs ``delta=None``).
     loss_bound : float > 0, default 1.0
-        Upper bound on the loss, used by the bounds for losses other than 0/1.
+        Upper bound ``B`` on the loss, used by the bounds for losses other than 0/1 and
+        by conformal risk control (for every loss, 0/1 ones included).
     random_state : int, numpy Generator or None
         Seed for the randomised decisions of :meth:`accept`.
 
@@ -553,9 +573,11 @@ class BoundedImprovement(_RejectRule):
         With ``delta``: the upper confidence bound on the true selective risk of the
         returned rule at the level its procedure tests (``delta / K`` for ``"sgr"``,
         ``delta`` for the others), at most ``target_risk`` (NaN without ``delta`` or
-        when infeasible).
+        when infeasible). With ``guarantee="expected_joint"``:
+        ``(S + loss_bound) / (n + 1)``, at most ``target_risk``.
     bound_ : str or None
-        The procedure that gave the guarantee (``"auto"`` resolved); None without ``delta``.
+        The procedure that gave the guarantee (``"auto"`` resolved, ``"crc"`` for
+        ``guarantee="expected_joint"``); None for the empirical optimum.
     equivalent_ : EquivalentModels
 
     Examples
@@ -571,6 +593,9 @@ class BoundedImprovement(_RejectRule):
     >>> rule = BoundedImprovement(0.05, delta=0.1).fit(u, loss)
     >>> rule.bound_, bool(rule.risk_bound_ <= 0.05), round(rule.coverage_, 2)
     ('binomial', True, 0.3)
+    >>> joint = BoundedImprovement(0.05, guarantee="expected_joint").fit(u, loss)
+    >>> joint.bound_, round(joint.risk_bound_, 6), round(joint.coverage_ * joint.risk_, 4)
+    ('crc', 0.05, 0.0495)
     """
 
     def __init__(
@@ -579,12 +604,14 @@ class BoundedImprovement(_RejectRule):
         *,
         delta: float | None = None,
         bound: str = "auto",
+        guarantee: str | None = None,
         loss_bound: float = 1.0,
         random_state: Any = None,
     ) -> None:
         self.target_risk = target_risk
         self.delta = delta
         self.bound = bound
+        self.guarantee = guarantee
         self.loss_bound = loss_bound
         self.random_state = random_state
 
@@ -592,7 +619,7 @@ class BoundedImprovement(_RejectRule):
         "threshold_": Number(special=("-inf", "inf")),
         "min_risk_": Number(0.0),
         "risk_bound_": Number(0.0, special=("nan",)),
-        "bound_": Text(("sgr", *LTT_BOUNDS), none=True, optional=True),
+        "bound_": Text(("sgr", *LTT_BOUNDS, "crc"), none=True, optional=True),
     }
 
     def _validate_params(self) -> None:
@@ -600,6 +627,17 @@ class BoundedImprovement(_RejectRule):
         if self.delta is not None:
             check_open_unit("delta", self.delta)
         check_choice("bound", self.bound, BOUNDS)
+        if self.guarantee == "expected":
+            raise ValueError(
+                "guarantee='expected' is not offered: the selective risk E[loss | accepted] "
+                "is not monotone in the threshold, so conformal risk control does not bound "
+                "it in expectation. guarantee='expected_joint' bounds the joint risk "
+                "E[loss * 1{accepted}]; delta bounds the selective risk with high probability.")
+        if self.guarantee is not None:
+            check_choice("guarantee", self.guarantee, ("expected_joint",))
+            if self.delta is not None:
+                raise ValueError(f"guarantee={self.guarantee!r} is a statement in expectation "
+                                 f"and takes no delta; got delta={self.delta!r}.")
         check_positive("loss_bound", self.loss_bound)
         check_random_state("random_state", self.random_state)
 
@@ -633,7 +671,19 @@ class BoundedImprovement(_RejectRule):
         self.risk_bound_ = math.nan
         self.bound_ = None
         theta = math.nan
-        if self.delta is None:
+        if self.guarantee is not None:
+            if top > self.loss_bound:
+                raise ValueError(f"losses must be at most loss_bound={self.loss_bound!r} for "
+                                 f"conformal risk control; got maximum {top!r}.")
+            g, nu, bound = crc_search(groups, lam, float(self.loss_bound))
+            if whole and nu < 1.0:  # down to the last whole bin: a smaller rule stays valid
+                g, nu = g - 1, 1.0
+                bound = (float(groups.cum_sums[g]) + self.loss_bound) / (
+                    groups.n + 1.0) if g >= 0 else math.nan
+            self.bound_, self.risk_bound_ = "crc", float(bound)
+            if g == groups.counts.size - 1 and nu == 1.0:
+                theta = math.inf
+        elif self.delta is None:
             x = groups.max_accepted_at_risk(lam)
             if whole:  # down to the last whole bin: the bin at the boundary would break it
                 k = int(np.searchsorted(groups.cum_counts, x * (1 + 1e-12), side="right")) - 1
@@ -649,9 +699,18 @@ class BoundedImprovement(_RejectRule):
             nu = 1.0
         feasible = g >= 0
         self._set_rule(groups, g, nu, feasible)
-        if feasible and self.delta is not None:
+        if feasible and not math.isnan(theta):
             self.threshold_ = theta
-        if not feasible:
+        if not feasible and self.guarantee is not None:
+            warnings.warn(
+                f"target_risk={lam!r} is infeasible for conformal risk control: accepting "
+                f"anything needs (accepted losses + loss_bound) / (n + 1) <= target_risk, "
+                f"and n + 1 = {groups.n + 1:g} rows give at least "
+                f"{self.loss_bound / (groups.n + 1):.6g}; the rule rejects everything.",
+                InfeasibleTargetWarning,
+                stacklevel=2,
+            )
+        elif not feasible:
             what = "risk bound" if self.delta is not None else "selective risk"
             warnings.warn(
                 f"target_risk={lam!r} is infeasible on this data: no threshold rule has a "
