@@ -71,15 +71,22 @@ def envelope_lines(scores: F64, ood: F64, gain: F64) -> Lines:
     x[:, 0] = np.bincount(inv, weights=ood, minlength=m)
     x[:, 1] = np.bincount(inv, weights=gain, minlength=m)
     n_ood = int(round(float(x[:, 0].sum())))
-    # segments (start OOD, start gain, OOD width, gain rise); one per (width, rise, start)
+    # segments (start OOD, start gain, OOD width, gain rise); one per (width, rise, start).
+    # The commonest, one OOD row alone (width 1, rise 0), are kept by start in ``flat``.
     segs = np.zeros((4, 0))
+    flat = np.full(n_ood + 1, -np.inf)
     for _, st in anchor_batches(pts, x, np.flatnonzero(x[:, 0] > 0)):
         keep = st.ok.copy()
         keep[:, 1 : m + 1] &= st.size >= 2  # a tie of two points is dominated (see above)
         keep[:, 2 * m + 2] = False  # the angle pi is not a direction of the half-circle
         new = np.stack((st.P[0][keep], st.P[1][keep], st.G[0][keep], st.G[1][keep]))
-        segs = np.concatenate((segs, new), axis=1)
+        alone = (new[2] == 1) & (new[3] == 0)
+        np.maximum.at(flat, np.rint(new[0][alone]).astype(np.intp), new[1][alone])
+        segs = np.concatenate((segs, new[:, ~alone]), axis=1)
         segs = segs[:, _keep_highest((segs[2], segs[3], segs[0]), segs[1])]
+    at = np.flatnonzero(flat > -np.inf)
+    segs = np.concatenate((segs, np.stack((at.astype(np.float64), flat[at],
+                                           np.ones(at.size), np.zeros(at.size)))), axis=1)
     start = np.rint(segs[0]).astype(np.int64)
     width = np.rint(segs[2]).astype(np.int64)
     # unit pieces: piece j of a segment covers [start + j, start + j + 1]
