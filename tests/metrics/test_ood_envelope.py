@@ -97,13 +97,17 @@ def _continuous(seed, n=300):
 @pytest.mark.parametrize("scale", [(100.0, 1.0), (1.0, 1e-3), (0.37, 2.5e4)])
 def test_exact_metrics_are_unit_free(scale):
     s, is_ood, losses = _continuous(1)
-    t = s * np.asarray(scale)
+    t = s * np.asarray(scale) + np.array([5.0, -3.0])  # a shift changes no order either
     assert M.auroc(is_ood, t, search="exact") == pytest.approx(
         M.auroc(is_ood, s, search="exact"), abs=1e-12)
     assert M.oscr(losses, is_ood, t, search="exact") == pytest.approx(
         M.oscr(losses, is_ood, s, search="exact"), abs=1e-12)
-    assert M.fpr_at_tpr(is_ood, t, 0.9, search="exact") == M.fpr_at_tpr(
-        is_ood, s, 0.9, search="exact")
+    assert M.fpr_at_tpr(is_ood, t, 0.9, search="exact") == pytest.approx(
+        M.fpr_at_tpr(is_ood, s, 0.9, search="exact"), abs=1e-12)
+    # and a permutation of the rows changes nothing
+    p = np.random.default_rng(0).permutation(s.shape[0])
+    assert M.auroc(is_ood[p], s[p], search="exact") == pytest.approx(
+        M.auroc(is_ood, s, search="exact"), abs=1e-12)
     # the grid is not: it depends on the units
     assert M.auroc(is_ood, s * [1e4, 1.0]) != M.auroc(is_ood, s)
 

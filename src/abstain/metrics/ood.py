@@ -18,8 +18,13 @@ per-group points (a tie counts one half in AUROC, the trapezoid), and a value
 exactly. Every metric of one score column takes a :class:`~abstain.ScoreTable` built with
 ``is_ood`` in place of its arrays (as ``is_ood`` where the OOD marks come first, as
 ``losses`` where the losses do, the other arrays omitted) and returns what it returns on
-the rows. The proposed metrics take one score column or two (a double-score method;
-every direction of the paper's grid, or every direction with ``search="exact"``).
+the rows. The proposed metrics, ``auroc``, ``oscr`` and the FPR / TNR / detection rate at
+a target take one score column or two (a double-score method; every direction of the
+paper's grid, or every direction with ``search="exact"``). On two columns, AUROC, OSCR,
+the ROC curve and the rates at a target are those of the *envelope*: at each FPR (or TPR)
+the best direction for it, an oracle over directions rather than one fitted rule; every
+direction's curve follows the tie rule above, a group of pairs tied at a direction
+included.
 """
 
 from __future__ import annotations
