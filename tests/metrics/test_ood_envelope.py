@@ -1,7 +1,8 @@
 """Exact two-score OOD metrics (``search="exact"``): the envelope over every direction of
-the half-circle against the brute-force envelope of tests/reference/ood_ref.py (every
-order of the projected pairs plus a dense scan of angles), against the grid, and their
-invariance to a positive rescaling of either column."""
+the half-circle (AUROC, OSCR, ROC and PR curves, FPR at TPR, detection rate) against the
+brute-force references of tests/reference/ood_ref.py (every order of the projected pairs,
+plus a dense scan of angles), against the grid, and their invariance to a positive
+rescaling of either column."""
 
 from __future__ import annotations
 
@@ -138,3 +139,16 @@ def test_exact_one_column_and_errors():
         M.ood_roc_curve(is_ood, pair, fpr=[0.5, 1.5], search="exact")
     with pytest.raises(ValueError, match="losses"):
         M.oscr([2.0, 0.0, 0.0, 0.0], is_ood, pair, search="exact")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_exact_pr_curve_against_the_brute_force(seed, random_sample):
+    s, is_ood, _ = _tie_sample(seed, random_sample)
+    recall = np.array([0.05, 0.2, 0.5, 0.6, 0.8, 0.95, 1.0])
+    for prior in (None, 0.3):
+        got = M.ood_pr_curve(is_ood, s, recall=recall, ood_prior=prior, search="exact")
+        pi = float(np.mean(is_ood)) if prior is None else prior
+        want = [R.best_precision_ref(s, is_ood, r, pi) for r in recall]
+        np.testing.assert_allclose(got.precision, want, atol=TOL)
+        grid = M.ood_pr_curve(is_ood, s, recall=recall, ood_prior=prior, n_directions=12)
+        assert np.all(got.precision >= grid.precision - TOL)

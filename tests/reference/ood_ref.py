@@ -235,3 +235,27 @@ def best_fpr_at_tpr_ref(scores2, is_ood, target_tpr, n_dense=0):
     """Least FPR of a rule with TPR exactly ``target_tpr`` over every direction."""
     return min(rate_at_ref(project(scores2, w), is_ood, target_tpr)
                for w in half_circle_directions(scores2, n_dense))
+
+
+def best_precision_ref(scores2, is_ood, recall, prior, n_dense=0):
+    """Largest precision ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` of a rule (t, nu) with
+    TPR >= ``recall`` over every direction; nu in {0, 1, the nu where TPR = recall} (the
+    precision is monotone in nu)."""
+    n_i = sum(1 for o in is_ood if not o)
+    n_o = len(is_ood) - n_i
+    zeros = [0.0] * len(is_ood)
+    best = 0.0
+    for w in half_circle_directions(scores2, n_dense):
+        p = project(scores2, w)
+        for t in sorted(set(p)):
+            i0, o0, _ = rule_stats(p, is_ood, zeros, t, 0.0)
+            i1, o1, _ = rule_stats(p, is_ood, zeros, t, 1.0)
+            nus = [0.0, 1.0]
+            if i1 > i0:
+                nus.append(min(max((recall * n_i - i0) / (i1 - i0), 0.0), 1.0))
+            for nu in nus:
+                i, o = i0 + nu * (i1 - i0), o0 + nu * (o1 - o0)
+                if i >= recall * n_i - 1e-9 and i > 0:
+                    tp, fp = (1 - prior) * i / n_i, prior * o / n_o
+                    best = max(best, tp / (tp + fp))
+    return best

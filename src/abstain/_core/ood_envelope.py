@@ -168,3 +168,21 @@ def first_reach(lines: Lines, target: float) -> float:
                               np.clip((target - a) / rise, 0.0, 1.0), np.inf))
     reach = float(np.min(lines.k + t, initial=np.inf))
     return min(reach, float(lines.n_ood))
+
+
+def points_reaching(lines: Lines, target: float) -> tuple[F64, F64]:
+    """Points ``(OOD mass, gain)`` on the pieces with gain at least ``target`` (a relative
+    1e-12 of slack): every piece end that reaches it, the point where a rising piece
+    reaches it, and the whole sample. Along a piece a ratio of linear functions of the
+    point is monotone, so its best over the part of the piece at or above ``target`` is
+    at one of these points."""
+    need = target * (1 - 1e-12)
+    k, a, b = lines.k.astype(np.float64), lines.a, lines.b
+    rise = b - a
+    cross = (a < need) & (b >= need) & (rise > 0)
+    t = (target - a[cross]) / rise[cross]
+    x = np.concatenate((k[a >= need], k[b >= need] + 1, k[cross] + np.clip(t, 0.0, 1.0),
+                        [float(lines.n_ood)]))
+    y = np.concatenate((a[a >= need], b[b >= need], np.maximum(a[cross] + rise[cross] * t,
+                                                                target), [lines.total]))
+    return x, y

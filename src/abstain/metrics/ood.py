@@ -305,14 +305,18 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = Non
 
 
 def ood_pr_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
-                 recall: ArrayLike | None = None,
-                 ood_prior: float | None = None, n_directions: int = N_DIRECTIONS) -> PRCurve:
+                 recall: ArrayLike | None = None, ood_prior: float | None = None,
+                 search: str = "grid", n_directions: int = N_DIRECTIONS) -> PRCurve:
     """PR curve (ID positive): the largest precision at recall (TPR) >= each bound.
 
     Precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with ``pi = ood_prior``
     (default the sample's OOD fraction). Along a segment of a randomised rule the
     precision is monotone, so its maximum at recall >= r is at the point with recall
-    r or at a later tie-group point. Bounds default to 101 points on (0, 1].
+    r or at a later tie-group point. Bounds default to 100 points on (0, 1]. Two
+    scores: the largest over the directions, the ``n_directions`` grid or, with
+    ``search="exact"``, every direction of the half-circle (read off the ROC envelope of
+    :func:`ood_roc_curve`: at each FPR its TPR is the largest, so its points hold the
+    best precision).
 
     Examples
     --------
@@ -320,11 +324,19 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None
     >>> ood_pr_curve([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], recall=[0.5, 1.0]).precision.tolist()
     [1.0, 0.666...]
     """
-    _, n_directions = check_search("grid", n_directions)
+    search, n_directions = check_search(search, n_directions)
     sample = _sample(is_ood, scores)
     pi = ood_fraction(sample) if ood_prior is None else check_open_unit("ood_prior", ood_prior)
     grid = np.linspace(0.01, 1.0, 100) if recall is None else as_real_array(recall, "recall")
     best = np.zeros(grid.size)
+    if search == "exact" and sample.s.shape[1] == 2:
+        lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
+        for j, r in enumerate(grid.tolist()):
+            o, i = env.points_reaching(lines, r * sample.n_id)
+            tp, fp = (1 - pi) * i / sample.n_id, pi * o / sample.n_ood
+            with np.errstate(divide="ignore", invalid="ignore"):
+                best[j] = float(np.max(np.where(tp + fp > 0, tp / (tp + fp), 0.0)))
+        return PRCurve(grid, best)
     for w in sample.directions("grid", n_directions):
         kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, sample.w_loss)
         tp, fp = kn.I[1:] / sample.n_id, kn.O[1:] / sample.n_ood
