@@ -7,14 +7,21 @@ directions, vectorised sweep) and ``search="exact"`` (every direction, O(m^2 log
 timed at n = 1e3 .. 1e4, extrapolated as n^2 log n beyond and marked so).
 Data: the synthetic example of section 3.1 (scores r_B and g, 0/1 losses).
 
-Run: ``python benchmarks/bench_ood.py [--sizes 10000 100000] [--exact-sizes 1000 ...]``.
-Writes benchmarks/results/bench_ood.md.
+Second table: the AUROC of the pair (r_B, g), the envelope over directions, by
+``auroc(..., search="grid")`` (baseline: 360 directions, 2001 FPR points) and by
+``search="exact"`` (every direction, exact area), each on the raw columns and with the
+first column x100: the grid's value moves with the units, the exact one does not.
+
+Run: ``python benchmarks/bench_ood.py [--sizes 10000 100000] [--exact-sizes 1000 ...]
+[--metric-sizes 1000 ...]``. Writes benchmarks/results/bench_ood.md. The machine may be
+shared with other work: compare the ratios, measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
 import time
 from pathlib import Path
@@ -22,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from abstain.datasets import synthetic_ood_1d
+from abstain.metrics import auroc
 from abstain.ood import BoundedTPRFPR
 
 RESULTS = Path(__file__).parent / "results" / "bench_ood.md"
@@ -59,8 +67,11 @@ def main() -> None:
     ap.add_argument("--exact-sizes", type=int, nargs="+", default=[1_000, 2_000, 5_000, 10_000])
     ap.add_argument("--baseline-subset-above", type=int, default=50_000,
                     help="above this n the paper loop runs 36 of the 360 directions, x10")
+    ap.add_argument("--metric-sizes", type=int, nargs="+",
+                    default=[1_000, 2_000, 5_000, 10_000, 20_000])
     args = ap.parse_args()
     data = synthetic_ood_1d()
+    metric_lines = metric_table(data, args.metric_sizes)
     rows = []
     exact_t = {}
     for n in sorted(set(args.sizes) | set(args.exact_sizes)):
@@ -106,7 +117,37 @@ def main() -> None:
     for n, name, t, risk, note in rows:
         lines.append(f"| {n:,} | {name} | {t:.3f} | {t / base[n]:.4f} | {risk:.4f} | {note} |")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("\n".join(lines) + "\n")
+    RESULTS.write_text("\n".join(lines + [""] + metric_lines) + "\n")
+
+
+def metric_table(data, sizes) -> list[str]:
+    """AUROC of the pair on the grid (baseline) and exact, raw and with column 0 x100."""
+    lines = [
+        "# AUROC of the pair (r_B, g): the envelope over directions",
+        "",
+        "Ratio = time / time of `auroc(..., search=\"grid\")` (360 directions, 2001 FPR "
+        "points) at the same n, in the same run. `x100`: the first column multiplied by 100. "
+        f"Load average before this table: {os.getloadavg()[0]:.1f} (a shared machine: "
+        "read the ratios).",
+        "",
+        "| n | grid time (s) | exact time (s) | ratio exact / grid | grid | grid x100 "
+        "| exact | exact x100 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n in sizes:
+        x, y = data.sample(n, random_state=1)
+        is_ood = y == 0
+        s2 = np.stack((data.r_bayes(x), data.g(x)), 1)
+        scaled = s2 * np.array([100.0, 1.0])
+        t_grid, v_grid = timed(lambda s=s2, o=is_ood: auroc(o, s))
+        t_ex, v_ex = timed(lambda s=s2, o=is_ood: auroc(o, s, search="exact"))
+        v_grid100 = auroc(is_ood, scaled)
+        v_ex100 = auroc(is_ood, scaled, search="exact")
+        row = (f"| {n:,} | {t_grid:.3f} | {t_ex:.3f} | {t_ex / t_grid:.1f} | {v_grid:.6f} "
+               f"| {v_grid100:.6f} | {v_ex:.6f} | {v_ex100:.6f} |")
+        print(row, flush=True)
+        lines.append(row)
+    return lines
 
 
 if __name__ == "__main__":

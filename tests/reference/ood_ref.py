@@ -160,3 +160,102 @@ def rate_at_ref(s, is_ood, target_tpr):
             nu = (target_tpr * n_i - i0) / (i1 - i0) if i1 > i0 else 1.0
             return (o0 + nu * (o1 - o0)) / n_o
     return 1.0
+
+
+# ------------------------------------------------ envelope of a two-score method's curves
+def half_circle_directions(scores2, n_dense=0):
+    """:func:`directions` without the angle pi (the half-circle ``[0, pi)`` of the grid), and
+    ``n_dense`` more angles ``k pi / n_dense``: a dense scan beside every order."""
+    out = [w for w in directions(scores2) if w != (-1.0, 0.0)]
+    return out + [(math.cos(k * math.pi / n_dense), math.sin(k * math.pi / n_dense))
+                  for k in range(n_dense)]
+
+
+def curve_segments(p, is_ood, gain):
+    """The segments ``(O0, G0, O1, G1)`` of one score's curve: for every observed threshold
+    t, the rule (t, 0) to the rule (t, 1), OOD and gain masses summed by a loop."""
+    out = []
+    for t in sorted(set(p)):
+        ends = []
+        for nu in (0.0, 1.0):
+            o = g = 0.0
+            for k in range(len(p)):
+                c = 1.0 if p[k] < t else (nu if p[k] == t else 0.0)
+                if is_ood[k]:
+                    o += c
+                else:
+                    g += c * gain[k]
+            ends.append((o, g))
+        out.append((*ends[0], *ends[1]))
+    return out
+
+
+def envelope_segments(scores2, is_ood, gain, n_dense=0):
+    """Every segment of every direction of :func:`half_circle_directions`."""
+    segs = set()
+    for w in half_circle_directions(scores2, n_dense):
+        segs.update(curve_segments(project(scores2, w), is_ood, gain))
+    return sorted(segs)
+
+
+def envelope_value_ref(segs, x, total):
+    """Largest gain of a segment at OOD mass x (a vertical one counts with its top)."""
+    if x >= max(s[2] for s in segs):
+        return total
+    best = -math.inf
+    for o0, g0, o1, g1 in segs:
+        if o0 <= x <= o1:
+            best = max(best, g1 if o1 == o0 else g0 + (x - o0) / (o1 - o0) * (g1 - g0))
+    return best
+
+
+def envelope_area_ref(segs):
+    """Area under the envelope: between consecutive segment ends and pairwise crossings the
+    maximum is one line, so each piece is its width times the value at its middle."""
+    slanted = [s for s in segs if s[2] > s[0]]
+    xs = {s[0] for s in slanted} | {s[2] for s in slanted}
+    for i, (a0, b0, a1, b1) in enumerate(slanted):
+        for c0, d0, c1, d1 in slanted[i + 1:]:
+            s1, s2 = (b1 - b0) / (a1 - a0), (d1 - d0) / (c1 - c0)
+            if s1 != s2:
+                x = (d0 - c0 * s2 - b0 + a0 * s1) / (s1 - s2)
+                if max(a0, c0) < x < min(a1, c1):
+                    xs.add(x)
+    xs = sorted(xs)
+    area = 0.0
+    for x0, x1 in zip(xs[:-1], xs[1:], strict=False):
+        mid = 0.5 * (x0 + x1)
+        vals = [g0 + (mid - o0) / (o1 - o0) * (g1 - g0)
+                for o0, g0, o1, g1 in slanted if o0 <= mid <= o1]
+        area += (x1 - x0) * max(vals)
+    return area
+
+
+def best_fpr_at_tpr_ref(scores2, is_ood, target_tpr, n_dense=0):
+    """Least FPR of a rule with TPR exactly ``target_tpr`` over every direction."""
+    return min(rate_at_ref(project(scores2, w), is_ood, target_tpr)
+               for w in half_circle_directions(scores2, n_dense))
+
+
+def best_precision_ref(scores2, is_ood, recall, prior, n_dense=0):
+    """Largest precision ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` of a rule (t, nu) with
+    TPR >= ``recall`` over every direction; nu in {0, 1, the nu where TPR = recall} (the
+    precision is monotone in nu)."""
+    n_i = sum(1 for o in is_ood if not o)
+    n_o = len(is_ood) - n_i
+    zeros = [0.0] * len(is_ood)
+    best = 0.0
+    for w in half_circle_directions(scores2, n_dense):
+        p = project(scores2, w)
+        for t in sorted(set(p)):
+            i0, o0, _ = rule_stats(p, is_ood, zeros, t, 0.0)
+            i1, o1, _ = rule_stats(p, is_ood, zeros, t, 1.0)
+            nus = [0.0, 1.0]
+            if i1 > i0:
+                nus.append(min(max((recall * n_i - i0) / (i1 - i0), 0.0), 1.0))
+            for nu in nus:
+                i, o = i0 + nu * (i1 - i0), o0 + nu * (o1 - o0)
+                if i >= recall * n_i - 1e-9 and i > 0:
+                    tp, fp = (1 - prior) * i / n_i, prior * o / n_o
+                    best = max(best, tp / (tp + fp))
+    return best

@@ -13,6 +13,7 @@ rule is a point ``knot[g] + nu * (knot[g + 1] - knot[g])`` of one segment.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -343,6 +344,83 @@ def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
     return np.array([math.cos(mid), math.sin(mid)]), mid
 
 
+class AnchorStates(NamedTuple):
+    """The states of a batch of anchors (layout of :func:`exact_search`), S = 2m + 3.
+
+    ``P`` (c, B, S): masses strictly below the anchor's group, for each column of ``x``;
+    ``G`` (c, B, S): the group's masses; ``ok`` (B, S): whether the state exists;
+    ``has_zero`` (B,): whether another point has the anchor's first score; ``size`` (B, m):
+    at critical state ``1 + j``, the number of points tied with the anchor.
+    """
+
+    P: F64
+    G: F64
+    ok: NDArray[np.bool_]
+    has_zero: NDArray[np.bool_]
+    size: NDArray[np.intp]
+
+
+def anchor_batches(
+    points: F64, x: F64, anchors: NDArray[np.intp] | None = None,
+) -> Iterator[tuple[NDArray[np.intp], AnchorStates]]:
+    """The ``anchors`` (default every point) in batches, with every state of each (see
+    :func:`exact_search`); ``x`` (m, c) holds the masses to total."""
+    m = points.shape[0]
+    step = max(1, _BATCH_ELEMS // (4 * max(m, 1)))
+    cols = np.arange(m)
+    nc = x.shape[1]
+    todo = np.arange(m) if anchors is None else anchors
+    for e0 in range(0, todo.size, step):
+        e = todo[e0 : e0 + step]
+        rows = e.size
+        dr, dg, theta, zero_r = _anchor_events(points, e)
+        self_ = zero_r & (dg == 0)
+        below0 = (dr < 0) | (zero_r & (dg < 0))
+        s_b0 = below0.astype(np.float64) @ x
+        s_zero = (zero_r & ~self_).astype(np.float64) @ x
+        s_lt = (dr < 0).astype(np.float64) @ x
+        s_gt = (dr > 0).astype(np.float64) @ x
+        xe = x[e]
+        has_zero = np.any(zero_r & ~self_, axis=1)
+        order = np.argsort(theta, axis=1, kind="stable")
+        th = np.take_along_axis(theta, order, axis=1)
+        valid = np.isfinite(th)
+        change = th[:, 1:] != th[:, :-1]
+        true = np.ones((rows, 1), dtype=bool)
+        is_end = valid & np.concatenate((change, true), axis=1)
+        is_start = valid & np.concatenate((true, change), axis=1)
+        start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=1)
+        wb = np.take_along_axis(below0, order, axis=1) & valid
+        wa = valid & ~wb
+        # P: prefix masses (c, B, S), G: group masses, S = 2m + 3 states per anchor
+        S = 2 * m + 3
+        P = np.empty((nc, rows, S))
+        G = np.empty((nc, rows, S))
+        for c in range(nc):
+            xs = x[:, c][order]
+            cb = np.zeros((rows, m + 1))
+            np.cumsum(np.where(wb, xs, 0.0), axis=1, out=cb[:, 1:])
+            ca = np.zeros((rows, m + 1))
+            np.cumsum(np.where(wa, xs, 0.0), axis=1, out=ca[:, 1:])
+            run = s_b0[:, c : c + 1] - cb + ca
+            tied_b = cb[:, 1:] - np.take_along_axis(cb, start, axis=1)
+            tied = tied_b + ca[:, 1:] - np.take_along_axis(ca, start, axis=1)
+            pc, gc, xc = P[c], G[c], xe[:, c : c + 1]
+            pc[:, 0] = s_lt[:, c]
+            gc[:, 0] = xe[:, c] + s_zero[:, c]
+            pc[:, 1 : m + 1] = np.take_along_axis(run, start, axis=1) - tied_b
+            gc[:, 1 : m + 1] = xc + tied
+            pc[:, m + 1] = s_b0[:, c]
+            gc[:, m + 1 :] = xc
+            pc[:, m + 2 : 2 * m + 2] = run[:, 1:]
+            pc[:, 2 * m + 2] = s_gt[:, c]
+            gc[:, 2 * m + 2] = gc[:, 0]
+        ok = np.ones((rows, S), dtype=bool)
+        ok[:, 1 : m + 1] = is_end
+        ok[:, m + 2 : 2 * m + 2] = is_end
+        yield e, AnchorStates(P, G, ok, has_zero, cols[None, :] - start + 1)
+
+
 def exact_search(
     points: F64, x: F64, con: Constraint | None, slopes: tuple[float, float, float] | None,
     scale_i: float, scale_o: float,
@@ -370,58 +448,11 @@ def exact_search(
     first event; m + 2 + j the open state after event j; 2m + 2 the angle pi.
     """
     m = points.shape[0]
-    step = max(1, _BATCH_ELEMS // (4 * max(m, 1)))
-    cols = np.arange(m)
+    S = 2 * m + 3
     best: State | None = None
     best_col = 0
-    for e0 in range(0, m, step):
-        e = np.arange(e0, min(m, e0 + step))
+    for e, (P, G, ok, has_zero, _) in anchor_batches(points, x):
         rows = e.size
-        dr, dg, theta, zero_r = _anchor_events(points, e)
-        self_ = zero_r & (dg == 0)
-        below0 = (dr < 0) | (zero_r & (dg < 0))
-        s_b0 = below0.astype(np.float64) @ x
-        s_zero = (zero_r & ~self_).astype(np.float64) @ x
-        s_lt = (dr < 0).astype(np.float64) @ x
-        s_gt = (dr > 0).astype(np.float64) @ x
-        xe = x[e]
-        has_zero = np.any(zero_r & ~self_, axis=1)
-        order = np.argsort(theta, axis=1, kind="stable")
-        th = np.take_along_axis(theta, order, axis=1)
-        valid = np.isfinite(th)
-        change = th[:, 1:] != th[:, :-1]
-        true = np.ones((rows, 1), dtype=bool)
-        is_end = valid & np.concatenate((change, true), axis=1)
-        is_start = valid & np.concatenate((true, change), axis=1)
-        start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=1)
-        wb = np.take_along_axis(below0, order, axis=1) & valid
-        wa = valid & ~wb
-        # P: prefix masses (3, B, S), G: group masses, S = 2m + 3 states per anchor
-        S = 2 * m + 3
-        P = np.empty((3, rows, S))
-        G = np.empty((3, rows, S))
-        for c in range(3):
-            xs = x[:, c][order]
-            cb = np.zeros((rows, m + 1))
-            np.cumsum(np.where(wb, xs, 0.0), axis=1, out=cb[:, 1:])
-            ca = np.zeros((rows, m + 1))
-            np.cumsum(np.where(wa, xs, 0.0), axis=1, out=ca[:, 1:])
-            run = s_b0[:, c : c + 1] - cb + ca
-            tied_b = cb[:, 1:] - np.take_along_axis(cb, start, axis=1)
-            tied = tied_b + ca[:, 1:] - np.take_along_axis(ca, start, axis=1)
-            pc, gc, xc = P[c], G[c], xe[:, c : c + 1]
-            pc[:, 0] = s_lt[:, c]
-            gc[:, 0] = xe[:, c] + s_zero[:, c]
-            pc[:, 1 : m + 1] = np.take_along_axis(run, start, axis=1) - tied_b
-            gc[:, 1 : m + 1] = xc + tied
-            pc[:, m + 1] = s_b0[:, c]
-            gc[:, m + 1 :] = xc
-            pc[:, m + 2 : 2 * m + 2] = run[:, 1:]
-            pc[:, 2 * m + 2] = s_gt[:, c]
-            gc[:, 2 * m + 2] = gc[:, 0]
-        ok = np.ones((rows, S), dtype=bool)
-        ok[:, 1 : m + 1] = is_end
-        ok[:, m + 2 : 2 * m + 2] = is_end
         if con is not None:
             i_end = P[0] + G[0]
             lim = con.b + _RTOL * (scale_o + con.k * scale_i)

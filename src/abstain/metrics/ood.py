@@ -18,8 +18,13 @@ per-group points (a tie counts one half in AUROC, the trapezoid), and a value
 exactly. Every metric of one score column takes a :class:`~abstain.ScoreTable` built with
 ``is_ood`` in place of its arrays (as ``is_ood`` where the OOD marks come first, as
 ``losses`` where the losses do, the other arrays omitted) and returns what it returns on
-the rows. The proposed metrics take one score column or two (a double-score method;
-every direction of the paper's grid, or every direction with ``search="exact"``).
+the rows. The proposed metrics, ``auroc``, ``oscr`` and the FPR / TNR / detection rate at
+a target take one score column or two (a double-score method; every direction of the
+paper's grid, or every direction with ``search="exact"``). On two columns, AUROC, OSCR,
+the ROC curve and the rates at a target are those of the *envelope*: at each FPR (or TPR)
+the best direction for it, an oracle over directions rather than one fitted rule; every
+direction's curve follows the tie rule above, a group of pairs tied at a direction
+included.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core import ood_envelope as env
 from .._core import ood_search as core
 from .._core.ood_sample import (
     N_DIRECTIONS,
@@ -269,14 +275,15 @@ def risk_coverage_curve_at_fpr(
 
 
 def ood_roc_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
-                  fpr: ArrayLike | None = None,
+                  fpr: ArrayLike | None = None, search: str = "grid",
                   n_directions: int = N_DIRECTIONS) -> ROCCurve:
     """ROC curve of a single- or double-score method: largest TPR at each FPR bound.
 
     One score: the points of all thresholds (one per tie group, from (0, 0) to
     (1, 1)), joined linearly by the randomised rules. Two scores: for each bound in
-    ``fpr`` (default 201 points on [0, 1]) the largest TPR over the grid of
-    directions (section 3.2 of the paper).
+    ``fpr`` (default 201 points on [0, 1]) the largest TPR over the directions
+    (section 3.2 of the paper): the ``n_directions`` grid, or with ``search="exact"``
+    every direction of the same half-circle (the envelope of :func:`auroc`).
 
     Examples
     --------
@@ -284,23 +291,32 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = Non
     >>> ood_roc_curve([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4])
     ROCCurve(fpr=array([0. , 0. , 0.5, 1. ]), tpr=array([0. , 0.5, 1. , 1. ]))
     """
-    _, n_directions = check_search("grid", n_directions)
+    search, n_directions = check_search(search, n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1 and fpr is None:
         return _roc_knots(sample)
     grid = np.linspace(0.0, 1.0, 201) if fpr is None else as_real_array(fpr, "fpr")
+    if search == "exact" and sample.s.shape[1] == 2:
+        for b in grid:
+            check_probability("fpr", float(b))
+        lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
+        return ROCCurve(grid, env.value_at(lines, grid * sample.n_ood) / sample.n_id)
     return ROCCurve(grid, _envelope(sample, sample.w_id, grid, n_directions))
 
 
 def ood_pr_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
-                 recall: ArrayLike | None = None,
-                 ood_prior: float | None = None, n_directions: int = N_DIRECTIONS) -> PRCurve:
+                 recall: ArrayLike | None = None, ood_prior: float | None = None,
+                 search: str = "grid", n_directions: int = N_DIRECTIONS) -> PRCurve:
     """PR curve (ID positive): the largest precision at recall (TPR) >= each bound.
 
     Precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with ``pi = ood_prior``
     (default the sample's OOD fraction). Along a segment of a randomised rule the
     precision is monotone, so its maximum at recall >= r is at the point with recall
-    r or at a later tie-group point. Bounds default to 101 points on (0, 1].
+    r or at a later tie-group point. Bounds default to 100 points on (0, 1]. Two
+    scores: the largest over the directions, the ``n_directions`` grid or, with
+    ``search="exact"``, every direction of the half-circle (read off the ROC envelope of
+    :func:`ood_roc_curve`: at each FPR its TPR is the largest, so its points hold the
+    best precision).
 
     Examples
     --------
@@ -308,11 +324,19 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None
     >>> ood_pr_curve([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], recall=[0.5, 1.0]).precision.tolist()
     [1.0, 0.666...]
     """
-    _, n_directions = check_search("grid", n_directions)
+    search, n_directions = check_search(search, n_directions)
     sample = _sample(is_ood, scores)
     pi = ood_fraction(sample) if ood_prior is None else check_open_unit("ood_prior", ood_prior)
     grid = np.linspace(0.01, 1.0, 100) if recall is None else as_real_array(recall, "recall")
     best = np.zeros(grid.size)
+    if search == "exact" and sample.s.shape[1] == 2:
+        lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
+        for j, r in enumerate(grid.tolist()):
+            o, i = env.points_reaching(lines, r * sample.n_id)
+            tp, fp = (1 - pi) * i / sample.n_id, pi * o / sample.n_ood
+            with np.errstate(divide="ignore", invalid="ignore"):
+                best[j] = float(np.max(np.where(tp + fp > 0, tp / (tp + fp), 0.0)))
+        return PRCurve(grid, best)
     for w in sample.directions("grid", n_directions):
         kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, sample.w_loss)
         tp, fp = kn.I[1:] / sample.n_id, kn.O[1:] / sample.n_ood
@@ -352,27 +376,41 @@ def _envelope(sample: Sample, gain: F64, grid: F64, n_directions: int) -> F64:
     return best
 
 
-def _envelope_area(sample: Sample, gain: F64, n_directions: int, n_points: int) -> float:
-    """Area under :func:`_envelope` against FPR, by trapezoids on ``n_points`` FPR values."""
+def _envelope_area(sample: Sample, gain: F64, search: str, n_directions: int,
+                   n_points: int) -> float:
+    """Area under the envelope against FPR: exact over every direction (``search="exact"``),
+    or by trapezoids on ``n_points`` FPR values of the grid's :func:`_envelope`."""
+    if search == "exact":
+        lines = env.envelope_lines(sample.s, sample.w_ood, gain)
+        return env.area(lines) / (sample.n_ood * sample.n_id)
     grid = np.linspace(0.0, 1.0, int(n_points))
     best = _envelope(sample, gain, grid, n_directions)
     return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
 
 
 def auroc(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
-          n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
+          search: str = "grid", n_directions: int = N_DIRECTIONS,
+          n_points: int = 2001) -> float:
     """Area under the ROC curve; OOD is the positive class of a higher score.
 
     One score: ``P(s_ID < s_OOD) + P(s_ID == s_OOD) / 2``, the exact trapezoid under
     the ROC curve of :func:`ood_roc_curve`, so a tie counts one half. Equal to the
     AUROC with ID positive and a lower score predicting ID.
 
-    Two scores ``(s_r, s_g)``: the area under the ROC curve of the double-score method
-    (section 3.2 of Franc, Prusa and Paplham, 2023): at each FPR the largest TPR over
-    the ``n_directions`` grid of directions, evaluated at ``n_points`` equally spaced
-    FPR values and integrated by trapezoids (every direction's curve is piecewise
-    linear, so the error is below ``1 / (n_points - 1)``; at least the best single column's
-    area up to that error).
+    Two scores ``(s_r, s_g)``: the area under the ROC *envelope* of the double-score
+    method (section 3.2 of Franc, Prusa and Paplham, 2023): at each FPR the largest TPR
+    over the directions ``cos(a) s_r + sin(a) s_g``, ``a`` in ``[0, pi)``, an oracle
+    that may take a different direction at every FPR (not the ROC of one fitted rule).
+
+    - ``search="exact"``: every direction of the half-circle. The order of the projected
+      rows changes only where two score pairs swap, so the envelope is the maximum of
+      finitely many curves; its area is computed exactly (O(m^2 log m) for m distinct
+      pairs). Invariant to a positive rescaling of either column; at least the value of
+      every grid and of each column alone.
+    - ``search="grid"`` (default): the ``n_directions`` grid ``k pi / n_directions``,
+      evaluated at ``n_points`` equally spaced FPR values and integrated by trapezoids
+      (every direction's curve is piecewise linear, so the error is below
+      ``1 / (n_points - 1)``). Depends on the units of the columns.
 
     Examples
     --------
@@ -380,11 +418,11 @@ def auroc(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
     >>> auroc([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4])
     0.875
     """
-    _, n_directions = check_search("grid", n_directions)
+    search, n_directions = check_search(search, n_directions)
     n_points = check_int("n_points", n_points, 2)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 2:
-        return _envelope_area(sample, sample.w_id, n_directions, n_points)
+        return _envelope_area(sample, sample.w_id, search, n_directions, n_points)
     fpr, tpr = _roc_knots(sample)
     return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
 
@@ -432,22 +470,8 @@ def aupr_out(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) ->
     return _average_precision(sample.w_ood, sample.w_id, -_one_column(sample))
 
 
-def fpr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
-               tpr: float = 0.95) -> float:
-    """FPR (fraction of OOD accepted) of the rule accepting exactly ``tpr`` of ID (FPR@95).
-
-    The rule accepts the lowest scores and randomises on the tie group at the
-    boundary; the value is its expected FPR (linear along the ROC segment).
-
-    Examples
-    --------
-    >>> from abstain.metrics import fpr_at_tpr
-    >>> fpr_at_tpr([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4], tpr=0.75)
-    0.25
-    """
-    t = check_fraction("tpr", tpr)
-    sample = _sample(is_ood, scores)
-    kn = core.knots(_one_column(sample), sample.w_id, sample.w_ood, sample.w_loss)
+def _fpr_on_knots(kn: core.Knots, sample: Sample, t: float) -> float:
+    """Expected FPR of the randomised rule on ``kn`` that accepts exactly ``t`` of ID."""
     x, y = kn.I / sample.n_id, kn.O / sample.n_ood
     j = min(int(np.searchsorted(x, t * (1 - 1e-12), side="left")), x.size - 1)
     if x[j] <= t or j == 0:  # a knot meets the target: the first such knot has the least FPR
@@ -456,8 +480,45 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
     return float(y[j - 1] + (t - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1]))
 
 
+def fpr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
+               tpr: float = 0.95, *, search: str = "grid",
+               n_directions: int = N_DIRECTIONS) -> float:
+    """FPR (fraction of OOD accepted) of the rule accepting exactly ``tpr`` of ID (FPR@95).
+
+    The rule accepts the lowest scores and randomises on the tie group at the
+    boundary; the value is its expected FPR (linear along the ROC segment).
+
+    Two scores ``(s_r, s_g)``: the least such FPR over the directions
+    ``cos(a) s_r + sin(a) s_g``, ``a`` in ``[0, pi)`` (the best direction for this TPR, an
+    oracle like the envelope of :func:`auroc`): every direction with ``search="exact"``
+    (invariant to a positive rescaling of either column), the ``n_directions`` grid with
+    ``search="grid"`` (default).
+
+    Examples
+    --------
+    >>> from abstain.metrics import fpr_at_tpr
+    >>> fpr_at_tpr([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4], tpr=0.75)
+    0.25
+    >>> fpr_at_tpr([0, 1, 0, 1], [[1, 0], [0, 1], [0, 0], [1, 1]], tpr=1.0, search="exact")
+    0.0
+    """
+    t = check_fraction("tpr", tpr)
+    search, n_directions = check_search(search, n_directions)
+    sample = _sample(is_ood, scores)
+    if sample.s.shape[1] == 1:
+        kn = core.knots(sample.s[:, 0], sample.w_id, sample.w_ood, sample.w_loss)
+        return _fpr_on_knots(kn, sample, t)
+    if search == "exact":
+        lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
+        return env.first_reach(lines, t * sample.n_id) / sample.n_ood
+    return min(_fpr_on_knots(core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood,
+                                        sample.w_loss), sample, t)
+               for w in sample.directions("grid", n_directions))
+
+
 def tnr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
-               tpr: float = 0.95) -> float:
+               tpr: float = 0.95, *, search: str = "grid",
+               n_directions: int = N_DIRECTIONS) -> float:
     """``1 - fpr_at_tpr``: the fraction of OOD rejected when ``tpr`` of ID is accepted.
 
     Examples
@@ -466,15 +527,17 @@ def tnr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
     >>> tnr_at_tpr([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4], tpr=0.75)
     0.75
     """
-    return 1.0 - fpr_at_tpr(is_ood, scores, tpr)
+    return 1.0 - fpr_at_tpr(is_ood, scores, tpr, search=search, n_directions=n_directions)
 
 
 def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable,
                                   scores: ArrayLike | None = None,
-                                  false_alarm: float = 0.05) -> float:
+                                  false_alarm: float = 0.05, *, search: str = "grid",
+                                  n_directions: int = N_DIRECTIONS) -> float:
     """OOD positive: the fraction of OOD flagged when ``false_alarm`` of ID is flagged.
 
-    Equals ``tnr_at_tpr(is_ood, scores, 1 - false_alarm)``.
+    Equals ``tnr_at_tpr(is_ood, scores, 1 - false_alarm)``; two score columns take the
+    best direction as :func:`fpr_at_tpr` does.
 
     Examples
     --------
@@ -485,7 +548,7 @@ def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable,
     fa = check_probability("false_alarm", false_alarm)
     if fa >= 1.0:
         raise ValueError(f"false_alarm must be in [0, 1); got {false_alarm!r}.")
-    return tnr_at_tpr(is_ood, scores, 1.0 - fa)
+    return tnr_at_tpr(is_ood, scores, 1.0 - fa, search=search, n_directions=n_directions)
 
 
 def _check_ccr_losses(sample: Sample) -> None:
@@ -502,7 +565,7 @@ def _ccr_curve(losses: Any, is_ood: Any, scores: Any) -> tuple[F64, F64]:
 
 
 def oscr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
-         scores: ArrayLike | None = None, *,
+         scores: ArrayLike | None = None, *, search: str = "grid",
          n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
     """Open-set classification rate: the area under CCR against FPR (Dhamija et al. 2018).
 
@@ -510,9 +573,9 @@ def oscr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
     and accepted ID fraction, for 0/1 losses); the curve joins the per-group points
     linearly (randomised ties), from (0, 0) to (1, ID accuracy).
 
-    Two scores ``(s_r, s_g)``: at each FPR the largest CCR over the ``n_directions``
-    grid of directions, on ``n_points`` equally spaced FPR values integrated by
-    trapezoids, as :func:`auroc` does for two scores.
+    Two scores ``(s_r, s_g)``: the area under the envelope of CCR against FPR over the
+    directions, exact with ``search="exact"`` or on the grid, as :func:`auroc` does for two
+    scores.
 
     Examples
     --------
@@ -520,12 +583,13 @@ def oscr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
     >>> oscr([0, 0, 1, 0], [0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
     0.5
     """
-    _, n_directions = check_search("grid", n_directions)
+    search, n_directions = check_search(search, n_directions)
     n_points = check_int("n_points", n_points, 2)
     sample = _sample(is_ood, scores, losses)
     if sample.s.shape[1] == 2:
         _check_ccr_losses(sample)
-        return _envelope_area(sample, sample.w_id - sample.w_loss, n_directions, n_points)
+        return _envelope_area(sample, sample.w_id - sample.w_loss, search, n_directions,
+                              n_points)
     x, y = _ccr_curve(losses, is_ood, scores)
     return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2))
 

@@ -1,0 +1,188 @@
+"""The exact envelope of the curves of a two-score method over all directions.
+
+For two score columns every direction ``w = (cos a, sin a)``, ``a`` in ``[0, pi)`` (the
+half-circle of the grid of :func:`~abstain._core.ood_search.grid_angles`), gives one
+combined score and one curve of (accepted OOD mass, accepted gain mass) over the
+randomised threshold rules (the repository's tie rule: every tie group is one segment).
+The *envelope* is, at each accepted OOD mass, the largest gain over all these curves.
+
+The order of the projected points changes only at the angles where two of them tie, so
+every segment of every curve is the group of one *anchor* point in one of its states
+(:func:`~abstain._core.ood_search.anchor_batches`): the angle 0, an open interval between
+two of its events, or an event. Only anchors with OOD mass give segments of positive
+width. At an event inside ``(0, pi)`` where the anchor ties with exactly one other point,
+the group's segment is a diagonal of the parallelogram whose upper sides are the two
+segments of the orders just before and after the event, so it never rises above them and
+is left out; events where three or more points tie and the angle 0 are kept.
+
+The masses of OOD rows count once each (integer masses), so every segment starts and ends
+at an integer OOD mass and the envelope is, on every unit interval ``[k, k + 1]``, the
+maximum of finitely many lines: :class:`Lines`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .ood_search import anchor_batches
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+
+class Lines(NamedTuple):
+    """The envelope's pieces: on the unit interval ``k[j]`` of accepted OOD mass, the line
+    from gain ``a[j]`` (left end) to ``b[j]`` (right end). ``total`` is the whole gain
+    (the envelope's value at the last OOD mass ``n_ood``)."""
+
+    k: I64
+    a: F64
+    b: F64
+    n_ood: int
+    total: float
+
+
+def _keep_highest(key: tuple[F64, ...], value: F64) -> NDArray[np.intp]:
+    """Indices of the largest ``value`` of every distinct ``key`` (a tuple of columns)."""
+    order = np.lexsort((value, *key[::-1]))
+    last = np.ones(order.size, dtype=bool)
+    same = np.ones(order.size - 1, dtype=bool) if order.size else np.ones(0, dtype=bool)
+    for col in key:
+        c = col[order]
+        same &= c[1:] == c[:-1]
+    last[:-1] = ~same
+    return order[last]
+
+
+def envelope_lines(scores: F64, ood: F64, gain: F64) -> Lines:
+    """The exact envelope of the two-column ``scores`` (n, 2) with per-row OOD mass ``ood``
+    (0 or a whole number) and ``gain`` (the mass of the curve's second axis).
+
+    O(m^2 log m) time over the m distinct score pairs (only anchors with OOD mass are
+    swept), memory of one batch of anchors plus the distinct segments found.
+    """
+    pts, inv = np.unique(scores, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    m = pts.shape[0]
+    x = np.zeros((m, 2))
+    x[:, 0] = np.bincount(inv, weights=ood, minlength=m)
+    x[:, 1] = np.bincount(inv, weights=gain, minlength=m)
+    n_ood = int(round(float(x[:, 0].sum())))
+    # segments (start OOD, start gain, OOD width, gain rise); one per (width, rise, start).
+    # The commonest, one OOD row alone (width 1, rise 0), are kept by start in ``flat``.
+    segs = np.zeros((4, 0))
+    flat = np.full(n_ood + 1, -np.inf)
+    for _, st in anchor_batches(pts, x, np.flatnonzero(x[:, 0] > 0)):
+        keep = st.ok.copy()
+        keep[:, 1 : m + 1] &= st.size >= 2  # a tie of two points is dominated (see above)
+        keep[:, 2 * m + 2] = False  # the angle pi is not a direction of the half-circle
+        new = np.stack((st.P[0][keep], st.P[1][keep], st.G[0][keep], st.G[1][keep]))
+        alone = (new[2] == 1) & (new[3] == 0)
+        np.maximum.at(flat, np.rint(new[0][alone]).astype(np.intp), new[1][alone])
+        segs = np.concatenate((segs, new[:, ~alone]), axis=1)
+        segs = segs[:, _keep_highest((segs[2], segs[3], segs[0]), segs[1])]
+    at = np.flatnonzero(flat > -np.inf)
+    segs = np.concatenate((segs, np.stack((at.astype(np.float64), flat[at],
+                                           np.ones(at.size), np.zeros(at.size)))), axis=1)
+    start = np.rint(segs[0]).astype(np.int64)
+    width = np.rint(segs[2]).astype(np.int64)
+    # unit pieces: piece j of a segment covers [start + j, start + j + 1]
+    which = np.repeat(np.arange(start.size), width)
+    j = np.arange(which.size) - np.repeat(np.cumsum(width) - width, width)
+    slope = segs[3][which] / width[which]
+    a = segs[1][which] + slope * j
+    b = a + slope
+    k = start[which] + j
+    pick = _keep_highest((k.astype(np.float64), a), b)
+    return Lines(k[pick], a[pick], b[pick], n_ood, float(x[:, 1].sum()))
+
+
+def _max_of_lines_area(a: F64, b: F64) -> float:
+    """``integral over t in [0, 1] of max_j (a_j + (b_j - a_j) t)``: exact, by the values at
+    every crossing of two lines (the maximum is linear between consecutive crossings)."""
+    # lines dominated by another at both ends never reach the maximum
+    order = np.lexsort((-b, -a))
+    a, b = a[order], b[order]
+    keep = b > np.concatenate(([-np.inf], np.maximum.accumulate(b)[:-1]))
+    a, b = a[keep], b[keep]
+    if a.size == 1:
+        return float(a[0] + b[0]) / 2
+    s = b - a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (a[None, :] - a[:, None]) / (s[:, None] - s[None, :])
+    t = np.unique(np.concatenate(([0.0, 1.0], t[(t > 0) & (t < 1)])))
+    v = np.max(a[None, :] + s[None, :] * t[:, None], axis=1)
+    return float(np.sum(np.diff(t) * (v[1:] + v[:-1]) / 2))
+
+
+def area(lines: Lines) -> float:
+    """Area under the envelope, in (OOD mass) x (gain mass)."""
+    k, a, b = lines.k, lines.a, lines.b
+    amax = np.full(lines.n_ood, -np.inf)
+    bmax = np.full(lines.n_ood, -np.inf)
+    np.maximum.at(amax, k, a)
+    np.maximum.at(bmax, k, b)
+    # an interval where one line is highest at both ends: that line is the envelope
+    top = np.zeros(lines.n_ood, dtype=bool)
+    top[k[(a == amax[k]) & (b == bmax[k])]] = True
+    total = float(np.sum((amax[top] + bmax[top]) / 2))
+    order = np.argsort(k, kind="stable")
+    ks = k[order]
+    bounds = np.searchsorted(ks, np.arange(lines.n_ood + 1))
+    for q in np.flatnonzero(~top).tolist():
+        sl = order[bounds[q] : bounds[q + 1]]
+        total += _max_of_lines_area(a[sl], b[sl])
+    return total
+
+
+def value_at(lines: Lines, x: F64) -> F64:
+    """The envelope at accepted OOD masses ``x`` in ``[0, n_ood]`` (the largest value where
+    two pieces meet, the whole gain at ``n_ood``)."""
+    out = np.full(x.size, -np.inf)
+    for i, xi in enumerate(x.tolist()):
+        if xi >= lines.n_ood:
+            out[i] = lines.total
+            continue
+        q = int(np.floor(xi))
+        t = xi - q
+        here = lines.k == q
+        v = np.max(lines.a[here] + (lines.b[here] - lines.a[here]) * t)
+        if t == 0 and q > 0:
+            v = max(v, float(np.max(lines.b[lines.k == q - 1])))
+        out[i] = v
+    return out
+
+
+def first_reach(lines: Lines, target: float) -> float:
+    """The least accepted OOD mass at which the envelope reaches gain ``target`` (a relative
+    1e-12 of slack), ``n_ood`` if only the whole sample reaches it."""
+    need = target * (1 - 1e-12)
+    a, b = lines.a, lines.b
+    rise = b - a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(a >= need, 0.0,
+                     np.where((b >= need) & (rise > 0),
+                              np.clip((target - a) / rise, 0.0, 1.0), np.inf))
+    reach = float(np.min(lines.k + t, initial=np.inf))
+    return min(reach, float(lines.n_ood))
+
+
+def points_reaching(lines: Lines, target: float) -> tuple[F64, F64]:
+    """Points ``(OOD mass, gain)`` on the pieces with gain at least ``target`` (a relative
+    1e-12 of slack): every piece end that reaches it, the point where a rising piece
+    reaches it, and the whole sample. Along a piece a ratio of linear functions of the
+    point is monotone, so its best over the part of the piece at or above ``target`` is
+    at one of these points."""
+    need = target * (1 - 1e-12)
+    k, a, b = lines.k.astype(np.float64), lines.a, lines.b
+    rise = b - a
+    cross = (a < need) & (b >= need) & (rise > 0)
+    t = (target - a[cross]) / rise[cross]
+    x = np.concatenate((k[a >= need], k[b >= need] + 1, k[cross] + np.clip(t, 0.0, 1.0),
+                        [float(lines.n_ood)]))
+    y = np.concatenate((a[a >= need], b[b >= need], np.maximum(a[cross] + rise[cross] * t,
+                                                                target), [lines.total]))
+    return x, y

@@ -1,0 +1,154 @@
+"""Exact two-score OOD metrics (``search="exact"``): the envelope over every direction of
+the half-circle (AUROC, OSCR, ROC and PR curves, FPR at TPR, detection rate) against the
+brute-force references of tests/reference/ood_ref.py (every order of the projected pairs,
+plus a dense scan of angles), against the grid, and their invariance to a positive
+rescaling of either column."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from reference import ood_ref as R
+
+from abstain import metrics as M
+
+TOL = 1e-10
+
+
+def _tie_sample(seed, random_sample):
+    rng = np.random.default_rng(seed)
+    s, is_ood, _ = random_sample(rng, n_max=12, levels=4)
+    losses = rng.integers(0, 3, s.shape[0]) / 2.0  # CCR gains 1, 0.5, 0
+    return s, is_ood, losses
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_exact_areas_against_the_brute_force_envelope(seed, random_sample):
+    s, is_ood, losses = _tie_sample(seed, random_sample)
+    n_id, n_ood = float(np.sum(~is_ood)), float(np.sum(is_ood))
+    for gain, got in ((np.ones(s.shape[0]), M.auroc(is_ood, s, search="exact")),
+                      (1 - losses, M.oscr(losses, is_ood, s, search="exact"))):
+        segs = R.envelope_segments(s, is_ood, gain, n_dense=90)
+        assert got == pytest.approx(R.envelope_area_ref(segs) / (n_id * n_ood), abs=TOL)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_exact_roc_curve_and_rates_against_the_brute_force(seed, random_sample):
+    s, is_ood, _ = _tie_sample(seed, random_sample)
+    n_id, n_ood = float(np.sum(~is_ood)), float(np.sum(is_ood))
+    segs = R.envelope_segments(s, is_ood, np.ones(s.shape[0]))
+    fpr = np.unique(np.concatenate((np.linspace(0, 1, 37), np.arange(n_ood + 1) / n_ood)))
+    curve = M.ood_roc_curve(is_ood, s, fpr=fpr, search="exact")
+    want = [R.envelope_value_ref(segs, f * n_ood, n_id) / n_id for f in fpr]
+    np.testing.assert_allclose(curve.tpr, want, atol=TOL)
+    for t in (0.1, 0.3, 0.5, 0.75, 0.95, 1.0):
+        got = M.fpr_at_tpr(is_ood, s, t, search="exact")
+        assert got == pytest.approx(R.best_fpr_at_tpr_ref(s, is_ood, t), abs=TOL)
+        assert M.tnr_at_tpr(is_ood, s, t, search="exact") == pytest.approx(1 - got, abs=TOL)
+    got = M.detection_rate_at_false_alarm(is_ood, s, 0.25, search="exact")
+    assert got == pytest.approx(1 - R.best_fpr_at_tpr_ref(s, is_ood, 0.75), abs=TOL)
+
+
+def _grid_area(s, is_ood, gain, d):
+    """Exact area under the envelope of the d grid directions (brute force)."""
+    segs = set()
+    for k in range(d):
+        w = (math.cos(k * math.pi / d), math.sin(k * math.pi / d))
+        segs.update(R.curve_segments(R.project(s, w), is_ood, gain))
+    return R.envelope_area_ref(sorted(segs)) / (np.sum(~is_ood) * np.sum(is_ood))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_is_never_worse_than_a_grid_or_a_column(seed, random_sample):
+    s, is_ood, losses = _tie_sample(seed, random_sample)
+    ex_auc = M.auroc(is_ood, s, search="exact")
+    ex_oscr = M.oscr(losses, is_ood, s, search="exact")
+    ex_fpr = M.fpr_at_tpr(is_ood, s, 0.8, search="exact")
+    for d in (1, 2, 7, 12, 360):
+        if d <= 12:  # the grid's exact envelope area, and the metric's trapezoids within 1/2000
+            for ex, gain, grid in (
+                (ex_auc, np.ones(s.shape[0]), M.auroc(is_ood, s, n_directions=d)),
+                (ex_oscr, 1 - losses, M.oscr(losses, is_ood, s, n_directions=d)),
+            ):
+                assert ex >= _grid_area(s, is_ood, gain, d) - TOL
+                assert ex >= grid - 1 / 2000
+        assert ex_fpr <= M.fpr_at_tpr(is_ood, s, 0.8, n_directions=d) + TOL
+    for j in range(2):
+        assert ex_auc >= M.auroc(is_ood, s[:, j]) - TOL
+
+
+def test_grid_rate_on_two_columns_is_its_best_direction(random_sample):
+    s, is_ood, _ = _tie_sample(3, random_sample)
+    for d in (1, 12):
+        per = [R.rate_at_ref(R.project(s, (math.cos(k * math.pi / d), math.sin(k * math.pi / d))),
+                             is_ood, 0.6) for k in range(d)]
+        assert M.fpr_at_tpr(is_ood, s, 0.6, n_directions=d) == pytest.approx(min(per), abs=TOL)
+
+
+def _continuous(seed, n=300):
+    rng = np.random.default_rng(seed)
+    is_ood = rng.random(n) < 0.4
+    losses = (rng.random(n) < 0.2).astype(float)
+    s = np.stack([rng.normal(size=n) + losses, rng.normal(size=n) + 1.5 * is_ood], axis=1)
+    return s, is_ood, losses
+
+
+@pytest.mark.parametrize("scale", [(100.0, 1.0), (1.0, 1e-3), (0.37, 2.5e4)])
+def test_exact_metrics_are_unit_free(scale):
+    s, is_ood, losses = _continuous(1)
+    t = s * np.asarray(scale) + np.array([5.0, -3.0])  # a shift changes no order either
+    assert M.auroc(is_ood, t, search="exact") == pytest.approx(
+        M.auroc(is_ood, s, search="exact"), abs=1e-12)
+    assert M.oscr(losses, is_ood, t, search="exact") == pytest.approx(
+        M.oscr(losses, is_ood, s, search="exact"), abs=1e-12)
+    assert M.fpr_at_tpr(is_ood, t, 0.9, search="exact") == pytest.approx(
+        M.fpr_at_tpr(is_ood, s, 0.9, search="exact"), abs=1e-12)
+    # and a permutation of the rows changes nothing
+    p = np.random.default_rng(0).permutation(s.shape[0])
+    assert M.auroc(is_ood[p], s[p], search="exact") == pytest.approx(
+        M.auroc(is_ood, s, search="exact"), abs=1e-12)
+    # the grid is not: it depends on the units
+    assert M.auroc(is_ood, s * [1e4, 1.0]) != M.auroc(is_ood, s)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_metrics_are_unit_free_with_ties(seed, random_sample):
+    s, is_ood, losses = _tie_sample(seed, random_sample)
+    for scale in ((3.0, 1.0), (1.0, 0.25), (7.0, 2.0)):
+        t = s * np.asarray(scale)
+        assert M.auroc(is_ood, t, search="exact") == pytest.approx(
+            M.auroc(is_ood, s, search="exact"), abs=1e-12)
+        assert M.oscr(losses, is_ood, t, search="exact") == pytest.approx(
+            M.oscr(losses, is_ood, s, search="exact"), abs=1e-12)
+        assert M.fpr_at_tpr(is_ood, t, 0.7, search="exact") == pytest.approx(
+            M.fpr_at_tpr(is_ood, s, 0.7, search="exact"), abs=1e-12)
+
+
+def test_exact_one_column_and_errors():
+    is_ood, s = [0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4]
+    assert M.auroc(is_ood, s, search="exact") == M.auroc(is_ood, s) == 0.875
+    assert M.fpr_at_tpr(is_ood, s, 0.75, search="exact") == 0.25
+    pair = [[0.1, 1.0], [0.2, 0.0], [0.2, 2.0], [0.4, 1.0]]
+    with pytest.raises(ValueError, match="search"):
+        M.auroc(is_ood, pair, search="dense")
+    with pytest.raises(ValueError, match="search"):
+        M.fpr_at_tpr(is_ood, pair, 0.5, search="all")
+    with pytest.raises(ValueError, match="fpr"):
+        M.ood_roc_curve(is_ood, pair, fpr=[0.5, 1.5], search="exact")
+    with pytest.raises(ValueError, match="losses"):
+        M.oscr([2.0, 0.0, 0.0, 0.0], is_ood, pair, search="exact")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_exact_pr_curve_against_the_brute_force(seed, random_sample):
+    s, is_ood, _ = _tie_sample(seed, random_sample)
+    recall = np.array([0.05, 0.2, 0.5, 0.6, 0.8, 0.95, 1.0])
+    for prior in (None, 0.3):
+        got = M.ood_pr_curve(is_ood, s, recall=recall, ood_prior=prior, search="exact")
+        pi = float(np.mean(is_ood)) if prior is None else prior
+        want = [R.best_precision_ref(s, is_ood, r, pi) for r in recall]
+        np.testing.assert_allclose(got.precision, want, atol=TOL)
+        grid = M.ood_pr_curve(is_ood, s, recall=recall, ood_prior=prior, n_directions=12)
+        assert np.all(got.precision >= grid.precision - TOL)
