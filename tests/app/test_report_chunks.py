@@ -141,3 +141,16 @@ def test_histograms_of_continuous_losses_need_the_wrong_counts(tmp_path):
     binary = summarise(str(_parts(_columns(), tmp_path / "q")), rows=500, options=options)
     page = html_report(binary, evaluate_summary(binary))  # 0/1 losses: the sums count
     assert page.count("<img") == 5 + 1 and ev.n_id == summary.n_id
+
+
+def test_a_report_on_dask_equals_the_one_on_this_process(tmp_path):
+    pytest.importorskip("distributed")
+    parts = _parts(_columns(), tmp_path / "parts")
+    pages = []
+    for extra in ([], ["--engine", "dask"]):
+        out = tmp_path / f"r{len(pages)}.html"
+        assert main(["report", str(parts), "-o", str(out), "--quiet", *extra]) == 0
+        pages.append(out.read_text())
+    assert _section(pages[1], "<h2>Metrics", "<h2>Curves") == \
+        _section(pages[0], "<h2>Metrics", "<h2>Curves")
+    assert pages[1].count("<img") == pages[0].count("<img") == 7
