@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from .base import ParamsMixin
 from .schema import Array, Field, Number
 from .serialize import dumps, serializable
-from .table import _as_ood_marks, _ids
+from .table import as_ood_marks, whole_counts
 from .validation import as_losses, as_real_array, as_scores, check_same_length
 
 __all__ = ["PairTable"]
@@ -122,7 +122,7 @@ class PairTable(ParamsMixin):
             raise ValueError(f"scores must have shape (n, 2), one column per score; got an "
                              f"array of shape {arr.shape}.")
         s = np.stack([as_scores(arr[:, j], f"scores[:, {j}]") for j in range(2)], axis=1)
-        ood = _as_ood_marks(is_ood)
+        ood = as_ood_marks(is_ood)
         raw = as_real_array(losses, "losses")
         check_same_length(scores=s, is_ood=ood, losses=raw)
         nan = np.isnan(raw)
@@ -191,8 +191,8 @@ class PairTable(ParamsMixin):
         return dumps(self)
 
     def _after_load(self) -> None:
-        self.counts = _ids(self.counts, "fitted.counts", 1)
-        self.ood_counts = _ids(self.ood_counts, "fitted.ood_counts", 0)
+        self.counts = whole_counts(self.counts, "fitted.counts", 1)
+        self.ood_counts = whole_counts(self.ood_counts, "fitted.ood_counts", 0)
         if np.any(self.ood_counts > self.counts):
             raise ValueError("fitted.ood_counts must be at most fitted.counts for every pair.")
         v = self.values
