@@ -8,6 +8,7 @@ Every fitted object writes itself with ``to_json`` and :func:`load_json` reads a
 """
 
 from ._core.binned import BinnedTable
+from ._core.pair_table import PairTable
 from ._core.serialize import load_json
 from ._core.table import ScoreTable
 from ._core.version import VERSION
@@ -30,6 +31,7 @@ __all__ = [
     "InfeasibleTargetWarning",
     "NotFittedError",
     "ScoreTable",
+    "PairTable",
     "SelectiveClassifier",
     "load_json",
     "rule_from_json",

@@ -115,7 +115,9 @@ def test_bad_sources_get_one_line(tmp_path, capsys):
     for args, message in (
         (["evaluate", str(tmp_path / "none*.csv")], "no file matches"),
         (["evaluate", str(tmp_path / "parts"), "--ood-score", "energy"], "needs every row"),
-        (["report", str(parts), "-o", str(tmp_path / "r.html")], "the report draws its figures"),
+        (["report", str(parts), "-o", str(tmp_path / "r.html")], "first at data row 0"),
+        (["report", str(parts), "-o", str(tmp_path / "r.html"), "--bootstrap", "9"],
+         "--bootstrap resamples the rows of one file"),
         (["evaluate", str(parts), "--scheduler", "tcp://h:1"], "--scheduler needs --engine"),
         (["evaluate", str(parts), "--chunk-rows", "0"], "--chunk-rows must be at least 1"),
         (["fit", str(parts), "--score", "msp", "--target-coverage", "0.5", "-o",

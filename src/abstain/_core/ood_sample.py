@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .groups import group_totals
 from .ood_search import Best, Constraint, better, exact_search, grid_search, grid_weights, project
+from .pair_table import PairTable
 from .table import ScoreTable, table_or_none
 from .validation import (
     as_is_ood,
@@ -117,6 +118,9 @@ class Sample:
     def of(cls, scores: Any, is_ood: Any, losses: Any,
            sample_weight: Any = None) -> Sample:
         """The sample of arrays, or of a :class:`~abstain.ScoreTable` given as ``scores``."""
+        if isinstance(scores, PairTable):
+            return cls.from_pairs(scores, {"is_ood": is_ood, "losses": losses,
+                                           "sample_weight": sample_weight})
         table = table_or_none(scores, {"is_ood": is_ood, "losses": losses,
                                        "sample_weight": sample_weight})
         if table is None:
@@ -129,18 +133,37 @@ class Sample:
         if table.ood_counts is None:
             raise ValueError("this ScoreTable has no OOD marks; the OOD metrics and OOD rules "
                              "take a table built with is_ood.")
-        w_ood = table.ood_counts.astype(np.float64)
-        w_id = table.id_counts.astype(np.float64)
+        return cls._of_totals(table.values[:, None], table.id_counts, table.ood_counts,
+                              table.loss_sums, table.max_loss, "ScoreTable")
+
+    @classmethod
+    def from_pairs(cls, table: PairTable, rest: dict[str, Any]) -> Sample:
+        """The two-score sample of a :class:`~abstain.PairTable` (``rest``: the arguments
+        that must then be omitted)."""
+        given = [name for name, value in rest.items() if value is not None]
+        if given:
+            raise ValueError(f"{' and '.join(given)} must be omitted when a PairTable is given "
+                             "in place of the arrays; the table already holds them.")
+        if table.n == 0:
+            raise ValueError("the PairTable must not be empty; got a table of 0 rows.")
+        return cls._of_totals(table.values, table.id_counts, table.ood_counts,
+                              table.loss_sums, table.max_loss, "PairTable")
+
+    @classmethod
+    def _of_totals(cls, s: NDArray[np.float64], id_counts: Any, ood_counts: Any,
+                   loss_sums: NDArray[np.float64], max_loss: float, kind: str) -> Sample:
+        """The sample of per-score (or per-pair) totals, checked as the rows are."""
+        w_ood = ood_counts.astype(np.float64)
+        w_id = id_counts.astype(np.float64)
         if not (w_id.sum() > 0 and w_ood.sum() > 0):
             what = "OOD" if w_ood.sum() > 0 else "ID"
             raise ValueError("is_ood must contain both ID (False) and OOD (True) samples; got "
-                             f"only {what} in the ScoreTable.")
-        if not float(table.loss_sums.sum()) <= _MAX_LOSS_MASS:
+                             f"only {what} in the {kind}.")
+        if not float(loss_sums.sum()) <= _MAX_LOSS_MASS:
             raise ValueError(f"losses must have a weighted sum on ID rows of at most "
                              f"{_MAX_LOSS_MASS:.3g} (scale them down; the risks are linear "
                              "in the losses).")
-        return cls(table.values[:, None], w_id, w_ood, table.loss_sums,
-                   loss_above_one=table.max_loss > 1.0)
+        return cls(s, w_id, w_ood, loss_sums, loss_above_one=max_loss > 1.0)
 
     def directions(self, search: str, n_directions: int) -> NDArray[np.float64]:
         if self.s.shape[1] == 1:

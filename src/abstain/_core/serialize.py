@@ -104,6 +104,7 @@ _MODULES = (
     "abstain.combine.bank",
     "abstain.ordinal",
     "abstain._core.table",
+    "abstain._core.pair_table",
 )
 
 #: How deep documents may nest in one another (a double-score detector uses 2).

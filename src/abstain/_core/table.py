@@ -20,13 +20,13 @@ from .schema import Array, Field, Flag, Number
 from .serialize import dumps, serializable
 from .validation import as_is_ood, as_losses, as_real_array, as_scores, check_same_length
 
-__all__ = ["ScoreTable", "as_groups", "table_or_none"]
+__all__ = ["ScoreTable", "as_groups", "as_ood_marks", "table_or_none", "whole_counts"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 
 
-def _ids(arr: NDArray[Any], where: str, low: int) -> I64:
+def whole_counts(arr: NDArray[Any], where: str, low: int) -> I64:
     """Whole numbers >= ``low`` of a loaded array as int64."""
     if not (np.all(arr == np.floor(arr)) and np.all(arr >= low) and np.all(arr < 2.0**53)):
         raise ValueError(f"{where} must hold whole numbers >= {low}; got other values.")
@@ -146,7 +146,7 @@ class ScoreTable(ParamsMixin):
             check_same_length(losses=ls, uncertainty=u)
             ood = None
         else:
-            ood = _as_ood_marks(is_ood)
+            ood = as_ood_marks(is_ood)
             raw = as_real_array(losses, "losses")
             check_same_length(uncertainty=u, is_ood=ood, losses=raw)
             nan = np.isnan(raw)
@@ -300,9 +300,9 @@ class ScoreTable(ParamsMixin):
         return dumps(self)
 
     def _after_load(self) -> None:
-        self.counts = _ids(self.counts, "fitted.counts", 1)
+        self.counts = whole_counts(self.counts, "fitted.counts", 1)
         if self.ood_counts is not None:
-            self.ood_counts = _ids(self.ood_counts, "fitted.ood_counts", 0)
+            self.ood_counts = whole_counts(self.ood_counts, "fitted.ood_counts", 0)
             if np.any(self.ood_counts > self.counts):
                 raise ValueError("fitted.ood_counts must be at most fitted.counts in every group.")
         if not np.all(np.diff(self.values) > 0):
@@ -314,7 +314,7 @@ class ScoreTable(ParamsMixin):
             raise ValueError("fitted.loss_values and fitted.loss_counts must both be null or "
                              "both be arrays.")
         if self.loss_values is not None:
-            self.loss_counts = _ids(self.loss_counts, "fitted.loss_counts", 1)  # type: ignore[arg-type]
+            self.loss_counts = whole_counts(self.loss_counts, "fitted.loss_counts", 1)  # type: ignore[arg-type]
             if not (np.all(np.diff(self.loss_values) > 0) and self.loss_values[0] >= 0):
                 raise ValueError("fitted.loss_values must be non-negative and strictly increasing.")
             if int(self.loss_counts.sum()) != int(self.id_counts.sum()):
@@ -346,7 +346,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _as_ood_marks(is_ood: ArrayLike) -> NDArray[np.bool_]:
+def as_ood_marks(is_ood: ArrayLike) -> NDArray[np.bool_]:
     """0/1 marks of a batch, which may hold one class only (the whole table is checked later)."""
     arr = np.asarray(is_ood)
     if arr.dtype.kind in "biuf" and arr.ndim == 1 and arr.size:

@@ -38,11 +38,16 @@ class Summary(NamedTuple):
         column.
     n_dropped : int
         Rows dropped for missing values (``dropna``).
+    wrong : dict of str to ScoreTable, or None
+        Per score column, the table of the ID rows with the loss replaced by
+        ``loss > 0``: its ``loss_sums`` count the rows with a loss at each score (the
+        correct/wrong histograms of the report). None unless asked for (``wrong=True``).
     """
 
     tables: dict[str, ScoreTable]
     marked: dict[str, ScoreTable] | None
     n_dropped: int
+    wrong: dict[str, ScoreTable] | None = None
 
     @property
     def n_id(self) -> int:
@@ -57,8 +62,10 @@ class Summary(NamedTuple):
     def merge(self, other: Summary) -> Summary:
         marked = None if self.marked is None or other.marked is None else {
             k: ScoreTable.merge(t, other.marked[k]) for k, t in self.marked.items()}
+        wrong = None if self.wrong is None or other.wrong is None else {
+            k: ScoreTable.merge(t, other.wrong[k]) for k, t in self.wrong.items()}
         return Summary({k: ScoreTable.merge(t, other.tables[k]) for k, t in self.tables.items()},
-                       marked, self.n_dropped + other.n_dropped)
+                       marked, self.n_dropped + other.n_dropped, wrong)
 
 
 def part_files(source: str) -> list[Path]:
@@ -95,9 +102,10 @@ def _chunk_data(chunk: dict[str, Any], options: dict[str, Any], where: str,
                          "them.") from None
 
 
-def _empty(names: list[str], ood: bool) -> Summary:
+def _empty(names: list[str], ood: bool, wrong: bool = False) -> Summary:
     return Summary({k: ScoreTable() for k in names},
-                   {k: ScoreTable() for k in names} if ood else None, 0)
+                   {k: ScoreTable() for k in names} if ood else None, 0,
+                   {k: ScoreTable() for k in names} if wrong else None)
 
 
 def _add(summary: Summary, data: TableData) -> None:
@@ -110,13 +118,16 @@ def _add(summary: Summary, data: TableData) -> None:
     for name, s in data.scores.items():
         if rows.any():
             summary.tables[name].update(s[rows], data.losses[rows])
+            if summary.wrong is not None:
+                summary.wrong[name].update(s[rows], (data.losses[rows] > 0).astype(np.float64))
         if summary.marked is not None:
             summary.marked[name].update(s, data.losses, is_ood=ood)
 
 
-def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool) -> Summary:
+def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
+                  wrong: bool = False) -> Summary:
     """The summary of one file, chunk by chunk."""
-    summary = _empty(list(options["scores"]), ood)
+    summary = _empty(list(options["scores"]), ood, wrong)
     seen, dropped = 0, 0
     for chunk in read_chunks(path, rows):
         data = _chunk_data(chunk, options, repr(str(path)), seen)
@@ -140,24 +151,24 @@ def _first_chunk(files: list[Path], rows: int, options: dict[str, Any]) -> Table
 
 def summarise(source: str, *, rows: int, options: dict[str, Any],
               progress: Callable[[int, int], None] | None = None, engine: str = "numpy",
-              scheduler: str | None = None) -> Summary:
+              scheduler: str | None = None, wrong: bool = False) -> Summary:
     """Read ``source`` in chunks of ``rows`` rows into a :class:`Summary`.
 
     ``options`` are those of :func:`~abstain.app.tables.prepare`; the score columns are
     those of the first chunk (or ``options["scores"]``). ``engine="dask"`` reads the files
     in parallel on a Dask cluster: the scheduler at ``scheduler``, or an in-process
     ``LocalCluster``; each file is read in chunks by one task and the tables are merged up
-    a tree.
+    a tree. ``wrong=True`` also keeps :attr:`Summary.wrong`.
     """
     files = part_files(source)
     first = _first_chunk(files, rows, options)
     options = {**options, "scores": list(first.scores)}
     ood = first.is_ood is not None
     if engine == "dask":
-        return _on_dask(files, rows, options, ood, scheduler, progress)
-    summary = _empty(options["scores"], ood)
+        return _on_dask(files, rows, options, ood, wrong, scheduler, progress)
+    summary = _empty(options["scores"], ood, wrong)
     for i, path in enumerate(files):
-        summary = summary.merge(_file_summary(path, rows, options, ood))
+        summary = summary.merge(_file_summary(path, rows, options, ood, wrong))
         if progress is not None:
             progress(i + 1, len(files))
     return _checked(summary)
@@ -176,12 +187,12 @@ def _merge_all(*parts: Summary) -> Summary:
     return out
 
 
-def _on_dask(files: list[Path], rows: int, options: dict[str, Any], ood: bool,
+def _on_dask(files: list[Path], rows: int, options: dict[str, Any], ood: bool, wrong: bool,
              scheduler: str | None, progress: Callable[[int, int], None] | None) -> Summary:
     dask = require("dask", "dask", "abstain --engine dask")
     distributed = require("distributed", "dask", "abstain --engine dask")
     with _client(distributed, scheduler):
-        level = [dask.delayed(_file_summary)(f, rows, options, ood) for f in files]
+        level = [dask.delayed(_file_summary)(f, rows, options, ood, wrong) for f in files]
         while len(level) > 1:
             level = [dask.delayed(_merge_all)(*level[i : i + 8]) for i in range(0, len(level), 8)]
         (summary,) = dask.compute(level[0])

@@ -76,8 +76,8 @@ def _chunk_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "large inputs", "FILE may also be a directory of parts or a glob ('parts/*.parquet'): "
         "CSV and Parquet are then read in chunks into score tables, with bounded memory, and "
-        "every metric and rule of one score column is computed on the tables (no double-score "
-        "pairs).")
+        "every metric, rule and report figure of one score column is computed on the tables (no "
+        "double-score pairs, no bootstrap).")
     g.add_argument("--chunk-rows", type=int, metavar="N", help="read in chunks of N rows "
                    f"(default {CHUNK_ROWS:,} for a directory, a glob or --engine dask)")
     g.add_argument("--engine", choices=("numpy", "dask"), default="numpy",
@@ -203,14 +203,15 @@ def _chunked(args: argparse.Namespace) -> bool:
             or any(c in args.file for c in "*?["))
 
 
-def _summary(args: argparse.Namespace) -> Summary:
-    """The score tables of a source read in chunks."""
+def _summary(args: argparse.Namespace, *, wrong: bool = False) -> Summary:
+    """The score tables of a source read in chunks (``wrong``: as summarise's)."""
     options = {"loss": args.loss, "label": args.label, "prediction": args.prediction,
                "scores": args.scores, "is_ood": args.is_ood, "ood_score": args.ood_score,
                "dropna": args.dropna}
     bar = _bar("read", args)
     summary = summarise(args.file, rows=args.chunk_rows or CHUNK_ROWS, options=options,
-                        progress=bar, engine=args.engine, scheduler=args.scheduler)
+                        progress=bar, engine=args.engine, scheduler=args.scheduler,
+                        wrong=wrong)
     bar.close()
     if summary.n_dropped:
         print(f"dropped {summary.n_dropped} row(s) with NaN or empty values.", file=sys.stderr)
@@ -330,30 +331,38 @@ def _apply_summary(table: dict[str, Any], scores: list[str], accept: Any) -> lis
 def _report(args: argparse.Namespace) -> int:
     from .report import sample_warnings, write_report
 
-    if _chunked(args):
-        raise _Fail("the report draws its figures from the rows of one file; a directory, a "
-                    "glob, --chunk-rows and --engine are for evaluate and fit.")
-    check_not_input(args.output, [args.file, *([args.rule] if args.rule else [])])
+    chunked = _chunked(args)
+    if chunked and args.bootstrap:
+        raise _Fail("--bootstrap resamples the rows of one file; a source read in chunks "
+                    "keeps only score tables.")
+    inputs = part_files(args.file) if chunked else [args.file]
+    check_not_input(args.output, [*inputs, *([args.rule] if args.rule else [])])
     if Path(args.output).suffix.lower() not in (".html", ".htm"):
         raise _Fail(f"the report is an HTML page: -o must end in .html or .htm; got "
                     f"{args.output!r}.")
     if args.png:
-        check_not_input(args.png, [args.file])
-    data = _load(args)
-    bar = _bar("evaluate", args)
+        check_not_input(args.png, inputs)
     rule, rule_cols = None, None
     if args.rule:
         if not Path(args.rule).is_file():
             raise FileNotFoundError(f"file not found: {args.rule!r}.")
         rule, rule_cols = load_rule(Path(args.rule))
-    ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, n_bootstrap=args.bootstrap,
-                  random_state=args.random_state, progress=bar)
-    bar.close()
+    data: TableData | Summary
+    if chunked:
+        data = _summary(args, wrong=True)
+        ev = evaluate_summary(data, tpr=args.tpr, fpr=args.fpr)
+    else:
+        data = _load(args)
+        bar = _bar("evaluate", args)
+        ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, n_bootstrap=args.bootstrap,
+                      random_state=args.random_state, progress=bar)
+        bar.close()
     bar = _bar("report", args)
     command = "abstain " + shlex.join(args.argv)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
-                 png_dir=args.png, progress=bar, protect=[args.file], rule=rule,
-                 rule_columns=rule_cols, provenance={"command": command, "input": args.file})
+                 png_dir=args.png, progress=bar, protect=inputs, rule=rule,
+                 rule_columns=rule_cols, provenance={"command": command, "input": args.file,
+                                                     "parts": inputs})
     bar.close()
     for warning in sample_warnings(data, ev):  # once the page is written
         print(f"abstain report: warning: {warning}", file=sys.stderr)

@@ -18,6 +18,12 @@ elsewhere, so it is one file that opens anywhere, offline. From the top:
 - a provenance footer: the command, the abstain version, the date, and the input
   file's name and SHA-256.
 
+A source too large for memory (a directory of parts, a glob, ``--chunk-rows``) gives the
+same page from its score tables (:class:`abstain.app.chunks.Summary`): the metrics, the
+curves of each score column and the histograms are exact, and memory is bounded by the
+chunk and the distinct scores. Double-score pairs and bootstrap intervals need every row
+at once; the page says so in its summary (:data:`CHUNKED_NOTE`).
+
 Needs the ``plot`` extra (matplotlib).
 """
 
@@ -47,11 +53,13 @@ from ..plot import (
     RiskCoverageDisplay,
     plot_score_histograms,
 )
+from .chunks import Summary
 from .evaluate import Evaluation, glossary_of
 from .io import atomic_path, check_not_input, write_text
 from .tables import Progress, TableData
 
-__all__ = ["report_figures", "html_report", "write_report", "sample_warnings", "SMALL_SAMPLE"]
+__all__ = ["report_figures", "html_report", "write_report", "sample_warnings", "SMALL_SAMPLE",
+           "CHUNKED_NOTE"]
 
 #: Below this many rows a group's histogram is drawn in counts with a rug, and the
 #: summary warns that its metrics are noisy.
@@ -76,19 +84,158 @@ def _figure(ncols: int = 1) -> tuple[Any, list[Any]]:
     return fig, axes
 
 
-def _rule_target(rule: Any, columns: list[str] | None, data: TableData) -> str | None:
+class _Rows:
+    """What the report draws, from the rows of one file."""
+
+    def __init__(self, data: TableData) -> None:
+        self.data = data
+        ood = data.is_ood
+        self.ood = ood
+        self.has_ood = ood is not None and 0 < int(ood.sum()) < ood.size
+        self.id_rows = ~ood if ood is not None else np.ones(data.losses.size, dtype=bool)
+        self.names = list(data.scores)
+        self.pairs = data.pairs if self.has_ood else {}
+
+    def selective(self, display: Any, name: str, **kw: Any) -> None:
+        display.from_predictions(self.data.losses[self.id_rows],
+                                 self.data.scores[name][self.id_rows], name=name, **kw)
+
+    def ood_sources(self) -> list[tuple[str, Any, bool]]:
+        """(name, what to draw, whether it is a double-score pair) of each OOD curve."""
+        return ([(n, self.data.scores[n], False) for n in self.names]
+                + [(name, self.data.stacked(cols), True) for name, cols in self.pairs.items()])
+
+    def ood_curve(self, display: Any, source: Any, **kw: Any) -> None:
+        display.from_predictions(self.ood, source, **kw)
+
+    def at_fpr(self, source: Any, fpr: float, **kw: Any) -> None:
+        assert self.ood is not None
+        RiskAtFPRDisplay.from_predictions(self.data.losses, self.ood, source, fpr=fpr, **kw)
+
+    def ood_accepted(self, rule: Any, source: Any) -> float:
+        """The fraction of OOD rows a rule accepts."""
+        return float(np.mean(rule.accept_proba(source)[self.ood]))
+
+    def histograms(self, name: str, axes: list[Any]) -> None:
+        s = self.data.scores[name]
+        plot_score_histograms(s[self.id_rows], self.data.losses[self.id_rows] > 0,
+                              labels=("correct", "wrong"), ax=axes[0], small=SMALL_SAMPLE)
+        if self.ood is not None and self.has_ood:
+            plot_score_histograms(s, self.ood, labels=("ID", "OOD"), ax=axes[1],
+                                  small=SMALL_SAMPLE)
+
+    def base_error(self) -> float:
+        return float(self.data.losses[self.id_rows].mean())
+
+    def n_wrong(self) -> int:
+        return int((self.data.losses[self.id_rows] > 0).sum())
+
+    def operating_point(self, rule: Any, target: str,
+                        columns: list[str]) -> tuple[float, float, float | None]:
+        """Coverage of ID rows, selective risk, and OOD rows accepted (None without)."""
+        data = self.data
+        scores = data.stacked(columns) if len(columns) > 1 else data.scores[target]
+        c = np.asarray(rule.accept_proba(scores), dtype=np.float64)
+        kept = float(c[self.id_rows].sum())
+        risk = float(c[self.id_rows] @ data.losses[self.id_rows]) / kept if kept > 0 \
+            else math.nan
+        ood = self.ood
+        return (float(c[self.id_rows].mean()), risk,
+                float(c[ood].mean()) if ood is not None and ood.any() else None)
+
+
+class _Tables:
+    """What the report draws, from the score tables of a source read in chunks: the same
+    curves and histograms as from its rows, with no double-score pair."""
+
+    pairs: dict[str, tuple[str, str]] = {}
+
+    def __init__(self, summary: Summary) -> None:
+        self.summary = summary
+        self.has_ood = summary.marked is not None and summary.n_ood > 0
+        self.names = list(summary.tables)
+
+    def selective(self, display: Any, name: str, **kw: Any) -> None:
+        display.from_table(self.summary.tables[name], name=name, **kw)
+
+    def ood_sources(self) -> list[tuple[str, Any, bool]]:
+        assert self.summary.marked is not None
+        return [(n, self.summary.marked[n], False) for n in self.names]
+
+    def ood_curve(self, display: Any, source: Any, **kw: Any) -> None:
+        display.from_table(source, **kw)
+
+    def at_fpr(self, source: Any, fpr: float, **kw: Any) -> None:
+        RiskAtFPRDisplay.from_table(source, fpr=fpr, **kw)
+
+    def ood_accepted(self, rule: Any, source: Any) -> float:
+        c = np.asarray(rule.accept_proba(source.values), dtype=np.float64)
+        return float(c @ source.ood_counts) / float(source.ood_counts.sum())
+
+    def wrong_counts(self, name: str) -> Any:
+        """Per distinct score of the ID table, the rows with a loss."""
+        table = self.summary.tables[name]
+        if self.summary.wrong is not None:
+            return np.rint(self.summary.wrong[name].loss_sums).astype(np.int64)
+        if table.binary:
+            return np.rint(table.loss_sums).astype(np.int64)
+        raise ValueError("the correct/wrong histograms of losses other than 0/1 need the rows "
+                         "with a loss per score: read the source with summarise(..., "
+                         "wrong=True).")
+
+    def histograms(self, name: str, axes: list[Any]) -> None:
+        t = self.summary.tables[name]
+        wrong = self.wrong_counts(name)
+        both = np.concatenate([t.values, t.values])
+        plot_score_histograms(both, np.repeat([False, True], t.values.size),
+                              weights=np.concatenate([t.counts - wrong, wrong]),
+                              labels=("correct", "wrong"), ax=axes[0], small=SMALL_SAMPLE)
+        if self.has_ood:
+            assert self.summary.marked is not None
+            m = self.summary.marked[name]
+            assert m.ood_counts is not None
+            plot_score_histograms(np.concatenate([m.values, m.values]),
+                                  np.repeat([False, True], m.values.size),
+                                  weights=np.concatenate([m.id_counts, m.ood_counts]),
+                                  labels=("ID", "OOD"), ax=axes[1], small=SMALL_SAMPLE)
+
+    def base_error(self) -> float:
+        t = next(iter(self.summary.tables.values()))
+        return float(t.loss_sums.sum()) / t.n
+
+    def n_wrong(self) -> int:
+        return int(self.wrong_counts(self.names[0]).sum())
+
+    def operating_point(self, rule: Any, target: str,
+                        columns: list[str]) -> tuple[float, float, float | None]:
+        t = self.summary.tables[target]
+        c = np.asarray(rule.accept_proba(t.values), dtype=np.float64)
+        kept = float(c @ t.counts)
+        risk = float(c @ t.loss_sums) / kept if kept > 0 else math.nan
+        ood = None
+        if self.has_ood:
+            assert self.summary.marked is not None
+            ood = self.ood_accepted(rule, self.summary.marked[target])
+        return kept / t.n, risk, ood
+
+
+def _source(data: TableData | Summary) -> _Rows | _Tables:
+    return _Tables(data) if isinstance(data, Summary) else _Rows(data)
+
+
+def _rule_target(rule: Any, columns: list[str] | None, src: _Rows | _Tables) -> str | None:
     """The score (or pair) name of the table that a rule thresholds, if it has one."""
     if rule is None or not columns:
         return None
     if len(columns) == 1:
-        return columns[0] if columns[0] in data.scores else None
-    for name, cols in data.pairs.items():
+        return columns[0] if columns[0] in src.names else None
+    for name, cols in src.pairs.items():
         if list(cols) == list(columns):
             return name
     return None
 
 
-def report_figures(data: TableData, *, fpr: float = 0.05, rule: Any = None,
+def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = None,
                    rule_columns: list[str] | None = None,
                    progress: Progress | None = None) -> dict[str, Any]:
     """The report's figures, by name (matplotlib ``Figure`` objects, no pyplot state).
@@ -99,23 +246,17 @@ def report_figures(data: TableData, *, fpr: float = 0.05, rule: Any = None,
     also draw each double-score pair of :attr:`~abstain.app.tables.TableData.pairs`
     (dashed): the best direction at each point. A fitted ``rule`` on the score
     ``rule_columns`` is marked at its operating point on these rows.
+
+    ``data`` may also be the :class:`~abstain.app.chunks.Summary` of a source read in
+    chunks: every figure is then drawn from its score tables, exactly as from the rows
+    (the histograms from the rows per distinct score; ``summarise(..., wrong=True)`` for
+    losses other than 0/1), with no double-score pair.
     """
-    ood = data.is_ood
-    has_ood = ood is not None and 0 < int(ood.sum()) < ood.size
-    id_rows = ~ood if ood is not None else np.ones(data.losses.size, dtype=bool)
-    names = list(data.scores)
-    pairs = data.pairs if has_ood else {}
-    target = _rule_target(rule, rule_columns, data)
+    src = _source(data)
+    names = src.names
+    target = _rule_target(rule, rule_columns, src)
     ood_rule = rule is not None and hasattr(rule, "tpr_")
-
-    def curves() -> list[tuple[str, Any, dict[str, Any]]]:
-        """(label, one or two score columns, line style) of each curve of an OOD figure."""
-        out = [(n, data.scores[n], _style(i)) for i, n in enumerate(names)]
-        out += [(name, data.stacked(cols), _style(len(names) + j, pair=True))
-                for j, (name, cols) in enumerate(pairs.items())]
-        return out
-
-    steps = (5 if has_ood else 2) + len(names)
+    steps = (5 if src.has_ood else 2) + len(names)
     done = 0
 
     def tick() -> None:
@@ -124,8 +265,12 @@ def report_figures(data: TableData, *, fpr: float = 0.05, rule: Any = None,
         if progress is not None:
             progress(done, steps)
 
+    def styled() -> list[tuple[str, Any, dict[str, Any]]]:
+        """(label, what to draw, line style) of each curve of an OOD figure."""
+        return [(name, source, _style(i, pair=pair))
+                for i, (name, source, pair) in enumerate(src.ood_sources())]
+
     figs: dict[str, Any] = {}
-    loss_id = data.losses[id_rows]
     display: Any
     for key, display, title in (
             ("risk_coverage", RiskCoverageDisplay, "risk-coverage curve (ID rows)"),
@@ -135,49 +280,40 @@ def report_figures(data: TableData, *, fpr: float = 0.05, rule: Any = None,
         for i, name in enumerate(names):
             refs = ("random", "oracle") if i == len(names) - 1 else ()
             marked = rule if (name == target and not ood_rule) else None
-            display.from_predictions(loss_id, data.scores[name][id_rows], name=name,
-                                     rule=marked, ax=ax, references=refs, **_style(i))
+            src.selective(display, name, rule=marked, ax=ax, references=refs, **_style(i))
         ax.set_title(title)
         figs[key] = fig
         tick()
-    if has_ood:
-        assert ood is not None
+    if src.has_ood:
         for key, display, title in (("roc", OODRocDisplay, "ROC curve (ID positive)"),
                                     ("pr", OODPrecisionRecallDisplay,
                                      "PR curve (ID positive)")):
             fig, (ax,) = _figure()
-            items = curves()
-            for i, (name, s, style) in enumerate(items):
+            items = styled()
+            for i, (name, source, style) in enumerate(items):
                 refs = ("random", "oracle") if i == len(items) - 1 else ()
                 marked = rule if (name == target and ood_rule) else None
-                display.from_predictions(ood, s, name=name, rule=marked, ax=ax,
-                                         references=refs, **style)
+                src.ood_curve(display, source, name=name, rule=marked, ax=ax,
+                              references=refs, **style)
             ax.set_title(title)
             figs[key] = fig
             tick()
         fig, (ax,) = _figure()
-        items = curves()
-        for i, (name, s, style) in enumerate(items):
+        items = styled()
+        for i, (name, source, style) in enumerate(items):
             # the rule is on this curve only if it keeps FPR <= fpr on these rows
             marked = rule if (name == target and ood_rule
-                              and float(np.mean(rule.accept_proba(s)[ood])) <= fpr) else None
-            RiskAtFPRDisplay.from_predictions(data.losses, ood, s, fpr=fpr, name=name,
-                                              rule=marked, ax=ax,
-                                              references=("random",) if i == len(items) - 1
-                                              else (), **style)
+                              and src.ood_accepted(rule, source) <= fpr) else None
+            src.at_fpr(source, fpr, name=name, rule=marked, ax=ax,
+                       references=("random",) if i == len(items) - 1 else (), **style)
         ax.set_title(f"least selective risk at FPR <= {fpr:g}")
         figs["risk_at_fpr"] = fig
         tick()
     for name in names:
-        s = data.scores[name]
-        fig, axes = _figure(2 if has_ood else 1)
-        plot_score_histograms(s[id_rows], data.losses[id_rows] > 0,
-                              labels=("correct", "wrong"), ax=axes[0], small=SMALL_SAMPLE)
+        fig, axes = _figure(2 if src.has_ood else 1)
+        src.histograms(name, axes)
         axes[0].set_title(f"{name}: correct / wrong (ID rows)")
-        if has_ood:
-            assert ood is not None
-            plot_score_histograms(s, ood, labels=("ID", "OOD"), ax=axes[1],
-                                  small=SMALL_SAMPLE)
+        if src.has_ood:
             axes[1].set_title(f"{name}: ID / OOD")
         figs[f"histograms_{name}"] = fig
         tick()
@@ -265,31 +401,25 @@ def _best(ev: Evaluation) -> list[str]:
     return out
 
 
-def _rule_line(rule: Any, columns: list[str] | None, data: TableData) -> str:
+def _rule_line(rule: Any, columns: list[str] | None, src: _Rows | _Tables) -> str:
     """The operating point of a rule on the report's rows."""
     kind = type(rule).__name__
     on = ", ".join(columns or [])
-    target = _rule_target(rule, columns, data)
+    target = _rule_target(rule, columns, src)
     if target is None:
         return (f"{html.escape(kind)} on {html.escape(on)}: the report's table has no such "
                 "score column; it is not marked.")
-    ood = data.is_ood
-    scores = data.stacked(list(columns or [])) if len(columns or []) > 1 else data.scores[target]
-    c = np.asarray(rule.accept_proba(scores), dtype=np.float64)
-    id_rows = ~ood if ood is not None else np.ones(c.size, dtype=bool)
-    kept = float(c[id_rows].sum())
-    risk = float(c[id_rows] @ data.losses[id_rows]) / kept if kept > 0 else math.nan
-    parts = [f"coverage of ID rows {c[id_rows].mean():.4f}", f"selective risk {risk:.4f}"]
-    if ood is not None and ood.any():
-        parts.append(f"OOD rows accepted {c[ood].mean():.4f}")
+    coverage, risk, ood = src.operating_point(rule, target, list(columns or []))
+    parts = [f"coverage of ID rows {coverage:.4f}", f"selective risk {risk:.4f}"]
+    if ood is not None:
+        parts.append(f"OOD rows accepted {ood:.4f}")
     return f"rule {html.escape(kind)} on <strong>{html.escape(on)}</strong>: " + ", ".join(parts)
 
 
-def sample_warnings(data: TableData, ev: Evaluation) -> list[str]:
+def sample_warnings(data: TableData | Summary, ev: Evaluation) -> list[str]:
     """Samples too small to trust the curves and metrics drawn from them."""
     out = []
-    id_rows = ~data.is_ood if data.is_ood is not None else np.ones(data.losses.size, bool)
-    wrong = int((data.losses[id_rows] > 0).sum())
+    wrong = _source(data).n_wrong()
     for count, what in ((ev.n_id, "in-distribution row(s)"), (wrong, "ID row(s) with a loss"),
                         (ev.n_ood, "OOD row(s)")):
         if 0 < count < SMALL_SAMPLE:
@@ -302,15 +432,24 @@ def sample_warnings(data: TableData, ev: Evaluation) -> list[str]:
     return out
 
 
-def _summary(data: TableData, ev: Evaluation, rule: Any, rule_columns: list[str] | None) -> str:
-    id_rows = ~data.is_ood if data.is_ood is not None else np.ones(data.losses.size, bool)
-    base = float(data.losses[id_rows].mean())
+#: What a report read in chunks leaves out, and why (one line in its summary).
+CHUNKED_NOTE = ("Read in chunks into score tables (one per score column): every metric, "
+                "curve and histogram here is computed exactly from them; double-score pairs "
+                "(--ood-score) and bootstrap intervals need every row at once and are not "
+                "available.")
+
+
+def _summary(data: TableData | Summary, ev: Evaluation, rule: Any,
+             rule_columns: list[str] | None) -> str:
+    src = _source(data)
     rows = (f"{ev.n_id + ev.n_ood} rows: {ev.n_id} ID, {ev.n_ood} OOD"
             + (f"; {ev.n_dropped} dropped for missing values" if ev.n_dropped else ""))
-    items = [rows, f"base error (mean loss of ID rows at full coverage): {base:.4f}",
+    items = [rows, f"base error (mean loss of ID rows at full coverage): {src.base_error():.4f}",
              *(f"best {line}" for line in _best(ev))]
     if rule is not None:
-        items.append(_rule_line(rule, rule_columns, data))
+        items.append(_rule_line(rule, rule_columns, src))
+    if isinstance(src, _Tables):
+        items.append(html.escape(CHUNKED_NOTE))
     lis = "".join(f"<li>{item}</li>" for item in items)
     warn = "".join(f'<li class="warn">{html.escape(w)}</li>' for w in sample_warnings(data, ev))
     return (f'<section class="summary"><h2>Summary</h2><ul>{lis}{warn}</ul>'
@@ -332,8 +471,13 @@ def _footer(provenance: dict[str, Any] | None) -> str:
     items = [f"abstain {html.escape(VERSION)}", f"written {html.escape(when)}"]
     if prov.get("command"):
         items.insert(0, f"<code>{html.escape(prov['command'])}</code>")
-    if prov.get("input"):
-        path = Path(prov["input"])
+    parts = [Path(p) for p in prov.get("parts") or ()]
+    if len(parts) > 1:
+        digest = hashlib.sha256("".join(f"{_sha256(p)}  {p.name}\n" for p in parts).encode())
+        items.append(f"input {html.escape(str(prov.get('input', '')))}: {len(parts)} parts, "
+                     f"SHA-256 of their SHA-256 list <code>{digest.hexdigest()}</code>")
+    elif prov.get("input") or parts:
+        path = parts[0] if parts else Path(prov["input"])
         items.append(f"input {html.escape(path.name)}, SHA-256 "
                      f"<code>{_sha256(path)}</code>")
     return f'<footer class="small">{" &middot; ".join(items)}</footer>'
@@ -359,7 +503,7 @@ _STYLE = (
 )
 
 
-def html_report(data: TableData, evaluation: Evaluation, *, fpr: float = 0.05,
+def html_report(data: TableData | Summary, evaluation: Evaluation, *, fpr: float = 0.05,
                 title: str = "abstain report", png_dir: str | Path | None = None,
                 progress: Progress | None = None, protect: Iterable[str | Path] = (),
                 rule: Any = None, rule_columns: list[str] | None = None,
@@ -368,10 +512,14 @@ def html_report(data: TableData, evaluation: Evaluation, *, fpr: float = 0.05,
 
     Parameters
     ----------
-    data : TableData
+    data : TableData or Summary
+        The rows of one file, or the score tables of a source read in chunks
+        (:func:`abstain.app.chunks.summarise` with ``wrong=True``): the same page, drawn
+        from the tables, with a line saying what needs the rows.
     evaluation : Evaluation
         From :func:`abstain.app.evaluate.evaluate` on the same data (with
-        ``n_bootstrap`` for intervals in the table and the summary).
+        ``n_bootstrap`` for intervals in the table and the summary), or
+        :func:`abstain.app.evaluate.evaluate_summary` on the same summary.
     fpr : float in [0, 1]
         The FPR bound of the risk-coverage curve at an FPR bound.
     title : str
@@ -385,7 +533,9 @@ def html_report(data: TableData, evaluation: Evaluation, *, fpr: float = 0.05,
         on these rows is given in the summary and marked on its curves.
     provenance : dict, optional
         ``command`` (the command line), ``input`` (the input file: its name and SHA-256
-        go in the footer) and ``date`` (default: now, UTC).
+        go in the footer), ``parts`` (the files of a source read in chunks: with more
+        than one, the footer gives the SHA-256 of their list of SHA-256s, one
+        ``"<sha256>  <name>\\n"`` line per part in order) and ``date`` (default: now, UTC).
     """
     figs = report_figures(data, fpr=fpr, rule=rule, rule_columns=rule_columns,
                           progress=progress)
@@ -411,7 +561,7 @@ def html_report(data: TableData, evaluation: Evaluation, *, fpr: float = 0.05,
             f"{_footer(provenance)}</body></html>\n")
 
 
-def write_report(path: str | Path, data: TableData, evaluation: Evaluation,
+def write_report(path: str | Path, data: TableData | Summary, evaluation: Evaluation,
                  **kwargs: Any) -> None:
     """Write :func:`html_report` to ``path`` atomically (keyword arguments as there).
 

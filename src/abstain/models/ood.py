@@ -45,6 +45,7 @@ from .._core.ood_sample import (
     tpr_fpr_constraint,
     validate_sample,
 )
+from .._core.pair_table import PairTable
 from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, load_family, serializable
 from .._core.table import ScoreTable, table_or_none
 from .._core.validation import (
@@ -284,15 +285,16 @@ class BoundedTPRFPR(_OODRule):
             check_open_unit("delta", self.delta)
         self._validate_search()
 
-    def fit(self, scores: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+    def fit(self, scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
             losses: ArrayLike | None = None, *,
             sample_weight: ArrayLike | None = None) -> BoundedTPRFPR:
         """Fit on a validation sample.
 
         Parameters
         ----------
-        scores : array-like of shape (n,), (n, 1) or (n, 2), or ScoreTable
-            Scores, or a :class:`~abstain.ScoreTable` built with ``is_ood`` (then ``is_ood``,
+        scores : array-like of shape (n,), (n, 1) or (n, 2), ScoreTable or PairTable
+            Scores, or a :class:`~abstain.ScoreTable` built with ``is_ood`` (one score) or a
+            :class:`~abstain.PairTable` (two scores) (then ``is_ood``,
             ``losses`` and ``sample_weight`` are omitted).
         is_ood : array-like of bool or 0/1, shape (n,); both classes present
         losses : array-like of shape (n,), finite and non-negative on ID rows; OOD entries
@@ -311,9 +313,9 @@ class BoundedTPRFPR(_OODRule):
             con = tpr_fpr_constraint(fit, tpr, fpr)
             self._set(fit, fit.run(search, d, con, None), ood_fraction(fit))
         else:
-            if table_or_none(scores, {}) is not None:
+            if isinstance(scores, PairTable) or table_or_none(scores, {}) is not None:
                 raise ValueError("delta certifies the rates by a binomial test on the rows; a "
-                                 "ScoreTable keeps no rows: fit the arrays.")
+                                 f"{type(scores).__name__} keeps no rows: fit the arrays.")
             rows = validate_sample(scores, is_ood, losses, sample_weight)  # type: ignore[arg-type]
             self._set(fit, self._certified(fit, rows, search, d, sample_weight),
                       ood_fraction(fit))
@@ -391,7 +393,7 @@ class BoundedPrecisionRecall(_OODRule):
             check_open_unit("ood_prior", self.ood_prior)
         self._validate_search()
 
-    def fit(self, scores: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+    def fit(self, scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
             losses: ArrayLike | None = None, *,
             sample_weight: ArrayLike | None = None) -> BoundedPrecisionRecall:
         """Fit on a validation sample; arguments as in :meth:`BoundedTPRFPR.fit`."""
@@ -473,8 +475,8 @@ class CostBasedOOD(_OODRule):
             check_open_unit("ood_prior", self.ood_prior)
         self._validate_search()
 
-    def fit(self, scores: ArrayLike | None = None, is_ood: ArrayLike | None = None,
-            losses: ArrayLike | None = None, *,
+    def fit(self, scores: ArrayLike | ScoreTable | PairTable | None = None,
+            is_ood: ArrayLike | None = None, losses: ArrayLike | None = None, *,
             sample_weight: ArrayLike | None = None) -> CostBasedOOD:
         """The plug-in rule of Theorem 1 (no data), or the empirical-risk minimiser."""
         self._validate_params()
@@ -496,9 +498,9 @@ class CostBasedOOD(_OODRule):
             self.n_id_ = self.n_ood_ = 0.0
             self.n_scores_ = 2
             return self
-        if not all(given) and not isinstance(scores, ScoreTable):
+        if not all(given) and not isinstance(scores, (ScoreTable, PairTable)):
             raise ValueError("scores, is_ood and losses must be given together, or all omitted "
-                             "(or a ScoreTable as scores).")
+                             "(or a ScoreTable or PairTable as scores).")
         fit = Sample.of(scores, is_ood, losses, sample_weight)
         pi = ood_fraction(fit) if prior is None else prior
         # risk = (1-pi)/N_I * (L + e1 (N_I - I)) + pi/N_O * (e2 O + e3 (N_O - O))

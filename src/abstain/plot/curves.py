@@ -110,7 +110,8 @@ def plot_risk_at_fpr(curve: RiskTPRCurve, *, label: str | None = None, ax: Any =
 
 def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
                           labels: Sequence[str] = ("ID", "OOD"), bins: int = 40,
-                          ax: Any = None, small: int = 0) -> Any:
+                          ax: Any = None, small: int = 0,
+                          weights: ArrayLike | None = None) -> Any:
     """Overlaid histograms of a score for two groups of rows: densities, or counts with
     a rug of the values when a group is small.
 
@@ -128,6 +129,10 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
         When a non-empty group has fewer rows than this, both groups are drawn in
         counts instead of densities (a density of a few rows shows misleading spikes)
         and the small groups' values as a rug under the axis.
+    weights : array-like of int, shape (n,), optional
+        Rows per entry: each entry of ``scores`` then stands for that many rows, so a
+        table of distinct scores and their counts (:class:`~abstain.ScoreTable`) draws
+        the histogram of its rows. Entries of weight 0 are left out.
 
     Examples
     --------
@@ -143,15 +148,21 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     if s.shape != g.shape or s.ndim != 1:
         raise ValueError(f"scores and groups must be 1-D of one length; got shapes {s.shape} "
                          f"and {g.shape}.")
+    w = np.ones(s.size, dtype=np.int64) if weights is None else np.asarray(weights)
+    if w.shape != s.shape or (w.size and (not np.issubdtype(w.dtype, np.integer)
+                                          or w.min() < 0)):
+        raise ValueError(f"weights must be non-negative whole counts of the shape of scores "
+                         f"{s.shape}; got {w.dtype} of shape {w.shape}.")
+    s, g, w = s[w > 0], g[w > 0], w[w > 0]
     ax = _axes(ax)
     lo, hi = (float(s.min()), float(s.max())) if s.size else (0.0, 1.0)
     edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
     drawn = [(mask, name) for mask, name in ((~g, labels[0]), (g, labels[1])) if mask.any()]
-    few = [0 < int(mask.sum()) < small for mask, _ in drawn]
+    few = [0 < int(w[mask].sum()) < small for mask, _ in drawn]
     density = not any(few)
     for (mask, name), is_few in zip(drawn, few, strict=True):
-        (patches := ax.hist(s[mask], bins=edges, density=density, alpha=0.5,
-                            label=f"{name} ({mask.sum()})")[2])
+        (patches := ax.hist(s[mask], bins=edges, weights=w[mask], density=density, alpha=0.5,
+                            label=f"{name} ({int(w[mask].sum())})")[2])
         if is_few:
             color = patches[0].get_facecolor()
             ax.plot(s[mask], np.zeros(int(mask.sum())), "|", ms=12, mew=1.5, color=color,

@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import metrics as m
 from .._core.optional import axes
+from .._core.table import ScoreTable
 from .._core.validation import as_losses_and_scores, check_choice
 
 __all__ = [
@@ -198,9 +199,11 @@ class RiskCoverageDisplay(_Display):
     @classmethod
     def _build(cls, c: dict[str, Any], name: str | None) -> Any:
         curve, oracle, mean = c["curve"], c["oracle"], c["mean"]
+        refs = {"random": ([0.0, 1.0], [mean, mean])}
+        if oracle is not None:
+            refs["oracle"] = (oracle.coverage, oracle.risk)
         return cls(curve.coverage, curve.risk, aurc=c["aurc"], name=name, point=c["point"],
-                   references={"random": ([0.0, 1.0], [mean, mean]),
-                               "oracle": (oracle.coverage, oracle.risk)})
+                   references=refs)
 
     @classmethod
     def from_predictions(cls, losses: ArrayLike, uncertainty: ArrayLike, *,
@@ -214,6 +217,35 @@ class RiskCoverageDisplay(_Display):
         ls, u = as_losses_and_scores(losses, uncertainty)
         d = cls._build(cls._compute(ls, u, rule), name)
         return d.plot(ax, references=references, **line)
+
+    @classmethod
+    def from_table(cls, table: ScoreTable, *, name: str | None = None, rule: Any = None,
+                   ax: Any = None, references: Sequence[str] = (), **line: Any) -> Any:
+        """The curve of a :class:`~abstain.ScoreTable` of ID rows (no OOD marks), as
+        :meth:`from_predictions` draws it on those rows.
+
+        The rule's point is exact: ``rule.accept_proba`` of each distinct score weighted
+        by its rows. The oracle reference needs the table's distinct losses (absent from a
+        table built with ``oracle=False``, which then has no oracle reference).
+        """
+        if not isinstance(table, ScoreTable) or table.ood_counts is not None:
+            raise ValueError("table must be a ScoreTable of ID rows, built without is_ood; "
+                             f"got {table!r}.")
+        curve = m.risk_coverage_curve(table)
+        n = table.n
+        point = None
+        if rule is not None:
+            c = _rule_accept(rule, table.values)
+            kept = float(c @ table.counts)
+            point = (kept / n, float(c @ table.loss_sums) / kept if kept > 0 else float("nan"))
+        oracle = None
+        if table.loss_values is not None and table.loss_counts is not None:
+            cum = np.cumsum(table.loss_counts)
+            oracle = m.RiskCoverageCurve(cum / n, np.cumsum(table.loss_values * table.loss_counts)
+                                         / cum, table.loss_values)
+        parts = {"curve": curve, "oracle": oracle, "mean": float(table.loss_sums.sum()) / n,
+                 "point": point, "aurc": m.aurc(table), "augrc": m.augrc(table), "n": n}
+        return cls._build(parts, name).plot(ax, references=references, **line)
 
     @classmethod
     def from_estimator(cls, estimator: Any, X: Any, y: ArrayLike, *, name: str | None = None,
@@ -274,10 +306,11 @@ class GeneralizedRiskCoverageDisplay(RiskCoverageDisplay):
         point = c["point"]
         if point is not None:
             point = (point[0], point[0] * point[1] if point[0] > 0 else 0.0)
+        refs = {"random": ([0.0, 1.0], [0.0, mean])}
+        if oracle is not None:
+            refs["oracle"] = (oracle.coverage, oracle.coverage * oracle.risk)
         return cls(curve.coverage, curve.coverage * curve.risk, aurc=c["augrc"], name=name,
-                   point=point,
-                   references={"random": ([0.0, 1.0], [0.0, mean]),
-                               "oracle": (oracle.coverage, oracle.coverage * oracle.risk)})
+                   point=point, references=refs)
 
     def _point_text(self) -> str:
         assert self.point is not None
@@ -299,8 +332,16 @@ class _OODDisplay(_Display):
                            for k, (a, b) in (references or {}).items()}
 
     @staticmethod
-    def _rates(rule: Any, scores: Any, ood: NDArray[np.bool_]) -> tuple[float, float, float]:
-        """TPR, FPR and precision (ID positive) of a rule's acceptance on these rows."""
+    def _rates(rule: Any, scores: Any, ood: Any) -> tuple[float, float, float]:
+        """TPR, FPR and precision (ID positive) of a rule's acceptance on these rows (or
+        on the rows of a marked table, ``ood`` then None)."""
+        if isinstance(scores, ScoreTable):
+            c = _rule_accept(rule, scores.values)
+            assert scores.ood_counts is not None
+            a_id, a_ood = float(c @ scores.id_counts), float(c @ scores.ood_counts)
+            n_ood = int(scores.ood_counts.sum())
+            return (a_id / (scores.n - n_ood), a_ood / n_ood,
+                    a_id / (a_id + a_ood) if a_id + a_ood > 0 else float("nan"))
         c = _rule_accept(rule, scores)
         tpr, fpr = float(c[~ood].mean()), float(c[ood].mean())
         kept = float(c.sum())
@@ -314,6 +355,15 @@ class _OODDisplay(_Display):
         envelope over directions) and draw it; ``rule`` is a fitted OOD rule whose
         operating point on these rows is marked."""
         d = cls._from_scores(_is_ood_array(is_ood), scores, rule, name)
+        return d.plot(ax, references=references, **line)
+
+    @classmethod
+    def from_table(cls, table: ScoreTable, *, name: str | None = None, rule: Any = None,
+                   ax: Any = None, references: Sequence[str] = (), **line: Any) -> Any:
+        """The curve of a :class:`~abstain.ScoreTable` built with ``is_ood`` (one score),
+        as :meth:`from_predictions` draws it on those rows; the rule's point is exact
+        (``rule.accept_proba`` of each distinct score weighted by its rows)."""
+        d = cls._from_scores(None, _marked_table(table), rule, name)
         return d.plot(ax, references=references, **line)
 
     @classmethod
@@ -337,9 +387,10 @@ class _OODDisplay(_Display):
 
     @classmethod
     @abc.abstractmethod
-    def _from_scores(cls, ood: NDArray[np.bool_], scores: Any, rule: Any,
+    def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
                      name: str | None) -> Any:
-        """The display of ``scores`` on these rows, with the rule's point."""
+        """The display of ``scores`` on these rows (or of a marked table, ``ood`` then
+        None), with the rule's point."""
 
 
 class _Accepting:
@@ -369,14 +420,15 @@ class OODRocDisplay(_OODDisplay):
     _area_name = "AUROC"
 
     @classmethod
-    def _from_scores(cls, ood: NDArray[np.bool_], scores: Any, rule: Any,
+    def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
                      name: str | None) -> OODRocDisplay:
-        curve = m.ood_roc_curve(ood, scores)
+        args = (scores,) if ood is None else (ood, scores)
+        curve = m.ood_roc_curve(*args)
         point = None
         if rule is not None:
             tpr, fpr, _ = cls._rates(rule, scores, ood)
             point = (fpr, tpr)
-        return cls(curve.fpr, curve.tpr, area=m.auroc(ood, scores), name=name, point=point,
+        return cls(curve.fpr, curve.tpr, area=m.auroc(*args), name=name, point=point,
                    references={"random": ([0.0, 1.0], [0.0, 1.0]),
                                "oracle": ([0.0, 0.0, 1.0], [0.0, 1.0, 1.0])})
 
@@ -406,16 +458,18 @@ class OODPrecisionRecallDisplay(_OODDisplay):
     _area_name = "AUPR-In"
 
     @classmethod
-    def _from_scores(cls, ood: NDArray[np.bool_], scores: Any, rule: Any,
+    def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
                      name: str | None) -> OODPrecisionRecallDisplay:
-        curve = m.ood_pr_curve(ood, scores)
-        two = np.ndim(scores) == 2
+        args = (scores,) if ood is None else (ood, scores)
+        curve = m.ood_pr_curve(*args)
+        two = ood is not None and np.ndim(scores) == 2
         point = None
         if rule is not None:
             tpr, _, precision = cls._rates(rule, scores, ood)
             point = (tpr, precision)
-        base = float((~ood).mean())
-        return cls(curve.recall, curve.precision, area=None if two else m.aupr_in(ood, scores),
+        base = float((~ood).mean()) if ood is not None else \
+            float(scores.id_counts.sum()) / scores.n
+        return cls(curve.recall, curve.precision, area=None if two else m.aupr_in(*args),
                    name=name, point=point,
                    references={"random": ([0.0, 1.0], [base, base]),
                                "oracle": ([0.0, 1.0], [1.0, 1.0])})
@@ -484,6 +538,38 @@ class RiskAtFPRDisplay(_Display):
                 references={"random": ([0.0, 1.0], [mean, mean])})
         return d.plot(ax, references=references, **line)
 
+    @classmethod
+    def from_table(cls, table: ScoreTable, *, fpr: float = 0.05, name: str | None = None,
+                   rule: Any = None, ax: Any = None, references: Sequence[str] = (),
+                   **line: Any) -> RiskAtFPRDisplay:
+        """The curve of a :class:`~abstain.ScoreTable` built with ``is_ood`` (one score),
+        as :meth:`from_predictions` draws it on those rows; the rule's point is exact."""
+        table = _marked_table(table)
+        assert table.ood_counts is not None
+        curve = m.risk_coverage_curve_at_fpr(table, fpr=fpr)
+        n_id = float(table.id_counts.sum())
+        point = None
+        if rule is not None:
+            c = _rule_accept(rule, table.values)
+            kept = float(c @ table.id_counts)
+            point = (kept / n_id, float(c @ table.loss_sums) / kept if kept > 0
+                     else float("nan"))
+        mean = float(table.loss_sums.sum()) / n_id
+        d = cls(curve.tpr, curve.risk, fpr=fpr, name=name, point=point,
+                references={"random": ([0.0, 1.0], [mean, mean])})
+        return d.plot(ax, references=references, **line)
+
     def _point_text(self) -> str:
         assert self.point is not None
         return f"TPR {self.point[0]:.3f}, risk {self.point[1]:.4f}"
+
+
+def _marked_table(table: Any) -> ScoreTable:
+    """``table`` if it is a ScoreTable with OOD marks and rows of both kinds."""
+    if not isinstance(table, ScoreTable) or table.ood_counts is None:
+        raise ValueError(f"table must be a ScoreTable built with is_ood; got {table!r}.")
+    n_ood = int(table.ood_counts.sum())
+    if not 0 < n_ood < table.n:
+        raise ValueError(f"table must hold ID and OOD rows; got {table.n - n_ood} ID and "
+                         f"{n_ood} OOD.")
+    return table

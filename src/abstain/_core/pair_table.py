@@ -1,0 +1,202 @@
+"""The two-score table: distinct score pairs with their totals, for the double-score fits.
+
+A double-score rule accepts ``w . (s_r, s_g) <= threshold`` for a direction ``w`` that the
+fit searches; rows with the same pair of scores project to the same value in every
+direction, so every double-score fit depends on the rows only through the distinct pairs
+with, per pair, the number of ID rows, of OOD rows and the summed ID loss. Such tables merge
+by concatenation and re-grouping, like :class:`~abstain.ScoreTable`, and stay small when the
+pairs are few (two quantised scores); with raw float scores nearly every row is its own pair.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .base import ParamsMixin
+from .schema import Array, Field, Number
+from .serialize import dumps, serializable
+from .table import as_ood_marks, whole_counts
+from .validation import as_losses, as_real_array, as_scores, check_same_length
+
+__all__ = ["PairTable"]
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+
+def _pair_totals(pairs: F64, *weights: NDArray[Any]) -> tuple[F64, list[NDArray[Any]]]:
+    """Distinct rows of ``pairs`` (n, 2), in lexicographic order, and each weight's sums."""
+    if pairs.shape[0] == 0:
+        return pairs, list(weights)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    p = pairs[order]
+    boundary = np.any(p[1:] != p[:-1], axis=1)
+    starts = np.concatenate(([0], np.flatnonzero(boundary) + 1))
+    return p[starts], [np.add.reduceat(np.take(w, order), starts) for w in weights]
+
+
+@serializable("table")
+class PairTable(ParamsMixin):
+    """Distinct pairs of two scores with their ID and OOD rows and ID loss: the summary of
+    a validation sample that the double-score fits need.
+
+    :class:`~abstain.ood.BoundedTPRFPR`, :class:`~abstain.ood.BoundedPrecisionRecall` and
+    :class:`~abstain.ood.CostBasedOOD` take a PairTable as ``scores`` (``is_ood``, ``losses``
+    and ``sample_weight`` omitted) and fit what they fit on the rows: the same direction
+    search over the same projected tie groups (rows with equal pairs are tied in every
+    direction). Results are bit for bit those of the rows for 0/1 or whole-number losses;
+    for other losses the group sums are added in another order (a relative 1e-16 each).
+    Worth it where the pairs are few: two quantised scores (softmax in fp16, scores rounded
+    to a few decimals). With raw float scores nearly every row is its own pair and the table
+    is as large as the rows; see ``docs/scale.md``. What needs rows (``delta=`` of
+    ``BoundedTPRFPR``) refuses a table.
+
+    Attributes
+    ----------
+    values : ndarray of shape (P, 2)
+        The distinct pairs ``(s_r, s_g)``, in lexicographic order.
+    counts : ndarray of int64, shape (P,)
+        Rows per pair (ID and OOD).
+    ood_counts : ndarray of int64, shape (P,)
+        OOD rows per pair.
+    loss_sums : ndarray of shape (P,)
+        Summed loss of the ID rows of each pair.
+    max_loss : float
+        The largest loss of an ID row (0.0 for an empty table).
+
+    Examples
+    --------
+    >>> import abstain
+    >>> from abstain.ood import BoundedTPRFPR
+    >>> s = [[0.1, 1.0], [0.1, 1.0], [0.4, 2.0], [0.9, 3.0]]
+    >>> table = abstain.PairTable.from_arrays(s[:2], [0, 1], is_ood=[0, 0])
+    >>> table.update(s[2:], [0, 0], is_ood=[0, 1])
+    PairTable(n=4, pairs=3, ood=1)
+    >>> rule = BoundedTPRFPR(tpr=0.6, fpr=0.0).fit(table)
+    >>> rule.fpr_ == BoundedTPRFPR(tpr=0.6, fpr=0.0).fit(s, [0, 0, 0, 1], [0, 1, 0, 0]).fpr_
+    True
+    >>> abstain.load_json(table.to_json()) == table
+    True
+    """
+
+    _FIELDS: dict[str, Field] = {
+        "values": Array(("pairs", 2)),
+        "counts": Array(("pairs",), positive=True),
+        "ood_counts": Array(("pairs",)),
+        "loss_sums": Array(("pairs",)),
+        "max_loss": Number(0.0, None),
+    }
+
+    def __init__(self) -> None:
+        self.values: F64 = np.zeros((0, 2))
+        self.counts: I64 = np.zeros(0, dtype=np.int64)
+        self.ood_counts: I64 = np.zeros(0, dtype=np.int64)
+        self.loss_sums: F64 = np.zeros(0)
+        self.max_loss = 0.0
+
+    @classmethod
+    def from_arrays(cls, scores: ArrayLike, losses: ArrayLike, *,
+                    is_ood: ArrayLike) -> PairTable:
+        """The table of rows: two scores, a loss and an OOD mark per row.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n, 2)
+            Finite scores ``(s_r, s_g)``; -0.0 and 0.0 are one value.
+        losses : array-like of shape (n,)
+            Non-negative losses of ID rows; entries of OOD rows are ignored and may be NaN
+            (as the file format writes them).
+        is_ood : array-like of shape (n,)
+            0/1 or bool, True for OOD rows. A batch may hold one class only; the fits check
+            that the whole table holds both.
+
+        Returns
+        -------
+        PairTable
+        """
+        arr = as_real_array(scores, "scores")
+        if arr.ndim != 2 or arr.shape[1] != 2:
+            raise ValueError(f"scores must have shape (n, 2), one column per score; got an "
+                             f"array of shape {arr.shape}.")
+        s = np.stack([as_scores(arr[:, j], f"scores[:, {j}]") for j in range(2)], axis=1)
+        ood = as_ood_marks(is_ood)
+        raw = as_real_array(losses, "losses")
+        check_same_length(scores=s, is_ood=ood, losses=raw)
+        nan = np.isnan(raw)
+        if np.any(nan & ~ood):
+            raise ValueError("losses must not be NaN on ID rows (NaN is accepted on OOD rows "
+                             f"only); got {int(np.count_nonzero(nan & ~ood))} NaN on ID rows.")
+        ls = as_losses(np.where(ood, 0.0, raw))
+        table = cls()
+        table.values, (table.counts, table.ood_counts, table.loss_sums) = _pair_totals(
+            s + 0.0, np.ones(s.shape[0], dtype=np.int64), ood.astype(np.int64), ls)
+        table.max_loss = float(ls.max()) if ls.size else 0.0
+        return table
+
+    @classmethod
+    def merge(cls, *tables: PairTable) -> PairTable:
+        """One table of the rows of all ``tables`` (which are left unchanged)."""
+        for i, t in enumerate(tables):
+            if not isinstance(t, PairTable):
+                raise TypeError(f"tables[{i}] must be a PairTable; got {type(t).__name__}.")
+        out = cls()
+        full = [t for t in tables if t.n > 0]
+        if not full:
+            return out
+        cat = np.concatenate
+        out.values, (out.counts, out.ood_counts, out.loss_sums) = _pair_totals(
+            cat([t.values for t in full]), cat([t.counts for t in full]),
+            cat([t.ood_counts for t in full]), cat([t.loss_sums for t in full]))
+        out.max_loss = max(t.max_loss for t in full)
+        return out
+
+    def update(self, scores: ArrayLike, losses: ArrayLike, *, is_ood: ArrayLike) -> PairTable:
+        """Add rows to this table (a batch of a stream); return ``self``."""
+        merged = PairTable.merge(self, PairTable.from_arrays(scores, losses, is_ood=is_ood))
+        self.__dict__.update(merged.__dict__)
+        return self
+
+    @property
+    def n(self) -> int:
+        """Rows in the table."""
+        return int(self.counts.sum())
+
+    @property
+    def n_pairs(self) -> int:
+        """Distinct pairs."""
+        return int(self.values.shape[0])
+
+    @property
+    def id_counts(self) -> I64:
+        """ID rows per pair."""
+        return self.counts - self.ood_counts
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PairTable):
+            return NotImplemented
+        return all(np.array_equal(getattr(self, k), getattr(other, k)) for k in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PairTable(n={self.n}, pairs={self.n_pairs}, ood={int(self.ood_counts.sum())})"
+
+    def to_json(self) -> str:
+        """The table as an ``abstain/1`` JSON document; :func:`abstain.load_json` reads it."""
+        if self.n == 0:
+            raise ValueError("an empty PairTable has nothing to write; add rows first.")
+        return dumps(self)
+
+    def _after_load(self) -> None:
+        self.counts = whole_counts(self.counts, "fitted.counts", 1)
+        self.ood_counts = whole_counts(self.ood_counts, "fitted.ood_counts", 0)
+        if np.any(self.ood_counts > self.counts):
+            raise ValueError("fitted.ood_counts must be at most fitted.counts for every pair.")
+        v = self.values
+        if not np.all((v[1:, 0] > v[:-1, 0]) | ((v[1:, 0] == v[:-1, 0]) & (v[1:, 1] > v[:-1, 1]))):
+            raise ValueError("fitted.values must be distinct pairs in lexicographic order.")
+        if np.any(self.loss_sums < 0):
+            raise ValueError("fitted.loss_sums must be non-negative.")

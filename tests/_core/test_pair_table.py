@@ -1,0 +1,109 @@
+"""PairTable: distinct score pairs with their totals; the double-score fits on a table equal
+the fits on the rows it summarises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import abstain
+from abstain import PairTable
+from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+
+
+def _rows(seed: int, n: int = 600, continuous: bool = False):
+    rng = np.random.default_rng(seed)
+    ood = rng.random(n) < 0.3
+    s_r = np.round(rng.random(n) + 0.3 * ood, 1)        # few distinct values: many tied pairs
+    s_g = np.round(2 * rng.normal(ood * 1.0, 1.0)) / 2
+    loss = rng.random(n) * s_r if continuous else (rng.random(n) < s_r / 1.3).astype(float)
+    loss[ood] = np.nan
+    return np.stack([s_r, s_g], axis=1), ood, loss
+
+
+def _brute(s, ood, loss):
+    """The pairs and their totals by a dictionary over the rows."""
+    out: dict[tuple[float, float], list[float]] = {}
+    for (a, b), o, ls in zip(s.tolist(), ood.tolist(), loss.tolist(), strict=True):
+        t = out.setdefault((a + 0.0, b + 0.0), [0, 0, 0.0])
+        t[0] += 1
+        t[1] += int(o)
+        t[2] += 0.0 if o else ls
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_totals_and_merge_against_a_dictionary(seed):
+    s, ood, loss = _rows(seed)
+    table = PairTable.from_arrays(s, loss, is_ood=ood)
+    ref = _brute(s, ood, loss)
+    assert [tuple(p) for p in table.values.tolist()] == sorted(ref)
+    assert table.counts.tolist() == [ref[k][0] for k in sorted(ref)]
+    assert table.ood_counts.tolist() == [ref[k][1] for k in sorted(ref)]
+    assert table.loss_sums.tolist() == [ref[k][2] for k in sorted(ref)]
+    assert table.n == s.shape[0] and table.n_pairs == len(ref) < s.shape[0] / 2
+    parts = [PairTable.from_arrays(s[i::4], loss[i::4], is_ood=ood[i::4]) for i in range(4)]
+    assert PairTable.merge(*parts) == table
+    streamed = PairTable()
+    for i in range(0, s.shape[0], 97):
+        streamed.update(s[i : i + 97], loss[i : i + 97], is_ood=ood[i : i + 97])
+    assert streamed == table
+    assert abstain.load_json(table.to_json()) == table
+    negzero = PairTable.from_arrays([[-0.0, 1.0], [0.0, 1.0]], [0, 1], is_ood=[0, 0])
+    assert negzero.n_pairs == 1
+
+
+FITS = [lambda search: BoundedTPRFPR(tpr=0.7, fpr=0.4, search=search),
+        lambda search: BoundedPrecisionRecall(precision=0.8, recall=0.6, search=search),
+        lambda search: CostBasedOOD(reject_id_cost=0.3, predict_ood_cost=1.0, search=search)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("search", ["grid", "exact"])
+@pytest.mark.parametrize("make", FITS)
+@pytest.mark.parametrize("continuous", [False, True])
+def test_a_fit_on_the_table_is_the_fit_on_the_rows(seed, search, make, continuous):
+    s, ood, loss = _rows(seed, n=300 if search == "exact" else 600, continuous=continuous)
+    parts = [PairTable.from_arrays(s[i::3], loss[i::3], is_ood=ood[i::3]) for i in range(3)]
+    rows = make(search).fit(s, ood, loss)
+    table = make(search).fit(PairTable.merge(*parts))
+    for name in ("weights_", "threshold_", "accept_prob_", "tpr_", "fpr_", "risk_",
+                 "feasible_", "n_scores_"):
+        a, b = getattr(rows, name), getattr(table, name)
+        if continuous and name in ("risk_", "accept_prob_"):
+            np.testing.assert_allclose(b, a, rtol=1e-12)
+        else:
+            np.testing.assert_array_equal(b, a)
+    np.testing.assert_array_equal(table.accept_proba(s), rows.accept_proba(s))
+
+
+def test_refusals_name_what_is_wrong():
+    s, ood, loss = _rows(0)
+    table = PairTable.from_arrays(s, loss, is_ood=ood)
+    with pytest.raises(ValueError, match="is_ood must be omitted when a PairTable is given"):
+        BoundedTPRFPR(tpr=0.5, fpr=0.5).fit(table, ood)
+    with pytest.raises(ValueError, match="a PairTable keeps no rows"):
+        BoundedTPRFPR(tpr=0.5, fpr=0.5, delta=0.1).fit(table)
+    with pytest.raises(ValueError, match="the PairTable must not be empty"):
+        BoundedTPRFPR(tpr=0.5, fpr=0.5).fit(PairTable())
+    only_id = PairTable.from_arrays(s[~ood], loss[~ood], is_ood=ood[~ood])
+    with pytest.raises(ValueError, match="got only ID in the PairTable"):
+        CostBasedOOD(reject_id_cost=0.3, predict_ood_cost=1.0).fit(only_id)
+    with pytest.raises(ValueError, match=r"scores must have shape \(n, 2\)"):
+        PairTable.from_arrays(s[:, 0], loss, is_ood=ood)
+    with pytest.raises(ValueError, match="losses must not be NaN on ID rows"):
+        PairTable.from_arrays(s, np.full(ood.size, np.nan), is_ood=ood)
+    with pytest.raises(ValueError, match="finite"):
+        PairTable.from_arrays([[np.inf, 0.0]], [0.0], is_ood=[0])
+    with pytest.raises(TypeError, match=r"tables\[1\] must be a PairTable"):
+        PairTable.merge(table, abstain.ScoreTable())
+    with pytest.raises(ValueError, match="an empty PairTable has nothing to write"):
+        PairTable().to_json()
+    bad = PairTable.merge(table)
+    bad.ood_counts = bad.counts + 1
+    with pytest.raises(ValueError, match="ood_counts must be at most fitted.counts"):
+        abstain.load_json(bad.to_json())
+    bad = PairTable.merge(table)
+    bad.values = bad.values[::-1].copy()
+    with pytest.raises(ValueError, match="distinct pairs in lexicographic order"):
+        abstain.load_json(bad.to_json())
