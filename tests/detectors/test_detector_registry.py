@@ -63,7 +63,9 @@ def test_scores_permute_with_the_rows(name, toy, seed):
     det = fit_on(make_detector(name, **({"k": 3} if name == "knn" else {})), F[~is_ood], y, W, b)
     X = inputs_of(det, F, W, b)
     perm = rng.permutation(X.shape[0])
-    np.testing.assert_allclose(det.score(X[perm]), det.score(X)[perm], rtol=1e-12, atol=1e-12)
+    # float32 products (the feature detectors' default) round by the rows' place in a block
+    tol = 1e-5 if getattr(det, "dtype", "float64") == "float32" else 1e-12
+    np.testing.assert_allclose(det.score(X[perm]), det.score(X)[perm], rtol=tol, atol=tol)
 
 
 def test_make_detector_and_json_errors():
