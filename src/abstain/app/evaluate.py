@@ -163,12 +163,9 @@ def _one_score(losses: NDArray[np.float64], ood: NDArray[np.bool_] | None, s: An
     metrics by :func:`abstain.metrics.evaluate_ood`, the library's one table of them."""
     r: dict[str, float] = {}
     id_rows = ~ood if ood is not None else np.ones(losses.size, dtype=bool)
-    if not pair:
-        loss_id, s_id = losses[id_rows], s[id_rows]
-        r.update({"aurc": m.aurc(loss_id, s_id), "e_aurc": m.e_aurc(loss_id, s_id),
-                  "augrc": m.augrc(loss_id, s_id)})
-        for c in coverages:
-            r[f"risk@{c:g}"] = m.selective_risk_at_coverage(loss_id, s_id, c)
+    if not pair:  # the selective metrics of the ID rows, as for a table
+        r.update(_metrics((losses[id_rows], s[id_rows]), None, (), bounded, coverages, tpr,
+                          fpr))
     if ood is not None:
         keys = _ood_keys(tpr, fpr)
         for key, value in m.evaluate_ood(losses, ood, {"s": s}, tpr=tpr, fpr=fpr).row(
