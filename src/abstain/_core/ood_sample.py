@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 from .groups import group_totals
 from .ood_search import Best, Constraint, better, exact_search, grid_search, grid_weights, project
 from .pair_table import PairTable
-from .table import ScoreTable, table_or_none
+from .table import ScoreTable, check_whole_table, table_or_none
 from .validation import (
     as_is_ood,
     as_losses,
@@ -24,6 +24,7 @@ from .validation import (
     as_scores,
     check_choice,
     check_int,
+    check_nan_only_on_ood,
     check_same_length,
 )
 
@@ -59,10 +60,7 @@ def validate_sample(
     ood = as_is_ood(is_ood)
     raw = as_real_array(losses, "losses")
     if raw.ndim == 1 and raw.size == ood.size:
-        nan = np.isnan(raw)
-        if np.any(nan & ~ood):
-            raise ValueError("losses must not be NaN on ID rows (NaN is accepted on OOD rows "
-                             f"only); got {int(np.count_nonzero(nan & ~ood))} NaN on ID rows.")
+        nan = check_nan_only_on_ood(raw, ood)
         raw = np.where(nan, 0.0, raw)  # NaN only on OOD rows: ignored
     ls = as_losses(raw)
     check_same_length(scores=s, is_ood=ood, losses=ls)
@@ -140,12 +138,7 @@ class Sample:
     def from_pairs(cls, table: PairTable, rest: dict[str, Any]) -> Sample:
         """The two-score sample of a :class:`~abstain.PairTable` (``rest``: the arguments
         that must then be omitted)."""
-        given = [name for name, value in rest.items() if value is not None]
-        if given:
-            raise ValueError(f"{' and '.join(given)} must be omitted when a PairTable is given "
-                             "in place of the arrays; the table already holds them.")
-        if table.n == 0:
-            raise ValueError("the PairTable must not be empty; got a table of 0 rows.")
+        check_whole_table(table, rest)
         return cls._of_totals(table.values, table.id_counts, table.ood_counts,
                               table.loss_sums, table.max_loss, "PairTable")
 

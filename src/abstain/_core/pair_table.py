@@ -19,7 +19,13 @@ from .base import ParamsMixin
 from .schema import Array, Field, Number
 from .serialize import dumps, serializable
 from .table import as_ood_marks, whole_counts
-from .validation import as_losses, as_real_array, as_scores, check_same_length
+from .validation import (
+    as_losses,
+    as_real_array,
+    as_scores,
+    check_nan_only_on_ood,
+    check_same_length,
+)
 
 __all__ = ["PairTable"]
 
@@ -125,10 +131,7 @@ class PairTable(ParamsMixin):
         ood = as_ood_marks(is_ood)
         raw = as_real_array(losses, "losses")
         check_same_length(scores=s, is_ood=ood, losses=raw)
-        nan = np.isnan(raw)
-        if np.any(nan & ~ood):
-            raise ValueError("losses must not be NaN on ID rows (NaN is accepted on OOD rows "
-                             f"only); got {int(np.count_nonzero(nan & ~ood))} NaN on ID rows.")
+        check_nan_only_on_ood(raw, ood)
         ls = as_losses(np.where(ood, 0.0, raw))
         table = cls()
         table.values, (table.counts, table.ood_counts, table.loss_sums) = _pair_totals(

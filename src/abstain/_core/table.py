@@ -18,7 +18,14 @@ from .base import ParamsMixin
 from .groups import TieGroups, group_totals, groups_from_totals
 from .schema import Array, Field, Flag, Number
 from .serialize import dumps, serializable
-from .validation import as_is_ood, as_losses, as_real_array, as_scores, check_same_length
+from .validation import (
+    as_is_ood,
+    as_losses,
+    as_real_array,
+    as_scores,
+    check_nan_only_on_ood,
+    check_same_length,
+)
 
 __all__ = ["ScoreTable", "as_groups", "as_ood_marks", "table_or_none", "whole_counts"]
 
@@ -149,11 +156,7 @@ class ScoreTable(ParamsMixin):
             ood = as_ood_marks(is_ood)
             raw = as_real_array(losses, "losses")
             check_same_length(uncertainty=u, is_ood=ood, losses=raw)
-            nan = np.isnan(raw)
-            if np.any(nan & ~ood):
-                raise ValueError("losses must not be NaN on ID rows (NaN is accepted on OOD "
-                                 f"rows only); got {int(np.count_nonzero(nan & ~ood))} NaN on "
-                                 "ID rows.")
+            check_nan_only_on_ood(raw, ood)
             ls = as_losses(np.where(ood, 0.0, raw))
         table = cls()
         with np.errstate(over="ignore"):  # squares beyond float64 leave the squares out
@@ -365,13 +368,20 @@ def table_or_none(first: Any, rest: dict[str, Any]) -> ScoreTable | None:
                              "by CostBased, BoundedImprovement and BoundedAbstention; pass an "
                              "exact ScoreTable here.")
         return None
+    check_whole_table(first, rest)
+    return first
+
+
+def check_whole_table(table: Any, rest: dict[str, Any]) -> None:
+    """Raise if an argument of ``rest`` is given beside ``table`` (a ScoreTable or a
+    PairTable, given in place of the arrays), or if the table holds no row."""
+    kind = type(table).__name__
     given = [name for name, value in rest.items() if value is not None]
     if given:
-        raise ValueError(f"{' and '.join(given)} must be omitted when a ScoreTable is given "
+        raise ValueError(f"{' and '.join(given)} must be omitted when a {kind} is given "
                          "in place of the arrays; the table already holds them.")
-    if first.n == 0:
-        raise ValueError("the ScoreTable must not be empty; got a table of 0 rows.")
-    return first
+    if table.n == 0:
+        raise ValueError(f"the {kind} must not be empty; got a table of 0 rows.")
 
 
 def selective_table(table: ScoreTable) -> ScoreTable:

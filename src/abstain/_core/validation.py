@@ -197,6 +197,19 @@ def as_scores(
     return _as_1d_float(name, values, allow_empty)
 
 
+def check_nan_only_on_ood(losses: NDArray[np.float64],
+                          ood: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """Raise unless every NaN of ``losses`` is on an OOD row; return the NaN mask.
+
+    The file format writes NaN for the loss of an OOD row, where the loss is ignored.
+    """
+    nan = np.isnan(losses)
+    if np.any(nan & ~ood):
+        raise ValueError("losses must not be NaN on ID rows (NaN is accepted on OOD rows "
+                         f"only); got {int(np.count_nonzero(nan & ~ood))} NaN on ID rows.")
+    return nan
+
+
 def as_losses(values: ArrayLike, name: str = "losses") -> NDArray[np.float64]:
     """Return ``values`` as a finite, non-negative, non-empty 1-D float64 array."""
     arr = _as_1d_float(name, values)
