@@ -72,6 +72,17 @@ class _Display:
     point: tuple[float, float] | None
     references: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]
 
+    def __init__(self, x: ArrayLike, y: ArrayLike, *, area: float | None = None,
+                 name: str | None = None, point: tuple[float, float] | None = None,
+                 references: dict[str, tuple[Any, Any]] | None = None) -> None:
+        self.x = np.asarray(x, dtype=np.float64)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.area = area
+        self.name = name
+        self.point = point
+        self.references = {k: (np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+                           for k, (a, b) in (references or {}).items()}
+
     def _label(self, name: str | None) -> str | None:
         name = self.name if name is None else name
         if self.area is None or not np.isfinite(self.area):
@@ -166,13 +177,8 @@ class RiskCoverageDisplay(_Display):
     def __init__(self, coverage: ArrayLike, risk: ArrayLike, *, aurc: float | None = None,
                  name: str | None = None, point: tuple[float, float] | None = None,
                  references: dict[str, tuple[Any, Any]] | None = None) -> None:
-        self.x = np.asarray(coverage, dtype=np.float64)
-        self.y = np.asarray(risk, dtype=np.float64)
-        self.area = aurc
-        self.name = name
-        self.point = point
-        self.references = {k: (np.asarray(a, dtype=float), np.asarray(b, dtype=float))
-                           for k, (a, b) in (references or {}).items()}
+        super().__init__(coverage, risk, area=aurc, name=name, point=point,
+                         references=references)
 
     @property
     def coverage(self) -> NDArray[np.float64]:
@@ -319,17 +325,6 @@ class GeneralizedRiskCoverageDisplay(RiskCoverageDisplay):
 
 class _OODDisplay(_Display):
     """ROC-type displays of an OOD score (one or two columns), ID positive."""
-
-    def __init__(self, x: ArrayLike, y: ArrayLike, *, area: float | None = None,
-                 name: str | None = None, point: tuple[float, float] | None = None,
-                 references: dict[str, tuple[Any, Any]] | None = None) -> None:
-        self.x = np.asarray(x, dtype=np.float64)
-        self.y = np.asarray(y, dtype=np.float64)
-        self.area = area
-        self.name = name
-        self.point = point
-        self.references = {k: (np.asarray(a, dtype=float), np.asarray(b, dtype=float))
-                           for k, (a, b) in (references or {}).items()}
 
     @staticmethod
     def _rates(rule: Any, scores: Any, ood: Any) -> tuple[float, float, float]:
@@ -503,14 +498,8 @@ class RiskAtFPRDisplay(_Display):
     def __init__(self, tpr: ArrayLike, risk: ArrayLike, *, fpr: float,
                  name: str | None = None, point: tuple[float, float] | None = None,
                  references: dict[str, tuple[Any, Any]] | None = None) -> None:
-        self.x = np.asarray(tpr, dtype=np.float64)
-        self.y = np.asarray(risk, dtype=np.float64)
+        super().__init__(tpr, risk, name=name, point=point, references=references)
         self.fpr = float(fpr)
-        self.area = None
-        self.name = name
-        self.point = point
-        self.references = {k: (np.asarray(a, dtype=float), np.asarray(b, dtype=float))
-                           for k, (a, b) in (references or {}).items()}
 
     def _label(self, name: str | None) -> str | None:
         name = self.name if name is None else name
