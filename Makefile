@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint docs report-check bench bench-paper1 bench-ood bench-combine bench-guarantees data data-ood clean
+.PHONY: demo test test-fast lint docs report-check bench bench-detectors-peers bench-paper1 bench-ood bench-combine bench-guarantees data data-ood clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,17 @@ report-check: $(VENV)/.dev-installed
 bench: $(VENV)/.dev-installed
 	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/bench_scores.py
+
+# Feature detectors beside pytorch-ood, faiss and scikit-learn. pytorch-ood needs torch and
+# torchvision newer than the torch extra's pin, so the peers get their own environment
+# (.venv-peers, about 5.5 GB: torch 2.14.1 and torchvision 0.29.1 lie on this machine's disk);
+# the dev environment is not changed. Writes benchmarks/results/bench_detectors.md.
+PEERS := .venv-peers
+bench-detectors-peers:
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install --quiet "torch==2.14.1" "torchvision==0.29.1" \
+		"pytorch-ood==0.4.0" faiss-cpu scikit-learn -e .
+	$(PEERS)/bin/python benchmarks/bench_detectors.py
 
 # Certified reject rules against MAPIE's Learn-then-Test controller (MAPIE only for this
 # benchmark; it changes no installed package of the dev environment).

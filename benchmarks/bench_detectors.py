@@ -12,10 +12,20 @@ Baselines, measured in the same process:
 - ``float64``: the same detector with ``dtype="float64"`` (the computation of the earlier
   releases).
 
-pytorch-ood is not run: its wheel requires another PyTorch than the one this library pins.
+- ``pytorch-ood``: ``pytorch_ood.detector.ViM`` / ``Mahalanobis`` ``fit_features`` +
+  ``predict_features`` on CPU tensors of the same float32 features (ViM with the same
+  principal dimension as ours), when pytorch-ood is installed. It needs a newer PyTorch and
+  torchvision than the one this library's ``torch`` extra pins, so it runs in its own
+  environment: ``make bench-detectors-peers`` builds ``.venv-peers`` (torch 2.14.1 and
+  torchvision 0.29.1 from this machine's disk, pytorch-ood, faiss-cpu, scikit-learn, this
+  library) and runs this script there. Its KNN is scikit-learn's ``NearestNeighbors``,
+  measured above as ``sklearn``. ``agree`` is the Spearman correlation of its scores
+  with ours on the test rows (1.000: the same ranking up to float32 rounding).
 
 Data: Gaussian features (the time does not depend on their values). Every time is the best
-of ``--repeats`` calls after one warm-up. Run: ``python benchmarks/bench_detectors.py
+of ``--repeats`` calls after one warm-up; the ViM and Mahalanobis contenders are
+called in turn (ours f32, ours f64, pytorch-ood, again), so the load of other jobs falls on
+all of them. Run: ``python benchmarks/bench_detectors.py
 [--quick]``. Writes benchmarks/results/bench_detectors.md.
 """
 
@@ -27,7 +37,7 @@ import platform
 from pathlib import Path
 
 import numpy as np
-from _timing import best_time
+from _timing import best_time, best_times
 
 from abstain.detectors import KNN, Mahalanobis, ViM
 
@@ -76,35 +86,82 @@ def fit_score_rows(n_train, n_test, d, n_classes, repeats):
     test = rng.normal(size=(n_test, d)).astype(np.float32)
     W = rng.normal(size=(n_classes, d)).astype(np.float32)
     t_gemm = best_time(lambda: train.T @ train, repeats)  # the covariance product
+    peer = _optional("pytorch_ood.detector")
     rows = []
     for name, make, kw in [("ViM", ViM, {"weight": W}), ("Mahalanobis", Mahalanobis, {})]:
         def run(dtype, make=make, kw=kw):
             return make(dtype=dtype).fit(train, y, **kw).score(test)
 
-        rows.append({"detector": name, "shape": f"{n_train} train, {n_test} test, d = {d}",
-                     "GEMM f32 (X.T X)": t_gemm, "ours f32": best_time(lambda: run("float32"),
-                                                                       repeats),
-                     "ours f64": best_time(lambda: run("float64"), repeats)})
+        funcs = {"ours f32": lambda: run("float32"), "ours f64": lambda: run("float64")}
+        if peer is not None:
+            fitted = make(dtype="float32").fit(train, y, **kw)
+            pood = _pytorch_ood(peer, name, fitted, W)
+            funcs["pytorch-ood"] = lambda p=pood: p(train, y, test)
+        row = {"detector": name, "shape": f"{n_train} train, {n_test} test, d = {d}",
+               "GEMM f32 (X.T X)": t_gemm, **best_times(funcs, repeats)}
+        if peer is not None:
+            row["agree"] = _spearman(fitted.score(test), pood(train, y, test))
+        rows.append(row)
     return rows
+
+
+def _pytorch_ood(peer, name, fitted, W):
+    """``fit_features`` + ``predict_features`` of the pytorch-ood detector, as NumPy."""
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+
+    def run(train, y, test):
+        if name == "ViM":
+            det = peer.ViM(None, d=int(fitted.dim_), w=torch.from_numpy(W),
+                           b=torch.zeros(W.shape[0]))
+        else:
+            det = peer.Mahalanobis(None)
+        det.fit_features(torch.from_numpy(train), torch.from_numpy(y))
+        return det.predict_features(torch.from_numpy(test)).numpy()
+
+    return run
+
+
+def _spearman(a, b) -> float:
+    ra = np.argsort(np.argsort(a)).astype(float)
+    rb = np.argsort(np.argsort(b)).astype(float)
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def table(rows, base, first):
     keys = list(dict.fromkeys(k for r in rows for k in r if k not in first))
-    head = "| " + " | ".join(first + [f"{k} (s)" for k in keys]
-                             + [f"{k} / {base}" for k in keys if k != base]) + " |"
-    lines = [head, "|" + "---|" * (len(first) + 2 * len(keys) - 1)]
+    ratios = [k for k in keys if k not in (base, "agree")]
+    head = "| " + " | ".join(first + [k if k == "agree" else f"{k} (s)" for k in keys]
+                             + [f"{k} / {base}" for k in ratios]) + " |"
+    lines = [head, "|" + "---|" * (len(first) + len(keys) + len(ratios))]
     for r in rows:
         cells = [str(r[f]) for f in first]
         cells += [f"{r[k]:.3f}" if k in r else "-" for k in keys]
-        cells += [f"{r[k] / r[base]:.2f}" if k in r else "-" for k in keys if k != base]
+        cells += [f"{r[k] / r[base]:.2f}" if k in r else "-" for k in keys
+                  if k not in (base, "agree")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _peer_lines(rows) -> list[str]:
+    """The goal's ratio, ours (float32) / pytorch-ood, or why it is absent."""
+    peer = _optional("pytorch_ood")
+    if peer is None:
+        return ["pytorch-ood is not installed in this environment, so it was not run "
+                "(`make bench-detectors-peers` runs it beside this library).", ""]
+    import torch
+
+    cells = ", ".join(f"{r['detector']} {r['ours f32'] / r['pytorch-ood']:.2f}" for r in rows)
+    return [f"Goal, ours f32 at or below pytorch-ood {peer.__version__} (torch "
+            f"{torch.__version__}, {torch.get_num_threads()} threads, CPU): ours f32 / "
+            f"pytorch-ood = {cells}.", ""]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small shapes, one repeat")
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("-k", type=int, default=50)
     args = ap.parse_args()
     if args.quick:
@@ -136,6 +193,7 @@ def main() -> None:
         "",
         table(other, "GEMM f32 (X.T X)", ["detector", "shape"]),
         "",
+        *_peer_lines(other),
     ])
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(text)
