@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,11 +25,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.binned import BinnedTable
+from .._core.certify import BOUNDS, certified_search, fit_groups
 from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
-from .._core.groups import TieGroups, tie_groups, validated_groups
-from .._core.ltt import LTT_BOUNDS, ltt_least, ltt_search
-from .._core.risk_bounds import crc_search, sgr_search
+from .._core.groups import TieGroups, validated_groups
+from .._core.ltt import LTT_BOUNDS
+from .._core.risk_bounds import crc_search
 from .._core.serialize import (
     Field,
     Flag,
@@ -44,7 +44,6 @@ from .._core.serialize import (
 )
 from .._core.table import ScoreTable, as_groups, selective_table, table_or_none
 from .._core.validation import (
-    as_losses_and_scores,
     as_scores,
     check_choice,
     check_fraction,
@@ -433,59 +432,6 @@ class BoundedAbstention(_RejectRule):
         return self
 
 
-BOUNDS = ("auto", "sgr", *LTT_BOUNDS)
-
-
-def _resolve_bound(bound: str, binary: bool) -> str:
-    """The procedure ``bound`` names; ``"auto"``: ``"binomial"`` for 0/1 losses, else ``"wsr"``."""
-    if bound == "auto":
-        return "binomial" if binary else "wsr"
-    if bound == "binomial" and not binary:
-        raise ValueError("bound='binomial' needs 0/1 losses; got other values (use 'hb', "
-                         "'wsr' or 'auto' for losses in [0, loss_bound]).")
-    return bound
-
-
-def _guaranteed(uncertainty: Any, losses: Any, groups: TieGroups, top: float, binary: bool,
-                squares: Callable[[], TieGroups | None], target: float, delta: float,
-                loss_bound: float, bound: str) -> tuple[str, int, float, float, float]:
-    """Run the procedure ``bound`` on the rows (or, for ``"sgr"``, on a table's groups).
-
-    Returns ``(procedure, group index or -1, threshold, certified bound, least target)``;
-    the threshold is ``nan`` when nothing passed. The least target is computed only for
-    ``target = -inf`` (and for ``"sgr"``); ``nan`` otherwise.
-    """
-    if top > loss_bound:
-        raise ValueError(
-            f"losses must be at most loss_bound={loss_bound!r} for the risk bound; "
-            f"got maximum {top!r}."
-        )
-    procedure = _resolve_bound(bound, binary)
-    table = table_or_none(uncertainty, {"losses": losses}) is not None
-    if table and bound == "auto":  # the tightest procedure a table allows
-        procedure = "sgr"
-    if procedure == "sgr":
-        g, b, least = sgr_search(groups, target, delta, loss_bound, binary, squares())
-        theta = float(groups.values[g]) if g >= 0 else math.nan
-        return procedure, g, theta, b, least
-    if table:
-        raise ValueError(
-            f"bound={bound!r} runs Learn-then-Test ({procedure!r}), which splits the rows "
-            "into a part that picks the thresholds and a part that tests them; a ScoreTable "
-            "keeps no rows. Give bound='sgr' to fit a table with delta."
-        )
-    ls, u = as_losses_and_scores(losses, uncertainty)
-    scale = 1.0 if procedure == "binomial" else loss_bound
-    if target == -math.inf:  # asked for the least target only
-        return procedure, -1, math.nan, math.nan, ltt_least(u, ls / scale, delta,
-                                                             procedure) * scale
-    found = ltt_search(u, ls / scale, target / scale, delta, procedure)
-    if math.isnan(found.threshold):
-        return procedure, -1, math.nan, math.nan, math.nan
-    g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
-    return procedure, g, found.threshold, found.bound * scale, math.nan
-
-
 @serializable("rule")
 class BoundedImprovement(_RejectRule):
     """Bounded-improvement model, Problem 3 of Franc et al. (2023).
@@ -666,7 +612,7 @@ class BoundedImprovement(_RejectRule):
         self._validate_params()
         lam = float(self.target_risk)
         uncertainty, whole = _whole_bins(uncertainty, losses)
-        groups, top, binary, squares = _fit_groups(uncertainty, losses)
+        groups, top, binary, squares = fit_groups(uncertainty, losses)
         self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))
         self.risk_bound_ = math.nan
         self.bound_ = None
@@ -693,7 +639,7 @@ class BoundedImprovement(_RejectRule):
             else:
                 g, nu = -1, 1.0
         else:
-            self.bound_, g, theta, self.risk_bound_, _ = _guaranteed(
+            self.bound_, g, theta, self.risk_bound_, _ = certified_search(
                 uncertainty, losses, groups, top, binary, squares, lam, float(self.delta),
                 float(self.loss_bound), self.bound)
             nu = 1.0
@@ -763,9 +709,9 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     check_open_unit("delta", delta)
     check_choice("bound", bound, BOUNDS)
     check_positive("loss_bound", loss_bound)
-    groups, top, binary, squares = _fit_groups(uncertainty, losses)
+    groups, top, binary, squares = fit_groups(uncertainty, losses)
     # a target no bound meets makes every search walk its fixed chain
-    return _guaranteed(uncertainty, losses, groups, top, binary, squares, -math.inf, delta,
+    return certified_search(uncertainty, losses, groups, top, binary, squares, -math.inf, delta,
                        loss_bound, bound)[4]
 
 
@@ -780,19 +726,3 @@ def _whole_bins(uncertainty: Any, losses: Any) -> tuple[Any, bool]:
                              "one built without is_ood.")
         return uncertainty.whole_bin_table(), True
     return uncertainty, False
-
-
-def _fit_groups(
-    uncertainty: Any, losses: Any
-) -> tuple[TieGroups, float, bool, Callable[[], TieGroups | None]]:
-    """Tie groups, largest loss, whether the losses are 0/1, and (on demand) the groups of
-    the squared losses (None for 0/1 losses), of the arrays or of a table."""
-    table = table_or_none(uncertainty, {"losses": losses})
-    if table is not None:
-        t = selective_table(table)
-        return (t.groups(), t.max_loss, t.binary,
-                lambda: None if t.binary else t.square_groups())
-    ls, u = as_losses_and_scores(losses, uncertainty)
-    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
-    return (tie_groups(ls, u), float(ls.max()), binary,
-            lambda: None if binary else tie_groups(np.square(ls), u))
