@@ -618,9 +618,7 @@ class BoundedImprovement(_RejectRule):
         self.bound_ = None
         theta = math.nan
         if self.guarantee is not None:
-            if top > self.loss_bound:
-                raise ValueError(f"losses must be at most loss_bound={self.loss_bound!r} for "
-                                 f"conformal risk control; got maximum {top!r}.")
+            _check_crc_losses(top, self.loss_bound)
             g, nu, bound = crc_search(groups, lam, float(self.loss_bound))
             if whole and nu < 1.0:  # down to the last whole bin: a smaller rule stays valid
                 g, nu = g - 1, 1.0
@@ -669,8 +667,10 @@ class BoundedImprovement(_RejectRule):
 
 
 def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
-                     loss_bound: float = 1.0, bound: str = "auto") -> float:
-    """The least ``target_risk`` that ``BoundedImprovement(delta=delta, bound=bound)`` meets.
+                     loss_bound: float = 1.0, bound: str = "auto",
+                     guarantee: str | None = None) -> float:
+    """The least ``target_risk`` that ``BoundedImprovement(delta=delta, bound=bound)`` meets,
+    or with ``guarantee="expected_joint"`` (and no ``delta``) conformal risk control.
 
     ``"sgr"`` binary-searches the ``G`` tie groups with ``K = ceil(log2(G + 1))`` tests at
     level ``delta / K``. It fails only when every test fails, and then it has tested the
@@ -680,16 +680,23 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     The Learn-then-Test procedures (``"binomial"``, ``"hb"``, ``"wsr"``) are feasible when
     the first test of their sequence passes; the least target at which it does is found
     by bisection (to a relative 1e-12; a larger target lowers every p-value, though it may
-    also move the start that the learning rows choose for it).
+    also move the start that the learning rows choose for it). Every ``bound`` is supported.
+
+    Conformal risk control (``guarantee="expected_joint"``) accepts anything only when
+    ``(S + loss_bound) / (n + 1) <= target_risk`` for the accepted losses ``S >= 0``, so its
+    least target is ``loss_bound / (n + 1)``: met there when the lowest tie group has no
+    loss; otherwise only a larger target accepts a share of that group, and the least
+    float at which the fit accepts anything is returned.
 
     Parameters
     ----------
     uncertainty : array-like of shape (n,), or ScoreTable
         Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is omitted).
     losses : array-like of shape (n,), in ``[0, loss_bound]``
-    delta : float in (0, 1)
+    delta : float in (0, 1), or None with ``guarantee``
     loss_bound : float > 0, default 1.0
     bound : {"auto", "sgr", "binomial", "hb", "wsr"}, default "auto"
+    guarantee : {None, "expected_joint"}, default None
 
     Returns
     -------
@@ -705,14 +712,31 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     0.1851
     >>> BoundedImprovement(least, delta=0.1, bound="sgr").fit(u, loss).feasible_
     True
+    >>> least_risk_bound(u, loss, guarantee="expected_joint") == 1 / 41
+    True
     """
+    if guarantee is not None:
+        BoundedImprovement(1.0, delta=delta, guarantee=guarantee, loss_bound=loss_bound,
+                           bound=bound)._validate_params()
+        groups, top, _, _ = fit_groups(uncertainty, losses)
+        _check_crc_losses(top, loss_bound)
+        least = loss_bound / (groups.n + 1.0)
+        while crc_search(groups, least, loss_bound)[0] < 0:  # a few ulps at most
+            least = math.nextafter(least, math.inf)
+        return least
     check_open_unit("delta", delta)
     check_choice("bound", bound, BOUNDS)
     check_positive("loss_bound", loss_bound)
     groups, top, binary, squares = fit_groups(uncertainty, losses)
     # a target no bound meets makes every search walk its fixed chain
-    return certified_search(uncertainty, losses, groups, top, binary, squares, -math.inf, delta,
-                       loss_bound, bound)[4]
+    return certified_search(uncertainty, losses, groups, top, binary, squares, -math.inf,
+                            delta, loss_bound, bound)[4]
+
+
+def _check_crc_losses(top: float, loss_bound: float) -> None:
+    if top > loss_bound:
+        raise ValueError(f"losses must be at most loss_bound={loss_bound!r} for conformal "
+                         f"risk control; got maximum {top!r}.")
 
 
 def _whole_bins(uncertainty: Any, losses: Any) -> tuple[Any, bool]:
