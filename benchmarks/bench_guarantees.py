@@ -152,9 +152,9 @@ def ceiling_outcomes(pop: Population, u, loss, target):
     # the first failure at or after each start
     fail = np.where(~passed, np.arange(passed.size), passed.size)
     first_fail = np.minimum.accumulate(fail[::-1])[::-1]
-    truths = [pop.truth(t) for t in pop.grid]
-    cov = np.array([c for c, _ in truths])
-    bad = np.array([r > target for _, r in truths])
+    if getattr(pop, "grid_truth", None) is None:  # (coverage, risk) at each grid point
+        pop.grid_truth = np.array([pop.truth(t) for t in pop.grid])
+    cov, bad = pop.grid_truth[:, 0], pop.grid_truth[:, 1] > target
     end = first_fail - 1  # the last threshold of the passing run (-1: the start failed)
     ok = end >= np.arange(passed.size)
     return np.where(ok, cov[end], 0.0), np.where(ok, bad[end], False)
