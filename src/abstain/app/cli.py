@@ -17,6 +17,7 @@ from typing import Any
 
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
+from ..models import BoundedImprovement
 from .chunks import Summary, part_files, summarise
 from .evaluate import evaluate, evaluate_summary
 from .io import ColumnError, check_not_input, read_table, write_table, write_text
@@ -271,7 +272,7 @@ def _fit(args: argparse.Namespace) -> int:
              f"{rule.accept_prob_:.4g}"]
     if hasattr(rule, "coverage_"):
         parts += [f"coverage {rule.coverage_:.4f}", f"selective risk {rule.risk_:.4f}"]
-        if getattr(rule, "delta", None) is not None:
+        if isinstance(rule, BoundedImprovement) and rule.delta is not None:
             parts.append(f"certified risk bound {rule.risk_bound_:.4f} with probability "
                          f">= {1 - rule.delta:g} (procedure {rule.bound_})")
     else:
