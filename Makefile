@@ -71,6 +71,7 @@ bench-detectors-peers:
 bench-guarantees: $(VENV)/.dev-installed
 	$(BIN)/python -m pip install --quiet "mapie==1.6.0"
 	$(BIN)/python benchmarks/bench_guarantees.py
+	$(BIN)/python benchmarks/bench_ltt_start.py
 
 # Learned scores on the real datasets (section 5 of the paper); about the time stated in
 # benchmarks/results/paper1_*.md on 2 cores.

@@ -13,6 +13,7 @@ import pytest
 
 from abstain import (
     BoundedAbstention,
+    BoundedImprovement,
     load_json,
     rule_from_json,
 )
@@ -644,3 +645,52 @@ def test_fit_precision_recall_prints_the_achieved_precision(csv_file, tmp_path, 
                  "0.5", "-o", str(tmp_path / "pr.json")]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert re.search(r"precision 0\.\d{4}, recall \(TPR\) 0\.\d{4}, FPR", line), line
+
+
+@pytest.mark.parametrize("bound", ["sgr", "binomial", "hb", "wsr"])
+def test_fit_bound_prints_and_writes_the_certified_bound(bound, csv_file, tmp_path, capsys):
+    rule_path = tmp_path / "rule.json"
+    code, out, err = run(capsys, "fit", csv_file, "--score", "risk", "--target-risk", "0.4",
+                         "--delta", "0.1", "--bound", bound, "-o", rule_path)
+    assert code == 0, err
+    rule = load_json(rule_path.read_text())
+    cols = _columns()
+    rows = cols["is_ood"] == 0
+    same = BoundedImprovement(0.4, delta=0.1, bound=bound, random_state=0).fit(
+        cols["risk"][rows], cols["loss"][rows])
+    assert (rule.bound, rule.bound_, rule.threshold_) == (bound, bound, same.threshold_)
+    assert rule.risk_bound_ == same.risk_bound_ <= 0.4
+    assert (f"certified risk bound {same.risk_bound_:.4f} with probability >= 0.9 "
+            f"(procedure {bound})") in out
+
+
+def test_fit_loss_bound_for_losses_beyond_one(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    u = rng.random(600)
+    path = tmp_path / "scaled.csv"
+    write_table(path, {"loss": 2.0 * (rng.random(600) < u / 4), "u": u})
+    code, out, err = run(capsys, "fit", path, "--target-risk", "0.6", "--delta", "0.1",
+                         "--loss-bound", "2", "-o", tmp_path / "r.json")
+    assert code == 0, err
+    rule = load_json((tmp_path / "r.json").read_text())
+    assert (rule.loss_bound, rule.bound_) == (2.0, "wsr") and rule.risk_bound_ <= 0.6
+    assert "(procedure wsr)" in out
+    line = _one_error_line(*run(capsys, "fit", path, "--target-risk", "0.6", "--delta", "0.1",
+                                "-o", tmp_path / "x.json")[::2])
+    assert "losses must be at most loss_bound=1.0" in line
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--delta", "0.1", "--bound", "exact"], "bound must be one of"),
+    (["--bound", "sgr"], "bound must come with target_risk and delta; got bound='sgr'"),
+    (["--loss-bound", "2"], "loss_bound must come with target_risk and delta"),
+    (["--delta", "0.1", "--loss-bound", "-1"], "loss_bound must"),
+    (["--delta", "0.1", "--bound", "binomial", "--loss-bound", "0.5"],
+     "losses must be at most loss_bound=0.5"),
+])
+def test_fit_bad_bound_options(extra, message, csv_file, tmp_path, capsys):
+    line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
+                                "0.4", *extra, "-o", tmp_path / "x.json")[::2])
+    assert message in line
+    assert not (tmp_path / "x.json").exists()

@@ -3,6 +3,7 @@ E[loss * 1{accepted}], against a brute-force reference and over many draws."""
 
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -12,6 +13,7 @@ from reference.crc_ref import crc_ref
 from abstain import BinnedTable, BoundedImprovement, InfeasibleTargetWarning, ScoreTable, load_json
 from abstain._core.groups import tie_groups
 from abstain._core.risk_bounds import crc_search
+from abstain.models import least_risk_bound
 
 
 def _fit(u, loss, target, loss_bound=1.0):
@@ -142,3 +144,39 @@ def test_the_expected_joint_risk_is_at_most_the_target(tied, bounded):
         assert plug_in.mean() > TARGET + 3 * plug_in.std(ddof=1) / np.sqrt(DRAWS)
     if selective:  # the selective risk of the same rules is well above the target
         assert np.mean(selective) > 1.5 * TARGET
+
+
+def test_least_risk_bound_is_the_edge_of_conformal_risk_control():
+    rng = np.random.default_rng(21)
+    for _ in range(60):
+        n = int(rng.integers(1, 60))
+        u = rng.integers(0, int(rng.integers(1, 8)), n).astype(float)
+        loss_bound = float(rng.choice([0.5, 1.0, 2.0]))
+        loss = loss_bound * rng.integers(0, 5, n) / 4 * (rng.random(n) < 0.5)
+        least = least_risk_bound(u, loss, loss_bound=loss_bound, guarantee="expected_joint")
+        assert least == pytest.approx(loss_bound / (n + 1), rel=1e-12)
+        # the edge in exact arithmetic (up to float rounding) ...
+        assert crc_ref(u.tolist(), loss.tolist(), least * (1 + 1e-9), loss_bound)[0] != -math.inf
+        assert crc_ref(u.tolist(), loss.tolist(), least * (1 - 1e-9), loss_bound)[0] == -math.inf
+        # ... and exactly the fit's own: feasible at least, not one float below
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            for target, feasible in ((least, True), (math.nextafter(least, 0.0), False)):
+                fit = BoundedImprovement(target, guarantee="expected_joint",
+                                         loss_bound=loss_bound).fit(u, loss)
+                assert fit.feasible_ == feasible
+        table = ScoreTable.from_arrays(u, loss)
+        assert least_risk_bound(table, guarantee="expected_joint",
+                                loss_bound=loss_bound) == least
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"guarantee": "expected"}, "guarantee='expected' is not offered"),
+    ({"guarantee": "joint"}, "guarantee must be one of"),
+    ({"guarantee": "expected_joint", "delta": 0.1}, "takes no delta"),
+    ({"guarantee": "expected_joint", "loss_bound": 0.5}, "losses must be at most loss_bound=0.5"),
+    ({"guarantee": "expected_joint", "loss_bound": -1.0}, "loss_bound must"),
+])
+def test_least_risk_bound_crc_errors(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        least_risk_bound([0.1, 0.2, 0.3], [0.0, 1.0, 1.0], **kwargs)

@@ -14,8 +14,9 @@ Written from the sources with plain loops, one threshold and one row at a time:
 
 The grid and the start follow the documented plan: every tenth row learns, the grid is 200
 linearly interpolated quantiles of the learning scores and ``+inf``, the start is the grid
-point whose projected binomial p-value at the target (learning counts scaled to the testing
-rows) is at most ``delta / 20``, else the point of least projected p-value.
+point whose projected binomial p-value at the target (the learning count ``c`` less
+``sqrt(c)``, and the learning loss capped at that, scaled to the testing rows) is at most
+``delta / 20``, else the point of least projected p-value.
 """
 
 from __future__ import annotations
@@ -97,8 +98,9 @@ def ltt_ref(u: list[float], x: list[float], a: float, delta: float,
     best, start, safe = math.inf, 0, None
     for j, t in enumerate(grid):
         acc = [i for i in learn if u[i] <= t]
-        m = len(acc) * len(test) / len(learn)
-        k = sum(x[i] for i in acc) * len(test) / len(learn)
+        counted = max(len(acc) - math.sqrt(len(acc)), 0.0)  # one standard deviation off
+        m = counted * len(test) / len(learn)
+        k = min(sum(x[i] for i in acc), counted) * len(test) / len(learn)
         # P(Binomial(m, a) <= k) continued to real k, m
         p = special.betainc(m - k, k + 1, 1 - min(a, 1.0)) if m > 0 and k < m else 1.0
         if p <= delta / 20 and safe is None:

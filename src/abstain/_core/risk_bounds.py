@@ -120,7 +120,7 @@ def crc_search(groups: TieGroups, target: float, loss_bound: float) -> tuple[int
     else:
         before = float(cum[k - 1]) if k > 0 else 0.0
         nu = (budget - before) / float(groups.sums[k])  # in [0, 1): cum[k] > budget
-        if nu > 0.0:
+        if 1.0 - nu < 1.0:  # a share below half an ulp of 1 accepts no row in float64
             g, accepted = k, before + nu * float(groups.sums[k])
         elif k > 0:
             g, nu, accepted = k - 1, 1.0, before

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
+from ..models import BoundedImprovement
 from .chunks import Summary, part_files, summarise
 from .evaluate import evaluate, evaluate_summary
 from .io import ColumnError, check_not_input, read_table, write_table, write_text
@@ -113,6 +114,12 @@ def _parser() -> argparse.ArgumentParser:
                    "selective risk <= this")
     g.add_argument("--delta", type=float, help="with --target-risk: the risk bound holds with "
                    "probability >= 1 - delta")
+    g.add_argument("--bound", metavar="{auto,sgr,binomial,hb,wsr}",
+                   help="with --delta: the procedure that certifies the risk (default auto: "
+                        "binomial for 0/1 losses, wsr otherwise; sgr on a source read in chunks)")
+    g.add_argument("--loss-bound", type=float, metavar="B",
+                   help="with --delta: every loss lies in [0, B] (default 1; 0/1 losses need "
+                        "none)")
     g.add_argument("--reject-cost", type=float, help="CostBased: cost of one abstention")
     g.add_argument("--tpr", type=float, help="BoundedTPRFPR: least TPR (needs --fpr)")
     g.add_argument("--fpr", type=float, help="BoundedTPRFPR: most FPR (needs --tpr)")
@@ -252,7 +259,8 @@ def _fit(args: argparse.Namespace) -> int:
     check_not_input(args.output, part_files(args.file) if chunked else [args.file])
     data: TableData | Summary = _summary(args) if chunked else _load(args)
     rule = fit_rule(data, target_coverage=args.target_coverage, target_risk=args.target_risk,
-                    delta=args.delta, reject_cost=args.reject_cost, tpr=args.tpr,
+                    delta=args.delta, bound=args.bound, loss_bound=args.loss_bound,
+                    reject_cost=args.reject_cost, tpr=args.tpr,
                     fpr=args.fpr, precision=args.precision, recall=args.recall,
                     reject_id_cost=args.reject_id_cost, predict_ood_cost=args.predict_ood_cost,
                     reject_ood_cost=args.reject_ood_cost, ood_prior=args.ood_prior,
@@ -264,6 +272,9 @@ def _fit(args: argparse.Namespace) -> int:
              f"{rule.accept_prob_:.4g}"]
     if hasattr(rule, "coverage_"):
         parts += [f"coverage {rule.coverage_:.4f}", f"selective risk {rule.risk_:.4f}"]
+        if isinstance(rule, BoundedImprovement) and rule.delta is not None:
+            parts.append(f"certified risk bound {rule.risk_bound_:.4f} with probability "
+                         f">= {1 - rule.delta:g} (procedure {rule.bound_})")
     else:
         if rule.n_scores_ == 2:
             parts.insert(0, f"score {rule.weights_[0]:.4g} * {columns[0]} + "

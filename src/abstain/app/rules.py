@@ -47,6 +47,8 @@ def fit_rule(
     target_coverage: float | None = None,
     target_risk: float | None = None,
     delta: float | None = None,
+    bound: str | None = None,
+    loss_bound: float | None = None,
     reject_cost: float | None = None,
     tpr: float | None = None,
     fpr: float | None = None,
@@ -61,7 +63,9 @@ def fit_rule(
     """Fit the reject model that the given targets name, on the scores of ``data``.
 
     Exactly one model: ``target_coverage`` (:class:`~abstain.BoundedAbstention`),
-    ``target_risk`` with optional ``delta`` (:class:`~abstain.BoundedImprovement`),
+    ``target_risk`` with optional ``delta`` (:class:`~abstain.BoundedImprovement`; with
+    ``delta``, ``bound`` names the procedure that certifies the risk, default ``"auto"``, and
+    ``loss_bound`` bounds losses that are not 0/1, default 1),
     ``reject_cost`` (:class:`~abstain.CostBased`), ``tpr`` and ``fpr``
     (:class:`~abstain.ood.BoundedTPRFPR`), ``precision`` and ``recall``
     (:class:`~abstain.ood.BoundedPrecisionRecall`, with an optional ``ood_prior``) or
@@ -108,6 +112,10 @@ def fit_rule(
     kind = chosen[0]
     if delta is not None and target_risk is None:
         raise ValueError("delta must come with target_risk; got delta alone.")
+    for name, value in (("bound", bound), ("loss_bound", loss_bound)):
+        if value is not None and delta is None:
+            raise ValueError(f"{name} must come with target_risk and delta; got {name}="
+                             f"{value!r} without delta.")
     if reject_ood_cost is not None and kind != "cost-based OOD":
         raise ValueError("reject_ood_cost must come with reject_id_cost and predict_ood_cost.")
     if ood_prior is not None and kind not in ("cost-based OOD", "precision/recall"):
@@ -201,6 +209,8 @@ def fit_rule(
     else:
         assert target_risk is not None
         rule = BoundedImprovement(target_risk=target_risk, delta=delta,
+                                  bound="auto" if bound is None else bound,
+                                  loss_bound=1.0 if loss_bound is None else loss_bound,
                                   random_state=random_state)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
@@ -213,7 +223,7 @@ def fit_rule(
                 f"is at or below it; the lowest selective risk attainable on these {n_rows} "
                 f"rows is {_round(rule.min_risk_, down=False)}.")
         least = least_risk_bound(*args, delta=delta,  # type: ignore[misc]
-                                 loss_bound=rule.loss_bound)
+                                 loss_bound=rule.loss_bound, bound=rule.bound)
         raise InfeasibleTargetError(
             f"target risk {target_risk:g} with delta {delta:g} is infeasible: no rule's upper "
             f"confidence bound on the selective risk is at or below it; the least bound "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,11 +25,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.binned import BinnedTable
+from .._core.certify import BOUNDS, certified_search, fit_groups
 from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
-from .._core.groups import TieGroups, tie_groups, validated_groups
-from .._core.ltt import LTT_BOUNDS, ltt_least, ltt_search
-from .._core.risk_bounds import crc_search, sgr_search
+from .._core.groups import TieGroups, validated_groups
+from .._core.ltt import LTT_BOUNDS
+from .._core.risk_bounds import crc_search
 from .._core.serialize import (
     Field,
     Flag,
@@ -44,7 +44,6 @@ from .._core.serialize import (
 )
 from .._core.table import ScoreTable, as_groups, selective_table, table_or_none
 from .._core.validation import (
-    as_losses_and_scores,
     as_scores,
     check_choice,
     check_fraction,
@@ -433,59 +432,6 @@ class BoundedAbstention(_RejectRule):
         return self
 
 
-BOUNDS = ("auto", "sgr", *LTT_BOUNDS)
-
-
-def _resolve_bound(bound: str, binary: bool) -> str:
-    """The procedure ``bound`` names; ``"auto"``: ``"binomial"`` for 0/1 losses, else ``"wsr"``."""
-    if bound == "auto":
-        return "binomial" if binary else "wsr"
-    if bound == "binomial" and not binary:
-        raise ValueError("bound='binomial' needs 0/1 losses; got other values (use 'hb', "
-                         "'wsr' or 'auto' for losses in [0, loss_bound]).")
-    return bound
-
-
-def _guaranteed(uncertainty: Any, losses: Any, groups: TieGroups, top: float, binary: bool,
-                squares: Callable[[], TieGroups | None], target: float, delta: float,
-                loss_bound: float, bound: str) -> tuple[str, int, float, float, float]:
-    """Run the procedure ``bound`` on the rows (or, for ``"sgr"``, on a table's groups).
-
-    Returns ``(procedure, group index or -1, threshold, certified bound, least target)``;
-    the threshold is ``nan`` when nothing passed. The least target is computed only for
-    ``target = -inf`` (and for ``"sgr"``); ``nan`` otherwise.
-    """
-    if top > loss_bound:
-        raise ValueError(
-            f"losses must be at most loss_bound={loss_bound!r} for the risk bound; "
-            f"got maximum {top!r}."
-        )
-    procedure = _resolve_bound(bound, binary)
-    table = table_or_none(uncertainty, {"losses": losses}) is not None
-    if table and bound == "auto":  # the tightest procedure a table allows
-        procedure = "sgr"
-    if procedure == "sgr":
-        g, b, least = sgr_search(groups, target, delta, loss_bound, binary, squares())
-        theta = float(groups.values[g]) if g >= 0 else math.nan
-        return procedure, g, theta, b, least
-    if table:
-        raise ValueError(
-            f"bound={bound!r} runs Learn-then-Test ({procedure!r}), which splits the rows "
-            "into a part that picks the thresholds and a part that tests them; a ScoreTable "
-            "keeps no rows. Give bound='sgr' to fit a table with delta."
-        )
-    ls, u = as_losses_and_scores(losses, uncertainty)
-    scale = 1.0 if procedure == "binomial" else loss_bound
-    if target == -math.inf:  # asked for the least target only
-        return procedure, -1, math.nan, math.nan, ltt_least(u, ls / scale, delta,
-                                                             procedure) * scale
-    found = ltt_search(u, ls / scale, target / scale, delta, procedure)
-    if math.isnan(found.threshold):
-        return procedure, -1, math.nan, math.nan, math.nan
-    g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
-    return procedure, g, found.threshold, found.bound * scale, math.nan
-
-
 @serializable("rule")
 class BoundedImprovement(_RejectRule):
     """Bounded-improvement model, Problem 3 of Franc et al. (2023).
@@ -666,15 +612,13 @@ class BoundedImprovement(_RejectRule):
         self._validate_params()
         lam = float(self.target_risk)
         uncertainty, whole = _whole_bins(uncertainty, losses)
-        groups, top, binary, squares = _fit_groups(uncertainty, losses)
+        groups, top, binary, squares = fit_groups(uncertainty, losses)
         self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))
         self.risk_bound_ = math.nan
         self.bound_ = None
         theta = math.nan
         if self.guarantee is not None:
-            if top > self.loss_bound:
-                raise ValueError(f"losses must be at most loss_bound={self.loss_bound!r} for "
-                                 f"conformal risk control; got maximum {top!r}.")
+            _check_crc_losses(top, self.loss_bound)
             g, nu, bound = crc_search(groups, lam, float(self.loss_bound))
             if whole and nu < 1.0:  # down to the last whole bin: a smaller rule stays valid
                 g, nu = g - 1, 1.0
@@ -693,7 +637,7 @@ class BoundedImprovement(_RejectRule):
             else:
                 g, nu = -1, 1.0
         else:
-            self.bound_, g, theta, self.risk_bound_, _ = _guaranteed(
+            self.bound_, g, theta, self.risk_bound_, _ = certified_search(
                 uncertainty, losses, groups, top, binary, squares, lam, float(self.delta),
                 float(self.loss_bound), self.bound)
             nu = 1.0
@@ -723,8 +667,10 @@ class BoundedImprovement(_RejectRule):
 
 
 def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
-                     loss_bound: float = 1.0, bound: str = "auto") -> float:
-    """The least ``target_risk`` that ``BoundedImprovement(delta=delta, bound=bound)`` meets.
+                     loss_bound: float = 1.0, bound: str = "auto",
+                     guarantee: str | None = None) -> float:
+    """The least ``target_risk`` that ``BoundedImprovement(delta=delta, bound=bound)`` meets,
+    or with ``guarantee="expected_joint"`` (and no ``delta``) conformal risk control.
 
     ``"sgr"`` binary-searches the ``G`` tie groups with ``K = ceil(log2(G + 1))`` tests at
     level ``delta / K``. It fails only when every test fails, and then it has tested the
@@ -734,16 +680,23 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     The Learn-then-Test procedures (``"binomial"``, ``"hb"``, ``"wsr"``) are feasible when
     the first test of their sequence passes; the least target at which it does is found
     by bisection (to a relative 1e-12; a larger target lowers every p-value, though it may
-    also move the start that the learning rows choose for it).
+    also move the start that the learning rows choose for it). Every ``bound`` is supported.
+
+    Conformal risk control (``guarantee="expected_joint"``) accepts anything only when
+    ``(S + loss_bound) / (n + 1) <= target_risk`` for the accepted losses ``S >= 0``, so its
+    least target is ``loss_bound / (n + 1)``: met there when the lowest tie group has no
+    loss; otherwise only a larger target accepts a share of that group, and the least
+    float at which the fit accepts anything is returned.
 
     Parameters
     ----------
     uncertainty : array-like of shape (n,), or ScoreTable
         Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is omitted).
     losses : array-like of shape (n,), in ``[0, loss_bound]``
-    delta : float in (0, 1)
+    delta : float in (0, 1), or None with ``guarantee``
     loss_bound : float > 0, default 1.0
     bound : {"auto", "sgr", "binomial", "hb", "wsr"}, default "auto"
+    guarantee : {None, "expected_joint"}, default None
 
     Returns
     -------
@@ -759,14 +712,31 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     0.1851
     >>> BoundedImprovement(least, delta=0.1, bound="sgr").fit(u, loss).feasible_
     True
+    >>> least_risk_bound(u, loss, guarantee="expected_joint") == 1 / 41
+    True
     """
+    if guarantee is not None:
+        BoundedImprovement(1.0, delta=delta, guarantee=guarantee, loss_bound=loss_bound,
+                           bound=bound)._validate_params()
+        groups, top, _, _ = fit_groups(uncertainty, losses)
+        _check_crc_losses(top, loss_bound)
+        least = loss_bound / (groups.n + 1.0)
+        while crc_search(groups, least, loss_bound)[0] < 0:  # a few ulps at most
+            least = math.nextafter(least, math.inf)
+        return least
     check_open_unit("delta", delta)
     check_choice("bound", bound, BOUNDS)
     check_positive("loss_bound", loss_bound)
-    groups, top, binary, squares = _fit_groups(uncertainty, losses)
+    groups, top, binary, squares = fit_groups(uncertainty, losses)
     # a target no bound meets makes every search walk its fixed chain
-    return _guaranteed(uncertainty, losses, groups, top, binary, squares, -math.inf, delta,
-                       loss_bound, bound)[4]
+    return certified_search(uncertainty, losses, groups, top, binary, squares, -math.inf,
+                            delta, loss_bound, bound)[4]
+
+
+def _check_crc_losses(top: float, loss_bound: float) -> None:
+    if top > loss_bound:
+        raise ValueError(f"losses must be at most loss_bound={loss_bound!r} for conformal "
+                         f"risk control; got maximum {top!r}.")
 
 
 def _whole_bins(uncertainty: Any, losses: Any) -> tuple[Any, bool]:
@@ -780,19 +750,3 @@ def _whole_bins(uncertainty: Any, losses: Any) -> tuple[Any, bool]:
                              "one built without is_ood.")
         return uncertainty.whole_bin_table(), True
     return uncertainty, False
-
-
-def _fit_groups(
-    uncertainty: Any, losses: Any
-) -> tuple[TieGroups, float, bool, Callable[[], TieGroups | None]]:
-    """Tie groups, largest loss, whether the losses are 0/1, and (on demand) the groups of
-    the squared losses (None for 0/1 losses), of the arrays or of a table."""
-    table = table_or_none(uncertainty, {"losses": losses})
-    if table is not None:
-        t = selective_table(table)
-        return (t.groups(), t.max_loss, t.binary,
-                lambda: None if t.binary else t.square_groups())
-    ls, u = as_losses_and_scores(losses, uncertainty)
-    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
-    return (tie_groups(ls, u), float(ls.max()), binary,
-            lambda: None if binary else tie_groups(np.square(ls), u))

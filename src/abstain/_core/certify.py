@@ -1,0 +1,93 @@
+"""The certified-risk search of ``BoundedImprovement(delta=...)``: the procedure that ``bound``
+names, run on the rows (Learn-then-Test) or on the tie groups of the rows or a table (SGR).
+
+:func:`fit_groups` reduces the arrays or a :class:`~abstain.ScoreTable` to their tie groups,
+:func:`certified_search` runs the procedure and returns the certified threshold with its
+bound, or the least target the procedure meets on the data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .groups import TieGroups, tie_groups
+from .ltt import LTT_BOUNDS, ltt_least, ltt_search
+from .risk_bounds import sgr_search
+from .table import selective_table, table_or_none
+from .validation import as_losses_and_scores
+
+__all__ = ["BOUNDS", "certified_search", "fit_groups", "resolve_bound"]
+
+#: The values of ``bound``: ``"auto"``, SGR and the Learn-then-Test procedures.
+BOUNDS = ("auto", "sgr", *LTT_BOUNDS)
+
+
+def resolve_bound(bound: str, binary: bool) -> str:
+    """The procedure ``bound`` names; ``"auto"``: ``"binomial"`` for 0/1 losses, else ``"wsr"``."""
+    if bound == "auto":
+        return "binomial" if binary else "wsr"
+    if bound == "binomial" and not binary:
+        raise ValueError("bound='binomial' needs 0/1 losses; got other values (use 'hb', "
+                         "'wsr' or 'auto' for losses in [0, loss_bound]).")
+    return bound
+
+
+def fit_groups(
+    uncertainty: Any, losses: Any
+) -> tuple[TieGroups, float, bool, Callable[[], TieGroups | None]]:
+    """Tie groups, largest loss, whether the losses are 0/1, and (on demand) the groups of
+    the squared losses (None for 0/1 losses), of the arrays or of a table."""
+    table = table_or_none(uncertainty, {"losses": losses})
+    if table is not None:
+        t = selective_table(table)
+        return (t.groups(), t.max_loss, t.binary,
+                lambda: None if t.binary else t.square_groups())
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
+    return (tie_groups(ls, u), float(ls.max()), binary,
+            lambda: None if binary else tie_groups(np.square(ls), u))
+
+
+def certified_search(uncertainty: Any, losses: Any, groups: TieGroups, top: float,
+                     binary: bool, squares: Callable[[], TieGroups | None], target: float,
+                     delta: float, loss_bound: float,
+                     bound: str) -> tuple[str, int, float, float, float]:
+    """Run the procedure ``bound`` on the rows (or, for ``"sgr"``, on a table's groups).
+
+    Returns ``(procedure, group index or -1, threshold, certified bound, least target)``;
+    the threshold is ``nan`` when nothing passed. The least target is computed only for
+    ``target = -inf`` (and for ``"sgr"``); ``nan`` otherwise.
+    """
+    if top > loss_bound:
+        raise ValueError(
+            f"losses must be at most loss_bound={loss_bound!r} for the risk bound; "
+            f"got maximum {top!r}."
+        )
+    procedure = resolve_bound(bound, binary)
+    table = table_or_none(uncertainty, {"losses": losses}) is not None
+    if table and bound == "auto":  # the tightest procedure a table allows
+        procedure = "sgr"
+    if procedure == "sgr":
+        g, b, least = sgr_search(groups, target, delta, loss_bound, binary, squares())
+        theta = float(groups.values[g]) if g >= 0 else math.nan
+        return procedure, g, theta, b, least
+    if table:
+        raise ValueError(
+            f"bound={bound!r} runs Learn-then-Test ({procedure!r}), which splits the rows "
+            "into a part that picks the thresholds and a part that tests them; a ScoreTable "
+            "keeps no rows. Give bound='sgr' to fit a table with delta."
+        )
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    scale = 1.0 if procedure == "binomial" else loss_bound
+    if target == -math.inf:  # asked for the least target only
+        return procedure, -1, math.nan, math.nan, ltt_least(u, ls / scale, delta,
+                                                             procedure) * scale
+    found = ltt_search(u, ls / scale, target / scale, delta, procedure)
+    if math.isnan(found.threshold):
+        return procedure, -1, math.nan, math.nan, math.nan
+    g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
+    return procedure, g, found.threshold, found.bound * scale, math.nan
