@@ -17,6 +17,7 @@ from typing import Any
 
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
+from ..metrics import AUTO_EXACT_ROWS
 from .chunks import Summary, part_files, summarise
 from .evaluate import evaluate, evaluate_summary
 from .io import ColumnError, check_not_input, read_table, write_table, write_text
@@ -68,6 +69,15 @@ def _bootstrap_options(p: argparse.ArgumentParser) -> None:
                    help="seed of the bootstrap resamples (default 0)")
 
 
+def _search_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--search", choices=("auto", "exact", "grid"), default="auto",
+                   help="directions of a double-score pair's metrics: 'exact' every direction "
+                        "(unit-free; slow past a few thousand rows), 'grid' the paper's 360 on "
+                        "the columns as given (depends on their units), 'auto' (default) exact "
+                        f"up to {AUTO_EXACT_ROWS} rows and the grid of the standardised columns "
+                        "above")
+
+
 #: Rows per chunk when a source is read in chunks and --chunk-rows is not given.
 CHUNK_ROWS = 1_000_000
 
@@ -101,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
                    "at TPR/FPR (default 0.95)")
     p.add_argument("--fpr", type=float, default=0.05, help="FPR bound (default 0.05)")
     p.add_argument("--json", metavar="PATH", help="also write the metrics as JSON")
+    _search_option(p)
     _bootstrap_options(p)
     _chunk_options(p)
 
@@ -154,6 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default=None, help="page title (default: the file name)")
     p.add_argument("--rule", metavar="RULE", help="a rule file written by 'abstain fit': its "
                    "operating point on these rows goes in the summary and on its curves")
+    _search_option(p)
     _bootstrap_options(p)
     _chunk_options(p)
 
@@ -237,7 +249,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         data = _load(args)
         bar = _bar("evaluate", args)
         ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
-                      n_bootstrap=args.bootstrap, random_state=args.random_state, progress=bar)
+                      n_bootstrap=args.bootstrap, random_state=args.random_state, progress=bar,
+                      search=args.search)
         bar.close()
     print(f"{args.file}: {ev.n_id} ID rows, {ev.n_ood} OOD rows")
     print(ev.format_table())
@@ -355,7 +368,7 @@ def _report(args: argparse.Namespace) -> int:
         data = _load(args)
         bar = _bar("evaluate", args)
         ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, n_bootstrap=args.bootstrap,
-                      random_state=args.random_state, progress=bar)
+                      random_state=args.random_state, progress=bar, search=args.search)
         bar.close()
     bar = _bar("report", args)
     command = "abstain " + shlex.join(args.argv)
