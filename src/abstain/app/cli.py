@@ -72,7 +72,7 @@ def _bootstrap_options(p: argparse.ArgumentParser) -> None:
 def _search_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--search", choices=("auto", "exact", "grid"), default="auto",
                    help="directions of a double-score pair's metrics: 'exact' every direction "
-                        "(unit-free; slow past a few thousand rows), 'grid' the paper's 360 on "
+                        "(unit-free; slow past a few thousand rows), 'grid' the paper's grid on "
                         "the columns as given (depends on their units), 'auto' (default) exact "
                         f"up to {AUTO_EXACT_ROWS} rows and the grid of the standardised columns "
                         "above")
