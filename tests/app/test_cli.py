@@ -473,13 +473,21 @@ def test_report_draws_the_double_score_curves(csv_file, tmp_path, capsys):
     assert re.findall(r"<td>(.*?)</td>", row)[-1].startswith(
         f"{auroc(ood, both, search='exact'):.4f}")
     data = prepare(read_table(csv_file), scores=["risk"], ood_score="distance")
-    figs = report_figures(data, fpr=0.05)
-    for name, curve in (("roc", ood_roc_curve(ood, both)), ("pr", ood_pr_curve(ood, both))):
-        (ax,) = figs[name].axes
-        line = next(ln for ln in ax.lines if ln.get_label().split(" (")[0] == "risk+distance")
-        assert line.get_linestyle() == "--"
-        np.testing.assert_array_equal(line.get_xydata(), np.stack(
-            [curve[0], curve[1]] if name == "roc" else [curve.recall, curve.precision], 1))
+    # the pair's curves search the directions as its table does (auto: exact here), so the
+    # AUROC in the legend is the table's
+    for search, how in (("auto", "exact"), ("grid", "grid")):
+        figs = report_figures(data, fpr=0.05, search=search)
+        for name, curve in (("roc", ood_roc_curve(ood, both, search=how)),
+                            ("pr", ood_pr_curve(ood, both, search=how))):
+            (ax,) = figs[name].axes
+            line = next(ln for ln in ax.lines
+                        if ln.get_label().split(" (")[0] == "risk+distance")
+            assert line.get_linestyle() == "--"
+            np.testing.assert_array_equal(line.get_xydata(), np.stack(
+                [curve[0], curve[1]] if name == "roc" else [curve.recall, curve.precision], 1))
+        label = next(ln.get_label() for ln in figs["roc"].axes[0].lines
+                     if ln.get_label().startswith("risk+distance"))
+        assert f"AUROC = {auroc(ood, both, search=how):.4f}" in label
     (ax,) = figs["risk_at_fpr"].axes
     assert [ln.get_label() for ln in ax.lines] == ["risk (FPR <= 0.05)", "distance (FPR <= 0.05)",
                                                    "risk+distance (FPR <= 0.05)", "random"]

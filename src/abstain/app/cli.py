@@ -375,7 +375,7 @@ def _report(args: argparse.Namespace) -> int:
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
                  png_dir=args.png, progress=bar, protect=inputs, rule=rule,
                  rule_columns=rule_cols, provenance={"command": command, "input": args.file,
-                                                     "parts": inputs})
+                                                     "parts": inputs}, search=args.search)
     bar.close()
     for warning in sample_warnings(data, ev):  # once the page is written
         print(f"abstain report: warning: {warning}", file=sys.stderr)

@@ -28,7 +28,7 @@ from ..exceptions import InfeasibleTargetWarning
 from .bootstrap import bootstrap_interval
 from .ood import aupr_in, aupr_out, auroc, fpr_at_tpr, oscr, selective_risk_at_tpr_fpr
 
-__all__ = ["OOD_METRICS", "AUTO_EXACT_ROWS", "OODEvaluation", "evaluate_ood"]
+__all__ = ["OOD_METRICS", "AUTO_EXACT_ROWS", "OODEvaluation", "evaluate_ood", "resolve_search"]
 
 #: The columns of :func:`evaluate_ood`, in order, and whether each takes a score pair.
 OOD_METRICS: dict[str, bool] = {
@@ -148,10 +148,31 @@ _FUNCS: dict[str, Callable[..., float]] = {
 }
 
 
-def _resolve(search: str, s: NDArray[np.float64]) -> tuple[str | None, NDArray[np.float64]]:
-    """How a method's pair metrics are computed, and the columns they are computed on."""
-    if s.ndim == 1:
-        return None, s
+def resolve_search(scores: ArrayLike, search: str = "auto"
+                   ) -> tuple[str | None, NDArray[np.float64]]:
+    """How :func:`evaluate_ood` computes the metrics of ``scores`` under ``search``, and the
+    columns it computes them on: ``(how, columns)``.
+
+    ``how`` is None for anything but two score columns (returned as given), else
+    ``"exact"``, ``"grid"`` or ``"scaled grid"``; ``"auto"`` gives ``"exact"`` up to
+    :data:`AUTO_EXACT_ROWS` rows and, above, ``"scaled grid"`` with each column divided by
+    its standard deviation over the rows (1 for a constant column). Pass ``columns`` to a
+    pair metric with ``search="exact"`` when ``how`` is ``"exact"``, else ``search="grid"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.metrics import resolve_search
+    >>> resolve_search(np.zeros((10, 2)))[0], resolve_search(np.zeros(10))[0]
+    ('exact', None)
+    >>> how, cols = resolve_search(np.arange(6000.0).reshape(3000, 2) * [1, 100])
+    >>> how, np.round(cols.std(axis=0), 12).tolist()
+    ('scaled grid', [1.0, 1.0])
+    """
+    search = check_choice("search", search, ("auto", "exact", "grid"))
+    if np.ndim(scores) != 2 or np.shape(scores)[1] != 2:
+        return None, scores  # type: ignore[return-value]
+    s = as_real_array(scores, "scores")
     if search == "auto":
         if s.shape[0] <= AUTO_EXACT_ROWS:
             return "exact", s
@@ -167,7 +188,7 @@ def _table(losses: NDArray[np.float64], ood: NDArray[np.bool_],
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
         for i, raw in enumerate(cols.values()):
-            how, s = _resolve(search, raw)
+            how, s = resolve_search(raw, search)
             kw = {"search": "grid" if how == "scaled grid" else how or "grid",
                   "n_directions": n_directions}
             for j, key in enumerate(OOD_METRICS):
@@ -287,4 +308,4 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
             ood, n_bootstrap=b, confidence=confidence, random_state=random_state)
         low, high, conf = ci.low, ci.high, ci.confidence
     return OODEvaluation(list(cols), list(OOD_METRICS), values, applicable, low, high,
-                         conf, b, [_resolve(search, s)[0] for s in cols.values()])
+                         conf, b, [resolve_search(s, search)[0] for s in cols.values()])
