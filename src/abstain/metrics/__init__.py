@@ -31,7 +31,7 @@ from .ood import (
     selective_risk_at_tpr_fpr,
     tnr_at_tpr,
 )
-from .ood_table import AUTO_EXACT_ROWS, OOD_METRICS, OODEvaluation, evaluate_ood, resolve_search
+from .ood_table import AUTO_EXACT_ROWS, OOD_METRICS, OODEvaluation, evaluate_ood
 from .selective import (
     RiskCoverageCurve,
     augrc,
@@ -77,7 +77,6 @@ __all__ = [
     "AUTO_EXACT_ROWS",
     "OODEvaluation",
     "evaluate_ood",
-    "resolve_search",
     "BootstrapInterval",
     "bootstrap_indices",
     "bootstrap_interval",

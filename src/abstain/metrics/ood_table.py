@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.ood_sample import N_DIRECTIONS
+from .._core.ood_sample import AUTO_EXACT_ROWS, N_DIRECTIONS, resolve_search
 from .._core.optional import require
 from .._core.pair_table import PairTable
 from .._core.table import ScoreTable
@@ -28,7 +28,7 @@ from ..exceptions import InfeasibleTargetWarning
 from .bootstrap import bootstrap_interval
 from .ood import aupr_in, aupr_out, auroc, fpr_at_tpr, oscr, selective_risk_at_tpr_fpr
 
-__all__ = ["OOD_METRICS", "AUTO_EXACT_ROWS", "OODEvaluation", "evaluate_ood", "resolve_search"]
+__all__ = ["OOD_METRICS", "AUTO_EXACT_ROWS", "OODEvaluation", "evaluate_ood"]
 
 #: The columns of :func:`evaluate_ood`, in order, and whether each takes a score pair.
 OOD_METRICS: dict[str, bool] = {
@@ -39,11 +39,6 @@ OOD_METRICS: dict[str, bool] = {
     "oscr": True,
     "risk_at_tpr_fpr": True,
 }
-
-#: ``search="auto"`` of :func:`evaluate_ood` computes a pair's metrics exactly up to this
-#: many rows, and on the grid of its standardised columns above it.
-AUTO_EXACT_ROWS = 2000
-
 
 class OODEvaluation(NamedTuple):
     """The table of :func:`evaluate_ood`: one row per score, one column per metric.
@@ -146,39 +141,6 @@ _FUNCS: dict[str, Callable[..., float]] = {
     "risk_at_tpr_fpr": lambda ls, o, s, t, f, kw: selective_risk_at_tpr_fpr(ls, o, s, t, f,
                                                                              **kw),
 }
-
-
-def resolve_search(scores: ArrayLike, search: str = "auto"
-                   ) -> tuple[str | None, NDArray[np.float64]]:
-    """How :func:`evaluate_ood` computes the metrics of ``scores`` under ``search``, and the
-    columns it computes them on: ``(how, columns)``.
-
-    ``how`` is None for anything but two score columns (returned as given), else
-    ``"exact"``, ``"grid"`` or ``"scaled grid"``; ``"auto"`` gives ``"exact"`` up to
-    :data:`AUTO_EXACT_ROWS` rows and, above, ``"scaled grid"`` with each column divided by
-    its standard deviation over the rows (1 for a constant column). Pass ``columns`` to a
-    pair metric with ``search="exact"`` when ``how`` is ``"exact"``, else ``search="grid"``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from abstain.metrics import resolve_search
-    >>> resolve_search(np.zeros((10, 2)))[0], resolve_search(np.zeros(10))[0]
-    ('exact', None)
-    >>> how, cols = resolve_search(np.arange(6000.0).reshape(3000, 2) * [1, 100])
-    >>> how, np.round(cols.std(axis=0), 12).tolist()
-    ('scaled grid', [1.0, 1.0])
-    """
-    search = check_choice("search", search, ("auto", "exact", "grid"))
-    if np.ndim(scores) != 2 or np.shape(scores)[1] != 2:
-        return None, scores  # type: ignore[return-value]
-    s = as_real_array(scores, "scores")
-    if search == "auto":
-        if s.shape[0] <= AUTO_EXACT_ROWS:
-            return "exact", s
-        sd = s.std(axis=0)
-        return "scaled grid", s / np.where(sd > 0, sd, 1.0)
-    return search, s
 
 
 def _table(losses: NDArray[np.float64], ood: NDArray[np.bool_],

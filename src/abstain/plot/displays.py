@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import metrics as m
+from .._core.ood_sample import resolve_search
 from .._core.optional import axes
 from .._core.table import ScoreTable
 from .._core.validation import as_losses_and_scores, check_choice
@@ -564,7 +565,7 @@ def _curve_args(ood: NDArray[np.bool_] | None, scores: Any,
     the columns that ``search`` computes a pair on) and a pair's ``search`` keyword."""
     if ood is None:
         return (scores,), {}
-    how, cols = m.resolve_search(scores, search)
+    how, cols = resolve_search(scores, search)
     return (ood, cols), ({} if how is None else {"search": "exact" if how == "exact"
                                                  else "grid"})
 
