@@ -343,17 +343,56 @@ def test_evaluate_double_score_pair(csv_file, tmp_path, capsys):
     assert doc["pairs"] == {"risk+distance": ["risk", "distance"]}
     _, ood, loss, both = _ood_sample()
     got = doc["metrics"]["risk+distance"]
-    assert set(got) == {"auroc", "oscr", "risk@tpr0.9,fpr0.3"}
-    assert got["auroc"] == pytest.approx(auroc(ood, both), rel=1e-12)
-    assert got["oscr"] == pytest.approx(oscr(loss, ood, both), rel=1e-12)
+    assert set(got) == {"auroc", "fpr@0.9", "oscr", "risk@tpr0.9,fpr0.3"}
+    assert got["auroc"] == pytest.approx(auroc(ood, both, search="exact"), rel=1e-12)
+    assert got["fpr@0.9"] == pytest.approx(fpr_at_tpr(ood, both, 0.9, search="exact"),
+                                           rel=1e-12)
+    assert got["oscr"] == pytest.approx(oscr(loss, ood, both, search="exact"), rel=1e-12)
     assert got["risk@tpr0.9,fpr0.3"] == pytest.approx(
-        selective_risk_at_tpr_fpr(loss, ood, both, 0.9, 0.3), rel=1e-12)
+        selective_risk_at_tpr_fpr(loss, ood, both, 0.9, 0.3, search="exact"), rel=1e-12)
+    assert "a pair's envelope" in doc["notes"]["risk+distance"]["auroc"]
+    assert "exact, every direction" in out
     # the envelope over directions is at least as good as either column alone
     assert got["auroc"] >= max(doc["metrics"][c]["auroc"] for c in ("risk", "distance")) - 1e-3
     # the same with every numeric column a score by default
     code, out2, _ = run(capsys, "evaluate", csv_file, "--ood-score", "distance", "--tpr", "0.9",
                         "--fpr", "0.3")
     assert out2 == out.replace(f"wrote {tmp_path / 'm.json'}\n", "")
+
+
+def test_a_pair_has_the_library_s_auroc_in_any_units(tmp_path, capsys):
+    from abstain.detectors import KNN, MSP, DoubleScoreDetector
+
+    rng = np.random.default_rng(0)
+    outputs = lambda f: {"features": f, "logits": f @ np.eye(2)}  # noqa: E731
+    det = DoubleScoreDetector(MSP(), KNN(k=5), BoundedTPRFPR(tpr=0.8, fpr=0.2))
+    det = det.fit(outputs(rng.normal(size=(300, 2)) + [2.0, 0.0]))
+    val = np.vstack([rng.normal(size=(150, 2)) + [2.0, 0.0],
+                     rng.normal(size=(60, 2)) * 0.8 + [0.0, 2.5]])
+    ood = np.repeat([False, True], [150, 60])
+    loss = np.where(ood, np.nan, (val[:, 1] > val[:, 0]) * 1.0)
+    raw = [d.score_outputs(outputs(val)) for d in (det.misclassification_, det.ood_)]
+    path = tmp_path / "pair.csv"
+    write_table(path, {"loss": loss, "msp": raw[0], "knn": raw[1], "is_ood": ood * 1.0})
+    scaled = det.scores(outputs(val))  # the columns the detector tunes on: raw / scale_
+    assert not np.allclose(det.scale_, 1.0)
+    got = {}
+    for search in ("auto", "exact", "grid"):
+        assert run(capsys, "evaluate", path, "--score", "msp", "--ood-score", "knn",
+                   "--search", search, "--json", tmp_path / f"{search}.json")[0] == 0
+        doc = json.loads((tmp_path / f"{search}.json").read_text())
+        got[search] = doc["metrics"]["msp+knn"]
+    exact = auroc(ood, scaled, search="exact")
+    assert got["auto"]["auroc"] == pytest.approx(exact, abs=1e-12)
+    assert got["exact"]["auroc"] == pytest.approx(exact, abs=1e-12)
+    assert got["auto"]["fpr@0.95"] == pytest.approx(fpr_at_tpr(ood, scaled, 0.95,
+                                                               search="exact"), abs=1e-12)
+    # the grid is the library's grid on the columns as given, and depends on their units
+    assert got["grid"]["auroc"] == auroc(ood, np.stack(raw, axis=1))
+    assert got["grid"]["auroc"] != pytest.approx(auroc(ood, scaled), abs=1e-9)
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(path), "--search", "dense"])
+    assert "invalid choice: 'dense'" in capsys.readouterr().err
 
 
 def test_fit_double_score_needs_both_columns_to_apply(csv_file, tmp_path, capsys):
@@ -432,15 +471,24 @@ def test_report_draws_the_double_score_curves(csv_file, tmp_path, capsys):
     assert "<th>risk+distance</th>" in text
     row = re.search(r"<tr><th>AUROC</th>(.*?)</tr>", text).group(1)
     _, ood, loss, both = _ood_sample()
-    assert re.findall(r"<td>(.*?)</td>", row)[-1] == f"{auroc(ood, both):.4f}"
+    assert re.findall(r"<td>(.*?)</td>", row)[-1].startswith(
+        f"{auroc(ood, both, search='exact'):.4f}")
     data = prepare(read_table(csv_file), scores=["risk"], ood_score="distance")
-    figs = report_figures(data, fpr=0.05)
-    for name, curve in (("roc", ood_roc_curve(ood, both)), ("pr", ood_pr_curve(ood, both))):
-        (ax,) = figs[name].axes
-        line = next(ln for ln in ax.lines if ln.get_label().split(" (")[0] == "risk+distance")
-        assert line.get_linestyle() == "--"
-        np.testing.assert_array_equal(line.get_xydata(), np.stack(
-            [curve[0], curve[1]] if name == "roc" else [curve.recall, curve.precision], 1))
+    # the pair's curves search the directions as its table does (auto: exact here), so the
+    # AUROC in the legend is the table's
+    for search, how in (("auto", "exact"),):  # (the displays' other searches: tests/plot)
+        figs = report_figures(data, fpr=0.05, search=search)
+        for name, curve in (("roc", ood_roc_curve(ood, both, search=how)),
+                            ("pr", ood_pr_curve(ood, both, search=how))):
+            (ax,) = figs[name].axes
+            line = next(ln for ln in ax.lines
+                        if ln.get_label().split(" (")[0] == "risk+distance")
+            assert line.get_linestyle() == "--"
+            np.testing.assert_array_equal(line.get_xydata(), np.stack(
+                [curve[0], curve[1]] if name == "roc" else [curve.recall, curve.precision], 1))
+        label = next(ln.get_label() for ln in figs["roc"].axes[0].lines
+                     if ln.get_label().startswith("risk+distance"))
+        assert f"AUROC = {auroc(ood, both, search=how):.4f}" in label
     (ax,) = figs["risk_at_fpr"].axes
     assert [ln.get_label() for ln in ax.lines] == ["risk (FPR <= 0.05)", "distance (FPR <= 0.05)",
                                                    "risk+distance (FPR <= 0.05)", "random"]

@@ -32,10 +32,10 @@ def _selective(loss, s, coverages):
     return out
 
 
-def _risk_at(loss, s, tpr, fpr):
+def _risk_at(loss, s, tpr, fpr, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
-        return m.selective_risk_at_tpr_fpr(loss, OOD, s, tpr, fpr)
+        return m.selective_risk_at_tpr_fpr(loss, OOD, s, tpr, fpr, **kw)
 
 
 def _same(got, expected):
@@ -83,9 +83,22 @@ def test_options_and_a_double_score_pair():
     assert ev.metrics["u"]["risk@0.5"] == m.selective_risk_at_coverage(LOSS[~OOD], U[~OOD], 0.5)
     assert ev.metrics["u"]["fpr@0.8"] == m.fpr_at_tpr(OOD, U, 0.8)
     both = np.stack([U, G], axis=1)
-    _same(ev.metrics["u+g"], {"auroc": m.auroc(OOD, both),
-                              "oscr": m.oscr(LOSS * ~OOD, OOD, both),
-                              "risk@tpr0.8,fpr0.25": _risk_at(LOSS * ~OOD, both, 0.8, 0.25)})
+    exact = {"search": "exact"}  # search="auto" below AUTO_EXACT_ROWS rows
+    _same(ev.metrics["u+g"], {"auroc": m.auroc(OOD, both, **exact),
+                              "fpr@0.8": m.fpr_at_tpr(OOD, both, 0.8, **exact),
+                              "oscr": m.oscr(LOSS * ~OOD, OOD, both, **exact),
+                              "risk@tpr0.8,fpr0.25": _risk_at(LOSS * ~OOD, both, 0.8, 0.25,
+                                                              **exact)})
+    assert "exact, every direction" in ev.notes["u+g"]["auroc"]
+    grid = evaluate(data, coverages=[0.5], tpr=0.8, fpr=0.25, search="grid")
+    _same(grid.metrics["u+g"], {"auroc": m.auroc(OOD, both),
+                                "fpr@0.8": m.fpr_at_tpr(OOD, both, 0.8),
+                                "oscr": m.oscr(LOSS * ~OOD, OOD, both),
+                                "risk@tpr0.8,fpr0.25": _risk_at(LOSS * ~OOD, both, 0.8, 0.25)})
+    assert "depends on their units" in grid.notes["u+g"]["fpr@0.8"]
+    with pytest.raises(ValueError, match="search must be one of 'auto', 'exact', 'grid'; got "
+                                         "'dense'"):
+        evaluate(data, search="dense")
 
 
 def test_only_the_metrics_that_apply():
@@ -133,10 +146,13 @@ def test_format_table_prints_a_dash_where_a_metric_does_not_apply():
                             "-", "(2)"]
     assert notes["(2)"].startswith("takes one score column")
     assert rows["E-AuRC"] == ["0.0000", f"{ev.metrics['g']['e_aurc']:.4f}", "-", "(2)"]
-    assert rows["AUROC"] == [f"{ev.metrics['u']['auroc']:.4f}", "1.0000", "1.0000"]
+    # a pair's envelope cells say what they are
+    assert rows["AUROC"] == [f"{ev.metrics['u']['auroc']:.4f}", "1.0000", "1.0000", "(3)"]
+    assert rows["OSCR"][-1] == rows["FPR at TPR 80%"][-1] == "(3)"
+    assert "an oracle over directions, not one fitted rule" in notes["(3)"]
     assert rows["risk at TPR>=80%, FPR<=25%"][:2] == ["nan", "(1)"]
     assert notes["(1)"].startswith("infeasible: no rule on these rows keeps TPR >= 80%")
-    assert [r[2] for r in rows.values()].count("-") == 7
+    assert [r[2] for r in rows.values()].count("-") == 6
     assert ev.format_table(digits=2).splitlines()[1].split()[1:] == [
         f"{ev.metrics['u']['aurc']:.2f}", f"{ev.metrics['g']['aurc']:.2f}", "-", "(2)"]
 

@@ -7,11 +7,13 @@ rescaling of either column."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from reference import ood_ref as R
 
+from abstain import InfeasibleTargetWarning
 from abstain import metrics as M
 
 TOL = 1e-10
@@ -152,3 +154,60 @@ def test_exact_pr_curve_against_the_brute_force(seed, random_sample):
         np.testing.assert_allclose(got.precision, want, atol=TOL)
         grid = M.ood_pr_curve(is_ood, s, recall=recall, ood_prior=prior, n_directions=12)
         assert np.all(got.precision >= grid.precision - TOL)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_exact_risk_coverage_curve_at_fpr_against_the_brute_force(seed, random_sample):
+    s, is_ood, losses = _tie_sample(seed, random_sample)
+    n_id, n_ood = float(np.sum(~is_ood)), float(np.sum(is_ood))
+    tpr = np.array([0.1, 0.25, 1 / 3, 0.5, 0.6, 0.75, 0.9, 1.0])
+    for fpr in (0.0, 0.25, 0.5, 1.0):
+        got = M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=fpr, tpr=tpr, search="exact")
+        assert got.tpr is tpr or np.array_equal(got.tpr, tpr)
+        want = []
+        for t in tpr:  # every rule of every direction in [0, pi] (the exact fits' set)
+            best = R.best_ratio_2d(s, is_ood, losses, t * n_id, fpr * n_ood)
+            want.append(math.nan if best is None else best[0])
+        np.testing.assert_allclose(got.risk, want, atol=TOL, equal_nan=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            one = [M.selective_risk_at_tpr_fpr(losses, is_ood, s, t, fpr, search="exact")
+                   for t in tpr]
+        np.testing.assert_allclose(got.risk, one, atol=TOL, equal_nan=True)
+        grid = M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=fpr, tpr=tpr,
+                                            n_directions=12)
+        assert np.all(np.isnan(grid.risk) | (got.risk <= grid.risk + TOL))
+
+
+def test_exact_risk_coverage_curve_at_fpr_is_unit_free_and_checks_its_input():
+    s, is_ood, losses = _continuous(2)
+    got = M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=0.3, search="exact")
+    scaled = M.risk_coverage_curve_at_fpr(losses, is_ood, s * [100.0, 1e-3], fpr=0.3,
+                                          search="exact")
+    np.testing.assert_allclose(scaled.risk, got.risk, atol=1e-12, equal_nan=True)
+    assert got.tpr.size == 100 and np.isfinite(got.risk[:50]).all()
+    one = M.risk_coverage_curve_at_fpr(losses, is_ood, s[:, 0], fpr=0.3, search="exact")
+    np.testing.assert_array_equal(
+        one.risk, M.risk_coverage_curve_at_fpr(losses, is_ood, s[:, 0], fpr=0.3).risk)
+    with pytest.raises(ValueError, match="search"):
+        M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=0.3, search="all")
+    with pytest.raises(ValueError, match="tpr must be one-dimensional"):
+        M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=0.3, tpr=[[0.5]], search="exact")
+    with pytest.raises(ValueError, match="tpr"):
+        M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=0.3, tpr=[0.0], search="exact")
+    with pytest.raises(ValueError, match="fpr"):
+        M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=1.5, search="exact")
+
+
+@pytest.mark.xfail(strict=True, reason="_core.ood_search._anchor_events computes an event's "
+                   "angle as arctan2(-dr, dg), plus pi when that is <= 0: two points on a line "
+                   "through the anchor, one on each side, get angles rounded differently, so "
+                   "their tie is missed and orders that no direction gives are swept")
+def test_exact_envelope_with_pairs_on_a_line_on_both_sides_of_a_point():
+    # (3, 6), (4, 7), (5, 8) lie on a line; x128 on the first column keeps them on it exactly
+    s = np.array([[4.0, 7.0], [3.0, 6.0], [5.0, 8.0], [4.0, 0.0]])
+    is_ood = np.array([True, False, False, True])
+    segs = R.envelope_segments(s, is_ood, np.ones(4))
+    want = R.envelope_area_ref(segs) / 4
+    assert M.auroc(is_ood, s, search="exact") == pytest.approx(want, abs=TOL)  # 0.5625
+    assert M.auroc(is_ood, s * [128.0, 1.0], search="exact") == pytest.approx(want, abs=TOL)

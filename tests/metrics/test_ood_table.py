@@ -8,7 +8,9 @@ import warnings
 import numpy as np
 import pytest
 
+from abstain import InfeasibleTargetWarning
 from abstain.metrics import (
+    AUTO_EXACT_ROWS,
     OOD_METRICS,
     aupr_in,
     aupr_out,
@@ -31,25 +33,72 @@ def _data(n=120, seed=0):
     return losses, ood, {"a": a, "b": b, "a+b": np.column_stack([a, b])}
 
 
-def _direct(losses, ood, s, tpr=0.95, fpr=0.05):
+def _direct(losses, ood, s, tpr=0.95, fpr=0.05, search="grid"):
+    kw = {"search": search} if s.ndim == 2 else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        risk = selective_risk_at_tpr_fpr(losses, ood, s, tpr, fpr)
+        risk = selective_risk_at_tpr_fpr(losses, ood, s, tpr, fpr, **kw)
     if s.ndim == 2:
-        return [auroc(ood, s), np.nan, np.nan, np.nan, oscr(losses, ood, s), risk]
+        return [auroc(ood, s, **kw), np.nan, np.nan, fpr_at_tpr(ood, s, tpr, **kw),
+                oscr(losses, ood, s, **kw), risk]
     return [auroc(ood, s), aupr_in(ood, s), aupr_out(ood, s), fpr_at_tpr(ood, s, tpr),
             oscr(losses, ood, s), risk]
 
 
-def test_values_equal_the_metric_functions():
+@pytest.mark.parametrize("search", ["auto", "exact", "grid"])
+def test_values_equal_the_metric_functions(search):
     losses, ood, scores = _data()
-    table = evaluate_ood(losses, ood, scores, tpr=0.8, fpr=0.3)
+    table = evaluate_ood(losses, ood, scores, tpr=0.8, fpr=0.3, search=search)
     assert table.methods == ["a", "b", "a+b"] and table.metrics == list(OOD_METRICS)
+    how = "exact" if search == "auto" else search  # 120 rows: auto is exact
     for i, s in enumerate(scores.values()):
-        np.testing.assert_array_equal(table.values[i], _direct(losses, ood, s, 0.8, 0.3))
-    assert table.applicable[2].tolist() == [True, False, False, False, True, True]
+        np.testing.assert_array_equal(table.values[i], _direct(losses, ood, s, 0.8, 0.3, how))
+    assert table.applicable[2].tolist() == [True, False, False, True, True, True]
     assert np.isnan(table.low).all() and table.n_bootstrap == 0
-    assert set(table.row("a+b")) == {"auroc", "oscr", "risk_at_tpr_fpr"}
+    assert set(table.row("a+b")) == {"auroc", "fpr_at_tpr", "oscr", "risk_at_tpr_fpr"}
+    assert table.search == [None, None, how]
+
+
+def test_a_pair_is_unit_free_by_default_and_exact_at_most_auto_exact_rows():
+    losses, ood, scores = _data()
+    rng = np.random.default_rng(5)
+    pair = rng.normal(size=(ood.size, 2)) + 0.6 * ood[:, None]  # no three pairs on a line
+    base = evaluate_ood(losses, ood, {"p": pair})
+    assert base.search == ["exact"]
+    for scale in ([100.0, 1.0], [1.0, 1e-3], [0.37, 2.5e4]):
+        got = evaluate_ood(losses, ood, {"p": pair * scale + [5.0, -3.0]})
+        np.testing.assert_allclose(got.values, base.values, atol=1e-12, equal_nan=True)
+    assert evaluate_ood(losses, ood, {"p": pair * [1e4, 1.0]}, search="grid").values[0, 0] \
+        != evaluate_ood(losses, ood, {"p": pair}, search="grid").values[0, 0]
+    # the envelope is never below either column alone (AUROC, OSCR), nor its FPR above
+    one = evaluate_ood(losses, ood, {"a": pair[:, 0], "b": pair[:, 1]})
+    for j, better in ((0, 1), (3, -1), (4, 1)):
+        assert np.all(better * (base.values[0, j] - one.values[:, j]) >= -1e-12)
+
+
+def test_auto_above_auto_exact_rows_takes_the_grid_of_the_standardised_columns():
+    n = AUTO_EXACT_ROWS + 50
+    rng = np.random.default_rng(3)
+    ood = rng.random(n) < 0.4
+    losses = np.where(ood, np.nan, (rng.random(n) < 0.2) * 1.0)
+    pair = rng.normal(size=(n, 2)) * [3.0, 0.02] + ood[:, None] * [1.0, 0.01]
+    table = evaluate_ood(losses, ood, {"p": pair}, tpr=0.8, fpr=0.3, n_directions=60)
+    assert table.search == ["scaled grid"]
+    scaled = pair / pair.std(axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        risk = selective_risk_at_tpr_fpr(losses, ood, scaled, 0.8, 0.3, n_directions=60)
+    np.testing.assert_array_equal(table.values[0], [
+        auroc(ood, scaled, n_directions=60), np.nan, np.nan,
+        fpr_at_tpr(ood, scaled, 0.8, n_directions=60),
+        oscr(losses, ood, scaled, n_directions=60), risk])
+    again = evaluate_ood(losses, ood, {"p": pair * [0.01, 300.0]}, tpr=0.8, fpr=0.3,
+                         n_directions=60)
+    np.testing.assert_allclose(again.values, table.values, atol=1e-12, equal_nan=True)
+    # a lower bound of the exact envelope (FPR at TPR: an upper bound)
+    small = slice(0, 400)
+    exact = auroc(ood[small], pair[small], search="exact")
+    assert auroc(ood[small], scaled[small], n_directions=60) <= exact + 1 / 2000
 
 
 def test_bootstrap_equals_a_loop_over_the_same_resamples():
@@ -124,5 +173,9 @@ def test_bad_input():
         evaluate_ood(losses, ood, {"a": scores["a"]}, n_bootstrap=-1)
     with pytest.raises(ValueError, match="both"):
         evaluate_ood(losses, np.zeros(120, bool), {"a": scores["a"]})
+    with pytest.raises(ValueError, match="search must be one of"):
+        evaluate_ood(losses, ood, scores, search="dense")
+    with pytest.raises(ValueError, match="n_directions must be"):
+        evaluate_ood(losses, ood, scores, search="grid", n_directions=0)
     with pytest.raises(ValueError, match="method must be one of"):
         evaluate_ood(losses, ood, {"a": scores["a"]}).row("z")

@@ -104,6 +104,26 @@ def test_two_score_columns_draw_the_envelope():
     assert roc.area == m.auroc(IS_OOD, s2)
 
 
+def test_two_score_columns_search_the_directions_as_evaluate_ood():
+    pair = np.stack([SCORES, rng.normal(size=N).round(1)], axis=1)
+    for search, how in (("grid", "grid"), ("exact", "exact"), ("auto", "exact")):
+        roc = OODRocDisplay.from_predictions(IS_OOD, pair, name="p", ax=_ax(), search=search)
+        assert roc.y.tolist() == m.ood_roc_curve(IS_OOD, pair, search=how).tpr.tolist()
+        assert roc.area == m.auroc(IS_OOD, pair, search=how)
+        pr = OODPrecisionRecallDisplay.from_predictions(IS_OOD, pair, name="p", ax=_ax(),
+                                                        search=search)
+        assert pr.y.tolist() == m.ood_pr_curve(IS_OOD, pair, search=how).precision.tolist()
+        risk = RiskAtFPRDisplay.from_predictions(LOSSES, IS_OOD, pair, fpr=0.3, name="p",
+                                                 ax=_ax(), search=search)
+        np.testing.assert_array_equal(risk.y, m.risk_coverage_curve_at_fpr(
+            LOSSES, IS_OOD, pair, 0.3, search=how).risk)
+    # one column: search changes nothing; an unknown one is refused
+    one = OODRocDisplay.from_predictions(IS_OOD, SCORES, name="p", ax=_ax(), search="exact")
+    assert one.area == m.auroc(IS_OOD, SCORES)
+    with pytest.raises(ValueError, match="search must be one of"):
+        OODRocDisplay.from_predictions(IS_OOD, pair, name="p", ax=_ax(), search="dense")
+
+
 def test_from_estimator_selective_classifier_marks_its_reject_model():
     pytest.importorskip("sklearn")
     from sklearn.datasets import load_iris

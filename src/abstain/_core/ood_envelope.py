@@ -186,3 +186,59 @@ def points_reaching(lines: Lines, target: float) -> tuple[F64, F64]:
     y = np.concatenate((a[a >= need], b[b >= need], np.maximum(a[cross] + rise[cross] * t,
                                                                 target), [lines.total]))
     return x, y
+
+
+def least_risk_at_fpr(scores: F64, w_id: F64, w_ood: F64, w_loss: F64, bound: float,
+                      targets: F64) -> F64:
+    """Least ``L / I`` over every rule of every direction ``a`` in ``[0, pi]`` with accepted
+    OOD mass ``O <= bound`` and accepted ID mass ``I >= targets[j]`` (a relative 1e-12 of
+    slack on both), for each target; inf where no rule meets both.
+
+    Every rule is a point ``P + nu G`` of one anchor state's segment
+    (:func:`~abstain._core.ood_search.anchor_batches`, every anchor, the angles 0 and pi
+    included, as in the exact fits). The risk is monotone in ``nu`` and the constraints cut
+    an interval of ``nu``, so the best point of a segment for a target is its start, its
+    last point within the bound (``cap``) or its point with ``I = target``: the first two
+    do not depend on the target (a suffix minimum over ``I`` serves every target), the
+    third is evaluated only for the targets strictly inside the segment's ``I`` range.
+    O(m^2 log m) time for m distinct score pairs, the memory of one batch of anchors.
+    """
+    pts, inv = np.unique(scores, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    m = pts.shape[0]
+    x = np.stack([np.bincount(inv, weights=w, minlength=m) for w in (w_id, w_ood, w_loss)],
+                 axis=1).astype(np.float64)
+    lim = bound + 1e-12 * float(x[:, 1].sum())
+    order = np.argsort(targets, kind="stable")
+    sorted_t = targets[order]
+    need = sorted_t * (1 - 1e-12)
+    best = np.full(targets.size, np.inf)
+    for _, st in anchor_batches(pts, x):
+        i0, o0, l0 = (st.P[c][st.ok] for c in range(3))
+        di, do, dl = (st.G[c][st.ok] for c in range(3))
+        keep = o0 <= lim
+        i0, o0, l0, di, do, dl = (v[keep] for v in (i0, o0, l0, di, do, dl))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nu = np.where(o0 + do <= lim, 1.0, np.clip((bound - o0) / do, 0.0, 1.0))
+        ic, lc = i0 + nu * di, l0 + nu * dl
+        # starts and caps: for each target, the least L / I among the points with I >= it
+        ci, cl = np.concatenate((i0, ic)), np.concatenate((l0, lc))
+        pos = ci > 0
+        ci, cl = ci[pos], cl[pos]
+        by_i = np.argsort(ci, kind="stable")
+        ratio = cl[by_i] / ci[by_i]
+        suffix = np.append(np.minimum.accumulate(ratio[::-1])[::-1], np.inf)
+        at = np.searchsorted(ci[by_i], need, side="left")
+        np.minimum(best, suffix[at][np.argsort(order)], out=best)
+        # points with I equal to a target strictly inside a segment's range (start, cap)
+        lo = np.searchsorted(sorted_t, i0, side="right")
+        hi = np.searchsorted(sorted_t, ic, side="left")
+        many = hi - lo
+        seg = np.repeat(np.arange(i0.size), np.maximum(many, 0))
+        if seg.size:
+            j = np.arange(seg.size) - np.repeat(np.cumsum(many[many > 0]) - many[many > 0],
+                                                many[many > 0]) + lo[seg]
+            t = sorted_t[j]
+            r = (l0[seg] + (t - i0[seg]) / di[seg] * dl[seg]) / t
+            np.minimum.at(best, order[j], r)
+    return best

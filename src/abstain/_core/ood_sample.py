@@ -34,6 +34,10 @@ SEARCH = ("grid", "exact")
 #: Default number of directions of the grid search: the angles ``k * pi / N_DIRECTIONS``.
 N_DIRECTIONS = 360
 
+#: ``search="auto"`` of :func:`abstain.metrics.evaluate_ood` computes a pair's metrics exactly
+#: up to this many rows, and on the grid of its standardised columns above it.
+AUTO_EXACT_ROWS = 2000
+
 
 def as_score_matrix(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
     """Validate one score column (1-D, or 2-D with one column) or two columns; shape (n, k)."""
@@ -198,6 +202,30 @@ class Sample:
 def check_search(search: Any, n_directions: Any) -> tuple[str, int]:
     """Validate a direction search: ``search`` in :data:`SEARCH`, ``n_directions`` an int >= 1."""
     return check_choice("search", search, SEARCH), check_int("n_directions", n_directions, 1)
+
+
+def resolve_search(scores: Any, search: str = "auto") -> tuple[str | None, Any]:
+    """How :func:`abstain.metrics.evaluate_ood` computes the metrics of ``scores`` under
+    ``search`` (``"auto"``, ``"exact"`` or ``"grid"``), and the columns it computes them on:
+    ``(how, columns)``.
+
+    ``how`` is None for anything but two score columns (returned as given), else
+    ``"exact"``, ``"grid"`` or ``"scaled grid"``; ``"auto"`` gives ``"exact"`` up to
+    :data:`AUTO_EXACT_ROWS` rows and, above, ``"scaled grid"`` with each column divided by
+    its standard deviation over the rows (1 for a constant column): a grid that no positive
+    rescaling of a column changes. Pass ``columns`` to a pair metric with ``search="exact"``
+    when ``how`` is ``"exact"``, else ``search="grid"``.
+    """
+    search = check_choice("search", search, ("auto", "exact", "grid"))
+    if np.ndim(scores) != 2 or np.shape(scores)[1] != 2:
+        return None, scores
+    s = as_real_array(scores, "scores")
+    if search == "auto":
+        if s.shape[0] <= AUTO_EXACT_ROWS:
+            return "exact", s
+        sd = s.std(axis=0)
+        return "scaled grid", s / np.where(sd > 0, sd, 1.0)
+    return search, s
 
 
 def tpr_fpr_constraint(sample: Sample, tpr: float, fpr: float) -> Constraint:

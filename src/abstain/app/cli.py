@@ -17,6 +17,7 @@ from typing import Any
 
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
+from ..metrics import AUTO_EXACT_ROWS
 from ..models import BoundedImprovement
 from .chunks import Summary, part_files, summarise
 from .evaluate import evaluate, evaluate_summary
@@ -69,6 +70,15 @@ def _bootstrap_options(p: argparse.ArgumentParser) -> None:
                    help="seed of the bootstrap resamples (default 0)")
 
 
+def _search_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--search", choices=("auto", "exact", "grid"), default="auto",
+                   help="directions of a double-score pair's metrics: 'exact' every direction "
+                        "(unit-free; slow past a few thousand rows), 'grid' the paper's grid on "
+                        "the columns as given (depends on their units), 'auto' (default) exact "
+                        f"up to {AUTO_EXACT_ROWS} rows and the grid of the standardised columns "
+                        "above")
+
+
 #: Rows per chunk when a source is read in chunks and --chunk-rows is not given.
 CHUNK_ROWS = 1_000_000
 
@@ -102,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
                    "at TPR/FPR (default 0.95)")
     p.add_argument("--fpr", type=float, default=0.05, help="FPR bound (default 0.05)")
     p.add_argument("--json", metavar="PATH", help="also write the metrics as JSON")
+    _search_option(p)
     _bootstrap_options(p)
     _chunk_options(p)
 
@@ -161,6 +172,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default=None, help="page title (default: the file name)")
     p.add_argument("--rule", metavar="RULE", help="a rule file written by 'abstain fit': its "
                    "operating point on these rows goes in the summary and on its curves")
+    _search_option(p)
     _bootstrap_options(p)
     _chunk_options(p)
 
@@ -244,7 +256,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         data = _load(args)
         bar = _bar("evaluate", args)
         ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
-                      n_bootstrap=args.bootstrap, random_state=args.random_state, progress=bar)
+                      n_bootstrap=args.bootstrap, random_state=args.random_state, progress=bar,
+                      search=args.search)
         bar.close()
     print(f"{args.file}: {ev.n_id} ID rows, {ev.n_ood} OOD rows")
     print(ev.format_table())
@@ -366,14 +379,14 @@ def _report(args: argparse.Namespace) -> int:
         data = _load(args)
         bar = _bar("evaluate", args)
         ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, n_bootstrap=args.bootstrap,
-                      random_state=args.random_state, progress=bar)
+                      random_state=args.random_state, progress=bar, search=args.search)
         bar.close()
     bar = _bar("report", args)
     command = "abstain " + shlex.join(args.argv)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
                  png_dir=args.png, progress=bar, protect=inputs, rule=rule,
                  rule_columns=rule_cols, provenance={"command": command, "input": args.file,
-                                                     "parts": inputs})
+                                                     "parts": inputs}, search=args.search)
     bar.close()
     for warning in sample_warnings(data, ev):  # once the page is written
         print(f"abstain report: warning: {warning}", file=sys.stderr)

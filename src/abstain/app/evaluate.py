@@ -53,7 +53,8 @@ class Evaluation(NamedTuple):
     level : float
         The confidence level of ``intervals``.
     notes : dict of str to dict of str to str
-        ``notes[score][key]``: why a cell is NaN or absent ("-").
+        ``notes[score][key]``: why a cell is NaN or absent ("-"), and what a pair's
+        envelope cells (AUROC, FPR at TPR, OSCR) mean and how they were computed.
     """
 
     n_id: int
@@ -158,34 +159,56 @@ def _ood_keys(tpr: float, fpr: float) -> dict[str, str]:
 
 def _one_score(losses: NDArray[np.float64], ood: NDArray[np.bool_] | None, s: Any, *,
                coverages: Sequence[float], tpr: float, fpr: float, bounded: bool,
-               pair: bool) -> dict[str, float]:
-    """Every metric of one score column (or a pair's two columns) on these rows; the OOD
-    metrics by :func:`abstain.metrics.evaluate_ood`, the library's one table of them."""
+               pair: bool, search: str) -> tuple[dict[str, float], str | None]:
+    """Every metric of one score column (or a pair's two columns) on these rows, and how a
+    pair's directions were searched; the OOD metrics by
+    :func:`abstain.metrics.evaluate_ood`, the library's one table of them."""
     r: dict[str, float] = {}
     id_rows = ~ood if ood is not None else np.ones(losses.size, dtype=bool)
     if not pair:  # the selective metrics of the ID rows, as for a table
         r.update(_metrics((losses[id_rows], s[id_rows]), None, (), bounded, coverages, tpr,
                           fpr))
+    how = None
     if ood is not None:
         keys = _ood_keys(tpr, fpr)
-        for key, value in m.evaluate_ood(losses, ood, {"s": s}, tpr=tpr, fpr=fpr).row(
-                "s").items():
+        table = m.evaluate_ood(losses, ood, {"s": s}, tpr=tpr, fpr=fpr, search=search)
+        how = table.search[0]
+        for key, value in table.row("s").items():
             if key != "oscr" or bounded:
                 r[keys[key]] = value
-    return {k: float(v) for k, v in r.items()}
+    return {k: float(v) for k, v in r.items()}, how
+
+
+#: Why a pair's AUROC, FPR at TPR and OSCR differ from one ranking's, by how its
+#: directions were searched.
+ENVELOPE_NOTE = ("a pair's envelope: at each FPR (or TPR) the best direction for it, chosen on "
+                 "these rows (an oracle over directions, not one fitted rule); ")
+_SEARCH_NOTE = {
+    "exact": "exact, every direction",
+    "scaled grid": ("the paper's grid of directions on the columns divided by "
+                    f"their standard deviations (more than {m.AUTO_EXACT_ROWS} rows; "
+                    "--search exact for the exact value)"),
+    "grid": "the paper's grid of directions on the columns as given (it depends on their units)",
+}
 
 
 def _notes(labels: dict[str, str], metrics: dict[str, dict[str, float]], *,
-           pairs: dict[str, tuple[str, str]], tpr: float,
-           fpr: float) -> dict[str, dict[str, str]]:
-    """Why each NaN or absent cell is so, in a few words."""
+           pairs: dict[str, tuple[str, str]], tpr: float, fpr: float,
+           searches: dict[str, str | None] | None = None) -> dict[str, dict[str, str]]:
+    """Why each NaN or absent cell is so, and what a pair's envelope cells mean, in a few
+    words."""
     out: dict[str, dict[str, str]] = {}
+    envelope = ("auroc", f"fpr@{tpr:g}", "oscr")
     for name, values in metrics.items():
         why: dict[str, str] = {}
+        how = (searches or {}).get(name)
         for key in labels:
             if key not in values:
-                why[key] = ("takes one score column; a double-score pair has only AUROC, OSCR "
-                            "and the risk at TPR/FPR" if name in pairs else "not applicable")
+                why[key] = ("takes one score column; a double-score pair has only AUROC, FPR "
+                            "at TPR, OSCR and the risk at TPR/FPR" if name in pairs
+                            else "not applicable")
+            elif how is not None and key in envelope and not math.isnan(values[key]):
+                why[key] = ENVELOPE_NOTE + _SEARCH_NOTE[how]
             elif math.isnan(values[key]):
                 if key.startswith("risk@tpr"):
                     why[key] = (f"infeasible: no rule on these rows keeps TPR >= {_pct(tpr)} "
@@ -215,7 +238,7 @@ def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: i
         sub_ood = None if ood is None else ood[idx]
         vals: list[float] = []
         for name, s, pair in columns:
-            got = _one_score(data.losses[idx], sub_ood, s[idx], pair=pair, **options)
+            got, _ = _one_score(data.losses[idx], sub_ood, s[idx], pair=pair, **options)
             vals.extend(got[key] for key in point[name])
         calls += 1
         if progress is not None:
@@ -306,6 +329,7 @@ def evaluate(
     level: float = 0.95,
     random_state: Any = None,
     progress: Progress | None = None,
+    search: str = "auto",
 ) -> Evaluation:
     """Every applicable metric of each score column of ``data``.
 
@@ -317,9 +341,14 @@ def evaluate(
     rule is that of its function in :mod:`abstain.metrics`.
 
     Each double-score pair of :attr:`TableData.pairs` gets the metrics that take two
-    columns: AUROC and OSCR (the area under the envelope over directions) and the
-    least selective risk at the TPR and FPR bounds (the best direction); the
-    one-column metrics are left out for it.
+    columns: AUROC, FPR at TPR and OSCR of the envelope over directions (an oracle that
+    takes the best direction at each operating point, explained in the cells' notes) and
+    the least selective risk at the TPR and FPR bounds (the best direction for them); the
+    one-column metrics are left out for it. ``search`` is that of
+    :func:`abstain.metrics.evaluate_ood`: ``"auto"`` (exact up to
+    :data:`abstain.metrics.AUTO_EXACT_ROWS` rows, the grid of the standardised columns
+    above), ``"exact"`` or ``"grid"``; the AUROC of a pair is then the library's for the
+    same columns, in any units.
 
     Parameters
     ----------
@@ -339,6 +368,8 @@ def evaluate(
         Seed of the resamples.
     progress : callable(done, total), optional
         Called after each score column, each pair and each resample.
+    search : {"auto", "exact", "grid"}, default "auto"
+        How a pair's directions are searched.
 
     Returns
     -------
@@ -359,16 +390,19 @@ def evaluate(
     out: dict[str, dict[str, float]] = {}
     pairs = data.pairs if has_ood else {}
     total = len(data.scores) + len(pairs) + n_bootstrap
+    if search not in ("auto", "exact", "grid"):
+        raise ValueError(f"search must be one of 'auto', 'exact', 'grid'; got {search!r}.")
     options: dict[str, Any] = {"coverages": coverages, "tpr": tpr, "fpr": fpr,
-                               "bounded": bounded}
+                               "bounded": bounded, "search": search}
     metric_ood = ood if has_ood else None
     for i, (name, s) in enumerate(data.scores.items()):
-        out[name] = _one_score(data.losses, metric_ood, s, pair=False, **options)
+        out[name], _ = _one_score(data.losses, metric_ood, s, pair=False, **options)
         if progress is not None:
             progress(i + 1, total)
+    searches: dict[str, str | None] = {}
     for j, (name, cols) in enumerate(pairs.items()):
-        out[name] = _one_score(data.losses, metric_ood, data.stacked(cols), pair=True,
-                               **options)
+        out[name], searches[name] = _one_score(data.losses, metric_ood, data.stacked(cols),
+                                               pair=True, **options)
         if progress is not None:
             progress(len(data.scores) + j + 1, total)
     intervals = {}
@@ -378,6 +412,6 @@ def evaluate(
                                done=len(data.scores) + len(pairs), total=total, point=out,
                                **options)
     n_ood = int(ood.sum()) if ood is not None else 0
-    notes = _notes(labels, out, pairs=pairs, tpr=tpr, fpr=fpr)
+    notes = _notes(labels, out, pairs=pairs, tpr=tpr, fpr=fpr, searches=searches)
     return Evaluation(int(id_rows.sum()), n_ood, data.n_dropped, labels, out, pairs,
                       intervals, float(level), notes)

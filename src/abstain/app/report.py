@@ -237,15 +237,17 @@ def _rule_target(rule: Any, columns: list[str] | None, src: _Rows | _Tables) -> 
 
 def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = None,
                    rule_columns: list[str] | None = None,
-                   progress: Progress | None = None) -> dict[str, Any]:
+                   progress: Progress | None = None, search: str = "auto") -> dict[str, Any]:
     """The report's figures, by name (matplotlib ``Figure`` objects, no pyplot state).
 
     Names: ``risk_coverage`` and ``generalized_risk_coverage``; with an OOD column
     holding both classes ``roc``, ``pr`` and ``risk_at_fpr``; and
     ``histograms_<score>`` for each score column. The ROC, PR and risk-at-FPR figures
     also draw each double-score pair of :attr:`~abstain.app.tables.TableData.pairs`
-    (dashed): the best direction at each point. A fitted ``rule`` on the score
-    ``rule_columns`` is marked at its operating point on these rows.
+    (dashed): the best direction at each point, searched as ``search`` says (as in
+    :func:`abstain.metrics.evaluate_ood`, so that the areas in the legends are those of
+    the table). A fitted ``rule`` on the score ``rule_columns`` is marked at its operating
+    point on these rows.
 
     ``data`` may also be the :class:`~abstain.app.chunks.Summary` of a source read in
     chunks: every figure is then drawn from its score tables, exactly as from the rows
@@ -267,7 +269,7 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
 
     def styled() -> list[tuple[str, Any, dict[str, Any]]]:
         """(label, what to draw, line style) of each curve of an OOD figure."""
-        return [(name, source, _style(i, pair=pair))
+        return [(name, source, {**_style(i, pair=pair), **({"search": search} if pair else {})})
                 for i, (name, source, pair) in enumerate(src.ood_sources())]
 
     figs: dict[str, Any] = {}
@@ -507,7 +509,7 @@ def html_report(data: TableData | Summary, evaluation: Evaluation, *, fpr: float
                 title: str = "abstain report", png_dir: str | Path | None = None,
                 progress: Progress | None = None, protect: Iterable[str | Path] = (),
                 rule: Any = None, rule_columns: list[str] | None = None,
-                provenance: dict[str, Any] | None = None) -> str:
+                provenance: dict[str, Any] | None = None, search: str = "auto") -> str:
     """The report as one HTML string with embedded PNG images.
 
     Parameters
@@ -536,9 +538,12 @@ def html_report(data: TableData | Summary, evaluation: Evaluation, *, fpr: float
         go in the footer), ``parts`` (the files of a source read in chunks: with more
         than one, the footer gives the SHA-256 of their list of SHA-256s, one
         ``"<sha256>  <name>\\n"`` line per part in order) and ``date`` (default: now, UTC).
+    search : {"auto", "exact", "grid"}, default "auto"
+        How a double-score pair's curves search the directions: give the ``search`` that
+        ``evaluation`` was computed with.
     """
     figs = report_figures(data, fpr=fpr, rule=rule, rule_columns=rule_columns,
-                          progress=progress)
+                          progress=progress, search=search)
     parts = []
     if png_dir is not None:
         for name in figs:

@@ -31,7 +31,7 @@ from .ood import (
     selective_risk_at_tpr_fpr,
     tnr_at_tpr,
 )
-from .ood_table import OOD_METRICS, OODEvaluation, evaluate_ood
+from .ood_table import AUTO_EXACT_ROWS, OOD_METRICS, OODEvaluation, evaluate_ood
 from .selective import (
     RiskCoverageCurve,
     augrc,
@@ -74,6 +74,7 @@ __all__ = [
     "ccr_at_fpr",
     "detection_rate_at_false_alarm",
     "OOD_METRICS",
+    "AUTO_EXACT_ROWS",
     "OODEvaluation",
     "evaluate_ood",
     "BootstrapInterval",

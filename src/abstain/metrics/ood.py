@@ -47,6 +47,7 @@ from .._core.ood_sample import (
     tpr_fpr_constraint,
     validate_sample,
 )
+from .._core.pair_table import PairTable
 from .._core.table import ScoreTable, table_or_none
 from .._core.validation import (
     as_real_array,
@@ -102,14 +103,19 @@ class RiskTPRCurve(NamedTuple):
 
 
 def _sample(is_ood: Any, scores: Any, losses: Any = None) -> Sample:
-    """The sample of the arrays, or of a ScoreTable given as ``is_ood`` (the metrics that
-    take the OOD marks first) or as ``losses`` (those that take the losses first)."""
-    if isinstance(losses, ScoreTable):
-        table = table_or_none(losses, {"is_ood": is_ood, "scores": scores})
-        return Sample.from_table(table)  # type: ignore[arg-type]
-    if isinstance(is_ood, ScoreTable):
-        table = table_or_none(is_ood, {"scores": scores, "losses": losses})
-        return Sample.from_table(table)  # type: ignore[arg-type]
+    """The sample of the arrays, or of a ScoreTable or PairTable given as ``is_ood`` (the
+    metrics that take the OOD marks first) or as ``losses`` (those that take the losses
+    first)."""
+    if isinstance(losses, (ScoreTable, PairTable)):
+        first, rest = losses, {"is_ood": is_ood, "scores": scores}
+    elif isinstance(is_ood, (ScoreTable, PairTable)):
+        first, rest = is_ood, {"scores": scores, "losses": losses}
+    else:
+        first = None
+    if isinstance(first, PairTable):
+        return Sample.from_pairs(first, rest)
+    if first is not None:
+        return Sample.from_table(table_or_none(first, rest))  # type: ignore[arg-type]
     s = np.asarray(scores, dtype=np.float64) if not isinstance(scores, np.ndarray) else scores
     n = s.shape[0] if s.ndim else 0
     ls = np.zeros(n) if losses is None else losses
@@ -118,7 +124,10 @@ def _sample(is_ood: Any, scores: Any, losses: Any = None) -> Sample:
 
 def _one_column(sample: Sample) -> F64:
     if sample.s.shape[1] != 1:
-        raise ValueError(f"scores must be one column for this metric; got {sample.s.shape[1]}.")
+        raise ValueError(f"scores must be one column for this metric; got {sample.s.shape[1]} "
+                         "(a PairTable holds two; the metrics of a pair are auroc, oscr, "
+                         "ood_roc_curve, ood_pr_curve, fpr_at_tpr, tnr_at_tpr, "
+                         "detection_rate_at_false_alarm and the selective risks).")
     return sample.s[:, 0]
 
 
@@ -134,7 +143,7 @@ def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions:
 
 
 def selective_risk_at_tpr_fpr(
-    losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+    losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, tpr: float | None = None, fpr: float | None = None, *,
     search: str = "grid", n_directions: int = N_DIRECTIONS,
 ) -> float:
@@ -173,7 +182,7 @@ def selective_risk_at_tpr_fpr(
 
 
 def selective_risk_at_precision_recall(
-    losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+    losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, precision: float | None = None,
     recall: float | None = None, *, ood_prior: float | None = None, search: str = "grid",
     n_directions: int = N_DIRECTIONS,
@@ -231,20 +240,41 @@ def _path_at_fpr(kn: core.Knots, b: float, targets: F64) -> F64:
 
 
 def risk_coverage_curve_at_fpr(
-    losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+    losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, fpr: float | None = None, *,
-    tpr: ArrayLike | None = None, n_directions: int = N_DIRECTIONS,
+    tpr: ArrayLike | None = None, search: str = "grid", n_directions: int = N_DIRECTIONS,
 ) -> RiskTPRCurve:
     """Risk-coverage curve at an FPR bound (Figure 1a of the paper's appendix).
 
     For each TPR (coverage) target, the least selective risk of a rule with TPR at
-    least the target and FPR at most ``fpr``; two score columns take the best over
-    the grid of ``n_directions`` directions. Tie rule as in the module docstring.
+    least the target and FPR at most ``fpr``: at each target, what
+    :func:`selective_risk_at_tpr_fpr` returns with the same ``search``. Tie rule as in the
+    module docstring.
+
+    Two score columns: the best rule over the directions ``cos(a) s_r + sin(a) s_g``, each
+    target with its own direction (an oracle over directions, as the envelope of
+    :func:`auroc`):
+
+    - ``search="grid"`` (default): the ``n_directions`` grid ``k pi / n_directions``.
+    - ``search="exact"``: every direction, ``a`` in ``[0, pi]`` as in the exact fits
+      (the angle ``pi`` included, unlike the envelope metrics' half-circle). Every rule of
+      every direction lies on one segment of an anchor state of the exact search, and the
+      risk is monotone along it, so each target's optimum is at a segment's start, its last
+      point within the FPR bound, or its point at the target TPR: all of them are
+      examined, in O(m^2 log m) for m distinct score pairs. Invariant to a positive
+      rescaling of either column.
 
     Parameters
     ----------
+    losses : array-like of shape (n,), or a ScoreTable or PairTable
+        A table (built with ``is_ood``) in place of the three arrays.
+    is_ood : array-like of shape (n,)
+    scores : array-like of shape (n,) or (n, 2)
+    fpr : float in [0, 1]
     tpr : array-like, optional
         TPR targets in (0, 1]; default ``0.01, 0.02, ..., 1``.
+    search : {"grid", "exact"}, default "grid"
+    n_directions : int, default 360
 
     Returns
     -------
@@ -259,12 +289,19 @@ def risk_coverage_curve_at_fpr(
     >>> curve.risk.tolist()
     [0.0, 0.333..., nan]
     """
-    _, n_directions = check_search("grid", n_directions)
+    search, n_directions = check_search(search, n_directions)
     b = check_probability("fpr", fpr)
     sample = _sample(is_ood, scores, losses)
     targets = np.linspace(0.01, 1.0, 100) if tpr is None else as_real_array(tpr, "tpr")
+    if targets.ndim != 1:
+        raise ValueError(f"tpr must be one-dimensional; got an array of shape {targets.shape}.")
     for t in targets:
         check_fraction("tpr", float(t))
+    if search == "exact" and sample.s.shape[1] == 2:
+        best = env.least_risk_at_fpr(sample.s, sample.w_id, sample.w_ood, sample.w_loss,
+                                     b * sample.n_ood, targets * sample.n_id)
+        best[~np.isfinite(best)] = np.nan
+        return RiskTPRCurve(targets, best)
     best = np.full(targets.size, np.inf)
     for w in sample.directions("grid", n_directions):
         kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, sample.w_loss)
@@ -274,7 +311,7 @@ def risk_coverage_curve_at_fpr(
     return RiskTPRCurve(targets, best)
 
 
-def ood_roc_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
+def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
                   fpr: ArrayLike | None = None, search: str = "grid",
                   n_directions: int = N_DIRECTIONS) -> ROCCurve:
     """ROC curve of a single- or double-score method: largest TPR at each FPR bound.
@@ -304,7 +341,7 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = Non
     return ROCCurve(grid, _envelope(sample, sample.w_id, grid, n_directions))
 
 
-def ood_pr_curve(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
+def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
                  recall: ArrayLike | None = None, ood_prior: float | None = None,
                  search: str = "grid", n_directions: int = N_DIRECTIONS) -> PRCurve:
     """PR curve (ID positive): the largest precision at recall (TPR) >= each bound.
@@ -388,7 +425,7 @@ def _envelope_area(sample: Sample, gain: F64, search: str, n_directions: int,
     return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
 
 
-def auroc(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None, *,
+def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
           search: str = "grid", n_directions: int = N_DIRECTIONS,
           n_points: int = 2001) -> float:
     """Area under the ROC curve; OOD is the positive class of a higher score.
@@ -480,7 +517,7 @@ def _fpr_on_knots(kn: core.Knots, sample: Sample, t: float) -> float:
     return float(y[j - 1] + (t - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1]))
 
 
-def fpr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
+def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
                tpr: float = 0.95, *, search: str = "grid",
                n_directions: int = N_DIRECTIONS) -> float:
     """FPR (fraction of OOD accepted) of the rule accepting exactly ``tpr`` of ID (FPR@95).
@@ -516,7 +553,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
                for w in sample.directions("grid", n_directions))
 
 
-def tnr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
+def tnr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
                tpr: float = 0.95, *, search: str = "grid",
                n_directions: int = N_DIRECTIONS) -> float:
     """``1 - fpr_at_tpr``: the fraction of OOD rejected when ``tpr`` of ID is accepted.
@@ -530,7 +567,7 @@ def tnr_at_tpr(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None,
     return 1.0 - fpr_at_tpr(is_ood, scores, tpr, search=search, n_directions=n_directions)
 
 
-def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable,
+def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable | PairTable,
                                   scores: ArrayLike | None = None,
                                   false_alarm: float = 0.05, *, search: str = "grid",
                                   n_directions: int = N_DIRECTIONS) -> float:
@@ -564,7 +601,7 @@ def _ccr_curve(losses: Any, is_ood: Any, scores: Any) -> tuple[F64, F64]:
     return kn.O / sample.n_ood, kn.L / sample.n_id
 
 
-def oscr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
          scores: ArrayLike | None = None, *, search: str = "grid",
          n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
     """Open-set classification rate: the area under CCR against FPR (Dhamija et al. 2018).

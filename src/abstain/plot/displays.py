@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import metrics as m
+from .._core.ood_sample import resolve_search
 from .._core.optional import axes
 from .._core.table import ScoreTable
 from .._core.validation import as_losses_and_scores, check_choice
@@ -345,11 +346,13 @@ class _OODDisplay(_Display):
     @classmethod
     def from_predictions(cls, is_ood: ArrayLike, scores: ArrayLike, *,
                          name: str | None = None, rule: Any = None, ax: Any = None,
-                         references: Sequence[str] = (), **line: Any) -> Any:
+                         references: Sequence[str] = (), search: str = "grid",
+                         **line: Any) -> Any:
         """Compute the curve of ``scores`` (one column, or two for a double score: the
-        envelope over directions) and draw it; ``rule`` is a fitted OOD rule whose
-        operating point on these rows is marked."""
-        d = cls._from_scores(_is_ood_array(is_ood), scores, rule, name)
+        envelope over directions, searched as ``search`` says: ``"grid"``, ``"exact"`` or
+        ``"auto"``, as in :func:`abstain.metrics.evaluate_ood`) and draw it; ``rule`` is a
+        fitted OOD rule whose operating point on these rows is marked."""
+        d = cls._from_scores(_is_ood_array(is_ood), scores, rule, name, search)
         return d.plot(ax, references=references, **line)
 
     @classmethod
@@ -383,7 +386,7 @@ class _OODDisplay(_Display):
     @classmethod
     @abc.abstractmethod
     def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
-                     name: str | None) -> Any:
+                     name: str | None, search: str = "grid") -> Any:
         """The display of ``scores`` on these rows (or of a marked table, ``ood`` then
         None), with the rule's point."""
 
@@ -416,14 +419,14 @@ class OODRocDisplay(_OODDisplay):
 
     @classmethod
     def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
-                     name: str | None) -> OODRocDisplay:
-        args = (scores,) if ood is None else (ood, scores)
-        curve = m.ood_roc_curve(*args)
+                     name: str | None, search: str = "grid") -> OODRocDisplay:
+        args, kw = _curve_args(ood, scores, search)
+        curve = m.ood_roc_curve(*args, **kw)
         point = None
         if rule is not None:
             tpr, fpr, _ = cls._rates(rule, scores, ood)
             point = (fpr, tpr)
-        return cls(curve.fpr, curve.tpr, area=m.auroc(*args), name=name, point=point,
+        return cls(curve.fpr, curve.tpr, area=m.auroc(*args, **kw), name=name, point=point,
                    references={"random": ([0.0, 1.0], [0.0, 1.0]),
                                "oracle": ([0.0, 0.0, 1.0], [0.0, 1.0, 1.0])})
 
@@ -454,9 +457,9 @@ class OODPrecisionRecallDisplay(_OODDisplay):
 
     @classmethod
     def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
-                     name: str | None) -> OODPrecisionRecallDisplay:
-        args = (scores,) if ood is None else (ood, scores)
-        curve = m.ood_pr_curve(*args)
+                     name: str | None, search: str = "grid") -> OODPrecisionRecallDisplay:
+        args, kw = _curve_args(ood, scores, search)
+        curve = m.ood_pr_curve(*args, **kw)
         two = ood is not None and np.ndim(scores) == 2
         point = None
         if rule is not None:
@@ -510,11 +513,14 @@ class RiskAtFPRDisplay(_Display):
     def from_predictions(cls, losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,
                          fpr: float = 0.05, name: str | None = None, rule: Any = None,
                          ax: Any = None, references: Sequence[str] = (),
-                         **line: Any) -> RiskAtFPRDisplay:
-        """Compute the curve at FPR <= ``fpr`` and draw it; ``rule`` is a fitted OOD
-        rule whose TPR and selective risk on these rows are marked."""
+                         search: str = "grid", **line: Any) -> RiskAtFPRDisplay:
+        """Compute the curve at FPR <= ``fpr`` and draw it (two score columns: the best
+        direction at each TPR, searched as ``search`` says, as in
+        :func:`abstain.metrics.evaluate_ood`); ``rule`` is a fitted OOD rule whose TPR and
+        selective risk on these rows are marked."""
         ood = _is_ood_array(is_ood)
-        curve = m.risk_coverage_curve_at_fpr(losses, ood, scores, fpr)
+        (_, cols), kw = _curve_args(ood, scores, search)
+        curve = m.risk_coverage_curve_at_fpr(losses, ood, cols, fpr, **kw)
         loss = np.where(ood, 0.0, np.nan_to_num(np.asarray(losses, dtype=np.float64)))
         point = None
         if rule is not None:
@@ -551,6 +557,17 @@ class RiskAtFPRDisplay(_Display):
     def _point_text(self) -> str:
         assert self.point is not None
         return f"TPR {self.point[0]:.3f}, risk {self.point[1]:.4f}"
+
+
+def _curve_args(ood: NDArray[np.bool_] | None, scores: Any,
+                search: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments of an OOD curve's metric (a marked table alone, or the OOD marks and
+    the columns that ``search`` computes a pair on) and a pair's ``search`` keyword."""
+    if ood is None:
+        return (scores,), {}
+    how, cols = resolve_search(scores, search)
+    return (ood, cols), ({} if how is None else {"search": "exact" if how == "exact"
+                                                 else "grid"})
 
 
 def _marked_table(table: Any) -> ScoreTable:
