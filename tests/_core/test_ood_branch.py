@@ -181,3 +181,50 @@ def test_property_equal_to_the_full_sweep_under_rescaling(seed):
     ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
     _same(branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
                         leaf_work=float(rng.choice([1.0, 10.0]))), ref)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pairs_on_a_line_through_an_anchor_tie(seed):
+    """Integer pairs over wide ranges (many on one line through another, on both sides):
+    the swaps on each side of the line round alike, so the optimum is the brute force's,
+    also after an exact rescaling of a column."""
+    rng = np.random.default_rng(900 + seed)
+    n = int(rng.integers(4, 11))
+    s = np.stack((rng.integers(0, 6, n), rng.integers(-15, 15, n)), 1).astype(float)
+    if seed == 0:  # the pairs (4, 7), (5, 8) and (3, 6) on a line, with (4, 0)
+        s = np.array([[4.0, 7.0], [3.0, 6.0], [5.0, 8.0], [4.0, 0.0]])
+    ood = rng.random(len(s)) < 0.5
+    ood[0], ood[1] = True, False
+    ls = np.where(ood, 0.0, rng.integers(0, 2, len(s)).astype(float))
+    for scale in (1.0, 128.0, 3.0):
+        t = s * np.array([scale, 1.0])
+        sample = Sample.of(t, ood, ls)
+        pts, x = sample.pairs()
+        con, slopes = _problem(rng, sample, seed % 3)
+        got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
+                            leaf_work=3.0)
+        full = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+        if con is None:
+            ref = R.best_linear_2d(t, ood, ls, slopes)
+            assert math.isclose(got.best.objective, ref, abs_tol=1e-12)
+            assert math.isclose(full.best.objective, ref, abs_tol=1e-12)
+            continue
+        ref = R.best_ratio_2d(t, ood, ls, con.a, con.b, con.k)
+        assert (got is None) == (ref is None) == (full is None)
+        if ref is not None:
+            assert math.isclose(got.best.objective, ref[0], abs_tol=1e-12)
+            assert math.isclose(full.best.objective, ref[0], abs_tol=1e-12)
+
+
+def test_swaps_on_both_sides_of_an_anchor_tie_exactly():
+    """Offsets ``v`` and ``-t v`` (two pairs on one line through the anchor) give the same
+    swap angle bit for bit, so the full sweep and the branch and bound see one tie."""
+    from abstain._core.ood_search import event_angles
+
+    rng = np.random.default_rng(0)
+    v = rng.integers(-200, 200, (20000, 2)).astype(float)
+    v = v[v[:, 0] != 0]
+    w = -rng.integers(1, 9, len(v)).astype(float)[:, None] * v
+    a, b = event_angles(v[:, 0], v[:, 1]), event_angles(w[:, 0], w[:, 1])
+    assert np.array_equal(a, b) and np.all((a > 0) & (a < math.pi))
+    assert np.isinf(event_angles(np.zeros(2), np.array([1.0, -1.0]))).all()

@@ -46,8 +46,17 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .ood_search import F64, RTOL, Constraint, State, exact_search, grid_search, project
-from .ood_search import rows_best_ratio
+from .ood_search import (
+    F64,
+    RTOL,
+    Constraint,
+    State,
+    event_angles,
+    exact_search,
+    grid_search,
+    project,
+    rows_best_ratio,
+)
 
 #: Relative margin by which a bound must exceed the incumbent to prune.
 MARGIN = 1e-9
@@ -157,7 +166,7 @@ class _Search:
                pool: Pool | None) -> tuple[NDArray[np.intp], F64, F64, Pool]:
         """Surviving anchors of ``[a0, a1]``, their lower bounds, their numbers of movers and the
         pool of points that can be movers of one of them there."""
-        pts, x, m = self.points, self.x, self.points.shape[0]
+        m = self.points.shape[0]
         e = np.arange(m) if anchors is None else anchors
         rho = 2.0 * math.sin(0.25 * (a1 - a0)) * (1 + 1e-9)
         mid = 0.5 * (a0 + a1)
@@ -277,9 +286,7 @@ class _Search:
         dr = pts[q, 0] - pts[ea, 0]
         dg = pts[q, 1] - pts[ea, 1]
         zero = dr == 0
-        theta = np.arctan2(-dr, dg)
-        theta = np.where(theta <= 0.0, theta + math.pi, theta)
-        theta[zero] = np.inf
+        theta = event_angles(dr, dg)
         below = np.where(zero, dg < 0, np.where(dr < 0, theta >= a0, theta < a0))
         xq = x[q]
         xe = x[e]

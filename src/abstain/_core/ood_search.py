@@ -311,10 +311,21 @@ def _anchor_events(points: F64, e: NDArray[np.intp]) -> tuple[F64, F64, F64, NDA
     dr = points[None, :, 0] - points[e, 0][:, None]
     dg = points[None, :, 1] - points[e, 1][:, None]
     zero_r = dr == 0
-    theta = np.arctan2(-dr, dg)
-    theta = np.where(theta <= 0.0, theta + math.pi, theta)
-    theta[zero_r] = np.inf
-    return dr, dg, theta, zero_r
+    return dr, dg, event_angles(dr, dg), zero_r
+
+
+def event_angles(dr: F64, dg: F64) -> F64:
+    """The angle in (0, pi) at which a point at offset ``(dr, dg)`` from an anchor swaps
+    order with it (inf where ``dr == 0``: no swap inside (0, pi)).
+
+    ``arctan2(|dr|, -sign(dr) dg)`` lies in (0, pi) directly. Two points on one line
+    through the anchor, one on each side, have offsets ``v`` and ``-t v``: both angles
+    come from the same quotient, so they round alike and the two swaps tie (adding pi to
+    ``arctan2(-dr, dg)`` for one side only did not guarantee this).
+    """
+    with np.errstate(invalid="ignore"):
+        theta = np.arctan2(np.abs(dr), np.where(dr < 0, dg, -dg))
+    return np.where(dr == 0, np.inf, theta)
 
 
 def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
