@@ -201,8 +201,9 @@ class BoundedTPRFPR(_OODRule):
     any grid. It finds it by branch and bound over intervals of directions: a bound from
     the pairs whose order can change inside an interval prunes the intervals that cannot
     beat the best rule found, and only the others are swept exactly (docs/ood.md, "The
-    exact search"; about 10 s at n = 1e5 on the shared 2-core machine, against hours
-    for the sweep of every swap, O(m^2 log m) for m distinct pairs).
+    exact search"; 3.3 s at n = 1e5 on a lightly loaded 2-core machine for the paper's
+    synthetic pair, against hours for the sweep of every swap, O(m^2 log m) for m
+    distinct pairs; slower where the objective is flat, as for :class:`CostBasedOOD`).
 
     Tie rule: tied scores are accepted together with one probability; the fitted
     ``accept_prob_`` makes a constraint hold with equality where that lowers the
