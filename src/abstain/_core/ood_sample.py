@@ -14,7 +14,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .groups import group_totals
-from .ood_search import Best, Constraint, better, exact_search, grid_search, grid_weights, project
+from .ood_branch import branch_search
+from .ood_search import Best, Constraint, better, grid_search, grid_weights, project
 from .pair_table import PairTable
 from .table import ScoreTable, check_whole_table, table_or_none
 from .validation import (
@@ -184,14 +185,19 @@ class Sample:
                 best = (r, w, thr)
         return best
 
-    def _exact(self, ratio: Constraint | None,
-               slopes: tuple[float, float, float] | None) -> Found | None:
+    def pairs(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The distinct score pairs (m, 2), ascending, and their ID, OOD and loss masses (m, 3)."""
         pts, inv = np.unique(self.s, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
         x = np.zeros((pts.shape[0], 3))
         for j, w in enumerate((self.w_id, self.w_ood, self.w_loss)):
             x[:, j] = np.bincount(inv, weights=w, minlength=pts.shape[0])
-        state = exact_search(pts, x, ratio, slopes, self.n_id, self.n_ood)
+        return pts, x
+
+    def _exact(self, ratio: Constraint | None,
+               slopes: tuple[float, float, float] | None) -> Found | None:
+        pts, x = self.pairs()
+        state = branch_search(pts, x, ratio, slopes, self.n_id, self.n_ood)
         if state is None:
             return None
         e = state.best.at

@@ -24,7 +24,7 @@ from .groups import group_totals
 F64 = NDArray[np.float64]
 
 # Relative slack for round-off when checking a constraint that a rule meets exactly.
-_RTOL = 1e-12
+RTOL = 1e-12
 
 
 class Knots(NamedTuple):
@@ -55,8 +55,8 @@ class Constraint(NamedTuple):
     k: float
 
     def ok(self, i: F64, o: F64, scale_i: float, scale_o: float) -> NDArray[np.bool_]:
-        return (i >= self.a - _RTOL * scale_i) & (
-            o - self.k * i <= self.b + _RTOL * (scale_o + self.k * scale_i)
+        return (i >= self.a - RTOL * scale_i) & (
+            o - self.k * i <= self.b + RTOL * (scale_o + self.k * scale_i)
         )
 
 
@@ -111,7 +111,7 @@ class State(NamedTuple):
 def better(new: Best, crit: bool, old: Best | None, old_crit: bool) -> bool:
     if old is None:
         return True
-    tol = _RTOL * max(abs(old.objective), 1e-300)
+    tol = RTOL * max(abs(old.objective), 1e-300)
     if new.objective < old.objective - tol:
         return True
     if new.objective > old.objective + tol:
@@ -171,10 +171,10 @@ def rows_best_ratio(
         need = con.a - i0
         pos = di > 0
         lo = np.where(pos, np.maximum(0.0, need / np.where(pos, di, 1.0)), 0.0)
-        bad = (~pos) & (need > _RTOL * scale_i)
+        bad = (~pos) & (need > RTOL * scale_i)
         e = do - con.k * di
         room = con.b - (o0 - con.k * i0)
-        tol = _RTOL * (scale_o + con.k * scale_i)
+        tol = RTOL * (scale_o + con.k * scale_i)
         up = e > 0
         hi = np.where(up, np.minimum(1.0, (room + tol) / np.where(up, e, 1.0)), 1.0)
         down = e < 0
@@ -198,7 +198,7 @@ def rows_best_ratio(
     starts = np.flatnonzero(np.concatenate(([True], rw[1:] != rw[:-1])))
     rmin = np.minimum.reduceat(risk, starts)
     rmin = np.repeat(rmin, np.diff(np.append(starts, rw.size)))
-    near = np.flatnonzero(risk <= rmin + _RTOL * np.maximum(np.abs(rmin), 1e-300))
+    near = np.flatnonzero(risk <= rmin + RTOL * np.maximum(np.abs(rmin), 1e-300))
     # keep order = (row, segment, end): lexsort is stable
     order = near[np.lexsort((co[near], -ci[near], rw[near]))]
     r_sorted = rw[order]
@@ -223,7 +223,7 @@ def rows_best_linear(
     """
     cost = np.where(valid, slope_l * l1 + slope_i * i1 + slope_o * o1, np.inf)
     best = np.min(cost, axis=1, keepdims=True)
-    near = valid & (cost <= best + _RTOL * np.maximum(np.abs(best), 1.0))
+    near = valid & (cost <= best + RTOL * np.maximum(np.abs(best), 1.0))
     j = np.argmax(np.where(near, i1 + o1, -np.inf), axis=1)[:, None]
     take = lambda a: np.take_along_axis(a, j, axis=1)[:, 0]  # noqa: E731
     return RowsBest(np.isfinite(best[:, 0]), j[:, 0], np.ones(i1.shape[0]), take(i1),
@@ -275,14 +275,14 @@ def grid_search(
             # Segments that can hold a feasible point: I at the group end reaches ``a``
             # and O - k I at one end is within ``b`` (the exact test follows).
             i_end = cum[0][:, 1:]
-            cand = is_end & (i_end >= con.a - _RTOL * scale_i)
+            cand = is_end & (i_end >= con.a - RTOL * scale_i)
             flat = np.flatnonzero(cand)
             rix, pos = np.divmod(flat, n)
             pflat = rix * (n + 1) + (pos if start is None else start.reshape(-1)[flat])
             eflat = rix * (n + 1) + pos + 1
             c0 = [c.reshape(-1)[pflat] for c in cum]
             c1 = [c.reshape(-1)[eflat] for c in cum]
-            lim = con.b + _RTOL * (scale_o + con.k * scale_i)
+            lim = con.b + RTOL * (scale_o + con.k * scale_i)
             sel = np.flatnonzero(
                 np.minimum(c0[1] - con.k * c0[0], c1[1] - con.k * c1[0]) <= lim
             )
@@ -311,10 +311,21 @@ def _anchor_events(points: F64, e: NDArray[np.intp]) -> tuple[F64, F64, F64, NDA
     dr = points[None, :, 0] - points[e, 0][:, None]
     dg = points[None, :, 1] - points[e, 1][:, None]
     zero_r = dr == 0
-    theta = np.arctan2(-dr, dg)
-    theta = np.where(theta <= 0.0, theta + math.pi, theta)
-    theta[zero_r] = np.inf
-    return dr, dg, theta, zero_r
+    return dr, dg, event_angles(dr, dg), zero_r
+
+
+def event_angles(dr: F64, dg: F64) -> F64:
+    """The angle in (0, pi) at which a point at offset ``(dr, dg)`` from an anchor swaps
+    order with it (inf where ``dr == 0``: no swap inside (0, pi)).
+
+    ``arctan2(|dr|, -sign(dr) dg)`` lies in (0, pi) directly. Two points on one line
+    through the anchor, one on each side, have offsets ``v`` and ``-t v``: both angles
+    come from the same quotient, so they round alike and the two swaps tie (adding pi to
+    ``arctan2(-dr, dg)`` for one side only did not guarantee this).
+    """
+    with np.errstate(invalid="ignore"):
+        theta = np.arctan2(np.abs(dr), np.where(dr < 0, dg, -dg))
+    return np.where(dr == 0, np.inf, theta)
 
 
 def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
@@ -423,7 +434,7 @@ def anchor_batches(
 
 def exact_search(
     points: F64, x: F64, con: Constraint | None, slopes: tuple[float, float, float] | None,
-    scale_i: float, scale_o: float,
+    scale_i: float, scale_o: float, anchors: NDArray[np.intp] | None = None,
 ) -> State | None:
     """Best rule over all directions ``a`` in [0, pi] of ``points @ (cos a, sin a)``.
 
@@ -446,17 +457,20 @@ def exact_search(
     State layout of a row (its order breaks ties): 0 the angle 0; 1 + j the
     critical state ending at sorted event j; m + 1 the open state before the
     first event; m + 2 + j the open state after event j; 2m + 2 the angle pi.
+
+    ``anchors`` (ascending) limits the sweep to those anchors' states (every direction
+    of each): the best over them, found and tie-broken exactly as in the full sweep.
     """
     m = points.shape[0]
     S = 2 * m + 3
     best: State | None = None
     best_col = 0
-    for e, (P, G, ok, has_zero, _) in anchor_batches(points, x):
+    for e, (P, G, ok, has_zero, _) in anchor_batches(points, x, anchors):
         rows = e.size
         if con is not None:
             i_end = P[0] + G[0]
-            lim = con.b + _RTOL * (scale_o + con.k * scale_i)
-            cand = ok & (i_end >= con.a - _RTOL * scale_i)
+            lim = con.b + RTOL * (scale_o + con.k * scale_i)
+            cand = ok & (i_end >= con.a - RTOL * scale_i)
             o_start = P[1] - con.k * P[0]
             cand &= (o_start <= lim) | (o_start + (G[1] - con.k * G[0]) <= lim)
             flat = np.flatnonzero(cand)

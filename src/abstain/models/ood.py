@@ -196,9 +196,14 @@ class BoundedTPRFPR(_OODRule):
     score or of all directions of two scores. One score: all thresholds in one
     O(n log n) sweep (Appendix B.2), exact. Two scores: ``search="grid"`` tries the
     paper's ``n_directions`` angles ``k * pi / d`` (O(d n log n)); ``search="exact"``
-    tries every direction at which the order of two distinct score pairs changes and
-    every direction between two such changes (O(m^2 log m) for m distinct pairs),
-    so it is the exact optimum and never worse than the grid.
+    returns the optimum over every direction (those at which the order of two distinct
+    score pairs changes and those between two such changes), so it is never worse than
+    any grid. It finds it by branch and bound over intervals of directions: a bound from
+    the pairs whose order can change inside an interval prunes the intervals that cannot
+    beat the best rule found, and only the others are swept exactly (docs/ood.md, "The
+    exact search"; 3.3 s at n = 1e5 on a lightly loaded 2-core machine for the paper's
+    synthetic pair, against hours for the sweep of every swap, O(m^2 log m) for m
+    distinct pairs; slower where the objective is flat, as for :class:`CostBasedOOD`).
 
     Tie rule: tied scores are accepted together with one probability; the fitted
     ``accept_prob_`` makes a constraint hold with equality where that lowers the

@@ -1,0 +1,433 @@
+"""Branch and bound over intervals of directions: the exact double-score search.
+
+:func:`~abstain._core.ood_search.exact_search` visits every *state* of every anchor (the
+rules whose threshold group holds that point, one per interval between two swaps and one
+at each swap): O(m^2 log m) for m distinct score pairs. :func:`branch_search` returns the
+same rule while sweeping only the (anchor, interval of directions) pairs whose bound does
+not exclude them:
+
+* **Bound.** On an interval ``J = [a0, a1]`` of angles with middle direction ``w_mid``,
+  ``|(w(a) - w_mid) . (q - e)| <= rho (|q - c| + |e - c|)`` with ``rho = 2 sin(|J| / 4)``
+  and ``c`` the coordinate-wise median. So every point ``q`` with
+  ``s_mid(q) + rho |q - c| < s_mid(e) - rho |e - c|`` is strictly below anchor ``e`` at
+  every direction of ``J`` (``C(e)``, summed by one sort and a binary search), every point
+  above the mirror bound strictly above it (``N(e)``); only the rest (``M(e)``, with ``e``)
+  can be accepted partly. A rule anchored at ``e`` in ``J`` accepts ``C(e)`` plus a part
+  ``c_q in [0, 1]`` of each point of ``M(e)``, hence, with ``h_q = l_q - r i_q``
+  (selective risk ``L / I`` below ``r`` iff ``L - r I < 0``) or the point's share of a
+  linear cost, ``objective >= h(C(e)) + sum over M(e) of min(0, h_q)``, and the constraints
+  bound ``I <= I(All) - I(N(e))`` and ``O >= O(C(e))``.
+* **Pruning.** An (anchor, interval) pair is dropped when its constraints cannot hold,
+  when its bound exceeds the incumbent by the relative margin ``MARGIN``, or when every
+  rule in it is no better than the incumbent and accepts less ID mass (it loses the tie).
+  A pair dropped on an interval stays dropped on its sub-intervals.
+* **Refinement.** Intervals wait in a priority queue ordered by their least bound; one
+  whose surviving anchors have few points ``M(e)`` is swept exactly (every state of each
+  surviving anchor inside the interval), the others are halved. The incumbent starts from
+  the best of ``START + 1`` equally spaced directions and improves with every sweep.
+* **Exactly the same rule.** The anchors whose swept optimum is within a relative
+  ``TIE`` (3e-12) of the optimum (with more than ``MAX_FINALISTS`` of them under a ratio
+  objective, those of them with the largest ID mass and then the smallest OOD mass) are
+  passed to ``exact_search(..., anchors=...)``, which evaluates every state of each and
+  breaks ties as the full sweep does (objectives within a relative 1e-12 are equal; then
+  the larger ID mass, the smaller OOD mass, the open state, the first anchor). The rule
+  therefore equals the full sweep's, up to the last bit of sums of non-integer masses. The
+  one case left open: a chain of anchors whose objectives are each within 1e-12 of the next
+  but spread over more than ``TIE``, where the full sweep's choice depends on the order in
+  which it visits anchors; the objective then still agrees to a relative 1e-12.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .ood_search import (
+    F64,
+    RTOL,
+    Constraint,
+    State,
+    event_angles,
+    exact_search,
+    grid_search,
+    project,
+    rows_best_ratio,
+)
+
+#: Relative margin by which a bound must exceed the incumbent to prune.
+MARGIN = 1e-9
+#: Relative distance to the optimum within which anchors are finalists.
+TIE = 3e-12
+#: Below this many distinct pairs the full sweep runs instead (it is as fast there).
+SWEEP_BELOW = 64
+#: Equal intervals of [0, pi] the search starts from (their ends seed the incumbent).
+START = 32
+#: An interval is swept when its surviving anchors have at most this many movers per point
+#: in all (a sweep then costs about as much as bounding the two halves).
+LEAF_WORK = 0.5
+#: An interval split with more than 1 / SEED_SHARE of the points as surviving anchors has
+#: its middle direction evaluated exactly (to improve the incumbent and order the queue).
+SEED_SHARE = 64
+#: Intervals narrower than this (radians) are swept whatever their movers.
+MIN_WIDTH = 1e-7
+#: At most this many (anchor, point) pairs per batch of a sweep.
+_CHUNK = 1 << 22
+#: Ratio objectives with more tied anchors than this keep those of the largest ID mass.
+MAX_FINALISTS = 64
+
+Slopes = tuple[float, float, float]
+#: Points that may still move past a surviving anchor (indices) and the masses (ID, OOD,
+#: loss, count) of those below every surviving anchor.
+Pool = tuple[NDArray[np.intp], F64]
+
+
+def _cumsum0(a: F64) -> F64:
+    out = np.zeros((a.shape[0] + 1,) + a.shape[1:])
+    np.cumsum(a, axis=0, out=out[1:])
+    return out
+
+
+def _unit(angle: float) -> F64:
+    w = np.array([math.cos(angle), math.sin(angle)])
+    w[np.abs(w) < 1e-12] = 0.0
+    return w
+
+
+class _Record(NamedTuple):
+    anchor: NDArray[np.intp]
+    obj: F64
+    I: F64  # noqa: E741
+    O: F64  # noqa: E741
+
+
+class _Search:
+    """The sample, the incumbent and the swept (anchor, objective) records."""
+
+    def __init__(self, points: F64, x: F64, con: Constraint | None, slopes: Slopes | None,
+                 scale_i: float, scale_o: float) -> None:
+        self.points, self.x, self.con, self.slopes = points, x, con, slopes
+        self.scale_i, self.scale_o = scale_i, scale_o
+        m = points.shape[0]
+        c = np.median(points, axis=0)
+        self.r = np.hypot(points[:, 0] - c[0], points[:, 1] - c[1])
+        # round-off of a projected score, far below any gap the bounds rely on
+        self.eps = 4e-12 * float(np.max(np.abs(points[:, 0])) + np.max(np.abs(points[:, 1])))
+        self.r_cap = float(np.quantile(self.r, 0.995)) if m >= 400 else float(self.r.max())
+        self.pr, self.pg = points[:, 0].copy(), points[:, 1].copy()
+        self.xi, self.xo, self.xl = x[:, 0].copy(), x[:, 1].copy(), x[:, 2].copy()
+        self.x4 = np.concatenate((x, np.ones((m, 1))), axis=1)
+        self.tot4 = self.x4.sum(axis=0)
+        self.slack_i = 1e-9 * max(scale_i, 1.0)
+        if slopes is not None:
+            sl, si, so = slopes[2], slopes[0], slopes[1]
+            self.h = sl * x[:, 2] + si * x[:, 0] + so * x[:, 1]
+            self.h_abs = float(np.sum(np.abs(self.h)))
+        self.inc: tuple[float, float, float] | None = None  # objective, I, O
+        self.records: list[_Record] = []
+
+    # ---------------------------------------------------------------- incumbent
+    def offer(self, obj: float, i: float, o: float) -> None:
+        if self.inc is None:
+            self.inc = (obj, i, o)
+            return
+        tol = RTOL * max(abs(self.inc[0]), 1e-300)
+        if obj < self.inc[0] - tol or (obj <= self.inc[0] + tol and (-i, o) < (-self.inc[1],
+                                                                              self.inc[2])):
+            self.inc = (obj, i, o)
+
+    def seed(self, angles: F64) -> F64:
+        """Evaluate the directions of ``angles`` exactly; their best objectives (inf where no
+        rule is feasible)."""
+        w = np.stack([_unit(float(a)) for a in angles])
+        x = self.x
+        out = np.full(angles.size, math.inf)
+        for j, f in enumerate(grid_search(self.points, w, x[:, 0], x[:, 1], x[:, 2], self.con,
+                                          self.slopes, self.scale_i, self.scale_o)):
+            if f is not None:
+                self.offer(f[0].objective, f[0].I, f[0].O)
+                out[j] = f[0].objective
+        return out
+
+    def threshold(self) -> float:
+        """Bounds above this cannot hold the optimum."""
+        if self.inc is None:
+            return math.inf
+        v = self.inc[0]
+        if self.con is not None:
+            return v * (1 + MARGIN)
+        return v + MARGIN * max(abs(v), 1.0) + 1e-9 * self.h_abs
+
+    # ---------------------------------------------------------------- bounds
+    def bounds(self, a0: float, a1: float, anchors: NDArray[np.intp] | None,
+               pool: Pool | None) -> tuple[NDArray[np.intp], F64, F64, Pool]:
+        """Surviving anchors of ``[a0, a1]``, their lower bounds, their numbers of movers and the
+        pool of points that can be movers of one of them there."""
+        m = self.points.shape[0]
+        e = np.arange(m) if anchors is None else anchors
+        rho = 2.0 * math.sin(0.25 * (a1 - a0)) * (1 + 1e-9)
+        mid = 0.5 * (a0 + a1)
+        cw, sw = math.cos(mid), math.sin(mid)
+        if pool is None:
+            idx, base = np.arange(m), np.zeros(4)
+            s = self.pr * cw + self.pg * sw
+            spread = rho * self.r + self.eps
+        else:
+            idx, base = pool
+            s = self.pr[idx] * cw + self.pg[idx] * sw
+            spread = rho * self.r[idx] + self.eps
+        hi, lo = s + spread, s - spread
+        if anchors is None:
+            lo_e, hi_e = lo, hi
+        else:
+            s_e = self.pr[e] * cw + self.pg[e] * sw
+            spread_e = rho * self.r[e] + self.eps
+            lo_e, hi_e = s_e - spread_e, s_e + spread_e
+        # points below (above) every anchor's bound count for all of them, here and in
+        # every sub-interval
+        if pool is not None:
+            under = hi < float(lo_e.min())
+            base = base + self.x4[idx[under]].sum(axis=0)
+            keep = np.flatnonzero(~under & (lo <= float(hi_e.max())))
+            idx, hi, lo = idx[keep], hi[keep], lo[keep]
+        xi, xo, xl = self.xi[idx], self.xo[idx], self.xl[idx]
+        cols = [xi, xo, xl, np.ones(idx.size)]
+        inc = self.inc
+        if self.con is not None and inc is not None:
+            r_t = inc[0] * (1 + MARGIN)
+            cols += [np.minimum(0.0, xl - r_t * xi), np.minimum(0.0, xl - inc[0] * xi)]
+        elif self.slopes is not None:
+            cols.append(np.minimum(0.0, self.h[idx]))
+        v = np.stack(cols, axis=1)
+        oh, ol = np.argsort(hi), np.argsort(lo)
+        ch, cl = _cumsum0(v[oh]), _cumsum0(v[ol])
+        band = cl[-1]
+        cb = ch[np.searchsorted(hi[oh], lo_e, side="left")]  # band points below e
+        nb = band - cl[np.searchsorted(lo[ol], hi_e, side="right")]  # band points above e
+        C = base + cb[:, :4]
+        N = (self.tot4 - base - band[:4]) + nb[:, :4]
+        neg = band[4:] - cb[:, 4:] - nb[:, 4:]  # negative parts over M(e), e included
+        movers = m - 1 - C[:, 3] - N[:, 3]  # the anchor itself excluded
+        i_hi = self.tot4[0] - N[:, 0]
+        if self.con is not None:
+            con = self.con
+            drop = i_hi < con.a - RTOL * self.scale_i
+            drop |= C[:, 1] - con.k * i_hi > con.b + RTOL * (self.scale_o + con.k * self.scale_i)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lb = np.where(i_hi > 0, C[:, 2] / i_hi, math.inf)
+            if inc is not None:
+                r_t = inc[0] * (1 + MARGIN)
+                d_t = C[:, 2] - r_t * C[:, 0] + neg[:, 0]
+                drop |= d_t > 1e-9 * (self.tot4[2] + r_t * self.tot4[0]) + 1e-300
+                d_0 = C[:, 2] - inc[0] * C[:, 0] + neg[:, 1]
+                slack = 0.0 if inc[0] == 0 else 1e-9 * (self.tot4[2] + inc[0] * self.tot4[0])
+                drop |= (d_0 >= slack) & (i_hi < inc[1] - self.slack_i)
+        else:
+            assert self.slopes is not None and inc is not None
+            sl, si, so = self.slopes[2], self.slopes[0], self.slopes[1]
+            lb = sl * C[:, 2] + si * C[:, 0] + so * C[:, 1] + neg[:, 0]
+            drop = lb > self.threshold()
+            drop |= (lb >= inc[0] + 1e-9 * self.h_abs) & (i_hi < inc[1] - self.slack_i)
+        keep = np.flatnonzero(~drop)
+        return e[keep], lb[keep], movers[keep], (idx, base)
+
+    # ---------------------------------------------------------------- exact sweep of a leaf
+    def sweep(self, a0: float, a1: float, anchors: NDArray[np.intp], pool: Pool) -> None:
+        """Every state of each anchor at the directions of ``[a0, a1]``: the incumbent and the
+        records (each anchor's best there). Points outside ``pool`` are below (its base) or
+        above every anchor there."""
+        pts, x = self.points, self.x
+        idx, base4 = pool
+        rho = 2.0 * math.sin(0.25 * (a1 - a0)) * (1 + 1e-9)
+        mid = 0.5 * (a0 + a1)
+        w = np.array([math.cos(mid), math.sin(mid)])
+        far = self.r[idx] > self.r_cap
+        core, self_far = idx[~far], idx[far]
+        s = project(pts[core], w)
+        s_e = project(pts[anchors], w)
+        # a core point outside [s_e - hw, s_e + hw] keeps its side of the anchor on [a0, a1]
+        hw = rho * (self.r_cap + self.r[anchors]) * (1 + 1e-9) + 2 * self.eps
+        under = s < float(np.min(s_e - hw))
+        below = base4[:3] + x[core[under]].sum(axis=0)
+        keep = np.flatnonzero(~under & (s <= float(np.max(s_e + hw))))
+        order = keep[np.argsort(s[keep])]
+        oc, sc = core[order], s[order]
+        cum = below + _cumsum0(x[oc])
+        start = np.searchsorted(sc, s_e - hw, side="left")
+        stop = np.searchsorted(sc, s_e + hw, side="right")
+        work = (stop - start) + self_far.size
+        ends = np.cumsum(work)
+        b0 = 0
+        while b0 < anchors.size:
+            b1 = max(b0 + 1, int(np.searchsorted(ends, ends[b0] - work[b0] + _CHUNK, "right")))
+            self._sweep_batch(a0, a1, anchors[b0:b1], oc, self_far, cum[start[b0:b1]],
+                              start[b0:b1], stop[b0:b1])
+            b0 = b1
+
+    def _sweep_batch(self, a0: float, a1: float, e: NDArray[np.intp], oc: NDArray[np.intp],
+                     far: NDArray[np.intp], base: F64, start: NDArray[np.intp],
+                     stop: NDArray[np.intp]) -> None:
+        pts, x = self.points, self.x
+        k = e.size
+        counts = stop - start
+        row = np.repeat(np.arange(k), counts)
+        offs = np.cumsum(counts) - counts
+        pos = np.arange(row.size) - np.repeat(offs - start, counts)
+        q = oc[pos]
+        if far.size:
+            row = np.concatenate((row, np.repeat(np.arange(k), far.size)))
+            q = np.concatenate((q, np.tile(far, k)))
+        own = q != e[row]
+        row, q = row[own], q[own]
+        ea = e[row]
+        dr = pts[q, 0] - pts[ea, 0]
+        dg = pts[q, 1] - pts[ea, 1]
+        zero = dr == 0
+        theta = event_angles(dr, dg)
+        below = np.where(zero, dg < 0, np.where(dr < 0, theta >= a0, theta < a0))
+        xq = x[q]
+        xe = x[e]
+
+        def per_row(mask: NDArray[np.bool_]) -> F64:
+            return np.stack([np.bincount(row, weights=np.where(mask, xq[:, c], 0.0),
+                                         minlength=k) for c in range(3)], axis=1)
+
+        p0 = base + per_row(below)
+        P, G, R = [p0], [xe], [np.arange(k)]
+        if a0 == 0.0:
+            P.append(base + per_row(dr < 0))
+            G.append(xe + per_row(zero))
+            R.append(np.arange(k))
+        if a1 == math.pi:
+            P.append(base + per_row(dr > 0))
+            G.append(xe + per_row(zero))
+            R.append(np.arange(k))
+        ev = np.flatnonzero(np.isfinite(theta) & (theta >= a0) & (theta <= a1))
+        if ev.size:
+            ev = ev[np.lexsort((theta[ev], row[ev]))]
+            er, et, xv = row[ev], theta[ev], xq[ev]
+            wb = np.where(below[ev][:, None], xv, 0.0)
+            flip = _cumsum0(xv - 2.0 * wb)  # below flips to above: -x; above to below: +x
+            first = np.flatnonzero(np.concatenate(([True], er[1:] != er[:-1])))
+            row_first = np.repeat(first, np.diff(np.append(first, er.size)))
+            new = np.concatenate(([True], (er[1:] != er[:-1]) | (et[1:] != et[:-1])))
+            gs = np.flatnonzero(new)
+            ge = np.append(gs[1:], er.size)
+            gr = er[gs]
+            rf = row_first[gs]
+            cx, cwb = _cumsum0(xv), _cumsum0(wb)
+            before = p0[gr] + flip[gs] - flip[rf]
+            P += [before - (cwb[ge] - cwb[gs]), p0[gr] + flip[ge] - flip[rf]]
+            G += [xe[gr] + cx[ge] - cx[gs], xe[gr]]
+            R += [gr, gr]
+        self._reduce(e, np.concatenate(R), np.concatenate(P), np.concatenate(G))
+
+    def _reduce(self, e: NDArray[np.intp], row: NDArray[np.intp], P: F64, G: F64) -> None:
+        """Each anchor's best state point: the records and the incumbent."""
+        k = e.size
+        order = np.argsort(row, kind="stable")
+        row, P, G = row[order], P[order], G[order]
+        if self.con is not None:
+            con = self.con
+            lim = con.b + RTOL * (self.scale_o + con.k * self.scale_i)
+            i_end = P[:, 0] + G[:, 0]
+            o_start = P[:, 1] - con.k * P[:, 0]
+            cand = np.flatnonzero((i_end >= con.a - RTOL * self.scale_i)
+                                  & ((o_start <= lim) | (o_start + G[:, 1] - con.k * G[:, 0]
+                                                         <= lim)))
+            r = rows_best_ratio(row[cand], cand, P[cand, 0], P[cand, 1], P[cand, 2],
+                                G[cand, 0], G[cand, 1], G[cand, 2], k, con, self.scale_i,
+                                self.scale_o)
+            found, obj, ii, oo = r.found, r.objective, r.I, r.O
+        else:
+            assert self.slopes is not None
+            si, so, sl = self.slopes
+            pts = np.concatenate((P, P + G))
+            rr = np.concatenate((row, row))
+            cost = sl * pts[:, 2] + si * pts[:, 0] + so * pts[:, 1]
+            near = np.flatnonzero(cost <= self.threshold())  # others cannot be finalists
+            if near.size == 0:
+                return
+            pts, rr, cost = pts[near], rr[near], cost[near]
+            o1 = np.lexsort((pts[:, 1], -pts[:, 0], cost, rr))
+            firsts = o1[np.concatenate(([True], rr[o1][1:] != rr[o1][:-1]))]
+            found = np.zeros(k, dtype=bool)
+            obj, ii, oo = np.full(k, np.inf), np.zeros(k), np.zeros(k)
+            fr = rr[firsts]
+            found[fr] = True
+            obj[fr], ii[fr], oo[fr] = cost[firsts], pts[firsts, 0], pts[firsts, 1]
+        f = np.flatnonzero(found)
+        if f.size == 0:
+            return
+        self.records.append(_Record(e[f], obj[f], ii[f], oo[f]))
+        best = f[np.lexsort((oo[f], -ii[f], obj[f]))[0]]
+        self.offer(float(obj[best]), float(ii[best]), float(oo[best]))
+
+    # ---------------------------------------------------------------- finalists
+    def finalists(self) -> NDArray[np.intp] | None:
+        if not self.records:
+            return None
+        rec = _Record(*(np.concatenate(c) for c in zip(*self.records, strict=True)))
+        opt = float(rec.obj.min())
+        if self.con is not None:
+            tie = opt * (1 + TIE)
+        else:
+            tie = opt + TIE * max(abs(opt), 1e-300) + 1e-12 * self.h_abs
+        near = rec.obj <= tie
+        if self.con is not None and np.unique(rec.anchor[near]).size > MAX_FINALISTS:
+            near &= rec.I >= rec.I[near].max() - self.slack_i
+            near &= rec.O <= rec.O[near].min() + 1e-9 * max(self.scale_o, 1.0)
+        return np.unique(rec.anchor[near])
+
+
+def branch_search(
+    points: F64, x: F64, con: Constraint | None, slopes: Slopes | None,
+    scale_i: float, scale_o: float, *, sweep_below: int = SWEEP_BELOW,
+    leaf_work: float = LEAF_WORK, start: int = START,
+) -> State | None:
+    """The rule of :func:`~abstain._core.ood_search.exact_search` (same arguments) by branch
+    and bound over intervals of directions (see the module docstring).
+
+    ``sweep_below``: at most this many points run the full sweep; ``leaf_work`` (movers
+    per point) and ``start`` tune the refinement (the result does not depend on them).
+    """
+    m = points.shape[0]
+    if m <= sweep_below:
+        return exact_search(points, x, con, slopes, scale_i, scale_o)
+    search = _Search(points, x, con, slopes, scale_i, scale_o)
+    angles = np.linspace(0.0, math.pi, start + 1)
+    angles[-1] = math.pi
+    value = search.seed(angles)
+    # (priority, order, a0, a1, surviving anchors or None for all, lower bound): the
+    # interval whose ends' best rule is best comes first, so that the incumbent improves
+    # early; the bound decides what is pruned
+    heap: list[tuple[float, int, float, float, NDArray[np.intp] | None, Pool | None,
+                     float]] = [
+        (min(value[j], value[j + 1]), j, float(angles[j]), float(angles[j + 1]), None, None,
+         -math.inf) for j in range(start)]
+    heapq.heapify(heap)
+    count = start
+    while heap:
+        priority, _, a0, a1, anchors, pool, key = heapq.heappop(heap)
+        if key > search.threshold():
+            continue
+        alive, lb, movers, pool = search.bounds(a0, a1, anchors, pool)
+        if alive.size == 0:
+            continue
+        if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
+            search.sweep(a0, a1, alive, pool)
+            continue
+        mid = 0.5 * (a0 + a1)
+        if alive.size * SEED_SHARE > m:  # many anchors survive: try the middle direction
+            priority = float(search.seed(np.array([mid]))[0])
+        low = float(lb.min())
+        for lo_a, hi_a in ((a0, mid), (mid, a1)):
+            heapq.heappush(heap, (priority, count, lo_a, hi_a, alive, pool, low))
+            count += 1
+    chosen = search.finalists()
+    if chosen is None:
+        return None
+    return exact_search(points, x, con, slopes, scale_i, scale_o, anchors=chosen)

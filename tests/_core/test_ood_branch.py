@@ -1,0 +1,230 @@
+"""The branch-and-bound double-score search (``_core.ood_branch.branch_search``, what
+``search="exact"`` runs) against the full sweep over every swap (``exact_search``) and the
+brute-force references in tests/reference/ood_ref.py: the same rule (objective, masses,
+direction, threshold anchor), on random data with many ties, 0/1 and continuous losses,
+weights, all three problems and infeasible targets."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from reference import ood_ref as R
+
+from abstain._core.ood_branch import branch_search
+from abstain._core.ood_sample import (
+    Sample,
+    ood_fraction,
+    precision_recall_constraint,
+    tpr_fpr_constraint,
+)
+from abstain._core.ood_search import exact_search
+from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+
+
+def _data(rng, n, levels, weighted=False, loss="mixed"):
+    """Scores with ``levels`` integer values per column (0: continuous), both classes."""
+    ood = rng.random(n) < 0.4
+    ood[0], ood[1] = True, False
+    if levels:
+        s = rng.integers(0, levels, (n, 2)).astype(float)
+    else:
+        s = rng.normal(size=(n, 2))
+        s[:, 1] += 1.5 * ood
+    kind = loss if loss != "mixed" else ("01", "half", "cont")[int(rng.integers(3))]
+    if kind == "01":
+        ls = (rng.random(n) < 0.3).astype(float)
+    elif kind == "half":
+        ls = rng.integers(0, 3, n) / 2.0
+    else:
+        ls = rng.random(n)
+    w = rng.random(n) + 0.25 if weighted else None
+    return s, ood, np.where(ood, 0.0, ls), w
+
+
+def _problem(rng, sample, kind):
+    """A constraint (TPR/FPR, precision/recall) or linear slopes, some of them infeasible."""
+    if kind == 0:
+        tpr = float(rng.choice([0.3, 0.5, 0.8, 1.0]))
+        fpr = float(rng.choice([0.0, 0.1, 0.3, 0.6, 1.0]))
+        return tpr_fpr_constraint(sample, tpr, fpr), None
+    if kind == 1:
+        kappa, recall = float(rng.choice([0.5, 0.7, 0.95])), float(rng.choice([0.3, 0.6, 1.0]))
+        return precision_recall_constraint(sample, kappa, recall, ood_fraction(sample)), None
+    pi = ood_fraction(sample)
+    a, b = (1 - pi) / sample.n_id, pi / sample.n_ood
+    e1 = float(rng.choice([0.1, 0.3, 0.6]))
+    return None, (-a * e1, b * float(rng.choice([0.5, 1.0])), a)
+
+
+def _same(got, ref):
+    if ref is None:
+        assert got is None
+        return
+    assert got is not None
+    # the same anchor, direction and state; the masses are sums of the same numbers, whose
+    # last bit may differ (the full sweep itself sums batches of anchors by matrix products)
+    assert got.best.at == ref.best.at
+    assert got.angle == ref.angle and got.critical == ref.critical
+    assert np.array_equal(got.weights, ref.weights)
+    for a, b in zip(got.best[1:], ref.best[1:], strict=True):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-300)
+
+
+@pytest.mark.parametrize("seed", range(90))
+def test_branch_and_bound_equals_the_full_sweep(seed):
+    """Forced through the bounds (``sweep_below=0``) with leaves of every size: the rule of
+    the full sweep, ties and tie-breaking included."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4, 90))
+    s, ood, ls, w = _data(rng, n, int(rng.choice([0, 2, 3, 5, 12])), weighted=seed % 4 == 3)
+    sample = Sample.of(s, ood, ls, w)
+    pts, x = sample.pairs()
+    con, slopes = _problem(rng, sample, seed % 3)
+    ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
+                        leaf_work=float(rng.choice([0.5, 3.0, 30.0, 1e4])),
+                        start=int(rng.choice([1, 2, 5, 32])))
+    _same(got, ref)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_branch_and_bound_against_brute_force(seed):
+    """The objective equals the exhaustive search over every direction where two pairs tie,
+    one direction in every gap, and every threshold (references written from the paper)."""
+    rng = np.random.default_rng(500 + seed)
+    s, ood, ls, _ = _data(rng, int(rng.integers(4, 13)), int(rng.choice([2, 3, 4])))
+    sample = Sample.of(s, ood, ls)
+    pts, x = sample.pairs()
+    con, slopes = _problem(rng, sample, seed % 3)
+    got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
+                        leaf_work=1.0, start=int(rng.choice([1, 3])))
+    if con is None:
+        ref = R.best_linear_2d(s, ood, ls, slopes)
+        assert got is not None and math.isclose(got.best.objective, ref, abs_tol=1e-12)
+        return
+    ref = R.best_ratio_2d(s, ood, ls, con.a, con.b, con.k)
+    assert (got is None) == (ref is None)
+    if ref is not None:
+        assert math.isclose(got.best.objective, ref[0], abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("problem", range(3))
+def test_the_fits_use_it_beyond_the_full_sweep_size(problem):
+    """Above ``SWEEP_BELOW`` distinct pairs the models run the branch and bound: each fitted
+    rule equals the full sweep's, and no grid (the paper's 1602 angles) does better."""
+    rng = np.random.default_rng(40 + problem)
+    n = 400
+    s, ood, ls, _ = _data(rng, n, 0, loss=("01", "cont", "01")[problem])
+    sample = Sample.of(s, ood, ls)
+    pts, x = sample.pairs()
+    model, grid = [
+        (BoundedTPRFPR(0.7, 0.3, search="exact"), BoundedTPRFPR(0.7, 0.3, n_directions=1602)),
+        (BoundedPrecisionRecall(0.8, 0.5, search="exact"),
+         BoundedPrecisionRecall(0.8, 0.5, n_directions=1602)),
+        (CostBasedOOD(0.3, 1.0, 0.0, search="exact"), CostBasedOOD(0.3, 1.0, 0.0,
+                                                                     n_directions=1602)),
+    ][problem]
+    model.fit(s, ood, ls)
+    grid.fit(s, ood, ls)
+    con, slopes = [(tpr_fpr_constraint(sample, 0.7, 0.3), None),
+                   (precision_recall_constraint(sample, 0.8, 0.5, ood_fraction(sample)), None),
+                   _problem(np.random.default_rng(0), sample, 2)][problem]
+    if problem == 2:
+        pi = ood_fraction(sample)
+        a, b = (1 - pi) / sample.n_id, pi / sample.n_ood
+        slopes = (-a * 0.3, b * 1.0, a)
+    ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    assert ref is not None and pts.shape[0] == n
+    got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    _same(got, ref)
+    assert model.weights_ == list(ref.weights)
+    if problem == 2:
+        assert model.cost_ <= grid.cost_ + 1e-12
+    else:
+        assert model.risk_ == pytest.approx(ref.best.objective, abs=1e-15)
+        assert model.risk_ <= grid.risk_ + 1e-12
+
+
+def test_infeasible_targets_and_the_tie_plateau():
+    """No feasible rule: None, as the full sweep; all losses zero (every feasible rule ties
+    at risk 0): the tie is broken as the full sweep breaks it (largest TPR first)."""
+    rng = np.random.default_rng(7)
+    s, ood, ls, _ = _data(rng, 300, 0, loss="01")
+    sample = Sample.of(s, ood, ls)
+    pts, x = sample.pairs()
+    for tpr, fpr in ((1.0, 0.0), (0.99, 0.01)):
+        con = tpr_fpr_constraint(sample, tpr, fpr)
+        assert exact_search(pts, x, con, None, sample.n_id, sample.n_ood) is None
+        assert branch_search(pts, x, con, None, sample.n_id, sample.n_ood) is None
+    zero = Sample.of(s, ood, np.zeros(300))
+    pts, x = zero.pairs()
+    con = tpr_fpr_constraint(zero, 0.5, 0.2)
+    ref = exact_search(pts, x, con, None, zero.n_id, zero.n_ood)
+    assert ref is not None and ref.best.objective == 0.0
+    _same(branch_search(pts, x, con, None, zero.n_id, zero.n_ood), ref)
+
+
+@given(st.integers(0, 10**6))
+def test_property_equal_to_the_full_sweep_under_rescaling(seed):
+    """Positive rescaling of a column, tied or continuous data: the same optimum as the full
+    sweep of the rescaled data (whose directions then differ)."""
+    rng = np.random.default_rng(seed)
+    s, ood, ls, _ = _data(rng, int(rng.integers(5, 60)), int(rng.choice([0, 3, 6])))
+    s = s * np.array([float(rng.choice([1.0, 0.01, 37.5])), float(rng.choice([1.0, 250.0]))])
+    sample = Sample.of(s, ood, ls)
+    pts, x = sample.pairs()
+    con, slopes = _problem(rng, sample, int(rng.integers(3)))
+    ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    _same(branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
+                        leaf_work=float(rng.choice([1.0, 10.0]))), ref)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pairs_on_a_line_through_an_anchor_tie(seed):
+    """Integer pairs over wide ranges (many on one line through another, on both sides):
+    the swaps on each side of the line round alike, so the optimum is the brute force's,
+    also after an exact rescaling of a column."""
+    rng = np.random.default_rng(900 + seed)
+    n = int(rng.integers(4, 11))
+    s = np.stack((rng.integers(0, 6, n), rng.integers(-15, 15, n)), 1).astype(float)
+    if seed == 0:  # the pairs (4, 7), (5, 8) and (3, 6) on a line, with (4, 0)
+        s = np.array([[4.0, 7.0], [3.0, 6.0], [5.0, 8.0], [4.0, 0.0]])
+    ood = rng.random(len(s)) < 0.5
+    ood[0], ood[1] = True, False
+    ls = np.where(ood, 0.0, rng.integers(0, 2, len(s)).astype(float))
+    for scale in (1.0, 128.0, 3.0):
+        t = s * np.array([scale, 1.0])
+        sample = Sample.of(t, ood, ls)
+        pts, x = sample.pairs()
+        con, slopes = _problem(rng, sample, seed % 3)
+        got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
+                            leaf_work=3.0)
+        full = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+        if con is None:
+            ref = R.best_linear_2d(t, ood, ls, slopes)
+            assert math.isclose(got.best.objective, ref, abs_tol=1e-12)
+            assert math.isclose(full.best.objective, ref, abs_tol=1e-12)
+            continue
+        ref = R.best_ratio_2d(t, ood, ls, con.a, con.b, con.k)
+        assert (got is None) == (ref is None) == (full is None)
+        if ref is not None:
+            assert math.isclose(got.best.objective, ref[0], abs_tol=1e-12)
+            assert math.isclose(full.best.objective, ref[0], abs_tol=1e-12)
+
+
+def test_swaps_on_both_sides_of_an_anchor_tie_exactly():
+    """Offsets ``v`` and ``-t v`` (two pairs on one line through the anchor) give the same
+    swap angle bit for bit, so the full sweep and the branch and bound see one tie."""
+    from abstain._core.ood_search import event_angles
+
+    rng = np.random.default_rng(0)
+    v = rng.integers(-200, 200, (20000, 2)).astype(float)
+    v = v[v[:, 0] != 0]
+    w = -rng.integers(1, 9, len(v)).astype(float)[:, None] * v
+    a, b = event_angles(v[:, 0], v[:, 1]), event_angles(w[:, 0], w[:, 1])
+    assert np.array_equal(a, b) and np.all((a > 0) & (a < math.pi))
+    assert np.isinf(event_angles(np.zeros(2), np.array([1.0, -1.0]))).all()
