@@ -199,10 +199,6 @@ def test_exact_risk_coverage_curve_at_fpr_is_unit_free_and_checks_its_input():
         M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=1.5, search="exact")
 
 
-@pytest.mark.xfail(strict=True, reason="_core.ood_search._anchor_events computes an event's "
-                   "angle as arctan2(-dr, dg), plus pi when that is <= 0: two points on a line "
-                   "through the anchor, one on each side, get angles rounded differently, so "
-                   "their tie is missed and orders that no direction gives are swept")
 def test_exact_envelope_with_pairs_on_a_line_on_both_sides_of_a_point():
     # (3, 6), (4, 7), (5, 8) lie on a line; x128 on the first column keeps them on it exactly
     s = np.array([[4.0, 7.0], [3.0, 6.0], [5.0, 8.0], [4.0, 0.0]])
