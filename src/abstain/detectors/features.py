@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.linalg import blas
 from scipy.special import logsumexp
 
 from .._core.optional import require
@@ -256,6 +257,18 @@ class KNN(Detector):
         return np.sqrt(np.maximum(out, 0.0))
 
 
+def _gram(C: NDArray[np.floating]) -> NDArray[np.float64]:
+    """``C.T @ C`` in float64, computed in ``C``'s type by BLAS's symmetric rank-k update.
+
+    ``syrk`` on the Fortran-ordered view ``C.T`` of a C-ordered ``C`` takes no copy and does
+    half the work of a general product; NumPy's ``C.T @ C`` was 2 to 6 times slower on
+    tall float32 matrices here. The upper triangle it fills is mirrored.
+    """
+    syrk = blas.ssyrk if C.dtype == np.float32 else blas.dsyrk
+    upper = syrk(1.0, np.ascontiguousarray(C).T, trans=0).astype(np.float64)
+    return np.triu(upper) + np.triu(upper, 1).T
+
+
 def _default_vim_dim(n_features: int) -> int:
     if n_features >= 2048:
         return 1000
@@ -349,7 +362,7 @@ class ViM(Detector):
         W, b = linear_layer(weight, bias, d, "ViM")
         u = -np.linalg.pinv(W) @ b
         C = F - _as_dtype(u, dt)
-        cov = (C.T @ C).astype(np.float64) / C.shape[0]
+        cov = _gram(C) / C.shape[0]
         evals, evecs = np.linalg.eigh(cov)
         order = np.argsort(-evals, kind="stable")
         R = evecs[:, order[D:]]
@@ -449,7 +462,7 @@ class Mahalanobis(Detector):
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         means = np.add.reduceat(F[order], starts, axis=0, dtype=np.float64) / counts[:, None]
         C = F - _as_dtype(means, dt)[inv]
-        cov = (C.T @ C).astype(np.float64) / F.shape[0]
+        cov = _gram(C) / F.shape[0]
         evals, evecs = np.linalg.eigh(cov)
         keep = evals > rcond * max(float(evals.max()), 0.0)
         if not np.any(keep):
