@@ -47,7 +47,7 @@ from .._core.ood_sample import (
 )
 from .._core.pair_table import PairTable
 from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, load_family, serializable
-from .._core.table import ScoreTable, table_or_none
+from .._core.table import ScoreTable, check_whole_table, table_or_none
 from .._core.validation import (
     check_fraction,
     check_open_unit,
@@ -56,7 +56,7 @@ from .._core.validation import (
     check_random_state,
 )
 from ..exceptions import InfeasibleTargetWarning
-from ..metrics import fpr_at_tpr, ood_roc_curve
+from ..metrics import fpr_at_tpr
 
 __all__ = [
     "BoundedTPRFPR",
@@ -533,14 +533,15 @@ def _directions(s: NDArray[np.float64], n_directions: int) -> list[NDArray[np.fl
     return [core.project(s, w) for w in core.grid_weights(n_directions)]
 
 
-def least_fpr_at_tpr(scores: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
+def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
                      tpr: float | None = None, *,
                      n_directions: int = N_DIRECTIONS) -> float:
     """The lowest FPR of a threshold rule with TPR >= ``tpr``: what :class:`BoundedTPRFPR`
     can attain at that TPR.
 
-    One score column: :func:`abstain.metrics.fpr_at_tpr`. Two columns: the least over the
-    grid of ``n_directions`` directions that ``search="grid"`` tries. Tie rule as in
+    One score column: :func:`abstain.metrics.fpr_at_tpr`. Two columns (or a
+    :class:`~abstain.models.PairTable`): the least over the grid of ``n_directions``
+    directions that ``search="grid"`` tries. Tie rule as in
     :class:`BoundedTPRFPR` (the tie group at the threshold is accepted with one probability).
 
     Examples
@@ -551,17 +552,21 @@ def least_fpr_at_tpr(scores: ArrayLike | ScoreTable, is_ood: ArrayLike | None = 
     """
     t = check_fraction("tpr", tpr)
     _, d = check_search("grid", n_directions)
-    if isinstance(scores, ScoreTable):
-        table_or_none(scores, {"is_ood": is_ood})
-        return float(fpr_at_tpr(scores, tpr=t))
-    s, w_id, _, _ = validate_sample(scores, is_ood,  # type: ignore[arg-type]
-                                    np.zeros(len(np.asarray(is_ood))), None)
-    ood = w_id == 0
-    return min(float(fpr_at_tpr(ood, c, t)) for c in _directions(s, d))
+    if isinstance(scores, (ScoreTable, PairTable)):
+        check_whole_table(scores, {"is_ood": is_ood})
+        return float(fpr_at_tpr(scores, tpr=t, n_directions=d))
+    return float(fpr_at_tpr(is_ood, scores, t, n_directions=d))  # type: ignore[arg-type]
 
 
-def most_recall_at_precision(scores: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
-                             precision: float | None = None, *,
+def _roc_sample(scores: Any, is_ood: Any) -> Sample:
+    """The sample behind the ROC curves of arrays or of a table (no losses needed)."""
+    if isinstance(scores, (ScoreTable, PairTable)) or is_ood is None:
+        return Sample.of(scores, is_ood, None)
+    return Sample.of(scores, is_ood, np.zeros(len(np.asarray(is_ood))))
+
+
+def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
+                             is_ood: ArrayLike | None = None, precision: float | None = None, *,
                              ood_prior: float | None = None,
                              n_directions: int = N_DIRECTIONS) -> float:
     """The highest recall (TPR) of a threshold rule with precision >= ``precision``: what
@@ -570,7 +575,8 @@ def most_recall_at_precision(scores: ArrayLike | ScoreTable, is_ood: ArrayLike |
     The precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with ``pi = ood_prior``, or
     the sample's OOD fraction when None. Precision >= p is ``p pi FPR <= (1 - p)(1 - pi)
     TPR``, linear along each ROC segment, so the answer is at the last ROC knot meeting it
-    or where the next segment crosses it; two columns take the best grid direction.
+    or where the next segment crosses it; two columns (or a
+    :class:`~abstain.models.PairTable`) take the best grid direction.
 
     Examples
     --------
@@ -580,16 +586,12 @@ def most_recall_at_precision(scores: ArrayLike | ScoreTable, is_ood: ArrayLike |
     """
     p = check_fraction("precision", precision)
     _, d = check_search("grid", n_directions)
-    if isinstance(scores, ScoreTable):
-        table_or_none(scores, {"is_ood": is_ood})
-        curves = [ood_roc_curve(scores)]
-        ood_share = Sample.from_table(scores).n_ood / scores.n
-    else:
-        s, w_id, _, _ = validate_sample(scores, is_ood,  # type: ignore[arg-type]
-                                        np.zeros(len(np.asarray(is_ood))), None)
-        ood = w_id == 0
-        curves = [ood_roc_curve(ood, c) for c in _directions(s, d)]
-        ood_share = float(ood.mean())
+    sample = _roc_sample(scores, is_ood)
+    curves = []
+    for c in _directions(sample.s, d):
+        kn = core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
+        curves.append((kn.O / sample.n_ood, kn.I / sample.n_id))
+    ood_share = sample.n_ood / (sample.n_id + sample.n_ood)
     pi = ood_share if ood_prior is None else check_open_unit("ood_prior", ood_prior)
     best = 0.0
     for fpr, tpr in curves:
