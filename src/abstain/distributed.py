@@ -55,7 +55,10 @@ def _pieces(x: Any, name: str) -> tuple[list[Any], tuple[int, ...] | None]:
         if x.ndim != 1:
             raise ValueError(f"{name} must be a one-dimensional Dask array; got {x.ndim} "
                              "dimensions.")
-        return list(x.to_delayed().ravel()), tuple(int(c) for c in x.chunks[0])
+        # Not optimised one by one: the partitions of the other columns share their tasks
+        # (a block read or generated once serves every column of it).
+        return (list(x.to_delayed(optimize_graph=False).ravel()),
+                tuple(int(c) for c in x.chunks[0]))
     dd: Any
     try:
         import dask.dataframe as dd
