@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from abstain import BoundedAbstention, BoundedImprovement, PairTable, ScoreTable
-from abstain.ood import BoundedTPRFPR
 from abstain.metrics import augrc, aurc, auroc, e_aurc, fpr_at_tpr
+from abstain.ood import BoundedTPRFPR
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -127,24 +127,24 @@ def test_pair_table_of_dataframe_columns_fits_the_rule_of_the_rows(client, rows)
 
 def test_pair_table_refuses_bad_input(client, rows) -> None:
     s, losses, ood = _pairs(rows, 1000)
-    S, L, O = (da.from_array(x, chunks=250) for x in (s, losses, ood))  # noqa: N806
+    S, L, M = (da.from_array(x, chunks=250) for x in (s, losses, ood))  # noqa: N806
     with pytest.raises(ValueError, match=r"more than max_pairs=10 distinct pairs .*Round both"):
-        pair_table(S, L, is_ood=O, max_pairs=10)
+        pair_table(S, L, is_ood=M, max_pairs=10)
     with pytest.raises(ValueError, match=r"shape \(n, 2\), one column per score; got shape"):
         pair_table(da.zeros((10, 3)), da.zeros(10), is_ood=da.zeros(10))
     frame = dd.from_dict({"a": s[:, 0], "b": s[:, 1], "c": s[:, 1]}, npartitions=2)
     with pytest.raises(ValueError, match=r"DataFrame of two columns \(s_r, s_g\); got"):
-        pair_table(frame, L, is_ood=O)
+        pair_table(frame, L, is_ood=M)
     with pytest.raises(ValueError, match="Dask array of shape"):
-        pair_table(s, L, is_ood=O)
+        pair_table(s, L, is_ood=M)
     with pytest.raises(ValueError, match="is_ood must be a Dask array or Series"):
         pair_table(S, L, is_ood=None)
     with pytest.raises(ValueError, match="must have the same length"):
-        pair_table(S, da.from_array(losses[:900]), is_ood=O)
+        pair_table(S, da.from_array(losses[:900]), is_ood=M)
     with pytest.raises(ValueError, match="max_pairs must be"):
-        pair_table(S, L, is_ood=O, max_pairs=0)
+        pair_table(S, L, is_ood=M, max_pairs=0)
     with pytest.raises(ValueError, match="losses must not be NaN on ID rows"):
-        pair_table(S, da.from_array(np.full(1000, np.nan), chunks=250), is_ood=O)
+        pair_table(S, da.from_array(np.full(1000, np.nan), chunks=250), is_ood=M)
     empty = da.zeros((0, 2), chunks=(1, 2))
     with pytest.raises(ValueError, match="scores must not be empty"):
         pair_table(empty, da.zeros(0, chunks=1), is_ood=da.zeros(0, chunks=1))
