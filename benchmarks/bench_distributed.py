@@ -297,11 +297,13 @@ NOTES = [
     "  more work than the in-memory one (worker CPU / in-memory CPU at 1e8: 0.89 fp16, 0.34",
     "  dec4, 0.68 fp32), so it wins exactly when it gets its second core.",
     "- **1e9 rows**, generated lazily per partition (500 blocks): the table equals the one",
-    "  streamed through a single process bit for bit (`exact` = True (streamed)). See the",
-    "  measured column for the load: the dec4 row ran under a load average near 7, where the",
-    "  Dask path took longer than the one streaming process. fp32 at 1e9 was not run: its",
-    "  table (hundreds of millions of groups) would not fit the driver; use",
-    "  `ScoreTable.binned` for it.",
+    "  streamed through a single process bit for bit (`exact` = True (streamed)). Both rows ran",
+    "  while other jobs loaded the machine (load average 5.5 at the start of fp16, about 7",
+    "  during dec4), and there the Dask path took longer than one process streaming the",
+    "  blocks into one table: fp16 133 s against 88.5 s (its workers used 109 s of CPU, about",
+    "  1.2 times the single process, and got about 0.8 of a core between them), dec4 537 s",
+    "  against 268 s. fp32 at 1e9 was not run: its table (hundreds of millions of groups)",
+    "  would not fit the driver; use `ScoreTable.binned` for it.",
     "- Driver memory does not follow the rows: about 130 MiB for quantised scores from 1e6 to",
     "  1e8 rows; at 1e9 it was 266 MiB, the task graph and scheduler state of 10 times more",
     "  partitions (4,572 tasks; it follows the number of partitions, not of rows). For raw fp32",
@@ -311,7 +313,8 @@ NOTES = [
     "  timing.",
     "- Commands: `python benchmarks/bench_distributed.py --sizes 1e6 1e7`, `--sizes 1e8 --kinds",
     "  fp16 dec4 --repeat 2`, `--sizes 1e8 --kinds fp32`, `--sizes 1e9 --kinds fp16 dec4",
-    "  --stream` (each run keeps the rows of the others in the JSON beside this file).",
+    "  --stream` (dec4 at 1e9 from an earlier run of the same code, fp16 re-run); each run",
+    "  keeps the rows of the others in the JSON beside this file.",
 ]
 
 
