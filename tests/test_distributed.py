@@ -1,20 +1,22 @@
 """abstain.distributed on a LocalCluster(processes=False): both plans give the table of the
-rows, and the metrics and fits on it equal those on the rows (1e6 rows)."""
+rows, and the metrics and fits on it equal those on the rows (1e6 rows); pair_table gives
+the PairTable of the rows."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from abstain import BoundedAbstention, BoundedImprovement, ScoreTable
+from abstain import BoundedAbstention, BoundedImprovement, PairTable, ScoreTable
 from abstain.metrics import augrc, aurc, auroc, e_aurc, fpr_at_tpr
+from abstain.ood import BoundedTPRFPR
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
-from abstain.distributed import score_table  # noqa: E402
+from abstain.distributed import pair_table, score_table  # noqa: E402
 
 N = 1_000_000
 # the test's rows are NumPy arrays sent with the graph; real data is read by the workers
@@ -85,3 +87,64 @@ def test_bad_collections_are_refused(client, rows) -> None:
         score_table(da.from_array(quantised[:100]), da.from_array(-losses[:100] - 1))
     with pytest.raises(ValueError, match="one-dimensional"):
         score_table(da.zeros((3, 3)), da.zeros((3, 3)))
+
+
+def _pairs(rows, n):
+    quantised, fp32, losses, is_ood = rows
+    s = np.stack([quantised[:n], np.round(fp32[:n] * 2 + 2 * is_ood[:n], 1)], axis=1)
+    return s, np.where(is_ood[:n], np.nan, losses[:n]), is_ood[:n]
+
+
+def test_pair_table_gives_the_pair_table_of_the_rows(client, rows) -> None:
+    n = N // 4
+    s, losses, ood = _pairs(rows, n)  # 4 decimals x 1 decimal: about 200,000 pairs
+    table = pair_table(da.from_array(s, chunks=(n // 8, 1)), da.from_array(losses, chunks=n // 5),
+                       is_ood=da.from_array(ood, chunks=n // 8), fan_in=3)
+    whole = PairTable.from_arrays(s, losses, is_ood=ood)
+    assert table == whole and table.n == n
+    # continuous losses: to float64 rounding of the summed losses
+    cont = np.where(ood, np.nan, rows[1][:n])
+    got = pair_table(da.from_array(s, chunks=(n // 4, 2)), da.from_array(cont, chunks=n // 4),
+                     is_ood=da.from_array(ood, chunks=n // 4))
+    ref = PairTable.from_arrays(s, cont, is_ood=ood)
+    assert np.array_equal(got.values, ref.values) and np.array_equal(got.counts, ref.counts)
+    np.testing.assert_allclose(got.loss_sums, ref.loss_sums, rtol=1e-12)
+
+
+def test_pair_table_of_dataframe_columns_fits_the_rule_of_the_rows(client, rows) -> None:
+    s, losses, ood = _pairs(rows, 5_000)
+    s = np.round(s, 1)
+    frame = dd.from_dict({"r": s[:, 0], "g": s[:, 1], "loss": losses, "ood": ood},
+                         npartitions=5)
+    table = pair_table(frame[["r", "g"]], frame["loss"], is_ood=frame["ood"])
+    assert table == PairTable.from_arrays(s, losses, is_ood=ood)
+    on_table = BoundedTPRFPR(tpr=0.8, fpr=0.5).fit(table)
+    on_rows = BoundedTPRFPR(tpr=0.8, fpr=0.5).fit(s, ood, losses)
+    assert on_table.feasible_ and np.array_equal(on_table.weights_, on_rows.weights_)
+    assert (on_table.threshold_, on_table.accept_prob_, on_table.tpr_, on_table.fpr_) == (
+        on_rows.threshold_, on_rows.accept_prob_, on_rows.tpr_, on_rows.fpr_)
+
+
+def test_pair_table_refuses_bad_input(client, rows) -> None:
+    s, losses, ood = _pairs(rows, 1000)
+    S, L, M = (da.from_array(x, chunks=250) for x in (s, losses, ood))  # noqa: N806
+    with pytest.raises(ValueError, match=r"more than max_pairs=10 distinct pairs .*Round both"):
+        pair_table(S, L, is_ood=M, max_pairs=10)
+    with pytest.raises(ValueError, match=r"shape \(n, 2\), one column per score; got shape"):
+        pair_table(da.zeros((10, 3)), da.zeros(10), is_ood=da.zeros(10))
+    frame = dd.from_dict({"a": s[:, 0], "b": s[:, 1], "c": s[:, 1]}, npartitions=2)
+    with pytest.raises(ValueError, match=r"DataFrame of two columns \(s_r, s_g\); got"):
+        pair_table(frame, L, is_ood=M)
+    with pytest.raises(ValueError, match="Dask array of shape"):
+        pair_table(s, L, is_ood=M)
+    with pytest.raises(ValueError, match="is_ood must be a Dask array or Series"):
+        pair_table(S, L, is_ood=None)
+    with pytest.raises(ValueError, match="must have the same length"):
+        pair_table(S, da.from_array(losses[:900]), is_ood=M)
+    with pytest.raises(ValueError, match="max_pairs must be"):
+        pair_table(S, L, is_ood=M, max_pairs=0)
+    with pytest.raises(ValueError, match="losses must not be NaN on ID rows"):
+        pair_table(S, da.from_array(np.full(1000, np.nan), chunks=250), is_ood=M)
+    empty = da.zeros((0, 2), chunks=(1, 2))
+    with pytest.raises(ValueError, match="scores must not be empty"):
+        pair_table(empty, da.zeros(0, chunks=1), is_ood=da.zeros(0, chunks=1))

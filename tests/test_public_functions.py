@@ -151,6 +151,10 @@ case("Mahalanobis.score",
 case("ScoreTable.from_arrays",
      lambda **k: metrics.ScoreTable.from_arrays(k["uncertainty"], k["losses"]),
      {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
+case("PairTable.from_arrays",
+     lambda **k: models.PairTable.from_arrays(k["scores"], k["losses"], is_ood=k["is_ood"]),
+     {"scores": S2, "losses": L01, "is_ood": OOD}, scores=M2,
+     losses=("nan", "inf", "complex", "string", "ndim", "length"), is_ood=ALL)  # empty: length
 case("StreamingMetric.update",
      lambda **k: metrics.StreamingMetric("aurc").update(k["losses"], k["uncertainty"]),
      {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)

@@ -4,7 +4,9 @@
 columns of a DataFrame) to one :class:`~abstain.ScoreTable` on the driver; every
 ``ties="mean"`` metric and every reject-model fit then runs on that table and returns
 what it returns on the rows. Only per-score totals travel: the driver's memory grows
-with the number of distinct scores, not with the number of rows.
+with the number of distinct scores, not with the number of rows. :func:`pair_table` does
+the same for two scores (a :class:`~abstain.PairTable` of the distinct score pairs, for
+the double-score fits), where the pairs are few.
 
 Two plans:
 
@@ -29,10 +31,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._core.optional import require
+from ._core.pair_table import PairTable
 from ._core.table import ScoreTable
 from ._core.validation import check_choice, check_int
 
-__all__ = ["score_table", "PLANS"]
+__all__ = ["score_table", "pair_table", "PLANS"]
 
 #: The reduction plans of :func:`score_table`.
 PLANS = ("auto", "tree", "range")
@@ -55,7 +58,10 @@ def _pieces(x: Any, name: str) -> tuple[list[Any], tuple[int, ...] | None]:
         if x.ndim != 1:
             raise ValueError(f"{name} must be a one-dimensional Dask array; got {x.ndim} "
                              "dimensions.")
-        return list(x.to_delayed().ravel()), tuple(int(c) for c in x.chunks[0])
+        # Not optimised one by one: the partitions of the other columns share their tasks
+        # (a block read or generated once serves every column of it).
+        return (list(x.to_delayed(optimize_graph=False).ravel()),
+                tuple(int(c) for c in x.chunks[0]))
     dd: Any
     try:
         import dask.dataframe as dd
@@ -249,4 +255,131 @@ def score_table(
 def _checked(table: ScoreTable) -> ScoreTable:
     if table.n == 0:
         raise ValueError("uncertainty must not be empty; got 0 rows in every partition.")
+    return table
+
+
+def _pair_pieces(scores: Any) -> tuple[list[Any], tuple[int, ...] | None]:
+    """The row blocks of two score columns (a Dask array of shape (n, 2) or a Dask DataFrame
+    of two columns) as delayed objects, with their lengths where known."""
+    _dask()
+    import dask.array as da
+
+    if isinstance(scores, da.Array):
+        if scores.ndim != 2 or scores.shape[1] != 2:
+            raise ValueError("scores must be a Dask array of shape (n, 2), one column per "
+                             f"score; got shape {scores.shape}.")
+        if len(scores.chunks[1]) != 1:
+            scores = scores.rechunk({1: 2})
+        return (list(scores.to_delayed(optimize_graph=False).ravel()),
+                tuple(int(c) for c in scores.chunks[0]))
+    dd: Any
+    try:
+        import dask.dataframe as dd
+    except ImportError:  # dask without its dataframe part: arrays only
+        dd = None
+    if dd is not None and isinstance(scores, dd.DataFrame):
+        if len(scores.columns) != 2:
+            raise ValueError("scores must be a Dask DataFrame of two columns (s_r, s_g); got "
+                             f"columns {list(scores.columns)}.")
+        return list(scores.to_delayed()), None
+    raise ValueError("scores must be a Dask array of shape (n, 2) or a Dask DataFrame of two "
+                     f"columns; got {type(scores).__name__}.")
+
+
+def _partition_pairs(scores: Any, losses: Any, is_ood: Any) -> PairTable:
+    s, ls, o = np.asarray(scores, dtype=np.float64), np.asarray(losses), np.asarray(is_ood)
+    if s.shape[0] == 0 and ls.size == 0 and o.size == 0:
+        return PairTable()
+    return PairTable.from_arrays(s, ls, is_ood=o)
+
+
+def _merge_pairs(max_pairs: int, *tables: PairTable) -> PairTable:
+    out = PairTable.merge(*tables)
+    if out.n_pairs > max_pairs:
+        raise ValueError(
+            f"the scores hold more than max_pairs={max_pairs:,} distinct pairs ({out.n_pairs:,} "
+            f"in {out.n:,} of the rows): a PairTable is small only for quantised scores. Round "
+            "both scores to a grid (and apply the rule to the rounded scores), or choose the "
+            "direction on a sample and build the score_table of the combined score "
+            "(docs/scale.md, 'Two scores'), or raise max_pairs if the driver's memory allows "
+            "(about 40 bytes a pair).")
+    return out
+
+
+def pair_table(
+    scores: Any, losses: Any, *, is_ood: Any, max_pairs: int = 1_000_000, fan_in: int = 8,
+) -> PairTable:
+    """The :class:`~abstain.PairTable` of two scores, losses and OOD marks held in Dask
+    collections: the distinct score pairs with their ID and OOD rows and ID loss.
+
+    One table per partition, merged ``fan_in`` at a time up a tree (the tree plan of
+    :func:`score_table`; the pairs of quantised scores are few, so no range plan). Runs on
+    the current Dask scheduler. :class:`~abstain.ood.BoundedTPRFPR`,
+    :class:`~abstain.ood.BoundedPrecisionRecall` and :class:`~abstain.ood.CostBasedOOD`
+    fit the result as they fit the rows.
+
+    Parameters
+    ----------
+    scores : dask.array.Array of shape (n, 2), or dask.dataframe.DataFrame of two columns
+        The two scores ``(s_r, s_g)`` of each row, higher rejected first.
+    losses : dask.array.Array or dask.dataframe.Series of shape (n,)
+        Non-negative losses of ID rows (NaN accepted on OOD rows); the same partitions as
+        ``scores`` (Dask arrays with other chunks are rechunked).
+    is_ood : same kind as ``losses``
+        0/1 or bool, True for OOD rows.
+    max_pairs : int >= 1, default 1_000_000
+        A ``ValueError`` as soon as a partition's or a merge's table holds more distinct
+        pairs: with raw float scores a table of pairs is as large as the rows, and the
+        message says what to do instead.
+    fan_in : int >= 2, default 8
+        Tables merged at once.
+
+    Returns
+    -------
+    PairTable
+        The table that ``PairTable.from_arrays`` gives on all rows: counts exactly, loss
+        sums exactly whenever the partial sums are exact in float64 (0/1, whole-number
+        losses), to float64 rounding otherwise.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from abstain import PairTable
+    >>> from abstain.distributed import pair_table
+    >>> rng = np.random.default_rng(0)
+    >>> ood = rng.random(1000) < 0.3
+    >>> s = np.round(np.stack([rng.random(1000), rng.normal(ood, 1.0)], axis=1), 1)
+    >>> losses = np.where(ood, np.nan, (rng.random(1000) < 0.2).astype(float))
+    >>> table = pair_table(da.from_array(s, chunks=(250, 2)), da.from_array(losses, chunks=250),
+    ...                    is_ood=da.from_array(ood, chunks=250))
+    >>> table == PairTable.from_arrays(s, losses, is_ood=ood)
+    True
+    """
+    dask = _dask()
+    max_pairs = check_int("max_pairs", max_pairs, 1)
+    fan_in = check_int("fan_in", fan_in, 2)
+    import dask.array as da
+
+    if is_ood is None:
+        raise ValueError("is_ood must be a Dask array or Series of 0/1 OOD marks; got None "
+                         "(the double-score fits need both classes).")
+    s_parts, s_sizes = _pair_pieces(scores)
+    if isinstance(scores, da.Array):
+        rows = scores[:, 0]
+        losses, is_ood = _aligned(rows, losses, "losses"), _aligned(rows, is_ood, "is_ood")
+    l_parts, _ = _pieces(losses, "losses")
+    o_parts, _ = _pieces(is_ood, "is_ood")
+    if not (len(s_parts) == len(l_parts) == len(o_parts)):
+        raise ValueError("scores, losses and is_ood must have the same partitions; got "
+                         f"{len(s_parts)}, {len(l_parts)} and {len(o_parts)} partitions.")
+    delayed = dask.delayed
+    level = [delayed(_merge_pairs)(max_pairs, delayed(_partition_pairs)(s, ls, o))
+             for s, ls, o in zip(s_parts, l_parts, o_parts, strict=True)]
+    while len(level) > 1:
+        level = [delayed(_merge_pairs)(max_pairs, *level[i : i + fan_in])
+                 for i in range(0, len(level), fan_in)]
+    (table,) = dask.compute(level[0])
+    if table.n == 0:
+        raise ValueError("scores must not be empty; got 0 rows in every partition.")
     return table

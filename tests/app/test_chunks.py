@@ -114,7 +114,6 @@ def test_bad_sources_get_one_line(tmp_path, capsys):
     assert "dropped 1 row(s)" in capsys.readouterr().err
     for args, message in (
         (["evaluate", str(tmp_path / "none*.csv")], "no file matches"),
-        (["evaluate", str(tmp_path / "parts"), "--ood-score", "energy"], "needs every row"),
         (["report", str(parts), "-o", str(tmp_path / "r.html")], "first at data row 0"),
         (["report", str(parts), "-o", str(tmp_path / "r.html"), "--bootstrap", "9"],
          "--bootstrap resamples the rows of one file"),

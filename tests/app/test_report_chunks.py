@@ -124,8 +124,6 @@ def test_what_needs_the_rows_is_refused_in_one_line(tmp_path, capsys):
     out = str(tmp_path / "r.html")
     assert main(["report", str(parts), "-o", out, "--bootstrap", "50", "--quiet"]) == 1
     assert "--bootstrap resamples the rows of one file" in capsys.readouterr().err
-    assert main(["report", str(parts), "-o", out, "--ood-score", "energy", "--quiet"]) == 1
-    assert "double-score pair (--ood-score) needs every row" in capsys.readouterr().err
     assert main(["report", str(parts), "-o", str(parts / "part-0.parquet"), "--quiet"]) == 1
     assert not (tmp_path / "r.html").exists()
 

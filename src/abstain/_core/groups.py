@@ -148,10 +148,16 @@ def group_totals(
     """Distinct values of ``uncertainty`` (ascending), the rows of each, and each weight's sum.
 
     The one grouping of rows that the metrics, the reject models and
-    :class:`~abstain.ScoreTable` share: every group total is the sum of the group's
-    weights in the order of one ``argsort`` of ``uncertainty``, so the same rows give
-    the same totals, bit for bit, whichever of them asks.
+    :class:`~abstain.ScoreTable` share: the same rows give the same totals, bit for bit,
+    whichever of them asks. Every group total is the sum of the group's weights in one
+    fixed order: the order of one ``argsort`` of ``uncertainty``, or, for scores that are
+    all float16 numbers (fp16 softmax outputs, at most 65,536 distinct values) and at
+    least ``_HALF_MIN_ROWS`` rows, the row order (:func:`_half_totals`, O(n) instead of
+    a sort). Integer weights give integer totals (exact below 2**53).
     """
+    half = _half_totals(uncertainty, weights)
+    if half is not None:
+        return half
     order = np.argsort(uncertainty)
     u = np.take(uncertainty, order)
     boundary = u[1:] != u[:-1]
@@ -160,6 +166,49 @@ def group_totals(
     starts = np.concatenate(([0], np.flatnonzero(boundary) + 1))
     counts = np.diff(np.append(starts, u.size)).astype(np.int64)
     return u[starts], counts, [np.add.reduceat(np.take(w, order), starts) for w in weights]
+
+
+# Below this many rows a sort is as fast as the 65,536 bins of the float16 path.
+_HALF_MIN_ROWS = 1 << 17
+_HALF_BITS = np.arange(1 << 16, dtype=np.uint16)
+_HALF_VALUES = _HALF_BITS.view(np.float16).astype(np.float64)
+# Bit patterns of the finite float16 numbers in ascending order of value; -0.0 (0x8000)
+# is counted with +0.0, as the sort path counts equal values as one.
+_HALF_ORDER = np.argsort(np.where(np.isfinite(_HALF_VALUES) & (_HALF_BITS != 0x8000),
+                                  _HALF_VALUES, np.inf), kind="stable")[:-2049]
+
+
+def _half_totals(
+    uncertainty: NDArray[Any], weights: tuple[NDArray[Any], ...]
+) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[Any]]] | None:
+    """:func:`group_totals` by counting float16 bit patterns, or None where it does not apply.
+
+    Applies to finite float64 scores that are all float16 numbers (checked on the first
+    rows, then on all), with float64 or int64 weights and at least ``_HALF_MIN_ROWS``
+    rows: a ``bincount`` over the 65,536 patterns replaces the sort, and each group's
+    weights are summed in row order.
+    """
+    n = uncertainty.size
+    if (n < _HALF_MIN_ROWS or uncertainty.dtype != np.float64 or uncertainty.ndim != 1
+            or any(w.dtype not in (np.float64, np.int64) for w in weights)):
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float16: inf, so refused
+        if not np.array_equal(uncertainty[:1024].astype(np.float16), uncertainty[:1024]):
+            return None
+        half = uncertainty.astype(np.float16)
+        if not np.array_equal(half, uncertainty):
+            return None
+    idx = half.view(np.uint16).astype(np.intp)
+    del half
+    size = 1 << 16
+    counts = np.bincount(idx, minlength=size)
+    sums = [np.bincount(idx, weights=w, minlength=size) for w in weights]
+    for col in (counts, *sums):
+        col[0] += col[0x8000]
+    keep = _HALF_ORDER[counts[_HALF_ORDER] > 0]
+    totals = [s[keep] if w.dtype == np.float64 else s[keep].astype(np.int64)
+              for s, w in zip(sums, weights, strict=True)]
+    return _HALF_VALUES[keep], counts[keep].astype(np.int64), totals
 
 
 def groups_from_totals(

@@ -18,12 +18,16 @@ import numpy as np
 
 from .._core.optional import require
 from ..metrics import ScoreTable
+from ..models import PairTable
 from .io import read_chunks, table_format
 from .tables import MissingValuesError, TableData, prepare
 
-__all__ = ["Summary", "part_files", "summarise"]
+__all__ = ["MAX_PAIRS", "Summary", "part_files", "summarise"]
 
 _SUFFIXES = (".csv", ".parquet", ".pq")
+
+#: Distinct score pairs a double-score pair may hold when read in chunks (``max_pairs``).
+MAX_PAIRS = 1_000_000
 
 
 class Summary(NamedTuple):
@@ -42,12 +46,20 @@ class Summary(NamedTuple):
         Per score column, the table of the ID rows with the loss replaced by
         ``loss > 0``: its ``loss_sums`` count the rows with a loss at each score (the
         correct/wrong histograms of the report). None unless asked for (``wrong=True``).
+    pairs : dict of str to PairTable, or None
+        Per double-score pair ``"s_r+s_g"`` (an OOD score, ``ood_score`` of
+        :func:`~abstain.app.tables.prepare`), the :class:`~abstain.PairTable` of every row;
+        None without an OOD score.
+    columns : dict of str to (str, str)
+        The two score columns of each pair, as :attr:`~abstain.app.tables.TableData.pairs`.
     """
 
     tables: dict[str, ScoreTable]
     marked: dict[str, ScoreTable] | None
     n_dropped: int
     wrong: dict[str, ScoreTable] | None = None
+    pairs: dict[str, PairTable] | None = None
+    columns: dict[str, tuple[str, str]] = {}
 
     @property
     def n_id(self) -> int:
@@ -64,8 +76,25 @@ class Summary(NamedTuple):
             k: ScoreTable.merge(t, other.marked[k]) for k, t in self.marked.items()}
         wrong = None if self.wrong is None or other.wrong is None else {
             k: ScoreTable.merge(t, other.wrong[k]) for k, t in self.wrong.items()}
+        pairs = None if self.pairs is None or other.pairs is None else {
+            k: PairTable.merge(t, other.pairs[k]) for k, t in self.pairs.items()}
         return Summary({k: ScoreTable.merge(t, other.tables[k]) for k, t in self.tables.items()},
-                       marked, self.n_dropped + other.n_dropped, wrong)
+                       marked, self.n_dropped + other.n_dropped, wrong, pairs, self.columns)
+
+    def check_pairs(self, max_pairs: int, where: str) -> Summary:
+        """``self``, or a ``ValueError`` if a pair holds more than ``max_pairs`` distinct
+        pairs (a table of pairs is then about as large as the rows)."""
+        for name, t in (self.pairs or {}).items():
+            if t.n_pairs > max_pairs:
+                raise ValueError(
+                    f"the double-score pair {name!r} has {t.n_pairs:,} distinct score pairs "
+                    f"after {t.n:,} rows ({where}), more than --max-pairs {max_pairs:,}: read "
+                    "in chunks, a pair is kept as a table of its distinct pairs, which is "
+                    "small only for quantised scores. Round both scores to a grid (and apply "
+                    "the rule to the rounded scores), raise --max-pairs if memory allows, read "
+                    "one file without --chunk-rows, or leave out --ood-score for the metrics "
+                    "of each score alone.")
+        return self
 
 
 def part_files(source: str) -> list[Path]:
@@ -102,10 +131,12 @@ def _chunk_data(chunk: dict[str, Any], options: dict[str, Any], where: str,
                          "them.") from None
 
 
-def _empty(names: list[str], ood: bool, wrong: bool = False) -> Summary:
+def _empty(names: list[str], ood: bool, wrong: bool = False,
+           columns: dict[str, tuple[str, str]] | None = None) -> Summary:
     return Summary({k: ScoreTable() for k in names},
                    {k: ScoreTable() for k in names} if ood else None, 0,
-                   {k: ScoreTable() for k in names} if wrong else None)
+                   {k: ScoreTable() for k in names} if wrong else None,
+                   {k: PairTable() for k in columns} if columns else None, columns or {})
 
 
 def _add(summary: Summary, data: TableData) -> None:
@@ -122,18 +153,23 @@ def _add(summary: Summary, data: TableData) -> None:
                 summary.wrong[name].update(s[rows], (data.losses[rows] > 0).astype(np.float64))
         if summary.marked is not None:
             summary.marked[name].update(s, data.losses, is_ood=ood)
+    for name, cols in summary.columns.items():
+        assert summary.pairs is not None and ood is not None
+        summary.pairs[name].update(data.stacked(cols), data.losses, is_ood=ood)
 
 
 def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
-                  wrong: bool = False) -> Summary:
+                  wrong: bool = False, columns: dict[str, tuple[str, str]] | None = None,
+                  max_pairs: int = MAX_PAIRS) -> Summary:
     """The summary of one file, chunk by chunk."""
-    summary = _empty(list(options["scores"]), ood, wrong)
+    summary = _empty(list(options["scores"]), ood, wrong, columns)
     seen, dropped = 0, 0
     for chunk in read_chunks(path, rows):
         data = _chunk_data(chunk, options, repr(str(path)), seen)
         seen += len(data.keep)
         dropped += data.n_dropped
         _add(summary, data)
+        summary.check_pairs(max_pairs, f"in {str(path)!r}")
     return summary._replace(n_dropped=dropped)
 
 
@@ -141,34 +177,40 @@ def _first_chunk(files: list[Path], rows: int, options: dict[str, Any]) -> Table
     """The columns of the first chunk of the first file: the score columns of every part."""
     for path in files:
         for chunk in read_chunks(path, rows):
-            data = _chunk_data(chunk, options, repr(str(path)), 0)
-            if data.pairs:
-                raise ValueError("a double-score pair (--ood-score) needs every row at once; "
-                                 "read one file without --chunk-rows or --engine.")
-            return data
+            return _chunk_data(chunk, options, repr(str(path)), 0)
     raise ValueError("the source has no data rows; add one row per sample.")
 
 
 def summarise(source: str, *, rows: int, options: dict[str, Any],
               progress: Callable[[int, int], None] | None = None, engine: str = "numpy",
-              scheduler: str | None = None, wrong: bool = False) -> Summary:
+              scheduler: str | None = None, wrong: bool = False,
+              max_pairs: int = MAX_PAIRS) -> Summary:
     """Read ``source`` in chunks of ``rows`` rows into a :class:`Summary`.
 
     ``options`` are those of :func:`~abstain.app.tables.prepare`; the score columns are
     those of the first chunk (or ``options["scores"]``). ``engine="dask"`` reads the files
     in parallel on a Dask cluster: the scheduler at ``scheduler``, or an in-process
     ``LocalCluster``; each file is read in chunks by one task and the tables are merged up
-    a tree. ``wrong=True`` also keeps :attr:`Summary.wrong`.
+    a tree. ``wrong=True`` also keeps :attr:`Summary.wrong`. With an OOD score
+    (``options["ood_score"]``) each double-score pair is kept as a
+    :class:`~abstain.PairTable`; a ``ValueError`` stops the reading as soon as one holds
+    more than ``max_pairs`` distinct pairs.
     """
+    if isinstance(max_pairs, bool) or not isinstance(max_pairs, int) or max_pairs < 1:
+        raise ValueError(f"max_pairs must be an integer >= 1; got {max_pairs!r}.")
     files = part_files(source)
     first = _first_chunk(files, rows, options)
     options = {**options, "scores": list(first.scores)}
     ood = first.is_ood is not None
+    columns = first.pairs
     if engine == "dask":
-        return _on_dask(files, rows, options, ood, wrong, scheduler, progress)
-    summary = _empty(options["scores"], ood, wrong)
+        return _on_dask(files, rows, options, ood, wrong, scheduler, progress, columns,
+                        max_pairs)
+    summary = _empty(options["scores"], ood, wrong, columns)
     for i, path in enumerate(files):
-        summary = summary.merge(_file_summary(path, rows, options, ood, wrong))
+        summary = summary.merge(_file_summary(path, rows, options, ood, wrong, columns,
+                                              max_pairs))
+        summary.check_pairs(max_pairs, f"up to {str(path)!r}")
         if progress is not None:
             progress(i + 1, len(files))
     return _checked(summary)
@@ -180,21 +222,24 @@ def _checked(summary: Summary) -> Summary:
     return summary
 
 
-def _merge_all(*parts: Summary) -> Summary:
+def _merge_all(max_pairs: int, *parts: Summary) -> Summary:
     out = parts[0]
     for p in parts[1:]:
-        out = out.merge(p)
+        out = out.merge(p).check_pairs(max_pairs, "merging the parts")
     return out
 
 
 def _on_dask(files: list[Path], rows: int, options: dict[str, Any], ood: bool, wrong: bool,
-             scheduler: str | None, progress: Callable[[int, int], None] | None) -> Summary:
+             scheduler: str | None, progress: Callable[[int, int], None] | None,
+             columns: dict[str, tuple[str, str]], max_pairs: int) -> Summary:
     dask = require("dask", "dask", "abstain --engine dask")
     distributed = require("distributed", "dask", "abstain --engine dask")
     with _client(distributed, scheduler):
-        level = [dask.delayed(_file_summary)(f, rows, options, ood, wrong) for f in files]
+        level = [dask.delayed(_file_summary)(f, rows, options, ood, wrong, columns, max_pairs)
+                 for f in files]
         while len(level) > 1:
-            level = [dask.delayed(_merge_all)(*level[i : i + 8]) for i in range(0, len(level), 8)]
+            level = [dask.delayed(_merge_all)(max_pairs, *level[i : i + 8])
+                     for i in range(0, len(level), 8)]
         (summary,) = dask.compute(level[0])
     if progress is not None:
         progress(len(files), len(files))

@@ -19,7 +19,7 @@ from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
 from ..metrics import AUTO_EXACT_ROWS
 from ..models import BoundedImprovement
-from .chunks import Summary, part_files, summarise
+from .chunks import MAX_PAIRS, Summary, part_files, summarise
 from .evaluate import evaluate, evaluate_summary
 from .io import ColumnError, check_not_input, read_table, write_table, write_text
 from .rules import (
@@ -87,14 +87,18 @@ def _chunk_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "large inputs", "FILE may also be a directory of parts or a glob ('parts/*.parquet'): "
         "CSV and Parquet are then read in chunks into score tables, with bounded memory, and "
-        "every metric, rule and report figure of one score column is computed on the tables (no "
-        "double-score pairs, no bootstrap).")
+        "every metric, rule and report figure of one score column is computed on the tables; "
+        "a double-score pair (--ood-score) is kept as a table of its distinct score pairs, "
+        "for the OOD rules and the risk at TPR/FPR (no envelope AUROC/OSCR, no bootstrap).")
     g.add_argument("--chunk-rows", type=int, metavar="N", help="read in chunks of N rows "
                    f"(default {CHUNK_ROWS:,} for a directory, a glob or --engine dask)")
     g.add_argument("--engine", choices=("numpy", "dask"), default="numpy",
                    help="'dask': read the parts in parallel on a Dask cluster (extra dask)")
     g.add_argument("--scheduler", metavar="ADDRESS", help="with --engine dask: the scheduler "
                    "of an existing cluster (default: an in-process LocalCluster)")
+    g.add_argument("--max-pairs", type=int, default=MAX_PAIRS, metavar="N",
+                   help="with --ood-score: stop with an error once a double-score pair holds "
+                        f"more than N distinct score pairs (default {MAX_PAIRS:,})")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -218,6 +222,8 @@ def _chunked(args: argparse.Namespace) -> bool:
         raise _Fail("--scheduler needs --engine dask.")
     if args.chunk_rows is not None and args.chunk_rows < 1:
         raise _Fail(f"--chunk-rows must be at least 1; got {args.chunk_rows}.")
+    if args.max_pairs < 1:
+        raise _Fail(f"--max-pairs must be at least 1; got {args.max_pairs}.")
     return (args.engine == "dask" or args.chunk_rows is not None or Path(args.file).is_dir()
             or any(c in args.file for c in "*?["))
 
@@ -230,7 +236,7 @@ def _summary(args: argparse.Namespace, *, wrong: bool = False) -> Summary:
     bar = _bar("read", args)
     summary = summarise(args.file, rows=args.chunk_rows or CHUNK_ROWS, options=options,
                         progress=bar, engine=args.engine, scheduler=args.scheduler,
-                        wrong=wrong)
+                        wrong=wrong, max_pairs=args.max_pairs)
     bar.close()
     if summary.n_dropped:
         print(f"dropped {summary.n_dropped} row(s) with NaN or empty values.", file=sys.stderr)

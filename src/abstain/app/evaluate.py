@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.optional import require
 from ..exceptions import InfeasibleTargetWarning
+from ..models.ood import BoundedTPRFPR
 from .chunks import Summary
 from .tables import Progress, TableData
 
@@ -315,8 +316,33 @@ def evaluate_summary(
     for name, t in summary.tables.items():
         marked = (summary.marked[name],) if has_ood and summary.marked is not None else None
         out[name] = _metrics((t,), marked, marked or (), bounded, coverages, tpr, fpr)
-    return Evaluation(summary.n_id, summary.n_ood, summary.n_dropped, labels, out, {},
-                      notes=_notes(labels, out, pairs={}, tpr=tpr, fpr=fpr))
+    pairs = summary.columns if has_ood and summary.pairs is not None else {}
+    for name in pairs:
+        assert summary.pairs is not None
+        out[name] = {f"risk@tpr{tpr:g},fpr{fpr:g}": _pair_risk(summary.pairs[name], tpr, fpr)}
+    notes = _notes(labels, out, pairs=pairs, tpr=tpr, fpr=fpr)
+    for name in pairs:
+        for key in ("auroc", "oscr"):
+            if key in labels:
+                notes[name][key] = CHUNKED_ENVELOPE
+    return Evaluation(summary.n_id, summary.n_ood, summary.n_dropped, labels, out, pairs,
+                      notes=notes)
+
+
+#: Why a double-score pair read in chunks has no envelope AUROC or OSCR.
+CHUNKED_ENVELOPE = ("the envelope of a double-score pair needs every row: abstain.metrics "
+                    "takes no PairTable for it; read one file without --chunk-rows or "
+                    "--engine")
+
+
+def _pair_risk(table: Any, tpr: float, fpr: float) -> float:
+    """:func:`abstain.metrics.selective_risk_at_tpr_fpr` of a double-score pair from its
+    :class:`~abstain.PairTable`: the risk of the ``BoundedTPRFPR`` rule fitted on the table
+    (the same search over the same directions; NaN where infeasible)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        rule = BoundedTPRFPR(tpr=tpr, fpr=fpr).fit(table)
+    return float(rule.risk_) if rule.feasible_ else math.nan
 
 
 def evaluate(

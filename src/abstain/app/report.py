@@ -21,8 +21,10 @@ elsewhere, so it is one file that opens anywhere, offline. From the top:
 A source too large for memory (a directory of parts, a glob, ``--chunk-rows``) gives the
 same page from its score tables (:class:`abstain.app.chunks.Summary`): the metrics, the
 curves of each score column and the histograms are exact, and memory is bounded by the
-chunk and the distinct scores. Double-score pairs and bootstrap intervals need every row
-at once; the page says so in its summary (:data:`CHUNKED_NOTE`).
+chunk and the distinct scores. A double-score pair gets its risk at TPR/FPR and a
+double-score rule its operating point from the pair's :class:`abstain.PairTable`; the
+pair's envelope metrics and curves, and bootstrap intervals, need every row at once; the
+page says so in its summary (:data:`CHUNKED_NOTE`).
 
 Needs the ``plot`` extra (matplotlib).
 """
@@ -146,14 +148,14 @@ class _Rows:
 
 class _Tables:
     """What the report draws, from the score tables of a source read in chunks: the same
-    curves and histograms as from its rows, with no double-score pair."""
-
-    pairs: dict[str, tuple[str, str]] = {}
+    curves and histograms as from its rows, with no double-score pair (a pair's table
+    gives the operating point of a double-score rule)."""
 
     def __init__(self, summary: Summary) -> None:
         self.summary = summary
         self.has_ood = summary.marked is not None and summary.n_ood > 0
         self.names = list(summary.tables)
+        self.pairs = summary.columns if self.has_ood and summary.pairs is not None else {}
 
     def selective(self, display: Any, name: str, **kw: Any) -> None:
         display.from_table(self.summary.tables[name], name=name, **kw)
@@ -208,6 +210,14 @@ class _Tables:
 
     def operating_point(self, rule: Any, target: str,
                         columns: list[str]) -> tuple[float, float, float | None]:
+        if target in self.pairs:
+            assert self.summary.pairs is not None
+            p = self.summary.pairs[target]
+            c = np.asarray(rule.accept_proba(p.values), dtype=np.float64)
+            kept = float(c @ p.id_counts)
+            n_id, n_ood = float(p.id_counts.sum()), float(p.ood_counts.sum())
+            return (kept / n_id, float(c @ p.loss_sums) / kept if kept > 0 else math.nan,
+                    float(c @ p.ood_counts) / n_ood)
         t = self.summary.tables[target]
         c = np.asarray(rule.accept_proba(t.values), dtype=np.float64)
         kept = float(c @ t.counts)
@@ -436,9 +446,10 @@ def sample_warnings(data: TableData | Summary, ev: Evaluation) -> list[str]:
 
 #: What a report read in chunks leaves out, and why (one line in its summary).
 CHUNKED_NOTE = ("Read in chunks into score tables (one per score column): every metric, "
-                "curve and histogram here is computed exactly from them; double-score pairs "
-                "(--ood-score) and bootstrap intervals need every row at once and are not "
-                "available.")
+                "curve and histogram here is computed exactly from them. A double-score pair "
+                "(--ood-score) is kept as a table of its distinct score pairs and has its "
+                "risk at TPR/FPR only; its envelope AUROC, OSCR and curves, and bootstrap "
+                "intervals, need every row at once and are not available.")
 
 
 def _summary(data: TableData | Summary, ev: Evaluation, rule: Any,

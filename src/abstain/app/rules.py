@@ -75,8 +75,9 @@ def fit_rule(
     score column and the ID rows; the OOD models need the OOD column and take one
     score column or two (a double-score method): with ``data.ood_score`` set, the
     pair of the one other score column and the OOD score, in that order. ``data`` may
-    be the :class:`~abstain.app.chunks.Summary` of a source read in chunks (one score
-    column): the model is then fitted on its score table, with the same result.
+    be the :class:`~abstain.app.chunks.Summary` of a source read in chunks: the model is
+    then fitted on the score table of its column or on the :class:`~abstain.PairTable`
+    of its pair, with the same result.
 
     Raises
     ------
@@ -132,14 +133,18 @@ def fit_rule(
             raise ValueError("reject_id_cost and predict_ood_cost must be given together.")
         if (data.marked if isinstance(data, Summary) else data.is_ood) is None:
             raise ValueError(f"the {kind} model needs an OOD column; the table has none.")
-        names = names if isinstance(data, Summary) else _ood_columns(data, kind)
-        if len(names) not in (1, 2) or (chunked and len(names) != 1):
-            raise ValueError(f"the {kind} model takes one or two score columns (one when read "
-                             f"in chunks); got {len(names)}.")
+        names = _ood_columns(data, kind)
+        if len(names) not in (1, 2) or (chunked and len(names) == 2 and not data.columns):  # type: ignore[union-attr]
+            raise ValueError(f"the {kind} model takes one or two score columns (when read in "
+                             "chunks, one, or a pair with an OOD score: --ood-score); got "
+                             f"{len(names)}.")
         # the arguments of the fit and of the curves: arrays, or the table of the one column
+        # (the pair's table, read in chunks, serves the fit only)
+        pair_table = chunked and len(names) == 2
         if isinstance(data, Summary):
             assert data.marked is not None
-            table = data.marked[names[0]]
+            table = (data.pairs[f"{names[0]}+{names[1]}"] if pair_table  # type: ignore[index]
+                     else data.marked[names[0]])
             fit_args: tuple[Any, ...] = (table,)
             curve_args: tuple[Any, ...] = (table,)
             search_args: tuple[Any, ...] = (table,)
@@ -163,6 +168,12 @@ def fit_rule(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InfeasibleTargetWarning)
             sel.fit(*fit_args)
+        if not sel.feasible_ and pair_table:
+            raise InfeasibleTargetError(
+                f"the targets of {type(sel).__name__} are infeasible on the pair "
+                f"{', '.join(names)}: no rule in any direction meets them. What the pair "
+                "attains is computed from every row: fit on one file without --chunk-rows "
+                "or --engine to see it.")
         if not sel.feasible_:
             if isinstance(sel, BoundedTPRFPR):
                 assert tpr is not None and fpr is not None
@@ -187,8 +198,10 @@ def fit_rule(
                 f"recall >= {recall:g} the highest attainable precision is "
                 f"{_round(best, down=True)}; {at_precision}.")
         return sel
-    if not isinstance(data, Summary) and data.ood_score is not None:
-        raise ValueError(f"{kind} takes one score column; an OOD score ({data.ood_score!r}) "
+    ood_score = (next(iter(data.columns.values()))[1] if data.columns else None) \
+        if isinstance(data, Summary) else data.ood_score
+    if ood_score is not None:
+        raise ValueError(f"{kind} takes one score column; an OOD score ({ood_score!r}) "
                          "pairs columns for the OOD models only (tpr and fpr, precision and "
                          "recall, reject_id_cost and predict_ood_cost).")
     if len(names) != 1:
@@ -261,25 +274,26 @@ def _round(x: float, *, down: bool, digits: int = 4) -> str:
     return f"{val(q):.{digits + 1}g}"
 
 
-def _ood_columns(data: TableData, kind: str) -> list[str]:
+def _ood_columns(data: TableData | Summary, kind: str) -> list[str]:
     """The score columns of an OOD model: the one pair ``(s_r, s_g)`` with an OOD score."""
-    if data.ood_score is None:
-        return list(data.scores)
-    pairs = list(data.pairs.values())
+    if isinstance(data, Summary):
+        pairs, names = list(data.columns.values()), list(data.tables)
+    else:
+        pairs, names = list(data.pairs.values()), list(data.scores)
+    if not pairs:
+        return names
     if len(pairs) != 1:
         raise ValueError(f"the {kind} model takes one pair (s_r, OOD score); got "
                          f"{len(pairs)} other score columns besides the OOD score "
-                         f"{data.ood_score!r}: {', '.join(repr(r) for r, _ in pairs)}.")
+                         f"{pairs[0][1]!r}: {', '.join(repr(r) for r, _ in pairs)}.")
     return list(pairs[0])
 
 
 def rule_columns(rule: Rule, data: TableData | Summary) -> list[str]:
     """The score columns, in order, that :func:`fit_rule` fitted ``rule`` on."""
-    if isinstance(data, Summary):
-        return list(data.tables)
     if isinstance(rule, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
         return _ood_columns(data, type(rule).__name__)
-    return list(data.scores)
+    return list(data.tables if isinstance(data, Summary) else data.scores)
 
 
 def rule_to_json(rule: Rule, scores: Sequence[str]) -> str:

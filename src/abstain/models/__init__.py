@@ -4,8 +4,11 @@ Prusa and Paplham (2023), double-score detectors and the scikit-learn meta-estim
 Every rule is fitted on calibration scores first, then the truth:
 ``fit(uncertainty, losses)`` or ``fit(scores, is_ood, losses)``; ``score`` gives the
 (combined) uncertainty, ``accept`` / ``accept_proba`` the decision (True = kept).
+:class:`PairTable` (the distinct score pairs that the double-score fits take in place of
+the rows) is exported here too.
 """
 
+from .._core.pair_table import PairTable
 from .classifier import (
     SelectiveClassifier,
     SelectivePrediction,
@@ -35,6 +38,7 @@ from .tuning import (
 )
 
 __all__ = [
+    "PairTable",
     "DetectorTuning",
     "tune_detector",
     "BoundedAbstention",

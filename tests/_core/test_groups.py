@@ -1,0 +1,95 @@
+"""The float16 path of the shared grouping (``group_totals``): the same groups and totals
+as the sort, and the metrics and fits on fp16 scores equal to a brute-force reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain import BoundedAbstention, ScoreTable
+from abstain._core import groups
+from abstain.metrics import augrc, aurc
+
+N = groups._HALF_MIN_ROWS + 7
+
+
+def _sorted_totals(u, *weights):
+    """The totals by the sort path, whatever the number of rows."""
+    order = np.argsort(u, kind="stable")
+    s = u[order]
+    starts = np.concatenate(([0], np.flatnonzero(s[1:] != s[:-1]) + 1))
+    counts = np.diff(np.append(starts, s.size))
+    return s[starts], counts, [np.add.reduceat(w[order], starts) for w in weights]
+
+
+def _fp16_rows(rng, n=N):
+    u = rng.normal(0.0, 30.0, n).astype(np.float16).astype(np.float64)
+    u[:3], u[3:6] = -0.0, 0.0  # one group of zeros
+    u[6], u[7] = 65504.0, -65504.0  # the extreme finite float16 numbers
+    u[8] = 2.0 ** -24  # the smallest subnormal
+    return u
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_float16_path_gives_the_groups_of_the_sort(seed) -> None:
+    rng = np.random.default_rng(seed)
+    u = _fp16_rows(rng)
+    binary = (rng.random(N) < 0.3).astype(float)
+    whole = rng.integers(0, 5, N).astype(np.int64)
+    continuous = rng.random(N)
+    assert groups._half_totals(u, (binary,)) is not None  # the path under test applies
+    values, counts, (b, w, c) = groups.group_totals(u, binary, whole, continuous)
+    ref_values, ref_counts, (rb, rw, rc) = _sorted_totals(u, binary, whole, continuous)
+    assert np.array_equal(values, ref_values) and np.all(np.diff(values) > 0)
+    assert np.array_equal(counts, ref_counts) and counts.dtype == np.int64
+    assert np.array_equal(b, rb) and np.array_equal(w, rw) and w.dtype == np.int64
+    np.testing.assert_allclose(c, rc, rtol=1e-12)
+    # each continuous group total is the sum in row order
+    g = int(np.argmax(counts))
+    total = 0.0
+    for x in continuous[u == values[g]].tolist():
+        total += x
+    assert c[g] == total
+
+
+def test_float16_path_applies_only_where_it_can() -> None:
+    rng = np.random.default_rng(2)
+    u = _fp16_rows(rng)
+    w = np.ones(N)
+    assert groups._half_totals(u[:1000], (w[:1000],)) is None  # few rows: the sort
+    late = u.copy()
+    late[-1] = 0.1  # not a float16 number, after the first rows
+    wide = u.copy()
+    wide[-1] = 1e6  # beyond float16 (no overflow warning escapes)
+    for other in (late, wide):
+        with np.errstate(all="raise"):
+            assert groups._half_totals(other, (w,)) is None
+        values, counts, _ = groups.group_totals(other, w)
+        assert np.array_equal(values, np.unique(other)) and counts.sum() == N
+    assert groups._half_totals(u, (w.astype(np.float32),)) is None  # totals keep the dtype
+    assert groups._half_totals(u.astype(np.float32), (w,)) is None
+
+
+def test_metrics_and_fit_on_fp16_scores_equal_the_brute_force_reference() -> None:
+    """AuRC and AUGRC ("mean" ties) from their definition: per group, the expected loss of
+    every prefix, and the fit against the table built from halves."""
+    rng = np.random.default_rng(3)
+    u = -rng.beta(8.0, 1.5, N).astype(np.float16).astype(np.float64)
+    losses = (rng.random(N) < -u * 0.3).astype(float)
+    values, inverse = np.unique(u, return_inverse=True)
+    m = np.bincount(inverse)
+    s = np.bincount(inverse, weights=losses)
+    before_n = np.concatenate(([0], np.cumsum(m)[:-1]))
+    before_s = np.concatenate(([0.0], np.cumsum(s)[:-1]))
+    i = np.arange(1, N + 1)
+    g = np.repeat(np.arange(values.size), m)
+    expected = before_s[g] + (i - before_n[g]) * s[g] / m[g]  # E[loss of first i rows]
+    assert aurc(losses, u) == pytest.approx(np.sum(expected / i) / N, rel=1e-12)
+    assert augrc(losses, u) == pytest.approx(np.sum(expected) / N / N, rel=1e-12)
+    table = ScoreTable.merge(ScoreTable.from_arrays(u[: N // 2], losses[: N // 2]),
+                             ScoreTable.from_arrays(u[N // 2 :], losses[N // 2 :]))
+    assert table == ScoreTable.from_arrays(u, losses)
+    assert aurc(table) == aurc(losses, u) and augrc(table) == augrc(losses, u)
+    on_rows, on_table = BoundedAbstention(0.8).fit(u, losses), BoundedAbstention(0.8).fit(table)
+    assert (on_rows.threshold_, on_rows.accept_prob_) == (on_table.threshold_,
+                                                          on_table.accept_prob_)

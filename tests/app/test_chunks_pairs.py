@@ -1,0 +1,155 @@
+"""--ood-score on sources read in chunks: every metric of each score column from its tables,
+the pair's risk at TPR/FPR and the double-score rules from its PairTable, equal to the whole
+file; the envelope metrics marked absent; too many pairs refused in one line."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from abstain.app.chunks import summarise
+from abstain.app.evaluate import CHUNKED_ENVELOPE
+from abstain.app.report import CHUNKED_NOTE
+from abstain.app.rules import load_rule
+from abstain.app.tables import prepare
+from abstain.cli import main
+from abstain.io import read_table, write_table
+
+PAIR = "msp+energy"
+
+
+def _columns(n: int = 1500, seed: int = 0, continuous: bool = False) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    ood = rng.random(n) < 0.3
+    u = np.round(rng.random(n), 2)
+    label = rng.integers(0, 3, n)
+    pred = np.where(rng.random(n) < u, (label + 1) % 3, label)
+    cols = {"msp": u, "energy": np.round(rng.normal(ood * 1.0, 1.0), 1),
+            "is_ood": ood.astype(float)}
+    if continuous:
+        cols["loss"] = np.where(ood, np.nan, rng.random(n) * u)
+    else:
+        cols["label"], cols["prediction"] = label.astype(float), pred.astype(float)
+    return cols
+
+
+def _parts(cols, folder, k=3, formats=("parquet", "csv")):
+    folder.mkdir()
+    n = len(next(iter(cols.values())))
+    for i, idx in enumerate(np.array_split(np.arange(n), k)):
+        write_table(folder / f"part-{i}.{formats[i % len(formats)]}",
+                    {c: v[idx] for c, v in cols.items()})
+    return folder
+
+
+def _evaluate(source, out, *extra) -> dict:
+    assert main(["evaluate", str(source), "--ood-score", "energy", "--json", str(out),
+                 "--quiet", *extra]) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_evaluate_with_an_ood_score_on_parts_equals_the_whole_file(tmp_path, continuous):
+    cols = _columns(continuous=continuous)
+    write_table(tmp_path / "all.parquet", cols)
+    parts = _parts(cols, tmp_path / "parts")
+    for extra in ([], ["--tpr", "0.6", "--fpr", "0.4"]):  # infeasible (NaN), then feasible
+        whole = _evaluate(tmp_path / "all.parquet", tmp_path / "a.json", *extra)
+        got = _evaluate(parts, tmp_path / "b.json", "--chunk-rows", "200", *extra)
+        assert got["labels"] == whole["labels"] and got["pairs"] == whole["pairs"] == {
+            PAIR: ["msp", "energy"]}
+        for name in ("msp", "energy"):  # every one-column metric, the OOD score's included
+            assert got["metrics"][name].keys() == whole["metrics"][name].keys()
+            for key, v in whole["metrics"][name].items():
+                w = got["metrics"][name][key]
+                assert w == v if (v is None or not continuous) else w == pytest.approx(v,
+                                                                                     rel=1e-12)
+        risk = next(k for k in whole["labels"] if k.startswith("risk@tpr"))
+        v, w = whole["metrics"][PAIR][risk], got["metrics"][PAIR][risk]
+        assert w == v if (v is None or not continuous) else w == pytest.approx(v, rel=1e-12)
+        assert set(got["metrics"][PAIR]) == {risk}  # the envelope needs every row
+        assert {"auroc", "oscr"} <= set(whole["metrics"][PAIR]) or continuous
+        assert got["notes"][PAIR]["auroc"] == CHUNKED_ENVELOPE
+    assert whole["metrics"][PAIR][risk] is not None  # the second run was feasible
+
+
+@pytest.mark.parametrize("target", [["--tpr", "0.6", "--fpr", "0.4"],
+                                    ["--precision", "0.8", "--recall", "0.5"],
+                                    ["--reject-id-cost", "0.3", "--predict-ood-cost", "1"]])
+def test_a_double_score_rule_fitted_on_parts_is_the_rule_of_the_whole_file(tmp_path, target):
+    cols = _columns()
+    write_table(tmp_path / "all.csv", cols)
+    parts = _parts(cols, tmp_path / "parts")
+    for source, out, extra in ((tmp_path / "all.csv", "a.json", []),
+                               (parts, "b.json", ["--chunk-rows", "300"])):
+        assert main(["fit", str(source), "--ood-score", "energy", *target, "-o",
+                     str(tmp_path / out), "--quiet", *extra]) == 0
+    rule = (tmp_path / "a.json").read_text()
+    assert json.loads(rule)["columns"]["scores"] == ["msp", "energy"]
+    assert (tmp_path / "b.json").read_text() == rule
+
+
+def test_a_report_with_an_ood_score_on_parts(tmp_path):
+    pytest.importorskip("matplotlib")
+    from abstain.app.report import _Rows, _Tables
+
+    cols = _columns(n=600)
+    write_table(tmp_path / "all.parquet", cols)
+    parts = _parts(cols, tmp_path / "parts", formats=("parquet",))
+    rule = tmp_path / "rule.json"
+    assert main(["fit", str(tmp_path / "all.parquet"), "--ood-score", "energy", "--tpr", "0.6",
+                 "--fpr", "0.4", "-o", str(rule), "--quiet"]) == 0
+    out = tmp_path / "parts.html"
+    assert main(["report", str(parts), "--ood-score", "energy", "--rule", str(rule),
+                 "-o", str(out), "--quiet", "--fpr", "0.4", "--tpr", "0.6"]) == 0
+    page = out.read_text()
+    assert PAIR in page and CHUNKED_NOTE in page
+    assert re.findall(r"<li>rule BoundedTPRFPR on <strong>msp, energy</strong>: coverage of "
+                      r"ID rows 0\.\d{4}, selective risk 0\.\d{4}, OOD rows accepted", page)
+    # the pair's operating point from its PairTable is the one on the rows
+    fitted, columns = load_rule(rule)
+    options = {"scores": None, "loss": None, "label": None, "prediction": None,
+               "is_ood": None, "ood_score": "energy", "dropna": False}
+    point = _Tables(summarise(str(parts), rows=150, options=options)).operating_point(
+        fitted, PAIR, columns)
+    on_rows = _Rows(prepare(read_table(tmp_path / "all.parquet"), ood_score="energy")
+                    ).operating_point(fitted, PAIR, columns)
+    np.testing.assert_allclose(point, on_rows, rtol=1e-12)
+
+
+def test_too_many_pairs_and_bad_pair_use_get_one_line(tmp_path, capsys):
+    cols = _columns()
+    parts = _parts(cols, tmp_path / "parts")
+    for args, pattern in (
+        (["evaluate", str(parts), "--ood-score", "energy", "--max-pairs", "100"],
+         r"the double-score pair 'msp\+energy' has \d[\d,]* distinct score pairs after "
+         r"[\d,]+ rows \(in '.*part-0.parquet'\), more than --max-pairs 100.*Round both"),
+        (["evaluate", str(parts), "--ood-score", "energy", "--max-pairs", "0"],
+         r"--max-pairs must be at least 1"),
+        (["fit", str(parts), "--ood-score", "energy", "--tpr", "0.99", "--fpr", "0.0", "-o",
+          str(tmp_path / "r.json")], r"infeasible on the pair msp, energy.*one file without"),
+        (["fit", str(parts), "--ood-score", "energy", "--target-coverage", "0.5", "-o",
+          str(tmp_path / "r.json")], r"takes one score column; an OOD score \('energy'\)"),
+        (["fit", str(parts), "--tpr", "0.5", "--fpr", "0.5", "-o", str(tmp_path / "r.json")],
+         r"when read in chunks, one, or a pair with an OOD score"),
+    ):
+        assert main([*args, "--quiet"]) == 1, args
+        assert re.search(pattern, capsys.readouterr().err), args
+    assert not (tmp_path / "r.json").exists()
+    with pytest.raises(ValueError, match="max_pairs must be an integer >= 1"):
+        summarise(str(parts), rows=100, options={}, max_pairs=0)
+
+
+def test_pairs_on_dask_equal_pairs_on_this_process(tmp_path):
+    pytest.importorskip("distributed")
+    parts = _parts(_columns(n=600), tmp_path / "parts")
+    options = {"scores": None, "loss": None, "label": None, "prediction": None,
+               "is_ood": None, "ood_score": "energy", "dropna": False}
+    here = summarise(str(parts), rows=100, options=options)
+    there = summarise(str(parts), rows=100, options=options, engine="dask")
+    assert here.pairs is not None and there.pairs is not None
+    assert here.pairs[PAIR] == there.pairs[PAIR] and here.pairs[PAIR].n == 600
+    assert here.columns == there.columns == {PAIR: ("msp", "energy")}
