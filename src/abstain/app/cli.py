@@ -255,7 +255,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.json:
             check_not_input(args.json, part_files(args.file))
         ev = evaluate_summary(_summary(args), coverages=args.coverage, tpr=args.tpr,
-                              fpr=args.fpr)
+                              fpr=args.fpr, search=args.search)
     else:
         if args.json:
             check_not_input(args.json, [args.file])
@@ -380,7 +380,7 @@ def _report(args: argparse.Namespace) -> int:
     data: TableData | Summary
     if chunked:
         data = _summary(args, wrong=True)
-        ev = evaluate_summary(data, tpr=args.tpr, fpr=args.fpr)
+        ev = evaluate_summary(data, tpr=args.tpr, fpr=args.fpr, search=args.search)
     else:
         data = _load(args)
         bar = _bar("evaluate", args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import warnings
@@ -14,7 +15,6 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.optional import require
 from ..exceptions import InfeasibleTargetWarning
-from ..models.ood import BoundedTPRFPR
 from .chunks import Summary
 from .tables import Progress, TableData
 
@@ -303,12 +303,20 @@ def evaluate_summary(
     coverages: Sequence[float] = (0.8, 0.9, 0.95),
     tpr: float = 0.95,
     fpr: float = 0.05,
+    search: str = "auto",
 ) -> Evaluation:
     """:func:`evaluate` on the score tables of a source read in chunks (one column each).
 
     The same metrics, equal to those of :func:`evaluate` on all rows at once (bit for bit
     for 0/1 and whole-number losses; to float64 rounding of the summed losses otherwise).
+    A double-score pair comes from its :class:`~abstain.PairTable`: AUROC, FPR at TPR and
+    OSCR of the envelope and the least risk at the TPR/FPR bounds, searched as ``search``
+    says (as in :func:`evaluate`; above :data:`abstain.metrics.AUTO_EXACT_ROWS` rows,
+    ``"auto"`` divides each column by its standard deviation over the rows, taken from the
+    table, so it may differ from the rows' in the last bits).
     """
+    if search not in ("auto", "exact", "grid"):
+        raise ValueError(f"search must be one of 'auto', 'exact', 'grid'; got {search!r}.")
     has_ood = summary.marked is not None and summary.n_ood > 0
     bounded = all(t.max_loss <= 1.0 for t in summary.tables.values())
     labels = _labels(coverages, tpr, fpr, has_ood, bounded)
@@ -317,32 +325,40 @@ def evaluate_summary(
         marked = (summary.marked[name],) if has_ood and summary.marked is not None else None
         out[name] = _metrics((t,), marked, marked or (), bounded, coverages, tpr, fpr)
     pairs = summary.columns if has_ood and summary.pairs is not None else {}
+    searches: dict[str, str | None] = {}
     for name in pairs:
         assert summary.pairs is not None
-        out[name] = {f"risk@tpr{tpr:g},fpr{fpr:g}": _pair_risk(summary.pairs[name], tpr, fpr)}
-    notes = _notes(labels, out, pairs=pairs, tpr=tpr, fpr=fpr)
-    for name in pairs:
-        for key in ("auroc", "oscr"):
-            if key in labels:
-                notes[name][key] = CHUNKED_ENVELOPE
+        out[name], searches[name] = _pair_of_table(summary.pairs[name], tpr, fpr, bounded,
+                                                   search)
+    notes = _notes(labels, out, pairs=pairs, tpr=tpr, fpr=fpr, searches=searches)
     return Evaluation(summary.n_id, summary.n_ood, summary.n_dropped, labels, out, pairs,
                       notes=notes)
 
 
-#: Why a double-score pair read in chunks has no envelope AUROC or OSCR.
-CHUNKED_ENVELOPE = ("the envelope of a double-score pair needs every row: abstain.metrics "
-                    "takes no PairTable for it; read one file without --chunk-rows or "
-                    "--engine")
-
-
-def _pair_risk(table: Any, tpr: float, fpr: float) -> float:
-    """:func:`abstain.metrics.selective_risk_at_tpr_fpr` of a double-score pair from its
-    :class:`~abstain.PairTable`: the risk of the ``BoundedTPRFPR`` rule fitted on the table
-    (the same search over the same directions; NaN where infeasible)."""
+def _pair_of_table(table: Any, tpr: float, fpr: float, bounded: bool,
+                   search: str) -> tuple[dict[str, float], str]:
+    """A pair's metrics from its :class:`~abstain.PairTable`, as
+    :func:`abstain.metrics.evaluate_ood` computes them on the rows, and how its directions
+    were searched."""
+    how = search
+    if search == "auto":
+        how = "exact" if table.n <= m.AUTO_EXACT_ROWS else "scaled grid"
+    if how == "scaled grid":  # each column over its standard deviation across the rows
+        w = table.counts / table.n
+        sd = np.sqrt(w @ (table.values - w @ table.values) ** 2)
+        table = copy.copy(table)
+        table.values = table.values / np.where(sd > 0, sd, 1.0)
+    kw: dict[str, Any] = {"search": "grid" if how == "scaled grid" else how}
+    keys = _ood_keys(tpr, fpr)
+    r = {keys["auroc"]: m.auroc(table, **kw),
+         keys["fpr_at_tpr"]: m.fpr_at_tpr(table, tpr=tpr, **kw)}
+    if bounded:
+        r[keys["oscr"]] = m.oscr(table, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
-        rule = BoundedTPRFPR(tpr=tpr, fpr=fpr).fit(table)
-    return float(rule.risk_) if rule.feasible_ else math.nan
+        r[keys["risk_at_tpr_fpr"]] = m.selective_risk_at_tpr_fpr(table, tpr=tpr, fpr=fpr,
+                                                                 **kw)
+    return {k: float(v) for k, v in r.items()}, how
 
 
 def evaluate(

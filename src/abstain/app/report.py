@@ -447,9 +447,9 @@ def sample_warnings(data: TableData | Summary, ev: Evaluation) -> list[str]:
 #: What a report read in chunks leaves out, and why (one line in its summary).
 CHUNKED_NOTE = ("Read in chunks into score tables (one per score column): every metric, "
                 "curve and histogram here is computed exactly from them. A double-score pair "
-                "(--ood-score) is kept as a table of its distinct score pairs and has its "
-                "risk at TPR/FPR only; its envelope AUROC, OSCR and curves, and bootstrap "
-                "intervals, need every row at once and are not available.")
+                "(--ood-score) is kept as a table of its distinct score pairs, which gives its "
+                "AUROC, FPR at TPR, OSCR and risk at TPR/FPR; its envelope curves and "
+                "bootstrap intervals need every row at once and are not drawn.")
 
 
 def _summary(data: TableData | Summary, ev: Evaluation, rule: Any,
