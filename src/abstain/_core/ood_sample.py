@@ -8,6 +8,7 @@ Shared by the OOD reject models (:mod:`abstain.models.ood`) and the OOD metrics
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -220,18 +221,30 @@ def resolve_search(scores: Any, search: str = "auto") -> tuple[str | None, Any]:
     :data:`AUTO_EXACT_ROWS` rows and, above, ``"scaled grid"`` with each column divided by
     its standard deviation over the rows (1 for a constant column): a grid that no positive
     rescaling of a column changes. Pass ``columns`` to a pair metric with ``search="exact"``
-    when ``how`` is ``"exact"``, else ``search="grid"``.
+    when ``how`` is ``"exact"``, else ``search="grid"``. A :class:`PairTable` is resolved
+    the same way and returned as a table (its standard deviations from the pairs' counts,
+    which may differ from the rows' in the last bits).
     """
     search = check_choice("search", search, ("auto", "exact", "grid"))
-    if np.ndim(scores) != 2 or np.shape(scores)[1] != 2:
+    if isinstance(scores, PairTable):
+        n, s = scores.n, scores.values
+    elif np.ndim(scores) != 2 or np.shape(scores)[1] != 2:
         return None, scores
-    s = as_real_array(scores, "scores")
-    if search == "auto":
-        if s.shape[0] <= AUTO_EXACT_ROWS:
-            return "exact", s
-        sd = s.std(axis=0)
-        return "scaled grid", s / np.where(sd > 0, sd, 1.0)
-    return search, s
+    else:
+        s = as_real_array(scores, "scores")
+        n = s.shape[0]
+    if search != "auto":
+        return search, scores if isinstance(scores, PairTable) else s
+    if n <= AUTO_EXACT_ROWS:
+        return "exact", scores if isinstance(scores, PairTable) else s
+    if isinstance(scores, PairTable):  # the deviation over the rows, from the pairs' counts
+        w = scores.counts / n
+        sd = np.sqrt(w @ (s - w @ s) ** 2)
+        scaled = copy.copy(scores)
+        scaled.values = s / np.where(sd > 0, sd, 1.0)
+        return "scaled grid", scaled
+    sd = s.std(axis=0)
+    return "scaled grid", s / np.where(sd > 0, sd, 1.0)
 
 
 def tpr_fpr_constraint(sample: Sample, tpr: float, fpr: float) -> Constraint:

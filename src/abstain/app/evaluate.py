@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import warnings
@@ -15,6 +14,7 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.optional import require
 from ..exceptions import InfeasibleTargetWarning
+from ..metrics.ood_table import resolve_search
 from .chunks import Summary
 from .tables import Progress, TableData
 
@@ -315,8 +315,7 @@ def evaluate_summary(
     ``"auto"`` divides each column by its standard deviation over the rows, taken from the
     table, so it may differ from the rows' in the last bits).
     """
-    if search not in ("auto", "exact", "grid"):
-        raise ValueError(f"search must be one of 'auto', 'exact', 'grid'; got {search!r}.")
+    _check_search(search)
     has_ood = summary.marked is not None and summary.n_ood > 0
     bounded = all(t.max_loss <= 1.0 for t in summary.tables.values())
     labels = _labels(coverages, tpr, fpr, has_ood, bounded)
@@ -335,19 +334,17 @@ def evaluate_summary(
                       notes=notes)
 
 
+def _check_search(search: str) -> None:
+    if search not in ("auto", "exact", "grid"):
+        raise ValueError(f"search must be one of 'auto', 'exact', 'grid'; got {search!r}.")
+
+
 def _pair_of_table(table: Any, tpr: float, fpr: float, bounded: bool,
-                   search: str) -> tuple[dict[str, float], str]:
+                   search: str) -> tuple[dict[str, float], str | None]:
     """A pair's metrics from its :class:`~abstain.PairTable`, as
     :func:`abstain.metrics.evaluate_ood` computes them on the rows, and how its directions
     were searched."""
-    how = search
-    if search == "auto":
-        how = "exact" if table.n <= m.AUTO_EXACT_ROWS else "scaled grid"
-    if how == "scaled grid":  # each column over its standard deviation across the rows
-        w = table.counts / table.n
-        sd = np.sqrt(w @ (table.values - w @ table.values) ** 2)
-        table = copy.copy(table)
-        table.values = table.values / np.where(sd > 0, sd, 1.0)
+    how, table = resolve_search(table, search)
     kw: dict[str, Any] = {"search": "grid" if how == "scaled grid" else how}
     keys = _ood_keys(tpr, fpr)
     r = {keys["auroc"]: m.auroc(table, **kw),
@@ -432,8 +429,7 @@ def evaluate(
     out: dict[str, dict[str, float]] = {}
     pairs = data.pairs if has_ood else {}
     total = len(data.scores) + len(pairs) + n_bootstrap
-    if search not in ("auto", "exact", "grid"):
-        raise ValueError(f"search must be one of 'auto', 'exact', 'grid'; got {search!r}.")
+    _check_search(search)
     options: dict[str, Any] = {"coverages": coverages, "tpr": tpr, "fpr": fpr,
                                "bounded": bounded, "search": search}
     metric_ood = ood if has_ood else None
