@@ -48,6 +48,23 @@ def _dask() -> Any:
     return require("dask", "dask", "abstain.distributed")
 
 
+def _array_blocks(x: Any) -> tuple[list[Any], tuple[int, ...]]:
+    """The row blocks of a Dask array as delayed objects, with their lengths. Not optimised
+    one by one: the partitions of the other columns share their tasks (a block read or
+    generated once serves every column of it)."""
+    return (list(x.to_delayed(optimize_graph=False).ravel()),
+            tuple(int(c) for c in x.chunks[0]))
+
+
+def _dask_dataframe() -> Any:
+    """``dask.dataframe``, or None where dask is installed without it (arrays only)."""
+    try:
+        import dask.dataframe as dd
+    except ImportError:
+        return None
+    return dd
+
+
 def _pieces(x: Any, name: str) -> tuple[list[Any], tuple[int, ...] | None]:
     """The partitions of ``x`` as delayed objects (or one NumPy block), with their lengths
     where known."""
@@ -58,15 +75,8 @@ def _pieces(x: Any, name: str) -> tuple[list[Any], tuple[int, ...] | None]:
         if x.ndim != 1:
             raise ValueError(f"{name} must be a one-dimensional Dask array; got {x.ndim} "
                              "dimensions.")
-        # Not optimised one by one: the partitions of the other columns share their tasks
-        # (a block read or generated once serves every column of it).
-        return (list(x.to_delayed(optimize_graph=False).ravel()),
-                tuple(int(c) for c in x.chunks[0]))
-    dd: Any
-    try:
-        import dask.dataframe as dd
-    except ImportError:  # dask without its dataframe part: arrays only
-        dd = None
+        return _array_blocks(x)
+    dd = _dask_dataframe()
     if dd is not None and isinstance(x, dd.DataFrame):
         raise ValueError(f"{name} must be one column (df['name']), a Dask Series or array; "
                          f"got a Dask DataFrame with columns {list(x.columns)}.")
@@ -270,13 +280,8 @@ def _pair_pieces(scores: Any) -> tuple[list[Any], tuple[int, ...] | None]:
                              f"score; got shape {scores.shape}.")
         if len(scores.chunks[1]) != 1:
             scores = scores.rechunk({1: 2})
-        return (list(scores.to_delayed(optimize_graph=False).ravel()),
-                tuple(int(c) for c in scores.chunks[0]))
-    dd: Any
-    try:
-        import dask.dataframe as dd
-    except ImportError:  # dask without its dataframe part: arrays only
-        dd = None
+        return _array_blocks(scores)
+    dd = _dask_dataframe()
     if dd is not None and isinstance(scores, dd.DataFrame):
         if len(scores.columns) != 2:
             raise ValueError("scores must be a Dask DataFrame of two columns (s_r, s_g); got "
