@@ -128,3 +128,22 @@ def random_sample():
 def quiet_fit():
     """``quiet_fit(model, *args)``: ``model.fit(*args)`` without the InfeasibleTargetWarning."""
     return _quiet_fit
+
+
+def _write_parts(cols, folder, k=3, formats=("parquet",)):
+    """Write the rows of ``cols`` as ``k`` parts in ``folder``, the formats taken in turn."""
+    from abstain.io import write_table
+
+    folder.mkdir()
+    n = len(next(iter(cols.values())))
+    for i, idx in enumerate(np.array_split(np.arange(n), k)):
+        write_table(folder / f"part-{i}.{formats[i % len(formats)]}",
+                    {c: v[idx] for c, v in cols.items()})
+    return folder
+
+
+@pytest.fixture(scope="session")
+def write_parts():
+    """``write_parts(cols, folder, k=3, formats=("parquet",))``: a dict of columns written as
+    a directory of parts, a source read in chunks (tests/app/)."""
+    return _write_parts

@@ -27,15 +27,6 @@ def _columns(n: int = 2000, seed: int = 0, continuous: bool = False) -> dict[str
     return cols
 
 
-def _write_parts(cols, folder, k=4, formats=("csv", "parquet")):
-    folder.mkdir()
-    n = len(next(iter(cols.values())))
-    for i, idx in enumerate(np.array_split(np.arange(n), k)):
-        write_table(folder / f"part-{i}.{formats[i % len(formats)]}",
-                    {c: v[idx] for c, v in cols.items()})
-    return folder
-
-
 def _evaluate(source, tmp_path, *extra) -> dict:
     out = tmp_path / f"ev{len(list(tmp_path.iterdir()))}.json"
     assert main(["evaluate", str(source), "--json", str(out), "--quiet", *extra]) == 0
@@ -43,11 +34,13 @@ def _evaluate(source, tmp_path, *extra) -> dict:
 
 
 @pytest.mark.parametrize("continuous", [False, True])
-def test_a_directory_of_parts_gives_the_metrics_of_the_whole_file(tmp_path, continuous):
+def test_a_directory_of_parts_gives_the_metrics_of_the_whole_file(write_parts, tmp_path,
+                                                                  continuous):
     cols = _columns(continuous=continuous)
     write_table(tmp_path / "all.csv", cols)
     whole = _evaluate(tmp_path / "all.csv", tmp_path)
-    parts = _evaluate(_write_parts(cols, tmp_path / "parts"), tmp_path, "--chunk-rows", "170")
+    source = write_parts(cols, tmp_path / "parts", k=4, formats=("csv", "parquet"))
+    parts = _evaluate(source, tmp_path, "--chunk-rows", "170")
     if not continuous:
         assert parts == whole
     else:
@@ -64,21 +57,21 @@ def test_a_directory_of_parts_gives_the_metrics_of_the_whole_file(tmp_path, cont
                                     ["--target-risk", "0.3", "--delta", "0.2"],
                                     ["--tpr", "0.3", "--fpr", "0.5"],
                                     ["--precision", "0.6", "--recall", "0.3"]])
-def test_fit_on_parts_writes_the_rule_of_the_whole_file(tmp_path, target, capsys):
+def test_fit_on_parts_writes_the_rule_of_the_whole_file(write_parts, tmp_path, target, capsys):
     cols = _columns()
     write_table(tmp_path / "all.parquet", cols)
-    parts = _write_parts(cols, tmp_path / "parts", formats=("parquet",))
+    parts = write_parts(cols, tmp_path / "parts", formats=("parquet",), k=4)
     for source, out in ((tmp_path / "all.parquet", "a.json"), (parts / "*.parquet", "b.json")):
         assert main(["fit", str(source), "--score", "msp", *target, "-o",
                      str(tmp_path / out), "--quiet", "--chunk-rows", "250"]) == 0
     assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
 
 
-def test_the_dask_engine_gives_the_same_metrics(tmp_path):
+def test_the_dask_engine_gives_the_same_metrics(write_parts, tmp_path):
     pytest.importorskip("distributed")
     cols = _columns(n=800)
     write_table(tmp_path / "all.csv", cols)
-    parts = _write_parts(cols, tmp_path / "parts")
+    parts = write_parts(cols, tmp_path / "parts", k=4, formats=("csv", "parquet"))
     assert _evaluate(parts, tmp_path, "--engine", "dask") == _evaluate(tmp_path / "all.csv",
                                                                          tmp_path)
 
@@ -96,9 +89,9 @@ def test_read_chunks_keeps_the_file_line_numbers(tmp_path):
     assert [c["u"].size for c in read_chunks(npz, 2)] == [5]
 
 
-def test_bad_sources_get_one_line(tmp_path, capsys):
+def test_bad_sources_get_one_line(write_parts, tmp_path, capsys):
     cols = _columns(n=400)
-    parts = _write_parts(cols, tmp_path / "parts", formats=("csv",))
+    parts = write_parts(cols, tmp_path / "parts", formats=("csv",), k=4)
     (parts / "part-9.csv").write_text("msp,energy,is_ood,label,prediction\n0.1,0.2,0,1,x2\n"
                                       "0.1,abc,0,1,1\n0.3,0.4,0,1,1\n")
     assert main(["evaluate", str(parts), "--quiet"]) == 1

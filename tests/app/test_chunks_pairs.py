@@ -35,15 +35,6 @@ def _columns(n: int = 1500, seed: int = 0, continuous: bool = False) -> dict[str
     return cols
 
 
-def _parts(cols, folder, k=3, formats=("parquet", "csv")):
-    folder.mkdir()
-    n = len(next(iter(cols.values())))
-    for i, idx in enumerate(np.array_split(np.arange(n), k)):
-        write_table(folder / f"part-{i}.{formats[i % len(formats)]}",
-                    {c: v[idx] for c, v in cols.items()})
-    return folder
-
-
 def _evaluate(source, out, *extra) -> dict:
     assert main(["evaluate", str(source), "--ood-score", "energy", "--json", str(out),
                  "--quiet", *extra]) == 0
@@ -55,10 +46,11 @@ def _same(v, w, continuous, rel=1e-12):
 
 
 @pytest.mark.parametrize("continuous", [False, True])
-def test_evaluate_with_an_ood_score_on_parts_equals_the_whole_file(tmp_path, continuous):
+def test_evaluate_with_an_ood_score_on_parts_equals_the_whole_file(write_parts, tmp_path,
+                                                                   continuous):
     cols = _columns(continuous=continuous)
     write_table(tmp_path / "all.parquet", cols)
-    parts = _parts(cols, tmp_path / "parts")
+    parts = write_parts(cols, tmp_path / "parts", formats=("parquet", "csv"))
     for extra in ([], ["--tpr", "0.6", "--fpr", "0.4", "--search", "grid"]):  # NaN, feasible
         whole = _evaluate(tmp_path / "all.parquet", tmp_path / "a.json", *extra)
         got = _evaluate(parts, tmp_path / "b.json", "--chunk-rows", "200", *extra)
@@ -74,7 +66,7 @@ def test_evaluate_with_an_ood_score_on_parts_equals_the_whole_file(tmp_path, con
     assert whole["metrics"][PAIR][risk] is not None  # the second run was feasible
 
 
-def test_the_scaled_grid_of_a_pair_read_in_chunks(tmp_path, monkeypatch):
+def test_the_scaled_grid_of_a_pair_read_in_chunks(write_parts, tmp_path, monkeypatch):
     # above AUTO_EXACT_ROWS, "auto" divides each column by its standard deviation: the
     # table's deviation may differ from the rows' in the last bits, hence rel=1e-9
     import abstain._core.ood_sample as sample
@@ -84,7 +76,7 @@ def test_the_scaled_grid_of_a_pair_read_in_chunks(tmp_path, monkeypatch):
     monkeypatch.setattr(metrics, "AUTO_EXACT_ROWS", 1000)
     cols = _columns()
     write_table(tmp_path / "all.parquet", cols)
-    parts = _parts(cols, tmp_path / "parts")
+    parts = write_parts(cols, tmp_path / "parts", formats=("parquet", "csv"))
     whole = _evaluate(tmp_path / "all.parquet", tmp_path / "a.json")
     got = _evaluate(parts, tmp_path / "b.json", "--chunk-rows", "200")
     assert got["metrics"][PAIR].keys() == whole["metrics"][PAIR].keys()
@@ -97,10 +89,11 @@ def test_the_scaled_grid_of_a_pair_read_in_chunks(tmp_path, monkeypatch):
 @pytest.mark.parametrize("target", [["--tpr", "0.6", "--fpr", "0.4"],
                                     ["--precision", "0.8", "--recall", "0.5"],
                                     ["--reject-id-cost", "0.3", "--predict-ood-cost", "1"]])
-def test_a_double_score_rule_fitted_on_parts_is_the_rule_of_the_whole_file(tmp_path, target):
+def test_a_double_score_rule_fitted_on_parts_is_the_rule_of_the_whole_file(write_parts, tmp_path,
+                                                                           target):
     cols = _columns()
     write_table(tmp_path / "all.csv", cols)
-    parts = _parts(cols, tmp_path / "parts")
+    parts = write_parts(cols, tmp_path / "parts", formats=("parquet", "csv"))
     for source, out, extra in ((tmp_path / "all.csv", "a.json", []),
                                (parts, "b.json", ["--chunk-rows", "300"])):
         assert main(["fit", str(source), "--ood-score", "energy", *target, "-o",
@@ -110,13 +103,13 @@ def test_a_double_score_rule_fitted_on_parts_is_the_rule_of_the_whole_file(tmp_p
     assert (tmp_path / "b.json").read_text() == rule
 
 
-def test_a_report_with_an_ood_score_on_parts(tmp_path):
+def test_a_report_with_an_ood_score_on_parts(write_parts, tmp_path):
     pytest.importorskip("matplotlib")
     from abstain.app.report import _Rows, _Tables
 
     cols = _columns(n=600)
     write_table(tmp_path / "all.parquet", cols)
-    parts = _parts(cols, tmp_path / "parts", formats=("parquet",))
+    parts = write_parts(cols, tmp_path / "parts", formats=("parquet",))
     rule = tmp_path / "rule.json"
     assert main(["fit", str(tmp_path / "all.parquet"), "--ood-score", "energy", "--tpr", "0.6",
                  "--fpr", "0.4", "-o", str(rule), "--quiet"]) == 0
@@ -138,9 +131,9 @@ def test_a_report_with_an_ood_score_on_parts(tmp_path):
     np.testing.assert_allclose(point, on_rows, rtol=1e-12)
 
 
-def test_too_many_pairs_and_bad_pair_use_get_one_line(tmp_path, capsys):
+def test_too_many_pairs_and_bad_pair_use_get_one_line(write_parts, tmp_path, capsys):
     cols = _columns()
-    parts = _parts(cols, tmp_path / "parts")
+    parts = write_parts(cols, tmp_path / "parts", formats=("parquet", "csv"))
     for args, pattern in (
         (["evaluate", str(parts), "--ood-score", "energy", "--max-pairs", "100"],
          r"the double-score pair 'msp\+energy' has \d[\d,]* distinct score pairs after "
@@ -161,9 +154,9 @@ def test_too_many_pairs_and_bad_pair_use_get_one_line(tmp_path, capsys):
         summarise(str(parts), rows=100, options={}, max_pairs=0)
 
 
-def test_pairs_on_dask_equal_pairs_on_this_process(tmp_path):
+def test_pairs_on_dask_equal_pairs_on_this_process(write_parts, tmp_path):
     pytest.importorskip("distributed")
-    parts = _parts(_columns(n=600), tmp_path / "parts")
+    parts = write_parts(_columns(n=600), tmp_path / "parts", formats=("parquet", "csv"))
     options = {"scores": None, "loss": None, "label": None, "prediction": None,
                "is_ood": None, "ood_score": "energy", "dropna": False}
     here = summarise(str(parts), rows=100, options=options)

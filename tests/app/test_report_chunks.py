@@ -36,14 +36,6 @@ def _columns(n: int = 1500, seed: int = 0, continuous: bool = False,
     return cols
 
 
-def _parts(cols, folder, k=3):
-    folder.mkdir()
-    n = len(next(iter(cols.values())))
-    for i, idx in enumerate(np.array_split(np.arange(n), k)):
-        write_table(folder / f"part-{i}.parquet", {c: v[idx] for c, v in cols.items()})
-    return folder
-
-
 def _section(page: str, start: str, end: str) -> str:
     return page[page.index(start):page.index(end)]
 
@@ -70,11 +62,11 @@ def _same(a: list, b: list, rel: float) -> None:
 
 
 @pytest.mark.parametrize("continuous", [False, True])
-def test_figures_from_the_tables_are_those_of_the_rows(tmp_path, continuous):
+def test_figures_from_the_tables_are_those_of_the_rows(write_parts, tmp_path, continuous):
     cols = _columns(continuous=continuous)
     options = {"scores": None, "loss": None, "label": None, "prediction": None,
                "is_ood": None, "ood_score": None, "dropna": False}
-    summary = summarise(str(_parts(cols, tmp_path / "p")), rows=200, options=options,
+    summary = summarise(str(write_parts(cols, tmp_path / "p")), rows=200, options=options,
                         wrong=True)
     rows = report_figures(prepare(cols), fpr=0.1)
     tables = report_figures(summary, fpr=0.1)
@@ -83,10 +75,10 @@ def test_figures_from_the_tables_are_those_of_the_rows(tmp_path, continuous):
         _same(_drawn(tables[name]), _drawn(rows[name]), 0 if not continuous else 1e-12)
 
 
-def test_a_directory_of_parquet_parts_gives_the_report_of_the_whole_file(tmp_path):
+def test_a_directory_of_parquet_parts_gives_the_report_of_the_whole_file(write_parts, tmp_path):
     cols = _columns()
     write_table(tmp_path / "all.parquet", cols)
-    parts = _parts(cols, tmp_path / "parts")
+    parts = write_parts(cols, tmp_path / "parts")
     assert main(["fit", str(tmp_path / "all.parquet"), "--score", "msp", "--tpr", "0.6",
                  "--fpr", "0.4", "-o", str(tmp_path / "rule.json"), "--quiet"]) == 0
     pages = {}
@@ -110,17 +102,17 @@ def test_a_directory_of_parquet_parts_gives_the_report_of_the_whole_file(tmp_pat
     assert "3 parts, SHA-256 of their SHA-256 list" in pages["parts"]
 
 
-def test_a_report_in_chunks_without_an_ood_column(tmp_path):
+def test_a_report_in_chunks_without_an_ood_column(write_parts, tmp_path):
     cols = _columns(ood=False, continuous=True)
-    parts = _parts(cols, tmp_path / "parts", k=2)
+    parts = write_parts(cols, tmp_path / "parts", k=2)
     assert main(["report", str(parts), "-o", str(tmp_path / "r.html"), "--quiet"]) == 0
     page = (tmp_path / "r.html").read_text()
     assert page.count("<img") == 4  # two curves, two histograms
 
 
-def test_what_needs_the_rows_is_refused_in_one_line(tmp_path, capsys):
+def test_what_needs_the_rows_is_refused_in_one_line(write_parts, tmp_path, capsys):
     cols = _columns()
-    parts = _parts(cols, tmp_path / "parts")
+    parts = write_parts(cols, tmp_path / "parts")
     out = str(tmp_path / "r.html")
     assert main(["report", str(parts), "-o", out, "--bootstrap", "50", "--quiet"]) == 1
     assert "--bootstrap resamples the rows of one file" in capsys.readouterr().err
@@ -128,22 +120,22 @@ def test_what_needs_the_rows_is_refused_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "r.html").exists()
 
 
-def test_histograms_of_continuous_losses_need_the_wrong_counts(tmp_path):
+def test_histograms_of_continuous_losses_need_the_wrong_counts(write_parts, tmp_path):
     cols = _columns(continuous=True)
     options = {"scores": ["msp"], "loss": None, "label": None, "prediction": None,
                "is_ood": None, "ood_score": None, "dropna": False}
-    summary = summarise(str(_parts(cols, tmp_path / "p")), rows=500, options=options)
+    summary = summarise(str(write_parts(cols, tmp_path / "p")), rows=500, options=options)
     with pytest.raises(ValueError, match=r"wrong=True"):
         report_figures(summary)
     ev = evaluate_summary(summary)
-    binary = summarise(str(_parts(_columns(), tmp_path / "q")), rows=500, options=options)
+    binary = summarise(str(write_parts(_columns(), tmp_path / "q")), rows=500, options=options)
     page = html_report(binary, evaluate_summary(binary))  # 0/1 losses: the sums count
     assert page.count("<img") == 5 + 1 and ev.n_id == summary.n_id
 
 
-def test_a_report_on_dask_equals_the_one_on_this_process(tmp_path):
+def test_a_report_on_dask_equals_the_one_on_this_process(write_parts, tmp_path):
     pytest.importorskip("distributed")
-    parts = _parts(_columns(), tmp_path / "parts")
+    parts = write_parts(_columns(), tmp_path / "parts")
     pages = []
     for extra in ([], ["--engine", "dask"]):
         out = tmp_path / f"r{len(pages)}.html"
