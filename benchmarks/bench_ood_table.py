@@ -6,7 +6,10 @@ directions on the columns as given), ``"exact"`` (every direction) and ``"auto"`
 default: exact up to ``AUTO_EXACT_ROWS`` rows, the grid of the standardised columns
 above), each on the raw columns and with the first column x100. Columns: seconds and the
 ratio to the grid measured in the same run, then the AUROC and the FPR at TPR 0.95 (raw and
-x100). ``risk_coverage_curve_at_fpr`` (100 TPR targets, FPR <= 0.2) by grid and exact is
+x100). A fourth row, "exact, per metric", calls ``auroc``, ``fpr_at_tpr``, ``oscr`` and
+``selective_risk_at_tpr_fpr`` with ``search="exact"`` one by one (three sweeps of the
+directions where ``evaluate_ood`` makes one) and checks the values equal.
+``risk_coverage_curve_at_fpr`` (100 TPR targets, FPR <= 0.2) by grid and exact is
 timed beside it.
 
 Run: ``python benchmarks/bench_ood_table.py [--sizes 1000 2000 5000] [--exact-max 5000]``.
@@ -26,7 +29,15 @@ from pathlib import Path
 import numpy as np
 
 from abstain.datasets import synthetic_ood_1d
-from abstain.metrics import AUTO_EXACT_ROWS, evaluate_ood, risk_coverage_curve_at_fpr
+from abstain.metrics import (
+    AUTO_EXACT_ROWS,
+    auroc,
+    evaluate_ood,
+    fpr_at_tpr,
+    oscr,
+    risk_coverage_curve_at_fpr,
+    selective_risk_at_tpr_fpr,
+)
 
 RESULTS = Path(__file__).parent / "results" / "bench_ood_table.md"
 
@@ -35,6 +46,13 @@ def timed(func, *args, **kwargs):
     start = time.perf_counter()
     out = func(*args, **kwargs)
     return time.perf_counter() - start, out
+
+
+def per_metric(losses, ood, pair) -> list[float]:
+    """The exact envelope metrics and risk of a pair, one function call each."""
+    return [auroc(ood, pair, search="exact"), fpr_at_tpr(ood, pair, 0.95, search="exact"),
+            oscr(losses, ood, pair, search="exact"),
+            selective_risk_at_tpr_fpr(losses, ood, pair, 0.95, 0.05, search="exact")]
 
 
 def main() -> None:
@@ -77,6 +95,13 @@ def main() -> None:
                          f"| {v['auroc']:.6f} | {w['auroc']:.6f} | {v['fpr_at_tpr']:.6f} "
                          f"| {w['fpr_at_tpr']:.6f} |")
             print(lines[-1], flush=True)
+            if search == "exact":
+                sec, one = timed(per_metric, losses, ood, pair)
+                np.testing.assert_array_equal(
+                    one, [v["auroc"], v["fpr_at_tpr"], v["oscr"], v["risk_at_tpr_fpr"]])
+                lines.append(f"| {n:,} | exact, per metric | exact | {sec:.3f} "
+                             f"| {sec / base:.1f} | {one[0]:.6f} | | {one[1]:.6f} | |")
+                print(lines[-1], flush=True)
         if n <= args.exact_max:
             tg, g = timed(risk_coverage_curve_at_fpr, losses, ood, pair, fpr=0.2)
             te, e = timed(risk_coverage_curve_at_fpr, losses, ood, pair, fpr=0.2,

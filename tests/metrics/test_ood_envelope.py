@@ -207,3 +207,21 @@ def test_exact_envelope_with_pairs_on_a_line_on_both_sides_of_a_point():
     want = R.envelope_area_ref(segs) / 4
     assert M.auroc(is_ood, s, search="exact") == pytest.approx(want, abs=TOL)  # 0.5625
     assert M.auroc(is_ood, s * [128.0, 1.0], search="exact") == pytest.approx(want, abs=TOL)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_sweep_of_several_gains_equals_one_sweep_each(seed, random_sample):
+    from abstain._core import ood_envelope as env
+
+    s, is_ood, losses = _tie_sample(seed, random_sample)
+    ood = is_ood.astype(float)
+    gains = np.column_stack([1.0 - ood, (1.0 - ood) * (1 - losses), (1.0 - ood) * losses])
+    both = env.envelopes(s, ood, gains)
+    for c, lines in enumerate(both):
+        one = env.envelope_lines(s, ood, gains[:, c])
+        for got, want in zip(lines, one, strict=True):
+            np.testing.assert_array_equal(got, want)
+    want = {"auroc": M.auroc(is_ood, s, search="exact"),
+            "fpr_at_tpr": M.fpr_at_tpr(is_ood, s, 0.7, search="exact"),
+            "oscr": M.oscr(losses, is_ood, s, search="exact")}
+    assert M.ood.exact_envelope_metrics(losses, is_ood, s, 0.7, True) == want

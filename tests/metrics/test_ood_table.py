@@ -143,6 +143,10 @@ def test_losses_above_one_and_no_losses():
     table = evaluate_ood(big, ood, {"a": scores["a"]})
     j = table.metrics.index("oscr")
     assert not table.applicable[0, j] and np.isnan(table.values[0, j])
+    pair = evaluate_ood(big, ood, {"a+b": scores["a+b"]}, tpr=0.8, search="exact")
+    assert not pair.applicable[0, j] and np.isnan(pair.values[0, j])
+    assert pair.row("a+b")["auroc"] == auroc(ood, scores["a+b"], search="exact")
+    assert pair.row("a+b")["fpr_at_tpr"] == fpr_at_tpr(ood, scores["a+b"], 0.8, search="exact")
     none = evaluate_ood(None, ood, {"a": scores["a"]})
     assert none.values[0, 0] == auroc(ood, scores["a"])
 

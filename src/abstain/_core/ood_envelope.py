@@ -64,26 +64,43 @@ def envelope_lines(scores: F64, ood: F64, gain: F64) -> Lines:
     O(m^2 log m) time over the m distinct score pairs (only anchors with OOD mass are
     swept), memory of one batch of anchors plus the distinct segments found.
     """
+    return envelopes(scores, ood, gain[:, None])[0]
+
+
+def envelopes(scores: F64, ood: F64, gains: F64) -> list[Lines]:
+    """:func:`envelope_lines` of each column of ``gains`` (n, g), from one sweep: the
+    anchors' states are computed once for every column, so g envelopes cost little more
+    than one (the sort of the swap angles dominates)."""
     pts, inv = np.unique(scores, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
-    m = pts.shape[0]
-    x = np.zeros((m, 2))
+    m, g = pts.shape[0], gains.shape[1]
+    x = np.zeros((m, 1 + g))
     x[:, 0] = np.bincount(inv, weights=ood, minlength=m)
-    x[:, 1] = np.bincount(inv, weights=gain, minlength=m)
+    for c in range(g):
+        x[:, 1 + c] = np.bincount(inv, weights=gains[:, c], minlength=m)
     n_ood = int(round(float(x[:, 0].sum())))
-    # segments (start OOD, start gain, OOD width, gain rise); one per (width, rise, start).
-    # The commonest, one OOD row alone (width 1, rise 0), are kept by start in ``flat``.
-    segs = np.zeros((4, 0))
-    flat = np.full(n_ood + 1, -np.inf)
+    # per gain, segments (start OOD, start gain, OOD width, gain rise); one per (width,
+    # rise, start). The commonest, one OOD row alone (width 1, rise 0), are kept by start
+    # in ``flat``.
+    segs = [np.zeros((4, 0)) for _ in range(g)]
+    flat = [np.full(n_ood + 1, -np.inf) for _ in range(g)]
     for _, st in anchor_batches(pts, x, np.flatnonzero(x[:, 0] > 0)):
         keep = st.ok.copy()
         keep[:, 1 : m + 1] &= st.size >= 2  # a tie of two points is dominated (see above)
         keep[:, 2 * m + 2] = False  # the angle pi is not a direction of the half-circle
-        new = np.stack((st.P[0][keep], st.P[1][keep], st.G[0][keep], st.G[1][keep]))
-        alone = (new[2] == 1) & (new[3] == 0)
-        np.maximum.at(flat, np.rint(new[0][alone]).astype(np.intp), new[1][alone])
-        segs = np.concatenate((segs, new[:, ~alone]), axis=1)
-        segs = segs[:, _keep_highest((segs[2], segs[3], segs[0]), segs[1])]
+        p0, g0 = st.P[0][keep], st.G[0][keep]
+        alone0 = g0 == 1
+        for c in range(g):
+            new = np.stack((p0, st.P[1 + c][keep], g0, st.G[1 + c][keep]))
+            alone = alone0 & (new[3] == 0)
+            np.maximum.at(flat[c], np.rint(new[0][alone]).astype(np.intp), new[1][alone])
+            sc = np.concatenate((segs[c], new[:, ~alone]), axis=1)
+            segs[c] = sc[:, _keep_highest((sc[2], sc[3], sc[0]), sc[1])]
+    return [_pieces(segs[c], flat[c], n_ood, float(x[:, 1 + c].sum())) for c in range(g)]
+
+
+def _pieces(segs: F64, flat: F64, n_ood: int, total: float) -> Lines:
+    """The :class:`Lines` of the segments ``segs`` and of the flat unit segments ``flat``."""
     at = np.flatnonzero(flat > -np.inf)
     segs = np.concatenate((segs, np.stack((at.astype(np.float64), flat[at],
                                            np.ones(at.size), np.zeros(at.size)))), axis=1)
@@ -97,7 +114,7 @@ def envelope_lines(scores: F64, ood: F64, gain: F64) -> Lines:
     b = a + slope
     k = start[which] + j
     pick = _keep_highest((k.astype(np.float64), a), b)
-    return Lines(k[pick], a[pick], b[pick], n_ood, float(x[:, 1].sum()))
+    return Lines(k[pick], a[pick], b[pick], n_ood, total)
 
 
 def _max_of_lines_area(a: F64, b: F64) -> float:
