@@ -54,7 +54,6 @@ from .ood_search import (
     event_angles,
     exact_search,
     grid_search,
-    project,
     rows_best_ratio,
 )
 
@@ -74,6 +73,10 @@ LEAF_WORK = 0.5
 SEED_SHARE = 64
 #: Intervals narrower than this (radians) are swept whatever their movers.
 MIN_WIDTH = 1e-7
+#: Quantiles of the normal coordinate that cut a pool into bands (finer in the tails, where
+#: a few far points would otherwise widen a band).
+BANDS = np.concatenate(([0.0, 1e-3, 5e-3, 0.02], np.linspace(0.05, 0.95, 16),
+                        [0.98, 0.995, 0.999, 1.0]))
 #: At most this many (anchor, point) pairs per batch of a sweep.
 _CHUNK = 1 << 22
 #: Ratio objectives with more tied anchors than this keep those of the largest ID mass.
@@ -104,6 +107,22 @@ class _Record(NamedTuple):
     O: F64  # noqa: E741
 
 
+class _Split(NamedTuple):
+    """The bands of a pool on an interval: ``order`` the pool's points by band, then by
+    projection on the middle direction; for each anchor (row), the part of band ``j`` that may
+    move past it is ``order[lo[:, j]:hi[:, j]]``; ``C`` (ID, OOD, loss, count) the masses
+    certainly below it, ``band`` the masses of its movers and their negative parts."""
+
+    order: NDArray[np.intp]
+    lo: NDArray[np.intp]
+    hi: NDArray[np.intp]
+    C: F64
+    band: F64
+
+    def take(self, keep: NDArray[np.intp]) -> _Split:
+        return _Split(self.order, self.lo[keep], self.hi[keep], self.C[keep], self.band[keep])
+
+
 class _Search:
     """The sample, the incumbent and the swept (anchor, objective) records."""
 
@@ -116,7 +135,6 @@ class _Search:
         self.r = np.hypot(points[:, 0] - c[0], points[:, 1] - c[1])
         # round-off of a projected score, far below any gap the bounds rely on
         self.eps = 4e-12 * float(np.max(np.abs(points[:, 0])) + np.max(np.abs(points[:, 1])))
-        self.r_cap = float(np.quantile(self.r, 0.995)) if m >= 400 else float(self.r.max())
         self.pr, self.pg = points[:, 0].copy(), points[:, 1].copy()
         self.xi, self.xo, self.xl = x[:, 0].copy(), x[:, 1].copy(), x[:, 2].copy()
         self.x4 = np.concatenate((x, np.ones((m, 1))), axis=1)
@@ -163,9 +181,9 @@ class _Search:
 
     # ---------------------------------------------------------------- bounds
     def bounds(self, a0: float, a1: float, anchors: NDArray[np.intp] | None,
-               pool: Pool | None) -> tuple[NDArray[np.intp], F64, F64, Pool]:
-        """Surviving anchors of ``[a0, a1]``, their lower bounds, their numbers of movers and the
-        pool of points that can be movers of one of them there."""
+               pool: Pool | None) -> tuple[NDArray[np.intp], F64, F64, Pool, _Split]:
+        """Surviving anchors of ``[a0, a1]``, their lower bounds, their numbers of movers, the
+        pool of points that can be movers of one of them there and their movers by bands."""
         m = self.points.shape[0]
         e = np.arange(m) if anchors is None else anchors
         rho = 2.0 * math.sin(0.25 * (a1 - a0)) * (1 + 1e-9)
@@ -193,23 +211,38 @@ class _Search:
             base = base + self.x4[idx[under]].sum(axis=0)
             keep = np.flatnonzero(~under & (lo <= float(hi_e.max())))
             idx, hi, lo = idx[keep], hi[keep], lo[keep]
-        xi, xo, xl = self.xi[idx], self.xo[idx], self.xl[idx]
-        cols = [xi, xo, xl, np.ones(idx.size)]
-        inc = self.inc
-        if self.con is not None and inc is not None:
-            r_t = inc[0] * (1 + MARGIN)
-            cols += [np.minimum(0.0, xl - r_t * xi), np.minimum(0.0, xl - inc[0] * xi)]
-        elif self.slopes is not None:
-            cols.append(np.minimum(0.0, self.h[idx]))
-        v = np.stack(cols, axis=1)
+        v = self._columns(idx)
         oh, ol = np.argsort(hi), np.argsort(lo)
         ch, cl = _cumsum0(v[oh]), _cumsum0(v[ol])
         band = cl[-1]
         cb = ch[np.searchsorted(hi[oh], lo_e, side="left")]  # band points below e
         nb = band - cl[np.searchsorted(lo[ol], hi_e, side="right")]  # band points above e
-        C = base + cb[:, :4]
-        N = (self.tot4 - base - band[:4]) + nb[:, :4]
-        neg = band[4:] - cb[:, 4:] - nb[:, 4:]  # negative parts over M(e), e included
+        out = self._decide(base + cb[:, :4], (self.tot4 - base - band[:4]) + nb[:, :4],
+                           band[4:] - cb[:, 4:] - nb[:, 4:])
+        e = e[out[0]]
+        split = self._split(a0, a1, e, idx, base, v[:, 4:])
+        out = self._decide(split.C, self.tot4 - split.C - split.band[:, :4], split.band[:, 4:])
+        return e[out[0]], out[1], out[2], (idx, base), split.take(out[0])
+
+    def _columns(self, idx: NDArray[np.intp]) -> F64:
+        """The masses (ID, OOD, loss, count) of the points ``idx`` and the negative parts
+        that bound the objective over movers."""
+        cols = [self.xi[idx], self.xo[idx], self.xl[idx], np.ones(idx.size)]
+        inc = self.inc
+        if self.con is not None and inc is not None:
+            xi, xl = cols[0], cols[2]
+            r_t = inc[0] * (1 + MARGIN)
+            cols += [np.minimum(0.0, xl - r_t * xi), np.minimum(0.0, xl - inc[0] * xi)]
+        elif self.slopes is not None:
+            cols.append(np.minimum(0.0, self.h[idx]))
+        return np.stack(cols, axis=1)
+
+    def _decide(self, C: F64, N: F64, neg: F64) -> tuple[NDArray[np.intp], F64, F64]:
+        """The anchors kept, their bounds and movers, from the masses ``C`` certainly below
+        and ``N`` certainly above each (ID, OOD, loss, count) and ``neg``, the negative parts
+        over the rest (its movers, the anchor included)."""
+        m = self.points.shape[0]
+        inc = self.inc
         movers = m - 1 - C[:, 3] - N[:, 3]  # the anchor itself excluded
         i_hi = self.tot4[0] - N[:, 0]
         if self.con is not None:
@@ -232,54 +265,71 @@ class _Search:
             drop = lb > self.threshold()
             drop |= (lb >= inc[0] + 1e-9 * self.h_abs) & (i_hi < inc[1] - self.slack_i)
         keep = np.flatnonzero(~drop)
-        return e[keep], lb[keep], movers[keep], (idx, base)
+        return keep, lb[keep], movers[keep]
+
+    def _split(self, a0: float, a1: float, e: NDArray[np.intp], idx: NDArray[np.intp],
+               base: F64, neg: F64) -> _Split:
+        """The pool ``idx`` cut into bands of ``t``, the coordinate along the normal
+        ``u_mid`` of the middle direction, and for each anchor the part of each band that
+        may move past it on ``[a0, a1]`` (see the module docstring)."""
+        mid = 0.5 * (a0 + a1)
+        cw, sw = math.cos(mid), math.sin(mid)
+        tan_h = math.tan(0.5 * (a1 - a0)) * (1 + 1e-9)
+        s = self.pr[idx] * cw + self.pg[idx] * sw
+        t = self.pg[idx] * cw - self.pr[idx] * sw
+        s_e = self.pr[e] * cw + self.pg[e] * sw
+        t_e = self.pg[e] * cw - self.pr[e] * sw
+        edges = np.quantile(t, BANDS)
+        b = np.searchsorted(edges[1:-1], t, side="right")
+        b_e = np.searchsorted(edges[1:-1], t_e, side="right")
+        order = np.lexsort((s, b))
+        ss = s[order]
+        nb = edges.size - 1
+        start = np.searchsorted(b[order], np.arange(nb + 1))
+        # the largest |t(q) - t(e)| for e in band i and q in band j
+        far = np.maximum(edges[1:][None, :] - edges[:-1][:, None],
+                         edges[1:][:, None] - edges[:-1][None, :])
+        cum = _cumsum0(np.concatenate((self.x4[idx[order]], neg[order]), axis=1))
+        k = e.size
+        C = np.tile(base, (k, 1))
+        band = np.zeros((k, cum.shape[1]))
+        lo = np.empty((k, nb), dtype=np.intp)
+        hi = np.empty((k, nb), dtype=np.intp)
+        for j in range(nb):
+            seg = ss[start[j]:start[j + 1]]
+            r = tan_h * far[b_e, j] + 4 * self.eps
+            lo[:, j] = start[j] + np.searchsorted(seg, s_e - r, side="left")
+            hi[:, j] = start[j] + np.searchsorted(seg, s_e + r, side="right")
+            C += cum[lo[:, j], :4] - cum[start[j], :4]
+            band += cum[hi[:, j]] - cum[lo[:, j]]
+        return _Split(idx[order], lo, hi, C, band)
 
     # ---------------------------------------------------------------- exact sweep of a leaf
-    def sweep(self, a0: float, a1: float, anchors: NDArray[np.intp], pool: Pool) -> None:
+    def sweep(self, a0: float, a1: float, anchors: NDArray[np.intp], split: _Split) -> None:
         """Every state of each anchor at the directions of ``[a0, a1]``: the incumbent and the
-        records (each anchor's best there). Points outside ``pool`` are below (its base) or
-        above every anchor there."""
-        pts, x = self.points, self.x
-        idx, base4 = pool
-        rho = 2.0 * math.sin(0.25 * (a1 - a0)) * (1 + 1e-9)
-        mid = 0.5 * (a0 + a1)
-        w = np.array([math.cos(mid), math.sin(mid)])
-        far = self.r[idx] > self.r_cap
-        core, self_far = idx[~far], idx[far]
-        s = project(pts[core], w)
-        s_e = project(pts[anchors], w)
-        # a core point outside [s_e - hw, s_e + hw] keeps its side of the anchor on [a0, a1]
-        hw = rho * (self.r_cap + self.r[anchors]) * (1 + 1e-9) + 2 * self.eps
-        under = s < float(np.min(s_e - hw))
-        below = base4[:3] + x[core[under]].sum(axis=0)
-        keep = np.flatnonzero(~under & (s <= float(np.max(s_e + hw))))
-        order = keep[np.argsort(s[keep])]
-        oc, sc = core[order], s[order]
-        cum = below + _cumsum0(x[oc])
-        start = np.searchsorted(sc, s_e - hw, side="left")
-        stop = np.searchsorted(sc, s_e + hw, side="right")
-        work = (stop - start) + self_far.size
+        records (each anchor's best there). Only the points of an anchor's bands in ``split``
+        may move past it; the others are below it (``split.C``) or above it there."""
+        work = (split.hi - split.lo).sum(axis=1)
         ends = np.cumsum(work)
         b0 = 0
+        nb = split.lo.shape[1]
         while b0 < anchors.size:
             b1 = max(b0 + 1, int(np.searchsorted(ends, ends[b0] - work[b0] + _CHUNK, "right")))
-            self._sweep_batch(a0, a1, anchors[b0:b1], oc, self_far, cum[start[b0:b1]],
-                              start[b0:b1], stop[b0:b1])
+            lo, hi = split.lo[b0:b1].reshape(-1), split.hi[b0:b1].reshape(-1)
+            self._sweep_batch(a0, a1, anchors[b0:b1], split.order, split.C[b0:b1, :3],
+                              np.repeat(np.arange(b1 - b0), nb), lo, hi)
             b0 = b1
 
     def _sweep_batch(self, a0: float, a1: float, e: NDArray[np.intp], oc: NDArray[np.intp],
-                     far: NDArray[np.intp], base: F64, start: NDArray[np.intp],
+                     base: F64, rows: NDArray[np.intp], start: NDArray[np.intp],
                      stop: NDArray[np.intp]) -> None:
         pts, x = self.points, self.x
         k = e.size
         counts = stop - start
-        row = np.repeat(np.arange(k), counts)
+        row = np.repeat(rows, counts)
         offs = np.cumsum(counts) - counts
         pos = np.arange(row.size) - np.repeat(offs - start, counts)
         q = oc[pos]
-        if far.size:
-            row = np.concatenate((row, np.repeat(np.arange(k), far.size)))
-            q = np.concatenate((q, np.tile(far, k)))
         own = q != e[row]
         row, q = row[own], q[own]
         ea = e[row]
@@ -414,11 +464,11 @@ def branch_search(
         priority, _, a0, a1, anchors, pool, key = heapq.heappop(heap)
         if key > search.threshold():
             continue
-        alive, lb, movers, pool = search.bounds(a0, a1, anchors, pool)
+        alive, lb, movers, pool, split = search.bounds(a0, a1, anchors, pool)
         if alive.size == 0:
             continue
         if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
-            search.sweep(a0, a1, alive, pool)
+            search.sweep(a0, a1, alive, split)
             continue
         mid = 0.5 * (a0 + a1)
         if alive.size * SEED_SHARE > m:  # many anchors survive: try the middle direction
