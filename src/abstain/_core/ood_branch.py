@@ -181,9 +181,11 @@ class _Search:
 
     # ---------------------------------------------------------------- bounds
     def bounds(self, a0: float, a1: float, anchors: NDArray[np.intp] | None,
-               pool: Pool | None) -> tuple[NDArray[np.intp], F64, F64, Pool, _Split]:
+               pool: Pool | None, refine: bool = True,
+               ) -> tuple[NDArray[np.intp], F64, F64, Pool, _Split | None]:
         """Surviving anchors of ``[a0, a1]``, their lower bounds, their numbers of movers, the
-        pool of points that can be movers of one of them there and their movers by bands."""
+        pool of points that can be movers of one of them there and, with ``refine``, their
+        movers by bands (whose bounds then decide)."""
         m = self.points.shape[0]
         e = np.arange(m) if anchors is None else anchors
         rho = 2.0 * math.sin(0.25 * (a1 - a0)) * (1 + 1e-9)
@@ -219,10 +221,23 @@ class _Search:
         nb = band - cl[np.searchsorted(lo[ol], hi_e, side="right")]  # band points above e
         out = self._decide(base + cb[:, :4], (self.tot4 - base - band[:4]) + nb[:, :4],
                            band[4:] - cb[:, 4:] - nb[:, 4:])
-        e = e[out[0]]
-        split = self._split(a0, a1, e, idx, base, v[:, 4:])
+        e, lo_e, hi_e = e[out[0]], lo_e[out[0]], hi_e[out[0]]
+        if e.size == 0:
+            return e, np.zeros(0), np.zeros(0), (idx, base), None
+        # the pool of the survivors
+        under = hi < float(lo_e.min())
+        base = base + v[under, :4].sum(axis=0)
+        keep = np.flatnonzero(~under & (lo <= float(hi_e.max())))
+        idx, v = idx[keep], v[keep]
+        if not refine:
+            return e, out[1], out[2], (idx, base), None
+        split = self._split(a0, a1, e, idx, base, v)
         out = self._decide(split.C, self.tot4 - split.C - split.band[:, :4], split.band[:, 4:])
         return e[out[0]], out[1], out[2], (idx, base), split.take(out[0])
+
+    def split(self, a0: float, a1: float, e: NDArray[np.intp], pool: Pool) -> _Split:
+        """The bands of ``pool`` for the anchors ``e`` on ``[a0, a1]`` (:meth:`_split`)."""
+        return self._split(a0, a1, e, pool[0], pool[1], self._columns(pool[0]))
 
     def _columns(self, idx: NDArray[np.intp]) -> F64:
         """The masses (ID, OOD, loss, count) of the points ``idx`` and the negative parts
@@ -268,10 +283,10 @@ class _Search:
         return keep, lb[keep], movers[keep]
 
     def _split(self, a0: float, a1: float, e: NDArray[np.intp], idx: NDArray[np.intp],
-               base: F64, neg: F64) -> _Split:
-        """The pool ``idx`` cut into bands of ``t``, the coordinate along the normal
-        ``u_mid`` of the middle direction, and for each anchor the part of each band that
-        may move past it on ``[a0, a1]`` (see the module docstring)."""
+               base: F64, v: F64) -> _Split:
+        """The pool ``idx`` (columns ``v`` of :meth:`_columns`) cut into bands of ``t``, the
+        coordinate along the normal ``u_mid`` of the middle direction, and for each anchor the
+        part of each band that may move past it on ``[a0, a1]`` (see the module docstring)."""
         mid = 0.5 * (a0 + a1)
         cw, sw = math.cos(mid), math.sin(mid)
         tan_h = math.tan(0.5 * (a1 - a0)) * (1 + 1e-9)
@@ -279,27 +294,33 @@ class _Search:
         t = self.pg[idx] * cw - self.pr[idx] * sw
         s_e = self.pr[e] * cw + self.pg[e] * sw
         t_e = self.pg[e] * cw - self.pr[e] * sw
-        edges = np.quantile(t, BANDS)
-        b = np.searchsorted(edges[1:-1], t, side="right")
+        # any edges will do (a point's band is found by the same edges); the outer ones hold
+        # every point
+        edges = np.quantile(t[:: max(1, t.size // 4096)], BANDS)
+        edges[0], edges[-1] = t.min(), t.max()
+        b = np.searchsorted(edges[1:-1], t, side="right").astype(np.uint8)
         b_e = np.searchsorted(edges[1:-1], t_e, side="right")
-        order = np.lexsort((s, b))
+        order = np.argsort(s)
+        order = order[np.argsort(b[order], kind="stable")]
         ss = s[order]
         nb = edges.size - 1
         start = np.searchsorted(b[order], np.arange(nb + 1))
         # the largest |t(q) - t(e)| for e in band i and q in band j
         far = np.maximum(edges[1:][None, :] - edges[:-1][:, None],
                          edges[1:][:, None] - edges[:-1][None, :])
-        cum = _cumsum0(np.concatenate((self.x4[idx[order]], neg[order]), axis=1))
+        cum = _cumsum0(v[order])
         k = e.size
+        by_s = np.argsort(s_e)  # sorted queries search faster
+        q_s, q_b = s_e[by_s], b_e[by_s]
         C = np.tile(base, (k, 1))
         band = np.zeros((k, cum.shape[1]))
         lo = np.empty((k, nb), dtype=np.intp)
         hi = np.empty((k, nb), dtype=np.intp)
         for j in range(nb):
             seg = ss[start[j]:start[j + 1]]
-            r = tan_h * far[b_e, j] + 4 * self.eps
-            lo[:, j] = start[j] + np.searchsorted(seg, s_e - r, side="left")
-            hi[:, j] = start[j] + np.searchsorted(seg, s_e + r, side="right")
+            r = tan_h * far[q_b, j] + 4 * self.eps
+            lo[by_s, j] = start[j] + np.searchsorted(seg, q_s - r, side="left")
+            hi[by_s, j] = start[j] + np.searchsorted(seg, q_s + r, side="right")
             C += cum[lo[:, j], :4] - cum[start[j], :4]
             band += cum[hi[:, j]] - cum[lo[:, j]]
         return _Split(idx[order], lo, hi, C, band)
@@ -436,14 +457,18 @@ class _Search:
 def branch_search(
     points: F64, x: F64, con: Constraint | None, slopes: Slopes | None,
     scale_i: float, scale_o: float, *, sweep_below: int = SWEEP_BELOW,
-    leaf_work: float = LEAF_WORK, start: int = START,
+    leaf_work: float = LEAF_WORK, start: int = START, refine: bool | None = None,
 ) -> State | None:
     """The rule of :func:`~abstain._core.ood_search.exact_search` (same arguments) by branch
     and bound over intervals of directions (see the module docstring).
 
     ``sweep_below``: at most this many points run the full sweep; ``leaf_work`` (movers
-    per point) and ``start`` tune the refinement (the result does not depend on them).
+    per point) and ``start`` tune the refinement, ``refine`` whether the band bounds decide
+    on every interval (default: for the linear objective only); the result does not depend
+    on them.
     """
+    if refine is None:
+        refine = slopes is not None
     m = points.shape[0]
     if m <= sweep_below:
         return exact_search(points, x, con, slopes, scale_i, scale_o)
@@ -464,11 +489,12 @@ def branch_search(
         priority, _, a0, a1, anchors, pool, key = heapq.heappop(heap)
         if key > search.threshold():
             continue
-        alive, lb, movers, pool, split = search.bounds(a0, a1, anchors, pool)
+        alive, lb, movers, pool, split = search.bounds(a0, a1, anchors, pool, refine)
         if alive.size == 0:
             continue
         if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
-            search.sweep(a0, a1, alive, split)
+            search.sweep(a0, a1, alive, search.split(a0, a1, alive, pool) if split is None
+                         else split)
             continue
         mid = 0.5 * (a0 + a1)
         if alive.size * SEED_SHARE > m:  # many anchors survive: try the middle direction
