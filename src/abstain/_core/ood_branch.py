@@ -94,6 +94,14 @@ def _cumsum0(a: F64) -> F64:
     return out
 
 
+def _by_row(row: NDArray[np.intp], key: F64) -> NDArray[np.intp]:
+    """The order of ``(row, key)`` pairs by row (non-decreasing), then key."""
+    if row.size == 0 or row[-1] >= 1 << 16:
+        return np.lexsort((key, row))
+    order = np.argsort(key)
+    return order[np.argsort(row[order].astype(np.uint16), kind="stable")]  # a radix sort
+
+
 def _unit(angle: float) -> F64:
     w = np.array([math.cos(angle), math.sin(angle)])
     w[np.abs(w) < 1e-12] = 0.0
@@ -333,21 +341,35 @@ class _Search:
         work = (split.hi - split.lo).sum(axis=1)
         ends = np.cumsum(work)
         b0 = 0
-        nb = split.lo.shape[1]
         while b0 < anchors.size:
             b1 = max(b0 + 1, int(np.searchsorted(ends, ends[b0] - work[b0] + _CHUNK, "right")))
-            lo, hi = split.lo[b0:b1].reshape(-1), split.hi[b0:b1].reshape(-1)
-            self._sweep_batch(a0, a1, anchors[b0:b1], split.order, split.C[b0:b1, :3],
-                              np.repeat(np.arange(b1 - b0), nb), lo, hi)
+            e, base = anchors[b0:b1], split.C[b0:b1, :3]
+            lo, hi = split.lo[b0:b1], split.hi[b0:b1]
+            if self.slopes is not None:
+                # the costs alone first: only anchors with a state near the incumbent are
+                # swept again with their masses
+                sl, si, so = self.slopes[2], self.slopes[0], self.slopes[1]
+                row, P, G = self._states(a0, a1, e, split.order, lo, hi, self.h[:, None],
+                                       (sl * base[:, 2] + si * base[:, 0]
+                                        + so * base[:, 1])[:, None])
+                lim = self.threshold() + 1e-12 * self.h_abs
+                near = np.unique(row[np.minimum(P[:, 0], P[:, 0] + G[:, 0]) <= lim])
+                e, base, lo, hi = e[near], base[near], lo[near], hi[near]
+            if e.size:
+                self._reduce(e, *self._states(a0, a1, e, split.order, lo, hi, self.x, base))
             b0 = b1
 
-    def _sweep_batch(self, a0: float, a1: float, e: NDArray[np.intp], oc: NDArray[np.intp],
-                     base: F64, rows: NDArray[np.intp], start: NDArray[np.intp],
-                     stop: NDArray[np.intp]) -> None:
-        pts, x = self.points, self.x
+    def _states(self, a0: float, a1: float, e: NDArray[np.intp], oc: NDArray[np.intp],
+                lo: NDArray[np.intp], hi: NDArray[np.intp], x: F64,
+                base: F64) -> tuple[NDArray[np.intp], F64, F64]:
+        """The states of the anchors ``e`` on ``[a0, a1]``: for each, its row in ``e``, the
+        masses (columns of ``x``) below it and those of its group. The points that may move
+        past ``e[i]`` are ``oc[lo[i, j]:hi[i, j]]``; ``base[i]`` holds those below it."""
+        pts = self.points
         k = e.size
+        start, stop = lo.reshape(-1), hi.reshape(-1)
         counts = stop - start
-        row = np.repeat(rows, counts)
+        row = np.repeat(np.repeat(np.arange(k), lo.shape[1]), counts)
         offs = np.cumsum(counts) - counts
         pos = np.arange(row.size) - np.repeat(offs - start, counts)
         q = oc[pos]
@@ -361,10 +383,11 @@ class _Search:
         below = np.where(zero, dg < 0, np.where(dr < 0, theta >= a0, theta < a0))
         xq = x[q]
         xe = x[e]
+        c = x.shape[1]
 
         def per_row(mask: NDArray[np.bool_]) -> F64:
-            return np.stack([np.bincount(row, weights=np.where(mask, xq[:, c], 0.0),
-                                         minlength=k) for c in range(3)], axis=1)
+            return np.stack([np.bincount(row, weights=np.where(mask, xq[:, j], 0.0),
+                                         minlength=k) for j in range(c)], axis=1)
 
         p0 = base + per_row(below)
         P, G, R = [p0], [xe], [np.arange(k)]
@@ -378,10 +401,11 @@ class _Search:
             R.append(np.arange(k))
         ev = np.flatnonzero(np.isfinite(theta) & (theta >= a0) & (theta <= a1))
         if ev.size:
-            ev = ev[np.lexsort((theta[ev], row[ev]))]
+            ev = ev[_by_row(row[ev], theta[ev])]
             er, et, xv = row[ev], theta[ev], xq[ev]
             wb = np.where(below[ev][:, None], xv, 0.0)
-            flip = _cumsum0(xv - 2.0 * wb)  # below flips to above: -x; above to below: +x
+            cx, cwb = _cumsum0(xv), _cumsum0(wb)
+            flip = cx - 2.0 * cwb  # below flips to above: -x; above to below: +x
             first = np.flatnonzero(np.concatenate(([True], er[1:] != er[:-1])))
             row_first = np.repeat(first, np.diff(np.append(first, er.size)))
             new = np.concatenate(([True], (er[1:] != er[:-1]) | (et[1:] != et[:-1])))
@@ -389,19 +413,18 @@ class _Search:
             ge = np.append(gs[1:], er.size)
             gr = er[gs]
             rf = row_first[gs]
-            cx, cwb = _cumsum0(xv), _cumsum0(wb)
             before = p0[gr] + flip[gs] - flip[rf]
             P += [before - (cwb[ge] - cwb[gs]), p0[gr] + flip[ge] - flip[rf]]
             G += [xe[gr] + cx[ge] - cx[gs], xe[gr]]
             R += [gr, gr]
-        self._reduce(e, np.concatenate(R), np.concatenate(P), np.concatenate(G))
+        return np.concatenate(R), np.concatenate(P), np.concatenate(G)
 
     def _reduce(self, e: NDArray[np.intp], row: NDArray[np.intp], P: F64, G: F64) -> None:
         """Each anchor's best state point: the records and the incumbent."""
         k = e.size
-        order = np.argsort(row, kind="stable")
-        row, P, G = row[order], P[order], G[order]
         if self.con is not None:
+            order = np.argsort(row, kind="stable")
+            row, P, G = row[order], P[order], G[order]
             con = self.con
             lim = con.b + RTOL * (self.scale_o + con.k * self.scale_i)
             i_end = P[:, 0] + G[:, 0]
