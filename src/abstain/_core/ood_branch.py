@@ -75,8 +75,8 @@ SEED_SHARE = 64
 MIN_WIDTH = 1e-7
 #: Quantiles of the normal coordinate that cut a pool into bands (finer in the tails, where
 #: a few far points would otherwise widen a band).
-BANDS = np.concatenate(([0.0, 1e-3, 5e-3, 0.02], np.linspace(0.05, 0.95, 16),
-                        [0.98, 0.995, 0.999, 1.0]))
+BANDS = np.concatenate(([0.0, 1e-3, 0.01], np.linspace(0.05, 0.95, 7),
+                        [0.99, 0.999, 1.0]))
 #: At most this many (anchor, point) pairs per batch of a sweep.
 _CHUNK = 1 << 16
 #: Ratio objectives with more tied anchors than this keep those of the largest ID mass.
