@@ -102,6 +102,11 @@ def test_branch_and_bound_against_brute_force(seed):
     con, slopes = _problem(rng, sample, seed % 3)
     got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
                         leaf_work=1.0, start=int(rng.choice([1, 3])))
+    _same_as_brute_force(got, s, ood, ls, con, slopes)
+
+
+def _same_as_brute_force(got, s, ood, ls, con, slopes):
+    """``got`` has the optimum of the exhaustive search of tests/reference/ood_ref.py."""
     if con is None:
         ref = R.best_linear_2d(s, ood, ls, slopes)
         assert got is not None and math.isclose(got.best.objective, ref, abs_tol=1e-12)
@@ -279,14 +284,7 @@ def test_band_bounds_against_brute_force(seed):
     con, slopes = _problem(rng, sample, seed % 3)
     got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
                         leaf_work=0.3, refine=True)
-    if con is None:
-        assert math.isclose(got.best.objective, R.best_linear_2d(s, ood, ls, slopes),
-                            abs_tol=1e-12)
-        return
-    ref = R.best_ratio_2d(s, ood, ls, con.a, con.b, con.k)
-    assert (got is None) == (ref is None)
-    if ref is not None:
-        assert math.isclose(got.best.objective, ref[0], abs_tol=1e-12)
+    _same_as_brute_force(got, s, ood, ls, con, slopes)
 
 
 @pytest.mark.parametrize("seed", range(6))
