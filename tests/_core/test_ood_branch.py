@@ -102,6 +102,11 @@ def test_branch_and_bound_against_brute_force(seed):
     con, slopes = _problem(rng, sample, seed % 3)
     got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
                         leaf_work=1.0, start=int(rng.choice([1, 3])))
+    _same_as_brute_force(got, s, ood, ls, con, slopes)
+
+
+def _same_as_brute_force(got, s, ood, ls, con, slopes):
+    """``got`` has the optimum of the exhaustive search of tests/reference/ood_ref.py."""
     if con is None:
         ref = R.best_linear_2d(s, ood, ls, slopes)
         assert got is not None and math.isclose(got.best.objective, ref, abs_tol=1e-12)
@@ -228,3 +233,87 @@ def test_swaps_on_both_sides_of_an_anchor_tie_exactly():
     a, b = event_angles(v[:, 0], v[:, 1]), event_angles(w[:, 0], w[:, 1])
     assert np.array_equal(a, b) and np.all((a > 0) & (a < math.pi))
     assert np.isinf(event_angles(np.zeros(2), np.array([1.0, -1.0]))).all()
+
+
+def _fan(rng, n, weighted):
+    """Pairs along a line with tiny second scores (many swaps within 1e-9 of pi/2, as a
+    likelihood ratio that underflows), a normal cluster, a few far points, exact ties."""
+    k = n // 2
+    line = np.stack((rng.random(k), 10.0 ** rng.uniform(-40, -9, k)), 1)
+    line[: k // 4, 1] = 0.0
+    blob = rng.normal(size=(n - k - 3, 2)) * [0.2, 1.0] + [0.3, 2.0]
+    far = np.array([[40.0, -3.0], [-25.0, 60.0], [0.5, 1e4]])
+    s = np.concatenate((line, blob, far))
+    s = np.concatenate((s, s[rng.integers(0, len(s), n // 10)]))  # exact ties
+    ood = rng.random(len(s)) < 0.3
+    ood[0], ood[1] = True, False
+    ls = np.where(ood, 0.0, (rng.random(len(s)) < 0.3) * rng.choice([1.0, 0.4], len(s)))
+    w = rng.random(len(s)) + 0.25 if weighted else None
+    return s, ood, ls, w
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_band_bounds_and_cost_sweeps_equal_the_full_sweep(seed):
+    """Near-collinear pairs (swaps packed near pi/2), far points that widen the outer bands,
+    ties, float weights, all three objectives, band bounds on or off: the full sweep's rule."""
+    rng = np.random.default_rng(3000 + seed)
+    s, ood, ls, w = _fan(rng, int(rng.integers(40, 160)), weighted=seed % 2 == 1)
+    sample = Sample.of(s, ood, ls, w)
+    pts, x = sample.pairs()
+    con, slopes = _problem(rng, sample, seed % 3)
+    ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
+                        leaf_work=float(rng.choice([0.3, 1.0, 5.0])),
+                        start=int(rng.choice([2, 8, 32])), refine=bool(seed % 4 < 2))
+    _same(got, ref)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_band_bounds_against_brute_force(seed):
+    """Integer pairs, most on two nearly parallel lines (many swaps near one angle), with a
+    far point: the linear and ratio optima equal the exhaustive search's."""
+    rng = np.random.default_rng(4000 + seed)
+    n = int(rng.integers(6, 12))
+    s = np.stack((rng.integers(0, 40, n), rng.integers(0, 2, n)), 1).astype(float)
+    s[-1] = (float(rng.integers(-300, 300)), float(rng.integers(-50, 50)))
+    ood = rng.random(n) < 0.4
+    ood[0], ood[1] = True, False
+    ls = np.where(ood, 0.0, rng.integers(0, 3, n) / 2.0)
+    sample = Sample.of(s, ood, ls)
+    pts, x = sample.pairs()
+    con, slopes = _problem(rng, sample, seed % 3)
+    got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
+                        leaf_work=0.3, refine=True)
+    _same_as_brute_force(got, s, ood, ls, con, slopes)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bands_hold_every_point_that_can_move(seed):
+    """Outside an anchor's bands a point keeps its side of the anchor on the whole interval
+    (its swap angle, as the sweep computes it, lies outside), and the masses certainly
+    below are those of the points outside the bands below it."""
+    from abstain._core.ood_branch import _Search
+    from abstain._core.ood_search import event_angles
+
+    rng = np.random.default_rng(5000 + seed)
+    s, ood, ls, w = _fan(rng, 120, weighted=True)
+    sample = Sample.of(s, ood, ls, w)
+    pts, x = sample.pairs()
+    m = len(pts)
+    con, slopes = _problem(rng, sample, 2)
+    search = _Search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    for a0, a1 in ((0.0, 0.3), (1.5, math.pi / 2), (math.pi / 2, math.pi / 2 + 1e-9),
+                   (2.0, 2.0 + 1e-4), (3.0, math.pi)):
+        e = np.arange(m)
+        split = search.split(a0, a1, e, (np.arange(m), np.zeros(4)))
+        for i in rng.choice(m, 25, replace=False):
+            inside = np.zeros(m, dtype=bool)
+            for lo, hi in zip(split.lo[i], split.hi[i], strict=True):
+                inside[split.order[lo:hi]] = True
+            out = np.flatnonzero(~inside)
+            dr, dg = pts[out, 0] - pts[i, 0], pts[out, 1] - pts[i, 1]
+            theta = event_angles(dr, dg)
+            assert not np.any((theta >= a0) & (theta <= a1))
+            below = np.where(dr == 0, dg < 0, np.where(dr < 0, theta >= a0, theta < a0))
+            mass = np.concatenate((x[out[below]], np.ones((below.sum(), 1))), axis=1)
+            assert np.allclose(split.C[i], mass.sum(axis=0), rtol=1e-12, atol=1e-12)
