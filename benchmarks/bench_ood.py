@@ -10,7 +10,9 @@ previous ``search="exact"``) is timed at small n only (``--full-sizes``).
 Data: the synthetic example of section 3.1 (scores r_B and g, 0/1 losses).
 
 Second table: the exact fits of the three OOD models against the 1602-direction grid,
-same run (the exact CostBasedOOD up to ``--cost-exact-above`` rows).
+same run (the exact CostBasedOOD up to ``--cost-exact-above`` rows); the same table on a
+continuous Gaussian pair (``--gauss-sizes``, every model exact, written to
+benchmarks/results/bench_ood_gauss.md; ``--gauss-only`` runs just that table).
 
 Third table: the AUROC of the pair (r_B, g), the envelope over directions, by
 ``auroc(..., search="grid")`` (baseline: 360 directions, 2001 FPR points) and by
@@ -41,6 +43,7 @@ from abstain.metrics import auroc
 from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
 RESULTS = Path(__file__).parent / "results" / "bench_ood.md"
+GAUSS_RESULTS = RESULTS.with_name("bench_ood_gauss.md")
 TPR, FPR = 0.7, 0.2
 
 
@@ -86,6 +89,19 @@ def sample(data, n):
     return np.stack((data.r_bayes(x), data.g(x)), 1), is_ood, losses
 
 
+def gauss_sample(n):
+    """A continuous pair without the section-3.1 data's underflow: two correlated Gaussian
+    scores, OOD rows (30 %) shifted by (1, 1.5), ID losses 0/1 with a logistic rate in the
+    first score. Seeded."""
+    rng = np.random.default_rng(1)
+    is_ood = rng.random(n) < 0.3
+    s2 = rng.normal(size=(n, 2)) @ np.array([[1.0, 0.5], [0.0, 0.8]])
+    s2 += is_ood[:, None] * np.array([1.0, 1.5])
+    p_err = 1.0 / (1.0 + np.exp(3.0 - 2.0 * s2[:, 0]))
+    losses = np.where(is_ood, 0.0, (rng.random(n) < p_err).astype(float))
+    return s2, is_ood, losses
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000, 5_000, 10_000, 100_000])
@@ -98,9 +114,20 @@ def main() -> None:
                     help="above this n the exact CostBasedOOD fit is not run: its time grows "
                     "with the square of the pairs whose swaps pack near one angle (see "
                     "docs/ood.md)")
+    ap.add_argument("--gauss-sizes", type=int, nargs="*", default=[10_000, 100_000],
+                    help="sizes of the models table on a continuous Gaussian pair")
+    ap.add_argument("--gauss-only", action="store_true",
+                    help="run only the Gaussian models table (into bench_ood_gauss.md)")
     ap.add_argument("--metric-sizes", type=int, nargs="*",
                     default=[1_000, 2_000, 5_000, 10_000, 20_000])
     args = ap.parse_args()
+    if args.gauss_sizes:
+        gauss = models_table(gauss_sample, args.gauss_sizes, max(args.gauss_sizes),
+                             "on a continuous Gaussian pair (`gauss_sample`)")
+        GAUSS_RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        GAUSS_RESULTS.write_text("\n".join(gauss) + "\n")
+    if args.gauss_only:
+        return
     data = synthetic_ood_1d()
     load0 = os.getloadavg()[0]
     rows = []
@@ -143,7 +170,8 @@ def main() -> None:
     base = {r[0]: r[2] for r in rows if r[1].startswith("paper")}
     for n, name, t, risk, note in rows:
         lines.append(f"| {n:,} | {name} | {t:.3f} | {t / base[n]:.4f} | {risk:.6f} | {note} |")
-    lines += [""] + models_table(data, args.model_sizes, args.cost_exact_above)
+    lines += [""] + models_table(lambda n: sample(data, n), args.model_sizes,
+                                 args.cost_exact_above, "on the pair (r_B, g) of section 3.1")
     if args.metric_sizes:
         metric_lines = metric_table(data, args.metric_sizes)
     else:
@@ -154,7 +182,7 @@ def main() -> None:
     RESULTS.write_text("\n".join(lines + [""] + metric_lines) + "\n")
 
 
-def models_table(data, sizes, cost_exact_above=50_000) -> list[str]:
+def models_table(draw, sizes, cost_exact_above, data_name) -> list[str]:
     """Exact fits of the three models against the 1602-direction grid (the baseline here)."""
     models = [
         ("BoundedTPRFPR(0.7, 0.2)", lambda **k: BoundedTPRFPR(TPR, FPR, **k), "risk_"),
@@ -163,7 +191,7 @@ def models_table(data, sizes, cost_exact_above=50_000) -> list[str]:
         ("CostBasedOOD(0.2, 1.0, 0.0)", lambda **k: CostBasedOOD(0.2, 1.0, 0.0, **k), "cost_"),
     ]
     lines = [
-        "# The three OOD models: exact against the 1602-direction grid",
+        f"# The three OOD models {data_name}: exact against the 1602-direction grid",
         "",
         "Ratio = time of `search=\"exact\"` / time of `n_directions=1602` (the baseline), "
         f"same run. Load average before this table: {os.getloadavg()[0]:.1f}. Objective: "
@@ -174,7 +202,7 @@ def models_table(data, sizes, cost_exact_above=50_000) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for n in sizes:
-        s2, is_ood, losses = sample(data, n)
+        s2, is_ood, losses = draw(n)
         for name, make, attr in models:
             t_g, g = timed(lambda mk=make, a=(s2, is_ood, losses): mk(n_directions=1602).fit(*a))
             if attr == "cost_" and n > cost_exact_above:
