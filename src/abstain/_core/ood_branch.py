@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -114,6 +114,20 @@ Pool = tuple[NDArray[np.intp], F64]
 def _cumsum0(a: F64) -> F64:
     out = np.zeros((a.shape[0] + 1,) + a.shape[1:])
     np.cumsum(a, axis=0, out=out[1:])
+    return out
+
+
+def _rows(a: F64, i: NDArray[np.intp]) -> F64:
+    """``a[i]`` (rows): ``np.take`` gathers rows several times faster than indexing."""
+    return np.take(a, i, axis=0)
+
+
+def _search(sorted_a: F64, q: F64, side: Literal["left", "right"]) -> NDArray[np.intp]:
+    """``np.searchsorted(sorted_a, q, side)``, with the queries searched in sorted order
+    (several times faster on large unsorted ``q``)."""
+    o = np.argsort(q)
+    out = np.empty(q.size, dtype=np.intp)
+    out[o] = np.searchsorted(sorted_a, q[o], side=side)
     return out
 
 
@@ -246,10 +260,10 @@ class _Search:
             idx, hi, lo = idx[keep], hi[keep], lo[keep]
         v = self._columns(idx)
         oh, ol = np.argsort(hi), np.argsort(lo)
-        ch, cl = _cumsum0(v[oh]), _cumsum0(v[ol])
+        ch, cl = _cumsum0(_rows(v, oh)), _cumsum0(_rows(v, ol))
         band = cl[-1]
-        cb = ch[np.searchsorted(hi[oh], lo_e, side="left")]  # band points below e
-        nb = band - cl[np.searchsorted(lo[ol], hi_e, side="right")]  # band points above e
+        cb = _rows(ch, _search(hi[oh], lo_e, "left"))  # band points below e
+        nb = band - _rows(cl, _search(lo[ol], hi_e, "right"))  # band points above e
         out = self._decide(base + cb[:, :4], (self.tot4 - base - band[:4]) + nb[:, :4],
                            band[4:] - cb[:, 4:] - nb[:, 4:])
         e, lo_e, hi_e = e[out[0]], lo_e[out[0]], hi_e[out[0]]
@@ -339,7 +353,7 @@ class _Search:
         # the largest |t(q) - t(e)| for e in band i and q in band j
         far = np.maximum(edges[1:][None, :] - edges[:-1][:, None],
                          edges[1:][:, None] - edges[:-1][None, :])
-        cum = _cumsum0(v[order])
+        cum = _cumsum0(_rows(v, order))
         k = e.size
         by_s = np.argsort(s_e)  # sorted queries search faster
         q_s, q_b = s_e[by_s], b_e[by_s]
@@ -352,8 +366,9 @@ class _Search:
             r = tan_h * far[q_b, j] + 4 * self.eps
             lo[by_s, j] = start[j] + np.searchsorted(seg, q_s - r, side="left")
             hi[by_s, j] = start[j] + np.searchsorted(seg, q_s + r, side="right")
-            C += cum[lo[:, j], :4] - cum[start[j], :4]
-            band += cum[hi[:, j]] - cum[lo[:, j]]
+            c_lo = _rows(cum, lo[:, j])
+            C += c_lo[:, :4] - cum[start[j], :4]
+            band += _rows(cum, hi[:, j]) - c_lo
         return _Split(idx[order], lo, hi, C, band)
 
     # ---------------------------------------------------------------- exact sweep of a leaf
