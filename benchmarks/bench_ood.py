@@ -114,7 +114,8 @@ def main() -> None:
                     help="above this n the exact CostBasedOOD fit is not run: its time grows "
                     "with the square of the pairs whose swaps pack near one angle (see "
                     "docs/ood.md)")
-    ap.add_argument("--gauss-sizes", type=int, nargs="*", default=[10_000, 100_000],
+    ap.add_argument("--gauss-sizes", type=int, nargs="*",
+                    default=[10_000, 20_000, 50_000, 100_000],
                     help="sizes of the models table on a continuous Gaussian pair")
     ap.add_argument("--gauss-only", action="store_true",
                     help="run only the Gaussian models table (into bench_ood_gauss.md)")
