@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.optional import require
 from ..exceptions import InfeasibleTargetWarning
+from ..metrics.ood import exact_envelope_metrics
 from ..metrics.ood_table import resolve_search
 from .chunks import Summary
 from .tables import Progress, TableData
@@ -347,10 +348,14 @@ def _pair_of_table(table: Any, tpr: float, fpr: float, bounded: bool,
     how, table = resolve_search(table, search)
     kw: dict[str, Any] = {"search": "grid" if how == "scaled grid" else how}
     keys = _ood_keys(tpr, fpr)
-    r = {keys["auroc"]: m.auroc(table, **kw),
-         keys["fpr_at_tpr"]: m.fpr_at_tpr(table, tpr=tpr, **kw)}
-    if bounded:
-        r[keys["oscr"]] = m.oscr(table, **kw)
+    if how == "exact":  # the three envelope metrics from one sweep, as evaluate_ood does
+        shared = exact_envelope_metrics(table, None, None, tpr, bounded)
+        r = {keys[k]: v for k, v in shared.items()}
+    else:
+        r = {keys["auroc"]: m.auroc(table, **kw),
+             keys["fpr_at_tpr"]: m.fpr_at_tpr(table, tpr=tpr, **kw)}
+        if bounded:
+            r[keys["oscr"]] = m.oscr(table, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
         r[keys["risk_at_tpr_fpr"]] = m.selective_risk_at_tpr_fpr(table, tpr=tpr, fpr=fpr,
