@@ -109,6 +109,28 @@ def test_oracle_double_score_attains_the_linear_program(seed, random_sample, qui
         assert other.risk_ >= lp - 1e-7
 
 
+@pytest.mark.parametrize("seed", range(24))
+def test_an_exact_fit_applied_to_its_rows_has_the_rates_it_reports(seed, quiet_fit):
+    """On real-valued scores two pairs tie at a swap angle only up to rounding, so a rule at
+    that angle (a critical state) can accept one row more or less than it reports; where
+    an open state gives the same masses it must be the one fitted (the tie rule), and
+    the applied rule must then reach the reported rates."""
+    rng = np.random.default_rng(700 + seed)
+    n = int(rng.integers(200, 800))
+    is_ood = rng.random(n) < 0.35
+    s2 = rng.normal(size=(n, 2)) @ rng.normal(size=(2, 2)) + is_ood[:, None] * rng.normal(size=2)
+    losses = np.where(is_ood, 0.0, (rng.random(n) < 0.2).astype(float))
+    model = [CostBasedOOD(0.2, 1.0, 0.0, search="exact"),
+             BoundedTPRFPR(float(rng.uniform(0.5, 0.9)), float(rng.uniform(0.1, 0.5)),
+                           search="exact"),
+             BoundedPrecisionRecall(0.9, float(rng.uniform(0.4, 0.8)), search="exact")][seed % 3]
+    m = quiet_fit(model, s2, is_ood, losses)
+    if m.feasible_:
+        c = m.accept_proba(s2)
+        assert float(np.sum(c * ~is_ood)) == pytest.approx(m.tpr_ * np.sum(~is_ood), abs=1e-9)
+        assert float(np.sum(c * is_ood)) == pytest.approx(m.fpr_ * np.sum(is_ood), abs=1e-9)
+
+
 @given(st.integers(0, 10**6))
 def test_invariant_to_row_order_and_monotone_transform(random_sample, quiet_fit, seed):
     rng = np.random.default_rng(seed)

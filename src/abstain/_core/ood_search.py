@@ -156,6 +156,7 @@ def _pick(near: NDArray[np.bool_], ci: F64, co: F64) -> NDArray[np.intp]:
 def rows_best_ratio(
     row: NDArray[np.intp], at: NDArray[np.intp], i0: F64, o0: F64, l0: F64,
     di: F64, do: F64, dl: F64, rows: int, con: Constraint, scale_i: float, scale_o: float,
+    crit: NDArray[np.bool_] | None = None,
 ) -> RowsBest:
     """Per row, minimal ``L / I`` over points ``start + nu * delta`` meeting ``con``.
 
@@ -163,7 +164,9 @@ def rows_best_ratio(
     at index ``at[k]`` (increasing within a row). The ratio is monotone along a
     segment and the constraints cut an interval of ``nu``, so each segment's optimum
     is at an end of that interval. Within a row: least risk up to a relative 1e-12,
-    then the largest ``I``, the smallest ``O``, the first segment, the lower end.
+    then the largest ``I``, the smallest ``O``, a segment whose ``crit`` is False (where
+    ``crit`` is given: an open state before a critical one), the first segment, the
+    lower end.
     """
     empty = RowsBest(np.zeros(rows, dtype=bool), np.zeros(rows, dtype=np.intp),
                      *(np.full(rows, np.nan) for _ in range(5)))
@@ -200,7 +203,10 @@ def rows_best_ratio(
     rmin = np.repeat(rmin, np.diff(np.append(starts, rw.size)))
     near = np.flatnonzero(risk <= rmin + RTOL * np.maximum(np.abs(rmin), 1e-300))
     # keep order = (row, segment, end): lexsort is stable
-    order = near[np.lexsort((co[near], -ci[near], rw[near]))]
+    keys = (co[near], -ci[near], rw[near])
+    if crit is not None:
+        keys = (crit[seg[near]],) + keys
+    order = near[np.lexsort(keys)]
     r_sorted = rw[order]
     first = order[np.concatenate(([True], r_sorted[1:] != r_sorted[:-1]))]
     out = empty
@@ -214,17 +220,22 @@ def rows_best_ratio(
 
 def rows_best_linear(
     i1: F64, o1: F64, l1: F64, valid: NDArray[np.bool_],
-    slope_i: float, slope_o: float, slope_l: float,
+    slope_i: float, slope_o: float, slope_l: float, crit: NDArray[np.bool_] | None = None,
 ) -> RowsBest:
     """Minimal ``slope_l * L + slope_i * I + slope_o * O`` per row of (rows, S) points.
 
     Among equal costs (relative 1e-12) the largest accepted mass ``I + O`` wins (the
-    larger coverage), then the first point.
+    larger coverage), then a point whose ``crit`` (rows, S) is False (where given), then
+    the first point.
     """
     cost = np.where(valid, slope_l * l1 + slope_i * i1 + slope_o * o1, np.inf)
     best = np.min(cost, axis=1, keepdims=True)
     near = valid & (cost <= best + RTOL * np.maximum(np.abs(best), 1.0))
-    j = np.argmax(np.where(near, i1 + o1, -np.inf), axis=1)[:, None]
+    cover = np.where(near, i1 + o1, -np.inf)
+    if crit is not None:
+        top = near & (cover == np.max(cover, axis=1, keepdims=True))
+        cover = np.where(top & ~crit, 1.0, np.where(top, 0.0, -np.inf))
+    j = np.argmax(cover, axis=1)[:, None]
     take = lambda a: np.take_along_axis(a, j, axis=1)[:, 0]  # noqa: E731
     return RowsBest(np.isfinite(best[:, 0]), j[:, 0], np.ones(i1.shape[0]), take(i1),
                     take(o1), take(l1), take(cost))
@@ -454,7 +465,8 @@ def exact_search(
     of every row by the flat reductions of :func:`rows_best_ratio` (``con``) or
     :func:`rows_best_linear` (``slopes``). O(m^2 log m) time, O(B m) memory.
 
-    State layout of a row (its order breaks ties): 0 the angle 0; 1 + j the
+    State layout of a row (its order breaks the ties left after the masses, open states
+    first): 0 the angle 0; 1 + j the
     critical state ending at sorted event j; m + 1 the open state before the
     first event; m + 2 + j the open state after event j; 2m + 2 the angle pi.
 
@@ -467,6 +479,11 @@ def exact_search(
     best_col = 0
     for e, (P, G, ok, has_zero, _) in anchor_batches(points, x, anchors):
         rows = e.size
+        # the critical states (an event, or an end angle where points tie): on equal
+        # objectives and masses an open state wins, as between anchors (``better``)
+        critical = np.zeros((rows, S), dtype=bool)
+        critical[:, 1 : m + 1] = True
+        critical[:, [0, 2 * m + 2]] = has_zero[:, None]
         if con is not None:
             i_end = P[0] + G[0]
             lim = con.b + RTOL * (scale_o + con.k * scale_i)
@@ -478,13 +495,13 @@ def exact_search(
             p = [P[c].reshape(-1)[flat] for c in range(3)]
             g = [G[c].reshape(-1)[flat] for c in range(3)]
             r = rows_best_ratio(rix, at, p[0], p[1], p[2], g[0], g[1], g[2], rows, con,
-                                scale_i, scale_o)
+                                scale_i, scale_o, crit=critical.reshape(-1)[flat])
             cols_won = r.at
         else:
             assert slopes is not None
             both = [np.concatenate((P[c], P[c] + G[c]), axis=1) for c in range(3)]
             r = rows_best_linear(both[0], both[1], both[2], np.concatenate((ok, ok), axis=1),
-                                 *slopes)
+                                 *slopes, crit=np.concatenate((critical, critical), axis=1))
             cols_won = r.at % S
             r = r._replace(nu=np.where(r.at < S, 0.0, 1.0))
         for k in np.flatnonzero(r.found).tolist():
