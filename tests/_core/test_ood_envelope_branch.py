@@ -113,7 +113,7 @@ def test_pairs_on_a_line_through_a_point():
 
 def test_continuous_data_above_the_default_threshold():
     rng = np.random.default_rng(5)
-    n = 2 * B.SWEEP_BELOW
+    n = B.SWEEP_BELOW + 100
     s = rng.normal(size=(n, 2))
     ood = (rng.random(n) < 0.3).astype(float)
     s[:, 1] += 1.5 * ood

@@ -13,7 +13,7 @@ bound itself, with the intervals and bounds of :mod:`~abstain._core.ood_branch`:
   each other; such runs are taken as one block and only the knots between blocks (where the
   order is certain) count. Every segment collected later raises ``L`` at its two ends.
 * **Pruning.** On an interval ``J`` of directions, the bounds of
-  :class:`~abstain._core.ood_branch._Search` give, for each anchor ``e``, the mass ``C(e)``
+  :class:`~abstain._core.ood_branch.IntervalSearch` give, for each anchor ``e``, the mass ``C(e)``
   certainly below it and ``N(e)`` certainly above it at every direction of ``J``. Every
   segment of ``e`` there starts at OOD mass at least ``O(C(e))`` and never exceeds gain
   ``G_total - G(N(e))``; when ``L(O(C(e)))`` is above that by more than a round-off margin
@@ -21,7 +21,7 @@ bound itself, with the intervals and bounds of :mod:`~abstain._core.ood_branch`:
   the pair (anchor, ``J``) is dropped, on the sub-intervals of ``J`` too.
 * **Refinement.** Intervals with many possible movers are halved; the others are swept:
   every state of each surviving anchor at the directions of the interval
-  (``_Search._states``), with the keep rules of the full sweep (the two-point ties and the
+  (``IntervalSearch._states``), with the keep rules of the full sweep (the two-point ties and the
   angle pi left out, the flat unit segments kept by start).
 * **Exactness.** The envelope of the segments swept plus the flat unit pieces of ``L``
   equals the full sweep's at every OOD mass: every piece is on or below the envelope, and
@@ -37,12 +37,13 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from .ood_branch import MIN_WIDTH, _Search, _Split
+from .ood_branch import MIN_WIDTH, BandSplit, IntervalSearch
 from .ood_search import F64
 
-#: Below this many distinct pairs :func:`~abstain._core.ood_envelope.envelopes` sweeps all
-#: states (as fast there).
-SWEEP_BELOW = 600
+#: Up to this many distinct pairs :func:`~abstain._core.ood_envelope.envelopes` sweeps all
+#: states: the pruning breaks even near 3,000 pairs of a one-dimensional sample such as the
+#: section-3.1 example, near 600 on a Gaussian pair (3 times faster at 2,000 there).
+SWEEP_BELOW = 3000
 #: Equal intervals of [0, pi] the search starts from.
 START = 32
 #: Directions of the starting lower bound (besides 0 and pi/2).
@@ -53,8 +54,8 @@ LEAF_WORK = 2.0
 _CHUNK = 1 << 17
 
 
-class _Envelope(_Search):
-    """The bounds of :class:`~abstain._core.ood_branch._Search` with the envelope's test:
+class _Envelope(IntervalSearch):
+    """The bounds of :class:`~abstain._core.ood_branch.IntervalSearch` with the envelope's test:
     the masses are laid out as (gain 0, OOD, gain 1, count)."""
 
     def __init__(self, points: F64, x4: F64, n_ood: int, n_gain: int) -> None:
@@ -116,7 +117,7 @@ class _Envelope(_Search):
         return idx, np.zeros(idx.size), movers[idx]
 
     # ---------------------------------------------------------------- sweeps
-    def collect(self, a0: float, a1: float, anchors: NDArray[np.intp], split: _Split,
+    def collect(self, a0: float, a1: float, anchors: NDArray[np.intp], split: BandSplit,
                 out: list[tuple[F64, F64]]) -> None:
         """Every kept state of ``anchors`` at the directions of ``[a0, a1]``, appended to
         ``out`` as (P, G), masses below the group and of the group (columns of ``x4``)."""
@@ -141,7 +142,7 @@ class _Envelope(_Search):
     @staticmethod
     def _kept(k: int, total: int, at_zero: bool, at_pi: bool,
               count: F64) -> NDArray[np.bool_]:
-        """The states of ``_Search._states`` that the full sweep keeps. Its rows are, in
+        """The states of ``IntervalSearch._states`` that the full sweep keeps. Its rows are, in
         order: the open state before the interval (k), the angle 0 (k, if the interval
         starts there), the angle pi (k, if it ends there), the swaps' groups (g) and the open
         states after them (g). The angle pi and groups of two points are left out."""
