@@ -30,6 +30,10 @@ def _same(a: E.Lines, b: E.Lines) -> None:
     assert E.area(a) == pytest.approx(E.area(b), abs=1e-12 * tot * max(a.n_ood, 1))
     for t in np.linspace(0, 1, 17) * a.total:
         assert E.first_reach(a, t) == pytest.approx(E.first_reach(b, t), abs=1e-9)
+        # the best precision-like ratio over the points reaching t (ood_pr_curve)
+        best = [max(y / (x + y + 1.0)) for x, y in (E.points_reaching(a, t),
+                                                    E.points_reaching(b, t))]
+        assert best[0] == pytest.approx(best[1], abs=1e-12)
 
 
 def _data(rng: np.random.Generator, n: int, kind: str) -> tuple[np.ndarray, ...]:
