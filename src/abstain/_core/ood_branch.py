@@ -152,7 +152,7 @@ class _Record(NamedTuple):
     O: F64  # noqa: E741
 
 
-class _Split(NamedTuple):
+class BandSplit(NamedTuple):
     """The bands of a pool on an interval: ``order`` the pool's points by band, then by
     projection on the middle direction; for each anchor (row), the part of band ``j`` that may
     move past it is ``order[lo[:, j]:hi[:, j]]``; ``C`` (ID, OOD, loss, count) the masses
@@ -164,11 +164,11 @@ class _Split(NamedTuple):
     C: F64
     band: F64
 
-    def take(self, keep: NDArray[np.intp]) -> _Split:
-        return _Split(self.order, self.lo[keep], self.hi[keep], self.C[keep], self.band[keep])
+    def take(self, keep: NDArray[np.intp]) -> BandSplit:
+        return BandSplit(self.order, self.lo[keep], self.hi[keep], self.C[keep], self.band[keep])
 
 
-class _Search:
+class IntervalSearch:
     """The sample, the incumbent and the swept (anchor, objective) records."""
 
     def __init__(self, points: F64, x: F64, con: Constraint | None, slopes: Slopes | None,
@@ -227,7 +227,7 @@ class _Search:
     # ---------------------------------------------------------------- bounds
     def bounds(self, a0: float, a1: float, anchors: NDArray[np.intp] | None,
                pool: Pool | None, refine: bool = True,
-               ) -> tuple[NDArray[np.intp], F64, F64, Pool, _Split | None]:
+               ) -> tuple[NDArray[np.intp], F64, F64, Pool, BandSplit | None]:
         """Surviving anchors of ``[a0, a1]``, their lower bounds, their numbers of movers, the
         pool of points that can be movers of one of them there and, with ``refine``, their
         movers by bands (whose bounds then decide)."""
@@ -280,7 +280,7 @@ class _Search:
         out = self._decide(split.C, self.tot4 - split.C - split.band[:, :4], split.band[:, 4:])
         return e[out[0]], out[1], out[2], (idx, base), split.take(out[0])
 
-    def split(self, a0: float, a1: float, e: NDArray[np.intp], pool: Pool) -> _Split:
+    def split(self, a0: float, a1: float, e: NDArray[np.intp], pool: Pool) -> BandSplit:
         """The bands of ``pool`` for the anchors ``e`` on ``[a0, a1]`` (:meth:`_split`)."""
         return self._split(a0, a1, e, pool[0], pool[1], self._columns(pool[0]))
 
@@ -328,7 +328,7 @@ class _Search:
         return keep, lb[keep], movers[keep]
 
     def _split(self, a0: float, a1: float, e: NDArray[np.intp], idx: NDArray[np.intp],
-               base: F64, v: F64) -> _Split:
+               base: F64, v: F64) -> BandSplit:
         """The pool ``idx`` (columns ``v`` of :meth:`_columns`) cut into bands of ``t``, the
         coordinate along the normal ``u_mid`` of the middle direction, and for each anchor the
         part of each band that may move past it on ``[a0, a1]`` (see the module docstring)."""
@@ -369,10 +369,10 @@ class _Search:
             c_lo = _rows(cum, lo[:, j])
             C += c_lo[:, :4] - cum[start[j], :4]
             band += _rows(cum, hi[:, j]) - c_lo
-        return _Split(idx[order], lo, hi, C, band)
+        return BandSplit(idx[order], lo, hi, C, band)
 
     # ---------------------------------------------------------------- exact sweep of a leaf
-    def sweep(self, a0: float, a1: float, anchors: NDArray[np.intp], split: _Split) -> None:
+    def sweep(self, a0: float, a1: float, anchors: NDArray[np.intp], split: BandSplit) -> None:
         """Every state of each anchor at the directions of ``[a0, a1]``: the incumbent and the
         records (each anchor's best there). Only the points of an anchor's bands in ``split``
         may move past it; the others are below it (``split.C``) or above it there."""
@@ -515,6 +515,10 @@ class _Search:
         return np.unique(rec.anchor[near])
 
 
+#: The former private name of :class:`IntervalSearch`.
+_Search = IntervalSearch
+
+
 def branch_search(
     points: F64, x: F64, con: Constraint | None, slopes: Slopes | None,
     scale_i: float, scale_o: float, *, sweep_below: int = SWEEP_BELOW,
@@ -533,7 +537,7 @@ def branch_search(
     m = points.shape[0]
     if m <= sweep_below:
         return exact_search(points, x, con, slopes, scale_i, scale_o)
-    search = _Search(points, x, con, slopes, scale_i, scale_o)
+    search = IntervalSearch(points, x, con, slopes, scale_i, scale_o)
     angles = np.linspace(0.0, math.pi, start + 1)
     angles[-1] = math.pi
     value = search.seed(angles)

@@ -67,10 +67,19 @@ def envelope_lines(scores: F64, ood: F64, gain: F64) -> Lines:
     return envelopes(scores, ood, gain[:, None])[0]
 
 
-def envelopes(scores: F64, ood: F64, gains: F64) -> list[Lines]:
+def envelopes(scores: F64, ood: F64, gains: F64, *, sweep_below: int | None = None,
+              ) -> list[Lines]:
     """:func:`envelope_lines` of each column of ``gains`` (n, g), from one sweep: the
     anchors' states are computed once for every column, so g envelopes cost little more
-    than one (the sort of the swap angles dominates)."""
+    than one (the sort of the swap angles dominates).
+
+    Above ``sweep_below`` distinct pairs (default
+    :data:`~abstain._core.ood_envelope_branch.SWEEP_BELOW`) and for at most two gain
+    columns, only the states that can rise above a lower bound of the envelope are swept
+    (:func:`~abstain._core.ood_envelope_branch.branch_envelopes`); the envelope is the same.
+    """
+    from . import ood_envelope_branch as branch  # it builds on this module
+
     pts, inv = np.unique(scores, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
     m, g = pts.shape[0], gains.shape[1]
@@ -84,19 +93,36 @@ def envelopes(scores: F64, ood: F64, gains: F64) -> list[Lines]:
     # in ``flat``.
     segs = [np.zeros((4, 0)) for _ in range(g)]
     flat = [np.full(n_ood + 1, -np.inf) for _ in range(g)]
-    for _, st in anchor_batches(pts, x, np.flatnonzero(x[:, 0] > 0)):
-        keep = st.ok.copy()
-        keep[:, 1 : m + 1] &= st.size >= 2  # a tie of two points is dominated (see above)
-        keep[:, 2 * m + 2] = False  # the angle pi is not a direction of the half-circle
-        p0, g0 = st.P[0][keep], st.G[0][keep]
-        alone0 = g0 == 1
+    below = branch.SWEEP_BELOW if sweep_below is None else sweep_below
+    if m > below and g <= 2 and n_ood > 0:
+        found, low = branch.branch_envelopes(pts, x)
+        for P, G in found:
+            _add_segments(segs, flat, P[:, 1], G[:, 1], [P[:, c] for c in (0, 2)[:g]],
+                          [G[:, c] for c in (0, 2)[:g]])
         for c in range(g):
-            new = np.stack((p0, st.P[1 + c][keep], g0, st.G[1 + c][keep]))
-            alone = alone0 & (new[3] == 0)
-            np.maximum.at(flat[c], np.rint(new[0][alone]).astype(np.intp), new[1][alone])
-            sc = np.concatenate((segs[c], new[:, ~alone]), axis=1)
-            segs[c] = sc[:, _keep_highest((sc[2], sc[3], sc[0]), sc[1])]
+            np.maximum(flat[c][:n_ood], low[c][:n_ood], out=flat[c][:n_ood])
+    else:
+        for _, st in anchor_batches(pts, x, np.flatnonzero(x[:, 0] > 0)):
+            keep = st.ok.copy()
+            keep[:, 1 : m + 1] &= st.size >= 2  # a tie of two points is dominated (see above)
+            keep[:, 2 * m + 2] = False  # the angle pi is not a direction of the half-circle
+            _add_segments(segs, flat, st.P[0][keep], st.G[0][keep],
+                          [st.P[1 + c][keep] for c in range(g)],
+                          [st.G[1 + c][keep] for c in range(g)])
     return [_pieces(segs[c], flat[c], n_ood, float(x[:, 1 + c].sum())) for c in range(g)]
+
+
+def _add_segments(segs: list[F64], flat: list[F64], p0: F64, g0: F64, pg: list[F64],
+                  gg: list[F64]) -> None:
+    """Add the states with OOD masses ``p0`` below and ``g0`` in the group, and gains
+    ``pg[c]`` below and ``gg[c]`` in it, to each gain's ``segs`` and ``flat``."""
+    alone0 = g0 == 1
+    for c in range(len(segs)):
+        new = np.stack((p0, pg[c], g0, gg[c]))
+        alone = alone0 & (new[3] == 0)
+        np.maximum.at(flat[c], np.rint(new[0][alone]).astype(np.intp), new[1][alone])
+        sc = np.concatenate((segs[c], new[:, ~alone]), axis=1)
+        segs[c] = sc[:, _keep_highest((sc[2], sc[3], sc[0]), sc[1])]
 
 
 def _pieces(segs: F64, flat: F64, n_ood: int, total: float) -> Lines:

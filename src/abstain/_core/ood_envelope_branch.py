@@ -1,0 +1,198 @@
+"""The exact envelope of :mod:`~abstain._core.ood_envelope` by pruning intervals of directions.
+
+:func:`~abstain._core.ood_envelope.envelopes` collects the segment of every state of every
+anchor with OOD mass, O(m^2 log m) for m distinct score pairs. :func:`branch_envelopes`
+collects only the states that can rise above a known lower bound of the envelope, and that
+bound itself, with the intervals and bounds of :mod:`~abstain._core.ood_branch`:
+
+* **Lower bound.** The curve of any one direction lies on or below the envelope, so the
+  largest gain ``L(k)`` that one of ``GRID`` directions (the angles 0 and pi/2, exact
+  projections, and equally spaced angles between the grid's) reaches at accepted OOD mass
+  at most ``k`` is a nondecreasing lower bound of it at every OOD mass in ``[k, k + 1)``.
+  Rounded projections may misorder points whose projections are within a round-off of
+  each other; such runs are taken as one block and only the knots between blocks (where the
+  order is certain) count. Every segment collected later raises ``L`` at its two ends.
+* **Pruning.** On an interval ``J`` of directions, the bounds of
+  :class:`~abstain._core.ood_branch.IntervalSearch` give, for each anchor ``e``, the mass ``C(e)``
+  certainly below it and ``N(e)`` certainly above it at every direction of ``J``. Every
+  segment of ``e`` there starts at OOD mass at least ``O(C(e))`` and never exceeds gain
+  ``G_total - G(N(e))``; when ``L(O(C(e)))`` is above that by more than a round-off margin
+  in every gain column, each of those segments lies below ``L`` at each of its points, and
+  the pair (anchor, ``J``) is dropped, on the sub-intervals of ``J`` too.
+* **Refinement.** Intervals with many possible movers are halved; the others are swept:
+  every state of each surviving anchor at the directions of the interval
+  (``IntervalSearch._states``), with the keep rules of the full sweep (the two-point ties and the
+  angle pi left out, the flat unit segments kept by start).
+* **Exactness.** The envelope of the segments swept plus the flat unit pieces of ``L``
+  equals the full sweep's at every OOD mass: every piece is on or below the envelope, and
+  where a dropped segment would reach it, ``L`` does. The pieces differ, the envelope
+  (:func:`~abstain._core.ood_envelope.area`, ``value_at``, ``first_reach``) does not, up to
+  the round-off of masses summed in another order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .ood_branch import MIN_WIDTH, BandSplit, IntervalSearch
+from .ood_search import F64
+
+#: Up to this many distinct pairs :func:`~abstain._core.ood_envelope.envelopes` sweeps all
+#: states: the pruning breaks even near 3,000 pairs of a one-dimensional sample such as the
+#: section-3.1 example, near 600 on a Gaussian pair (3 times faster at 2,000 there).
+SWEEP_BELOW = 3000
+#: Equal intervals of [0, pi] the search starts from.
+START = 32
+#: Directions of the starting lower bound (besides 0 and pi/2).
+GRID = 64
+#: An interval is swept when its surviving anchors have at most this many movers per point.
+LEAF_WORK = 2.0
+#: At most this many (anchor, point) pairs per batch of a sweep.
+_CHUNK = 1 << 17
+
+
+class _Envelope(IntervalSearch):
+    """The bounds of :class:`~abstain._core.ood_branch.IntervalSearch` with the envelope's test:
+    the masses are laid out as (gain 0, OOD, gain 1, count)."""
+
+    def __init__(self, points: F64, x4: F64, n_ood: int, n_gain: int) -> None:
+        super().__init__(points, x4[:, :3], None, None, 1.0, 1.0)
+        self.n_ood, self.n_gain = n_ood, n_gain
+        self.gain_cols = (0, 2)[:n_gain]
+        # With gains that are multiples of 2^-10 every sum is exact: a segment that reaches
+        # L without exceeding it is dropped (it changes no value). Otherwise L must exceed
+        # the reach by more than the round-off of either side.
+        self.margin = []
+        for c in self.gain_cols:
+            v = x4[:, c] * 1024.0
+            exact = bool(np.all(v == np.rint(v))) and float(np.sum(np.abs(v))) < 2.0**52
+            self.margin.append(-0.0 if exact else 1e-9 * float(np.sum(np.abs(x4[:, c]))))
+        self.low = [np.full(n_ood + 1, -np.inf) for _ in self.gain_cols]
+
+    # ---------------------------------------------------------------- the lower bound
+    def raise_low(self, o: F64, g: list[F64]) -> None:
+        """Raise ``L`` by knots at OOD masses ``o`` with gains ``g[c]`` (one per column)."""
+        k = np.clip(np.rint(o).astype(np.intp), 0, self.n_ood)
+        for low, gc in zip(self.low, g, strict=True):
+            np.maximum.at(low, k, gc)
+            np.maximum.accumulate(low, out=low)
+
+    def seed(self, angles: F64) -> F64:  # type: ignore[override]
+        """Raise ``L`` by the curves of the directions ``angles``: per direction, the knots
+        between blocks of points whose rounded projections are within ``eps`` in a row."""
+        pts = self.points
+        m = pts.shape[0]
+        cols = (1, *self.gain_cols)
+        step = max(1, (1 << 21) // m)
+        for b0 in range(0, angles.size, step):
+            a = angles[b0 : b0 + step]
+            w = np.stack((np.cos(a), np.sin(a)), axis=1)
+            w[np.abs(w) < 1e-12] = 0.0
+            s = pts[None, :, 0] * w[:, :1] + pts[None, :, 1] * w[:, 1:]
+            order = np.argsort(s, axis=1)
+            s = np.take_along_axis(s, order, axis=1)
+            end = np.ones(s.shape, dtype=bool)
+            end[:, :-1] = s[:, 1:] - s[:, :-1] > 2 * self.eps
+            cum = [np.cumsum(np.take(self.x4[:, c], order), axis=1)[end] for c in cols]
+            self.raise_low(cum[0], cum[1:])
+        return np.zeros(angles.size)
+
+    def _above(self, o: F64, reach: F64) -> NDArray[np.bool_]:
+        """Whether segments starting at OOD mass ``o`` or later and reaching at most the gains
+        ``reach`` (rows, columns of ``x4``) may rise above ``L`` in some gain column."""
+        k = np.clip(np.rint(o).astype(np.intp), 0, self.n_ood)
+        keep = np.zeros(o.size, dtype=bool)
+        for low, c, margin in zip(self.low, self.gain_cols, self.margin, strict=True):
+            r = reach[:, c]
+            keep |= (low[k] < r) if margin == 0 else (low[k] <= r + margin)
+        return keep
+
+    def _decide(self, C: F64, N: F64, neg: F64) -> tuple[NDArray[np.intp], F64, F64]:
+        """Keep the anchors whose segments may rise above ``L`` in some gain column."""
+        movers = self.points.shape[0] - 1 - C[:, 3] - N[:, 3]
+        idx = np.flatnonzero(self._above(C[:, 1], self.tot4[None, :] - N))
+        return idx, np.zeros(idx.size), movers[idx]
+
+    # ---------------------------------------------------------------- sweeps
+    def collect(self, a0: float, a1: float, anchors: NDArray[np.intp], split: BandSplit,
+                out: list[tuple[F64, F64]]) -> None:
+        """Every kept state of ``anchors`` at the directions of ``[a0, a1]``, appended to
+        ``out`` as (P, G), masses below the group and of the group (columns of ``x4``)."""
+        work = (split.hi - split.lo).sum(axis=1)
+        ends = np.cumsum(work)
+        b0 = 0
+        while b0 < anchors.size:
+            b1 = max(b0 + 1, int(np.searchsorted(ends, ends[b0] - work[b0] + _CHUNK, "right")))
+            e = anchors[b0:b1]
+            _, P, G = self._states(a0, a1, e, split.order, split.lo[b0:b1], split.hi[b0:b1],
+                                   self.x4, split.C[b0:b1, :4])
+            keep = self._kept(e.size, P.shape[0], a0 == 0.0, a1 == math.pi, G[:, 3])
+            P, G = P[keep], G[keep]
+            self.raise_low(np.concatenate((P[:, 1], P[:, 1] + G[:, 1])),
+                           [np.concatenate((P[:, c], P[:, c] + G[:, c]))
+                            for c in self.gain_cols])
+            # the states that reach above L (the same test as for an anchor on an interval)
+            keep = self._above(P[:, 1], P + G)
+            out.append((P[keep], G[keep]))
+            b0 = b1
+
+    @staticmethod
+    def _kept(k: int, total: int, at_zero: bool, at_pi: bool,
+              count: F64) -> NDArray[np.bool_]:
+        """The states of ``IntervalSearch._states`` that the full sweep keeps. Its rows are, in
+        order: the open state before the interval (k), the angle 0 (k, if the interval
+        starts there), the angle pi (k, if it ends there), the swaps' groups (g) and the open
+        states after them (g). The angle pi and groups of two points are left out."""
+        head = k * (1 + at_zero + at_pi)
+        g = (total - head) // 2
+        assert head + 2 * g == total
+        keep = np.ones(total, dtype=bool)
+        if at_pi:
+            keep[k * (1 + at_zero) : head] = False
+        keep[head : head + g] = count[head : head + g] >= 3  # the anchor and 2 or more
+        return keep
+
+
+def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRID,
+                     leaf_work: float = LEAF_WORK, refine: bool = True,
+                     ) -> tuple[list[tuple[F64, F64]], list[F64]]:
+    """The states of the anchors with OOD mass that may reach above the lower bound ``L``.
+
+    ``points`` (m, 2) distinct pairs, ``x`` (m, 1 + g) their OOD mass (whole numbers) and
+    ``g`` (1 or 2) gain masses. Returns the kept states as (P, G) blocks of columns
+    (gain 0, OOD, gain 1, count) and ``L`` per gain (values at OOD masses 0..n_ood), whose
+    flat unit pieces complete the envelope (see the module docstring). ``start``,
+    ``grid``, ``leaf_work`` and ``refine`` (the band bounds on every interval, else only
+    on those swept) tune the search; the envelope does not depend on them.
+    """
+    m, g = points.shape[0], x.shape[1] - 1
+    x4 = np.zeros((m, 4))
+    x4[:, 0], x4[:, 1], x4[:, 3] = x[:, 1], x[:, 0], 1.0
+    if g == 2:
+        x4[:, 2] = x[:, 2]
+    n_ood = int(round(float(x[:, 0].sum())))
+    search = _Envelope(points, x4, n_ood, g)
+    fine = (np.arange(grid) + 0.5) * (math.pi / grid)
+    search.seed(np.concatenate(([0.0, 0.5 * math.pi], fine)))
+    angles = np.linspace(0.0, math.pi, start + 1)
+    angles[-1] = math.pi
+    anchors = np.flatnonzero(x[:, 0] > 0)
+    todo: list[tuple[float, float, NDArray[np.intp], tuple[NDArray[np.intp], F64] | None]] = [
+        (float(angles[j]), float(angles[j + 1]), anchors, None) for j in range(start)]
+    out: list[tuple[F64, F64]] = []
+    while todo:
+        a0, a1, alive, pool = todo.pop()
+        alive, _, movers, pool, split = search.bounds(a0, a1, alive, pool, refine)
+        if alive.size == 0:
+            continue
+        if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
+            if split is None:
+                split = search.split(a0, a1, alive, pool)
+            search.collect(a0, a1, alive, split, out)
+            continue
+        mid = 0.5 * (a0 + a1)
+        todo += [(mid, a1, alive, pool), (a0, mid, alive, pool)]
+    return out, search.low
