@@ -292,7 +292,7 @@ def test_bands_hold_every_point_that_can_move(seed):
     """Outside an anchor's bands a point keeps its side of the anchor on the whole interval
     (its swap angle, as the sweep computes it, lies outside), and the masses certainly
     below are those of the points outside the bands below it."""
-    from abstain._core.ood_branch import _Search
+    from abstain._core.ood_branch import IntervalSearch
     from abstain._core.ood_search import event_angles
 
     rng = np.random.default_rng(5000 + seed)
@@ -301,7 +301,7 @@ def test_bands_hold_every_point_that_can_move(seed):
     pts, x = sample.pairs()
     m = len(pts)
     con, slopes = _problem(rng, sample, 2)
-    search = _Search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    search = IntervalSearch(pts, x, con, slopes, sample.n_id, sample.n_ood)
     for a0, a1 in ((0.0, 0.3), (1.5, math.pi / 2), (math.pi / 2, math.pi / 2 + 1e-9),
                    (2.0, 2.0 + 1e-4), (3.0, math.pi)):
         e = np.arange(m)

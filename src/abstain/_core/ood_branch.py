@@ -515,10 +515,6 @@ class IntervalSearch:
         return np.unique(rec.anchor[near])
 
 
-#: The former private name of :class:`IntervalSearch`.
-_Search = IntervalSearch
-
-
 def branch_search(
     points: F64, x: F64, con: Constraint | None, slopes: Slopes | None,
     scale_i: float, scale_o: float, *, sweep_below: int = SWEEP_BELOW,
