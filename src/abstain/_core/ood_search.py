@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -203,9 +203,9 @@ def rows_best_ratio(
     rmin = np.repeat(rmin, np.diff(np.append(starts, rw.size)))
     near = np.flatnonzero(risk <= rmin + RTOL * np.maximum(np.abs(rmin), 1e-300))
     # keep order = (row, segment, end): lexsort is stable
-    keys = (co[near], -ci[near], rw[near])
+    keys: list[NDArray[Any]] = [co[near], -ci[near], rw[near]]
     if crit is not None:
-        keys = (crit[seg[near]],) + keys
+        keys.insert(0, crit[seg[near]])
     order = near[np.lexsort(keys)]
     r_sorted = rw[order]
     first = order[np.concatenate(([True], r_sorted[1:] != r_sorted[:-1]))]
