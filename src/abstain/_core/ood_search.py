@@ -506,7 +506,7 @@ def exact_search(
             r = r._replace(nu=np.where(r.at < S, 0.0, 1.0))
         for k in np.flatnonzero(r.found).tolist():
             col = int(cols_won[k])
-            crit = (1 <= col <= m) or (col in (0, 2 * m + 2) and bool(has_zero[k]))
+            crit = bool(critical[k, col])
             cand_best = r.best(k)._replace(at=int(e[k]))
             if best is None or better(cand_best, crit, best.best, best.critical):
                 best = State(cand_best, np.zeros(2), 0.0, crit)
