@@ -108,6 +108,19 @@ def _random_sample(rng, n_max=9, levels=3):
     return scores, is_ood, losses
 
 
+def _tied_pairs(seed, n, ood_share, continuous=False, continuous_divisor=1.0):
+    rng = np.random.default_rng(seed)
+    ood = rng.random(n) < ood_share
+    s_r = np.round(rng.random(n) + 0.3 * ood, 1)        # few distinct values: many tied pairs
+    s_g = np.round(2 * rng.normal(ood * 1.0, 1.0)) / 2
+    if continuous:
+        loss = rng.random(n) * s_r / continuous_divisor
+    else:
+        loss = (rng.random(n) < s_r / 1.3).astype(float)
+    loss[ood] = np.nan
+    return np.stack([s_r, s_g], axis=1), ood, loss
+
+
 def _quiet_fit(model, *args):
     from abstain import InfeasibleTargetWarning
 
@@ -122,6 +135,15 @@ def random_sample():
     with both ID and OOD, losses in {0, 0.5, 1} and two score columns of ``levels`` values
     (heavy ties), for the OOD models (tests/models/) and metrics (tests/metrics/)."""
     return _random_sample
+
+
+@pytest.fixture(scope="session")
+def tied_pairs():
+    """``tied_pairs(seed, n, ood_share, continuous=False, continuous_divisor=1.0) -> (scores,
+    is_ood, losses)``: two score columns with few distinct values (many rows share a pair),
+    0/1 losses or, with ``continuous``, real losses ``u * s_r / continuous_divisor``; NaN
+    on OOD rows (the PairTable tests of tests/_core/ and tests/metrics/)."""
+    return _tied_pairs
 
 
 @pytest.fixture(scope="session")

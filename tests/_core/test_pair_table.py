@@ -11,14 +11,8 @@ from abstain import PairTable
 from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
 
-def _rows(seed: int, n: int = 600, continuous: bool = False):
-    rng = np.random.default_rng(seed)
-    ood = rng.random(n) < 0.3
-    s_r = np.round(rng.random(n) + 0.3 * ood, 1)        # few distinct values: many tied pairs
-    s_g = np.round(2 * rng.normal(ood * 1.0, 1.0)) / 2
-    loss = rng.random(n) * s_r if continuous else (rng.random(n) < s_r / 1.3).astype(float)
-    loss[ood] = np.nan
-    return np.stack([s_r, s_g], axis=1), ood, loss
+def _rows(tied_pairs, seed: int, n: int = 600, continuous: bool = False):
+    return tied_pairs(seed, n, 0.3, continuous)
 
 
 def _brute(s, ood, loss):
@@ -33,8 +27,8 @@ def _brute(s, ood, loss):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_totals_and_merge_against_a_dictionary(seed):
-    s, ood, loss = _rows(seed)
+def test_totals_and_merge_against_a_dictionary(seed, tied_pairs):
+    s, ood, loss = _rows(tied_pairs, seed)
     table = PairTable.from_arrays(s, loss, is_ood=ood)
     ref = _brute(s, ood, loss)
     assert [tuple(p) for p in table.values.tolist()] == sorted(ref)
@@ -62,8 +56,10 @@ FITS = [lambda search: BoundedTPRFPR(tpr=0.7, fpr=0.4, search=search),
 @pytest.mark.parametrize("search", ["grid", "exact"])
 @pytest.mark.parametrize("make", FITS)
 @pytest.mark.parametrize("continuous", [False, True])
-def test_a_fit_on_the_table_is_the_fit_on_the_rows(seed, search, make, continuous):
-    s, ood, loss = _rows(seed, n=300 if search == "exact" else 600, continuous=continuous)
+def test_a_fit_on_the_table_is_the_fit_on_the_rows(seed, search, make, continuous,
+                                                    tied_pairs):
+    s, ood, loss = _rows(tied_pairs, seed, n=300 if search == "exact" else 600,
+                         continuous=continuous)
     parts = [PairTable.from_arrays(s[i::3], loss[i::3], is_ood=ood[i::3]) for i in range(3)]
     rows = make(search).fit(s, ood, loss)
     table = make(search).fit(PairTable.merge(*parts))
@@ -77,8 +73,8 @@ def test_a_fit_on_the_table_is_the_fit_on_the_rows(seed, search, make, continuou
     np.testing.assert_array_equal(table.accept_proba(s), rows.accept_proba(s))
 
 
-def test_refusals_name_what_is_wrong():
-    s, ood, loss = _rows(0)
+def test_refusals_name_what_is_wrong(tied_pairs):
+    s, ood, loss = _rows(tied_pairs, 0)
     table = PairTable.from_arrays(s, loss, is_ood=ood)
     with pytest.raises(ValueError, match="is_ood must be omitted when a PairTable is given"):
         BoundedTPRFPR(tpr=0.5, fpr=0.5).fit(table, ood)

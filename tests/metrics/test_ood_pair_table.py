@@ -13,14 +13,8 @@ from abstain import InfeasibleTargetWarning, PairTable, ScoreTable
 from abstain import metrics as M
 
 
-def _rows(seed: int, n: int = 300, continuous: bool = False):
-    rng = np.random.default_rng(seed)
-    ood = rng.random(n) < 0.35
-    s_r = np.round(rng.random(n) + 0.3 * ood, 1)        # few distinct values: many tied pairs
-    s_g = np.round(2 * rng.normal(ood * 1.0, 1.0)) / 2
-    loss = rng.random(n) * s_r / 1.3 if continuous else (rng.random(n) < s_r / 1.3) * 1.0
-    loss[ood] = np.nan
-    return np.stack([s_r, s_g], axis=1), ood, loss
+def _rows(tied_pairs, seed: int, n: int = 300, continuous: bool = False):
+    return tied_pairs(seed, n, 0.35, continuous, continuous_divisor=1.3)
 
 
 def _metrics(search: str):
@@ -53,8 +47,8 @@ def _metrics(search: str):
 
 @pytest.mark.parametrize("search", ["grid", "exact"])
 @pytest.mark.parametrize("continuous", [False, True])
-def test_every_pair_metric_on_a_merged_table_equals_the_rows(search, continuous):
-    s, ood, loss = _rows(3, continuous=continuous)
+def test_every_pair_metric_on_a_merged_table_equals_the_rows(search, continuous, tied_pairs):
+    s, ood, loss = _rows(tied_pairs, 3, continuous=continuous)
     parts = [PairTable.from_arrays(s[i::3], loss[i::3], is_ood=ood[i::3]) for i in range(3)]
     table = PairTable.merge(*parts)
     assert table.n_pairs < s.shape[0] / 2  # many rows share a pair
@@ -78,8 +72,8 @@ def test_a_table_of_pairs_with_every_row_its_own_pair_equals_the_rows():
     assert M.oscr(table, n_directions=7) == M.oscr(loss, ood, s, n_directions=7)
 
 
-def test_what_a_pair_table_cannot_give():
-    s, ood, loss = _rows(0, n=60)
+def test_what_a_pair_table_cannot_give(tied_pairs):
+    s, ood, loss = _rows(tied_pairs, 0, n=60)
     table = PairTable.from_arrays(s, loss, is_ood=ood)
     for metric in (M.aupr_in, M.aupr_out):
         with pytest.raises(ValueError, match="one column .*PairTable holds two"):
