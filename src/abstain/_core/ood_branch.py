@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -166,6 +167,17 @@ class BandSplit(NamedTuple):
 
     def take(self, keep: NDArray[np.intp]) -> BandSplit:
         return BandSplit(self.order, self.lo[keep], self.hi[keep], self.C[keep], self.band[keep])
+
+    def batches(self, chunk: int) -> Iterator[tuple[int, int]]:
+        """Consecutive anchor rows ``[b0, b1)`` whose movers total at most ``chunk`` (at
+        least one row each): the batches of a sweep."""
+        work = (self.hi - self.lo).sum(axis=1)
+        ends = np.cumsum(work)
+        b0 = 0
+        while b0 < work.size:
+            b1 = max(b0 + 1, int(np.searchsorted(ends, ends[b0] - work[b0] + chunk, "right")))
+            yield b0, b1
+            b0 = b1
 
 
 class IntervalSearch:
@@ -376,11 +388,7 @@ class IntervalSearch:
         """Every state of each anchor at the directions of ``[a0, a1]``: the incumbent and the
         records (each anchor's best there). Only the points of an anchor's bands in ``split``
         may move past it; the others are below it (``split.C``) or above it there."""
-        work = (split.hi - split.lo).sum(axis=1)
-        ends = np.cumsum(work)
-        b0 = 0
-        while b0 < anchors.size:
-            b1 = max(b0 + 1, int(np.searchsorted(ends, ends[b0] - work[b0] + _CHUNK, "right")))
+        for b0, b1 in split.batches(_CHUNK):
             e, base = anchors[b0:b1], split.C[b0:b1, :3]
             lo, hi = split.lo[b0:b1], split.hi[b0:b1]
             if self.slopes is not None:
@@ -395,7 +403,6 @@ class IntervalSearch:
                 e, base, lo, hi = e[near], base[near], lo[near], hi[near]
             if e.size:
                 self._reduce(e, *self._states(a0, a1, e, split.order, lo, hi, self.x, base))
-            b0 = b1
 
     def _states(self, a0: float, a1: float, e: NDArray[np.intp], oc: NDArray[np.intp],
                 lo: NDArray[np.intp], hi: NDArray[np.intp], x: F64,

@@ -121,11 +121,7 @@ class _Envelope(IntervalSearch):
                 out: list[tuple[F64, F64]]) -> None:
         """Every kept state of ``anchors`` at the directions of ``[a0, a1]``, appended to
         ``out`` as (P, G), masses below the group and of the group (columns of ``x4``)."""
-        work = (split.hi - split.lo).sum(axis=1)
-        ends = np.cumsum(work)
-        b0 = 0
-        while b0 < anchors.size:
-            b1 = max(b0 + 1, int(np.searchsorted(ends, ends[b0] - work[b0] + _CHUNK, "right")))
+        for b0, b1 in split.batches(_CHUNK):
             e = anchors[b0:b1]
             _, P, G = self._states(a0, a1, e, split.order, split.lo[b0:b1], split.hi[b0:b1],
                                    self.x4, split.C[b0:b1, :4])
@@ -137,7 +133,6 @@ class _Envelope(IntervalSearch):
             # the states that reach above L (the same test as for an anchor on an interval)
             keep = self._above(P[:, 1], P + G)
             out.append((P[keep], G[keep]))
-            b0 = b1
 
     @staticmethod
     def _kept(k: int, total: int, at_zero: bool, at_pi: bool,
