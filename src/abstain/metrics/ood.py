@@ -413,13 +413,22 @@ def _envelope(sample: Sample, gain: F64, grid: F64, n_directions: int) -> F64:
     return best
 
 
+def _lines_area(sample: Sample, lines: env.Lines) -> float:
+    """The area under an exact envelope against FPR, in (FPR) x (gain / #ID) units."""
+    return env.area(lines) / (sample.n_ood * sample.n_id)
+
+
+def _lines_fpr(sample: Sample, lines: env.Lines, t: float) -> float:
+    """The least FPR at which the exact ROC envelope ``lines`` reaches TPR ``t``."""
+    return env.first_reach(lines, t * sample.n_id) / sample.n_ood
+
+
 def _envelope_area(sample: Sample, gain: F64, search: str, n_directions: int,
                    n_points: int) -> float:
     """Area under the envelope against FPR: exact over every direction (``search="exact"``),
     or by trapezoids on ``n_points`` FPR values of the grid's :func:`_envelope`."""
     if search == "exact":
-        lines = env.envelope_lines(sample.s, sample.w_ood, gain)
-        return env.area(lines) / (sample.n_ood * sample.n_id)
+        return _lines_area(sample, env.envelope_lines(sample.s, sample.w_ood, gain))
     grid = np.linspace(0.0, 1.0, int(n_points))
     best = _envelope(sample, gain, grid, n_directions)
     return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
@@ -546,8 +555,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
         kn = core.knots(sample.s[:, 0], sample.w_id, sample.w_ood, sample.w_loss)
         return _fpr_on_knots(kn, sample, t)
     if search == "exact":
-        lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
-        return env.first_reach(lines, t * sample.n_id) / sample.n_ood
+        return _lines_fpr(sample, env.envelope_lines(sample.s, sample.w_ood, sample.w_id), t)
     return min(_fpr_on_knots(core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood,
                                         sample.w_loss), sample, t)
                for w in sample.directions("grid", n_directions))
@@ -642,10 +650,9 @@ def exact_envelope_metrics(losses: Any, is_ood: Any, scores: Any, tpr: float,
         _check_ccr_losses(sample)
         gains.append(sample.w_id - sample.w_loss)
     lines = env.envelopes(sample.s, sample.w_ood, np.stack(gains, axis=1))
-    out = {"auroc": env.area(lines[0]) / (sample.n_ood * sample.n_id),
-           "fpr_at_tpr": env.first_reach(lines[0], tpr * sample.n_id) / sample.n_ood}
+    out = {"auroc": _lines_area(sample, lines[0]), "fpr_at_tpr": _lines_fpr(sample, lines[0], tpr)}
     if with_oscr:
-        out["oscr"] = env.area(lines[1]) / (sample.n_ood * sample.n_id)
+        out["oscr"] = _lines_area(sample, lines[1])
     return out
 
 
