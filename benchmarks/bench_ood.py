@@ -233,9 +233,7 @@ def metric_table(data, sizes) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     for n in sizes:
-        x, y = data.sample(n, random_state=1)
-        is_ood = y == 0
-        s2 = np.stack((data.r_bayes(x), data.g(x)), 1)
+        s2, is_ood, _ = sample(data, n)
         scaled = s2 * np.array([100.0, 1.0])
         t_grid, v_grid = timed(lambda s=s2, o=is_ood: auroc(o, s))
         t_ex, v_ex = timed(lambda s=s2, o=is_ood: auroc(o, s, search="exact"))
