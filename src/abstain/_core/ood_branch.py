@@ -79,6 +79,7 @@ from .ood_search import (
     exact_search,
     grid_search,
     rows_best_ratio,
+    unit_weights,
 )
 
 #: Relative margin by which a bound must exceed the incumbent to prune.
@@ -138,12 +139,6 @@ def _by_row(row: NDArray[np.intp], key: F64) -> NDArray[np.intp]:
         return np.lexsort((key, row))
     order = np.argsort(key)
     return order[np.argsort(row[order].astype(np.uint16), kind="stable")]  # a radix sort
-
-
-def _unit(angle: float) -> F64:
-    w = np.array([math.cos(angle), math.sin(angle)])
-    w[np.abs(w) < 1e-12] = 0.0
-    return w
 
 
 class _Record(NamedTuple):
@@ -217,7 +212,7 @@ class IntervalSearch:
     def seed(self, angles: F64) -> F64:
         """Evaluate the directions of ``angles`` exactly; their best objectives (inf where no
         rule is feasible)."""
-        w = np.stack([_unit(float(a)) for a in angles])
+        w = unit_weights(angles)
         x = self.x
         out = np.full(angles.size, math.inf)
         for j, f in enumerate(grid_search(self.points, w, x[:, 0], x[:, 1], x[:, 2], self.con,

@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .ood_branch import MIN_WIDTH, BandSplit, IntervalSearch
-from .ood_search import F64
+from .ood_search import F64, unit_weights
 
 #: Up to this many distinct pairs :func:`~abstain._core.ood_envelope.envelopes` sweeps all
 #: states: the pruning breaks even near 3,000 pairs of a one-dimensional sample such as the
@@ -89,8 +89,7 @@ class _Envelope(IntervalSearch):
         step = max(1, (1 << 21) // m)
         for b0 in range(0, angles.size, step):
             a = angles[b0 : b0 + step]
-            w = np.stack((np.cos(a), np.sin(a)), axis=1)
-            w[np.abs(w) < 1e-12] = 0.0
+            w = unit_weights(a)
             s = pts[None, :, 0] * w[:, :1] + pts[None, :, 1] * w[:, 1:]
             order = np.argsort(s, axis=1)
             s = np.take_along_axis(s, order, axis=1)

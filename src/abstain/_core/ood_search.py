@@ -88,13 +88,18 @@ def project(scores: F64, weights: F64) -> F64:
 
 
 def grid_weights(n_directions: int) -> F64:
-    """Unit weight vectors ``(cos a, sin a)`` of :func:`grid_angles`, shape (d, 2).
+    """Unit weight vectors ``(cos a, sin a)`` of :func:`grid_angles`, shape (d, 2)
+    (:func:`unit_weights`)."""
+    return unit_weights(grid_angles(n_directions))
+
+
+def unit_weights(angles: F64) -> F64:
+    """Unit weight vectors ``(cos a, sin a)`` of ``angles``, shape (d, 2).
 
     Entries below 1e-12 in magnitude are set to 0, so angle pi/2 is exactly the
     second score (``cos(pi/2)`` is 6e-17 in float64, which would break its ties).
     """
-    a = grid_angles(n_directions)
-    w = np.stack((np.cos(a), np.sin(a)), axis=1)
+    w = np.stack((np.cos(angles), np.sin(angles)), axis=1)
     w[np.abs(w) < 1e-12] = 0.0
     return w
 
