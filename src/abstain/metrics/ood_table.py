@@ -49,6 +49,7 @@ OOD_METRICS: dict[str, bool] = {
 }
 _OSCR = list(OOD_METRICS).index("oscr")
 
+
 class OODEvaluation(NamedTuple):
     """The table of :func:`evaluate_ood`: one row per score, one column per metric.
 
@@ -154,12 +155,16 @@ _FUNCS: dict[str, Callable[..., float]] = {
 
 def _table(losses: NDArray[np.float64], ood: NDArray[np.bool_],
            cols: dict[str, NDArray[np.float64]], applicable: NDArray[np.bool_], tpr: float,
-           fpr: float, search: str, n_directions: int) -> NDArray[np.float64]:
+           fpr: float, search: str, n_directions: int,
+           ) -> tuple[NDArray[np.float64], list[str | None]]:
+    """The values of every metric of every column, and how each pair was searched."""
     out = np.full(applicable.shape, np.nan)
+    hows: list[str | None] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
         for i, raw in enumerate(cols.values()):
             how, s = resolve_search(raw, search)
+            hows.append(how)
             kw = {"search": "grid" if how == "scaled grid" else how or "grid",
                   "n_directions": n_directions}
             shared: dict[str, float] = {}
@@ -170,7 +175,7 @@ def _table(losses: NDArray[np.float64], ood: NDArray[np.bool_],
                 if applicable[i, j]:
                     out[i, j] = (shared[key] if key in shared
                                  else _FUNCS[key](losses, ood, s, tpr, fpr, kw))
-    return out
+    return out, hows
 
 
 def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
@@ -275,15 +280,15 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     applicable = np.where(pair[:, None], takes_pair[None, :], True)
     if np.any(np.nan_to_num(ls, nan=0.0)[~ood] > 1.0):
         applicable[:, _OSCR] = False
-    values = _table(ls, ood, cols, applicable, t, f, search, d)
+    values, hows = _table(ls, ood, cols, applicable, t, f, search, d)
     low = np.full(values.shape, np.nan)
     high = np.full(values.shape, np.nan)
     conf = float(confidence)
     if b:
         ci = bootstrap_interval(
             lambda i: _table(ls[i], ood[i], {k: s[i] for k, s in cols.items()}, applicable,
-                             t, f, search, d),
+                             t, f, search, d)[0],
             ood, n_bootstrap=b, confidence=confidence, random_state=random_state)
         low, high, conf = ci.low, ci.high, ci.confidence
     return OODEvaluation(list(cols), list(OOD_METRICS), values, applicable, low, high,
-                         conf, b, [resolve_search(s, search)[0] for s in cols.values()])
+                         conf, b, hows)
