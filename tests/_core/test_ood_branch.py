@@ -222,17 +222,21 @@ def test_pairs_on_a_line_through_an_anchor_tie(seed):
 
 
 def test_swaps_on_both_sides_of_an_anchor_tie_exactly():
-    """Offsets ``v`` and ``-t v`` (two pairs on one line through the anchor) give the same
-    swap angle bit for bit, so the full sweep and the branch and bound see one tie."""
-    from abstain._core.ood_search import event_angles
+    """Offsets ``v`` and ``-t v`` (two pairs on one line through the anchor) swap with it at
+    one exact angle: one group of swaps, whatever the rounding of any angle."""
+    from abstain._core.exact import sorted_events
 
     rng = np.random.default_rng(0)
     v = rng.integers(-200, 200, (20000, 2)).astype(float)
     v = v[v[:, 0] != 0]
-    w = -rng.integers(1, 9, len(v)).astype(float)[:, None] * v
-    a, b = event_angles(v[:, 0], v[:, 1]), event_angles(w[:, 0], w[:, 1])
-    assert np.array_equal(a, b) and np.all((a > 0) & (a < math.pi))
-    assert np.isinf(event_angles(np.zeros(2), np.array([1.0, -1.0]))).all()
+    t = rng.integers(1, 9, len(v)).astype(float)[:, None]
+    e = rng.integers(-50, 50, (len(v), 2)).astype(float)
+    n = len(v)
+    row = np.repeat(np.arange(n), 2)
+    pts = np.stack((e + v, e - t * v), axis=1).reshape(-1, 2)
+    anchor = np.repeat(e, 2, axis=0)
+    order, new = sorted_events(row, anchor[:, 0], anchor[:, 1], pts[:, 0], pts[:, 1])
+    assert np.array_equal(row[order], row) and not new[1::2].any() and new[0::2].all()
 
 
 def _fan(rng, n, weighted):
@@ -292,8 +296,9 @@ def test_bands_hold_every_point_that_can_move(seed):
     """Outside an anchor's bands a point keeps its side of the anchor on the whole interval
     (its swap angle, as the sweep computes it, lies outside), and the masses certainly
     below are those of the points outside the bands below it."""
+    from abstain._core.exact import dot_sign
     from abstain._core.ood_branch import IntervalSearch
-    from abstain._core.ood_search import event_angles
+    from abstain._core.ood_search import unit_weights
 
     rng = np.random.default_rng(5000 + seed)
     s, ood, ls, w = _fan(rng, 120, weighted=True)
@@ -312,8 +317,15 @@ def test_bands_hold_every_point_that_can_move(seed):
                 inside[split.order[lo:hi]] = True
             out = np.flatnonzero(~inside)
             dr, dg = pts[out, 0] - pts[i, 0], pts[out, 1] - pts[i, 1]
-            theta = event_angles(dr, dg)
-            assert not np.any((theta >= a0) & (theta <= a1))
-            below = np.where(dr == 0, dg < 0, np.where(dr < 0, theta >= a0, theta < a0))
+            # the exact side of each swap against the interval's ends (as the sweep does)
+            ends = []
+            for a in (a0, a1):
+                w = unit_weights(np.array([a]))[0]
+                ends.append(np.sign(dr) * dot_sign(pts[out, 0], pts[out, 1],
+                                                   np.full(out.size, pts[i, 0]),
+                                                   np.full(out.size, pts[i, 1]), *w))
+            t0, t1 = ends
+            assert not np.any((dr != 0) & (t0 >= 0) & (t1 <= 0))
+            below = np.where(dr == 0, dg < 0, np.where(dr < 0, t0 >= 0, t0 < 0))
             mass = np.concatenate((x[out[below]], np.ones((below.sum(), 1))), axis=1)
             assert np.allclose(split.C[i], mass.sum(axis=0), rtol=1e-12, atol=1e-12)

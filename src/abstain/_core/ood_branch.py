@@ -70,12 +70,13 @@ from typing import Literal, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from .exact import cos_sin, dot_sign, sorted_events
 from .ood_search import (
     F64,
     RTOL,
     Constraint,
     State,
-    event_angles,
+    along,
     exact_search,
     grid_search,
     rows_best_ratio,
@@ -133,12 +134,41 @@ def _search(sorted_a: F64, q: F64, side: Literal["left", "right"]) -> NDArray[np
     return out
 
 
-def _by_row(row: NDArray[np.intp], key: F64) -> NDArray[np.intp]:
-    """The order of ``(row, key)`` pairs by row (non-decreasing), then key."""
-    if row.size == 0 or row[-1] >= 1 << 16:
-        return np.lexsort((key, row))
-    order = np.argsort(key)
-    return order[np.argsort(row[order].astype(np.uint16), kind="stable")]  # a radix sort
+def _cos_sin(a: float) -> tuple[float, float]:
+    """``cos a, sin a`` with the same bits on every CPU (:func:`~abstain._core.exact.cos_sin`)."""
+    c, s = cos_sin(np.array([a]))
+    return float(c[0]), float(s[0])
+
+
+def _sin(a: float) -> float:
+    return _cos_sin(a)[1]
+
+
+class Arc(NamedTuple):
+    """An interval of directions: its end angles ``a0 < a1`` (for the bounds) and the unit
+    vectors ``w0``, ``w1`` of its ends, computed once and shared with the neighbouring
+    intervals. A sweep places each swap against these vectors exactly, so a swap at an end
+    lies in both intervals that share it, and in no gap, whatever the rounding of the
+    vectors."""
+
+    a0: float
+    a1: float
+    w0: F64
+    w1: F64
+
+    @classmethod
+    def cover(cls, start: int) -> list[Arc]:
+        """``start`` equal intervals of ``[0, pi]``."""
+        angles = np.linspace(0.0, math.pi, start + 1)
+        angles[-1] = math.pi
+        w = unit_weights(angles)
+        return [cls(float(angles[j]), float(angles[j + 1]), w[j], w[j + 1])
+                for j in range(start)]
+
+    def halves(self) -> tuple[Arc, Arc]:
+        mid = 0.5 * (self.a0 + self.a1)
+        wm = unit_weights(np.array([mid]))[0]
+        return Arc(self.a0, mid, self.w0, wm), Arc(mid, self.a1, wm, self.w1)
 
 
 class _Record(NamedTuple):
@@ -210,13 +240,15 @@ class IntervalSearch:
             self.inc = (obj, i, o)
 
     def seed(self, angles: F64) -> F64:
-        """Evaluate the directions of ``angles`` exactly; their best objectives (inf where no
-        rule is feasible)."""
+        """Evaluate the directions of ``angles`` exactly (tie groups of the exact projections,
+        so the incumbent is always a rule of the exact search); their best objectives (inf
+        where no rule is feasible)."""
         w = unit_weights(angles)
         x = self.x
         out = np.full(angles.size, math.inf)
         for j, f in enumerate(grid_search(self.points, w, x[:, 0], x[:, 1], x[:, 2], self.con,
-                                          self.slopes, self.scale_i, self.scale_o)):
+                                          self.slopes, self.scale_i, self.scale_o,
+                                          exact=True)):
             if f is not None:
                 self.offer(f[0].objective, f[0].I, f[0].O)
                 out[j] = f[0].objective
@@ -240,22 +272,22 @@ class IntervalSearch:
         movers by bands (whose bounds then decide)."""
         m = self.points.shape[0]
         e = np.arange(m) if anchors is None else anchors
-        rho = 2.0 * math.sin(0.25 * (a1 - a0)) * (1 + 1e-9)
+        rho = 2.0 * _sin(0.25 * (a1 - a0)) * (1 + 1e-9)
         mid = 0.5 * (a0 + a1)
-        cw, sw = math.cos(mid), math.sin(mid)
+        cw, sw = _cos_sin(mid)
         if pool is None:
             idx, base = np.arange(m), np.zeros(4)
-            s = self.pr * cw + self.pg * sw
+            s = along(self.pr, self.pg, cw, sw)
             spread = rho * self.r + self.eps
         else:
             idx, base = pool
-            s = self.pr[idx] * cw + self.pg[idx] * sw
+            s = along(self.pr[idx], self.pg[idx], cw, sw)
             spread = rho * self.r[idx] + self.eps
         hi, lo = s + spread, s - spread
         if anchors is None:
             lo_e, hi_e = lo, hi
         else:
-            s_e = self.pr[e] * cw + self.pg[e] * sw
+            s_e = along(self.pr[e], self.pg[e], cw, sw)
             spread_e = rho * self.r[e] + self.eps
             lo_e, hi_e = s_e - spread_e, s_e + spread_e
         # points below (above) every anchor's bound count for all of them, here and in
@@ -340,12 +372,13 @@ class IntervalSearch:
         coordinate along the normal ``u_mid`` of the middle direction, and for each anchor the
         part of each band that may move past it on ``[a0, a1]`` (see the module docstring)."""
         mid = 0.5 * (a0 + a1)
-        cw, sw = math.cos(mid), math.sin(mid)
-        tan_h = math.tan(0.5 * (a1 - a0)) * (1 + 1e-9)
-        s = self.pr[idx] * cw + self.pg[idx] * sw
-        t = self.pg[idx] * cw - self.pr[idx] * sw
-        s_e = self.pr[e] * cw + self.pg[e] * sw
-        t_e = self.pg[e] * cw - self.pr[e] * sw
+        cw, sw = _cos_sin(mid)
+        ch, sh = _cos_sin(0.5 * (a1 - a0))
+        tan_h = sh / ch * (1 + 1e-9)
+        s = along(self.pr[idx], self.pg[idx], cw, sw)
+        t = along(self.pr[idx], self.pg[idx], -sw, cw)
+        s_e = along(self.pr[e], self.pg[e], cw, sw)
+        t_e = along(self.pr[e], self.pg[e], -sw, cw)
         # any edges will do (a point's band is found by the same edges); the outer ones hold
         # every point
         edges = np.quantile(t[:: max(1, t.size // 4096)], BANDS)
@@ -379,7 +412,7 @@ class IntervalSearch:
         return BandSplit(idx[order], lo, hi, C, band)
 
     # ---------------------------------------------------------------- exact sweep of a leaf
-    def sweep(self, a0: float, a1: float, anchors: NDArray[np.intp], split: BandSplit) -> None:
+    def sweep(self, arc: Arc, anchors: NDArray[np.intp], split: BandSplit) -> None:
         """Every state of each anchor at the directions of ``[a0, a1]``: the incumbent and the
         records (each anchor's best there). Only the points of an anchor's bands in ``split``
         may move past it; the others are below it (``split.C``) or above it there."""
@@ -390,16 +423,16 @@ class IntervalSearch:
                 # the costs alone first: only anchors with a state near the incumbent are
                 # swept again with their masses
                 sl, si, so = self.slopes[2], self.slopes[0], self.slopes[1]
-                row, P, G = self._states(a0, a1, e, split.order, lo, hi, self.h[:, None],
+                row, P, G = self._states(arc, e, split.order, lo, hi, self.h[:, None],
                                        (sl * base[:, 2] + si * base[:, 0]
                                         + so * base[:, 1])[:, None])
                 lim = self.threshold() + 1e-12 * self.h_abs
                 near = np.unique(row[np.minimum(P[:, 0], P[:, 0] + G[:, 0]) <= lim])
                 e, base, lo, hi = e[near], base[near], lo[near], hi[near]
             if e.size:
-                self._reduce(e, *self._states(a0, a1, e, split.order, lo, hi, self.x, base))
+                self._reduce(e, *self._states(arc, e, split.order, lo, hi, self.x, base))
 
-    def _states(self, a0: float, a1: float, e: NDArray[np.intp], oc: NDArray[np.intp],
+    def _states(self, arc: Arc, e: NDArray[np.intp], oc: NDArray[np.intp],
                 lo: NDArray[np.intp], hi: NDArray[np.intp], x: F64,
                 base: F64) -> tuple[NDArray[np.intp], F64, F64]:
         """The states of the anchors ``e`` on ``[a0, a1]``: for each, its row in ``e``, the
@@ -416,11 +449,18 @@ class IntervalSearch:
         own = q != e[row]
         row, q = row[own], q[own]
         ea = e[row]
-        dr = pts[q, 0] - pts[ea, 0]
-        dg = pts[q, 1] - pts[ea, 1]
+        pr, pg, er, eg = pts[q, 0], pts[q, 1], pts[ea, 0], pts[ea, 1]
+        dr, dg = pr - er, pg - eg
         zero = dr == 0
-        theta = event_angles(dr, dg)
-        below = np.where(zero, dg < 0, np.where(dr < 0, theta >= a0, theta < a0))
+        # where each swap lies against the ends of the interval, exactly: with u the offset
+        # signed so that u_r > 0, a swap lies before the direction w iff u . w < 0
+        side = np.where(dr < 0, -1, 1).astype(np.int8)
+        a0, a1, w0, w1 = arc
+        t0 = side * dot_sign(pr, pg, er, eg, float(w0[0]), float(w0[1]))
+        t1 = side * dot_sign(pr, pg, er, eg, float(w1[0]), float(w1[1]))
+        # at the start of the interval (just before a0): a point of smaller first score is
+        # below until its swap, one of larger first score from its swap on
+        below = np.where(zero, dg < 0, np.where(dr < 0, t0 >= 0, t0 < 0))
         xq = x[q]
         xe = x[e]
         c = x.shape[1]
@@ -439,19 +479,19 @@ class IntervalSearch:
             P.append(base + per_row(dr > 0))
             G.append(xe + per_row(zero))
             R.append(np.arange(k))
-        ev = np.flatnonzero(np.isfinite(theta) & (theta >= a0) & (theta <= a1))
+        ev = np.flatnonzero(~zero & (t0 >= 0) & (t1 <= 0))
         if ev.size:
-            ev = ev[_by_row(row[ev], theta[ev])]
-            er, et, xv = row[ev], theta[ev], xq[ev]
+            srt, new = sorted_events(row[ev], er[ev], eg[ev], pr[ev], pg[ev])
+            ev = ev[srt]
+            rw, xv = row[ev], xq[ev]
             wb = np.where(below[ev][:, None], xv, 0.0)
             cx, cwb = _cumsum0(xv), _cumsum0(wb)
             flip = cx - 2.0 * cwb  # below flips to above: -x; above to below: +x
-            first = np.flatnonzero(np.concatenate(([True], er[1:] != er[:-1])))
-            row_first = np.repeat(first, np.diff(np.append(first, er.size)))
-            new = np.concatenate(([True], (er[1:] != er[:-1]) | (et[1:] != et[:-1])))
+            first = np.flatnonzero(np.concatenate(([True], rw[1:] != rw[:-1])))
+            row_first = np.repeat(first, np.diff(np.append(first, rw.size)))
             gs = np.flatnonzero(new)
-            ge = np.append(gs[1:], er.size)
-            gr = er[gs]
+            ge = np.append(gs[1:], rw.size)
+            gr = rw[gs]
             rf = row_first[gs]
             before = p0[gr] + flip[gs] - flip[rf]
             P += [before - (cwb[ge] - cwb[gs]), p0[gr] + flip[ge] - flip[rf]]
@@ -536,35 +576,33 @@ def branch_search(
     if m <= sweep_below:
         return exact_search(points, x, con, slopes, scale_i, scale_o)
     search = IntervalSearch(points, x, con, slopes, scale_i, scale_o)
-    angles = np.linspace(0.0, math.pi, start + 1)
-    angles[-1] = math.pi
-    value = search.seed(angles)
-    # (priority, order, a0, a1, surviving anchors or None for all, lower bound): the
+    arcs = Arc.cover(start)
+    value = search.seed(np.array([a.a0 for a in arcs] + [math.pi]))
+    # (priority, order, interval, surviving anchors or None for all, pool, lower bound): the
     # interval whose ends' best rule is best comes first, so that the incumbent improves
     # early; the bound decides what is pruned
-    heap: list[tuple[float, int, float, float, NDArray[np.intp] | None, Pool | None,
-                     float]] = [
-        (min(value[j], value[j + 1]), j, float(angles[j]), float(angles[j + 1]), None, None,
-         -math.inf) for j in range(start)]
+    heap: list[tuple[float, int, Arc, NDArray[np.intp] | None, Pool | None, float]] = [
+        (min(value[j], value[j + 1]), j, arc, None, None, -math.inf)
+        for j, arc in enumerate(arcs)]
     heapq.heapify(heap)
     count = start
     while heap:
-        priority, _, a0, a1, anchors, pool, key = heapq.heappop(heap)
+        priority, _, arc, anchors, pool, key = heapq.heappop(heap)
         if key > search.threshold():
             continue
+        a0, a1 = arc.a0, arc.a1
         alive, lb, movers, pool, split = search.bounds(a0, a1, anchors, pool, refine)
         if alive.size == 0:
             continue
         if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
-            search.sweep(a0, a1, alive, search.split(a0, a1, alive, pool) if split is None
+            search.sweep(arc, alive, search.split(a0, a1, alive, pool) if split is None
                          else split)
             continue
-        mid = 0.5 * (a0 + a1)
         if alive.size * SEED_SHARE > m:  # many anchors survive: try the middle direction
-            priority = float(search.seed(np.array([mid]))[0])
+            priority = float(search.seed(np.array([0.5 * (a0 + a1)]))[0])
         low = float(lb.min())
-        for lo_a, hi_a in ((a0, mid), (mid, a1)):
-            heapq.heappush(heap, (priority, count, lo_a, hi_a, alive, pool, low))
+        for half in arc.halves():
+            heapq.heappush(heap, (priority, count, half, alive, pool, low))
             count += 1
     chosen = search.finalists()
     if chosen is None:

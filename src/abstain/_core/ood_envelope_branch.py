@@ -37,8 +37,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from .ood_branch import MIN_WIDTH, BandSplit, IntervalSearch
-from .ood_search import F64, unit_weights
+from .ood_branch import MIN_WIDTH, Arc, BandSplit, IntervalSearch
+from .ood_search import F64, along, unit_weights
 
 #: Up to this many distinct pairs :func:`~abstain._core.ood_envelope.envelopes` sweeps all
 #: states: the pruning breaks even near 3,000 pairs of a one-dimensional sample such as the
@@ -90,8 +90,8 @@ class _Envelope(IntervalSearch):
         for b0 in range(0, angles.size, step):
             a = angles[b0 : b0 + step]
             w = unit_weights(a)
-            s = pts[None, :, 0] * w[:, :1] + pts[None, :, 1] * w[:, 1:]
-            order = np.argsort(s, axis=1)
+            s = along(pts[None, :, 0], pts[None, :, 1], w[:, :1], w[:, 1:])
+            order = np.argsort(s, axis=1, kind="stable")
             s = np.take_along_axis(s, order, axis=1)
             end = np.ones(s.shape, dtype=bool)
             end[:, :-1] = s[:, 1:] - s[:, :-1] > 2 * self.eps
@@ -116,15 +116,15 @@ class _Envelope(IntervalSearch):
         return idx, np.zeros(idx.size), movers[idx]
 
     # ---------------------------------------------------------------- sweeps
-    def collect(self, a0: float, a1: float, anchors: NDArray[np.intp], split: BandSplit,
+    def collect(self, arc: Arc, anchors: NDArray[np.intp], split: BandSplit,
                 out: list[tuple[F64, F64]]) -> None:
         """Every kept state of ``anchors`` at the directions of ``[a0, a1]``, appended to
         ``out`` as (P, G), masses below the group and of the group (columns of ``x4``)."""
         for b0, b1 in split.batches(_CHUNK):
             e = anchors[b0:b1]
-            _, P, G = self._states(a0, a1, e, split.order, split.lo[b0:b1], split.hi[b0:b1],
+            _, P, G = self._states(arc, e, split.order, split.lo[b0:b1], split.hi[b0:b1],
                                    self.x4, split.C[b0:b1, :4])
-            keep = self._kept(e.size, P.shape[0], a0 == 0.0, a1 == math.pi, G[:, 3])
+            keep = self._kept(e.size, P.shape[0], arc.a0 == 0.0, arc.a1 == math.pi, G[:, 3])
             P, G = P[keep], G[keep]
             self.raise_low(np.concatenate((P[:, 1], P[:, 1] + G[:, 1])),
                            [np.concatenate((P[:, c], P[:, c] + G[:, c]))
@@ -171,22 +171,21 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
     search = _Envelope(points, x4, n_ood, g)
     fine = (np.arange(grid) + 0.5) * (math.pi / grid)
     search.seed(np.concatenate(([0.0, 0.5 * math.pi], fine)))
-    angles = np.linspace(0.0, math.pi, start + 1)
-    angles[-1] = math.pi
     anchors = np.flatnonzero(x[:, 0] > 0)
-    todo: list[tuple[float, float, NDArray[np.intp], tuple[NDArray[np.intp], F64] | None]] = [
-        (float(angles[j]), float(angles[j + 1]), anchors, None) for j in range(start)]
+    todo: list[tuple[Arc, NDArray[np.intp], tuple[NDArray[np.intp], F64] | None]] = [
+        (arc, anchors, None) for arc in Arc.cover(start)]
     out: list[tuple[F64, F64]] = []
     while todo:
-        a0, a1, alive, pool = todo.pop()
+        arc, alive, pool = todo.pop()
+        a0, a1 = arc.a0, arc.a1
         alive, _, movers, pool, split = search.bounds(a0, a1, alive, pool, refine)
         if alive.size == 0:
             continue
         if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
             if split is None:
                 split = search.split(a0, a1, alive, pool)
-            search.collect(a0, a1, alive, split, out)
+            search.collect(arc, alive, split, out)
             continue
-        mid = 0.5 * (a0 + a1)
-        todo += [(mid, a1, alive, pool), (a0, mid, alive, pool)]
+        lo, hi = arc.halves()
+        todo += [(hi, alive, pool), (lo, alive, pool)]
     return out, search.low

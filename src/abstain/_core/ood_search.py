@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from .exact import cos_sin, sorted_events, sorted_projection
 from .groups import group_totals
 
 F64 = NDArray[np.float64]
@@ -87,6 +88,14 @@ def project(scores: F64, weights: F64) -> F64:
     return out
 
 
+def along(r: Any, g: Any, wr: Any, wg: Any) -> F64:
+    """Rounded projections ``r * wr + g * wg`` (broadcast) that the searches sort and bound
+    with: every decision they take on them allows for their rounding (exact tie groups,
+    margins), so their last bits may differ without changing a result (tested by
+    perturbing them)."""
+    return np.asarray(r * wr + g * wg, dtype=np.float64)
+
+
 def grid_weights(n_directions: int) -> F64:
     """Unit weight vectors ``(cos a, sin a)`` of :func:`grid_angles`, shape (d, 2)
     (:func:`unit_weights`)."""
@@ -97,9 +106,12 @@ def unit_weights(angles: F64) -> F64:
     """Unit weight vectors ``(cos a, sin a)`` of ``angles``, shape (d, 2).
 
     Entries below 1e-12 in magnitude are set to 0, so angle pi/2 is exactly the
-    second score (``cos(pi/2)`` is 6e-17 in float64, which would break its ties).
+    second score (``cos(pi/2)`` is 6e-17 in float64, which would break its ties). The
+    cosines and sines come from :func:`~abstain._core.exact.cos_sin` (basic operations
+    only), so a direction is the same float vector on every CPU.
     """
-    w = np.stack((np.cos(angles), np.sin(angles)), axis=1)
+    c, s = cos_sin(np.asarray(angles, dtype=np.float64))
+    w = np.stack((c, s), axis=1)
     w[np.abs(w) < 1e-12] = 0.0
     return w
 
@@ -249,9 +261,15 @@ def rows_best_linear(
 def grid_search(
     scores: F64, weights: F64, w_id: F64, w_ood: F64, w_loss: F64,
     con: Constraint | None, slopes: tuple[float, float, float] | None,
-    scale_i: float, scale_o: float,
+    scale_i: float, scale_o: float, exact: bool = False,
 ) -> list[tuple[Best, float] | None]:
     """Best rule and its threshold for each direction (row of ``weights``), or None.
+
+    With ``exact`` (two score columns) the tie groups are those of the exact projections
+    on each float direction (:func:`~abstain._core.exact.sorted_projection`), so every
+    rule is a state of the exact search whatever the rounding: the exact search seeds its
+    incumbent so. Otherwise they are those of the rounded projections, as the fitted rule
+    computes them when it is applied.
 
     For a batch of directions the projected scores form one (b, n) matrix, sorted
     row by row in one call; the tie groups, their running totals and the best point
@@ -268,12 +286,21 @@ def grid_search(
     out: list[tuple[Best, float] | None] = []
     for b0 in range(0, d, step):
         w = weights[b0 : b0 + step]
-        s = scores[None, :, 0] * w[:, 0:1]
-        for j in range(1, scores.shape[1]):
-            s = s + scores[None, :, j] * w[:, j : j + 1]
-        order = np.argsort(s, axis=1)
-        s = np.take_along_axis(s, order, axis=1)
-        change = s[:, 1:] != s[:, :-1]
+        if scores.shape[1] == 2:
+            s = along(scores[None, :, 0], scores[None, :, 1], w[:, 0:1], w[:, 1:2])
+        else:
+            s = scores[None, :, 0] * w[:, 0:1]
+            for j in range(1, scores.shape[1]):
+                s = s + scores[None, :, j] * w[:, j : j + 1]
+        if exact:
+            ranked = [sorted_projection(scores[:, 0], scores[:, 1], wk) for wk in w]
+            order = np.stack([o for o, _ in ranked])
+            change = np.stack([g for _, g in ranked])[:, 1:]
+            s = np.take_along_axis(s, order, axis=1)
+        else:
+            order = np.argsort(s, axis=1, kind="stable")  # tie order fixes the sums
+            s = np.take_along_axis(s, order, axis=1)
+            change = s[:, 1:] != s[:, :-1]
         rows = s.shape[0]
         true = np.ones((rows, 1), dtype=bool)
         is_end = np.concatenate((change, true), axis=1)
@@ -317,58 +344,77 @@ def grid_search(
     return out
 
 
-def _anchor_events(points: F64, e: NDArray[np.intp]) -> tuple[F64, F64, F64, NDArray[np.bool_]]:
-    """Differences ``points - points[e]`` and event angles in (0, pi), shape (B, m).
+def _anchor_events(points: F64, e: NDArray[np.intp],
+                   ) -> tuple[F64, F64, NDArray[np.bool_], NDArray[np.intp], NDArray[np.bool_]]:
+    """Differences ``points - points[e]`` (B, m) and the anchors' swaps in exact order.
 
-    The order of anchor ``e`` and point ``p`` changes at the one angle where
+    The order of anchor ``e`` and point ``p`` changes at the one angle in (0, pi) where
     ``(cos a, sin a)`` is orthogonal to ``p - e``; points with the same first score
-    (``dr == 0``, the anchor included) have no event in (0, pi): their angle is inf.
+    (``dr == 0``, the anchor included) have no swap inside (0, pi) and come last in each
+    row. Returns ``dr``, ``dg``, ``zero_r``, ``order`` (B, m: each row's points by
+    swap angle, exact: :func:`~abstain._core.exact.sorted_events`) and ``new`` (B, m: True
+    where a group of swaps at one exact angle starts; every point without a swap is its
+    own group).
     """
-    dr = points[None, :, 0] - points[e, 0][:, None]
-    dg = points[None, :, 1] - points[e, 1][:, None]
+    rows, m = e.size, points.shape[0]
+    er, eg = points[e, 0][:, None], points[e, 1][:, None]
+    dr = points[None, :, 0] - er
+    dg = points[None, :, 1] - eg
     zero_r = dr == 0
-    return dr, dg, event_angles(dr, dg), zero_r
+    shape = (rows, m)
+    order, new = sorted_events(np.repeat(np.arange(rows), m), np.broadcast_to(er, shape).ravel(),
+                               np.broadcast_to(eg, shape).ravel(),
+                               np.broadcast_to(points[None, :, 0], shape).ravel(),
+                               np.broadcast_to(points[None, :, 1], shape).ravel(), width=m)
+    return dr, dg, zero_r, order.reshape(shape) - (np.arange(rows) * m)[:, None], \
+        new.reshape(shape)
 
 
-def event_angles(dr: F64, dg: F64) -> F64:
-    """The angle in (0, pi) at which a point at offset ``(dr, dg)`` from an anchor swaps
-    order with it (inf where ``dr == 0``: no swap inside (0, pi)).
+def swap_normal(dr: float, dg: float) -> F64:
+    """The direction in the upper half-plane orthogonal to the offset ``(dr, dg)``
+    (``dr != 0``), unit length: where the two points swap."""
+    w = np.array([-dg, dr]) if dr > 0 else np.array([dg, -dr])
+    return w / math.sqrt(float(w[0] * w[0] + w[1] * w[1]))
 
-    ``arctan2(|dr|, -sign(dr) dg)`` lies in (0, pi) directly. Two points on one line
-    through the anchor, one on each side, have offsets ``v`` and ``-t v``: both angles
-    come from the same quotient, so they round alike and the two swaps tie (adding pi to
-    ``arctan2(-dr, dg)`` for one side only did not guarantee this).
-    """
-    with np.errstate(invalid="ignore"):
-        theta = np.arctan2(np.abs(dr), np.where(dr < 0, dg, -dg))
-    return np.where(dr == 0, np.inf, theta)
+
+def between(w0: F64, w1: F64) -> F64:
+    """The unit direction halfway between unit directions ``w0`` and ``w1`` of the upper
+    half-plane (angle ``w0`` < angle ``w1``); pi/2 for the whole half-circle."""
+    w = w0 + w1
+    norm = math.sqrt(float(w[0] * w[0] + w[1] * w[1]))
+    return np.array([0.0, 1.0]) if norm == 0 else w / norm
 
 
 def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
-    """Weight vector and angle of state ``col`` of anchor ``e`` (layout of :func:`exact_search`)."""
+    """Weight vector and angle of state ``col`` of anchor ``e`` (layout of :func:`exact_search`).
+
+    A critical state's vector is the exact normal of its first tied pair (so integer or
+    dyadic scores tie exactly); an open state's is the unit vector halfway between the
+    normals of the swaps around it; all from basic operations, the same on every CPU.
+    """
     m = points.shape[0]
     if col == 0:
         return np.array([1.0, 0.0]), 0.0
     if col == 2 * m + 2:
         return np.array([-1.0, 0.0]), math.pi
-    dr, dg, theta, _ = _anchor_events(points, np.array([e]))
-    order = np.argsort(theta[0], kind="stable")
-    th = theta[0, order]
+    dr, dg, zero_r, order, new = _anchor_events(points, np.array([e]))
+    o = order[0]
+    finite = int(np.count_nonzero(~zero_r[0]))
+    starts = np.flatnonzero(new[0][:finite])
+
+    def normal(j: int) -> F64:
+        return swap_normal(float(dr[0, o[j]]), float(dg[0, o[j]]))
+
     if 1 <= col <= m:  # critical: the exact normal of the first tied pair
-        j = col - 1
-        first = int(np.searchsorted(th, th[j], side="left"))
-        d0r, d0g = float(dr[0, order[first]]), float(dg[0, order[first]])
+        first = int(starts[np.searchsorted(starts, col - 1, side="right") - 1])
+        d0r, d0g = float(dr[0, o[first]]), float(dg[0, o[first]])
         w = np.array([d0g, -d0r]) if -d0r > 0 else np.array([-d0g, d0r])
-        return w, float(th[j])
-    if col == m + 1:
-        lo_a, hi_a = 0.0, (float(th[0]) if np.isfinite(th[0]) else math.pi)
     else:
-        j = col - m - 2
-        lo_a = float(th[j])
-        nxt = th[j + 1] if j + 1 < m else np.inf
-        hi_a = float(nxt) if np.isfinite(nxt) else math.pi
-    mid = 0.5 * (lo_a + hi_a)
-    return np.array([math.cos(mid), math.sin(mid)]), mid
+        j = col - m - 2  # the open state after sorted swap j (-1: before the first)
+        lo = np.array([1.0, 0.0]) if j < 0 else normal(j)
+        hi = normal(j + 1) if j + 1 < finite else np.array([-1.0, 0.0])
+        w = between(lo, hi)
+    return w, math.atan2(float(w[1]), float(w[0]))
 
 
 class AnchorStates(NamedTuple):
@@ -387,6 +433,18 @@ class AnchorStates(NamedTuple):
     size: NDArray[np.intp]
 
 
+def _masked_sums(mask: NDArray[np.bool_], x: F64) -> F64:
+    """``mask @ x`` (B, c): by a BLAS product where every sum is exact (masses that are
+    whole multiples of 2^-10, totals below 2^52: any order of addition gives the same
+    float), else by NumPy's own summation in a fixed order (BLAS kernels add in an order
+    that depends on the CPU)."""
+    v = x * 1024.0
+    if bool(np.all(v == np.rint(v))) and float(np.abs(v).sum()) < 2.0**52:
+        return mask.astype(np.float64) @ x
+    return np.stack([np.where(mask, x[:, c], 0.0).sum(axis=1) for c in range(x.shape[1])],
+                    axis=1)
+
+
 def anchor_batches(
     points: F64, x: F64, anchors: NDArray[np.intp] | None = None,
 ) -> Iterator[tuple[NDArray[np.intp], AnchorStates]]:
@@ -400,19 +458,17 @@ def anchor_batches(
     for e0 in range(0, todo.size, step):
         e = todo[e0 : e0 + step]
         rows = e.size
-        dr, dg, theta, zero_r = _anchor_events(points, e)
+        dr, dg, zero_r, order, new = _anchor_events(points, e)
         self_ = zero_r & (dg == 0)
         below0 = (dr < 0) | (zero_r & (dg < 0))
-        s_b0 = below0.astype(np.float64) @ x
-        s_zero = (zero_r & ~self_).astype(np.float64) @ x
-        s_lt = (dr < 0).astype(np.float64) @ x
-        s_gt = (dr > 0).astype(np.float64) @ x
+        s_b0 = _masked_sums(below0, x)
+        s_zero = _masked_sums(zero_r & ~self_, x)
+        s_lt = _masked_sums(dr < 0, x)
+        s_gt = _masked_sums(dr > 0, x)
         xe = x[e]
         has_zero = np.any(zero_r & ~self_, axis=1)
-        order = np.argsort(theta, axis=1, kind="stable")
-        th = np.take_along_axis(theta, order, axis=1)
-        valid = np.isfinite(th)
-        change = th[:, 1:] != th[:, :-1]
+        valid = ~np.take_along_axis(zero_r, order, axis=1)
+        change = new[:, 1:]
         true = np.ones((rows, 1), dtype=bool)
         is_end = valid & np.concatenate((change, true), axis=1)
         is_start = valid & np.concatenate((true, change), axis=1)

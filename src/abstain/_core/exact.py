@@ -1,0 +1,354 @@
+"""Exact geometric predicates on float inputs, the same on every CPU.
+
+The two-score searches order the swaps of pairs of score points by angle and compare score
+points along a direction. A value computed by a vectorised transcendental (``arctan2``,
+``cos``) or by a BLAS product differs between CPUs in its last bits, so a search that
+compares two such values can split one event into two on one machine and not on another.
+Here every decision is the sign of an exact expression of the float inputs:
+
+* the rounded value is a *filter*: where it is farther from zero than a proven bound on its
+  rounding error, its sign is the exact sign;
+* elsewhere the expression is evaluated without rounding error: differences by ``TwoSum``,
+  products by Dekker's ``TwoProduct`` (Veltkamp splitting), the sum of the resulting terms
+  as a nonoverlapping expansion (Shewchuk's Grow-Expansion, whose sign is the sign of its
+  largest component). Inputs whose products could overflow or underflow fall back to
+  rational arithmetic (``fractions.Fraction``).
+
+Only IEEE-754 additions, subtractions, multiplications, divisions, square roots and
+comparisons are used; each ufunc call is one correctly rounded operation, so the bits are
+the same on every CPU. :func:`cos_sin` gives the unit vector of an angle from such
+operations alone, so a direction is also the same float vector everywhere.
+
+Angles of swaps are compared through :func:`sorted_events`: approximate keys (a monotone
+*pseudo-angle* of basic operations) sorted once, then runs of keys within their error bound
+ordered exactly by :func:`orient` and grouped where the swaps coincide exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import NDArray
+
+F64 = NDArray[np.float64]
+I8 = NDArray[np.int8]
+
+_U = 2.0**-53  # unit round-off of float64
+_SPLIT = 134217729.0  # 2^27 + 1, Veltkamp's splitter
+# Factors of an exact product must lie in [_TINY, _HUGE] (or be 0): the product is then at
+# least 2^-960, so its error term is a float, and no splitting overflows.
+_TINY, _HUGE = 2.0**-480, 2.0**480
+# Absolute slack of the filters (covers products that underflow).
+_ABS = 2.0**-960
+
+
+def two_sum(a: F64, b: F64) -> tuple[F64, F64]:
+    """``s + e == a + b`` exactly, ``s = fl(a + b)`` (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _split(a: F64) -> tuple[F64, F64]:
+    c = _SPLIT * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def two_prod(a: F64, b: F64) -> tuple[F64, F64]:
+    """``p + e == a * b`` exactly, ``p = fl(a * b)`` (Dekker; factors in range, see module)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def sign_of_sum(terms: list[F64]) -> I8:
+    """Exact sign of ``sum(terms)`` row by row (each term an array of one shape).
+
+    Grow-Expansion adds the terms one by one into a nonoverlapping expansion of increasing
+    magnitude; the sign of the sum is the sign of its largest nonzero component.
+    """
+    comps = [terms[0]]
+    for b in terms[1:]:
+        q = b
+        new = []
+        for e in comps:
+            q, h = two_sum(q, e)
+            new.append(h)
+        new.append(q)
+        comps = new
+    sign = np.zeros(terms[0].shape, dtype=np.int8)
+    open_ = np.ones(terms[0].shape, dtype=bool)
+    for c in reversed(comps):
+        nz = open_ & (c != 0)
+        sign[nz] = np.sign(c[nz]).astype(np.int8)
+        open_ &= ~nz
+    return sign
+
+
+def _in_range(*factors: F64) -> NDArray[np.bool_]:
+    ok = np.ones(factors[0].shape, dtype=bool)
+    for f in factors:
+        a = np.abs(f)
+        ok &= (a == 0) | ((a >= _TINY) & (a <= _HUGE))
+    return ok
+
+
+def _frac_sign(value: Fraction) -> int:
+    return (value > 0) - (value < 0)
+
+
+def _exact_products_sign(pairs: list[tuple[list[F64], list[F64], int]], n: int) -> I8:
+    """Sign of ``sum_k s_k * (sum a_k) * (sum b_k)`` for ``pairs`` of (a parts, b parts,
+    sign s_k), every part an exact float array of length ``n``."""
+    factors = [f for a, b, _ in pairs for f in (*a, *b)]
+    ok = _in_range(*factors)
+    out = np.zeros(n, dtype=np.int8)
+    if ok.any():
+        terms: list[F64] = []
+        for a, b, s in pairs:
+            for x in a:
+                for y in b:
+                    p, e = two_prod(x[ok], y[ok])
+                    terms += [p, e] if s > 0 else [-p, -e]
+        # terms that are zero on every row add nothing
+        terms = [t for t in terms if t.any()] or [terms[0]]
+        out[ok] = sign_of_sum(terms)
+    for i in np.flatnonzero(~ok).tolist():
+        total = Fraction(0)
+        for a, b, s in pairs:
+            fa = sum((Fraction(float(x[i])) for x in a), Fraction(0))
+            fb = sum((Fraction(float(y[i])) for y in b), Fraction(0))
+            total += s * fa * fb
+        out[i] = _frac_sign(total)
+    return out
+
+
+def _diff(a: F64, b: F64) -> list[F64]:
+    """``a - b`` as an exact two-term list (the rounded difference and its error)."""
+    h, lo = two_sum(a, -b)
+    return [h, lo]
+
+
+def orient(ax: F64, ay: F64, bx: F64, by: F64, cx: F64, cy: F64) -> I8:
+    """Exact sign of the cross product ``(b - a) x (c - a)``: 1 where ``c`` lies to the left
+    of the line from ``a`` to ``b`` (counter-clockwise), -1 to the right, 0 on it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        ux, uy, vx, vy = bx - ax, by - ay, cx - ax, cy - ay
+        left, right = ux * vy, uy * vx
+        det = left - right
+        # Shewchuk's bound for this evaluation (differences rounded too), plus underflow slack
+        bound = (3.0 * _U + 16.0 * _U * _U) * (np.abs(left) + np.abs(right)) + _ABS
+    out = np.sign(np.nan_to_num(det)).astype(np.int8)
+    hard = np.flatnonzero(~(np.abs(det) > bound))
+    if hard.size:
+        t = [v[hard] for v in (ax, ay, bx, by, cx, cy)]
+        dux, duy = _diff(t[2], t[0]), _diff(t[3], t[1])
+        dvx, dvy = _diff(t[4], t[0]), _diff(t[5], t[1])
+        out[hard] = _exact_products_sign([(dux, dvy, 1), (duy, dvx, -1)], hard.size)
+    return out
+
+
+def dot_sign(px: F64, py: F64, qx: F64, qy: F64, wx: float, wy: float) -> I8:
+    """Exact sign of ``(p - q) . (wx, wy)``: the order of ``p`` and ``q`` along the float
+    direction ``w`` (1 where ``p`` projects above ``q``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        dx, dy = px - qx, py - qy
+        a, b = dx * wx, dy * wy
+        det = a + b
+        bound = (3.0 * _U + 16.0 * _U * _U) * (np.abs(a) + np.abs(b)) + _ABS
+    out = np.sign(np.nan_to_num(det)).astype(np.int8)
+    hard = np.flatnonzero(~(np.abs(det) > bound))
+    if hard.size:
+        h = hard
+        wxa, wya = np.full(h.size, wx), np.full(h.size, wy)
+        out[h] = _exact_products_sign([(_diff(px[h], qx[h]), [wxa], 1),
+                                       (_diff(py[h], qy[h]), [wya], 1)], h.size)
+    return out
+
+
+# ------------------------------------------------------------------ angles of swaps
+def pseudo_angle(dr: F64, dg: F64) -> F64:
+    """A key increasing with the swap angle of an offset ``(dr, dg)`` (the angle in
+    ``(0, pi)`` where the direction is orthogonal to it), in ``(-1, 1)``; inf where
+    ``dr == 0`` (no swap inside ``(0, pi)``).
+
+    With ``a = |dr|`` and ``b = sign(dr) dg`` the key is ``b / (a + |b|)``, increasing in
+    ``b / a = dg / dr``, as the angle is. Its relative error is below ``4u`` (u the unit
+    round-off), since each of the four operations rounds once.
+    """
+    a = np.abs(dr)
+    b = np.where(dr < 0, -dg, dg)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        k = b / (a + np.abs(b))
+    return np.where(dr == 0, np.inf, k)
+
+
+#: Keys closer than this (relative, plus :data:`_KEY_ABS`) may be misordered by rounding.
+_KEY_REL = 2.0**-47
+_KEY_ABS = 2.0**-900
+
+
+def _swap_sign(er: F64, eg: F64, ar: F64, ag: F64, br: F64, bg: F64) -> I8:
+    """Exact order of the swap angles of points ``a`` and ``b`` with anchor ``e`` (both with
+    a first score other than the anchor's): the sign of ``angle(b) - angle(a)``.
+
+    With ``v = p - e`` and ``u = sign(v_r) v``, the angle increases with ``u_g / u_r``, so
+    ``angle(a) < angle(b)`` iff ``u_a x u_b > 0``, which is ``sign(v_a,r) sign(v_b,r)``
+    times :func:`orient` ``(e, a, b)``.
+    """
+    s = orient(er, eg, ar, ag, br, bg)
+    flip = (ar < er) != (br < er)
+    return np.where(flip, -s, s).astype(np.int8)
+
+
+Compare = Callable[[NDArray[np.intp], NDArray[np.intp]], I8]
+
+
+def sorted_events(row: NDArray[np.intp], er: F64, eg: F64, pr: F64, pg: F64,
+                  width: int | None = None) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+    """The swaps of points ``(pr, pg)`` with their anchors ``(er, eg)`` (one entry per
+    swap, ``row`` the anchor's row), ordered by row, then by exact angle; entries whose
+    first score equals the anchor's (no swap inside ``(0, pi)``) come last in their row,
+    each a group of its own.
+
+    Returns ``order`` (a permutation of the entries) and ``new`` (bool, per sorted entry):
+    True where a group of swaps at one exact angle of one row starts. Keys of
+    :func:`pseudo_angle` are sorted once (by row, then key, stable) and runs of keys within
+    their error bound are ordered exactly (:func:`refine`). ``width``: the entries are rows
+    of this many, one after another (``row`` is then ``repeat(arange(n // width), width)``),
+    sorted row by row.
+    """
+    key = pseudo_angle(pr - er, pg - eg)
+    if width:
+        order = np.argsort(key.reshape(-1, width), axis=1, kind="stable")
+        order = (order + (np.arange(order.shape[0]) * width)[:, None]).reshape(-1)
+    else:
+        order = np.lexsort((key, row))
+    k, r = key[order], row[order]
+    with np.errstate(invalid="ignore"):  # inf - inf: keys of no swap, never near
+        near = (r[1:] == r[:-1]) & np.isfinite(k[1:]) & (
+            k[1:] - k[:-1] <= _KEY_REL * (np.abs(k[1:]) + np.abs(k[:-1])) + _KEY_ABS)
+
+    def compare(piv: NDArray[np.intp], el: NDArray[np.intp]) -> I8:
+        return _swap_sign(er[el], eg[el], pr[piv], pg[piv], pr[el], pg[el])
+
+    return order, refine(order, near, compare)
+
+
+def sorted_projection(pr: F64, pg: F64, w: F64) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+    """The points ``(pr, pg)`` ordered by their exact projection on the float direction
+    ``w`` (shape (2,)), and ``new``: True where a group of exactly equal projections starts.
+
+    The rounded projections are sorted (stable); runs within their error bound are ordered
+    exactly by :func:`dot_sign` (:func:`refine`)."""
+    wx, wy = float(w[0]), float(w[1])
+    a, b = pr * wx, pg * wy
+    s = a + b
+    order = np.argsort(s, kind="stable")
+    mag = (np.abs(a) + np.abs(b))[order]
+    ss = s[order]
+    near = ss[1:] - ss[:-1] <= 4.0 * _U * (mag[1:] + mag[:-1]) + _ABS
+
+    def compare(piv: NDArray[np.intp], el: NDArray[np.intp]) -> I8:
+        return dot_sign(pr[el], pg[el], pr[piv], pg[piv], wx, wy)
+
+    return order, refine(order, near, compare)
+
+
+def refine(order: NDArray[np.intp], near: NDArray[np.bool_], compare: Compare,
+           ) -> NDArray[np.bool_]:
+    """Order the runs of ``near`` neighbours of ``order`` exactly, in place, and return
+    ``new`` (True where a group of exactly equal entries starts).
+
+    ``order`` is sorted by a rounded key; ``near[i]`` says that entries ``i`` and ``i + 1``
+    may be misordered or equal (their keys are within the keys' error bound), so entries in
+    different runs are ordered, and unequal, as their keys say. ``compare(pivot, entries)``
+    is the exact sign of ``entry - pivot``. Each run is split by the exact order against its
+    first entry (before it, with it, after it: a stable sort keeps the key order within each
+    part); the parts before and after it are runs again, until none is left.
+    """
+    n = order.size
+    brk = ~near  # brk[i]: sorted entries i and i + 1 lie in different groups (where known)
+    pos, cid = _clusters(np.arange(n), near)
+    for _ in range(64):
+        if pos.size == 0:
+            break
+        first = np.concatenate(([True], cid[1:] != cid[:-1]))
+        el = order[pos]
+        s = compare(el[first][np.cumsum(first) - 1], el)
+        o = np.lexsort((s, cid))
+        order[pos] = el[o]
+        s = s[o]
+        inner = cid[1:] == cid[:-1]
+        brk[pos[:-1][inner]] = (s[1:] != s[:-1])[inner]
+        pos, cid = _clusters(pos, inner & (s[1:] == s[:-1]) & (s[1:] != 0))
+    else:
+        _sort_clusters(order, pos, cid, compare, brk)
+    return np.concatenate(([True], brk)) if n else np.zeros(0, dtype=bool)
+
+
+def _clusters(pos: NDArray[np.intp], link: NDArray[np.bool_],
+              ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The entries of ``pos`` in maximal runs of ``link`` (``link[j]`` joins ``pos[j]`` and
+    ``pos[j + 1]``) and a label per run."""
+    j = np.flatnonzero(link)
+    if j.size == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    slots = np.unique(np.concatenate((j, j + 1)))
+    starts = np.ones(slots.size, dtype=bool)
+    starts[1:] = ~link[slots[1:] - 1]
+    return pos[slots], np.cumsum(starts)
+
+
+def _sort_clusters(order: NDArray[np.intp], pos: NDArray[np.intp], cid: NDArray[np.intp],
+                   compare: Compare, brk: NDArray[np.bool_]) -> None:
+    """Order each run exactly by a comparison sort (rare: many distinct values within a
+    rounding error of each other)."""
+
+    def cmp(a: int, b: int) -> int:
+        return -int(compare(np.array([a]), np.array([b]))[0])
+
+    starts = np.flatnonzero(np.concatenate(([True], cid[1:] != cid[:-1])))
+    for s0, s1 in zip(starts.tolist(), np.append(starts[1:], cid.size).tolist(), strict=True):
+        slots = pos[s0:s1]
+        items = sorted(order[slots].tolist(), key=functools.cmp_to_key(cmp))
+        order[slots] = items
+        for j in range(len(items) - 1):
+            brk[slots[j]] = cmp(items[j], items[j + 1]) != 0
+
+
+# ------------------------------------------------------------------ unit vectors
+# Cody-Waite reduction by pi/2: _P1 has 33 significant bits, so k * _P1 is exact for k <= 4.
+_P1 = 1.5707963267341256
+_P2 = 6.077100506303966e-11
+_P3 = 2.0222662487959506e-21
+_SIN = [1.0 / math.factorial(k) * (-1) ** ((k - 1) // 2) for k in range(3, 22, 2)]
+_COS = [1.0 / math.factorial(k) * (-1) ** (k // 2) for k in range(2, 22, 2)]
+
+
+def cos_sin(angles: F64) -> tuple[F64, F64]:
+    """``cos`` and ``sin`` of ``angles`` in ``[-pi, 2 pi]`` to about one unit in the last
+    place, from basic operations only: the same bits on every CPU (NumPy's vectorised
+    ``cos``/``sin`` differ between CPUs)."""
+    a = np.asarray(angles, dtype=np.float64)
+    k = np.rint(a / (0.5 * math.pi))
+    x = ((a - k * _P1) - k * _P2) - k * _P3
+    x2 = x * x
+    ps = np.full(x.shape, _SIN[-1])
+    for c in _SIN[-2::-1]:
+        ps = ps * x2 + c
+    s = x + x * x2 * ps
+    pc = np.full(x.shape, _COS[-1])
+    for c in _COS[-2::-1]:
+        pc = pc * x2 + c
+    c = 1.0 + x2 * pc
+    q = np.mod(k, 4).astype(np.int64)
+    cos = np.choose(q, [c, -s, -c, s])
+    sin = np.choose(q, [s, c, -s, -c])
+    return cos, sin

@@ -1,0 +1,149 @@
+"""Exact predicates (``abstain._core.exact``) against the rational-arithmetic references of
+tests/reference/exact_ref.py: orientation and projection signs, the exact order and tie
+groups of swaps and of projections, on data with many ties, collinear points, decimals that
+are not dyadic, tiny and huge magnitudes; and unit vectors from basic operations only."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from reference import exact_ref as R
+
+from abstain._core import exact as X
+
+
+def _points(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:
+    """(n, 3, 2) triples: integer grids, 2-decimal probabilities, collinear decimals,
+    magnitudes from 1e-60 to 1e60, and magnitudes beyond the exact products' range."""
+    if kind == 0:
+        return rng.integers(-5, 6, (n, 3, 2)).astype(float)
+    if kind == 1:
+        return np.round(rng.random((n, 3, 2)), 2)
+    if kind == 2:
+        p = np.round(rng.random((n, 3, 2)), 1)
+        p[:, 2] = p[:, 0] + (p[:, 1] - p[:, 0]) * rng.integers(-3, 4, (n, 1))
+        return p
+    if kind == 3:
+        return rng.random((n, 3, 2)) * 10.0 ** rng.integers(-60, 60, (n, 3, 2))
+    return 10.0 ** rng.uniform(-300, 300, (n, 3, 2)) * rng.choice([-1, 1], (n, 3, 2))
+
+
+@pytest.mark.parametrize("kind", range(5))
+def test_orient_is_the_sign_of_the_exact_cross_product(kind):
+    rng = np.random.default_rng(kind)
+    p = _points(rng, 3000, kind)
+    got = X.orient(*(p[:, i, j] for i in range(3) for j in range(2)))
+    ref = [R.orient(*p[i]) for i in range(len(p))]
+    assert got.tolist() == ref
+    if kind in (0, 2):
+        assert ref.count(0) > 100  # many collinear triples: the exact path decides
+
+
+@pytest.mark.parametrize("kind", range(4))
+def test_dot_sign_is_the_sign_of_the_exact_projection(kind):
+    rng = np.random.default_rng(10 + kind)
+    p = _points(rng, 3000, kind)
+    for w in ((1.0, 1.0), (math.cos(0.7), math.sin(0.7)), (0.0, 1.0), (-0.3, 0.1)):
+        got = X.dot_sign(p[:, 0, 0], p[:, 0, 1], p[:, 1, 0], p[:, 1, 1], *w)
+        assert got.tolist() == [R.dot(p[i, 0], p[i, 1], w) for i in range(len(p))]
+
+
+# factors of an exact product: 0 or magnitudes in [2^-480, 2^480] (exact.py's range)
+_factor = st.one_of(st.just(0.0), st.floats(2.0**-480, 2.0**480),
+                    st.floats(-(2.0**480), -(2.0**-480)))
+
+
+@given(st.lists(_factor, min_size=2, max_size=2), st.lists(_factor, min_size=2, max_size=2))
+def test_two_sum_and_two_prod_are_exact(a, b):
+    x, y = np.array(a), np.array(b)
+    s, e = X.two_sum(x, y)
+    p, f = X.two_prod(x, y)
+    for i in range(2):
+        assert Fraction(s[i]) + Fraction(e[i]) == Fraction(a[i]) + Fraction(b[i])
+        assert Fraction(p[i]) + Fraction(f[i]) == Fraction(a[i]) * Fraction(b[i])
+
+
+def _anchor_rows(rng, pts, rows):
+    e = pts[rng.integers(0, len(pts), rows)]
+    row = np.repeat(np.arange(rows), len(pts))
+    return row, np.repeat(e, len(pts), axis=0), np.tile(pts, (rows, 1))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sorted_events_equal_the_exact_order_of_slopes(seed):
+    """Swaps ordered by the exact slope ``dg / dr`` (the angle increases with it), one group
+    per exact slope of a row, the points of the anchor's first score last and alone."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 50))
+    kind = seed % 4
+    if kind == 0:
+        pts = rng.integers(-4, 5, (m, 2)).astype(float)
+    elif kind == 1:
+        pts = np.round(rng.random((m, 2)), 1)
+    elif kind == 2:  # a likelihood ratio that underflows: swaps packed near pi / 2
+        pts = rng.random((m, 2))
+        pts[: m // 2, 1] = 10.0 ** rng.uniform(-40, -9, m // 2)
+    else:
+        pts = np.round(rng.random((m, 2)) * 3, 1) / 7
+    rows = int(rng.integers(1, 4))
+    row, e, p = _anchor_rows(rng, pts, rows)
+    args = (row, e[:, 0], e[:, 1], p[:, 0], p[:, 1])
+    for width in (None, m):
+        order, new = X.sorted_events(*args, width=width)
+        keys, ref_new = R.sorted_events(*args)
+        got = []
+        for i in order.tolist():
+            sl = R.swap_slope(e[i], p[i])
+            got.append((int(row[i]), sl is None) + ((sl,) if sl is not None else ()))
+        assert [k[:2] for k in got] == [k[:2] for k in keys]
+        assert [k[2:] for k in got] == [k[2:] for k in keys]
+        assert new.tolist() == ref_new
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_sorted_projection_groups_exactly_equal_projections(seed):
+    rng = np.random.default_rng(100 + seed)
+    m = int(rng.integers(1, 80))
+    pts = (rng.integers(-6, 7, (m, 2)) if seed % 2 else np.round(rng.random((m, 2)), 1))
+    pts = pts.astype(float)
+    for w in (np.array([1.0, 0.0]), np.array([0.0, 1.0]), X.cos_sin(np.array([0.25 * math.pi])),
+              np.array([0.6, 0.8]), np.array([1.0, -2.0])):
+        w = np.array([float(np.ravel(w[0])[0]), float(np.ravel(w[1])[0])])
+        order, new = X.sorted_projection(pts[:, 0], pts[:, 1], w)
+        vals, ref_new = R.projection_groups(pts[:, 0], pts[:, 1], w)
+        got = [Fraction(float(pts[i, 0])) * Fraction(float(w[0]))
+               + Fraction(float(pts[i, 1])) * Fraction(float(w[1])) for i in order.tolist()]
+        assert got == vals and new.tolist() == ref_new
+
+
+def test_refine_finishes_long_runs_of_distinct_values_by_a_comparison_sort():
+    """100 projections one ulp apart: every pivot splits off only itself, so the rounds run
+    out and the comparison sort orders the rest; the order and groups are still exact."""
+    x = 1.0 + np.arange(100) * 2.0**-52
+    pr = np.concatenate((x[::-1], x[:5]))
+    order, new = X.sorted_projection(pr, np.zeros(pr.size), np.array([1.0, 0.0]))
+    vals, ref_new = R.projection_groups(pr, np.zeros(pr.size), (1.0, 0.0))
+    assert [Fraction(float(pr[i])) for i in order] == vals and new.tolist() == ref_new
+
+
+def test_cos_sin_uses_basic_operations_only(monkeypatch):
+    """Within 2 ulps of the C library, exact at 0 and pi, and independent of NumPy's and the
+    C library's transcendental functions (which differ between CPUs)."""
+    a = np.linspace(-3.0, 6.0, 20001)
+    ref_c, ref_s = np.cos(a), np.sin(a)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a transcendental function was called")
+
+    for name in ("cos", "sin", "tan", "arctan2"):
+        monkeypatch.setattr(np, name, refuse)
+    c, s = X.cos_sin(a)
+    assert np.all(np.abs(c - ref_c) <= 2 * np.spacing(np.maximum(np.abs(ref_c), 1e-300)) + 1e-17)
+    assert np.all(np.abs(s - ref_s) <= 2 * np.spacing(np.maximum(np.abs(ref_s), 1e-300)) + 1e-17)
+    c, s = X.cos_sin(np.array([0.0, math.pi]))
+    assert c.tolist() == [1.0, -1.0] and s[0] == 0.0 and abs(s[1]) < 1.3e-16

@@ -1,0 +1,62 @@
+"""Last-bit perturbation of what differs between CPUs (tests of exactness, issue: AVX-512).
+
+NumPy dispatches vectorised ``arctan2``/``cos``/``sin`` kernels by CPU, C libraries and BLAS
+kernels differ in their last bits, so a search that is exact on one CPU must give the same
+result when every transcendental it might call and every rounded projection it sorts or
+bounds with moves by a few units in the last place. :func:`last_bits` does that with
+pytest's ``monkeypatch``: each result of a wrapped function moves by a random whole number
+of ulps in ``[-k, k]`` (exact zeros stay zero, as every CPU returns them).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+#: NumPy and math functions that a CPU may round differently.
+NUMPY = ("arctan2", "arctan", "cos", "sin", "tan", "hypot")
+MATH = ("atan2", "atan", "cos", "sin", "tan", "hypot")
+#: Functions of the library's searches, replaced wherever a module of abstain holds them:
+#: the unit vectors of angles and the rounded projections the searches sort and bound with.
+LIBRARY = ("cos_sin", "along")
+
+
+def _nudge(x: Any, rng: np.random.Generator, k: int) -> Any:
+    if isinstance(x, tuple):
+        return tuple(_nudge(v, rng, k) for v in x)
+    if isinstance(x, float):
+        return float(_nudge(np.array([x]), rng, k)[0])
+    a = np.asarray(x)
+    if a.dtype.kind != "f":
+        return x
+    steps = rng.integers(-k, k + 1, a.shape)
+    out = a + steps * np.spacing(np.abs(a)).astype(a.dtype)
+    return np.where(a == 0, a, out).astype(a.dtype)
+
+
+def _wrap(fn: Callable[..., Any], rng: np.random.Generator, k: int) -> Callable[..., Any]:
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return _nudge(fn(*args, **kwargs), rng, k)
+
+    return wrapped
+
+
+def last_bits(monkeypatch: Any, k: int = 2, seed: int = 0) -> None:
+    """Perturb, until the test ends, the results of :data:`NUMPY`, :data:`MATH` and the
+    library's :data:`LIBRARY` functions by up to ``k`` ulps (random, reproducible)."""
+    rng = np.random.default_rng(seed)
+    for name in NUMPY:
+        monkeypatch.setattr(np, name, _wrap(getattr(np, name), rng, k))
+    for name in MATH:
+        monkeypatch.setattr(math, name, _wrap(getattr(math, name), rng, k))
+    for modname, mod in list(sys.modules.items()):
+        if not modname.startswith("abstain.") or mod is None:
+            continue
+        for name in LIBRARY:
+            fn = getattr(mod, name, None)
+            if callable(fn):
+                monkeypatch.setattr(mod, name, _wrap(fn, rng, k))
