@@ -20,8 +20,14 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.demo-installed
 	$(BIN)/python -m abstain.app.demo --out out
 
+# The whole suite, then the exact-search tests (marker cpu_exact) again under another BLAS
+# kernel and with NumPy's optional CPU features (its vectorised kernels) disabled: their
+# results must not depend on either (docs/ood.md, "Exact on every CPU").
+NUMPY_DISPATCH = $(BIN)/python -c 'from numpy._core._multiarray_umath import __cpu_dispatch__ as d; print(" ".join(d))'
 test: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest -q
+	OPENBLAS_CORETYPE=Sandybridge NPY_DISABLE_CPU_FEATURES="$$($(NUMPY_DISPATCH))" \
+		$(BIN)/python -m pytest -q -p no:cacheprovider -m cpu_exact tests
 
 test-fast: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -16,6 +16,9 @@ from reference import exact_ref as R
 
 from abstain._core import exact as X
 
+#: rerun by ``make test`` under another BLAS kernel and NumPy CPU features
+pytestmark = pytest.mark.cpu_exact
+
 
 def _points(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:
     """(n, 3, 2) triples: integer grids, 2-decimal probabilities, collinear decimals,

@@ -24,6 +24,9 @@ from abstain._core.ood_sample import (
 from abstain._core.ood_search import exact_search
 from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
+#: rerun by ``make test`` under another BLAS kernel and NumPy CPU features
+pytestmark = pytest.mark.cpu_exact
+
 
 def _data(rng, n, levels, weighted=False, loss="mixed"):
     """Scores with ``levels`` integer values per column (0: continuous), both classes."""

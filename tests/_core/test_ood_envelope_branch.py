@@ -17,6 +17,9 @@ from reference import ood_ref as R
 from abstain._core import ood_envelope as E
 from abstain._core import ood_envelope_branch as B
 
+#: rerun by ``make test`` under another BLAS kernel and NumPy CPU features
+pytestmark = pytest.mark.cpu_exact
+
 FULL = 10**9
 
 

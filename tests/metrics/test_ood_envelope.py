@@ -16,6 +16,9 @@ from reference import ood_ref as R
 from abstain import InfeasibleTargetWarning
 from abstain import metrics as M
 
+#: rerun by ``make test`` under another BLAS kernel and NumPy CPU features
+pytestmark = pytest.mark.cpu_exact
+
 TOL = 1e-10
 
 

@@ -49,7 +49,8 @@ def sorted_events(row, er, eg, pr, pg):
 def projection_groups(pr, pg, w):
     """Exact projections on ``w``, sorted, and the group starts."""
     wx, wy = Fraction(float(w[0])), Fraction(float(w[1]))
-    vals = sorted(Fraction(float(r)) * wx + Fraction(float(g)) * wy for r, g in zip(pr, pg, strict=True))
+    vals = sorted(Fraction(float(r)) * wx + Fraction(float(g)) * wy
+                  for r, g in zip(pr, pg, strict=True))
     return vals, [True] + [vals[j] != vals[j - 1] for j in range(1, len(vals))]
 
 
