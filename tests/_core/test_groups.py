@@ -93,3 +93,28 @@ def test_metrics_and_fit_on_fp16_scores_equal_the_brute_force_reference() -> Non
     on_rows, on_table = BoundedAbstention(0.8).fit(u, losses), BoundedAbstention(0.8).fit(table)
     assert (on_rows.threshold_, on_rows.accept_prob_) == (on_table.threshold_,
                                                           on_table.accept_prob_)
+
+
+def test_group_totals_do_not_depend_on_the_sort_kernels_tie_order(monkeypatch):
+    """Group totals are sums in row order: a sort kernel that orders tied scores otherwise
+    (another CPU's SIMD sort) gives the same totals bit for bit, and -0.0 joins +0.0."""
+    from perturb import shuffled_ties
+
+    from abstain._core.groups import group_totals
+
+    rng = np.random.default_rng(3)
+    u = rng.integers(0, 7, 5000).astype(float)
+    u[:50] = -0.0
+    u[50:100] = 0.0
+    w = rng.random(5000) * 10.0 ** rng.integers(-8, 8, 5000)
+    counts = rng.integers(0, 3, 5000)
+    ref = group_totals(u, w, counts)
+    in_rows = [sum(float(x) for x in w[u == v]) for v in ref[0]]  # left to right
+    assert ref[2][0].tolist() == in_rows and ref[2][1].dtype == np.int64
+    assert str(ref[0][0]) == "0.0"
+    for seed in range(3):
+        with monkeypatch.context() as mp:
+            shuffled_ties(mp, seed)
+            got = group_totals(u, w, counts)
+        assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1], ref[1])
+        assert all(np.array_equal(a, b) for a, b in zip(got[2], ref[2], strict=True))

@@ -197,3 +197,24 @@ def test_conditional_risk_refuses_bad_classes():
         conditional_risk(proba, classes=["a", "a"])
     with pytest.raises(ValueError, match="prediction must hold labels of classes; got 'z'"):
         conditional_risk(proba, prediction=["a", "z"], classes=["a", "b"])
+
+
+@pytest.mark.parametrize("k", [3, 10, 100])
+def test_conditional_risk_of_a_row_does_not_depend_on_its_batch(k):
+    """Each row's expected losses are summed in a fixed order (no BLAS product, whose order
+    depends on the batch shape and the CPU): the same row gives the same risk bit for bit
+    in any batch, so equal rows tie, whatever the loss matrix."""
+    from abstain.scores import conditional_risk
+
+    rng = np.random.default_rng(k)
+    p = rng.dirichlet(np.ones(k), 500)
+    p[250:] = p[0]  # many equal rows
+    for loss in (None, np.abs(np.subtract.outer(np.arange(k), np.arange(k))) / k,
+                 rng.random((k, k))):
+        pred, risk = conditional_risk(p, loss)
+        assert np.all(risk[250:] == risk[0]) and np.all(pred[250:] == pred[0])
+        for i in (0, 3, 499):
+            one = conditional_risk(p[i : i + 1], loss)
+            assert one.risk[0] == risk[i] and one.prediction[0] == pred[i]
+        half = conditional_risk(p[::2], loss)
+        assert np.array_equal(half.risk, risk[::2])

@@ -149,11 +149,13 @@ def group_totals(
 
     The one grouping of rows that the metrics, the reject models and
     :class:`~abstain.ScoreTable` share: the same rows give the same totals, bit for bit,
-    whichever of them asks. Every group total is the sum of the group's weights in one
-    fixed order: the order of one ``argsort`` of ``uncertainty``, or, for scores that are
-    all float16 numbers (fp16 softmax outputs, at most 65,536 distinct values) and at
-    least ``_HALF_MIN_ROWS`` rows, the row order (:func:`_half_totals`, O(n) instead of
-    a sort). Integer weights give integer totals (exact below 2**53).
+    whichever of them asks. Every group total is the sum of the group's weights in row
+    order, so it does not depend on how a CPU's sort kernel orders tied values (SIMD
+    sorts differ between CPUs); for scores that are all float16 numbers (fp16 softmax
+    outputs, at most 65,536 distinct values) and at least ``_HALF_MIN_ROWS`` rows the
+    groups come from counting bit patterns (:func:`_half_totals`, O(n) instead of a
+    sort). Integer weights give integer totals (exact below 2**53). -0.0 and +0.0 are
+    one group, whose value is +0.0.
     """
     half = _half_totals(uncertainty, weights)
     if half is not None:
@@ -162,10 +164,15 @@ def group_totals(
     u = np.take(uncertainty, order)
     boundary = u[1:] != u[:-1]
     if np.all(boundary):  # every row is its own group (also 0 or 1 rows)
-        return u, np.ones(u.size, dtype=np.int64), [np.take(w, order) for w in weights]
+        return u + 0.0, np.ones(u.size, dtype=np.int64), [np.take(w, order) for w in weights]
     starts = np.concatenate(([0], np.flatnonzero(boundary) + 1))
     counts = np.diff(np.append(starts, u.size)).astype(np.int64)
-    return u[starts], counts, [np.add.reduceat(np.take(w, order), starts) for w in weights]
+    group = np.empty(u.size, dtype=np.intp)
+    group[order] = np.cumsum(np.concatenate(([0], boundary)))
+    totals = [np.add.reduceat(np.take(w, order), starts) if w.dtype.kind in "iub"
+              else np.bincount(group, weights=w, minlength=starts.size)  # in row order
+              for w in weights]
+    return u[starts] + 0.0, counts, totals
 
 
 # Below this many rows a sort is as fast as the 65,536 bins of the float16 path.

@@ -238,8 +238,8 @@ def resolve_search(scores: Any, search: str = "auto") -> tuple[str | None, Any]:
     if n <= AUTO_EXACT_ROWS:
         return "exact", scores if isinstance(scores, PairTable) else s
     if isinstance(scores, PairTable):  # the deviation over the rows, from the pairs' counts
-        w = scores.counts / n
-        sd = np.sqrt(w @ (s - w @ s) ** 2)
+        w = (scores.counts / n)[:, None]  # sums in row order (a BLAS product's order
+        sd = np.sqrt(np.sum(w * (s - np.sum(w * s, axis=0)) ** 2, axis=0))  # is the CPU's)
         scaled = copy.copy(scores)
         scaled.values = s / np.where(sd > 0, sd, 1.0)
         return "scaled grid", scaled

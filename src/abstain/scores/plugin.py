@@ -36,6 +36,20 @@ class ConditionalRisk(NamedTuple):
     risk: NDArray[np.float64]
 
 
+def _expected_loss(p: NDArray[np.float64], mat: NDArray[np.float64] | None,
+                   ) -> NDArray[np.float64]:
+    """``expected[i, yhat] = sum_y p[i, y] * loss[y, yhat]`` (the 0/1 loss if ``mat`` is
+    None), summed over ``y`` in a fixed order, so a row's risks do not depend on the batch it
+    is scored in or on the CPU (a BLAS product adds in an order that depends on both, which
+    would move tie groups of the uncertainty and the prediction's tie rule)."""
+    if mat is None:  # sum over y != yhat: the row total less p[yhat]
+        return p.sum(axis=1, keepdims=True) - p
+    out = p[:, :1] * mat[0]
+    for y in range(1, mat.shape[0]):
+        out += p[:, y : y + 1] * mat[y]
+    return out
+
+
 def conditional_risk(
     proba: ArrayLike, loss: ArrayLike | None = None, prediction: ArrayLike | None = None,
     *, classes: ArrayLike | None = None,
@@ -79,8 +93,7 @@ def conditional_risk(
     """
     p = as_proba(proba)
     k = p.shape[1]
-    mat = (1.0 - np.eye(k)) if loss is None else check_loss_matrix(loss, k)
-    expected = p @ mat  # expected[i, yhat] = sum_y p[i, y] * loss[y, yhat]
+    expected = _expected_loss(p, None if loss is None else check_loss_matrix(loss, k))
     labels = None if classes is None else _as_classes(classes, k)
     if prediction is None:
         pred = np.argmin(expected, axis=1)
