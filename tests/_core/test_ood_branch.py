@@ -194,7 +194,7 @@ def test_property_equal_to_the_full_sweep_under_rescaling(seed):
 @pytest.mark.parametrize("seed", range(40))
 def test_pairs_on_a_line_through_an_anchor_tie(seed):
     """Integer pairs over wide ranges (many on one line through another, on both sides):
-    the swaps on each side of the line round alike, so the optimum is the brute force's,
+    the swaps on each side of the line are one exact event, so the optimum is the brute force's,
     also after an exact rescaling of a column."""
     rng = np.random.default_rng(900 + seed)
     n = int(rng.integers(4, 11))

@@ -70,9 +70,24 @@ def two_prod(a: F64, b: F64) -> tuple[F64, F64]:
 def sign_of_sum(terms: list[F64]) -> I8:
     """Exact sign of ``sum(terms)`` row by row (each term an array of one shape).
 
-    Grow-Expansion adds the terms one by one into a nonoverlapping expansion of increasing
-    magnitude; the sign of the sum is the sign of its largest nonzero component.
+    Where the rounded sum is farther from zero than its error bound (``2 k u`` times the
+    sum of magnitudes for ``k`` terms), its sign is taken. Elsewhere Grow-Expansion adds the
+    terms one by one into a nonoverlapping expansion of increasing magnitude; the sign of
+    the sum is the sign of its largest nonzero component.
     """
+    total, size = terms[0].copy(), np.abs(terms[0])
+    for t in terms[1:]:
+        total += t
+        size += np.abs(t)
+    sign = np.sign(total).astype(np.int8)
+    hard = np.flatnonzero(~(np.abs(total) > 2.0 * len(terms) * _U * size + _ABS))
+    if hard.size:
+        sign[hard] = _expansion_sign([t[hard] for t in terms])
+    return sign
+
+
+def _expansion_sign(terms: list[F64]) -> I8:
+    """Exact sign of ``sum(terms)`` by Grow-Expansion (Shewchuk), row by row."""
     comps = [terms[0]]
     for b in terms[1:]:
         q = b
@@ -148,9 +163,14 @@ def orient(ax: F64, ay: F64, bx: F64, by: F64, cx: F64, cy: F64) -> I8:
     hard = np.flatnonzero(~(np.abs(det) > bound))
     if hard.size:
         t = [v[hard] for v in (ax, ay, bx, by, cx, cy)]
-        dux, duy = _diff(t[2], t[0]), _diff(t[3], t[1])
-        dvx, dvy = _diff(t[4], t[0]), _diff(t[5], t[1])
-        out[hard] = _exact_products_sign([(dux, dvy, 1), (duy, dvx, -1)], hard.size)
+        d = [_diff(t[2], t[0]), _diff(t[3], t[1]), _diff(t[4], t[0]), _diff(t[5], t[1])]
+        # rows whose four differences are exact need 4 terms, not 16
+        short = (d[0][1] == 0) & (d[1][1] == 0) & (d[2][1] == 0) & (d[3][1] == 0)
+        for rows, parts in ((np.flatnonzero(short), 1), (np.flatnonzero(~short), 2)):
+            if rows.size:
+                dux, duy, dvx, dvy = ([x[rows] for x in v[:parts]] for v in d)
+                out[hard[rows]] = _exact_products_sign([(dux, dvy, 1), (duy, dvx, -1)],
+                                                       rows.size)
     return out
 
 
@@ -300,7 +320,10 @@ def _clusters(pos: NDArray[np.intp], link: NDArray[np.bool_],
     j = np.flatnonzero(link)
     if j.size == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    slots = np.unique(np.concatenate((j, j + 1)))
+    covered = np.zeros(link.size + 1, dtype=bool)
+    covered[j] = True
+    covered[j + 1] = True
+    slots = np.flatnonzero(covered)
     starts = np.ones(slots.size, dtype=bool)
     starts[1:] = ~link[slots[1:] - 1]
     return pos[slots], np.cumsum(starts)

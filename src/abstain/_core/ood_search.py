@@ -513,16 +513,18 @@ def exact_search(
     ``points`` (m, 2) are distinct score pairs, ``x`` (m, 3) their ID, OOD and
     loss masses. The order of two points changes only at the one angle where
     their difference is orthogonal to the direction. For every *anchor* point
-    ``e`` (the threshold group's point) the angles of its m - 1 events are sorted:
-    between two events the set of points below ``e`` is fixed (an *open* state,
-    evaluated at the middle angle), at an event the points tied with ``e`` join
-    its group (a *critical* state, whose weight vector is the exact normal of the
-    tied pair, so integer or dyadic scores tie exactly). Angles 0 and pi are
-    states too. Every rule of every direction is a point of one of these
-    segments, so the optimum is exact.
+    ``e`` (the threshold group's point) its m - 1 events are sorted by angle, exactly
+    (:func:`~abstain._core.exact.sorted_events`: the order and the ties of two events are
+    the sign of a cross product of the float inputs, computed without rounding error, so
+    they do not depend on the CPU): between two events the set of points below ``e`` is
+    fixed (an *open* state, whose weight vector is the unit vector halfway between the two
+    swaps), at an event the points tied with ``e`` join its group (a *critical* state,
+    whose weight vector is the exact normal of the tied pair, so integer or dyadic scores
+    tie exactly). Angles 0 and pi are states too. Every rule of every direction is a point
+    of one of these segments, so the optimum is exact.
 
-    Anchors are processed in batches of B rows: one (B, m) matrix of event angles,
-    sorted row by row, running totals by cumulative sums, and the best segment
+    Anchors are processed in batches of B rows: one (B, m) matrix of event keys,
+    sorted row by row and refined exactly, running totals by cumulative sums, and the best segment
     of every row by the flat reductions of :func:`rows_best_ratio` (``con``) or
     :func:`rows_best_linear` (``slopes``). O(m^2 log m) time, O(B m) memory.
 
