@@ -24,9 +24,10 @@ demo: $(VENV)/.demo-installed
 # kernel and with NumPy's optional CPU features (its vectorised kernels) disabled: their
 # results must not depend on either (docs/ood.md, "Exact on every CPU").
 NUMPY_DISPATCH = $(BIN)/python -c 'from numpy._core._multiarray_umath import __cpu_dispatch__ as d; print(" ".join(d))'
+OTHER_BLAS := $(if $(filter x86_64 amd64,$(shell uname -m)),Sandybridge,ARMV8)
 test: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest -q
-	OPENBLAS_CORETYPE=Sandybridge NPY_DISABLE_CPU_FEATURES="$$($(NUMPY_DISPATCH))" \
+	OPENBLAS_CORETYPE=$(OTHER_BLAS) NPY_DISABLE_CPU_FEATURES="$$($(NUMPY_DISPATCH))" \
 		$(BIN)/python -m pytest -q -p no:cacheprovider -m cpu_exact tests
 
 test-fast: $(VENV)/.dev-installed

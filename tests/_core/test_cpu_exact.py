@@ -196,3 +196,24 @@ def test_the_perturbation_reaches_the_functions_it_names(monkeypatch):
     last_bits(monkeypatch, k=4, seed=0)
     assert not np.array_equal(unit_weights(a), w)
     assert not np.array_equal(np.arctan2(a, 1.0), t)
+
+
+def test_the_rerun_runs_under_the_kernels_it_names():
+    """``make test`` reruns this module with ``OPENBLAS_CORETYPE`` and
+    ``NPY_DISABLE_CPU_FEATURES`` set: they take effect (else the rerun proves nothing)."""
+    import os
+
+    core = os.environ.get("OPENBLAS_CORETYPE")
+    disabled = os.environ.get("NPY_DISABLE_CPU_FEATURES", "").split()
+    if not core and not disabled:
+        pytest.skip("not the rerun of make test (no OPENBLAS_CORETYPE or "
+                    "NPY_DISABLE_CPU_FEATURES set)")
+    if disabled:
+        from numpy._core._multiarray_umath import __cpu_features__
+
+        assert not any(__cpu_features__.get(f) for f in disabled)
+    if core:
+        threadpoolctl = pytest.importorskip("threadpoolctl")
+        arch = [i.get("architecture") for i in threadpoolctl.threadpool_info()
+                if i.get("internal_api") == "openblas"]
+        assert arch and all(a.lower() == core.lower() for a in arch)

@@ -174,11 +174,13 @@ def orient(ax: F64, ay: F64, bx: F64, by: F64, cx: F64, cy: F64) -> I8:
     return out
 
 
-def dot_sign(px: F64, py: F64, qx: F64, qy: F64, wx: float, wy: float) -> I8:
+def dot_sign(px: F64, py: F64, qx: F64, qy: F64, wx: float, wy: float,
+             d: tuple[F64, F64] | None = None) -> I8:
     """Exact sign of ``(p - q) . (wx, wy)``: the order of ``p`` and ``q`` along the float
-    direction ``w`` (1 where ``p`` projects above ``q``)."""
+    direction ``w`` (1 where ``p`` projects above ``q``); ``d``: the rounded differences
+    ``(px - qx, py - qy)`` where the caller has them."""
     with np.errstate(over="ignore", invalid="ignore"):
-        dx, dy = px - qx, py - qy
+        dx, dy = (px - qx, py - qy) if d is None else d
         a, b = dx * wx, dy * wy
         det = a + b
         bound = (3.0 * _U + 16.0 * _U * _U) * (np.abs(a) + np.abs(b)) + _ABS
@@ -248,6 +250,9 @@ def sorted_events(row: NDArray[np.intp], er: F64, eg: F64, pr: F64, pg: F64,
     if width:
         order = np.argsort(key.reshape(-1, width), axis=1, kind="stable")
         order = (order + (np.arange(order.shape[0]) * width)[:, None]).reshape(-1)
+    elif row.size and row.max() < 1 << 16:  # by key, then by row: a radix sort of the rows
+        order = np.argsort(key, kind="stable")
+        order = order[np.argsort(row[order].astype(np.uint16), kind="stable")]
     else:
         order = np.lexsort((key, row))
     k, r = key[order], row[order]

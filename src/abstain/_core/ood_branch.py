@@ -456,8 +456,8 @@ class IntervalSearch:
         # signed so that u_r > 0, a swap lies before the direction w iff u . w < 0
         side = np.where(dr < 0, -1, 1).astype(np.int8)
         a0, a1, w0, w1 = arc
-        t0 = side * dot_sign(pr, pg, er, eg, float(w0[0]), float(w0[1]))
-        t1 = side * dot_sign(pr, pg, er, eg, float(w1[0]), float(w1[1]))
+        t0 = side * dot_sign(pr, pg, er, eg, float(w0[0]), float(w0[1]), (dr, dg))
+        t1 = side * dot_sign(pr, pg, er, eg, float(w1[0]), float(w1[1]), (dr, dg))
         # at the start of the interval (just before a0): a point of smaller first score is
         # below until its swap, one of larger first score from its swap on
         below = np.where(zero, dg < 0, np.where(dr < 0, t0 >= 0, t0 < 0))
