@@ -59,14 +59,20 @@ def _same_state(a, b) -> None:
 KINDS = ("integers", "lines", "decimals", "underflow")
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("seed", range(6))
-def test_exact_and_branch_searches_ignore_the_last_bits(kind, seed, monkeypatch):
-    rng = np.random.default_rng(700 + seed)
-    n = int(rng.integers(20, 90))
+def _draw(seed: int, lo: int, hi: int, kind: str):
+    """A generator, a size in ``[lo, hi)``, pairs of ``kind`` and OOD marks (both classes)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(lo, hi))
     s = _scores(rng, n, kind)
     ood = rng.random(n) < 0.4
     ood[0], ood[1] = True, False
+    return rng, n, s, ood
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_and_branch_searches_ignore_the_last_bits(kind, seed, monkeypatch):
+    rng, n, s, ood = _draw(700 + seed, 20, 90, kind)
     ls = np.where(ood, 0.0, (rng.random(n) < 0.3) * rng.choice([1.0, 0.5], n))
     sample = Sample.of(s, ood, ls)
     pts, x = sample.pairs()
@@ -110,11 +116,8 @@ def test_the_cases_that_failed_on_avx512_hold_under_perturbation(seed, monkeypat
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("seed", range(3))
 def test_envelopes_and_risk_at_fpr_ignore_the_last_bits(kind, seed, monkeypatch):
-    rng = np.random.default_rng(800 + seed)
-    n = int(rng.integers(30, 120))
-    s = _scores(rng, n, kind)
-    ood = (rng.random(n) < 0.4).astype(float)
-    ood[0], ood[1] = 1.0, 0.0
+    rng, n, s, ood = _draw(800 + seed, 30, 120, kind)
+    ood = ood.astype(float)
     gains = np.stack(((1 - ood) * rng.integers(1, 3, n), (1 - ood) * rng.random(n)), axis=1)
     loss = (1 - ood) * (rng.random(n) < 0.3)
     targets = np.array([0.2, 0.5, 0.9]) * float((1 - ood).sum())

@@ -82,7 +82,28 @@ def sign_of_sum(terms: list[F64]) -> I8:
     sign = np.sign(total).astype(np.int8)
     hard = np.flatnonzero(~(np.abs(total) > 2.0 * len(terms) * _U * size + _ABS))
     if hard.size:
-        sign[hard] = _expansion_sign([t[hard] for t in terms])
+        sign[hard] = _distilled_sign(np.stack([t[hard] for t in terms]))
+    return sign
+
+
+def _distilled_sign(t: F64) -> I8:
+    """Exact sign of the column sums of ``t`` (k terms, rows): passes of VecSum (a cascade
+    of ``TwoSum`` that keeps the sum exactly and gathers it in the last term) until the last
+    term outweighs the others; Grow-Expansion for the rows still open after a few passes."""
+    k, n = t.shape
+    sign = np.zeros(n, dtype=np.int8)
+    rows = np.arange(n)
+    for _ in range(4):
+        for i in range(1, k):
+            t[i], t[i - 1] = two_sum(t[i], t[i - 1])
+        rest = np.abs(t[:-1]).sum(axis=0)
+        top = t[-1]
+        done = (rest == 0) | (np.abs(top) > rest * (1.0 + 2.0 * k * _U))
+        sign[rows[done]] = np.sign(top[done]).astype(np.int8)
+        rows, t = rows[~done], t[:, ~done]
+        if rows.size == 0:
+            return sign
+    sign[rows] = _expansion_sign(list(t))
     return sign
 
 
@@ -161,6 +182,13 @@ def orient(ax: F64, ay: F64, bx: F64, by: F64, cx: F64, cy: F64) -> I8:
         bound = (3.0 * _U + 16.0 * _U * _U) * (np.abs(left) + np.abs(right)) + _ABS
     out = np.sign(np.nan_to_num(det)).astype(np.int8)
     hard = np.flatnonzero(~(np.abs(det) > bound))
+    if hard.size:
+        # whole numbers up to 2^25: the differences and products above were exact
+        small = np.ones(hard.size, dtype=bool)
+        for v in (ax, ay, bx, by, cx, cy):
+            h = v[hard]
+            small &= (np.abs(h) <= 2.0**25) & (h == np.rint(h))
+        hard = hard[~small]
     if hard.size:
         t = [v[hard] for v in (ax, ay, bx, by, cx, cy)]
         d = [_diff(t[2], t[0]), _diff(t[3], t[1]), _diff(t[4], t[0]), _diff(t[5], t[1])]
@@ -263,7 +291,70 @@ def sorted_events(row: NDArray[np.intp], er: F64, eg: F64, pr: F64, pg: F64,
     def compare(piv: NDArray[np.intp], el: NDArray[np.intp]) -> I8:
         return _swap_sign(er[el], eg[el], pr[piv], pg[piv], pr[el], pg[el])
 
+    _sharpen(order, near, er, eg, pr, pg)
     return order, refine(order, near, compare)
+
+
+#: Double-double keys closer than this (relative) may be misordered by their rounding.
+_DD_REL = 2.0**-90
+
+
+def _sharpen(order: NDArray[np.intp], near: NDArray[np.bool_], er: F64, eg: F64, pr: F64,
+             pg: F64) -> None:
+    """Reorder the runs of ``near`` by the pseudo-angle in double-double arithmetic (about
+    100 bits, from the exact differences), in place, and keep ``near`` only between
+    neighbours whose double-double keys are within their error bound: what is left for
+    the exact predicates is then, mostly, swaps that coincide exactly. Only runs with a
+    rounded difference need it (where every difference is exact, equal slopes already have
+    equal keys and the exact predicates take 4 terms); runs with an input out of the exact
+    products' range are left as they are."""
+    pos, cid = _clusters(np.arange(order.size), near)
+    if pos.size == 0:
+        return
+    el = order[pos]
+    dr, dg = _diff(pr[el], er[el]), _diff(pg[el], eg[el])
+    runs = int(cid[-1]) + 1
+    rounded = np.bincount(cid, weights=((dr[1] != 0) | (dg[1] != 0)), minlength=runs) > 0
+    take = np.flatnonzero(rounded[cid])
+    if take.size == 0:
+        return
+    pos, cid, el = pos[take], cid[take], el[take]
+    dr, dg = [v[take] for v in dr], [v[take] for v in dg]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        neg = dr[0] < 0
+        ah, al = np.abs(dr[0]), np.where(neg, -dr[1], dr[1])  # |dr|
+        bh, bl = np.where(neg, -dg[0], dg[0]), np.where(neg, -dg[1], dg[1])  # sign(dr) dg
+        up = bh >= 0
+        dh, dl = _dd_add(ah, al, np.where(up, bh, -bh), np.where(up, bl, -bl))  # |dr| + |b|
+        hi, lo = _dd_div(bh, bl, dh, dl)
+    bad = ~(_in_range(*dr, *dg, dh, hi) & np.isfinite(hi) & np.isfinite(lo))
+    bad_run = np.bincount(cid, weights=bad.astype(np.float64), minlength=runs)[cid] > 0
+    hi, lo = np.where(bad_run, 0.0, hi), np.where(bad_run, 0.0, lo)
+    o = np.lexsort((lo, hi, cid))
+    order[pos] = el[o]
+    hi, lo, bad_run = hi[o], lo[o], bad_run[o]
+    inner = np.flatnonzero(cid[1:] == cid[:-1])
+    gap = (hi[inner + 1] - hi[inner]) + (lo[inner + 1] - lo[inner])
+    close = gap <= _DD_REL * (np.abs(hi[inner + 1]) + np.abs(hi[inner])) + _KEY_ABS
+    near[pos[inner]] = close | bad_run[inner]
+
+
+def _dd_add(ah: F64, al: F64, bh: F64, bl: F64) -> tuple[F64, F64]:
+    """``(ah + al) + (bh + bl)`` in double-double (both nonnegative: no cancellation)."""
+    s, e = two_sum(ah, bh)
+    e = e + (al + bl)
+    h = s + e
+    return h, e - (h - s)
+
+
+def _dd_div(xh: F64, xl: F64, yh: F64, yl: F64) -> tuple[F64, F64]:
+    """``(xh + xl) / (yh + yl)`` in double-double (Dekker's division, about 100 bits)."""
+    q1 = xh / yh
+    p, pe = two_prod(q1, yh)
+    r = (((xh - p) - pe) + xl) - q1 * yl
+    q2 = r / yh
+    h = q1 + q2
+    return h, q2 - (h - q1)
 
 
 def sorted_projection(pr: F64, pg: F64, w: F64) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
@@ -295,8 +386,9 @@ def refine(order: NDArray[np.intp], near: NDArray[np.bool_], compare: Compare,
     may be misordered or equal (their keys are within the keys' error bound), so entries in
     different runs are ordered, and unequal, as their keys say. ``compare(pivot, entries)``
     is the exact sign of ``entry - pivot``. Each run is split by the exact order against its
-    first entry (before it, with it, after it: a stable sort keeps the key order within each
-    part); the parts before and after it are runs again, until none is left.
+    middle entry (before it, with it, after it: a stable sort keeps the key order within each
+    part); the parts before and after it are runs again, until none is left (after 64
+    rounds, a comparison sort finishes what is left).
     """
     n = order.size
     brk = ~near  # brk[i]: sorted entries i and i + 1 lie in different groups (where known)
@@ -304,9 +396,11 @@ def refine(order: NDArray[np.intp], near: NDArray[np.bool_], compare: Compare,
     for _ in range(64):
         if pos.size == 0:
             break
-        first = np.concatenate(([True], cid[1:] != cid[:-1]))
+        first = np.flatnonzero(np.concatenate(([True], cid[1:] != cid[:-1])))
+        size = np.diff(np.append(first, cid.size))
         el = order[pos]
-        s = compare(el[first][np.cumsum(first) - 1], el)
+        # the middle entry of each run as its pivot: runs halve, as in a quicksort
+        s = compare(np.repeat(el[first + size // 2], size), el)
         o = np.lexsort((s, cid))
         order[pos] = el[o]
         s = s[o]
