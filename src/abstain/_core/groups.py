@@ -128,18 +128,23 @@ def sorted_by_uncertainty(
     ends = np.flatnonzero(boundary)
     ends = np.append(ends, u.size - 1)
     if stable:
-        # Sort (group, row) pairs packed in one int64 key: faster than a stable
-        # float sort, and the order inside each group becomes the row order.
-        n = u.size
-        group = np.zeros(n, dtype=np.int64)
-        group[ends[:-1] + 1] = n
-        np.cumsum(group, out=group)  # n * (tie group of each sorted position)
-        key = np.empty(n, dtype=np.int64)
-        key[order] = group
-        key += np.arange(n, dtype=np.int64)  # + row index
-        key.sort()
-        order = key % n
+        order = _rows_in_order(order, ends[:-1] + 1)
     return u, np.take(losses, order), ends
+
+
+def _rows_in_order(order: NDArray[np.intp], starts: NDArray[np.intp]) -> NDArray[np.intp]:
+    """``order`` (an argsort) with the rows of each tie group (starting at the sorted
+    positions ``starts``, the first excluded) in row order: (group, row) pairs packed in one
+    int64 key and sorted, faster than a stable float sort."""
+    n = order.size
+    group = np.zeros(n, dtype=np.int64)
+    group[starts] = n
+    np.cumsum(group, out=group)  # n * (tie group of each sorted position)
+    key = np.empty(n, dtype=np.int64)
+    key[order] = group
+    key += np.arange(n, dtype=np.int64)  # + row index
+    key.sort()
+    return key % n
 
 
 def group_totals(
@@ -167,12 +172,9 @@ def group_totals(
         return u + 0.0, np.ones(u.size, dtype=np.int64), [np.take(w, order) for w in weights]
     starts = np.concatenate(([0], np.flatnonzero(boundary) + 1))
     counts = np.diff(np.append(starts, u.size)).astype(np.int64)
-    group = np.empty(u.size, dtype=np.intp)
-    group[order] = np.cumsum(np.concatenate(([0], boundary)))
-    totals = [np.add.reduceat(np.take(w, order), starts) if w.dtype.kind in "iub"
-              else np.bincount(group, weights=w, minlength=starts.size)  # in row order
-              for w in weights]
-    return u[starts] + 0.0, counts, totals
+    order = _rows_in_order(order, starts[1:])  # ties in row order, whatever the sort kernel
+    return u[starts] + 0.0, counts, [np.add.reduceat(np.take(w, order), starts)
+                                     for w in weights]
 
 
 # Below this many rows a sort is as fast as the 65,536 bins of the float16 path.
