@@ -220,3 +220,60 @@ def test_the_rerun_runs_under_the_kernels_it_names():
         arch = [i.get("architecture") for i in threadpoolctl.threadpool_info()
                 if i.get("internal_api") == "openblas"]
         assert arch and all(a.lower() == core.lower() for a in arch)
+
+
+def _line_pairs(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Integer pairs over wide ranges, many on one line through another, on both sides."""
+    s = np.stack((rng.integers(0, 6, n), rng.integers(-15, 15, n)), 1).astype(float)
+    k = n // 2
+    s[k:] = s[0] + rng.integers(-3, 4, (n - k, 1)) * (s[1] - s[0])
+    return s
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_the_brute_force_optimum_under_perturbation(seed, monkeypatch):
+    """The exhaustive search of tests/reference/ood_ref.py (every direction where two pairs
+    tie, one in every gap, every threshold), computed unperturbed; the full sweep and the
+    branch and bound reach its optimum with every last bit perturbed."""
+    rng = np.random.default_rng(1200 + seed)
+    n = int(rng.integers(4, 12))
+    s = _line_pairs(rng, n) if seed % 2 else rng.integers(0, 4, (n, 2)).astype(float)
+    ood = rng.random(n) < 0.4
+    ood[0], ood[1] = True, False
+    ls = np.where(ood, 0.0, rng.integers(0, 3, n) / 2.0)
+    sample = Sample.of(s, ood, ls)
+    pts, x = sample.pairs()
+    con, slopes = _problem(rng, sample, seed % 3)
+    if con is None:
+        ref = R.best_linear_2d(s, ood, ls, slopes)
+    else:
+        found = R.best_ratio_2d(s, ood, ls, con.a, con.b, con.k)
+        ref = None if found is None else found[0]
+    last_bits(monkeypatch, k=KS[seed % 3], seed=seed)
+    args = (pts, x, con, slopes, sample.n_id, sample.n_ood)
+    for got in (exact_search(*args), branch_search(*args, sweep_below=0, leaf_work=1.0)):
+        assert (got is None) == (ref is None)
+        if ref is not None:
+            assert got.best.objective == pytest.approx(ref, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_brute_force_envelope_under_perturbation(seed, monkeypatch):
+    """AUROC and OSCR of the envelope over every direction (brute force, unperturbed) equal
+    the exact metrics and the pruned envelope's area with every last bit perturbed."""
+    rng = np.random.default_rng(1300 + seed)
+    n = int(rng.integers(4, 12))
+    s = _line_pairs(rng, n) if seed % 2 else np.round(rng.random((n, 2)) * 3, 0) / 4
+    is_ood = rng.random(n) < 0.4
+    is_ood[0], is_ood[1] = True, False
+    losses = np.where(is_ood, 0.0, rng.integers(0, 3, n) / 2.0)
+    n_id, n_ood = float(np.sum(~is_ood)), float(np.sum(is_ood))
+    gains = (np.ones(n), 1 - losses)
+    want = [R.envelope_area_ref(R.envelope_segments(s, is_ood, g, n_dense=90)) / (n_id * n_ood)
+            for g in gains]
+    last_bits(monkeypatch, k=KS[seed % 3], seed=seed)
+    got = [auroc(is_ood, s, search="exact"), oscr(losses, is_ood, s, search="exact")]
+    assert got == pytest.approx(want, abs=1e-12)
+    for g, w in zip(gains, want, strict=True):
+        lines = E.envelopes(s, is_ood.astype(float), (g * ~is_ood)[:, None], sweep_below=0)[0]
+        assert E.area(lines) / (n_id * n_ood) == pytest.approx(w, abs=1e-12)
