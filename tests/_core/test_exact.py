@@ -150,3 +150,23 @@ def test_cos_sin_uses_basic_operations_only(monkeypatch):
     assert np.all(np.abs(s - ref_s) <= 2 * np.spacing(np.maximum(np.abs(ref_s), 1e-300)) + 1e-17)
     c, s = X.cos_sin(np.array([0.0, math.pi]))
     assert c.tolist() == [1.0, -1.0] and s[0] == 0.0 and abs(s[1]) < 1.3e-16
+
+
+_coord = st.sampled_from([0.0, -0.0, 0.1, 0.2, 0.3, -0.7, 1.0, 3.0, 1e-30, 2.5e-300, 1e200,
+                          -1e150, 0.30000000000000004, 1.0 + 2.0**-52])
+
+
+@given(st.lists(st.tuples(_coord, _coord), min_size=2, max_size=14), st.integers(0, 13))
+def test_property_sorted_events_equal_the_rational_order(points, a):
+    """Any float pairs drawn from values with ties, signed zeros, decimals, one ulp apart,
+    tiny and huge magnitudes (the rational fallback): the exact order and groups."""
+    pts = np.array(points, dtype=float)
+    e = pts[a % len(pts)]
+    row = np.zeros(len(pts), dtype=np.intp)
+    er, eg = np.full(len(pts), e[0]), np.full(len(pts), e[1])
+    order, new = X.sorted_events(row, er, eg, pts[:, 0], pts[:, 1])
+    keys, ref_new = R.sorted_events(row, er, eg, pts[:, 0], pts[:, 1])
+    got = [R.swap_slope(e, pts[i]) for i in order.tolist()]
+    assert [k is None for k in got] == [k[1] for k in keys]
+    assert [k for k in got if k is not None] == [k[2] for k in keys if not k[1]]
+    assert new.tolist() == ref_new
