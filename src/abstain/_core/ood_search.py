@@ -373,7 +373,12 @@ def _anchor_events(points: F64, e: NDArray[np.intp],
 def swap_normal(dr: float, dg: float) -> F64:
     """The direction in the upper half-plane orthogonal to the offset ``(dr, dg)``
     (``dr != 0``), unit length: where the two points swap."""
-    w = np.array([-dg, dr]) if dr > 0 else np.array([dg, -dr])
+    return _unit(np.array([-dg, dr]) if dr > 0 else np.array([dg, -dr]))
+
+
+def _unit(w: F64) -> F64:
+    """``w / |w|`` by basic operations, scaled first so that no square under- or overflows."""
+    w = w / float(np.max(np.abs(w)))
     return w / math.sqrt(float(w[0] * w[0] + w[1] * w[1]))
 
 
@@ -381,8 +386,7 @@ def between(w0: F64, w1: F64) -> F64:
     """The unit direction halfway between unit directions ``w0`` and ``w1`` of the upper
     half-plane (angle ``w0`` < angle ``w1``); pi/2 for the whole half-circle."""
     w = w0 + w1
-    norm = math.sqrt(float(w[0] * w[0] + w[1] * w[1]))
-    return np.array([0.0, 1.0]) if norm == 0 else w / norm
+    return np.array([0.0, 1.0]) if not np.any(w) else _unit(w)
 
 
 def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
