@@ -372,8 +372,9 @@ def _anchor_events(points: F64, e: NDArray[np.intp],
 
 def swap_normal(dr: float, dg: float) -> F64:
     """The direction in the upper half-plane orthogonal to the offset ``(dr, dg)``
-    (``dr != 0``), unit length: where the two points swap."""
-    return _unit(np.array([-dg, dr]) if dr > 0 else np.array([dg, -dr]))
+    (``dr != 0``), as ``(-dg, dr)`` or ``(dg, -dr)`` (exact for exact offsets): where the
+    two points swap."""
+    return np.array([-dg, dr]) if dr > 0 else np.array([dg, -dr])
 
 
 def _unit(w: F64) -> F64:
@@ -407,12 +408,11 @@ def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
     starts = np.flatnonzero(new[0][:finite])
 
     def normal(j: int) -> F64:
-        return swap_normal(float(dr[0, o[j]]), float(dg[0, o[j]]))
+        return _unit(swap_normal(float(dr[0, o[j]]), float(dg[0, o[j]])))
 
     if 1 <= col <= m:  # critical: the exact normal of the first tied pair
         first = int(starts[np.searchsorted(starts, col - 1, side="right") - 1])
-        d0r, d0g = float(dr[0, o[first]]), float(dg[0, o[first]])
-        w = np.array([d0g, -d0r]) if -d0r > 0 else np.array([-d0g, d0r])
+        w = swap_normal(float(dr[0, o[first]]), float(dg[0, o[first]]))
     else:
         j = col - m - 2  # the open state after sorted swap j (-1: before the first)
         lo = np.array([1.0, 0.0]) if j < 0 else normal(j)
