@@ -26,6 +26,7 @@ from ._core.validation import (
     check_positive,
     check_random_state,
     check_same_length,
+    plain,
 )
 from .exceptions import ConvergenceWarning
 from .scores.plugin import ordinal_margin
@@ -509,7 +510,7 @@ class SVOR(ParamsMixin):
         check_positive("tol", self.tol)
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
                 or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+            raise ValueError(f"max_iter must be a positive integer; got {plain(self.max_iter)}.")
         check_random_state("random_state", self.random_state)
 
     def __sklearn_tags__(self) -> Any:

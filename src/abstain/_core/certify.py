@@ -18,7 +18,7 @@ from .groups import TieGroups, tie_groups
 from .ltt import LTT_BOUNDS, ltt_least, ltt_search
 from .risk_bounds import sgr_search
 from .table import selective_table, table_or_none
-from .validation import as_losses_and_scores
+from .validation import as_losses_and_scores, plain
 
 __all__ = ["BOUNDS", "certified_search", "fit_groups", "resolve_bound"]
 
@@ -64,8 +64,8 @@ def certified_search(uncertainty: Any, losses: Any, groups: TieGroups, top: floa
     """
     if top > loss_bound:
         raise ValueError(
-            f"losses must be at most loss_bound={loss_bound!r} for the risk bound; "
-            f"got maximum {top!r}."
+            f"losses must be at most loss_bound={plain(loss_bound)} for the risk bound; "
+            f"got maximum {plain(top)}."
         )
     procedure = resolve_bound(bound, binary)
     table = table_or_none(uncertainty, {"losses": losses}) is not None
@@ -77,7 +77,8 @@ def certified_search(uncertainty: Any, losses: Any, groups: TieGroups, top: floa
         return procedure, g, theta, b, least
     if table:
         raise ValueError(
-            f"bound={bound!r} runs Learn-then-Test ({procedure!r}), which splits the rows "
+            f"bound={plain(bound)} runs Learn-then-Test ({plain(procedure)}), which splits the "
+            "rows "
             "into a part that picks the thresholds and a part that tests them; a ScoreTable "
             "keeps no rows. Give bound='sgr' to fit a table with delta."
         )

@@ -28,6 +28,7 @@ from .validation import (
     check_int,
     check_nan_only_on_ood,
     check_same_length,
+    plain,
 )
 
 #: Direction searches of the two-score rules.
@@ -55,21 +56,27 @@ def as_score_matrix(scores: ArrayLike, name: str = "scores") -> NDArray[np.float
 
 
 def validate_sample(
-    scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, sample_weight: ArrayLike | None
+    scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike | None,
+    sample_weight: ArrayLike | None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Return ``(scores (n, k), w_id, w_ood, w_loss)`` for a validation sample.
 
     ``losses`` must be finite and non-negative on ID rows; on OOD rows, where they are
-    ignored, NaN (only NaN, as the file format writes) is accepted too.
+    ignored, NaN (only NaN, as the file format writes) is accepted too. None is for the
+    callers that need no losses (the ROC metrics and fits): zero losses.
     """
     s = as_score_matrix(scores)
     ood = as_is_ood(is_ood)
-    raw = as_real_array(losses, "losses")
-    if raw.ndim == 1 and raw.size == ood.size:
-        nan = check_nan_only_on_ood(raw, ood)
-        raw = np.where(nan, 0.0, raw)  # NaN only on OOD rows: ignored
-    ls = as_losses(raw)
-    check_same_length(scores=s, is_ood=ood, losses=ls)
+    if losses is None:
+        check_same_length(scores=s, is_ood=ood)
+        ls = np.zeros(s.shape[0])
+    else:
+        raw = as_real_array(losses, "losses")
+        if raw.ndim == 1 and raw.size == ood.size:
+            nan = check_nan_only_on_ood(raw, ood)
+            raw = np.where(nan, 0.0, raw)  # NaN only on OOD rows: ignored
+        ls = as_losses(raw)
+        check_same_length(scores=s, is_ood=ood, losses=ls)
     w = np.ones(s.shape[0])
     if sample_weight is not None:
         w = as_losses(sample_weight, "sample_weight")
@@ -84,7 +91,7 @@ def validate_sample(
     if not total <= _MAX_LOSS_MASS:
         raise ValueError(
             f"losses must have a weighted sum on ID rows of at most {_MAX_LOSS_MASS:.3g} "
-            f"(scale them down; the risks are linear in the losses); got {total!r}."
+            f"(scale them down; the risks are linear in the losses); got {plain(total)}."
         )
     return s, w_id, w_ood, w_loss
 

@@ -7,6 +7,8 @@ from typing import TextIO
 
 import numpy as np
 
+from .validation import plain
+
 SHOW = ("auto", "always", "never")
 
 
@@ -42,7 +44,8 @@ class ProgressBar:
     def __init__(self, label: str, *, show: str = "auto", stream: TextIO | None = None,
                  width: int = 30) -> None:
         if show not in SHOW:
-            raise ValueError(f"show must be one of {', '.join(map(repr, SHOW))}; got {show!r}.")
+            raise ValueError(f"show must be one of {', '.join(map(repr, SHOW))}; "
+                             f"got {plain(show)}.")
         self.label = label
         self.stream = sys.stderr if stream is None else stream
         self.width = width
@@ -79,7 +82,7 @@ def as_show(progress: bool | str) -> str:
         return "always" if progress else "never"
     if progress not in SHOW:
         raise ValueError(f"progress must be True, False or one of {', '.join(map(repr, SHOW))}; "
-                         f"got {progress!r}.")
+                         f"got {plain(progress)}.")
     return str(progress)
 
 

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .validation import plain
+
 __all__ = [
     "SPECIAL",
     "Array",
@@ -216,7 +218,7 @@ class Int(Field):
             other = ctx.bind(self.dim, int(value), where)
             if other is not None:
                 raise ValueError(f"{where} must be {other} to match "
-                                 f"{ctx.dims[self.dim][1]}; got {value!r}.")
+                                 f"{ctx.dims[self.dim][1]}; got {plain(value)}.")
         return int(value)
 
 
@@ -428,7 +430,7 @@ class Array(Field):
             raise ValueError(f"{where} must hold finite numbers; got "
                              f"{int(np.count_nonzero(~np.isfinite(arr)))} NaN or infinite.")
         if self.positive and not (arr > 0).all():
-            raise ValueError(f"{where} must hold positive numbers; got minimum {arr.min()!r}.")
+            raise ValueError(f"{where} must hold positive numbers; got minimum {plain(arr.min())}.")
 
     def _dump(self, value: Any, where: str) -> dict[str, Any]:
         arr = np.ascontiguousarray(value, dtype="<f8")

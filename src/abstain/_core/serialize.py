@@ -48,6 +48,7 @@ from .schema import (
     join_path,
     show,
 )
+from .validation import plain
 
 __all__ = [
     "FORMAT",
@@ -214,7 +215,7 @@ def _dump_param(value: Any, where: str, *, name: str = "") -> Any:
         return int(value)
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(float(value)):
-            raise ValueError(f"{where} must be finite to be written as JSON; got {value!r}.")
+            raise ValueError(f"{where} must be finite to be written as JSON; got {plain(value)}.")
         return float(value)
     if name == "random_state":
         return None  # a Generator's state is not stored: the loaded object draws afresh

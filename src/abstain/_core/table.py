@@ -25,6 +25,7 @@ from .validation import (
     as_scores,
     check_nan_only_on_ood,
     check_same_length,
+    plain,
 )
 
 __all__ = ["ScoreTable", "as_groups", "as_ood_marks", "table_or_none", "whole_counts"]
@@ -407,7 +408,8 @@ def as_groups(first: Any, second: Any, first_name: str, second_name: str,
                              f"ScoreTable as {first_name}); got None.")
         return None
     if ties != "mean":
-        raise ValueError(f"ties={ties!r} needs the row order, which a ScoreTable does not keep "
+        raise ValueError(f"ties={plain(ties)} needs the row order, which a ScoreTable does "
+                         "not keep "
                          "(it holds one total per distinct score); use ties='mean' or pass "
                          "the arrays.")
     return selective_table(table).groups()

@@ -15,6 +15,7 @@ F64 = NDArray[np.float64]
 
 __all__ = [
     "as_class_labels",
+    "as_label_indices",
     "as_features",
     "as_is_ood",
     "as_losses",
@@ -35,8 +36,49 @@ __all__ = [
     "check_probability",
     "check_random_state",
     "check_same_length",
+    "plain",
     "unit_rows",
 ]
+
+
+def _python(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return _python(value.tolist()) if value.size <= 8 else value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        items = [_python(v) for v in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    return value
+
+
+def plain(value: Any) -> str:
+    """``repr`` of ``value`` with NumPy scalars as Python numbers, for error messages.
+
+    ``np.float64(0.5)`` reads ``0.5``, ``np.int64(3)`` reads ``3``, also inside tuples and
+    lists and small arrays (shown as lists); a large array reads as its shape and dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plain(np.float64(0.5)), plain((np.int64(2), np.int64(3))), plain(np.array([1.5]))
+    ('0.5', '(2, 3)', '[1.5]')
+    """
+    value = _python(value)
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    return repr(value)
+
+
+#: Where each table goes instead of an array argument.
+_TABLE_USE = {
+    "ScoreTable": "as the first argument of a metric (aurc(table), auroc(table)) or of "
+                  "a rule's fit (BoundedAbstention().fit(table))",
+    "PairTable": "as the first argument of a metric of two scores (auroc(table), "
+                 "oscr(table)) or of an OOD rule's fit (BoundedTPRFPR().fit(table))",
+    "BinnedTable": "to its own methods (table.aurc(), table.auroc()) or as the first "
+                   "argument of a rule's fit (BoundedAbstention().fit(table))",
+}
 
 
 def _describe(x: NDArray[Any]) -> str:
@@ -58,12 +100,25 @@ def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDAr
             "that is not a rectangular array."
         ) from exc
     if arr.dtype.kind not in "biuf":
+        _refuse_table(values, name)
         raise ValueError(
             f"{name} must be an array of real numbers (int, float or bool dtype); "
             f"got dtype {arr.dtype}."
         )
     with np.errstate(over="ignore"):  # an overflow becomes inf, refused by the finite check
         return arr.astype(dtype, copy=False)
+
+
+def _refuse_table(values: Any, name: str) -> None:
+    """Raise the message for a table (or None) given where an array is expected."""
+    if isinstance(values, np.ndarray) and values.shape == () and values.dtype == object:
+        values = values.item()  # np.asarray(table) on the way here
+    kind = type(values).__name__
+    if kind in _TABLE_USE and type(values).__module__.startswith("abstain."):
+        raise ValueError(f"{name} must be an array of real numbers; got a {kind}: pass the "
+                         f"arrays, or pass the table alone {_TABLE_USE[kind]}.")
+    if values is None:
+        raise ValueError(f"{name} must be an array of real numbers; got None.")
 
 
 def _as_1d_float(
@@ -140,7 +195,7 @@ def as_pvalues(values: ArrayLike, name: str = "P") -> NDArray[np.float64]:
         first = arr[bad][0]
         raise ValueError(
             f"{name} must hold p-values in (0, 1]; got {int(bad.sum())} outside, e.g. "
-            f"{float(first)!r}."
+            f"{plain(first)}."
         )
     return arr
 
@@ -174,11 +229,42 @@ def as_class_labels(labels: ArrayLike, name: str) -> NDArray[np.int64]:
     if not np.issubdtype(y.dtype, np.integer):
         if not np.issubdtype(y.dtype, np.floating) or not np.all(np.isfinite(y)) \
                 or np.any(y != np.round(y)):
-            raise ValueError(f"{name} must hold integer class indices; got dtype {y.dtype}.")
+            raise ValueError(f"{name} must hold integer class indices; got "
+                             f"{_not_integer(y, name)}.")
     y = y.astype(np.int64)
     if y.min() < 0:
-        raise ValueError(f"{name} must be non-negative class indices; got min {y.min()}.")
+        raise ValueError(f"{name} must be non-negative class indices; got min {plain(y.min())}.")
     return y
+
+
+def _not_integer(y: NDArray[Any], name: str) -> str:
+    """What is wrong with labels of a non-integer dtype, for a message."""
+    if y.dtype.kind == "f":
+        bad = ~np.isfinite(y)
+        if bad.any():
+            return f"float values, {_nonfinite(y)}"
+        frac = y[y != np.round(y)]
+        if frac.size:
+            return f"float values such as {plain(frac[0])}"
+        return f"dtype {y.dtype} (whole numbers: pass {name}.astype(int))"
+    if y.dtype.kind == "b":
+        return "dtype bool"
+    return f"dtype {y.dtype}"
+
+
+def as_label_indices(labels: ArrayLike, name: str, n: int, k: int) -> NDArray[np.intp]:
+    """Return ``labels`` as ``n`` integer class indices in ``0..k-1`` (one per row), or the
+    message that says which of the shape, the dtype or the range is wrong."""
+    y = np.asarray(labels)
+    if y.shape != (n,):
+        raise ValueError(f"{name} must be integer labels of shape ({n},), one per row; got "
+                         f"shape {y.shape}.")
+    if y.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be integer labels; got {_not_integer(y, name)}.")
+    if n and (y.min() < 0 or y.max() >= k):
+        raise ValueError(f"{name} must hold class indices in 0..{k - 1}; got values from "
+                         f"{plain(y.min())} to {plain(y.max())}.")
+    return y.astype(np.intp, copy=False)
 
 
 def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
@@ -214,7 +300,7 @@ def as_losses(values: ArrayLike, name: str = "losses") -> NDArray[np.float64]:
     """Return ``values`` as a finite, non-negative, non-empty 1-D float64 array."""
     arr = _as_1d_float(name, values)
     if np.any(arr < 0):
-        raise ValueError(f"{name} must be non-negative; got minimum {float(arr.min())!r}.")
+        raise ValueError(f"{name} must be non-negative; got minimum {plain(arr.min())}.")
     return arr
 
 
@@ -238,7 +324,7 @@ def check_same_length(**arrays: NDArray[Any]) -> None:
 
 def _as_real(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number; got {value!r}.")
+        raise ValueError(f"{name} must be a real number; got {plain(value)}.")
     try:
         return float(value)
     except OverflowError:  # an int beyond the float range
@@ -250,7 +336,7 @@ def check_fraction(name: str, value: Any) -> float:
     """Return ``value`` as a float in (0, 1]."""
     v = _as_real(name, value)
     if not (0.0 < v <= 1.0):
-        raise ValueError(f"{name} must be in (0, 1]; got {value!r}.")
+        raise ValueError(f"{name} must be in (0, 1]; got {plain(value)}.")
     return v
 
 
@@ -258,7 +344,7 @@ def check_probability(name: str, value: Any) -> float:
     """Return ``value`` as a float in [0, 1]."""
     v = _as_real(name, value)
     if not (0.0 <= v <= 1.0):
-        raise ValueError(f"{name} must be in [0, 1]; got {value!r}.")
+        raise ValueError(f"{name} must be in [0, 1]; got {plain(value)}.")
     return v
 
 
@@ -266,14 +352,14 @@ def check_open_unit(name: str, value: Any) -> float:
     """Return ``value`` as a float in (0, 1)."""
     v = _as_real(name, value)
     if not (0.0 < v < 1.0):
-        raise ValueError(f"{name} must be in (0, 1); got {value!r}.")
+        raise ValueError(f"{name} must be in (0, 1); got {plain(value)}.")
     return v
 
 
 def check_bool(name: str, value: Any) -> bool:
     """Return ``value`` if it is True or False (a NumPy bool too)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False; got {value!r}.")
+        raise ValueError(f"{name} must be True or False; got {plain(value)}.")
     return bool(value)
 
 
@@ -284,6 +370,7 @@ def as_is_ood(values: ArrayLike, name: str = "is_ood") -> NDArray[np.bool_]:
     except (TypeError, ValueError):  # ragged: as_real_array below says so
         kind = "f"
     if kind not in "biuf":
+        _refuse_table(values, name)
         raw = np.asarray(values)
         raise ValueError(f"{name} must hold 0/1 or False/True (int, float or bool dtype); "
                          f"got dtype {raw.dtype}.")
@@ -306,21 +393,22 @@ def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
     ok = math.isfinite(v) and (v >= 0.0 if allow_zero else v > 0.0)
     if not ok:
         interval = "[0, inf)" if allow_zero else "(0, inf)"
-        raise ValueError(f"{name} must be a finite number in {interval}; got {value!r}.")
+        raise ValueError(f"{name} must be a finite number in {interval}; got {plain(value)}.")
     return v
 
 
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """Return ``value`` if it is one of ``choices``."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}.")
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; "
+                         f"got {plain(value)}.")
     return str(value)
 
 
 def check_int(name: str, value: Any, low: int) -> int:
     """Return ``value`` as an int >= ``low`` (a bool is refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
+        raise ValueError(f"{name} must be an integer >= {low}; got {plain(value)}.")
     return int(value)
 
 
@@ -332,4 +420,4 @@ def check_random_state(name: str, value: Any) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{name} must be None, an integer >= 0 or a numpy Generator; "
-                         f"got {value!r}.")
+                         f"got {plain(value)}.")

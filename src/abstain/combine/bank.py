@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Int, Nested, dumps, serializable
-from .._core.validation import check_open_unit, check_random_state
+from .._core.validation import check_open_unit, check_random_state, plain
 from .guarantee import GuaranteedDetector, far_guarantee
 from .pipeline import ScoreCombiner
 
@@ -126,9 +126,9 @@ class BankDetector(ParamsMixin):
         if n_z < 1 or not g.feasible or n_cal < g.min_n:
             raise ValueError(
                 f"calibration_outputs must have enough rows for both parts: at least one for "
-                f"the z-values and {g.min_n} for FAR <= alpha={self.alpha!r} with probability "
-                f">= 1 - delta={self.delta!r}; got {n} rows, split {n_z} + {n_cal} by "
-                f"z_fraction={self.z_fraction!r}.")
+                f"the z-values and {g.min_n} for FAR <= alpha={plain(self.alpha)} with probability "
+                f">= 1 - delta={plain(self.delta)}; got {n} rows, split {n_z} + {n_cal} by "
+                f"z_fraction={plain(self.z_fraction)}.")
         order = np.random.default_rng(self.random_state).permutation(n)  # type: ignore[arg-type]
         combiner = ScoreCombiner(method=self.method, epsilon=self.epsilon).fit(S[order[:n_z]])
         guarantee = GuaranteedDetector(alpha=self.alpha, delta=self.delta).fit(

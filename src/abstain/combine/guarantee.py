@@ -13,7 +13,7 @@ from scipy import stats
 from .._core.base import ParamsMixin
 from .._core.deprecation import warn_renamed
 from .._core.serialize import Field, Int, Number, dumps, serializable
-from .._core.validation import as_scores, check_bool, check_open_unit
+from .._core.validation import as_scores, check_bool, check_open_unit, plain
 
 
 # --------------------------------------------------------------------------- FAR guarantee
@@ -88,7 +88,7 @@ def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
     False
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer; got {n!r}.")
+        raise ValueError(f"n must be a positive integer; got {plain(n)}.")
     a = check_open_unit("alpha", alpha)
     d = check_open_unit("delta", delta)
     n = int(n)
@@ -140,7 +140,7 @@ def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
     need = math.ceil(1.0 / a - 1e-12)
     if n < need:
         raise ValueError(f"cal_stat must hold at least ceil(1/alpha) = {need} values for "
-                         f"alpha={alpha!r}; got {n}.")
+                         f"alpha={plain(alpha)}; got {n}.")
     k = n + 1 - math.floor((n + 1) * a + 1e-9)  # = ceil((n + 1)(1 - alpha))
     return float(np.partition(cal, k - 1)[k - 1])
 
@@ -223,8 +223,9 @@ class GuaranteedDetector(ParamsMixin):
         g = far_guarantee(n, self.alpha, self.delta)
         if not g.feasible:
             raise ValueError(
-                f"cal_stat must hold at least {g.min_n} values for FAR <= alpha={self.alpha!r} "
-                f"with probability >= 1 - delta={self.delta!r}; got {n}."
+                f"cal_stat must hold at least {g.min_n} values for FAR <= "
+                f"alpha={plain(self.alpha)} "
+                f"with probability >= 1 - delta={plain(self.delta)}; got {n}."
             )
         self.threshold_ = float(np.partition(cal, n - g.rank)[n - g.rank])
         self.rank_ = g.rank

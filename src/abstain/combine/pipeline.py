@@ -6,7 +6,7 @@ from numpy.typing import ArrayLike
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Array, Field, Nested, dumps, load_family, serializable
-from .._core.validation import F64, check_bool, check_choice, check_positive
+from .._core.validation import F64, check_bool, check_choice, check_positive, plain
 from .guarantee import GuaranteedDetector
 from .pvalues import EmpiricalZ
 from .qp import as_covariance, inlier_covariance
@@ -62,7 +62,7 @@ class ScoreCombiner(ParamsMixin):
         if self.epsilon is not None:
             if name not in GLRT_METHODS:
                 raise ValueError(f"epsilon is used only by methods 'glrt' and 'glrt_cov'; "
-                                 f"got epsilon={self.epsilon!r} with method={name!r}.")
+                                 f"got epsilon={plain(self.epsilon)} with method={plain(name)}.")
             check_positive("epsilon", self.epsilon, allow_zero=True)
         check_positive("sigma", self.sigma, allow_zero=True)
         check_bool("higher_is_inlier", self.higher_is_inlier)
@@ -101,7 +101,7 @@ class ScoreCombiner(ParamsMixin):
         ez = self.empirical_z_
         if ez.higher_is_inlier != self.higher_is_inlier:
             raise ValueError("fitted.empirical_z_ must have the higher_is_inlier of params; got "
-                             f"{ez.higher_is_inlier!r}.")
+                             f"{plain(ez.higher_is_inlier)}.")
         if (self.cov_ is None) != (self.method != "glrt_cov"):
             raise ValueError("fitted.cov_ must be an array for method 'glrt_cov' and null for "
                              f"the others; got {'null' if self.cov_ is None else 'an array'} "

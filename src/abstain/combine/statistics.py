@@ -17,6 +17,7 @@ from .._core.validation import (
     check_choice,
     check_columns,
     check_positive,
+    plain,
 )
 from .qp import as_covariance, glrt_cov
 
@@ -209,7 +210,7 @@ def combine(
         eps = 0.25 if epsilon is None else check_positive("epsilon", epsilon, allow_zero=True)
     elif epsilon is not None:
         raise ValueError(f"epsilon is used only by methods 'glrt' and 'glrt_cov'; got "
-                         f"epsilon={epsilon!r} with method={name!r}.")
+                         f"epsilon={plain(epsilon)} with method={plain(name)}.")
     else:
         eps = 0.0
     if name == "glrt_cov":

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.validation import check_choice
+from .._core.validation import check_choice, plain
 from ..datasets._sources import data_home, package_file, require_source
 from ..exceptions import MissingDataSourceError
 
@@ -482,7 +482,7 @@ def render_letters(
             f"letters must be a non-empty string of distinct characters; got {letters!r}."
         )
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 8:
-        raise ValueError(f"size must be an integer of at least 8; got {size!r}.")
+        raise ValueError(f"size must be an integer of at least 8; got {plain(size)}.")
     size = int(size)
     PIL = require_source("PIL", PILLOW_INSTALL, "render_letters", make=MAKE_DATA_OOD)
     if fonts is None:
@@ -558,7 +558,7 @@ def noise_images(n: int, kind: str = "gaussian", random_state: Any = None) -> Im
     """
     check_choice("kind", kind, ("gaussian", "uniform"))
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be a non-negative integer; got {n!r}.")
+        raise ValueError(f"n must be a non-negative integer; got {plain(n)}.")
     rng = np.random.default_rng(random_state)
     shape = (int(n), 28, 28)
     if kind == "uniform":

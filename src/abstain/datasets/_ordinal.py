@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_scores
+from .._core.validation import as_scores, plain
 from ..datasets._sources import package_file, require_source
 
 __all__ = [
@@ -76,13 +76,13 @@ def discretize_uniform(y: ArrayLike, n_classes: int) -> NDArray[np.int64]:
     """
     values = as_scores(y, "y")
     if isinstance(n_classes, bool) or not isinstance(n_classes, numbers.Integral):
-        raise ValueError(f"n_classes must be an integer; got {n_classes!r}.")
+        raise ValueError(f"n_classes must be an integer; got {plain(n_classes)}.")
     distinct, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
     m, k_total = distinct.size, int(n_classes)
     if not 1 <= k_total <= m:
         raise ValueError(
             f"n_classes must be between 1 and the number of distinct values of y ({m}); "
-            f"got {n_classes!r}."
+            f"got {plain(n_classes)}."
         )
     below = np.cumsum(counts)  # below[j]: samples with a value <= distinct[j]
     n = values.size

@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Nested, Seq, Text, dumps, serializable
+from .._core.validation import plain
 from .base import Detector, pick_output
 from .registry import DETECTORS
 
@@ -89,9 +90,9 @@ class DetectorBank(ParamsMixin):
             if (not isinstance(names, (list, tuple)) or len(names) != len(dets)
                     or not all(isinstance(n, str) and n for n in names)):
                 raise ValueError(f"names must be a list of {len(dets)} non-empty strings, one "
-                                 f"per detector; got {names!r}.")
+                                 f"per detector; got {plain(names)}.")
             if len(set(names)) != len(names):
-                raise ValueError(f"names must be distinct; got {list(names)!r}.")
+                raise ValueError(f"names must be distinct; got {plain(list(names))}.")
 
     def _after_load(self) -> None:
         n = len(self.detectors or [])

@@ -64,6 +64,7 @@ from .._core.validation import (
     check_int,
     check_positive,
     check_random_state,
+    plain,
     unit_rows,
 )
 from .logits import neg_max_softmax
@@ -89,11 +90,11 @@ def _check_shifts(shifts: Any) -> tuple[int, ...]:
     try:
         out = tuple(int(s) for s in shifts)
     except (TypeError, ValueError):
-        raise ValueError(f"shifts must be a sequence of integers; got {shifts!r}.") from None
+        raise ValueError(f"shifts must be a sequence of integers; got {plain(shifts)}.") from None
     if not out or any(s != t for s, t in zip(out, shifts, strict=True)):
-        raise ValueError(f"shifts must be a non-empty sequence of integers; got {shifts!r}.")
+        raise ValueError(f"shifts must be a non-empty sequence of integers; got {plain(shifts)}.")
     if len(set(s % 4 for s in out)) != len(out):
-        raise ValueError(f"shifts must be distinct modulo 4; got {shifts!r}.")
+        raise ValueError(f"shifts must be distinct modulo 4; got {plain(shifts)}.")
     return out
 
 
@@ -144,7 +145,7 @@ def joint_labels(labels: ArrayLike, n_shifts: int) -> tuple[NDArray[np.int64], .
     y = as_class_labels(labels, "labels")
     T = int(n_shifts)
     if T < 1:
-        raise ValueError(f"n_shifts must be >= 1; got {n_shifts!r}.")
+        raise ValueError(f"n_shifts must be >= 1; got {plain(n_shifts)}.")
     return tuple(y * T + j for j in range(T))
 
 
@@ -202,10 +203,11 @@ def _check_kinds(kinds: Any) -> tuple[str, ...]:
     try:
         out = tuple(kinds)
     except TypeError:
-        raise ValueError(f"kinds must be distinct names from {KINDS}; got {kinds!r}.") from None
+        raise ValueError(f"kinds must be distinct names from {KINDS}; "
+                         f"got {plain(kinds)}.") from None
     bad = [k for k in out if k not in KINDS]
     if not out or bad or len(set(out)) != len(out):
-        raise ValueError(f"kinds must be distinct names from {KINDS}; got {kinds!r}.")
+        raise ValueError(f"kinds must be distinct names from {KINDS}; got {plain(kinds)}.")
     return tuple(k for k in KINDS if k in out)
 
 
@@ -304,10 +306,10 @@ class ShiftedBaseScores(ParamsMixin):
         nu = self.nu
         if isinstance(nu, bool) or not isinstance(nu, (int, float, np.integer, np.floating)) \
                 or not 0.0 < nu <= 1.0:
-            raise ValueError(f"nu must be in (0, 1]; got {self.nu!r}.")
+            raise ValueError(f"nu must be in (0, 1]; got {plain(self.nu)}.")
         if not (isinstance(self.gamma, str) and self.gamma == "scale"):
             if isinstance(self.gamma, str):
-                raise ValueError(f"gamma must be 'scale' or a number > 0; got {self.gamma!r}.")
+                raise ValueError(f"gamma must be 'scale' or a number > 0; got {plain(self.gamma)}.")
             check_positive("gamma", self.gamma)
         if self.svm_max_samples is not None:
             check_int("svm_max_samples", self.svm_max_samples, 1)

@@ -18,6 +18,7 @@ from .._core.validation import (
     check_int,
     check_positive,
     check_random_state,
+    plain,
     unit_rows,
 )
 from .base import Detector, linear_layer
@@ -78,7 +79,7 @@ class ReAct(Detector):
         q = self.percentile
         if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)) \
                 or not 0 < q <= 100:
-            raise ValueError(f"percentile must be in (0, 100]; got {self.percentile!r}.")
+            raise ValueError(f"percentile must be in (0, 100]; got {plain(self.percentile)}.")
         check_positive("temperature", self.temperature)
         check_float_dtype("dtype", self.dtype)
 

@@ -55,6 +55,7 @@ from .._core.validation import (
     check_int,
     check_open_unit,
     check_probability,
+    plain,
 )
 from ..exceptions import InfeasibleTargetWarning
 
@@ -102,24 +103,29 @@ class RiskTPRCurve(NamedTuple):
     risk: F64
 
 
-def _sample(is_ood: Any, scores: Any, losses: Any = None) -> Sample:
+#: The ``losses`` of the metrics of the OOD marks alone (auroc, fpr_at_tpr, ...).
+_NO_LOSSES: Any = object()
+
+
+def _sample(is_ood: Any, scores: Any, losses: Any = _NO_LOSSES) -> Sample:
     """The sample of the arrays, or of a ScoreTable or PairTable given as ``is_ood`` (the
     metrics that take the OOD marks first) or as ``losses`` (those that take the losses
     first)."""
+    no_losses = losses is _NO_LOSSES
     if isinstance(losses, (ScoreTable, PairTable)):
         first, rest = losses, {"is_ood": is_ood, "scores": scores}
     elif isinstance(is_ood, (ScoreTable, PairTable)):
-        first, rest = is_ood, {"scores": scores, "losses": losses}
+        first, rest = is_ood, {"scores": scores, "losses": None if no_losses else losses}
     else:
         first = None
     if isinstance(first, PairTable):
         return Sample.from_pairs(first, rest)
     if first is not None:
         return Sample.from_table(table_or_none(first, rest))  # type: ignore[arg-type]
-    s = np.asarray(scores, dtype=np.float64) if not isinstance(scores, np.ndarray) else scores
-    n = s.shape[0] if s.ndim else 0
-    ls = np.zeros(n) if losses is None else losses
-    return Sample(*validate_sample(scores, is_ood, ls, None))
+    if losses is None:  # a metric of the losses given None: no zero losses in its place
+        raise ValueError("losses must be an array of the per-sample losses (or a ScoreTable "
+                         "or PairTable in its place); got None.")
+    return Sample(*validate_sample(scores, is_ood, None if no_losses else losses, None))
 
 
 def _one_column(sample: Sample) -> F64:
@@ -592,7 +598,7 @@ def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable | PairTable,
     """
     fa = check_probability("false_alarm", false_alarm)
     if fa >= 1.0:
-        raise ValueError(f"false_alarm must be in [0, 1); got {false_alarm!r}.")
+        raise ValueError(f"false_alarm must be in [0, 1); got {plain(false_alarm)}.")
     return tnr_at_tpr(is_ood, scores, 1.0 - fa, search=search, n_directions=n_directions)
 
 

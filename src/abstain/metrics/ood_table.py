@@ -23,6 +23,7 @@ from .._core.validation import (
     check_fraction,
     check_int,
     check_probability,
+    plain,
 )
 from ..exceptions import InfeasibleTargetWarning
 from .bootstrap import bootstrap_interval
@@ -97,7 +98,7 @@ class OODEvaluation(NamedTuple):
     def row(self, method: str) -> dict[str, float]:
         """The applicable metrics of one score, by key."""
         if method not in self.methods:
-            raise ValueError(f"method must be one of {self.methods}; got {method!r}.")
+            raise ValueError(f"method must be one of {self.methods}; got {plain(method)}.")
         i = self.methods.index(method)
         return {k: float(self.values[i, j]) for j, k in enumerate(self.metrics)
                 if self.applicable[i, j]}
@@ -122,7 +123,7 @@ def _score_columns(scores: Mapping[str, ArrayLike], n: int) -> dict[str, NDArray
     out = {}
     for name, values in scores.items():
         if not isinstance(name, str):
-            raise ValueError(f"scores must have str names; got {name!r}.")
+            raise ValueError(f"scores must have str names; got {plain(name)}.")
         if isinstance(values, (ScoreTable, PairTable)):
             raise ValueError(f"scores[{name!r}] is a {type(values).__name__}; evaluate_ood "
                              "takes the rows (every score shares one is_ood, and its bootstrap "

@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.base import ParamsMixin, not_fitted_error, warn_y_ignored
 from .._core.deprecation import warn_renamed
 from .._core.optional import require
+from .._core.validation import plain
 from ..scores.losses import check_loss_matrix
 from ..scores.plugin import conditional_risk, margin
 from .selective import BoundedAbstention, BoundedImprovement, CostBased
@@ -174,7 +175,7 @@ class SelectiveClassifier(ParamsMixin):
             return idx, np.asarray(score(est, X), dtype=np.float64)
         if score not in _SCORES:
             raise ValueError(f"score_func must be a callable or one of {_SCORES}; "
-                             f"got {score!r}.")
+                             f"got {plain(score)}.")
         has_proba = hasattr(est, "predict_proba")
         if score == "conditional_risk" or (score == "auto" and has_proba):
             if not has_proba:
@@ -212,7 +213,7 @@ class SelectiveClassifier(ParamsMixin):
         else:
             size = self.calibration_size
             if not isinstance(size, (int, float)) or not 0.0 < float(size) < 1.0:
-                raise ValueError(f"calibration_size must be in (0, 1); got {size!r}.")
+                raise ValueError(f"calibration_size must be in (0, 1); got {plain(size)}.")
             _, counts = np.unique(y, return_counts=True)
             stratify = y if counts.min() >= 2 else None
             X_fit, X_cal, y_fit, y_cal = sklearn.model_selection.train_test_split(

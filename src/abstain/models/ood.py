@@ -54,6 +54,7 @@ from .._core.validation import (
     check_positive,
     check_probability,
     check_random_state,
+    plain,
 )
 from ..exceptions import InfeasibleTargetWarning
 from ..metrics import fpr_at_tpr
@@ -169,13 +170,13 @@ class _OODRule(ParamsMixin):
             raise ValueError(f"fitted.weights_ must be a unit vector or [1, mu_]; got {w}.")
         if not math.isclose(math.atan2(w[1], w[0]), self.angle_, rel_tol=1e-9, abs_tol=1e-12):
             raise ValueError(f"fitted.angle_ must be the angle of fitted.weights_ "
-                             f"({math.atan2(w[1], w[0])!r}); got {self.angle_!r}.")
+                             f"({plain(math.atan2(w[1], w[0]))}); got {plain(self.angle_)}.")
         mu = w[1] / w[0] if w[0] > 0 else (math.inf if w[0] == 0 else math.nan)
         same = (math.isnan(mu) and math.isnan(self.mu_)) or math.isclose(mu, self.mu_,
                                                                           rel_tol=1e-9)
         if not same:
             raise ValueError(f"fitted.mu_ must be fitted.weights_[1] / fitted.weights_[0] "
-                             f"({mu!r}); got {self.mu_!r}.")
+                             f"({plain(mu)}); got {plain(self.mu_)}.")
 
     def _validate_search(self) -> None:
         self._search_args()
@@ -325,8 +326,8 @@ class BoundedTPRFPR(_OODRule):
             self._set(fit, self._certified(fit, rows, search, d, sample_weight),
                       ood_fraction(fit))
         if not self.feasible_:
-            what = "" if self.delta is None else f" certified with delta {self.delta!r}"
-            self._warn_infeasible(f"TPR >= {tpr!r} with FPR <= {fpr!r}{what}")
+            what = "" if self.delta is None else f" certified with delta {plain(self.delta)}"
+            self._warn_infeasible(f"TPR >= {plain(tpr)} with FPR <= {plain(fpr)}{what}")
         return self
 
     def _certified(self, fit: Sample, rows: tuple[Any, ...], search: str, d: int,
@@ -411,7 +412,7 @@ class BoundedPrecisionRecall(_OODRule):
         con = precision_recall_constraint(fit, kappa, recall, pi)
         self._set(fit, fit.run(search, d, con, None), pi)
         if not self.feasible_:
-            self._warn_infeasible(f"recall >= {recall!r} with precision >= {kappa!r}")
+            self._warn_infeasible(f"recall >= {plain(recall)} with precision >= {plain(kappa)}")
         return self
 
 
@@ -475,7 +476,7 @@ class CostBasedOOD(_OODRule):
         e3 = check_positive("reject_ood_cost", self.reject_ood_cost, allow_zero=True)
         if not e2 > e3:
             raise ValueError(f"predict_ood_cost must be greater than reject_ood_cost; got "
-                             f"{self.predict_ood_cost!r} <= {self.reject_ood_cost!r}.")
+                             f"{plain(self.predict_ood_cost)} <= {plain(self.reject_ood_cost)}.")
         if self.ood_prior is not None:
             check_open_unit("ood_prior", self.ood_prior)
         self._validate_search()
@@ -560,9 +561,7 @@ def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLi
 
 def _roc_sample(scores: Any, is_ood: Any) -> Sample:
     """The sample behind the ROC curves of arrays or of a table (no losses needed)."""
-    if isinstance(scores, (ScoreTable, PairTable)) or is_ood is None:
-        return Sample.of(scores, is_ood, None)
-    return Sample.of(scores, is_ood, np.zeros(len(np.asarray(is_ood))))
+    return Sample.of(scores, is_ood, None)
 
 
 def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,

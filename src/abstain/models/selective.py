@@ -50,6 +50,7 @@ from .._core.validation import (
     check_open_unit,
     check_positive,
     check_random_state,
+    plain,
 )
 from ..exceptions import InfeasibleTargetWarning
 
@@ -582,8 +583,8 @@ class BoundedImprovement(_RejectRule):
         if self.guarantee is not None:
             check_choice("guarantee", self.guarantee, ("expected_joint",))
             if self.delta is not None:
-                raise ValueError(f"guarantee={self.guarantee!r} is a statement in expectation "
-                                 f"and takes no delta; got delta={self.delta!r}.")
+                raise ValueError(f"guarantee={plain(self.guarantee)} is a statement in expectation "
+                                 f"and takes no delta; got delta={plain(self.delta)}.")
         check_positive("loss_bound", self.loss_bound)
         check_random_state("random_state", self.random_state)
 
@@ -647,7 +648,7 @@ class BoundedImprovement(_RejectRule):
             self.threshold_ = theta
         if not feasible and self.guarantee is not None:
             warnings.warn(
-                f"target_risk={lam!r} is infeasible for conformal risk control: accepting "
+                f"target_risk={plain(lam)} is infeasible for conformal risk control: accepting "
                 f"anything needs (accepted losses + loss_bound) / (n + 1) <= target_risk, "
                 f"and n + 1 = {groups.n + 1:g} rows give at least "
                 f"{self.loss_bound / (groups.n + 1):.6g}; the rule rejects everything.",
@@ -657,7 +658,7 @@ class BoundedImprovement(_RejectRule):
         elif not feasible:
             what = "risk bound" if self.delta is not None else "selective risk"
             warnings.warn(
-                f"target_risk={lam!r} is infeasible on this data: no threshold rule has a "
+                f"target_risk={plain(lam)} is infeasible on this data: no threshold rule has a "
                 f"{what} at or below it (lowest empirical selective risk {self.min_risk_:.6g}); "
                 "the rule rejects everything.",
                 InfeasibleTargetWarning,
@@ -735,8 +736,8 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
 
 def _check_crc_losses(top: float, loss_bound: float) -> None:
     if top > loss_bound:
-        raise ValueError(f"losses must be at most loss_bound={loss_bound!r} for conformal "
-                         f"risk control; got maximum {top!r}.")
+        raise ValueError(f"losses must be at most loss_bound={plain(loss_bound)} for conformal "
+                         f"risk control; got maximum {plain(top)}.")
 
 
 def _whole_bins(uncertainty: Any, losses: Any) -> tuple[Any, bool]:

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_real_array, check_random_state
+from .._core.validation import as_real_array, check_random_state, plain
 from ..detectors import Detector
 from ..detectors.base import pick_output
 from ..metrics import auroc
@@ -52,7 +52,7 @@ def _candidates(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
         for key, values in grid.items():
             if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
                 raise ValueError(f"grid[{key!r}] must be a non-empty list of values; got "
-                                 f"{values!r}.")
+                                 f"{plain(values)}.")
         out = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
     elif isinstance(grid, Sequence) and grid and all(isinstance(g, Mapping) for g in grid):
         out = [dict(g) for g in grid]

@@ -42,6 +42,7 @@ from .._core.validation import (
     check_positive,
     check_random_state,
     check_same_length,
+    plain,
 )
 from ..exceptions import ConvergenceWarning
 from .plugin import true_class_probability  # the target of TCP; its home is plugin
@@ -89,7 +90,7 @@ class _LinearScore(ParamsMixin):
             labels = np.asarray(self.classes)
             if labels.ndim != 1 or labels.size == 0 or labels.dtype == object:
                 raise ValueError(f"classes must be a non-empty 1-D array of labels or None; "
-                                 f"got {self.classes!r}.")
+                                 f"got {plain(self.classes)}.")
 
     def _blocks(self, y_pred: ArrayLike | None, n: int, fitting: bool) -> NDArray[np.intp]:
         """Block index of every row (all zeros for the shared feature map)."""
@@ -357,7 +358,8 @@ class _RidgeScore(_LinearScore):
         design = self._design(X, y_pred, fitting=True, baseline=baseline)
         target = as_losses(raw_target, name)
         if target.max() > upper:
-            raise ValueError(f"{name} must lie in [0, {upper:g}]; got maximum {target.max()!r}.")
+            raise ValueError(f"{name} must lie in [0, {upper:g}]; got maximum "
+                             f"{plain(target.max())}.")
         check_same_length(X=design.rows, **{name: target})
         n_blocks = len(design.bounds) - 1
         theta = _ridge(design, target[design.order], float(self.C), n_blocks)
@@ -690,7 +692,7 @@ class SELE(_LinearScore):
             or self.chunk_size < 2
         ):
             raise ValueError(
-                f"chunk_size must be an integer >= 2 or None; got {self.chunk_size!r}."
+                f"chunk_size must be an integer >= 2 or None; got {plain(self.chunk_size)}."
             )
         check_positive("tol", self.tol)
         if (
@@ -698,7 +700,7 @@ class SELE(_LinearScore):
             or not isinstance(self.max_iter, (int, np.integer))
             or self.max_iter < 1
         ):
-            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+            raise ValueError(f"max_iter must be a positive integer; got {plain(self.max_iter)}.")
         check_bool("warm_start", self.warm_start)
         check_random_state("random_state", self.random_state)
 

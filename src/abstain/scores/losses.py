@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_real_array, check_int
+from .._core.validation import as_real_array, check_int, plain
 
 __all__ = ["zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses"]
 
@@ -59,7 +59,7 @@ def check_loss_matrix(loss: ArrayLike, n_classes: int | None = None) -> NDArray[
     if not np.all(np.isfinite(arr)):
         raise ValueError("loss must be finite; got NaN or infinite entries.")
     if np.any(arr < 0):
-        raise ValueError(f"loss must be non-negative; got minimum {arr.min()!r}.")
+        raise ValueError(f"loss must be non-negative; got minimum {plain(arr.min())}.")
     return arr
 
 

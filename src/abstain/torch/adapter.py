@@ -18,7 +18,7 @@ from torch.nn import functional as F
 
 from .._core.files import atomic_path
 from .._core.progress import ProgressBar, as_show
-from .._core.validation import check_positive
+from .._core.validation import check_positive, plain
 
 #: The format name written into every file of :func:`save_state`.
 STATE_FORMAT = "abstain.torch-state/1"
@@ -59,7 +59,7 @@ class LastLayer(NamedTuple):
 def check_batch_size(batch_size: Any) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}.")
+        raise ValueError(f"batch_size must be a positive integer; got {plain(batch_size)}.")
     return int(batch_size)
 
 
@@ -483,14 +483,14 @@ def images_to_tensor(
         )
     if (mean is None) != (std is None):
         raise ValueError(
-            f"mean and std must be given together; got mean={mean!r} and std={std!r}."
+            f"mean and std must be given together; got mean={plain(mean)} and std={plain(std)}."
         )
     out = torch.from_numpy(arr.astype(np.float32)).div_(255.0)
     if mean is not None and std is not None:
         std = check_positive("std", std)
         if isinstance(mean, bool) or not isinstance(mean, (int, float, np.integer, np.floating)) \
                 or not np.isfinite(mean):
-            raise ValueError(f"mean must be a finite real number; got {mean!r}.")
+            raise ValueError(f"mean must be a finite real number; got {plain(mean)}.")
         out = out.sub_(float(mean)).div_(std)
     return out.unsqueeze(1)
 

@@ -12,7 +12,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._core.progress import ProgressBar, as_show
-from .._core.validation import check_positive
+from .._core.validation import check_positive, plain
 from .adapter import as_input, check_batch_size, check_finite, from_numpy
 
 
@@ -71,7 +71,7 @@ class SmallCNN(nn.Module):
                             ("width", width), ("feature_dim", feature_dim)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
                     or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+                raise ValueError(f"{name} must be a positive integer; got {plain(value)}.")
         self.n_classes = int(n_classes)
         self.in_channels = int(in_channels)
         rng: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
@@ -196,12 +196,12 @@ def train_classifier(
     1.0
     """
     if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 0:
-        raise ValueError(f"epochs must be a non-negative integer; got {epochs!r}.")
+        raise ValueError(f"epochs must be a non-negative integer; got {plain(epochs)}.")
     batch_size = check_batch_size(batch_size)
     lr = check_positive("lr", lr)
     weight_decay = check_positive("weight_decay", weight_decay, allow_zero=True)
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
-        raise ValueError(f"random_state must be an integer; got {random_state!r}.")
+        raise ValueError(f"random_state must be an integer; got {plain(random_state)}.")
     Xt = as_input(model, X)
     n = int(Xt.shape[0])
     yt = _as_labels(y, n)
