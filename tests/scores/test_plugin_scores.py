@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 from reference.scores_ref import conditional_risk_ref, mcp_ref, top2_margin_ref
 
 from abstain.losses import absolute_error_loss, zero_one_loss
-from abstain.scores import conditional_risk, margin, mcp
+from abstain.scores import conditional_risk, margin, mcp, true_class_probability
 
 
 def random_proba(rng, n, k):
@@ -158,6 +158,27 @@ def test_bad_proba(proba, match):
     for func in (mcp, lambda p: conditional_risk(p)):
         with pytest.raises(ValueError, match=match):
             func(proba)
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda: true_class_probability([[0.5, 0.5], [0.2, 0.8]], [0.5, 1]),
+     r"^y must be integer labels; got float values such as 0\.5\.$"),
+    (lambda: true_class_probability([[0.5, 0.5], [0.2, 0.8]], [1.0, 0.0]),
+     r"^y must be integer labels; got dtype float64 \(whole numbers: pass y\.astype\(int\)\)"),
+    (lambda: true_class_probability([[0.5, 0.5], [0.2, 0.8]], [0, 1, 1]),
+     r"^y must be integer labels of shape \(2,\), one per row; got shape \(3,\)\.$"),
+    (lambda: true_class_probability([[0.5, 0.5], [0.2, 0.8]], [0, 2]),
+     r"^y must hold class indices in 0\.\.1; got values from 0 to 2\.$"),
+    (lambda: conditional_risk([[0.5, 0.5], [0.2, 0.8]], prediction=[0.5, 1.0]),
+     r"^prediction must be integer labels; got float values such as 0\.5\.$"),
+    (lambda: conditional_risk([[0.5, 0.5], [0.2, 0.8]], prediction=[[0, 1]]),
+     r"^prediction must be integer labels of shape \(2,\), one per row; got shape \(1, 2\)"),
+    (lambda: conditional_risk([[0.5, 0.5], [0.2, 0.8]], prediction=[-1, 1]),
+     r"^prediction must hold class indices in 0\.\.1; got values from -1 to 1\.$"),
+])
+def test_labels_say_what_is_wrong_not_the_shape_they_have(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
 
 
 def test_bad_prediction_and_decision():

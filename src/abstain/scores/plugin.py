@@ -9,7 +9,13 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_features, as_proba, as_real_array, check_choice
+from .._core.validation import (
+    as_features,
+    as_label_indices,
+    as_proba,
+    as_real_array,
+    check_choice,
+)
 from .losses import check_loss_matrix
 
 __all__ = [
@@ -100,13 +106,7 @@ def conditional_risk(
     elif labels is not None:
         pred = _label_index(labels, prediction, p.shape[0])
     else:
-        pred = np.asarray(prediction)
-        if pred.shape != (p.shape[0],) or not np.issubdtype(pred.dtype, np.integer):
-            raise ValueError(
-                f"prediction must be integer labels of shape ({p.shape[0]},); got {pred.shape}."
-            )
-        if pred.min() < 0 or pred.max() >= k:
-            raise ValueError(f"prediction must hold labels in 0..{k - 1}.")
+        pred = as_label_indices(prediction, "prediction", p.shape[0], k)
     risk = np.take_along_axis(expected, pred[:, None], axis=1)[:, 0]
     out = pred.astype(np.intp) if labels is None else labels[pred]
     return ConditionalRisk(out, np.maximum(risk, 0.0))
@@ -273,9 +273,5 @@ def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64
     [0.7, 0.4]
     """
     p = as_features(proba, "proba")
-    labels = np.asarray(y)
-    if labels.shape != (p.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"y must be integer labels of shape ({p.shape[0]},); got {labels.shape}.")
-    if labels.min() < 0 or labels.max() >= p.shape[1]:
-        raise ValueError(f"y must hold class indices in 0..{p.shape[1] - 1}.")
+    labels = as_label_indices(y, "y", p.shape[0], p.shape[1])
     return p[np.arange(p.shape[0]), labels]
