@@ -46,5 +46,50 @@ def test_streaming_metric_refuses_misuse() -> None:
         StreamingMetric("aurc").merge(StreamingMetric("augrc"))
     with pytest.raises(TypeError, match=r"others\[0\] must be a StreamingMetric"):
         StreamingMetric("aurc").merge([1])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="ties='index' needs the row order"):
-        StreamingMetric("aurc", ties="index").update([0, 1], [0.1, 0.2]).compute()
+    with pytest.raises(ValueError, match="^ties='index' needs the row order"):
+        StreamingMetric("aurc", ties="index")  # refused at construction, not at compute
+
+
+@pytest.mark.parametrize(("metric", "options", "error", "match"), [
+    ("aurc", {"ties": "first"}, ValueError,
+     r"^ties must be one of 'mean', 'index'; got 'first'\.$"),
+    ("aurc", {"coverage": 0.5}, TypeError,
+     r"^options of aurc must be among ties; got 'coverage'\.$"),
+    ("sele_loss", {"ties": "mean"}, TypeError,
+     r"^options of sele_loss must be omitted \(it takes none\); got 'ties'\.$"),
+    ("aurc", {"uncertainty": [0.1]}, TypeError, r"^options of aurc must be among ties; got "
+                                                r"'uncertainty'\.$"),
+    ("selective_risk_at_coverage", {"coverage": np.float64(1.5)}, ValueError,
+     r"^coverage must be in \(0, 1\]; got 1\.5\.$"),
+    ("selective_risk_at_coverage", {}, ValueError, r"^coverage must be a real number; got None\.$"),
+    ("coverage_at_risk", {"target_risk": -1}, ValueError,
+     r"^target_risk must be a finite number in \(0, inf\); got -1\.$"),
+    ("fpr_at_tpr", {"tpr": 0}, ValueError, r"^tpr must be in \(0, 1\]; got 0\.$"),
+    ("auroc", {"search": "all"}, ValueError, r"^search must be one of 'grid', 'exact'; got 'all'"),
+    ("auroc", {"n_points": 1}, ValueError, r"^n_points must be an integer >= 2; got 1\.$"),
+    ("oscr", {"n_directions": np.int64(0)}, ValueError,
+     r"^n_directions must be an integer >= 1; got 0\.$"),
+    ("selective_risk_at_tpr_fpr", {"tpr": 0.5, "fpr": 2.0}, ValueError,
+     r"^fpr must be in \[0, 1\]; got 2\.0\.$"),
+    ("selective_risk_at_precision_recall", {"precision": 0.5, "recall": 0.5, "ood_prior": 1},
+     ValueError, r"^ood_prior must be in \(0, 1\); got 1\.$"),
+])
+def test_options_are_checked_at_construction_with_the_metrics_messages(
+        metric: str, options: dict, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        StreamingMetric(metric, **options)
+
+
+def test_every_metric_constructs_with_its_valid_options_and_a_bad_name_is_plain() -> None:
+    for metric, options in [("selective_risk_at_coverage", {"coverage": 0.5}),
+                            ("coverage_at_risk", {"target_risk": 0.1}),
+                            ("ccr_at_fpr", {"fpr": 0.1}),
+                            ("selective_risk_at_tpr_fpr", {"tpr": 0.9, "fpr": 0.1}),
+                            ("selective_risk_at_precision_recall",
+                             {"precision": 0.99, "recall": 0.99}),  # infeasible on the probe
+                            ("auroc", {"search": "exact"})]:
+        assert StreamingMetric(metric, **options).options == options
+    with pytest.raises(ValueError, match=r"; got \['aurc'\]\.$"):
+        StreamingMetric(["aurc"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"; got 'x'\.$"):
+        StreamingMetric(np.str_("x"))

@@ -8,12 +8,16 @@ the state stays as small as the number of distinct scores.
 
 from __future__ import annotations
 
+import functools
+import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 from numpy.typing import ArrayLike
 
 from .._core.table import ScoreTable
+from .._core.validation import plain
 from .ood import (
     aupr_in,
     aupr_out,
@@ -50,6 +54,34 @@ _LISTED: list[tuple[Callable[..., Any], bool]] = [
 _METRICS: dict[str, tuple[Callable[..., Any], bool]] = {f.__name__: (f, o) for f, o in _LISTED}
 
 
+#: The data arguments of the metrics, which the table replaces: never an option.
+_DATA = ("losses", "uncertainty", "is_ood", "scores")
+
+
+@functools.cache
+def _probe(needs_ood: bool) -> ScoreTable:
+    """Two ID rows (and two OOD rows for the OOD metrics) on which every metric is defined."""
+    if needs_ood:
+        return ScoreTable.from_arrays([0.0, 1.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0],
+                                      is_ood=[0, 1, 0, 1])
+    return ScoreTable.from_arrays([0.0, 1.0], [0.0, 1.0])
+
+
+def _check_options(metric: str, function: Callable[..., Any], needs_ood: bool,
+                   options: dict[str, Any]) -> None:
+    """Raise at construction what ``compute`` would raise for ``options``: an unknown name,
+    or a value the metric refuses (its own message, from the metric run on a probe table)."""
+    known = [p for p in inspect.signature(function).parameters if p not in _DATA]
+    unknown = [name for name in options if name not in known]
+    if unknown:
+        allowed = f"be among {', '.join(known)}" if known else "be omitted (it takes none)"
+        raise TypeError(f"options of {metric} must {allowed}; got "
+                        f"{', '.join(map(repr, unknown))}.")
+    with warnings.catch_warnings():  # a target the probe cannot meet warns: not an error
+        warnings.simplefilter("ignore")
+        function(_probe(needs_ood), **options)
+
+
 class StreamingMetric:
     """A metric of :mod:`abstain.metrics` accumulated batch by batch (the torchmetrics habit).
 
@@ -71,6 +103,8 @@ class StreamingMetric:
     **options
         Keyword arguments of the metric (``coverage=0.8``, ``tpr=0.95``, ...), passed to it
         by ``compute``. ``ties`` may only be ``"mean"``: the order of rows is not kept.
+        Checked here, with the metric's own messages: an unknown name raises ``TypeError``,
+        a value the metric refuses (or a required target left out) ``ValueError``.
 
     Attributes
     ----------
@@ -91,13 +125,14 @@ class StreamingMetric:
     """
 
     def __init__(self, metric: str, **options: Any) -> None:
-        if metric not in _METRICS:
+        if not isinstance(metric, str) or metric not in _METRICS:
             raise ValueError(f"metric must be one of {', '.join(sorted(_METRICS))}; "
-                             f"got {metric!r}.")
+                             f"got {plain(metric)}.")
         self.metric = metric
         self.options = options
         self._function, self._needs_ood = _METRICS[metric]
         self.table = ScoreTable()
+        _check_options(metric, self._function, self._needs_ood, options)
 
     def update(self, losses: ArrayLike, uncertainty: ArrayLike, *,
                is_ood: ArrayLike | None = None) -> StreamingMetric:
