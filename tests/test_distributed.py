@@ -148,3 +148,26 @@ def test_pair_table_refuses_bad_input(client, rows) -> None:
     empty = da.zeros((0, 2), chunks=(1, 2))
     with pytest.raises(ValueError, match="scores must not be empty"):
         pair_table(empty, da.zeros(0, chunks=1), is_ood=da.zeros(0, chunks=1))
+
+
+def test_a_mismatch_names_the_arguments_passed_and_a_2d_column_its_shape() -> None:
+    u, pairs = da.from_array(np.linspace(0, 1, 10), chunks=5), da.zeros((10, 2), chunks=5)
+    marks = da.from_array(np.arange(10) % 2, chunks=5)
+    with pytest.raises(ValueError, match=r"^losses must be a one-dimensional Dask array \(one "
+                                         r"value per row\); got shape \(10, 2\)\.$"):
+        score_table(u, da.zeros((10, 2), chunks=5))  # same length: not a length mismatch
+    with pytest.raises(ValueError, match=r"^is_ood must be a one-dimensional Dask array"):
+        score_table(u, da.zeros(10, chunks=5), is_ood=da.zeros((10, 1), chunks=5))
+    with pytest.raises(ValueError, match=r"^uncertainty must be a one-dimensional Dask array"):
+        score_table(da.zeros((10, 2), chunks=5), da.zeros(10, chunks=5))
+    with pytest.raises(ValueError, match=r"^uncertainty and losses must have the same length; got "
+                                         r"uncertainty has 10, losses has 9\.$"):
+        score_table(u, da.zeros(9, chunks=5))
+    with pytest.raises(ValueError, match=r"^scores and losses must have the same length; got "
+                                         r"scores has 10, losses has 9\.$"):
+        pair_table(pairs, da.zeros(9, chunks=5), is_ood=marks)
+    with pytest.raises(ValueError, match=r"^scores and is_ood must have the same length; got "
+                                         r"scores has 10, is_ood has 11\.$"):
+        pair_table(pairs, da.zeros(10, chunks=5), is_ood=da.zeros(11, chunks=5))
+    with pytest.raises(ValueError, match=r"^losses must be a one-dimensional Dask array"):
+        pair_table(pairs, da.zeros((10, 2), chunks=5), is_ood=marks)

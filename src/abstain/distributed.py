@@ -87,14 +87,19 @@ def _pieces(x: Any, name: str) -> tuple[list[Any], tuple[int, ...] | None]:
     return [np.asarray(x)], None
 
 
-def _aligned(u: Any, other: Any, name: str) -> Any:
-    """``other`` with the chunks of ``u`` when both are Dask arrays."""
+def _aligned(u: Any, other: Any, name: str, u_name: str) -> Any:
+    """``other`` with the chunks of ``u`` (the rows of the argument ``u_name``) when both
+    are Dask arrays."""
     import dask.array as da
 
     if isinstance(u, da.Array) and isinstance(other, da.Array):
+        for arr, arr_name in ((u, u_name), (other, name)):
+            if arr.ndim != 1:
+                raise ValueError(f"{arr_name} must be a one-dimensional Dask array (one value "
+                                 f"per row); got shape {arr.shape}.")
         if other.shape != u.shape:
-            raise ValueError(f"uncertainty and {name} must have the same length; got "
-                             f"{u.shape[0]} and {other.shape[0]}.")
+            raise ValueError(f"{u_name} and {name} must have the same length; got {u_name} "
+                             f"has {u.shape[0]}, {name} has {other.shape[0]}.")
         if other.chunks != u.chunks:
             return other.rechunk(u.chunks)
     return other
@@ -231,8 +236,8 @@ def score_table(
     fan_in = check_int("fan_in", fan_in, 2)
     if n_ranges is not None:
         n_ranges = check_int("n_ranges", n_ranges, 2)
-    losses = _aligned(uncertainty, losses, "losses")
-    is_ood = None if is_ood is None else _aligned(uncertainty, is_ood, "is_ood")
+    losses = _aligned(uncertainty, losses, "losses", "uncertainty")
+    is_ood = None if is_ood is None else _aligned(uncertainty, is_ood, "is_ood", "uncertainty")
     u_parts, u_sizes = _pieces(uncertainty, "uncertainty")
     l_parts, l_sizes = _pieces(losses, "losses")
     o_parts = [None] * len(u_parts) if is_ood is None else _pieces(is_ood, "is_ood")[0]
@@ -372,7 +377,8 @@ def pair_table(
     s_parts, s_sizes = _pair_pieces(scores)
     if isinstance(scores, da.Array):
         rows = scores[:, 0]
-        losses, is_ood = _aligned(rows, losses, "losses"), _aligned(rows, is_ood, "is_ood")
+        losses = _aligned(rows, losses, "losses", "scores")
+        is_ood = _aligned(rows, is_ood, "is_ood", "scores")
     l_parts, _ = _pieces(losses, "losses")
     o_parts, _ = _pieces(is_ood, "is_ood")
     if not (len(s_parts) == len(l_parts) == len(o_parts)):
