@@ -116,3 +116,26 @@ def test_binned_tables_refuse_what_they_cannot_do() -> None:
         CostBased(0.5).fit(b, [0.0])
     with pytest.raises(ValueError, match="must not be empty"):
         BinnedTable([0.0, 1.0]).aurc()
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("scores", [[-1e308, 1e308], [1.7976931348623157e308] * 2,
+                                    [-1.7976931348623157e308] * 2, [1e300, 1e300], [3.0, 3.0],
+                                    [-0.5, 0.25, 2.0]])
+def test_n_bins_gives_finite_edges_around_any_finite_scores(scores: list[float]) -> None:
+    table = ScoreTable.from_arrays(scores, [0.0] * len(scores))
+    b = table.binned(4)
+    assert np.all(np.isfinite(b.edges)) and np.all(np.diff(b.edges) > 0)
+    assert b.edges[0] <= min(scores) and max(scores) <= b.edges[-1]
+    assert b.counts.sum() == len(scores)
+
+
+def test_n_bins_too_many_for_the_scores_range_says_so() -> None:
+    for scores, shown in (([1.0, np.nextafter(1.0, 2.0)], r"\[1\.0, 1\.0000000000000002\]"),
+                          ([0.0, 5e-324], r"\[0\.0, 5e-324\]")):
+        with pytest.raises(ValueError, match=rf"^n_bins must leave distinct bin edges; got 4 "
+                                             rf"equal bins over the scores' range {shown}, which "
+                                             r"holds fewer than 5 distinct floats: give fewer "
+                                             r"bins, or edges\.$"):
+            ScoreTable.from_arrays(scores, [0.0, 0.0]).binned(4)
+    assert ScoreTable.from_arrays([1.0, np.nextafter(1.0, 2.0)], [0.0, 0.0]).binned(1).n == 2

@@ -11,6 +11,7 @@ and its constraint holds on the rows.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .groups import group_totals, harmonic_difference
 from .table import ScoreTable
-from .validation import as_real_array
+from .validation import as_real_array, plain
 
 __all__ = ["BinnedTable", "Bounded"]
 
@@ -104,9 +105,9 @@ class BinnedTable:
 
     def _bins(self, values: F64) -> NDArray[np.intp]:
         if values.size and (values[0] < self.edges[0] or values[-1] > self.edges[-1]):
-            raise ValueError(f"uncertainty must be within the bin edges [{self.edges[0]!r}, "
-                             f"{self.edges[-1]!r}]; got values from {values[0]!r} to "
-                             f"{values[-1]!r}.")
+            raise ValueError(f"uncertainty must be within the bin edges "
+                             f"[{plain(self.edges[0])}, {plain(self.edges[-1])}]; got values "
+                             f"from {plain(values[0])} to {plain(values[-1])}.")
         k = np.searchsorted(self.edges, values, side="right") - 1
         return np.minimum(k, self.edges.size - 2)
 
@@ -291,5 +292,16 @@ def binned(table: ScoreTable, n_bins: int | None = None, *,
         if table.n == 0:
             raise ValueError("the ScoreTable must not be empty; got a table of 0 rows.")
         lo, hi = float(table.values[0]), float(table.values[-1])
-        edges = np.linspace(lo, hi if hi > lo else lo + 1.0, k + 1)
+        if hi == lo:  # one distinct score: a range from it, 1 wide (wider for a huge score)
+            width = max(1.0, abs(lo) * 2.0 ** -20)
+            lo, hi = (lo, lo + width) if math.isfinite(lo + width) else (lo - width, lo)
+        with np.errstate(over="ignore", invalid="ignore"):
+            edges = np.linspace(lo, hi, k + 1)
+        if not np.all(np.isfinite(edges)):  # hi - lo overflows: weigh the ends instead
+            t = np.arange(k + 1) / k
+            edges = lo * (1.0 - t) + hi * t
+        if not np.all(np.diff(edges) > 0):
+            raise ValueError(f"n_bins must leave distinct bin edges; got {k} equal bins over "
+                             f"the scores' range [{lo!r}, {hi!r}], which holds fewer than "
+                             f"{k + 1} distinct floats: give fewer bins, or edges.")
     return BinnedTable(edges).add(table)
