@@ -103,3 +103,11 @@ def test_refusals_name_what_is_wrong(tied_pairs):
     bad.values = bad.values[::-1].copy()
     with pytest.raises(ValueError, match="distinct pairs in lexicographic order"):
         abstain.load_json(bad.to_json())
+
+
+def test_2d_losses_of_the_right_length_are_refused_with_their_shape() -> None:
+    s = [[0.1, 0.2], [0.3, 0.4]]
+    for losses in ([[0.0, 1.0], [1.0, 0.0]], [[0.0], [1.0]]):  # were broadcast against is_ood
+        with pytest.raises(ValueError, match=rf"^losses must be one-dimensional; got an array "
+                                             rf"of shape \({len(losses)}, {len(losses[0])}\)\.$"):
+            PairTable.from_arrays(s, losses, is_ood=[0, 1])

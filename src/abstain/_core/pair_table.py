@@ -130,6 +130,9 @@ class PairTable(ParamsMixin):
         s = np.stack([as_scores(arr[:, j], f"scores[:, {j}]") for j in range(2)], axis=1)
         ood = as_ood_marks(is_ood)
         raw = as_real_array(losses, "losses")
+        if raw.ndim != 1:
+            raise ValueError(f"losses must be one-dimensional; got an array of shape "
+                             f"{raw.shape}.")
         check_same_length(scores=s, is_ood=ood, losses=raw)
         check_nan_only_on_ood(raw, ood)
         ls = as_losses(np.where(ood, 0.0, raw))
