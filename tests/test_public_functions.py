@@ -36,23 +36,32 @@ SAYS = {
     "inf": r"(finite|infinite)",
     "complex": r"dtype complex128",
     "string": r"dtype <U",
+    "text": r"dtype <U3",
     "ndim": r"(one-dimensional|2-D|shape)",
+    "wide": r"(one-dimensional|shape|columns)",  # (n, 3) for (n,): same length, not 1-D
     "length": r"(same length|shape of)",
+    "table": r"(got a ScoreTable: pass the arrays, or pass the table alone|is a ScoreTable; "
+             r".* pass the table to the metrics)",
+    "one_class": r"must contain both ID \(False\) and OOD \(True\) samples; got only ID",
 }
+
+TABLE = metrics.ScoreTable.from_arrays(U, L01)
 
 
 def _bad_1d(x: np.ndarray) -> dict[str, Any]:
     nan, inf = x.astype(float), x.astype(float)
     nan[0], inf[0] = np.nan, np.inf
     return {"empty": [], "nan": nan, "inf": inf, "complex": x + 1j,
-            "string": x.astype(str), "ndim": x[:, None, None], "length": x[:-1]}
+            "string": x.astype(str), "text": "abc", "ndim": x[:, None, None],
+            "wide": np.column_stack([x, x, x]), "length": x[:-1], "table": TABLE}
 
 
 def _bad_2d(x: np.ndarray) -> dict[str, Any]:
     nan, inf = x.astype(float), x.astype(float)
     nan[0, 0], inf[0, 0] = np.nan, np.inf
     return {"empty": np.empty((0, x.shape[1])), "nan": nan, "inf": inf, "complex": x + 1j,
-            "string": x.astype(str), "ndim": x[:, 0, None, None]}
+            "string": x.astype(str), "text": "abc", "ndim": x[:, 0, None, None],
+            "table": TABLE}
 
 
 Call = Callable[..., Any]
@@ -65,8 +74,8 @@ def case(name: str, call: Call, good: dict[str, Any], **refuse: Any) -> None:
 
 
 ALL = None
-NO_LEN = ("empty", "nan", "inf", "complex", "string", "ndim")
-M2 = ("empty", "nan", "inf", "complex", "string", "ndim")
+NO_LEN = ("empty", "nan", "inf", "complex", "string", "text", "ndim", "table")
+M2 = ("empty", "nan", "inf", "complex", "string", "text", "ndim", "table")
 
 for f in (metrics.aurc, metrics.e_aurc, metrics.augrc, metrics.sele_loss,
           metrics.risk_coverage_curve):
@@ -154,7 +163,9 @@ case("ScoreTable.from_arrays",
 case("PairTable.from_arrays",
      lambda **k: models.PairTable.from_arrays(k["scores"], k["losses"], is_ood=k["is_ood"]),
      {"scores": S2, "losses": L01, "is_ood": OOD}, scores=M2,
-     losses=("nan", "inf", "complex", "string", "ndim", "length"), is_ood=ALL)  # empty: length
+     losses=("nan", "inf", "complex", "string", "text", "ndim", "wide", "length", "table"),
+     is_ood=("empty", "nan", "inf", "complex", "string", "text", "ndim", "wide", "length",
+             "table"))  # losses empty: a length mismatch; one class in a batch: accepted
 case("StreamingMetric.update",
      lambda **k: metrics.StreamingMetric("aurc").update(k["losses"], k["uncertainty"]),
      {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
@@ -221,6 +232,8 @@ def _params() -> list[Any]:
         for arg, kinds in refuse.items():
             x = np.asarray(good[arg])
             bad = _bad_1d(x) if x.ndim == 1 else _bad_2d(x)
+            if arg.endswith("is_ood"):
+                bad["one_class"] = np.zeros_like(x)
             for kind in kinds or bad:
                 out.append(pytest.param(call, good, arg, kind, bad[kind],
                                         id=f"{name}-{arg}-{kind}"))
@@ -235,10 +248,22 @@ def test_bad_input_raises_value_error_naming_the_argument(
     says = SAYS[kind]
     if kind == "length":  # either argument may be the one named
         pattern = says
+    elif kind == "table":  # in the table's own place, the arguments it replaces are named
+        pattern = rf"^({re.escape(arg)}\b.*{says}|.* must be omitted when a ScoreTable is given)"
     else:
         pattern = rf"^{re.escape(arg)}\b.*{says}"
-    with pytest.raises(ValueError, match=pattern):
+    with pytest.raises(ValueError, match=pattern) as info:
         call(**{**good, arg: value})
+    check_plain(str(info.value))
+
+
+def check_plain(message: str) -> None:
+    """No NumPy repr in ``message``, and what it got is not what it requires."""
+    assert "np." not in message and "dtype object" not in message, message
+    required, _, got = message.partition("; got ")
+    got = got.split(";")[0].rstrip(".").strip()
+    if got:
+        assert got not in required, f"got {got!r} is what is required: {message}"
 
 
 #: Public names with no array input of their own, or checked elsewhere: result types and
@@ -401,3 +426,44 @@ def test_pandas_series_are_accepted_wherever_arrays_are() -> None:
     rule = models.BoundedAbstention(0.5).fit(s, loss)
     assert rule.threshold_ == models.BoundedAbstention(0.5).fit(U, L01).threshold_
     assert rule.accept_proba(s).tolist() == rule.accept_proba(U).tolist()
+
+
+F = np.float64
+I = np.int64  # noqa: E741
+#: (id, call, the argument named, the value shown): out-of-range targets given as NumPy
+#: scalars, as they come out of arrays and config files read with NumPy
+TARGETS: list[tuple[str, Call, str, str]] = [
+    ("selective_risk_at_coverage", lambda: metrics.selective_risk_at_coverage(L01, U, F(1.5)),
+     "coverage", "1.5"),
+    ("coverage_at_risk", lambda: metrics.coverage_at_risk(L01, U, F(-0.5)), "target_risk", "-0.5"),
+    ("fpr_at_tpr", lambda: metrics.fpr_at_tpr(OOD, U, F(1.25)), "tpr", "1.25"),
+    ("ccr_at_fpr", lambda: metrics.ccr_at_fpr(L01, OOD, U, F(2.0)), "fpr", "2.0"),
+    ("detection_rate_at_false_alarm",
+     lambda: metrics.detection_rate_at_false_alarm(OOD, U, F(1.0)), "false_alarm", "1.0"),
+    ("auroc", lambda: metrics.auroc(OOD, S2, n_directions=I(0)), "n_directions", "0"),
+    ("bootstrap_interval",
+     lambda: metrics.bootstrap_interval(lambda i: 0.0, OOD, n_bootstrap=I(-1)), "n_bootstrap",
+     "-1"),
+    ("BoundedAbstention", lambda: models.BoundedAbstention(F(0.0)).fit(U, L01),
+     "target_coverage", "0.0"),
+    ("BoundedImprovement", lambda: models.BoundedImprovement(F(-1.0)).fit(U, L01),
+     "target_risk", "-1.0"),
+    ("BoundedTPRFPR", lambda: models.BoundedTPRFPR(tpr=F(1.5)).fit(U, OOD, L01), "tpr", "1.5"),
+    ("least_fpr_at_tpr", lambda: models.least_fpr_at_tpr(U, OOD, tpr=F(0.0)), "tpr", "0.0"),
+    ("KNN", lambda: detectors.KNN(k=I(0)).fit(FEATS), "k", "0"),
+    ("GEN", lambda: detectors.GEN(gamma=F(2.0)).score(LOGITS), "gamma", "2.0"),
+    ("conformal_threshold", lambda: combine.conformal_threshold(U, F(1.5)), "alpha", "1.5"),
+    ("GuaranteedDetector", lambda: combine.GuaranteedDetector(alpha=F(0.3), delta=F(1.5)).fit(U),
+     "delta", "1.5"),
+    ("StreamingMetric", lambda: metrics.StreamingMetric("aurc", ties=np.str_("first")), "ties",
+     "'first'"),
+]
+
+
+@pytest.mark.parametrize(("call", "arg", "shown"), [pytest.param(*t[1:], id=t[0])
+                                                    for t in TARGETS])
+def test_out_of_range_numpy_targets_are_named_and_shown_as_plain_numbers(
+        call: Call, arg: str, shown: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{arg} must .*; got {re.escape(shown)}\.$") as info:
+        call()
+    check_plain(str(info.value))

@@ -35,7 +35,6 @@ from .._core.serialize import (
 from .._core.validation import (
     as_features,
     as_losses,
-    as_real_array,
     as_scores,
     check_bool,
     check_choice,
@@ -574,12 +573,10 @@ def sele_objective(
     >>> round(sele_objective([0.0, 0.0], [1.0, 0.0]), 6)  # log(2) / 2
     0.346574
     """
-    s = as_real_array(scores, "scores")
+    s = as_scores(scores, "scores")
     ls = as_losses(losses)
-    if s.shape != ls.shape or not np.isfinite(s).all():
-        raise ValueError(
-            f"scores must be finite with the shape of losses {ls.shape}; got {s.shape}."
-        )
+    if s.shape != ls.shape:
+        raise ValueError(f"scores must have the shape of losses {ls.shape}; got {s.shape}.")
     labels = np.zeros(len(ls), dtype=np.intp) if groups is None else np.asarray(groups)
     check_same_length(losses=ls, groups=labels)
     total = 0.0
