@@ -467,3 +467,28 @@ def test_out_of_range_numpy_targets_are_named_and_shown_as_plain_numbers(
     with pytest.raises(ValueError, match=rf"^{arg} must .*; got {re.escape(shown)}\.$") as info:
         call()
     check_plain(str(info.value))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: metrics.oscr(None, OOD, U), lambda: metrics.ccr_at_fpr(None, OOD, U, 0.5),
+    lambda: metrics.selective_risk_at_tpr_fpr(None, OOD, U, 0.5, 0.5),
+    lambda: metrics.selective_risk_at_precision_recall(None, OOD, U, 0.5, 0.5),
+    lambda: metrics.risk_coverage_curve_at_fpr(None, OOD, U, 0.5),
+])
+def test_metrics_of_the_losses_refuse_none_instead_of_zero_losses(call: Call) -> None:
+    with pytest.raises(ValueError, match=r"^losses must be an array of the per-sample losses "
+                                         r"\(or a ScoreTable or PairTable in its place\); got "
+                                         r"None\.$"):
+        call()
+
+
+def test_metrics_without_losses_name_only_the_arguments_passed() -> None:
+    for call in (lambda: metrics.auroc(OOD[:-1], U),
+                 lambda: models.least_fpr_at_tpr(U, OOD[:-1], tpr=0.5),
+                 lambda: models.most_recall_at_precision(U, OOD[:-1], precision=0.5)):
+        with pytest.raises(ValueError, match=r"^scores and is_ood must have the same length; "
+                                             r"got scores has 12, is_ood has 11\.$"):
+            call()
+    for bad in ("abc", TABLE, None):  # a TypeError from len() before
+        with pytest.raises(ValueError, match=r"^is_ood must "):
+            models.most_recall_at_precision(U, bad, precision=0.5)
