@@ -474,11 +474,11 @@ def test_out_of_range_numpy_targets_are_named_and_shown_as_plain_numbers(
     lambda: metrics.selective_risk_at_tpr_fpr(None, OOD, U, 0.5, 0.5),
     lambda: metrics.selective_risk_at_precision_recall(None, OOD, U, 0.5, 0.5),
     lambda: metrics.risk_coverage_curve_at_fpr(None, OOD, U, 0.5),
+    lambda: models.BoundedTPRFPR().fit(U, OOD, None),
+    lambda: models.BoundedPrecisionRecall().fit(U, OOD, None),
 ])
 def test_metrics_of_the_losses_refuse_none_instead_of_zero_losses(call: Call) -> None:
-    with pytest.raises(ValueError, match=r"^losses must be an array of the per-sample losses "
-                                         r"\(or a ScoreTable or PairTable in its place\); got "
-                                         r"None\.$"):
+    with pytest.raises(ValueError, match=r"^losses must be an array of real numbers; got None\.$"):
         call()
 
 

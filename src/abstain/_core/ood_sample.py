@@ -55,19 +55,23 @@ def as_score_matrix(scores: ArrayLike, name: str = "scores") -> NDArray[np.float
     return np.stack(cols, axis=1)
 
 
+#: The ``losses`` of the callers that need none (the ROC metrics and fits): zero losses,
+#: and a length mismatch names only ``scores`` and ``is_ood``. None stays an error.
+NO_LOSSES: Any = object()
+
+
 def validate_sample(
-    scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike | None,
-    sample_weight: ArrayLike | None,
+    scores: ArrayLike, is_ood: ArrayLike, losses: ArrayLike, sample_weight: ArrayLike | None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Return ``(scores (n, k), w_id, w_ood, w_loss)`` for a validation sample.
 
     ``losses`` must be finite and non-negative on ID rows; on OOD rows, where they are
-    ignored, NaN (only NaN, as the file format writes) is accepted too. None is for the
-    callers that need no losses (the ROC metrics and fits): zero losses.
+    ignored, NaN (only NaN, as the file format writes) is accepted too; :data:`NO_LOSSES`
+    for the callers that need none.
     """
     s = as_score_matrix(scores)
     ood = as_is_ood(is_ood)
-    if losses is None:
+    if losses is NO_LOSSES:
         check_same_length(scores=s, is_ood=ood)
         ls = np.zeros(s.shape[0])
     else:

@@ -40,6 +40,7 @@ from .._core import ood_envelope as env
 from .._core import ood_search as core
 from .._core.ood_sample import (
     N_DIRECTIONS,
+    NO_LOSSES,
     Sample,
     check_search,
     ood_fraction,
@@ -103,15 +104,11 @@ class RiskTPRCurve(NamedTuple):
     risk: F64
 
 
-#: The ``losses`` of the metrics of the OOD marks alone (auroc, fpr_at_tpr, ...).
-_NO_LOSSES: Any = object()
-
-
-def _sample(is_ood: Any, scores: Any, losses: Any = _NO_LOSSES) -> Sample:
+def _sample(is_ood: Any, scores: Any, losses: Any = NO_LOSSES) -> Sample:
     """The sample of the arrays, or of a ScoreTable or PairTable given as ``is_ood`` (the
     metrics that take the OOD marks first) or as ``losses`` (those that take the losses
     first)."""
-    no_losses = losses is _NO_LOSSES
+    no_losses = losses is NO_LOSSES  # the metrics of the OOD marks alone (auroc, ...)
     if isinstance(losses, (ScoreTable, PairTable)):
         first, rest = losses, {"is_ood": is_ood, "scores": scores}
     elif isinstance(is_ood, (ScoreTable, PairTable)):
@@ -122,10 +119,7 @@ def _sample(is_ood: Any, scores: Any, losses: Any = _NO_LOSSES) -> Sample:
         return Sample.from_pairs(first, rest)
     if first is not None:
         return Sample.from_table(table_or_none(first, rest))  # type: ignore[arg-type]
-    if losses is None:  # a metric of the losses given None: no zero losses in its place
-        raise ValueError("losses must be an array of the per-sample losses (or a ScoreTable "
-                         "or PairTable in its place); got None.")
-    return Sample(*validate_sample(scores, is_ood, None if no_losses else losses, None))
+    return Sample(*validate_sample(scores, is_ood, losses, None))  # None: refused
 
 
 def _one_column(sample: Sample) -> F64:

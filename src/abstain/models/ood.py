@@ -36,6 +36,7 @@ from .._core.deprecation import warn_renamed
 from .._core.ltt import certified_tpr_fpr
 from .._core.ood_sample import (
     N_DIRECTIONS,
+    NO_LOSSES,
     Found,
     Sample,
     as_score_matrix,
@@ -561,7 +562,9 @@ def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLi
 
 def _roc_sample(scores: Any, is_ood: Any) -> Sample:
     """The sample behind the ROC curves of arrays or of a table (no losses needed)."""
-    return Sample.of(scores, is_ood, None)
+    if isinstance(scores, (ScoreTable, PairTable)):
+        return Sample.of(scores, is_ood, None)
+    return Sample.of(scores, is_ood, NO_LOSSES)
 
 
 def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
