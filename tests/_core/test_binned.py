@@ -139,3 +139,15 @@ def test_n_bins_too_many_for_the_scores_range_says_so() -> None:
                                              r"bins, or edges\.$"):
             ScoreTable.from_arrays(scores, [0.0, 0.0]).binned(4)
     assert ScoreTable.from_arrays([1.0, np.nextafter(1.0, 2.0)], [0.0, 0.0]).binned(1).n == 2
+
+
+@pytest.mark.parametrize(("edges", "got"), [
+    ([0.0, np.nan, 1.0], r"1 NaN"), ([0.0, np.inf], r"1 infinite value\(s\)"),
+    ([0.0, 0.5, 0.5, 1.0], r"edges\[1\] = 0\.5 and edges\[2\] = 0\.5"),
+    (np.array([0.0, 1.0, 0.25]), r"edges\[1\] = 1\.0 and edges\[2\] = 0\.25"),
+    ([[0.0, 1.0]], r"shape \(1, 2\)"),
+])
+def test_bad_edges_say_which_value_is_wrong(edges: list[float], got: str) -> None:
+    with pytest.raises(ValueError, match=rf"^edges must be a 1-D array of at least 2 finite, "
+                                         rf"strictly increasing numbers; got {got}\.$"):
+        ScoreTable.from_arrays([0.1, 0.5], [0.0, 0.0]).binned(edges=edges)

@@ -169,8 +169,11 @@ def test_feature_detector_errors():
         ReAct().fit(F)
     with pytest.raises(ValueError, match=r"weight must have shape \(n_classes, 3\)"):
         ViM(dim=1).fit(F, weight=np.ones((2, 4)))
-    with pytest.raises(ValueError, match="bias must be"):
+    with pytest.raises(ValueError, match=r"^bias must be a finite array of shape \(2,\); got "
+                                         r"shape \(3,\)\.$"):
         ReAct().fit(F, weight=W, bias=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"^bias must be finite; got 1 NaN\.$"):  # not "got (2,)"
+        ViM(dim=1).fit(F, weight=W, bias=[np.nan, 0.0])
     with pytest.raises(ValueError, match="percentile"):
         ReAct(percentile=0).fit(F, weight=W)
     with pytest.raises(ValueError, match="k must be at most"):

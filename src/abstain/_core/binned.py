@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .groups import group_totals, harmonic_difference
 from .table import ScoreTable
-from .validation import as_real_array, plain
+from .validation import as_real_array, nonfinite, plain
 
 __all__ = ["BinnedTable", "Bounded"]
 
@@ -36,10 +36,16 @@ class Bounded(NamedTuple):
 
 def _edges(edges: ArrayLike) -> F64:
     e = as_real_array(edges, "edges")
-    if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or not np.all(np.diff(e) > 0):
-        raise ValueError("edges must be a 1-D array of at least 2 finite, strictly increasing "
-                         "numbers; got " + (f"shape {e.shape}" if e.ndim != 1 or e.size < 2
-                                             else "other values") + ".")
+    what = "edges must be a 1-D array of at least 2 finite, strictly increasing numbers; got "
+    if e.ndim != 1 or e.size < 2:
+        raise ValueError(f"{what}shape {e.shape}.")
+    if not np.all(np.isfinite(e)):
+        raise ValueError(f"{what}{nonfinite(e)}.")
+    down = np.flatnonzero(~(np.diff(e) > 0))
+    if down.size:
+        i = int(down[0])
+        raise ValueError(f"{what}edges[{i}] = {plain(e[i])} and edges[{i + 1}] = "
+                         f"{plain(e[i + 1])}.")
     return e
 
 

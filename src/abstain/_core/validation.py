@@ -36,6 +36,7 @@ __all__ = [
     "check_probability",
     "check_random_state",
     "check_same_length",
+    "nonfinite",
     "plain",
     "unit_rows",
 ]
@@ -131,11 +132,11 @@ def _as_1d_float(
         raise ValueError(f"{name} must not be empty; got an array of length 0.")
     # min and max propagate NaN and expose +-inf: two allocation-free passes.
     if arr.size and not (np.isfinite(arr.min()) and np.isfinite(arr.max())):
-        raise ValueError(f"{name} must be finite; got {_nonfinite(arr)}.")
+        raise ValueError(f"{name} must be finite; got {nonfinite(arr)}.")
     return arr
 
 
-def _nonfinite(arr: NDArray[np.float64]) -> str:
+def nonfinite(arr: NDArray[np.float64]) -> str:
     """``"k NaN"``, ``"k infinite value(s)"`` or both, for the message of a finiteness check."""
     n_nan = int(np.count_nonzero(np.isnan(arr)))
     n_inf = int(np.count_nonzero(np.isinf(arr)))
@@ -165,7 +166,7 @@ def as_matrix(
         raise ValueError(f"{name} must have at least {min_rows} rows; got {arr.shape[0]}.")
     if finite:
         if not np.isfinite(arr).all():
-            raise ValueError(f"{name} must be finite; got {_nonfinite(arr)}.")
+            raise ValueError(f"{name} must be finite; got {nonfinite(arr)}.")
     elif np.isnan(arr).any():
         n_nan = int(np.isnan(arr).sum())
         raise ValueError(f"{name} must not contain NaN; got {n_nan} NaN value(s).")
@@ -242,7 +243,7 @@ def _not_integer(y: NDArray[Any], name: str) -> str:
     if y.dtype.kind == "f":
         bad = ~np.isfinite(y)
         if bad.any():
-            return f"float values, {_nonfinite(y)}"
+            return f"float values, {nonfinite(y)}"
         frac = y[y != np.round(y)]
         if frac.size:
             return f"float values such as {plain(frac[0])}"

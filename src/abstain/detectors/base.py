@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Field, dumps
-from .._core.validation import as_features, as_real_array, check_columns
+from .._core.validation import as_features, as_real_array, as_scores, check_columns
 
 
 def linear_layer(weight: ArrayLike | None, bias: ArrayLike | None, n_features: int,
@@ -27,10 +27,10 @@ def linear_layer(weight: ArrayLike | None, bias: ArrayLike | None, n_features: i
     if bias is None:
         return W, np.zeros(W.shape[0])
     b = as_real_array(bias, "bias")
-    if b.shape != (W.shape[0],) or not np.isfinite(b).all():
+    if b.shape != (W.shape[0],):
         raise ValueError(f"bias must be a finite array of shape ({W.shape[0]},); got "
                          f"shape {b.shape}.")
-    return W, b
+    return W, as_scores(b, "bias")  # the finiteness check, with its count of NaN and inf
 
 
 class Detector(ParamsMixin):
