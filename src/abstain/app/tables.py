@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.validation import plain
 from .io import ColumnError, get_column
 
 Progress = Callable[[int, int], None]
@@ -264,6 +263,6 @@ def prepare(
     if ood is not None:
         losses = np.where(ood, 0.0, losses)
     if np.any(losses < 0):
-        raise ValueError(f"the loss must be non-negative; got minimum {plain(losses.min())}.")
+        raise ValueError(f"the loss must be non-negative; got minimum {float(losses.min())}.")
     return TableData(losses, {k: v[keep] for k, v in score_cols.items()}, ood,
                      int(bad.sum()) if dropna else 0, keep, ood_score)
