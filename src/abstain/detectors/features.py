@@ -155,8 +155,10 @@ class KNN(Detector):
     """
 
     inputs = "features"
-    # documents written before dtype= existed computed in float64
-    _DOCUMENT_DEFAULTS = {"dtype": "float64"}
+    # documents written before dtype=, bank_size=, random_state= and backend= existed
+    # computed in float64 with NumPy on every training row
+    _DOCUMENT_DEFAULTS = {"dtype": "float64", "bank_size": None, "random_state": None,
+                          "backend": "numpy"}
     _FIELDS = {"n_features_in_": Int(1, dim="d"), "bank_": Array((None, "d"))}
 
     def __init__(self, k: int = 50, normalize: bool = True, block: int = 1024,
