@@ -313,6 +313,11 @@ class ScoreTable(ParamsMixin):
         for name in ("loss_sums", "sq_loss_sums"):
             if getattr(self, name) is not None and np.any(getattr(self, name) < 0):
                 raise ValueError(f"fitted.{name} must be non-negative.")
+        with np.errstate(over="ignore"):
+            total = self.loss_sums.sum()
+        if not np.isfinite(total):
+            raise ValueError("fitted.loss_sums must have a sum within the float64 range; got "
+                             "a sum that overflows.")
         if (self.loss_values is None) != (self.loss_counts is None):
             raise ValueError("fitted.loss_values and fitted.loss_counts must both be null or "
                              "both be arrays.")
@@ -320,8 +325,11 @@ class ScoreTable(ParamsMixin):
             self.loss_counts = whole_counts(self.loss_counts, "fitted.loss_counts", 1)  # type: ignore[arg-type]
             if not (np.all(np.diff(self.loss_values) > 0) and self.loss_values[0] >= 0):
                 raise ValueError("fitted.loss_values must be non-negative and strictly increasing.")
-            if int(self.loss_counts.sum()) != int(self.id_counts.sum()):
-                raise ValueError("fitted.loss_counts must add up to the ID rows of fitted.counts.")
+            n_loss, n_id = int(self.loss_counts.sum()), int(self.id_counts.sum())
+            if n_loss != n_id:
+                raise ValueError("fitted.loss_counts must add up to the ID rows (fitted.counts "
+                                 "less fitted.ood_counts, where the table has OOD marks); got "
+                                 f"{n_loss} losses for {n_id} ID rows.")
 
 
 def _merge_losses(out: ScoreTable, tables: tuple[ScoreTable, ...]) -> None:
