@@ -286,12 +286,14 @@ def test_a_document_missing_a_parameter_is_refused_naming_it(name):
 
 def test_only_a_parameter_added_after_a_document_was_written_may_be_absent():
     # bound= and guarantee= came after the first documents: those load as they were fitted
-    rule = _fit(BoundedImprovement(target_risk=0.3, delta=0.2))
+    # (with delta by SGR: the loaded rule refits as the stored one)
+    rule = _fit(BoundedImprovement(target_risk=0.5, delta=0.2, bound="sgr"))
     doc = json.loads(rule.to_json())
-    del doc["params"]["bound"], doc["params"]["guarantee"]
+    del doc["params"]["bound"], doc["params"]["guarantee"], doc["fitted"]["bound_"]
     loaded = load_json(json.dumps(doc))
-    assert (loaded.bound, loaded.guarantee, loaded.risk_bound_) == ("auto", None,
-                                                                    rule.risk_bound_)
+    assert (loaded.bound, loaded.guarantee, loaded.bound_) == ("sgr", None, "sgr")
+    assert rule.feasible_ and loaded.risk_bound_ == rule.risk_bound_
+    assert _fit(loaded).threshold_ == rule.threshold_
     # the same holds in a nested document: a KNN template in a DoubleScoreDetector
     det = CASES["DoubleScoreDetector"].fit(DoubleScoreDetector(MSP(), KNN(k=3)))
     doc = json.loads(det.to_json())

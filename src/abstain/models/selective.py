@@ -561,9 +561,9 @@ class BoundedImprovement(_RejectRule):
         self.loss_bound = loss_bound
         self.random_state = random_state
 
-    # documents written before bound= and guarantee= existed: a certified bound chosen by
-    # "auto" from delta, and no expected-risk guarantee
-    _DOCUMENT_DEFAULTS = {"bound": "auto", "guarantee": None}
+    # documents written before bound= and guarantee= existed: with delta, the bound was
+    # SGR's (refitting reproduces the rule); no expected-risk guarantee
+    _DOCUMENT_DEFAULTS = {"bound": "sgr", "guarantee": None}
     _FIELDS: dict[str, Field] = {
         "threshold_": Number(special=("-inf", "inf")),
         "min_risk_": Number(0.0),
