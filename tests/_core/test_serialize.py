@@ -305,6 +305,25 @@ def test_only_a_parameter_added_after_a_document_was_written_may_be_absent():
         load_json(json.dumps(doc))
 
 
+def test_the_fitted_guarantee_must_be_the_one_the_parameters_ask_for():
+    doc = json.loads(_fit(BoundedImprovement(target_risk=0.5, delta=0.2)).to_json())
+    assert doc["fitted"]["bound_"] == "binomial" and doc["fitted"]["risk_bound_"] != "nan"
+    doc["params"]["delta"] = None  # the certified rule presented as an empirical one
+    with pytest.raises(ValueError, match=r"^fitted\.bound_ must be null for params\.delta = "
+                       r"None, params\.guarantee = None and params\.bound = 'auto'; got "
+                       r"'binomial'\.$"):
+        load_json(json.dumps(doc))
+    doc["params"].update(delta=0.2, bound="hb")
+    with pytest.raises(ValueError, match=r"^fitted\.bound_ must be 'hb' for params\.delta = "
+                       r"0\.2, .*; got 'binomial'\.$"):
+        load_json(json.dumps(doc))
+    doc["params"].update(delta=None, bound="auto")
+    doc["fitted"]["bound_"] = None
+    with pytest.raises(ValueError, match=r'^fitted\.risk_bound_ must be "nan" for a rule '
+                       r"fitted without delta or guarantee; got 0\.\d+\.$"):
+        load_json(json.dumps(doc))
+
+
 def _nest(depth):
     """A DoubleScoreDetector whose parameter nests another ``depth`` times."""
     doc = {"format": "abstain/1", "kind": "MSP", "params": MSP().get_params(), "fitted": None}
