@@ -127,7 +127,7 @@ def test_what_to_json_writes_load_json_reads_back_bit_for_bit(scores, losses):
 
 def test_a_negative_zero_is_kept_as_written():
     # from_arrays adds +0.0 (-0.0 and 0.0 are one value); a table given -0.0 keeps it
-    table = PairTable.from_arrays([[0.0, 0.0]], [0.5], is_ood=[0])
+    table = PairTable.from_arrays([[0.0, 0.0]], [0.0], is_ood=[0])
     table.values = np.array([[-0.0, -0.0]])
     table.max_loss = -0.0
     again = abstain.load_json(table.to_json())

@@ -345,6 +345,17 @@ def test_a_loaded_table_is_checked_as_from_arrays_checks_it() -> None:
     with pytest.raises(ValueError, match=r"^fitted\.loss_sums must have a sum within the "
                        r"float64 range; got a sum that overflows\.$"):
         abstain.load_json(json.dumps(huge))
+    # a group's loss sum is at most its ID rows times the largest loss
+    over = json.loads(json.dumps(doc))
+    over["fitted"]["loss_sums"]["float64_le_base64"] = base64.b64encode(
+        np.array([1e308, 1.0], dtype="<f8").tobytes()).decode()
+    with pytest.raises(ValueError, match=r"^fitted\.loss_sums must be at most the ID rows of "
+                       r"each group times fitted\.max_loss \(1\.0\); got 1e\+308 for 1 ID "
+                       r"row\(s\) in group 0\.$"):
+        abstain.load_json(json.dumps(over))
+    for n in (1, 3, 1000):  # sums of many equal largest losses stay within the bound
+        rows = ScoreTable.from_arrays(np.zeros(n), np.full(n, 0.1))
+        assert abstain.load_json(rows.to_json()) == rows
     marked = json.loads(ScoreTable.from_arrays([0.1, 0.2], [1.0, 0.0], is_ood=[0, 1],
                                                oracle=True).to_json())
     marked["fitted"]["ood_counts"] = None  # every row ID: 2 ID rows for 1 loss

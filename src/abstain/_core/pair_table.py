@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from .base import ParamsMixin
 from .schema import Array, Field, Number
 from .serialize import dumps, serializable
-from .table import as_ood_marks, whole_counts
+from .table import as_ood_marks, check_loss_sums, whole_counts
 from .validation import (
     as_losses,
     as_real_array,
@@ -215,3 +215,4 @@ class PairTable(ParamsMixin):
         if np.any(self.loss_sums < 0):
             raise ValueError("fitted.loss_sums must be non-negative.")
         _check_total(self.loss_sums, "fitted.loss_sums")
+        check_loss_sums(self.loss_sums, self.id_counts, self.max_loss)

@@ -27,10 +27,27 @@ from .validation import (
     check_same_length,
 )
 
-__all__ = ["ScoreTable", "as_groups", "as_ood_marks", "table_or_none", "whole_counts"]
+__all__ = ["ScoreTable", "as_groups", "as_ood_marks", "check_loss_sums", "table_or_none",
+           "whole_counts"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
+
+
+def check_loss_sums(loss_sums: F64, id_counts: I64, max_loss: float) -> None:
+    """Raise unless every group's loss sum is at most its ID rows times ``fitted.max_loss``.
+
+    A float64 sum of ``k`` terms each at most ``M`` is at most ``k M (1 + k 2**-52)`` in any
+    order of summation (each of the ``k - 1`` additions rounds by a relative ``2**-53``).
+    """
+    k = id_counts.astype(np.float64)
+    with np.errstate(over="ignore"):
+        over = loss_sums > k * max_loss * (1.0 + k * 2.0**-52)
+    if np.any(over):
+        g = int(np.argmax(over))
+        raise ValueError(f"fitted.loss_sums must be at most the ID rows of each group times "
+                         f"fitted.max_loss ({max_loss!r}); got {float(loss_sums[g])!r} for "
+                         f"{int(id_counts[g])} ID row(s) in group {g}.")
 
 
 def whole_counts(arr: NDArray[Any], where: str, low: int) -> I64:
@@ -318,6 +335,7 @@ class ScoreTable(ParamsMixin):
         if not np.isfinite(total):
             raise ValueError("fitted.loss_sums must have a sum within the float64 range; got "
                              "a sum that overflows.")
+        check_loss_sums(self.loss_sums, self.id_counts, self.max_loss)
         if (self.loss_values is None) != (self.loss_counts is None):
             raise ValueError("fitted.loss_values and fitted.loss_counts must both be null or "
                              "both be arrays.")
