@@ -139,3 +139,11 @@ def test_tables_with_and_without_ood_marks_do_not_merge() -> None:
     assert BinnedTable.merge(BinnedTable(edges), marked).ood_marked is True
     assert BinnedTable.merge(plain, BinnedTable(edges), plain).ood_marked is False
     assert BinnedTable.merge(marked, marked).auroc().value == marked.auroc().value
+
+
+def test_edges_across_the_whole_float_range_are_checked_without_overflow() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = BinnedTable.from_arrays([-1e308, 0.0, 1e308], [0.0, 1.0, 0.0],
+                                        edges=[-1e308, 0.0, 1e308])
+    assert table.counts.tolist() == [1, 2]

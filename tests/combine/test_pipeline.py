@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -187,3 +188,11 @@ def test_a_covariance_that_is_not_positive_definite_is_refused_at_fit_and_at_loa
                        r"must be symmetric positive definite .*; give sigma > 0"):
         ScoreCombiner(method="glrt_cov", sigma=0.0).fit(twins)
     assert np.isfinite(ScoreCombiner(method="glrt_cov").fit(twins).score(S)).all()
+
+
+def test_extreme_training_scores_load_without_overflow_warnings():
+    ez = EmpiricalZ().fit([[-1e308, 1.0], [1e308, 2.0], [0.0, 3.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = load_json(ez.to_json())
+    np.testing.assert_array_equal(again.sorted_train_, ez.sorted_train_)

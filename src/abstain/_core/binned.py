@@ -35,7 +35,7 @@ class Bounded(NamedTuple):
 
 def _edges(edges: ArrayLike) -> F64:
     e = as_real_array(edges, "edges")
-    if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or not np.all(np.diff(e) > 0):
+    if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or not np.all(e[1:] > e[:-1]):
         raise ValueError("edges must be a 1-D array of at least 2 finite, strictly increasing "
                          "numbers; got " + (f"shape {e.shape}" if e.ndim != 1 or e.size < 2
                                              else "other values") + ".")

@@ -124,8 +124,9 @@ class ScoreTable(ParamsMixin):
         "ood_counts": Array(("groups",), none=True),
         "max_loss": Number(0.0, None),
         "binary": Flag(),
-        "loss_values": Array(("losses",), none=True),
-        "loss_counts": Array(("losses",), positive=True, none=True),
+        # empty for a table of OOD rows only, built with oracle=True
+        "loss_values": Array(("losses",), empty=True, none=True),
+        "loss_counts": Array(("losses",), positive=True, empty=True, none=True),
     }
 
     def __init__(self) -> None:
@@ -325,7 +326,7 @@ class ScoreTable(ParamsMixin):
             self.ood_counts = whole_counts(self.ood_counts, "fitted.ood_counts", 0)
             if np.any(self.ood_counts > self.counts):
                 raise ValueError("fitted.ood_counts must be at most fitted.counts in every group.")
-        if not np.all(np.diff(self.values) > 0):
+        if not np.all(self.values[1:] > self.values[:-1]):  # no overflowing difference
             raise ValueError("fitted.values must be strictly increasing.")
         for name in ("loss_sums", "sq_loss_sums"):
             if getattr(self, name) is not None and np.any(getattr(self, name) < 0):
@@ -341,7 +342,8 @@ class ScoreTable(ParamsMixin):
                              "both be arrays.")
         if self.loss_values is not None:
             self.loss_counts = whole_counts(self.loss_counts, "fitted.loss_counts", 1)  # type: ignore[arg-type]
-            if not (np.all(np.diff(self.loss_values) > 0) and self.loss_values[0] >= 0):
+            lv = self.loss_values
+            if not (np.all(lv[1:] > lv[:-1]) and np.all(lv[:1] >= 0)):
                 raise ValueError("fitted.loss_values must be non-negative and strictly increasing.")
             n_loss, n_id = int(self.loss_counts.sum()), int(self.id_counts.sum())
             if n_loss != n_id:
