@@ -151,3 +151,34 @@ def test_bad_edges_say_which_value_is_wrong(edges: list[float], got: str) -> Non
     with pytest.raises(ValueError, match=rf"^edges must be a 1-D array of at least 2 finite, "
                                          rf"strictly increasing numbers; got {got}\.$"):
         ScoreTable.from_arrays([0.1, 0.5], [0.0, 0.0]).binned(edges=edges)
+
+
+def test_tables_with_and_without_ood_marks_do_not_merge() -> None:
+    edges = [0.0, 0.5, 1.0]
+    plain = BinnedTable.from_arrays([0.1, 0.7], [0.0, 1.0], edges=edges)
+    marked = BinnedTable.from_arrays([0.2, 0.9], [0.0, 0.0], is_ood=[0, 1], edges=edges)
+    assert (plain.ood_marked, marked.ood_marked, BinnedTable(edges).ood_marked) == (
+        False, True, None)
+    mix = (r"^tables must all have OOD marks or all have none; got a mix \(build every part "
+           r"with is_ood, or every part without\)\.$")
+    with pytest.raises(ValueError, match=mix):
+        BinnedTable.merge(plain, marked)
+    with pytest.raises(ValueError, match=mix):
+        ScoreTable.merge(ScoreTable.from_arrays([0.1], [0.0]),
+                         ScoreTable.from_arrays([0.2], [0.0], is_ood=[0]))
+    before = plain.counts.copy()
+    with pytest.raises(ValueError, match=mix):
+        plain.add(ScoreTable.from_arrays([0.3], [0.0], is_ood=[1]))
+    np.testing.assert_array_equal(plain.counts, before)  # nothing added
+    # an empty table merges with either, and the marks carry over
+    assert BinnedTable.merge(BinnedTable(edges), marked).ood_marked is True
+    assert BinnedTable.merge(plain, BinnedTable(edges), plain).ood_marked is False
+    assert BinnedTable.merge(marked, marked).auroc().value == marked.auroc().value
+
+
+def test_edges_across_the_whole_float_range_are_checked_without_overflow() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = BinnedTable.from_arrays([-1e308, 0.0, 1e308], [0.0, 1.0, 0.0],
+                                        edges=[-1e308, 0.0, 1e308])
+    assert table.counts.tolist() == [1, 2]

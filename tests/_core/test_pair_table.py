@@ -3,6 +3,10 @@ the fits on the rows it summarises."""
 
 from __future__ import annotations
 
+import base64
+import json
+import math
+
 import numpy as np
 import pytest
 
@@ -111,3 +115,48 @@ def test_2d_losses_of_the_right_length_are_refused_with_their_shape() -> None:
         with pytest.raises(ValueError, match=rf"^losses must be one-dimensional; got an array "
                                              rf"of shape \({len(losses)}, {len(losses[0])}\)\.$"):
             PairTable.from_arrays(s, losses, is_ood=[0, 1])
+
+
+def _bits(table):
+    return {k: np.asarray(getattr(table, k), dtype=np.float64).tobytes() for k in table._FIELDS}
+
+
+@pytest.mark.parametrize("scores, losses", [
+    ([[0.1, 1.0]], [1e308]),
+    ([[-1e308, 1e308], [5e-324, -5e-324], [0.0, -0.0]], [1.7976931348623157e308, 5e-324, 0.0]),
+    ([[2.2250738585072014e-308, 1.0], [1.0, 2.0]], [4.9e-324, 1e-300]),
+])
+def test_what_to_json_writes_load_json_reads_back_bit_for_bit(scores, losses):
+    table = PairTable.from_arrays(scores, losses, is_ood=[0] * len(losses))
+    again = abstain.load_json(table.to_json())
+    assert again == table and _bits(again) == _bits(table)
+
+
+
+def test_a_negative_zero_is_kept_as_written():
+    # from_arrays adds +0.0 (-0.0 and 0.0 are one value); a table given -0.0 keeps it
+    table = PairTable.from_arrays([[0.0, 0.0]], [0.0], is_ood=[0])
+    table.values = np.array([[-0.0, -0.0]])
+    table.max_loss = -0.0
+    again = abstain.load_json(table.to_json())
+    assert _bits(again) == _bits(table) and math.copysign(1.0, again.max_loss) == -1.0
+
+
+def test_loss_sums_beyond_the_float64_range_are_refused_when_built_not_when_loaded():
+    big = [[0.1, 1.0], [0.1, 1.0]]
+    with pytest.raises(ValueError, match=r"^losses must have a sum within the float64 range; "
+                       r"got a sum that overflows \(scale the losses down, and the costs with "
+                       r"them\)\.$"):
+        PairTable.from_arrays(big, [1e308, 1e308], is_ood=[0, 0])
+    one = PairTable.from_arrays(big[:1], [1e308], is_ood=[0])
+    assert abstain.load_json(one.to_json()) == one
+    with pytest.raises(ValueError, match=r"^the losses of the merged tables must have a sum "
+                       "within the float64 range"):
+        PairTable.merge(one, one)
+    two = PairTable.from_arrays([[0.1, 1.0], [0.2, 1.0]], [1.0, 1.0], is_ood=[0, 0])
+    doc = json.loads(two.to_json())
+    doc["fitted"]["loss_sums"]["float64_le_base64"] = base64.b64encode(
+        np.array([1e308, 1e308], dtype="<f8").tobytes()).decode()
+    with pytest.raises(ValueError, match=r"^fitted\.loss_sums must have a sum within the "
+                       "float64 range"):
+        abstain.load_json(json.dumps(doc))

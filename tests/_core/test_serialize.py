@@ -271,12 +271,66 @@ DOUBLE = CASES["DoubleScoreDetector"].fit(DoubleScoreDetector(ood=KNN(k=3)))
 BANK = _doc(KNN_FITTED)["fitted"]["bank_"]
 
 
+@pytest.mark.parametrize("name", ["target_risk", "delta", "loss_bound", "random_state"])
+def test_a_document_missing_a_parameter_is_refused_naming_it(name):
+    # a missing parameter would take the constructor's default beside a risk_bound_
+    # computed with the value the rule was fitted with
+    doc = json.loads(_fit(BoundedImprovement(target_risk=0.3, delta=0.2)).to_json())
+    del doc["params"][name]
+    with pytest.raises(ValueError, match=rf"^params\.{name} is missing: a BoundedImprovement "
+                       r"document needs every parameter \(target_risk, delta, bound, "
+                       r"guarantee, loss_bound, random_state\); write the value the object "
+                       r"was fitted with\.$"):
+        load_json(json.dumps(doc))
+
+
+def test_only_a_parameter_added_after_a_document_was_written_may_be_absent():
+    # bound= and guarantee= came after the first documents: those load as they were fitted
+    # (with delta by SGR: the loaded rule refits as the stored one)
+    rule = _fit(BoundedImprovement(target_risk=0.5, delta=0.2, bound="sgr"))
+    doc = json.loads(rule.to_json())
+    del doc["params"]["bound"], doc["params"]["guarantee"], doc["fitted"]["bound_"]
+    loaded = load_json(json.dumps(doc))
+    assert (loaded.bound, loaded.guarantee, loaded.bound_) == ("sgr", None, "sgr")
+    assert rule.feasible_ and loaded.risk_bound_ == rule.risk_bound_
+    assert _fit(loaded).threshold_ == rule.threshold_
+    # the same holds in a nested document: a KNN template in a DoubleScoreDetector
+    det = CASES["DoubleScoreDetector"].fit(DoubleScoreDetector(MSP(), KNN(k=3)))
+    doc = json.loads(det.to_json())
+    del doc["params"]["ood"]["params"]["backend"]
+    assert load_json(json.dumps(doc)).ood.backend == "numpy"
+    del doc["params"]["ood"]["params"]["k"]
+    with pytest.raises(ValueError, match=r"^params\.ood\.params\.k is missing: a KNN "
+                       "document needs every parameter"):
+        load_json(json.dumps(doc))
+
+
+def test_the_fitted_guarantee_must_be_the_one_the_parameters_ask_for():
+    doc = json.loads(_fit(BoundedImprovement(target_risk=0.5, delta=0.2)).to_json())
+    assert doc["fitted"]["bound_"] == "binomial" and doc["fitted"]["risk_bound_"] != "nan"
+    doc["params"]["delta"] = None  # the certified rule presented as an empirical one
+    with pytest.raises(ValueError, match=r"^fitted\.bound_ must be null for params\.delta = "
+                       r"None, params\.guarantee = None and params\.bound = 'auto'; got "
+                       r"'binomial'\.$"):
+        load_json(json.dumps(doc))
+    doc["params"].update(delta=0.2, bound="hb")
+    with pytest.raises(ValueError, match=r"^fitted\.bound_ must be 'hb' for params\.delta = "
+                       r"0\.2, .*; got 'binomial'\.$"):
+        load_json(json.dumps(doc))
+    doc["params"].update(delta=None, bound="auto")
+    doc["fitted"]["bound_"] = None
+    with pytest.raises(ValueError, match=r'^fitted\.risk_bound_ must be "nan" for a rule '
+                       r"fitted without delta or guarantee; got 0\.\d+\.$"):
+        load_json(json.dumps(doc))
+
+
 def _nest(depth):
     """A DoubleScoreDetector whose parameter nests another ``depth`` times."""
-    doc = {"format": "abstain/1", "kind": "MSP", "params": {}, "fitted": None}
+    doc = {"format": "abstain/1", "kind": "MSP", "params": MSP().get_params(), "fitted": None}
     for _ in range(depth):
         doc = {"format": "abstain/1", "kind": "DoubleScoreDetector",
-               "params": {"misclassification": doc}, "fitted": None}
+               "params": {"misclassification": doc, "ood": None, "selector": None},
+               "fitted": None}
     return json.dumps({**doc, "fitted": {}})
 
 

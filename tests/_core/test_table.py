@@ -8,6 +8,7 @@ multiples of 1/8), and to float64 rounding of the group sums otherwise.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import warnings
@@ -320,3 +321,49 @@ def test_what_a_table_cannot_do_is_refused_with_the_reason() -> None:
         BoundedAbstention(0.5).fit([0.1, 0.2])
     # an OOD table tolerates NaN losses of OOD rows, a batch of one class, and OOD losses
     assert ScoreTable.from_arrays([0.1], [np.nan], is_ood=[1]).ood_counts.tolist() == [1]
+
+
+def test_what_to_json_writes_load_json_reads_back_bit_for_bit() -> None:
+    extremes = [-1e308, -5e-324, -0.0, 5e-324, 2.2250738585072014e-308, 1.0, 1e308]
+    losses = [1.7976931348623157e308, 5e-324, 0.0, 1e-300, 4.9e-324, 0.0, 0.0]
+    for table in (ScoreTable.from_arrays(extremes, losses),
+                  ScoreTable.from_arrays(extremes, losses, is_ood=[0, 1, 0, 0, 1, 0, 0]),
+                  ScoreTable.from_arrays(extremes, losses, oracle=True),
+                  # OOD rows only: the loss distribution of the oracle part is empty
+                  ScoreTable.from_arrays(extremes, losses, is_ood=[1] * 7, oracle=True)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no overflow in checking +-1e308 values
+            again = abstain.load_json(table.to_json())
+        assert again == table
+        for name in table._FIELDS:
+            a, b = getattr(table, name), getattr(again, name)
+            assert (a is None and b is None) or np.asarray(a, np.float64).tobytes() == \
+                np.asarray(b, np.float64).tobytes(), name
+
+
+def test_a_loaded_table_is_checked_as_from_arrays_checks_it() -> None:
+    doc = json.loads(ScoreTable.from_arrays([0.1, 0.2], [1.0, 1.0]).to_json())
+    huge = json.loads(json.dumps(doc))
+    huge["fitted"]["loss_sums"]["float64_le_base64"] = base64.b64encode(
+        np.array([1e308, 1e308], dtype="<f8").tobytes()).decode()
+    with pytest.raises(ValueError, match=r"^fitted\.loss_sums must have a sum within the "
+                       r"float64 range; got a sum that overflows\.$"):
+        abstain.load_json(json.dumps(huge))
+    # a group's loss sum is at most its ID rows times the largest loss
+    over = json.loads(json.dumps(doc))
+    over["fitted"]["loss_sums"]["float64_le_base64"] = base64.b64encode(
+        np.array([1e308, 1.0], dtype="<f8").tobytes()).decode()
+    with pytest.raises(ValueError, match=r"^fitted\.loss_sums must be at most the ID rows of "
+                       r"each group times fitted\.max_loss \(1\.0\); got 1e\+308 for 1 ID "
+                       r"row\(s\) in group 0\.$"):
+        abstain.load_json(json.dumps(over))
+    for n in (1, 3, 1000):  # sums of many equal largest losses stay within the bound
+        rows = ScoreTable.from_arrays(np.zeros(n), np.full(n, 0.1))
+        assert abstain.load_json(rows.to_json()) == rows
+    marked = json.loads(ScoreTable.from_arrays([0.1, 0.2], [1.0, 0.0], is_ood=[0, 1],
+                                               oracle=True).to_json())
+    marked["fitted"]["ood_counts"] = None  # every row ID: 2 ID rows for 1 loss
+    with pytest.raises(ValueError, match=r"^fitted\.loss_counts must add up to the ID rows "
+                       r"\(fitted\.counts less fitted\.ood_counts, where the table has OOD "
+                       r"marks\); got 1 losses for 2 ID rows\.$"):
+        abstain.load_json(json.dumps(marked))

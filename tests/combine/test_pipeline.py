@@ -4,7 +4,10 @@ estimator contract, the JSON round trip, the errors, and the deprecated ``from_j
 
 from __future__ import annotations
 
+import base64
 import json
+import re
+import warnings
 
 import numpy as np
 import pytest
@@ -132,7 +135,8 @@ def test_estimator_errors(rng):
 def test_from_json_errors(rng):
     with pytest.warns(FutureWarning, match="abstain.load_json"):
         assert isinstance(from_json(EmpiricalZ().fit([[1.0], [2.0]]).to_json()), EmpiricalZ)
-    rule = '{"format": "abstain.rule/1", "model": "CostBased", "params": {}, "fitted": {}}'
+    rule = ('{"format": "abstain.rule/1", "model": "CostBased", '
+            '"params": {"reject_cost": 0.3, "random_state": null}, "fitted": {}}')
     with pytest.warns(FutureWarning), pytest.raises(ValueError, match="fitted.threshold_"):
         from_json(rule)
     with pytest.raises(ValueError, match="model must be (BankDetector, )?EmpiricalZ, "
@@ -140,7 +144,8 @@ def test_from_json_errors(rng):
                                          "of format"):
         load_json(json.dumps({"format": "abstain.combine/1", "model": "Pickle", "params": {},
                               "fitted": {}}))
-    legacy = {"format": "abstain.combine/1", "model": "EmpiricalZ", "params": {},
+    legacy = {"format": "abstain.combine/1", "model": "EmpiricalZ",
+              "params": {"higher_is_inlier": False},
               "fitted": {"sorted_train_": [[2.0, 1.0]]}}
     with pytest.raises(ValueError, match="fitted.sorted_train_ must be sorted ascending"):
         load_json(json.dumps(legacy))
@@ -148,3 +153,46 @@ def test_from_json_errors(rng):
     del doc["fitted"]["rank_"]
     with pytest.raises(ValueError, match="fitted.rank_ is missing"):
         load_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("epsilon", [-0.1, 100.5, 1e300])
+def test_epsilon_has_one_range_for_the_constructor_and_the_loader(rng, epsilon):
+    S = rng.normal(size=(50, 3))
+    match = (r"^epsilon must be a finite number in \[0, 100\] \(z-values lie within \+-10; a "
+             rf"larger epsilon ranks as Stouffer's sum\); got {re.escape(repr(epsilon))}\.$")
+    with pytest.raises(ValueError, match=match):
+        ScoreCombiner(epsilon=epsilon).fit(S)
+    doc = json.loads(ScoreCombiner(epsilon=100.0).fit(S).to_json())
+    doc["params"]["epsilon"] = epsilon
+    with pytest.raises(ValueError, match="^params." + match[1:]):
+        load_json(json.dumps(doc))
+    # the largest epsilon gives finite statistics, ranked as Stouffer's sum
+    stat = load_json(ScoreCombiner(epsilon=100.0).fit(S).to_json()).score(S)
+    assert np.isfinite(stat).all()
+    np.testing.assert_array_equal(np.argsort(stat, kind="stable"), np.argsort(
+        ScoreCombiner(method="stouffer").fit(S).score(S), kind="stable"))
+
+
+def test_a_covariance_that_is_not_positive_definite_is_refused_at_fit_and_at_load(rng):
+    S = rng.normal(size=(50, 2))
+    doc = json.loads(ScoreCombiner(method="glrt_cov").fit(S).to_json())
+    singular = np.array([[1.0, 1.0], [1.0, 1.0]])
+    doc["fitted"]["cov_"]["float64_le_base64"] = base64.b64encode(
+        singular.astype("<f8").tobytes()).decode()
+    with pytest.raises(ValueError, match=r"^fitted\.cov_ must be symmetric positive definite "
+                       r"\(its Cholesky factorisation fails\); got smallest eigenvalue "):
+        load_json(json.dumps(doc))
+    # two equal columns have a singular covariance without the ridge sigma
+    twins = np.column_stack([S[:, 0], S[:, 0]])
+    with pytest.raises(ValueError, match=r"^the inlier covariance of S_train \(with sigma=0\.0\) "
+                       r"must be symmetric positive definite .*; give sigma > 0"):
+        ScoreCombiner(method="glrt_cov", sigma=0.0).fit(twins)
+    assert np.isfinite(ScoreCombiner(method="glrt_cov").fit(twins).score(S)).all()
+
+
+def test_extreme_training_scores_load_without_overflow_warnings():
+    ez = EmpiricalZ().fit([[-1e308, 1.0], [1e308, 2.0], [0.0, 3.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = load_json(ez.to_json())
+    np.testing.assert_array_equal(again.sorted_train_, ez.sorted_train_)

@@ -3,11 +3,14 @@ re-derivations in tests/reference/detectors_ref.py, their parameters and bad inp
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pytest
 from reference import detectors_ref as R
 
-from abstain import NotFittedError
+from abstain import NotFittedError, load_json
 from abstain.detectors import KNN, Mahalanobis, ReAct, ViM
 
 TOL = 1e-9
@@ -204,3 +207,61 @@ def test_feature_detector_errors():
         KNN(k=2, backend="faiss", dtype="float64").fit(F).score(F)
     with pytest.raises(ValueError, match="features must be finite"):
         KNN(k=2).fit(F).score([[1e39, 0.0, 0.0]])  # overflows float32
+
+
+# ------------------------------------------------------------- loaded documents
+def _fitted_document(det):
+    rng = np.random.default_rng(5)
+    F = rng.normal(size=(40, 4)) + 1.0
+    W, b = rng.normal(size=(3, 4)), np.abs(rng.normal(size=3))
+    return json.loads(det.fit(F, np.arange(40) % 3, weight=W, bias=b).to_json())
+
+
+def _load_with(det, change):
+    doc = _fitted_document(det)
+    change(doc)
+    return load_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("k", [0, 41, 2**70])
+def test_a_loaded_knn_k_is_within_the_bank(k):
+    def set_k(doc):
+        doc["params"]["k"] = k
+
+    match = (r"^params\.k must be an integer >= 1; got 0\.$" if k == 0 else
+             rf"^params\.k must be an integer in \[1, 40\] \(fitted\.bank_ has 40 rows\); "
+             rf"got {k}\.$")
+    with pytest.raises(ValueError, match=match):
+        _load_with(KNN(k=5), set_k)
+
+
+@pytest.mark.parametrize("dtype, threshold", [("float64", -1e308), ("float64", 1e308),
+                                              ("float32", -1e38), ("float32", 1e300)])
+def test_a_loaded_react_threshold_keeps_the_clipped_logits_finite(dtype, threshold):
+    def set_threshold(doc):
+        doc["fitted"]["threshold_"] = threshold
+
+    with pytest.raises(ValueError, match=r"^fitted\.threshold_ must keep the logits of clipped "
+                       rf"features within the {dtype} range of dtype: \|threshold_\| \* sum_j "
+                       r"\|weight_\[k, j\]\| \+ \|bias_\[k\]\| <= .*; got threshold_ = "):
+        _load_with(ReAct(dtype=dtype), set_threshold)
+    # a large threshold that keeps them finite loads, and scores are finite
+    det = _load_with(ReAct(dtype=dtype), lambda doc: doc["fitted"].update(threshold_=-1e30))
+    assert np.isfinite(det.score(np.ones((3, 4)))).all()
+
+
+@pytest.mark.parametrize("alpha", [1e308, -1e308, 0.0, -1.0, 2.0**513])
+def test_a_loaded_vim_alpha_is_positive_and_at_most_2_to_the_512(alpha):
+    with pytest.raises(ValueError, match=r"^fitted\.alpha_ must be a finite number in "
+                       rf"\(0, 1\.34078e\+154\]; got {re.escape(repr(alpha))}\.$"):
+        _load_with(ViM(dim=2), lambda doc: doc["fitted"].update(alpha_=alpha))
+    det = _load_with(ViM(dim=2), lambda doc: doc["fitted"].update(alpha_=2.0**512))
+    assert np.isfinite(det.score(np.ones((3, 4)))).all()
+
+
+def test_vim_refuses_training_data_with_a_non_positive_alpha():
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(50, 4))
+    with pytest.raises(ValueError, match=r"^ViM needs a positive mean max-logit on the training "
+                       r"features .*; got alpha = -\d"):
+        ViM(dim=2).fit(F, weight=rng.normal(size=(3, 4)), bias=np.full(3, -100.0))

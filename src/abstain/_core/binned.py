@@ -41,7 +41,7 @@ def _edges(edges: ArrayLike) -> F64:
         raise ValueError(f"{what}shape {e.shape}.")
     if not np.all(np.isfinite(e)):
         raise ValueError(f"{what}{nonfinite(e)}.")
-    down = np.flatnonzero(~(np.diff(e) > 0))
+    down = np.flatnonzero(~(e[1:] > e[:-1]))
     if down.size:
         i = int(down[0])
         raise ValueError(f"{what}edges[{i}] = {plain(e[i])} and edges[{i + 1}] = "
@@ -72,6 +72,10 @@ class BinnedTable:
         Lowest and highest score in each bin (``+inf`` / ``-inf`` for an empty bin).
     max_loss : float
         Largest loss of an ID row.
+    ood_marked : bool or None
+        Whether the rows were added with OOD marks (``is_ood``), or without; None while the
+        table is empty. Tables with and without marks do not merge, as for
+        :meth:`ScoreTable.merge`.
 
     Examples
     --------
@@ -98,6 +102,7 @@ class BinnedTable:
         self.sq_loss_sums: F64 | None = np.zeros(k)
         self.max_loss = 0.0
         self.binary = True
+        self.ood_marked: bool | None = None
 
     @property
     def n(self) -> int:
@@ -119,6 +124,8 @@ class BinnedTable:
 
     def add(self, table: ScoreTable) -> BinnedTable:
         """Add the rows of an exact table; return ``self``."""
+        if table.n > 0:
+            self.ood_marked = _same_marks([self.ood_marked, table.ood_counts is not None])
         bins = self._bins(table.values)
         size = self.counts.size
         self.counts += np.bincount(bins, weights=table.counts, minlength=size).astype(np.int64)
@@ -154,13 +161,15 @@ class BinnedTable:
         """The sum of tables on the same edges."""
         if not tables:
             raise ValueError("merge needs at least one BinnedTable; got none.")
-        out = cls(tables[0].edges)
         for i, t in enumerate(tables):
             if not isinstance(t, BinnedTable):
                 raise TypeError(f"tables[{i}] must be a BinnedTable; got {type(t).__name__}.")
-            if not np.array_equal(t.edges, out.edges):
+            if not np.array_equal(t.edges, tables[0].edges):
                 raise ValueError(f"tables[{i}] has other bin edges; binned tables merge only "
                                  "on the same edges.")
+        out = cls(tables[0].edges)
+        out.ood_marked = _same_marks([t.ood_marked for t in tables])
+        for t in tables:
             out.counts += t.counts
             out.ood_counts += t.ood_counts
             out.loss_sums += t.loss_sums
@@ -283,6 +292,15 @@ class BinnedTable:
 
     def __repr__(self) -> str:
         return f"BinnedTable(n={self.n}, bins={self.counts.size})"
+
+
+def _same_marks(marks: list[bool | None]) -> bool | None:
+    """The one OOD marking of non-empty tables (None for empty ones), or raise on a mix."""
+    given = {m for m in marks if m is not None}
+    if len(given) > 1:
+        raise ValueError("tables must all have OOD marks or all have none; got a mix (build "
+                         "every part with is_ood, or every part without).")
+    return given.pop() if given else None
 
 
 def binned(table: ScoreTable, n_bins: int | None = None, *,

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from .base import ParamsMixin
 from .schema import Array, Field, Number
 from .serialize import dumps, serializable
-from .table import as_ood_marks, whole_counts
+from .table import as_ood_marks, check_loss_sums, whole_counts
 from .validation import (
     as_losses,
     as_real_array,
@@ -41,7 +41,16 @@ def _pair_totals(pairs: F64, *weights: NDArray[Any]) -> tuple[F64, list[NDArray[
     p = pairs[order]
     boundary = np.any(p[1:] != p[:-1], axis=1)
     starts = np.concatenate(([0], np.flatnonzero(boundary) + 1))
-    return p[starts], [np.add.reduceat(np.take(w, order), starts) for w in weights]
+    with np.errstate(over="ignore"):  # an overflowing loss sum is refused by _check_total
+        return p[starts], [np.add.reduceat(np.take(w, order), starts) for w in weights]
+
+
+def _check_total(loss_sums: F64, what: str) -> None:
+    with np.errstate(over="ignore"):
+        total = loss_sums.sum()
+    if not np.isfinite(total):
+        raise ValueError(f"{what} must have a sum within the float64 range; got a sum that "
+                         "overflows (scale the losses down, and the costs with them).")
 
 
 @serializable("table")
@@ -139,6 +148,7 @@ class PairTable(ParamsMixin):
         table = cls()
         table.values, (table.counts, table.ood_counts, table.loss_sums) = _pair_totals(
             s + 0.0, np.ones(s.shape[0], dtype=np.int64), ood.astype(np.int64), ls)
+        _check_total(table.loss_sums, "losses")
         table.max_loss = float(ls.max()) if ls.size else 0.0
         return table
 
@@ -156,6 +166,7 @@ class PairTable(ParamsMixin):
         out.values, (out.counts, out.ood_counts, out.loss_sums) = _pair_totals(
             cat([t.values for t in full]), cat([t.counts for t in full]),
             cat([t.ood_counts for t in full]), cat([t.loss_sums for t in full]))
+        _check_total(out.loss_sums, "the losses of the merged tables")
         out.max_loss = max(t.max_loss for t in full)
         return out
 
@@ -206,3 +217,5 @@ class PairTable(ParamsMixin):
             raise ValueError("fitted.values must be distinct pairs in lexicographic order.")
         if np.any(self.loss_sums < 0):
             raise ValueError("fitted.loss_sums must be non-negative.")
+        _check_total(self.loss_sums, "fitted.loss_sums")
+        check_loss_sums(self.loss_sums, self.id_counts, self.max_loss)

@@ -411,14 +411,21 @@ class Array(Field):
     """A float64 array, written as ``{"shape": [...], "float64_le_base64": "..."}``.
 
     ``shape`` gives each axis: an int, a dimension name (equal wherever it recurs in
-    the document) or None (any length). Every axis is non-empty; entries are finite
-    (and > 0 with ``positive``).
+    the document) or None (any length). Every axis is non-empty unless ``empty`` (an
+    array of no entries that the object can hold, such as the losses of a table of OOD
+    rows only); entries are finite (and > 0 with ``positive``).
     """
 
-    def __init__(self, shape: tuple[Dim, ...], *, positive: bool = False, none: bool = False,
-                 optional: bool = False) -> None:
+    def __init__(self, shape: tuple[Dim, ...], *, positive: bool = False, empty: bool = False,
+                 none: bool = False, optional: bool = False) -> None:
         super().__init__(none=none, optional=optional)
-        self.shape, self.positive = shape, positive
+        self.shape, self.positive, self.empty = shape, positive, empty
+
+    def _check_ndim(self, arr: NDArray[np.float64], where: str) -> None:
+        if arr.ndim != len(self.shape) or (0 in arr.shape and not self.empty):
+            what = "" if self.empty else "non-empty "
+            raise ValueError(f"{where} must be a {what}{len(self.shape)}-d array; got "
+                             f"shape {arr.shape}.")
 
     def describe(self) -> str:
         what = "positive" if self.positive else "finite"
@@ -434,9 +441,7 @@ class Array(Field):
 
     def _dump(self, value: Any, where: str) -> dict[str, Any]:
         arr = np.ascontiguousarray(value, dtype="<f8")
-        if arr.ndim != len(self.shape) or 0 in arr.shape:
-            raise ValueError(f"{where} must be a non-empty {len(self.shape)}-d array; got "
-                             f"shape {arr.shape}.")
+        self._check_ndim(arr, where)
         self._check_values(arr, where)
         return {"shape": list(arr.shape),
                 "float64_le_base64": base64.b64encode(arr.tobytes()).decode("ascii")}
@@ -449,9 +454,7 @@ class Array(Field):
                 raise bad_value(where, "a nested list of numbers of one shape", value) from None
         else:
             arr = self._decode(value, where)
-        if arr.ndim != len(self.shape) or 0 in arr.shape:
-            raise ValueError(f"{where} must be a non-empty {len(self.shape)}-d array; got "
-                             f"shape {arr.shape}.")
+        self._check_ndim(arr, where)
         self._check_values(arr, where)
         self._check_shape(arr.shape, where, ctx)
         return arr

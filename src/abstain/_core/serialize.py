@@ -172,8 +172,9 @@ def serializable(family: str) -> Callable[[T], T]:
     estimator contract (``get_params``, ``_check_fitted``) and may define
     ``_validate_params()`` (the parameter checks ``fit`` runs, also run on loading) and
     ``_after_load()`` (derived attributes and checks across fields, after loading) and
-    ``_DOCUMENT_DEFAULTS`` (the values of parameters added later, for documents written
-    before they existed, when the new default would change the old document's results).
+    ``_DOCUMENT_DEFAULTS`` (the parameters added after documents of the class were first
+    written, each with the value that reproduces such a document: the only parameters a
+    document may leave out; :func:`load_json` refuses a document missing any other).
     """
     assert family in (*LEGACY_FORMATS.values(), *FAMILIES), family
 
@@ -378,9 +379,18 @@ def _load_document(doc: Any, where: str, ctx: Context, *, param: bool) -> Any:
         if key not in names:
             raise ValueError(f"{join_path(p_where, str(key))} is not a parameter of {kind}; the "
                              f"parameters are {', '.join(names)}.")
+    # every parameter is written by to_json: one left out would silently take the
+    # constructor's default beside fitted attributes computed with another value; only a
+    # parameter added after a document was written may be absent, and it takes the value
+    # that reproduces that document (the class's _DOCUMENT_DEFAULTS)
+    late = getattr(cls, "_DOCUMENT_DEFAULTS", {})
+    for name in names:
+        if name not in raw and name not in late:
+            raise ValueError(f"{join_path(p_where, name)} is missing: a {kind} document needs "
+                             f"every parameter ({', '.join(names)}); write the value the "
+                             "object was fitted with.")
     params = {k: _load_param(v, join_path(p_where, k), ctx) for k, v in raw.items()}
-    # a parameter added after a document was written takes the value that reproduces it
-    params = {**getattr(cls, "_DOCUMENT_DEFAULTS", {}), **params}
+    params = {**late, **params}
     obj = cls(**params)
     _validate_params(obj, where)
 
@@ -453,7 +463,7 @@ def load_json(text_or_path: str | bytes | os.PathLike[str]) -> Any:
     ------
     ValueError
         For any problem with the document: not JSON, nested too deeply, not an object,
-        an unknown format or kind, a parameter of the wrong type or out of range, a
+        an unknown format or kind, a parameter missing, of the wrong type or out of range, a
         fitted attribute missing, unknown, of the wrong type, out of range, non-finite
         where its field does not allow it, or an array of the wrong shape. The message
         names the field, e.g. ``fitted.threshold_``; for a file it starts with the path.

@@ -28,10 +28,27 @@ from .validation import (
     plain,
 )
 
-__all__ = ["ScoreTable", "as_groups", "as_ood_marks", "table_or_none", "whole_counts"]
+__all__ = ["ScoreTable", "as_groups", "as_ood_marks", "check_loss_sums", "table_or_none",
+           "whole_counts"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
+
+
+def check_loss_sums(loss_sums: F64, id_counts: I64, max_loss: float) -> None:
+    """Raise unless every group's loss sum is at most its ID rows times ``fitted.max_loss``.
+
+    A float64 sum of ``k`` terms each at most ``M`` is at most ``k M (1 + k 2**-52)`` in any
+    order of summation (each of the ``k - 1`` additions rounds by a relative ``2**-53``).
+    """
+    k = id_counts.astype(np.float64)
+    with np.errstate(over="ignore"):
+        over = loss_sums > k * max_loss * (1.0 + k * 2.0**-52)
+    if np.any(over):
+        g = int(np.argmax(over))
+        raise ValueError(f"fitted.loss_sums must be at most the ID rows of each group times "
+                         f"fitted.max_loss ({max_loss!r}); got {float(loss_sums[g])!r} for "
+                         f"{int(id_counts[g])} ID row(s) in group {g}.")
 
 
 def whole_counts(arr: NDArray[Any], where: str, low: int) -> I64:
@@ -108,8 +125,9 @@ class ScoreTable(ParamsMixin):
         "ood_counts": Array(("groups",), none=True),
         "max_loss": Number(0.0, None),
         "binary": Flag(),
-        "loss_values": Array(("losses",), none=True),
-        "loss_counts": Array(("losses",), positive=True, none=True),
+        # empty for a table of OOD rows only, built with oracle=True
+        "loss_values": Array(("losses",), empty=True, none=True),
+        "loss_counts": Array(("losses",), positive=True, empty=True, none=True),
     }
 
     def __init__(self) -> None:
@@ -309,20 +327,30 @@ class ScoreTable(ParamsMixin):
             self.ood_counts = whole_counts(self.ood_counts, "fitted.ood_counts", 0)
             if np.any(self.ood_counts > self.counts):
                 raise ValueError("fitted.ood_counts must be at most fitted.counts in every group.")
-        if not np.all(np.diff(self.values) > 0):
+        if not np.all(self.values[1:] > self.values[:-1]):  # no overflowing difference
             raise ValueError("fitted.values must be strictly increasing.")
         for name in ("loss_sums", "sq_loss_sums"):
             if getattr(self, name) is not None and np.any(getattr(self, name) < 0):
                 raise ValueError(f"fitted.{name} must be non-negative.")
+        with np.errstate(over="ignore"):
+            total = self.loss_sums.sum()
+        if not np.isfinite(total):
+            raise ValueError("fitted.loss_sums must have a sum within the float64 range; got "
+                             "a sum that overflows.")
+        check_loss_sums(self.loss_sums, self.id_counts, self.max_loss)
         if (self.loss_values is None) != (self.loss_counts is None):
             raise ValueError("fitted.loss_values and fitted.loss_counts must both be null or "
                              "both be arrays.")
         if self.loss_values is not None:
             self.loss_counts = whole_counts(self.loss_counts, "fitted.loss_counts", 1)  # type: ignore[arg-type]
-            if not (np.all(np.diff(self.loss_values) > 0) and self.loss_values[0] >= 0):
+            lv = self.loss_values
+            if not (np.all(lv[1:] > lv[:-1]) and np.all(lv[:1] >= 0)):
                 raise ValueError("fitted.loss_values must be non-negative and strictly increasing.")
-            if int(self.loss_counts.sum()) != int(self.id_counts.sum()):
-                raise ValueError("fitted.loss_counts must add up to the ID rows of fitted.counts.")
+            n_loss, n_id = int(self.loss_counts.sum()), int(self.id_counts.sum())
+            if n_loss != n_id:
+                raise ValueError("fitted.loss_counts must add up to the ID rows (fitted.counts "
+                                 "less fitted.ood_counts, where the table has OOD marks); got "
+                                 f"{n_loss} losses for {n_id} ID rows.")
 
 
 def _merge_losses(out: ScoreTable, tables: tuple[ScoreTable, ...]) -> None:

@@ -41,8 +41,8 @@ class BankDetector(ParamsMixin):
         Copied (``type(bank)(**bank.get_params())``) and fitted; left unchanged.
     method : str, default "glrt"
         The combined statistic, one of :data:`abstain.combine.METHODS`.
-    epsilon : float >= 0 or None, default None
-        For ``glrt`` / ``glrt_cov`` (None: 0.25).
+    epsilon : float in [0, 100] or None, default None
+        For ``glrt`` / ``glrt_cov`` (None: 0.25); the range of :class:`ScoreCombiner`.
     alpha : float in (0, 1), default 0.05
     delta : float in (0, 1), default 0.1
     z_fraction : float in (0, 1), default 0.5

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core.base import ParamsMixin
@@ -12,8 +13,25 @@ from .pvalues import EmpiricalZ
 from .qp import as_covariance, inlier_covariance
 from .statistics import GLRT_METHODS, METHODS, combine
 
-
 # --------------------------------------------------------------------------- pipeline
+#: The largest ``epsilon`` of a :class:`ScoreCombiner`. Its z-values come from
+#: :class:`EmpiricalZ`, whose p-values are at least ``1 / (n_train + 2)``: they lie within
+#: +-10 for any ``n_train`` below 1e20, and with ``method="glrt"`` every ``epsilon`` above
+#: them ranks the rows as Stouffer's sum does. The bound keeps the statistic, of the order
+#: of ``n_scores * epsilon**2``, far from overflow.
+EPSILON_MAX = 100.0
+
+
+def _check_positive_definite(cov: F64, what: str, fix: str = "") -> None:
+    """Raise unless ``cov`` (symmetric) has a Cholesky factor, as ``glrt_cov`` needs."""
+    try:
+        np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        low = float(np.linalg.eigvalsh(cov).min())
+        raise ValueError(f"{what} must be symmetric positive definite (its Cholesky "
+                         f"factorisation fails); got smallest eigenvalue {low:.4g}{fix}.") from None
+
+
 @serializable("combine")
 class ScoreCombiner(ParamsMixin):
     """Base scores -> empirical z-values -> one combined statistic (Algorithm 1, lines 2-4).
@@ -26,8 +44,9 @@ class ScoreCombiner(ParamsMixin):
     ----------
     method : str, default "glrt"
         One of :data:`METHODS`.
-    epsilon : float >= 0, optional
-        For ``glrt`` / ``glrt_cov``; default 0.25.
+    epsilon : float in [0, 100], optional
+        For ``glrt`` / ``glrt_cov``; default 0.25. Above the largest z-value (about 10)
+        every ``epsilon`` ranks the rows as Stouffer's sum, hence the bound.
     sigma : float >= 0, default 1e-6
         Ridge of eq. (34), used by ``glrt_cov``.
     higher_is_inlier : bool, default False
@@ -63,7 +82,12 @@ class ScoreCombiner(ParamsMixin):
             if name not in GLRT_METHODS:
                 raise ValueError(f"epsilon is used only by methods 'glrt' and 'glrt_cov'; "
                                  f"got epsilon={plain(self.epsilon)} with method={plain(name)}.")
-            check_positive("epsilon", self.epsilon, allow_zero=True)
+            eps = self.epsilon
+            if isinstance(eps, (bool, np.bool_)) or not isinstance(
+                    eps, (int, float, np.integer, np.floating)) or not 0 <= eps <= EPSILON_MAX:
+                raise ValueError(f"epsilon must be a finite number in [0, {EPSILON_MAX:g}] "
+                                 "(z-values lie within +-10; a larger epsilon ranks as "
+                                 f"Stouffer's sum); got {plain(self.epsilon)}.")
         check_positive("sigma", self.sigma, allow_zero=True)
         check_bool("higher_is_inlier", self.higher_is_inlier)
 
@@ -75,6 +99,9 @@ class ScoreCombiner(ParamsMixin):
         self.cov_ = None
         if name == "glrt_cov":
             self.cov_ = inlier_covariance(ez.transform(S_train), self.sigma)
+            _check_positive_definite(
+                self.cov_, f"the inlier covariance of S_train (with sigma={self.sigma!r})",
+                "; give sigma > 0, a ridge (the paper uses 1e-6)")
         self.empirical_z_ = ez
         return self
 
@@ -108,9 +135,10 @@ class ScoreCombiner(ParamsMixin):
                              f"with method {self.method!r}.")
         if self.cov_ is not None:
             try:
-                as_covariance(self.cov_, ez.n_scores_)
+                cov = as_covariance(self.cov_, ez.n_scores_)
             except ValueError as exc:
                 raise ValueError(f"fitted.cov_: {exc}") from None
+            _check_positive_definite(cov, "fitted.cov_")
 
 
 def from_json(text: str) -> EmpiricalZ | GuaranteedDetector | ScoreCombiner:

@@ -104,7 +104,8 @@ class EmpiricalZ(ParamsMixin):
     _FIELDS: dict[str, Field] = {"sorted_train_": Array(("n_scores", "n_train"))}
 
     def _after_load(self) -> None:
-        if np.any(np.diff(self.sorted_train_, axis=1) < 0):
+        s = self.sorted_train_
+        if np.any(s[:, 1:] < s[:, :-1]):  # compared, not subtracted: no overflow
             raise ValueError("fitted.sorted_train_ must be sorted ascending along each row.")
         self.n_scores_, self.n_train_ = self.sorted_train_.shape
 

@@ -46,7 +46,8 @@ class ReAct(Detector):
     Attributes
     ----------
     threshold_ : float
-        The clipping value ``c``.
+        The clipping value ``c``. :func:`abstain.load_json` refuses one whose clipped
+        logits, up to ``|c| sum_j |weight_[k, j]| + |bias_[k]|``, overflow ``dtype``.
     weight_, bias_ : ndarray of shape (K, d) and (K,)
 
     Examples
@@ -82,6 +83,20 @@ class ReAct(Detector):
             raise ValueError(f"percentile must be in (0, 100]; got {plain(self.percentile)}.")
         check_positive("temperature", self.temperature)
         check_float_dtype("dtype", self.dtype)
+
+    def _after_load(self) -> None:
+        # an input at or beyond the threshold in every entry has logits of magnitude up to
+        # |c| sum_j |W_kj| + |b_k|: they must be finite in the type of the product
+        dt = check_float_dtype("dtype", self.dtype)
+        with np.errstate(over="ignore"):
+            bound = abs(self.threshold_) * np.abs(self.weight_).sum(axis=1) + np.abs(self.bias_)
+        limit = float(np.finfo(dt).max)
+        if not np.all(bound <= limit):
+            raise ValueError(
+                "fitted.threshold_ must keep the logits of clipped features within the "
+                f"{dt.name} range of dtype: |threshold_| * sum_j |weight_[k, j]| + |bias_[k]| "
+                f"<= {limit:.4g} for every class k; got threshold_ = {self.threshold_!r}, "
+                f"which gives {float(bound.max()):.4g}.")
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> ReAct:
@@ -156,8 +171,10 @@ class KNN(Detector):
     """
 
     inputs = "features"
-    # documents written before dtype= existed computed in float64
-    _DOCUMENT_DEFAULTS = {"dtype": "float64"}
+    # documents written before dtype=, bank_size=, random_state= and backend= existed
+    # computed in float64 with NumPy on every training row
+    _DOCUMENT_DEFAULTS = {"dtype": "float64", "bank_size": None, "random_state": None,
+                          "backend": "numpy"}
     _FIELDS = {"n_features_in_": Int(1, dim="d"), "bank_": Array((None, "d"))}
 
     def __init__(self, k: int = 50, normalize: bool = True, block: int = 1024,
@@ -180,6 +197,12 @@ class KNN(Detector):
             check_int("bank_size", self.bank_size, 1)
         check_random_state("random_state", self.random_state)
         check_choice("backend", self.backend, ("auto", "numpy", "faiss"))
+
+    def _after_load(self) -> None:
+        n_bank = self.bank_.shape[0]
+        if self.k > n_bank:
+            raise ValueError(f"params.k must be an integer in [1, {n_bank}] (fitted.bank_ has "
+                             f"{n_bank} rows); got {self.k!r}.")
 
     def _prepare(self, F: NDArray) -> NDArray:  # type: ignore[type-arg]
         return unit_rows(F, "KNN with normalize=True") if self.normalize else F
@@ -270,6 +293,10 @@ def _gram(C: NDArray[np.floating]) -> NDArray[np.float64]:
     return np.triu(upper) + np.triu(upper, 1).T
 
 
+#: The largest ``alpha_`` of :class:`ViM` (``2**512``, the square root of the largest float).
+ALPHA_MAX = 2.0**512
+
+
 def _default_vim_dim(n_features: int) -> int:
     if n_features >= 2048:
         return 1000
@@ -303,7 +330,9 @@ class ViM(Detector):
     ----------
     origin_ : ndarray (d,)
     residual_basis_ : ndarray (d, d - D)
-    alpha_ : float
+    alpha_ : float in (0, 2**512]
+        ``fit`` refuses training data that give a non-positive ``alpha`` (the virtual logit
+        would shrink as the residual grows) or one above ``2**512``.
     weight_, bias_ : ndarray (K, d), (K,)
 
     Examples
@@ -328,7 +357,9 @@ class ViM(Detector):
         "bias_": Array(("K",)),
         "origin_": Array(("d",)),
         "residual_basis_": Array(("d", None)),
-        "alpha_": Number(),
+        # positive, as fit makes it; at most 2**512, the square root of the largest float,
+        # so that alpha_ times the residual norm of any input below that bound is finite
+        "alpha_": Number(0.0, ALPHA_MAX, low_open=True),
     }
 
     def __init__(self, dim: int | None = None, dtype: str = "float32") -> None:
@@ -373,8 +404,19 @@ class ViM(Detector):
         if mean_v <= 0:
             raise ValueError("ViM: the training features have no residual beyond the "
                              f"{D}-dimensional principal subspace; choose a smaller dim.")
+        alpha = float(logits.max(axis=1).mean(dtype=np.float64)) / mean_v
+        if not alpha > 0:
+            raise ValueError(
+                "ViM needs a positive mean max-logit on the training features (alpha = mean "
+                "max-logit / mean residual norm scales the virtual logit, which must grow with "
+                f"the residual); got alpha = {alpha!r}. Give the last layer's weight and bias "
+                "of a trained classifier.")
+        if not alpha <= ALPHA_MAX:
+            raise ValueError(
+                f"ViM needs alpha = mean max-logit / mean residual norm <= 2**512; got {alpha!r}"
+                f" (a residual norm of {mean_v!r}): choose a smaller dim.")
         self.weight_, self.bias_, self.origin_, self.residual_basis_ = W, b, u, R
-        self.alpha_ = float(logits.max(axis=1).mean(dtype=np.float64)) / mean_v
+        self.alpha_ = alpha
         self.dim_ = D
         self.n_features_in_ = d
         return self

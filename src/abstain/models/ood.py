@@ -275,6 +275,9 @@ class BoundedTPRFPR(_OODRule):
     (True, 1.0)
     """
 
+    # documents written before delta= existed fitted the empirical rule
+    _DOCUMENT_DEFAULTS = {"delta": None}
+
     def __init__(self, tpr: float = 0.95, fpr: float = 0.05, *, delta: float | None = None,
                  search: str = "grid", n_directions: int = N_DIRECTIONS,
                  random_state: Any = None) -> None:

@@ -562,6 +562,9 @@ class BoundedImprovement(_RejectRule):
         self.loss_bound = loss_bound
         self.random_state = random_state
 
+    # documents written before bound= and guarantee= existed: with delta, the bound was
+    # SGR's (refitting reproduces the rule); no expected-risk guarantee
+    _DOCUMENT_DEFAULTS = {"bound": "sgr", "guarantee": None}
     _FIELDS: dict[str, Field] = {
         "threshold_": Number(special=("-inf", "inf")),
         "min_risk_": Number(0.0),
@@ -591,6 +594,22 @@ class BoundedImprovement(_RejectRule):
     def _after_load(self) -> None:
         if not hasattr(self, "bound_"):  # written before bound existed: the search was SGR
             self.bound_ = None if self.delta is None else "sgr"
+        # the fitted guarantee is the one the parameters ask for, as fit makes it
+        allowed: tuple[str | None, ...]
+        if self.guarantee is not None:
+            allowed = ("crc",)
+        elif self.delta is None:
+            allowed = (None,)
+        else:
+            allowed = ("sgr", *LTT_BOUNDS) if self.bound == "auto" else (self.bound,)
+        if self.bound_ not in allowed:
+            names = " or ".join("null" if b is None else repr(b) for b in allowed)
+            raise ValueError(f"fitted.bound_ must be {names} for params.delta = {self.delta!r}, "
+                             f"params.guarantee = {self.guarantee!r} and params.bound = "
+                             f"{self.bound!r}; got {self.bound_!r}.")
+        if self.bound_ is None and not math.isnan(self.risk_bound_):
+            raise ValueError("fitted.risk_bound_ must be \"nan\" for a rule fitted without delta "
+                             f"or guarantee; got {self.risk_bound_!r}.")
 
     def fit(self, uncertainty: ArrayLike | ScoreTable,
             losses: ArrayLike | None = None) -> BoundedImprovement:
