@@ -10,7 +10,7 @@ from .._core.validation import F64, check_bool, check_choice, check_positive
 from .guarantee import GuaranteedDetector
 from .pvalues import EmpiricalZ
 from .qp import as_covariance, inlier_covariance
-from .statistics import GLRT_METHODS, METHODS, combine
+from .statistics import GLRT_METHODS, METHODS, check_epsilon, combine
 
 
 # --------------------------------------------------------------------------- pipeline
@@ -26,7 +26,7 @@ class ScoreCombiner(ParamsMixin):
     ----------
     method : str, default "glrt"
         One of :data:`METHODS`.
-    epsilon : float >= 0, optional
+    epsilon : float in [0, 1e150], optional
         For ``glrt`` / ``glrt_cov``; default 0.25.
     sigma : float >= 0, default 1e-6
         Ridge of eq. (34), used by ``glrt_cov``.
@@ -63,7 +63,7 @@ class ScoreCombiner(ParamsMixin):
             if name not in GLRT_METHODS:
                 raise ValueError(f"epsilon is used only by methods 'glrt' and 'glrt_cov'; "
                                  f"got epsilon={self.epsilon!r} with method={name!r}.")
-            check_positive("epsilon", self.epsilon, allow_zero=True)
+            check_epsilon(self.epsilon)
         check_positive("sigma", self.sigma, allow_zero=True)
         check_bool("higher_is_inlier", self.higher_is_inlier)
 
