@@ -7,7 +7,9 @@ classifier accepts the samples with the lowest uncertainty.
 
 Tie rule (the same in every function): samples are sorted by uncertainty, the
 curve has one point per distinct uncertainty value, sums are accumulated in
-float64. Where a metric depends on the order *inside* a group of tied scores
+float64, in units of a power of two where losses near the float64 maximum would
+overflow them (an exact scaling: the results are those of the plain sums wherever
+these are finite). Where a metric depends on the order *inside* a group of tied scores
 (AuRC, AUGRC), ``ties="mean"`` returns its exact expectation over a uniformly
 random order of the tied samples, which does not depend on the row order, and
 ``ties="index"`` applies the rule of Franc et al. (2023), footnote 7: a stable
