@@ -226,3 +226,17 @@ def test_a_huge_bootstrap_is_refused_before_any_work(tmp_path, capsys):
     assert main(["evaluate", str(path), "--bootstrap", "1000000000000"]) == 1
     out = capsys.readouterr()
     assert out.err == f"abstain evaluate: error: {message}\n" and out.out == ""
+
+
+def test_losses_near_the_float_maximum_give_finite_exact_numbers_and_intervals():
+    big = LOSS * 1e308 + (1 - LOSS) * 0.5e308  # every row near the maximum
+    data = prepare({"loss": big, "u": U})
+    ev = evaluate(data, n_bootstrap=20, random_state=0)
+    for key, value in ev.metrics["u"].items():
+        assert math.isfinite(value), key
+    expected = _selective(big, U, (0.8, 0.9, 0.95))
+    _same(ev.metrics["u"], expected)
+    assert ev.metrics["u"]["risk@0.8"] == pytest.approx(
+        m.selective_risk_at_coverage(big / 2**64, U, 0.8) * 2**64, rel=1e-15)
+    for key, (lo, hi) in ev.intervals["u"].items():
+        assert math.isfinite(lo) and math.isfinite(hi) and lo <= hi, key
