@@ -44,8 +44,9 @@ class TieGroups:
     scale : float
         The power of two the loss sums are divided by.
     cum_sums, sums, counts, unit_sums : ndarray of shape (G,)
-        ``C_g`` in the units of the loss (``inf`` where it exceeds the float64 range), the
-        per-group loss sums, counts, and loss sums in units of ``scale`` (on first use).
+        ``C_g`` in the units of the loss (``inf`` where it exceeds the float64 range: the
+        risk bounds read these), the per-group loss sums, counts, and loss sums in units of
+        ``scale`` (on first use).
     """
 
     values: NDArray[np.float64]
@@ -74,13 +75,9 @@ class TieGroups:
     def n(self) -> float:
         return float(self.cum_counts[-1])
 
-    def loss_at(self, x: float) -> float:
-        """Expected accepted loss ``C(x)`` when ``x`` samples are accepted in expectation
-        (``inf`` where it exceeds the float64 range; :meth:`risk_at` never overflows)."""
-        return float(_unscaled(np.float64(self.unit_loss_at(x)), self.scale))
-
     def unit_loss_at(self, x: float) -> float:
-        """``C(x) / scale``."""
+        """``C(x) / scale``: the expected accepted loss when ``x`` samples are accepted in
+        expectation, in units of ``scale``."""
         return float(np.interp(x, self.knots_x, self.unit_knots_y))
 
     def risk_at(self, x: float) -> float:
@@ -95,10 +92,6 @@ class TieGroups:
     @cached_property
     def unit_knots_y(self) -> NDArray[np.float64]:
         return np.concatenate(([0.0], self.unit_cum_sums))
-
-    @cached_property
-    def knots_y(self) -> NDArray[np.float64]:
-        return _unscaled(self.unit_knots_y, self.scale)
 
     def rescaled(self, top: float) -> TieGroups:
         """These groups with a scale large enough for a quantity ``top`` (a reject cost, a
