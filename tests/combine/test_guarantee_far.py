@@ -175,3 +175,14 @@ def test_n_beyond_float64_counts_is_refused():
                                          r"largest calibration size float64 counts exactly\); "
                                          r"got 9007199254740993"):
         far_guarantee(2**53 + 1, 0.05, 0.1)
+
+
+@pytest.mark.parametrize("alpha", [1e-300, 5e-324, 2.0**-60])
+def test_conformal_threshold_names_the_exact_count_a_tiny_alpha_needs(alpha):
+    from fractions import Fraction
+
+    need = math.ceil(1 / Fraction(alpha))  # exact: not the float 1 / alpha (inf for 5e-324)
+    with pytest.raises(ValueError, match=rf"cal_stat must hold at least ceil\(1/alpha\) = "
+                                         rf"{need} values for alpha={alpha!r}; got 3\."):
+        conformal_threshold([1.0, 2.0, 3.0], alpha)
+    assert conformal_threshold([1.0, 2.0, 3.0], 1 / 3) == 3.0  # the rounding of 1/3 forgiven

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import decimal
+import fractions
 import math
 from typing import NamedTuple
 
@@ -171,7 +172,11 @@ def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
     a = check_open_unit("alpha", alpha)
     cal = as_scores(cal_stat, "cal_stat")
     n = cal.size
-    need = math.ceil(1.0 / a - 1e-12)
+    inverse = 1.0 / a
+    # 1e-12 forgives the rounding of alpha (alpha = 1/3 needs 3 values); beyond 2**53 the
+    # float 1 / alpha is no whole count (or is inf, alpha < 5.6e-309): exact arithmetic
+    need = (math.ceil(inverse - 1e-12) if inverse < 2.0**53
+            else math.ceil(fractions.Fraction(1) / fractions.Fraction(a)))
     if n < need:
         raise ValueError(f"cal_stat must hold at least ceil(1/alpha) = {need} values for "
                          f"alpha={alpha!r}; got {n}.")
