@@ -120,3 +120,23 @@ def test_group_totals_do_not_depend_on_the_sort_kernels_tie_order(monkeypatch):
             got = group_totals(u, w, counts)
         assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1], ref[1])
         assert all(np.array_equal(a, b) for a, b in zip(got[2], ref[2], strict=True))
+
+
+def test_loss_sums_are_kept_in_units_of_a_power_of_two_only_when_they_could_overflow():
+    from abstain._core.groups import loss_scale, tie_groups
+
+    big = float(np.finfo(np.float64).max)
+    assert loss_scale(1.0, 10**9) == 1.0 and loss_scale(2.0**900, 2**100) == 1.0
+    assert loss_scale(big, 1) == 2.0**9  # n * top below 2**1016 after scaling
+    assert loss_scale(0.0, 5) == 1.0
+    g = tie_groups(np.array([big, big, 1.0]), np.array([0.1, 0.1, 0.2]))
+    assert g.scale == 2.0**10 and np.all(np.isfinite(g.unit_cum_sums))
+    assert np.isinf(g.cum_sums[0])  # the loss sum itself exceeds float64; the risks do not
+    assert g.risk_at(2.0) == big
+    assert g.risk_at(3.0) == (2 * (big / 2**10) + 2.0**-10) / 3 * 2**10
+    assert g.rescaled(1.0) is g and g.rescaled(big * 0.5).scale == g.scale
+    ordinary = tie_groups(np.array([0.5, 1.0, 0.0]), np.array([0.1, 0.1, 0.2]))
+    assert ordinary.scale == 1.0 and ordinary.cum_sums is ordinary.unit_cum_sums
+    assert ordinary.rescaled(big).scale == 2.0**10  # 3 rows: 2**(1024 + 2 - 1016)
+    np.testing.assert_array_equal(ordinary.rescaled(big).unit_cum_sums * 2.0**10,
+                                  ordinary.cum_sums)

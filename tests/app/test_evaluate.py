@@ -196,3 +196,47 @@ def test_to_frame_has_one_row_per_score():
     assert list(frame.index) == ["u", "g"] and frame.index.name == "score"
     assert frame.loc["g", "auroc"] == ev.metrics["g"]["auroc"]
     assert frame.loc["g", "auroc_low"] == ev.intervals["g"]["auroc"][0]
+
+
+def test_bootstrap_intervals_do_not_depend_on_the_row_order():
+    rng = np.random.default_rng(4)
+    n = 120
+    table = {"loss": (rng.random(n) < 0.3).astype(float), "u": np.round(rng.random(n), 1),
+             "g": np.round(rng.random(n), 1), "is_ood": (rng.random(n) < 0.3).astype(float)}
+    a = evaluate(prepare(table, scores=["u", "g"]), n_bootstrap=30, random_state=2)
+    for seed in range(3):
+        p = np.random.default_rng(seed).permutation(n)
+        b = evaluate(prepare({k: v[p] for k, v in table.items()}, scores=["u", "g"]),
+                     n_bootstrap=30, random_state=2)
+        assert repr(a.intervals) == repr(b.intervals)  # bit for bit (NaN != NaN)
+
+
+def test_a_huge_bootstrap_is_refused_before_any_work(tmp_path, capsys):
+    from abstain.app.cli import main
+
+    message = ("n_bootstrap (--bootstrap) must be at most 1000000 for 10 rows (at most 1000000 "
+               "resamples and 2147483648 rows drawn in all, resamples times rows); got "
+               "1000000000000.")
+    calls = []
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        evaluate(prepare(_table()), n_bootstrap=10**12, progress=lambda *a: calls.append(a))
+    assert calls == []
+    path = tmp_path / "rows.csv"
+    path.write_text("loss,u\n" + "".join(f"{v:g},{u:g}\n" for v, u in zip(LOSS, U, strict=True)))
+    assert main(["evaluate", str(path), "--bootstrap", "1000000000000"]) == 1
+    out = capsys.readouterr()
+    assert out.err == f"abstain evaluate: error: {message}\n" and out.out == ""
+
+
+def test_losses_near_the_float_maximum_give_finite_exact_numbers_and_intervals():
+    big = LOSS * 1e308 + (1 - LOSS) * 0.5e308  # every row near the maximum
+    data = prepare({"loss": big, "u": U})
+    ev = evaluate(data, n_bootstrap=20, random_state=0)
+    for key, value in ev.metrics["u"].items():
+        assert math.isfinite(value), key
+    expected = _selective(big, U, (0.8, 0.9, 0.95))
+    _same(ev.metrics["u"], expected)
+    assert ev.metrics["u"]["risk@0.8"] == pytest.approx(
+        m.selective_risk_at_coverage(big / 2**64, U, 0.8) * 2**64, rel=1e-15)
+    for key, (lo, hi) in ev.intervals["u"].items():
+        assert math.isfinite(lo) and math.isfinite(hi) and lo <= hi, key

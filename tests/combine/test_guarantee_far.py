@@ -139,3 +139,50 @@ def test_far_guarantee_holds_over_many_calibration_draws(levels):
         assert np.mean(plain > ALPHA) > 0.3  # the in-expectation rule fails about half the time
     print(f"levels={levels}: Pr(FAR > alpha) guaranteed {violations:.4f} (exact {exact:.4f}), "
           f"plain conformal {np.mean(plain > ALPHA):.4f}")
+
+
+@pytest.mark.parametrize(("alpha", "delta"), [(1e-25, 0.1), (1e-30, 0.1), (5e-324, 5e-324),
+                                              (1e-13, 1e-300), (0.5, 5e-324), (1e-9, 0.5)])
+def test_min_n_of_tiny_alpha_is_closed_form(alpha, delta):
+    """No loop over calibration sizes: a tiny alpha or delta gives min_n at once, and it
+    is the least n with (1 - alpha)^n <= delta (checked in exact decimal arithmetic)."""
+    from decimal import Decimal, localcontext
+
+    g = far_guarantee(1000, alpha, delta)
+    need = g.min_n
+    assert not g.feasible and (g.rank, g.level, g.achieved_alpha) == (0, 0.0, 0.0)
+    with localcontext() as ctx:
+        ctx.prec = 1200  # 1 - alpha exact for every float alpha
+        log_q = (1 - Decimal(alpha)).ln()
+        log_d = Decimal(delta).ln()
+        assert need * log_q <= log_d < (need - 1) * log_q
+    with pytest.raises(ValueError, match=f"cal_stat must hold at least {need} values for "
+                                         f"FAR <= alpha={alpha!r}"):
+        GuaranteedDetector(alpha=alpha, delta=delta).fit(np.zeros(1000))
+
+
+def test_the_float_path_and_the_decimal_path_agree():
+    from abstain.combine.guarantee import _min_n, _min_n_decimal
+
+    for alpha in (0.3, 0.05, 1e-3, 1e-6, 1e-11, 2e-13):
+        for delta in (0.5, 0.1, 1e-3, 1e-30):
+            assert _min_n(alpha, delta) == _min_n_decimal(alpha, delta)
+
+
+def test_n_beyond_float64_counts_is_refused():
+    assert far_guarantee(2**53, 1e-15, 0.1).feasible
+    with pytest.raises(ValueError, match=r"n must be at most 2\*\*53 = 9007199254740992 \(the "
+                                         r"largest calibration size float64 counts exactly\); "
+                                         r"got 9007199254740993"):
+        far_guarantee(2**53 + 1, 0.05, 0.1)
+
+
+@pytest.mark.parametrize("alpha", [1e-300, 5e-324, 2.0**-60])
+def test_conformal_threshold_names_the_exact_count_a_tiny_alpha_needs(alpha):
+    from fractions import Fraction
+
+    need = math.ceil(1 / Fraction(alpha))  # exact: not the float 1 / alpha (inf for 5e-324)
+    with pytest.raises(ValueError, match=rf"cal_stat must hold at least ceil\(1/alpha\) = "
+                                         rf"{need} values for alpha={alpha!r}; got 3\."):
+        conformal_threshold([1.0, 2.0, 3.0], alpha)
+    assert conformal_threshold([1.0, 2.0, 3.0], 1 / 3) == 3.0  # the rounding of 1/3 forgiven

@@ -188,3 +188,31 @@ def test_combine_errors():
         combine(Z, "glrt_cov", cov=[[1.0, np.nan], [np.nan, 1.0]])
     with pytest.raises(ValueError, match=r"values must be < 1 for method='glrt_cov'"):
         combine([[1.0, 0.5]], "glrt_cov", scale="p", cov=np.eye(2))
+
+
+def test_glrt_refuses_an_epsilon_whose_terms_leave_the_float64_range():
+    from abstain.combine import ScoreCombiner
+
+    Z = np.array([[0.1, 2.0], [1.0, 3.0]])
+    got = combine(Z, "glrt", epsilon=1e150)  # the largest allowed: finite, as its terms are
+    assert np.all(np.isfinite(got))
+    message = (r"epsilon must be in \[0, 1e\+150\] \(the GLRT's terms \(z - epsilon / 2\) \* "
+               r"epsilon must stay within the float64 range\); got 1e\+155")
+    with pytest.raises(ValueError, match=message):
+        combine(Z, "glrt", epsilon=1e155)
+    with pytest.raises(ValueError, match=message):
+        combine(Z, "glrt_cov", epsilon=1e155, cov=np.eye(2))
+    with pytest.raises(ValueError, match=message):
+        ScoreCombiner(method="glrt", epsilon=1e155).fit(Z)
+
+
+def test_glrt_refuses_z_values_whose_statistic_leaves_the_float64_range():
+    message = (r"values must keep the GLRT statistic within the float64 range \(\|z\| up to "
+               r"about 1e154\); got row 1 with largest \|value\| 1e\+200, whose statistic is inf")
+    Z = np.array([[0.5, 1.0], [1e200, 0.0]])
+    with pytest.raises(ValueError, match=message):
+        combine(Z, "glrt")
+    with pytest.raises(ValueError, match=message):
+        combine(Z, "glrt_cov", cov=np.eye(2))
+    # p = 1 is z = -inf: the statistic -inf is its exact value, not an overflow
+    assert combine([[1.0, 0.5]], "glrt", scale="p")[0] == -np.inf

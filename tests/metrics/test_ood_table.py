@@ -105,7 +105,8 @@ def test_bootstrap_equals_a_loop_over_the_same_resamples():
     losses, ood, scores = _data(60, seed=1)
     scores = {k: scores[k] for k in ("a", "b")}
     table = evaluate_ood(losses, ood, scores, n_bootstrap=30, random_state=7, confidence=0.9)
-    idx = bootstrap_indices(ood, 30, random_state=7)
+    key = np.column_stack([losses, ood, *scores.values()])  # the order evaluate_ood draws in
+    idx = bootstrap_indices(ood, 30, random_state=7, key=key)
     reps = np.array([[_direct(losses[i], ood[i], s[i]) for s in scores.values()] for i in idx])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells (infeasible risk)
@@ -127,6 +128,62 @@ def test_bootstrap_indices_keep_each_stratum():
         bootstrap_indices(strata, 0)
     with pytest.raises(ValueError, match="strata must be a non-empty 1-D array"):
         bootstrap_indices([], 3)
+
+
+def test_bootstrap_with_a_key_does_not_depend_on_the_row_order():
+    """Draws go to the rows sorted by their values: any row order gives the same replicates
+    and intervals, bit for bit (without a key they depend on the row order)."""
+    losses, ood, scores = _data(80, seed=3)
+    scores = {k: scores[k] for k in ("a", "b")}
+    table = evaluate_ood(losses, ood, scores, n_bootstrap=40, random_state=5)
+    moved = 0.0
+    for seed in range(3):
+        p = np.random.default_rng(seed).permutation(80)
+        again = evaluate_ood(losses[p], ood[p], {k: s[p] for k, s in scores.items()},
+                             n_bootstrap=40, random_state=5)
+        np.testing.assert_array_equal(table.low, again.low)
+        np.testing.assert_array_equal(table.high, again.high)
+
+        def mean_a(rows, p=p):
+            return float(np.mean(scores["a"][p][rows]))
+
+        plain = bootstrap_interval(mean_a, ood[p], n_bootstrap=40, random_state=5)
+        keyed = bootstrap_interval(mean_a, ood[p], n_bootstrap=40, random_state=5,
+                                   key=scores["a"][p])
+        reference = bootstrap_interval(lambda rows: float(np.mean(scores["a"][rows])), ood,
+                                       n_bootstrap=40, random_state=5, key=scores["a"])
+        np.testing.assert_array_equal(keyed.replicates, reference.replicates)
+        moved = max(moved, abs(plain.high - reference.high))
+    assert moved > 0  # the row order matters without a key
+
+
+def test_bootstrap_draws_in_batches_the_resamples_of_bootstrap_indices(monkeypatch):
+    from abstain.metrics import bootstrap
+
+    monkeypatch.setattr(bootstrap, "_BATCH_ROWS", 16)  # 2 resamples of 7 rows a batch
+    strata, key = np.array([0, 1, 0, 0, 1, 1, 0]), np.arange(7.0)[::-1]
+    idx = bootstrap_indices(strata, 9, random_state=2, key=key)
+    seen = []
+    bootstrap_interval(lambda rows: seen.append(rows.copy()) or 0.0, strata, n_bootstrap=9,
+                       random_state=2, key=key)
+    np.testing.assert_array_equal(np.array(seen), idx)
+    for row in idx:
+        assert sorted(strata[row].tolist()) == sorted(strata.tolist())
+
+
+def test_huge_bootstrap_requests_are_refused_before_any_work():
+    losses, ood, scores = _data(60, seed=1)
+    message = (r"n_bootstrap must be at most 1000000 for 60 rows \(at most 1000000 resamples "
+               r"and 2147483648 rows drawn in all, resamples times rows\); got 1000000000000")
+    with pytest.raises(ValueError, match=message):
+        evaluate_ood(losses, ood, {"a": scores["a"]}, n_bootstrap=10**12)
+    with pytest.raises(ValueError, match=message):
+        bootstrap_interval(lambda i: 0.0, ood, n_bootstrap=10**12)
+    with pytest.raises(ValueError, match=r"n_bootstrap must be at most 2147 for 1000000 rows"):
+        bootstrap_indices(np.zeros(10**6), 2148)
+    with pytest.raises(ValueError, match=r"key must be a numeric array of shape \(3,\) or "
+                                         r"\(3, k\), one row per row of strata; got shape \(2,\)"):
+        bootstrap_indices([0, 0, 1], 2, key=[1.0, 2.0])
 
 
 def test_bootstrap_interval_of_a_value_nan_everywhere_is_nan():

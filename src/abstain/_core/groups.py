@@ -25,45 +25,82 @@ from .validation import as_losses_and_scores
 class TieGroups:
     """Sorted distinct uncertainty values with the count and loss sum of each group.
 
+    Loss sums are kept in units of ``scale``, a power of two: 1 for every sample whose
+    losses stay far from the float64 maximum (``n * max(loss) < 2**1016``, see
+    :func:`loss_scale`), larger otherwise, so that running sums of losses near ``1e308``
+    do not overflow. Dividing by a power of two is exact, so the scaled sums are the
+    unscaled ones to the last bit wherever those are finite (and the losses are not
+    below ``2**-1022 * scale``).
+
     Attributes
     ----------
     values : ndarray of shape (G,)
         Distinct uncertainty values, ascending.
-    cum_counts, cum_sums : ndarray of shape (G,)
-        ``N_g`` and ``C_g``: running totals up to and including group ``g`` (counts
-        as float64, exact up to 2**53).
-    counts, sums : ndarray of shape (G,)
-        Number of samples and summed loss per group (computed on first use).
+    cum_counts : ndarray of shape (G,)
+        ``N_g``: running count up to and including group ``g`` (float64, exact up to 2**53).
+    unit_cum_sums : ndarray of shape (G,)
+        ``C_g / scale``: running loss sum up to and including group ``g``, in units of
+        ``scale``.
+    scale : float
+        The power of two the loss sums are divided by.
+    cum_sums, sums, counts, unit_sums : ndarray of shape (G,)
+        ``C_g`` in the units of the loss (``inf`` where it exceeds the float64 range: the
+        risk bounds read these), the per-group loss sums, counts, and loss sums in units of
+        ``scale`` (on first use).
     """
 
     values: NDArray[np.float64]
     cum_counts: NDArray[np.float64]
-    cum_sums: NDArray[np.float64]
+    unit_cum_sums: NDArray[np.float64]
+    scale: float = 1.0
 
     @cached_property
     def counts(self) -> NDArray[np.float64]:
         return np.diff(self.cum_counts, prepend=0.0)
 
     @cached_property
-    def sums(self) -> NDArray[np.float64]:
+    def unit_sums(self) -> NDArray[np.float64]:
         # Adding a non-negative number never lowers a float, so group sums are >= 0.
-        return np.diff(self.cum_sums, prepend=0.0)
+        return np.diff(self.unit_cum_sums, prepend=0.0)
+
+    @cached_property
+    def cum_sums(self) -> NDArray[np.float64]:
+        return _unscaled(self.unit_cum_sums, self.scale)
+
+    @cached_property
+    def sums(self) -> NDArray[np.float64]:
+        return _unscaled(self.unit_sums, self.scale)
 
     @property
     def n(self) -> float:
         return float(self.cum_counts[-1])
 
-    def loss_at(self, x: float) -> float:
-        """Expected accepted loss ``C(x)`` when ``x`` samples are accepted in expectation."""
-        return float(np.interp(x, self.knots_x, self.knots_y))
+    def unit_loss_at(self, x: float) -> float:
+        """``C(x) / scale``: the expected accepted loss when ``x`` samples are accepted in
+        expectation, in units of ``scale``."""
+        return float(np.interp(x, self.knots_x, self.unit_knots_y))
+
+    def risk_at(self, x: float) -> float:
+        """Selective risk ``C(x) / x`` of accepting ``x > 0`` samples in expectation, computed
+        in units of ``scale``: it is at most the largest loss, so it never overflows."""
+        return self.unit_loss_at(x) / x * self.scale
 
     @cached_property
     def knots_x(self) -> NDArray[np.float64]:
         return np.concatenate(([0.0], self.cum_counts))
 
     @cached_property
-    def knots_y(self) -> NDArray[np.float64]:
-        return np.concatenate(([0.0], self.cum_sums))
+    def unit_knots_y(self) -> NDArray[np.float64]:
+        return np.concatenate(([0.0], self.unit_cum_sums))
+
+    def rescaled(self, top: float) -> TieGroups:
+        """These groups with a scale large enough for a quantity ``top`` (a reject cost, a
+        target risk) compared with the losses: the same groups when it already is."""
+        scale = max(self.scale, loss_scale(top, self.n))
+        if scale == self.scale:
+            return self
+        return TieGroups(self.values, self.cum_counts,
+                         self.unit_cum_sums / (scale / self.scale), scale)
 
     def rule_at(self, x: float) -> tuple[int, float]:
         """The canonical rule accepting ``x`` samples in expectation, ``0 < x <= n``.
@@ -92,21 +129,51 @@ class TieGroups:
         ``C(x) - target_risk * x`` is linear between knots and zero at ``x = 0``, so the
         answer is the last knot whose risk meets the target, extended into the next
         group up to the point where the risk of the partial acceptance hits the target.
+        Computed in units of ``scale`` (enlarged for a target near the float64 maximum).
         """
+        groups = self.rescaled(target_risk)
+        lam = target_risk / groups.scale
         # A relative 1e-12 absorbs round-off in the running sums, so a target equal to
         # an attainable risk is met.
-        risk = self.cum_sums / self.cum_counts
-        ok = np.flatnonzero(risk <= target_risk * (1.0 + 1e-12))
+        risk = groups.unit_cum_sums / groups.cum_counts
+        ok = np.flatnonzero(risk <= lam * (1.0 + 1e-12))
         if ok.size == 0:
             return 0.0
         g = int(ok[-1])
-        x = float(self.cum_counts[g])
-        if g + 1 < self.counts.size:
-            slack = target_risk * x - self.cum_sums[g]
-            excess = self.sums[g + 1] - target_risk * self.counts[g + 1]
+        x = float(groups.cum_counts[g])
+        if g + 1 < groups.counts.size:
+            slack = lam * x - groups.unit_cum_sums[g]
+            excess = groups.unit_sums[g + 1] - lam * groups.counts[g + 1]
             if excess > 0 and slack > 0:
-                x += float(self.counts[g + 1] * min(slack / excess, 1.0))
+                x += float(groups.counts[g + 1] * min(slack / excess, 1.0))
         return x
+
+
+def _unscaled(unit: Any, scale: float) -> Any:
+    """``unit * scale`` (``inf`` beyond the float64 range, without a warning)."""
+    if scale == 1.0:
+        return unit
+    with np.errstate(over="ignore"):
+        return unit * scale
+
+
+# Losses are summed unscaled while n * max(loss) stays below 2**_SAFE_EXPONENT: their running
+# sums, a difference of two of them, a cost times a count, stay below the float64 maximum.
+_SAFE_EXPONENT = 1016
+
+
+def loss_scale(top: float, n: float) -> float:
+    """The power of two that loss sums of ``n`` rows with losses at most ``top`` are kept in.
+
+    1.0 while ``n * top < 2**1016`` (every realistic sample: the sums are then the plain
+    float64 sums, bit for bit); otherwise the least power of two that brings
+    ``n * top / scale`` below ``2**1016``, which keeps losses and targets as small as
+    ``2**-1022 * scale`` (``2.2e-308 * scale``) at full precision.
+    """
+    if not top > 0.0 or not math.isfinite(top):
+        return 1.0
+    e = math.frexp(top)[1] + math.frexp(max(float(n), 1.0))[1]  # > log2(n * top)
+    return 1.0 if e <= _SAFE_EXPONENT else math.ldexp(1.0, e - _SAFE_EXPONENT)
 
 
 def sorted_by_uncertainty(
@@ -221,16 +288,34 @@ def _half_totals(
 
 
 def groups_from_totals(
-    values: NDArray[np.float64], counts: NDArray[np.integer], sums: NDArray[np.float64]
+    values: NDArray[np.float64], counts: NDArray[np.integer], sums: NDArray[np.float64],
+    top: float | None = None,
 ) -> TieGroups:
-    """:class:`TieGroups` from per-group totals (running sums in float64, in group order)."""
-    return TieGroups(values, np.cumsum(counts, dtype=np.float64), np.cumsum(sums))
+    """:class:`TieGroups` from per-group totals (running sums in float64, in group order).
+
+    ``top`` bounds a single loss (default: the largest group sum); the sums are divided by
+    :func:`loss_scale` of it before they are accumulated.
+    """
+    cum_counts = np.cumsum(counts, dtype=np.float64)
+    n = float(cum_counts[-1]) if cum_counts.size else 0.0
+    if top is None:
+        top = float(np.max(sums)) if sums.size else 0.0
+    scale = loss_scale(top, n)
+    unit = sums if scale == 1.0 else sums / scale
+    return TieGroups(values, cum_counts, np.cumsum(unit), scale)
 
 
 def tie_groups(losses: NDArray[np.float64], uncertainty: NDArray[np.float64]) -> TieGroups:
-    """Group validated arrays by distinct uncertainty value."""
+    """Group validated arrays by distinct uncertainty value.
+
+    Losses whose sums could overflow are divided by :func:`loss_scale` first (a power of
+    two, exact), so every group sum is a float64 number.
+    """
+    scale = loss_scale(float(losses.max()) if losses.size else 0.0, losses.size)
+    if scale != 1.0:
+        losses = losses / scale
     values, counts, (sums,) = group_totals(uncertainty, losses)
-    return groups_from_totals(values, counts, sums)
+    return TieGroups(values, np.cumsum(counts, dtype=np.float64), np.cumsum(sums), scale)
 
 
 # Below this argument the harmonic differences are summed term by term; above it the

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.optional import require
 from ..exceptions import InfeasibleTargetWarning
+from ..metrics.bootstrap import check_bootstrap
 from ..metrics.ood import exact_envelope_metrics
 from ..metrics.ood_table import resolve_search
 from .chunks import Summary
@@ -228,7 +229,9 @@ def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: i
                **options: Any) -> dict[str, dict[str, tuple[float, float]]]:
     """Percentile intervals of every metric of every score over the same ``n_bootstrap``
     resamples of the rows (:func:`abstain.metrics.bootstrap_interval`), ID and OOD rows
-    resampled apart so that every resample has both."""
+    resampled apart so that every resample has both, drawn from the rows sorted by their
+    values (loss, OOD mark, every score column in table order), so that the intervals do
+    not depend on the row order."""
     columns = [(name, data.scores[name], False) for name in data.scores]
     if ood is not None:
         columns += [(name, data.stacked(cols), True) for name, cols in data.pairs.items()]
@@ -247,9 +250,11 @@ def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: i
             progress(done + calls, total)
         return vals
 
-    strata = ood if ood is not None else np.zeros(data.losses.size, dtype=bool)
+    n = data.losses.size
+    strata = ood if ood is not None else np.zeros(n, dtype=bool)
+    values = np.column_stack([data.losses, strata, *(s.reshape(n, -1) for _, s, _ in columns)])
     ci = m.bootstrap_interval(statistic, strata, n_bootstrap=n_bootstrap, confidence=level,
-                              random_state=random_state)
+                              random_state=random_state, key=values)
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for (name, key), lo, hi in zip(cells, ci.low, ci.high, strict=True):
         out.setdefault(name, {})[key] = (float(lo), float(hi))
@@ -405,7 +410,11 @@ def evaluate(
         resamples of the rows (ID and OOD rows resampled apart), by
         :func:`abstain.metrics.bootstrap_interval` (whose NaN rule it keeps: a resample
         where a target is infeasible is left out, and a metric infeasible on every
-        resample has no interval).
+        resample has no interval). The resamples draw from the rows sorted by their
+        values, so the same rows in any order give the same intervals. At most
+        :data:`abstain.metrics.bootstrap.MAX_BOOTSTRAP` (10**6) resamples and
+        ``n_bootstrap * rows`` at most 2**31: larger requests raise ``ValueError``
+        before any work.
     level : float in (0, 1), default 0.95
         The confidence level of the intervals.
     random_state : None, int or numpy Generator
@@ -422,6 +431,8 @@ def evaluate(
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) \
             or n_bootstrap < 0 or n_bootstrap == 1:
         raise ValueError(f"n_bootstrap must be 0 or an integer >= 2; got {n_bootstrap!r}.")
+    if n_bootstrap:  # before any work; the command line's option is --bootstrap
+        check_bootstrap(n_bootstrap, data.losses.size, "n_bootstrap (--bootstrap)")
     if not (isinstance(level, float | int) and 0.0 < level < 1.0):
         raise ValueError(f"level must be in (0, 1); got {level!r}.")
     ood = data.is_ood

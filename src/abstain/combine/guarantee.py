@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import decimal
+import fractions
 import math
 from typing import NamedTuple
 
@@ -46,13 +48,43 @@ class FARGuarantee(NamedTuple):
 
 
 def _min_n(alpha: float, delta: float) -> int:
-    # l = 1 is feasible iff Pr{FAR > alpha} = (1 - alpha)^n <= delta
-    n = max(1, math.ceil(math.log(delta) / math.log1p(-alpha)))
-    while n > 1 and (n - 1) * math.log1p(-alpha) <= math.log(delta):
+    """The least ``n`` with ``(1 - alpha)^n <= delta`` (``l = 1`` feasible), in closed form.
+
+    Below ``2**50`` the float64 estimate ``log(delta) / log1p(-alpha)`` is corrected by
+    a step or two (consecutive ``n`` give distinct products there); above, where a float
+    no longer tells ``n`` from ``n + 1``, the quotient is taken in decimal arithmetic
+    (:func:`_min_n_decimal`). Either way the work does not grow with ``1 / alpha`` or
+    ``1 / delta``.
+    """
+    log_d, log_q = math.log(delta), math.log1p(-alpha)
+    if not log_d / log_q < 2.0**50:  # also an infinite quotient, for alpha below 1e-308
+        return _min_n_decimal(alpha, delta)
+    n = max(1, math.ceil(log_d / log_q))
+    while n > 1 and (n - 1) * log_q <= log_d:
         n -= 1
-    while n * math.log1p(-alpha) > math.log(delta):
+    while n * log_q > log_d:
         n += 1
     return n
+
+
+def _min_n_decimal(alpha: float, delta: float) -> int:
+    """``ceil(log(delta) / log(1 - alpha))`` in decimal arithmetic, for a large quotient.
+
+    The quotient ``q`` is below ``745 / alpha``: it has at most ``3 + ceil(-log10(alpha))``
+    digits before the point, and the context keeps 40 more, so rounding moves it by less
+    than ``1e-35``. For ``alpha < 1e-12``, ``-log(1 - alpha)`` is its series to the fourth
+    term (relative error below ``alpha**4 < 1e-48``, which moves ``q`` by less than
+    ``1e-33``). The ceiling is exact unless ``q`` lies that close to a whole number.
+    """
+    with decimal.localcontext() as ctx:
+        ctx.prec = 43 + max(0, math.ceil(-math.log10(alpha)))
+        a = decimal.Decimal(alpha)
+        if alpha < 1e-12:
+            minus_log_q = a * (1 + a / 2 + a * a / 3 + a * a * a / 4)
+        else:
+            minus_log_q = -(1 - a).ln()
+        q = -decimal.Decimal(delta).ln() / minus_log_q
+        return max(1, int(q.to_integral_value(rounding=decimal.ROUND_CEILING)))
 
 
 def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
@@ -69,7 +101,7 @@ def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
 
     Parameters
     ----------
-    n : int >= 1
+    n : int in [1, 2**53]
         Calibration size.
     alpha : float in (0, 1)
         Target maximal FAR.
@@ -89,6 +121,9 @@ def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer; got {plain(n)}.")
+    if n > 2**53:
+        raise ValueError(f"n must be at most 2**53 = {2**53} (the largest calibration size "
+                         f"float64 counts exactly); got {plain(n)}.")
     a = check_open_unit("alpha", alpha)
     d = check_open_unit("delta", delta)
     n = int(n)
@@ -137,7 +172,11 @@ def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
     a = check_open_unit("alpha", alpha)
     cal = as_scores(cal_stat, "cal_stat")
     n = cal.size
-    need = math.ceil(1.0 / a - 1e-12)
+    inverse = 1.0 / a
+    # 1e-12 forgives the rounding of alpha (alpha = 1/3 needs 3 values); beyond 2**53 the
+    # float 1 / alpha is no whole count (or is inf, alpha < 5.6e-309): exact arithmetic
+    need = (math.ceil(inverse - 1e-12) if inverse < 2.0**53
+            else math.ceil(fractions.Fraction(1) / fractions.Fraction(a)))
     if n < need:
         raise ValueError(f"cal_stat must hold at least ceil(1/alpha) = {need} values for "
                          f"alpha={plain(alpha)}; got {n}.")

@@ -5,6 +5,7 @@ the CSI heuristic."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -28,6 +29,20 @@ METHODS: tuple[str, ...] = (
 
 
 GLRT_METHODS = ("glrt", "glrt_cov")
+
+#: The largest GLRT ``epsilon``: its terms ``(z - eps / 2) * eps`` of up to 10**8 columns
+#: stay within the float64 range (an OOD mean of 1e150 standard deviations is no test).
+MAX_EPSILON = 1e150
+
+
+def check_epsilon(value: Any) -> float:
+    """``epsilon`` of the GLRT as a float in ``[0, MAX_EPSILON]``, or ``ValueError``."""
+    eps = check_positive("epsilon", value, allow_zero=True)
+    if eps > MAX_EPSILON:
+        raise ValueError(f"epsilon must be in [0, {MAX_EPSILON:g}] (the GLRT's terms "
+                         f"(z - epsilon / 2) * epsilon must stay within the float64 range); "
+                         f"got {value!r}.")
+    return eps
 
 
 _ROWS_PER_CHUNK = 1 << 15  # rows combined at once: bounds the temporaries to a few MB
@@ -179,8 +194,10 @@ def combine(
         One of :data:`METHODS`.
     scale : {"z", "p"}, default "z"
         What ``values`` hold.
-    epsilon : float >= 0, optional
+    epsilon : float in [0, 1e150], optional
         The GLRT's minimum OOD mean (``glrt``, ``glrt_cov``); default 0.25 (section 4.2).
+        Larger values are refused: the statistic's terms ``(z - epsilon / 2) * epsilon``
+        would leave the float64 range.
     cov : array-like of shape (n_scores, n_scores), optional
         Symmetric positive-definite covariance of the z-values; required by and only
         used by ``glrt_cov`` (e.g. :func:`inlier_covariance`; the identity gives ``glrt``).
@@ -207,7 +224,7 @@ def combine(
     arr = (as_matrix(values, "values", columns="n_scores") if kind == "z"
            else as_pvalues(values, "values"))
     if name in GLRT_METHODS:
-        eps = 0.25 if epsilon is None else check_positive("epsilon", epsilon, allow_zero=True)
+        eps = 0.25 if epsilon is None else check_epsilon(epsilon)
     elif epsilon is not None:
         raise ValueError(f"epsilon is used only by methods 'glrt' and 'glrt_cov'; got "
                          f"epsilon={plain(epsilon)} with method={plain(name)}.")
@@ -221,7 +238,8 @@ def combine(
             raise ValueError("values must be < 1 for method='glrt_cov' (p = 1 is z = -inf); "
                              f"got {int(np.sum(arr == 1.0))} value(s) equal to 1.")
         z = arr if kind == "z" else -special.ndtri(arr)
-        return glrt_cov(z, as_covariance(cov, arr.shape[1]), eps)
+        out = glrt_cov(z, as_covariance(cov, arr.shape[1]), eps)
+        return _finite_glrt(out, arr) if kind == "z" else out
     if cov is not None:
         raise ValueError(f"cov is used only by method='glrt_cov'; got a cov with "
                          f"method={name!r}.")
@@ -229,6 +247,21 @@ def combine(
     for start in range(0, arr.shape[0], _ROWS_PER_CHUNK):
         stop = start + _ROWS_PER_CHUNK
         out[start:stop] = _combine_block(arr[start:stop], name, kind, eps)
+    return _finite_glrt(out, arr) if name == "glrt" and kind == "z" else out
+
+
+def _finite_glrt(out: F64, values: F64) -> F64:
+    """``out``, or ``ValueError`` where a GLRT statistic of finite z-values exceeds the
+    float64 range (its terms grow as ``z**2 / 2``: z-values beyond about 1e154 in magnitude).
+    From p-values, ``z = Phi^{-1}(1 - p)`` is at most 38.5, and ``p = 1`` gives ``-inf``, the
+    statistic's exact value."""
+    bad = ~np.isfinite(out)
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise ValueError(f"values must keep the GLRT statistic within the float64 range "
+                         f"(|z| up to about 1e154); got row {row} with largest |value| "
+                         f"{float(np.max(np.abs(values[row]))):.6g}, whose statistic is "
+                         f"{float(out[row])}.")
     return out
 
 

@@ -5,7 +5,7 @@ Re-exported by :mod:`abstain.metrics`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -13,7 +13,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.validation import check_int, check_open_unit, check_random_state
 
-__all__ = ["BootstrapInterval", "bootstrap_indices", "bootstrap_interval"]
+__all__ = ["BootstrapInterval", "MAX_BOOTSTRAP", "MAX_BOOTSTRAP_ROWS", "bootstrap_indices",
+           "bootstrap_interval"]
 
 
 class BootstrapInterval(NamedTuple):
@@ -36,8 +37,65 @@ class BootstrapInterval(NamedTuple):
     confidence: float
 
 
-def bootstrap_indices(strata: ArrayLike, n_bootstrap: int,
-                      random_state: Any = None) -> NDArray[np.intp]:
+#: Most resamples :func:`bootstrap_indices` and :func:`bootstrap_interval` take: their
+#: replicates are kept, 8 bytes per value of the statistic and resample.
+MAX_BOOTSTRAP = 10**6
+#: Most rows they draw over all resamples (``n_bootstrap * n``): 2**31, e.g. 2,000 resamples
+#: of a million rows; the statistic is computed on every row drawn.
+MAX_BOOTSTRAP_ROWS = 2**31
+# Rows drawn at once by bootstrap_interval: the memory of its indices stays below 32 MiB.
+_BATCH_ROWS = 1 << 22
+
+
+def check_bootstrap(n_bootstrap: Any, n_rows: int, name: str = "n_bootstrap",
+                    low: int = 1) -> int:
+    """``n_bootstrap`` as an int in ``[low, MAX_BOOTSTRAP]`` with ``n_bootstrap * n_rows`` at
+    most ``MAX_BOOTSTRAP_ROWS``, or ``ValueError`` naming ``name``."""
+    b = check_int(name, n_bootstrap, low)
+    most = min(MAX_BOOTSTRAP, MAX_BOOTSTRAP_ROWS // max(n_rows, 1))
+    if b > most:
+        raise ValueError(
+            f"{name} must be at most {most} for {n_rows} rows (at most {MAX_BOOTSTRAP} "
+            f"resamples and {MAX_BOOTSTRAP_ROWS} rows drawn in all, resamples times rows); "
+            f"got {b}.")
+    return b
+
+
+def _strata_rows(strata: ArrayLike, key: ArrayLike | None) -> list[NDArray[np.intp]]:
+    """The rows of each stratum (strata in the order of ``numpy.unique``), each listed in
+    the order that sorts ``key`` (stable), or in row order without a key."""
+    labels = np.asarray(strata)
+    if labels.ndim != 1 or labels.size == 0:
+        raise ValueError(f"strata must be a non-empty 1-D array; got shape {labels.shape}.")
+    n = labels.size
+    if key is None:
+        order = np.arange(n)
+    else:
+        k = np.asarray(key)
+        if k.ndim not in (1, 2) or k.shape[0] != n or k.dtype.kind not in "biuf":
+            raise ValueError(f"key must be a numeric array of shape ({n},) or ({n}, k), one "
+                             f"row per row of strata; got shape {k.shape}, dtype {k.dtype}.")
+        cols = k.reshape(n, -1).T
+        order = np.lexsort(cols[::-1]) if cols.shape[0] else np.arange(n)  # first column first
+    _, inv = np.unique(labels, return_inverse=True)
+    inv = inv.reshape(-1)[order]
+    return [order[inv == g] for g in range(int(inv.max()) + 1)]
+
+
+def _batches(parts: list[NDArray[np.intp]], b: int,
+             rng: np.random.Generator) -> Iterator[NDArray[np.intp]]:
+    """The ``b`` resamples, in batches of at most ``_BATCH_ROWS`` drawn rows (at least one
+    resample each); within a batch, each stratum's draws are one call of ``rng``."""
+    n = sum(rows.size for rows in parts)
+    step = max(1, _BATCH_ROWS // n)
+    for start in range(0, b, step):
+        size = min(step, b - start)
+        yield np.concatenate([rows[rng.integers(0, rows.size, size=(size, rows.size))]
+                              for rows in parts], axis=1)
+
+
+def bootstrap_indices(strata: ArrayLike, n_bootstrap: int, random_state: Any = None, *,
+                      key: ArrayLike | None = None) -> NDArray[np.intp]:
     """Row indices of ``n_bootstrap`` stratified resamples with replacement.
 
     Each resample draws, within every stratum (each distinct value of ``strata``), as many
@@ -45,13 +103,25 @@ def bootstrap_indices(strata: ArrayLike, n_bootstrap: int,
     number of rows of each stratum (e.g. of ID and OOD rows, so that a detection metric
     stays defined). Rows are listed stratum by stratum in the order of ``numpy.unique``.
 
+    What the resamples depend on: the seed, the number of rows of each stratum, and the
+    order of the rows within each stratum: without ``key`` the row order, so the same rows
+    in another order give other resamples (and other intervals). With ``key`` (the values
+    of each row), draws go to the rows sorted by ``key`` (stable sort, the first column
+    first), so rows given in any order get the same resamples of the same values: a
+    statistic of the rows' values then gets the same replicates, bit for bit, provided
+    ``key`` holds every value it reads (rows with equal keys are then interchangeable).
+
     Parameters
     ----------
     strata : array-like of shape (n,)
         One label per row; a constant array gives the plain bootstrap.
-    n_bootstrap : int >= 1
+    n_bootstrap : int in [1, MAX_BOOTSTRAP]
+        With ``n_bootstrap * n`` at most :data:`MAX_BOOTSTRAP_ROWS`; larger requests raise
+        ``ValueError`` (the matrix returned holds ``8 * n_bootstrap * n`` bytes).
     random_state : None, int or numpy Generator
         Seeds ``numpy.random.default_rng``; the same seed gives the same resamples.
+    key : array-like of shape (n,) or (n, k), optional
+        Numeric values of each row that fix the order of the rows the resamples draw from.
 
     Returns
     -------
@@ -63,30 +133,37 @@ def bootstrap_indices(strata: ArrayLike, n_bootstrap: int,
     >>> idx = bootstrap_indices([0, 0, 1], 2, random_state=0)
     >>> idx.shape, bool((idx[:, 2] == 2).all())
     ((2, 3), True)
+
+    The same values in two row orders, with ``key``: the same resamples of the values.
+
+    >>> import numpy as np
+    >>> x, y = np.array([0.3, 0.1, 0.2]), np.array([0.1, 0.2, 0.3])
+    >>> a = bootstrap_indices([0, 0, 0], 4, random_state=0, key=x)
+    >>> b = bootstrap_indices([0, 0, 0], 4, random_state=0, key=y)
+    >>> bool((x[a] == y[b]).all())
+    True
     """
-    labels = np.asarray(strata)
-    if labels.ndim != 1 or labels.size == 0:
-        raise ValueError(f"strata must be a non-empty 1-D array; got shape {labels.shape}.")
-    b = check_int("n_bootstrap", n_bootstrap, 1)
+    parts = _strata_rows(strata, key)
+    b = check_bootstrap(n_bootstrap, sum(rows.size for rows in parts))
     check_random_state("random_state", random_state)
     rng = np.random.default_rng(random_state)
-    _, inv = np.unique(labels, return_inverse=True)
-    parts = []
-    for g in range(int(inv.max()) + 1):
-        rows = np.flatnonzero(inv.reshape(-1) == g)
-        parts.append(rows[rng.integers(0, rows.size, size=(b, rows.size))])
-    return np.concatenate(parts, axis=1)
+    return np.concatenate(list(_batches(parts, b, rng)), axis=0)
 
 
 def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strata: ArrayLike,
                        *, n_bootstrap: int = 1000, confidence: float = 0.95,
-                       random_state: Any = None) -> BootstrapInterval:
+                       random_state: Any = None,
+                       key: ArrayLike | None = None) -> BootstrapInterval:
     """Percentile bootstrap interval of ``statistic(rows)``, one resample for all its values.
 
     ``statistic`` takes an integer array of row indices (a resample of
-    :func:`bootstrap_indices`, stratified by ``strata``) and returns a float or an array of
-    floats (e.g. every metric of every method, so that their intervals come from the same
-    resamples and differences between methods are paired).
+    :func:`bootstrap_indices`, stratified by ``strata``, with the same ``random_state`` and
+    ``key``) and returns a float or an array of floats (e.g. every metric of every method,
+    so that their intervals come from the same resamples and differences between methods
+    are paired). The resamples are drawn in batches, so the memory held by their indices
+    stays bounded (32 MiB) whatever ``n_bootstrap``; ``n_bootstrap`` is limited as in
+    :func:`bootstrap_indices`. With ``key`` holding every value of each row that
+    ``statistic`` reads, the interval does not depend on the row order.
 
     Examples
     --------
@@ -101,8 +178,12 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
     (True, (200,))
     """
     c = check_open_unit("confidence", confidence)
-    idx = bootstrap_indices(strata, n_bootstrap, random_state)
-    reps = np.array([np.asarray(statistic(i), dtype=np.float64) for i in idx])
+    parts = _strata_rows(strata, key)
+    b = check_bootstrap(n_bootstrap, sum(rows.size for rows in parts))
+    check_random_state("random_state", random_state)
+    rng = np.random.default_rng(random_state)
+    reps = np.array([np.asarray(statistic(i), dtype=np.float64)
+                     for batch in _batches(parts, b, rng) for i in batch])
     all_nan = np.all(np.isnan(reps), axis=0)
     # a value NaN in every replicate is filled for nanquantile (no warning), then NaN again
     q = np.nanquantile(np.where(all_nan, 0.0, reps), [(1 - c) / 2, (1 + c) / 2], axis=0)

@@ -26,7 +26,7 @@ from .._core.validation import (
     plain,
 )
 from ..exceptions import InfeasibleTargetWarning
-from .bootstrap import bootstrap_interval
+from .bootstrap import bootstrap_interval, check_bootstrap
 from .ood import (
     aupr_in,
     aupr_out,
@@ -224,7 +224,9 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     (:func:`bootstrap_interval`): the rows are resampled with replacement within ID and
     within OOD (so both stay present), and every metric of every score is computed on the
     same resamples. A pair's envelope metrics search the directions per resample, so they
-    are the slow part of a bootstrap.
+    are the slow part of a bootstrap. The resamples draw from the rows sorted by their
+    values (``key`` of :func:`bootstrap_interval`: the loss, the OOD mark, then every score
+    column in the order of ``scores``), so the intervals do not depend on the row order.
 
     Parameters
     ----------
@@ -242,6 +244,9 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     n_directions : int >= 1, default 360
         The grid of ``"grid"`` and of ``"auto"`` above :data:`AUTO_EXACT_ROWS` rows.
     n_bootstrap : int >= 0, default 0
+        At most :data:`~abstain.metrics.bootstrap.MAX_BOOTSTRAP`, and ``n_bootstrap * n`` at
+        most :data:`~abstain.metrics.bootstrap.MAX_BOOTSTRAP_ROWS` (2**31); larger requests
+        raise ``ValueError`` before any work.
     confidence : float in (0, 1), default 0.95
     random_state : None, int or numpy Generator
         Seeds the resamples.
@@ -266,9 +271,10 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     t, f = check_fraction("tpr", tpr), check_probability("fpr", fpr)
     search = check_choice("search", search, ("auto", "exact", "grid"))
     d = check_int("n_directions", n_directions, 1)
-    b = check_int("n_bootstrap", n_bootstrap, 0)
+    check_int("n_bootstrap", n_bootstrap, 0)
     ood = as_is_ood(is_ood)
     n = ood.size
+    b = check_bootstrap(n_bootstrap, n, low=0)
     cols = _score_columns(scores, n)
     if losses is None:
         ls = np.zeros(n)
@@ -289,7 +295,8 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         ci = bootstrap_interval(
             lambda i: _table(ls[i], ood[i], {k: s[i] for k, s in cols.items()}, applicable,
                              t, f, search, d)[0],
-            ood, n_bootstrap=b, confidence=confidence, random_state=random_state)
+            ood, n_bootstrap=b, confidence=confidence, random_state=random_state,
+            key=np.column_stack([ls, ood, *(s.reshape(n, -1) for s in cols.values())]))
         low, high, conf = ci.low, ci.high, ci.confidence
     return OODEvaluation(list(cols), list(OOD_METRICS), values, applicable, low, high,
                          conf, b, hows)

@@ -7,7 +7,9 @@ classifier accepts the samples with the lowest uncertainty.
 
 Tie rule (the same in every function): samples are sorted by uncertainty, the
 curve has one point per distinct uncertainty value, sums are accumulated in
-float64. Where a metric depends on the order *inside* a group of tied scores
+float64, in units of a power of two where losses near the float64 maximum would
+overflow them (an exact scaling: the results are those of the plain sums wherever
+these are finite). Where a metric depends on the order *inside* a group of tied scores
 (AuRC, AUGRC), ``ties="mean"`` returns its exact expectation over a uniformly
 random order of the tied samples, which does not depend on the row order, and
 ``ties="index"`` applies the rule of Franc et al. (2023), footnote 7: a stable
@@ -66,10 +68,10 @@ def _totals(
     table = table_or_none(losses, {"uncertainty": uncertainty})
     if table is None:
         ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
+        ls, c = _unit_scale(ls)  # before the group sums, which could overflow otherwise
         _, counts, (sums,) = group_totals(u, ls)
-        top = float(ls.max())
-    else:
-        counts, sums, top = selective_table(table).counts, table.loss_sums, table.max_loss
+        return counts, sums, c
+    counts, sums, top = selective_table(table).counts, table.loss_sums, table.max_loss
     c = _scale_of(top)
     return counts, sums / c if c != 1.0 else sums, c
 
@@ -140,9 +142,9 @@ def risk_coverage_curve(
     """
     groups = _groups(losses, uncertainty)
     n = groups.n
-    return RiskCoverageCurve(
-        groups.cum_counts / n, groups.cum_sums / groups.cum_counts, groups.values
-    )
+    # in units of the power of two groups.scale: no overflow for losses near 1e308
+    risk = groups.unit_cum_sums / groups.cum_counts
+    return RiskCoverageCurve(groups.cum_counts / n, risk * groups.scale, groups.values)
 
 
 def _expected_prefix_losses(
@@ -368,8 +370,7 @@ def selective_risk_at_coverage(
     """
     cov = check_fraction("coverage", coverage)
     groups = _groups(losses, uncertainty)
-    x = cov * groups.n
-    return groups.loss_at(x) / x
+    return groups.risk_at(cov * groups.n)
 
 
 def coverage_at_risk(

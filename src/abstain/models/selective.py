@@ -103,10 +103,10 @@ def _knot_cost_interval(groups: TieGroups, i: int) -> tuple[float, float]:
     to a later one (empty when low > high: the knot is off the lower convex hull).
     """
     x = groups.knots_x
-    y = groups.knots_y
+    y = groups.unit_knots_y  # in units of groups.scale: chords of losses near 1e308 are finite
     low = max(float(np.max((y[i] - y[:i]) / (x[i] - x[:i]))), 0.0) if i > 0 else 0.0
     high = float(np.min((y[i + 1 :] - y[i]) / (x[i + 1 :] - x[i]))) if i + 1 < x.size else math.inf
-    return low, high
+    return low * groups.scale, high * groups.scale
 
 
 def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
@@ -117,7 +117,7 @@ def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
     target_risk: tuple[float, float] | None = None
     x = groups.accepted_at(g, nu)
     if g >= 0:
-        rho = groups.loss_at(x) / x
+        rho = groups.risk_at(x)
         if x >= n:
             target_risk = (rho, math.inf)
         else:
@@ -125,9 +125,10 @@ def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
             # larger coverage has a larger risk. The risk C(x)/x is monotone along a
             # group, so it suffices that it rises right after x and at later knots.
             nxt = g + 1 if full else g
-            rises = groups.sums[nxt] / groups.counts[nxt] > rho
-            later = groups.cum_sums[nxt:] / groups.cum_counts[nxt:]
-            if rises and float(np.min(later)) > rho:
+            unit_rho = groups.unit_loss_at(x) / x
+            rises = groups.unit_sums[nxt] / groups.counts[nxt] > unit_rho
+            later = groups.unit_cum_sums[nxt:] / groups.cum_counts[nxt:]
+            if rises and float(np.min(later)) > unit_rho:
                 target_risk = (rho, rho)
     # Reject cost: optimal knots from the convex-hull test; a partial group is
     # optimal only when both of its ends are, at the cost equal to its mean loss.
@@ -136,7 +137,7 @@ def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
         low, high_c = _knot_cost_interval(groups, g + 1)
         reject_cost = (low, high_c) if low <= high_c else None
     else:
-        mean = float(groups.sums[g] / groups.counts[g])
+        mean = float(groups.unit_sums[g] / groups.counts[g]) * groups.scale
         ends = [_knot_cost_interval(groups, i) for i in (g, g + 1)]
         reject_cost = (mean, mean) if all(lo <= mean <= hi for lo, hi in ends) else None
     return EquivalentModels(x / n, target_risk, reject_cost)
@@ -160,7 +161,7 @@ class _RejectRule(ParamsMixin):
             self.accept_prob_ = float(nu)
         x = groups.accepted_at(g, nu)
         self.coverage_ = x / n
-        self.risk_ = groups.loss_at(x) / x if x > 0 else math.nan
+        self.risk_ = groups.risk_at(x) if x > 0 else math.nan
         self.feasible_ = bool(feasible)
         self.n_samples_ = int(n)
         self.equivalent_ = _equivalent(groups, g, nu)
@@ -343,14 +344,22 @@ class CostBased(_RejectRule):
             return self
         groups = (validated_groups(losses, uncertainty) if table is None  # type: ignore[arg-type]
                   else selective_table(table).groups())
-        mean = groups.sums / groups.counts
+        # Costs in units of the power of two groups.scale, enlarged for a reject cost near
+        # the float64 maximum: exact scaling, so no sum of losses or costs overflows.
+        groups = groups.rescaled(eps)
+        unit_eps = eps / groups.scale
+        mean = groups.unit_sums / groups.counts
         # Per-group change of cost when accepting it; a group whose mean loss equals
         # the reject cost changes nothing (compared exactly, not through round-off).
-        delta = np.where(mean == eps, 0.0, groups.sums - eps * groups.counts)
+        delta = np.where(mean == unit_eps, 0.0, groups.unit_sums - unit_eps * groups.counts)
         cost = np.concatenate(([0.0], np.cumsum(delta)))
         best = cost.size - 1 - int(np.argmin(cost[::-1]))  # largest coverage among minima
         self._set_rule(groups, best - 1, 1.0, True)
-        self.cost_ = float((cost[best] + eps * groups.n) / groups.n)
+        # (accepted loss + eps * rejected rows) / n, not cost[best] + eps: with a reject cost
+        # far above the losses that sum would cancel to 0.
+        accepted = groups.knots_x[best]
+        unit_cost = groups.unit_knots_y[best] + unit_eps * (groups.n - accepted)
+        self.cost_ = float(unit_cost / groups.n) * groups.scale
         return self
 
 
@@ -633,7 +642,7 @@ class BoundedImprovement(_RejectRule):
         lam = float(self.target_risk)
         uncertainty, whole = _whole_bins(uncertainty, losses)
         groups, top, binary, squares = fit_groups(uncertainty, losses)
-        self.min_risk_ = float(np.min(groups.cum_sums / groups.cum_counts))
+        self.min_risk_ = float(np.min(groups.unit_cum_sums / groups.cum_counts)) * groups.scale
         self.risk_bound_ = math.nan
         self.bound_ = None
         theta = math.nan
