@@ -561,9 +561,10 @@ def test_infeasible_targets_say_what_is_attainable(csv_file, tmp_path, capsys):
     assert "lowest selective risk attainable on these 4 rows is 0.5" in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.01", "--delta", "0.05", "-o", tmp_path / "x.json")[::2])
-    assert ("target risk 0.01 with delta 0.05 is infeasible: no rule's upper confidence bound "
-            "on the selective risk is at or below it; the least bound attainable with delta 0.05 "
-            "on these 234 rows is ") in line
+    assert ("target risk 0.01 with --delta 0.05 is infeasible for --bound binomial: the "
+            "threshold where the learning rows start its sequence for this target fails its "
+            "test; the least target that it meets with --delta 0.05 on these 234 rows is "
+            ) in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--tpr", "0.99",
                                 "--fpr", "0.01", "-o", tmp_path / "x.json")[::2])
     assert "TPR >= 0.99 with FPR <= 0.01 is infeasible" in line
@@ -585,7 +586,7 @@ def _fit_code(capsys, path, *args):
 def test_infeasible_delta_names_the_least_attainable_bound(csv_file, capsys):
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.01", "--delta", "0.05", "-o", csv_file.parent / "x.json")[::2])
-    least = _number_after(line, "with delta 0.05 on these 234 rows is")
+    least = _number_after(line, "with --delta 0.05 on these 234 rows is")
     assert 0.01 < least < 1
     cols = _columns()
     ood = cols["is_ood"] == 1
@@ -598,7 +599,7 @@ def test_infeasible_delta_names_the_least_attainable_bound(csv_file, capsys):
     # a larger delta makes a lower bound attainable
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.01", "--delta", "0.5", "-o", csv_file.parent / "x.json")[::2])
-    assert _number_after(line, "with delta 0.5 on these 234 rows is") < least
+    assert _number_after(line, "with --delta 0.5 on these 234 rows is") < least
 
 
 @pytest.mark.parametrize("scores", [["risk"], ["risk", "distance"]])
@@ -725,17 +726,19 @@ def test_fit_loss_bound_for_losses_beyond_one(tmp_path, capsys):
     assert "(procedure wsr)" in out
     line = _one_error_line(*run(capsys, "fit", path, "--target-risk", "0.6", "--delta", "0.1",
                                 "-o", tmp_path / "x.json")[::2])
-    assert "losses must be at most loss_bound=1.0" in line
+    assert "losses must be at most --loss-bound 1.0" in line
     assert not (tmp_path / "x.json").exists()
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--delta", "0.1", "--bound", "exact"], "bound must be one of"),
-    (["--bound", "sgr"], "bound must come with target_risk and delta; got bound='sgr'"),
-    (["--loss-bound", "2"], "loss_bound must come with target_risk and delta"),
-    (["--delta", "0.1", "--loss-bound", "-1"], "loss_bound must"),
+    (["--delta", "0.1", "--bound", "exact"], "--bound must be one of"),
+    (["--bound", "sgr"], "--bound must come with --target-risk and --delta; got --bound sgr "
+                         "without --delta."),
+    (["--loss-bound", "2"], "--loss-bound must come with --target-risk and --delta; got "
+                            "--loss-bound 2.0 without --delta."),
+    (["--delta", "0.1", "--loss-bound", "-1"], "--loss-bound must"),
     (["--delta", "0.1", "--bound", "binomial", "--loss-bound", "0.5"],
-     "losses must be at most loss_bound=0.5"),
+     "losses must be at most --loss-bound 0.5"),
 ])
 def test_fit_bad_bound_options(extra, message, csv_file, tmp_path, capsys):
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",

@@ -283,7 +283,7 @@ def _fit(args: argparse.Namespace) -> int:
                     fpr=args.fpr, precision=args.precision, recall=args.recall,
                     reject_id_cost=args.reject_id_cost, predict_ood_cost=args.predict_ood_cost,
                     reject_ood_cost=args.reject_ood_cost, ood_prior=args.ood_prior,
-                    random_state=args.random_state)
+                    random_state=args.random_state, options=True)
     columns = rule_columns(rule, data)
     text = rule_to_json(rule, columns)
     write_text(args.output, text + "\n")

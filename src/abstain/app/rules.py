@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ def fit_rule(
     reject_ood_cost: float | None = None,
     ood_prior: float | None = None,
     random_state: int | None = 0,
+    options: bool = False,
 ) -> Rule:
     """Fit the reject model that the given targets name, on the scores of ``data``.
 
@@ -77,13 +79,16 @@ def fit_rule(
     pair of the one other score column and the OOD score, in that order. ``data`` may
     be the :class:`~abstain.app.chunks.Summary` of a source read in chunks: the model is
     then fitted on the score table of its column or on the :class:`~abstain.PairTable`
-    of its pair, with the same result.
+    of its pair, with the same result. ``options=True`` names the arguments in every
+    message as the options of ``abstain fit`` do (``--bound sgr`` for ``bound='sgr'``,
+    ``--target-risk`` for ``target_risk``).
 
     Raises
     ------
     InfeasibleTargetError
         When the target cannot be met; the message names the failing constraint and
-        what the data attains.
+        what the data attains. Every number it offers is attainable as it says: a least
+        target (rounded up) is met, a highest rate (rounded down) is attained.
 
     Examples
     --------
@@ -97,6 +102,41 @@ def fit_rule(
     ...
     abstain.app.rules.InfeasibleTargetError: target risk 0.0001 with delta 0.1 is infeasible: ...
     """
+    given: dict[str, Any] = dict(
+        target_coverage=target_coverage, target_risk=target_risk, delta=delta, bound=bound,
+        loss_bound=loss_bound, reject_cost=reject_cost, tpr=tpr, fpr=fpr, precision=precision,
+        recall=recall, reject_id_cost=reject_id_cost, predict_ood_cost=predict_ood_cost,
+        reject_ood_cost=reject_ood_cost, ood_prior=ood_prior, random_state=random_state)
+    if not options:
+        return _fit_rule(data, str, **given)
+    try:
+        return _fit_rule(data, _flag, **given)
+    except ValueError as exc:
+        if type(exc) not in (ValueError, InfeasibleTargetError):
+            raise
+        raise type(exc)(_as_options(str(exc))) from None
+
+
+def _fit_rule(
+    data: TableData | Summary,
+    o: Callable[[str], str],
+    *,
+    target_coverage: float | None,
+    target_risk: float | None,
+    delta: float | None,
+    bound: str | None,
+    loss_bound: float | None,
+    reject_cost: float | None,
+    tpr: float | None,
+    fpr: float | None,
+    precision: float | None,
+    recall: float | None,
+    reject_id_cost: float | None,
+    predict_ood_cost: float | None,
+    reject_ood_cost: float | None,
+    ood_prior: float | None,
+    random_state: int | None,
+) -> Rule:
     chosen = [name for name, given in (
         ("target_coverage", target_coverage is not None),
         ("target_risk", target_risk is not None),
@@ -106,29 +146,31 @@ def fit_rule(
         ("cost-based OOD", reject_id_cost is not None or predict_ood_cost is not None),
     ) if given]
     if len(chosen) != 1:
-        got = ", ".join(chosen) if chosen else "none"
+        said = {"tpr/fpr": "tpr/fpr", "precision/recall": f"{o('precision')}/{o('recall')}",
+                "cost-based OOD": "reject_id_cost/predict_ood_cost"}
+        got = ", ".join(said.get(c, c) for c in chosen) if chosen else "none"
         raise ValueError("exactly one target must be given (target_coverage, target_risk, "
-                         "reject_cost, tpr and fpr, precision and recall, or reject_id_cost "
-                         f"and predict_ood_cost); got {got}.")
+                         f"reject_cost, tpr and fpr, {o('precision')} and {o('recall')}, or "
+                         f"reject_id_cost and predict_ood_cost); got {got}.")
     kind = chosen[0]
     if delta is not None and target_risk is None:
         raise ValueError("delta must come with target_risk; got delta alone.")
     for name, value in (("bound", bound), ("loss_bound", loss_bound)):
         if value is not None and delta is None:
-            raise ValueError(f"{name} must come with target_risk and delta; got {name}="
+            raise ValueError(f"{o(name)} must come with target_risk and delta; got {name}="
                              f"{value!r} without delta.")
     if reject_ood_cost is not None and kind != "cost-based OOD":
         raise ValueError("reject_ood_cost must come with reject_id_cost and predict_ood_cost.")
     if ood_prior is not None and kind not in ("cost-based OOD", "precision/recall"):
-        raise ValueError("ood_prior must come with precision and recall or with the "
-                         f"cost-based OOD model; got it with {kind}.")
+        raise ValueError(f"ood_prior must come with {o('precision')} and {o('recall')} or "
+                         f"with the cost-based OOD model; got it with {kind}.")
     chunked = isinstance(data, Summary)
     names = list(data.tables if isinstance(data, Summary) else data.scores)
     if kind in ("tpr/fpr", "precision/recall", "cost-based OOD"):
         if kind == "tpr/fpr" and (tpr is None or fpr is None):
             raise ValueError("tpr and fpr must be given together.")
         if kind == "precision/recall" and (precision is None or recall is None):
-            raise ValueError("precision and recall must be given together.")
+            raise ValueError(f"{o('precision')} and {o('recall')} must be given together.")
         if kind == "cost-based OOD" and (reject_id_cost is None or predict_ood_cost is None):
             raise ValueError("reject_id_cost and predict_ood_cost must be given together.")
         if (data.marked if isinstance(data, Summary) else data.is_ood) is None:
@@ -202,12 +244,18 @@ def fit_rule(
         if isinstance(data, Summary) else data.ood_score
     if ood_score is not None:
         raise ValueError(f"{kind} takes one score column; an OOD score ({ood_score!r}) "
-                         "pairs columns for the OOD models only (tpr and fpr, precision and "
-                         "recall, reject_id_cost and predict_ood_cost).")
+                         f"pairs columns for the OOD models only (tpr and fpr, {o('precision')} "
+                         f"and {o('recall')}, reject_id_cost and predict_ood_cost).")
     if len(names) != 1:
         raise ValueError(f"the {kind} model takes one score column; got {len(names)}: "
                          f"{', '.join(map(repr, names))}.")
     if isinstance(data, Summary):
+        if delta is not None and bound not in (None, "auto", "sgr"):
+            raise ValueError(
+                f"bound={bound!r} runs Learn-then-Test, which splits the rows by position "
+                "(every tenth row picks the thresholds, the others test them); a source read "
+                "in chunks keeps only the score table of its rows. Give bound='sgr' (the same "
+                "rule as on the whole file), or fit one file without --chunk-rows and --engine.")
         args: tuple[Any, ...] = (data.tables[names[0]],)
         n_rows = data.tables[names[0]].n
     else:
@@ -232,19 +280,71 @@ def fit_rule(
         assert isinstance(rule, BoundedImprovement)
         if delta is None:
             raise InfeasibleTargetError(
-                f"target risk {target_risk:g} is infeasible: no threshold rule's selective risk "
+                f"target risk {target_risk!r} is infeasible: no threshold rule's selective risk "
                 f"is at or below it; the lowest selective risk attainable on these {n_rows} "
                 f"rows is {_round(rule.min_risk_, down=False)}.")
-        least = least_risk_bound(*args, delta=delta,  # type: ignore[misc]
-                                 loss_bound=rule.loss_bound, bound=rule.bound)
+        procedure = rule.bound_
+        assert target_risk is not None
+
+        def meets(target: float) -> bool:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", InfeasibleTargetWarning)
+                return bool(BoundedImprovement(target, delta=delta, bound=rule.bound,
+                                               loss_bound=rule.loss_bound).fit(*args).feasible_)
+
+        def least_target(above: float = 0.0) -> float:
+            return least_risk_bound(*args, delta=delta,  # type: ignore[misc]
+                                    loss_bound=rule.loss_bound, bound=rule.bound, above=above)
+
+        why = ("every prefix that its binary search tests has an upper confidence bound above it"
+               if procedure == "sgr" else "the threshold where the learning rows start its "
+               "sequence for this target fails its test")
+        first = least_target()
+        text = (f"target risk {target_risk!r} with delta {delta!r} is infeasible for "
+                f"bound={procedure!r}: {why}; the least target that it meets with delta "
+                f"{delta!r} on these {n_rows} rows is {_printed(first, meets)}")
+        if first < target_risk:  # Learn-then-Test: feasibility is not monotone in the target
+            text += (f"; a larger target can start the sequence lower, where its test fails: "
+                     f"the least target at or above {target_risk!r} that it meets is "
+                     f"{_printed(least_target(target_risk), meets)}")
         raise InfeasibleTargetError(
-            f"target risk {target_risk:g} with delta {delta:g} is infeasible: no rule's upper "
-            f"confidence bound on the selective risk is at or below it; the least bound "
-            f"attainable with delta {delta:g} on these {n_rows} rows is "
-            f"{_round(least, down=False)} (the lowest empirical selective risk is "
-            f"{_round(rule.min_risk_, down=False)}; a bound nearer to it needs more rows or a "
-            "larger delta).")
+            f"{text}; the lowest empirical selective risk is "
+            f"{_round(rule.min_risk_, down=False)}, and a bound nearer to it needs more rows "
+            "or a larger delta.")
     return rule
+
+
+#: The keywords of :func:`fit_rule`, each an option of ``abstain fit``.
+_KEYWORDS = ("target_coverage", "target_risk", "delta", "bound", "loss_bound", "reject_cost",
+            "tpr", "fpr", "precision", "recall", "reject_id_cost", "predict_ood_cost",
+            "reject_ood_cost", "ood_prior", "random_state")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _as_options(text: str) -> str:
+    """``text`` with the keywords of :func:`fit_rule` written as the options of ``abstain
+    fit``: ``bound='sgr'`` as ``--bound sgr``, ``loss_bound=1.0`` as ``--loss-bound 1.0``, and
+    ``target_risk``, ``delta``, ``tpr``, ``fpr`` (names that are never prose) as
+    ``--target-risk``, ``--delta``, ``--tpr``, ``--fpr``."""
+    names = "|".join(sorted(_KEYWORDS, key=len, reverse=True))
+    text = re.sub(rf"(?<![-\w])({names})=('?)([^'\s,;)]*)\2",
+                  lambda m: f"{_flag(m[1])} {m[3]}", text)
+    words = "|".join(n for n in _KEYWORDS if "_" in n or n in ("delta", "tpr", "fpr"))
+    return re.sub(rf"(?<![-\w])({words})(?![-\w])", lambda m: _flag(m[1]), text)
+
+
+def _printed(value: float, meets: Callable[[float], bool]) -> str:
+    """``value`` rounded up to the fewest significant digits (four at least) at which the
+    printed number, read back, still ``meets`` the target (a fit whose feasibility is not
+    monotone may fail just above its least target)."""
+    for digits in range(4, 18):
+        text = _round(value, down=False, digits=digits)
+        if meets(float(text)):
+            return text
+    return repr(value)
 
 
 def _round(x: float, *, down: bool, digits: int = 4) -> str:
