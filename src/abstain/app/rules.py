@@ -79,9 +79,11 @@ def fit_rule(
     pair of the one other score column and the OOD score, in that order. ``data`` may
     be the :class:`~abstain.app.chunks.Summary` of a source read in chunks: the model is
     then fitted on the score table of its column or on the :class:`~abstain.PairTable`
-    of its pair, with the same result. ``options=True`` names the arguments in every
-    message as the options of ``abstain fit`` do (``--bound sgr`` for ``bound='sgr'``,
-    ``--target-risk`` for ``target_risk``).
+    of its pair, with the same result; with ``delta`` the procedure is then ``"sgr"``
+    (``"auto"`` resolves to it, and the rule's ``bound`` says so), since the Learn-then-Test
+    procedures split the rows by position, which a table does not keep (a ``ValueError``).
+    ``options=True`` names the arguments in every message as the options of ``abstain fit``
+    do (``--bound sgr`` for ``bound='sgr'``, ``--target-risk`` for ``target_risk``).
 
     Raises
     ------
@@ -256,6 +258,8 @@ def _fit_rule(
                 "(every tenth row picks the thresholds, the others test them); a source read "
                 "in chunks keeps only the score table of its rows. Give bound='sgr' (the same "
                 "rule as on the whole file), or fit one file without --chunk-rows and --engine.")
+        if delta is not None:  # "auto" on a table is SGR: the rule file says so
+            bound = "sgr"
         args: tuple[Any, ...] = (data.tables[names[0]],)
         n_rows = data.tables[names[0]].n
     else:
