@@ -148,9 +148,11 @@ def _fit_rule(
         ("cost-based OOD", reject_id_cost is not None or predict_ood_cost is not None),
     ) if given]
     if len(chosen) != 1:
-        said = {"tpr/fpr": "tpr/fpr", "precision/recall": f"{o('precision')}/{o('recall')}",
-                "cost-based OOD": "reject_id_cost/predict_ood_cost"}
-        got = ", ".join(said.get(c, c) for c in chosen) if chosen else "none"
+        targets = {"target_coverage": target_coverage, "target_risk": target_risk,
+                   "reject_cost": reject_cost, "tpr": tpr, "fpr": fpr, "precision": precision,
+                   "recall": recall, "reject_id_cost": reject_id_cost,
+                   "predict_ood_cost": predict_ood_cost}
+        got = ", ".join(o(k) for k, v in targets.items() if v is not None) or "none"
         raise ValueError("exactly one target must be given (target_coverage, target_risk, "
                          f"reject_cost, tpr and fpr, {o('precision')} and {o('recall')}, or "
                          f"reject_id_cost and predict_ood_cost); got {got}.")
@@ -332,10 +334,12 @@ def _as_options(text: str) -> str:
     """``text`` with the keywords of :func:`fit_rule` written as the options of ``abstain
     fit``: ``bound='sgr'`` as ``--bound sgr``, ``loss_bound=1.0`` as ``--loss-bound 1.0``, and
     ``target_risk``, ``delta``, ``tpr``, ``fpr`` (names that are never prose) as
-    ``--target-risk``, ``--delta``, ``--tpr``, ``--fpr``."""
+    ``--target-risk``, ``--delta``, ``--tpr``, ``--fpr``, and a keyword that starts a
+    message (``bound must be one of ...``) as its option."""
     names = "|".join(sorted(_KEYWORDS, key=len, reverse=True))
     text = re.sub(rf"(?<![-\w])({names})=('?)([^'\s,;)]*)\2",
                   lambda m: f"{_flag(m[1])} {m[3]}", text)
+    text = re.sub(rf"^({names}) must ", lambda m: f"{_flag(m[1])} must ", text)
     words = "|".join(n for n in _KEYWORDS if "_" in n or n in ("delta", "tpr", "fpr"))
     return re.sub(rf"(?<![-\w])({words})(?![-\w])", lambda m: _flag(m[1]), text)
 
