@@ -359,8 +359,8 @@ def _prev(t: float) -> float:
 
 
 def _least_float(lo: float, hi: float, ok: Callable[[float], bool]) -> float:
-    """The least float in ``(lo, hi]`` where ``ok`` holds, for ``ok`` false at ``lo`` and
-    monotone on ``[lo, hi]`` (``inf`` when false at ``hi``); bisection on the float bits."""
+    """The least float in ``[lo, hi]`` where ``ok`` holds, for ``ok`` monotone there
+    (``inf`` when false at ``hi``): bisection on the float bits."""
     if not ok(hi):
         return math.inf
     if ok(lo):

@@ -102,7 +102,7 @@ def fit_rule(
     >>> fit_rule(data, target_risk=0.0001, delta=0.1)
     Traceback (most recent call last):
     ...
-    abstain.app.rules.InfeasibleTargetError: target risk 0.0001 with delta 0.1 is infeasible: ...
+    abstain.app.rules.InfeasibleTargetError: target risk 0.0001 with delta 0.1 is infeasible ...
     """
     given: dict[str, Any] = dict(
         target_coverage=target_coverage, target_risk=target_risk, delta=delta, bound=bound,
@@ -283,19 +283,20 @@ def _fit_rule(
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
         rule.fit(*args)
     if not rule.feasible_:
-        assert isinstance(rule, BoundedImprovement)
+        assert isinstance(rule, BoundedImprovement) and target_risk is not None
         if delta is None:
             raise InfeasibleTargetError(
-                f"target risk {target_risk!r} is infeasible: no threshold rule's selective risk "
+                f"target risk {float(target_risk)!r} is infeasible: no threshold rule's "
+                "selective risk "
                 f"is at or below it; the lowest selective risk attainable on these {n_rows} "
                 f"rows is {_round(rule.min_risk_, down=False)}.")
         procedure = rule.bound_
-        assert target_risk is not None
+        target, level = float(target_risk), float(delta)
 
-        def meets(target: float) -> bool:
+        def meets(t: float) -> bool:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InfeasibleTargetWarning)
-                return bool(BoundedImprovement(target, delta=delta, bound=rule.bound,
+                return bool(BoundedImprovement(t, delta=delta, bound=rule.bound,
                                                loss_bound=rule.loss_bound).fit(*args).feasible_)
 
         def least_target(above: float = 0.0) -> float:
@@ -306,13 +307,13 @@ def _fit_rule(
                if procedure == "sgr" else "the threshold where the learning rows start its "
                "sequence for this target fails its test")
         first = least_target()
-        text = (f"target risk {target_risk!r} with delta {delta!r} is infeasible for "
+        text = (f"target risk {target!r} with delta {level!r} is infeasible for "
                 f"bound={procedure!r}: {why}; the least target that it meets with delta "
-                f"{delta!r} on these {n_rows} rows is {_printed(first, meets)}")
-        if first < target_risk:  # Learn-then-Test: feasibility is not monotone in the target
+                f"{level!r} on these {n_rows} rows is {_printed(first, meets)}")
+        if first < target:  # Learn-then-Test: feasibility is not monotone in the target
             text += (f"; a larger target can start the sequence lower, where its test fails: "
-                     f"the least target at or above {target_risk!r} that it meets is "
-                     f"{_printed(least_target(target_risk), meets)}")
+                     f"the least target at or above {target!r} that it meets is "
+                     f"{_printed(least_target(target), meets)}")
         raise InfeasibleTargetError(
             f"{text}; the lowest empirical selective risk is "
             f"{_round(rule.min_risk_, down=False)}, and a bound nearer to it needs more rows "
