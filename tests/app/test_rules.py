@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from abstain import InfeasibleTargetWarning
 from abstain import metrics as m
@@ -375,3 +377,69 @@ def test_infeasible_messages_never_offer_a_zero_target():
     with pytest.raises(InfeasibleTargetError, match=r"no rule with FPR <= 0\.1 accepts any "
                                                     r"in-distribution row; at TPR >= 0\.5"):
         fit_rule(data, tpr=0.5, fpr=0.1)
+
+
+def _step(printed: str) -> float:
+    """One unit in the last of the four significant digits of a printed rate."""
+    x = float(printed)
+    return 10.0 ** (math.floor(math.log10(x)) - 3)
+
+
+def _infeasible(data, **targets) -> bool:
+    try:
+        fit_rule(data, **targets)
+    except InfeasibleTargetError:
+        return True
+    return False
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+@example(seed=12238)  # the highest TPR at FPR <= 0.001 is 0.201, computed as 0.20099999999999998
+def test_every_number_of_an_infeasibility_message_flips_feasibility_there(seed):
+    # Scores on a coarse grid (many ties), one OOD row in three: each number in the message
+    # is met (a least value rounded up, a highest one down) and one unit of its fourth digit
+    # beyond it is not.
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(9, 90))
+    ood = np.arange(n) % 3 == 0
+    u = np.round(rng.random(n) + 0.5 * ood, 1)
+    loss = np.where(ood, np.nan, (rng.random(n) < rng.random()).astype(float))
+    data = prepare({"loss": loss, "u": u, "is_ood": ood.astype(float)}, scores=["u"])
+    number = r"([0-9.e-]+?)"
+
+    def flips(printed, fit_at, *, up):
+        """Met at the printed number, not one unit of its fourth digit beyond it."""
+        beyond = float(printed) + (_step(printed) if up else -_step(printed))
+        assert not _infeasible(data, **fit_at(float(printed)))
+        if 0.0 < beyond <= 1.0:
+            assert _infeasible(data, **fit_at(beyond))
+
+    message = _message(data, target_risk=1e-3)
+    if message:
+        flips(re.search(rf"rows is {number}\.$", message).group(1),
+              lambda x: {"target_risk": x}, up=False)
+    message = _message(data, tpr=0.999, fpr=0.001)
+    if message:
+        found = re.search(rf"the highest attainable TPR is {number};", message)
+        if found:
+            flips(found.group(1), lambda x: {"tpr": x, "fpr": 0.001}, up=True)
+        flips(re.search(rf"the lowest attainable FPR is {number}\.$", message).group(1),
+              lambda x: {"tpr": 0.999, "fpr": x}, up=False)
+    message = _message(data, precision=0.999, recall=0.999)
+    if message:
+        found = re.search(rf"the highest attainable precision is {number};", message)
+        if float(found.group(1)) > 0:
+            flips(found.group(1), lambda x: {"precision": x, "recall": 0.999}, up=True)
+        found = re.search(rf"the highest attainable recall is {number}\.$", message)
+        if found:
+            flips(found.group(1), lambda x: {"precision": 0.999, "recall": x}, up=True)
+
+
+def _message(data, **targets) -> str | None:
+    """The message of an infeasible fit, or None when the fit is feasible."""
+    try:
+        fit_rule(data, **targets)
+    except InfeasibleTargetError as exc:
+        return str(exc)
+    return None

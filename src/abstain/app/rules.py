@@ -8,6 +8,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -221,28 +222,40 @@ def _fit_rule(
                 "attains is computed from every row: fit on one file without --chunk-rows "
                 "or --engine to see it.")
         if not sel.feasible_:
+            def refit(**targets: float) -> bool:
+                try:
+                    sel.set_params(**targets)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+                        return bool(sel.fit(*fit_args).feasible_)
+                except ValueError:  # beyond the range of the parameter
+                    return False
+
             if isinstance(sel, BoundedTPRFPR):
                 assert tpr is not None and fpr is not None
                 best = float(m.ood_roc_curve(*curve_args, fpr=[fpr]).tpr[0])
                 least = least_fpr_at_tpr(*search_args, tpr=tpr)  # type: ignore[misc]
-                at_fpr = (f"no rule with FPR <= {fpr:g} accepts any in-distribution row"
-                          if best <= 0.0 else f"at FPR <= {fpr:g} the highest attainable TPR "
-                          f"is {_round(best, down=True)}")
+                at_fpr = (f"no rule with FPR <= {_g(fpr)} accepts any in-distribution row"
+                          if best <= 0.0 else f"at FPR <= {_g(fpr)} the highest attainable TPR "
+                          f"is {_attained(best, lambda x: refit(tpr=x, fpr=fpr), down=True)}")
+                least_text = _attained(least, lambda x: refit(tpr=tpr, fpr=x), down=False)
                 raise InfeasibleTargetError(
-                    f"TPR >= {tpr:g} with FPR <= {fpr:g} is infeasible: {at_fpr}; at TPR >= "
-                    f"{tpr:g} the lowest attainable FPR is {_round(least, down=False)}.")
+                    f"TPR >= {_g(tpr)} with FPR <= {_g(fpr)} is infeasible: {at_fpr}; at TPR >= "
+                    f"{_g(tpr)} the lowest attainable FPR is {least_text}.")
             assert precision is not None and recall is not None
             best = float(m.ood_pr_curve(*curve_args, recall=[recall],
                                         ood_prior=ood_prior).precision[0])
             most = most_recall_at_precision(*search_args, precision=precision,  # type: ignore[misc]
                                             ood_prior=ood_prior)
-            at_precision = (f"no rule reaches precision >= {precision:g} at any recall"
-                            if most <= 0.0 else f"at precision >= {precision:g} the highest "
-                            f"attainable recall is {_round(most, down=True)}")
+            at_precision = (f"no rule reaches precision >= {_g(precision)} at any recall"
+                            if most <= 0.0 else f"at precision >= {_g(precision)} the highest "
+                            "attainable recall is " + _attained(
+                                most, lambda x: refit(precision=precision, recall=x), down=True))
+            best_text = _attained(best, lambda x: refit(precision=x, recall=recall), down=True)
             raise InfeasibleTargetError(
-                f"precision >= {precision:g} with recall >= {recall:g} is infeasible: at "
-                f"recall >= {recall:g} the highest attainable precision is "
-                f"{_round(best, down=True)}; {at_precision}.")
+                f"precision >= {_g(precision)} with recall >= {_g(recall)} is infeasible: at "
+                f"recall >= {_g(recall)} the highest attainable precision is {best_text}; "
+                f"{at_precision}.")
         return sel
     ood_score = (next(iter(data.columns.values()))[1] if data.columns else None) \
         if isinstance(data, Summary) else data.ood_score
@@ -289,15 +302,11 @@ def _fit_rule(
                 f"target risk {float(target_risk)!r} is infeasible: no threshold rule's "
                 "selective risk "
                 f"is at or below it; the lowest selective risk attainable on these {n_rows} "
-                f"rows is {_round(rule.min_risk_, down=False)}.")
+                f"rows is {_attained(rule.min_risk_, _refit(rule, args), down=False)}.")
         procedure = rule.bound_
         target, level = float(target_risk), float(delta)
 
-        def meets(t: float) -> bool:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", InfeasibleTargetWarning)
-                return bool(BoundedImprovement(t, delta=delta, bound=rule.bound,
-                                               loss_bound=rule.loss_bound).fit(*args).feasible_)
+        meets = _refit(rule, args)
 
         def least_target(above: float = 0.0) -> float:
             return least_risk_bound(*args, delta=delta,  # type: ignore[misc]
@@ -309,11 +318,11 @@ def _fit_rule(
         first = least_target()
         text = (f"target risk {target!r} with delta {level!r} is infeasible for "
                 f"bound={procedure!r}: {why}; the least target that it meets with delta "
-                f"{level!r} on these {n_rows} rows is {_printed(first, meets)}")
+                f"{level!r} on these {n_rows} rows is {_attained(first, meets, down=False)}")
         if first < target:  # Learn-then-Test: feasibility is not monotone in the target
             text += (f"; a larger target can start the sequence lower, where its test fails: "
                      f"the least target at or above {target!r} that it meets is "
-                     f"{_printed(least_target(target), meets)}")
+                     f"{_attained(least_target(target), meets, down=False)}")
         raise InfeasibleTargetError(
             f"{text}; the lowest empirical selective risk is "
             f"{_round(rule.min_risk_, down=False)}, and a bound nearer to it needs more rows "
@@ -345,15 +354,43 @@ def _as_options(text: str) -> str:
     return re.sub(rf"(?<![-\w])({words})(?![-\w])", lambda m: _flag(m[1]), text)
 
 
-def _printed(value: float, meets: Callable[[float], bool]) -> str:
-    """``value`` rounded up to the fewest significant digits (four at least) at which the
-    printed number, read back, still ``meets`` the target (a fit whose feasibility is not
-    monotone may fail just above its least target)."""
+def _g(x: float) -> str:
+    """A number as given: the shortest text that reads back as the same float."""
+    return repr(float(x))
+
+
+def _refit(rule: BoundedImprovement, args: tuple[Any, ...]) -> Callable[[float], bool]:
+    """Whether ``rule`` refitted on ``args`` at another target risk is feasible."""
+    def meets(target: float) -> bool:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+            return bool(BoundedImprovement(target, delta=rule.delta, bound=rule.bound,
+                                           loss_bound=rule.loss_bound).fit(*args).feasible_)
+    return meets
+
+
+def _attained(value: float, meets: Callable[[float], bool], *, down: bool) -> str:
+    """``value``, a highest (``down``) or least attainable one, as the message prints it.
+
+    Rounded towards the feasible side to four significant digits, or to more where the fit
+    does not ``meet`` the number printed (a fit whose feasibility is not monotone in the
+    target may fail just above its least one); then one unit of the last digit towards the
+    infeasible side where the fit still meets that number (``value``, computed in floating
+    point, may lie a hair inside the edge). So the fit meets the number printed and not
+    the next one beyond it.
+    """
+    if not math.isfinite(value) or value == 0.0:
+        return _round(value, down=down)
     for digits in range(4, 18):
-        text = _round(value, down=False, digits=digits)
+        text = _round(value, down=down, digits=digits)
         if meets(float(text)):
-            return text
-    return repr(value)
+            break
+    else:
+        return repr(value)
+    exact = Decimal(text)
+    unit = Decimal(1).scaleb(exact.adjusted() - digits + 1)
+    beyond = float(exact + unit if down else exact - unit)
+    return _round(beyond, down=down, digits=digits) if beyond > 0 and meets(beyond) else text
 
 
 def _round(x: float, *, down: bool, digits: int = 4) -> str:
