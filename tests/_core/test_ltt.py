@@ -17,6 +17,7 @@ from scipy import stats
 from abstain._core.ltt import (
     binomial_pvalue,
     hb_pvalue,
+    ltt_least,
     ltt_search,
     upper_bound,
     wsr_pvalue,
@@ -142,3 +143,36 @@ def test_search_matches_reference_with_ties(bound):
 def test_hb_reference_hand_case():
     # 0 errors in 30: Hoeffding gives (1 - a)^30, Bentkus e (1 - a)^30: the first is smaller
     assert hb_pvalue_ref([0.0] * 30, 0.1) == pytest.approx(0.9**30)
+
+
+@pytest.mark.parametrize("bound", ["binomial", "hb", "wsr"])
+def test_least_target_is_the_least_the_reference_search_meets(bound):
+    # Feasibility on a grid of targets by the reference search: never below the least target;
+    # the search meets the least target and not the float below it; from an infeasible target
+    # above it, the least at or above that one. (The edges are checked with the search itself:
+    # the reference's p-values differ from it in the last bits.)
+    rng = np.random.default_rng(8)
+    grid = np.linspace(0.005, 0.995, 67)
+    for _ in range(6):
+        n = int(rng.integers(20, 160))
+        u = rng.integers(0, int(rng.integers(2, 25)), n).astype(float)  # many ties
+        x = (rng.random(n) < rng.random()).astype(float)
+        if bound != "binomial":
+            x = x * np.round(rng.random(n) * 8) / 8
+        d = float(rng.choice(DELTAS))
+
+        def meets(a, scale=1.0, u=u, x=x, d=d):
+            return not math.isnan(ltt_search(u, x, a / scale, d, bound).threshold)
+
+        feasible = np.array([ltt_ref(u.tolist(), x.tolist(), a, d, bound) is not None
+                             for a in grid])
+        least = ltt_least(u, x, d, bound)
+        assert meets(least) and not meets(math.nextafter(least, 0.0))
+        assert not np.any(feasible[grid < least])
+        for above in grid[~feasible & (grid > least)][:2]:
+            after = ltt_least(u, x, d, bound, above=float(above))
+            assert meets(after) and not meets(math.nextafter(after, 0.0))
+            assert not np.any(feasible[(grid >= above) & (grid < after)])
+        # in the units of a loss bound of 2: the least target of the search on x = loss / 2
+        scaled = ltt_least(u, x, d, bound, scale=2.0)
+        assert meets(scaled, 2.0) and not meets(math.nextafter(scaled, 0.0), 2.0)

@@ -123,3 +123,57 @@ def test_bad_sources_get_one_line(write_parts, tmp_path, capsys):
     (tmp_path / "head.csv").write_text("msp,loss\n")
     assert main(["evaluate", str(tmp_path / "head.csv"), "--chunk-rows", "5"]) == 1
     assert "no data rows" in capsys.readouterr().err
+
+
+def _fit_json(source, tmp_path, *args) -> tuple[int, str]:
+    out = tmp_path / f"rule{len(list(tmp_path.iterdir()))}.json"
+    code = main(["fit", str(source), "--score", "msp", *args, "-o", str(out), "--quiet"])
+    return code, out.read_text() if out.exists() else ""
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+@pytest.mark.parametrize("target", [
+    ["--target-coverage", "0.7"], ["--reject-cost", "0.3"], ["--target-risk", "0.3"],
+    ["--target-risk", "0.3", "--delta", "0.2", "--bound", "sgr"],
+    ["--target-risk", "0.05", "--delta", "0.2", "--bound", "sgr"],  # infeasible: same message
+    ["--tpr", "0.3", "--fpr", "0.5"], ["--precision", "0.6", "--recall", "0.3"]])
+def test_fit_in_chunks_writes_the_rule_of_the_whole_file(tmp_path, target, continuous, capsys):
+    cols = _columns(n=400, seed=3, continuous=continuous)
+    if continuous:  # losses on a binary grid: every partial sum is exact
+        cols["loss"] = np.round(cols["loss"] * 64) / 64
+    write_table(tmp_path / "all.csv", cols)
+    code, whole = _fit_json(tmp_path / "all.csv", tmp_path, *target)
+    whole_err = capsys.readouterr().err
+    for k in (1, 7, 150, 1000):
+        assert _fit_json(tmp_path / "all.csv", tmp_path, *target, "--chunk-rows", str(k)) == (
+            code, whole)
+        assert capsys.readouterr().err == whole_err
+    assert (code == 0) == ("0.05" not in target), whole_err
+
+
+@pytest.mark.parametrize("bound", ["binomial", "hb", "wsr"])
+def test_fit_in_chunks_refuses_learn_then_test(tmp_path, bound, capsys):
+    cols = _columns(n=400, seed=3, continuous=bound != "binomial")
+    write_table(tmp_path / "all.csv", cols)
+    args = ["--target-risk", "0.4", "--delta", "0.2", "--bound", bound]
+    assert _fit_json(tmp_path / "all.csv", tmp_path, *args)[0] == 0
+    capsys.readouterr()
+    assert _fit_json(tmp_path / "all.csv", tmp_path, *args, "--chunk-rows", "50") == (1, "")
+    err = capsys.readouterr().err
+    assert err == (f"abstain fit: error: --bound {bound} runs Learn-then-Test, which splits the "
+                   "rows by position (every tenth row picks the thresholds, the others test "
+                   "them); a source read in chunks keeps only the score table of its rows. Give "
+                   "--bound sgr (the same rule as on the whole file), or fit one file without "
+                   "--chunk-rows and --engine.\n")
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_fit_in_chunks_certifies_with_sgr_by_default_and_says_so(tmp_path, continuous, capsys):
+    cols = _columns(n=400, seed=3, continuous=continuous)
+    write_table(tmp_path / "all.csv", cols)
+    args = ["--target-risk", "0.4", "--delta", "0.2"]
+    code, chunked = _fit_json(tmp_path / "all.csv", tmp_path, *args, "--chunk-rows", "50")
+    assert code == 0 and "(procedure sgr)" in capsys.readouterr().out
+    assert chunked == _fit_json(tmp_path / "all.csv", tmp_path, *args, "--bound", "sgr")[1]
+    whole = json.loads(_fit_json(tmp_path / "all.csv", tmp_path, *args)[1])
+    assert whole["fitted"]["bound_"] == ("wsr" if continuous else "binomial")

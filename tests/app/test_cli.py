@@ -310,15 +310,16 @@ def test_cost_based_ood_bad_options(csv_file, tmp_path, capsys):
         return _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", *args,
                                     "-o", out)[::2])
 
-    assert "reject_id_cost and predict_ood_cost must be given together" in line(
+    assert "--reject-id-cost and --predict-ood-cost must be given together" in line(
         "--reject-id-cost", "0.3")
-    assert "reject_ood_cost must come with reject_id_cost and predict_ood_cost" in line(
+    assert "--reject-ood-cost must come with --reject-id-cost and --predict-ood-cost" in line(
         "--tpr", "0.9", "--fpr", "0.2", "--reject-ood-cost", "0.1")
-    assert "ood_prior must come with precision and recall or with the cost-based OOD model; " \
-           "got it with target_coverage" in line("--target-coverage", "0.8", "--ood-prior", "0.2")
-    assert "predict_ood_cost must be greater than reject_ood_cost; got 0.1 <= 0.2" in line(
+    assert "--ood-prior must come with --precision and --recall or with the cost-based OOD " \
+           "model; got it with --target-coverage" in line("--target-coverage", "0.8",
+                                                          "--ood-prior", "0.2")
+    assert "--predict-ood-cost must be greater than --reject-ood-cost; got 0.1 <= 0.2" in line(
         "--reject-id-cost", "0.3", "--predict-ood-cost", "0.1", "--reject-ood-cost", "0.2")
-    assert "got reject_cost, cost-based OOD" in line("--reject-cost", "0.1",
+    assert "got --reject-cost, --reject-id-cost." in line("--reject-cost", "0.1",
                                                       "--reject-id-cost", "0.3")
     no_ood = tmp_path / "no_ood.csv"
     write_table(no_ood, {"loss": [0, 1, 0, 1], "risk": [0.1, 0.2, 0.3, 0.4]})
@@ -431,7 +432,7 @@ def test_ood_score_bad_input(csv_file, tmp_path, capsys):
     assert "pairs with the other score columns; got no other score column" in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--ood-score", "distance",
                                 "--target-coverage", "0.8", "-o", out)[::2])
-    assert "target_coverage takes one score column; an OOD score ('distance') pairs columns " \
+    assert "--target-coverage takes one score column; an OOD score ('distance') pairs columns " \
            "for the OOD models only" in line
     three = tmp_path / "three.csv"
     cols = _columns()
@@ -439,7 +440,7 @@ def test_ood_score_bad_input(csv_file, tmp_path, capsys):
     write_table(three, cols)
     line = _one_error_line(*run(capsys, "fit", three, "--ood-score", "distance", "--tpr", "0.6",
                                 "--fpr", "0.1", "-o", out)[::2])
-    assert ("the tpr/fpr model takes one pair (s_r, OOD score); got 2 other score columns "
+    assert ("the --tpr/--fpr model takes one pair (s_r, OOD score); got 2 other score columns "
             "besides the OOD score 'distance': 'risk', 'energy'.") in line
     assert not out.exists()
 
@@ -561,9 +562,10 @@ def test_infeasible_targets_say_what_is_attainable(csv_file, tmp_path, capsys):
     assert "lowest selective risk attainable on these 4 rows is 0.5" in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.01", "--delta", "0.05", "-o", tmp_path / "x.json")[::2])
-    assert ("target risk 0.01 with delta 0.05 is infeasible: no rule's upper confidence bound "
-            "on the selective risk is at or below it; the least bound attainable with delta 0.05 "
-            "on these 234 rows is ") in line
+    assert ("target risk 0.01 with --delta 0.05 is infeasible for --bound binomial: the "
+            "threshold where the learning rows start its sequence for this target fails its "
+            "test; the least target that it meets with --delta 0.05 on these 234 rows is "
+            ) in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--tpr", "0.99",
                                 "--fpr", "0.01", "-o", tmp_path / "x.json")[::2])
     assert "TPR >= 0.99 with FPR <= 0.01 is infeasible" in line
@@ -585,7 +587,7 @@ def _fit_code(capsys, path, *args):
 def test_infeasible_delta_names_the_least_attainable_bound(csv_file, capsys):
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.01", "--delta", "0.05", "-o", csv_file.parent / "x.json")[::2])
-    least = _number_after(line, "with delta 0.05 on these 234 rows is")
+    least = _number_after(line, "with --delta 0.05 on these 234 rows is")
     assert 0.01 < least < 1
     cols = _columns()
     ood = cols["is_ood"] == 1
@@ -598,7 +600,7 @@ def test_infeasible_delta_names_the_least_attainable_bound(csv_file, capsys):
     # a larger delta makes a lower bound attainable
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.01", "--delta", "0.5", "-o", csv_file.parent / "x.json")[::2])
-    assert _number_after(line, "with delta 0.5 on these 234 rows is") < least
+    assert _number_after(line, "with --delta 0.5 on these 234 rows is") < least
 
 
 @pytest.mark.parametrize("scores", [["risk"], ["risk", "distance"]])
@@ -638,7 +640,7 @@ def test_fit_needs_exactly_one_target(csv_file, tmp_path, capsys):
     assert "exactly one target" in line
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",
                                 "0.1", "--reject-cost", "0.1", "-o", out)[::2])
-    assert "got target_risk, reject_cost" in line
+    assert "got --target-risk, --reject-cost" in line
 
 
 def test_parquet_without_the_extra_names_it(tmp_path, capsys, monkeypatch):
@@ -725,17 +727,19 @@ def test_fit_loss_bound_for_losses_beyond_one(tmp_path, capsys):
     assert "(procedure wsr)" in out
     line = _one_error_line(*run(capsys, "fit", path, "--target-risk", "0.6", "--delta", "0.1",
                                 "-o", tmp_path / "x.json")[::2])
-    assert "losses must be at most loss_bound=1.0" in line
+    assert "losses must be at most --loss-bound 1.0" in line
     assert not (tmp_path / "x.json").exists()
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--delta", "0.1", "--bound", "exact"], "bound must be one of"),
-    (["--bound", "sgr"], "bound must come with target_risk and delta; got bound='sgr'"),
-    (["--loss-bound", "2"], "loss_bound must come with target_risk and delta"),
-    (["--delta", "0.1", "--loss-bound", "-1"], "loss_bound must"),
+    (["--delta", "0.1", "--bound", "exact"], "--bound must be one of"),
+    (["--bound", "sgr"], "--bound must come with --target-risk and --delta; got --bound sgr "
+                         "without --delta."),
+    (["--loss-bound", "2"], "--loss-bound must come with --target-risk and --delta; got "
+                            "--loss-bound 2.0 without --delta."),
+    (["--delta", "0.1", "--loss-bound", "-1"], "--loss-bound must"),
     (["--delta", "0.1", "--bound", "binomial", "--loss-bound", "0.5"],
-     "losses must be at most loss_bound=0.5"),
+     "losses must be at most --loss-bound 0.5"),
 ])
 def test_fit_bad_bound_options(extra, message, csv_file, tmp_path, capsys):
     line = _one_error_line(*run(capsys, "fit", csv_file, "--score", "risk", "--target-risk",

@@ -3,11 +3,16 @@ attainable, rule files round-trip with their columns, apply_rule is the rule's a
 
 from __future__ import annotations
 
+import math
 import re
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from abstain import InfeasibleTargetWarning
 from abstain import metrics as m
 from abstain.app.rules import (
     InfeasibleTargetError,
@@ -119,10 +124,11 @@ def test_infeasible_risk_bound_names_the_least_attainable_bound():
     with pytest.raises(InfeasibleTargetError) as exc:
         fit_rule(data, target_risk=0.05, delta=0.1)
     found = re.fullmatch(
-        r"target risk 0\.05 with delta 0\.1 is infeasible: no rule's upper confidence bound on "
-        r"the selective risk is at or below it; the least bound attainable with delta 0\.1 on "
-        r"these 45 rows is ([0-9.]+) \(the lowest empirical selective risk is 0; a bound nearer "
-        r"to it needs more rows or a larger delta\)\.", str(exc.value))
+        r"target risk 0\.05 with delta 0\.1 is infeasible for bound='binomial': the threshold "
+        r"where the learning rows start its sequence for this target fails its test; the least "
+        r"target that it meets with delta 0\.1 on these 45 rows is ([0-9.]+); the lowest "
+        r"empirical selective risk is 0, and a bound nearer to it needs more rows or a larger "
+        r"delta\.", str(exc.value))
     assert found, str(exc.value)
     printed = float(found.group(1))
     least = least_risk_bound(T["u"][~OOD], T["loss"][~OOD], 0.1)
@@ -130,6 +136,104 @@ def test_infeasible_risk_bound_names_the_least_attainable_bound():
     assert fit_rule(data, target_risk=printed, delta=0.1).feasible_
     with pytest.raises(InfeasibleTargetError):
         fit_rule(data, target_risk=least * (1 - 1e-6), delta=0.1)
+
+
+def _ties(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The data of a fit whose feasibility is not monotone in the target (with delta 0.05):
+    few distinct scores, a risk that does not grow with the score."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 400))
+    u = rng.integers(0, int(rng.integers(2, 30)), n).astype(float)
+    return u, (rng.random(n) < rng.random()).astype(float)
+
+
+def _feasible(u, loss, target, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        return BoundedImprovement(target, **params).fit(u, loss).feasible_
+
+
+def test_least_risk_bound_is_below_every_target_the_fit_meets():
+    # Learn-then-Test certifies a bound of 0.378 at the target 0.66, and the least target
+    # was given as 0.865: a bisection on the target, which assumed feasibility monotone.
+    u, loss = _ties(46)
+    rule = BoundedImprovement(0.66, delta=0.05).fit(u, loss)
+    assert rule.feasible_ and rule.bound_ == "binomial" and rule.risk_bound_ < 0.38
+    least = least_risk_bound(u, loss, 0.05)
+    assert least <= 0.66
+    assert _feasible(u, loss, least, delta=0.05)
+    assert not _feasible(u, loss, math.nextafter(least, 0.0), delta=0.05)
+    # not monotone: 0.8 fails, and the least target at or above it is named
+    assert not _feasible(u, loss, 0.8, delta=0.05)
+    above = least_risk_bound(u, loss, 0.05, above=0.8)
+    assert 0.8 < above < 1.0 and _feasible(u, loss, above, delta=0.05)
+    assert not _feasible(u, loss, math.nextafter(above, 0.0), delta=0.05)
+
+
+def _message_numbers(message: str) -> list[float]:
+    return [float(x) for x in re.findall(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?", message)]
+
+
+@pytest.mark.parametrize("bound", ["sgr", "binomial", "hb", "wsr"])
+@pytest.mark.parametrize("seed", [46, 1, 68, 7])
+def test_every_target_in_an_infeasible_message_is_met_as_it_says(bound, seed):
+    u, loss = _ties(seed)
+    if bound in ("hb", "wsr"):
+        loss = np.round(loss * np.random.default_rng(seed).random(loss.size) * 8) / 8
+    data = prepare({"loss": loss, "u": u})
+    params = {"delta": 0.05, "bound": bound}
+    grid = np.linspace(0.01, 0.99, 99)
+    feasible = np.array([_feasible(u, loss, t, **params) for t in grid])
+    for target in (0.01, *grid[~feasible][-1:]):
+        with pytest.raises(InfeasibleTargetError, match=r"is infeasible for bound=") as exc:
+            fit_rule(data, target_risk=float(target), **params)
+        message = str(exc.value)
+        targets = re.findall(r"(?:the least target that it meets with delta 0\.05 on these "
+                             r"\d+ rows is|the least target at or above [0-9.e-]+ that it meets "
+                             r"is) ([0-9.e-]+)", message)
+        assert len(targets) == 1 + ("at or above" in message), message
+        for printed in map(float, targets):
+            assert _feasible(u, loss, printed, **params), message
+        least = least_risk_bound(u, loss, 0.05, bound=bound)
+        assert float(targets[0]) >= least
+        assert float(targets[0]) <= least * (1 + 1e-3) or "at or above" not in message
+        assert not _feasible(u, loss, math.nextafter(least, 0.0), **params)
+        assert not np.any(feasible[grid < least])  # feasible only from the least target on
+        if len(targets) == 2:  # a target beyond the least failed: the next feasible one
+            after = least_risk_bound(u, loss, 0.05, bound=bound, above=float(target))
+            assert after > target and float(targets[1]) >= after
+            assert not _feasible(u, loss, math.nextafter(after, 0.0), **params)
+            assert not np.any(feasible[(grid >= target) & (grid < after)])
+        assert all(x > 0 for x in _message_numbers(message)[1:] if x < 1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"target_coverage": 0.5, "delta": 0.1}, "--delta must come with --target-risk; got "
+                                             "--delta alone."),
+    ({"target_risk": 0.2, "bound": "sgr"}, "--bound must come with --target-risk and --delta; "
+                                           "got --bound sgr without --delta."),
+    ({"target_risk": 0.2, "delta": 0.1, "bound": "binomial", "loss_bound": 0.5},
+     "losses must be at most --loss-bound 0.5 for the risk bound; got maximum 1.0."),
+    ({"target_risk": 0.2, "delta": 2.0}, "--delta must be"),
+    ({"target_coverage": 0.5, "ood_prior": 0.1},
+     "--ood-prior must come with --precision and --recall or with the cost-based OOD model; "
+     "got it with --target-coverage."),
+    ({"recall": 0.9}, "--precision and --recall must be given together."),
+    ({"tpr": 0.9}, "--tpr and --fpr must be given together."),
+    ({}, "exactly one target must be given (--target-coverage, --target-risk, --reject-cost, "
+         "--tpr and --fpr, --precision and --recall, or --reject-id-cost and "
+         "--predict-ood-cost); got none."),
+])
+def test_fit_rule_names_the_options_of_the_command_line(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        fit_rule(prepare(T, scores=["u"]), options=True, **kwargs)
+
+
+def test_infeasible_message_names_the_options_of_the_command_line():
+    with pytest.raises(InfeasibleTargetError, match=r"^target risk 0\.05 with --delta 0\.1 is "
+                       r"infeasible for --bound sgr: .* a larger --delta\.$"):
+        fit_rule(prepare(T, scores=["u"]), target_risk=0.05, delta=0.1, bound="sgr",
+                 options=True)
 
 
 @pytest.mark.parametrize("cols, ood_score", [(["g"], None), (["u"], "g")])
@@ -273,3 +377,69 @@ def test_infeasible_messages_never_offer_a_zero_target():
     with pytest.raises(InfeasibleTargetError, match=r"no rule with FPR <= 0\.1 accepts any "
                                                     r"in-distribution row; at TPR >= 0\.5"):
         fit_rule(data, tpr=0.5, fpr=0.1)
+
+
+def _step(printed: str) -> float:
+    """One unit in the last of the four significant digits of a printed rate."""
+    x = float(printed)
+    return 10.0 ** (math.floor(math.log10(x)) - 3)
+
+
+def _infeasible(data, **targets) -> bool:
+    try:
+        fit_rule(data, **targets)
+    except InfeasibleTargetError:
+        return True
+    return False
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+@example(seed=12238)  # the highest TPR at FPR <= 0.001 is 0.201, computed as 0.20099999999999998
+def test_every_number_of_an_infeasibility_message_flips_feasibility_there(seed):
+    # Scores on a coarse grid (many ties), one OOD row in three: each number in the message
+    # is met (a least value rounded up, a highest one down) and one unit of its fourth digit
+    # beyond it is not.
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(9, 90))
+    ood = np.arange(n) % 3 == 0
+    u = np.round(rng.random(n) + 0.5 * ood, 1)
+    loss = np.where(ood, np.nan, (rng.random(n) < rng.random()).astype(float))
+    data = prepare({"loss": loss, "u": u, "is_ood": ood.astype(float)}, scores=["u"])
+    number = r"([0-9.e-]+?)"
+
+    def flips(printed, fit_at, *, up):
+        """Met at the printed number, not one unit of its fourth digit beyond it."""
+        beyond = float(printed) + (_step(printed) if up else -_step(printed))
+        assert not _infeasible(data, **fit_at(float(printed)))
+        if 0.0 < beyond <= 1.0:
+            assert _infeasible(data, **fit_at(beyond))
+
+    message = _message(data, target_risk=1e-3)
+    if message:
+        flips(re.search(rf"rows is {number}\.$", message).group(1),
+              lambda x: {"target_risk": x}, up=False)
+    message = _message(data, tpr=0.999, fpr=0.001)
+    if message:
+        found = re.search(rf"the highest attainable TPR is {number};", message)
+        if found:
+            flips(found.group(1), lambda x: {"tpr": x, "fpr": 0.001}, up=True)
+        flips(re.search(rf"the lowest attainable FPR is {number}\.$", message).group(1),
+              lambda x: {"tpr": 0.999, "fpr": x}, up=False)
+    message = _message(data, precision=0.999, recall=0.999)
+    if message:
+        found = re.search(rf"the highest attainable precision is {number};", message)
+        if float(found.group(1)) > 0:
+            flips(found.group(1), lambda x: {"precision": x, "recall": 0.999}, up=True)
+        found = re.search(rf"the highest attainable recall is {number}\.$", message)
+        if found:
+            flips(found.group(1), lambda x: {"precision": 0.999, "recall": x}, up=True)
+
+
+def _message(data, **targets) -> str | None:
+    """The message of an infeasible fit, or None when the fit is feasible."""
+    try:
+        fit_rule(data, **targets)
+    except InfeasibleTargetError as exc:
+        return str(exc)
+    return None

@@ -3,7 +3,7 @@ names, run on the rows (Learn-then-Test) or on the tie groups of the rows or a t
 
 :func:`fit_groups` reduces the arrays or a :class:`~abstain.ScoreTable` to their tie groups,
 :func:`certified_search` runs the procedure and returns the certified threshold with its
-bound, or the least target the procedure meets on the data.
+bound, and :func:`least_target` the least target the procedure meets on the data.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .risk_bounds import sgr_search
 from .table import selective_table, table_or_none
 from .validation import as_losses_and_scores, plain
 
-__all__ = ["BOUNDS", "certified_search", "fit_groups", "resolve_bound"]
+__all__ = ["BOUNDS", "certified_search", "fit_groups", "least_target", "resolve_bound"]
 
 #: The values of ``bound``: ``"auto"``, SGR and the Learn-then-Test procedures.
 BOUNDS = ("auto", "sgr", *LTT_BOUNDS)
@@ -55,13 +55,47 @@ def fit_groups(
 def certified_search(uncertainty: Any, losses: Any, groups: TieGroups, top: float,
                      binary: bool, squares: Callable[[], TieGroups | None], target: float,
                      delta: float, loss_bound: float,
-                     bound: str) -> tuple[str, int, float, float, float]:
+                     bound: str) -> tuple[str, int, float, float]:
     """Run the procedure ``bound`` on the rows (or, for ``"sgr"``, on a table's groups).
 
-    Returns ``(procedure, group index or -1, threshold, certified bound, least target)``;
-    the threshold is ``nan`` when nothing passed. The least target is computed only for
-    ``target = -inf`` (and for ``"sgr"``); ``nan`` otherwise.
+    Returns ``(procedure, group index or -1, threshold, certified bound)``; the threshold
+    and the bound are ``nan`` when nothing passed.
     """
+    procedure, table = _procedure(uncertainty, losses, top, binary, loss_bound, bound)
+    if procedure == "sgr":
+        g, b, _ = sgr_search(groups, target, delta, loss_bound, binary, squares())
+        theta = float(groups.values[g]) if g >= 0 else math.nan
+        return procedure, g, theta, b
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    scale = 1.0 if procedure == "binomial" else loss_bound
+    found = ltt_search(u, ls / scale, target / scale, delta, procedure)
+    if math.isnan(found.threshold):
+        return procedure, -1, math.nan, math.nan
+    g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
+    return procedure, g, found.threshold, found.bound * scale
+
+
+def least_target(uncertainty: Any, losses: Any, groups: TieGroups, top: float, binary: bool,
+                 squares: Callable[[], TieGroups | None], delta: float, loss_bound: float,
+                 bound: str, above: float = 0.0) -> float:
+    """The least target ``>= above`` at which :func:`certified_search` finds a rule.
+
+    SGR is monotone in the target (its least target is the least bound on the chain of
+    prefixes that a failing search walks, :func:`~.risk_bounds.sgr_search`); the
+    Learn-then-Test searches are not (:func:`~.ltt.ltt_least`).
+    """
+    procedure, _ = _procedure(uncertainty, losses, top, binary, loss_bound, bound)
+    if procedure == "sgr":
+        least = sgr_search(groups, -math.inf, delta, loss_bound, binary, squares())[2]
+        return max(least, above)
+    ls, u = as_losses_and_scores(losses, uncertainty)
+    scale = 1.0 if procedure == "binomial" else loss_bound
+    return ltt_least(u, ls / scale, delta, procedure, scale=scale, above=above)
+
+
+def _procedure(uncertainty: Any, losses: Any, top: float, binary: bool, loss_bound: float,
+               bound: str) -> tuple[str, bool]:
+    """The procedure that ``bound`` names for these data, and whether they are a table."""
     if top > loss_bound:
         raise ValueError(
             f"losses must be at most loss_bound={plain(loss_bound)} for the risk bound; "
@@ -71,24 +105,11 @@ def certified_search(uncertainty: Any, losses: Any, groups: TieGroups, top: floa
     table = table_or_none(uncertainty, {"losses": losses}) is not None
     if table and bound == "auto":  # the tightest procedure a table allows
         procedure = "sgr"
-    if procedure == "sgr":
-        g, b, least = sgr_search(groups, target, delta, loss_bound, binary, squares())
-        theta = float(groups.values[g]) if g >= 0 else math.nan
-        return procedure, g, theta, b, least
-    if table:
+    if table and procedure != "sgr":
         raise ValueError(
             f"bound={plain(bound)} runs Learn-then-Test ({plain(procedure)}), which splits the "
             "rows "
             "into a part that picks the thresholds and a part that tests them; a ScoreTable "
             "keeps no rows. Give bound='sgr' to fit a table with delta."
         )
-    ls, u = as_losses_and_scores(losses, uncertainty)
-    scale = 1.0 if procedure == "binomial" else loss_bound
-    if target == -math.inf:  # asked for the least target only
-        return procedure, -1, math.nan, math.nan, ltt_least(u, ls / scale, delta,
-                                                             procedure) * scale
-    found = ltt_search(u, ls / scale, target / scale, delta, procedure)
-    if math.isnan(found.threshold):
-        return procedure, -1, math.nan, math.nan, math.nan
-    g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
-    return procedure, g, found.threshold, found.bound * scale, math.nan
+    return procedure, table

@@ -33,6 +33,8 @@ so the last threshold of the passing run has ``R(t) <= alpha`` with probability 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -127,11 +129,22 @@ def _pvalues(bound: str, u: NDArray[np.float64], x: NDArray[np.float64],
     """p-values of ``R(t) > alpha`` at each threshold of ``grid`` from rows ``(u, x)``."""
     if bound == "wsr":
         return wsr_pvalue(x, u[None, :] <= grid[:, None], alpha, delta)
+    return _count_pvalues(bound, *_accepted_totals(u, x, grid), alpha)
+
+
+def _accepted_totals(u: NDArray[np.float64], x: NDArray[np.float64],
+                     grid: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Accepted rows ``m`` and their summed loss at each threshold of ``grid``."""
     order = np.argsort(u, kind="stable")
     us = u[order]
     sums = np.concatenate(([0.0], np.cumsum(x[order])))
     m = np.searchsorted(us, grid, side="right").astype(np.float64)
-    total = sums[m.astype(np.intp)]
+    return m, sums[m.astype(np.intp)]
+
+
+def _count_pvalues(bound: str, m: NDArray[np.float64], total: NDArray[np.float64],
+                   alpha: float) -> NDArray[np.float64]:
+    """The ``"binomial"`` or ``"hb"`` p-values from the accepted counts and loss totals."""
     if bound == "binomial":
         return binomial_pvalue(np.round(total).astype(np.float64), m, alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -206,6 +219,13 @@ def ltt_plan(u: NDArray[np.float64], x: NDArray[np.float64], n_test: int, alpha:
     measured on simulated risk curves (docs/guarantees.md); any margin keeps the guarantee,
     since the start depends on the learning rows alone.
     """
+    grid, m, k = _projection(u, x, n_test)
+    return grid, _start(m, k, alpha, delta)
+
+
+def _projection(u: NDArray[np.float64], x: NDArray[np.float64], n_test: int) -> tuple[
+        NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The grid of :func:`ltt_plan` and the projected count ``m`` and loss ``k`` at each point."""
     levels = np.arange(1, GRID_SIZE + 1) / GRID_SIZE
     grid = np.unique(np.append(np.quantile(u, levels), np.inf))
     us = np.sort(u)
@@ -216,12 +236,14 @@ def ltt_plan(u: NDArray[np.float64], x: NDArray[np.float64], n_test: int, alpha:
     # learning rows must not be taken for a safe one
     counted = np.maximum(m_learn - np.sqrt(m_learn), 0.0)
     scale = n_test / u.size
-    m, k = counted * scale, np.minimum(sums[m_learn], counted) * scale
-    a = min(max(alpha, 0.0), 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where((m > 0) & (k < m), special.betainc(m - k, k + 1.0, 1.0 - a), 1.0)
+    return grid, counted * scale, np.minimum(sums[m_learn], counted) * scale
+
+
+def _start(m: NDArray[np.float64], k: NDArray[np.float64], alpha: float, delta: float) -> int:
+    """The start of :func:`ltt_plan` from the projected counts and losses at ``alpha``."""
+    p = _projected(m, k, alpha)
     safe = np.flatnonzero(p <= delta / START_MARGIN)
-    return grid, int(safe[0]) if safe.size else int(np.argmin(p))
+    return int(safe[0]) if safe.size else int(np.argmin(p))
 
 
 def _split(u: NDArray[np.float64], x: NDArray[np.float64]) -> tuple[
@@ -267,25 +289,114 @@ def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, del
     return LttResult(theta, upper_bound(bound, ut, xt, theta, delta))
 
 
-def ltt_least(u: NDArray[np.float64], x: NDArray[np.float64], delta: float,
-              bound: str) -> float:
-    """The least target at which :func:`ltt_search` finds a rule, by bisection on the
-    target (to a relative 1e-12): the search is feasible when its start passes, and a
-    larger target lowers every p-value. The value returned is feasible; 1.0 is always."""
+def ltt_least(u: NDArray[np.float64], x: NDArray[np.float64], delta: float, bound: str, *,
+              scale: float = 1.0, above: float = 0.0) -> float:
+    """The least target ``t >= above`` at which ``ltt_search(u, x, t / scale, delta, bound)``
+    finds a rule (``t`` in the units of ``x * scale``; every ``t >= scale`` is feasible).
+
+    The search finds a rule exactly when the test at its start passes, and the start moves
+    with the target: feasibility is **not monotone** in the target (a larger target can
+    start the sequence lower, at a threshold whose test fails). So the least feasible
+    target is found from the exact criterion, not by bisection on the target: the targets
+    are cut into pieces on which the start is one grid point ``j`` (the change points of
+    the start, found between 1,025 evenly spaced targets and the targets at which a grid
+    point turns safe, to adjacent floats); the test at ``j`` passes on a piece from a least
+    target on, as every p-value falls with the target, so the first piece whose last
+    target passes holds the answer, found by bisection on the floats of the piece. The
+    value returned is feasible and the float below it is not (unless it is ``above``).
+    """
     ul, xl, ut, xt = _split(u, x)
+    grid, m, k = _projection(ul, xl, ut.size)
+    start_memo: dict[float, int] = {}
 
-    def feasible(a: float) -> bool:
-        grid, start = ltt_plan(ul, xl, ut.size, a, delta)
-        return bool(_pvalues(bound, ut, xt, grid[start:start + 1], a, delta)[0] <= delta)
+    def start(t: float) -> int:
+        if t not in start_memo:
+            start_memo[t] = _start(m, k, t / scale, delta)
+        return start_memo[t]
 
-    lo, hi = 0.0, 1.0
-    while hi - lo > 1e-12 * max(hi, 1e-3):
-        mid = 0.5 * (lo + hi)
-        if feasible(mid):
-            hi = mid
+    if bound != "wsr":  # the counts and totals of every grid point, once
+        m_test, total = _accepted_totals(ut, xt, grid)
+
+    def passes(j: int, t: float) -> bool:
+        if bound == "wsr":
+            p = _pvalues(bound, ut, xt, grid[j:j + 1], t / scale, delta)
         else:
-            lo = mid
-    return hi
+            p = _count_pvalues(bound, m_test[j:j + 1], total[j:j + 1], t / scale)
+        return bool(p[0] <= delta)
+
+    lo = max(float(above), 0.0)
+    if lo >= scale:
+        return lo
+    # where each grid point turns safe (its projected p-value falls with the target)
+    a, b = np.full(grid.size, _bits(lo)), np.full(grid.size, _bits(scale))
+    while np.any(b - a > 1):  # bisection on the float bits of every grid point at once
+        mid = (a + b) // 2
+        safe = _projected(m, k, mid.view(np.float64) / scale) <= delta / START_MARGIN
+        a, b = np.where(safe, a, mid), np.where(safe, mid, b)
+    turns = b.view(np.float64)
+    samples = np.unique(np.concatenate((np.linspace(lo, scale, 1025), turns)))
+    pieces = [(float(samples[0]), start(float(samples[0])))]
+    for t0, t1 in zip(samples[:-1], samples[1:], strict=True):
+        _change_points(float(t0), float(t1), start, pieces)
+    for i, (left, j) in enumerate(pieces):
+        last = scale if i + 1 == len(pieces) else _prev(pieces[i + 1][0])
+        if passes(j, last):
+            return _least_float(left, last, partial(passes, j))
+    return scale
+
+
+def _projected(m: NDArray[np.float64], k: NDArray[np.float64],
+               alpha: float | NDArray[np.float64]) -> NDArray[np.float64]:
+    """The projected p-values of :func:`ltt_plan` at ``alpha`` (a target, or one per point)."""
+    a = np.clip(alpha, 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((m > 0) & (k < m),  # type: ignore[no-any-return]
+                        special.betainc(m - k, k + 1.0, 1.0 - a), 1.0)
+
+
+def _prev(t: float) -> float:
+    return math.nextafter(t, -math.inf)
+
+
+def _least_float(lo: float, hi: float, ok: Callable[[float], bool]) -> float:
+    """The least float in ``[lo, hi]`` where ``ok`` holds, for ``ok`` monotone there
+    (``inf`` when false at ``hi``): bisection on the float bits."""
+    if not ok(hi):
+        return math.inf
+    if ok(lo):
+        return lo
+    a, b = _bits(lo), _bits(hi)
+    while b - a > 1:
+        mid = (a + b) // 2
+        if ok(_float(mid)):
+            b = mid
+        else:
+            a = mid
+    return _float(b)
+
+
+def _change_points(a: float, b: float, start: Callable[[float], int],
+                   pieces: list[tuple[float, int]]) -> None:
+    """Append ``(t, start(t))`` for each change point ``t`` of ``start`` in ``(a, b]`` that
+    bisection between ``a`` and ``b`` finds (to adjacent floats), in order."""
+    stack = [(_bits(a), _bits(b))]
+    while stack:
+        lo, hi = stack.pop()
+        if start(_float(lo)) == start(_float(hi)):
+            continue
+        if hi - lo == 1:
+            pieces.append((_float(hi), start(_float(hi))))
+            continue
+        mid = (lo + hi) // 2
+        stack += [(mid, hi), (lo, mid)]  # the lower half first
+
+
+def _bits(t: float) -> int:
+    return int(np.float64(t).view(np.int64))
+
+
+def _float(bits: int) -> float:
+    return float(np.int64(bits).view(np.float64))
 
 
 def certified_tpr_fpr(s: NDArray[np.float64], is_ood: NDArray[np.bool_],

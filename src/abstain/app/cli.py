@@ -131,7 +131,11 @@ def _parser() -> argparse.ArgumentParser:
                    "probability >= 1 - delta")
     g.add_argument("--bound", metavar="{auto,sgr,binomial,hb,wsr}",
                    help="with --delta: the procedure that certifies the risk (default auto: "
-                        "binomial for 0/1 losses, wsr otherwise; sgr on a source read in chunks)")
+                        "binomial for 0/1 losses, wsr otherwise). A source read in chunks "
+                        "keeps score tables, not rows: it is certified with sgr (auto means "
+                        "sgr there, and the rule file says bound sgr), which gives the rule "
+                        "of the whole file with --bound sgr; binomial, hb and wsr (Learn-then-"
+                        "Test, which splits the rows by position) are refused there")
     g.add_argument("--loss-bound", type=float, metavar="B",
                    help="with --delta: every loss lies in [0, B] (default 1; 0/1 losses need "
                         "none)")
@@ -283,7 +287,7 @@ def _fit(args: argparse.Namespace) -> int:
                     fpr=args.fpr, precision=args.precision, recall=args.recall,
                     reject_id_cost=args.reject_id_cost, predict_ood_cost=args.predict_ood_cost,
                     reject_ood_cost=args.reject_ood_cost, ood_prior=args.ood_prior,
-                    random_state=args.random_state)
+                    random_state=args.random_state, options=True)
     columns = rule_columns(rule, data)
     text = rule_to_json(rule, columns)
     write_text(args.output, text + "\n")

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.binned import BinnedTable
-from .._core.certify import BOUNDS, certified_search, fit_groups
+from .._core.certify import BOUNDS, certified_search, fit_groups, least_target
 from .._core.decision import draw_accept, threshold_proba
 from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, validated_groups
@@ -666,7 +666,7 @@ class BoundedImprovement(_RejectRule):
             else:
                 g, nu = -1, 1.0
         else:
-            self.bound_, g, theta, self.risk_bound_, _ = certified_search(
+            self.bound_, g, theta, self.risk_bound_ = certified_search(
                 uncertainty, losses, groups, top, binary, squares, lam, float(self.delta),
                 float(self.loss_bound), self.bound)
             nu = 1.0
@@ -697,19 +697,28 @@ class BoundedImprovement(_RejectRule):
 
 def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
                      loss_bound: float = 1.0, bound: str = "auto",
-                     guarantee: str | None = None) -> float:
-    """The least ``target_risk`` that ``BoundedImprovement(delta=delta, bound=bound)`` meets,
-    or with ``guarantee="expected_joint"`` (and no ``delta``) conformal risk control.
+                     guarantee: str | None = None, above: float = 0.0) -> float:
+    """The least ``target_risk`` (at or above ``above``) at which
+    ``BoundedImprovement(target_risk, delta=delta, bound=bound, loss_bound=loss_bound)``
+    finds a rule on these data, or with ``guarantee="expected_joint"`` (and no ``delta``)
+    conformal risk control.
 
+    The value returned is feasible and the float below it is not (unless it is ``above``).
     ``"sgr"`` binary-searches the ``G`` tie groups with ``K = ceil(log2(G + 1))`` tests at
     level ``delta / K``. It fails only when every test fails, and then it has tested the
     fixed chain of prefixes ``g_1 = (G - 1) // 2``, ``g_{i+1} = (g_i - 1) // 2``, ..., ``0``;
     a larger target only turns tests into passes. So the fit is feasible exactly when the
     target is at least the smallest upper confidence bound on that chain, which is returned.
+
     The Learn-then-Test procedures (``"binomial"``, ``"hb"``, ``"wsr"``) are feasible when
-    the first test of their sequence passes; the least target at which it does is found
-    by bisection (to a relative 1e-12; a larger target lowers every p-value, though it may
-    also move the start that the learning rows choose for it). Every ``bound`` is supported.
+    the first test of their sequence passes, and the learning rows choose where the
+    sequence starts *from the target*: a larger target may start it at a lower threshold,
+    on fewer rows, whose test fails. Their feasibility is then **not monotone** in the
+    target: every target from the value returned up to some larger one is feasible, but
+    a larger target may not be (``above`` asks for the least feasible target at or above
+    a given one). The value is computed from that exact criterion: the targets are cut into
+    the pieces on which the start is one grid point, whose test passes from a least target
+    on (:func:`abstain._core.ltt.ltt_least`).
 
     Conformal risk control (``guarantee="expected_joint"``) accepts anything only when
     ``(S + loss_bound) / (n + 1) <= target_risk`` for the accepted losses ``S >= 0``, so its
@@ -726,6 +735,8 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     loss_bound : float > 0, default 1.0
     bound : {"auto", "sgr", "binomial", "hb", "wsr"}, default "auto"
     guarantee : {None, "expected_joint"}, default None
+    above : float >= 0, default 0.0
+        The least feasible target at or above this one is returned.
 
     Returns
     -------
@@ -744,12 +755,13 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     >>> least_risk_bound(u, loss, guarantee="expected_joint") == 1 / 41
     True
     """
+    above = check_positive("above", above, allow_zero=True)
     if guarantee is not None:
         BoundedImprovement(1.0, delta=delta, guarantee=guarantee, loss_bound=loss_bound,
                            bound=bound)._validate_params()
         groups, top, _, _ = fit_groups(uncertainty, losses)
         _check_crc_losses(top, loss_bound)
-        least = loss_bound / (groups.n + 1.0)
+        least = max(loss_bound / (groups.n + 1.0), above)
         while crc_search(groups, least, loss_bound)[0] < 0:  # a few ulps at most
             least = math.nextafter(least, math.inf)
         return least
@@ -757,9 +769,8 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     check_choice("bound", bound, BOUNDS)
     check_positive("loss_bound", loss_bound)
     groups, top, binary, squares = fit_groups(uncertainty, losses)
-    # a target no bound meets makes every search walk its fixed chain
-    return certified_search(uncertainty, losses, groups, top, binary, squares, -math.inf,
-                            delta, loss_bound, bound)[4]
+    return least_target(uncertainty, losses, groups, top, binary, squares, delta, loss_bound,
+                        bound, above)
 
 
 def _check_crc_losses(top: float, loss_bound: float) -> None:
