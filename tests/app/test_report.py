@@ -89,7 +89,7 @@ def test_html_report_is_self_contained(evil):
     assert re.search(r"<link|<script|url\(|@import|https?:", page, re.IGNORECASE) is None
     pngs = sorted((folder / "png").iterdir())
     assert [p.name for p in pngs] == ["generalized_risk_coverage.png",
-                                      "histograms__script_alert_1_script_.png",
+                                      "histograms__script_alert_1_script_-4254ccf7.png",
                                       "risk_coverage.png"]
     # each embedded image is the PNG written for it, byte for byte
     embedded = {alt: base64.b64decode(src[len("data:image/png;base64,"):]) for alt, src in

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.files import atomic_path, os_error, write_text
+from .._core.files import atomic_files, atomic_path, os_error, write_text
 from .._core.optional import missing_extra
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "write_table",
     "write_text",
     "atomic_path",
+    "atomic_files",
     "table_format",
     "get_column",
     "check_not_input",
