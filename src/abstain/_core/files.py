@@ -103,7 +103,7 @@ def _in_place_fd(p: Path) -> int | None:
     except OSError as exc:
         raise os_error(p, exc) from None
     if stat.S_ISDIR(st.st_mode):
-        raise os_error(p, OSError(errno.EISDIR, "Is a directory"))
+        raise os_error(p, OSError(errno.EISDIR, os.strerror(errno.EISDIR)))
     for fd in (1, 2):
         try:
             fst = os.fstat(fd)
@@ -224,7 +224,7 @@ def atomic_files(folder: str | os.PathLike[str],
     created: list[Path] = []  # folders this call made, innermost last
     stage: str | None = None
     moved: list[tuple[Path, Path | None]] = []  # (file moved in, backup of what it replaced)
-    done = False
+    done = ok = False
     kept = False
     try:
         try:
@@ -236,12 +236,13 @@ def atomic_files(folder: str | os.PathLike[str],
         except OSError as exc:
             raise os_error(base, exc, "create the folder") from None
         if not base.is_dir():
-            raise os_error(base, OSError(errno.EEXIST, "File exists"), "create the folder")
+            raise os_error(base, OSError(errno.EEXIST, os.strerror(errno.EEXIST)),
+                           "create the folder")
         for name in files:
             dest = base / name
             if os.path.lexists(dest) and not (dest.is_symlink() or dest.is_file()):
-                raise os_error(dest, OSError(errno.EISDIR if dest.is_dir() else errno.EEXIST,
-                                             "not a regular file"))
+                code = errno.EISDIR if dest.is_dir() else errno.EEXIST
+                raise os_error(dest, OSError(code, os.strerror(code)))
         try:
             with _signals_deferred():
                 stage = tempfile.mkdtemp(prefix=f".{base.name or 'out'}.", suffix=".tmp",
@@ -280,6 +281,7 @@ def atomic_files(folder: str | os.PathLike[str],
 
         yield commit
         commit()
+        ok = True
     except BaseException:
         with _signals_deferred():
             kept = _roll_back(moved)
@@ -288,7 +290,7 @@ def atomic_files(folder: str | os.PathLike[str],
         with _signals_deferred():
             if stage is not None and not kept:  # never remove a file not put back
                 shutil.rmtree(stage, ignore_errors=True)
-            if not done:
+            if not ok:
                 for q in reversed(created):
                     with contextlib.suppress(OSError):
                         q.rmdir()  # only if empty
