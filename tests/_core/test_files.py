@@ -10,6 +10,7 @@ import signal
 import stat
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -137,22 +138,32 @@ def test_os_error_keeps_the_reason_of_an_unknown_errno():
                         "can be written.") and exc.errno == errno.EIO
 
 
-@posix_only
-def test_temporaries_are_created_with_the_signals_held_back(tmp_path, monkeypatch):
-    held = {signal.SIGINT, signal.SIGTERM}
-    masks = []
-    real = tempfile.mkstemp
+@pytest.mark.parametrize("creates", ["mkstemp", "mkdtemp"])
+def test_a_signal_while_a_temporary_is_created_removes_it(creates, tmp_path, monkeypatch):
+    """The signal is handled (here: an exception) once the temporary's clean-up is armed."""
+    real = getattr(tempfile, creates)
 
-    def spy(*args, **kwargs):
-        masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, []))
-        return real(*args, **kwargs)
+    def signalled(*args, **kwargs):
+        made = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives just after the file is made
+        time.sleep(0.01)
+        return made
 
-    monkeypatch.setattr(tempfile, "mkstemp", spy)
-    with atomic_path(tmp_path / "out.json") as tmp:
-        inside = signal.pthread_sigmask(signal.SIG_BLOCK, [])
-        assert os.path.exists(tmp)
-    assert held <= masks[0] and not held & inside  # held back only while it is created
-    assert _names(tmp_path) == ["out.json"]
+    def handler(signum, frame):
+        raise RuntimeError("terminated")
+
+    monkeypatch.setattr(tempfile, creates, signalled)
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        with pytest.raises(RuntimeError, match="terminated"):
+            if creates == "mkstemp":
+                write_text(tmp_path / "out.json", "x")
+            else:
+                with atomic_files(tmp_path / "png", {"a.png": b"a"}):
+                    pass
+    finally:
+        assert signal.signal(signal.SIGTERM, old) is handler  # the handler is back
+    assert _names(tmp_path) == []
 
 
 def test_atomic_files_moves_every_file_in_and_keeps_the_others(tmp_path):

@@ -13,8 +13,9 @@
   they replaced are put back, and a folder created for them is removed when empty. Files
   of the folder that the run did not write are never touched.
 
-Temporaries are created with SIGINT and SIGTERM blocked until their clean-up is armed, so
-a signal turned into an exception (as the command line does) removes every temporary.
+Temporaries are created and removed with SIGINT and SIGTERM held back until their
+clean-up is armed, so a signal turned into an exception (as the command line does) at
+any moment removes every temporary.
 Every ``OSError`` names the path the user gave and says what to do.
 """
 
@@ -28,8 +29,10 @@ import signal
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 __all__ = ["atomic_path", "atomic_files", "write_text", "os_error"]
 
@@ -73,17 +76,43 @@ def os_error(path: str | os.PathLike[str], exc: OSError, doing: str = "write") -
 
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while a temporary is created and recorded."""
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None:  # pragma: no cover - Windows
-        yield
+    """Hold SIGINT and SIGTERM back while a temporary is created and recorded, or removed.
+
+    Python runs signal handlers in the main thread only, between bytecodes; blocking the
+    signals there would not hold them back when another thread (a BLAS pool) receives
+    them. So the handlers are swapped for one that notes the signal, and the first signal
+    noted is handed to the previous handler once they are back.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # no handler runs in this thread: nothing to hold back
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = mask(signal.SIG_BLOCK, held)
+    noted: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        noted.append(signum)
+
+    previous: dict[int, Any] = {}
     try:
+        for s in _HELD:
+            previous[s] = signal.signal(s, note)
         yield
     finally:
-        mask(signal.SIG_SETMASK, old)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if noted:
+            _deliver(noted[0], previous[noted[0]])
+
+
+#: The signals that :func:`_signals_deferred` holds back.
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def _deliver(signum: int, handler: Any) -> None:
+    """Hand a signal noted while held back to its handler (the default: raise it again)."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler in (signal.SIG_DFL, None):
+        signal.raise_signal(signum)
 
 
 def _checked(path: str | os.PathLike[str]) -> Path:
