@@ -215,7 +215,7 @@ def test_a_failed_report_leaves_the_png_folder_as_it_was(small, tmp_path):
     assert _folder_state(png) == before
     # the page is one of the PNGs
     with pytest.raises(ValueError, match=r"path must not be a PNG of png_dir; got '.*roc\.png'"
-                                         r", the figure 'roc\.png'"):
+                                         r", the PNG 'roc\.png'"):
         write_report(png / "roc.png", data, ev, png_dir=png)
     link = tmp_path / "r.html"
     link.symlink_to(png / "pr.png")

@@ -660,7 +660,7 @@ def write_report(path: str | Path, data: TableData | Summary, evaluation: Evalua
     for name in pngs:
         if _same_path(Path(png_dir) / name, Path(path)):
             raise ValueError(f"path must not be a PNG of png_dir; got {str(path)!r}, the "
-                             f"figure {name!r}: write the page to another path.")
+                             f"PNG {name!r}: write the page to another path.")
     with atomic_files(png_dir, pngs) as commit, atomic_path(path) as tmp:
         Path(tmp).write_text(page, encoding="utf-8")
         commit()
