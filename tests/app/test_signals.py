@@ -68,6 +68,13 @@ def _handles_sigterm(pid: int) -> bool:
     return bool(caught >> (signal.SIGTERM - 1) & 1)
 
 
+def _default_signals() -> None:
+    """In the child: SIGINT and SIGTERM as in a terminal, even when the tests run in the
+    background (where SIGINT is ignored, and the command keeps it so)."""
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def _temporaries(folder: Path) -> list[str]:
     return [str(p.relative_to(folder)) for p in folder.rglob("*") if p.name.endswith(".tmp")]
 
@@ -77,7 +84,8 @@ def _interrupt(argv, folder, sig, when, watch):
     with ``when="write"``, as soon as a temporary file appears in ``watch``); return the
     exit code and standard error."""
     proc = subprocess.Popen([sys.executable, "-m", "abstain", *argv], cwd=folder, env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_signals)
     deadline = time.monotonic() + 60
     while not _handles_sigterm(proc.pid) and proc.poll() is None:
         assert time.monotonic() < deadline
@@ -134,12 +142,10 @@ def test_an_interrupted_report_writes_no_png_and_no_page(sig, when, folder):
     shutil.rmtree(png)
 
 
-def test_a_signal_while_writing_in_process_removes_the_temporary(folder, monkeypatch, capsys):
-    """Deterministic: the signal arrives while the CSV is half written."""
+def _signal_while_writing(monkeypatch, sig):
+    """Make the CSV writer send ``sig`` to this process when half the rows are written."""
     import csv
 
-    out = folder / "in_process.csv"
-    out.write_text("old\n")
     real = csv.writer
 
     class Signalling:
@@ -153,14 +159,36 @@ def test_a_signal_while_writing_in_process_removes_the_temporary(folder, monkeyp
             for i, row in enumerate(rows):
                 self.writer.writerow(row)
                 if i == 10:
-                    os.kill(os.getpid(), signal.SIGTERM)
+                    os.kill(os.getpid(), sig)
 
-    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     monkeypatch.setattr(csv, "writer", Signalling)
+
+
+def test_a_signal_while_writing_in_process_removes_the_temporary(folder, monkeypatch, capsys):
+    """Deterministic: the signal arrives while the CSV is half written."""
+    out = folder / "in_process.csv"
+    out.write_text("old\n")
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    _signal_while_writing(monkeypatch, signal.SIGTERM)
     code = cli.main(["apply", str(folder / "rule.json"), str(folder / "t.csv"), "-o", str(out)])
     assert code == 143 and capsys.readouterr().err == "abstain apply: interrupted\n"
     assert out.read_text() == "old\n" and _temporaries(folder) == []
     assert {s: signal.getsignal(s) for s in before} == before  # the caller's handlers are back
+    out.unlink()
+
+
+def test_a_signal_ignored_at_the_start_stays_ignored(folder, monkeypatch, capsys):
+    out = folder / "ignored.csv"
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job of a script
+    try:
+        _signal_while_writing(monkeypatch, signal.SIGINT)
+        code = cli.main(["apply", str(folder / "rule.json"), str(folder / "small.csv"), "-o",
+                         str(out)])
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert code == 0 and "interrupted" not in capsys.readouterr().err
+    assert out.read_text().count("\n") == SMALL + 1
     out.unlink()
 
 

@@ -6,7 +6,8 @@ handlers before the library (NumPy, SciPy) is imported. SIGINT (Ctrl-C) and SIGT
 (``kill``) raise :class:`Interrupted`, so that the ``finally`` clauses of the file writers
 remove their temporaries; a second signal during that clean-up is ignored. The command
 then prints ``abstain <command>: interrupted`` on standard error and exits with
-128 + the signal number: 130 for SIGINT, 143 for SIGTERM.
+128 + the signal number: 130 for SIGINT, 143 for SIGTERM. A signal that the command was
+started with ignored (``nohup``, a background job of a script) stays ignored.
 """
 
 from __future__ import annotations
@@ -48,11 +49,16 @@ def _handler(signum: int, frame: Any) -> None:
 
 def handle_signals() -> dict[int, Any] | None:
     """Install the handlers; return the previous ones (None outside the main thread, where
-    Python runs no signal handler)."""
+    Python runs no signal handler).
+
+    A signal ignored when the command starts (SIGINT in a background job of a script,
+    ``nohup``) stays ignored, as the shell asked.
+    """
     if threading.current_thread() is not threading.main_thread():
         return None
     _received.clear()
-    return {s: signal.signal(s, _handler) for s in SIGNALS}
+    return {s: signal.signal(s, _handler) for s in SIGNALS
+            if signal.getsignal(s) is not signal.SIG_IGN}
 
 
 def restore_signals(previous: dict[int, Any] | None) -> None:

@@ -360,6 +360,8 @@ def write_table(
         Files that must not be overwritten (the input of a command): writing to
         one of them raises ``ValueError``.
     """
+    if os.fspath(path) == "":  # Path("") would be the current folder
+        raise ValueError("path must name a file to write; got ''.")
     p = Path(path)
     fmt = table_format(p)
     check_not_input(p, protect)
