@@ -60,15 +60,21 @@ __all__ = [
     "load_json",
     "rule_from_json",
 ]
+# The modules that ``import abstain`` made available as attributes when it imported the
+# public names eagerly.
+_SUBPACKAGES = frozenset({"metrics", "scores", "detectors", "models", "exceptions"})
 
 __version__ = VERSION
 
 
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
-    if home is None:
+    if home is not None:
+        value = getattr(importlib.import_module(home, __name__), name)
+    elif name in _SUBPACKAGES:  # ``import abstain; abstain.metrics.aurc(...)``
+        value = importlib.import_module(f".{name}", __name__)
+    else:
         raise AttributeError(f"module 'abstain' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
     globals()[name] = value
     return value
 
