@@ -260,3 +260,21 @@ def test_a_failure_while_the_pngs_move_in_puts_them_back(small, tmp_path, monkey
     monkeypatch.undo()
     assert _folder_state(png) == {"roc.png": b"an older roc"}
     assert sorted(os.listdir(tmp_path)) == ["png"]
+
+
+def test_the_command_line_report_leaves_the_png_folder_as_it_was(tmp_path, capsys):
+    from abstain.app.cli import main
+
+    write_table(tmp_path / "t.csv", {"loss": LOSS, "u": U, "is_ood": OOD.astype(float)})
+    png = tmp_path / "png"
+    png.mkdir()
+    (png / "roc.png").write_bytes(b"an older roc")
+    (tmp_path / "folder.html").mkdir()  # the page's path is a folder, or in a missing one
+    for html in (tmp_path / "missing" / "r.html", tmp_path / "folder.html"):
+        code = main(["report", str(tmp_path / "t.csv"), "-o", str(html), "--png", str(png),
+                     "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 1 and err.count("\n") == 1 and err.startswith("abstain report: error: ")
+        assert _folder_state(png) == {"roc.png": b"an older roc"}
+    assert sorted(os.listdir(tmp_path)) == ["folder.html", "png", "t.csv"]
+    assert os.listdir(tmp_path / "folder.html") == []
