@@ -199,10 +199,10 @@ def test_an_empty_output_path_is_refused(folder, capsys):
                  ["apply", "rule.json", "small.csv", "-o", ""],
                  ["report", "small.csv", "-o", ""],
                  ["report", "small.csv", "-o", "r.html", "--png", ""]):
-        flag = argv[-2]
+        flag, what = argv[-2], "a folder" if argv[-2] == "--png" else "a file"
         code = cli.main([str(folder / a) if a.endswith((".csv", ".json")) else a for a in argv])
         err = capsys.readouterr().err
-        assert code == 1 and err == (f"abstain {argv[0]}: error: {flag} must name a file to "
+        assert code == 1 and err == (f"abstain {argv[0]}: error: {flag} must name {what} to "
                                      "write; got an empty path ''.\n")
     assert sorted(folder.iterdir()) == before
 

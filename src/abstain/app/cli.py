@@ -420,7 +420,7 @@ _COMMANDS: dict[str, Any] = {"evaluate": _evaluate, "fit": _fit, "apply": _apply
 
 
 #: The options that name a file or folder to write, by their argparse destination.
-_OUTPUTS = {"json": "--json", "output": "-o", "png": "--png"}
+_OUTPUTS = {"json": ("--json", "a file"), "output": ("-o", "a file"), "png": ("--png", "a folder")}
 
 
 def _os_message(exc: OSError) -> str:
@@ -455,9 +455,9 @@ def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     args.argv = argv
     try:
-        for dest, flag in _OUTPUTS.items():
+        for dest, (flag, what) in _OUTPUTS.items():
             if getattr(args, dest, None) == "":
-                raise _Fail(f"{flag} must name a file to write; got an empty path ''.")
+                raise _Fail(f"{flag} must name {what} to write; got an empty path ''.")
         return int(_COMMANDS[args.command](args))
     except OSError as exc:
         print(f"abstain {args.command}: error: {_os_message(exc)}", file=sys.stderr)
