@@ -79,7 +79,7 @@ def interrupted(exc: BaseException, argv: Sequence[str]) -> int:
 
 def console() -> None:
     """The ``abstain`` console script: run the command line and exit with its code."""
-    handle_signals()
+    handled = handle_signals()
     argv = sys.argv[1:]
     try:
         from .cli import main
@@ -87,4 +87,7 @@ def console() -> None:
         code = main(argv)
     except (Interrupted, KeyboardInterrupt) as exc:
         code = interrupted(exc, argv)
+    finally:  # exiting: a signal now ends the process at once, without a traceback
+        for s in handled or {}:
+            signal.signal(s, signal.SIG_DFL)
     sys.exit(code)
