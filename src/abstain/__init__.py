@@ -7,20 +7,44 @@ three optimal reject models (:class:`CostBased`, :class:`BoundedImprovement`,
 Every fitted object writes itself with ``to_json`` and :func:`load_json` reads any of them.
 """
 
-from ._core.binned import BinnedTable
-from ._core.pair_table import PairTable
-from ._core.serialize import load_json
-from ._core.table import ScoreTable
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._core.version import VERSION
-from .exceptions import InfeasibleTargetWarning, NotFittedError
-from .models.classifier import SelectiveClassifier
-from .models.selective import (
-    BoundedAbstention,
-    BoundedImprovement,
-    CostBased,
-    EquivalentModels,
-    rule_from_json,
-)
+
+if TYPE_CHECKING:
+    from ._core.binned import BinnedTable
+    from ._core.pair_table import PairTable
+    from ._core.serialize import load_json
+    from ._core.table import ScoreTable
+    from .exceptions import InfeasibleTargetWarning, NotFittedError
+    from .models.classifier import SelectiveClassifier
+    from .models.selective import (
+        BoundedAbstention,
+        BoundedImprovement,
+        CostBased,
+        EquivalentModels,
+        rule_from_json,
+    )
+
+# The public names, imported on first use (PEP 562): ``import abstain`` stays light, so
+# that the ``abstain`` command installs its signal handlers before NumPy and SciPy load.
+_HOMES = {
+    "BinnedTable": "._core.binned",
+    "PairTable": "._core.pair_table",
+    "load_json": "._core.serialize",
+    "ScoreTable": "._core.table",
+    "InfeasibleTargetWarning": ".exceptions",
+    "NotFittedError": ".exceptions",
+    "SelectiveClassifier": ".models.classifier",
+    "BoundedAbstention": ".models.selective",
+    "BoundedImprovement": ".models.selective",
+    "CostBased": ".models.selective",
+    "EquivalentModels": ".models.selective",
+    "rule_from_json": ".models.selective",
+}
 
 __all__ = [
     "BinnedTable",
@@ -36,5 +60,24 @@ __all__ = [
     "load_json",
     "rule_from_json",
 ]
+# The modules that ``import abstain`` made available as attributes when it imported the
+# public names eagerly.
+_SUBPACKAGES = frozenset({"metrics", "scores", "detectors", "models", "exceptions"})
 
 __version__ = VERSION
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(home, __name__), name)
+    elif name in _SUBPACKAGES:  # ``import abstain; abstain.metrics.aurc(...)``
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'abstain' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

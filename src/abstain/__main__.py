@@ -1,7 +1,5 @@
 """``python -m abstain``: the command line."""
 
-import sys
+from .app.console import console
 
-from .app.cli import main
-
-sys.exit(main())
+console()

@@ -4,6 +4,7 @@ self-contained file that escapes the table's names."""
 from __future__ import annotations
 
 import base64
+import os
 import re
 
 import numpy as np
@@ -89,7 +90,7 @@ def test_html_report_is_self_contained(evil):
     assert re.search(r"<link|<script|url\(|@import|https?:", page, re.IGNORECASE) is None
     pngs = sorted((folder / "png").iterdir())
     assert [p.name for p in pngs] == ["generalized_risk_coverage.png",
-                                      "histograms__script_alert_1_script_.png",
+                                      "histograms__script_alert_1_script_-4254ccf7.png",
                                       "risk_coverage.png"]
     # each embedded image is the PNG written for it, byte for byte
     embedded = {alt: base64.b64decode(src[len("data:image/png;base64,"):]) for alt, src in
@@ -142,3 +143,138 @@ def test_small_groups_are_drawn_in_counts_with_a_rug():
     assert ax.get_ylabel() == "count"
     rugs = [ln for ln in ax.lines if ln.get_marker() == "|"]
     assert sum(len(r.get_xdata()) for r in rugs) == int((~OOD).sum())  # both groups are small
+
+
+def test_png_names_are_unique_deterministic_and_safe():
+    from abstain.app.report import png_names
+
+    names = ["roc", "histograms_риск", "histograms_距离", "histograms_a b", "histograms_a_b",
+             "histograms_A_B", "histograms_../x"]
+    files = png_names(names)
+    assert files == png_names(names)  # the same every run
+    assert len({f.casefold() for f in files.values()}) == len(names)  # also ignoring case
+    assert files["roc"] == "roc.png" and files["histograms_a_b"] == "histograms_a_b.png"
+    assert files["histograms_a b"].startswith("histograms_a_b-")
+    assert files["histograms_A_B"].startswith("histograms_A_B-")  # taken ignoring case
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+\.png", f) and "/" not in f
+               for f in files.values())
+
+
+@pytest.mark.filterwarnings("ignore:Glyph .* missing from font")
+def test_score_names_that_sanitise_alike_get_one_png_each(tmp_path):
+    from abstain.app.report import png_names
+
+    scores = ["риск", "距离", "a b", "a_b"]
+    data = prepare({"loss": LOSS, **{s: U + i for i, s in enumerate(scores)}})
+    page = html_report(data, evaluate(data), png_dir=tmp_path)
+    files = png_names(report_figures(data))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(files.values())
+    embedded = {alt: base64.b64decode(src[len("data:image/png;base64,"):]) for alt, src in
+                re.findall(r'<img alt="([^"]*)" src="([^"]*)">', page)}
+    for s in scores:  # each file holds its own score's histograms
+        assert (tmp_path / files[f"histograms_{s}"]).read_bytes() == embedded[f"histograms_{s}"]
+
+
+def test_a_report_with_no_tpr_reachable_at_the_fpr_bound_says_so(tmp_path):
+    from abstain.app.report import NO_TPR
+
+    # every threshold that keeps an ID row keeps an OOD row (the OOD rows score lowest)
+    data = prepare({"loss": [0, 1, np.nan, np.nan], "s": [0.9, 0.8, 0.1, 0.2],
+                    "is_ood": [0, 0, 1, 1]})
+    figs = report_figures(data, fpr=0.05)
+    (ax,) = figs["risk_at_fpr"].axes
+    assert [t.get_text() for t in ax.texts] == [NO_TPR.format(fpr=0.05)]
+    assert "s (FPR <= 0.05: no TPR reachable)" in [ln.get_label() for ln in ax.lines]
+    write_report(tmp_path / "r.html", data, evaluate(data, fpr=0.05), fpr=0.05)
+    assert (tmp_path / "r.html").read_text().count("<img") == len(figs)
+    # where a TPR is reachable, the panel has no such text
+    figs = report_figures(prepare({"loss": LOSS, "u": U, "is_ood": OOD}), fpr=0.5)
+    assert len(figs["risk_at_fpr"].axes[0].texts) == 0
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    data = prepare({"loss": LOSS, "u": U, "g": G, "is_ood": OOD})
+    return data, evaluate(data)
+
+
+def _folder_state(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_failed_report_leaves_the_png_folder_as_it_was(small, tmp_path):
+    data, ev = small
+    png = tmp_path / "png"
+    png.mkdir()
+    (png / "notes.txt").write_text("mine")
+    (png / "roc.png").write_bytes(b"an older roc")
+    before = _folder_state(png)
+    # the page's folder does not exist: nothing is written, the old roc.png is kept
+    with pytest.raises(OSError, match=r"cannot write '.*no-such-folder/r\.html': No such "):
+        write_report(tmp_path / "no-such-folder" / "r.html", data, ev, png_dir=png)
+    assert _folder_state(png) == before
+    # the page is one of the PNGs
+    with pytest.raises(ValueError, match=r"path must not be a PNG of png_dir; got '.*roc\.png'"
+                                         r", the PNG 'roc\.png'"):
+        write_report(png / "roc.png", data, ev, png_dir=png)
+    link = tmp_path / "r.html"
+    link.symlink_to(png / "pr.png")
+    with pytest.raises(ValueError, match="path must not be a PNG of png_dir"):
+        write_report(link, data, ev, png_dir=png)
+    assert _folder_state(png) == before and sorted(os.listdir(tmp_path)) == ["png", "r.html"]
+    # a new PNG folder is removed again
+    with pytest.raises(OSError, match="No such file or directory"):
+        write_report(tmp_path / "no-such-folder" / "r.html", data, ev, png_dir=tmp_path / "new")
+    assert sorted(os.listdir(tmp_path)) == ["png", "r.html"]
+    # and a successful report replaces roc.png, keeps notes.txt
+    link.unlink()
+    write_report(tmp_path / "r.html", data, ev, png_dir=png)
+    after = _folder_state(png)
+    assert after["notes.txt"] == b"mine" and after["roc.png"].startswith(b"\x89PNG")
+    assert sorted(after) == sorted(["notes.txt", *png_names_of(data)])
+
+
+def png_names_of(data):
+    from abstain.app.report import png_names
+
+    return png_names(report_figures(data)).values()
+
+
+def test_a_failure_while_the_pngs_move_in_puts_them_back(small, tmp_path, monkeypatch):
+    data, ev = small
+    png = tmp_path / "png"
+    png.mkdir()
+    (png / "roc.png").write_bytes(b"an older roc")
+    real = os.replace
+    calls = []
+
+    def replace(src, dst):  # fails as the new roc.png moves in (after two others)
+        calls.append(dst)
+        if len(calls) == 4:
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError, match=r"cannot write '.*': No space left on device; free "):
+        write_report(tmp_path / "r.html", data, ev, png_dir=png)
+    monkeypatch.undo()
+    assert _folder_state(png) == {"roc.png": b"an older roc"}
+    assert sorted(os.listdir(tmp_path)) == ["png"]
+
+
+def test_the_command_line_report_leaves_the_png_folder_as_it_was(tmp_path, capsys):
+    from abstain.app.cli import main
+
+    write_table(tmp_path / "t.csv", {"loss": LOSS, "u": U, "is_ood": OOD.astype(float)})
+    png = tmp_path / "png"
+    png.mkdir()
+    (png / "roc.png").write_bytes(b"an older roc")
+    (tmp_path / "folder.html").mkdir()  # the page's path is a folder, or in a missing one
+    for html in (tmp_path / "missing" / "r.html", tmp_path / "folder.html"):
+        code = main(["report", str(tmp_path / "t.csv"), "-o", str(html), "--png", str(png),
+                     "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 1 and err.count("\n") == 1 and err.startswith("abstain report: error: ")
+        assert _folder_state(png) == {"roc.png": b"an older roc"}
+    assert sorted(os.listdir(tmp_path)) == ["folder.html", "png", "t.csv"]
+    assert os.listdir(tmp_path / "folder.html") == []

@@ -1,38 +1,341 @@
-"""Atomic file writes: a temporary file in the target folder, renamed over the target once
-complete, so that a failed write never leaves a half-written file or a lost original."""
+"""Writing output files so that a failure never leaves a half-written, lost or stray file.
+
+- A new path or a regular file is written **atomically**: the content goes to a temporary
+  file in the target's folder, renamed over the target once complete. A symbolic link to a
+  regular file is followed: its target is replaced and the link kept.
+- A path that exists and is not a regular file (a FIFO, a character device such as
+  ``/dev/null``, ``/dev/stdout`` on a pipe or a terminal), or that is the file the process's
+  standard output or error is open on, is **written in place**: the content is written to
+  a temporary file first and then copied into the target, so that a failure before the end
+  writes nothing there, and the device node or pipe is never replaced by a file.
+- Several files into one folder (:func:`atomic_files`) are staged in a temporary folder
+  inside it and moved in together; on a failure the files moved in are removed, the files
+  they replaced are put back, and a folder created for them is removed when empty. Files
+  of the folder that the run did not write are never touched.
+
+Temporaries are created and removed with SIGINT and SIGTERM held back until their
+clean-up is armed, so a signal turned into an exception (as the command line does) at
+any moment removes every temporary.
+Every ``OSError`` names the path the user gave and says what to do.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
+import signal
+import stat
+import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
+
+__all__ = ["atomic_path", "atomic_files", "write_text", "os_error"]
+
+_ADVICE = {
+    errno.ENOENT: "create its folder or write to another path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; correct the path",
+    errno.EISDIR: "name a file inside it",
+    errno.EACCES: "write to a folder you can write to",
+    errno.EPERM: "write to a folder you can write to",
+    errno.EROFS: "write to another disk",
+    errno.ENOSPC: "free some space or write to another disk",
+    errno.EDQUOT: "free some space or write to another disk",
+    errno.EEXIST: "a file of that name is in the way; move it or choose another path",
+    errno.EBUSY: "it is in use (a mount point?); write to another path",
+    errno.ENAMETOOLONG: "choose a shorter path",
+    errno.EPIPE: "its reader closed it before the end; keep the reader open until the "
+                 "command ends",
+    errno.ELOOP: "it is a loop of symbolic links; correct the path",
+}
+
+
+def os_error(path: str | os.PathLike[str], exc: OSError, doing: str = "write") -> OSError:
+    """An ``OSError`` whose message names ``path``, gives the system's reason and says what
+    to do (``errno`` kept).
+
+    Examples
+    --------
+    >>> import errno
+    >>> from abstain._core.files import os_error
+    >>> print(os_error("/dev/full", OSError(errno.ENOSPC, "No space left on device")))
+    cannot write '/dev/full': No space left on device; free some space or write to another disk.
+    """
+    reason = exc.strerror or str(exc)
+    advice = _ADVICE.get(exc.errno or 0, "check the path and that it can be written")
+    if exc.errno == errno.ENOENT and doing != "write":
+        advice = "check the path"
+    out = OSError(f"cannot {doing} {os.fspath(path)!r}: {reason}; {advice}.")
+    out.errno = exc.errno
+    return out
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while a temporary is created and recorded, or removed.
+
+    Python runs signal handlers in the main thread only, between bytecodes; blocking the
+    signals there would not hold them back when another thread (a BLAS pool) receives
+    them. So the handlers are swapped for one that notes the signal, and the first signal
+    noted is handed to the previous handler once they are back.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # no handler runs in this thread: nothing to hold back
+        return
+    noted: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        noted.append(signum)
+
+    previous: dict[int, Any] = {}
+    try:
+        for s in _HELD:
+            previous[s] = signal.signal(s, note)
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if noted:
+            _deliver(noted[0], previous[noted[0]])
+
+
+#: The signals that :func:`_signals_deferred` holds back.
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def _deliver(signum: int, handler: Any) -> None:
+    """Hand a signal noted while held back to its handler (the default: raise it again)."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler in (signal.SIG_DFL, None):
+        signal.raise_signal(signum)
+
+
+def _checked(path: str | os.PathLike[str]) -> Path:
+    text = os.fspath(path)
+    if not isinstance(text, str) or text == "":
+        raise ValueError(f"path must name a file to write; got {text!r}.")
+    return Path(text)
+
+
+def _in_place_fd(p: Path) -> int | None:
+    """The standard stream (1 or 2) that ``p`` is open on, -1 for another non-regular file
+    (written in place), or None for a regular file or a new path (written atomically)."""
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise os_error(p, exc) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise os_error(p, OSError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    for fd in (1, 2):
+        try:
+            fst = os.fstat(fd)
+        except OSError:
+            continue
+        if (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino):
+            return fd
+    return None if stat.S_ISREG(st.st_mode) else -1
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
-    """Yield a temporary path next to ``path``; rename it to ``path`` on success.
+    """Yield a temporary path to write; on success its content becomes ``path``.
 
-    On an exception the temporary file is removed and ``path`` is left as it was.
-    The file gets the permissions of a newly created file (the process umask).
+    A regular file or a new path is replaced atomically (a symbolic link is followed);
+    a FIFO, a device or the file that standard output or error is open on gets the
+    content written in place once it is complete. On an exception, the temporary file
+    is removed and ``path`` is left as it was. A new file gets the permissions of a newly
+    created file (the process umask).
+
+    Raises
+    ------
+    ValueError
+        When ``path`` is empty.
+    OSError
+        When ``path`` cannot be written; the message names it and says what to do.
     """
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    os.close(fd)
+    p = _checked(path)
+    fd_target = _in_place_fd(p)
+    target = p
+    if fd_target is None and p.is_symlink():
+        target = Path(os.path.realpath(p))
+    tmp: str | None = None
     try:
+        try:
+            with _signals_deferred():
+                if fd_target is None:
+                    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                               dir=target.parent)
+                else:
+                    fd, tmp = tempfile.mkstemp(prefix="abstain-", suffix=".tmp")
+                os.close(fd)
+        except OSError as exc:
+            raise os_error(p, exc) from None
         yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        try:
+            if fd_target is None:
+                os.chmod(tmp, 0o666 & ~_umask())
+                os.replace(tmp, target)
+            else:
+                _copy_into(tmp, p, fd_target)
+        except OSError as exc:
+            raise os_error(p, exc) from None
+    finally:
+        with _signals_deferred():
+            if tmp is not None and os.path.lexists(tmp):
+                os.unlink(tmp)
+
+
+def _copy_into(tmp: str, p: Path, fd: int) -> None:
+    """Copy the file ``tmp`` into ``p`` in place: through the open standard stream ``fd``
+    (1 or 2, after flushing it), else by opening ``p`` (a FIFO or a device)."""
+    if fd in (1, 2):
+        stream = sys.stdout if fd == 1 else sys.stderr
+        if stream is not None:
+            stream.flush()
+        out = os.fdopen(os.dup(fd), "wb")
+    else:
+        out = open(p, "wb")  # noqa: SIM115 - closed below
+    with out, open(tmp, "rb") as src:
+        shutil.copyfileobj(src, out)
+        out.flush()
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically, through :func:`atomic_path`."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_path`."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+@contextlib.contextmanager
+def atomic_files(folder: str | os.PathLike[str],
+                 files: Mapping[str, bytes]) -> Iterator[Callable[[], None]]:
+    """Write several files into ``folder`` together; yield the function that moves them in.
+
+    On entry, ``folder`` is created if missing and the files are written into a temporary
+    folder inside it. Calling the yielded ``commit()`` (or leaving the block normally)
+    moves them in, each over any file of its name; an exception in the block, after or
+    before ``commit()``, removes every file moved in, puts back the files they replaced
+    and removes ``folder`` if this call created it and it is empty. Other files of
+    ``folder`` are never touched.
+
+    Parameters
+    ----------
+    folder : path
+    files : mapping of str to bytes
+        File name (no folder part) to content.
+
+    Raises
+    ------
+    ValueError
+        When a name is empty or has a folder part.
+    OSError
+        When a file cannot be written (a name held by a folder, a full disk); the message
+        names it and says what to do.
+    """
+    base = _checked(folder)
+    for name in files:
+        if not name or Path(name).name != name or name in (".", ".."):
+            raise ValueError(f"files must be plain file names; got {name!r}.")
+    created: list[Path] = []  # folders this call made, innermost last
+    stage: str | None = None
+    moved: list[tuple[Path, Path | None]] = []  # (file moved in, backup of what it replaced)
+    done = ok = False
+    kept = False
+    try:
+        try:
+            missing = [q for q in (base, *base.parents) if not os.path.lexists(q)]
+            for q in reversed(missing):
+                with _signals_deferred():
+                    q.mkdir()
+                    created.append(q)
+        except OSError as exc:
+            raise os_error(base, exc, "create the folder") from None
+        if not base.is_dir():
+            raise os_error(base, OSError(errno.EEXIST, os.strerror(errno.EEXIST)),
+                           "create the folder")
+        for name in files:
+            dest = base / name
+            if os.path.lexists(dest) and not (dest.is_symlink() or dest.is_file()):
+                code = errno.EISDIR if dest.is_dir() else errno.EEXIST
+                raise os_error(dest, OSError(code, os.strerror(code)))
+        try:
+            with _signals_deferred():
+                stage = tempfile.mkdtemp(prefix=f".{base.name or 'out'}.", suffix=".tmp",
+                                         dir=base)
+            os.mkdir(os.path.join(stage, "new"))
+            os.mkdir(os.path.join(stage, "old"))
+            mode = 0o666 & ~_umask()
+            for name, content in files.items():
+                with _signals_deferred():
+                    fd = os.open(os.path.join(stage, "new", name), os.O_WRONLY | os.O_CREAT |
+                                 os.O_EXCL, mode)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(content)
+        except OSError as exc:
+            raise os_error(base, exc) from None
+
+        def commit() -> None:
+            nonlocal done
+            if done:
+                return
+            assert stage is not None
+            for name in files:
+                dest = base / name
+                try:
+                    with _signals_deferred():
+                        if os.path.lexists(dest):
+                            backup = Path(stage, "old", name)
+                            os.replace(dest, backup)
+                            moved.append((dest, backup))
+                        else:
+                            moved.append((dest, None))
+                        os.replace(os.path.join(stage, "new", name), dest)
+                except OSError as exc:
+                    raise os_error(dest, exc) from None
+            done = True
+
+        yield commit
+        commit()
+        ok = True
+    except BaseException:
+        with _signals_deferred():
+            kept = _roll_back(moved)
+        raise
+    finally:
+        with _signals_deferred():
+            if stage is not None and not kept:  # never remove a file not put back
+                shutil.rmtree(stage, ignore_errors=True)
+            if not ok:
+                for q in reversed(created):
+                    with contextlib.suppress(OSError):
+                        q.rmdir()  # only if empty
+
+
+def _roll_back(moved: list[tuple[Path, Path | None]]) -> bool:
+    """Undo the moves of :func:`atomic_files`: remove each file moved in and put back the
+    file it replaced; return whether a replaced file could not be put back."""
+    kept = False
+    for dest, backup in reversed(moved):
+        try:
+            if backup is None:
+                if os.path.lexists(dest):
+                    os.unlink(dest)  # a file this run wrote
+            elif os.path.lexists(backup):
+                os.replace(backup, dest)
+        except OSError:
+            kept = kept or backup is not None
+    return kept

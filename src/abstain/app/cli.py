@@ -20,8 +20,16 @@ from .._core.version import VERSION
 from ..metrics import AUTO_EXACT_ROWS
 from ..models import BoundedImprovement
 from .chunks import MAX_PAIRS, Summary, part_files, summarise
+from .console import Interrupted, console, handle_signals, interrupted, restore_signals
 from .evaluate import evaluate, evaluate_summary
-from .io import ColumnError, check_not_input, read_table, write_table, write_text
+from .io import (
+    ColumnError,
+    check_not_input,
+    os_error,
+    read_table,
+    write_table,
+    write_text,
+)
 from .rules import (
     InfeasibleTargetError,
     apply_rule,
@@ -415,17 +423,53 @@ _COMMANDS: dict[str, Any] = {"evaluate": _evaluate, "fit": _fit, "apply": _apply
                              "report": _report, "demo": _demo}
 
 
+#: The options that name a file or folder to write, by their argparse destination.
+_OUTPUTS = {"json": ("--json", "a file"), "output": ("-o", "a file"), "png": ("--png", "a folder")}
+
+
+def _os_message(exc: OSError) -> str:
+    """An ``OSError`` as one line that names the path and says what to do."""
+    if exc.strerror is None:  # already phrased by the library
+        return str(exc)
+    if exc.filename is None:
+        return f"{exc.strerror.lower()}; check the files named on the command line."
+    return str(os_error(exc.filename, exc, "use"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code (0 ok, 1 bad input, 2 bad usage)."""
-    args = _parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    """Run the command line; return the exit code (0 ok, 1 bad input, 2 bad usage,
+    130 or 143 when interrupted by SIGINT or SIGTERM).
+
+    SIGINT and SIGTERM are turned into :class:`~abstain.app.console.Interrupted` while
+    the command runs (the previous handlers are put back when it returns): the command
+    removes its temporary files, prints ``abstain <command>: interrupted`` and returns
+    128 + the signal number.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    previous = handle_signals()
     try:
+        return _main(argv)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        return interrupted(exc, argv)
+    finally:
+        restore_signals(previous)
+
+
+def _main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    args.argv = argv
+    try:
+        for dest, (flag, what) in _OUTPUTS.items():
+            if getattr(args, dest, None) == "":
+                raise _Fail(f"{flag} must name {what} to write; got an empty path ''.")
         return int(_COMMANDS[args.command](args))
-    except (_Fail, ColumnError, InfeasibleTargetError, FileNotFoundError, ValueError,
-            ImportError, OSError) as exc:
+    except OSError as exc:
+        print(f"abstain {args.command}: error: {_os_message(exc)}", file=sys.stderr)
+        return 1
+    except (_Fail, ColumnError, InfeasibleTargetError, ValueError, ImportError) as exc:
         print(f"abstain {args.command}: error: {exc}", file=sys.stderr)
         return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -3,14 +3,14 @@
 A table is a ``dict`` from column name to a 1-D NumPy array, all of one length.
 Numeric columns are float64 (an empty CSV cell is NaN); other columns are
 strings. CSV and NPZ need only NumPy; Parquet needs the ``io`` extra (pandas and
-pyarrow). :func:`write_table` writes atomically: a temporary file in the target
-folder is renamed over the target only once it is complete, so a failed write
-never leaves a half-written file.
+pyarrow). :func:`write_table` and :func:`write_text` write through
+:func:`atomic_path`: a temporary file in the target folder is renamed over the target
+only once it is complete, so a failed write never leaves a half-written file; a FIFO or
+a device (``/dev/stdout``) is written in place once the content is complete.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import difflib
 import os
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core import files as _files
+from .._core.files import atomic_files, atomic_path, os_error, write_text
 from .._core.optional import missing_extra
 
 __all__ = [
@@ -31,9 +31,11 @@ __all__ = [
     "write_table",
     "write_text",
     "atomic_path",
+    "atomic_files",
     "table_format",
     "get_column",
     "check_not_input",
+    "os_error",
     "read_chunks",
 ]
 
@@ -342,11 +344,12 @@ def write_table(
     *,
     protect: Iterable[str | os.PathLike[str]] = (),
 ) -> None:
-    """Write columns to a CSV, NPZ or Parquet file, atomically.
+    """Write columns to a CSV, NPZ or Parquet file, through :func:`atomic_path`.
 
     The table goes to a temporary file in the target's folder, which is renamed
     to ``path`` only when complete: an error leaves any existing ``path`` as it was
-    and no partial file behind.
+    and no partial file behind. A FIFO or a device (``/dev/stdout``) gets the table
+    written in place once it is complete.
 
     Parameters
     ----------
@@ -357,6 +360,8 @@ def write_table(
         Files that must not be overwritten (the input of a command): writing to
         one of them raises ``ValueError``.
     """
+    if os.fspath(path) == "":  # Path("") would be the current folder
+        raise ValueError("path must name a file to write; got ''.")
     p = Path(path)
     fmt = table_format(p)
     check_not_input(p, protect)
@@ -379,28 +384,6 @@ def write_table(
                 np.savez(fh, **table)  # type: ignore[arg-type]
         else:
             pd.DataFrame(table).to_parquet(tmp, index=False)
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
-    """:func:`abstain._core.files.atomic_path`, whose ``OSError`` names ``path``.
-
-    An error on the temporary file (a missing or read-only folder, a full disk, a
-    folder at ``path``) is reported as one on ``path``, the file the user named.
-    """
-    try:
-        with _files.atomic_path(path) as tmp:
-            yield tmp
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise OSError(f"cannot write {str(path)!r}: {reason}; check that its folder exists "
-                      "and is writable.") from exc
-
-
-def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically, through :func:`atomic_path`."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
 
 
 def _cell(v: Any) -> str:

@@ -38,6 +38,7 @@ import html
 import io
 import itertools
 import math
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -57,15 +58,19 @@ from ..plot import (
 )
 from .chunks import Summary
 from .evaluate import Evaluation, glossary_of
-from .io import atomic_path, check_not_input, write_text
+from .io import atomic_files, atomic_path, check_not_input, write_text
 from .tables import Progress, TableData
 
-__all__ = ["report_figures", "html_report", "write_report", "sample_warnings", "SMALL_SAMPLE",
-           "CHUNKED_NOTE"]
+__all__ = ["report_figures", "html_report", "write_report", "sample_warnings", "png_names",
+           "SMALL_SAMPLE", "CHUNKED_NOTE", "NO_TPR"]
 
 #: Below this many rows a group's histogram is drawn in counts with a rug, and the
 #: summary warns that its metrics are noisy.
 SMALL_SAMPLE = 30
+
+#: What the risk-at-FPR panel says when no ID row can be kept at the FPR bound.
+NO_TPR = ("no TPR is reachable at FPR <= {fpr:g}:\nevery threshold that keeps ID rows\n"
+          "accepts more than {fpr:g} of the OOD rows")
 
 _STYLES = [{"ls": ls, "marker": mk, "markevery": 0.1, "ms": 4}
            for ls, mk in zip(itertools.cycle(["-", "--", "-.", ":"]),
@@ -110,9 +115,10 @@ class _Rows:
     def ood_curve(self, display: Any, source: Any, **kw: Any) -> None:
         display.from_predictions(self.ood, source, **kw)
 
-    def at_fpr(self, source: Any, fpr: float, **kw: Any) -> None:
+    def at_fpr(self, source: Any, fpr: float, **kw: Any) -> RiskAtFPRDisplay:
         assert self.ood is not None
-        RiskAtFPRDisplay.from_predictions(self.data.losses, self.ood, source, fpr=fpr, **kw)
+        return RiskAtFPRDisplay.from_predictions(self.data.losses, self.ood, source, fpr=fpr,
+                                                 **kw)
 
     def ood_accepted(self, rule: Any, source: Any) -> float:
         """The fraction of OOD rows a rule accepts."""
@@ -167,8 +173,8 @@ class _Tables:
     def ood_curve(self, display: Any, source: Any, **kw: Any) -> None:
         display.from_table(source, **kw)
 
-    def at_fpr(self, source: Any, fpr: float, **kw: Any) -> None:
-        RiskAtFPRDisplay.from_table(source, fpr=fpr, **kw)
+    def at_fpr(self, source: Any, fpr: float, **kw: Any) -> RiskAtFPRDisplay:
+        return RiskAtFPRDisplay.from_table(source, fpr=fpr, **kw)
 
     def ood_accepted(self, rule: Any, source: Any) -> float:
         c = np.asarray(rule.accept_proba(source.values), dtype=np.float64)
@@ -312,13 +318,18 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
             tick()
         fig, (ax,) = _figure()
         items = styled()
+        reachable = False
         for i, (name, source, style) in enumerate(items):
             # the rule is on this curve only if it keeps FPR <= fpr on these rows
             marked = rule if (name == target and ood_rule
                               and src.ood_accepted(rule, source) <= fpr) else None
-            src.at_fpr(source, fpr, name=name, rule=marked, ax=ax,
-                       references=("random",) if i == len(items) - 1 else (), **style)
+            d = src.at_fpr(source, fpr, name=name, rule=marked, ax=ax,
+                           references=("random",) if i == len(items) - 1 else (), **style)
+            reachable = reachable or d.reachable
         ax.set_title(f"least selective risk at FPR <= {fpr:g}")
+        if not reachable:
+            ax.text(0.5, 0.5, NO_TPR.format(fpr=fpr), transform=ax.transAxes, ha="center",
+                    va="center", wrap=True, bbox={"fc": "white", "ec": "#8a4b00"})
         figs["risk_at_fpr"] = fig
         tick()
     for name in names:
@@ -338,8 +349,37 @@ def _png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+def png_names(names: Iterable[str]) -> dict[str, str]:
+    """The PNG file name of each figure of :func:`report_figures`, unique in one report.
+
+    The name with each run of characters other than ASCII letters, digits, ``_``, ``.``
+    and ``-`` replaced by ``_`` (cut to 100 characters), then ``.png``. When that changed
+    the name, or an earlier figure has the same file name ignoring case (as on macOS and
+    Windows), ``-`` and the first 8 hexadecimal digits of the name's SHA-256 (UTF-8) come
+    before ``.png``; ``-2``, ``-3``... if still taken. The same names in the same order
+    always get the same files.
+
+    Examples
+    --------
+    >>> from abstain.app.report import png_names
+    >>> for name, file in png_names(["roc", "histograms_a b", "histograms_a_b"]).items():
+    ...     print(f"{name!r}: {file}")
+    'roc': roc.png
+    'histograms_a b': histograms_a_b-d763d88a.png
+    'histograms_a_b': histograms_a_b.png
+    """
+    used: set[str] = set()
+    out = {}
+    for name in names:
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:100]
+        if stem != name or stem.casefold() in used:
+            stem += "-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        base, k = stem, 2
+        while stem.casefold() in used:
+            stem, k = f"{base}-{k}", k + 1
+        used.add(stem.casefold())
+        out[name] = f"{stem}.png"
+    return out
 
 
 def _cell(ev: Evaluation, score: str, key: str, notes: list[str]) -> str:
@@ -537,7 +577,9 @@ def html_report(data: TableData | Summary, evaluation: Evaluation, *, fpr: float
         The FPR bound of the risk-coverage curve at an FPR bound.
     title : str
     png_dir : path, optional
-        Also write each figure as ``<png_dir>/<name>.png``.
+        Also write each figure as a PNG into this folder (created if missing), under the
+        file name of :func:`png_names`; all PNGs are moved in together once written (see
+        :func:`abstain.app.io.atomic_files`), and other files of the folder are kept.
     progress : callable(done, total), optional
     protect : iterable of paths
         Input files that no PNG may overwrite (``ValueError`` before any is written).
@@ -553,35 +595,81 @@ def html_report(data: TableData | Summary, evaluation: Evaluation, *, fpr: float
         How a double-score pair's curves search the directions: give the ``search`` that
         ``evaluation`` was computed with.
     """
+    page, pngs = _render(data, evaluation, fpr=fpr, title=title, progress=progress,
+                         rule=rule, rule_columns=rule_columns, provenance=provenance,
+                         search=search)
+    if png_dir is not None:
+        _check_pngs(png_dir, pngs, protect)
+        with atomic_files(png_dir, pngs):
+            pass
+    return page
+
+
+def _render(data: TableData | Summary, evaluation: Evaluation, *, fpr: float = 0.05,
+            title: str = "abstain report", progress: Progress | None = None, rule: Any = None,
+            rule_columns: list[str] | None = None, provenance: dict[str, Any] | None = None,
+            search: str = "auto") -> tuple[str, dict[str, bytes]]:
+    """The page and its PNGs by file name (:func:`png_names`)."""
     figs = report_figures(data, fpr=fpr, rule=rule, rule_columns=rule_columns,
                           progress=progress, search=search)
+    files = png_names(figs)
     parts = []
-    if png_dir is not None:
-        for name in figs:
-            check_not_input(Path(png_dir) / f"{_safe(name)}.png", protect)
-        Path(png_dir).mkdir(parents=True, exist_ok=True)
+    pngs = {}
     for name, fig in figs.items():
         png = _png(fig)
-        if png_dir is not None:
-            with atomic_path(Path(png_dir) / f"{_safe(name)}.png") as tmp:
-                Path(tmp).write_bytes(png)
+        pngs[files[name]] = png
         data_uri = base64.b64encode(png).decode("ascii")
         parts.append(f'<figure><img alt="{html.escape(name)}" '
                      f'src="data:image/png;base64,{data_uri}"></figure>')
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    page = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
             f"<h1>{html.escape(title)}</h1>{_summary(data, evaluation, rule, rule_columns)}"
             f"<h2>Metrics</h2>{_html_table(evaluation)}"
             f"<h2>Curves and histograms</h2>{''.join(parts)}"
             f"{_footer(provenance)}</body></html>\n")
+    return page, pngs
 
 
-def write_report(path: str | Path, data: TableData | Summary, evaluation: Evaluation,
-                 **kwargs: Any) -> None:
-    """Write :func:`html_report` to ``path`` atomically (keyword arguments as there).
+def _check_pngs(png_dir: str | Path, pngs: dict[str, bytes],
+                protect: Iterable[str | Path]) -> None:
+    """Refuse, before anything is written, a PNG path that is an input file."""
+    if str(png_dir) == "":
+        raise ValueError("png_dir must name a folder; got ''.")
+    for name in pngs:
+        check_not_input(Path(png_dir) / name, protect)
 
-    ``path`` must not be one of the ``protect`` files either.
+
+def write_report(path: str | Path, data: TableData | Summary, evaluation: Evaluation, *,
+                 png_dir: str | Path | None = None, **kwargs: Any) -> None:
+    """Write :func:`html_report` to ``path`` (keyword arguments as there), all or nothing.
+
+    The page is written through :func:`abstain.app.io.atomic_path`, and the PNGs of
+    ``png_dir`` are written into a temporary folder inside it and moved in only with the
+    page: on any failure (``path`` unwritable, ``path`` one of the PNGs, an interrupt)
+    ``png_dir`` is left as it was (a folder created for the PNGs is removed) and
+    ``path`` too. ``path`` must not be one of the ``protect`` files either.
     """
-    check_not_input(path, kwargs.get("protect", ()))
-    write_text(path, html_report(data, evaluation, **kwargs))
+    protect = list(kwargs.pop("protect", ()))
+    check_not_input(path, protect)
+    page, pngs = _render(data, evaluation, **kwargs)
+    if png_dir is None:
+        write_text(path, page)
+        return
+    _check_pngs(png_dir, pngs, protect)
+    for name in pngs:
+        if _same_path(Path(png_dir) / name, Path(path)):
+            raise ValueError(f"path must not be a PNG of png_dir; got {str(path)!r}, the "
+                             f"PNG {name!r}: write the page to another path.")
+    with atomic_files(png_dir, pngs) as commit, atomic_path(path) as tmp:
+        Path(tmp).write_text(page, encoding="utf-8")
+        commit()
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (the same path, a link, a hard link)."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists()
+                                              and os.path.samefile(a, b))
+    except OSError:
+        return False

@@ -117,7 +117,9 @@ class _Display:
         ax = axes(ax, "abstain.plot")
         if self._steps:
             line.setdefault("drawstyle", "steps-post")
-        if self.x.size < 2:  # a curve of one point is a visible dot, even on the frame
+        drawn = int((np.isfinite(self.x) & np.isfinite(self.y)).sum())
+        if drawn < 2:  # a curve of one point is a visible dot, even on the frame; a curve
+            # of none (an infeasible target everywhere) is an empty line in the legend
             line.update(marker=line.get("marker") or "o", markevery=None, clip_on=False)
         (self.line_,) = ax.plot(self.x, self.y, label=self._label(name), **line)
         self.reference_lines_ = {}
@@ -484,7 +486,8 @@ class OODPrecisionRecallDisplay(_OODDisplay):
 class RiskAtFPRDisplay(_Display):
     """The least selective risk of ID rows against the TPR target, at FPR <= ``fpr``
     (see :func:`abstain.metrics.risk_coverage_curve_at_fpr`); gaps where the target is
-    infeasible. The legend carries the FPR bound (the curve has no standard area).
+    infeasible. The legend carries the FPR bound (the curve has no standard area), and says
+    "no TPR reachable" when no ID row can be kept at that FPR bound.
 
     Examples
     --------
@@ -507,7 +510,14 @@ class RiskAtFPRDisplay(_Display):
     def _label(self, name: str | None) -> str | None:
         name = self.name if name is None else name
         bound = f"FPR <= {self.fpr:g}"
+        if not self.reachable:
+            bound += ": no TPR reachable"
         return bound if name is None else f"{name} ({bound})"
+
+    @property
+    def reachable(self) -> bool:
+        """Whether some TPR is reachable at FPR <= ``fpr`` (the curve has a point)."""
+        return bool(np.isfinite(self.y).any())
 
     @classmethod
     def from_predictions(cls, losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,

@@ -1,0 +1,93 @@
+"""The ``abstain`` console command and its signals: an interrupt at any moment ends it in
+one line, with every temporary file removed.
+
+The console script and ``python -m abstain`` enter at :func:`console`, which installs the
+handlers before the library (NumPy, SciPy) is imported. SIGINT (Ctrl-C) and SIGTERM
+(``kill``) raise :class:`Interrupted`, so that the ``finally`` clauses of the file writers
+remove their temporaries; a second signal during that clean-up is ignored. The command
+then prints ``abstain <command>: interrupted`` on standard error and exits with
+128 + the signal number: 130 for SIGINT, 143 for SIGTERM. A signal that the command was
+started with ignored (``nohup``, a background job of a script) stays ignored.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["Interrupted", "console", "handle_signals", "interrupted"]
+
+#: The signals turned into :class:`Interrupted`.
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_received: list[int] = []
+
+
+class Interrupted(BaseException):
+    """Raised in the main thread by SIGINT or SIGTERM while the command runs.
+
+    A ``BaseException``, as ``KeyboardInterrupt`` is: only clean-up code sees it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    def __str__(self) -> str:
+        return f"interrupted by {signal.Signals(self.signum).name}"
+
+
+def _handler(signum: int, frame: Any) -> None:
+    if _received:  # a second signal while the first one's clean-up runs
+        return
+    _received.append(signum)
+    raise Interrupted(signum)
+
+
+def handle_signals() -> dict[int, Any] | None:
+    """Install the handlers; return the previous ones (None outside the main thread, where
+    Python runs no signal handler).
+
+    A signal ignored when the command starts (SIGINT in a background job of a script,
+    ``nohup``) stays ignored, as the shell asked.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    _received.clear()
+    return {s: signal.signal(s, _handler) for s in SIGNALS
+            if signal.getsignal(s) is not signal.SIG_IGN}
+
+
+def restore_signals(previous: dict[int, Any] | None) -> None:
+    """Put back the handlers that :func:`handle_signals` replaced."""
+    for s, old in (previous or {}).items():
+        signal.signal(s, old if old is not None else signal.SIG_DFL)
+
+
+def interrupted(exc: BaseException, argv: Sequence[str]) -> int:
+    """Print the one line of an interrupted command; return its exit code (128 + signal)."""
+    signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+    words = [a for a in argv if not a.startswith("-")]
+    command = words[0] if words and words[0] in ("evaluate", "fit", "apply", "report",
+                                                 "demo") else ""
+    print(f"abstain{' ' + command if command else ''}: interrupted", file=sys.stderr)
+    return 128 + int(signum)
+
+
+def console() -> None:
+    """The ``abstain`` console script: run the command line and exit with its code."""
+    handled = handle_signals()
+    argv = sys.argv[1:]
+    try:
+        from .cli import main
+
+        code = main(argv)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        code = interrupted(exc, argv)
+    finally:  # exiting: a signal now ends the process at once, without a traceback
+        for s in handled or {}:
+            signal.signal(s, signal.SIG_DFL)
+    sys.exit(code)

@@ -1,0 +1,226 @@
+"""abstain._core.files: atomic writes of regular files, in-place writes of FIFOs, devices and
+the standard output, all-or-nothing writes of a folder's files, and write errors that name
+the path and say what to do."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import stat
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from abstain._core.files import atomic_files, atomic_path, os_error, write_text
+
+posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs and /dev need POSIX")
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def _read_fifo(path: Path, into: list[bytes]) -> threading.Thread:
+    def read() -> None:
+        with open(path, "rb") as fh:
+            into.append(fh.read())
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_regular_file_is_replaced_atomically_and_keeps_no_temporary(tmp_path):
+    path = tmp_path / "out.json"
+    path.write_text("old")
+    with pytest.raises(RuntimeError, match="half way"), atomic_path(path) as tmp:
+        Path(tmp).write_text("new, half")
+        raise RuntimeError("half way")
+    assert path.read_text() == "old" and _names(tmp_path) == ["out.json"]
+    write_text(path, "new")
+    assert path.read_text() == "new" and _names(tmp_path) == ["out.json"]
+
+
+def test_a_symbolic_link_is_followed_and_kept(tmp_path):
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "out.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    assert _names(tmp_path / "real") == ["out.json"]
+
+
+@posix_only
+def test_a_fifo_is_written_in_place_not_replaced(tmp_path):
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _read_fifo(fifo, got)
+    write_text(fifo, "data\n")
+    reader.join(10)
+    assert got == [b"data\n"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and _names(tmp_path) == ["out.json"]
+
+
+@posix_only
+def test_a_failed_write_to_a_fifo_writes_nothing_into_it(tmp_path):
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    with pytest.raises(RuntimeError, match="broken"), atomic_path(fifo) as tmp:
+        Path(tmp).write_text("half")
+        raise RuntimeError("broken")
+    got: list[bytes] = []
+    reader = _read_fifo(fifo, got)
+    write_text(fifo, "whole\n")  # the reader gets the next complete write only
+    reader.join(10)
+    assert got == [b"whole\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+@posix_only
+@pytest.mark.skipif(not os.path.exists("/dev/null"), reason="no /dev/null")
+def test_a_character_device_is_written_in_place():
+    before = os.stat("/dev/null")
+    write_text("/dev/null", "discarded")
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino,
+                                                                            before.st_rdev)
+
+
+@posix_only
+@pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="no /dev/stdout")
+def test_dev_stdout_is_written_through_the_open_standard_output(capfd):
+    print("table", flush=True)
+    write_text("/dev/stdout", '{"a": 1}\n')
+    print("done", flush=True)
+    assert capfd.readouterr().out == 'table\n{"a": 1}\ndone\n'
+
+
+@posix_only
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_full_device_is_one_error_that_names_it():
+    with pytest.raises(OSError, match=r"^cannot write '/dev/full': No space left on device; "
+                                      r"free some space or write to another disk\.$"):
+        write_text("/dev/full", "x" * 100_000)
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_an_empty_path_is_refused():
+    with pytest.raises(ValueError, match=r"^path must name a file to write; got ''\.$"):
+        write_text("", "x")
+
+
+def test_write_errors_name_the_path_and_say_what_to_do(tmp_path):
+    missing = tmp_path / "no-such-folder" / "out.json"
+    with pytest.raises(OSError, match=r"cannot write '.*out\.json': No such file or directory; "
+                                      r"create its folder or write to another path\.$") as err:
+        write_text(missing, "x")
+    assert err.value.errno == errno.ENOENT and ".tmp" not in str(err.value)
+    with pytest.raises(OSError, match=r"cannot write '.*': Is a directory; name a file inside "
+                                      r"it\.$"):
+        write_text(tmp_path, "x")
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    with pytest.raises(OSError, match=r"cannot write '.*plain/out\.json': Not a directory; a "
+                                      r"part of the path is a file, not a folder"):
+        write_text(plain / "out.json", "x")
+    assert _names(tmp_path) == ["plain"]
+
+
+def test_os_error_keeps_the_reason_of_an_unknown_errno():
+    exc = os_error("x", OSError(errno.EIO, "Input/output error"), "read")
+    assert str(exc) == ("cannot read 'x': Input/output error; check the path and that it "
+                        "can be written.") and exc.errno == errno.EIO
+
+
+@pytest.mark.parametrize("creates", ["mkstemp", "mkdtemp"])
+def test_a_signal_while_a_temporary_is_created_removes_it(creates, tmp_path, monkeypatch):
+    """The signal is handled (here: an exception) once the temporary's clean-up is armed."""
+    real = getattr(tempfile, creates)
+
+    def signalled(*args, **kwargs):
+        made = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives just after the file is made
+        time.sleep(0.01)
+        return made
+
+    def handler(signum, frame):
+        raise RuntimeError("terminated")
+
+    monkeypatch.setattr(tempfile, creates, signalled)
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        with pytest.raises(RuntimeError, match="terminated"):
+            if creates == "mkstemp":
+                write_text(tmp_path / "out.json", "x")
+            else:
+                with atomic_files(tmp_path / "png", {"a.png": b"a"}):
+                    pass
+    finally:
+        assert signal.signal(signal.SIGTERM, old) is handler  # the handler is back
+    assert _names(tmp_path) == []
+
+
+def test_atomic_files_moves_every_file_in_and_keeps_the_others(tmp_path):
+    folder = tmp_path / "png"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("user")
+    (folder / "a.png").write_bytes(b"old a")
+    with atomic_files(folder, {"a.png": b"new a", "b.png": b"new b"}):
+        staged = [n for n in _names(folder) if n.endswith(".tmp")]
+        assert len(staged) == 1 and staged[0].startswith(".png.")  # one hidden folder
+        assert (folder / "a.png").read_bytes() == b"old a"  # nothing moved in yet
+    assert _names(folder) == ["a.png", "b.png", "mine.txt"]
+    assert [(folder / n).read_bytes() for n in ("a.png", "b.png", "mine.txt")] == [
+        b"new a", b"new b", b"user"]
+
+
+@pytest.mark.parametrize("after_commit", [False, True])
+def test_atomic_files_puts_the_folder_back_on_a_failure(after_commit, tmp_path):
+    folder = tmp_path / "png"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("user")
+    (folder / "a.png").write_bytes(b"old a")
+    with pytest.raises(RuntimeError, match="later"), \
+            atomic_files(folder, {"a.png": b"new a", "b.png": b"new b"}) as commit:
+        if after_commit:
+            commit()
+            assert (folder / "a.png").read_bytes() == b"new a"
+        raise RuntimeError("later")
+    assert _names(folder) == ["a.png", "mine.txt"]
+    assert (folder / "a.png").read_bytes() == b"old a"
+
+
+def test_atomic_files_removes_the_folders_it_created_on_a_failure(tmp_path):
+    folder = tmp_path / "new" / "png"
+    with pytest.raises(RuntimeError, match="later"), atomic_files(folder, {"a.png": b"a"}) \
+            as commit:
+        commit()
+        raise RuntimeError("later")
+    assert _names(tmp_path) == []
+    with atomic_files(folder, {"a.png": b"a"}):
+        pass
+    assert _names(folder) == ["a.png"]
+
+
+def test_atomic_files_refuses_bad_names_and_a_file_in_place_of_the_folder(tmp_path):
+    with pytest.raises(ValueError, match=r"^files must be plain file names; got '\.\./x'\.$"):
+        with atomic_files(tmp_path, {"../x": b""}):
+            pass
+    plain = tmp_path / "plain"
+    plain.write_text("user")
+    with pytest.raises(OSError, match=r"^cannot create the folder '.*plain': File exists; a "
+                                      r"file of that name is in the way"):
+        with atomic_files(plain, {"a.png": b""}):
+            pass
+    (tmp_path / "png" / "a.png").mkdir(parents=True)
+    with pytest.raises(OSError, match=r"^cannot write '.*a\.png': Is a directory"):
+        with atomic_files(tmp_path / "png", {"a.png": b"", "b.png": b""}):
+            pass
+    assert _names(tmp_path) == ["plain", "png"] and _names(tmp_path / "png") == ["a.png"]
+    assert plain.read_text() == "user"

@@ -1,0 +1,253 @@
+"""The command line under SIGINT and SIGTERM, and its outputs that are not regular files.
+
+An interrupted command prints one line (``abstain <command>: interrupted``), exits with
+128 + the signal number (130 for SIGINT, 143 for SIGTERM), leaves no temporary file and
+leaves an existing output as it was, at any point of its run: while the library is
+imported, while it reads, while it writes. A FIFO or a device named as output is written
+in place, never replaced by a file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from abstain.app import cli
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux",
+                                reason="signals to a child and /proc, FIFOs, /dev: Linux")
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+ROWS = 30_000
+SMALL = 300
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """A table big enough to take a second or two to apply a rule, a small one to report
+    on, and a rule."""
+    folder = tmp_path_factory.mktemp("signals")
+    rng = np.random.default_rng(0)
+    risk = rng.random(ROWS)
+    loss = (rng.random(ROWS) < risk).astype(int)
+    rows = [f"{a},{b:.6f}\n" for a, b in zip(loss, risk, strict=False)]
+    (folder / "t.csv").write_text("loss,risk\n" + "".join(rows))
+    (folder / "small.csv").write_text("loss,risk\n" + "".join(rows[:SMALL]))
+    assert cli.main(["fit", str(folder / "small.csv"), "--score", "risk", "--target-coverage",
+                     "0.6", "-o", str(folder / "rule.json")]) == 0
+    return folder
+
+
+def _cli(*argv, cwd, stdout=subprocess.PIPE):
+    return subprocess.run([sys.executable, "-m", "abstain", *argv], cwd=cwd, env=_env(),
+                          stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH",
+                                                                               "")}
+
+
+def _handles_sigterm(pid: int) -> bool:
+    """Whether the process has its own SIGTERM handler (the command's, from its start)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    caught = int(next(ln.split()[1] for ln in status.splitlines()
+                      if ln.startswith("SigCgt:")), 16)
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+
+def _default_signals() -> None:
+    """In the child: SIGINT and SIGTERM as in a terminal, even when the tests run in the
+    background (where SIGINT is ignored, and the command keeps it so)."""
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
+def _temporaries(folder: Path) -> list[str]:
+    return [str(p.relative_to(folder)) for p in folder.rglob("*") if p.name.endswith(".tmp")]
+
+
+def _interrupt(argv, folder, sig, when, watch):
+    """Start the command, send ``sig`` ``when`` seconds after its handler is installed (or,
+    with ``when="write"``, as soon as a temporary file appears in ``watch``); return the
+    exit code and standard error."""
+    proc = subprocess.Popen([sys.executable, "-m", "abstain", *argv], cwd=folder, env=_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_signals)
+    deadline = time.monotonic() + 60
+    while not _handles_sigterm(proc.pid) and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    if when == "write":
+        while (not any(n.endswith(".tmp") for n in os.listdir(watch))
+               and proc.poll() is None):
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+    else:
+        time.sleep(when)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
+
+
+# (signal, when): 0.0 as the command's handler is installed (the library is being
+# imported), 0.6 s later (importing or reading), and as soon as a temporary appears (writing)
+APPLY_POINTS = [(signal.SIGINT, 0.0), (signal.SIGTERM, 0.0), (signal.SIGINT, 0.6),
+                (signal.SIGTERM, "write"), (signal.SIGINT, "write")]
+
+
+@pytest.mark.parametrize(("sig", "when"), APPLY_POINTS,
+                         ids=[f"{s.name}-{w}" for s, w in APPLY_POINTS])
+def test_an_interrupted_apply_leaves_no_temporary_and_the_old_output(sig, when, folder):
+    out = folder / "out.csv"
+    out.write_text("the user's old output\n")
+    code, err = _interrupt(["apply", "rule.json", "t.csv", "-o", "out.csv"], folder, sig, when,
+                           folder)
+    assert _temporaries(folder) == []
+    if code != 0:
+        assert (code, err) == (128 + sig, "abstain apply: interrupted\n")
+    if out.read_text() != "the user's old output\n":  # the signal came once it was written
+        assert out.read_text().count("\n") == ROWS + 1
+    else:
+        assert code != 0
+    out.unlink()
+
+
+@pytest.mark.parametrize(("sig", "when"), [(signal.SIGINT, 0.3), (signal.SIGTERM, "write")],
+                         ids=["SIGINT-0.3", "SIGTERM-write"])
+def test_an_interrupted_report_writes_no_png_and_no_page(sig, when, folder):
+    png = folder / "png"
+    png.mkdir()
+    (png / "notes.txt").write_text("mine")
+    code, err = _interrupt(["report", "small.csv", "-o", "r.html", "--png", "png"], folder,
+                           sig, when, png)
+    assert _temporaries(folder) == []
+    if code != 0:
+        assert (code, err) == (128 + sig, "abstain report: interrupted\n")
+    written = sorted(p.name for p in png.iterdir())
+    if (folder / "r.html").exists():  # the signal came once the report was written: all of it
+        assert len(written) == 4 and "notes.txt" in written  # 2 curves, 1 histogram, notes
+    else:  # nothing of it
+        assert code != 0 and written == ["notes.txt"]
+    (folder / "r.html").unlink(missing_ok=True)
+    shutil.rmtree(png)
+
+
+def _signal_while_writing(monkeypatch, sig):
+    """Make the CSV writer send ``sig`` to this process when half the rows are written."""
+    import csv
+
+    real = csv.writer
+
+    class Signalling:
+        def __init__(self, fh):
+            self.writer = real(fh)
+
+        def writerow(self, row):
+            self.writer.writerow(row)
+
+        def writerows(self, rows):
+            for i, row in enumerate(rows):
+                self.writer.writerow(row)
+                if i == 10:
+                    os.kill(os.getpid(), sig)
+
+    monkeypatch.setattr(csv, "writer", Signalling)
+
+
+def test_a_signal_while_writing_in_process_removes_the_temporary(folder, monkeypatch, capsys):
+    """Deterministic: the signal arrives while the CSV is half written."""
+    out = folder / "in_process.csv"
+    out.write_text("old\n")
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    _signal_while_writing(monkeypatch, signal.SIGTERM)
+    code = cli.main(["apply", str(folder / "rule.json"), str(folder / "t.csv"), "-o", str(out)])
+    assert code == 143 and capsys.readouterr().err == "abstain apply: interrupted\n"
+    assert out.read_text() == "old\n" and _temporaries(folder) == []
+    assert {s: signal.getsignal(s) for s in before} == before  # the caller's handlers are back
+    out.unlink()
+
+
+def test_a_signal_ignored_at_the_start_stays_ignored(folder, monkeypatch, capsys):
+    out = folder / "ignored.csv"
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job of a script
+    try:
+        _signal_while_writing(monkeypatch, signal.SIGINT)
+        code = cli.main(["apply", str(folder / "rule.json"), str(folder / "small.csv"), "-o",
+                         str(out)])
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert code == 0 and "interrupted" not in capsys.readouterr().err
+    assert out.read_text().count("\n") == SMALL + 1
+    out.unlink()
+
+
+def test_an_empty_output_path_is_refused(folder, capsys):
+    before = sorted(folder.iterdir())
+    for argv in (["evaluate", "small.csv", "--json", ""],
+                 ["fit", "small.csv", "--target-coverage", "0.5", "-o", ""],
+                 ["apply", "rule.json", "small.csv", "-o", ""],
+                 ["report", "small.csv", "-o", ""],
+                 ["report", "small.csv", "-o", "r.html", "--png", ""]):
+        flag, what = argv[-2], "a folder" if argv[-2] == "--png" else "a file"
+        code = cli.main([str(folder / a) if a.endswith((".csv", ".json")) else a for a in argv])
+        err = capsys.readouterr().err
+        assert code == 1 and err == (f"abstain {argv[0]}: error: {flag} must name {what} to "
+                                     "write; got an empty path ''.\n")
+    assert sorted(folder.iterdir()) == before
+
+
+def test_a_fifo_output_is_written_in_place(folder, tmp_path, capsys):
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read():
+        with open(fifo, "rb") as fh:
+            got.append(fh.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert cli.main(["evaluate", str(folder / "small.csv"), "--json", str(fifo)]) == 0
+    reader.join(30)
+    assert got[0].startswith(b'{\n  "n_id": 300,') and got[0].endswith(b"}\n")
+    assert fifo.is_fifo() and os.listdir(tmp_path) == ["out.json"]
+
+
+def test_dev_stdout_gets_the_json_after_the_table(folder, capfd, monkeypatch):
+    # standard output a pipe (the command in a pipeline) ...
+    piped = _cli("evaluate", "small.csv", "--json", "/dev/stdout", cwd=folder)
+    assert piped.returncode == 0 and piped.stderr == ""
+    table, rest = piped.stdout.split("{\n", 1)
+    assert table.startswith("small.csv: 300 ID rows")
+    assert rest.endswith("}\nwrote /dev/stdout\n")
+    # ... and a file (`abstain ... > out.txt`; pytest's capfd is such a file): in order
+    capfd.readouterr()
+    monkeypatch.chdir(folder)
+    assert cli.main(["evaluate", "small.csv", "--json", "/dev/stdout"]) == 0
+    assert capfd.readouterr().out == piped.stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_dev_full_is_one_line_and_exit_1(folder, capsys):
+    for argv in (["evaluate", str(folder / "small.csv"), "--json", "/dev/full"],
+                 ["fit", str(folder / "small.csv"), "--target-coverage", "0.5", "-o",
+                  "/dev/full"]):
+        assert cli.main(argv) == 1
+        assert capsys.readouterr().err == (
+            f"abstain {argv[0]}: error: cannot write '/dev/full': No space left on device; "
+            "free some space or write to another disk.\n")
+    assert Path("/dev/full").is_char_device()
