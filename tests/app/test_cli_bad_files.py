@@ -147,7 +147,7 @@ def _bad_file(tmp_path, name, content):
     ("dup.csv", "loss,risk,risk\n0,0.1,0.2\n1,0.3,0.4\n",
      ["column 'risk' appears twice in the header", "(columns 2 and 3)", "rename one"]),
     ("text.csv", HEAD + ROWS + "1,high,0.3,0\n",
-     ["column 'risk'", "holds numbers but data row 5 (line 6) has the text 'high'",
+     ["column 'risk'", "holds numbers (line 2: '0.1') but line 6 has the text 'high'",
       "correct or empty that cell"]),
     ("head.csv", HEAD, ["has no data rows (only a header)", "add one row per sample"]),
     ("latin.csv", ("loss,caf\u00e9\n0,0.1\n").encode("latin-1"),
@@ -180,9 +180,12 @@ def test_an_object_array_npz_is_refused_in_one_line(tmp_path, capsys):
 
 
 def test_a_score_column_of_text_quotes_a_text_cell_not_a_number(tmp_path, capsys):
+    path = _bad_file(tmp_path, "t.csv", HEAD + "0,,0.5,0\n1,low,0.2,0\n0,high,0.1,0\n")
+    line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
+    assert "column 'risk' must be numeric; got text values such as 'low' (line 3)." in line
     path = _bad_file(tmp_path, "t.csv", HEAD + "0,0.003726,0.5,0\n1,low,0.2,0\n0,high,0.1,0\n")
     line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
-    assert "column 'risk' must be numeric; got text values such as 'low'." in line
+    assert "holds numbers (line 2: '0.003726') but line 3 has the text 'low'" in line
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, capsys):

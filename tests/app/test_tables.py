@@ -70,7 +70,7 @@ def test_missing_values_are_named():
     # row 4's NaN loss is on an OOD row: not missing
     assert (err.n_rows, err.columns, err.first_row) == (3, ["u", "v", "loss"], 1)
     assert str(err) == ("3 row(s) have NaN or empty values in column(s) 'u', 'v', 'loss' (first "
-                        "at data row 1); drop them explicitly (dropna=True).")
+                        "at row index 1); drop them explicitly (dropna=True).")
     assert isinstance(err, ValueError)
     with pytest.raises(MissingValuesError) as exc:  # an empty text cell is missing too
         prepare({"label": np.array(["a", " ", "b"]), "prediction": np.array(["a", "b", "b"]),
@@ -126,10 +126,11 @@ def test_ood_score_pairs_with_every_other_score_column():
     ({"loss": [1.0, 0.0], "u": [1, 2]}, {"loss": "los"}, ColumnError,
      "loss column 'los' not found; did you mean 'loss'? The columns are: 'loss', 'u'."),
     ({"loss": [1.0], "u": np.array(["x"])}, {"scores": ["u"]}, ValueError,
-     "column 'u' must be numeric; got text values such as 'x'."),
+     "column 'u' must be numeric; got text values such as 'x' (row index 0)."),
     ({"loss": [1.0, -0.5], "u": [1, 2]}, {}, ValueError, "the loss must be non-negative"),
     ({"loss": [1.0, 0.0], "u": [1, 2], "is_ood": [0, 2]}, {}, ValueError,
-     "column 'is_ood' must hold only 0/1 or true/false; got other values."),
+     "column 'is_ood' must hold only 0/1 or true/false (or an empty cell); got 2 on row index "
+     "1 (1 such row(s)); correct the OOD marks."),
     ({"loss": [1.0, 0.0], "u": [1, 2], "g": [1, 2]}, {"ood_score": "g"}, ValueError,
      "the OOD score 'g' needs an OOD column; the table has none (name it with is_ood)."),
     ({"loss": [1.0, 0.0], "g": [1, 2], "is_ood": [0, 1]}, {"ood_score": "g"}, ValueError,
