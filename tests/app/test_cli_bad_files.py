@@ -151,7 +151,7 @@ def _bad_file(tmp_path, name, content):
       "correct or empty that cell"]),
     ("head.csv", HEAD, ["has no data rows (only a header)", "add one row per sample"]),
     ("latin.csv", ("loss,caf\u00e9\n0,0.1\n").encode("latin-1"),
-     ["is not UTF-8 text (byte 0xe9", "save it as UTF-8"]),
+     ["is not UTF-8 text (line 1: byte 0xe9 at offset 8)", "save it as UTF-8"]),
     ("broken.npz", b"not a zip file", ["is not an NPZ file", "numpy.savez"]),
 ])
 @pytest.mark.parametrize("command", ["evaluate", "fit", "report", "apply"])

@@ -344,8 +344,8 @@ def _csv_records(p: Path) -> Iterator[_Record]:
             except UnicodeDecodeError as exc:
                 at = offset + (len(raw) - len(data)) + exc.start
                 raise ValueError(
-                    f"{where!r} is not UTF-8 text (byte {data[exc.start]:#04x} at offset {at}, "
-                    f"line {line}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
+                    f"{where!r} is not UTF-8 text (line {line}: byte {data[exc.start]:#04x} at "
+                    f"offset {at}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
                 ) from None
             offset += len(raw)
             bad = _BINARY.search(s)
