@@ -148,3 +148,23 @@ def test_pair_table_refuses_bad_input(client, rows) -> None:
     empty = da.zeros((0, 2), chunks=(1, 2))
     with pytest.raises(ValueError, match="scores must not be empty"):
         pair_table(empty, da.zeros(0, chunks=1), is_ood=da.zeros(0, chunks=1))
+
+
+def test_pair_table_refuses_text_as_the_array_api_does(client, rows) -> None:
+    s, losses, ood = _pairs(rows, 40)
+    L, M = da.from_array(losses, chunks=20), da.from_array(ood, chunks=20)  # noqa: N806
+    text = s.astype(str)  # numeric strings: refused, never parsed
+    with pytest.raises(ValueError, match=r"^scores must be an array of real numbers \(int, "
+                                         r"float or bool dtype\); got dtype <U"):
+        PairTable.from_arrays(text, losses, is_ood=ood)
+    with pytest.raises(ValueError, match=r"^scores must be an array of real numbers \(int, "
+                                         r"float or bool dtype\); got dtype <U"):
+        pair_table(da.from_array(text, chunks=(20, 2)), L, is_ood=M)
+    g = s[:, 1].astype(object)
+    g[3] = g[25] = "abc"
+    frame = dd.from_pandas(__import__("pandas").DataFrame({"s_r": s[:, 0], "s_g": g}),
+                           npartitions=2)
+    with pytest.raises(ValueError, match=r"^scores column 's_g' must hold numbers \(int, float "
+                                         r"or bool dtype\); got dtype \w+, such as 'abc'\.$"):
+        pair_table(frame, dd.from_array(losses, chunksize=20), is_ood=dd.from_array(ood,
+                                                                                    chunksize=20))
