@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -197,9 +197,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read(path: str) -> TableRows:
+def _read(path: str, columns: Collection[str] | None = None) -> TableRows:
     """``read_table_rows``, refusing a file without data rows."""
-    read = read_table_rows(path)
+    read = read_table_rows(path, columns)
     if not read.columns:
         raise _Fail(f"{path!r} has no columns; write one column per score, loss and label.")
     if len(next(iter(read.columns.values()))) == 0:
@@ -333,7 +333,9 @@ def _apply(args: argparse.Namespace) -> int:
     scores = args.scores or cols
     if not scores:
         raise _Fail("the rule file names no score column; give it with --score.")
-    read = _read(args.file)
+    # Only the columns that apply and its summary use are read as numbers; the others are
+    # copied as written and never refused.
+    read = _read(args.file, {*scores, "loss", "label", "prediction", "is_ood"})
     if args.column in read.columns and not args.overwrite_column:
         raise _Fail(f"{args.file} already has a column {args.column!r}; name the new column "
                     "with --column, or pass --overwrite-column to replace it.")

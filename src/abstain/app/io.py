@@ -16,7 +16,7 @@ import difflib
 import os
 import re
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -137,37 +137,31 @@ class _Kind(NamedTuple):
 
 def _column_from_strings(name: str, values: list[str], lines: NDArray[np.int64], where: str,
                          kinds: dict[str, _Kind] | None = None) -> NDArray[Any]:
-    """Float64 if the non-missing cells are numbers (missing cells become NaN), else str.
+    """The cells of a CSV column by the kind of its first non-missing cell: float64 when it
+    is a number (missing cells NaN), str when it is text (numbers in it are text too).
 
-    A column must hold numbers only or text only (besides missing cells): a cell of the
-    other kind than the column's first non-missing cell is refused, naming both. ``kinds``
-    carries that first cell from the earlier chunks of a file, so a file read in chunks of
-    any size is accepted or refused as it is read whole.
+    A column of numbers with a text cell is refused, naming both cells. ``kinds`` carries
+    the first cell from the earlier chunks of a file, so a file read in chunks of any size
+    gets the kinds, and is accepted or refused, as it is read whole.
     """
     nums = [_number(v) for v in values]
     first = None if kinds is None else kinds.get(name)
-    for i, x in enumerate(nums):
-        if x is not None and np.isnan(x):
-            continue
-        kind = _Kind(x is not None, int(lines[i]), values[i].strip())
-        if first is None:
-            first = kind
-            if kinds is not None:
-                kinds[name] = first
-        elif kind.number != first.number:
-            if first.number:
-                raise ValueError(
-                    f"column {name!r} of {where!r} holds numbers (line {first.line}: "
-                    f"{first.cell!r}) but line {kind.line} has the text {kind.cell!r}; correct "
-                    "or empty that cell.")
-            raise ValueError(
-                f"column {name!r} of {where!r} holds text (line {first.line}: {first.cell!r}) "
-                f"but line {kind.line} has the number {kind.cell!r}; a column holds numbers "
-                "only or text only: correct that cell, or write every value of the column as "
-                "text (e.g. 'class_1' for 1).")
-    if first is None or first.number:
-        return np.asarray(nums, dtype=np.float64)
-    return np.asarray([v.strip() for v in values], dtype=str)
+    if first is None:
+        i = next((i for i, x in enumerate(nums) if x is None or not np.isnan(x)), None)
+        if i is None:
+            return np.asarray(nums, dtype=np.float64)
+        first = _Kind(nums[i] is not None, int(lines[i]), values[i].strip())
+        if kinds is not None:
+            kinds[name] = first
+    if not first.number:
+        return np.asarray([v.strip() for v in values], dtype=str)
+    j = next((j for j, x in enumerate(nums) if x is None), None)
+    if j is not None:
+        raise ValueError(
+            f"column {name!r} of {where!r} holds numbers (line {first.line}: {first.cell!r}) "
+            f"but line {lines[j]} has the text {values[j].strip()!r}; correct or empty that "
+            "cell.")
+    return np.asarray(nums, dtype=np.float64)
 
 
 def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
@@ -209,8 +203,13 @@ def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
     return read_table_rows(path).columns
 
 
-def read_table_rows(path: str | os.PathLike[str]) -> TableRows:
-    """:func:`read_table`, with the line (CSV) or row index of each row for messages."""
+def read_table_rows(path: str | os.PathLike[str],
+                    columns: Collection[str] | None = None) -> TableRows:
+    """:func:`read_table`, with the line (CSV) or row index of each row for messages.
+
+    ``columns``: read only these columns of a CSV file as numbers or text (and check
+    them); the others are the text of their cells as written (default: read every column).
+    """
     p = Path(path)
     fmt = table_format(p)
     if not p.is_file():
@@ -218,8 +217,9 @@ def read_table_rows(path: str | os.PathLike[str]) -> TableRows:
     if fmt == "csv":
         records = _csv_records(p)
         header = _csv_header(next(records, None), p)
-        columns, lines = _csv_columns(header, list(_csv_body(records, len(header))), p)
-        return TableRows(_normalise(columns, str(p)), Rows("line", lines))
+        body = list(_csv_body(records, len(header)))
+        table, lines = _csv_columns(header, body, p, typed=columns)
+        return TableRows(_normalise(table, str(p)), Rows("line", lines))
     if fmt == "npz":
         table = _npz_arrays(p)
     else:
@@ -407,7 +407,7 @@ def _csv_body(records: Iterator[_Record], width: int) -> Iterator[_Record]:
 
 
 def _csv_columns(header: list[str], body: list[_Record], p: Path,
-                 kinds: dict[str, _Kind] | None = None,
+                 kinds: dict[str, _Kind] | None = None, typed: Collection[str] | None = None,
                  ) -> tuple[dict[str, NDArray[Any]], NDArray[np.int64]]:
     bad = [r.line for r in body if len(r.cells) != len(header)]
     if bad:
@@ -417,6 +417,8 @@ def _csv_columns(header: list[str], body: list[_Record], p: Path,
         )
     lines = np.fromiter((r.line for r in body), dtype=np.int64, count=len(body))
     columns = {h: _column_from_strings(h, [r.cells[j] for r in body], lines, str(p), kinds)
+               if typed is None or h in typed else
+               np.asarray([r.cells[j] for r in body], dtype=str)
                for j, h in enumerate(header)}
     return columns, lines
 
