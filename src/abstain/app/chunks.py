@@ -20,7 +20,7 @@ from .._core.optional import require
 from ..metrics import ScoreTable
 from ..models import PairTable
 from .io import TableRows, read_chunks, table_format
-from .tables import MissingValuesError, TableData, prepare
+from .tables import MissingValuesError, TableData, columns_read, prepare
 
 __all__ = ["MAX_PAIRS", "Summary", "part_files", "summarise"]
 
@@ -124,9 +124,9 @@ def _chunk_data(chunk: TableRows, options: dict[str, Any], where: str) -> TableD
     try:
         return prepare(chunk.columns, rows=chunk.rows, **options)
     except MissingValuesError as exc:
-        raise ValueError(f"{exc.n_rows} row(s) of a chunk of {where} have NaN or empty values "
-                         f"in column(s) {', '.join(map(repr, exc.columns))} (first at "
-                         f"{exc.where} of the file); pass --dropna to drop them.") from None
+        raise ValueError(f"rows of {where} have NaN or empty values in column(s) "
+                         f"{', '.join(map(repr, exc.columns))} (first at {exc.where}); pass "
+                         "--dropna to drop them.") from None
 
 
 def _empty(names: list[str], ood: bool, wrong: bool = False,
@@ -162,7 +162,7 @@ def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
     """The summary of one file, chunk by chunk."""
     summary = _empty(list(options["scores"]), ood, wrong, columns)
     dropped = 0
-    for chunk in read_chunks(path, rows):
+    for chunk in read_chunks(path, rows, columns_read(**options)):
         data = _chunk_data(chunk, options, repr(str(path)))
         dropped += data.n_dropped
         _add(summary, data)
@@ -173,9 +173,13 @@ def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
 def _first_chunk(files: list[Path], rows: int, options: dict[str, Any]) -> TableData:
     """The columns of the first chunk of the first file: the score columns of every part."""
     for path in files:
-        for chunk in read_chunks(path, rows):
+        for chunk in read_chunks(path, rows, columns_read(**options)):
             return _chunk_data(chunk, options, repr(str(path)))
-    raise ValueError("the source has no data rows; add one row per sample.")
+    if len(files) == 1:
+        raise ValueError(f"{str(files[0])!r} has no data rows (only a header); add one row per "
+                         "sample.")
+    raise ValueError(f"none of the {len(files)} files of the source has a data row; add one "
+                     "row per sample.")
 
 
 def summarise(source: str, *, rows: int, options: dict[str, Any],

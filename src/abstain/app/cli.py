@@ -28,6 +28,7 @@ from .io import (
     TableRows,
     check_not_input,
     read_table_rows,
+    type_columns,
     write_text,
     write_with_column,
 )
@@ -39,7 +40,7 @@ from .rules import (
     rule_columns,
     rule_to_json,
 )
-from .tables import MissingValuesError, TableData, prepare
+from .tables import MissingValuesError, TableData, columns_read, prepare
 
 __all__ = ["main"]
 
@@ -208,10 +209,11 @@ def _read(path: str, columns: Collection[str] | None = None) -> TableRows:
 
 
 def _load(args: argparse.Namespace) -> TableData:
-    read = _read(args.file)
-    return _prepare(read, loss=args.loss, label=args.label, prediction=args.prediction,
-                    scores=args.scores, is_ood=args.is_ood, ood_score=args.ood_score,
-                    dropna=args.dropna)
+    options = {"loss": args.loss, "label": args.label, "prediction": args.prediction,
+               "scores": args.scores, "is_ood": args.is_ood, "ood_score": args.ood_score}
+    # the columns not used are not read as numbers: never refused
+    read = _read(args.file, columns_read(**options))
+    return _prepare(read, dropna=args.dropna, **options)
 
 
 def _prepare(read: TableRows, *, dropped: str = "dropped {n} row(s) with NaN or empty values.",
@@ -335,7 +337,7 @@ def _apply(args: argparse.Namespace) -> int:
         raise _Fail("the rule file names no score column; give it with --score.")
     # Only the columns that apply and its summary use are read as numbers; the others are
     # copied as written and never refused.
-    read = _read(args.file, {*scores, "loss", "label", "prediction", "is_ood"})
+    read = _read(args.file, scores)
     if args.column in read.columns and not args.overwrite_column:
         raise _Fail(f"{args.file} already has a column {args.column!r}; name the new column "
                     "with --column, or pass --overwrite-column to replace it.")
@@ -348,18 +350,21 @@ def _apply(args: argparse.Namespace) -> int:
     write_with_column(args.file, args.output, args.column, cells, protect=[args.rule])
     print(f"accepted {int(accept.sum())} of {accept.size} rows ({accept.mean():.2%}); "
           f"wrote {args.output}")
-    for line in _apply_summary(read, scores, cells):
+    for line in _apply_summary(read, scores, cells, args.file):
         print(line)
     return 0
 
 
-def _apply_summary(read: TableRows, scores: list[str], cells: Any) -> list[str]:
+def _apply_summary(read: TableRows, scores: list[str], cells: Any, path: str) -> list[str]:
     """Coverage and selective risk on labelled ID rows, and the OOD acceptance rate
     (``cells``: 1 accepted, 0 abstained, NaN not scored)."""
     try:
+        read = type_columns(read, ("loss", "label", "prediction", "is_ood"), path)
         data = prepare(read.columns, scores=scores, dropna=True, rows=read.rows)
-    except (ColumnError, ValueError):
+    except ColumnError:
         return ["(no loss, or label and prediction, columns: no coverage or risk to report)"]
+    except ValueError as exc:
+        return [f"(no coverage or risk to report: {exc})"]
     kept = cells[data.keep] == 1.0
     ood = data.is_ood if data.is_ood is not None else None
     id_rows = ~ood if ood is not None else kept == kept

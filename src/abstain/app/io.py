@@ -32,6 +32,7 @@ __all__ = [
     "TableRows",
     "read_table",
     "read_table_rows",
+    "type_columns",
     "write_table",
     "write_text",
     "atomic_path",
@@ -240,6 +241,23 @@ def read_table_rows(path: str | os.PathLike[str],
     return TableRows(columns, Rows.range(n))
 
 
+def type_columns(read: TableRows, names: Collection[str], where: str) -> TableRows:
+    """``read`` with its columns ``names`` that :func:`read_table_rows` left as written
+    (not in its ``columns``) read as numbers or text, as ``read_table_rows`` reads a column.
+
+    Raises
+    ------
+    ValueError
+        A column of numbers with a text cell, naming the column, ``where`` and both lines.
+    """
+    columns = dict(read.columns)
+    for name in names:
+        col = columns.get(name)
+        if col is not None and col.dtype.kind == "U":
+            columns[name] = _column_from_strings(name, col.tolist(), read.rows.numbers, where)
+    return TableRows(columns, read.rows)
+
+
 def _npz_arrays(p: Path) -> dict[str, NDArray[Any]]:
     """The arrays of an NPZ file as saved (no pickle)."""
     try:
@@ -423,20 +441,22 @@ def _csv_columns(header: list[str], body: list[_Record], p: Path,
     return columns, lines
 
 
-def read_chunks(path: str | os.PathLike[str], rows: int) -> Iterator[TableRows]:
+def read_chunks(path: str | os.PathLike[str], rows: int,
+                columns: Collection[str] | None = None) -> Iterator[TableRows]:
     """The table of a CSV or Parquet file in chunks of at most ``rows`` rows (NPZ: whole).
 
     Each chunk is read and checked as :func:`read_table` reads a file, with the rows'
     places in the whole file (:class:`Rows`), so at most one chunk is in memory at a time.
     A file is accepted or refused whatever the chunk size: a CSV column's kind (numbers or
-    text) is that of its first non-missing cell in the file.
+    text) is that of its first non-missing cell in the file. ``columns``: as for
+    :func:`read_table_rows`.
     """
     p = Path(path)
     fmt = table_format(p)
     if not p.is_file():
         raise FileNotFoundError(f"file not found: {str(p)!r}.")
     if fmt == "npz":
-        yield read_table_rows(p)
+        yield read_table_rows(p, columns)
     elif fmt == "csv":
         records = _csv_records(p)
         header = _csv_header(next(records, None), p)
@@ -445,12 +465,12 @@ def read_chunks(path: str | os.PathLike[str], rows: int) -> Iterator[TableRows]:
         for r in _csv_body(records, len(header)):
             chunk.append(r)
             if len(chunk) >= rows:
-                columns, lines = _csv_columns(header, chunk, p, kinds)
-                yield TableRows(_normalise(columns, str(p)), Rows("line", lines))
+                table, lines = _csv_columns(header, chunk, p, kinds, columns)
+                yield TableRows(_normalise(table, str(p)), Rows("line", lines))
                 chunk = []
         if chunk:
-            columns, lines = _csv_columns(header, chunk, p, kinds)
-            yield TableRows(_normalise(columns, str(p)), Rows("line", lines))
+            table, lines = _csv_columns(header, chunk, p, kinds, columns)
+            yield TableRows(_normalise(table, str(p)), Rows("line", lines))
     else:
         try:
             import pyarrow.parquet as pq
@@ -464,8 +484,8 @@ def read_chunks(path: str | os.PathLike[str], rows: int) -> Iterator[TableRows]:
         seen = 0
         for batch in parquet.iter_batches(batch_size=rows):
             frame = batch.to_pandas()
-            columns = _normalise({str(k): frame[k].to_numpy() for k in frame.columns}, str(p))
-            yield TableRows(columns, Rows.range(len(frame), seen))
+            table = _normalise({str(k): frame[k].to_numpy() for k in frame.columns}, str(p))
+            yield TableRows(table, Rows.range(len(frame), seen))
             seen += len(frame)
 
 

@@ -149,6 +149,26 @@ def _same_kind(cols: dict[str, NDArray[Any]], rows_used: NDArray[np.bool_]) -> N
         "same class names.")
 
 
+def columns_read(*, scores: Sequence[str] | None = None, loss: str | None = None,
+                 label: str | None = None, prediction: str | None = None,
+                 is_ood: str | None = None, ood_score: str | None = None,
+                 **_: Any) -> set[str] | None:
+    """The columns that :func:`prepare` may read with these options (the ``columns`` of
+    :func:`abstain.app.io.read_table_rows`), or None when it may read every column (no
+    ``scores`` given: every numeric column is a score).
+
+    Examples
+    --------
+    >>> from abstain.app.tables import columns_read
+    >>> sorted(columns_read(scores=["u"], label="y"))
+    ['is_ood', 'label', 'loss', 'prediction', 'u', 'y']
+    """
+    if scores is None:
+        return None
+    named = (loss, label, prediction, is_ood, ood_score)
+    return {*scores, "loss", "label", "prediction", "is_ood", *(n for n in named if n)}
+
+
 def prepare(
     table: Mapping[str, NDArray[Any]],
     *,
