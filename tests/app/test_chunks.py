@@ -105,12 +105,12 @@ def test_bad_sources_get_one_line(write_parts, tmp_path, capsys):
     (parts / "part-9.csv").write_text("msp,energy,is_ood,label,prediction\n0.1,,0,1,1\n")
     assert main(["evaluate", str(parts), "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "part-9.csv" in err and "first at line 2 of the file" in err and "--dropna" in err
+    assert "part-9.csv" in err and "(first at line 2);" in err and "--dropna" in err
     assert main(["evaluate", str(parts), "--quiet", "--dropna"]) == 0
     assert "dropped 1 row(s)" in capsys.readouterr().err
     for args, message in (
         (["evaluate", str(tmp_path / "none*.csv")], "no file matches"),
-        (["report", str(parts), "-o", str(tmp_path / "r.html")], "first at line 2 of the file"),
+        (["report", str(parts), "-o", str(tmp_path / "r.html")], "(first at line 2);"),
         (["report", str(parts), "-o", str(tmp_path / "r.html"), "--bootstrap", "9"],
          "--bootstrap resamples the rows of one file"),
         (["evaluate", str(parts), "--scheduler", "tcp://h:1"], "--scheduler needs --engine"),
