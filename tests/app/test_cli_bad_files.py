@@ -220,3 +220,64 @@ def test_a_write_error_names_the_users_path_not_the_temporary_file(command, csv_
     assert f"cannot write {str(folder)!r}" in line and ".tmp" not in line
     assert sorted(os.listdir(tmp_path)) == ["folder.csv", "pred.csv", "rule.json"]
     assert os.listdir(folder) == []
+
+
+# -- apply writes every row and every input cell as it went in -----------------------------
+
+
+def test_apply_keeps_ids_numbers_and_text_as_written(rule_file, tmp_path, capsys):
+    path = _bad_file(tmp_path, "ids.csv", "id,risk,flag,big\n007,0.1,true,12345678901234567891\n"
+                                          "010,0.9,1e5,9007199254740993\n")
+    out = tmp_path / "out.csv"
+    assert run(capsys, "apply", rule_file, path, "-o", out)[0] == 0
+    assert out.read_text() == ("id,risk,flag,big,accept\n007,0.1,true,12345678901234567891,1\n"
+                               "010,0.9,1e5,9007199254740993,0\n")
+    assert run(capsys, "apply", rule_file, path, "-o", out, "--column", "flag",
+               "--overwrite-column")[0] == 0
+    assert out.read_text() == ("id,risk,flag,big\n007,0.1,1,12345678901234567891\n"
+                               "010,0.9,0,9007199254740993\n")
+    npz = tmp_path / "out.npz"  # a CSV to NPZ: the cells' text
+    assert run(capsys, "apply", rule_file, path, "-o", npz)[0] == 0
+    with np.load(npz) as got:
+        assert got["id"].tolist() == ["007", "010"] and got["accept"].tolist() == [1.0, 0.0]
+
+
+def test_apply_keeps_parquet_dtypes_and_npz_arrays(rule_file, tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    big = np.array([2**62 + 1, 2**53 + 1, 7], dtype=np.int64)
+    frame = pd.DataFrame({"id": ["007", "010", "x"], "big": big, "flag": [True, False, True],
+                          "risk": [0.1, 0.9, np.nan]})
+    frame.to_parquet(tmp_path / "in.parquet", index=False)
+    out = tmp_path / "out.parquet"
+    code, _, err = run(capsys, "apply", rule_file, tmp_path / "in.parquet", "-o", out,
+                       "--dropna")
+    assert code == 0 and "left the accept cell empty on 1 row(s)" in err
+    got = pd.read_parquet(out)
+    assert list(got.columns) == ["id", "big", "flag", "risk", "accept"]
+    assert got["big"].dtype == np.int64 and got["big"].tolist() == big.tolist()
+    assert got["flag"].dtype == bool and got["id"].tolist() == ["007", "010", "x"]
+    np.testing.assert_array_equal(got["accept"], [1.0, 0.0, np.nan])
+    assert run(capsys, "apply", rule_file, tmp_path / "in.parquet", "-o",
+               tmp_path / "out.csv", "--dropna")[0] == 0
+    assert (tmp_path / "out.csv").read_text().splitlines()[1:] == [
+        f"007,{2**62 + 1},True,0.1,1.0", f"010,{2**53 + 1},False,0.9,0.0", "x,7,True,,"]
+    np.savez(tmp_path / "in.npz", big=big, risk=np.array([0.1, 0.9, 0.2]))
+    assert run(capsys, "apply", rule_file, tmp_path / "in.npz", "-o", tmp_path / "o.npz")[0] == 0
+    with np.load(tmp_path / "o.npz") as got_npz:
+        assert got_npz["big"].dtype == np.int64 and got_npz["big"].tolist() == big.tolist()
+        assert got_npz["accept"].tolist() == [1.0, 0.0, 1.0]
+
+
+def test_apply_never_writes_fewer_rows_than_it_reads(rule_file, tmp_path, capsys):
+    path = _bad_file(tmp_path, "b.csv", "risk\n0.1\n\n0.9\n0.3\n")
+    out = tmp_path / "o.csv"
+    line = one_line(*run(capsys, "apply", rule_file, path, "-o", out)[::2])
+    assert "1 row(s) have NaN or empty values in column(s) 'risk' (first at line 3)" in line
+    assert not out.exists()
+    code, stdout, err = run(capsys, "apply", rule_file, path, "-o", out, "--dropna")
+    assert code == 0 and "of 3 rows" in stdout
+    assert err == "left the accept cell empty on 1 row(s) with NaN or empty scores.\n"
+    lines = out.read_text().splitlines()
+    assert [x[:-1] for x in lines] == ["risk,accep", "0.1,", "", "0.9,", "0.3,"]
+    assert lines[2] == "," and {x[-1] for x in lines[1:]} - {","} <= {"0", "1"}
