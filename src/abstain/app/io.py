@@ -123,9 +123,29 @@ def _number(s: str) -> float | None:
         return np.nan
     if low in ("true", "false"):
         return 1.0 if low == "true" else 0.0
-    if _NUMBER.fullmatch(low) is None:
+    try:
+        x = float(low)
+    except ValueError:
         return None
-    return float(low)
+    # float() also takes "1_000", other scripts' digits and "infinity"; the pattern does not
+    if ("_" in low or not low.isascii() or not low[-1:].isdigit()) and (
+            _NUMBER.fullmatch(low) is None):
+        return None
+    return x
+
+
+_NOT_PLAIN = re.compile(r"[^0-9eE.+\- \t]")
+
+
+def _plain_numbers(values: list[str]) -> NDArray[np.float64] | None:
+    """The cells as float64 when every one is a number written with digits, sign, point and
+    exponent only (the common case, converted at once), else None."""
+    if not values or _NOT_PLAIN.search("".join(values)) is not None:
+        return None
+    try:
+        return np.array(values, dtype=np.float64)
+    except ValueError:
+        return None
 
 
 class _Kind(NamedTuple):
@@ -145,8 +165,17 @@ def _column_from_strings(name: str, values: list[str], lines: NDArray[np.int64],
     the first cell from the earlier chunks of a file, so a file read in chunks of any size
     gets the kinds, and is accepted or refused, as it is read whole.
     """
-    nums = [_number(v) for v in values]
     first = None if kinds is None else kinds.get(name)
+    fast = _plain_numbers(values)
+    if fast is not None:  # every cell a number as written: no cell to check one by one
+        if first is None and values:
+            first = _Kind(True, int(lines[0]), values[0].strip())
+            if kinds is not None:
+                kinds[name] = first
+        if first is None or first.number:
+            return fast
+        return np.asarray([v.strip() for v in values], dtype=str)
+    nums = [_number(v) for v in values]
     if first is None:
         i = next((i for i, x in enumerate(nums) if x is None or not np.isnan(x)), None)
         if i is None:
@@ -335,13 +364,59 @@ def _split(text: str) -> tuple[list[str], list[str], bool]:
         i = k + 1
 
 
-def _lines(fh: Any) -> Iterator[bytes]:
-    """The lines of a binary file with their endings: ``\\n``, ``\\r\\n`` or a lone ``\\r``."""
-    for piece in fh:
-        if b"\r" in piece:
-            yield from piece.splitlines(keepends=True)
-        else:
-            yield piece
+_BREAK = re.compile(rb"\r\n|\r|\n")
+
+
+def _text_lines(fh: Any, where: str) -> Iterator[tuple[str, str]]:
+    """``(text, line ending)`` of each line of a binary file: ``\n``, ``\r\n``, a lone
+    ``\r``, or ``""`` for a last line without one. Decoded and checked a block at a time:
+    a byte that is not UTF-8 and a control character that no text holds are refused with
+    their line."""
+    done, offset = 0, 0  # lines and bytes before the block
+    for batch in iter(lambda: fh.readlines(1 << 16), []):
+        blob = b"".join(batch)
+        skip = 3 if offset == 0 and blob.startswith(_BOM) else 0
+        try:
+            text = blob[skip:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            at = skip + exc.start
+            line = done + len(_BREAK.findall(blob, 0, at)) + 1
+            raise ValueError(
+                f"{where!r} is not UTF-8 text (line {line}: byte {blob[at]:#04x} at offset "
+                f"{offset + at}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
+            ) from None
+        bad = _BINARY.search(text)
+        if bad is not None:
+            line = done + len(_BREAK.findall(text[: bad.start()].encode())) + 1
+            raise ValueError(
+                f"{where!r} is not a text CSV file (control character {ord(bad.group()):#04x} "
+                f"on line {line}); give a CSV file of text (a header row, comma-separated), or "
+                "a .parquet or .npz file.")
+        offset += len(blob)
+        pieces = text.split("\n")
+        last = pieces.pop()  # "" when the block ends with a line ending
+        for piece in pieces:
+            lines = _lone_returns(piece, "\n")
+            done += len(lines)
+            yield from lines
+        if last:
+            lines = _lone_returns(last, "")
+            done += len(lines)
+            yield from lines
+
+
+def _lone_returns(piece: str, end: str) -> list[tuple[str, str]]:
+    """The lines of ``piece`` (one line ending in ``end``) split at carriage returns:
+    ``"a\\rb"`` is two lines; a last ``"\\r"`` makes ``end`` ``"\\r\\n"``."""
+    if "\r" not in piece:
+        return [(piece, end)]
+    *lines, rest = piece.split("\r")
+    out = [(x, "\r") for x in lines]
+    if rest:
+        out.append((rest, end))
+    elif end:
+        out[-1] = (out[-1][0], "\r" + end)
+    return out
 
 
 def _csv_records(p: Path) -> Iterator[_Record]:
@@ -353,27 +428,9 @@ def _csv_records(p: Path) -> Iterator[_Record]:
     """
     where = str(p)
     with open(p, "rb") as fh:
-        offset, pending, start, line = 0, "", 0, 0
-        for raw in _lines(fh):
+        pending, start, line = "", 0, 0
+        for body, end in _text_lines(fh, where):
             line += 1
-            data = raw[3:] if line == 1 and raw.startswith(_BOM) else raw
-            try:
-                s = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                at = offset + (len(raw) - len(data)) + exc.start
-                raise ValueError(
-                    f"{where!r} is not UTF-8 text (line {line}: byte {data[exc.start]:#04x} at "
-                    f"offset {at}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
-                ) from None
-            offset += len(raw)
-            bad = _BINARY.search(s)
-            if bad is not None:
-                raise ValueError(
-                    f"{where!r} is not a text CSV file (control character "
-                    f"{ord(bad.group()):#04x} on line {line}); give a CSV file of text "
-                    "(a header row, comma-separated), or a .parquet or .npz file.")
-            end = "\r\n" if s.endswith("\r\n") else s[-1:] if s[-1:] in ("\n", "\r") else ""
-            body = s[: len(s) - len(end)]
             if pending:
                 text = pending + body
             else:
@@ -391,7 +448,7 @@ def _csv_records(p: Path) -> Iterator[_Record]:
 
 
 def _blank(record: _Record) -> bool:
-    return record.text.strip() == ""
+    return not record.text or record.text.isspace()
 
 
 def _csv_header(first: _Record | None, p: Path) -> list[str]:
