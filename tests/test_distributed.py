@@ -171,3 +171,23 @@ def test_a_mismatch_names_the_arguments_passed_and_a_2d_column_its_shape() -> No
         pair_table(pairs, da.zeros(10, chunks=5), is_ood=da.zeros(11, chunks=5))
     with pytest.raises(ValueError, match=r"^losses must be a one-dimensional Dask array"):
         pair_table(pairs, da.zeros((10, 2), chunks=5), is_ood=marks)
+
+
+def test_pair_table_refuses_text_as_the_array_api_does(client, rows) -> None:
+    s, losses, ood = _pairs(rows, 40)
+    L, M = da.from_array(losses, chunks=20), da.from_array(ood, chunks=20)  # noqa: N806
+    text = s.astype(str)  # numeric strings: refused, never parsed
+    with pytest.raises(ValueError, match=r"^scores must be an array of real numbers \(int, "
+                                         r"float or bool dtype\); got dtype <U"):
+        PairTable.from_arrays(text, losses, is_ood=ood)
+    with pytest.raises(ValueError, match=r"^scores must be an array of real numbers \(int, "
+                                         r"float or bool dtype\); got dtype <U"):
+        pair_table(da.from_array(text, chunks=(20, 2)), L, is_ood=M)
+    g = s[:, 1].astype(object)
+    g[3] = g[25] = "abc"
+    frame = dd.from_pandas(__import__("pandas").DataFrame({"s_r": s[:, 0], "s_g": g}),
+                           npartitions=2)
+    with pytest.raises(ValueError, match=r"^scores column 's_g' must hold numbers \(int, float "
+                                         r"or bool dtype\); got dtype \w+, such as 'abc'\.$"):
+        pair_table(frame, dd.from_array(losses, chunksize=20), is_ood=dd.from_array(ood,
+                                                                                    chunksize=20))

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from ._core.optional import require
 from ._core.pair_table import PairTable
 from ._core.table import ScoreTable
-from ._core.validation import check_choice, check_int
+from ._core.validation import as_real_array, check_choice, check_int
 
 __all__ = ["score_table", "pair_table", "PLANS"]
 
@@ -296,8 +296,38 @@ def _pair_pieces(scores: Any) -> tuple[list[Any], tuple[int, ...] | None]:
                      f"columns; got {type(scores).__name__}.")
 
 
+def _looks_numeric(v: Any) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _pair_block(scores: Any) -> NDArray[np.float64]:
+    """The two score columns of a partition (a NumPy block or a pandas DataFrame), checked as
+    :meth:`PairTable.from_arrays` checks an array: numbers only, a text cell refused with its
+    column, never parsed."""
+    columns = getattr(scores, "columns", None)
+    if columns is None:
+        return as_real_array(scores, "scores")
+    import pandas as pd
+
+    out = []
+    for c in columns:
+        col = scores[c]
+        if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)):
+            text = [v for v in col.dropna() if not isinstance(v, (int, float, np.number))]
+            words = [v for v in text if not _looks_numeric(v)]
+            got = f"such as {(words or text)[0]!r}" if text else "no number"
+            raise ValueError(f"scores column {c!r} must hold numbers (int, float or bool dtype); "
+                             f"got dtype {col.dtype}, {got}.")
+        out.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
+    return np.stack(out, axis=1) if out else np.zeros((len(scores), 0))
+
+
 def _partition_pairs(scores: Any, losses: Any, is_ood: Any) -> PairTable:
-    s, ls, o = np.asarray(scores, dtype=np.float64), np.asarray(losses), np.asarray(is_ood)
+    s, ls, o = _pair_block(scores), np.asarray(losses), np.asarray(is_ood)
     if s.shape[0] == 0 and ls.size == 0 and o.size == 0:
         return PairTable()
     return PairTable.from_arrays(s, ls, is_ood=o)

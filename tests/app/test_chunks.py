@@ -80,13 +80,16 @@ def test_read_chunks_keeps_the_file_line_numbers(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("u,loss\n" + "".join(f"0.{i},0\n" for i in range(1, 8)) + "0.9,oops\n")
     chunks = read_chunks(path, 3)
-    assert [c["u"].tolist() for c in [next(chunks), next(chunks)]] == [[0.1, 0.2, 0.3],
-                                                                     [0.4, 0.5, 0.6]]
-    with pytest.raises(ValueError, match=r"data row 2 \(line 9\)"):
+    first, second = next(chunks), next(chunks)
+    assert [c.columns["u"].tolist() for c in [first, second]] == [[0.1, 0.2, 0.3],
+                                                                  [0.4, 0.5, 0.6]]
+    assert second.rows.unit == "line" and second.rows.numbers.tolist() == [5, 6, 7]
+    with pytest.raises(ValueError, match=r"holds numbers \(line 2: '0'\) but line 9 has the "
+                                         r"text 'oops'"):
         next(chunks)
     npz = tmp_path / "t.npz"
     np.savez(npz, u=np.arange(5.0), loss=np.zeros(5))
-    assert [c["u"].size for c in read_chunks(npz, 2)] == [5]
+    assert [c.columns["u"].size for c in read_chunks(npz, 2)] == [5]
 
 
 def test_bad_sources_get_one_line(write_parts, tmp_path, capsys):
@@ -102,12 +105,12 @@ def test_bad_sources_get_one_line(write_parts, tmp_path, capsys):
     (parts / "part-9.csv").write_text("msp,energy,is_ood,label,prediction\n0.1,,0,1,1\n")
     assert main(["evaluate", str(parts), "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "part-9.csv" in err and "first at data row 0 of the file" in err and "--dropna" in err
+    assert "part-9.csv" in err and "(first at line 2);" in err and "--dropna" in err
     assert main(["evaluate", str(parts), "--quiet", "--dropna"]) == 0
     assert "dropped 1 row(s)" in capsys.readouterr().err
     for args, message in (
         (["evaluate", str(tmp_path / "none*.csv")], "no file matches"),
-        (["report", str(parts), "-o", str(tmp_path / "r.html")], "first at data row 0"),
+        (["report", str(parts), "-o", str(tmp_path / "r.html")], "(first at line 2);"),
         (["report", str(parts), "-o", str(tmp_path / "r.html"), "--bootstrap", "9"],
          "--bootstrap resamples the rows of one file"),
         (["evaluate", str(parts), "--scheduler", "tcp://h:1"], "--scheduler needs --engine"),

@@ -147,11 +147,11 @@ def _bad_file(tmp_path, name, content):
     ("dup.csv", "loss,risk,risk\n0,0.1,0.2\n1,0.3,0.4\n",
      ["column 'risk' appears twice in the header", "(columns 2 and 3)", "rename one"]),
     ("text.csv", HEAD + ROWS + "1,high,0.3,0\n",
-     ["column 'risk'", "holds numbers but data row 5 (line 6) has the text 'high'",
+     ["column 'risk'", "holds numbers (line 2: '0.1') but line 6 has the text 'high'",
       "correct or empty that cell"]),
     ("head.csv", HEAD, ["has no data rows (only a header)", "add one row per sample"]),
     ("latin.csv", ("loss,caf\u00e9\n0,0.1\n").encode("latin-1"),
-     ["is not UTF-8 text (byte 0xe9", "save it as UTF-8"]),
+     ["is not UTF-8 text (line 1: byte 0xe9 at offset 8)", "save it as UTF-8"]),
     ("broken.npz", b"not a zip file", ["is not an NPZ file", "numpy.savez"]),
 ])
 @pytest.mark.parametrize("command", ["evaluate", "fit", "report", "apply"])
@@ -180,9 +180,12 @@ def test_an_object_array_npz_is_refused_in_one_line(tmp_path, capsys):
 
 
 def test_a_score_column_of_text_quotes_a_text_cell_not_a_number(tmp_path, capsys):
+    path = _bad_file(tmp_path, "t.csv", HEAD + "0,,0.5,0\n1,low,0.2,0\n0,high,0.1,0\n")
+    line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
+    assert "column 'risk' must be numeric; got text values such as 'low' (line 3)." in line
     path = _bad_file(tmp_path, "t.csv", HEAD + "0,0.003726,0.5,0\n1,low,0.2,0\n0,high,0.1,0\n")
     line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
-    assert "column 'risk' must be numeric; got text values such as 'low'." in line
+    assert "holds numbers (line 2: '0.003726') but line 3 has the text 'low'" in line
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, capsys):
@@ -217,3 +220,64 @@ def test_a_write_error_names_the_users_path_not_the_temporary_file(command, csv_
     assert f"cannot write {str(folder)!r}" in line and ".tmp" not in line
     assert sorted(os.listdir(tmp_path)) == ["folder.csv", "pred.csv", "rule.json"]
     assert os.listdir(folder) == []
+
+
+# -- apply writes every row and every input cell as it went in -----------------------------
+
+
+def test_apply_keeps_ids_numbers_and_text_as_written(rule_file, tmp_path, capsys):
+    path = _bad_file(tmp_path, "ids.csv", "id,risk,flag,big\n007,0.1,true,12345678901234567891\n"
+                                          "010,0.9,1e5,9007199254740993\n")
+    out = tmp_path / "out.csv"
+    assert run(capsys, "apply", rule_file, path, "-o", out)[0] == 0
+    assert out.read_text() == ("id,risk,flag,big,accept\n007,0.1,true,12345678901234567891,1\n"
+                               "010,0.9,1e5,9007199254740993,0\n")
+    assert run(capsys, "apply", rule_file, path, "-o", out, "--column", "flag",
+               "--overwrite-column")[0] == 0
+    assert out.read_text() == ("id,risk,flag,big\n007,0.1,1,12345678901234567891\n"
+                               "010,0.9,0,9007199254740993\n")
+    npz = tmp_path / "out.npz"  # a CSV to NPZ: the cells' text
+    assert run(capsys, "apply", rule_file, path, "-o", npz)[0] == 0
+    with np.load(npz) as got:
+        assert got["id"].tolist() == ["007", "010"] and got["accept"].tolist() == [1.0, 0.0]
+
+
+def test_apply_keeps_parquet_dtypes_and_npz_arrays(rule_file, tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    big = np.array([2**62 + 1, 2**53 + 1, 7], dtype=np.int64)
+    frame = pd.DataFrame({"id": ["007", "010", "x"], "big": big, "flag": [True, False, True],
+                          "risk": [0.1, 0.9, np.nan]})
+    frame.to_parquet(tmp_path / "in.parquet", index=False)
+    out = tmp_path / "out.parquet"
+    code, _, err = run(capsys, "apply", rule_file, tmp_path / "in.parquet", "-o", out,
+                       "--dropna")
+    assert code == 0 and "left the accept cell empty on 1 row(s)" in err
+    got = pd.read_parquet(out)
+    assert list(got.columns) == ["id", "big", "flag", "risk", "accept"]
+    assert got["big"].dtype == np.int64 and got["big"].tolist() == big.tolist()
+    assert got["flag"].dtype == bool and got["id"].tolist() == ["007", "010", "x"]
+    np.testing.assert_array_equal(got["accept"], [1.0, 0.0, np.nan])
+    assert run(capsys, "apply", rule_file, tmp_path / "in.parquet", "-o",
+               tmp_path / "out.csv", "--dropna")[0] == 0
+    assert (tmp_path / "out.csv").read_text().splitlines()[1:] == [
+        f"007,{2**62 + 1},True,0.1,1.0", f"010,{2**53 + 1},False,0.9,0.0", "x,7,True,,"]
+    np.savez(tmp_path / "in.npz", big=big, risk=np.array([0.1, 0.9, 0.2]))
+    assert run(capsys, "apply", rule_file, tmp_path / "in.npz", "-o", tmp_path / "o.npz")[0] == 0
+    with np.load(tmp_path / "o.npz") as got_npz:
+        assert got_npz["big"].dtype == np.int64 and got_npz["big"].tolist() == big.tolist()
+        assert got_npz["accept"].tolist() == [1.0, 0.0, 1.0]
+
+
+def test_apply_never_writes_fewer_rows_than_it_reads(rule_file, tmp_path, capsys):
+    path = _bad_file(tmp_path, "b.csv", "risk\n0.1\n\n0.9\n0.3\n")
+    out = tmp_path / "o.csv"
+    line = one_line(*run(capsys, "apply", rule_file, path, "-o", out)[::2])
+    assert "1 row(s) have NaN or empty values in column(s) 'risk' (first at line 3)" in line
+    assert not out.exists()
+    code, stdout, err = run(capsys, "apply", rule_file, path, "-o", out, "--dropna")
+    assert code == 0 and "of 3 rows" in stdout
+    assert err == "left the accept cell empty on 1 row(s) with NaN or empty scores.\n"
+    lines = out.read_text().splitlines()
+    assert [x[:-1] for x in lines] == ["risk,accep", "0.1,", "", "0.9,", "0.3,"]
+    assert lines[2] == "," and {x[-1] for x in lines[1:]} - {","} <= {"0", "1"}

@@ -222,3 +222,82 @@ def test_a_table_to_an_empty_path_or_a_folder_is_refused(tmp_path):
                                       r"file inside it\.$"):
         write_table(tmp_path / "folder.csv", {"a": [1.0]})
     assert os.listdir(tmp_path / "folder.csv") == []
+
+
+def test_csv_numbers_are_digits_not_what_float_accepts(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("u,name\n1e5,1_000\n-.5, \u0661\u0662 \n+3.,0x1f\ninf,infinity\n",
+                    encoding="utf-8")
+    got = read_table(path)
+    assert got["u"].tolist() == [1e5, -0.5, 3.0, np.inf]
+    assert got["name"].tolist() == ["1_000", "\u0661\u0662", "0x1f", "infinity"]
+    path.write_text("u\n0.5\n1_000\n")
+    with pytest.raises(ValueError, match=r"^column 'u' of '.*t\.csv' holds numbers \(line 2: "
+                                         r"'0\.5'\) but line 3 has the text '1_000'; correct or "
+                                         r"empty that cell\.$"):
+        read_table(path)
+
+
+def test_csv_records_as_the_csv_module_reads_them(tmp_path):
+    from abstain.app.io import read_table_rows
+
+    path = tmp_path / "t.csv"
+    cells = ['a,"b"', "two\r\nlines", "x" * 200_000, 'in"side', ""]
+    path.write_bytes(b'\xef\xbb\xbfname,n\r\n"a,""b""",1\r\n"two\r\nlines",2\r\n'
+                     + b"x" * 200_000 + b",3\r\n" + b'in"side,4\r\n\r\n,5\r\n\r\n\n')
+    got = read_table_rows(path)
+    assert got.columns["name"].tolist() == cells[:4] + [""] + [""]
+    np.testing.assert_array_equal(got.columns["n"], [1, 2, 3, 4, np.nan, 5])
+    assert got.rows == got.rows._replace(unit="line") and got.rows.numbers.tolist() == [
+        2, 3, 5, 6, 7, 8]  # the blank line 7 is a row; lines 9 and 10 end the file
+    path.write_bytes(b"u\r0.5\r0.25")  # line endings of a lone carriage return
+    assert read_table(path)["u"].tolist() == [0.5, 0.25]
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"u,v\n1,\"open\n2,3\n", r"^a quoted cell of '.*t\.csv' opened on line 2 is never closed"),
+    (b"\x00\x01PK\n\x00", r"^'.*t\.csv' is not a text CSV file \(control character 0x00 on "
+                          r"line 1\); give a CSV file of text"),
+    (b"u\n0.5\n0.\xff\n", r"^'.*t\.csv' is not UTF-8 text \(line 3: byte 0xff at offset 8\)"),
+    (b"\nu\n1\n", r"^line 1 of '.*t\.csv' is blank; the header row \(the column names\) must "
+                  r"be line 1\.$"),
+])
+def test_a_file_that_is_not_a_csv_table_names_the_line(tmp_path, content, message):
+    path = tmp_path / "t.csv"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        read_table(path)
+
+
+def test_chunks_give_a_column_the_kind_the_whole_file_gives(tmp_path):
+    from abstain.app.io import read_chunks
+
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,c\n,cat,1\n,2,2\n1,1,x\n")  # a: numbers, b: text, c: refused
+    message = r"column 'c' of '.*t\.csv' holds numbers \(line 2: '1'\) but line 4 has the text"
+    for rows in (1, 2, 3):
+        chunks = read_chunks(path, rows, columns=["a", "b"])
+        got = list(chunks)
+        assert np.concatenate([c.columns["b"] for c in got]).tolist() == ["cat", "2", "1"]
+        assert [c.columns["a"].dtype.kind for c in got][-1] == "f"
+        assert np.concatenate([c.rows.numbers for c in got]).tolist() == [2, 3, 4]
+        with pytest.raises(ValueError, match=message):
+            list(read_chunks(path, rows))
+    with pytest.raises(ValueError, match=message):
+        read_table(path)
+
+
+def test_parquet_rows_are_named_by_index_and_strings_stay_text(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from abstain.app.io import read_chunks, read_table_rows
+
+    path = tmp_path / "t.parquet"
+    pd.DataFrame({"u": [0.5, None, 0.25], "s": ["007", None, "1e5"]}).to_parquet(path)
+    got = read_table_rows(path)
+    assert got.columns["s"].tolist() == ["007", "", "1e5"]
+    assert got.rows.name(2) == "row index 2"
+    assert [c.rows.numbers.tolist() for c in read_chunks(path, 2)] == [[0, 1], [2]]
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    with pytest.raises(ValueError, match=r"^'.*bad\.parquet' is not a Parquet file"):
+        read_table(tmp_path / "bad.parquet")

@@ -70,7 +70,7 @@ def test_missing_values_are_named():
     # row 4's NaN loss is on an OOD row: not missing
     assert (err.n_rows, err.columns, err.first_row) == (3, ["u", "v", "loss"], 1)
     assert str(err) == ("3 row(s) have NaN or empty values in column(s) 'u', 'v', 'loss' (first "
-                        "at data row 1); drop them explicitly (dropna=True).")
+                        "at row index 1); drop them explicitly (dropna=True).")
     assert isinstance(err, ValueError)
     with pytest.raises(MissingValuesError) as exc:  # an empty text cell is missing too
         prepare({"label": np.array(["a", " ", "b"]), "prediction": np.array(["a", "b", "b"]),
@@ -126,11 +126,12 @@ def test_ood_score_pairs_with_every_other_score_column():
     ({"loss": [1.0, 0.0], "u": [1, 2]}, {"loss": "los"}, ColumnError,
      "loss column 'los' not found; did you mean 'loss'? The columns are: 'loss', 'u'."),
     ({"loss": [1.0], "u": np.array(["x"])}, {"scores": ["u"]}, ValueError,
-     "column 'u' must be numeric; got text values such as 'x'."),
+     "column 'u' must be numeric; got text values such as 'x' (row index 0)."),
     ({"loss": [1.0, -0.5], "u": [1, 2]}, {}, ValueError,
      "the loss must be non-negative; got minimum -0.5."),
     ({"loss": [1.0, 0.0], "u": [1, 2], "is_ood": [0, 2]}, {}, ValueError,
-     "column 'is_ood' must hold only 0/1 or true/false; got other values."),
+     "column 'is_ood' must hold only 0/1 or true/false (or an empty cell); got 2 on row index "
+     "1 (1 such row(s)); correct the OOD marks."),
     ({"loss": [1.0, 0.0], "u": [1, 2], "g": [1, 2]}, {"ood_score": "g"}, ValueError,
      "the OOD score 'g' needs an OOD column; the table has none (name it with is_ood)."),
     ({"loss": [1.0, 0.0], "g": [1, 2], "is_ood": [0, 1]}, {"ood_score": "g"}, ValueError,
@@ -150,3 +151,38 @@ def test_a_pandas_dataframe_is_a_table():
     frame = pd.DataFrame({"loss": [0.0, 1.0, 0.0], "u": [0.1, 0.9, 0.2], "name": ["a", "b", "c"]})
     data = prepare(frame)
     assert list(data.scores) == ["u"] and data.losses.tolist() == [0.0, 1.0, 0.0]
+
+
+def test_ood_marks_other_than_0_1_are_refused_with_or_without_dropna():
+    from abstain.app.io import Rows
+
+    table = {"loss": [0.0, np.nan, 1.0], "u": [0.1, 0.2, 0.3], "is_ood": [0.0, 2.0, np.nan]}
+    rows = Rows("line", np.array([2, 3, 5]))
+    for dropna in (False, True):  # the OOD column is named, not the empty loss it excuses
+        with pytest.raises(ValueError, match=r"^column 'is_ood' must hold only 0/1 or "
+                                             r"true/false \(or an empty cell\); got 2 on line 3 "
+                                             r"\(1 such row\(s\)\); correct the OOD marks\.$"):
+            prepare(table, dropna=dropna, rows=rows)
+    with pytest.raises(ValueError, match=r"^column 'is_ood' must be numeric; got text values "
+                                         r"such as 'yes' \(line 3\)\.$"):
+        prepare({**table, "is_ood": np.array(["", "yes", "no"])}, dropna=True, rows=rows)
+    with pytest.raises(MissingValuesError, match=r"\(first at line 5\)") as exc:
+        prepare({**table, "is_ood": [0.0, 1.0, np.nan]}, rows=rows)
+    assert exc.value.columns == ["is_ood"] and exc.value.where == "line 5"
+
+
+def test_label_and_prediction_of_different_kinds_are_refused():
+    table = {"label": [1.0, 0.0, np.nan], "prediction": np.array(["class_1", "class_0", "x"]),
+             "u": [0.1, 0.2, 0.3], "is_ood": [0, 0, 1]}
+    with pytest.raises(ValueError, match=r"^the label and prediction columns 'label' and "
+                                         r"'prediction' hold different kinds of values: 'label' "
+                                         r"holds numbers \(such as 1\), 'prediction' text \(such "
+                                         r"as 'class_1'\), so no label would equal its "
+                                         r"prediction; write both with the same class names\.$"):
+        prepare(table)
+    # the same kinds compare as values; a column empty on every ID row has no kind to clash
+    same = prepare({**table, "prediction": np.array(["1", "0", "x"]), "label":
+                    np.array(["1", "1", ""])})
+    assert same.losses.tolist() == [0.0, 1.0, 0.0]
+    empty = prepare({**table, "label": [np.nan, np.nan, np.nan], "is_ood": [1, 1, 1]})
+    assert empty.losses.tolist() == [0.0, 0.0, 0.0]

@@ -19,8 +19,8 @@ import numpy as np
 from .._core.optional import require
 from ..metrics import ScoreTable
 from ..models import PairTable
-from .io import read_chunks, table_format
-from .tables import MissingValuesError, TableData, prepare
+from .io import TableRows, read_chunks, table_format
+from .tables import MissingValuesError, TableData, columns_read, prepare
 
 __all__ = ["MAX_PAIRS", "Summary", "part_files", "summarise"]
 
@@ -120,15 +120,13 @@ def part_files(source: str) -> list[Path]:
     return [p]
 
 
-def _chunk_data(chunk: dict[str, Any], options: dict[str, Any], where: str,
-                first_row: int) -> TableData:
+def _chunk_data(chunk: TableRows, options: dict[str, Any], where: str) -> TableData:
     try:
-        return prepare(chunk, **options)
+        return prepare(chunk.columns, rows=chunk.rows, **options)
     except MissingValuesError as exc:
-        raise ValueError(f"{exc.n_rows} row(s) of {where} have NaN or empty values in "
-                         f"column(s) {', '.join(map(repr, exc.columns))} (first at data row "
-                         f"{first_row + exc.first_row} of the file); pass --dropna to drop "
-                         "them.") from None
+        raise ValueError(f"rows of {where} have NaN or empty values in column(s) "
+                         f"{', '.join(map(repr, exc.columns))} (first at {exc.where}); pass "
+                         "--dropna to drop them.") from None
 
 
 def _empty(names: list[str], ood: bool, wrong: bool = False,
@@ -163,10 +161,9 @@ def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
                   max_pairs: int = MAX_PAIRS) -> Summary:
     """The summary of one file, chunk by chunk."""
     summary = _empty(list(options["scores"]), ood, wrong, columns)
-    seen, dropped = 0, 0
-    for chunk in read_chunks(path, rows):
-        data = _chunk_data(chunk, options, repr(str(path)), seen)
-        seen += len(data.keep)
+    dropped = 0
+    for chunk in read_chunks(path, rows, columns_read(**options)):
+        data = _chunk_data(chunk, options, repr(str(path)))
         dropped += data.n_dropped
         _add(summary, data)
         summary.check_pairs(max_pairs, f"in {str(path)!r}")
@@ -176,9 +173,13 @@ def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
 def _first_chunk(files: list[Path], rows: int, options: dict[str, Any]) -> TableData:
     """The columns of the first chunk of the first file: the score columns of every part."""
     for path in files:
-        for chunk in read_chunks(path, rows):
-            return _chunk_data(chunk, options, repr(str(path)), 0)
-    raise ValueError("the source has no data rows; add one row per sample.")
+        for chunk in read_chunks(path, rows, columns_read(**options)):
+            return _chunk_data(chunk, options, repr(str(path)))
+    if len(files) == 1:
+        raise ValueError(f"{str(files[0])!r} has no data rows (only a header); add one row per "
+                         "sample.")
+    raise ValueError(f"none of the {len(files)} files of the source has a data row; add one "
+                     "row per sample.")
 
 
 def summarise(source: str, *, rows: int, options: dict[str, Any],

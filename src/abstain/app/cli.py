@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
@@ -24,11 +26,13 @@ from .console import Interrupted, console, handle_signals, interrupted, restore_
 from .evaluate import evaluate, evaluate_summary
 from .io import (
     ColumnError,
+    TableRows,
     check_not_input,
     os_error,
-    read_table,
-    write_table,
+    read_table_rows,
+    type_columns,
     write_text,
+    write_with_column,
 )
 from .rules import (
     InfeasibleTargetError,
@@ -38,7 +42,7 @@ from .rules import (
     rule_columns,
     rule_to_json,
 )
-from .tables import MissingValuesError, TableData, prepare
+from .tables import MissingValuesError, TableData, columns_read, prepare
 
 __all__ = ["main"]
 
@@ -62,7 +66,9 @@ def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
                    help="uncertainty score column, higher rejected first; repeat for more "
                         "(default: every other numeric column)")
     p.add_argument("--dropna", action="store_true",
-                   help="drop rows with NaN or empty values in the columns used")
+                   help="drop rows with NaN or empty values in the columns used" if columns
+                   else "keep rows with a NaN or empty score and leave their accept cell empty "
+                        "(without it such rows are refused); every row is written")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--progress", choices=SHOW, default="auto",
                    help="progress bar on stderr: 'auto' (default) draws it only when stderr is "
@@ -198,33 +204,36 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read(path: str) -> dict[str, Any]:
-    """``read_table``, refusing a file without data rows."""
-    table = read_table(path)
-    if not table:
+def _read(path: str, columns: Collection[str] | None = None) -> TableRows:
+    """``read_table_rows``, refusing a file without data rows."""
+    read = read_table_rows(path, columns)
+    if not read.columns:
         raise _Fail(f"{path!r} has no columns; write one column per score, loss and label.")
-    if len(next(iter(table.values()))) == 0:
+    if len(next(iter(read.columns.values()))) == 0:
         raise _Fail(f"{path!r} has no data rows (only a header); add one row per sample.")
-    return table
+    return read
 
 
 def _load(args: argparse.Namespace) -> TableData:
-    table = _read(args.file)
-    return _prepare(table, loss=args.loss, label=args.label, prediction=args.prediction,
-                    scores=args.scores, is_ood=args.is_ood, ood_score=args.ood_score,
-                    dropna=args.dropna)
+    options = {"loss": args.loss, "label": args.label, "prediction": args.prediction,
+               "scores": args.scores, "is_ood": args.is_ood, "ood_score": args.ood_score}
+    # the columns not used are not read as numbers: never refused
+    read = _read(args.file, columns_read(**options))
+    return _prepare(read, dropna=args.dropna, **options)
 
 
-def _prepare(table: Any, **options: Any) -> TableData:
-    """``prepare`` with its NaN error as one CLI line and a note of dropped rows."""
+def _prepare(read: TableRows, *, dropped: str = "dropped {n} row(s) with NaN or empty values.",
+             **options: Any) -> TableData:
+    """``prepare`` with its NaN error as one CLI line naming the file's line, and a note of
+    the rows not used (``dropped``, formatted with their number ``n``)."""
     try:
-        data = prepare(table, **options)
+        data = prepare(read.columns, rows=read.rows, **options)
     except MissingValuesError as exc:
         raise _Fail(f"{exc.n_rows} row(s) have NaN or empty values in column(s) "
-                    f"{', '.join(map(repr, exc.columns))} (first at data row {exc.first_row}); "
+                    f"{', '.join(map(repr, exc.columns))} (first at {exc.where}); "
                     "pass --dropna to drop them.") from exc
     if data.n_dropped:
-        print(f"dropped {data.n_dropped} row(s) with NaN or empty values.", file=sys.stderr)
+        print(dropped.format(n=data.n_dropped), file=sys.stderr)
     return data
 
 
@@ -332,29 +341,37 @@ def _apply(args: argparse.Namespace) -> int:
     scores = args.scores or cols
     if not scores:
         raise _Fail("the rule file names no score column; give it with --score.")
-    table = _read(args.file)
-    if args.column in table and not args.overwrite_column:
+    # Only the columns that apply and its summary use are read as numbers; the others are
+    # copied as written and never refused.
+    read = _read(args.file, scores)
+    if args.column in read.columns and not args.overwrite_column:
         raise _Fail(f"{args.file} already has a column {args.column!r}; name the new column "
                     "with --column, or pass --overwrite-column to replace it.")
-    data = _prepare(table, scores=scores, dropna=args.dropna, need_loss=False)
+    data = _prepare(read, scores=scores, dropna=args.dropna, need_loss=False,
+                    dropped="left the accept cell empty on {n} row(s) with NaN or empty "
+                            "scores.")
     accept = apply_rule(rule, data)
-    out = {k: v[data.keep] for k, v in table.items()}
-    out[args.column] = accept.astype(float)
-    write_table(args.output, out, protect=[args.file, args.rule])
+    cells = np.full(data.keep.size, np.nan)
+    cells[data.keep] = accept
+    write_with_column(args.file, args.output, args.column, cells, protect=[args.rule])
     print(f"accepted {int(accept.sum())} of {accept.size} rows ({accept.mean():.2%}); "
           f"wrote {args.output}")
-    for line in _apply_summary(out, scores, accept):
+    for line in _apply_summary(read, scores, cells, args.file):
         print(line)
     return 0
 
 
-def _apply_summary(table: dict[str, Any], scores: list[str], accept: Any) -> list[str]:
-    """Coverage and selective risk on labelled ID rows, and the OOD acceptance rate."""
+def _apply_summary(read: TableRows, scores: list[str], cells: Any, path: str) -> list[str]:
+    """Coverage and selective risk on labelled ID rows, and the OOD acceptance rate
+    (``cells``: 1 accepted, 0 abstained, NaN not scored)."""
     try:
-        data = prepare(table, scores=scores, dropna=True)
-    except (ColumnError, ValueError):
+        read = type_columns(read, ("loss", "label", "prediction", "is_ood"), path)
+        data = prepare(read.columns, scores=scores, dropna=True, rows=read.rows)
+    except ColumnError:
         return ["(no loss, or label and prediction, columns: no coverage or risk to report)"]
-    kept = accept[data.keep]
+    except ValueError as exc:
+        return [f"(no coverage or risk to report: {exc})"]
+    kept = cells[data.keep] == 1.0
     ood = data.is_ood if data.is_ood is not None else None
     id_rows = ~ood if ood is not None else kept == kept
     lines = []

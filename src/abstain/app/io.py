@@ -14,10 +14,11 @@ from __future__ import annotations
 import csv
 import difflib
 import os
+import re
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,7 +28,11 @@ from .._core.optional import missing_extra
 
 __all__ = [
     "ColumnError",
+    "Rows",
+    "TableRows",
     "read_table",
+    "read_table_rows",
+    "type_columns",
     "write_table",
     "write_text",
     "atomic_path",
@@ -64,6 +69,55 @@ def _parquet_error() -> ImportError:
     return missing_extra("Parquet files", "io")
 
 
+# A number as a CSV cell writes it: digits with an optional point and exponent, or inf.
+# Python's float() also takes "1_000", "١٢" and surrounding words such as "infinity"; a cell
+# the pattern refuses is text.
+_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity)")
+# Control characters that no text CSV holds: the file is binary (or not a table at all).
+_BINARY = re.compile(r"[\x00-\x08\x0e-\x1f]")
+_BOM = b"\xef\xbb\xbf"
+
+
+class Rows(NamedTuple):
+    """Where the rows of a table lie in its file, for messages.
+
+    Attributes
+    ----------
+    unit : str
+        ``"line"`` for a CSV file (the header is line 1, a row's line is the line it
+        starts on), ``"row index"`` for Parquet, NPZ and arrays (from 0).
+    numbers : ndarray of int64, shape (n,)
+        The line or index of each row, in the whole file (also when read in chunks).
+    """
+
+    unit: str
+    numbers: NDArray[np.int64]
+
+    @classmethod
+    def range(cls, n: int, start: int = 0) -> Rows:
+        """Rows ``start`` to ``start + n - 1`` of an array or a Parquet/NPZ file."""
+        return cls("row index", np.arange(start, start + n, dtype=np.int64))
+
+    def name(self, i: int) -> str:
+        """The ``i``-th row (from 0) as a message names it: ``"line 7"``, ``"row index 5"``."""
+        return f"{self.unit} {int(self.numbers[i])}"
+
+
+class TableRows(NamedTuple):
+    """A table read from a file, with where each row lies in it.
+
+    Attributes
+    ----------
+    columns : dict of str to ndarray of shape (n,)
+        As :func:`read_table` returns them.
+    rows : Rows
+        The line (CSV) or row index (Parquet, NPZ) of each row.
+    """
+
+    columns: dict[str, NDArray[Any]]
+    rows: Rows
+
+
 def _number(s: str) -> float | None:
     """The cell as a float (missing cells NaN, true/false 1/0), or None for text."""
     low = s.strip().lower()
@@ -72,30 +126,74 @@ def _number(s: str) -> float | None:
     if low in ("true", "false"):
         return 1.0 if low == "true" else 0.0
     try:
-        return float(low)
+        x = float(low)
+    except ValueError:
+        return None
+    # float() also takes "1_000", other scripts' digits and "infinity"; the pattern does not
+    if ("_" in low or not low.isascii() or not low[-1:].isdigit()) and (
+            _NUMBER.fullmatch(low) is None):
+        return None
+    return x
+
+
+_NOT_PLAIN = re.compile(r"[^0-9eE.+\- \t]")
+
+
+def _plain_numbers(values: list[str]) -> NDArray[np.float64] | None:
+    """The cells as float64 when every one is a number written with digits, sign, point and
+    exponent only (the common case, converted at once), else None."""
+    if not values or _NOT_PLAIN.search("".join(values)) is not None:
+        return None
+    try:
+        return np.array(values, dtype=np.float64)
     except ValueError:
         return None
 
 
-def _column_from_strings(name: str, values: list[str], lines: list[int],
-                         where: str) -> NDArray[Any]:
-    """Float64 if the non-missing cells are numbers (missing cells become NaN), else str.
+class _Kind(NamedTuple):
+    """The first non-missing cell of a column: whether it is a number, its line, its text."""
 
-    A column whose cells are mostly numbers but not all is refused, naming the first
-    text cell, rather than read as text (or its numbers lost).
+    number: bool
+    line: int
+    cell: str
+
+
+def _column_from_strings(name: str, values: list[str], lines: NDArray[np.int64], where: str,
+                         kinds: dict[str, _Kind] | None = None) -> NDArray[Any]:
+    """The cells of a CSV column by the kind of its first non-missing cell: float64 when it
+    is a number (missing cells NaN), str when it is text (numbers in it are text too).
+
+    A column of numbers with a text cell is refused, naming both cells. ``kinds`` carries
+    the first cell from the earlier chunks of a file, so a file read in chunks of any size
+    gets the kinds, and is accepted or refused, as it is read whole.
     """
+    first = None if kinds is None else kinds.get(name)
+    fast = _plain_numbers(values)
+    if fast is not None:  # every cell a number as written: no cell to check one by one
+        if first is None and values:
+            first = _Kind(True, int(lines[0]), values[0].strip())
+            if kinds is not None:
+                kinds[name] = first
+        if first is None or first.number:
+            return fast
+        return np.asarray([v.strip() for v in values], dtype=str)
     nums = [_number(v) for v in values]
-    text = [i for i, x in enumerate(nums) if x is None]
-    if not text:
-        return np.asarray(nums, dtype=np.float64)
-    n_num = sum(1 for x in nums if x is not None and not np.isnan(x))
-    if n_num >= len(text):
-        i = text[0]
+    if first is None:
+        i = next((i for i, x in enumerate(nums) if x is None or not np.isnan(x)), None)
+        if i is None:
+            return np.asarray(nums, dtype=np.float64)
+        first = _Kind(nums[i] is not None, int(lines[i]), values[i].strip())
+        if kinds is not None:
+            kinds[name] = first
+    if not first.number:
+        return np.asarray([v.strip() for v in values], dtype=str)
+    j = next((j for j, x in enumerate(nums) if x is None), None)
+    if j is not None:
         raise ValueError(
-            f"column {name!r} of {where!r} holds numbers but data row {i + 1} (line "
-            f"{lines[i]}) has the text {values[i].strip()!r}; correct or empty that cell."
-        )
-    return np.asarray([v.strip() for v in values], dtype=str)
+            f"column {name!r} of {where!r} holds numbers (line {first.line}: {first.cell!r}) "
+            f"but line {lines[j]} has the text {values[j].strip()!r}; correct or empty that "
+            "cell.")
+    return np.asarray(nums, dtype=np.float64)
 
 
 def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
@@ -110,7 +208,11 @@ def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
     -------
     dict of str to ndarray of shape (n,)
         Numeric columns as float64 (``true``/``false`` read as 1/0, empty cells and
-        ``NA``/``nan`` as NaN), other columns as str.
+        ``NA``/``nan`` as NaN), other columns as str. A CSV column holds numbers only or
+        text only (a cell of the other kind is refused, naming its line); a number is
+        written with digits, an optional point and exponent (``1_000`` is text). A blank
+        line between data rows is a row whose cells are all empty; blank lines after the
+        last row are not rows.
 
     Raises
     ------
@@ -130,33 +232,28 @@ def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
     >>> read_table(path)
     {'loss': array([0., 1.]), 'label': array(['cat', 'dog'], dtype='<U3')}
     """
+    return read_table_rows(path).columns
+
+
+def read_table_rows(path: str | os.PathLike[str],
+                    columns: Collection[str] | None = None) -> TableRows:
+    """:func:`read_table`, with the line (CSV) or row index of each row for messages.
+
+    ``columns``: read only these columns of a CSV file as numbers or text (and check
+    them); the others are the text of their cells as written (default: read every column).
+    """
     p = Path(path)
     fmt = table_format(p)
     if not p.is_file():
         raise FileNotFoundError(f"file not found: {str(p)!r}.")
     if fmt == "csv":
-        rows = _csv_rows(p)
-        header = _csv_header(next(rows, None), p)
-        table = _csv_columns(header, list(rows), p)
-    elif fmt == "npz":
-        try:
-            data = np.load(p, allow_pickle=False)
-        except (ValueError, zipfile.BadZipFile, OSError, EOFError):
-            data = None
-        if not isinstance(data, np.lib.npyio.NpzFile):
-            raise ValueError(f"{str(p)!r} is not an NPZ file (a zip of .npy arrays); write it "
-                             "with numpy.savez.")
-        table = {}
-        with data:
-            for k in data.files:
-                try:
-                    table[k] = np.asarray(data[k])
-                except ValueError:
-                    raise ValueError(
-                        f"array {k!r} of {str(p)!r} holds Python objects, which are not "
-                        "read (no pickle); save it as numbers or strings (e.g. "
-                        "np.asarray(x, dtype=float) or dtype=str)."
-                    ) from None
+        records = _csv_records(p)
+        header = _csv_header(next(records, None), p)
+        body = list(_csv_body(records, len(header)))
+        table, lines = _csv_columns(header, body, p, typed=columns)
+        return TableRows(_normalise(table, str(p)), Rows("line", lines))
+    if fmt == "npz":
+        table = _npz_arrays(p)
     else:
         try:
             import pandas as pd
@@ -166,29 +263,207 @@ def read_table(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:
             frame = pd.read_parquet(p)
         except ImportError as exc:
             raise _parquet_error() from exc
+        except Exception as exc:  # pyarrow's errors for a file that is not Parquet
+            raise ValueError(f"{str(p)!r} is not a Parquet file ({exc}); write it with "
+                             "pandas.DataFrame.to_parquet or pyarrow.") from None
         table = {str(k): frame[k].to_numpy() for k in frame.columns}
-    return _normalise(table, str(p))
+    columns = _normalise(table, str(p))
+    n = len(next(iter(columns.values()))) if columns else 0
+    return TableRows(columns, Rows.range(n))
 
 
-def _csv_rows(p: Path) -> Iterator[tuple[int, list[str]]]:
-    """``(line number, fields)`` of each row of a CSV file, read lazily."""
-    try:  # utf-8-sig: the byte-order mark of Excel's "CSV UTF-8" is not a column name
-        with open(p, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.reader(fh)
-            for r in reader:
-                yield reader.line_num, r
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{str(p)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
-            f"{exc.start}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
-        ) from None
+def type_columns(read: TableRows, names: Collection[str], where: str) -> TableRows:
+    """``read`` with its columns ``names`` that :func:`read_table_rows` left as written
+    (not in its ``columns``) read as numbers or text, as ``read_table_rows`` reads a column.
+
+    Raises
+    ------
+    ValueError
+        A column of numbers with a text cell, naming the column, ``where`` and both lines.
+    """
+    columns = dict(read.columns)
+    for name in names:
+        col = columns.get(name)
+        if col is not None and col.dtype.kind == "U":
+            columns[name] = _column_from_strings(name, col.tolist(), read.rows.numbers, where)
+    return TableRows(columns, read.rows)
 
 
-def _csv_header(first: tuple[int, list[str]] | None, p: Path) -> list[str]:
-    if first is None or not first[1]:
+def _npz_arrays(p: Path) -> dict[str, NDArray[Any]]:
+    """The arrays of an NPZ file as saved (no pickle)."""
+    try:
+        data = np.load(p, allow_pickle=False)
+    except (ValueError, zipfile.BadZipFile, OSError, EOFError):
+        data = None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(f"{str(p)!r} is not an NPZ file (a zip of .npy arrays); write it "
+                         "with numpy.savez.")
+    table = {}
+    with data:
+        for k in data.files:
+            try:
+                table[k] = np.asarray(data[k])
+            except ValueError:
+                raise ValueError(
+                    f"array {k!r} of {str(p)!r} holds Python objects, which are not "
+                    "read (no pickle); save it as numbers or strings (e.g. "
+                    "np.asarray(x, dtype=float) or dtype=str)."
+                ) from None
+    return table
+
+
+class _Record(NamedTuple):
+    """One CSV record as written: its first line, its text without the line ending, the
+    line ending (``""`` at the end of a file without one) and its cells."""
+
+    line: int
+    text: str
+    end: str
+    cells: list[str]
+
+
+def _split(text: str) -> tuple[list[str], list[str], bool]:
+    """The cells and the raw fields (as written, quotes included) of a CSV record, and
+    whether a quoted cell is still open at the end of ``text`` (it goes on on the next line).
+
+    The rules of Python's ``csv`` module (the Excel dialect): a cell that starts with a
+    double quote is quoted, ``""`` in it is one quote, text after its closing quote is
+    appended; a quote inside an unquoted cell is a character like any other.
+    """
+    if '"' not in text:
+        fields = text.split(",")
+        return fields, fields, False
+    cells: list[str] = []
+    raw: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        start = i
+        if i < n and text[i] == '"':
+            parts = []
+            i += 1
+            while True:
+                j = text.find('"', i)
+                if j < 0:
+                    return cells, raw, True
+                parts.append(text[i:j])
+                if j + 1 < n and text[j + 1] == '"':
+                    parts.append('"')
+                    i = j + 2
+                    continue
+                i = j + 1
+                break
+            k = text.find(",", i)
+            k = n if k < 0 else k
+            parts.append(text[i:k])
+            cells.append("".join(parts))
+        else:
+            k = text.find(",", i)
+            k = n if k < 0 else k
+            cells.append(text[i:k])
+        raw.append(text[start:k])
+        if k == n:
+            return cells, raw, False
+        i = k + 1
+
+
+_BREAK = re.compile(rb"\r\n|\r|\n")
+
+
+def _text_lines(fh: Any, where: str) -> Iterator[tuple[str, str]]:
+    """``(text, line ending)`` of each line of a binary file: ``\n``, ``\r\n``, a lone
+    ``\r``, or ``""`` for a last line without one. Decoded and checked a block at a time:
+    a byte that is not UTF-8 and a control character that no text holds are refused with
+    their line."""
+    done, offset = 0, 0  # lines and bytes before the block
+    for batch in iter(lambda: fh.readlines(1 << 16), []):
+        blob = b"".join(batch)
+        skip = 3 if offset == 0 and blob.startswith(_BOM) else 0
+        try:
+            text = blob[skip:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            at = skip + exc.start
+            line = done + len(_BREAK.findall(blob, 0, at)) + 1
+            raise ValueError(
+                f"{where!r} is not UTF-8 text (line {line}: byte {blob[at]:#04x} at offset "
+                f"{offset + at}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
+            ) from None
+        bad = _BINARY.search(text)
+        if bad is not None:
+            line = done + len(_BREAK.findall(text[: bad.start()].encode())) + 1
+            raise ValueError(
+                f"{where!r} is not a text CSV file (control character {ord(bad.group()):#04x} "
+                f"on line {line}); give a CSV file of text (a header row, comma-separated), or "
+                "a .parquet or .npz file.")
+        offset += len(blob)
+        pieces = text.split("\n")
+        last = pieces.pop()  # "" when the block ends with a line ending
+        for piece in pieces:
+            lines = _lone_returns(piece, "\n")
+            done += len(lines)
+            yield from lines
+        if last:
+            lines = _lone_returns(last, "")
+            done += len(lines)
+            yield from lines
+
+
+def _lone_returns(piece: str, end: str) -> list[tuple[str, str]]:
+    """The lines of ``piece`` (one line ending in ``end``) split at carriage returns:
+    ``"a\\rb"`` is two lines; a last ``"\\r"`` makes ``end`` ``"\\r\\n"``."""
+    if "\r" not in piece:
+        return [(piece, end)]
+    *lines, rest = piece.split("\r")
+    out = [(x, "\r") for x in lines]
+    if rest:
+        out.append((rest, end))
+    elif end:
+        out[-1] = (out[-1][0], "\r" + end)
+    return out
+
+
+def _csv_records(p: Path) -> Iterator[_Record]:
+    """The records of a CSV file, read lazily; the header is line 1.
+
+    A UTF-8 byte-order mark (Excel's "CSV UTF-8") is not part of the first column name.
+    A line that is not UTF-8, a control character that no text holds and a quoted cell
+    never closed are refused, naming the file and the line.
+    """
+    where = str(p)
+    with open(p, "rb") as fh:
+        pending, start, line = "", 0, 0
+        for body, end in _text_lines(fh, where):
+            line += 1
+            if not pending and '"' not in body:  # the common case, without a call
+                yield _Record(line, body, end, body.split(","))
+                continue
+            if pending:
+                text = pending + body
+            else:
+                text, start = body, line
+            cells, _, open_ = _split(text)
+            if open_:
+                pending = text + end
+                continue
+            pending = ""
+            yield _Record(start, text, end, cells)
+        if pending:
+            raise ValueError(f"a quoted cell of {where!r} opened on line {start} is never "
+                             "closed; close its double quote (a quote inside a quoted cell is "
+                             "written twice).")
+
+
+def _blank(record: _Record) -> bool:
+    return not record.text or record.text.isspace()
+
+
+def _csv_header(first: _Record | None, p: Path) -> list[str]:
+    if first is None:
         raise ValueError(f"path must be a CSV file with a header row; got an empty file "
                          f"{str(p)!r}.")
-    header = [h.strip() for h in first[1]]
+    if _blank(first):
+        raise ValueError(f"line 1 of {str(p)!r} is blank; the header row (the column names) "
+                         "must be line 1.")
+    header = [h.strip() for h in first.cells]
     for j, h in enumerate(header):
         if h in header[:j]:
             raise ValueError(
@@ -198,45 +473,66 @@ def _csv_header(first: tuple[int, list[str]] | None, p: Path) -> list[str]:
     return header
 
 
-def _csv_columns(header: list[str], rows: list[tuple[int, list[str]]],
-                 p: Path) -> dict[str, NDArray[Any]]:
-    body = [(line, r) for line, r in rows if r]
-    bad = [line for line, r in body if len(r) != len(header)]
+def _csv_body(records: Iterator[_Record], width: int) -> Iterator[_Record]:
+    """The data records: a blank line between rows is a row of ``width`` empty cells;
+    blank lines after the last row are not rows."""
+    blanks: list[_Record] = []
+    for r in records:
+        if not r.text or r.text.isspace():  # _blank, inline: once per row
+            blanks.append(r._replace(cells=[""] * width))
+            continue
+        yield from blanks
+        blanks = []
+        yield r
+
+
+def _csv_columns(header: list[str], body: list[_Record], p: Path,
+                 kinds: dict[str, _Kind] | None = None, typed: Collection[str] | None = None,
+                 ) -> tuple[dict[str, NDArray[Any]], NDArray[np.int64]]:
+    bad = [r.line for r in body if len(r.cells) != len(header)]
     if bad:
         raise ValueError(
             f"every CSV row must have {len(header)} fields like the header; "
             f"got a different number on line {bad[0]} of {str(p)!r}."
         )
-    lines = [line for line, _ in body]
-    return {h: _column_from_strings(h, [r[j] for _, r in body], lines, str(p))
-            for j, h in enumerate(header)}
+    lines = np.fromiter((r.line for r in body), dtype=np.int64, count=len(body))
+    columns = {h: _column_from_strings(h, [r.cells[j] for r in body], lines, str(p), kinds)
+               if typed is None or h in typed else
+               np.asarray([r.cells[j] for r in body], dtype=str)
+               for j, h in enumerate(header)}
+    return columns, lines
 
 
-def read_chunks(path: str | os.PathLike[str], rows: int) -> Iterator[dict[str, NDArray[Any]]]:
+def read_chunks(path: str | os.PathLike[str], rows: int,
+                columns: Collection[str] | None = None) -> Iterator[TableRows]:
     """The table of a CSV or Parquet file in chunks of at most ``rows`` rows (NPZ: whole).
 
-    Each chunk is read and checked as :func:`read_table` reads a file, with the file's own
-    line numbers in the messages, so at most one chunk is in memory at a time. A column
-    must be numeric in every chunk or text in every chunk.
+    Each chunk is read and checked as :func:`read_table` reads a file, with the rows'
+    places in the whole file (:class:`Rows`), so at most one chunk is in memory at a time.
+    A file is accepted or refused whatever the chunk size: a CSV column's kind (numbers or
+    text) is that of its first non-missing cell in the file. ``columns``: as for
+    :func:`read_table_rows`.
     """
     p = Path(path)
     fmt = table_format(p)
     if not p.is_file():
         raise FileNotFoundError(f"file not found: {str(p)!r}.")
     if fmt == "npz":
-        yield read_table(p)
+        yield read_table_rows(p, columns)
     elif fmt == "csv":
-        lines = _csv_rows(p)
-        header = _csv_header(next(lines, None), p)
-        chunk: list[tuple[int, list[str]]] = []
-        for line, r in lines:
-            if r:
-                chunk.append((line, r))
+        records = _csv_records(p)
+        header = _csv_header(next(records, None), p)
+        kinds: dict[str, _Kind] = {}
+        chunk: list[_Record] = []
+        for r in _csv_body(records, len(header)):
+            chunk.append(r)
             if len(chunk) >= rows:
-                yield _normalise(_csv_columns(header, chunk, p), str(p))
+                table, lines = _csv_columns(header, chunk, p, kinds, columns)
+                yield TableRows(_normalise(table, str(p)), Rows("line", lines))
                 chunk = []
         if chunk:
-            yield _normalise(_csv_columns(header, chunk, p), str(p))
+            table, lines = _csv_columns(header, chunk, p, kinds, columns)
+            yield TableRows(_normalise(table, str(p)), Rows("line", lines))
     else:
         try:
             import pyarrow.parquet as pq
@@ -247,9 +543,34 @@ def read_chunks(path: str | os.PathLike[str], rows: int) -> Iterator[dict[str, N
         except Exception as exc:  # pyarrow's errors for a file that is not Parquet
             raise ValueError(f"{str(p)!r} is not a Parquet file ({exc}); write it with "
                              "pandas.DataFrame.to_parquet or pyarrow.") from None
+        seen = 0
         for batch in parquet.iter_batches(batch_size=rows):
             frame = batch.to_pandas()
-            yield _normalise({str(k): frame[k].to_numpy() for k in frame.columns}, str(p))
+            table = _normalise({str(k): frame[k].to_numpy() for k in frame.columns}, str(p))
+            yield TableRows(table, Rows.range(len(frame), seen))
+            seen += len(frame)
+
+
+def _is_missing_object(v: Any) -> bool:
+    """None, NaN and pandas' NA (the missing cells of an object column)."""
+    if v is None or type(v).__name__ == "NAType":
+        return True
+    return isinstance(v, (float, np.floating)) and bool(np.isnan(v))
+
+
+def _object_column(name: str, arr: NDArray[Any], where: str) -> NDArray[Any]:
+    """An object column (Parquet strings, nullable numbers) as float64 or str, decided by
+    the kind of its values, never by whether text parses as a number: every chunk of a file
+    gets the kind that the whole file gets."""
+    present = [v for v in arr if not _is_missing_object(v)]
+    numbers = [isinstance(v, (int, float, np.integer, np.floating)) for v in present]
+    if all(numbers):
+        return np.asarray([np.nan if _is_missing_object(v) else float(v) for v in arr],
+                          dtype=np.float64)
+    if any(numbers):
+        raise ValueError(f"column {name!r} of {where!r} mixes numbers and text; write it as "
+                         "one type.")
+    return np.asarray(["" if _is_missing_object(v) else str(v) for v in arr], dtype=str)
 
 
 def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
@@ -263,10 +584,7 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
         if arr.dtype.kind in "biuf":
             arr = arr.astype(np.float64)
         elif arr.dtype.kind == "O":
-            try:
-                arr = arr.astype(np.float64)  # None -> NaN for numeric object columns
-            except (TypeError, ValueError):
-                arr = np.asarray(["" if v is None else str(v) for v in arr], dtype=str)
+            arr = _object_column(str(name), arr, where)
         elif arr.dtype.kind != "U":
             arr = arr.astype(str)
         out[str(name)] = arr
@@ -393,3 +711,143 @@ def _cell(v: Any) -> str:
             return str(int(f))
         return repr(f)
     return str(v)
+
+
+def write_with_column(
+    source: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    name: str,
+    values: NDArray[np.float64],
+    *,
+    protect: Iterable[str | os.PathLike[str]] = (),
+) -> None:
+    """Write the table of ``source`` to ``path`` with the column ``name`` added (or
+    replaced, in its place), atomically; every other column as the source holds it.
+
+    A CSV source is copied record by record as written: its cells, quoting, line endings,
+    byte-order mark and blank lines after the last row are kept byte for byte and the new
+    cell is appended to each record (a blank line between rows gets empty cells). To
+    Parquet or NPZ, the CSV's columns go as the text written in the cells. A Parquet
+    source keeps its columns and dtypes (pandas), an NPZ source its arrays.
+
+    Parameters
+    ----------
+    source : str or path-like
+        The table read (CSV, Parquet or NPZ), read again here.
+    path : str or path-like
+        Target; the extension gives the format.
+    name : str
+        The new column.
+    values : ndarray of shape (n,)
+        Its values, one per row of ``source``: numbers, NaN for an empty cell (written
+        ``1``, ``0`` and an empty cell in CSV).
+    protect : iterable of paths
+        Files that must not be overwritten: ``source`` and the other inputs.
+    """
+    src, out = Path(source), Path(path)
+    check_not_input(out, [src, *protect])
+    values = np.asarray(values, dtype=np.float64)
+    fmt, src_fmt = table_format(out), table_format(src)
+    if src_fmt == "csv" and fmt == "csv":
+        _copy_csv(src, out, name, values)
+        return
+    if src_fmt == "csv":
+        records = _csv_records(src)
+        header = _csv_header(next(records, None), src)
+        body = list(_csv_body(records, len(header)))
+        _check_rows(src, len(body), values)
+        columns: dict[str, Any] = {h: np.asarray([r.cells[j] for r in body], dtype=str)
+                                   for j, h in enumerate(header)}
+    elif src_fmt == "npz":
+        columns = _npz_arrays(src)
+        _check_rows(src, len(next(iter(columns.values()))) if columns else 0, values)
+    else:
+        import pandas as pd
+
+        frame = pd.read_parquet(src)
+        _check_rows(src, len(frame), values)
+        frame[name] = values
+        with atomic_path(out) as tmp:
+            if fmt == "csv":
+                frame.to_csv(tmp, index=False, lineterminator="\n")
+            elif fmt == "npz":
+                with open(tmp, "wb") as fh:
+                    np.savez(fh, **{str(k): _plain(frame[k].to_numpy())  # type: ignore[arg-type]
+                                    for k in frame.columns})
+            else:
+                frame.to_parquet(tmp, index=False)
+        return
+    columns[name] = values
+    with atomic_path(out) as tmp:
+        if fmt == "npz":
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **columns)
+        elif fmt == "csv":
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(list(columns))
+                cols = [[_cell(v) for v in a] for a in columns.values()]
+                writer.writerows(zip(*cols, strict=True))
+        else:
+            import pandas as pd
+
+            pd.DataFrame(columns).to_parquet(tmp, index=False)
+
+
+def _plain(arr: NDArray[Any]) -> NDArray[Any]:
+    """An array that ``np.savez`` writes without pickle (an object column as text)."""
+    if arr.dtype.kind != "O":
+        return arr
+    return np.asarray(["" if _is_missing_object(v) else str(v) for v in arr], dtype=str)
+
+
+def _check_rows(src: Path, n: int, values: NDArray[Any]) -> None:
+    if n != values.size:
+        raise ValueError(f"{str(src)!r} has {n} rows but {values.size} values were given for "
+                         "them (did the file change while it was read?); run again.")
+
+
+def _accept_cell(v: float) -> str:
+    return "" if np.isnan(v) else _cell(v)
+
+
+def _copy_csv(src: Path, out: Path, name: str, values: NDArray[np.float64]) -> None:
+    """The CSV ``src`` copied record by record with the cell of ``name`` added or replaced."""
+    with open(src, "rb") as raw:
+        bom = raw.read(3) == _BOM
+    records = _csv_records(src)
+    first = next(records, None)
+    header = _csv_header(first, src)
+    assert first is not None
+    at = header.index(name) if name in header else None
+    quoted = '"' + name.replace('"', '""') + '"'
+    name_cell = quoted if any(c in name for c in ',"\r\n') or name != name.strip() else name
+
+    def line(text: str, cell: str, width: int) -> str:
+        if at is None:
+            return f"{text},{cell}"
+        raw = _split(text)[1] if text.strip() else [""] * width
+        raw[at] = cell
+        return ",".join(raw)
+
+    n = 0
+    with atomic_path(out) as tmp:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            fh.write(("\ufeff" if bom else "") + line(first.text, name_cell, len(header))
+                     + (first.end or "\n"))
+            tail: list[_Record] = []
+            for r in records:
+                if _blank(r):
+                    tail.append(r)
+                    continue
+                for b in [*tail, r]:
+                    if n >= values.size:
+                        _check_rows(src, n + 1, values)
+                    text = "," * (len(header) - 1) if _blank(b) else b.text
+                    end = b.end or ("\n" if b is not r else "")
+                    fh.write(line(text, _accept_cell(values[n]), len(header)) + end)
+                    n += 1
+                tail = []
+            for b in tail:  # blank lines after the last row: not rows, kept as written
+                fh.write(b.text + b.end)
+        _check_rows(src, n, values)

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .io import ColumnError, get_column
+from .io import ColumnError, Rows, get_column
 
 Progress = Callable[[int, int], None]
 
@@ -36,14 +36,19 @@ class MissingValuesError(ValueError):
         The columns with missing values.
     first_row : int
         Index (from 0, data rows only) of the first such row.
+    where : str
+        Where the first such row lies in its file: ``"line 7"`` for a CSV file (the header
+        is line 1), ``"row index 5"`` otherwise (see :class:`~abstain.app.io.Rows`).
     """
 
-    def __init__(self, n_rows: int, columns: list[str], first_row: int) -> None:
+    def __init__(self, n_rows: int, columns: list[str], first_row: int,
+                 where: str | None = None) -> None:
         self.n_rows, self.columns, self.first_row = n_rows, columns, first_row
+        self.where = f"row index {first_row}" if where is None else where
         cols = ", ".join(map(repr, columns))
         super().__init__(
-            f"{n_rows} row(s) have NaN or empty values in column(s) {cols} (first at data row "
-            f"{first_row}); drop them explicitly (dropna=True)."
+            f"{n_rows} row(s) have NaN or empty values in column(s) {cols} (first at "
+            f"{self.where}); drop them explicitly (dropna=True)."
         )
 
 
@@ -94,20 +99,74 @@ def _missing(col: NDArray[Any]) -> NDArray[np.bool_]:
     return np.char.strip(col.astype(str)) == ""
 
 
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
-
-
-def _numeric(name: str, col: NDArray[Any]) -> NDArray[np.float64]:
+def _numeric(name: str, col: NDArray[Any], rows: Rows) -> NDArray[np.float64]:
     if col.dtype.kind != "f":
-        text = [str(v) for v in col if not _is_number(str(v))]
+        present = np.flatnonzero(~_missing(col))
+        i = int(present[0]) if present.size else 0
         raise ValueError(f"column {name!r} must be numeric; got text values such as "
-                         f"{(text or [str(col[0])])[0]!r}.")
+                         f"{str(col[i]).strip()!r} ({rows.name(i)}).")
     return col
+
+
+def _shown(v: Any) -> str:
+    """A cell as a message quotes it: a whole float without its point, text in quotes."""
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return str(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
+    return repr(str(v))
+
+
+def _ood_marks(name: str, col: NDArray[Any], rows: Rows) -> NDArray[np.float64]:
+    """The OOD column, refusing any value but 0/1 or true/false (empty cells are missing)."""
+    col = _numeric(name, col, rows)
+    wrong = ~np.isnan(col) & (col != 0.0) & (col != 1.0)
+    if wrong.any():
+        i = int(np.argmax(wrong))
+        raise ValueError(f"column {name!r} must hold only 0/1 or true/false (or an empty "
+                         f"cell); got {_shown(col[i])} on {rows.name(i)} ({int(wrong.sum())} "
+                         "such row(s)); correct the OOD marks.")
+    return col
+
+
+def _same_kind(cols: dict[str, NDArray[Any]], rows_used: NDArray[np.bool_]) -> None:
+    """Refuse a label and a prediction column of which one holds numbers and one text:
+    no row would compare equal, and every row would count as an error."""
+    (na, a), (nb, b) = cols.items()
+    if (a.dtype.kind == "f") == (b.dtype.kind == "f"):
+        return
+    a_at = np.flatnonzero(rows_used & ~_missing(a))
+    b_at = np.flatnonzero(rows_used & ~_missing(b))
+    if a_at.size == 0 or b_at.size == 0:
+        return
+
+    def kind(c: NDArray[Any]) -> str:
+        return "numbers" if c.dtype.kind == "f" else "text"
+
+    raise ValueError(
+        f"the label and prediction columns {na!r} and {nb!r} hold different kinds of values: "
+        f"{na!r} holds {kind(a)} (such as {_shown(a[a_at[0]])}), {nb!r} {kind(b)} (such as "
+        f"{_shown(b[b_at[0]])}), so no label would equal its prediction; write both with the "
+        "same class names.")
+
+
+def columns_read(*, scores: Sequence[str] | None = None, loss: str | None = None,
+                 label: str | None = None, prediction: str | None = None,
+                 is_ood: str | None = None, ood_score: str | None = None,
+                 **_: Any) -> set[str] | None:
+    """The columns that :func:`prepare` may read with these options (the ``columns`` of
+    :func:`abstain.app.io.read_table_rows`), or None when it may read every column (no
+    ``scores`` given: every numeric column is a score).
+
+    Examples
+    --------
+    >>> from abstain.app.tables import columns_read
+    >>> sorted(columns_read(scores=["u"], label="y"))
+    ['is_ood', 'label', 'loss', 'prediction', 'u', 'y']
+    """
+    if scores is None:
+        return None
+    named = (loss, label, prediction, is_ood, ood_score)
+    return {*scores, "loss", "label", "prediction", "is_ood", *(n for n in named if n)}
 
 
 def prepare(
@@ -121,6 +180,7 @@ def prepare(
     ood_score: str | None = None,
     dropna: bool = False,
     need_loss: bool = True,
+    rows: Rows | None = None,
 ) -> TableData:
     """Pick and check the columns of a table.
 
@@ -152,6 +212,9 @@ def prepare(
     need_loss : bool, default True
         False when only scores are needed (applying a rule): the loss, label,
         prediction and OOD columns are then not read.
+    rows : abstain.app.io.Rows, optional
+        Where each row lies in its file, for the messages (the ``rows`` of
+        :func:`abstain.app.io.read_table_rows`). Default: the row index from 0.
 
     Returns
     -------
@@ -163,6 +226,10 @@ def prepare(
         A named column is missing (the message suggests the closest name).
     MissingValuesError
         Rows with missing values and ``dropna=False``.
+    ValueError
+        A score or loss column of text; an OOD value other than 0/1, true/false or empty
+        (with or without ``dropna``); a label and a prediction column of which one holds
+        numbers and the other text.
 
     Examples
     --------
@@ -177,25 +244,26 @@ def prepare(
             if v.dtype.kind in "biu":
                 table[k] = v.astype(np.float64)
     n = len(next(iter(table.values()))) if table else 0
+    if rows is None:
+        rows = Rows.range(n)
     used: dict[str, NDArray[Any]] = {}
     ood_name = None
     if need_loss:
         ood_name = is_ood if is_ood is not None else ("is_ood" if "is_ood" in table else None)
     ood: NDArray[np.bool_] | None = None
     if ood_name is not None:
-        col = _numeric(ood_name, get_column(table, ood_name, "OOD column"))
-        used[ood_name] = col
+        used[ood_name] = _ood_marks(ood_name, get_column(table, ood_name, "OOD column"), rows)
     loss_cols: dict[str, NDArray[Any]] = {}
     if not need_loss:
         pass
     elif loss is not None:
-        loss_cols[loss] = _numeric(loss, get_column(table, loss, "loss column"))
+        loss_cols[loss] = _numeric(loss, get_column(table, loss, "loss column"), rows)
     elif label is not None or prediction is not None:
         for name, what in ((label or "label", "label column"),
                            (prediction or "prediction", "prediction column")):
             loss_cols[name] = get_column(table, name, what)
     elif "loss" in table:
-        loss_cols["loss"] = _numeric("loss", table["loss"])
+        loss_cols["loss"] = _numeric("loss", table["loss"], rows)
     elif "label" in table and "prediction" in table:
         loss_cols = {"label": table["label"], "prediction": table["prediction"]}
     else:
@@ -228,7 +296,7 @@ def prepare(
         clash = [f"{r}+{ood_score}" for r in names if f"{r}+{ood_score}" in names]
         if clash:
             raise ValueError(f"the pair name {clash[0]!r} is also a score column; rename it.")
-    score_cols = {s: _numeric(s, get_column(table, s, "score column")) for s in names}
+    score_cols = {s: _numeric(s, get_column(table, s, "score column"), rows) for s in names}
     # Missing values: OOD rows need no loss, label or prediction.
     bad = np.zeros(n, dtype=bool)
     bad_cols: list[str] = []
@@ -245,14 +313,13 @@ def prepare(
             bad |= miss
             bad_cols.append(name)
     if bad.any() and not dropna:
-        raise MissingValuesError(int(bad.sum()), bad_cols, int(np.argmax(bad)))
+        first = int(np.argmax(bad))
+        raise MissingValuesError(int(bad.sum()), bad_cols, first, rows.name(first))
     keep = ~bad
+    if len(loss_cols) == 2:
+        _same_kind(loss_cols, keep & ~ood_rows)
     if ood_raw is not None:
-        vals = ood_raw[keep]
-        if not np.all((vals == 0.0) | (vals == 1.0)):
-            raise ValueError(f"column {ood_name!r} must hold only 0/1 or true/false; "
-                             "got other values.")
-        ood = vals == 1.0
+        ood = ood_raw[keep] == 1.0
     if len(loss_cols) == 1:
         losses = next(iter(loss_cols.values()))[keep].astype(np.float64)
     elif loss_cols:
