@@ -17,6 +17,7 @@ __all__ = [
     "as_class_labels",
     "as_features",
     "as_is_ood",
+    "as_labels",
     "as_losses",
     "as_losses_and_scores",
     "as_matrix",
@@ -179,6 +180,30 @@ def as_class_labels(labels: ArrayLike, name: str) -> NDArray[np.int64]:
     if y.min() < 0:
         raise ValueError(f"{name} must be non-negative class indices; got min {y.min()}.")
     return y
+
+
+def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
+    """Return ``values`` as a non-empty 1-D array of class labels, as given.
+
+    Integers, floats without NaN or infinity, bools, strings and objects (such as mixed
+    labels) are kept with their dtype; a column vector, complex, datetime and timedelta
+    values are refused.
+    """
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as exc:  # ragged nested sequences
+        raise ValueError(f"{name} must be a 1-D array of class labels; got "
+                         f"{type(values).__name__} that is not a rectangular array.") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of class labels; got {_describe(arr)}.")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty; got an array of length 0.")
+    if arr.dtype.kind not in "biufUSO":
+        raise ValueError(f"{name} must hold class labels (numbers or strings); got dtype "
+                         f"{arr.dtype}.")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite labels; got {_nonfinite(arr)}.")
+    return arr
 
 
 def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
