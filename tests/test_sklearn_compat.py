@@ -17,6 +17,7 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_score  # noqa
 from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
 
 from abstain import SelectiveClassifier  # noqa: E402
+from abstain.metrics import neg_aurc_scorer  # noqa: E402
 from abstain.ordinal import SVOR  # noqa: E402
 
 #: The check_estimator checks that SelectiveClassifier fails, and why.
@@ -85,3 +86,13 @@ def test_model_selection_without_scoring_uses_the_accuracy(iris, make):
     assert search.best_params_ == with_accuracy.best_params_ == {next(iter(grid)): 1.0}
     assert search.score(X, y) == accuracy_score(y, search.predict(X))
 
+
+def test_grid_search_by_aurc(iris):
+    X, y = iris
+    clf = SelectiveClassifier(LogisticRegression(max_iter=1000), random_state=0)
+    search = GridSearchCV(clf, {"estimator__C": [1e-3, 1.0]}, scoring=neg_aurc_scorer, cv=3)
+    search.fit(X, y)
+    assert search.best_params_ == {"estimator__C": 1.0}
+    assert -0.05 < search.best_score_ <= 0.0
+    assert search.best_estimator_.reject_model_.coverage_ == pytest.approx(0.9, abs=0.05)
+    assert search.score(X, y) == neg_aurc_scorer(search.best_estimator_, X, y)

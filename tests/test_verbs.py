@@ -182,8 +182,10 @@ def _metric_functions():
 
     import abstain.metrics as metrics
 
-    # the bootstrap helpers resample rows of any statistic: not metrics of scores
-    helpers = {"bootstrap_indices", "bootstrap_interval"}
+    # the bootstrap helpers resample rows of any statistic, and the scorers take
+    # scikit-learn's (estimator, X, y): not metrics of scores
+    helpers = {"bootstrap_indices", "bootstrap_interval", "neg_aurc_scorer",
+               "neg_selective_risk_scorer", "coverage_at_risk_scorer"}
     return [getattr(metrics, n) for n in metrics.__all__
             if inspect.isfunction(getattr(metrics, n)) and n not in helpers]
 

@@ -596,7 +596,8 @@ class SVOR(ParamsMixin):
 
         The (weighted) fraction of exactly right labels, so that ``cross_val_score`` and
         ``GridSearchCV`` work without ``scoring``; an ordinal model is often selected by
-        ``scoring="neg_mean_absolute_error"`` instead.
+        ``scoring="neg_mean_absolute_error"`` instead, and by the quality of its
+        abstention with a scorer of :mod:`abstain.metrics.scorers`.
 
         Parameters
         ----------

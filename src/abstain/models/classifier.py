@@ -261,7 +261,9 @@ class SelectiveClassifier(ParamsMixin):
         """Accuracy of :meth:`predict` on ``X`` against ``y``, as every scikit-learn classifier.
 
         The (weighted) fraction of correct labels over all samples, accepted or not, so
-        that ``cross_val_score`` and ``GridSearchCV`` work without ``scoring``.
+        that ``cross_val_score`` and ``GridSearchCV`` work without ``scoring``. To select
+        by the quality of the abstention, give them a scorer of
+        :mod:`abstain.metrics.scorers` (such as :func:`~abstain.metrics.neg_aurc_scorer`).
 
         Parameters
         ----------
