@@ -228,6 +228,8 @@ def test_score_is_the_accuracy():
     ({"y": [np.nan] * 60}, r"^y must hold finite labels; got 60 NaN\.$"),
     ({"y": [1j] * 60}, r"^y must hold class labels \(numbers or strings\); got dtype "
                        r"complex128\.$"),
+    ({"y": ["0"] * 60}, r"^y must hold labels of the type that the model predicts \(numbers, "
+                        r"dtype int64\); got strings, dtype <U1\.$"),
     ({"sample_weight": [1.0] * 59}, r"^y and sample_weight must have the same length; got y "
                                     r"has 60, sample_weight has 59\.$"),
     ({"sample_weight": [-1.0] * 60}, r"^sample_weight must be non-negative; got minimum -1\.0\.$"),

@@ -121,6 +121,9 @@ def test_an_estimator_without_uncertainty_is_refused(iris):
     ([[0], [1], [1], [0]], [0.1, 0.2, 0.3, 0.4],
      r"^y must be a 1-D array of class labels; got an array of shape \(4, 1\)\.$"),
     ([0.0, np.nan, 1.0, 1.0], [0.1, 0.2, 0.3, 0.4], r"^y must hold finite labels; got 1 NaN\.$"),
+    (["0", "1", "1", "0"], [0.1, 0.2, 0.3, 0.4],
+     r"^y must hold labels of the type that the model predicts \(numbers, dtype int64\); got "
+     r"strings, dtype <U1\.$"),
     ([0, 1, 1, 0], [0.1, np.nan, 0.3, 0.4], r"^uncertainty\(X\) must be finite; got 1 NaN\.$"),
     ([0, 1, 1, 0], [0.1, 0.2, 0.3],
      r"^predict\(X\) and uncertainty\(X\) must have the same length; got predict\(X\) has 4, "

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..exceptions import NotFittedError
-from .validation import as_labels, as_losses, check_same_length
+from .validation import as_labels, as_losses, check_label_type, check_same_length
 
 
 class ParamsMixin:
@@ -97,6 +97,7 @@ def accuracy(y: Any, prediction: NDArray[Any], sample_weight: Any = None) -> flo
     """
     labels = as_labels(y, "y")
     check_same_length(X=prediction, y=labels)
+    check_label_type(labels, prediction)
     correct = np.asarray(labels == prediction, dtype=bool)
     if sample_weight is None:
         return float(np.count_nonzero(correct) / correct.size)

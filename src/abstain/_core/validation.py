@@ -31,6 +31,7 @@ __all__ = [
     "check_columns",
     "check_fraction",
     "check_int",
+    "check_label_type",
     "check_open_unit",
     "check_positive",
     "check_probability",
@@ -204,6 +205,21 @@ def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must hold finite labels; got {_nonfinite(arr)}.")
     return arr
+
+
+def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str = "y") -> None:
+    """Raise when ``labels`` are strings and ``prediction`` numbers, or the reverse.
+
+    Such labels never equal a prediction, so every comparison would count as an error.
+    Object arrays (mixed labels) are compared as they are.
+    """
+    def kind(a: NDArray[Any]) -> str | None:
+        return "strings" if a.dtype.kind in "US" else "numbers" if a.dtype.kind in "biuf" else None
+
+    got, want = kind(labels), kind(prediction)
+    if got is not None and want is not None and got != want:
+        raise ValueError(f"{name} must hold labels of the type that the model predicts "
+                         f"({want}, dtype {prediction.dtype}); got {got}, dtype {labels.dtype}.")
 
 
 def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:

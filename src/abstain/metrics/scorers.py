@@ -23,6 +23,7 @@ from .._core.validation import (
     as_labels,
     as_scores,
     check_fraction,
+    check_label_type,
     check_positive,
     check_same_length,
 )
@@ -54,6 +55,7 @@ def _errors_and_uncertainty(
     prediction = np.asarray(estimator.predict(X))
     uncertainty = as_scores(method(X), "uncertainty(X)")
     check_same_length(X=prediction, y=labels)
+    check_label_type(labels, prediction)
     check_same_length(**{"predict(X)": prediction, "uncertainty(X)": uncertainty})
     errors = np.asarray(prediction != labels, dtype=np.float64)
     return errors, uncertainty
