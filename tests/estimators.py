@@ -175,6 +175,6 @@ CASES: dict[str, Case] = {
     "SVOR": Case(SVOR, lambda m: m.fit(TRAIN["F"], TRAIN["ranks"]),
                  lambda m: {"predict": m.predict(NEW["F"]),
                             "decision_function": m.decision_function(NEW["F"]),
-                            "margin": _verb(m, "score", "margin_score")(NEW["F"])},
+                            "margin": m.uncertainty(NEW["F"])},
                  lambda m: m.predict(NEW["F"])),
 }

@@ -78,7 +78,7 @@ def test_margin_score_is_negated_distance_to_nearest_threshold(rng):
     model = SVOR(C=10.0).fit(X, r)
     f = model.projection(X)
     expected = -np.abs(f[:, None] - model.thresholds_[None, :]).min(axis=1)
-    np.testing.assert_allclose(model.score(X), expected)
+    np.testing.assert_allclose(model.uncertainty(X), expected)
     np.testing.assert_allclose(ordinal_margin(f, model.thresholds_[::-1]), expected)
 
 
@@ -101,7 +101,7 @@ def test_json_round_trip():
     model = SVOR(C=10.0).fit(X, r + 1)
     loaded = load_json(model.to_json())
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
-    np.testing.assert_array_equal(loaded.score(X), model.score(X))
+    np.testing.assert_array_equal(loaded.uncertainty(X), model.uncertainty(X))
     assert loaded.get_params() == model.get_params()
     with pytest.warns(FutureWarning, match="abstain.load_json"):
         assert svor_from_json(model.to_json()).get_params() == model.get_params()
@@ -189,7 +189,7 @@ def test_decision_function_agrees_with_predict_and_score(seed, k):
     else:
         assert d.shape == (len(Xt), model.classes_.size)
         np.testing.assert_array_equal(d.argmax(axis=1), pred)
-    np.testing.assert_allclose(margin(d), model.score(Xt), atol=1e-12)
+    np.testing.assert_allclose(margin(d), model.uncertainty(Xt), atol=1e-12)
 
 
 def test_decision_function_is_the_signed_distance_to_each_interval():
@@ -201,12 +201,46 @@ def test_decision_function_is_the_signed_distance_to_each_interval():
     np.testing.assert_allclose(model.decision_function([[0.0], [2.5]]), expected)
 
 
-def test_score_warns_that_y_is_ignored():
-    X, r = ordinal_data(40, 2, 3, seed=3)
+def test_score_is_the_accuracy():
+    from sklearn.metrics import accuracy_score
+
+    X, r = ordinal_data(60, 2, 3, seed=3, noise=1.0)
+    labels = np.array(["a", "b", "c"])[r]
+    model = SVOR().fit(X, labels)
+    pred = model.predict(X)
+    assert 0.0 < model.score(X, labels) < 1.0
+    assert model.score(X, labels) == accuracy_score(labels, pred)
+    w = np.linspace(0.0, 2.0, len(r))
+    assert model.score(X, labels, sample_weight=w) == pytest.approx(
+        accuracy_score(labels, pred, sample_weight=w), rel=1e-15)
+    assert model.score(X, labels, sample_weight=w * 1e307) == pytest.approx(
+        model.score(X, labels, sample_weight=w), rel=1e-15)  # no overflow of the sum
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'y'"):
+        model.score(X)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"y": None}, r"^y must be a 1-D array of class labels; got an array of shape \(\)\.$"),
+    ({"y": [[0]] * 60}, r"^y must be a 1-D array of class labels; got an array of shape "
+                        r"\(60, 1\)\.$"),
+    ({"y": []}, r"^y must not be empty; got an array of length 0\.$"),
+    ({"y": [0] * 59}, r"^X and y must have the same length; got X has 60, y has 59\.$"),
+    ({"y": [np.nan] * 60}, r"^y must hold finite labels; got 60 NaN\.$"),
+    ({"y": [1j] * 60}, r"^y must hold class labels \(numbers or strings\); got dtype "
+                       r"complex128\.$"),
+    ({"y": ["0"] * 60}, r"^y must hold labels of the type that the model predicts \(numbers, "
+                        r"dtype int64\); got strings, dtype <U1\.$"),
+    ({"sample_weight": [1.0] * 59}, r"^y and sample_weight must have the same length; got y "
+                                    r"has 60, sample_weight has 59\.$"),
+    ({"sample_weight": [-1.0] * 60}, r"^sample_weight must be non-negative; got minimum -1\.0\.$"),
+    ({"sample_weight": [0.0] * 60}, r"^sample_weight must have a positive sum; got all "
+                                    r"weights 0\.$"),
+])
+def test_score_refuses_bad_labels_and_weights(kwargs, message):
+    X, r = ordinal_data(60, 2, 3, seed=3)
     model = SVOR().fit(X, r)
-    with pytest.warns(UserWarning, match="ignores y"):
-        u = model.score(X, r)
-    np.testing.assert_array_equal(u, model.score(X))
+    with pytest.raises(ValueError, match=message):
+        model.score(X, **{"y": r, **kwargs})
 
 
 def test_degenerate_optimum_at_w_zero_is_certified():

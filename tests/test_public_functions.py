@@ -269,7 +269,8 @@ def check_plain(message: str) -> None:
 #: Public names with no array input of their own, or checked elsewhere: result types and
 #: constants, the JSON loaders (tests/_core/test_serialize_mutations.py), the registry,
 #: the wrapper of a scikit-learn estimator (tests/test_sklearn_compat.py), the guarantee's
-#: arithmetic on integers (tests/combine).
+#: arithmetic on integers (tests/combine), the scorers of model selection, which take a fitted
+#: estimator (tests/metrics/test_scorers.py).
 NOT_ARRAY_FUNCTIONS = {
     "score_from_json", "from_json", "detector_from_json", "rule_from_json",
     "selector_from_json", "make_detector", "far_guarantee", "SelectiveClassifier",
@@ -277,6 +278,7 @@ NOT_ARRAY_FUNCTIONS = {
     "SelectivePrediction", "ConditionalRisk", "BootstrapInterval", "OODEvaluation",
     "DetectorTuning",
     "BinnedTable", "Bounded",  # built by ScoreTable.binned: tests/_core/test_binned.py
+    "neg_aurc_scorer", "neg_selective_risk_scorer", "coverage_at_risk_scorer",
 }
 
 

@@ -1,8 +1,8 @@
 """SelectiveClassifier and SVOR inside scikit-learn's checks and model selection.
 
-Both define ``score(X, y=None)`` as the per-input uncertainty (docs/architecture.md, "Verbs
-and argument order"), not scikit-learn's accuracy: ``y`` is accepted so pipelines can pass
-it, ignored with a warning, and model selection is given an explicit ``scoring``.
+Both keep scikit-learn's contract (docs/architecture.md, "Verbs and argument order"):
+``score(X, y)`` is the accuracy, a float, so model selection works without ``scoring``; the
+per-input uncertainty is ``uncertainty(X)``, which the scorers of ``abstain.metrics`` use.
 """
 
 import numpy as np
@@ -12,10 +12,12 @@ pytest.importorskip("sklearn", reason="the sklearn extra is not installed")
 
 from sklearn.datasets import load_iris  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import GridSearchCV, cross_val_score  # noqa: E402
+from sklearn.metrics import accuracy_score  # noqa: E402
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score  # noqa: E402
 from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
 
 from abstain import SelectiveClassifier  # noqa: E402
+from abstain.metrics import neg_aurc_scorer  # noqa: E402
 from abstain.ordinal import SVOR  # noqa: E402
 
 #: The check_estimator checks that SelectiveClassifier fails, and why.
@@ -52,42 +54,45 @@ def iris():
 
 
 @pytest.mark.filterwarnings("ignore:Estimator SelectiveClassifier does not inherit")
-@pytest.mark.filterwarnings("ignore:SelectiveClassifier.score.X. returns")
 def test_check_estimator():
     _check(SelectiveClassifier(LogisticRegression()), EXPECTED_FAILED_CHECKS)
 
 
 @pytest.mark.filterwarnings("ignore:Estimator SVOR does not inherit")
-@pytest.mark.filterwarnings("ignore:SVOR.score.X. returns")
 def test_svor_check_estimator():
     _check(SVOR(), SVOR_EXPECTED_FAILED_CHECKS)
 
 
-def test_cross_val_score_and_grid_search(iris):
+@pytest.mark.parametrize("make", [
+    lambda: SelectiveClassifier(LogisticRegression(max_iter=1000), random_state=0),
+    SVOR,
+], ids=["SelectiveClassifier", "SVOR"])
+def test_model_selection_without_scoring_uses_the_accuracy(iris, make):
+    X, y = iris
+    cv = KFold(3, shuffle=True, random_state=0)
+    default = cross_val_score(make(), X, y, cv=cv, error_score="raise")
+    assert default.dtype == np.float64 and default.shape == (3,) and default.min() > 0.8
+    np.testing.assert_array_equal(default, cross_val_score(make(), X, y, cv=cv,
+                                                           scoring="accuracy"))
+    fold = [accuracy_score(y[te], make().fit(X[tr], y[tr]).predict(X[te]))
+            for tr, te in cv.split(X)]
+    np.testing.assert_array_equal(default, fold)
+    grid = ({"estimator__C": [1e-3, 1.0]} if isinstance(make(), SelectiveClassifier)
+            else {"C": [1e-3, 1.0]})
+    search = GridSearchCV(make(), grid, cv=cv, error_score="raise").fit(X, y)
+    with_accuracy = GridSearchCV(make(), grid, cv=cv, scoring="accuracy").fit(X, y)
+    np.testing.assert_array_equal(search.cv_results_["mean_test_score"],
+                                  with_accuracy.cv_results_["mean_test_score"])
+    assert search.best_params_ == with_accuracy.best_params_ == {next(iter(grid)): 1.0}
+    assert search.score(X, y) == accuracy_score(y, search.predict(X))
+
+
+def test_grid_search_by_aurc(iris):
     X, y = iris
     clf = SelectiveClassifier(LogisticRegression(max_iter=1000), random_state=0)
-    acc = cross_val_score(clf, X, y, scoring="accuracy", cv=3)
-    assert acc.shape == (3,) and acc.min() > 0.85
-    search = GridSearchCV(clf, {"estimator__C": [1e-3, 1.0]}, scoring="accuracy", cv=3)
+    search = GridSearchCV(clf, {"estimator__C": [1e-3, 1.0]}, scoring=neg_aurc_scorer, cv=3)
     search.fit(X, y)
     assert search.best_params_ == {"estimator__C": 1.0}
+    assert -0.05 < search.best_score_ <= 0.0
     assert search.best_estimator_.reject_model_.coverage_ == pytest.approx(0.9, abs=0.05)
-
-
-def test_default_scoring_is_refused_with_a_hint(iris):
-    # Without an explicit scoring scikit-learn calls score(X, y): it warns that y is ignored
-    # and how to get the accuracy, and scikit-learn refuses the array it returns.
-    X, y = iris
-    clf = SelectiveClassifier(LogisticRegression(max_iter=1000), random_state=0)
-    with pytest.warns(UserWarning, match="scoring='accuracy'"), \
-            pytest.raises(ValueError, match="scoring must return a number"):
-        cross_val_score(clf, X, y, cv=3, error_score="raise")
-
-
-def test_svor_in_model_selection(iris):
-    X, y = iris
-    acc = cross_val_score(SVOR(), X, y, scoring="accuracy", cv=3)
-    assert acc.shape == (3,) and acc.min() > 0.85
-    search = GridSearchCV(SVOR(), {"C": [1e-3, 1.0]}, scoring="accuracy", cv=3).fit(X, y)
-    assert search.best_params_ == {"C": 1.0}
-    assert np.isfinite(search.best_score_)
+    assert search.score(X, y) == neg_aurc_scorer(search.best_estimator_, X, y)

@@ -1,6 +1,8 @@
 """One verb per meaning (docs/architecture.md): ``score`` is the uncertainty, ``accept`` /
-``accept_proba`` the decision, ``predict`` class labels. The old spellings are aliases that
-warn with ``FutureWarning`` and return exactly what the new verb returns."""
+``accept_proba`` the decision, ``predict`` class labels; on the scikit-learn-shaped
+``SelectiveClassifier`` and ``SVOR``, ``score(X, y)`` is the accuracy and ``uncertainty(X)``
+the uncertainty. The old spellings are aliases that warn with ``FutureWarning`` and return
+exactly what the new verb returns."""
 
 from __future__ import annotations
 
@@ -118,9 +120,11 @@ def test_svor_verbs(rng):
     X = rng.normal(size=(150, 2))
     y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=150), [-0.5, 0.5])
     model = SVOR(C=10.0).fit(X, y)
-    u = model.score(X)
+    u = model.uncertainty(X)
     np.testing.assert_array_equal(default_baseline(model, X), u)
-    with pytest.warns(FutureWarning, match=rf"SVOR\.margin_score.*{DEPRECATED}; use score\(X\)"):
+    assert model.score(X, y) == np.mean(model.predict(X) == y)  # scikit-learn's accuracy
+    with pytest.warns(FutureWarning, match=rf"SVOR\.margin_score.*{DEPRECATED}; "
+                                           r"use uncertainty\(X\)"):
         old = model.margin_score(X)
     np.testing.assert_array_equal(old, u)
     assert set(model.predict(X)) <= set(model.classes_)  # predict stays: labels
@@ -154,12 +158,9 @@ def test_selective_classifier_verbs():
     clf = SelectiveClassifier(LinearSVC(), BoundedAbstention(0.7), score_func="margin",
                               random_state=0).fit(X[:600] / 16, y[:600])
     new = X[600:900] / 16
-    u = clf.score(new)
+    u = clf.uncertainty(new)
     np.testing.assert_array_equal(u, -clf.estimator_.decision_function(new).max(axis=1))
-    with pytest.warns(FutureWarning, match=rf"SelectiveClassifier\.uncertainty.*{DEPRECATED}; "
-                                           r"use score\(X\)"):
-        old = clf.uncertainty(new)
-    np.testing.assert_array_equal(old, u)
+    assert clf.score(new, y[600:900]) == np.mean(clf.predict(new) == y[600:900])
     np.testing.assert_array_equal(clf.accept_proba(new), clf.reject_model_.accept_proba(u))
     np.testing.assert_array_equal(clf.accept(new), clf.predict_with_reject(new).accept)
     assert set(clf.predict(new)) <= set(clf.classes_)  # predict stays: labels
@@ -181,8 +182,10 @@ def _metric_functions():
 
     import abstain.metrics as metrics
 
-    # the bootstrap helpers resample rows of any statistic: not metrics of scores
-    helpers = {"bootstrap_indices", "bootstrap_interval"}
+    # the bootstrap helpers resample rows of any statistic, and the scorers take
+    # scikit-learn's (estimator, X, y): not metrics of scores
+    helpers = {"bootstrap_indices", "bootstrap_interval", "neg_aurc_scorer",
+               "neg_selective_risk_scorer", "coverage_at_risk_scorer"}
     return [getattr(metrics, n) for n in metrics.__all__
             if inspect.isfunction(getattr(metrics, n)) and n not in helpers]
 
@@ -255,7 +258,7 @@ def test_workflow_uses_no_deprecated_verb(rng):
         y = (X[:, 0] + rng.normal(size=600) > 0).astype(int)
         clf = SelectiveClassifier(LogisticRegression(), BoundedAbstention(0.8),
                                   random_state=0).fit(X[:400], y[:400])
-        u = clf.score(X[400:])
+        u = clf.uncertainty(X[400:])
         all_losses = (clf.predict(X) != y).astype(float)
         losses = all_losses[400:]
         assert 0.0 <= aurc(losses, u) <= 1.0
@@ -267,7 +270,8 @@ def test_workflow_uses_no_deprecated_verb(rng):
         rule = BoundedImprovement(target_risk=0.3, random_state=0).fit(learned, losses)
         assert rule.accept(rule.score(learned)).shape == (200,)
         ordinal = SVOR(C=1.0).fit(X[:200], np.digitize(X[:200, 0], [-0.5, 0.5]))
-        np.testing.assert_array_equal(default_baseline(ordinal, X[400:]), ordinal.score(X[400:]))
+        np.testing.assert_array_equal(default_baseline(ordinal, X[400:]),
+                                      ordinal.uncertainty(X[400:]))
         s = np.column_stack([u, rng.uniform(size=200)])
         is_ood = rng.uniform(size=200) < 0.3
         sel = BoundedTPRFPR(tpr=0.5, fpr=0.5, random_state=0).fit(s, is_ood, losses)

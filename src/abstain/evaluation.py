@@ -110,7 +110,7 @@ def default_baseline(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
 
     For an ordinal predictor with ``thresholds_`` and ``projection`` (an
     :class:`~abstain.ordinal.SVOR`) :func:`abstain.scores.ordinal_margin` of the
-    projection, which is ``SVOR.score``; else ``margin_score`` of a predictor that has
+    projection, which is ``SVOR.uncertainty``; else ``margin_score`` of a predictor that has
     one; else the MCP / conditional risk of its prediction from ``predict_proba``; else
     :func:`abstain.scores.margin` of ``decision_function``. Higher = reject first.
     """

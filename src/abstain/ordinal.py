@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
-from ._core.base import ParamsMixin, warn_y_ignored
+from ._core.base import ParamsMixin, accuracy
 from ._core.deprecation import warn_renamed
 from ._core.serialize import Array, Field, Int, Labels, Number, dumps, load_family, serializable
 from ._core.validation import (
@@ -491,8 +491,10 @@ class SVOR(ParamsMixin):
     >>> model = SVOR(C=100.0).fit(X, y)
     >>> model.predict(X).tolist()
     [1, 1, 2, 2, 3, 3]
-    >>> model.score([[1.5], [0.0]]).round(3).tolist()  # higher = reject first
+    >>> model.uncertainty([[1.5], [0.0]]).round(3).tolist()  # higher = reject first
     [-0.0, -3.0]
+    >>> model.score(X, y)  # the accuracy, as for every scikit-learn classifier
+    1.0
     """
 
     def __init__(
@@ -573,7 +575,7 @@ class SVOR(ParamsMixin):
         ``b_{K-1} = +inf``); its decision value is ``min(<x, w> - b_{k-1}, b_k - <x, w>)``,
         positive inside the interval and negative outside, shape (n, K). The first
         largest value is the predicted class, and the largest value is the distance to
-        the nearest threshold, so :func:`abstain.scores.margin` of it is :meth:`score`.
+        the nearest threshold, so :func:`abstain.scores.margin` of it is :meth:`uncertainty`.
         With two classes it is ``<x, w> - b_0``, shape (n,): positive means
         ``classes_[1]``, as for every scikit-learn binary classifier. The latent value
         itself is :meth:`projection`.
@@ -590,25 +592,43 @@ class SVOR(ParamsMixin):
         f = self.projection(X)
         return self.classes_[np.searchsorted(self.thresholds_, f, side="left")]
 
-    def score(self, X: ArrayLike, y: Any = None) -> NDArray[np.float64]:
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
+        """Accuracy of :meth:`predict` on ``X`` against ``y``, as every scikit-learn classifier.
+
+        The (weighted) fraction of exactly right labels, so that ``cross_val_score`` and
+        ``GridSearchCV`` work without ``scoring``; an ordinal model is often selected by
+        ``scoring="neg_mean_absolute_error"`` instead, and by the quality of its
+        abstention with a scorer of :mod:`abstain.metrics.scorers`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,)
+            True labels.
+        sample_weight : array-like of shape (n,), optional
+            Non-negative weights with a positive sum.
+
+        Returns
+        -------
+        float
+        """
+        return accuracy(y, self.predict(X), sample_weight)
+
+    def uncertainty(self, X: ArrayLike) -> NDArray[np.float64]:
         """Margin uncertainty ``-min_j |<x, w> - b_j|`` (higher = reject first), shape (n,).
 
         The paper's baseline score of section 5.2.2 is the distance ``min_j |<x, w> -
         b_j|`` (a confidence); it is negated here, see :func:`abstain.scores.ordinal_margin`.
-        Unlike a scikit-learn classifier's ``score(X, y)`` this is not the accuracy:
-        ``y`` is ignored (with a warning when given; scikit-learn's pipelines pass it),
-        so give scikit-learn's model selection an explicit ``scoring``.
         """
-        warn_y_ignored("SVOR", y)
         return ordinal_margin(self.projection(X), self.thresholds_)
 
     def margin_score(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Deprecated alias of :meth:`score` (the margin uncertainty); removed in 0.3.
+        """Deprecated alias of :meth:`uncertainty` (the margin uncertainty); removed in 0.3.
 
         Warns with ``FutureWarning``.
         """
-        warn_renamed("SVOR.margin_score(X)", "score(X)")
-        return self.score(X)
+        warn_renamed("SVOR.margin_score(X)", "uncertainty(X)")
+        return self.uncertainty(X)
 
     def to_json(self) -> str:
         """Serialise parameters and the fitted model to a plain JSON string.

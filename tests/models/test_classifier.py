@@ -38,7 +38,7 @@ def test_bounded_abstention_coverage_and_mask(digits):
     assert (pred[accept] == y_new[accept]).mean() >= (pred == y_new).mean()
     np.testing.assert_array_equal(pred, clf.predict(X_new))
     np.testing.assert_array_equal(accept, clf.accept(X_new))  # the same seeded draw
-    np.testing.assert_array_equal(accept, clf.reject_model_.accept(clf.score(X_new)))
+    np.testing.assert_array_equal(accept, clf.reject_model_.accept(clf.uncertainty(X_new)))
 
 
 def test_prefit_uses_all_data_for_calibration(digits):
@@ -55,7 +55,7 @@ def test_prefit_uses_all_data_for_calibration(digits):
 def test_margin_score_for_svm(digits):
     X, y, X_new, _ = digits
     clf = SelectiveClassifier(LinearSVC(), CostBased(0.2), random_state=1).fit(X, y)
-    u = clf.score(X_new)
+    u = clf.uncertainty(X_new)
     np.testing.assert_allclose(u, -clf.estimator_.decision_function(X_new).max(axis=1))
     assert set(np.unique(clf.accept_proba(X_new))) <= {0.0, 1.0}
 
@@ -82,7 +82,7 @@ def test_callable_score_and_clone(digits):
     )
     assert clone(clf).get_params()["random_state"] == 0
     clf.fit(X, y)
-    assert clf.score(X_new).max() <= 0
+    assert clf.uncertainty(X_new).max() <= 0
 
 
 @pytest.mark.parametrize(
@@ -147,3 +147,31 @@ def test_target_checks(digits):
     with pytest.warns(UserWarning, match="column-vector y"):  # DataConversionWarning
         clf.fit(X, y[:, None])
     assert clf.n_features_in_ == X.shape[1]
+
+
+def test_score_is_the_accuracy_and_uncertainty_the_score_of_the_rule(digits):
+    from sklearn.metrics import accuracy_score
+
+    X, y, X_new, y_new = digits
+    clf = SelectiveClassifier(LogisticRegression(max_iter=2000), BoundedAbstention(0.8),
+                              random_state=0).fit(X, y)
+    pred = clf.predict(X_new)
+    acc = clf.score(X_new, y_new)
+    assert isinstance(acc, float) and 0.8 < acc < 1.0
+    assert acc == accuracy_score(y_new, pred)
+    w = np.arange(len(y_new)) % 3
+    assert clf.score(X_new, y_new, sample_weight=w) == pytest.approx(
+        accuracy_score(y_new, pred, sample_weight=w), rel=1e-15)
+    u = clf.uncertainty(X_new)
+    proba = clf.estimator_.predict_proba(X_new)
+    np.testing.assert_array_equal(u, conditional_risk(proba, clf.loss_matrix_).risk)
+    np.testing.assert_array_equal(clf.accept_proba(X_new), clf.reject_model_.accept_proba(u))
+    with pytest.raises(ValueError, match=r"^X and y must have the same length; got X has 500, "
+                                         r"y has 499\.$"):
+        clf.score(X_new, y_new[:-1])
+    with pytest.raises(ValueError, match=r"^y must not be empty; got an array of length 0\.$"):
+        clf.score(X_new, [])
+    with pytest.raises(NotFittedError):
+        SelectiveClassifier(LogisticRegression()).uncertainty(X_new)
+    with pytest.raises(NotFittedError):
+        SelectiveClassifier(LogisticRegression()).score(X_new, y_new)

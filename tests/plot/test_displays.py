@@ -130,12 +130,14 @@ def test_from_estimator_selective_classifier_marks_its_reject_model():
     from sklearn.linear_model import LogisticRegression
 
     from abstain import SelectiveClassifier
+    from abstain.metrics import neg_aurc_scorer
 
     X, y = load_iris(return_X_y=True)
     clf = SelectiveClassifier(LogisticRegression(max_iter=500), random_state=0).fit(X, y)
     d = RiskCoverageDisplay.from_estimator(clf, X, y, ax=_ax())
     losses = (clf.predict(X) != y).astype(float)
-    assert d.area == m.aurc(losses, clf.score(X))
+    assert d.area == m.aurc(losses, clf.uncertainty(X))
+    assert d.area == -neg_aurc_scorer(clf, X, y)  # the scorer of model selection
     c = clf.accept_proba(X)
     assert d.point == pytest.approx((c.mean(), c @ losses / c.sum()))
     assert d.line_.get_label().startswith("SelectiveClassifier (AuRC = ")

@@ -7,7 +7,11 @@ import inspect
 import sys
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from ..exceptions import NotFittedError
+from .validation import as_labels, as_losses, check_label_type, check_same_length
 
 
 class ParamsMixin:
@@ -84,20 +88,23 @@ def _with_sklearn(sk_error: type) -> type[NotFittedError]:
     return both
 
 
-def warn_y_ignored(owner: str, y: Any) -> None:
-    """Warn that ``score(X, y)`` ignores ``y`` (present for scikit-learn's pipelines).
+def accuracy(y: Any, prediction: NDArray[Any], sample_weight: Any = None) -> float:
+    """The (weighted) fraction of ``prediction`` equal to ``y``: a classifier's ``score``.
 
-    scikit-learn passes ``y`` to ``score`` inside pipelines and model selection, where a
-    classifier's ``score`` is its accuracy; abstain's ``score`` is the uncertainty.
+    scikit-learn's ``ClassifierMixin.score`` without importing scikit-learn. ``y`` must be
+    a non-empty 1-D array of labels of the length of ``prediction`` (one per row of ``X``);
+    ``sample_weight`` non-negative finite weights of that length with a positive sum.
     """
-    if y is None:
-        return
-    import warnings
-
-    warnings.warn(
-        f"{owner}.score(X) returns each sample's uncertainty and ignores y; for the "
-        f"accuracy use sklearn.metrics.accuracy_score(y, model.predict(X)), and give "
-        f"scikit-learn's model selection scoring='accuracy'.",
-        UserWarning,
-        stacklevel=3,
-    )
+    labels = as_labels(y, "y")
+    check_same_length(X=prediction, y=labels)
+    check_label_type(labels, prediction)
+    correct = np.asarray(labels == prediction, dtype=bool)
+    if sample_weight is None:
+        return float(np.count_nonzero(correct) / correct.size)
+    weight = as_losses(sample_weight, "sample_weight")
+    check_same_length(y=labels, sample_weight=weight)
+    top = float(weight.max())
+    if top == 0.0:
+        raise ValueError("sample_weight must have a positive sum; got all weights 0.")
+    weight = weight / top  # weights near the float maximum cannot overflow the sum
+    return float(np.sum(weight[correct]) / np.sum(weight))

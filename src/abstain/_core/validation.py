@@ -18,6 +18,7 @@ __all__ = [
     "as_label_indices",
     "as_features",
     "as_is_ood",
+    "as_labels",
     "as_losses",
     "as_losses_and_scores",
     "as_matrix",
@@ -31,6 +32,7 @@ __all__ = [
     "check_columns",
     "check_fraction",
     "check_int",
+    "check_label_type",
     "check_open_unit",
     "check_positive",
     "check_probability",
@@ -266,6 +268,45 @@ def as_label_indices(labels: ArrayLike, name: str, n: int, k: int) -> NDArray[np
         raise ValueError(f"{name} must hold class indices in 0..{k - 1}; got values from "
                          f"{plain(y.min())} to {plain(y.max())}.")
     return y.astype(np.intp, copy=False)
+
+
+def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
+    """Return ``values`` as a non-empty 1-D array of class labels, as given.
+
+    Integers, floats without NaN or infinity, bools, strings and objects (such as mixed
+    labels) are kept with their dtype; a column vector, complex, datetime and timedelta
+    values are refused.
+    """
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as exc:  # ragged nested sequences
+        raise ValueError(f"{name} must be a 1-D array of class labels; got "
+                         f"{type(values).__name__} that is not a rectangular array.") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of class labels; got {_describe(arr)}.")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty; got an array of length 0.")
+    if arr.dtype.kind not in "biufUSO":
+        raise ValueError(f"{name} must hold class labels (numbers or strings); got dtype "
+                         f"{arr.dtype}.")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must hold finite labels; got {nonfinite(arr)}.")
+    return arr
+
+
+def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str = "y") -> None:
+    """Raise when ``labels`` are strings and ``prediction`` numbers, or the reverse.
+
+    Such labels never equal a prediction, so every comparison would count as an error.
+    Object arrays (mixed labels) are compared as they are.
+    """
+    def kind(a: NDArray[Any]) -> str | None:
+        return "strings" if a.dtype.kind in "US" else "numbers" if a.dtype.kind in "biuf" else None
+
+    got, want = kind(labels), kind(prediction)
+    if got is not None and want is not None and got != want:
+        raise ValueError(f"{name} must hold labels of the type that the model predicts "
+                         f"({want}, dtype {prediction.dtype}); got {got}, dtype {labels.dtype}.")
 
 
 def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:

@@ -7,7 +7,9 @@ both are re-exported here, and each module states its tie rule. A metric is a pu
 function of the truth (``losses`` or ``is_ood``) then the scores, and a higher score is
 rejected first; a metric never fits a model. :class:`ScoreTable` (the mergeable summary
 of the rows that every ``ties="mean"`` metric takes in place of its arrays) and
-:class:`StreamingMetric` (a metric accumulated batch by batch) are here too.
+:class:`StreamingMetric` (a metric accumulated batch by batch) are here too, and the
+scorers of :mod:`abstain.metrics.scorers` (``scorer(estimator, X, y) -> float``, greater
+is better) that scikit-learn's model selection takes as ``scoring=``.
 """
 
 from .._core.binned import BinnedTable, Bounded
@@ -32,6 +34,7 @@ from .ood import (
     tnr_at_tpr,
 )
 from .ood_table import AUTO_EXACT_ROWS, OOD_METRICS, OODEvaluation, evaluate_ood
+from .scorers import coverage_at_risk_scorer, neg_aurc_scorer, neg_selective_risk_scorer
 from .selective import (
     RiskCoverageCurve,
     augrc,
@@ -57,6 +60,9 @@ __all__ = [
     "selective_risk_at_coverage",
     "coverage_at_risk",
     "sele_loss",
+    "neg_aurc_scorer",
+    "neg_selective_risk_scorer",
+    "coverage_at_risk_scorer",
     "ROCCurve",
     "PRCurve",
     "RiskTPRCurve",

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import ParamsMixin, not_fitted_error, warn_y_ignored
+from .._core.base import ParamsMixin, accuracy, not_fitted_error
 from .._core.deprecation import warn_renamed
 from .._core.optional import require
 from .._core.validation import plain
@@ -56,6 +56,11 @@ class SelectiveClassifier(ParamsMixin):
     margin score for one with only ``decision_function``. With a ``loss`` matrix and
     ``predict_proba`` the predictions are the plug-in Bayes decisions for that loss.
 
+    The verbs follow scikit-learn's contract for classifiers: :meth:`score` ``(X, y)`` is
+    the accuracy, a float, so model selection works without ``scoring``;
+    :meth:`uncertainty` is each sample's uncertainty, :meth:`accept` and
+    :meth:`accept_proba` the decision, :meth:`predict` the labels.
+
     Parameters
     ----------
     estimator : classifier
@@ -101,6 +106,10 @@ class SelectiveClassifier(ParamsMixin):
     >>> pred, accept = clf.fit(X[:1200], y[:1200]).predict_with_reject(X[1200:])
     >>> bool(abs(accept.mean() - 0.8) < 0.1)
     True
+    >>> bool(clf.score(X[1200:], y[1200:]) > 0.9)           # accuracy, over all samples
+    True
+    >>> clf.uncertainty(X[1200:1203]).shape                  # higher = rejected first
+    (3,)
     """
 
     def __init__(
@@ -249,22 +258,36 @@ class SelectiveClassifier(ParamsMixin):
             )
         return model
 
-    def score(self, X: Any, y: Any = None) -> NDArray[np.float64]:
-        """Uncertainty of each sample's prediction (higher = rejected first), shape (n,).
+    def score(self, X: Any, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
+        """Accuracy of :meth:`predict` on ``X`` against ``y``, as every scikit-learn classifier.
 
-        The score the fitted reject model thresholds. Unlike a scikit-learn
-        classifier's ``score(X, y)`` this is not the accuracy: ``y`` is ignored (with a
-        warning when given; scikit-learn's pipelines pass it), so give scikit-learn's
-        model selection an explicit ``scoring``.
+        The (weighted) fraction of correct labels over all samples, accepted or not, so
+        that ``cross_val_score`` and ``GridSearchCV`` work without ``scoring``. To select
+        by the quality of the abstention, give them a scorer of
+        :mod:`abstain.metrics.scorers` (such as :func:`~abstain.metrics.neg_aurc_scorer`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,)
+            True labels.
+        sample_weight : array-like of shape (n,), optional
+            Non-negative weights with a positive sum.
+
+        Returns
+        -------
+        float
         """
-        self._check_fitted("reject_model_")
-        warn_y_ignored("SelectiveClassifier", y)
-        return self._predict_and_score(X)[1]
+        return accuracy(y, self.predict(X), sample_weight)
 
     def uncertainty(self, X: Any) -> NDArray[np.float64]:
-        """Deprecated alias of :meth:`score`; removed in 0.3. Warns with ``FutureWarning``."""
-        warn_renamed("SelectiveClassifier.uncertainty(X)", "score(X)")
-        return self.score(X)
+        """Uncertainty of each sample's prediction (higher = rejected first), shape (n,).
+
+        The score that the fitted reject model thresholds: ``accept(X)`` is
+        ``reject_model_.accept(uncertainty(X))``.
+        """
+        self._check_fitted("reject_model_")
+        return self._predict_and_score(X)[1]
 
     def predict(self, X: Any) -> NDArray[Any]:
         """Predicted labels for all samples (see :meth:`predict_with_reject` for the mask)."""

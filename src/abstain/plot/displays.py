@@ -263,11 +263,11 @@ class RiskCoverageDisplay(_Display):
         """The curve of a fitted :class:`~abstain.SelectiveClassifier` on ``(X, y)``.
 
         The losses are the classifier's loss matrix at its predictions (0/1 by
-        default), the score its ``score(X)``; with ``rule=True`` the operating point
+        default), the score its ``uncertainty(X)``; with ``rule=True`` the operating point
         of its reject model is marked.
         """
-        u = np.asarray(estimator.score(X), dtype=np.float64)
         losses = _estimator_losses(estimator, X, y)
+        u = np.asarray(estimator.uncertainty(X), dtype=np.float64)
         d = cls._build(cls._compute(losses, u, estimator.reject_model_ if rule else None),
                        type(estimator).__name__ if name is None else name)
         return d.plot(ax, references=references, **line)
