@@ -146,25 +146,19 @@ def test_an_interrupted_report_writes_no_png_and_no_page(sig, when, folder):
 
 
 def _signal_while_writing(monkeypatch, sig):
-    """Make the CSV writer send ``sig`` to this process when half the rows are written."""
-    import csv
+    """Make ``apply`` send ``sig`` to this process when it writes its 11th output row."""
+    from abstain.app import io as app_io
 
-    real = csv.writer
+    real = app_io._accept_cell
+    calls = [0]
 
-    class Signalling:
-        def __init__(self, fh):
-            self.writer = real(fh)
+    def signalling(v):
+        calls[0] += 1
+        if calls[0] == 11:
+            os.kill(os.getpid(), sig)
+        return real(v)
 
-        def writerow(self, row):
-            self.writer.writerow(row)
-
-        def writerows(self, rows):
-            for i, row in enumerate(rows):
-                self.writer.writerow(row)
-                if i == 10:
-                    os.kill(os.getpid(), sig)
-
-    monkeypatch.setattr(csv, "writer", Signalling)
+    monkeypatch.setattr(app_io, "_accept_cell", signalling)
 
 
 def test_a_signal_while_writing_in_process_removes_the_temporary(folder, monkeypatch, capsys):

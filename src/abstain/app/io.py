@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from .._core.files import atomic_files, atomic_path, os_error, write_text
 from .._core.optional import missing_extra
+from .csv_records import BOM, Record, csv_body, csv_header, csv_records, is_blank, split_record
 
 __all__ = [
     "ColumnError",
@@ -74,8 +75,6 @@ def _parquet_error() -> ImportError:
 # the pattern refuses is text.
 _NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity)")
 # Control characters that no text CSV holds: the file is binary (or not a table at all).
-_BINARY = re.compile(r"[\x00-\x08\x0e-\x1f]")
-_BOM = b"\xef\xbb\xbf"
 
 
 class Rows(NamedTuple):
@@ -247,9 +246,9 @@ def read_table_rows(path: str | os.PathLike[str],
     if not p.is_file():
         raise FileNotFoundError(f"file not found: {str(p)!r}.")
     if fmt == "csv":
-        records = _csv_records(p)
-        header = _csv_header(next(records, None), p)
-        body = list(_csv_body(records, len(header)))
+        records = csv_records(p)
+        header = csv_header(next(records, None), p)
+        body = list(csv_body(records, len(header)))
         table, lines = _csv_columns(header, body, p, typed=columns)
         return TableRows(_normalise(table, str(p)), Rows("line", lines))
     if fmt == "npz":
@@ -312,181 +311,7 @@ def _npz_arrays(p: Path) -> dict[str, NDArray[Any]]:
     return table
 
 
-class _Record(NamedTuple):
-    """One CSV record as written: its first line, its text without the line ending, the
-    line ending (``""`` at the end of a file without one) and its cells."""
-
-    line: int
-    text: str
-    end: str
-    cells: list[str]
-
-
-def _split(text: str) -> tuple[list[str], list[str], bool]:
-    """The cells and the raw fields (as written, quotes included) of a CSV record, and
-    whether a quoted cell is still open at the end of ``text`` (it goes on on the next line).
-
-    The rules of Python's ``csv`` module (the Excel dialect): a cell that starts with a
-    double quote is quoted, ``""`` in it is one quote, text after its closing quote is
-    appended; a quote inside an unquoted cell is a character like any other.
-    """
-    if '"' not in text:
-        fields = text.split(",")
-        return fields, fields, False
-    cells: list[str] = []
-    raw: list[str] = []
-    i, n = 0, len(text)
-    while True:
-        start = i
-        if i < n and text[i] == '"':
-            parts = []
-            i += 1
-            while True:
-                j = text.find('"', i)
-                if j < 0:
-                    return cells, raw, True
-                parts.append(text[i:j])
-                if j + 1 < n and text[j + 1] == '"':
-                    parts.append('"')
-                    i = j + 2
-                    continue
-                i = j + 1
-                break
-            k = text.find(",", i)
-            k = n if k < 0 else k
-            parts.append(text[i:k])
-            cells.append("".join(parts))
-        else:
-            k = text.find(",", i)
-            k = n if k < 0 else k
-            cells.append(text[i:k])
-        raw.append(text[start:k])
-        if k == n:
-            return cells, raw, False
-        i = k + 1
-
-
-_BREAK = re.compile(rb"\r\n|\r|\n")
-
-
-def _text_lines(fh: Any, where: str) -> Iterator[tuple[str, str]]:
-    """``(text, line ending)`` of each line of a binary file: ``\n``, ``\r\n``, a lone
-    ``\r``, or ``""`` for a last line without one. Decoded and checked a block at a time:
-    a byte that is not UTF-8 and a control character that no text holds are refused with
-    their line."""
-    done, offset = 0, 0  # lines and bytes before the block
-    for batch in iter(lambda: fh.readlines(1 << 16), []):
-        blob = b"".join(batch)
-        skip = 3 if offset == 0 and blob.startswith(_BOM) else 0
-        try:
-            text = blob[skip:].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            at = skip + exc.start
-            line = done + len(_BREAK.findall(blob, 0, at)) + 1
-            raise ValueError(
-                f"{where!r} is not UTF-8 text (line {line}: byte {blob[at]:#04x} at offset "
-                f"{offset + at}); save it as UTF-8 (in Excel: CSV UTF-8) and try again."
-            ) from None
-        bad = _BINARY.search(text)
-        if bad is not None:
-            line = done + len(_BREAK.findall(text[: bad.start()].encode())) + 1
-            raise ValueError(
-                f"{where!r} is not a text CSV file (control character {ord(bad.group()):#04x} "
-                f"on line {line}); give a CSV file of text (a header row, comma-separated), or "
-                "a .parquet or .npz file.")
-        offset += len(blob)
-        pieces = text.split("\n")
-        last = pieces.pop()  # "" when the block ends with a line ending
-        for piece in pieces:
-            lines = _lone_returns(piece, "\n")
-            done += len(lines)
-            yield from lines
-        if last:
-            lines = _lone_returns(last, "")
-            done += len(lines)
-            yield from lines
-
-
-def _lone_returns(piece: str, end: str) -> list[tuple[str, str]]:
-    """The lines of ``piece`` (one line ending in ``end``) split at carriage returns:
-    ``"a\\rb"`` is two lines; a last ``"\\r"`` makes ``end`` ``"\\r\\n"``."""
-    if "\r" not in piece:
-        return [(piece, end)]
-    *lines, rest = piece.split("\r")
-    out = [(x, "\r") for x in lines]
-    if rest:
-        out.append((rest, end))
-    elif end:
-        out[-1] = (out[-1][0], "\r" + end)
-    return out
-
-
-def _csv_records(p: Path) -> Iterator[_Record]:
-    """The records of a CSV file, read lazily; the header is line 1.
-
-    A UTF-8 byte-order mark (Excel's "CSV UTF-8") is not part of the first column name.
-    A line that is not UTF-8, a control character that no text holds and a quoted cell
-    never closed are refused, naming the file and the line.
-    """
-    where = str(p)
-    with open(p, "rb") as fh:
-        pending, start, line = "", 0, 0
-        for body, end in _text_lines(fh, where):
-            line += 1
-            if not pending and '"' not in body:  # the common case, without a call
-                yield _Record(line, body, end, body.split(","))
-                continue
-            if pending:
-                text = pending + body
-            else:
-                text, start = body, line
-            cells, _, open_ = _split(text)
-            if open_:
-                pending = text + end
-                continue
-            pending = ""
-            yield _Record(start, text, end, cells)
-        if pending:
-            raise ValueError(f"a quoted cell of {where!r} opened on line {start} is never "
-                             "closed; close its double quote (a quote inside a quoted cell is "
-                             "written twice).")
-
-
-def _blank(record: _Record) -> bool:
-    return not record.text or record.text.isspace()
-
-
-def _csv_header(first: _Record | None, p: Path) -> list[str]:
-    if first is None:
-        raise ValueError(f"path must be a CSV file with a header row; got an empty file "
-                         f"{str(p)!r}.")
-    if _blank(first):
-        raise ValueError(f"line 1 of {str(p)!r} is blank; the header row (the column names) "
-                         "must be line 1.")
-    header = [h.strip() for h in first.cells]
-    for j, h in enumerate(header):
-        if h in header[:j]:
-            raise ValueError(
-                f"column {h!r} appears twice in the header of {str(p)!r} (columns "
-                f"{header.index(h) + 1} and {j + 1}); rename one of them."
-            )
-    return header
-
-
-def _csv_body(records: Iterator[_Record], width: int) -> Iterator[_Record]:
-    """The data records: a blank line between rows is a row of ``width`` empty cells;
-    blank lines after the last row are not rows."""
-    blanks: list[_Record] = []
-    for r in records:
-        if not r.text or r.text.isspace():  # _blank, inline: once per row
-            blanks.append(r._replace(cells=[""] * width))
-            continue
-        yield from blanks
-        blanks = []
-        yield r
-
-
-def _csv_columns(header: list[str], body: list[_Record], p: Path,
+def _csv_columns(header: list[str], body: list[Record], p: Path,
                  kinds: dict[str, _Kind] | None = None, typed: Collection[str] | None = None,
                  ) -> tuple[dict[str, NDArray[Any]], NDArray[np.int64]]:
     bad = [r.line for r in body if len(r.cells) != len(header)]
@@ -520,11 +345,11 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
     if fmt == "npz":
         yield read_table_rows(p, columns)
     elif fmt == "csv":
-        records = _csv_records(p)
-        header = _csv_header(next(records, None), p)
+        records = csv_records(p)
+        header = csv_header(next(records, None), p)
         kinds: dict[str, _Kind] = {}
-        chunk: list[_Record] = []
-        for r in _csv_body(records, len(header)):
+        chunk: list[Record] = []
+        for r in csv_body(records, len(header)):
             chunk.append(r)
             if len(chunk) >= rows:
                 table, lines = _csv_columns(header, chunk, p, kinds, columns)
@@ -752,9 +577,9 @@ def write_with_column(
         _copy_csv(src, out, name, values)
         return
     if src_fmt == "csv":
-        records = _csv_records(src)
-        header = _csv_header(next(records, None), src)
-        body = list(_csv_body(records, len(header)))
+        records = csv_records(src)
+        header = csv_header(next(records, None), src)
+        body = list(csv_body(records, len(header)))
         _check_rows(src, len(body), values)
         columns: dict[str, Any] = {h: np.asarray([r.cells[j] for r in body], dtype=str)
                                    for j, h in enumerate(header)}
@@ -814,10 +639,10 @@ def _accept_cell(v: float) -> str:
 def _copy_csv(src: Path, out: Path, name: str, values: NDArray[np.float64]) -> None:
     """The CSV ``src`` copied record by record with the cell of ``name`` added or replaced."""
     with open(src, "rb") as raw:
-        bom = raw.read(3) == _BOM
-    records = _csv_records(src)
+        bom = raw.read(3) == BOM
+    records = csv_records(src)
     first = next(records, None)
-    header = _csv_header(first, src)
+    header = csv_header(first, src)
     assert first is not None
     at = header.index(name) if name in header else None
     quoted = '"' + name.replace('"', '""') + '"'
@@ -826,7 +651,7 @@ def _copy_csv(src: Path, out: Path, name: str, values: NDArray[np.float64]) -> N
     def line(text: str, cell: str, width: int) -> str:
         if at is None:
             return f"{text},{cell}"
-        raw = _split(text)[1] if text.strip() else [""] * width
+        raw = split_record(text)[1] if text.strip() else [""] * width
         raw[at] = cell
         return ",".join(raw)
 
@@ -835,15 +660,15 @@ def _copy_csv(src: Path, out: Path, name: str, values: NDArray[np.float64]) -> N
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
             fh.write(("\ufeff" if bom else "") + line(first.text, name_cell, len(header))
                      + (first.end or "\n"))
-            tail: list[_Record] = []
+            tail: list[Record] = []
             for r in records:
-                if _blank(r):
+                if is_blank(r):
                     tail.append(r)
                     continue
                 for b in [*tail, r]:
                     if n >= values.size:
                         _check_rows(src, n + 1, values)
-                    text = "," * (len(header) - 1) if _blank(b) else b.text
+                    text = "," * (len(header) - 1) if is_blank(b) else b.text
                     end = b.end or ("\n" if b is not r else "")
                     fh.write(line(text, _accept_cell(values[n]), len(header)) + end)
                     n += 1
