@@ -9,6 +9,7 @@ in place, never replaced by a file.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -221,18 +222,23 @@ def test_a_fifo_output_is_written_in_place(folder, tmp_path, capsys):
     assert fifo.is_fifo() and os.listdir(tmp_path) == ["out.json"]
 
 
-def test_dev_stdout_gets_the_json_after_the_table(folder, capfd, monkeypatch):
-    # standard output a pipe (the command in a pipeline) ...
+def test_dev_stdout_gets_the_json_alone_and_the_messages_go_to_stderr(folder, capfd, monkeypatch):
+    # standard output a pipe (the command in a pipeline: `... --json /dev/stdout | jq`) ...
     piped = _cli("evaluate", "small.csv", "--json", "/dev/stdout", cwd=folder)
-    assert piped.returncode == 0 and piped.stderr == ""
-    table, rest = piped.stdout.split("{\n", 1)
-    assert table.startswith("small.csv: 300 ID rows")
-    assert rest.endswith("}\nwrote /dev/stdout\n")
-    # ... and a file (`abstain ... > out.txt`; pytest's capfd is such a file): in order
+    assert piped.returncode == 0 and piped.stdout.startswith("{\n")
+    assert json.loads(piped.stdout)["n_id"] == 300
+    assert piped.stderr.startswith("small.csv: 300 ID rows")
+    assert piped.stderr.endswith("wrote /dev/stdout\n")
+    # ... and a file (`abstain ... > out.txt`; pytest's capfd is such a file)
     capfd.readouterr()
     monkeypatch.chdir(folder)
     assert cli.main(["evaluate", "small.csv", "--json", "/dev/stdout"]) == 0
-    assert capfd.readouterr().out == piped.stdout
+    got = capfd.readouterr()
+    assert got.out == piped.stdout and got.err == piped.stderr
+    # a table written by apply to standard output is the CSV alone
+    piped = _cli("apply", "rule.json", "small.csv", "-o", "/dev/stdout", cwd=folder)
+    assert piped.returncode == 0 and piped.stdout.splitlines()[0].endswith(",accept")
+    assert len(piped.stdout.splitlines()) == 301 and "wrote /dev/stdout" in piped.stderr
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")

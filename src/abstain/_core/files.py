@@ -143,6 +143,15 @@ def _in_place_fd(p: Path) -> int | None:
     return None if stat.S_ISREG(st.st_mode) else -1
 
 
+def is_standard_output(path: str | os.PathLike[str]) -> bool:
+    """Whether writing ``path`` writes to this process's standard output (``/dev/stdout``,
+    ``/proc/self/fd/1``, or the file or pipe that standard output is open on)."""
+    try:
+        return _in_place_fd(_checked(path)) == 1
+    except (OSError, ValueError):
+        return False
+
+
 def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)

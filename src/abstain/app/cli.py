@@ -9,6 +9,7 @@ bad usage).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 from collections.abc import Collection, Sequence
@@ -28,6 +29,7 @@ from .io import (
     ColumnError,
     TableRows,
     check_not_input,
+    is_standard_output,
     os_error,
     read_table_rows,
     type_columns,
@@ -479,7 +481,12 @@ def _main(argv: list[str]) -> int:
         for dest, (flag, what) in _OUTPUTS.items():
             if getattr(args, dest, None) == "":
                 raise _Fail(f"{flag} must name {what} to write; got an empty path ''.")
-        return int(_COMMANDS[args.command](args))
+        # an output on standard output (--json /dev/stdout) gets it to itself: the command's
+        # messages go to standard error, so that the output can be piped as it is
+        outputs = [getattr(args, dest, None) for dest in _OUTPUTS]
+        to_stdout = any(p and is_standard_output(p) for p in outputs)
+        with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+            return int(_COMMANDS[args.command](args))
     except OSError as exc:
         print(f"abstain {args.command}: error: {_os_message(exc)}", file=sys.stderr)
         return 1

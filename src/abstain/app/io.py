@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.files import atomic_files, atomic_path, os_error, write_text
+from .._core.files import atomic_files, atomic_path, is_standard_output, os_error, write_text
 from .._core.optional import missing_extra
 from .csv_records import BOM, Record, csv_body, csv_header, csv_records, is_blank, split_record
 
@@ -42,6 +42,7 @@ __all__ = [
     "get_column",
     "check_not_input",
     "os_error",
+    "is_standard_output",
     "read_chunks",
 ]
 
@@ -560,7 +561,8 @@ def write_with_column(
     source : str or path-like
         The table read (CSV, Parquet or NPZ), read again here.
     path : str or path-like
-        Target; the extension gives the format.
+        Target; the extension gives the format (standard output, a FIFO or a device
+        without one gets the format of ``source``).
     name : str
         The new column.
     values : ndarray of shape (n,)
@@ -572,7 +574,11 @@ def write_with_column(
     src, out = Path(source), Path(path)
     check_not_input(out, [src, *protect])
     values = np.asarray(values, dtype=np.float64)
-    fmt, src_fmt = table_format(out), table_format(src)
+    src_fmt = table_format(src)
+    # standard output, a FIFO or a device without a table extension gets the input's format
+    streamed = out.suffix.lower() not in _FORMATS and (is_standard_output(out) or (
+        out.exists() and not out.is_file() and not out.is_dir()))
+    fmt = src_fmt if streamed else table_format(out)
     if src_fmt == "csv" and fmt == "csv":
         _copy_csv(src, out, name, values)
         return
