@@ -25,13 +25,15 @@ demo: $(VENV)/.demo-installed
 # results must not depend on either (docs/ood.md, "Exact on every CPU").
 NUMPY_DISPATCH = $(BIN)/python -c 'from numpy._core._multiarray_umath import __cpu_dispatch__ as d; print(" ".join(d))'
 OTHER_BLAS := $(if $(filter x86_64 amd64,$(shell uname -m)),Sandybridge,ARMV8)
+# Tests run on every core (pytest-xdist); JOBS=1 runs them in this process.
+JOBS ?= auto
 test: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(JOBS)
 	OPENBLAS_CORETYPE=$(OTHER_BLAS) NPY_DISABLE_CPU_FEATURES="$$($(NUMPY_DISPATCH))" \
-		$(BIN)/python -m pytest -q -p no:cacheprovider -m cpu_exact tests
+		$(BIN)/python -m pytest -q -n $(JOBS) -p no:cacheprovider -m cpu_exact tests
 
 test-fast: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(JOBS) -m "not slow"
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests benchmarks examples
