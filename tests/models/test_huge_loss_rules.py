@@ -11,6 +11,7 @@ import math
 import warnings
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -126,3 +127,21 @@ def test_scaling_by_a_power_of_two_scales_every_rule_bit_for_bit(losses, target)
         assert (math.isnan(small.risk_) and math.isnan(big.risk_)) or \
             big.risk_ == small.risk_ * c
     assert pairs[0][1].cost_ == pairs[0][0].cost_ * c
+
+
+def test_sgr_on_losses_whose_squares_overflow_is_refused_naming_loss_bound():
+    from abstain import BoundedImprovement
+    from abstain.models import least_risk_bound
+
+    rng = np.random.default_rng(0)
+    u = rng.random(200)
+    losses = (rng.random(200) < u / 2) * 1e308
+    message = (r"^loss_bound must be at most 2\*\*485 = .* for bound='sgr' with losses other than "
+               r"0/1 \(its variance term squares the losses\); got 1\.7e\+308\. Divide")
+    with pytest.raises(ValueError, match=message):
+        BoundedImprovement(0.5e308, delta=0.1, bound="sgr", loss_bound=1.7e308).fit(u, losses)
+    with pytest.raises(ValueError, match=message):
+        least_risk_bound(u, losses, 0.1, loss_bound=1.7e308, bound="sgr")
+    # the Learn-then-Test procedures divide by loss_bound first: finite bounds
+    rule = BoundedImprovement(0.5e308, delta=0.1, bound="hb", loss_bound=1.7e308).fit(u, losses)
+    assert np.isfinite(rule.risk_bound_)

@@ -93,6 +93,11 @@ def least_target(uncertainty: Any, losses: Any, groups: TieGroups, top: float, b
     return ltt_least(u, ls / scale, delta, procedure, scale=scale, above=above)
 
 
+#: The largest ``loss_bound`` of ``bound="sgr"`` on losses other than 0/1: squares of
+#: losses up to it, summed over up to 2**53 rows, stay within the float64 range.
+SGR_MAX_LOSS_BOUND = 2.0**485
+
+
 def _procedure(uncertainty: Any, losses: Any, top: float, binary: bool, loss_bound: float,
                bound: str) -> tuple[str, bool]:
     """The procedure that ``bound`` names for these data, and whether they are a table."""
@@ -111,5 +116,12 @@ def _procedure(uncertainty: Any, losses: Any, top: float, binary: bool, loss_bou
             "rows "
             "into a part that picks the thresholds and a part that tests them; a ScoreTable "
             "keeps no rows. Give bound='sgr' to fit a table with delta."
+        )
+    if procedure == "sgr" and not binary and loss_bound > SGR_MAX_LOSS_BOUND:
+        # its empirical Bernstein term sums squared losses, which overflow float64 there
+        raise ValueError(
+            f"loss_bound must be at most 2**485 = {SGR_MAX_LOSS_BOUND:.4g} for bound='sgr' with "
+            f"losses other than 0/1 (its variance term squares the losses); got "
+            f"{plain(loss_bound)}. Divide the losses, the target and loss_bound by one factor."
         )
     return procedure, table
