@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -169,3 +170,31 @@ def write_parts():
     """``write_parts(cols, folder, k=3, formats=("parquet",))``: a dict of columns written as
     a directory of parts, a source read in chunks (tests/app/)."""
     return _write_parts
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    """``fifo(name)`` makes a FIFO in ``tmp_path`` read by a thread; returns its path and a
+    function that waits for the reader and returns the bytes it read."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this system")
+
+    def make(name: str):
+        path = tmp_path / name
+        os.mkfifo(path)
+        got: list[bytes] = []
+
+        def read() -> None:
+            with open(path, "rb") as fh:
+                got.append(fh.read())
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+
+        def content(timeout: float = 30.0) -> bytes:
+            reader.join(timeout)
+            return got[0]
+
+        return path, content
+
+    return make

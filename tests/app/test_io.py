@@ -191,27 +191,14 @@ def test_parquet_without_the_io_extra_names_it(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["t.parquet"]
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
 @pytest.mark.parametrize("suffix", [".csv", ".npz"])
-def test_a_table_written_to_a_fifo_is_written_in_place(suffix, tmp_path):
-    import threading
-
-    fifo = tmp_path / f"out{suffix}"
-    os.mkfifo(fifo)
-    got: list[bytes] = []
-
-    def read():
-        with open(fifo, "rb") as fh:
-            got.append(fh.read())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    write_table(fifo, {"a": [1.0, 2.5], "b": ["x", "y"]})
-    reader.join(10)
-    (tmp_path / f"copy{suffix}").write_bytes(got[0])
+def test_a_table_written_to_a_fifo_is_written_in_place(suffix, tmp_path, fifo):
+    path, content = fifo(f"out{suffix}")
+    write_table(path, {"a": [1.0, 2.5], "b": ["x", "y"]})
+    (tmp_path / f"copy{suffix}").write_bytes(content())
     copy = read_table(tmp_path / f"copy{suffix}")
     assert copy["a"].tolist() == [1.0, 2.5] and copy["b"].tolist() == ["x", "y"]
-    assert fifo.is_fifo()
+    assert path.is_fifo()
 
 
 def test_a_table_to_an_empty_path_or_a_folder_is_refused(tmp_path):

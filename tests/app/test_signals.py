@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -205,21 +204,12 @@ def test_an_empty_output_path_is_refused(folder, capsys):
     assert sorted(folder.iterdir()) == before
 
 
-def test_a_fifo_output_is_written_in_place(folder, tmp_path, capsys):
-    fifo = tmp_path / "out.json"
-    os.mkfifo(fifo)
-    got: list[bytes] = []
-
-    def read():
-        with open(fifo, "rb") as fh:
-            got.append(fh.read())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    assert cli.main(["evaluate", str(folder / "small.csv"), "--json", str(fifo)]) == 0
-    reader.join(30)
-    assert got[0].startswith(b'{\n  "n_id": 300,') and got[0].endswith(b"}\n")
-    assert fifo.is_fifo() and os.listdir(tmp_path) == ["out.json"]
+def test_a_fifo_output_is_written_in_place(folder, tmp_path, fifo):
+    path, content = fifo("out.json")
+    assert cli.main(["evaluate", str(folder / "small.csv"), "--json", str(path)]) == 0
+    got = content()
+    assert got.startswith(b'{\n  "n_id": 300,') and got.endswith(b"}\n")
+    assert path.is_fifo() and os.listdir(tmp_path) == ["out.json"]
 
 
 def test_dev_stdout_gets_the_json_alone_and_the_messages_go_to_stderr(folder, capfd, monkeypatch):
