@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import errno
 import hashlib
 import html
 import io
@@ -58,7 +59,7 @@ from ..plot import (
 )
 from .chunks import Summary
 from .evaluate import Evaluation, glossary_of
-from .io import atomic_files, atomic_path, check_not_input, write_text
+from .io import atomic_files, atomic_path, check_not_input, os_error, write_text
 from .tables import Progress, TableData
 
 __all__ = ["report_figures", "html_report", "write_report", "sample_warnings", "png_names",
@@ -652,6 +653,9 @@ def write_report(path: str | Path, data: TableData | Summary, evaluation: Evalua
     """
     protect = list(kwargs.pop("protect", ()))
     check_not_input(path, protect)
+    folder = Path(path).parent
+    if not folder.is_dir():  # before the figures are drawn: fail at once
+        raise os_error(path, FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)))
     page, pngs = _render(data, evaluation, **kwargs)
     if png_dir is None:
         write_text(path, page)
