@@ -241,3 +241,16 @@ def test_dev_full_is_one_line_and_exit_1(folder, capsys):
             f"abstain {argv[0]}: error: cannot write '/dev/full': No space left on device; "
             "free some space or write to another disk.\n")
     assert Path("/dev/full").is_char_device()
+
+
+def test_a_closed_standard_output_ends_the_command_quietly(folder):
+    # `abstain evaluate ... | head -0`: the reader leaves before the table is written
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "abstain", "evaluate", "small.csv"],
+                              cwd=folder, env=_env(), stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert proc.returncode == 128 + signal.SIGPIPE and proc.stderr == ""

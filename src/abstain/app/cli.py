@@ -487,6 +487,8 @@ def _main(argv: list[str]) -> int:
         to_stdout = any(p and is_standard_output(p) for p in outputs)
         with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
             return int(_COMMANDS[args.command](args))
+    except BrokenPipeError:  # standard output closed by its reader: no message to give
+        raise
     except OSError as exc:
         print(f"abstain {args.command}: error: {_os_message(exc)}", file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ started with ignored (``nohup``, a background job of a script) stays ignored.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -85,8 +86,12 @@ def console() -> None:
         from .cli import main
 
         code = main(argv)
+        sys.stdout.flush()  # here, so that a closed pipe is one of the cases below
     except (Interrupted, KeyboardInterrupt) as exc:
         code = interrupted(exc, argv)
+    except BrokenPipeError:  # the reader of standard output left (`abstain ... | head -1`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        code = 128 + int(signal.SIGPIPE)
     finally:  # exiting: a signal now ends the process at once, without a traceback
         for s in handled or {}:
             signal.signal(s, signal.SIG_DFL)
