@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.validation import as_real_array, check_random_state, plain
 from ..detectors import Detector
-from ..detectors.base import pick_output
+from ..detectors._base import pick_output
 from ..metrics import auroc
 
 __all__ = ["DetectorTuning", "tune_detector"]
