@@ -52,11 +52,7 @@ import numpy as np
 from abstain import metrics as M
 from abstain.combine import METHODS, ScoreCombiner, csi_statistic
 from abstain.datasets import data_home, load_ood_benchmark
-from abstain.detectors.base_scores import (
-    ShiftedBaseScores,
-    rotation_training_set,
-    rotations,
-)
+from abstain.detectors import ShiftedBaseScores, rotation_training_set, rotations
 
 OUT = Path(__file__).parent / "results"
 SHIFTS = (0, 1, 2, 3)

@@ -112,7 +112,7 @@ def _tables() -> dict[str, Any]:
     """Fitted documents of the tables (not estimators: no ``CASES`` entry), and their use."""
     from abstain import CostBased, PairTable, ScoreTable
     from abstain.metrics import aurc, auroc
-    from abstain.ood import BoundedTPRFPR
+    from abstain.models import BoundedTPRFPR
 
     rng = np.random.default_rng(3)
     u = np.round(rng.random(40), 1)
