@@ -50,7 +50,8 @@ class DoubleScoreDetector(ParamsMixin):
     Examples
     --------
     >>> import numpy as np
-    >>> from abstain.detectors import DoubleScoreDetector, MSP, KNN
+    >>> from abstain.models import DoubleScoreDetector
+    >>> from abstain.detectors import MSP, KNN
     >>> from abstain.models import BoundedTPRFPR
     >>> rng = np.random.default_rng(0)
     >>> W = np.eye(2)
