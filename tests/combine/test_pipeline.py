@@ -137,7 +137,7 @@ def test_json_errors(rng):
         load_json(json.dumps({"format": "abstain.combine/1", "model": "Pickle", "params": {},
                               "fitted": {}}))
     doc = json.loads(EmpiricalZ().fit([[1.0], [2.0]]).to_json())
-    doc["fitted"]["sorted_train_"] = {"shape": [2, 1], "float64_le_base64": base64.b64encode(
+    doc["fitted"]["sorted_train_"] = {"shape": [1, 2], "float64_le_base64": base64.b64encode(
         np.array([2.0, 1.0]).tobytes()).decode()}
     with pytest.raises(ValueError, match="fitted.sorted_train_ must be sorted ascending"):
         load_json(json.dumps(doc))
