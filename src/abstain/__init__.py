@@ -5,6 +5,9 @@ Turn any trained classifier into one that predicts or abstains: exact metrics
 three optimal reject models (:class:`CostBased`, :class:`BoundedImprovement`,
 :class:`BoundedAbstention`). A higher uncertainty is always rejected first.
 Every fitted object writes itself with ``to_json`` and :func:`load_json` reads any of them.
+
+Each public name has one home, a subpackage (``from abstain.models import BoundedTPRFPR``);
+this module re-exports only a short list of what a newcomer needs first (``__all__``).
 """
 
 from __future__ import annotations

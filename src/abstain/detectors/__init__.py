@@ -23,11 +23,11 @@ perturbation, which needs gradients, is :meth:`ODIN.score_inputs` (through
 :class:`DetectorBank` fits several detectors on the same outputs and scores them into one
 matrix (one column per detector), the input of :mod:`abstain.combine`.
 
-:class:`DoubleScoreDetector` pairs a misclassification score with an OOD score and tunes
-their combination with an OOD reject model; it is a reject model itself and lives in
-:mod:`abstain.models` (Franc, Prusa and Paplham, 2023, section 4: KNN+MSP, ViM+MSP), as does
-:func:`~abstain.models.tune_detector`, which chooses a detector's hyperparameters on
-validation data.
+:class:`~abstain.models.DoubleScoreDetector` pairs a misclassification score with an OOD
+score and tunes their combination with an OOD reject model; it is a reject model itself and
+lives in :mod:`abstain.models` (Franc, Prusa and Paplham, 2023, section 4: KNN+MSP,
+ViM+MSP), as does :func:`~abstain.models.tune_detector`, which chooses a detector's
+hyperparameters on validation data.
 
 :class:`ShiftedBaseScores` computes the base scores of a class x rotation network
 (:data:`BASE_SCORE_KINDS`), the input of :mod:`abstain.combine`.
