@@ -73,7 +73,7 @@ def test_well_separated_data_has_small_mae():
     assert mae < 0.1
 
 
-def test_margin_score_is_negated_distance_to_nearest_threshold(rng):
+def test_uncertainty_is_negated_distance_to_nearest_threshold(rng):
     X, r = ordinal_data(100, 2, 4, seed=7)
     model = SVOR(C=10.0).fit(X, r)
     f = model.projection(X)

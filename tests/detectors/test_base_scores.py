@@ -1,4 +1,4 @@
-"""Tests of abstain.base_scores against tests/reference/base_scores_ref.py."""
+"""Tests of abstain.detectors._base_scores against tests/reference/base_scores_ref.py."""
 
 from __future__ import annotations
 

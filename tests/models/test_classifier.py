@@ -51,7 +51,7 @@ def test_prefit_uses_all_data_for_calibration(digits):
     assert clf.reject_model_.risk_ == pytest.approx(selective_risk_at_coverage(losses, risk, 0.7))
 
 
-def test_margin_score_for_svm(digits):
+def test_margin_uncertainty_for_svm(digits):
     X, y, X_new, _ = digits
     clf = SelectiveClassifier(LinearSVC(), CostBased(0.2), random_state=1).fit(X, y)
     u = clf.uncertainty(X_new)
