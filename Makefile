@@ -18,7 +18,7 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.demo-installed
 
 demo: $(VENV)/.demo-installed
-	$(BIN)/python -m abstain.app.demo --out out
+	$(BIN)/python -m abstain demo --out out
 
 # The whole suite, then the exact-search tests (marker cpu_exact) again under another BLAS
 # kernel and with NumPy's optional CPU features (its vectorised kernels) disabled: their

@@ -40,7 +40,7 @@ from abstain._core.ood_sample import Sample, tpr_fpr_constraint
 from abstain._core.ood_search import exact_search
 from abstain.datasets import synthetic_ood_1d
 from abstain.metrics import auroc
-from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
 RESULTS = Path(__file__).parent / "results" / "bench_ood.md"
 GAUSS_RESULTS = RESULTS.with_name("bench_ood_gauss.md")

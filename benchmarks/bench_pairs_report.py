@@ -63,7 +63,7 @@ def pairs(n: int, kind: str) -> dict[str, Any]:
 
     from abstain import PairTable
     from abstain.distributed import pair_table
-    from abstain.ood import BoundedTPRFPR
+    from abstain.models import BoundedTPRFPR
 
     s, ood, losses = pair_rows(n, kind)
     t = time.perf_counter()
@@ -91,7 +91,7 @@ def pairs(n: int, kind: str) -> dict[str, Any]:
 
 
 def _write_report_data(folder: Path, n: int, parts: int, whole: bool) -> None:
-    from abstain.io import write_table
+    from abstain.app.io import write_table
 
     rng = np.random.default_rng(15)
     ood = rng.random(n) < 0.2
@@ -107,7 +107,7 @@ def _write_report_data(folder: Path, n: int, parts: int, whole: bool) -> None:
 
 
 def _cli(args: list[str], out: Any) -> None:
-    from abstain.cli import main
+    from abstain.app.cli import main
 
     start = time.perf_counter()
     code = main(args)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from abstain.scores import SELE, LossRegression
-from abstain.scores.learned import _block_rmatvec, _chunks, _SeleProblem
+from abstain.scores._learned import _block_rmatvec, _chunks, _SeleProblem
 
 RESULTS = Path(__file__).parent / "results" / "bench_scores.md"
 D, K, CHUNK = 100, 10, 500

@@ -5,10 +5,10 @@ what runs here:
 
 * network: one ``abstain.torch.SmallCNN(n_classes=4 K)`` trained (Adam, seeded, cached in
   ``$ABSTAIN_DATA/models``) on the joint class x rotation set
-  (`abstain.detectors.base_scores.rotation_training_set`: every image under 0/90/180/270 degrees,
+  (`abstain.detectors.rotation_training_set`: every image under 0/90/180/270 degrees,
   label ``k * 4 + j``). No contrastive (SimCLR / SupCLR) network and no ResNet18: all 24
-  base scores come from this one network (see `abstain.detectors.base_scores`);
-* base scores: `abstain.detectors.base_scores.ShiftedBaseScores` (cos, norm, shift, supcsi,
+  base scores come from this one network (see `abstain.detectors.ShiftedBaseScores`);
+* base scores: `abstain.detectors.ShiftedBaseScores` (cos, norm, shift, supcsi,
   supocsvm, supmah per rotation: 24 columns, the glrt-SupCSI+ set of the paper's
   Table 1) fitted on the ID training rows the network was trained on;
 * z-values / combiners: `abstain.combine.ScoreCombiner` for every method of
@@ -52,11 +52,7 @@ import numpy as np
 from abstain import metrics as M
 from abstain.combine import METHODS, ScoreCombiner, csi_statistic
 from abstain.datasets import data_home, load_ood_benchmark
-from abstain.detectors.base_scores import (
-    ShiftedBaseScores,
-    rotation_training_set,
-    rotations,
-)
+from abstain.detectors import ShiftedBaseScores, rotation_training_set, rotations
 
 OUT = Path(__file__).parent / "results"
 SHIFTS = (0, 1, 2, 3)

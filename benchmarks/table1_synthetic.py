@@ -32,7 +32,7 @@ import numpy as np
 from abstain import InfeasibleTargetWarning
 from abstain._core import ood_search as core  # weighted curves for the integration rows
 from abstain.datasets import synthetic_ood_1d
-from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR
+from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR
 
 OUT = Path(__file__).parent / "results"
 PAPER = {

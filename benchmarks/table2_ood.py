@@ -53,7 +53,7 @@ from abstain.detectors import (
     ReAct,
     ViM,
 )
-from abstain.ood import BoundedTPRFPR
+from abstain.models import BoundedTPRFPR
 
 OUT = Path(__file__).parent / "results"
 TPR = 0.8

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from abstain import BoundedAbstention
 from abstain.app.cli import main
-from abstain.ood import BoundedTPRFPR
+from abstain.models import BoundedTPRFPR
 from abstain.plot import (
     GeneralizedRiskCoverageDisplay,
     OODPrecisionRecallDisplay,

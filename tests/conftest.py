@@ -155,7 +155,7 @@ def quiet_fit():
 
 def _write_parts(cols, folder, k=3, formats=("parquet",)):
     """Write the rows of ``cols`` as ``k`` parts in ``folder``, the formats taken in turn."""
-    from abstain.io import write_table
+    from abstain.app.io import write_table
 
     folder.mkdir()
     n = len(next(iter(cols.values())))

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from abstain import BoundedAbstention, BoundedImprovement, CostBased
-from abstain.base_scores import ShiftedBaseScores
 from abstain.combine import BankDetector, EmpiricalZ, GuaranteedDetector, ScoreCombiner
 from abstain.detectors import (
     GEN,
@@ -23,14 +22,14 @@ from abstain.detectors import (
     MSP,
     ODIN,
     DetectorBank,
-    DoubleScoreDetector,
     Energy,
     Mahalanobis,
     MaxLogit,
     ReAct,
+    ShiftedBaseScores,
     ViM,
 )
-from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, DoubleScoreDetector
 from abstain.ordinal import SVOR
 from abstain.scores import SELE, TCP, LossRegression
 

@@ -1,9 +1,13 @@
 """The layers of docs/architecture.md, checked on the source: what may import what, no
-private name imported across modules, no estimator behind the metrics, no oversized module."""
+private name imported across modules, no estimator behind the metrics, no oversized module,
+and one public path per name."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
+import pkgutil
 from pathlib import Path
 
 import pytest
@@ -29,9 +33,12 @@ ALLOWED: dict[str, set[str]] = {
 }
 # The command line uses the library's public API; of the private core only its infrastructure.
 APP_CORE = {"files", "optional", "progress", "serialize", "version"}
-# Old module paths kept as re-exports of their new homes.
-SHIMS = {"ood", "ood_metrics", "losses", "base_scores", "selective", "io", "tabular", "report",
-         "cli", "demo"}
+# The helpers of the private metric modules that the command line uses (the metric table of
+# ``abstain evaluate``): names without a leading underscore, but in no public module.
+APP_METRIC_HELPERS = {"check_bootstrap", "exact_envelope_metrics", "resolve_search"}
+# The module paths of the unreleased 0.1 development versions, deleted.
+REMOVED = {"ood", "ood_metrics", "losses", "base_scores", "selective", "io", "tabular", "report",
+           "cli", "demo"}
 
 
 def _modules() -> list[Path]:
@@ -75,7 +82,7 @@ def _imports(path: Path, *, module_level: bool) -> list[tuple[list[str], list[st
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
 def test_layers_point_down(path: Path) -> None:
     layer = _layer(path)
-    if layer in SHIMS or layer in ("__init__", "__main__", "exceptions"):
+    if layer in ("__init__", "__main__", "exceptions"):
         return
     assert layer in ALLOWED, f"{layer} is not in the layer table of this test"
     for target, names, line in _imports(path, module_level=True):
@@ -102,6 +109,13 @@ def test_no_private_name_across_modules(path: Path) -> None:
 def test_the_command_line_uses_only_the_core_infrastructure() -> None:
     for path in sorted((SRC / "app").glob("*.py")):
         for target, names, line in _imports(path, module_level=False):
+            if target[:1] != ["app"] and any(p.startswith("_") for p in target[1:]):
+                # a private module of a public layer: the layer's public names only
+                assert target[0] == "metrics" and set(names) <= APP_METRIC_HELPERS, (
+                    f"{path.relative_to(SRC)}:{line} imports {names} from "
+                    f"{'.'.join(target)}: the command line imports public names from "
+                    f"abstain.{target[0]}"
+                )
             if target[:1] == ["_core"]:
                 used = target[1:2] or names
                 assert set(used) <= APP_CORE, (
@@ -129,7 +143,7 @@ def _closure(start: list[Path]) -> set[Path]:
 
 def test_metrics_never_fit_a_model() -> None:
     files = _closure(sorted((SRC / "metrics").glob("*.py")))
-    assert SRC / "metrics" / "ood.py" in files
+    assert SRC / "metrics" / "_ood.py" in files
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef):
@@ -163,3 +177,59 @@ def test_test_files_have_unique_basenames() -> None:
             continue
         assert path.name not in seen, f"{path} and {seen[path.name]} share a basename"
         seen[path.name] = path
+
+
+# --------------------------------------------------------------------------- public names
+def _public_modules() -> list[str]:
+    """Every module of abstain whose dotted path has no component with a leading underscore
+    (``abstain.torch`` only where PyTorch is installed)."""
+    import abstain
+
+    names = ["abstain"]
+    for info in pkgutil.walk_packages(abstain.__path__, "abstain."):
+        parts = info.name.split(".")[1:]
+        if any(p.startswith("_") for p in parts):
+            continue
+        if parts[0] == "torch" and importlib.util.find_spec("torch") is None:
+            continue
+        names.append(info.name)
+    return names
+
+
+def test_each_public_name_has_one_public_path() -> None:
+    # as in sklearn.metrics: code in private modules, names in the subpackage __init__; the
+    # top-level abstain re-exports a short list for newcomers (as numpy does), and no name
+    # lives in two modules below it
+    homes: dict[str, list[str]] = {}
+    for name in _public_modules():
+        module = importlib.import_module(name)
+        for public in getattr(module, "__all__", []):
+            assert getattr(module, public) is not None  # importable from there
+            homes.setdefault(public, []).append(name)
+    import abstain
+
+    assert len(abstain.__all__) <= 15
+    shared = {n: m for n, m in homes.items() if len(m) > 1}
+    for name, modules in shared.items():
+        assert modules[0] == "abstain" and len(modules) == 2, (
+            f"{name} is exported by {', '.join(modules)}: one public module per name")
+        assert getattr(abstain, name) is getattr(importlib.import_module(modules[1]), name)
+    assert len(homes) > 150  # the walk found the library
+
+
+def test_every_name_of_a_private_module_is_public_once() -> None:
+    # the __all__ of each private module of a public subpackage is exported by that subpackage
+    for package in ("metrics", "scores", "detectors", "models", "combine", "plot"):
+        public = importlib.import_module(f"abstain.{package}")
+        for path in sorted((SRC / package).glob("_*.py")):
+            if path.name == "__init__.py":
+                continue
+            module = importlib.import_module(f"abstain.{package}.{path.stem}")
+            missing = set(getattr(module, "__all__", [])) - set(public.__all__)
+            assert not missing, f"abstain.{package} does not export {sorted(missing)}"
+
+
+@pytest.mark.parametrize("name", sorted(REMOVED))
+def test_the_old_module_paths_are_gone(name: str) -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"abstain.{name}")

@@ -9,7 +9,7 @@ import pytest
 
 from abstain import BoundedAbstention, BoundedImprovement, PairTable, ScoreTable
 from abstain.metrics import augrc, aurc, auroc, e_aurc, fpr_at_tpr
-from abstain.ood import BoundedTPRFPR
+from abstain.models import BoundedTPRFPR
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from abstain.cli import main
+from abstain.app.cli import main
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 

@@ -10,7 +10,7 @@ from reference.ordinal_ref import svor_objective_ref, svor_ref
 
 from abstain import load_json
 from abstain.exceptions import NotFittedError
-from abstain.ordinal import SVOR, svor_from_json, svor_objective
+from abstain.ordinal import SVOR, svor_objective
 from abstain.scores import margin, ordinal_margin
 
 
@@ -73,7 +73,7 @@ def test_well_separated_data_has_small_mae():
     assert mae < 0.1
 
 
-def test_margin_score_is_negated_distance_to_nearest_threshold(rng):
+def test_uncertainty_is_negated_distance_to_nearest_threshold(rng):
     X, r = ordinal_data(100, 2, 4, seed=7)
     model = SVOR(C=10.0).fit(X, r)
     f = model.projection(X)
@@ -103,10 +103,6 @@ def test_json_round_trip():
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     np.testing.assert_array_equal(loaded.uncertainty(X), model.uncertainty(X))
     assert loaded.get_params() == model.get_params()
-    with pytest.warns(FutureWarning, match="abstain.load_json"):
-        assert svor_from_json(model.to_json()).get_params() == model.get_params()
-    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="is missing: a document"):
-        svor_from_json('{"format": "abstain.rule/1"}')
 
 
 @pytest.mark.parametrize(

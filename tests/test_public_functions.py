@@ -267,18 +267,22 @@ def check_plain(message: str) -> None:
 
 
 #: Public names with no array input of their own, or checked elsewhere: result types and
-#: constants, the JSON loaders (tests/_core/test_serialize_mutations.py), the registry,
+#: constants, the registry,
 #: the wrapper of a scikit-learn estimator (tests/test_sklearn_compat.py), the guarantee's
 #: arithmetic on integers (tests/combine), the scorers of model selection, which take a fitted
-#: estimator (tests/metrics/test_scorers.py).
+#: estimator (tests/metrics/test_scorers.py), the loss matrices (tests/scores/test_losses.py)
+#: and the rotation base scores (tests/detectors/test_base_scores.py).
 NOT_ARRAY_FUNCTIONS = {
-    "score_from_json", "from_json", "detector_from_json", "rule_from_json",
-    "selector_from_json", "make_detector", "far_guarantee", "SelectiveClassifier",
+    "make_detector", "far_guarantee", "SelectiveClassifier",
     "EquivalentModels", "Detector", "FARGuarantee", "RegularizationSearch",
     "SelectivePrediction", "ConditionalRisk", "BootstrapInterval", "OODEvaluation",
     "DetectorTuning",
     "BinnedTable", "Bounded",  # built by ScoreTable.binned: tests/_core/test_binned.py
     "neg_aurc_scorer", "neg_selective_risk_scorer", "coverage_at_risk_scorer",
+    # loss matrices of a class count, and their checks: tests/scores/test_losses.py
+    "zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses",
+    # the base scores of a class x rotation network: tests/detectors/test_base_scores.py
+    "ShiftedBaseScores", "joint_labels", "rotation_training_set", "rotations",
 }
 
 

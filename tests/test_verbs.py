@@ -1,8 +1,7 @@
 """One verb per meaning (docs/architecture.md): ``score`` is the uncertainty, ``accept`` /
 ``accept_proba`` the decision, ``predict`` class labels; on the scikit-learn-shaped
 ``SelectiveClassifier`` and ``SVOR``, ``score(X, y)`` is the accuracy and ``uncertainty(X)``
-the uncertainty. The old spellings are aliases that warn with ``FutureWarning`` and return
-exactly what the new verb returns."""
+the uncertainty. The spellings of the unreleased 0.1 development versions are gone."""
 
 from __future__ import annotations
 
@@ -10,9 +9,7 @@ import numpy as np
 import pytest
 
 from abstain import BoundedAbstention, BoundedImprovement, CostBased
-from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
-
-DEPRECATED = "is deprecated and will be removed in 0.3"
+from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
 
 def _rule_data(rng):
@@ -35,12 +32,8 @@ def test_reject_rule_verbs(rng, rule):
     np.testing.assert_array_equal(score, new)
     assert score is not new
     np.testing.assert_array_equal(rule.accept_proba(new), rule.accept_proba(score))
-    with pytest.warns(FutureWarning, match=rf"{type(rule).__name__}\.predict.*{DEPRECATED}; "
-                                           r"use accept\(uncertainty\)") as rec:
-        old = rule.predict(new)
-    assert rec[0].filename == __file__  # the warning points at the caller
-    assert old.dtype == bool
-    np.testing.assert_array_equal(old, rule.accept(new))
+    assert rule.accept(new).dtype == bool
+    assert not hasattr(rule, "predict")  # predict is for class labels only
 
 
 @pytest.mark.parametrize("rule", [
@@ -54,10 +47,8 @@ def test_ood_rule_verbs(rng, rule):
     losses = (rng.uniform(size=300) < s[:, 0]).astype(float)
     rule.fit(s, is_ood, losses)
     new = np.round(rng.uniform(size=(50, 2)), 1)
-    with pytest.warns(FutureWarning, match=rf"{type(rule).__name__}\.predict.*{DEPRECATED}; "
-                                           r"use accept\(scores\)"):
-        old = rule.predict(new)
-    np.testing.assert_array_equal(old, rule.accept(new))
+    assert rule.accept(new).dtype == bool
+    assert not hasattr(rule, "predict")
 
 
 def test_unfitted_reject_rule_score():
@@ -84,11 +75,7 @@ def test_guaranteed_detector_verbs(rng, higher_is_inlier):
     proba = det.accept_proba(stat)
     assert proba.dtype == np.float64 and set(np.unique(proba)) <= {0.0, 1.0}
     np.testing.assert_array_equal(proba, accept.astype(float))
-    with pytest.warns(FutureWarning, match=rf"GuaranteedDetector\.predict.*{DEPRECATED}; "
-                                           r"use ~accept\(stat\) or score\(stat\) > threshold_"):
-        old = det.predict(stat)
-    np.testing.assert_array_equal(old, ~accept)  # the old meaning: True = OOD
-    np.testing.assert_array_equal(old, score > det.threshold_)
+    assert not hasattr(det, "predict")
 
 
 # --------------------------------------------------------------------------- learned scores
@@ -103,13 +90,7 @@ def test_learned_score_verbs(rng, name):
     u = learner.score(X, y_pred)
     expected = learner.decision_function(X, y_pred)
     np.testing.assert_array_equal(u, -expected if name == "TCP" else expected)
-    with pytest.warns(FutureWarning, match=rf"{name}\.predict.*{DEPRECATED}; "
-                                           r"use score\(X, y_pred\)"):
-        old = learner.predict(X, y_pred)
-    np.testing.assert_array_equal(old, u)
-    shared = getattr(scores, name)(features="shared").fit(X, None, target)
-    with pytest.warns(FutureWarning, match=DEPRECATED):
-        np.testing.assert_array_equal(shared.predict(X), shared.score(X))
+    assert not hasattr(learner, "predict")
 
 
 # --------------------------------------------------------------------------- SVOR
@@ -123,29 +104,20 @@ def test_svor_verbs(rng):
     u = model.uncertainty(X)
     np.testing.assert_array_equal(default_baseline(model, X), u)
     assert model.score(X, y) == np.mean(model.predict(X) == y)  # scikit-learn's accuracy
-    with pytest.warns(FutureWarning, match=rf"SVOR\.margin_score.*{DEPRECATED}; "
-                                           r"use uncertainty\(X\)"):
-        old = model.margin_score(X)
-    np.testing.assert_array_equal(old, u)
+    assert not hasattr(model, "margin_score")
     assert set(model.predict(X)) <= set(model.classes_)  # predict stays: labels
 
 
 # --------------------------------------------------------------------------- SelectiveClassifier
-def test_selective_classifier_score_keyword_is_renamed():
+def test_selective_classifier_takes_score_func_only():
     from sklearn.svm import LinearSVC
 
     from abstain import SelectiveClassifier
 
-    with pytest.warns(FutureWarning, match=rf"SelectiveClassifier\(score=\.\.\.\) {DEPRECATED}; "
-                                           r"use score_func=\.\.\.") as rec:
-        clf = SelectiveClassifier(LinearSVC(), score="margin")
-    assert rec[0].filename == __file__
-    assert clf.score_func == "margin" and clf.get_params()["score_func"] == "margin"
-    assert "score" not in clf.get_params()
-    with pytest.raises(TypeError, match="unexpected keyword argument 'scorer'"):
-        SelectiveClassifier(LinearSVC(), scorer="margin")
-    with pytest.raises(TypeError, match="give score_func only"):
-        SelectiveClassifier(LinearSVC(), score="margin", score_func="margin")
+    clf = SelectiveClassifier(LinearSVC(), score_func="margin")
+    assert clf.get_params()["score_func"] == "margin" and "score" not in clf.get_params()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'score'"):
+        SelectiveClassifier(LinearSVC(), score="margin")
 
 
 def test_selective_classifier_verbs():
@@ -170,10 +142,10 @@ def test_selective_classifier_verbs():
 TRUTH = {"losses", "is_ood", "y", "labels", "true_class_proba"}
 SCORES = {"uncertainty", "scores", "X", "outputs", "features", "S_train", "cal_stat"}
 FIT_MODULES = [
-    "abstain.models.selective", "abstain.models.ood", "abstain.models.double_score",
-    "abstain.models.classifier", "abstain.scores.learned", "abstain.detectors.logits",
-    "abstain.detectors.features", "abstain.detectors.base_scores", "abstain.combine.pvalues",
-    "abstain.combine.guarantee", "abstain.combine.pipeline", "abstain.ordinal",
+    "abstain.models._selective", "abstain.models._ood", "abstain.models._double_score",
+    "abstain.models._classifier", "abstain.scores._learned", "abstain.detectors._logits",
+    "abstain.detectors._features", "abstain.detectors._base_scores", "abstain.combine._pvalues",
+    "abstain.combine._guarantee", "abstain.combine._pipeline", "abstain.ordinal",
 ]
 
 
@@ -239,7 +211,7 @@ def test_fit_methods_are_found():
 
 
 # --------------------------------------------------------------------------- no alias in use
-def test_workflow_uses_no_deprecated_verb(rng):
+def test_workflow_warns_nothing(rng):
     """A selective, an OOD and a combining workflow, end to end, with the new verbs only."""
     import warnings
 

@@ -5,6 +5,9 @@ Turn any trained classifier into one that predicts or abstains: exact metrics
 three optimal reject models (:class:`CostBased`, :class:`BoundedImprovement`,
 :class:`BoundedAbstention`). A higher uncertainty is always rejected first.
 Every fitted object writes itself with ``to_json`` and :func:`load_json` reads any of them.
+
+Each public name has one home, a subpackage (``from abstain.models import BoundedTPRFPR``);
+this module re-exports only a short list of what a newcomer needs first (``__all__``).
 """
 
 from __future__ import annotations
@@ -20,13 +23,12 @@ if TYPE_CHECKING:
     from ._core.serialize import load_json
     from ._core.table import ScoreTable
     from .exceptions import InfeasibleTargetWarning, NotFittedError
-    from .models.classifier import SelectiveClassifier
-    from .models.selective import (
+    from .models import (
         BoundedAbstention,
         BoundedImprovement,
         CostBased,
         EquivalentModels,
-        rule_from_json,
+        SelectiveClassifier,
     )
 
 # The public names, imported on first use (PEP 562): ``import abstain`` stays light, so
@@ -38,12 +40,11 @@ _HOMES = {
     "ScoreTable": "._core.table",
     "InfeasibleTargetWarning": ".exceptions",
     "NotFittedError": ".exceptions",
-    "SelectiveClassifier": ".models.classifier",
-    "BoundedAbstention": ".models.selective",
-    "BoundedImprovement": ".models.selective",
-    "CostBased": ".models.selective",
-    "EquivalentModels": ".models.selective",
-    "rule_from_json": ".models.selective",
+    "SelectiveClassifier": ".models._classifier",
+    "BoundedAbstention": ".models._selective",
+    "BoundedImprovement": ".models._selective",
+    "CostBased": ".models._selective",
+    "EquivalentModels": ".models._selective",
 }
 
 __all__ = [
@@ -58,7 +59,6 @@ __all__ = [
     "PairTable",
     "SelectiveClassifier",
     "load_json",
-    "rule_from_json",
 ]
 # The modules that ``import abstain`` made available as attributes when it imported the
 # public names eagerly.

@@ -354,8 +354,8 @@ def pair_table(
 
     One table per partition, merged ``fan_in`` at a time up a tree (the tree plan of
     :func:`score_table`; the pairs of quantised scores are few, so no range plan). Runs on
-    the current Dask scheduler. :class:`~abstain.ood.BoundedTPRFPR`,
-    :class:`~abstain.ood.BoundedPrecisionRecall` and :class:`~abstain.ood.CostBasedOOD`
+    the current Dask scheduler. :class:`~abstain.models.BoundedTPRFPR`,
+    :class:`~abstain.models.BoundedPrecisionRecall` and :class:`~abstain.models.CostBasedOOD`
     fit the result as they fit the rows.
 
     Parameters

@@ -22,9 +22,9 @@ from scipy import stats
 from ._core.optional import figure
 from ._core.validation import as_features, check_fraction, plain
 from .metrics import aurc
-from .scores.learned import PAPER_C_GRID, TCP, true_class_probability
-from .scores.plugin import conditional_risk, margin, ordinal_margin
-from .scores.selection import select_regularization
+from .scores._learned import PAPER_C_GRID, TCP, true_class_probability
+from .scores._plugin import conditional_risk, margin, ordinal_margin
+from .scores._selection import select_regularization
 
 __all__ = [
     "PAPER_RATIOS",
@@ -110,15 +110,15 @@ def default_baseline(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
 
     For an ordinal predictor with ``thresholds_`` and ``projection`` (an
     :class:`~abstain.ordinal.SVOR`) :func:`abstain.scores.ordinal_margin` of the
-    projection, which is ``SVOR.uncertainty``; else ``margin_score`` of a predictor that has
-    one; else the MCP / conditional risk of its prediction from ``predict_proba``; else
+    projection, which is ``SVOR.uncertainty``; else ``uncertainty(X)`` of a predictor that
+    has one; else the MCP / conditional risk of its prediction from ``predict_proba``; else
     :func:`abstain.scores.margin` of ``decision_function``. Higher = reject first.
     """
     thresholds = getattr(model, "thresholds_", None)
     if thresholds is not None and hasattr(model, "projection"):
         return ordinal_margin(model.projection(X), thresholds)
-    if hasattr(model, "margin_score"):
-        return np.asarray(model.margin_score(X), dtype=np.float64)
+    if hasattr(model, "uncertainty"):
+        return np.asarray(model.uncertainty(X), dtype=np.float64)
     if hasattr(model, "predict_proba"):
         proba = model.predict_proba(X)
         pred = np.searchsorted(model.classes_, model.predict(X))

@@ -19,8 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
 from ._core.base import ParamsMixin, accuracy
-from ._core.deprecation import warn_renamed
-from ._core.serialize import Array, Field, Int, Labels, Number, dumps, load_family, serializable
+from ._core.serialize import Array, Field, Int, Labels, Number, dumps, serializable
 from ._core.validation import (
     as_features,
     check_positive,
@@ -29,9 +28,9 @@ from ._core.validation import (
     plain,
 )
 from .exceptions import ConvergenceWarning
-from .scores.plugin import ordinal_margin
+from .scores._plugin import ordinal_margin
 
-__all__ = ["SVOR", "SVORSolution", "solve_svor", "svor_objective", "svor_from_json"]
+__all__ = ["SVOR", "SVORSolution", "solve_svor", "svor_objective"]
 
 
 class SVORSolution(NamedTuple):
@@ -598,7 +597,7 @@ class SVOR(ParamsMixin):
         The (weighted) fraction of exactly right labels, so that ``cross_val_score`` and
         ``GridSearchCV`` work without ``scoring``; an ordinal model is often selected by
         ``scoring="neg_mean_absolute_error"`` instead, and by the quality of its
-        abstention with a scorer of :mod:`abstain.metrics.scorers`.
+        abstention with a scorer of :mod:`abstain.metrics`.
 
         Parameters
         ----------
@@ -621,14 +620,6 @@ class SVOR(ParamsMixin):
         b_j|`` (a confidence); it is negated here, see :func:`abstain.scores.ordinal_margin`.
         """
         return ordinal_margin(self.projection(X), self.thresholds_)
-
-    def margin_score(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Deprecated alias of :meth:`uncertainty` (the margin uncertainty); removed in 0.3.
-
-        Warns with ``FutureWarning``.
-        """
-        warn_renamed("SVOR.margin_score(X)", "uncertainty(X)")
-        return self.uncertainty(X)
 
     def to_json(self) -> str:
         """Serialise parameters and the fitted model to a plain JSON string.
@@ -654,11 +645,3 @@ class SVOR(ParamsMixin):
         if np.any(np.diff(self.thresholds_) < 0):
             raise ValueError("fitted.thresholds_ must be sorted ascending.")
         self.n_features_in_ = self.coef_.size
-
-
-def svor_from_json(text: str) -> SVOR:
-    """Deprecated alias of :func:`abstain.load_json` that accepts only :class:`SVOR`.
-
-    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
-    """
-    return load_family(text, "svor_from_json", "svor")  # type: ignore[no-any-return]

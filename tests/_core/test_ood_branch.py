@@ -22,7 +22,7 @@ from abstain._core.ood_sample import (
     tpr_fpr_constraint,
 )
 from abstain._core.ood_search import exact_search
-from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
 #: rerun by ``make test`` under another BLAS kernel and NumPy CPU features
 pytestmark = pytest.mark.cpu_exact

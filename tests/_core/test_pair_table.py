@@ -12,7 +12,7 @@ import pytest
 
 import abstain
 from abstain import PairTable
-from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
 
 def _rows(tied_pairs, seed: int, n: int = 600, continuous: bool = False):

@@ -1,22 +1,19 @@
 """One JSON document shape for every fitted object, read back by ``abstain.load_json``.
 
 Round trips of every kind are in ``test_common.py``; here: the document shape and the
-NaN/inf policy, the documents of earlier releases (``tests/data/legacy_documents.json``,
-written by ``tests/data/make_legacy_documents.py``), the deprecated loaders, and hostile
-documents, each of which must raise one ``ValueError`` naming the field.
+NaN/inf policy, the refusal of any other format than ``abstain/1``, and hostile documents,
+each of which must raise one ``ValueError`` naming the field.
 """
 
 import base64
 import json
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 from estimators import CASES
 
-import abstain
 from abstain import (
     BoundedAbstention,
     BoundedImprovement,
@@ -24,21 +21,15 @@ from abstain import (
     InfeasibleTargetWarning,
     NotFittedError,
     load_json,
-    rule_from_json,
 )
-from abstain.base_scores import from_json as base_scores_from_json
-from abstain.combine import EmpiricalZ, GuaranteedDetector
-from abstain.combine import from_json as combine_from_json
-from abstain.detectors import KNN, MSP, DoubleScoreDetector, ReAct, detector_from_json
-from abstain.ood import BoundedTPRFPR, selector_from_json
-from abstain.ordinal import svor_from_json
-from abstain.scores import LossRegression, score_from_json
+from abstain.combine import GuaranteedDetector
+from abstain.detectors import KNN, MSP, ReAct
+from abstain.models import BoundedTPRFPR, DoubleScoreDetector
+from abstain.scores import LossRegression
 
 RNG = np.random.default_rng(7)
 U = RNG.integers(0, 5, 40).astype(float)
 L = (RNG.random(40) < U / 5).astype(float)
-# tests/data, from the tests root (this file is in tests/_core)
-LEGACY = json.loads((Path(__file__).parents[1] / "data" / "legacy_documents.json").read_text())
 
 RULES = [
     CostBased(reject_cost=0.3),
@@ -175,77 +166,31 @@ def _answer(obj, case):
     return out(*_args(case["args"])) if callable(out) else out
 
 
-def test_the_legacy_cases_cover_every_tag_and_kind():
-    tags = {json.loads(c["document"])["format"] for c in LEGACY}
-    assert tags == set(abstain._core.serialize.LEGACY_FORMATS)
-    kinds = {type(load_json(c["document"])).__name__ for c in LEGACY}
-    # kinds added after the per-family formats have no legacy document
-    assert kinds == set(CASES) - {"DetectorBank", "BankDetector"}
-
-
-@pytest.mark.parametrize("case", LEGACY, ids=[c["name"] for c in LEGACY])
-def test_documents_of_earlier_releases_load(case):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no warning on the way
-        obj = load_json(case["document"])
-    got = _answer(obj, case)
-    np.testing.assert_allclose(got, case["expected"], rtol=1e-12, atol=0)
-    again = load_json(obj.to_json())  # and they are written in the current format
-    np.testing.assert_array_equal(_answer(again, case), got)
-
-
-def test_legacy_documents_are_validated_like_current_ones():
-    doc = json.loads(next(c["document"] for c in LEGACY if c["name"] == "rule CostBased"))
-    doc["fitted"]["accept_prob_"] = 5
-    with pytest.raises(ValueError, match=r"fitted.accept_prob_ must be a finite number in "
-                                         r"\(0, 1\]; got 5."):
-        load_json(json.dumps(doc))
-    doc = json.loads(next(c["document"] for c in LEGACY if c["name"] == "detector KNN"))
-    doc["detector"] = "CostBased"  # a kind of another family under this tag
-    with pytest.raises(ValueError, match="detector must be .*KNN.* in a document of format "
-                                         "'abstain.detector/1'; got 'CostBased'"):
-        load_json(json.dumps(doc))
-    doc = json.loads(next(c["document"] for c in LEGACY if c["name"].startswith("double")))
-    doc["ood"]["fitted"]["bank_"]["float64_le_base64"] = "AAAA"
-    with pytest.raises(ValueError, match=r"fitted.ood_.fitted.bank_.float64_le_base64 must hold"):
-        load_json(json.dumps(doc))
-    doc = json.loads(next(c["document"] for c in LEGACY if c["name"] == "svor SVOR"))
-    doc["fitted"]["coef_"] = [[1.0, "x"]]
-    with pytest.raises(ValueError, match="fitted.coef_ must be a nested list of numbers"):
-        load_json(json.dumps(doc))
-
-
-# --------------------------------------------------------------------------- deprecated loaders
 KNN_FITTED = KNN(k=1).fit([[1.0, 0.0], [0.0, 1.0]])
-ALIASES = [
-    (rule_from_json, "rule_from_json", _fit(CostBased(0.3))),
-    (selector_from_json, "selector_from_json", CASES["BoundedTPRFPR"].fit(BoundedTPRFPR())),
-    (score_from_json, "score_from_json", CASES["LossRegression"].fit(LossRegression())),
-    (detector_from_json, "detector_from_json", KNN_FITTED),
-    (DoubleScoreDetector.from_json, "DoubleScoreDetector.from_json",
-     CASES["DoubleScoreDetector"].fit(DoubleScoreDetector(ood=KNN(k=3)))),
-    (base_scores_from_json, "abstain.base_scores.from_json",
-     CASES["ShiftedBaseScores"].fit(CASES["ShiftedBaseScores"].make())),
-    (combine_from_json, "abstain.combine.from_json", EmpiricalZ().fit([[1.0], [2.0]])),
-    (svor_from_json, "svor_from_json", CASES["SVOR"].fit(CASES["SVOR"].make())),
-]
+# the per-family formats of the unreleased 0.1 development versions
+OTHER_FORMATS = ["abstain.rule/1", "abstain.ood/1", "abstain.score/1", "abstain.detector/1",
+                 "abstain.double-score/1", "abstain.base-scores/1", "abstain.combine/1",
+                 "abstain.svor/1", "abstain/2", None]
 
 
-@pytest.mark.parametrize("load, name, obj", ALIASES, ids=[a[1] for a in ALIASES])
-def test_deprecated_loaders_warn_and_keep_to_their_family(load, name, obj):
-    with pytest.warns(FutureWarning, match=rf"{name} is deprecated .* use abstain.load_json"):
-        back = load(obj.to_json())
-    assert type(back) is type(obj) and back.to_json() == obj.to_json()
-    other = KNN_FITTED if not isinstance(obj, KNN) else _fit(CostBased(0.3))
-    with pytest.warns(FutureWarning), pytest.raises(
-            ValueError, match=rf"{name} loads .*; the document holds a {type(other).__name__}"):
-        load(other.to_json())
+@pytest.mark.parametrize("fmt", OTHER_FORMATS)
+def test_any_other_format_is_refused_in_one_line(fmt):
+    doc = json.loads(_fit(CostBased(0.3)).to_json())
+    doc["format"] = fmt
+    with pytest.raises(ValueError, match=r"^format must be 'abstain/1', the one format of "
+                       r"abstain documents \(write the object again with to_json\); got "):
+        load_json(json.dumps(doc))
+    old = {"format": fmt, "model": "CostBased", "params": {}, "fitted": {}}
+    with pytest.raises(ValueError, match=r"^format must be 'abstain/1'"):
+        load_json(json.dumps(old))
 
 
-def test_the_old_tags_are_still_read_by_the_old_loaders():
-    legacy = next(c["document"] for c in LEGACY if c["name"] == "combine GuaranteedDetector")
-    with pytest.warns(FutureWarning):
-        assert isinstance(combine_from_json(legacy), GuaranteedDetector)
+def test_a_nested_document_of_another_format_is_refused_naming_it():
+    det = CASES["DoubleScoreDetector"].fit(DoubleScoreDetector(ood=KNN(k=3)))
+    doc = json.loads(det.to_json())
+    doc["fitted"]["ood_"]["format"] = "abstain.detector/1"
+    with pytest.raises(ValueError, match=r"^fitted\.ood_\.format must be 'abstain/1'"):
+        load_json(json.dumps(doc))
 
 
 # --------------------------------------------------------------------------- hostile documents
@@ -284,23 +229,19 @@ def test_a_document_missing_a_parameter_is_refused_naming_it(name):
         load_json(json.dumps(doc))
 
 
-def test_only_a_parameter_added_after_a_document_was_written_may_be_absent():
-    # bound= and guarantee= came after the first documents: those load as they were fitted
-    # (with delta by SGR: the loaded rule refits as the stored one)
+def test_every_parameter_is_required_even_one_added_late():
+    # no parameter may be absent: each would take the constructor's default beside fitted
+    # attributes computed with the value the object was fitted with
     rule = _fit(BoundedImprovement(target_risk=0.5, delta=0.2, bound="sgr"))
     doc = json.loads(rule.to_json())
-    del doc["params"]["bound"], doc["params"]["guarantee"], doc["fitted"]["bound_"]
-    loaded = load_json(json.dumps(doc))
-    assert (loaded.bound, loaded.guarantee, loaded.bound_) == ("sgr", None, "sgr")
-    assert rule.feasible_ and loaded.risk_bound_ == rule.risk_bound_
-    assert _fit(loaded).threshold_ == rule.threshold_
-    # the same holds in a nested document: a KNN template in a DoubleScoreDetector
+    del doc["params"]["bound"]
+    with pytest.raises(ValueError, match=r"^params\.bound is missing: a BoundedImprovement "
+                       "document needs every parameter"):
+        load_json(json.dumps(doc))
     det = CASES["DoubleScoreDetector"].fit(DoubleScoreDetector(MSP(), KNN(k=3)))
     doc = json.loads(det.to_json())
     del doc["params"]["ood"]["params"]["backend"]
-    assert load_json(json.dumps(doc)).ood.backend == "numpy"
-    del doc["params"]["ood"]["params"]["k"]
-    with pytest.raises(ValueError, match=r"^params\.ood\.params\.k is missing: a KNN "
+    with pytest.raises(ValueError, match=r"^params\.ood\.params\.backend is missing: a KNN "
                        "document needs every parameter"):
         load_json(json.dumps(doc))
 
@@ -383,7 +324,7 @@ HOSTILE = [
     ("unknown kind", _with(["kind"], "os.system"),
      r"^kind must be a registered kind: (BankDetector, )?BoundedAbstention, .*; got "
      r"'os\.system'\.$"),
-    ("unknown format", _with(["format"], "pickle"), r"^format must be 'abstain/1' \(or a legacy"),
+    ("unknown format", _with(["format"], "pickle"), r"^format must be 'abstain/1', the one "),
     ("unknown key", _with(["pickle"], 1), r"^pickle is not a key of this document"),
     ("unknown field", _with(["fitted", "__class__"], 1),
      r"^fitted\.__class__ is not a fitted attribute of BoundedAbstention; the fitted "
@@ -427,10 +368,6 @@ HOSTILE = [
     ("cross-field check", _with(["fitted", "rank_"], 10**6,
                                 GuaranteedDetector().fit(RNG.normal(size=60))),
      r"^fitted\.rank_ must be at most fitted\.n_calibration_ = 60; got 1000000\.$"),
-    ("legacy kind of another family", json.dumps(
-        {"format": "abstain.rule/1", "model": "KNN", "params": {}, "fitted": {}}),
-     r"^model must be BoundedAbstention, BoundedImprovement or CostBased in a document of "
-     r"format 'abstain\.rule/1'; got 'KNN'\.$"),
     ("not a path nor JSON", "no-such-file.json",
      r"^text_or_path must be a JSON document or the path of an existing file; got "
      r"'no-such-file\.json', which is neither\.$"),

@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abstain import load_json
-from abstain._core.serialize import registered_kinds
 
 _DOCS: dict[str, dict[str, Any]] = {}
 
@@ -112,7 +111,7 @@ def _tables() -> dict[str, Any]:
     """Fitted documents of the tables (not estimators: no ``CASES`` entry), and their use."""
     from abstain import CostBased, PairTable, ScoreTable
     from abstain.metrics import aurc, auroc
-    from abstain.ood import BoundedTPRFPR
+    from abstain.models import BoundedTPRFPR
 
     rng = np.random.default_rng(3)
     u = np.round(rng.random(40), 1)
@@ -172,17 +171,6 @@ def _named_by(path: tuple[Any, ...]) -> str:
 _DATA_DEPENDENT = ("classes_",)
 
 
-def _late_parameter(doc: dict[str, Any], path: tuple[Any, ...]) -> bool:
-    """Whether ``path`` is a parameter that the class lets a document leave out."""
-    if len(path) < 2 or path[-2] != "params":
-        return False
-    node: Any = doc
-    for key in path[:-2]:
-        node = node[key]
-    kind = registered_kinds().get(node.get("kind"))
-    return kind is not None and path[-1] in getattr(kind.cls, "_DOCUMENT_DEFAULTS", {})
-
-
 def _check(obj: Any, use: Callable[[Any], dict[str, Any]], want: dict[str, Any],
            path: tuple[Any, ...]) -> str | None:
     with warnings.catch_warnings():
@@ -209,8 +197,7 @@ def test_every_node_dropped_or_replaced_is_refused_naming_it_or_loads_to_a_worki
     """Every key dropped, every node set to each of ``_VALUES``: ``load_json`` refuses with
     a ValueError that names the key, or the object it returns gives finite outputs of the
     original shapes on new data (the parameters and the finiteness and range of each fitted
-    attribute are validated on loading, not at use). A dropped parameter is always refused,
-    but for one added after the class's first documents (its ``_DOCUMENT_DEFAULTS``)."""
+    attribute are validated on loading, not at use). A dropped parameter is always refused."""
     doc, use = _fitted(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -238,8 +225,7 @@ def test_every_node_dropped_or_replaced_is_refused_naming_it_or_loads_to_a_worki
             except Exception as exc:  # noqa: BLE001 - reported, not swallowed
                 failures.append(f"{path} {what}: {type(exc).__name__}: {exc}")
                 continue
-            if how == "drop" and len(path) > 1 and path[-2] == "params" \
-                    and not _late_parameter(doc, path):
+            if how == "drop" and len(path) > 1 and path[-2] == "params":
                 failures.append(f"{path} drop: a document missing a parameter loaded")
                 continue
             problem = _check(obj, use, want, path)

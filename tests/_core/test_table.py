@@ -42,9 +42,14 @@ from abstain.metrics import (
     selective_risk_at_tpr_fpr,
     tnr_at_tpr,
 )
-from abstain.models import least_risk_bound
-from abstain.models.ood import least_fpr_at_tpr, most_recall_at_precision
-from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+from abstain.models import (
+    BoundedPrecisionRecall,
+    BoundedTPRFPR,
+    CostBasedOOD,
+    least_fpr_at_tpr,
+    least_risk_bound,
+    most_recall_at_precision,
+)
 
 LOSS_KINDS = ("binary", "whole", "grid", "continuous")
 

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from abstain.app.chunks import part_files
-from abstain.app.io import read_chunks
-from abstain.cli import main
-from abstain.io import write_table
+from abstain.app.cli import main
+from abstain.app.io import read_chunks, write_table
 
 
 def _columns(n: int = 2000, seed: int = 0, continuous: bool = False) -> dict[str, np.ndarray]:

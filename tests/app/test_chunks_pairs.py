@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from abstain.app.chunks import summarise
+from abstain.app.cli import main
+from abstain.app.io import read_table, write_table
 from abstain.app.report import CHUNKED_NOTE
 from abstain.app.rules import load_rule
 from abstain.app.tables import prepare
-from abstain.cli import main
-from abstain.io import read_table, write_table
 
 PAIR = "msp+energy"
 

@@ -15,10 +15,11 @@ from abstain import (
     BoundedAbstention,
     BoundedImprovement,
     load_json,
-    rule_from_json,
 )
-from abstain.cli import main
-from abstain.io import read_table, write_table
+from abstain.app.cli import main
+from abstain.app.io import read_table, write_table
+from abstain.app.report import report_figures
+from abstain.app.tables import prepare
 from abstain.metrics import (
     aurc,
     auroc,
@@ -29,9 +30,7 @@ from abstain.metrics import (
     selective_risk_at_coverage,
     selective_risk_at_tpr_fpr,
 )
-from abstain.ood import BoundedTPRFPR, CostBasedOOD
-from abstain.report import report_figures
-from abstain.tabular import least_risk_bound, prepare
+from abstain.models import BoundedTPRFPR, CostBasedOOD, least_risk_bound
 
 
 def _columns(n: int = 300, seed: int = 0) -> dict[str, np.ndarray]:
@@ -136,8 +135,6 @@ def test_fit_and_apply_bounded_abstention(csv_file, tmp_path, capsys):
                        "-o", rule_path)
     assert code == 0 and "BoundedAbstention" in out
     rule = load_json(rule_path)  # the models' own format loads directly
-    with pytest.warns(FutureWarning, match="abstain.load_json"):  # and by the old name
-        assert rule_from_json(rule_path.read_text()).threshold_ == rule.threshold_
     cols = _columns()
     ood = cols["is_ood"] == 1
     ref = BoundedAbstention(0.8).fit(cols["risk"][~ood], cols["loss"][~ood])
@@ -250,21 +247,21 @@ def test_apply_refuses_a_broken_rule_file_in_one_line(edit, message, csv_file, t
     assert line == f"abstain apply: error: {rule_path}: {message}"
 
 
-def test_apply_reads_rule_files_of_the_earlier_format(csv_file, tmp_path, capsys):
+def test_apply_refuses_rule_files_of_another_format(csv_file, tmp_path, capsys):
     cols = _columns()
     ood = cols["is_ood"] == 1
     rule = BoundedAbstention(0.8, random_state=0).fit(cols["risk"][~ood], cols["loss"][~ood])
-    legacy = {"format": "abstain.rule/1", "model": "BoundedAbstention",
-              "params": rule.get_params(), "columns": {"scores": ["risk"]},
-              "fitted": {**{k: getattr(rule, k) for k in (
-                  "threshold_", "accept_prob_", "coverage_", "risk_", "feasible_",
-                  "n_samples_")}, "equivalent_": list(rule.equivalent_)}}
+    old = {"format": "abstain.rule/1", "model": "BoundedAbstention",
+           "params": rule.get_params(), "columns": {"scores": ["risk"]},
+           "fitted": {k: getattr(rule, k) for k in ("threshold_", "accept_prob_")}}
     rule_path = tmp_path / "old.json"
-    rule_path.write_text(json.dumps(legacy))
-    code, _, err = run(capsys, "apply", rule_path, csv_file, "-o", tmp_path / "o.npz")
-    assert code == 0, err
-    np.testing.assert_array_equal(read_table(tmp_path / "o.npz")["accept"],
-                                  rule.accept(cols["risk"]).astype(float))
+    rule_path.write_text(json.dumps(old))
+    out = tmp_path / "o.npz"
+    code, _, err = run(capsys, "apply", rule_path, csv_file, "-o", out)
+    assert code == 1 and not out.exists()
+    assert err == (f"abstain apply: error: {rule_path}: format must be 'abstain/1', the one "
+                   "format of abstain documents (write the object again with to_json); got "
+                   "'abstain.rule/1'.\n")
 
 
 def _ood_sample():
@@ -362,7 +359,8 @@ def test_evaluate_double_score_pair(csv_file, tmp_path, capsys):
 
 
 def test_a_pair_has_the_library_s_auroc_in_any_units(tmp_path, capsys):
-    from abstain.detectors import KNN, MSP, DoubleScoreDetector
+    from abstain.detectors import KNN, MSP
+    from abstain.models import DoubleScoreDetector
 
     rng = np.random.default_rng(0)
     outputs = lambda f: {"features": f, "logits": f @ np.eye(2)}  # noqa: E731

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from abstain.cli import main
-from abstain.io import write_table
+from abstain.app.cli import main
+from abstain.app.io import write_table
 
 
 def _columns(n: int = 200, seed: int = 0) -> dict[str, np.ndarray]:
@@ -112,7 +112,7 @@ def test_report_png_never_overwrites_an_input_inside_the_folder(csv_file, tmp_pa
 
 
 def test_apply_refuses_to_replace_a_column_unless_asked(csv_file, rule_file, tmp_path, capsys):
-    from abstain.io import read_table
+    from abstain.app.io import read_table
 
     out = tmp_path / "out.csv"
     line = one_line(*run(capsys, "apply", rule_file, csv_file, "-o", out, "--column",
@@ -190,7 +190,7 @@ def test_a_score_column_of_text_quotes_a_text_cell_not_a_number(tmp_path, capsys
 
 def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, capsys):
     path = _bad_file(tmp_path, "excel.csv", "\ufeff" + HEAD + ROWS)
-    from abstain.io import read_table
+    from abstain.app.io import read_table
 
     assert list(read_table(path)) == ["loss", "risk", "distance", "is_ood"]
     code, out, _ = run(capsys, "evaluate", path, "--score", "risk")

@@ -1,6 +1,6 @@
 """The end-to-end demo runs and writes its plot."""
 
-from abstain.demo import run
+from abstain.app.demo import run
 
 
 def test_demo_runs(tmp_path, capsys):

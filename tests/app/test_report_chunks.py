@@ -13,11 +13,11 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("pyarrow")
 
 from abstain.app.chunks import summarise  # noqa: E402
+from abstain.app.cli import main
 from abstain.app.evaluate import evaluate_summary  # noqa: E402
+from abstain.app.io import write_table
 from abstain.app.report import CHUNKED_NOTE, html_report, report_figures  # noqa: E402
 from abstain.app.tables import prepare  # noqa: E402
-from abstain.cli import main  # noqa: E402
-from abstain.io import write_table  # noqa: E402
 
 
 def _columns(n: int = 1500, seed: int = 0, continuous: bool = False,

@@ -1,4 +1,4 @@
-"""abstain.combine.bank: BankDetector is the bank, z-values and guarantee fitted on the
+"""abstain.combine._bank: BankDetector is the bank, z-values and guarantee fitted on the
 stated splits; its false-alarm rate stays below alpha with probability 1 - delta."""
 
 from __future__ import annotations

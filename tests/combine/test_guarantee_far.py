@@ -1,4 +1,4 @@
-"""abstain.combine.guarantee: the FAR guarantee of Algorithm 2 (far_guarantee), the
+"""abstain.combine._guarantee: the FAR guarantee of Algorithm 2 (far_guarantee), the
 conformal threshold and GuaranteedDetector (Algorithm 3), the errors of far_guarantee,
 conformal_threshold, the p-value functions and csi_statistic, and the slow test that the
 guarantee holds over many calibration draws."""
@@ -162,7 +162,7 @@ def test_min_n_of_tiny_alpha_is_closed_form(alpha, delta):
 
 
 def test_the_float_path_and_the_decimal_path_agree():
-    from abstain.combine.guarantee import _min_n, _min_n_decimal
+    from abstain.combine._guarantee import _min_n, _min_n_decimal
 
     for alpha in (0.3, 0.05, 1e-3, 1e-6, 1e-11, 2e-13):
         for delta in (0.5, 0.1, 1e-3, 1e-30):

@@ -1,6 +1,6 @@
-"""abstain.combine.pipeline: ScoreCombiner's direction, and what the three estimators of
+"""abstain.combine._pipeline: ScoreCombiner's direction, and what the three estimators of
 abstain.combine (EmpiricalZ, ScoreCombiner, GuaranteedDetector) share: higher_is_inlier, the
-estimator contract, the JSON round trip, the errors, and the deprecated ``from_json``."""
+estimator contract, the JSON round trip, the errors."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from abstain.combine import (
     EmpiricalZ,
     GuaranteedDetector,
     ScoreCombiner,
-    from_json,
     inlier_covariance,
 )
 from abstain.metrics import auroc
@@ -132,23 +131,16 @@ def test_estimator_errors(rng):
         inlier_covariance(np.zeros((3, 2)), sigma=-1.0)
 
 
-def test_from_json_errors(rng):
-    with pytest.warns(FutureWarning, match="abstain.load_json"):
-        assert isinstance(from_json(EmpiricalZ().fit([[1.0], [2.0]]).to_json()), EmpiricalZ)
-    rule = ('{"format": "abstain.rule/1", "model": "CostBased", '
-            '"params": {"reject_cost": 0.3, "random_state": null}, "fitted": {}}')
-    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="fitted.threshold_"):
-        from_json(rule)
-    with pytest.raises(ValueError, match="model must be (BankDetector, )?EmpiricalZ, "
-                                         "GuaranteedDetector or ScoreCombiner in a document "
-                                         "of format"):
+def test_json_errors(rng):
+    assert isinstance(load_json(EmpiricalZ().fit([[1.0], [2.0]]).to_json()), EmpiricalZ)
+    with pytest.raises(ValueError, match="^format must be 'abstain/1'"):
         load_json(json.dumps({"format": "abstain.combine/1", "model": "Pickle", "params": {},
                               "fitted": {}}))
-    legacy = {"format": "abstain.combine/1", "model": "EmpiricalZ",
-              "params": {"higher_is_inlier": False},
-              "fitted": {"sorted_train_": [[2.0, 1.0]]}}
+    doc = json.loads(EmpiricalZ().fit([[1.0], [2.0]]).to_json())
+    doc["fitted"]["sorted_train_"] = {"shape": [1, 2], "float64_le_base64": base64.b64encode(
+        np.array([2.0, 1.0]).tobytes()).decode()}
     with pytest.raises(ValueError, match="fitted.sorted_train_ must be sorted ascending"):
-        load_json(json.dumps(legacy))
+        load_json(json.dumps(doc))
     doc = json.loads(GuaranteedDetector().fit(rng.normal(size=50)).to_json())
     del doc["fitted"]["rank_"]
     with pytest.raises(ValueError, match="fitted.rank_ is missing"):

@@ -1,4 +1,4 @@
-"""abstain.combine.pvalues: the empirical z-values (EmpiricalZ) and the empirical and
+"""abstain.combine._pvalues: the empirical z-values (EmpiricalZ) and the empirical and
 conformal p-values against double loops, with many ties."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""abstain.combine.qp: the GLRT with a covariance (``combine(..., "glrt_cov")``), its
+"""abstain.combine._qp: the GLRT with a covariance (``combine(..., "glrt_cov")``), its
 non-negative QP solver and the inlier covariance of eq. 34, against active-set enumeration
 and scipy's NNLS and SLSQP."""
 
@@ -9,7 +9,7 @@ import pytest
 from reference.combine_ref import glrt_cov_enum, glrt_cov_nnls, glrt_cov_slsqp
 
 from abstain.combine import ScoreCombiner, combine, inlier_covariance
-from abstain.combine.qp import _nonneg_qp
+from abstain.combine._qp import _nonneg_qp
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 4, 6])

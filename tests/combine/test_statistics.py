@@ -1,4 +1,4 @@
-"""abstain.combine.statistics: the GLRT and the p-value combiners (``combine``) and CSI's
+"""abstain.combine._statistics: the GLRT and the p-value combiners (``combine``) and CSI's
 statistic against brute-force references, scipy, properties and the error messages."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from reference.combine_ref import (
 from scipy import stats
 
 from abstain.combine import METHODS, combine, csi_statistic
-from abstain.combine.statistics import _log_sf
+from abstain.combine._statistics import _log_sf
 
 MONOTONE = tuple(m for m in METHODS if m != "glrt_cov")
 

@@ -1,4 +1,4 @@
-"""abstain.detectors.bank: DetectorBank equals its detectors fitted one by one, names, JSON,
+"""abstain.detectors._bank: DetectorBank equals its detectors fitted one by one, names, JSON,
 bad input."""
 
 from __future__ import annotations

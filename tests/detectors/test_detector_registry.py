@@ -1,4 +1,4 @@
-"""abstain.detectors.registry and the protocol every detector shares: make_detector over
+"""abstain.detectors._registry and the protocol every detector shares: make_detector over
 DETECTORS on a toy ID/OOD pair, the direction, the JSON round trip, score_outputs, row
 permutation, and the errors of make_detector and of the detector documents."""
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abstain import CostBased, load_json
-from abstain.detectors import DETECTORS, KNN, MSP, detector_from_json, make_detector
+from abstain import load_json
+from abstain.detectors import DETECTORS, KNN, MSP, make_detector
 from abstain.metrics import auroc
 
 
@@ -72,13 +72,8 @@ def test_make_detector_and_json_errors():
     with pytest.raises(ValueError, match="unknown detector 'foo'; known: msp"):
         make_detector("foo")
     knn = KNN(k=1).fit([[1.0, 0.0]])
-    with pytest.warns(FutureWarning, match="abstain.load_json"):
-        assert detector_from_json(knn.to_json()).get_params() == knn.get_params()
-    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="format must be"):
-        detector_from_json('{"format": "x"}')
-    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="detector_from_json loads"):
-        detector_from_json(CostBased().fit().to_json())
-    with pytest.raises(ValueError, match="detector must be .* in a document of format"):
+    assert load_json(knn.to_json()).get_params() == knn.get_params()
+    with pytest.raises(ValueError, match="^format must be 'abstain/1'"):
         load_json('{"format": "abstain.detector/1", "detector": "os.system", "params": {}, '
                   '"fitted": {}}')
     doc = json.loads(knn.to_json())

@@ -1,4 +1,4 @@
-"""abstain.detectors.features: ReAct, KNN, ViM and Mahalanobis against the direct
+"""abstain.detectors._features: ReAct, KNN, ViM and Mahalanobis against the direct
 re-derivations in tests/reference/detectors_ref.py, their parameters and bad input."""
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_vim_against_reference(dim):
 
 
 def test_vim_default_dim():
-    from abstain.detectors.features import _default_vim_dim
+    from abstain.detectors._features import _default_vim_dim
 
     assert [_default_vim_dim(d) for d in (2, 128, 512, 768, 2048)] == [1, 64, 256, 512, 1000]
 

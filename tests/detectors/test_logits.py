@@ -1,4 +1,4 @@
-"""abstain.detectors.logits: MSP, ODIN, Energy, MaxLogit and GEN against the direct
+"""abstain.detectors._logits: MSP, ODIN, Energy, MaxLogit and GEN against the direct
 re-derivations in tests/reference/detectors_ref.py, their parameters and bad logits."""
 
 from __future__ import annotations

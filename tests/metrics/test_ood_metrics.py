@@ -1,4 +1,4 @@
-"""abstain.metrics.ood: AUROC, AUPR, FPR at TPR, OSCR, the selective risk at TPR and FPR
+"""abstain.metrics._ood: AUROC, AUPR, FPR at TPR, OSCR, the selective risk at TPR and FPR
 and their curves, on one score and on a pair, against the brute-force references in
 tests/reference/ood_ref.py and against the OOD reject models."""
 
@@ -12,7 +12,7 @@ from reference import ood_ref as R
 
 from abstain import metrics as M
 from abstain.datasets import synthetic_ood_1d
-from abstain.ood import BoundedTPRFPR
+from abstain.models import BoundedTPRFPR
 
 TOL = 1e-9
 

@@ -1,4 +1,4 @@
-"""abstain.metrics.ood_table and abstain.metrics.bootstrap: evaluate_ood equals the metric
+"""abstain.metrics._ood_table and abstain.metrics._bootstrap: evaluate_ood equals the metric
 functions one by one, its bootstrap equals a direct loop over the same resamples, bad input."""
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def test_bootstrap_with_a_key_does_not_depend_on_the_row_order():
 
 
 def test_bootstrap_draws_in_batches_the_resamples_of_bootstrap_indices(monkeypatch):
-    from abstain.metrics import bootstrap
+    from abstain.metrics import _bootstrap as bootstrap
 
     monkeypatch.setattr(bootstrap, "_BATCH_ROWS", 16)  # 2 resamples of 7 rows a batch
     strata, key = np.array([0, 1, 0, 0, 1, 1, 0]), np.arange(7.0)[::-1]

@@ -14,9 +14,8 @@ from abstain import (
     NotFittedError,
     SelectiveClassifier,
 )
-from abstain.losses import absolute_error_loss
 from abstain.metrics import selective_risk_at_coverage
-from abstain.scores import conditional_risk
+from abstain.scores import absolute_error_loss, conditional_risk
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +51,7 @@ def test_prefit_uses_all_data_for_calibration(digits):
     assert clf.reject_model_.risk_ == pytest.approx(selective_risk_at_coverage(losses, risk, 0.7))
 
 
-def test_margin_score_for_svm(digits):
+def test_margin_uncertainty_for_svm(digits):
     X, y, X_new, _ = digits
     clf = SelectiveClassifier(LinearSVC(), CostBased(0.2), random_state=1).fit(X, y)
     u = clf.uncertainty(X_new)
@@ -120,7 +119,7 @@ def test_prefit_refuses_an_unfitted_estimator(digits):
 
 @pytest.mark.parametrize("reject_model", ["bounded_abstention", "BoundedTPRFPR", "ood", 0.9])
 def test_refuses_other_reject_models(digits, reject_model):
-    from abstain.ood import BoundedTPRFPR
+    from abstain.models import BoundedTPRFPR
 
     X, y, _, _ = digits
     if reject_model == "ood":
@@ -132,7 +131,7 @@ def test_refuses_other_reject_models(digits, reject_model):
 
 def test_sklearn_tags_without_module_level_import():
     # The tags are built when scikit-learn asks; the module itself never imports it.
-    import abstain.models.classifier as module
+    import abstain.models._classifier as module
 
     assert "sklearn" not in vars(module)
     tags = SelectiveClassifier(LogisticRegression()).__sklearn_tags__()

@@ -1,4 +1,4 @@
-"""abstain.models.double_score: DoubleScoreDetector against a hand-built selector on its
+"""abstain.models._double_score: DoubleScoreDetector against a hand-built selector on its
 two scores, against each score alone, its JSON round trip and its errors."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from abstain import NotFittedError, load_json
-from abstain.detectors import KNN, MSP, DoubleScoreDetector, Mahalanobis, ViM
-from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR
+from abstain.detectors import KNN, MSP, Mahalanobis, ViM
+from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, DoubleScoreDetector
 
 
 @pytest.fixture
@@ -64,8 +64,7 @@ def test_double_score_json_round_trip_and_defaults(double_setup):
                               selector=BoundedPrecisionRecall(precision=0.7, recall=0.7))
     det.fit(train, y, weight=W, bias=b).tune(val, is_ood, losses)
     back = load_json(det.to_json())
-    with pytest.warns(FutureWarning, match="abstain.load_json"):
-        assert type(DoubleScoreDetector.from_json(det.to_json())) is DoubleScoreDetector
+    assert type(back) is DoubleScoreDetector
     np.testing.assert_array_equal(back.accept_proba(val), det.accept_proba(val))
     np.testing.assert_array_equal(back.score(val), det.score(val))
     assert isinstance(DoubleScoreDetector().fit(train).misclassification_, MSP)
@@ -82,7 +81,3 @@ def test_double_score_errors(double_setup):
     det = DoubleScoreDetector(ood=KNN(k=3)).fit(train)
     with pytest.raises(ValueError, match="same inputs"):
         det.scores({"logits": val["logits"], "features": val["features"][:5]})
-    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="detector is missing"):
-        DoubleScoreDetector.from_json('{"format": "abstain.detector/1"}')
-    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="loads DoubleScoreDetector"):
-        DoubleScoreDetector.from_json(MSP().to_json())

@@ -146,12 +146,15 @@ def test_unknown_bound_is_refused():
         BoundedImprovement(0.5, delta=0.1, bound="clopper").fit([0.1, 0.2], [0, 1])
 
 
-def test_document_without_bound_reads_as_sgr():
+def test_a_document_without_bound_is_refused():
     rule = BoundedImprovement(0.3, delta=0.2, bound="sgr").fit(np.arange(50.0), np.zeros(50))
     doc = json.loads(rule.to_json())
-    del doc["params"]["bound"], doc["fitted"]["bound_"]
     back = load_json(json.dumps(doc))
     assert back.bound_ == "sgr" and back.threshold_ == rule.threshold_
+    del doc["params"]["bound"], doc["fitted"]["bound_"]
+    with pytest.raises(ValueError, match=r"^params\.bound is missing: a BoundedImprovement "
+                       "document needs every parameter"):
+        load_json(json.dumps(doc))
 
 
 @pytest.mark.parametrize("bound", ["sgr", "binomial", "hb", "wsr"])

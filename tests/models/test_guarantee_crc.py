@@ -64,7 +64,7 @@ def test_a_table_gives_the_rule_of_its_rows_and_bins_accept_whole_bins():
     assert binned.risk_bound_ <= 0.05
 
 
-def test_round_trip_and_a_document_without_guarantee():
+def test_round_trip_and_a_document_without_guarantee_is_refused():
     rng = np.random.default_rng(2)
     u = rng.random(300)
     rule = _fit(u, (rng.random(300) < u / 4).astype(float), 0.05)
@@ -76,8 +76,11 @@ def test_round_trip_and_a_document_without_guarantee():
     assert everything.threshold_ == math.inf and everything.coverage_ == 1.0
     assert load_json(everything.to_json()).threshold_ == math.inf
     doc = json.loads(BoundedImprovement(0.3).fit(u, u / 4).to_json())
-    del doc["params"]["guarantee"]
     assert load_json(json.dumps(doc)).guarantee is None
+    del doc["params"]["guarantee"]
+    with pytest.raises(ValueError, match=r"^params\.guarantee is missing: a BoundedImprovement "
+                       "document needs every parameter"):
+        load_json(json.dumps(doc))
 
 
 def test_bad_inputs_are_refused():

@@ -10,7 +10,7 @@ from reference.ltt_ref import certified_tpr_fpr_ref
 from scipy import stats
 
 from abstain import InfeasibleTargetWarning, load_json
-from abstain.ood import BoundedTPRFPR
+from abstain.models import BoundedTPRFPR
 
 
 def test_certified_rule_matches_reference_with_ties():

@@ -1,4 +1,4 @@
-"""abstain.models.ood: the OOD reject models (BoundedTPRFPR, BoundedPrecisionRecall,
+"""abstain.models._ood: the OOD reject models (BoundedTPRFPR, BoundedPrecisionRecall,
 CostBasedOOD) against the brute-force references in tests/reference/ood_ref.py, properties,
 the JSON round trip and bad input."""
 
@@ -16,8 +16,13 @@ from reference import ood_ref as R
 from abstain import InfeasibleTargetWarning, NotFittedError, load_json
 from abstain import metrics as M
 from abstain.datasets import synthetic_ood_1d
-from abstain.models import least_fpr_at_tpr, most_recall_at_precision
-from abstain.ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, selector_from_json
+from abstain.models import (
+    BoundedPrecisionRecall,
+    BoundedTPRFPR,
+    CostBasedOOD,
+    least_fpr_at_tpr,
+    most_recall_at_precision,
+)
 
 TOL = 1e-9
 
@@ -174,10 +179,6 @@ def test_json_round_trip(model, rng, random_sample, quiet_fit):
     back = load_json(text)
     assert back.get_params() == model.get_params()
     assert back.accept_proba(s2).tolist() == model.accept_proba(s2).tolist()
-    with pytest.warns(FutureWarning, match="abstain.load_json"):
-        assert selector_from_json(text).get_params() == model.get_params()
-    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="is missing: a document"):
-        selector_from_json(json.dumps({"format": "abstain.rule/1"}))
 
 
 def test_not_fitted():

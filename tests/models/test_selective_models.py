@@ -1,4 +1,4 @@
-"""abstain.models.selective: the reject models against exhaustive-search and LP references,
+"""abstain.models._selective: the reject models against exhaustive-search and LP references,
 properties, the equivalent parameters of the other models, bad input."""
 
 from __future__ import annotations

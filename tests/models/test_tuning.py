@@ -1,4 +1,4 @@
-"""abstain.models.tuning: tune_detector's criterion equals the AUROC computed by hand for
+"""abstain.models._tuning: tune_detector's criterion equals the AUROC computed by hand for
 every candidate, the shuffled outliers keep every column's values, bad input."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abstain.detectors import KNN, ODIN, ViM, tune_detector
+from abstain.detectors import KNN, ODIN, ViM
 from abstain.metrics import auroc
+from abstain.models import tune_detector
 
 
 def _data(seed=0):
@@ -43,7 +44,7 @@ def test_ties_go_to_the_first_candidate_and_lists_of_dicts():
 
 
 def test_shuffled_criterion_keeps_each_column_and_is_seeded():
-    from abstain.models.tuning import _shuffled_outputs
+    from abstain.models._tuning import _shuffled_outputs
 
     _, val, _, _ = _data(2)
     out = _shuffled_outputs(val, np.random.default_rng(0), ("features",))

@@ -7,7 +7,7 @@ import pytest
 from abstain import BoundedAbstention, CostBased
 from abstain import metrics as m
 from abstain.detectors import MSP
-from abstain.ood import BoundedTPRFPR
+from abstain.models import BoundedTPRFPR
 from abstain.plot import (
     GeneralizedRiskCoverageDisplay,
     OODPrecisionRecallDisplay,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from abstain import BoundedAbstention, ScoreTable
-from abstain.ood import BoundedTPRFPR
+from abstain.models import BoundedTPRFPR
 from abstain.plot import (
     GeneralizedRiskCoverageDisplay,
     OODPrecisionRecallDisplay,

@@ -1,4 +1,4 @@
-"""Brute-force references for ``abstain.scores`` and ``abstain.losses`` (section 3.2).
+"""Brute-force references for ``abstain.scores`` (section 3.2).
 
 Loss matrices are indexed ``loss[y_true, y_pred]``. The plug-in Bayes prediction is
 ``argmin_yhat sum_y p(y|x) loss[y, yhat]`` (lowest index among equal risks) and its

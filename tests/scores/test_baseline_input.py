@@ -18,7 +18,7 @@ from abstain.scores import (
     bootstrap_win_fraction,
     select_regularization,
 )
-from abstain.scores.learned import _chunks, _SeleProblem
+from abstain.scores._learned import _chunks, _SeleProblem
 
 LEARNERS = {"REG": LossRegression, "SELE": SELE, "TCP": TCP}
 

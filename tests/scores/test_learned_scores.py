@@ -14,18 +14,16 @@ from reference.strategies import random_losses
 from abstain import load_json
 from abstain.exceptions import ConvergenceWarning, NotFittedError
 from abstain.metrics import aurc
-from abstain.ordinal import SVOR
 from abstain.scores import (
     PAPER_C_GRID,
     SELE,
     TCP,
     LossRegression,
-    score_from_json,
     sele_objective,
     select_regularization,
     true_class_probability,
 )
-from abstain.scores.learned import _chunks, _SeleProblem
+from abstain.scores._learned import _chunks, _SeleProblem
 
 LEARNERS = (LossRegression, SELE, TCP)
 
@@ -299,13 +297,9 @@ def test_json_of_unregularised_sele_keeps_the_infinite_gap_bound():
     assert load_json(model.to_json()).gap_bound_ == np.inf
 
 
-def test_score_from_json_rejects_other_files():
+def test_json_refuses_other_documents():
     text = LossRegression().fit([[0.0], [1.0]], [0, 0], [0, 1]).to_json()
-    with pytest.warns(FutureWarning, match="abstain.load_json"):
-        assert isinstance(score_from_json(text), LossRegression)
-    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="score_from_json loads"):
-        score_from_json(SVOR().fit([[0.0], [1.0]], [0, 1]).to_json())
-    with pytest.raises(ValueError, match="model must be .* in a document of format"):
+    with pytest.raises(ValueError, match="^format must be 'abstain/1'"):
         load_json('{"format": "abstain.score/1", "model": "Evil", "params": {}, "fitted": {}}')
     doc = json.loads(text)
     doc["fitted"]["evil_"] = 1

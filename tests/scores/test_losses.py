@@ -1,10 +1,10 @@
-"""abstain.scores.losses: loss matrices against explicit loops, per-sample losses, bad input."""
+"""abstain.scores._losses: loss matrices against explicit loops, per-sample losses, bad input."""
 
 import numpy as np
 import pytest
 from reference.scores_ref import absolute_error_loss_ref, zero_one_loss_ref
 
-from abstain.losses import absolute_error_loss, check_loss_matrix, sample_losses, zero_one_loss
+from abstain.scores import absolute_error_loss, check_loss_matrix, sample_losses, zero_one_loss
 
 
 @pytest.mark.parametrize("k", range(2, 8))

@@ -1,4 +1,4 @@
-"""abstain.scores.plugin against explicit loops (section 3.2, Example 1), and its bad input."""
+"""abstain.scores._plugin against explicit loops (section 3.2, Example 1), and its bad input."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from reference.scores_ref import conditional_risk_ref, mcp_ref, top2_margin_ref
 
-from abstain.losses import absolute_error_loss, zero_one_loss
-from abstain.scores import conditional_risk, margin, mcp, true_class_probability
+from abstain.scores import (
+    absolute_error_loss,
+    conditional_risk,
+    margin,
+    mcp,
+    true_class_probability,
+    zero_one_loss,
+)
 
 
 def random_proba(rng, n, k):

@@ -1,4 +1,4 @@
-"""abstain.torch.adapter: extract, last_layer, ODIN, images_to_tensor, saved weights, and the
+"""abstain.torch._adapter: extract, last_layer, ODIN, images_to_tensor, saved weights, and the
 missing-torch error of abstain.torch (skipped without torch)."""
 
 from __future__ import annotations
@@ -249,8 +249,9 @@ def test_odin_detector_perturbs_through_the_adapter() -> None:
 
 
 def test_tune_detector_reaches_odin_epsilon_through_the_model() -> None:
-    from abstain.detectors import ODIN, tune_detector
+    from abstain.detectors import ODIN
     from abstain.metrics import auroc
+    from abstain.models import tune_detector
 
     model, x_id, x_ood = _mlp(), _inputs(30, seed=2), 3.0 * _inputs(20, seed=3)
     tuned = tune_detector(ODIN(temperature=10.0), {"epsilon": [0.0, 0.01, 0.1]}, x_id, x_ood,

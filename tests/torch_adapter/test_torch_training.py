@@ -1,4 +1,4 @@
-"""abstain.torch.training: the seeded SmallCNN and train_classifier (skipped without torch)."""
+"""abstain.torch._training: the seeded SmallCNN and train_classifier (skipped without torch)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@
 - :mod:`.serialize`: the one JSON codec and the registry of every fitted kind, with the
   field types of the schemas in :mod:`.schema`;
 - :mod:`.files`: atomic writes; :mod:`.progress`: the progress bar;
-  :mod:`.optional`: lazy imports of optional extras; :mod:`.deprecation`: the
-  warning of the renamed verbs.
+  :mod:`.optional`: lazy imports of optional extras.
 
 Nothing here is public API: names may change without notice.
 """

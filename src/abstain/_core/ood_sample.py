@@ -1,7 +1,7 @@
 """A validated OOD validation sample and the search for its best threshold rule.
 
-Shared by the OOD reject models (:mod:`abstain.models.ood`) and the OOD metrics
-(:mod:`abstain.metrics.ood`), so that a metric never fits a model: both ask
+Shared by the OOD reject models (:mod:`abstain.models`) and the OOD metrics
+(:mod:`abstain.metrics`), so that a metric never fits a model: both ask
 :meth:`Sample.run` for the best rule under a constraint (:func:`tpr_fpr_constraint`,
 :func:`precision_recall_constraint`) or a linear cost.
 """

@@ -58,8 +58,8 @@ class PairTable(ParamsMixin):
     """Distinct pairs of two scores with their ID and OOD rows and ID loss: the summary of
     a validation sample that the double-score fits need.
 
-    :class:`~abstain.ood.BoundedTPRFPR`, :class:`~abstain.ood.BoundedPrecisionRecall` and
-    :class:`~abstain.ood.CostBasedOOD` take a PairTable as ``scores`` (``is_ood``, ``losses``
+    :class:`~abstain.models.BoundedTPRFPR`, :class:`~abstain.models.BoundedPrecisionRecall` and
+    :class:`~abstain.models.CostBasedOOD` take a PairTable as ``scores`` (``is_ood``, ``losses``
     and ``sample_weight`` omitted) and fit what they fit on the rows: the same direction
     search over the same projected tie groups (rows with equal pairs are tied in every
     direction). Results are bit for bit those of the rows for 0/1 or whole-number losses;
@@ -85,7 +85,7 @@ class PairTable(ParamsMixin):
     Examples
     --------
     >>> import abstain
-    >>> from abstain.ood import BoundedTPRFPR
+    >>> from abstain.models import BoundedTPRFPR
     >>> s = [[0.1, 1.0], [0.1, 1.0], [0.4, 2.0], [0.9, 3.0]]
     >>> table = abstain.PairTable.from_arrays(s[:2], [0, 1], is_ood=[0, 0])
     >>> table.update(s[2:], [0, 0], is_ood=[0, 1])

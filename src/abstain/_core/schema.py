@@ -65,9 +65,8 @@ def join_path(where: str, key: str) -> str:
 
 @dataclass
 class Context:
-    """State of one document being read: legacy list arrays, nesting depth, bound dims."""
+    """State of one document being read: nesting depth, bound dims."""
 
-    legacy: bool
     depth: int
     dims: dict[str, tuple[int, str]] = field(default_factory=dict)
 
@@ -80,7 +79,7 @@ class Context:
         return None
 
     def child(self) -> Context:
-        return Context(self.legacy, self.depth, dict(self.dims))
+        return Context(self.depth, dict(self.dims))
 
 
 # --------------------------------------------------------------------------- fields
@@ -447,13 +446,7 @@ class Array(Field):
                 "float64_le_base64": base64.b64encode(arr.tobytes()).decode("ascii")}
 
     def _load(self, value: Any, where: str, ctx: Context) -> NDArray[np.float64]:
-        if ctx.legacy and isinstance(value, list):
-            try:  # earlier formats wrote some arrays as nested lists of numbers
-                arr = np.array(value, dtype=np.float64)
-            except (TypeError, ValueError, OverflowError):
-                raise bad_value(where, "a nested list of numbers of one shape", value) from None
-        else:
-            arr = self._decode(value, where)
+        arr = self._decode(value, where)
         self._check_ndim(arr, where)
         self._check_values(arr, where)
         self._check_shape(arr.shape, where, ctx)

@@ -15,8 +15,7 @@ and a non-finite float scalar is one of the strings ``"nan"``, ``"inf"``, ``"-in
 allowed only where its field says so.
 
 :func:`load_json` validates the whole document and raises one ``ValueError`` that names
-the offending field; documents of the legacy per-family formats (``abstain.rule/1``, ...)
-are read into the same validation.
+the offending field; a document of any other format is refused.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .deprecation import warn_renamed
 from .schema import (
     Array,
     Context,
@@ -52,7 +50,7 @@ from .validation import plain
 
 __all__ = [
     "FORMAT",
-    "LEGACY_FORMATS",
+    "FAMILIES",
     "Array",
     "Field",
     "Flag",
@@ -65,7 +63,6 @@ __all__ = [
     "Text",
     "Tup",
     "dumps",
-    "load_family",
     "load_json",
     "registered_kinds",
     "serializable",
@@ -74,35 +71,24 @@ __all__ = [
 #: The format tag of every document written by ``to_json``.
 FORMAT = "abstain/1"
 
-#: Tags of the per-family formats of earlier releases, read by :func:`load_json`.
-LEGACY_FORMATS: dict[str, str] = {
-    "abstain.rule/1": "rule",
-    "abstain.ood/1": "ood",
-    "abstain.score/1": "score",
-    "abstain.detector/1": "detector",
-    "abstain.double-score/1": "double-score",
-    "abstain.base-scores/1": "base-scores",
-    "abstain.combine/1": "combine",
-    "abstain.svor/1": "svor",
-}
-
-#: Families of kinds added after the per-family formats (no legacy tag to read).
-FAMILIES = ("table",)
+#: The families of kinds (a nested field may accept any kind of one family).
+FAMILIES = ("rule", "ood", "score", "detector", "double-score", "base-scores", "combine",
+            "svor", "table")
 
 #: The modules that register kinds; imported by :func:`load_json` before it looks one up.
 _MODULES = (
-    "abstain.models.selective",
-    "abstain.models.ood",
-    "abstain.models.double_score",
-    "abstain.scores.learned",
-    "abstain.detectors.logits",
-    "abstain.detectors.features",
-    "abstain.detectors.base_scores",
-    "abstain.detectors.bank",
-    "abstain.combine.pvalues",
-    "abstain.combine.guarantee",
-    "abstain.combine.pipeline",
-    "abstain.combine.bank",
+    "abstain.models._selective",
+    "abstain.models._ood",
+    "abstain.models._double_score",
+    "abstain.scores._learned",
+    "abstain.detectors._logits",
+    "abstain.detectors._features",
+    "abstain.detectors._base_scores",
+    "abstain.detectors._bank",
+    "abstain.combine._pvalues",
+    "abstain.combine._guarantee",
+    "abstain.combine._pipeline",
+    "abstain.combine._bank",
     "abstain.ordinal",
     "abstain._core.table",
     "abstain._core.pair_table",
@@ -137,7 +123,7 @@ class Nested(Field):
         return _document(value, where, params_only=False)
 
     def _load(self, value: Any, where: str, ctx: Context) -> Any:
-        obj = _load_document(value, where, Context(False, ctx.depth + 1), param=False)
+        obj = _load_document(value, where, Context(ctx.depth + 1), param=False)
         if type(obj).__name__ not in self._allowed():
             raise ValueError(f"{where} must be a document of kind "
                              f"{_alternatives(self._allowed())}; got {type(obj).__name__}.")
@@ -152,7 +138,7 @@ def _alternatives(names: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- registry
 @dataclass(frozen=True)
 class Kind:
-    """A registered class: its family (the legacy format it was written in) and fields."""
+    """A registered class: its family and fields."""
 
     cls: type
     family: str
@@ -171,12 +157,10 @@ def serializable(family: str) -> Callable[[T], T]:
     from the base down (a subclass may redefine a field). The class must follow the
     estimator contract (``get_params``, ``_check_fitted``) and may define
     ``_validate_params()`` (the parameter checks ``fit`` runs, also run on loading) and
-    ``_after_load()`` (derived attributes and checks across fields, after loading) and
-    ``_DOCUMENT_DEFAULTS`` (the parameters added after documents of the class were first
-    written, each with the value that reproduces such a document: the only parameters a
-    document may leave out; :func:`load_json` refuses a document missing any other).
+    ``_after_load()`` (derived attributes and checks across fields, after loading). A
+    document must hold every parameter.
     """
-    assert family in (*LEGACY_FORMATS.values(), *FAMILIES), family
+    assert family in FAMILIES, family
 
     def register(cls: T) -> T:
         fields: dict[str, Field] = {}
@@ -257,35 +241,6 @@ def dumps(obj: Any, *, indent: int | None = None) -> str:
 
 
 # --------------------------------------------------------------------------- reading
-def _legacy(doc: dict[str, Any], fmt: str, where: str, top: bool) -> dict[str, Any]:
-    """A document of an earlier per-family format in the current shape."""
-    family = LEGACY_FORMATS[fmt]
-    extra = {"columns"} if top else set()
-    if family == "double-score":
-        parts = ("misclassification", "ood", "selector")
-        keys = {"format", "scale", *parts}
-        _check_keys(doc, keys, keys | extra, where)
-
-        def template(d: Any) -> Any:  # the fitted part as a parameter (its "params")
-            return {**d, "fitted": None} if isinstance(d, dict) else d
-
-        return {"format": FORMAT, "kind": "DoubleScoreDetector",
-                "params": {p: template(doc[p]) for p in parts},
-                "fitted": {**{f"{p}_": doc[p] for p in parts}, "scale_": doc["scale"]},
-                **{k: doc[k] for k in extra if k in doc}}
-    key = "detector" if family == "detector" else "model"
-    keys = {"format", key, "params", "fitted"}
-    _check_keys(doc, keys, keys | extra, where)
-    kind = doc[key]
-    members = sorted(k for k, e in _KINDS.items() if e.family == family)
-    if kind not in members:
-        raise ValueError(f"{join_path(where, key)} must be {_alternatives(members)} in a document "
-                         f"of format {fmt!r}; got {show(kind)}.")
-    out = {k: v for k, v in doc.items() if k != key}
-    out.update(format=FORMAT, kind=kind)
-    return out
-
-
 def _check_keys(doc: dict[str, Any], required: set[str], allowed: set[str], where: str) -> None:
     for key in sorted(required):
         if key not in doc:
@@ -322,7 +277,7 @@ def _load_param(value: Any, where: str, ctx: Context) -> Any:
             out.append(_load_param(v, f"{where}[{i}]", ctx))  # a dict: an estimator
         return out
     # a dict: an estimator given as a parameter
-    return _load_document(value, where, Context(False, ctx.depth + 1), param=True)
+    return _load_document(value, where, Context(ctx.depth + 1), param=True)
 
 
 def _prefix(where: str, message: str) -> str:
@@ -351,15 +306,11 @@ def _load_document(doc: Any, where: str, ctx: Context, *, param: bool) -> Any:
         raise bad_value(where or "the document", "a JSON object (a document written by to_json)",
                    doc)
     fmt = doc.get("format")
-    if isinstance(fmt, str) and fmt in LEGACY_FORMATS:
-        doc = _legacy(doc, fmt, where, top)
-        ctx = Context(True, ctx.depth)
-    elif fmt == FORMAT:
-        keys = set(_KEYS)
-        _check_keys(doc, keys, keys | ({"columns"} if top else set()), where)
-    else:
-        raise bad_value(join_path(where, "format"), f"{FORMAT!r} (or a legacy tag: "
-                   f"{', '.join(LEGACY_FORMATS)})", fmt)
+    if fmt != FORMAT:
+        raise bad_value(join_path(where, "format"), f"{FORMAT!r}, the one format of abstain "
+                        "documents (write the object again with to_json)", fmt)
+    keys = set(_KEYS)
+    _check_keys(doc, keys, keys | ({"columns"} if top else set()), where)
     if top and "columns" in doc:
         _check_columns(doc["columns"])
     kind = doc["kind"]
@@ -380,17 +331,13 @@ def _load_document(doc: Any, where: str, ctx: Context, *, param: bool) -> Any:
             raise ValueError(f"{join_path(p_where, str(key))} is not a parameter of {kind}; the "
                              f"parameters are {', '.join(names)}.")
     # every parameter is written by to_json: one left out would silently take the
-    # constructor's default beside fitted attributes computed with another value; only a
-    # parameter added after a document was written may be absent, and it takes the value
-    # that reproduces that document (the class's _DOCUMENT_DEFAULTS)
-    late = getattr(cls, "_DOCUMENT_DEFAULTS", {})
+    # constructor's default beside fitted attributes computed with another value
     for name in names:
-        if name not in raw and name not in late:
+        if name not in raw:
             raise ValueError(f"{join_path(p_where, name)} is missing: a {kind} document needs "
                              f"every parameter ({', '.join(names)}); write the value the "
                              "object was fitted with.")
     params = {k: _load_param(v, join_path(p_where, k), ctx) for k, v in raw.items()}
-    params = {**late, **params}
     obj = cls(**params)
     _validate_params(obj, where)
 
@@ -512,19 +459,6 @@ def _parse_and_load(text: str | bytes) -> Any:
         raise ValueError(f"the document is not valid JSON: {exc}.") from None
     registered_kinds()
     try:
-        return _load_document(doc, "", Context(False, 0), param=False)
+        return _load_document(doc, "", Context(0), param=False)
     except RecursionError:
         raise ValueError("the document nests too deeply to be read.") from None
-
-
-def load_family(text: Any, caller: str, family: str) -> Any:
-    """The deprecated per-family loaders: :func:`load_json` with a ``FutureWarning`` and a
-    check that the object is of ``family``."""
-    warn_renamed(caller, "abstain.load_json, which loads every kind", stacklevel=4)
-    obj = load_json(text)
-    kind = _KINDS[type(obj).__name__]
-    if kind.family != family:
-        members = sorted(k for k, e in _KINDS.items() if e.family == family)
-        raise ValueError(f"{caller} loads {_alternatives(members)}; the document holds a "
-                         f"{type(obj).__name__} (abstain.load_json loads every kind).")
-    return obj

@@ -1,7 +1,7 @@
 """The ``abstain`` command line: evaluate, fit, apply, report, demo.
 
-A thin layer over :mod:`abstain.io`, :mod:`abstain.tabular` and
-:mod:`abstain.report`: it parses arguments, calls the library and turns its
+A thin layer over :mod:`.io`, :mod:`.tables`, :mod:`.evaluate`, :mod:`.rules` and
+:mod:`.report`: it parses arguments, calls the library and turns its
 errors into one line on stderr and a non-zero exit code (1 for bad input, 2 for
 bad usage).
 """

@@ -1,4 +1,4 @@
-"""End-to-end demo on scikit-learn's bundled digits: ``python -m abstain.demo``.
+"""End-to-end demo on scikit-learn's bundled digits: ``abstain demo``.
 
 Trains a logistic regression, scores its uncertainty with the plug-in conditional
 risk (MCP under the 0/1 loss), fits each reject model on a calibration split,
@@ -8,8 +8,6 @@ risk-coverage curve as a PNG. Needs the ``sklearn`` and ``plot`` extras.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -109,15 +107,3 @@ def _plot(curve: Any, rows: list[dict[str, Any]], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m abstain.demo", description=__doc__)
-    parser.add_argument("--out", type=Path, default=Path("out"), help="folder for the PNG")
-    parser.add_argument("--random-state", type=int, default=0)
-    args = parser.parse_args(argv)
-    run(args.out, args.random_state)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,9 +14,9 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.optional import require
 from ..exceptions import InfeasibleTargetWarning
-from ..metrics.bootstrap import check_bootstrap
-from ..metrics.ood import exact_envelope_metrics
-from ..metrics.ood_table import resolve_search
+from ..metrics._bootstrap import check_bootstrap
+from ..metrics._ood import exact_envelope_metrics
+from ..metrics._ood_table import resolve_search
 from .chunks import Summary
 from .tables import Progress, TableData
 
@@ -412,7 +412,7 @@ def evaluate(
         where a target is infeasible is left out, and a metric infeasible on every
         resample has no interval). The resamples draw from the rows sorted by their
         values, so the same rows in any order give the same intervals. At most
-        :data:`abstain.metrics.bootstrap.MAX_BOOTSTRAP` (10**6) resamples and
+        :data:`abstain.metrics.MAX_BOOTSTRAP` (10**6) resamples and
         ``n_bootstrap * rows`` at most 2**31: larger requests raise ``ValueError``
         before any work.
     level : float in (0, 1), default 0.95

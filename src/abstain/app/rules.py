@@ -18,18 +18,16 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.serialize import load_json
 from ..exceptions import InfeasibleTargetWarning
-from ..models.ood import (
-    BoundedPrecisionRecall,
-    BoundedTPRFPR,
-    CostBasedOOD,
-    least_fpr_at_tpr,
-    most_recall_at_precision,
-)
-from ..models.selective import (
+from ..models import (
     BoundedAbstention,
     BoundedImprovement,
+    BoundedPrecisionRecall,
+    BoundedTPRFPR,
     CostBased,
+    CostBasedOOD,
+    least_fpr_at_tpr,
     least_risk_bound,
+    most_recall_at_precision,
 )
 from .chunks import Summary
 from .tables import TableData
@@ -70,10 +68,10 @@ def fit_rule(
     ``delta``, ``bound`` names the procedure that certifies the risk, default ``"auto"``, and
     ``loss_bound`` bounds losses that are not 0/1, default 1),
     ``reject_cost`` (:class:`~abstain.CostBased`), ``tpr`` and ``fpr``
-    (:class:`~abstain.ood.BoundedTPRFPR`), ``precision`` and ``recall``
-    (:class:`~abstain.ood.BoundedPrecisionRecall`, with an optional ``ood_prior``) or
+    (:class:`~abstain.models.BoundedTPRFPR`), ``precision`` and ``recall``
+    (:class:`~abstain.models.BoundedPrecisionRecall`, with an optional ``ood_prior``) or
     ``reject_id_cost`` and ``predict_ood_cost`` with an optional ``reject_ood_cost``
-    (default 0) and ``ood_prior`` (:class:`~abstain.ood.CostBasedOOD` fitted on the
+    (default 0) and ``ood_prior`` (:class:`~abstain.models.CostBasedOOD` fitted on the
     data: the least empirical risk of the extended loss). The first three use one
     score column and the ID rows; the OOD models need the OOD column and take one
     score column or two (a double-score method): with ``data.ood_score`` set, the

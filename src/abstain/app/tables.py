@@ -1,7 +1,7 @@
 """Evaluate, fit and apply reject rules on a table of per-sample columns.
 
 The functions behind the ``abstain`` command line, usable from Python. A table
-(see :mod:`abstain.io`) holds a loss column, or a label and a prediction column
+(see :mod:`abstain.app.io`) holds a loss column, or a label and a prediction column
 (the 0/1 loss ``label != prediction``); one or more uncertainty-score columns
 (higher is rejected first); and optionally an ``is_ood`` column (1/True for
 out-of-distribution rows, whose loss, label and prediction are ignored and may
@@ -187,7 +187,7 @@ def prepare(
     Parameters
     ----------
     table : mapping of str to ndarray of shape (n,)
-        As returned by :func:`abstain.io.read_table`.
+        As returned by :func:`abstain.app.io.read_table`.
     loss : str, optional
         Loss column. Default: ``"loss"`` if present, else the 0/1 loss of ``label``
         and ``prediction``.

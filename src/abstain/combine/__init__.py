@@ -49,28 +49,27 @@ Tie rules
   paper's ``q_hat(x) <= (l + 0.99) / (n + 1)`` of Algorithm 3, ties included.
 """
 
-from .bank import (
+from ._bank import (
     BankDetector,
 )
-from .guarantee import (
+from ._guarantee import (
     FARGuarantee,
     GuaranteedDetector,
     conformal_threshold,
     far_guarantee,
 )
-from .pipeline import (
+from ._pipeline import (
     ScoreCombiner,
-    from_json,
 )
-from .pvalues import (
+from ._pvalues import (
     EmpiricalZ,
     conformal_pvalues,
     empirical_pvalues,
 )
-from .qp import (
+from ._qp import (
     inlier_covariance,
 )
-from .statistics import (
+from ._statistics import (
     METHODS,
     combine,
     csi_statistic,
@@ -89,6 +88,5 @@ __all__ = [
     "csi_statistic",
     "empirical_pvalues",
     "far_guarantee",
-    "from_json",
     "inlier_covariance",
 ]

@@ -23,35 +23,44 @@ perturbation, which needs gradients, is :meth:`ODIN.score_inputs` (through
 :class:`DetectorBank` fits several detectors on the same outputs and scores them into one
 matrix (one column per detector), the input of :mod:`abstain.combine`.
 
-:class:`DoubleScoreDetector` pairs a misclassification score with an OOD score and tunes
-their combination with a reject model of :mod:`abstain.ood`; it lives in
-:mod:`abstain.models` and is re-exported here (Franc, Prusa and Paplham,
-2023, section 4: KNN+MSP, ViM+MSP). :func:`tune_detector` (also in :mod:`abstain.models`)
-chooses a detector's hyperparameters on validation data.
+:class:`~abstain.models.DoubleScoreDetector` pairs a misclassification score with an OOD
+score and tunes their combination with an OOD reject model; it is a reject model itself and
+lives in :mod:`abstain.models` (Franc, Prusa and Paplham, 2023, section 4: KNN+MSP,
+ViM+MSP), as does :func:`~abstain.models.tune_detector`, which chooses a detector's
+hyperparameters on validation data.
+
+:class:`ShiftedBaseScores` computes the base scores of a class x rotation network
+(:data:`BASE_SCORE_KINDS`), the input of :mod:`abstain.combine`.
 """
 
-from .bank import (
+from ._bank import (
     DetectorBank,
 )
-from .base import (
+from ._base import (
     Detector,
 )
-from .features import (
+from ._base_scores import (
+    BASE_SCORE_KINDS,
+    ShiftedBaseScores,
+    joint_labels,
+    rotation_training_set,
+    rotations,
+)
+from ._features import (
     KNN,
     Mahalanobis,
     ReAct,
     ViM,
 )
-from .logits import (
+from ._logits import (
     GEN,
     MSP,
     ODIN,
     Energy,
     MaxLogit,
 )
-from .registry import (
+from ._registry import (
     DETECTORS,
-    detector_from_json,
     make_detector,
 )
 
@@ -62,29 +71,17 @@ __all__ = [
     "KNN",
     "MSP",
     "ODIN",
-    "DoubleScoreDetector",
     "Energy",
     "Mahalanobis",
     "MaxLogit",
     "ReAct",
     "ViM",
-    "detector_from_json",
     "make_detector",
-    "tune_detector",
-    "DetectorTuning",
     "Detector",
+    "BASE_SCORE_KINDS",
+    "ShiftedBaseScores",
+    "joint_labels",
+    "rotation_training_set",
+    "rotations",
 ]
 
-
-def __getattr__(name: str) -> object:
-    # DoubleScoreDetector is a reject model (abstain.models) that uses detectors; it is
-    # re-exported here lazily so that this layer never imports the one above it.
-    if name == "DoubleScoreDetector":
-        from ..models.double_score import DoubleScoreDetector
-
-        return DoubleScoreDetector
-    if name in ("tune_detector", "DetectorTuning"):
-        from ..models import tuning
-
-        return getattr(tuning, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,21 +1,26 @@
 """Exact metrics of selective classifiers and of OOD rejection.
 
 Selective metrics (risk-coverage curve, AuRC, E-AuRC, AUGRC, risk at a coverage, ...)
-live in :mod:`abstain.metrics.selective`, OOD metrics (AUROC, AUPR, FPR@TPR, OSCR, the
-selective risk at TPR/FPR and at precision/recall, ...) in :mod:`abstain.metrics.ood`;
-both are re-exported here, and each module states its tie rule. A metric is a pure
-function of the truth (``losses`` or ``is_ood``) then the scores, and a higher score is
-rejected first; a metric never fits a model. :class:`ScoreTable` (the mergeable summary
-of the rows that every ``ties="mean"`` metric takes in place of its arrays) and
-:class:`StreamingMetric` (a metric accumulated batch by batch) are here too, and the
-scorers of :mod:`abstain.metrics.scorers` (``scorer(estimator, X, y) -> float``, greater
-is better) that scikit-learn's model selection takes as ``scoring=``.
+and OOD metrics (AUROC, AUPR, FPR@TPR, OSCR, the selective risk at TPR/FPR and at
+precision/recall, ...) are all imported from here; each docstring states its tie rule.
+A metric is a pure function of the truth (``losses`` or ``is_ood``) then the scores, and a
+higher score is rejected first; a metric never fits a model. :class:`ScoreTable` (the
+mergeable summary of the rows that every ``ties="mean"`` metric takes in place of its
+arrays) and :class:`StreamingMetric` (a metric accumulated batch by batch) are here too,
+and the scorers (``scorer(estimator, X, y) -> float``, greater is better) that
+scikit-learn's model selection takes as ``scoring=``.
 """
 
 from .._core.binned import BinnedTable, Bounded
 from .._core.table import ScoreTable
-from .bootstrap import BootstrapInterval, bootstrap_indices, bootstrap_interval
-from .ood import (
+from ._bootstrap import (
+    MAX_BOOTSTRAP,
+    MAX_BOOTSTRAP_ROWS,
+    BootstrapInterval,
+    bootstrap_indices,
+    bootstrap_interval,
+)
+from ._ood import (
     PRCurve,
     RiskTPRCurve,
     ROCCurve,
@@ -33,9 +38,9 @@ from .ood import (
     selective_risk_at_tpr_fpr,
     tnr_at_tpr,
 )
-from .ood_table import AUTO_EXACT_ROWS, OOD_METRICS, OODEvaluation, evaluate_ood
-from .scorers import coverage_at_risk_scorer, neg_aurc_scorer, neg_selective_risk_scorer
-from .selective import (
+from ._ood_table import AUTO_EXACT_ROWS, OOD_METRICS, OODEvaluation, evaluate_ood
+from ._scorers import coverage_at_risk_scorer, neg_aurc_scorer, neg_selective_risk_scorer
+from ._selective import (
     RiskCoverageCurve,
     augrc,
     aurc,
@@ -45,7 +50,7 @@ from .selective import (
     sele_loss,
     selective_risk_at_coverage,
 )
-from .streaming import StreamingMetric
+from ._streaming import StreamingMetric
 
 __all__ = [
     "ScoreTable",
@@ -86,4 +91,6 @@ __all__ = [
     "BootstrapInterval",
     "bootstrap_indices",
     "bootstrap_interval",
+    "MAX_BOOTSTRAP",
+    "MAX_BOOTSTRAP_ROWS",
 ]

@@ -9,30 +9,28 @@ the rows) is exported here too.
 """
 
 from .._core.pair_table import PairTable
-from .classifier import (
+from ._classifier import (
     SelectiveClassifier,
     SelectivePrediction,
 )
-from .double_score import (
+from ._double_score import (
     DoubleScoreDetector,
 )
-from .ood import (
+from ._ood import (
     BoundedPrecisionRecall,
     BoundedTPRFPR,
     CostBasedOOD,
     least_fpr_at_tpr,
     most_recall_at_precision,
-    selector_from_json,
 )
-from .selective import (
+from ._selective import (
     BoundedAbstention,
     BoundedImprovement,
     CostBased,
     EquivalentModels,
     least_risk_bound,
-    rule_from_json,
 )
-from .tuning import (
+from ._tuning import (
     DetectorTuning,
     tune_detector,
 )
@@ -46,11 +44,9 @@ __all__ = [
     "CostBased",
     "EquivalentModels",
     "least_risk_bound",
-    "rule_from_json",
     "BoundedPrecisionRecall",
     "BoundedTPRFPR",
     "CostBasedOOD",
-    "selector_from_json",
     "least_fpr_at_tpr",
     "most_recall_at_precision",
     "DoubleScoreDetector",

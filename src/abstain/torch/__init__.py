@@ -23,7 +23,7 @@ from .._core.optional import require
 
 require("torch", "torch", "abstain.torch")
 
-from .adapter import (  # noqa: E402  (after the check that torch is installed)
+from ._adapter import (  # noqa: E402  (after the check that torch is installed)
     STATE_FORMAT,
     Extracted,
     LastLayer,
@@ -34,7 +34,7 @@ from .adapter import (  # noqa: E402  (after the check that torch is installed)
     odin_logits,
     save_state,
 )
-from .training import (  # noqa: E402
+from ._training import (  # noqa: E402
     SmallCNN,
     train_classifier,
 )

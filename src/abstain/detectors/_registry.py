@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._core.serialize import load_family
-from .base import Detector
-from .features import KNN, Mahalanobis, ReAct, ViM
-from .logits import GEN, MSP, ODIN, Energy, MaxLogit
+from ._base import Detector
+from ._features import KNN, Mahalanobis, ReAct, ViM
+from ._logits import GEN, MSP, ODIN, Energy, MaxLogit
 
 DETECTORS: dict[str, type[Detector]] = {
     "msp": MSP,
@@ -33,12 +32,3 @@ def make_detector(name: str, **params: Any) -> Detector:
     if key not in DETECTORS:
         raise ValueError(f"unknown detector {name!r}; known: {', '.join(DETECTORS)}.")
     return DETECTORS[key](**params)
-
-
-def detector_from_json(text: str) -> Detector:
-    """Deprecated alias of :func:`abstain.load_json` that accepts only the detectors of
-    :data:`DETECTORS`.
-
-    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
-    """
-    return load_family(text, "detector_from_json", "detector")  # type: ignore[no-any-return]

@@ -11,8 +11,8 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.base import ParamsMixin
 from .._core.serialize import Int, Nested, dumps, serializable
 from .._core.validation import check_open_unit, check_random_state, plain
-from .guarantee import GuaranteedDetector, far_guarantee
-from .pipeline import ScoreCombiner
+from ._guarantee import GuaranteedDetector, far_guarantee
+from ._pipeline import ScoreCombiner
 
 
 @serializable("combine")

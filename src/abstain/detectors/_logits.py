@@ -11,7 +11,7 @@ from scipy.special import logsumexp
 from .._core.optional import require
 from .._core.serialize import serializable
 from .._core.validation import check_fraction, check_int, check_positive
-from .base import Detector
+from ._base import Detector
 
 
 def neg_max_softmax(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:

@@ -20,7 +20,6 @@ import scipy.sparse.linalg
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
-from .._core.deprecation import warn_renamed
 from .._core.serialize import (
     Array,
     Field,
@@ -29,7 +28,6 @@ from .._core.serialize import (
     Labels,
     Number,
     dumps,
-    load_family,
     serializable,
 )
 from .._core.validation import (
@@ -44,14 +42,13 @@ from .._core.validation import (
     plain,
 )
 from ..exceptions import ConvergenceWarning
-from .plugin import true_class_probability  # the target of TCP; its home is plugin
+from ._plugin import true_class_probability  # the target of TCP; its home is plugin
 
 __all__ = [
     "PAPER_C_GRID",
     "LossRegression",
     "SELE",
     "TCP",
-    "score_from_json",
     "sele_objective",
     "true_class_probability",
 ]
@@ -210,14 +207,6 @@ class _LinearScore(ParamsMixin):
         ndarray of shape (n,)
         """
         return self.decision_function(X, y_pred, baseline=baseline)
-
-    def predict(self, X: ArrayLike, y_pred: ArrayLike | None = None) -> NDArray[np.float64]:
-        """Deprecated alias of :meth:`score` (the uncertainty); removed in 0.3.
-
-        Warns with ``FutureWarning``; ``predict`` is kept for class labels.
-        """
-        warn_renamed(f"{type(self).__name__}.predict(X, y_pred)", "score(X, y_pred)")
-        return self.score(X, y_pred)
 
     def to_json(self) -> str:
         """Serialise parameters and coefficients to JSON; load with :func:`abstain.load_json`."""
@@ -777,11 +766,3 @@ def _newton_polish(
         theta, grad, norm = trial, trial_grad, trial_norm
         steps += 1
     return theta, norm, steps
-
-
-def score_from_json(text: str) -> LossRegression | SELE | TCP:
-    """Deprecated alias of :func:`abstain.load_json` that accepts only the learned scores.
-
-    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
-    """
-    return load_family(text, "score_from_json", "score")  # type: ignore[no-any-return]

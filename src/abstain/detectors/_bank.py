@@ -11,8 +11,8 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.base import ParamsMixin
 from .._core.serialize import Nested, Seq, Text, dumps, serializable
 from .._core.validation import plain
-from .base import Detector, pick_output
-from .registry import DETECTORS
+from ._base import Detector, pick_output
+from ._registry import DETECTORS
 
 
 def _default_names(detectors: list[Detector]) -> list[str]:

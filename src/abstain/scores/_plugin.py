@@ -16,7 +16,7 @@ from .._core.validation import (
     as_real_array,
     check_choice,
 )
-from .losses import check_loss_matrix
+from ._losses import check_loss_matrix
 
 __all__ = [
     "ConditionalRisk",
@@ -90,7 +90,7 @@ def conditional_risk(
     Examples
     --------
     >>> from abstain.scores import conditional_risk
-    >>> from abstain.scores.losses import absolute_error_loss
+    >>> from abstain.scores import absolute_error_loss
     >>> pred, risk = conditional_risk([[0.3, 0.3, 0.4]], absolute_error_loss(3))
     >>> pred.tolist(), [round(r, 6) for r in risk.tolist()]  # the median, not the mode
     ([1], [0.7])

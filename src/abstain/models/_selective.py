@@ -27,7 +27,6 @@ from .._core.base import ParamsMixin
 from .._core.binned import BinnedTable
 from .._core.certify import BOUNDS, certified_search, fit_groups, least_target
 from .._core.decision import draw_accept, threshold_proba
-from .._core.deprecation import warn_renamed
 from .._core.groups import TieGroups, validated_groups
 from .._core.ltt import LTT_BOUNDS
 from .._core.risk_bounds import crc_search
@@ -39,7 +38,6 @@ from .._core.serialize import (
     Text,
     Tup,
     dumps,
-    load_family,
     serializable,
 )
 from .._core.table import ScoreTable, as_groups, selective_table, table_or_none
@@ -59,7 +57,6 @@ __all__ = [
     "CostBased",
     "BoundedImprovement",
     "BoundedAbstention",
-    "rule_from_json",
     "least_risk_bound",
 ]
 
@@ -212,14 +209,6 @@ class _RejectRule(ParamsMixin):
         """
         return draw_accept(self.accept_proba(uncertainty), self.random_state)
 
-    def predict(self, uncertainty: ArrayLike) -> NDArray[np.bool_]:
-        """Deprecated alias of :meth:`accept` (True = accepted); removed in 0.3.
-
-        Warns with ``FutureWarning``; ``predict`` is kept for class labels.
-        """
-        warn_renamed(f"{type(self).__name__}.predict(uncertainty)", "accept(uncertainty)")
-        return self.accept(uncertainty)
-
     # -- serialisation ----------------------------------------------------------
     _FIELDS: dict[str, Field] = {
         "threshold_": Number(special=("-inf",)),
@@ -243,14 +232,6 @@ class _RejectRule(ParamsMixin):
         so the file is standard JSON. Load it with :func:`abstain.load_json`.
         """
         return dumps(self)
-
-
-def rule_from_json(text: str) -> CostBased | BoundedImprovement | BoundedAbstention:
-    """Deprecated alias of :func:`abstain.load_json` that accepts only the three rules.
-
-    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
-    """
-    return load_family(text, "rule_from_json", "rule")  # type: ignore[no-any-return]
 
 
 @serializable("rule")
@@ -571,9 +552,6 @@ class BoundedImprovement(_RejectRule):
         self.loss_bound = loss_bound
         self.random_state = random_state
 
-    # documents written before bound= and guarantee= existed: with delta, the bound was
-    # SGR's (refitting reproduces the rule); no expected-risk guarantee
-    _DOCUMENT_DEFAULTS = {"bound": "sgr", "guarantee": None}
     _FIELDS: dict[str, Field] = {
         "threshold_": Number(special=("-inf", "inf")),
         "min_risk_": Number(0.0),

@@ -20,7 +20,7 @@ from .._core.validation import (
     check_positive,
     plain,
 )
-from .qp import as_covariance, glrt_cov
+from ._qp import as_covariance, glrt_cov
 
 #: Names accepted by :func:`combine`, in the order of the paper's Tables 13-14.
 METHODS: tuple[str, ...] = (

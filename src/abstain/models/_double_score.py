@@ -9,10 +9,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
-from .._core.serialize import Array, Field, Nested, dumps, load_family, serializable
-from ..detectors.base import Detector, pick_output
-from ..detectors.features import KNN
-from ..detectors.logits import MSP
+from .._core.serialize import Array, Field, Nested, dumps, serializable
+from ..detectors._base import Detector, pick_output
+from ..detectors._features import KNN
+from ..detectors._logits import MSP
 
 
 @serializable("double-score")
@@ -23,7 +23,7 @@ class DoubleScoreDetector(ParamsMixin):
     ``s_r(x) + mu * s_g(x)`` (more precisely ``cos(a) s_r + sin(a) s_g``), where ``s_r``
     detects misclassified ID inputs (default :class:`MSP`) and ``s_g`` detects OOD
     inputs (default :class:`KNN`); the paper's KNN+MSP and ViM+MSP. The direction and
-    threshold are tuned post hoc by a reject model of :mod:`abstain.ood` on a
+    threshold are tuned post hoc by a reject model of :mod:`abstain.models` on a
     validation sample of ID and OOD inputs.
 
     Each score is divided by its standard deviation on the ID data given to :meth:`fit`
@@ -36,7 +36,7 @@ class DoubleScoreDetector(ParamsMixin):
         ``s_r``; None means ``MSP()``.
     ood : Detector or None
         ``s_g``; None means ``KNN()``.
-    selector : an abstain.ood reject model or None
+    selector : an OOD reject model of abstain.models or None
         Fitted (a clone of it) by :meth:`tune`; None means ``BoundedTPRFPR()``.
 
     Attributes
@@ -50,8 +50,9 @@ class DoubleScoreDetector(ParamsMixin):
     Examples
     --------
     >>> import numpy as np
-    >>> from abstain.detectors import DoubleScoreDetector, MSP, KNN
-    >>> from abstain.ood import BoundedTPRFPR
+    >>> from abstain.models import DoubleScoreDetector
+    >>> from abstain.detectors import MSP, KNN
+    >>> from abstain.models import BoundedTPRFPR
     >>> rng = np.random.default_rng(0)
     >>> W = np.eye(2)
     >>> def outputs(features):
@@ -77,7 +78,7 @@ class DoubleScoreDetector(ParamsMixin):
         self.selector = selector
 
     def _validate_params(self) -> None:
-        from .ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+        from ._ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
         for name in ("misclassification", "ood"):
             det = getattr(self, name)
@@ -86,7 +87,7 @@ class DoubleScoreDetector(ParamsMixin):
                                  f"{type(det).__name__}.")
         if self.selector is not None and not isinstance(
                 self.selector, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
-            raise ValueError("selector must be a reject model of abstain.ood or None; got "
+            raise ValueError("selector must be an OOD reject model of abstain.models or None; got "
                              f"{type(self.selector).__name__}.")
 
     def fit(self, outputs: Any, labels: ArrayLike | None = None, *,
@@ -134,7 +135,7 @@ class DoubleScoreDetector(ParamsMixin):
 
         ``losses`` are the classifier's losses on the ID rows (OOD entries ignored).
         """
-        from .ood import BoundedTPRFPR
+        from ._ood import BoundedTPRFPR
 
         sel = BoundedTPRFPR() if self.selector is None else copy.deepcopy(self.selector)
         self.selector_ = sel.fit(self.scores(outputs), is_ood, losses,
@@ -174,13 +175,3 @@ class DoubleScoreDetector(ParamsMixin):
         if self.selector_.n_scores_ != 2:
             raise ValueError("fitted.selector_ must be tuned on the two scores (n_scores_ = 2); "
                              f"got n_scores_ = {self.selector_.n_scores_}.")
-
-    @classmethod
-    def from_json(cls, text: str) -> DoubleScoreDetector:
-        """Deprecated alias of :func:`abstain.load_json` that accepts only this class.
-
-        Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another
-        kind.
-        """
-        return load_family(  # type: ignore[no-any-return]
-            text, "DoubleScoreDetector.from_json", "double-score")

@@ -55,7 +55,6 @@ from .._core.serialize import (
     Seq,
     Text,
     dumps,
-    load_family,
     serializable,
 )
 from .._core.validation import (
@@ -67,12 +66,11 @@ from .._core.validation import (
     plain,
     unit_rows,
 )
-from .logits import neg_max_softmax
+from ._logits import neg_max_softmax
 
 __all__ = [
-    "KINDS",
+    "BASE_SCORE_KINDS",
     "ShiftedBaseScores",
-    "from_json",
     "joint_labels",
     "rotation_training_set",
     "rotations",
@@ -81,7 +79,7 @@ __all__ = [
 F64 = NDArray[np.float64]
 
 #: The six base-score kinds of glrt-SupCSI+ (paper, Table 1), in column order.
-KINDS: tuple[str, ...] = ("cos", "norm", "shift", "supcsi", "supocsvm", "supmah")
+BASE_SCORE_KINDS: tuple[str, ...] = ("cos", "norm", "shift", "supcsi", "supocsvm", "supmah")
 _LOGIT_KINDS = ("shift", "supcsi")
 
 
@@ -115,7 +113,7 @@ def rotations(images: ArrayLike, shifts: Sequence[int] = (0, 1, 2, 3)) -> NDArra
     Examples
     --------
     >>> import numpy as np
-    >>> from abstain.base_scores import rotations
+    >>> from abstain.detectors import rotations
     >>> R = rotations(np.array([[[1, 2], [3, 4]]]))
     >>> R.shape, R[1, 0].tolist()
     ((4, 1, 2, 2), [[2, 4], [1, 3]])
@@ -138,7 +136,7 @@ def joint_labels(labels: ArrayLike, n_shifts: int) -> tuple[NDArray[np.int64], .
 
     Examples
     --------
-    >>> from abstain.base_scores import joint_labels
+    >>> from abstain.detectors import joint_labels
     >>> [a.tolist() for a in joint_labels([0, 2], 4)]
     [[0, 8], [1, 9], [2, 10], [3, 11]]
     """
@@ -166,7 +164,7 @@ def rotation_training_set(
     Examples
     --------
     >>> import numpy as np
-    >>> from abstain.base_scores import rotation_training_set
+    >>> from abstain.detectors import rotation_training_set
     >>> X, y = rotation_training_set(np.zeros((2, 3, 3)), [1, 0], shifts=(0, 2))
     >>> X.shape, y.tolist()
     ((4, 3, 3), [2, 0, 3, 1])
@@ -203,12 +201,13 @@ def _check_kinds(kinds: Any) -> tuple[str, ...]:
     try:
         out = tuple(kinds)
     except TypeError:
-        raise ValueError(f"kinds must be distinct names from {KINDS}; "
+        raise ValueError(f"kinds must be distinct names from {BASE_SCORE_KINDS}; "
                          f"got {plain(kinds)}.") from None
-    bad = [k for k in out if k not in KINDS]
+    bad = [k for k in out if k not in BASE_SCORE_KINDS]
     if not out or bad or len(set(out)) != len(out):
-        raise ValueError(f"kinds must be distinct names from {KINDS}; got {plain(kinds)}.")
-    return tuple(k for k in KINDS if k in out)
+        raise ValueError(f"kinds must be distinct names from {BASE_SCORE_KINDS}; "
+                         f"got {plain(kinds)}.")
+    return tuple(k for k in BASE_SCORE_KINDS if k in out)
 
 
 # --------------------------------------------------------------------------- estimator
@@ -224,8 +223,8 @@ class ShiftedBaseScores(ParamsMixin):
 
     Parameters
     ----------
-    kinds : sequence of str, default all of :data:`KINDS`
-        Which kinds to compute; columns follow the order of :data:`KINDS`.
+    kinds : sequence of str, default all of :data:`BASE_SCORE_KINDS`
+        Which kinds to compute; columns follow the order of :data:`BASE_SCORE_KINDS`.
     shifts : sequence of int, default (0, 1, 2, 3)
         Quarter turns of the rotations the features were computed under; used for
         the column names and to check the logits' width ``K * len(shifts)``.
@@ -274,7 +273,7 @@ class ShiftedBaseScores(ParamsMixin):
     Examples
     --------
     >>> import numpy as np
-    >>> from abstain.base_scores import ShiftedBaseScores
+    >>> from abstain.detectors import ShiftedBaseScores
     >>> rng = np.random.default_rng(0)
     >>> F = rng.normal(size=(2, 60, 3)) + 5.0
     >>> y = np.repeat([0, 1], 30)
@@ -286,7 +285,8 @@ class ShiftedBaseScores(ParamsMixin):
     ((4, 4), True)
     """
 
-    def __init__(self, *, kinds: Sequence[str] = KINDS, shifts: Sequence[int] = (0, 1, 2, 3),
+    def __init__(self, *, kinds: Sequence[str] = BASE_SCORE_KINDS,
+                 shifts: Sequence[int] = (0, 1, 2, 3),
                  ridge: float = 1e-6, nu: float = 0.1, gamma: float | str = "scale",
                  svm_max_samples: int | None = None, random_state: int = 0,
                  block: int = 1024) -> None:
@@ -454,7 +454,7 @@ class ShiftedBaseScores(ParamsMixin):
         "n_shifts_": Int(1, dim="T"),
         "n_classes_": Int(1, dim="K"),
         "n_features_in_": Int(1, dim="d"),
-        "kinds_": Seq(Text(KINDS), min_length=1, convert=tuple),
+        "kinds_": Seq(Text(BASE_SCORE_KINDS), min_length=1, convert=tuple),
         "names_": Seq(Text()),
         "bank_": Array(("T", None, "d"), optional=True),
         "means_": Array(("T", "K", "d"), optional=True),
@@ -489,16 +489,6 @@ class ShiftedBaseScores(ParamsMixin):
         of little-endian float64 bytes; the OC-SVMs are stored as support vectors, dual
         coefficients, ``rho`` and ``gamma`` (no pickle)."""
         return dumps(self)
-
-
-def from_json(text: str) -> ShiftedBaseScores:
-    """Deprecated alias of :func:`abstain.load_json` that accepts only
-    :class:`ShiftedBaseScores`.
-
-    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
-    """
-    name = "abstain.base_scores.from_json"
-    return load_family(text, name, "base-scores")  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------- kernels

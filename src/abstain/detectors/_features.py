@@ -21,8 +21,8 @@ from .._core.validation import (
     plain,
     unit_rows,
 )
-from .base import Detector, linear_layer
-from .logits import neg_energy
+from ._base import Detector, linear_layer
+from ._logits import neg_energy
 
 
 def _as_dtype(arr: NDArray[np.float64], dtype: np.dtype) -> NDArray:  # type: ignore[type-arg]
@@ -61,8 +61,6 @@ class ReAct(Detector):
     """
 
     inputs = "features"
-    # documents written before dtype= existed computed in float64
-    _DOCUMENT_DEFAULTS = {"dtype": "float64"}
     _FIELDS = {
         "n_features_in_": Int(1, dim="d"),
         "weight_": Array(("K", "d")),
@@ -171,10 +169,6 @@ class KNN(Detector):
     """
 
     inputs = "features"
-    # documents written before dtype=, bank_size=, random_state= and backend= existed
-    # computed in float64 with NumPy on every training row
-    _DOCUMENT_DEFAULTS = {"dtype": "float64", "bank_size": None, "random_state": None,
-                          "backend": "numpy"}
     _FIELDS = {"n_features_in_": Int(1, dim="d"), "bank_": Array((None, "d"))}
 
     def __init__(self, k: int = 50, normalize: bool = True, block: int = 1024,
@@ -348,8 +342,6 @@ class ViM(Detector):
     """
 
     inputs = "features"
-    # documents written before dtype= existed computed in float64
-    _DOCUMENT_DEFAULTS = {"dtype": "float64"}
     _FIELDS = {
         "n_features_in_": Int(2, dim="d"),
         "dim_": Int(1),
@@ -468,8 +460,6 @@ class Mahalanobis(Detector):
     """
 
     inputs = "features"
-    # documents written before dtype= existed computed in float64
-    _DOCUMENT_DEFAULTS = {"dtype": "float64"}
     _FIELDS = {
         "n_features_in_": Int(1, dim="d"),
         "classes_": Labels(length="c", min_length=1, convert=list),

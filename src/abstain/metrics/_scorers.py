@@ -6,7 +6,7 @@ is better, so the AuRC and the selective risk are negated. It calls only the fit
 estimator's ``uncertainty(X)`` (higher = rejected first) and ``predict(X)``: any object with
 both works (:class:`~abstain.SelectiveClassifier`, :class:`~abstain.ordinal.SVOR`), and
 scikit-learn is not imported here. The losses are the 0/1 errors ``predict(X) != y``; each
-scorer returns the metric of :mod:`abstain.metrics.selective` on those losses and that
+scorer returns the metric of :mod:`abstain.metrics` on those losses and that
 uncertainty, with that metric's tie rule.
 """
 
@@ -27,7 +27,7 @@ from .._core.validation import (
     check_positive,
     check_same_length,
 )
-from .selective import aurc, coverage_at_risk, selective_risk_at_coverage
+from ._selective import aurc, coverage_at_risk, selective_risk_at_coverage
 
 __all__ = ["neg_aurc_scorer", "neg_selective_risk_scorer", "coverage_at_risk_scorer"]
 

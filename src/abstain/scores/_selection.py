@@ -29,7 +29,7 @@ from .._core.validation import (
 )
 from ..exceptions import ConvergenceWarning
 from ..metrics import aurc
-from .learned import PAPER_C_GRID, SELE, TCP, LossRegression
+from ._learned import PAPER_C_GRID, SELE, TCP, LossRegression
 
 __all__ = ["RegularizationSearch", "select_regularization", "bootstrap_win_fraction"]
 

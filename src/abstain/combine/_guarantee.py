@@ -13,7 +13,6 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from .._core.base import ParamsMixin
-from .._core.deprecation import warn_renamed
 from .._core.serialize import Field, Int, Number, dumps, serializable
 from .._core.validation import as_scores, check_bool, check_open_unit, plain
 
@@ -293,15 +292,6 @@ class GuaranteedDetector(ParamsMixin):
     def accept_proba(self, stat: ArrayLike) -> NDArray[np.float64]:
         """:meth:`accept` as floats (1.0 accepted, 0.0 flagged): the rule is not randomised."""
         return self.accept(stat).astype(np.float64)
-
-    def predict(self, stat: ArrayLike) -> NDArray[np.bool_]:
-        """Deprecated: ``True`` (OOD) where ``score(stat) > threshold_``; removed in 0.3.
-
-        The opposite of :meth:`accept`; warns with ``FutureWarning``.
-        """
-        warn_renamed("GuaranteedDetector.predict(stat), which is True for OOD,",
-                     "~accept(stat) or score(stat) > threshold_")
-        return ~self.accept(stat)
 
     def to_json(self) -> str:
         """Serialise to plain JSON; load with :func:`abstain.load_json`."""

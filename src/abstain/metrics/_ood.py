@@ -149,7 +149,7 @@ def selective_risk_at_tpr_fpr(
 ) -> float:
     """Least selective risk at TPR >= ``tpr`` and FPR <= ``fpr``: the metric of problem (13).
 
-    The risk of :class:`abstain.ood.BoundedTPRFPR` fitted on the same data (see its
+    The risk of :class:`abstain.models.BoundedTPRFPR` fitted on the same data (see its
     tie rule). An infeasible target returns NaN with an
     :class:`~abstain.InfeasibleTargetWarning` (the paper's "unable").
 
@@ -189,7 +189,7 @@ def selective_risk_at_precision_recall(
 ) -> float:
     """Least selective risk at recall >= ``recall`` and precision >= ``precision`` (problem 14).
 
-    The risk of :class:`abstain.ood.BoundedPrecisionRecall` on the same data;
+    The risk of :class:`abstain.models.BoundedPrecisionRecall` on the same data;
     precision uses ``ood_prior`` (default: the sample's OOD fraction). NaN with an
     :class:`~abstain.InfeasibleTargetWarning` when infeasible.
 

@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive, plain
-from .adapter import as_input, check_batch_size, check_finite, from_numpy
+from ._adapter import as_input, check_batch_size, check_finite, from_numpy
 
 
 class SmallCNN(nn.Module):

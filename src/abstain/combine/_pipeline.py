@@ -6,12 +6,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core.base import ParamsMixin
-from .._core.serialize import Array, Field, Nested, dumps, load_family, serializable
+from .._core.serialize import Array, Field, Nested, dumps, serializable
 from .._core.validation import F64, check_bool, check_choice, check_positive, plain
-from .guarantee import GuaranteedDetector
-from .pvalues import EmpiricalZ
-from .qp import as_covariance, inlier_covariance
-from .statistics import GLRT_METHODS, METHODS, combine
+from ._pvalues import EmpiricalZ
+from ._qp import as_covariance, inlier_covariance
+from ._statistics import GLRT_METHODS, METHODS, combine
 
 # --------------------------------------------------------------------------- pipeline
 #: The largest ``epsilon`` of a :class:`ScoreCombiner`. Its z-values come from
@@ -139,13 +138,3 @@ class ScoreCombiner(ParamsMixin):
             except ValueError as exc:
                 raise ValueError(f"fitted.cov_: {exc}") from None
             _check_positive_definite(cov, "fitted.cov_")
-
-
-def from_json(text: str) -> EmpiricalZ | GuaranteedDetector | ScoreCombiner:
-    """Deprecated alias of :func:`abstain.load_json` that accepts only the objects of
-    :mod:`abstain.combine` (:class:`EmpiricalZ`, :class:`GuaranteedDetector`,
-    :class:`ScoreCombiner`).
-
-    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
-    """
-    return load_family(text, "abstain.combine.from_json", "combine")  # type: ignore[no-any-return]

@@ -9,12 +9,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin, accuracy, not_fitted_error
-from .._core.deprecation import warn_renamed
 from .._core.optional import require
 from .._core.validation import plain
-from ..scores.losses import check_loss_matrix
-from ..scores.plugin import conditional_risk, margin
-from .selective import BoundedAbstention, BoundedImprovement, CostBased
+from ..scores._losses import check_loss_matrix
+from ..scores._plugin import conditional_risk, margin
+from ._selective import BoundedAbstention, BoundedImprovement, CostBased
 
 __all__ = ["SelectiveClassifier", "SelectivePrediction"]
 
@@ -69,8 +68,7 @@ class SelectiveClassifier(ParamsMixin):
         Unfitted reject model; default ``BoundedAbstention(target_coverage=0.9)``.
     score_func : {"auto", "conditional_risk", "margin"} or callable, default "auto"
         The uncertainty score; a callable is ``score_func(estimator, X) -> uncertainty``
-        (higher = reject first). Formerly ``score``, a keyword that still works until
-        0.3 with a ``FutureWarning`` (the name now belongs to the method :meth:`score`).
+        (higher = reject first).
     loss : array-like of shape (K, K), optional
         ``loss[y_true, y_pred]`` over ``estimator.classes_``; default 0/1.
     calibration_size : float in (0, 1), default 0.3
@@ -122,7 +120,6 @@ class SelectiveClassifier(ParamsMixin):
         calibration_size: float = 0.3,
         prefit: bool = False,
         random_state: Any = None,
-        **deprecated: Any,
     ) -> None:
         self.estimator = estimator
         self.reject_model = reject_model
@@ -131,8 +128,6 @@ class SelectiveClassifier(ParamsMixin):
         self.calibration_size = calibration_size
         self.prefit = prefit
         self.random_state = random_state
-        if deprecated:
-            self._renamed_keywords(deprecated)
 
     _estimator_type = "classifier"
 
@@ -158,18 +153,6 @@ class SelectiveClassifier(ParamsMixin):
     def __sklearn_is_fitted__(self) -> bool:
         """Whether ``fit`` has run (scikit-learn's ``check_is_fitted`` protocol)."""
         return hasattr(self, "reject_model_")
-
-    def _renamed_keywords(self, given: dict[str, Any]) -> None:
-        """Map the keyword ``score`` of abstain 0.1 to ``score_func``, with a warning."""
-        unknown = sorted(set(given) - {"score"})
-        if unknown:
-            raise TypeError(f"SelectiveClassifier() got an unexpected keyword argument "
-                            f"{unknown[0]!r}.")
-        if self.score_func != "auto":
-            raise TypeError("SelectiveClassifier() got both score_func and its old name "
-                            "score; give score_func only.")
-        warn_renamed("SelectiveClassifier(score=...)", "score_func=...", stacklevel=4)
-        self.score_func = given["score"]
 
     def _loss_matrix(self) -> NDArray[np.float64]:
         k = len(self.classes_)
@@ -253,7 +236,7 @@ class SelectiveClassifier(ParamsMixin):
         if not isinstance(model, _REJECT_MODELS):
             raise ValueError(
                 "reject_model must be a CostBased, BoundedImprovement or BoundedAbstention "
-                f"instance, or None; got {model!r}. The OOD rules of abstain.ood need "
+                f"instance, or None; got {model!r}. The OOD rules of abstain.models need "
                 "is_ood labels and cannot be fitted here."
             )
         return model
@@ -264,7 +247,7 @@ class SelectiveClassifier(ParamsMixin):
         The (weighted) fraction of correct labels over all samples, accepted or not, so
         that ``cross_val_score`` and ``GridSearchCV`` work without ``scoring``. To select
         by the quality of the abstention, give them a scorer of
-        :mod:`abstain.metrics.scorers` (such as :func:`~abstain.metrics.neg_aurc_scorer`).
+        :mod:`abstain.metrics` (such as :func:`~abstain.metrics.neg_aurc_scorer`).
 
         Parameters
         ----------

@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.validation import as_real_array, check_random_state, plain
 from ..detectors import Detector
-from ..detectors.base import pick_output
+from ..detectors._base import pick_output
 from ..metrics import auroc
 
 __all__ = ["DetectorTuning", "tune_detector"]
@@ -121,7 +121,8 @@ def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
     Examples
     --------
     >>> import numpy as np
-    >>> from abstain.detectors import KNN, tune_detector
+    >>> from abstain.detectors import KNN
+    >>> from abstain.models import tune_detector
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=(600, 1))
     >>> F = np.hstack([z, z + 0.1 * rng.normal(size=(600, 1)), rng.normal(size=(600, 2))])

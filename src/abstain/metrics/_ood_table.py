@@ -26,8 +26,8 @@ from .._core.validation import (
     plain,
 )
 from ..exceptions import InfeasibleTargetWarning
-from .bootstrap import bootstrap_interval, check_bootstrap
-from .ood import (
+from ._bootstrap import bootstrap_interval, check_bootstrap
+from ._ood import (
     aupr_in,
     aupr_out,
     auroc,
@@ -58,7 +58,7 @@ class OODEvaluation(NamedTuple):
     of the *envelope* over directions: at each FPR (or TPR) the best combined score
     ``cos(a) s_r + sin(a) s_g`` for it, an oracle chosen on the evaluated rows that no
     single rule attains at every operating point. Its risk at TPR/FPR is that of the one
-    best rule for that target (what :class:`abstain.ood.BoundedTPRFPR` fitted on these rows
+    best rule for that target (what :class:`abstain.models.BoundedTPRFPR` fitted on these rows
     reaches). A fitted double-score rule evaluated as one column (its ``score``) has an
     AUROC at most, and an FPR at TPR at least, its pair's envelope value.
 
@@ -197,7 +197,7 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     *envelope* over the directions ``cos(a) s_r + sin(a) s_g``: an oracle that may take a
     different direction at each FPR, chosen on the evaluated rows, not the curve of one
     fitted rule. Its risk at TPR/FPR is that of the one best rule for that target (the
-    rule :class:`abstain.ood.BoundedTPRFPR` fits on these rows). To compare a fitted
+    rule :class:`abstain.models.BoundedTPRFPR` fits on these rows). To compare a fitted
     double-score rule with single scores, evaluate its combined ``score`` as one column.
 
     ``search`` says how a pair's directions are searched:
@@ -244,8 +244,8 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     n_directions : int >= 1, default 360
         The grid of ``"grid"`` and of ``"auto"`` above :data:`AUTO_EXACT_ROWS` rows.
     n_bootstrap : int >= 0, default 0
-        At most :data:`~abstain.metrics.bootstrap.MAX_BOOTSTRAP`, and ``n_bootstrap * n`` at
-        most :data:`~abstain.metrics.bootstrap.MAX_BOOTSTRAP_ROWS` (2**31); larger requests
+        At most :data:`~abstain.metrics.MAX_BOOTSTRAP`, and ``n_bootstrap * n`` at
+        most :data:`~abstain.metrics.MAX_BOOTSTRAP_ROWS` (2**31); larger requests
         raise ``ValueError`` before any work.
     confidence : float in (0, 1), default 0.95
     random_state : None, int or numpy Generator

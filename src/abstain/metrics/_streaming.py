@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from .._core.table import ScoreTable
 from .._core.validation import plain
-from .ood import (
+from ._ood import (
     aupr_in,
     aupr_out,
     auroc,
@@ -30,7 +30,7 @@ from .ood import (
     selective_risk_at_tpr_fpr,
     tnr_at_tpr,
 )
-from .selective import (
+from ._selective import (
     augrc,
     aurc,
     coverage_at_risk,

@@ -32,7 +32,6 @@ from numpy.typing import ArrayLike, NDArray
 from .._core import ood_search as core
 from .._core.base import ParamsMixin
 from .._core.decision import draw_accept, threshold_proba
-from .._core.deprecation import warn_renamed
 from .._core.ltt import certified_tpr_fpr
 from .._core.ood_sample import (
     N_DIRECTIONS,
@@ -47,7 +46,7 @@ from .._core.ood_sample import (
     validate_sample,
 )
 from .._core.pair_table import PairTable
-from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, load_family, serializable
+from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
 from .._core.table import ScoreTable, check_whole_table, table_or_none
 from .._core.validation import (
     check_fraction,
@@ -64,7 +63,6 @@ __all__ = [
     "BoundedTPRFPR",
     "BoundedPrecisionRecall",
     "CostBasedOOD",
-    "selector_from_json",
     "least_fpr_at_tpr",
     "most_recall_at_precision",
 ]
@@ -127,14 +125,6 @@ class _OODRule(ParamsMixin):
     def accept(self, scores: ArrayLike) -> NDArray[np.bool_]:
         """Randomised accept decisions; ties drawn from ``default_rng(random_state)``."""
         return draw_accept(self.accept_proba(scores), self.random_state)
-
-    def predict(self, scores: ArrayLike) -> NDArray[np.bool_]:
-        """Deprecated alias of :meth:`accept` (True = accepted); removed in 0.3.
-
-        Warns with ``FutureWarning``; ``predict`` is kept for class labels.
-        """
-        warn_renamed(f"{type(self).__name__}.predict(scores)", "accept(scores)")
-        return self.accept(scores)
 
     def _warn_infeasible(self, what: str) -> None:
         warnings.warn(f"{what} is infeasible on this data (the paper's 'unable'); "
@@ -257,7 +247,7 @@ class BoundedTPRFPR(_OODRule):
 
     Examples
     --------
-    >>> from abstain.ood import BoundedTPRFPR
+    >>> from abstain.models import BoundedTPRFPR
     >>> scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
     >>> is_ood = [0, 0, 1, 0, 1, 1]
     >>> losses = [0, 1, 0, 0, 0, 0]
@@ -274,9 +264,6 @@ class BoundedTPRFPR(_OODRule):
     >>> bool(cert.tpr_ >= 0.8 and cert.fpr_ <= 0.2), cert.accept_prob_
     (True, 1.0)
     """
-
-    # documents written before delta= existed fitted the empirical rule
-    _DOCUMENT_DEFAULTS = {"delta": None}
 
     def __init__(self, tpr: float = 0.95, fpr: float = 0.05, *, delta: float | None = None,
                  search: str = "grid", n_directions: int = N_DIRECTIONS,
@@ -379,7 +366,7 @@ class BoundedPrecisionRecall(_OODRule):
 
     Examples
     --------
-    >>> from abstain.ood import BoundedPrecisionRecall
+    >>> from abstain.models import BoundedPrecisionRecall
     >>> sel = BoundedPrecisionRecall(precision=0.75, recall=1.0).fit(
     ...     [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0, 0, 1, 0, 1, 1], [0, 1, 0, 0, 0, 0])
     >>> sel.threshold_, sel.risk_, sel.precision_
@@ -452,7 +439,7 @@ class CostBasedOOD(_OODRule):
 
     Examples
     --------
-    >>> from abstain.ood import CostBasedOOD
+    >>> from abstain.models import CostBasedOOD
     >>> rule = CostBasedOOD(0.3, 1.0, 0.0, ood_prior=0.5).fit()
     >>> rule.weights_, rule.threshold_
     ([1.0, 1.0], 0.3)
@@ -521,14 +508,6 @@ class CostBasedOOD(_OODRule):
         self._set(fit, found, pi)
         self.cost_ = float(found[0].objective + (1 - pi) * e1 + pi * e3)
         return self
-
-
-def selector_from_json(text: str) -> BoundedTPRFPR | BoundedPrecisionRecall | CostBasedOOD:
-    """Deprecated alias of :func:`abstain.load_json` that accepts only the OOD selectors.
-
-    Issues a ``FutureWarning``; raises ``ValueError`` when the document holds another kind.
-    """
-    return load_family(text, "selector_from_json", "ood")  # type: ignore[no-any-return]
 
 
 def _directions(s: NDArray[np.float64], n_directions: int) -> list[NDArray[np.float64]]:

@@ -15,7 +15,7 @@ def zero_one_loss(n_classes: int) -> NDArray[np.float64]:
 
     Examples
     --------
-    >>> from abstain.scores.losses import zero_one_loss
+    >>> from abstain.scores import zero_one_loss
     >>> zero_one_loss(3).tolist()
     [[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
     """
@@ -30,7 +30,7 @@ def absolute_error_loss(n_classes: int) -> NDArray[np.float64]:
 
     Examples
     --------
-    >>> from abstain.scores.losses import absolute_error_loss
+    >>> from abstain.scores import absolute_error_loss
     >>> absolute_error_loss(3).tolist()
     [[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]]
     """
@@ -44,7 +44,7 @@ def check_loss_matrix(loss: ArrayLike, n_classes: int | None = None) -> NDArray[
 
     Examples
     --------
-    >>> from abstain.scores.losses import check_loss_matrix
+    >>> from abstain.scores import check_loss_matrix
     >>> check_loss_matrix([[0, 5], [1, 0]]).tolist()
     [[0.0, 5.0], [1.0, 0.0]]
     """
@@ -72,7 +72,7 @@ def sample_losses(
 
     Examples
     --------
-    >>> from abstain.scores.losses import sample_losses, absolute_error_loss
+    >>> from abstain.scores import sample_losses, absolute_error_loss
     >>> sample_losses([0, 1, 2], [0, 2, 0]).tolist()
     [0.0, 1.0, 1.0]
     >>> sample_losses([0, 1, 2], [0, 2, 0], absolute_error_loss(3)).tolist()
