@@ -1,6 +1,7 @@
-"""The layers of docs/architecture.md, checked on the source: what may import what (every
-import, lazy ones too), no private name imported across modules, no estimator behind the
-metrics, no oversized module, and one public path per name."""
+"""The layers and the module table of docs/architecture.md, checked on the source: what may
+import what (every import, lazy ones too), every module listed, no private name imported
+across modules, no estimator behind the metrics, no oversized module, and one public path per
+name."""
 
 from __future__ import annotations
 
@@ -137,6 +138,32 @@ def test_the_command_line_uses_only_the_core_infrastructure() -> None:
                     f"{path.relative_to(SRC)}:{line} imports _core.{'.'.join(used)}: the "
                     f"command line may use only {sorted(APP_CORE)} of the core"
                 )
+
+
+def _listed_modules() -> list[str]:
+    """The modules that the table under "## Modules" of docs/architecture.md names, as paths
+    below ``src/abstain``: one row per folder, ``| `abstain/<folder>/` | `<file>.py`, ... |``."""
+    text = (SRC.parents[1] / "docs" / "architecture.md").read_text()
+    section = text.split("\n## Modules\n", 1)[1].split("\n## ", 1)[0]
+    listed = []
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`abstain/"):
+            continue
+        folder = cells[0].strip("`").removeprefix("abstain/")
+        for name in cells[1].split(","):
+            listed.append(folder + name.strip().strip("`"))
+    return listed
+
+
+def test_the_module_table_of_the_docs_matches_the_source() -> None:
+    listed = _listed_modules()
+    assert len(listed) > 50  # the table was found
+    twice = sorted({m for m in listed if listed.count(m) > 1})
+    assert twice == [], f"docs/architecture.md names {twice} twice"
+    actual = {p.relative_to(SRC).as_posix() for p in _modules()}
+    assert set(listed) - actual == set(), "docs/architecture.md names modules that do not exist"
+    assert actual - set(listed) == set(), "modules missing from docs/architecture.md"
 
 
 def _closure(start: list[Path]) -> set[Path]:
