@@ -512,22 +512,29 @@ def write_table(
     table = _to_frame_dict(columns)
     if fmt == "parquet":
         try:
-            import pandas as pd
+            import pandas  # noqa: F401
             import pyarrow  # noqa: F401
         except ImportError as exc:
             raise _parquet_error() from exc
     with atomic_path(p) as tmp:
-        if fmt == "csv":
-            with open(tmp, "w", newline="", encoding="utf-8") as fh:
-                writer = csv.writer(fh)
-                writer.writerow(list(table))
-                cols = [[_cell(v) for v in a] for a in table.values()]
-                writer.writerows(zip(*cols, strict=True))
-        elif fmt == "npz":
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **table)  # type: ignore[arg-type]
-        else:
-            pd.DataFrame(table).to_parquet(tmp, index=False)
+        _write_columns(tmp, fmt, table)
+
+
+def _write_columns(path: str, fmt: str, columns: Mapping[str, NDArray[Any]]) -> None:
+    """Write ``columns`` to ``path`` (a temporary of :func:`atomic_path`) in ``fmt``."""
+    if fmt == "csv":
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(list(columns))
+            cols = [[_cell(v) for v in a] for a in columns.values()]
+            writer.writerows(zip(*cols, strict=True))
+    elif fmt == "npz":
+        with open(path, "wb") as fh:
+            np.savez(fh, **columns)  # type: ignore[arg-type]
+    else:
+        import pandas as pd
+
+        pd.DataFrame(dict(columns)).to_parquet(path, index=False)
 
 
 def _cell(v: Any) -> str:
@@ -610,19 +617,7 @@ def write_with_column(
         return
     columns[name] = values
     with atomic_path(out) as tmp:
-        if fmt == "npz":
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **columns)
-        elif fmt == "csv":
-            with open(tmp, "w", newline="", encoding="utf-8") as fh:
-                writer = csv.writer(fh)
-                writer.writerow(list(columns))
-                cols = [[_cell(v) for v in a] for a in columns.values()]
-                writer.writerows(zip(*cols, strict=True))
-        else:
-            import pandas as pd
-
-            pd.DataFrame(columns).to_parquet(tmp, index=False)
+        _write_columns(tmp, fmt, columns)
 
 
 def _plain(arr: NDArray[Any]) -> NDArray[Any]:
