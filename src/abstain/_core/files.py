@@ -143,13 +143,25 @@ def _in_place_fd(p: Path) -> int | None:
     return None if stat.S_ISREG(st.st_mode) else -1
 
 
+def _in_place_fd_or_none(path: str | os.PathLike[str]) -> int | None:
+    """:func:`_in_place_fd` of ``path``, None also where ``path`` cannot be checked (the
+    write itself then gives the error)."""
+    try:
+        return _in_place_fd(_checked(path))
+    except (OSError, ValueError):
+        return None
+
+
 def is_standard_output(path: str | os.PathLike[str]) -> bool:
     """Whether writing ``path`` writes to this process's standard output (``/dev/stdout``,
     ``/proc/self/fd/1``, or the file or pipe that standard output is open on)."""
-    try:
-        return _in_place_fd(_checked(path)) == 1
-    except (OSError, ValueError):
-        return False
+    return _in_place_fd_or_none(path) == 1
+
+
+def writes_in_place(path: str | os.PathLike[str]) -> bool:
+    """Whether :func:`atomic_path` writes ``path`` in place: a FIFO, a device, or the file
+    that standard output or error is open on (not a regular file or a new path)."""
+    return _in_place_fd_or_none(path) is not None
 
 
 def _umask() -> int:

@@ -23,7 +23,14 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.files import atomic_files, atomic_path, is_standard_output, os_error, write_text
+from .._core.files import (
+    atomic_files,
+    atomic_path,
+    is_standard_output,
+    os_error,
+    write_text,
+    writes_in_place,
+)
 from .._core.optional import missing_extra
 from .csv_records import BOM, Record, csv_body, csv_header, csv_records, is_blank, split_record
 
@@ -583,8 +590,7 @@ def write_with_column(
     values = np.asarray(values, dtype=np.float64)
     src_fmt = table_format(src)
     # standard output, a FIFO or a device without a table extension gets the input's format
-    streamed = out.suffix.lower() not in _FORMATS and (is_standard_output(out) or (
-        out.exists() and not out.is_file() and not out.is_dir()))
+    streamed = out.suffix.lower() not in _FORMATS and writes_in_place(out)
     fmt = src_fmt if streamed else table_format(out)
     if src_fmt == "csv" and fmt == "csv":
         _copy_csv(src, out, name, values)
