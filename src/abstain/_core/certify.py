@@ -113,9 +113,8 @@ def _procedure(uncertainty: Any, losses: Any, top: float, binary: bool, loss_bou
     if table and procedure != "sgr":
         raise ValueError(
             f"bound={plain(bound)} runs Learn-then-Test ({plain(procedure)}), which splits the "
-            "rows "
-            "into a part that picks the thresholds and a part that tests them; a ScoreTable "
-            "keeps no rows. Give bound='sgr' to fit a table with delta."
+            "rows into a part that picks the thresholds and a part that tests them; a "
+            "ScoreTable keeps no rows. Give bound='sgr' to fit a table with delta."
         )
     if procedure == "sgr" and not binary and loss_bound > SGR_MAX_LOSS_BOUND:
         # its empirical Bernstein term sums squared losses, which overflow float64 there
