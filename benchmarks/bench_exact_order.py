@@ -3,7 +3,7 @@
 The exact double-score searches sort, for every anchor pair, the angles at which the other
 pairs swap with it, and group the swaps that coincide. The baseline is the order the
 library used before (one NumPy ``arctan2`` per swap, a stable sort, groups of equal
-angles), measured in the same run; the exact order is ``_core.ood_search._anchor_events``
+angles), measured in the same run; the exact order is ``_ood_search.search._anchor_events``
 (rounded keys, then exact predicates where keys are within their error bound). For each
 kind of data: seconds for all anchors, the ratio exact / baseline, the number of event
 groups, and the anchors whose groups by rounded angles differ from the exact ones, with
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from abstain._core.ood_search import _BATCH_ELEMS, _anchor_events
+from abstain._ood_search.search import _BATCH_ELEMS, _anchor_events
 from abstain.datasets import synthetic_ood_1d
 
 RESULTS = Path(__file__).parent / "results" / "bench_exact_order.md"

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from abstain import BoundedImprovement, InfeasibleTargetWarning
-from abstain._core.ltt import binomial_pvalue
+from abstain._certify.ltt import binomial_pvalue
 
 NS = (500, 2000, 10000)
 TARGETS = (0.02, 0.05, 0.1)

@@ -1,7 +1,7 @@
 """How the Learn-then-Test default picks its start, measured: learning share and start rule.
 
 ``BoundedImprovement(target, delta=0.1)`` with 0/1 losses runs fixed-sequence testing with the
-exact binomial p-value (``abstain._core.ltt``): every ``L``-th row learns (the grid of
+exact binomial p-value (``abstain._certify.ltt``): every ``L``-th row learns (the grid of
 thresholds and the start), the others test the grid from the start upwards. This script
 re-runs that search with other learning shares and start rules, on the same draws, and
 prints the mean true coverage and the share of draws whose true selective risk exceeds the
@@ -33,7 +33,7 @@ import numpy as np
 from bench_guarantees import CEILING_GRID, DELTA, Population, ceiling_outcomes, digits
 from scipy import special
 
-from abstain._core.ltt import GRID_SIZE, binomial_pvalue, ltt_search
+from abstain._certify.ltt import GRID_SIZE, binomial_pvalue, ltt_search
 
 # (learning share 1 / L, standard deviations off the learning count, margin)
 VARIANTS = [(10, 0, 20), (10, 1, 20), (10, 2, 20), (10, 0, 50), (10, 0, 100), (7, 1, 20),
@@ -72,7 +72,7 @@ def populations():
 
 
 def search(u, x, alpha, every, sds, margin):
-    """The fixed-sequence search of abstain._core.ltt with another share and start rule."""
+    """The fixed-sequence search of abstain._certify.ltt with another share and start rule."""
     learn = np.arange(u.size) % every == 0
     ul, xl, ut, xt = u[learn], x[learn], u[~learn], x[~learn]
     grid = np.unique(np.append(np.quantile(ul, np.arange(1, GRID_SIZE + 1) / GRID_SIZE),

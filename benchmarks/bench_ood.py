@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from abstain._core.ood_sample import Sample, tpr_fpr_constraint
-from abstain._core.ood_search import exact_search
+from abstain._ood_search.sample import Sample, tpr_fpr_constraint
+from abstain._ood_search.search import exact_search
 from abstain.datasets import synthetic_ood_1d
 from abstain.metrics import auroc
 from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD

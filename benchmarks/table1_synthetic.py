@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from abstain import InfeasibleTargetWarning
-from abstain._core import ood_search as core  # weighted curves for the integration rows
+from abstain._ood_search import search as core  # weighted curves for the integration rows
 from abstain.datasets import synthetic_ood_1d
 from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR
 

@@ -143,7 +143,7 @@ def tied_pairs():
     """``tied_pairs(seed, n, ood_share, continuous=False, continuous_divisor=1.0) -> (scores,
     is_ood, losses)``: two score columns with few distinct values (many rows share a pair),
     0/1 losses or, with ``continuous``, real losses ``u * s_r / continuous_divisor``; NaN
-    on OOD rows (the PairTable tests of tests/_core/ and tests/metrics/)."""
+    on OOD rows (the PairTable tests of tests/tables/ and tests/metrics/)."""
     return _tied_pairs
 
 

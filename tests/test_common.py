@@ -49,7 +49,7 @@ def _same_params(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def test_the_registry_covers_every_serialisable_class():
-    # ScoreTable is data, not an estimator: tests/_core/test_table.py checks its round trip
+    # ScoreTable is data, not an estimator: tests/tables/test_table.py checks its round trip
     kinds = {k: v for k, v in registered_kinds().items() if v.family != "table"}
     assert set(CASES) == set(kinds), "add the new class to tests/estimators.py"
     for name, case in CASES.items():

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from abstain import combine, detectors, metrics, models, scores
+from abstain import combine, detectors, metrics, models, scores, tables
 
 RNG = np.random.default_rng(0)
 N = 12
@@ -45,7 +45,7 @@ SAYS = {
     "one_class": r"must contain both ID \(False\) and OOD \(True\) samples; got only ID",
 }
 
-TABLE = metrics.ScoreTable.from_arrays(U, L01)
+TABLE = tables.ScoreTable.from_arrays(U, L01)
 
 
 def _bad_1d(x: np.ndarray) -> dict[str, Any]:
@@ -158,10 +158,10 @@ case("Mahalanobis.score",
      {"features": FEATS}, features=M2)
 
 case("ScoreTable.from_arrays",
-     lambda **k: metrics.ScoreTable.from_arrays(k["uncertainty"], k["losses"]),
+     lambda **k: tables.ScoreTable.from_arrays(k["uncertainty"], k["losses"]),
      {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
 case("PairTable.from_arrays",
-     lambda **k: models.PairTable.from_arrays(k["scores"], k["losses"], is_ood=k["is_ood"]),
+     lambda **k: tables.PairTable.from_arrays(k["scores"], k["losses"], is_ood=k["is_ood"]),
      {"scores": S2, "losses": L01, "is_ood": OOD}, scores=M2,
      losses=("nan", "inf", "complex", "string", "text", "ndim", "wide", "length", "table"),
      is_ood=("empty", "nan", "inf", "complex", "string", "text", "ndim", "wide", "length",
@@ -277,7 +277,7 @@ NOT_ARRAY_FUNCTIONS = {
     "EquivalentModels", "Detector", "FARGuarantee", "RegularizationSearch",
     "SelectivePrediction", "ConditionalRisk", "BootstrapInterval", "OODEvaluation",
     "DetectorTuning",
-    "BinnedTable", "Bounded",  # built by ScoreTable.binned: tests/_core/test_binned.py
+    "BinnedTable", "Bounded",  # built by ScoreTable.binned: tests/tables/test_binned.py
     "neg_aurc_scorer", "neg_selective_risk_scorer", "coverage_at_risk_scorer",
     # loss matrices of a class count, and their checks: tests/scores/test_losses.py
     "zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses",
@@ -286,7 +286,7 @@ NOT_ARRAY_FUNCTIONS = {
 }
 
 
-@pytest.mark.parametrize("module", [metrics, scores, combine, detectors, models],
+@pytest.mark.parametrize("module", [tables, metrics, scores, combine, detectors, models],
                          ids=lambda m: m.__name__)
 def test_every_public_function_and_estimator_is_in_the_table(module: Any) -> None:
     covered = {name.split(",")[0].split(".")[0] for name, *_ in CASES}

@@ -18,10 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ._core.version import VERSION
 
 if TYPE_CHECKING:
-    from ._core.binned import BinnedTable
-    from ._core.pair_table import PairTable
     from ._core.serialize import load_json
-    from ._core.table import ScoreTable
     from .exceptions import InfeasibleTargetWarning, NotFittedError
     from .models import (
         BoundedAbstention,
@@ -30,14 +27,15 @@ if TYPE_CHECKING:
         EquivalentModels,
         SelectiveClassifier,
     )
+    from .tables import BinnedTable, PairTable, ScoreTable
 
 # The public names, imported on first use (PEP 562): ``import abstain`` stays light, so
 # that the ``abstain`` command installs its signal handlers before NumPy and SciPy load.
 _HOMES = {
-    "BinnedTable": "._core.binned",
-    "PairTable": "._core.pair_table",
+    "BinnedTable": ".tables",
+    "PairTable": ".tables",
     "load_json": "._core.serialize",
-    "ScoreTable": "._core.table",
+    "ScoreTable": ".tables",
     "InfeasibleTargetWarning": ".exceptions",
     "NotFittedError": ".exceptions",
     "SelectiveClassifier": ".models._classifier",

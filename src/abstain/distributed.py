@@ -31,9 +31,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._core.optional import require
-from ._core.pair_table import PairTable
-from ._core.table import ScoreTable
 from ._core.validation import as_real_array, check_choice, check_int
+from .tables._pair import PairTable
+from .tables._score import ScoreTable
 
 __all__ = ["score_table", "pair_table", "PLANS"]
 

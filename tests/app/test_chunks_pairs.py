@@ -69,7 +69,7 @@ def test_evaluate_with_an_ood_score_on_parts_equals_the_whole_file(write_parts, 
 def test_the_scaled_grid_of_a_pair_read_in_chunks(write_parts, tmp_path, monkeypatch):
     # above AUTO_EXACT_ROWS, "auto" divides each column by its standard deviation: the
     # table's deviation may differ from the rows' in the last bits, hence rel=1e-9
-    import abstain._core.ood_sample as sample
+    import abstain._ood_search.sample as sample
     import abstain.metrics as metrics
 
     monkeypatch.setattr(sample, "AUTO_EXACT_ROWS", 1000)

@@ -215,7 +215,7 @@ def test_exact_envelope_with_pairs_on_a_line_on_both_sides_of_a_point():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_one_sweep_of_several_gains_equals_one_sweep_each(seed, random_sample):
-    from abstain._core import ood_envelope as env
+    from abstain._ood_search import envelope as env
 
     s, is_ood, losses = _tie_sample(seed, random_sample)
     ood = is_ood.astype(float)

@@ -11,8 +11,8 @@ import pytest
 from reference.crc_ref import crc_ref
 
 from abstain import BinnedTable, BoundedImprovement, InfeasibleTargetWarning, ScoreTable, load_json
+from abstain._certify.risk_bounds import crc_search
 from abstain._core.groups import tie_groups
-from abstain._core.risk_bounds import crc_search
 from abstain.models import least_risk_bound
 
 

@@ -1,4 +1,4 @@
-"""Brute-force references for Learn-then-Test on a selective risk (abstain._core.ltt).
+"""Brute-force references for Learn-then-Test on a selective risk (abstain._certify.ltt).
 
 Written from the sources with plain loops, one threshold and one row at a time:
 

@@ -90,8 +90,8 @@ _MODULES = (
     "abstain.combine._pipeline",
     "abstain.combine._bank",
     "abstain.ordinal",
-    "abstain._core.table",
-    "abstain._core.pair_table",
+    "abstain.tables._score",
+    "abstain.tables._pair",
 )
 
 #: How deep documents may nest in one another (a double-score detector uses 2).

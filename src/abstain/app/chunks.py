@@ -17,8 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._core.optional import require
-from ..metrics import ScoreTable
-from ..models import PairTable
+from ..tables import PairTable, ScoreTable
 from .io import TableRows, read_chunks, table_format
 from .tables import MissingValuesError, TableData, columns_read, prepare
 

@@ -4,15 +4,13 @@ Selective metrics (risk-coverage curve, AuRC, E-AuRC, AUGRC, risk at a coverage,
 and OOD metrics (AUROC, AUPR, FPR@TPR, OSCR, the selective risk at TPR/FPR and at
 precision/recall, ...) are all imported from here; each docstring states its tie rule.
 A metric is a pure function of the truth (``losses`` or ``is_ood``) then the scores, and a
-higher score is rejected first; a metric never fits a model. :class:`ScoreTable` (the
-mergeable summary of the rows that every ``ties="mean"`` metric takes in place of its
-arrays) and :class:`StreamingMetric` (a metric accumulated batch by batch) are here too,
-and the scorers (``scorer(estimator, X, y) -> float``, greater is better) that
+higher score is rejected first; a metric never fits a model. Every ``ties="mean"`` metric
+also takes an :class:`abstain.tables.ScoreTable` (the mergeable summary of the rows) in
+place of its arrays. :class:`StreamingMetric` (a metric accumulated batch by batch) is here
+too, and the scorers (``scorer(estimator, X, y) -> float``, greater is better) that
 scikit-learn's model selection takes as ``scoring=``.
 """
 
-from .._core.binned import BinnedTable, Bounded
-from .._core.table import ScoreTable
 from ._bootstrap import (
     MAX_BOOTSTRAP,
     MAX_BOOTSTRAP_ROWS,
@@ -53,9 +51,6 @@ from ._selective import (
 from ._streaming import StreamingMetric
 
 __all__ = [
-    "ScoreTable",
-    "BinnedTable",
-    "Bounded",
     "StreamingMetric",
     "RiskCoverageCurve",
     "risk_coverage_curve",

@@ -36,9 +36,17 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core import ood_envelope as env
-from .._core import ood_search as core
-from .._core.ood_sample import (
+from .._core.validation import (
+    as_real_array,
+    check_fraction,
+    check_int,
+    check_open_unit,
+    check_probability,
+    plain,
+)
+from .._ood_search import envelope as env
+from .._ood_search import search as core
+from .._ood_search.sample import (
     N_DIRECTIONS,
     NO_LOSSES,
     Sample,
@@ -48,17 +56,9 @@ from .._core.ood_sample import (
     tpr_fpr_constraint,
     validate_sample,
 )
-from .._core.pair_table import PairTable
-from .._core.table import ScoreTable, table_or_none
-from .._core.validation import (
-    as_real_array,
-    check_fraction,
-    check_int,
-    check_open_unit,
-    check_probability,
-    plain,
-)
 from ..exceptions import InfeasibleTargetWarning
+from ..tables._pair import PairTable
+from ..tables._score import ScoreTable, table_or_none
 
 __all__ = [
     "ROCCurve",

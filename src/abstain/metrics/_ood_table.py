@@ -12,10 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.ood_sample import AUTO_EXACT_ROWS, N_DIRECTIONS, resolve_search
 from .._core.optional import require
-from .._core.pair_table import PairTable
-from .._core.table import ScoreTable
 from .._core.validation import (
     as_is_ood,
     as_real_array,
@@ -25,7 +22,10 @@ from .._core.validation import (
     check_probability,
     plain,
 )
+from .._ood_search.sample import AUTO_EXACT_ROWS, N_DIRECTIONS, resolve_search
 from ..exceptions import InfeasibleTargetWarning
+from ..tables._pair import PairTable
+from ..tables._score import ScoreTable
 from ._bootstrap import bootstrap_interval, check_bootstrap
 from ._ood import (
     aupr_in,

@@ -35,8 +35,8 @@ from .._core.groups import (
     sorted_by_uncertainty,
     validated_groups,
 )
-from .._core.table import ScoreTable, as_groups, selective_table, table_or_none
 from .._core.validation import as_losses_and_scores, check_choice, check_fraction, check_positive
+from ..tables._score import ScoreTable, as_groups, selective_table, table_or_none
 
 __all__ = [
     "RiskCoverageCurve",

@@ -16,8 +16,8 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
-from .._core.table import ScoreTable
 from .._core.validation import plain
+from ..tables._score import ScoreTable
 from ._ood import (
     aupr_in,
     aupr_out,

@@ -3,12 +3,10 @@ Prusa and Paplham (2023), double-score detectors and the scikit-learn meta-estim
 
 Every rule is fitted on calibration scores first, then the truth:
 ``fit(uncertainty, losses)`` or ``fit(scores, is_ood, losses)``; ``score`` gives the
-(combined) uncertainty, ``accept`` / ``accept_proba`` the decision (True = kept).
-:class:`PairTable` (the distinct score pairs that the double-score fits take in place of
-the rows) is exported here too.
+(combined) uncertainty, ``accept`` / ``accept_proba`` the decision (True = kept). The
+double-score fits also take an :class:`abstain.tables.PairTable` in place of the rows.
 """
 
-from .._core.pair_table import PairTable
 from ._classifier import (
     SelectiveClassifier,
     SelectivePrediction,
@@ -36,7 +34,6 @@ from ._tuning import (
 )
 
 __all__ = [
-    "PairTable",
     "DetectorTuning",
     "tune_detector",
     "BoundedAbstention",

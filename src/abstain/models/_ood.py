@@ -29,11 +29,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core import ood_search as core
+from .._certify.ltt import certified_tpr_fpr
 from .._core.base import ParamsMixin
 from .._core.decision import draw_accept, threshold_proba
-from .._core.ltt import certified_tpr_fpr
-from .._core.ood_sample import (
+from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
+from .._core.validation import (
+    check_fraction,
+    check_open_unit,
+    check_positive,
+    check_probability,
+    check_random_state,
+    plain,
+)
+from .._ood_search import search as core
+from .._ood_search.sample import (
     N_DIRECTIONS,
     NO_LOSSES,
     Found,
@@ -45,19 +54,10 @@ from .._core.ood_sample import (
     tpr_fpr_constraint,
     validate_sample,
 )
-from .._core.pair_table import PairTable
-from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
-from .._core.table import ScoreTable, check_whole_table, table_or_none
-from .._core.validation import (
-    check_fraction,
-    check_open_unit,
-    check_positive,
-    check_probability,
-    check_random_state,
-    plain,
-)
 from ..exceptions import InfeasibleTargetWarning
 from ..metrics import fpr_at_tpr
+from ..tables._pair import PairTable
+from ..tables._score import ScoreTable, check_whole_table, table_or_none
 
 __all__ = [
     "BoundedTPRFPR",
@@ -524,7 +524,7 @@ def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLi
     can attain at that TPR.
 
     One score column: :func:`abstain.metrics.fpr_at_tpr`. Two columns (or a
-    :class:`~abstain.models.PairTable`): the least over the grid of ``n_directions``
+    :class:`~abstain.tables.PairTable`): the least over the grid of ``n_directions``
     directions that ``search="grid"`` tries. Tie rule as in
     :class:`BoundedTPRFPR` (the tie group at the threshold is accepted with one probability).
 
@@ -560,7 +560,7 @@ def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
     the sample's OOD fraction when None. Precision >= p is ``p pi FPR <= (1 - p)(1 - pi)
     TPR``, linear along each ROC segment, so the answer is at the last ROC knot meeting it
     or where the next segment crosses it; two columns (or a
-    :class:`~abstain.models.PairTable`) take the best grid direction.
+    :class:`~abstain.tables.PairTable`) take the best grid direction.
 
     Examples
     --------

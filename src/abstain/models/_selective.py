@@ -23,13 +23,12 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._certify.certify import BOUNDS, certified_search, fit_groups, least_target
+from .._certify.ltt import LTT_BOUNDS
+from .._certify.risk_bounds import crc_search
 from .._core.base import ParamsMixin
-from .._core.binned import BinnedTable
-from .._core.certify import BOUNDS, certified_search, fit_groups, least_target
 from .._core.decision import draw_accept, threshold_proba
 from .._core.groups import TieGroups, validated_groups
-from .._core.ltt import LTT_BOUNDS
-from .._core.risk_bounds import crc_search
 from .._core.serialize import (
     Field,
     Flag,
@@ -40,7 +39,6 @@ from .._core.serialize import (
     dumps,
     serializable,
 )
-from .._core.table import ScoreTable, as_groups, selective_table, table_or_none
 from .._core.validation import (
     as_scores,
     check_choice,
@@ -51,6 +49,8 @@ from .._core.validation import (
     plain,
 )
 from ..exceptions import InfeasibleTargetWarning
+from ..tables._binned import BinnedTable
+from ..tables._score import ScoreTable, as_groups, selective_table, table_or_none
 
 __all__ = [
     "EquivalentModels",
@@ -467,7 +467,7 @@ class BoundedImprovement(_RejectRule):
     rule whose accepted calibration losses ``S`` meet ``(S + loss_bound) / (n + 1) <=
     target_risk``; tie rule: the group at the boundary is accepted with the probability
     ``accept_prob_`` that makes this an equality (the proof, in
-    ``abstain._core.risk_bounds.crc_search``, covers randomised rules), and the rule
+    ``abstain._certify.risk_bounds.crc_search``, covers randomised rules), and the rule
     accepts everything new (``threshold_ = +inf``) when all calibration rows fit. The
     selective risk ``E[loss | accepted]`` is *not* controlled by it, neither in
     expectation nor with high probability (its loss is not monotone in the threshold);
@@ -696,7 +696,7 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     a larger target may not be (``above`` asks for the least feasible target at or above
     a given one). The value is computed from that exact criterion: the targets are cut into
     the pieces on which the start is one grid point, whose test passes from a least target
-    on (:func:`abstain._core.ltt.ltt_least`).
+    on (:func:`abstain._certify.ltt.ltt_least`).
 
     Conformal risk control (``guarantee="expected_joint"``) accepts anything only when
     ``(S + loss_bound) / (n + 1) <= target_risk`` for the accepted losses ``S >= 0``, so its

@@ -28,10 +28,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import metrics as m
-from .._core.ood_sample import resolve_search
 from .._core.optional import axes
-from .._core.table import ScoreTable
 from .._core.validation import as_losses_and_scores, check_choice
+from .._ood_search.sample import resolve_search
+from ..tables._score import ScoreTable
 
 __all__ = [
     "RiskCoverageDisplay",

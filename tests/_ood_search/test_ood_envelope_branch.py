@@ -1,4 +1,4 @@
-"""The pruned exact envelope (``_core.ood_envelope_branch``, what ``envelopes`` runs above
+"""The pruned exact envelope (``_ood_search.envelope_branch``, what ``envelopes`` runs above
 ``SWEEP_BELOW`` distinct pairs) against the full sweep of every anchor state and the
 brute-force envelope of tests/reference/ood_ref.py: the same area, values and first
 reaches, on data with many ties, continuous data, pairs on lines through a point, whole
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from reference import ood_ref as R
 
-from abstain._core import ood_envelope as E
-from abstain._core import ood_envelope_branch as B
+from abstain._ood_search import envelope as E
+from abstain._ood_search import envelope_branch as B
 
 #: rerun by ``make test`` under another BLAS kernel and NumPy CPU features
 pytestmark = pytest.mark.cpu_exact

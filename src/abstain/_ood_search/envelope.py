@@ -1,14 +1,14 @@
 """The exact envelope of the curves of a two-score method over all directions.
 
 For two score columns every direction ``w = (cos a, sin a)``, ``a`` in ``[0, pi)`` (the
-half-circle of the grid of :func:`~abstain._core.ood_search.grid_angles`), gives one
+half-circle of the grid of :func:`~abstain._ood_search.search.grid_angles`), gives one
 combined score and one curve of (accepted OOD mass, accepted gain mass) over the
 randomised threshold rules (the repository's tie rule: every tie group is one segment).
 The *envelope* is, at each accepted OOD mass, the largest gain over all these curves.
 
 The order of the projected points changes only at the angles where two of them tie, so
 every segment of every curve is the group of one *anchor* point in one of its states
-(:func:`~abstain._core.ood_search.anchor_batches`): the angle 0, an open interval between
+(:func:`~abstain._ood_search.search.anchor_batches`): the angle 0, an open interval between
 two of its events, or an event. Only anchors with OOD mass give segments of positive
 width. At an event inside ``(0, pi)`` where the anchor ties with exactly one other point,
 the group's segment is a diagonal of the parallelogram whose upper sides are the two
@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .ood_search import anchor_batches
+from .search import anchor_batches
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -74,11 +74,11 @@ def envelopes(scores: F64, ood: F64, gains: F64, *, sweep_below: int | None = No
     than one (the sort of the swap angles dominates).
 
     Above ``sweep_below`` distinct pairs (default
-    :data:`~abstain._core.ood_envelope_branch.SWEEP_BELOW`) and for at most two gain
+    :data:`~abstain._ood_search.envelope_branch.SWEEP_BELOW`) and for at most two gain
     columns, only the states that can rise above a lower bound of the envelope are swept
-    (:func:`~abstain._core.ood_envelope_branch.branch_envelopes`); the envelope is the same.
+    (:func:`~abstain._ood_search.envelope_branch.branch_envelopes`); the envelope is the same.
     """
-    from . import ood_envelope_branch as branch  # it builds on this module
+    from . import envelope_branch as branch  # it builds on this module
 
     pts, inv = np.unique(scores, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
@@ -238,7 +238,7 @@ def least_risk_at_fpr(scores: F64, w_id: F64, w_ood: F64, w_loss: F64, bound: fl
     slack on both), for each target; inf where no rule meets both.
 
     Every rule is a point ``P + nu G`` of one anchor state's segment
-    (:func:`~abstain._core.ood_search.anchor_batches`, every anchor, the angles 0 and pi
+    (:func:`~abstain._ood_search.search.anchor_batches`, every anchor, the angles 0 and pi
     included, as in the exact fits). The risk is monotone in ``nu`` and the constraints cut
     an interval of ``nu``, so the best point of a segment for a target is its start, its
     last point within the bound (``cap``) or its point with ``I = target``: the first two

@@ -21,10 +21,10 @@ from perturb import last_bits
 from reference import ood_ref as R
 from test_ood_branch import _data, _fan, _problem
 
-from abstain._core import ood_envelope as E
-from abstain._core.ood_branch import branch_search
-from abstain._core.ood_sample import Sample
-from abstain._core.ood_search import exact_search, unit_weights
+from abstain._ood_search import envelope as E
+from abstain._ood_search.branch import branch_search
+from abstain._ood_search.sample import Sample
+from abstain._ood_search.search import exact_search, unit_weights
 from abstain.metrics import auroc, fpr_at_tpr, oscr
 from abstain.models import BoundedTPRFPR, CostBasedOOD
 

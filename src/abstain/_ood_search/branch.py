@@ -1,6 +1,6 @@
 """Branch and bound over intervals of directions: the exact double-score search.
 
-:func:`~abstain._core.ood_search.exact_search` visits every *state* of every anchor (the
+:func:`~abstain._ood_search.search.exact_search` visits every *state* of every anchor (the
 rules whose threshold group holds that point, one per interval between two swaps and one
 at each swap): O(m^2 log m) for m distinct score pairs. :func:`branch_search` returns the
 same rule while sweeping only the (anchor, interval of directions) pairs whose bound does
@@ -70,8 +70,8 @@ from typing import Literal, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .exact import cos_sin, dot_sign, sorted_events
-from .ood_search import (
+from .._core.exact import cos_sin, dot_sign, sorted_events
+from .search import (
     F64,
     RTOL,
     Constraint,
@@ -562,7 +562,7 @@ def branch_search(
     scale_i: float, scale_o: float, *, sweep_below: int = SWEEP_BELOW,
     leaf_work: float = LEAF_WORK, start: int = START, refine: bool | None = None,
 ) -> State | None:
-    """The rule of :func:`~abstain._core.ood_search.exact_search` (same arguments) by branch
+    """The rule of :func:`~abstain._ood_search.search.exact_search` (same arguments) by branch
     and bound over intervals of directions (see the module docstring).
 
     ``sweep_below``: at most this many points run the full sweep; ``leaf_work`` (movers

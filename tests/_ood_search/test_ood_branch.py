@@ -1,4 +1,4 @@
-"""The branch-and-bound double-score search (``_core.ood_branch.branch_search``, what
+"""The branch-and-bound double-score search (``_ood_search.branch.branch_search``, what
 ``search="exact"`` runs) against the full sweep over every swap (``exact_search``) and the
 brute-force references in tests/reference/ood_ref.py: the same rule (objective, masses,
 direction, threshold anchor), on random data with many ties, 0/1 and continuous losses,
@@ -14,14 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from reference import ood_ref as R
 
-from abstain._core.ood_branch import branch_search
-from abstain._core.ood_sample import (
+from abstain._ood_search.branch import branch_search
+from abstain._ood_search.sample import (
     Sample,
     ood_fraction,
     precision_recall_constraint,
     tpr_fpr_constraint,
 )
-from abstain._core.ood_search import exact_search
+from abstain._ood_search.search import exact_search
 from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
 #: rerun by ``make test`` under another BLAS kernel and NumPy CPU features
@@ -300,8 +300,8 @@ def test_bands_hold_every_point_that_can_move(seed):
     (its swap angle, as the sweep computes it, lies outside), and the masses certainly
     below are those of the points outside the bands below it."""
     from abstain._core.exact import dot_sign
-    from abstain._core.ood_branch import IntervalSearch
-    from abstain._core.ood_search import unit_weights
+    from abstain._ood_search.branch import IntervalSearch
+    from abstain._ood_search.search import unit_weights
 
     rng = np.random.default_rng(5000 + seed)
     s, ood, ls, w = _fan(rng, 120, weighted=True)

@@ -14,12 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .groups import group_totals
-from .ood_branch import branch_search
-from .ood_search import Best, Constraint, better, grid_search, grid_weights, project
-from .pair_table import PairTable
-from .table import ScoreTable, check_whole_table, table_or_none
-from .validation import (
+from .._core.groups import group_totals
+from .._core.validation import (
     as_is_ood,
     as_losses,
     as_real_array,
@@ -30,6 +26,10 @@ from .validation import (
     check_same_length,
     plain,
 )
+from ..tables._pair import PairTable
+from ..tables._score import ScoreTable, check_whole_table, table_or_none
+from .branch import branch_search
+from .search import Best, Constraint, better, grid_search, grid_weights, project
 
 #: Direction searches of the two-score rules.
 SEARCH = ("grid", "exact")

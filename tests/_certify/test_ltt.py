@@ -14,7 +14,7 @@ from reference.ltt_ref import (
 )
 from scipy import stats
 
-from abstain._core.ltt import (
+from abstain._certify.ltt import (
     binomial_pvalue,
     hb_pvalue,
     ltt_least,

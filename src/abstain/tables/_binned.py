@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .groups import group_totals, harmonic_difference
-from .table import ScoreTable
-from .validation import as_real_array, nonfinite, plain
+from .._core.groups import group_totals, harmonic_difference
+from .._core.validation import as_real_array, nonfinite, plain
+from ._score import ScoreTable
 
 __all__ = ["BinnedTable", "Bounded"]
 
@@ -310,7 +310,7 @@ def binned(table: ScoreTable, n_bins: int | None = None, *,
         raise ValueError("give exactly one of n_bins and edges; got "
                          + ("both." if n_bins is not None else "neither."))
     if edges is None:
-        from .validation import check_int
+        from .._core.validation import check_int
 
         k = check_int("n_bins", n_bins, 1)
         if table.n == 0:

@@ -1,9 +1,9 @@
-"""The exact envelope of :mod:`~abstain._core.ood_envelope` by pruning intervals of directions.
+"""The exact envelope of :mod:`~abstain._ood_search.envelope` by pruning intervals of directions.
 
-:func:`~abstain._core.ood_envelope.envelopes` collects the segment of every state of every
+:func:`~abstain._ood_search.envelope.envelopes` collects the segment of every state of every
 anchor with OOD mass, O(m^2 log m) for m distinct score pairs. :func:`branch_envelopes`
 collects only the states that can rise above a known lower bound of the envelope, and that
-bound itself, with the intervals and bounds of :mod:`~abstain._core.ood_branch`:
+bound itself, with the intervals and bounds of :mod:`~abstain._ood_search.branch`:
 
 * **Lower bound.** The curve of any one direction lies on or below the envelope, so the
   largest gain ``L(k)`` that one of ``GRID`` directions (the angles 0 and pi/2, exact
@@ -13,7 +13,7 @@ bound itself, with the intervals and bounds of :mod:`~abstain._core.ood_branch`:
   each other; such runs are taken as one block and only the knots between blocks (where the
   order is certain) count. Every segment collected later raises ``L`` at its two ends.
 * **Pruning.** On an interval ``J`` of directions, the bounds of
-  :class:`~abstain._core.ood_branch.IntervalSearch` give, for each anchor ``e``, the mass ``C(e)``
+  :class:`~abstain._ood_search.branch.IntervalSearch` give, for each anchor ``e``, the mass ``C(e)``
   certainly below it and ``N(e)`` certainly above it at every direction of ``J``. Every
   segment of ``e`` there starts at OOD mass at least ``O(C(e))`` and never exceeds gain
   ``G_total - G(N(e))``; when ``L(O(C(e)))`` is above that by more than a round-off margin
@@ -26,7 +26,7 @@ bound itself, with the intervals and bounds of :mod:`~abstain._core.ood_branch`:
 * **Exactness.** The envelope of the segments swept plus the flat unit pieces of ``L``
   equals the full sweep's at every OOD mass: every piece is on or below the envelope, and
   where a dropped segment would reach it, ``L`` does. The pieces differ, the envelope
-  (:func:`~abstain._core.ood_envelope.area`, ``value_at``, ``first_reach``) does not, up to
+  (:func:`~abstain._ood_search.envelope.area`, ``value_at``, ``first_reach``) does not, up to
   the round-off of masses summed in another order.
 """
 
@@ -37,10 +37,10 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from .ood_branch import MIN_WIDTH, Arc, BandSplit, IntervalSearch
-from .ood_search import F64, along, unit_weights
+from .branch import MIN_WIDTH, Arc, BandSplit, IntervalSearch
+from .search import F64, along, unit_weights
 
-#: Up to this many distinct pairs :func:`~abstain._core.ood_envelope.envelopes` sweeps all
+#: Up to this many distinct pairs :func:`~abstain._ood_search.envelope.envelopes` sweeps all
 #: states: the pruning breaks even near 3,000 pairs of a one-dimensional sample such as the
 #: section-3.1 example, near 600 on a Gaussian pair (3 times faster at 2,000 there).
 SWEEP_BELOW = 3000
@@ -55,7 +55,7 @@ _CHUNK = 1 << 17
 
 
 class _Envelope(IntervalSearch):
-    """The bounds of :class:`~abstain._core.ood_branch.IntervalSearch` with the envelope's test:
+    """The bounds of :class:`~abstain._ood_search.branch.IntervalSearch` with the envelope's test:
     the masses are laid out as (gain 0, OOD, gain 1, count)."""
 
     def __init__(self, points: F64, x4: F64, n_ood: int, n_gain: int) -> None:

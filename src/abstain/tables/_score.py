@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .base import ParamsMixin
-from .groups import TieGroups, group_totals, groups_from_totals
-from .schema import Array, Field, Flag, Number
-from .serialize import dumps, serializable
-from .validation import (
+from .._core.base import ParamsMixin
+from .._core.groups import TieGroups, group_totals, groups_from_totals
+from .._core.schema import Array, Field, Flag, Number
+from .._core.serialize import dumps, serializable
+from .._core.validation import (
     as_is_ood,
     as_losses,
     as_real_array,
@@ -28,8 +28,7 @@ from .validation import (
     plain,
 )
 
-__all__ = ["ScoreTable", "as_groups", "as_ood_marks", "check_loss_sums", "table_or_none",
-           "whole_counts"]
+__all__ = ["ScoreTable"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -285,7 +284,7 @@ class ScoreTable(ParamsMixin):
         on one grid merge by addition; their metrics come with a certified error and the
         reject models fitted on them accept whole bins, so their constraints hold on the rows.
         """
-        from .binned import binned
+        from ._binned import binned
 
         return binned(self, n_bins, edges=edges)
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from .groups import TieGroups, tie_groups
+from .._core.groups import TieGroups, tie_groups
+from .._core.validation import as_losses_and_scores, plain
+from ..tables._score import selective_table, table_or_none
 from .ltt import LTT_BOUNDS, ltt_least, ltt_search
 from .risk_bounds import sgr_search
-from .table import selective_table, table_or_none
-from .validation import as_losses_and_scores, plain
 
 __all__ = ["BOUNDS", "certified_search", "fit_groups", "least_target", "resolve_bound"]
 

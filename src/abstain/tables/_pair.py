@@ -15,17 +15,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .base import ParamsMixin
-from .schema import Array, Field, Number
-from .serialize import dumps, serializable
-from .table import as_ood_marks, check_loss_sums, whole_counts
-from .validation import (
+from .._core.base import ParamsMixin
+from .._core.schema import Array, Field, Number
+from .._core.serialize import dumps, serializable
+from .._core.validation import (
     as_losses,
     as_real_array,
     as_scores,
     check_nan_only_on_ood,
     check_same_length,
 )
+from ._score import as_ood_marks, check_loss_sums, whole_counts
 
 __all__ = ["PairTable"]
 

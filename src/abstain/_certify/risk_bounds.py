@@ -15,7 +15,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from .groups import TieGroups
+from .._core.groups import TieGroups
 
 
 def risk_upper_bound(

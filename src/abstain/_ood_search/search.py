@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .exact import cos_sin, sorted_events, sorted_projection
-from .groups import group_totals
+from .._core.exact import cos_sin, sorted_events, sorted_projection
+from .._core.groups import group_totals
 
 F64 = NDArray[np.float64]
 

@@ -1,0 +1,26 @@
+"""Score tables: the mergeable summaries of the rows that metrics and fits take in place of
+their arrays.
+
+Every tie-aware metric and reject-model fit depends on the rows only through their distinct
+scores with per-score totals, so a table built in pieces (per batch of a stream, per file,
+per partition of a cluster) gives the same result as the rows, bit for bit.
+:class:`ScoreTable` holds one score column, :class:`PairTable` the distinct pairs of two
+(for the double-score fits), and :class:`BinnedTable` a score table on a fixed grid of
+bins, whose metrics come with a certified error (:class:`Bounded`).
+
+Examples
+--------
+>>> from abstain.metrics import aurc
+>>> from abstain.tables import ScoreTable
+>>> table = ScoreTable.from_arrays([0.1, 0.2, 0.2, 0.9], [0, 1, 0, 1])
+>>> table
+ScoreTable(n=4, groups=3)
+>>> aurc(table) == aurc([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.9])
+True
+"""
+
+from ._binned import BinnedTable, Bounded
+from ._pair import PairTable
+from ._score import ScoreTable
+
+__all__ = ["ScoreTable", "PairTable", "BinnedTable", "Bounded"]
