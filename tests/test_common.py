@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from estimators import CASES
 
+import abstain._load  # noqa: F401  (imports every module that registers a kind)
 from abstain import NotFittedError, SelectiveClassifier, load_json
 from abstain._core.serialize import registered_kinds
 from abstain.exceptions import ConvergenceWarning, InfeasibleTargetWarning

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ._core.version import VERSION
 
 if TYPE_CHECKING:
-    from ._core.serialize import load_json
+    from ._load import load_json
     from .exceptions import InfeasibleTargetWarning, NotFittedError
     from .models import (
         BoundedAbstention,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "BinnedTable": ".tables",
     "PairTable": ".tables",
-    "load_json": "._core.serialize",
+    "load_json": "._load",
     "ScoreTable": ".tables",
     "InfeasibleTargetWarning": ".exceptions",
     "NotFittedError": ".exceptions",

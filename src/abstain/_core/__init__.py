@@ -6,8 +6,8 @@ above it (NumPy, SciPy and :mod:`abstain.exceptions` only).
 - :mod:`.groups`: tie groups, the one sort every metric and reject model shares;
 - :mod:`.decision`: the randomised threshold rule of every reject rule;
 - :mod:`.exact`: exact predicates, error-free sums and products;
-- :mod:`.serialize`: the one JSON codec and the registry of every fitted kind, with the
-  field types of the schemas in :mod:`.schema`;
+- :mod:`.serialize`: the one JSON codec and the registry that every fitted kind joins when
+  its module is imported, with the field types of the schemas in :mod:`.schema`;
 - :mod:`.files`: atomic writes; :mod:`.progress`: the progress bar;
   :mod:`.optional`: lazy imports of optional extras; :mod:`.version`: the version.
 

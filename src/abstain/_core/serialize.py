@@ -14,13 +14,14 @@ array is ``{"shape": [...], "float64_le_base64": "..."}`` (little-endian float64
 and a non-finite float scalar is one of the strings ``"nan"``, ``"inf"``, ``"-inf"``,
 allowed only where its field says so.
 
-:func:`load_json` validates the whole document and raises one ``ValueError`` that names
-the offending field; a document of any other format is refused.
+:func:`read_document` (what :func:`abstain.load_json` calls) validates the whole document
+and raises one ``ValueError`` that names the offending field; a document of any other
+format is refused. A class joins the registry (:func:`serializable`) when its module is
+imported; this module names no module above it.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import os
@@ -63,7 +64,7 @@ __all__ = [
     "Text",
     "Tup",
     "dumps",
-    "load_json",
+    "read_document",
     "registered_kinds",
     "serializable",
 ]
@@ -74,25 +75,6 @@ FORMAT = "abstain/1"
 #: The families of kinds (a nested field may accept any kind of one family).
 FAMILIES = ("rule", "ood", "score", "detector", "double-score", "base-scores", "combine",
             "svor", "table")
-
-#: The modules that register kinds; imported by :func:`load_json` before it looks one up.
-_MODULES = (
-    "abstain.models._selective",
-    "abstain.models._ood",
-    "abstain.models._double_score",
-    "abstain.scores._learned",
-    "abstain.detectors._logits",
-    "abstain.detectors._features",
-    "abstain.detectors._base_scores",
-    "abstain.detectors._bank",
-    "abstain.combine._pvalues",
-    "abstain.combine._guarantee",
-    "abstain.combine._pipeline",
-    "abstain.combine._bank",
-    "abstain.ordinal",
-    "abstain.tables._score",
-    "abstain.tables._pair",
-)
 
 #: How deep documents may nest in one another (a double-score detector uses 2).
 MAX_DEPTH = 8
@@ -151,7 +133,7 @@ T = TypeVar("T", bound=type)
 
 
 def serializable(family: str) -> Callable[[T], T]:
-    """Class decorator: register a class for ``to_json``/:func:`load_json` under its name.
+    """Class decorator: register a class for ``to_json``/:func:`abstain.load_json` under its name.
 
     The fitted attributes are the ``_FIELDS`` dicts of the class and its bases, merged
     from the base down (a subclass may redefine a field). The class must follow the
@@ -176,9 +158,11 @@ def serializable(family: str) -> Callable[[T], T]:
 
 
 def registered_kinds() -> dict[str, Kind]:
-    """Every registered kind by class name (imports the modules that register them)."""
-    for module in _MODULES:
-        importlib.import_module(module)
+    """Every kind registered so far, by class name.
+
+    A class registers when its module is imported; :func:`abstain.load_json` imports every
+    registering module first, so that it reads every kind.
+    """
     return dict(_KINDS)
 
 
@@ -393,38 +377,11 @@ def _is_file(text: str) -> bool:
         return False
 
 
-def load_json(text_or_path: str | bytes | os.PathLike[str]) -> Any:
-    """Load any fitted abstain object written by its ``to_json``. Only JSON is parsed.
+def read_document(text_or_path: str | bytes | os.PathLike[str]) -> Any:
+    """Read a document of a registered kind: the decoder behind :func:`abstain.load_json`.
 
-    Parameters
-    ----------
-    text_or_path : str, bytes or path-like
-        The JSON document, or the path of a file holding it (a ``str`` that does not
-        start with ``{`` is taken as a path when such a file exists).
-
-    Returns
-    -------
-    The fitted object, of the class named by the document's ``kind``.
-
-    Raises
-    ------
-    ValueError
-        For any problem with the document: not JSON, nested too deeply, not an object,
-        an unknown format or kind, a parameter missing, of the wrong type or out of range, a
-        fitted attribute missing, unknown, of the wrong type, out of range, non-finite
-        where its field does not allow it, or an array of the wrong shape. The message
-        names the field, e.g. ``fitted.threshold_``; for a file it starts with the path.
-
-    Examples
-    --------
-    >>> import abstain
-    >>> rule = abstain.CostBased(reject_cost=0.3).fit([0.1, 0.2, 0.6, 0.9], [0, 0, 1, 1])
-    >>> abstain.load_json(rule.to_json()).threshold_
-    0.2
-    >>> abstain.load_json('{"format": "abstain/1", "kind": "CostBased", "params": {}}')
-    Traceback (most recent call last):
-    ...
-    ValueError: fitted is missing: a document needs fitted, format, kind, params.
+    Only the kinds registered so far are known (their modules imported);
+    :func:`abstain.load_json` imports every registering module, then calls this.
     """
     source = ""
     if isinstance(text_or_path, os.PathLike):
@@ -457,7 +414,6 @@ def _parse_and_load(text: str | bytes) -> Any:
         raise ValueError("the document nests too deeply to be read.") from None
     except ValueError as exc:  # JSONDecodeError, a refused constant, a too-long integer
         raise ValueError(f"the document is not valid JSON: {exc}.") from None
-    registered_kinds()
     try:
         return _load_document(doc, "", Context(0), param=False)
     except RecursionError:

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import load_json
 from .. import metrics as m
-from .._core.serialize import load_json
 from ..exceptions import InfeasibleTargetWarning
 from ..models import (
     BoundedAbstention,

@@ -1,0 +1,94 @@
+"""``abstain.load_json`` (``abstain/_load.py``): the codec's registry is filled by the modules
+that define serialisable classes, and ``load_json`` imports them, so that it reads every kind
+in a fresh interpreter without the user importing anything first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from estimators import CASES
+
+import abstain
+from abstain.exceptions import ConvergenceWarning
+from abstain.tables import PairTable, ScoreTable
+
+SRC = Path(abstain.__file__).resolve().parents[1]
+
+
+def _fresh(code: str, *args: str) -> str:
+    """Run ``code`` in a new interpreter that imports abstain from this source tree."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get(
+        "PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                          text=True, check=True)
+    return done.stdout
+
+
+def _documents() -> dict[str, str]:
+    docs = {}
+    for name, case in sorted(CASES.items()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            docs[name] = case.fit(case.make()).to_json()
+    docs["ScoreTable"] = ScoreTable.from_arrays([0.1, 0.2, 0.2], [0, 1, 0]).to_json()
+    docs["PairTable"] = PairTable.from_arrays(np.array([[0.1, 0.3], [0.2, 0.4], [0.5, 0.1]]),
+                                              [0, 1, 0], is_ood=[False, False, True]).to_json()
+    return docs
+
+
+def test_load_json_reads_every_kind_in_a_fresh_interpreter(tmp_path):
+    # nested documents among them: DoubleScoreDetector nests two detectors, BankDetector and
+    # DetectorBank a list of them, ScoreCombiner and GuaranteedDetector their combiners
+    docs = _documents()
+    path = tmp_path / "docs.json"
+    path.write_text(json.dumps(docs))
+    out = _fresh("import json, sys, abstain\n"
+                 "docs = json.load(open(sys.argv[1]))\n"
+                 "for name, doc in docs.items():\n"
+                 "    obj = abstain.load_json(doc)\n"
+                 "    assert type(obj).__name__ == name, (name, type(obj))\n"
+                 "    assert obj.to_json() == doc, name\n"
+                 "print(len(docs))\n", str(path))
+    assert int(out) == len(docs) == len(CASES) + 2
+
+
+def test_load_json_knows_every_kind_that_any_module_registers():
+    # a fresh interpreter: the kinds registered by importing abstain._load are those of every
+    # module of the library (abstain.torch only where PyTorch is installed)
+    code = ("import importlib, pkgutil, sys, abstain\n"
+            "from abstain._core.serialize import registered_kinds\n"
+            "assert registered_kinds() == {}, sorted(registered_kinds())\n"
+            "import abstain._load\n"
+            "first = sorted(registered_kinds())\n"
+            "for info in pkgutil.walk_packages(abstain.__path__, 'abstain.'):\n"
+            "    if (info.name.split('.')[1] in ('torch', 'datasets', 'plot', 'distributed')\n"
+            "            or info.name.endswith('__main__')):\n"
+            "        continue\n"
+            "    importlib.import_module(info.name)\n"
+            "print(first == sorted(registered_kinds()), len(first))\n")
+    same, count = _fresh(code).split()
+    assert same == "True" and int(count) == len(CASES) + 2
+
+
+@pytest.mark.parametrize("package", ["torch", "datasets", "plot", "distributed"])
+def test_the_skipped_packages_register_no_kind(package):
+    # what the walk above skips (optional extras) defines no serialisable class
+    root = SRC / "abstain" / package
+    files = sorted(root.rglob("*.py")) if root.is_dir() else [root.with_suffix(".py")]
+    assert files and not any("@serializable" in f.read_text() for f in files)
+
+
+def test_import_abstain_stays_light():
+    # the top-level package imports load_json's module (and NumPy) on first use only
+    out = _fresh("import sys, abstain\n"
+                 "print('abstain._load' in sys.modules, 'numpy' in sys.modules)\n"
+                 "abstain.load_json\n"
+                 "print('abstain._load' in sys.modules)\n")
+    assert out.split() == ["False", "False", "True"]
