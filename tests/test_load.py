@@ -92,3 +92,11 @@ def test_import_abstain_stays_light():
                  "abstain.load_json\n"
                  "print('abstain._load' in sys.modules)\n")
     assert out.split() == ["False", "False", "True"]
+
+
+def test_the_command_line_imports_load_json_when_it_loads_a_rule():
+    # every command imports abstain.app.rules at start-up; load_json (and with it combine,
+    # ordinal, ...) only when a rule file is read
+    out = _fresh("import sys, abstain.app.cli\n"
+                 "print('abstain._load' in sys.modules, 'abstain.combine' in sys.modules)\n")
+    assert out.split() == ["False", "False"]

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import load_json
 from .. import metrics as m
 from ..exceptions import InfeasibleTargetWarning
 from ..models import (
@@ -462,6 +461,10 @@ def load_rule(text_or_path: str | os.PathLike[str]) -> tuple[Rule, list[str] | N
     anything but a reject rule on score columns (a detector, a learned score, ...) is a
     ``ValueError`` that names what it holds.
     """
+    # imported when a rule is loaded: load_json imports every registering subpackage, which
+    # the other commands do not need at start-up
+    from .. import load_json
+
     rule = load_json(text_or_path)
     if isinstance(text_or_path, str) and text_or_path.lstrip().startswith("{"):
         text, where = text_or_path, "the rule file"
