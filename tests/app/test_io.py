@@ -191,6 +191,17 @@ def test_parquet_without_the_io_extra_names_it(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["t.parquet"]
 
 
+def test_reading_parquet_in_chunks_without_pyarrow_names_the_io_extra(tmp_path, monkeypatch):
+    from abstain.app.io import read_chunks
+
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    path = tmp_path / "t.parquet"
+    path.write_bytes(b"PAR1")
+    with pytest.raises(ImportError, match=r"^Parquet files needs pandas and pyarrow: "
+                                          r"pip install 'abstain\[io\]'\.$"):
+        next(read_chunks(path, 10))
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".npz"])
 def test_a_table_written_to_a_fifo_is_written_in_place(suffix, tmp_path, fifo):
     path, content = fifo(f"out{suffix}")
@@ -286,5 +297,8 @@ def test_parquet_rows_are_named_by_index_and_strings_stay_text(tmp_path):
     assert got.rows.name(2) == "row index 2"
     assert [c.rows.numbers.tolist() for c in read_chunks(path, 2)] == [[0, 1], [2]]
     (tmp_path / "bad.parquet").write_bytes(b"not parquet")
-    with pytest.raises(ValueError, match=r"^'.*bad\.parquet' is not a Parquet file"):
-        read_table(tmp_path / "bad.parquet")
+    for read in (read_table, lambda p: next(read_chunks(p, 2))):
+        with pytest.raises(ValueError, match=r"^'.*bad\.parquet' is not a Parquet file \(.+\); "
+                                             r"write it with pandas\.DataFrame\.to_parquet "
+                                             r"or pyarrow\.$"):
+            read(tmp_path / "bad.parquet")

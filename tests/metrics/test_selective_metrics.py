@@ -390,3 +390,20 @@ def test_bad_target_risk(target_risk):
 def test_unknown_ties(metric, ties):
     with pytest.raises(ValueError, match="ties"):
         metric([0.0, 1.0], [0.0, 1.0], ties=ties)
+
+
+def test_the_three_areas_check_ties_and_tables_alike_and_scale_losses_alike():
+    """aurc, augrc and e_aurc share one path: the same refusals, the same power-of-two scale."""
+    from abstain.metrics import ScoreTable
+
+    table = ScoreTable.from_arrays([0.1, 0.2, 0.2], [0.0, 1.0, 0.0])
+    for f in (aurc, augrc, e_aurc):
+        with pytest.raises(ValueError, match=r"^ties must be one of 'mean', 'index'; got 'x'\.$"):
+            f([0, 1], [0.1, 0.2], ties="x")
+        with pytest.raises(ValueError, match=r"^ties='index' needs the row order, which a "
+                                             r"ScoreTable does not keep"):
+            f(table, ties="index")
+        assert f(table) == f([0.0, 1.0, 0.0], [0.1, 0.2, 0.2])
+        for ties in TIES:  # losses scaled by a power of two: the metric scales exactly
+            small = f([0.0, 1.0, 0.5], [0.3, 0.1, 0.2], ties=ties)
+            assert f([0.0, 2.0**1000, 2.0**999], [0.3, 0.1, 0.2], ties=ties) == small * 2.0**1000

@@ -16,9 +16,9 @@ import difflib
 import os
 import re
 import zipfile
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -55,6 +55,7 @@ __all__ = [
 
 _FORMATS = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
 _MISSING = {"", "na", "nan", "null", "none"}
+_T = TypeVar("_T")
 
 
 class ColumnError(KeyError):
@@ -76,6 +77,35 @@ def table_format(path: str | os.PathLike[str]) -> str:
 
 def _parquet_error() -> ImportError:
     return missing_extra("Parquet files", "io")
+
+
+def _open_parquet(p: Path, read: Callable[[Path], _T]) -> _T:
+    """``read(p)``, with the two errors of a Parquet file that cannot be read.
+
+    ``read`` imports pandas or pyarrow itself: its ``ImportError`` is the missing extra
+    ``io``; any other error means that the file is not Parquet.
+    """
+    try:
+        return read(p)
+    except ImportError as exc:
+        raise _parquet_error() from exc
+    except Exception as exc:  # pyarrow's errors for a file that is not Parquet
+        raise ValueError(f"{str(p)!r} is not a Parquet file ({exc}); write it with "
+                         "pandas.DataFrame.to_parquet or pyarrow.") from None
+
+
+def _parquet_frame(p: Path) -> Any:
+    """The whole Parquet file as a pandas DataFrame."""
+    import pandas as pd
+
+    return pd.read_parquet(p)
+
+
+def _parquet_file(p: Path) -> Any:
+    """The Parquet file opened for reading in batches (``pyarrow.parquet.ParquetFile``)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(p)
 
 
 # A number as a CSV cell writes it: digits with an optional point and exponent, or inf.
@@ -262,17 +292,7 @@ def read_table_rows(path: str | os.PathLike[str],
     if fmt == "npz":
         table = _npz_arrays(p)
     else:
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise _parquet_error() from exc
-        try:
-            frame = pd.read_parquet(p)
-        except ImportError as exc:
-            raise _parquet_error() from exc
-        except Exception as exc:  # pyarrow's errors for a file that is not Parquet
-            raise ValueError(f"{str(p)!r} is not a Parquet file ({exc}); write it with "
-                             "pandas.DataFrame.to_parquet or pyarrow.") from None
+        frame = _open_parquet(p, _parquet_frame)
         table = {str(k): frame[k].to_numpy() for k in frame.columns}
     columns = _normalise(table, str(p))
     n = len(next(iter(columns.values()))) if columns else 0
@@ -367,15 +387,7 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
             table, lines = _csv_columns(header, chunk, p, kinds, columns)
             yield TableRows(_normalise(table, str(p)), Rows("line", lines))
     else:
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as exc:
-            raise _parquet_error() from exc
-        try:
-            parquet = pq.ParquetFile(p)
-        except Exception as exc:  # pyarrow's errors for a file that is not Parquet
-            raise ValueError(f"{str(p)!r} is not a Parquet file ({exc}); write it with "
-                             "pandas.DataFrame.to_parquet or pyarrow.") from None
+        parquet = _open_parquet(p, _parquet_file)
         seen = 0
         for batch in parquet.iter_batches(batch_size=rows):
             frame = batch.to_pandas()

@@ -211,14 +211,8 @@ def aurc(
     >>> round(aurc(errors, [0.5] * 10, ties="index"), 4)  # errors in the first rows
     0.6287
     """
-    check_choice("ties", ties, _TIES)
-    as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
-    if ties == "index":
-        ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
-        ls, c = _unit_scale(ls)
-        return _aurc(ls, u, ties) * c
-    counts, sums, c = _totals(losses, uncertainty)
-    return _area(counts, sums, generalized=False) * c
+    area, c = _unit_area(losses, uncertainty, ties, generalized=False)
+    return area * c
 
 
 def _area(counts: NDArray[np.int64], sums: NDArray[np.float64], *, generalized: bool) -> float:
@@ -253,6 +247,28 @@ def _aurc(ls: NDArray[np.float64], u: NDArray[np.float64], ties: str) -> float:
     return float(np.sum(prefix) / ls.size)
 
 
+def _unit_area(
+    losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None, ties: str, *,
+    generalized: bool,
+) -> tuple[float, float]:
+    """``(area, c)``: the AuRC (or AUGRC) of the losses divided by ``c``, and ``c``.
+
+    ``c`` is the power of two of :func:`_unit_scale`; ``area * c`` is the metric. Checks
+    ``ties`` and the input as :func:`aurc` documents.
+    """
+    check_choice("ties", ties, _TIES)
+    as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
+    if ties == "index":
+        ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
+        ls, c = _unit_scale(ls)
+        if generalized:
+            prefix = _expected_prefix_losses(ls, u, ties)
+            return float(np.sum(prefix) / ls.size / ls.size), c
+        return _aurc(ls, u, ties), c
+    counts, sums, c = _totals(losses, uncertainty)
+    return _area(counts, sums, generalized=generalized), c
+
+
 def e_aurc(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
 ) -> float:
@@ -283,15 +299,7 @@ def e_aurc(
     >>> round(e_aurc([0, 0, 0, 1], [0.4, 0.1, 0.2, 0.3]), 4)
     0.0833
     """
-    check_choice("ties", ties, _TIES)
-    as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
-    if ties == "index":
-        ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
-        ls, c = _unit_scale(ls)
-        score_area = _aurc(ls, u, ties)
-    else:
-        counts, sums, c = _totals(losses, uncertainty)
-        score_area = _area(counts, sums, generalized=False)
+    score_area, c = _unit_area(losses, uncertainty, ties, generalized=False)
     oracle = _area(*_oracle_totals(losses, uncertainty, c), generalized=False)
     return max(score_area - oracle, 0.0) * c
 
@@ -325,15 +333,8 @@ def augrc(
     >>> augrc([0, 1], [0.1, 0.9])
     0.25
     """
-    check_choice("ties", ties, _TIES)
-    as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
-    if ties == "index":
-        ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
-        ls, c = _unit_scale(ls)
-        prefix = _expected_prefix_losses(ls, u, ties)
-        return float(np.sum(prefix) / ls.size / ls.size) * c
-    counts, sums, c = _totals(losses, uncertainty)
-    return _area(counts, sums, generalized=True) * c
+    area, c = _unit_area(losses, uncertainty, ties, generalized=True)
+    return area * c
 
 
 def selective_risk_at_coverage(
