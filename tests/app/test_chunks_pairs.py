@@ -12,6 +12,7 @@ import pytest
 
 from abstain.app.chunks import summarise
 from abstain.app.cli import main
+from abstain.app.data import as_data
 from abstain.app.io import read_table, write_table
 from abstain.app.report import CHUNKED_NOTE
 from abstain.app.rules import load_rule
@@ -105,7 +106,6 @@ def test_a_double_score_rule_fitted_on_parts_is_the_rule_of_the_whole_file(write
 
 def test_a_report_with_an_ood_score_on_parts(write_parts, tmp_path):
     pytest.importorskip("matplotlib")
-    from abstain.app.report import _Rows, _Tables
 
     cols = _columns(n=600)
     write_table(tmp_path / "all.parquet", cols)
@@ -124,9 +124,9 @@ def test_a_report_with_an_ood_score_on_parts(write_parts, tmp_path):
     fitted, columns = load_rule(rule)
     options = {"scores": None, "loss": None, "label": None, "prediction": None,
                "is_ood": None, "ood_score": "energy", "dropna": False}
-    point = _Tables(summarise(str(parts), rows=150, options=options)).operating_point(
+    point = as_data(summarise(str(parts), rows=150, options=options)).operating_point(
         fitted, PAIR, columns)
-    on_rows = _Rows(prepare(read_table(tmp_path / "all.parquet"), ood_score="energy")
+    on_rows = as_data(prepare(read_table(tmp_path / "all.parquet"), ood_score="energy")
                     ).operating_point(fitted, PAIR, columns)
     np.testing.assert_allclose(point, on_rows, rtol=1e-12)
 

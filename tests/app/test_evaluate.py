@@ -240,3 +240,73 @@ def test_losses_near_the_float_maximum_give_finite_exact_numbers_and_intervals()
         m.selective_risk_at_coverage(big / 2**64, U, 0.8) * 2**64, rel=1e-15)
     for key, (lo, hi) in ev.intervals["u"].items():
         assert math.isfinite(lo) and math.isfinite(hi) and lo <= hi, key
+
+
+def half_aurc(losses, uncertainty=None):
+    return m.aurc(losses, uncertainty) / 2
+
+
+def tnr_at_tpr_plus(is_ood, scores=None, *, tpr=0.95):
+    return 1.0 - m.fpr_at_tpr(is_ood, scores, tpr)
+
+
+@pytest.fixture
+def toy_metrics():
+    """Two metrics added to the registry alone (nothing in abstain.app names them)."""
+    specs = [m.register_metric(m.MetricSpec(half_aurc, "selective", "half of AuRC",
+                                            "half of AuRC: AuRC / 2")),
+             m.register_metric(m.MetricSpec(tnr_at_tpr_plus, "ood", "TNR+ at TPR {tpr}",
+                                            "TNR+ at TPR t: 1 - FPR at TPR t", key="tnr+@{tpr}",
+                                            params=("tpr",), higher_is_better=True))]
+    yield specs
+    for spec in specs:
+        m.METRICS.pop(spec.name)
+
+
+@pytest.mark.parametrize("chunk", [None, "4"])
+def test_a_registered_metric_is_a_row_of_abstain_evaluate(toy_metrics, chunk, tmp_path,
+                                                          capsys):
+    from abstain.app.cli import main
+    from abstain.app.evaluate import glossary_of
+    from abstain.app.io import write_table
+
+    path = tmp_path / "t.csv"
+    write_table(path, _table())
+    args = ["evaluate", str(path), "--tpr", "0.8", "--json", str(tmp_path / "m.json"),
+            "--quiet", *(["--chunk-rows", chunk] if chunk else [])]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    id_rows = ~OOD
+    half = m.aurc(LOSS[id_rows], U[id_rows]) / 2
+    tnr = 1.0 - m.fpr_at_tpr(OOD, U, 0.8)
+    lines = out.splitlines()
+    labels = [line.split("  ")[0] for line in lines]
+    # the selective metric after the selective ones, the OOD one after the OOD ones
+    i, j = labels.index("half of AuRC"), labels.index("TNR+ at TPR 80%")
+    assert labels[i - 1] == "risk at coverage 95%" and f"{half:.4f}" in lines[i]
+    assert labels[j - 1] == "risk at TPR>=80%, FPR<=5%" and f"{tnr:.4f}" in lines[j]
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["labels"]["half_aurc"] == "half of AuRC"
+    assert doc["labels"]["tnr+@0.8"] == "TNR+ at TPR 80%"
+    assert list(doc["labels"])[-1] == "tnr+@0.8"
+    assert doc["metrics"]["u"]["half_aurc"] == half
+    assert doc["metrics"]["u"]["tnr+@0.8"] == tnr
+    assert glossary_of("tnr+@0.8") == "TNR+ at TPR t: 1 - FPR at TPR t"
+
+
+def test_a_registered_metric_takes_part_in_the_bootstrap_and_the_pair_notes(toy_metrics):
+    data = prepare(_table(), scores=["u"], ood_score="g")
+    ev = evaluate(data, tpr=0.8, n_bootstrap=5, random_state=0)
+    assert "half_aurc" in ev.intervals["u"] and "tnr+@0.8" in ev.intervals["u"]
+    assert "tnr+@0.8" not in ev.metrics["u+g"]  # one score column only
+    assert ev.notes["u+g"]["tnr+@0.8"].startswith("takes one score column")
+
+
+def test_a_summary_of_chunks_refuses_a_bootstrap(tmp_path):
+    from abstain.app.chunks import summarise
+    from abstain.app.io import write_table
+
+    write_table(tmp_path / "t.csv", _table())
+    summary = summarise(str(tmp_path / "t.csv"), rows=4, options={})
+    with pytest.raises(ValueError, match="n_bootstrap must be 0 for the score tables"):
+        evaluate(summary, n_bootstrap=5)

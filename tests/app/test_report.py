@@ -278,3 +278,24 @@ def test_the_command_line_report_leaves_the_png_folder_as_it_was(tmp_path, capsy
         assert _folder_state(png) == {"roc.png": b"an older roc"}
     assert sorted(os.listdir(tmp_path)) == ["folder.html", "png", "t.csv"]
     assert os.listdir(tmp_path / "folder.html") == []
+
+
+def minus_aurc(losses, uncertainty=None):
+    return -m.aurc(losses, uncertainty)
+
+
+def test_a_registered_headline_metric_gets_its_best_line_and_glossary():
+    spec = m.register_metric(m.MetricSpec(minus_aurc, "selective", "minus AuRC",
+                                          "minus AuRC: AuRC with its sign flipped",
+                                          higher_is_better=True, headline=True))
+    try:
+        data = prepare({"loss": LOSS, "u": U, "g": G})
+        ev = evaluate(data)
+        page = html_report(data, ev)
+    finally:
+        m.METRICS.pop(spec.name)
+    values = ev.metrics["u"]["minus_aurc"], ev.metrics["g"]["minus_aurc"]
+    best = "u" if values[0] > values[1] else "g"  # higher is better: the least AuRC
+    assert f"<li>best minus AuRC: <strong>{best}</strong> with {max(values):.4f}</li>" in page
+    assert f"<li>best AuRC: <strong>{best}</strong> with {-max(values):.4f}</li>" in page
+    assert "<li>minus AuRC: AuRC with its sign flipped</li>" in page

@@ -14,7 +14,7 @@ pytest.importorskip("pyarrow")
 
 from abstain.app.chunks import summarise  # noqa: E402
 from abstain.app.cli import main
-from abstain.app.evaluate import evaluate_summary  # noqa: E402
+from abstain.app.evaluate import evaluate  # noqa: E402
 from abstain.app.io import write_table
 from abstain.app.report import CHUNKED_NOTE, html_report, report_figures  # noqa: E402
 from abstain.app.tables import prepare  # noqa: E402
@@ -127,9 +127,9 @@ def test_histograms_of_continuous_losses_need_the_wrong_counts(write_parts, tmp_
     summary = summarise(str(write_parts(cols, tmp_path / "p")), rows=500, options=options)
     with pytest.raises(ValueError, match=r"wrong=True"):
         report_figures(summary)
-    ev = evaluate_summary(summary)
+    ev = evaluate(summary)
     binary = summarise(str(write_parts(_columns(), tmp_path / "q")), rows=500, options=options)
-    page = html_report(binary, evaluate_summary(binary))  # 0/1 losses: the sums count
+    page = html_report(binary, evaluate(binary))  # 0/1 losses: the sums count
     assert page.count("<img") == 5 + 1 and ev.n_id == summary.n_id
 
 

@@ -394,7 +394,7 @@ def test_unknown_ties(metric, ties):
 
 def test_the_three_areas_check_ties_and_tables_alike_and_scale_losses_alike():
     """aurc, augrc and e_aurc share one path: the same refusals, the same power-of-two scale."""
-    from abstain.metrics import ScoreTable
+    from abstain.tables import ScoreTable
 
     table = ScoreTable.from_arrays([0.1, 0.2, 0.2], [0.0, 1.0, 0.0])
     for f in (aurc, augrc, e_aurc):

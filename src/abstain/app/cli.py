@@ -24,7 +24,7 @@ from ..metrics import AUTO_EXACT_ROWS
 from ..models import BoundedImprovement
 from .chunks import MAX_PAIRS, Summary, part_files, summarise
 from .console import Interrupted, console, handle_signals, interrupted, restore_signals
-from .evaluate import evaluate, evaluate_summary
+from .evaluate import evaluate
 from .io import (
     ColumnError,
     TableRows,
@@ -277,8 +277,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                         "keeps only score tables.")
         if args.json:
             check_not_input(args.json, part_files(args.file))
-        ev = evaluate_summary(_summary(args), coverages=args.coverage, tpr=args.tpr,
-                              fpr=args.fpr, search=args.search)
+        ev = evaluate(_summary(args), coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
+                      search=args.search)
     else:
         if args.json:
             check_not_input(args.json, [args.file])
@@ -411,7 +411,7 @@ def _report(args: argparse.Namespace) -> int:
     data: TableData | Summary
     if chunked:
         data = _summary(args, wrong=True)
-        ev = evaluate_summary(data, tpr=args.tpr, fpr=args.fpr, search=args.search)
+        ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, search=args.search)
     else:
         data = _load(args)
         bar = _bar("evaluate", args)

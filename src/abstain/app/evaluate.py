@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -13,26 +12,9 @@ from numpy.typing import NDArray
 
 from .. import metrics as m
 from .._core.optional import require
-from ..exceptions import InfeasibleTargetWarning
-from ..metrics._bootstrap import check_bootstrap
-from ..metrics._ood import exact_envelope_metrics
-from ..metrics._ood_table import resolve_search
 from .chunks import Summary
+from .data import Rows, Tables, as_data
 from .tables import Progress, TableData
-
-#: One line on what each metric means, by key prefix (the report's glossary).
-GLOSSARY = {
-    "aurc": "AuRC: mean selective risk over all coverages (lower is better)",
-    "e_aurc": "E-AuRC: AuRC minus that of the oracle ordering (0 is a perfect ranking)",
-    "augrc": "AUGRC: area under the joint risk (accepted loss / n) over coverage",
-    "risk@": "risk at coverage c: mean loss of the c least uncertain ID rows",
-    "auroc": "AUROC: chance that an ID row scores below an OOD row (1 is perfect, 0.5 chance)",
-    "aupr_in": "AUPR-In: area under precision-recall with ID rows positive",
-    "aupr_out": "AUPR-Out: area under precision-recall with OOD rows positive",
-    "fpr@": "FPR at TPR t: fraction of OOD rows accepted when t of the ID rows are",
-    "oscr": "OSCR: area under correct-and-accepted ID rate against accepted OOD rate",
-    "risk@tpr": "risk at TPR/FPR: least selective risk of a rule keeping TPR >= t, FPR <= f",
-}
 
 
 class Evaluation(NamedTuple):
@@ -143,47 +125,61 @@ class Evaluation(NamedTuple):
         return "\n".join(lines)
 
 
+def _specs(kind: str) -> list[m.MetricSpec]:
+    """The metrics of the table of this kind (``"selective"`` or ``"ood"``), in registry
+    order."""
+    return [spec for spec in m.METRICS.values() if spec.table and spec.kind == kind]
+
+
+def metric_of(key: str) -> m.MetricSpec | None:
+    """The registered metric of a table key (``"risk@0.8"`` is
+    ``selective_risk_at_coverage``), or None."""
+    return next((spec for spec in m.METRICS.values() if spec.matches(key)), None)
+
+
 def glossary_of(key: str) -> str:
-    """The glossary line of a metric key (longest matching prefix)."""
-    best = max((k for k in GLOSSARY if key.startswith(k)), key=len, default=None)
-    return "" if best is None else GLOSSARY[best]
+    """The glossary line of a metric key ("" for a key of no registered metric)."""
+    spec = metric_of(key)
+    return "" if spec is None else spec.glossary
+
+
+def _settings(coverages: Sequence[float], tpr: float,
+              fpr: float) -> dict[str, Sequence[float]]:
+    """The table settings that the metrics' parameters take their values from."""
+    return {"coverage": tuple(coverages), "tpr": (tpr,), "fpr": (fpr,)}
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:g}%"
 
 
-#: The table's key of each column of :func:`abstain.metrics.evaluate_ood`.
-def _ood_keys(tpr: float, fpr: float) -> dict[str, str]:
-    return {"auroc": "auroc", "aupr_in": "aupr_in", "aupr_out": "aupr_out",
-            "fpr_at_tpr": f"fpr@{tpr:g}", "oscr": "oscr",
-            "risk_at_tpr_fpr": f"risk@tpr{tpr:g},fpr{fpr:g}"}
-
-
-def _one_score(losses: NDArray[np.float64], ood: NDArray[np.bool_] | None, s: Any, *,
-               coverages: Sequence[float], tpr: float, fpr: float, bounded: bool,
-               pair: bool, search: str) -> tuple[dict[str, float], str | None]:
-    """Every metric of one score column (or a pair's two columns) on these rows, and how a
-    pair's directions were searched; the OOD metrics by
-    :func:`abstain.metrics.evaluate_ood`, the library's one table of them."""
+def _one_score(src: Rows | Tables, name: str, *, settings: dict[str, Sequence[float]],
+               bounded: bool, search: str) -> tuple[dict[str, float], str | None]:
+    """Every metric of one score column (or a pair's two columns) of these rows or tables,
+    and how a pair's directions were searched: the selective metrics of its ID rows, then
+    the OOD metrics by :func:`abstain.metrics.evaluate_ood` (or
+    :func:`~abstain.metrics.evaluate_ood_tables`), the library's one table of them."""
     r: dict[str, float] = {}
-    id_rows = ~ood if ood is not None else np.ones(losses.size, dtype=bool)
-    if not pair:  # the selective metrics of the ID rows, as for a table
-        r.update(_metrics((losses[id_rows], s[id_rows]), None, (), bounded, coverages, tpr,
-                          fpr))
+    if name not in src.pairs:
+        args = src.selective_args(name)
+        for spec in _specs("selective"):
+            if bounded or not spec.bounded:
+                for key, _, options in spec.instances(settings):
+                    r[key] = spec.function(*args, **options)
     how = None
-    if ood is not None:
-        keys = _ood_keys(tpr, fpr)
-        table = m.evaluate_ood(losses, ood, {"s": s}, tpr=tpr, fpr=fpr, search=search)
-        how = table.search[0]
-        for key, value in table.row("s").items():
-            if key != "oscr" or bounded:
-                r[keys[key]] = value
+    if src.has_ood:
+        (tpr,), (fpr,) = settings["tpr"], settings["fpr"]
+        row, how = src.ood_metrics(name, tpr=tpr, fpr=fpr, search=search)
+        for spec in _specs("ood"):
+            column = spec.column or spec.name
+            if column in row and (bounded or not spec.bounded):
+                for key, _, _ in spec.instances(settings):
+                    r[key] = row[column]
     return {k: float(v) for k, v in r.items()}, how
 
 
-#: Why a pair's AUROC, FPR at TPR and OSCR differ from one ranking's, by how its
-#: directions were searched.
+#: Why a pair's envelope cells (its metrics with ``pair="envelope"`` in the registry: AUROC,
+#: FPR at TPR, OSCR) differ from one ranking's, by how its directions were searched.
 ENVELOPE_NOTE = ("a pair's envelope: at each FPR (or TPR) the best direction for it, chosen on "
                  "these rows (an oracle over directions, not one fitted rule); ")
 _SEARCH_NOTE = {
@@ -195,64 +191,68 @@ _SEARCH_NOTE = {
 }
 
 
+def _pair_note() -> str:
+    """Why a pair has no one-column metric, naming the metrics it has."""
+    names = [spec.short or spec.label for spec in _specs("ood") if spec.pair]
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+    return f"takes one score column; a double-score pair has only {listed}"
+
+
 def _notes(labels: dict[str, str], metrics: dict[str, dict[str, float]], *,
-           pairs: dict[str, tuple[str, str]], tpr: float, fpr: float,
+           pairs: dict[str, tuple[str, str]], settings: dict[str, Sequence[float]],
            searches: dict[str, str | None] | None = None) -> dict[str, dict[str, str]]:
     """Why each NaN or absent cell is so, and what a pair's envelope cells mean, in a few
     words."""
     out: dict[str, dict[str, str]] = {}
-    envelope = ("auroc", f"fpr@{tpr:g}", "oscr")
+    entries = {key: (spec, options) for spec in m.METRICS.values() if spec.table
+               for key, _, options in spec.instances(settings)}
     for name, values in metrics.items():
         why: dict[str, str] = {}
         how = (searches or {}).get(name)
         for key in labels:
+            spec, options = entries[key]
             if key not in values:
-                why[key] = ("takes one score column; a double-score pair has only AUROC, FPR "
-                            "at TPR, OSCR and the risk at TPR/FPR" if name in pairs
-                            else "not applicable")
-            elif how is not None and key in envelope and not math.isnan(values[key]):
+                why[key] = _pair_note() if name in pairs else "not applicable"
+            elif how is not None and spec.pair == "envelope" and not math.isnan(values[key]):
                 why[key] = ENVELOPE_NOTE + _SEARCH_NOTE[how]
             elif math.isnan(values[key]):
-                if key.startswith("risk@tpr"):
-                    why[key] = (f"infeasible: no rule on these rows keeps TPR >= {_pct(tpr)} "
-                                f"with FPR <= {_pct(fpr)}")
-                else:
-                    why[key] = "undefined on these rows"
+                why[key] = spec.infeasible_note(options) or "undefined on these rows"
         if why:
             out[name] = why
     return out
 
 
-def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: int,
-               level: float, random_state: Any, progress: Progress | None, done: int,
-               total: int, point: dict[str, dict[str, float]],
+def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
+               progress: Progress | None, done: int, total: int,
+               point: dict[str, dict[str, float]],
                **options: Any) -> dict[str, dict[str, tuple[float, float]]]:
     """Percentile intervals of every metric of every score over the same ``n_bootstrap``
     resamples of the rows (:func:`abstain.metrics.bootstrap_interval`), ID and OOD rows
     resampled apart so that every resample has both, drawn from the rows sorted by their
     values (loss, OOD mark, every score column in table order), so that the intervals do
     not depend on the row order."""
-    columns = [(name, data.scores[name], False) for name in data.scores]
-    if ood is not None:
-        columns += [(name, data.stacked(cols), True) for name, cols in data.pairs.items()]
-    cells = [(name, key) for name, _, _ in columns for key in point[name]]
+    names = [*src.names, *src.pairs]
+    cells = [(name, key) for name in names for key in point[name]]
     calls = 0
 
     def statistic(idx: NDArray[np.intp]) -> list[float]:
         nonlocal calls
-        sub_ood = None if ood is None else ood[idx]
+        sub = src.take(idx)
         vals: list[float] = []
-        for name, s, pair in columns:
-            got, _ = _one_score(data.losses[idx], sub_ood, s[idx], pair=pair, **options)
+        for name in names:
+            got, _ = _one_score(sub, name, **options)
             vals.extend(got[key] for key in point[name])
         calls += 1
         if progress is not None:
             progress(done + calls, total)
         return vals
 
+    data = src.data
     n = data.losses.size
+    ood = src.ood if src.has_ood else None
     strata = ood if ood is not None else np.zeros(n, dtype=bool)
-    values = np.column_stack([data.losses, strata, *(s.reshape(n, -1) for _, s, _ in columns)])
+    values = np.column_stack([data.losses, strata,
+                              *(src.columns(name).reshape(n, -1) for name in names)])
     ci = m.bootstrap_interval(statistic, strata, n_bootstrap=n_bootstrap, confidence=level,
                               random_state=random_state, key=values)
     out: dict[str, dict[str, tuple[float, float]]] = {}
@@ -261,83 +261,14 @@ def _bootstrap(data: TableData, ood: NDArray[np.bool_] | None, *, n_bootstrap: i
     return out
 
 
-def _labels(coverages: Sequence[float], tpr: float, fpr: float, has_ood: bool,
+def _labels(settings: dict[str, Sequence[float]], has_ood: bool,
             bounded: bool) -> dict[str, str]:
-    labels = {"aurc": "AuRC", "e_aurc": "E-AuRC", "augrc": "AUGRC"}
-    for c in coverages:
-        labels[f"risk@{c:g}"] = f"risk at coverage {_pct(c)}"
-    if has_ood:
-        labels.update({"auroc": "AUROC", "aupr_in": "AUPR-In", "aupr_out": "AUPR-Out",
-                       f"fpr@{tpr:g}": f"FPR at TPR {_pct(tpr)}"})
-        if bounded:
-            labels["oscr"] = "OSCR"
-        labels[f"risk@tpr{tpr:g},fpr{fpr:g}"] = f"risk at TPR>={_pct(tpr)}, FPR<={_pct(fpr)}"
+    labels: dict[str, str] = {}
+    for kind in ("selective", "ood") if has_ood else ("selective",):
+        for spec in _specs(kind):
+            if bounded or not spec.bounded:
+                labels.update((key, label) for key, label, _ in spec.instances(settings))
     return labels
-
-
-def _metrics(selective: tuple[Any, ...], marks: tuple[Any, ...] | None,
-             full: tuple[Any, ...], bounded: bool, coverages: Sequence[float], tpr: float,
-             fpr: float) -> dict[str, float]:
-    """The metrics of one score: ``selective`` are the arguments of the selective metrics
-    (ID losses and scores, or a table), ``marks`` those of the OOD metrics (marks and
-    scores, or a table; None without OOD rows), ``full`` those that take the losses, the
-    marks and the scores (or a table)."""
-    r: dict[str, float] = {
-        "aurc": m.aurc(*selective),
-        "e_aurc": m.e_aurc(*selective),
-        "augrc": m.augrc(*selective),
-    }
-    for c in coverages:
-        r[f"risk@{c:g}"] = m.selective_risk_at_coverage(*selective, coverage=c)  # type: ignore[misc]
-    if marks is not None:
-        r["auroc"] = m.auroc(*marks)
-        r["aupr_in"] = m.aupr_in(*marks)
-        r["aupr_out"] = m.aupr_out(*marks)
-        r[f"fpr@{tpr:g}"] = m.fpr_at_tpr(*marks, tpr=tpr)  # type: ignore[misc]
-        if bounded:
-            r["oscr"] = m.oscr(*full)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", InfeasibleTargetWarning)
-            r[f"risk@tpr{tpr:g},fpr{fpr:g}"] = m.selective_risk_at_tpr_fpr(  # type: ignore[misc]
-                *full, tpr=tpr, fpr=fpr)
-    return {k: float(v) for k, v in r.items()}
-
-
-def evaluate_summary(
-    summary: Summary,
-    *,
-    coverages: Sequence[float] = (0.8, 0.9, 0.95),
-    tpr: float = 0.95,
-    fpr: float = 0.05,
-    search: str = "auto",
-) -> Evaluation:
-    """:func:`evaluate` on the score tables of a source read in chunks (one column each).
-
-    The same metrics, equal to those of :func:`evaluate` on all rows at once (bit for bit
-    for 0/1 and whole-number losses; to float64 rounding of the summed losses otherwise).
-    A double-score pair comes from its :class:`~abstain.PairTable`: AUROC, FPR at TPR and
-    OSCR of the envelope and the least risk at the TPR/FPR bounds, searched as ``search``
-    says (as in :func:`evaluate`; above :data:`abstain.metrics.AUTO_EXACT_ROWS` rows,
-    ``"auto"`` divides each column by its standard deviation over the rows, taken from the
-    table, so it may differ from the rows' in the last bits).
-    """
-    _check_search(search)
-    has_ood = summary.marked is not None and summary.n_ood > 0
-    bounded = all(t.max_loss <= 1.0 for t in summary.tables.values())
-    labels = _labels(coverages, tpr, fpr, has_ood, bounded)
-    out = {}
-    for name, t in summary.tables.items():
-        marked = (summary.marked[name],) if has_ood and summary.marked is not None else None
-        out[name] = _metrics((t,), marked, marked or (), bounded, coverages, tpr, fpr)
-    pairs = summary.columns if has_ood and summary.pairs is not None else {}
-    searches: dict[str, str | None] = {}
-    for name in pairs:
-        assert summary.pairs is not None
-        out[name], searches[name] = _pair_of_table(summary.pairs[name], tpr, fpr, bounded,
-                                                   search)
-    notes = _notes(labels, out, pairs=pairs, tpr=tpr, fpr=fpr, searches=searches)
-    return Evaluation(summary.n_id, summary.n_ood, summary.n_dropped, labels, out, pairs,
-                      notes=notes)
 
 
 def _check_search(search: str) -> None:
@@ -345,31 +276,8 @@ def _check_search(search: str) -> None:
         raise ValueError(f"search must be one of 'auto', 'exact', 'grid'; got {search!r}.")
 
 
-def _pair_of_table(table: Any, tpr: float, fpr: float, bounded: bool,
-                   search: str) -> tuple[dict[str, float], str | None]:
-    """A pair's metrics from its :class:`~abstain.PairTable`, as
-    :func:`abstain.metrics.evaluate_ood` computes them on the rows, and how its directions
-    were searched."""
-    how, table = resolve_search(table, search)
-    kw: dict[str, Any] = {"search": "grid" if how == "scaled grid" else how}
-    keys = _ood_keys(tpr, fpr)
-    if how == "exact":  # the three envelope metrics from one sweep, as evaluate_ood does
-        shared = exact_envelope_metrics(table, None, None, tpr, bounded)
-        r = {keys[k]: v for k, v in shared.items()}
-    else:
-        r = {keys["auroc"]: m.auroc(table, **kw),
-             keys["fpr_at_tpr"]: m.fpr_at_tpr(table, tpr=tpr, **kw)}
-        if bounded:
-            r[keys["oscr"]] = m.oscr(table, **kw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InfeasibleTargetWarning)
-        r[keys["risk_at_tpr_fpr"]] = m.selective_risk_at_tpr_fpr(table, tpr=tpr, fpr=fpr,
-                                                                 **kw)
-    return {k: float(v) for k, v in r.items()}, how
-
-
 def evaluate(
-    data: TableData,
+    data: TableData | Summary,
     *,
     coverages: Sequence[float] = (0.8, 0.9, 0.95),
     tpr: float = 0.95,
@@ -382,12 +290,22 @@ def evaluate(
 ) -> Evaluation:
     """Every applicable metric of each score column of ``data``.
 
-    Selective-classification metrics (AuRC, E-AuRC, AUGRC, selective risk at each
-    of ``coverages``) use the ID rows. With an OOD column holding both classes,
-    the OOD metrics follow: AUROC, AUPR-In, AUPR-Out, FPR at TPR ``tpr`` (FPR@95),
-    OSCR (for losses in [0, 1]) and the least selective risk at TPR >= ``tpr`` and
-    FPR <= ``fpr``, computed by :func:`abstain.metrics.evaluate_ood`. Each metric's tie
-    rule is that of its function in :mod:`abstain.metrics`.
+    The metrics are those of the table in :data:`abstain.metrics.METRICS`, in registry
+    order, with their keys and labels. Selective-classification metrics (AuRC, E-AuRC,
+    AUGRC, selective risk at each of ``coverages``) use the ID rows. With an OOD column
+    holding both classes, the OOD metrics follow: AUROC, AUPR-In, AUPR-Out, FPR at TPR
+    ``tpr`` (FPR@95), OSCR (for losses in [0, 1]) and the least selective risk at TPR >=
+    ``tpr`` and FPR <= ``fpr``, computed by :func:`abstain.metrics.evaluate_ood`. Each
+    metric's tie rule is that of its function in :mod:`abstain.metrics`.
+
+    ``data`` may also be the :class:`~abstain.app.chunks.Summary` of a source read in
+    chunks (one score table per column): the same metrics, equal to those of the rows at
+    once (bit for bit for 0/1 and whole-number losses; to float64 rounding of the summed
+    losses otherwise), by :func:`abstain.metrics.evaluate_ood_tables` for the OOD ones. A
+    double-score pair then comes from its :class:`~abstain.PairTable` (above
+    :data:`abstain.metrics.AUTO_EXACT_ROWS` rows, ``"auto"`` divides each column by its
+    standard deviation taken from the table, so it may differ from the rows' in the last
+    bits), and there is no bootstrap.
 
     Each double-score pair of :attr:`TableData.pairs` gets the metrics that take two
     columns: AUROC, FPR at TPR and OSCR of the envelope over directions (an oracle that
@@ -401,7 +319,7 @@ def evaluate(
 
     Parameters
     ----------
-    data : TableData
+    data : TableData or Summary
     coverages : sequence of float in (0, 1]
     tpr : float in (0, 1]
     fpr : float in [0, 1]
@@ -431,41 +349,39 @@ def evaluate(
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) \
             or n_bootstrap < 0 or n_bootstrap == 1:
         raise ValueError(f"n_bootstrap must be 0 or an integer >= 2; got {n_bootstrap!r}.")
+    src = as_data(data)
+    if n_bootstrap and not isinstance(src, Rows):
+        raise ValueError(f"n_bootstrap must be 0 for the score tables of a source read in "
+                         f"chunks (they keep no rows to resample); got {n_bootstrap!r}.")
     if n_bootstrap:  # before any work; the command line's option is --bootstrap
-        check_bootstrap(n_bootstrap, data.losses.size, "n_bootstrap (--bootstrap)")
+        assert isinstance(src, Rows)
+        m.check_bootstrap(n_bootstrap, src.data.losses.size, "n_bootstrap (--bootstrap)")
     if not (isinstance(level, float | int) and 0.0 < level < 1.0):
         raise ValueError(f"level must be in (0, 1); got {level!r}.")
-    ood = data.is_ood
-    has_ood = ood is not None and 0 < int(ood.sum()) < ood.size
-    id_rows = ~ood if ood is not None else np.ones(data.losses.size, dtype=bool)
-    if not id_rows.any():
+    if src.n_id == 0:
         raise ValueError("the table must have in-distribution rows; got only OOD rows.")
-    bounded = bool(np.all(data.losses <= 1.0))
-    labels = _labels(coverages, tpr, fpr, has_ood, bounded)
+    bounded = src.bounded
+    settings = _settings(coverages, tpr, fpr)
+    labels = _labels(settings, src.has_ood, bounded)
     out: dict[str, dict[str, float]] = {}
-    pairs = data.pairs if has_ood else {}
-    total = len(data.scores) + len(pairs) + n_bootstrap
+    pairs = src.pairs
+    total = len(src.names) + len(pairs) + n_bootstrap
     _check_search(search)
-    options: dict[str, Any] = {"coverages": coverages, "tpr": tpr, "fpr": fpr,
-                               "bounded": bounded, "search": search}
-    metric_ood = ood if has_ood else None
-    for i, (name, s) in enumerate(data.scores.items()):
-        out[name], _ = _one_score(data.losses, metric_ood, s, pair=False, **options)
+    options: dict[str, Any] = {"settings": settings, "bounded": bounded, "search": search}
+    searches: dict[str, str | None] = {}
+    for i, name in enumerate([*src.names, *pairs]):
+        out[name], how = _one_score(src, name, **options)
+        if name in pairs:
+            searches[name] = how
         if progress is not None:
             progress(i + 1, total)
-    searches: dict[str, str | None] = {}
-    for j, (name, cols) in enumerate(pairs.items()):
-        out[name], searches[name] = _one_score(data.losses, metric_ood, data.stacked(cols),
-                                               pair=True, **options)
-        if progress is not None:
-            progress(len(data.scores) + j + 1, total)
     intervals = {}
     if n_bootstrap:
-        intervals = _bootstrap(data, metric_ood, n_bootstrap=n_bootstrap, level=float(level),
+        assert isinstance(src, Rows)
+        intervals = _bootstrap(src, n_bootstrap=n_bootstrap, level=float(level),
                                random_state=random_state, progress=progress,
-                               done=len(data.scores) + len(pairs), total=total, point=out,
+                               done=len(src.names) + len(pairs), total=total, point=out,
                                **options)
-    n_ood = int(ood.sum()) if ood is not None else 0
-    notes = _notes(labels, out, pairs=pairs, tpr=tpr, fpr=fpr, searches=searches)
-    return Evaluation(int(id_rows.sum()), n_ood, data.n_dropped, labels, out, pairs,
-                      intervals, float(level), notes)
+    notes = _notes(labels, out, pairs=pairs, settings=settings, searches=searches)
+    return Evaluation(src.n_id, src.n_ood, src.n_dropped, labels, out, pairs, intervals,
+                      float(level), notes)

@@ -45,8 +45,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from .. import metrics as m
 from .._core.optional import figure
 from .._core.version import VERSION
 from ..plot import (
@@ -58,6 +57,7 @@ from ..plot import (
     plot_score_histograms,
 )
 from .chunks import Summary
+from .data import Rows, Tables, as_data
 from .evaluate import Evaluation, glossary_of
 from .io import atomic_files, atomic_path, check_not_input, os_error, write_text
 from .tables import Progress, TableData
@@ -92,155 +92,7 @@ def _figure(ncols: int = 1) -> tuple[Any, list[Any]]:
     return fig, axes
 
 
-class _Rows:
-    """What the report draws, from the rows of one file."""
-
-    def __init__(self, data: TableData) -> None:
-        self.data = data
-        ood = data.is_ood
-        self.ood = ood
-        self.has_ood = ood is not None and 0 < int(ood.sum()) < ood.size
-        self.id_rows = ~ood if ood is not None else np.ones(data.losses.size, dtype=bool)
-        self.names = list(data.scores)
-        self.pairs = data.pairs if self.has_ood else {}
-
-    def selective(self, display: Any, name: str, **kw: Any) -> None:
-        display.from_predictions(self.data.losses[self.id_rows],
-                                 self.data.scores[name][self.id_rows], name=name, **kw)
-
-    def ood_sources(self) -> list[tuple[str, Any, bool]]:
-        """(name, what to draw, whether it is a double-score pair) of each OOD curve."""
-        return ([(n, self.data.scores[n], False) for n in self.names]
-                + [(name, self.data.stacked(cols), True) for name, cols in self.pairs.items()])
-
-    def ood_curve(self, display: Any, source: Any, **kw: Any) -> None:
-        display.from_predictions(self.ood, source, **kw)
-
-    def at_fpr(self, source: Any, fpr: float, **kw: Any) -> RiskAtFPRDisplay:
-        assert self.ood is not None
-        return RiskAtFPRDisplay.from_predictions(self.data.losses, self.ood, source, fpr=fpr,
-                                                 **kw)
-
-    def ood_accepted(self, rule: Any, source: Any) -> float:
-        """The fraction of OOD rows a rule accepts."""
-        return float(np.mean(rule.accept_proba(source)[self.ood]))
-
-    def histograms(self, name: str, axes: list[Any]) -> None:
-        s = self.data.scores[name]
-        plot_score_histograms(s[self.id_rows], self.data.losses[self.id_rows] > 0,
-                              labels=("correct", "wrong"), ax=axes[0], small=SMALL_SAMPLE)
-        if self.ood is not None and self.has_ood:
-            plot_score_histograms(s, self.ood, labels=("ID", "OOD"), ax=axes[1],
-                                  small=SMALL_SAMPLE)
-
-    def base_error(self) -> float:
-        return float(self.data.losses[self.id_rows].mean())
-
-    def n_wrong(self) -> int:
-        return int((self.data.losses[self.id_rows] > 0).sum())
-
-    def operating_point(self, rule: Any, target: str,
-                        columns: list[str]) -> tuple[float, float, float | None]:
-        """Coverage of ID rows, selective risk, and OOD rows accepted (None without)."""
-        data = self.data
-        scores = data.stacked(columns) if len(columns) > 1 else data.scores[target]
-        c = np.asarray(rule.accept_proba(scores), dtype=np.float64)
-        kept = float(c[self.id_rows].sum())
-        risk = float(c[self.id_rows] @ data.losses[self.id_rows]) / kept if kept > 0 \
-            else math.nan
-        ood = self.ood
-        return (float(c[self.id_rows].mean()), risk,
-                float(c[ood].mean()) if ood is not None and ood.any() else None)
-
-
-class _Tables:
-    """What the report draws, from the score tables of a source read in chunks: the same
-    curves and histograms as from its rows, with no double-score pair (a pair's table
-    gives the operating point of a double-score rule)."""
-
-    def __init__(self, summary: Summary) -> None:
-        self.summary = summary
-        self.has_ood = summary.marked is not None and summary.n_ood > 0
-        self.names = list(summary.tables)
-        self.pairs = summary.columns if self.has_ood and summary.pairs is not None else {}
-
-    def selective(self, display: Any, name: str, **kw: Any) -> None:
-        display.from_table(self.summary.tables[name], name=name, **kw)
-
-    def ood_sources(self) -> list[tuple[str, Any, bool]]:
-        assert self.summary.marked is not None
-        return [(n, self.summary.marked[n], False) for n in self.names]
-
-    def ood_curve(self, display: Any, source: Any, **kw: Any) -> None:
-        display.from_table(source, **kw)
-
-    def at_fpr(self, source: Any, fpr: float, **kw: Any) -> RiskAtFPRDisplay:
-        return RiskAtFPRDisplay.from_table(source, fpr=fpr, **kw)
-
-    def ood_accepted(self, rule: Any, source: Any) -> float:
-        c = np.asarray(rule.accept_proba(source.values), dtype=np.float64)
-        return float(c @ source.ood_counts) / float(source.ood_counts.sum())
-
-    def wrong_counts(self, name: str) -> Any:
-        """Per distinct score of the ID table, the rows with a loss."""
-        table = self.summary.tables[name]
-        if self.summary.wrong is not None:
-            return np.rint(self.summary.wrong[name].loss_sums).astype(np.int64)
-        if table.binary:
-            return np.rint(table.loss_sums).astype(np.int64)
-        raise ValueError("the correct/wrong histograms of losses other than 0/1 need the rows "
-                         "with a loss per score: read the source with summarise(..., "
-                         "wrong=True).")
-
-    def histograms(self, name: str, axes: list[Any]) -> None:
-        t = self.summary.tables[name]
-        wrong = self.wrong_counts(name)
-        both = np.concatenate([t.values, t.values])
-        plot_score_histograms(both, np.repeat([False, True], t.values.size),
-                              weights=np.concatenate([t.counts - wrong, wrong]),
-                              labels=("correct", "wrong"), ax=axes[0], small=SMALL_SAMPLE)
-        if self.has_ood:
-            assert self.summary.marked is not None
-            m = self.summary.marked[name]
-            assert m.ood_counts is not None
-            plot_score_histograms(np.concatenate([m.values, m.values]),
-                                  np.repeat([False, True], m.values.size),
-                                  weights=np.concatenate([m.id_counts, m.ood_counts]),
-                                  labels=("ID", "OOD"), ax=axes[1], small=SMALL_SAMPLE)
-
-    def base_error(self) -> float:
-        t = next(iter(self.summary.tables.values()))
-        return float(t.loss_sums.sum()) / t.n
-
-    def n_wrong(self) -> int:
-        return int(self.wrong_counts(self.names[0]).sum())
-
-    def operating_point(self, rule: Any, target: str,
-                        columns: list[str]) -> tuple[float, float, float | None]:
-        if target in self.pairs:
-            assert self.summary.pairs is not None
-            p = self.summary.pairs[target]
-            c = np.asarray(rule.accept_proba(p.values), dtype=np.float64)
-            kept = float(c @ p.id_counts)
-            n_id, n_ood = float(p.id_counts.sum()), float(p.ood_counts.sum())
-            return (kept / n_id, float(c @ p.loss_sums) / kept if kept > 0 else math.nan,
-                    float(c @ p.ood_counts) / n_ood)
-        t = self.summary.tables[target]
-        c = np.asarray(rule.accept_proba(t.values), dtype=np.float64)
-        kept = float(c @ t.counts)
-        risk = float(c @ t.loss_sums) / kept if kept > 0 else math.nan
-        ood = None
-        if self.has_ood:
-            assert self.summary.marked is not None
-            ood = self.ood_accepted(rule, self.summary.marked[target])
-        return kept / t.n, risk, ood
-
-
-def _source(data: TableData | Summary) -> _Rows | _Tables:
-    return _Tables(data) if isinstance(data, Summary) else _Rows(data)
-
-
-def _rule_target(rule: Any, columns: list[str] | None, src: _Rows | _Tables) -> str | None:
+def _rule_target(rule: Any, columns: list[str] | None, src: Rows | Tables) -> str | None:
     """The score (or pair) name of the table that a rule thresholds, if it has one."""
     if rule is None or not columns:
         return None
@@ -271,7 +123,7 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
     (the histograms from the rows per distinct score; ``summarise(..., wrong=True)`` for
     losses other than 0/1), with no double-score pair.
     """
-    src = _source(data)
+    src = as_data(data)
     names = src.names
     target = _rule_target(rule, rule_columns, src)
     ood_rule = rule is not None and hasattr(rule, "tpr_")
@@ -324,7 +176,7 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
             # the rule is on this curve only if it keeps FPR <= fpr on these rows
             marked = rule if (name == target and ood_rule
                               and src.ood_accepted(rule, source) <= fpr) else None
-            d = src.at_fpr(source, fpr, name=name, rule=marked, ax=ax,
+            d = src.at_fpr(RiskAtFPRDisplay, source, fpr, name=name, rule=marked, ax=ax,
                            references=("random",) if i == len(items) - 1 else (), **style)
             reachable = reachable or d.reachable
         ax.set_title(f"least selective risk at FPR <= {fpr:g}")
@@ -335,7 +187,10 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
         tick()
     for name in names:
         fig, axes = _figure(2 if src.has_ood else 1)
-        src.histograms(name, axes)
+        for ax, (values, groups, weights), labels in zip(
+                axes, src.histograms(name), (("correct", "wrong"), ("ID", "OOD")), strict=False):
+            plot_score_histograms(values, groups, weights=weights, labels=labels, ax=ax,
+                                  small=SMALL_SAMPLE)
         axes[0].set_title(f"{name}: correct / wrong (ID rows)")
         if src.has_ood:
             axes[1].set_title(f"{name}: ID / OOD")
@@ -424,26 +279,23 @@ def _html_table(ev: Evaluation) -> str:
     return table + f'<ul class="small glossary">{glossary}</ul>'
 
 
-#: Headline metrics of the summary: key prefix, display name, whether higher is better.
-_HEADLINE = (("aurc", "AuRC", False), ("auroc", "AUROC", True), ("risk@tpr", None, False))
-
-
 def _best(ev: Evaluation) -> list[str]:
-    """'the best score on each headline metric' lines of the summary."""
+    """'the best score on each headline metric' lines of the summary: each metric of the
+    registry with ``headline`` set, at its first entry in the table, best by its
+    direction."""
     out = []
-    for prefix, shown, higher in _HEADLINE:
-        key = next((k for k in ev.labels if k.split(",")[0] == prefix
-                    or (prefix == "risk@tpr" and k.startswith(prefix))), None)
+    for spec in m.METRICS.values():
+        key = next((k for k in ev.labels if spec.headline and spec.matches(k)), None)
         if key is None:
             continue
         vals = {s: d[key] for s, d in ev.metrics.items()
                 if key in d and not math.isnan(d[key])}
-        label = shown or ev.labels[key]
+        label = ev.labels[key]
         if not vals:
             why = next(iter(ev.notes.get(s, {}).get(key, "") for s in ev.metrics), "")
             out.append(f"{html.escape(label)}: no score has a value ({html.escape(why)})")
             continue
-        pick = max if higher else min
+        pick = max if spec.higher_is_better else min
         best = pick(vals, key=lambda s: vals[s])
         tied = [s for s, v in vals.items() if v == vals[best]]
         iv = ev.intervals.get(best, {}).get(key)
@@ -454,7 +306,7 @@ def _best(ev: Evaluation) -> list[str]:
     return out
 
 
-def _rule_line(rule: Any, columns: list[str] | None, src: _Rows | _Tables) -> str:
+def _rule_line(rule: Any, columns: list[str] | None, src: Rows | Tables) -> str:
     """The operating point of a rule on the report's rows."""
     kind = type(rule).__name__
     on = ", ".join(columns or [])
@@ -472,7 +324,7 @@ def _rule_line(rule: Any, columns: list[str] | None, src: _Rows | _Tables) -> st
 def sample_warnings(data: TableData | Summary, ev: Evaluation) -> list[str]:
     """Samples too small to trust the curves and metrics drawn from them."""
     out = []
-    wrong = _source(data).n_wrong()
+    wrong = as_data(data).n_wrong()
     for count, what in ((ev.n_id, "in-distribution row(s)"), (wrong, "ID row(s) with a loss"),
                         (ev.n_ood, "OOD row(s)")):
         if 0 < count < SMALL_SAMPLE:
@@ -495,14 +347,14 @@ CHUNKED_NOTE = ("Read in chunks into score tables (one per score column): every 
 
 def _summary(data: TableData | Summary, ev: Evaluation, rule: Any,
              rule_columns: list[str] | None) -> str:
-    src = _source(data)
+    src = as_data(data)
     rows = (f"{ev.n_id + ev.n_ood} rows: {ev.n_id} ID, {ev.n_ood} OOD"
             + (f"; {ev.n_dropped} dropped for missing values" if ev.n_dropped else ""))
     items = [rows, f"base error (mean loss of ID rows at full coverage): {src.base_error():.4f}",
              *(f"best {line}" for line in _best(ev))]
     if rule is not None:
         items.append(_rule_line(rule, rule_columns, src))
-    if isinstance(src, _Tables):
+    if src.chunked:
         items.append(html.escape(CHUNKED_NOTE))
     lis = "".join(f"<li>{item}</li>" for item in items)
     warn = "".join(f'<li class="warn">{html.escape(w)}</li>' for w in sample_warnings(data, ev))
@@ -573,7 +425,7 @@ def html_report(data: TableData | Summary, evaluation: Evaluation, *, fpr: float
     evaluation : Evaluation
         From :func:`abstain.app.evaluate.evaluate` on the same data (with
         ``n_bootstrap`` for intervals in the table and the summary), or
-        :func:`abstain.app.evaluate.evaluate_summary` on the same summary.
+        :func:`abstain.app.evaluate.evaluate` on the same summary.
     fpr : float in [0, 1]
         The FPR bound of the risk-coverage curve at an FPR bound.
     title : str

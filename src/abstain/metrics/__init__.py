@@ -6,8 +6,10 @@ precision/recall, ...) are all imported from here; each docstring states its tie
 A metric is a pure function of the truth (``losses`` or ``is_ood``) then the scores, and a
 higher score is rejected first; a metric never fits a model. Every ``ties="mean"`` metric
 also takes an :class:`abstain.tables.ScoreTable` (the mergeable summary of the rows) in
-place of its arrays. :class:`StreamingMetric` (a metric accumulated batch by batch) is here
-too, and the scorers (``scorer(estimator, X, y) -> float``, greater is better) that
+place of its arrays. :class:`StreamingMetric` (a metric accumulated batch by batch) and
+:data:`METRICS`, the registry of every metric (what each is, for the tables that list them
+all; :func:`register_metric` adds one), are here too,
+and the scorers (``scorer(estimator, X, y) -> float``, greater is better) that
 scikit-learn's model selection takes as ``scoring=``.
 """
 
@@ -17,6 +19,7 @@ from ._bootstrap import (
     BootstrapInterval,
     bootstrap_indices,
     bootstrap_interval,
+    check_bootstrap,
 )
 from ._ood import (
     PRCurve,
@@ -36,7 +39,8 @@ from ._ood import (
     selective_risk_at_tpr_fpr,
     tnr_at_tpr,
 )
-from ._ood_table import AUTO_EXACT_ROWS, OOD_METRICS, OODEvaluation, evaluate_ood
+from ._ood_table import AUTO_EXACT_ROWS, OODEvaluation, evaluate_ood, evaluate_ood_tables
+from ._registry import METRICS, MetricSpec, register_metric
 from ._scorers import coverage_at_risk_scorer, neg_aurc_scorer, neg_selective_risk_scorer
 from ._selective import (
     RiskCoverageCurve,
@@ -79,13 +83,17 @@ __all__ = [
     "oscr",
     "ccr_at_fpr",
     "detection_rate_at_false_alarm",
-    "OOD_METRICS",
+    "METRICS",
+    "MetricSpec",
+    "register_metric",
     "AUTO_EXACT_ROWS",
     "OODEvaluation",
     "evaluate_ood",
+    "evaluate_ood_tables",
     "BootstrapInterval",
     "bootstrap_indices",
     "bootstrap_interval",
+    "check_bootstrap",
     "MAX_BOOTSTRAP",
     "MAX_BOOTSTRAP_ROWS",
 ]

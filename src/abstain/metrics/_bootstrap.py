@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.validation import check_int, check_open_unit, check_random_state
 
 __all__ = ["BootstrapInterval", "MAX_BOOTSTRAP", "MAX_BOOTSTRAP_ROWS", "bootstrap_indices",
-           "bootstrap_interval"]
+           "bootstrap_interval", "check_bootstrap"]
 
 
 class BootstrapInterval(NamedTuple):
@@ -50,7 +50,37 @@ _BATCH_ROWS = 1 << 22
 def check_bootstrap(n_bootstrap: Any, n_rows: int, name: str = "n_bootstrap",
                     low: int = 1) -> int:
     """``n_bootstrap`` as an int in ``[low, MAX_BOOTSTRAP]`` with ``n_bootstrap * n_rows`` at
-    most ``MAX_BOOTSTRAP_ROWS``, or ``ValueError`` naming ``name``."""
+    most ``MAX_BOOTSTRAP_ROWS``, or ``ValueError`` naming ``name``.
+
+    The check that :func:`bootstrap_interval` and :func:`evaluate_ood` make before any work,
+    for a caller that runs other work first (the command line's ``evaluate``).
+
+    Parameters
+    ----------
+    n_bootstrap : int
+        The number of resamples asked for.
+    n_rows : int
+        The rows of each resample.
+    name : str, default "n_bootstrap"
+        The argument's name in the message.
+    low : int, default 1
+        The least number of resamples allowed.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from abstain.metrics import check_bootstrap
+    >>> check_bootstrap(200, 1000)
+    200
+    >>> check_bootstrap(10**6, 10**4, "--bootstrap")
+    Traceback (most recent call last):
+    ...
+    ValueError: --bootstrap must be at most 214748 for 10000 rows (at most 1000000 \
+resamples and 2147483648 rows drawn in all, resamples times rows); got 1000000.
+    """
     b = check_int(name, n_bootstrap, low)
     most = min(MAX_BOOTSTRAP, MAX_BOOTSTRAP_ROWS // max(n_rows, 1))
     if b > most:

@@ -6,7 +6,7 @@ Re-exported by :mod:`abstain.metrics`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,28 +27,10 @@ from ..exceptions import InfeasibleTargetWarning
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable
 from ._bootstrap import bootstrap_interval, check_bootstrap
-from ._ood import (
-    aupr_in,
-    aupr_out,
-    auroc,
-    exact_envelope_metrics,
-    fpr_at_tpr,
-    oscr,
-    selective_risk_at_tpr_fpr,
-)
+from ._ood import exact_envelope_metrics
+from ._registry import MetricSpec, table_metrics
 
-__all__ = ["OOD_METRICS", "AUTO_EXACT_ROWS", "OODEvaluation", "evaluate_ood"]
-
-#: The columns of :func:`evaluate_ood`, in order, and whether each takes a score pair.
-OOD_METRICS: dict[str, bool] = {
-    "auroc": True,
-    "aupr_in": False,
-    "aupr_out": False,
-    "fpr_at_tpr": True,
-    "oscr": True,
-    "risk_at_tpr_fpr": True,
-}
-_OSCR = list(OOD_METRICS).index("oscr")
+__all__ = ["AUTO_EXACT_ROWS", "OODEvaluation", "evaluate_ood", "evaluate_ood_tables"]
 
 
 class OODEvaluation(NamedTuple):
@@ -67,13 +49,14 @@ class OODEvaluation(NamedTuple):
     methods : list of str
         The score names, in the order given.
     metrics : list of str
-        The keys of :data:`OOD_METRICS`.
+        The column of each OOD metric of the table in :data:`METRICS` (its
+        :attr:`MetricSpec.column`), in registry order.
     values : ndarray of shape (n_methods, n_metrics)
         NaN where a metric does not apply (``applicable`` is False) or its target is
         infeasible (the selective risk).
     applicable : ndarray of bool, shape (n_methods, n_metrics)
-        False for a one-column metric of a score pair (AUPR-In, AUPR-Out) and for OSCR
-        when a loss on an ID row exceeds 1.
+        False for a one-column metric of a score pair (AUPR-In, AUPR-Out) and for a metric
+        of losses in [0, 1] (OSCR) when a loss on an ID row exceeds 1.
     low, high : ndarray of shape (n_methods, n_metrics)
         The percentile bootstrap interval of each value (all NaN when ``n_bootstrap = 0``).
     confidence : float
@@ -142,41 +125,57 @@ def _score_columns(scores: Mapping[str, ArrayLike], n: int) -> dict[str, NDArray
     return out
 
 
-#: Each column of the table as a function of (losses, is_ood, scores, tpr, fpr, search).
-_FUNCS: dict[str, Callable[..., float]] = {
-    "auroc": lambda ls, o, s, t, f, kw: auroc(o, s, **kw),
-    "aupr_in": lambda ls, o, s, t, f, kw: aupr_in(o, s),
-    "aupr_out": lambda ls, o, s, t, f, kw: aupr_out(o, s),
-    "fpr_at_tpr": lambda ls, o, s, t, f, kw: fpr_at_tpr(o, s, t, **kw),
-    "oscr": lambda ls, o, s, t, f, kw: oscr(ls, o, s, **kw),
-    "risk_at_tpr_fpr": lambda ls, o, s, t, f, kw: selective_risk_at_tpr_fpr(ls, o, s, t, f,
-                                                                             **kw),
-}
+def _column(spec: MetricSpec) -> str:
+    return spec.column or spec.name
 
 
-def _table(losses: NDArray[np.float64], ood: NDArray[np.bool_],
-           cols: dict[str, NDArray[np.float64]], applicable: NDArray[np.bool_], tpr: float,
-           fpr: float, search: str, n_directions: int,
-           ) -> tuple[NDArray[np.float64], list[str | None]]:
-    """The values of every metric of every column, and how each pair was searched."""
+#: A sample of one method: the rows' truth (losses and OOD marks, by argument name) and
+#: its scores, or None and a table that holds both.
+_Sample = tuple[dict[str, Any] | None, Any]
+
+
+def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fpr: float,
+           search: str, n_directions: int) -> tuple[NDArray[np.float64], list[str | None]]:
+    """The values of every metric of every sample, and how each pair was searched."""
+    specs = table_metrics("ood")
+    settings = {"tpr": tpr, "fpr": fpr}
     out = np.full(applicable.shape, np.nan)
     hows: list[str | None] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
-        for i, raw in enumerate(cols.values()):
+        for i, (truth, raw) in enumerate(samples):
             how, s = resolve_search(raw, search)
             hows.append(how)
             kw = {"search": "grid" if how == "scaled grid" else how or "grid",
                   "n_directions": n_directions}
             shared: dict[str, float] = {}
             if how == "exact":  # the envelope metrics share one sweep of the directions
-                shared = exact_envelope_metrics(losses, ood, s, tpr,
-                                                bool(applicable[i, _OSCR]))
-            for j, key in enumerate(OOD_METRICS):
-                if applicable[i, j]:
-                    out[i, j] = (shared[key] if key in shared
-                                 else _FUNCS[key](losses, ood, s, tpr, fpr, kw))
+                with_oscr = any(applicable[i, j] for j, spec in enumerate(specs)
+                                if _column(spec) == "oscr")
+                if truth is None:
+                    shared = exact_envelope_metrics(s, None, None, tpr, with_oscr)
+                else:
+                    shared = exact_envelope_metrics(truth["losses"], truth["is_ood"], s, tpr,
+                                                    with_oscr)
+            for j, spec in enumerate(specs):
+                if not applicable[i, j]:
+                    continue
+                key = _column(spec)
+                if key in shared:
+                    out[i, j] = shared[key]
+                    continue
+                args = (s,) if truth is None else (*(truth[t] for t in spec.truth), s)
+                out[i, j] = spec.function(*args, **{p: settings[p] for p in spec.params},
+                                          **(kw if spec.pair else {}))
     return out, hows
+
+
+def _applicable(pair: list[bool], bounded: bool) -> NDArray[np.bool_]:
+    """Which metric of the table applies to each method: one a pair has, one of losses in
+    [0, 1] only for bounded losses."""
+    specs = table_metrics("ood")
+    return np.array([[(spec.pair or not p) and (bounded or not spec.bounded) for spec in specs]
+                     for p in pair], dtype=bool).reshape(len(pair), len(specs))
 
 
 def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
@@ -186,10 +185,11 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
                  random_state: Any = None) -> OODEvaluation:
     """Every OOD metric of each score (one column) and score pair (two columns) at once.
 
-    The columns (:data:`OOD_METRICS`) are :func:`auroc`, :func:`aupr_in`,
-    :func:`aupr_out`, :func:`fpr_at_tpr` at ``tpr``, :func:`oscr` and
-    :func:`selective_risk_at_tpr_fpr` at TPR >= ``tpr`` and FPR <= ``fpr``; each value is
-    exactly what that function returns, with its tie rule. Without ``losses`` (None),
+    The columns are the OOD metrics of the table in :data:`METRICS`, in registry order:
+    :func:`auroc`, :func:`aupr_in`, :func:`aupr_out`, :func:`fpr_at_tpr` at ``tpr``,
+    :func:`oscr` and :func:`selective_risk_at_tpr_fpr` at TPR >= ``tpr`` and FPR <=
+    ``fpr`` (then any added with :func:`register_metric`); each value is exactly what that
+    function returns, with its tie rule. Without ``losses`` (None),
     OSCR and the risk are computed with zero losses.
 
     A score pair ``(s_r, s_g)`` gets the metrics that take two columns; AUPR-In and
@@ -282,21 +282,79 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         ls = as_real_array(losses, "losses")
         if ls.shape != (n,):
             raise ValueError(f"losses must have the shape of is_ood ({n},); got {ls.shape}.")
-    pair = np.array([s.ndim == 2 for s in cols.values()])
-    takes_pair = np.array(list(OOD_METRICS.values()))
-    applicable = np.where(pair[:, None], takes_pair[None, :], True)
-    if np.any(np.nan_to_num(ls, nan=0.0)[~ood] > 1.0):
-        applicable[:, _OSCR] = False
-    values, hows = _table(ls, ood, cols, applicable, t, f, search, d)
+    applicable = _applicable([s.ndim == 2 for s in cols.values()],
+                             not np.any(np.nan_to_num(ls, nan=0.0)[~ood] > 1.0))
+    values, hows = _table([({"losses": ls, "is_ood": ood}, s) for s in cols.values()],
+                          applicable, t, f, search, d)
     low = np.full(values.shape, np.nan)
     high = np.full(values.shape, np.nan)
     conf = float(confidence)
     if b:
         ci = bootstrap_interval(
-            lambda i: _table(ls[i], ood[i], {k: s[i] for k, s in cols.items()}, applicable,
-                             t, f, search, d)[0],
+            lambda i: _table([({"losses": ls[i], "is_ood": ood[i]}, s[i])
+                              for s in cols.values()], applicable, t, f, search, d)[0],
             ood, n_bootstrap=b, confidence=confidence, random_state=random_state,
             key=np.column_stack([ls, ood, *(s.reshape(n, -1) for s in cols.values())]))
         low, high, conf = ci.low, ci.high, ci.confidence
-    return OODEvaluation(list(cols), list(OOD_METRICS), values, applicable, low, high,
-                         conf, b, hows)
+    return OODEvaluation(list(cols), [_column(s) for s in table_metrics("ood")], values,
+                         applicable, low, high, conf, b, hows)
+
+
+def evaluate_ood_tables(tables: Mapping[str, ScoreTable | PairTable], *, tpr: float = 0.95,
+                        fpr: float = 0.05, search: str = "auto",
+                        n_directions: int = N_DIRECTIONS) -> OODEvaluation:
+    """:func:`evaluate_ood` on tables: every OOD metric of each score's
+    :class:`~abstain.ScoreTable` (with OOD marks) and each score pair's
+    :class:`~abstain.PairTable`.
+
+    The same columns, values and ``search`` rule as :func:`evaluate_ood` on the tables'
+    rows (for ``"auto"`` above :data:`AUTO_EXACT_ROWS` rows, a pair's standard deviations
+    come from its table's counts, so they may differ from the rows' in the last bits). OSCR
+    applies when no table holds an ID loss above 1. Tables keep no rows to resample, so
+    there is no bootstrap: ``low`` and ``high`` are NaN.
+
+    Parameters
+    ----------
+    tables : dict of str to ScoreTable or PairTable
+        Each with OOD marks (``is_ood`` given when it was built); every metric checks its
+        table as it does alone.
+    tpr : float in [0, 1], default 0.95
+    fpr : float in [0, 1], default 0.05
+    search : {"auto", "exact", "grid"}, default "auto"
+    n_directions : int >= 1, default 360
+
+    Returns
+    -------
+    OODEvaluation
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.metrics import ScoreTable, evaluate_ood, evaluate_ood_tables
+    >>> is_ood = np.array([0, 0, 0, 1, 1], bool)
+    >>> losses = np.array([0.0, 1.0, 0.0, 0.0, 0.0])
+    >>> s = np.array([0.1, 0.5, 0.2, 0.9, 0.4])
+    >>> tables = {"a": ScoreTable.from_arrays(s, losses, is_ood=is_ood)}
+    >>> table = evaluate_ood_tables(tables, fpr=0.5)
+    >>> table.row("a") == evaluate_ood(losses, is_ood, {"a": s}, fpr=0.5).row("a")
+    True
+    >>> round(table.row("a")["auroc"], 4)
+    0.8333
+    """
+    t, f = check_fraction("tpr", tpr), check_probability("fpr", fpr)
+    search = check_choice("search", search, ("auto", "exact", "grid"))
+    d = check_int("n_directions", n_directions, 1)
+    if not isinstance(tables, Mapping) or not tables:
+        raise ValueError("tables must be a non-empty dict of name -> ScoreTable or PairTable; "
+                         f"got {type(tables).__name__}"
+                         f"{' (empty)' if isinstance(tables, Mapping) else ''}.")
+    for name, table in tables.items():
+        if not isinstance(table, (ScoreTable, PairTable)):
+            raise ValueError(f"tables[{name!r}] must be a ScoreTable or a PairTable; got "
+                             f"{type(table).__name__}.")
+    applicable = _applicable([isinstance(x, PairTable) for x in tables.values()],
+                             all(x.max_loss <= 1.0 for x in tables.values()))
+    values, hows = _table([(None, x) for x in tables.values()], applicable, t, f, search, d)
+    nan = np.full(values.shape, np.nan)
+    return OODEvaluation(list(tables), [_column(s) for s in table_metrics("ood")], values,
+                         applicable, nan, nan.copy(), 0.95, 0, hows)

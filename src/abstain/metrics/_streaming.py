@@ -18,45 +18,9 @@ from numpy.typing import ArrayLike
 
 from .._core.validation import plain
 from ..tables._score import ScoreTable
-from ._ood import (
-    aupr_in,
-    aupr_out,
-    auroc,
-    ccr_at_fpr,
-    detection_rate_at_false_alarm,
-    fpr_at_tpr,
-    oscr,
-    selective_risk_at_precision_recall,
-    selective_risk_at_tpr_fpr,
-    tnr_at_tpr,
-)
-from ._selective import (
-    augrc,
-    aurc,
-    coverage_at_risk,
-    e_aurc,
-    risk_coverage_curve,
-    sele_loss,
-    selective_risk_at_coverage,
-)
+from ._registry import DATA_ARGUMENTS, METRICS
 
 __all__ = ["StreamingMetric"]
-
-#: The metrics a StreamingMetric computes by name; True for those that need ``is_ood``.
-_LISTED: list[tuple[Callable[..., Any], bool]] = [
-    (aurc, False), (e_aurc, False), (augrc, False), (risk_coverage_curve, False),
-    (selective_risk_at_coverage, False), (coverage_at_risk, False), (sele_loss, False),
-    (auroc, True), (aupr_in, True), (aupr_out, True), (fpr_at_tpr, True),
-    (tnr_at_tpr, True), (detection_rate_at_false_alarm, True), (oscr, True),
-    (ccr_at_fpr, True), (selective_risk_at_tpr_fpr, True),
-    (selective_risk_at_precision_recall, True),
-]
-_METRICS: dict[str, tuple[Callable[..., Any], bool]] = {f.__name__: (f, o) for f, o in _LISTED}
-
-
-#: The data arguments of the metrics, which the table replaces: never an option.
-_DATA = ("losses", "uncertainty", "is_ood", "scores")
-
 
 @functools.cache
 def _probe(needs_ood: bool) -> ScoreTable:
@@ -71,7 +35,7 @@ def _check_options(metric: str, function: Callable[..., Any], needs_ood: bool,
                    options: dict[str, Any]) -> None:
     """Raise at construction what ``compute`` would raise for ``options``: an unknown name,
     or a value the metric refuses (its own message, from the metric run on a probe table)."""
-    known = [p for p in inspect.signature(function).parameters if p not in _DATA]
+    known = [p for p in inspect.signature(function).parameters if p not in DATA_ARGUMENTS]
     unknown = [name for name in options if name not in known]
     if unknown:
         allowed = f"be among {', '.join(known)}" if known else "be omitted (it takes none)"
@@ -93,13 +57,15 @@ class StreamingMetric:
     Parameters
     ----------
     metric : str
-        Name of a metric that takes a :class:`~abstain.ScoreTable`: ``"aurc"``,
+        Name of a metric of :data:`METRICS` (each takes a :class:`~abstain.ScoreTable`):
+        ``"aurc"``,
         ``"e_aurc"``, ``"augrc"``, ``"risk_coverage_curve"``,
         ``"selective_risk_at_coverage"``, ``"coverage_at_risk"``, ``"sele_loss"``, or an
         OOD metric of one score (``"auroc"``, ``"aupr_in"``, ``"aupr_out"``,
         ``"fpr_at_tpr"``, ``"tnr_at_tpr"``, ``"detection_rate_at_false_alarm"``,
         ``"oscr"``, ``"ccr_at_fpr"``, ``"selective_risk_at_tpr_fpr"``,
-        ``"selective_risk_at_precision_recall"``), which need ``is_ood`` in every update.
+        ``"selective_risk_at_precision_recall"``), which need ``is_ood`` in every update,
+        or one added with :func:`register_metric`.
     **options
         Keyword arguments of the metric (``coverage=0.8``, ``tpr=0.95``, ...), passed to it
         by ``compute``. ``ties`` may only be ``"mean"``: the order of rows is not kept.
@@ -125,12 +91,14 @@ class StreamingMetric:
     """
 
     def __init__(self, metric: str, **options: Any) -> None:
-        if not isinstance(metric, str) or metric not in _METRICS:
-            raise ValueError(f"metric must be one of {', '.join(sorted(_METRICS))}; "
+        if not isinstance(metric, str) or metric not in METRICS:
+            raise ValueError(f"metric must be one of {', '.join(sorted(METRICS))}; "
                              f"got {plain(metric)}.")
         self.metric = metric
         self.options = options
-        self._function, self._needs_ood = _METRICS[metric]
+        spec = METRICS[metric]
+        self._function, self._needs_ood = spec.function, spec.kind == "ood"
+        self._oracle = spec.oracle
         self.table = ScoreTable()
         _check_options(metric, self._function, self._needs_ood, options)
 
@@ -146,9 +114,8 @@ class StreamingMetric:
         if not self._needs_ood and is_ood is not None:
             raise ValueError(f"is_ood must be omitted for {self.metric}, a selective metric; "
                              "got OOD marks.")
-        # e_aurc alone needs the distinct losses (its oracle); the others skip that part
-        oracle = self.metric == "e_aurc"
-        batch = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood, oracle=oracle)
+        # only an oracle metric (E-AuRC) needs the distinct losses; the others skip that part
+        batch = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood, oracle=self._oracle)
         self.table = ScoreTable.merge(self.table, batch)
         return self
 
