@@ -221,8 +221,8 @@ def test_apply_loads_every_kind_and_names_what_is_not_a_rule(csv_file, tmp_path,
         line = _one_error_line(*run(capsys, "apply", path, csv_file, "--score", "risk", "-o",
                                     tmp_path / "o.csv")[::2])
         assert line == (f"abstain apply: error: {path} holds a {kind}, not a reject rule on "
-                        "score columns; abstain apply needs one of CostBased, "
-                        "BoundedImprovement, BoundedAbstention, BoundedTPRFPR, "
+                        "score columns; abstain apply needs one of BoundedAbstention, "
+                        "BoundedImprovement, CostBased, BoundedTPRFPR, "
                         "BoundedPrecisionRecall or CostBasedOOD (written by abstain fit).")
     assert not (tmp_path / "o.csv").exists()
 

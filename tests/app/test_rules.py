@@ -208,16 +208,16 @@ def test_every_target_in_an_infeasible_message_is_met_as_it_says(bound, seed):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"target_coverage": 0.5, "delta": 0.1}, "--delta must come with --target-risk; got "
-                                             "--delta alone."),
+    ({"target_coverage": 0.5, "delta": 0.1}, "--delta must come with --target-risk; got it "
+                                             "with --target-coverage."),
     ({"target_risk": 0.2, "bound": "sgr"}, "--bound must come with --target-risk and --delta; "
                                            "got --bound sgr without --delta."),
     ({"target_risk": 0.2, "delta": 0.1, "bound": "binomial", "loss_bound": 0.5},
      "losses must be at most --loss-bound 0.5 for the risk bound; got maximum 1.0."),
     ({"target_risk": 0.2, "delta": 2.0}, "--delta must be"),
     ({"target_coverage": 0.5, "ood_prior": 0.1},
-     "--ood-prior must come with --precision and --recall or with the cost-based OOD model; "
-     "got it with --target-coverage."),
+     "--ood-prior must come with --precision and --recall or with --reject-id-cost and "
+     "--predict-ood-cost; got it with --target-coverage."),
     ({"recall": 0.9}, "--precision and --recall must be given together."),
     ({"tpr": 0.9}, "--tpr and --fpr must be given together."),
     ({}, "exactly one target must be given (--target-coverage, --target-risk, --reject-cost, "
@@ -325,7 +325,7 @@ def test_load_rule_names_what_is_not_a_rule():
 
     text = KNN(k=1).fit([[1.0, 0.0], [0.0, 1.0]]).to_json()
     with pytest.raises(ValueError, match=r"^the rule file holds a KNN, not a reject rule on score "
-                                         r"columns; abstain apply needs one of CostBased, "):
+                                         r"columns; abstain apply needs one of BoundedAbstention, "):
         load_rule(text)
     rule = fit_rule(prepare(T, scores=["u"]), target_coverage=0.7)
     assert load_rule(rule.to_json())[1] is None  # a model's own file: no column names
@@ -340,12 +340,13 @@ def test_load_rule_names_what_is_not_a_rule():
      "fpr, precision and recall, or reject_id_cost and predict_ood_cost); got target_risk, "
      "reject_cost."),
     (T, {"target_coverage": 0.5, "delta": 0.1}, {},
-     "delta must come with target_risk; got delta alone."),
+     "delta must come with target_risk; got it with target_coverage."),
     (T, {"target_coverage": 0.5, "ood_prior": 0.1}, {},
-     "ood_prior must come with precision and recall or with the cost-based OOD model; got it "
-     "with target_coverage."),
+     "ood_prior must come with precision and recall or with reject_id_cost and "
+     "predict_ood_cost; got it with target_coverage."),
     (T, {"target_coverage": 0.5, "reject_ood_cost": 0.1}, {},
-     "reject_ood_cost must come with reject_id_cost and predict_ood_cost."),
+     "reject_ood_cost must come with reject_id_cost and predict_ood_cost; got it with "
+     "target_coverage."),
     (T, {"tpr": 0.9}, {}, "tpr and fpr must be given together."),
     (T, {"recall": 0.9}, {}, "precision and recall must be given together."),
     (T, {"predict_ood_cost": 1.0}, {},

@@ -5,7 +5,9 @@ Every rule is fitted on calibration scores first, then the truth:
 ``fit(uncertainty, losses)`` or ``fit(scores, is_ood, losses)``; ``score`` gives the
 (combined) uncertainty, ``accept`` / ``accept_proba`` the decision (True = kept).
 :class:`PairTable` (the distinct score pairs that the double-score fits take in place of
-the rows) is exported here too.
+the rows) is exported here too. :data:`REJECT_RULES` holds, for every reject rule that
+``abstain fit`` offers, its targets, the data it takes and its summary line
+(:class:`RuleSpec`, added with :func:`register_rule`).
 """
 
 from .._core.pair_table import PairTable
@@ -22,6 +24,12 @@ from ._ood import (
     CostBasedOOD,
     least_fpr_at_tpr,
     most_recall_at_precision,
+)
+from ._registry import (
+    REJECT_RULES,
+    RuleSpec,
+    RuleTarget,
+    register_rule,
 )
 from ._selective import (
     BoundedAbstention,
@@ -52,4 +60,8 @@ __all__ = [
     "DoubleScoreDetector",
     "SelectiveClassifier",
     "SelectivePrediction",
+    "REJECT_RULES",
+    "RuleSpec",
+    "RuleTarget",
+    "register_rule",
 ]
