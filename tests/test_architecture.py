@@ -43,7 +43,8 @@ LAZY_UP: dict[tuple[str, str], str] = {
 APP_CORE = {"files", "optional", "progress", "serialize", "version"}
 # The helpers of the private metric modules that the command line uses (the metric table of
 # ``abstain evaluate``): names without a leading underscore, but in no public module.
-APP_METRIC_HELPERS = {"check_bootstrap", "exact_envelope_metrics", "resolve_search"}
+APP_METRIC_HELPERS = {"check_bootstrap", "check_pair_search", "exact_envelope_metrics",
+                      "resolve_search"}
 # The module paths of the unreleased 0.1 development versions, deleted.
 REMOVED = {"ood", "ood_metrics", "losses", "base_scores", "selective", "io", "tabular", "report",
            "cli", "demo"}

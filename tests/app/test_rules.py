@@ -324,8 +324,9 @@ def test_load_rule_names_what_is_not_a_rule():
     from abstain.detectors import KNN
 
     text = KNN(k=1).fit([[1.0, 0.0], [0.0, 1.0]]).to_json()
-    with pytest.raises(ValueError, match=r"^the rule file holds a KNN, not a reject rule on score "
-                                         r"columns; abstain apply needs one of BoundedAbstention, "):
+    with pytest.raises(ValueError, match=r"^the rule file holds a KNN, not a reject rule on "
+                                         r"score columns; abstain apply needs one of "
+                                         r"BoundedAbstention, "):
         load_rule(text)
     rule = fit_rule(prepare(T, scores=["u"]), target_coverage=0.7)
     assert load_rule(rule.to_json())[1] is None  # a model's own file: no column names

@@ -16,7 +16,7 @@ from .._core.optional import require
 from ..exceptions import InfeasibleTargetWarning
 from ..metrics._bootstrap import check_bootstrap
 from ..metrics._ood import exact_envelope_metrics
-from ..metrics._ood_table import resolve_search
+from ..metrics._ood_table import check_pair_search, resolve_search
 from .chunks import Summary
 from .tables import Progress, TableData
 
@@ -321,7 +321,7 @@ def evaluate_summary(
     ``"auto"`` divides each column by its standard deviation over the rows, taken from the
     table, so it may differ from the rows' in the last bits).
     """
-    _check_search(search)
+    check_pair_search(search)
     has_ood = summary.marked is not None and summary.n_ood > 0
     bounded = all(t.max_loss <= 1.0 for t in summary.tables.values())
     labels = _labels(coverages, tpr, fpr, has_ood, bounded)
@@ -340,18 +340,13 @@ def evaluate_summary(
                       notes=notes)
 
 
-def _check_search(search: str) -> None:
-    if search not in ("auto", "exact", "grid"):
-        raise ValueError(f"search must be one of 'auto', 'exact', 'grid'; got {search!r}.")
-
-
 def _pair_of_table(table: Any, tpr: float, fpr: float, bounded: bool,
                    search: str) -> tuple[dict[str, float], str | None]:
     """A pair's metrics from its :class:`~abstain.PairTable`, as
     :func:`abstain.metrics.evaluate_ood` computes them on the rows, and how its directions
     were searched."""
-    how, table = resolve_search(table, search)
-    kw: dict[str, Any] = {"search": "grid" if how == "scaled grid" else how}
+    how, table, keyword = resolve_search(table, search)
+    kw: dict[str, Any] = {"search": keyword}
     keys = _ood_keys(tpr, fpr)
     if how == "exact":  # the three envelope metrics from one sweep, as evaluate_ood does
         shared = exact_envelope_metrics(table, None, None, tpr, bounded)
@@ -445,7 +440,7 @@ def evaluate(
     out: dict[str, dict[str, float]] = {}
     pairs = data.pairs if has_ood else {}
     total = len(data.scores) + len(pairs) + n_bootstrap
-    _check_search(search)
+    check_pair_search(search)
     options: dict[str, Any] = {"coverages": coverages, "tpr": tpr, "fpr": fpr,
                                "bounded": bounded, "search": search}
     metric_ood = ood if has_ood else None

@@ -12,14 +12,18 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.ood_sample import AUTO_EXACT_ROWS, N_DIRECTIONS, resolve_search
+from .._core.ood_sample import (
+    AUTO_EXACT_ROWS,
+    N_DIRECTIONS,
+    check_pair_search,
+    resolve_search,
+)
 from .._core.optional import require
 from .._core.pair_table import PairTable
 from .._core.table import ScoreTable
 from .._core.validation import (
     as_is_ood,
     as_real_array,
-    check_choice,
     check_fraction,
     check_int,
     check_probability,
@@ -164,9 +168,9 @@ def _table(losses: NDArray[np.float64], ood: NDArray[np.bool_],
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
         for i, raw in enumerate(cols.values()):
-            how, s = resolve_search(raw, search)
+            how, s, keyword = resolve_search(raw, search)
             hows.append(how)
-            kw = {"search": "grid" if how == "scaled grid" else how or "grid",
+            kw = {"search": keyword or "grid",
                   "n_directions": n_directions}
             shared: dict[str, float] = {}
             if how == "exact":  # the envelope metrics share one sweep of the directions
@@ -269,7 +273,7 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     1.0
     """
     t, f = check_fraction("tpr", tpr), check_probability("fpr", fpr)
-    search = check_choice("search", search, ("auto", "exact", "grid"))
+    search = check_pair_search(search)
     d = check_int("n_directions", n_directions, 1)
     check_int("n_bootstrap", n_bootstrap, 0)
     ood = as_is_ood(is_ood)
