@@ -445,3 +445,18 @@ def _message(data, **targets) -> str | None:
     except InfeasibleTargetError as exc:
         return str(exc)
     return None
+
+
+@pytest.mark.parametrize("targets", [{"target_risk": 0.05},
+                                     {"target_risk": 0.05, "delta": 0.1, "bound": "sgr"}])
+def test_the_least_target_comes_from_the_fits_own_search(targets, monkeypatch):
+    # Without delta and with SGR the fit knows what it attains (InfeasibleTargetWarning's
+    # attainable): the message runs no second search, and offers the same number.
+    data = prepare(T, scores=["u"])
+    message = _message(data, **targets)
+
+    def second_search(*args, **kwargs):
+        raise AssertionError("a second search")
+
+    monkeypatch.setattr("abstain.models._registry.least_risk_bound", second_search)
+    assert _message(data, **targets) == message

@@ -140,11 +140,18 @@ def _fit_rule(data: TableData | Summary, o: Callable[[str], str], targets: Mappi
     if isinstance(fit_args[0], (ScoreTable, PairTable)) and spec.on_table is not None:
         params = spec.on_table(params)
     rule = spec.model(**params, random_state=random_state)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InfeasibleTargetWarning)
         rule.fit(*fit_args)
+    attainable = None
+    for w in caught:  # what the fit's own search found attainable; other warnings go on
+        if isinstance(w.message, InfeasibleTargetWarning):
+            attainable = w.message.attainable
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not rule.feasible_:
-        why = (spec.infeasible(rule, fit_args, names) if spec.infeasible is not None else
+        why = (spec.infeasible(rule, fit_args, names, attainable)
+               if spec.infeasible is not None else
                f"the targets of {type(rule).__name__} are infeasible on these data.")
         raise InfeasibleTargetError(why)
     return rule

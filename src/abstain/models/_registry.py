@@ -84,10 +84,11 @@ class RuleSpec:
         read in chunks) rather than on rows; a ``ValueError`` refuses those a table cannot
         serve.
     infeasible : callable or None, default None
-        ``infeasible(rule, fit_args, columns) -> str``: why the fitted ``rule``
+        ``infeasible(rule, fit_args, columns, attainable) -> str``: why the fitted ``rule``
         (``feasible_`` False) misses its targets and what the data it was fitted on
-        (``fit_args``, of the score ``columns``) attain; None for a rule that is always
-        feasible.
+        (``fit_args``, of the score ``columns``) attain, where ``attainable`` is what the
+        fit's own search found (:attr:`~abstain.InfeasibleTargetWarning.attainable`, or
+        None); None for a rule that is always feasible.
 
     Examples
     --------
@@ -104,7 +105,7 @@ class RuleSpec:
     ood: bool = False
     n_scores: tuple[int, ...] = (1,)
     on_table: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    infeasible: Callable[[Any, tuple[Any, ...], Sequence[str]], str] | None = None
+    infeasible: Callable[[Any, tuple[Any, ...], Sequence[str], float | None], str] | None = None
 
     @property
     def name(self) -> str:
@@ -256,7 +257,11 @@ def _cost_ood_summary(rule: CostBasedOOD, columns: Sequence[str]) -> list[str]:
 
 
 def _risk_infeasible(rule: BoundedImprovement, fit_args: tuple[Any, ...],
-                     columns: Sequence[str]) -> str:
+                     columns: Sequence[str], attainable: float | None) -> str:
+    """The least target that the fit meets: from its own search (the lowest selective
+    risk, or SGR's least bound on the chain of prefixes it walked), or for Learn-then-Test,
+    whose sequence starts where the learning rows point for the one target it tried, from
+    :func:`least_risk_bound`."""
     refit = _refit(rule, fit_args)
 
     def meets(target: float) -> bool:
@@ -266,9 +271,10 @@ def _risk_infeasible(rule: BoundedImprovement, fit_args: tuple[Any, ...],
     n_rows = table.n if isinstance(table, ScoreTable) else len(table)
     target = float(rule.target_risk)
     if rule.delta is None:
+        lowest = rule.min_risk_ if attainable is None else attainable
         return (f"target risk {target!r} is infeasible: no threshold rule's selective risk "
                 f"is at or below it; the lowest selective risk attainable on these {n_rows} "
-                f"rows is {_attained(rule.min_risk_, meets, down=False)}.")
+                f"rows is {_attained(lowest, meets, down=False)}.")
     procedure, level = rule.bound_, float(rule.delta)
 
     def least_target(above: float = 0.0) -> float:
@@ -279,7 +285,7 @@ def _risk_infeasible(rule: BoundedImprovement, fit_args: tuple[Any, ...],
     why = ("every prefix that its binary search tests has an upper confidence bound above it"
            if procedure == "sgr" else "the threshold where the learning rows start its "
            "sequence for this target fails its test")
-    first = least_target()
+    first = least_target() if attainable is None else attainable
     text = (f"target risk {target!r} with delta {level!r} is infeasible for "
             f"bound={procedure!r}: {why}; the least target that it meets with delta "
             f"{level!r} on these {n_rows} rows is {_attained(first, meets, down=False)}")
@@ -310,7 +316,11 @@ def _on_pair_table(rule: Any, fit_args: tuple[Any, ...], columns: Sequence[str])
 
 
 def _tpr_fpr_infeasible(rule: BoundedTPRFPR, fit_args: tuple[Any, ...],
-                        columns: Sequence[str]) -> str:
+                        columns: Sequence[str], attainable: float | None) -> str:
+    """The highest TPR at the FPR bound and the least FPR at the TPR target: neither is an
+    objective of the fit's search (the least risk under both constraints), so both are
+    computed on the same data (:func:`abstain.metrics.ood_roc_curve`,
+    :func:`least_fpr_at_tpr`)."""
     pair = _on_pair_table(rule, fit_args, columns)
     if pair is not None:
         return pair
@@ -329,7 +339,9 @@ def _tpr_fpr_infeasible(rule: BoundedTPRFPR, fit_args: tuple[Any, ...],
 
 
 def _precision_recall_infeasible(rule: BoundedPrecisionRecall, fit_args: tuple[Any, ...],
-                                 columns: Sequence[str]) -> str:
+                                 columns: Sequence[str], attainable: float | None) -> str:
+    """The highest precision at the recall target and the highest recall at the precision
+    target, computed on the same data as :func:`_tpr_fpr_infeasible` does."""
     pair = _on_pair_table(rule, fit_args, columns)
     if pair is not None:
         return pair
