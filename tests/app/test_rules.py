@@ -460,3 +460,9 @@ def test_the_least_target_comes_from_the_fits_own_search(targets, monkeypatch):
 
     monkeypatch.setattr("abstain.models._registry.least_risk_bound", second_search)
     assert _message(data, **targets) == message
+
+
+def test_fit_rule_refuses_a_keyword_that_no_rule_takes():
+    with pytest.raises(TypeError, match=r"^fit_rule got unknown target\(s\) 'coverage'; known: "
+                                        r"bound, delta, fpr, "):
+        fit_rule(prepare(T, scores=["u"]), coverage=0.5)

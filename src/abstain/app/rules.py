@@ -106,8 +106,8 @@ def _choose(targets: Mapping[str, Any], o: Callable[[str], str]) -> tuple[RuleSp
     if len(chosen) != 1:
         names = [" and ".join(o(t.name) for t in s.targets) for s in specs]
         got = ", ".join(o(t.name) for s in specs for t in s.targets if t.name in given) or "none"
-        raise ValueError(f"exactly one target must be given ({', '.join(names[:-1])}, or "
-                         f"{names[-1]}); got {got}.")
+        either = names[0] if len(names) == 1 else f"{', '.join(names[:-1])}, or {names[-1]}"
+        raise ValueError(f"exactly one target must be given ({either}); got {got}.")
     spec = chosen[0]
     missing = [t.name for t in spec.targets if t.name not in given]
     if missing:
