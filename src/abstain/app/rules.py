@@ -197,10 +197,12 @@ def _fit_data(data: TableData | Summary, spec: RuleSpec,
 
 
 def rule_options() -> list[RuleTarget]:
-    """The targets and companions of every registered rule, once each, in registry order:
-    the keywords of :func:`fit_rule` and the options of ``abstain fit``."""
-    return list({t.name: t for s in REJECT_RULES.values()
-                 for t in (*s.targets, *s.companions)}.values())
+    """The targets and companions of every registered rule, once each: the keywords of
+    :func:`fit_rule` and the options of ``abstain fit``. In registry order, and a companion
+    that several rules share after the options of one rule."""
+    every = [t for s in REJECT_RULES.values() for t in (*s.targets, *s.companions)]
+    once = list({t.name: t for t in every}.values())
+    return sorted(once, key=lambda t: sum(u.name == t.name for u in every) > 1)
 
 
 def _keywords() -> list[str]:
