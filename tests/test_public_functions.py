@@ -283,6 +283,8 @@ NOT_ARRAY_FUNCTIONS = {
     "zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses",
     # the base scores of a class x rotation network: tests/detectors/test_base_scores.py
     "ShiftedBaseScores", "joint_labels", "rotation_training_set", "rotations",
+    # the registry of reject rules: tests/models/test_registry.py
+    "RuleSpec", "RuleTarget", "register_rule",
 }
 
 

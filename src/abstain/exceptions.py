@@ -23,7 +23,29 @@ class InfeasibleTargetWarning(UserWarning):
     """Issued when a fitted reject rule cannot meet its target on the data.
 
     The fitted object then has ``feasible_ = False`` and rejects every input.
+
+    Attributes
+    ----------
+    attainable : float or None
+        What the search that the fit ran found attainable, where it knows it without
+        another search: for :class:`~abstain.BoundedImprovement` without ``delta`` the
+        lowest empirical selective risk, with ``bound="sgr"`` the least ``target_risk`` that
+        it meets; None otherwise.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from abstain import BoundedImprovement, InfeasibleTargetWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always", InfeasibleTargetWarning)
+    ...     rule = BoundedImprovement(0.1).fit([0.1, 0.2, 0.3, 0.4], [1, 0, 1, 1])
+    >>> rule.feasible_, caught[0].message.attainable
+    (False, 0.5)
     """
+
+    def __init__(self, *args: object, attainable: float | None = None) -> None:
+        super().__init__(*args)
+        self.attainable = attainable
 
 
 class ConvergenceWarning(UserWarning):

@@ -221,8 +221,8 @@ def test_apply_loads_every_kind_and_names_what_is_not_a_rule(csv_file, tmp_path,
         line = _one_error_line(*run(capsys, "apply", path, csv_file, "--score", "risk", "-o",
                                     tmp_path / "o.csv")[::2])
         assert line == (f"abstain apply: error: {path} holds a {kind}, not a reject rule on "
-                        "score columns; abstain apply needs one of CostBased, "
-                        "BoundedImprovement, BoundedAbstention, BoundedTPRFPR, "
+                        "score columns; abstain apply needs one of BoundedAbstention, "
+                        "BoundedImprovement, CostBased, BoundedTPRFPR, "
                         "BoundedPrecisionRecall or CostBasedOOD (written by abstain fit).")
     assert not (tmp_path / "o.csv").exists()
 
@@ -744,3 +744,49 @@ def test_fit_bad_bound_options(extra, message, csv_file, tmp_path, capsys):
                                 "0.4", *extra, "-o", tmp_path / "x.json")[::2])
     assert message in line
     assert not (tmp_path / "x.json").exists()
+
+
+class RejectShare(BoundedAbstention):
+    """A toy reject rule: rejects the share ``reject_share`` of the most uncertain rows."""
+
+    def __init__(self, reject_share: float = 0.1, *, random_state=None) -> None:
+        self.reject_share = reject_share
+        self.random_state = random_state
+
+    @property
+    def target_coverage(self) -> float:
+        return 1.0 - self.reject_share
+
+
+def test_a_registered_rule_is_an_option_of_fit_and_applies(tmp_path, capsys, monkeypatch):
+    # Registering a rule (its class, serialisable, and one registry entry; nothing in
+    # abstain.app) makes it an option of abstain fit, fitted and applied like the others.
+    from abstain._core import serialize
+    from abstain.models import REJECT_RULES, RuleSpec, RuleTarget, register_rule
+
+    monkeypatch.setattr(serialize, "_KINDS", dict(serialize._KINDS))
+    serialize.serializable("rule")(RejectShare)
+    spec = RuleSpec(
+        RejectShare, (RuleTarget("reject_share", "RejectShare: the share of rows rejected",
+                                 metavar="SHARE"),),
+        lambda rule, columns: [f"threshold {rule.threshold_:.6g} on {columns[0]}"])
+    monkeypatch.setitem(REJECT_RULES, "RejectShare", spec)  # removed again after the test
+    assert register_rule(spec) is spec and list(REJECT_RULES)[-1] == "RejectShare"
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    out = capsys.readouterr().out
+    assert re.search(r"--reject-share SHARE\s+RejectShare: the share of rows rejected", out)
+    path = tmp_path / "pred.csv"
+    u = np.arange(1, 11) / 10
+    write_table(path, {"loss": (u > 0.7).astype(float), "u": u})
+    code, out, err = run(capsys, "fit", path, "--reject-share", "0.3", "-o", tmp_path / "r.json")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == "RejectShare: threshold 0.7 on u"
+    rule = load_json(tmp_path / "r.json")
+    assert type(rule) is RejectShare and rule.reject_share == 0.3
+    code, out, err = run(capsys, "apply", tmp_path / "r.json", path, "-o", tmp_path / "a.csv")
+    assert code == 0
+    assert read_table(tmp_path / "a.csv")["accept"].tolist() == [1] * 7 + [0] * 3
+    code, out, err = run(capsys, "fit", path, "--reject-share", "0.3", "--target-coverage",
+                         "0.5", "-o", tmp_path / "r.json")
+    assert code == 1 and "--reject-share); got --target-coverage, --reject-share." in err

@@ -208,16 +208,16 @@ def test_every_target_in_an_infeasible_message_is_met_as_it_says(bound, seed):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"target_coverage": 0.5, "delta": 0.1}, "--delta must come with --target-risk; got "
-                                             "--delta alone."),
+    ({"target_coverage": 0.5, "delta": 0.1}, "--delta must come with --target-risk; got it "
+                                             "with --target-coverage."),
     ({"target_risk": 0.2, "bound": "sgr"}, "--bound must come with --target-risk and --delta; "
                                            "got --bound sgr without --delta."),
     ({"target_risk": 0.2, "delta": 0.1, "bound": "binomial", "loss_bound": 0.5},
      "losses must be at most --loss-bound 0.5 for the risk bound; got maximum 1.0."),
     ({"target_risk": 0.2, "delta": 2.0}, "--delta must be"),
     ({"target_coverage": 0.5, "ood_prior": 0.1},
-     "--ood-prior must come with --precision and --recall or with the cost-based OOD model; "
-     "got it with --target-coverage."),
+     "--ood-prior must come with --precision and --recall or with --reject-id-cost and "
+     "--predict-ood-cost; got it with --target-coverage."),
     ({"recall": 0.9}, "--precision and --recall must be given together."),
     ({"tpr": 0.9}, "--tpr and --fpr must be given together."),
     ({}, "exactly one target must be given (--target-coverage, --target-risk, --reject-cost, "
@@ -324,8 +324,9 @@ def test_load_rule_names_what_is_not_a_rule():
     from abstain.detectors import KNN
 
     text = KNN(k=1).fit([[1.0, 0.0], [0.0, 1.0]]).to_json()
-    with pytest.raises(ValueError, match=r"^the rule file holds a KNN, not a reject rule on score "
-                                         r"columns; abstain apply needs one of CostBased, "):
+    with pytest.raises(ValueError, match=r"^the rule file holds a KNN, not a reject rule on "
+                                         r"score columns; abstain apply needs one of "
+                                         r"BoundedAbstention, "):
         load_rule(text)
     rule = fit_rule(prepare(T, scores=["u"]), target_coverage=0.7)
     assert load_rule(rule.to_json())[1] is None  # a model's own file: no column names
@@ -340,12 +341,13 @@ def test_load_rule_names_what_is_not_a_rule():
      "fpr, precision and recall, or reject_id_cost and predict_ood_cost); got target_risk, "
      "reject_cost."),
     (T, {"target_coverage": 0.5, "delta": 0.1}, {},
-     "delta must come with target_risk; got delta alone."),
+     "delta must come with target_risk; got it with target_coverage."),
     (T, {"target_coverage": 0.5, "ood_prior": 0.1}, {},
-     "ood_prior must come with precision and recall or with the cost-based OOD model; got it "
-     "with target_coverage."),
+     "ood_prior must come with precision and recall or with reject_id_cost and "
+     "predict_ood_cost; got it with target_coverage."),
     (T, {"target_coverage": 0.5, "reject_ood_cost": 0.1}, {},
-     "reject_ood_cost must come with reject_id_cost and predict_ood_cost."),
+     "reject_ood_cost must come with reject_id_cost and predict_ood_cost; got it with "
+     "target_coverage."),
     (T, {"tpr": 0.9}, {}, "tpr and fpr must be given together."),
     (T, {"recall": 0.9}, {}, "precision and recall must be given together."),
     (T, {"predict_ood_cost": 1.0}, {},
@@ -443,3 +445,24 @@ def _message(data, **targets) -> str | None:
     except InfeasibleTargetError as exc:
         return str(exc)
     return None
+
+
+@pytest.mark.parametrize("targets", [{"target_risk": 0.05},
+                                     {"target_risk": 0.05, "delta": 0.1, "bound": "sgr"}])
+def test_the_least_target_comes_from_the_fits_own_search(targets, monkeypatch):
+    # Without delta and with SGR the fit knows what it attains (InfeasibleTargetWarning's
+    # attainable): the message runs no second search, and offers the same number.
+    data = prepare(T, scores=["u"])
+    message = _message(data, **targets)
+
+    def second_search(*args, **kwargs):
+        raise AssertionError("a second search")
+
+    monkeypatch.setattr("abstain.models._registry.least_risk_bound", second_search)
+    assert _message(data, **targets) == message
+
+
+def test_fit_rule_refuses_a_keyword_that_no_rule_takes():
+    with pytest.raises(TypeError, match=r"^fit_rule got unknown target\(s\) 'coverage'; known: "
+                                        r"bound, delta, fpr, "):
+        fit_rule(prepare(T, scores=["u"]), coverage=0.5)

@@ -124,8 +124,9 @@ def test_refuses_other_reject_models(digits, reject_model):
     X, y, _, _ = digits
     if reject_model == "ood":
         reject_model = BoundedTPRFPR(0.95, 0.05)
-    with pytest.raises(ValueError, match=r"reject_model must be a CostBased, BoundedImprovement "
-                                         r"or BoundedAbstention instance, or None; got "):
+    with pytest.raises(ValueError, match=r"reject_model must be a BoundedAbstention, "
+                                         r"BoundedImprovement or CostBased instance, or None; "
+                                         r"got "):
         SelectiveClassifier(LogisticRegression(max_iter=200), reject_model).fit(X, y)
 
 

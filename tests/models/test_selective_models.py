@@ -519,3 +519,23 @@ def test_a_score_table_with_delta_takes_sgr_under_auto_and_refuses_learn_then_te
     assert rule.risk_bound_ == sgr.risk_bound_
     with pytest.raises(ValueError, match="a ScoreTable keeps no rows. Give bound='sgr'"):
         BoundedImprovement(0.2, delta=0.1, bound="binomial").fit(table)
+
+
+@pytest.mark.parametrize("delta, bound", [(None, "auto"), (0.1, "sgr"), (0.1, "binomial")])
+def test_an_infeasible_warning_says_what_the_search_attains(delta, bound):
+    from abstain.models import least_risk_bound
+
+    rng = np.random.default_rng(3)
+    u = rng.random(200)
+    loss = ((rng.random(200) < 0.3) | (u < 0.05)).astype(float)  # the lowest scores lose
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InfeasibleTargetWarning)
+        rule = BoundedImprovement(0.01, delta=delta, bound=bound).fit(u, loss)
+    assert not rule.feasible_
+    attainable = caught[0].message.attainable
+    if delta is None:
+        assert attainable == rule.min_risk_
+    elif bound == "sgr":  # the least bound on the chain of prefixes that the search walked
+        assert attainable == least_risk_bound(u, loss, delta, bound="sgr")
+    else:  # Learn-then-Test tried the sequence of one target only
+        assert attainable is None

@@ -55,24 +55,27 @@ def fit_groups(
 def certified_search(uncertainty: Any, losses: Any, groups: TieGroups, top: float,
                      binary: bool, squares: Callable[[], TieGroups | None], target: float,
                      delta: float, loss_bound: float,
-                     bound: str) -> tuple[str, int, float, float]:
+                     bound: str) -> tuple[str, int, float, float, float]:
     """Run the procedure ``bound`` on the rows (or, for ``"sgr"``, on a table's groups).
 
-    Returns ``(procedure, group index or -1, threshold, certified bound)``; the threshold
-    and the bound are ``nan`` when nothing passed.
+    Returns ``(procedure, group index or -1, threshold, certified bound, least target)``;
+    the threshold and the bound are ``nan`` when nothing passed. The least target is what
+    :func:`least_target` returns, known from this search when ``"sgr"`` passed nothing (it
+    then walked the fixed chain of prefixes, and the least of their bounds is that target);
+    ``nan`` otherwise.
     """
     procedure, table = _procedure(uncertainty, losses, top, binary, loss_bound, bound)
     if procedure == "sgr":
-        g, b, _ = sgr_search(groups, target, delta, loss_bound, binary, squares())
+        g, b, least = sgr_search(groups, target, delta, loss_bound, binary, squares())
         theta = float(groups.values[g]) if g >= 0 else math.nan
-        return procedure, g, theta, b
+        return procedure, g, theta, b, least if g < 0 else math.nan
     ls, u = as_losses_and_scores(losses, uncertainty)
     scale = 1.0 if procedure == "binomial" else loss_bound
     found = ltt_search(u, ls / scale, target / scale, delta, procedure)
     if math.isnan(found.threshold):
-        return procedure, -1, math.nan, math.nan
+        return procedure, -1, math.nan, math.nan, math.nan
     g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
-    return procedure, g, found.threshold, found.bound * scale
+    return procedure, g, found.threshold, found.bound * scale, math.nan
 
 
 def least_target(uncertainty: Any, losses: Any, groups: TieGroups, top: float, binary: bool,

@@ -9,7 +9,7 @@ Shared by the OOD reject models (:mod:`abstain.models`) and the OOD metrics
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -222,21 +222,66 @@ def check_search(search: Any, n_directions: Any) -> tuple[str, int]:
     return check_choice("search", search, SEARCH), check_int("n_directions", n_directions, 1)
 
 
-def resolve_search(scores: Any, search: str = "auto") -> tuple[str | None, Any]:
+#: The ``search`` option of a pair's metrics: :func:`abstain.metrics.evaluate_ood`, the
+#: displays and the command line (the estimators' own ``search`` is one of :data:`SEARCH`).
+PAIR_SEARCH = ("auto", "exact", "grid")
+
+
+def check_pair_search(search: Any) -> str:
+    """Validate the ``search`` option of a pair's metrics and return it.
+
+    One of ``"auto"``, ``"exact"`` and ``"grid"`` (:func:`abstain.metrics.evaluate_ood`,
+    the displays and ``abstain evaluate`` take it); anything else is a ``ValueError``
+    naming ``search``.
+
+    Examples
+    --------
+    >>> from abstain.metrics import check_pair_search
+    >>> check_pair_search("exact")
+    'exact'
+    >>> check_pair_search("fast")
+    Traceback (most recent call last):
+    ...
+    ValueError: search must be one of 'auto', 'exact', 'grid'; got 'fast'.
+    """
+    return check_choice("search", search, PAIR_SEARCH)
+
+
+class ResolvedSearch(NamedTuple):
+    """How a pair's metrics are computed (:func:`resolve_search`)."""
+
+    how: str | None
+    """None for anything but two score columns, else ``"exact"``, ``"grid"`` or
+    ``"scaled grid"``."""
+    columns: Any
+    """The columns (or table) to compute them on."""
+    search: str | None
+    """The ``search`` keyword of a pair metric on ``columns``: ``"exact"``, or ``"grid"``
+    for both grids; None for anything but two score columns."""
+
+
+def resolve_search(scores: Any, search: str = "auto") -> ResolvedSearch:
     """How :func:`abstain.metrics.evaluate_ood` computes the metrics of ``scores`` under
-    ``search`` (``"auto"``, ``"exact"`` or ``"grid"``), and the columns it computes them on:
-    ``(how, columns)``.
+    ``search`` (``"auto"``, ``"exact"`` or ``"grid"``, checked by
+    :func:`check_pair_search`), the columns it computes them on, and the ``search``
+    keyword of a pair metric on them: ``(how, columns, search)``.
 
     ``how`` is None for anything but two score columns (returned as given), else
     ``"exact"``, ``"grid"`` or ``"scaled grid"``; ``"auto"`` gives ``"exact"`` up to
     :data:`AUTO_EXACT_ROWS` rows and, above, ``"scaled grid"`` with each column divided by
     its standard deviation over the rows (1 for a constant column): a grid that no positive
-    rescaling of a column changes. Pass ``columns`` to a pair metric with ``search="exact"``
-    when ``how`` is ``"exact"``, else ``search="grid"``. A :class:`PairTable` is resolved
-    the same way and returned as a table (its standard deviations from the pairs' counts,
-    which may differ from the rows' in the last bits).
+    rescaling of a column changes. The keyword is ``"exact"`` when ``how`` is ``"exact"``,
+    else ``"grid"`` (None when ``how`` is). A :class:`PairTable` is resolved the same way
+    and returned as a table (its standard deviations from the pairs' counts, which may
+    differ from the rows' in the last bits).
     """
-    search = check_choice("search", search, ("auto", "exact", "grid"))
+    how, columns = _resolve(scores, check_pair_search(search))
+    keyword = None if how is None else "exact" if how == "exact" else "grid"
+    return ResolvedSearch(how, columns, keyword)
+
+
+def _resolve(scores: Any, search: str) -> tuple[str | None, Any]:
+    """``how`` and the columns of :func:`resolve_search`, for a checked ``search``."""
     if isinstance(scores, PairTable):
         n, s = scores.n, scores.values
     elif np.ndim(scores) != 2 or np.shape(scores)[1] != 2:

@@ -21,7 +21,6 @@ import numpy as np
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
 from ..metrics import AUTO_EXACT_ROWS
-from ..models import BoundedImprovement
 from .chunks import MAX_PAIRS, Summary, part_files, summarise
 from .console import Interrupted, console, handle_signals, interrupted, restore_signals
 from .evaluate import evaluate
@@ -42,6 +41,8 @@ from .rules import (
     fit_rule,
     load_rule,
     rule_columns,
+    rule_options,
+    rule_summary,
     rule_to_json,
 )
 from .tables import MissingValuesError, TableData, columns_read, prepare
@@ -139,38 +140,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fit", help="fit a reject model and write it as a JSON rule file")
     _data_options(p)
     g = p.add_argument_group("reject model (exactly one)")
-    g.add_argument("--target-coverage", type=float, help="BoundedAbstention: least risk at "
-                   "this coverage")
-    g.add_argument("--target-risk", type=float, help="BoundedImprovement: most coverage at "
-                   "selective risk <= this")
-    g.add_argument("--delta", type=float, help="with --target-risk: the risk bound holds with "
-                   "probability >= 1 - delta")
-    g.add_argument("--bound", metavar="{auto,sgr,binomial,hb,wsr}",
-                   help="with --delta: the procedure that certifies the risk (default auto: "
-                        "binomial for 0/1 losses, wsr otherwise). A source read in chunks "
-                        "keeps score tables, not rows: it is certified with sgr (auto means "
-                        "sgr there, and the rule file says bound sgr), which gives the rule "
-                        "of the whole file with --bound sgr; binomial, hb and wsr (Learn-then-"
-                        "Test, which splits the rows by position) are refused there")
-    g.add_argument("--loss-bound", type=float, metavar="B",
-                   help="with --delta: every loss lies in [0, B] (default 1; 0/1 losses need "
-                        "none)")
-    g.add_argument("--reject-cost", type=float, help="CostBased: cost of one abstention")
-    g.add_argument("--tpr", type=float, help="BoundedTPRFPR: least TPR (needs --fpr)")
-    g.add_argument("--fpr", type=float, help="BoundedTPRFPR: most FPR (needs --tpr)")
-    g.add_argument("--precision", type=float, help="BoundedPrecisionRecall (needs --recall)")
-    g.add_argument("--recall", type=float, help="BoundedPrecisionRecall (needs --precision)")
-    g.add_argument("--reject-id-cost", type=float, metavar="COST",
-                   help="CostBasedOOD: cost of rejecting an ID input (needs --predict-ood-cost)")
-    g.add_argument("--predict-ood-cost", type=float, metavar="COST",
-                   help="CostBasedOOD: cost of predicting on an OOD input (needs "
-                        "--reject-id-cost)")
-    g.add_argument("--reject-ood-cost", type=float, metavar="COST",
-                   help="CostBasedOOD: cost of rejecting an OOD input (default 0; below "
-                        "--predict-ood-cost)")
-    g.add_argument("--ood-prior", type=float, metavar="PI",
-                   help="CostBasedOOD and BoundedPrecisionRecall: the OOD fraction expected in "
-                        "use (default: the file's)")
+    for target in rule_options():
+        g.add_argument("--" + target.name.replace("_", "-"), dest=target.name,
+                       type=target.type, metavar=target.metavar, help=target.help)
     p.add_argument("--random-state", type=int, default=0,
                    help="seed of the randomised decisions on ties (default 0)")
     p.add_argument("-o", "--output", required=True, help="rule file to write (JSON)")
@@ -300,36 +272,11 @@ def _fit(args: argparse.Namespace) -> int:
     chunked = _chunked(args)
     check_not_input(args.output, part_files(args.file) if chunked else [args.file])
     data: TableData | Summary = _summary(args) if chunked else _load(args)
-    rule = fit_rule(data, target_coverage=args.target_coverage, target_risk=args.target_risk,
-                    delta=args.delta, bound=args.bound, loss_bound=args.loss_bound,
-                    reject_cost=args.reject_cost, tpr=args.tpr,
-                    fpr=args.fpr, precision=args.precision, recall=args.recall,
-                    reject_id_cost=args.reject_id_cost, predict_ood_cost=args.predict_ood_cost,
-                    reject_ood_cost=args.reject_ood_cost, ood_prior=args.ood_prior,
-                    random_state=args.random_state, options=True)
+    targets = {t.name: getattr(args, t.name) for t in rule_options()}
+    rule = fit_rule(data, random_state=args.random_state, options=True, **targets)
     columns = rule_columns(rule, data)
-    text = rule_to_json(rule, columns)
-    write_text(args.output, text + "\n")
-    parts = [f"threshold {rule.threshold_:.6g}", f"accept probability at it "
-             f"{rule.accept_prob_:.4g}"]
-    if hasattr(rule, "coverage_"):
-        parts += [f"coverage {rule.coverage_:.4f}", f"selective risk {rule.risk_:.4f}"]
-        if isinstance(rule, BoundedImprovement) and rule.delta is not None:
-            parts.append(f"certified risk bound {rule.risk_bound_:.4f} with probability "
-                         f">= {1 - rule.delta:g} (procedure {rule.bound_})")
-    else:
-        if rule.n_scores_ == 2:
-            parts.insert(0, f"score {rule.weights_[0]:.4g} * {columns[0]} + "
-                            f"{rule.weights_[1]:.4g} * {columns[1]}")
-        if hasattr(rule, "precision_") and hasattr(rule, "recall"):
-            parts += [f"precision {rule.precision_:.4f}", f"recall (TPR) {rule.tpr_:.4f}",
-                      f"FPR {rule.fpr_:.4f}"]
-        else:
-            parts += [f"TPR {rule.tpr_:.4f}", f"FPR {rule.fpr_:.4f}"]
-        parts.append(f"selective risk {rule.risk_:.4f}")
-        if hasattr(rule, "cost_"):
-            parts.append(f"empirical cost {rule.cost_:.4f}")
-    print(f"{type(rule).__name__}: " + ", ".join(parts))
+    write_text(args.output, rule_to_json(rule, columns) + "\n")
+    print(rule_summary(rule, columns))
     print(f"wrote {args.output}")
     return 0
 

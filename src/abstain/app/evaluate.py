@@ -271,9 +271,6 @@ def _labels(settings: dict[str, Sequence[float]], has_ood: bool,
     return labels
 
 
-def _check_search(search: str) -> None:
-    if search not in ("auto", "exact", "grid"):
-        raise ValueError(f"search must be one of 'auto', 'exact', 'grid'; got {search!r}.")
 
 
 def evaluate(
@@ -366,7 +363,7 @@ def evaluate(
     out: dict[str, dict[str, float]] = {}
     pairs = src.pairs
     total = len(src.names) + len(pairs) + n_bootstrap
-    _check_search(search)
+    m.check_pair_search(search)
     options: dict[str, Any] = {"settings": settings, "bounded": bounded, "search": search}
     searches: dict[str, str | None] = {}
     for i, name in enumerate([*src.names, *pairs]):

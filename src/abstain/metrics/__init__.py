@@ -39,7 +39,13 @@ from ._ood import (
     selective_risk_at_tpr_fpr,
     tnr_at_tpr,
 )
-from ._ood_table import AUTO_EXACT_ROWS, OODEvaluation, evaluate_ood, evaluate_ood_tables
+from ._ood_table import (
+    AUTO_EXACT_ROWS,
+    OODEvaluation,
+    check_pair_search,
+    evaluate_ood,
+    evaluate_ood_tables,
+)
 from ._registry import METRICS, MetricSpec, register_metric
 from ._scorers import coverage_at_risk_scorer, neg_aurc_scorer, neg_selective_risk_scorer
 from ._selective import (
@@ -90,6 +96,7 @@ __all__ = [
     "OODEvaluation",
     "evaluate_ood",
     "evaluate_ood_tables",
+    "check_pair_search",
     "BootstrapInterval",
     "bootstrap_indices",
     "bootstrap_interval",

@@ -16,13 +16,17 @@ from .._core.optional import require
 from .._core.validation import (
     as_is_ood,
     as_real_array,
-    check_choice,
     check_fraction,
     check_int,
     check_probability,
     plain,
 )
-from .._ood_search.sample import AUTO_EXACT_ROWS, N_DIRECTIONS, resolve_search
+from .._ood_search.sample import (
+    AUTO_EXACT_ROWS,
+    N_DIRECTIONS,
+    check_pair_search,
+    resolve_search,
+)
 from ..exceptions import InfeasibleTargetWarning
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable
@@ -144,9 +148,9 @@ def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fp
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
         for i, (truth, raw) in enumerate(samples):
-            how, s = resolve_search(raw, search)
+            how, s, keyword = resolve_search(raw, search)
             hows.append(how)
-            kw = {"search": "grid" if how == "scaled grid" else how or "grid",
+            kw = {"search": keyword or "grid",
                   "n_directions": n_directions}
             shared: dict[str, float] = {}
             if how == "exact":  # the envelope metrics share one sweep of the directions
@@ -269,7 +273,7 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     1.0
     """
     t, f = check_fraction("tpr", tpr), check_probability("fpr", fpr)
-    search = check_choice("search", search, ("auto", "exact", "grid"))
+    search = check_pair_search(search)
     d = check_int("n_directions", n_directions, 1)
     check_int("n_bootstrap", n_bootstrap, 0)
     ood = as_is_ood(is_ood)
@@ -342,7 +346,7 @@ def evaluate_ood_tables(tables: Mapping[str, ScoreTable | PairTable], *, tpr: fl
     0.8333
     """
     t, f = check_fraction("tpr", tpr), check_probability("fpr", fpr)
-    search = check_choice("search", search, ("auto", "exact", "grid"))
+    search = check_pair_search(search)
     d = check_int("n_directions", n_directions, 1)
     if not isinstance(tables, Mapping) or not tables:
         raise ValueError("tables must be a non-empty dict of name -> ScoreTable or PairTable; "

@@ -5,6 +5,8 @@ Every rule is fitted on calibration scores first, then the truth:
 ``fit(uncertainty, losses)`` or ``fit(scores, is_ood, losses)``; ``score`` gives the
 (combined) uncertainty, ``accept`` / ``accept_proba`` the decision (True = kept). The
 double-score fits also take an :class:`abstain.tables.PairTable` in place of the rows.
+:data:`REJECT_RULES` holds, for every reject rule that ``abstain fit`` offers, its targets,
+the data it takes and its summary line (:class:`RuleSpec`, added with :func:`register_rule`).
 """
 
 from ._classifier import (
@@ -20,6 +22,12 @@ from ._ood import (
     CostBasedOOD,
     least_fpr_at_tpr,
     most_recall_at_precision,
+)
+from ._registry import (
+    REJECT_RULES,
+    RuleSpec,
+    RuleTarget,
+    register_rule,
 )
 from ._selective import (
     BoundedAbstention,
@@ -49,4 +57,8 @@ __all__ = [
     "DoubleScoreDetector",
     "SelectiveClassifier",
     "SelectivePrediction",
+    "REJECT_RULES",
+    "RuleSpec",
+    "RuleTarget",
+    "register_rule",
 ]

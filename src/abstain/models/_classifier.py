@@ -13,12 +13,12 @@ from .._core.optional import require
 from .._core.validation import plain
 from ..scores._losses import check_loss_matrix
 from ..scores._plugin import conditional_risk, margin
+from ._registry import REJECT_RULES
 from ._selective import BoundedAbstention, BoundedImprovement, CostBased
 
 __all__ = ["SelectiveClassifier", "SelectivePrediction"]
 
 _SCORES = ("auto", "conditional_risk", "margin")
-_REJECT_MODELS = (CostBased, BoundedImprovement, BoundedAbstention)
 
 
 class SelectivePrediction(NamedTuple):
@@ -233,11 +233,14 @@ class SelectiveClassifier(ParamsMixin):
         model = self.reject_model
         if model is None:
             return BoundedAbstention(0.9)
-        if not isinstance(model, _REJECT_MODELS):
+        # the registered reject rules of one score that need no OOD column
+        rules = [s.model for s in REJECT_RULES.values() if not s.ood]
+        if not isinstance(model, tuple(rules)):
+            names = [r.__name__ for r in rules]
             raise ValueError(
-                "reject_model must be a CostBased, BoundedImprovement or BoundedAbstention "
-                f"instance, or None; got {model!r}. The OOD rules of abstain.models need "
-                "is_ood labels and cannot be fitted here."
+                f"reject_model must be a {', '.join(names[:-1])} or {names[-1]} instance, or "
+                f"None; got {model!r}. The OOD rules of abstain.models need is_ood labels and "
+                "cannot be fitted here."
             )
         return model
 

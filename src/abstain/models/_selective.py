@@ -623,7 +623,7 @@ class BoundedImprovement(_RejectRule):
         self.min_risk_ = float(np.min(groups.unit_cum_sums / groups.cum_counts)) * groups.scale
         self.risk_bound_ = math.nan
         self.bound_ = None
-        theta = math.nan
+        theta = least = math.nan
         if self.guarantee is not None:
             _check_crc_losses(top, self.loss_bound)
             g, nu, bound = crc_search(groups, lam, float(self.loss_bound))
@@ -644,7 +644,7 @@ class BoundedImprovement(_RejectRule):
             else:
                 g, nu = -1, 1.0
         else:
-            self.bound_, g, theta, self.risk_bound_ = certified_search(
+            self.bound_, g, theta, self.risk_bound_, least = certified_search(
                 uncertainty, losses, groups, top, binary, squares, lam, float(self.delta),
                 float(self.loss_bound), self.bound)
             nu = 1.0
@@ -663,13 +663,12 @@ class BoundedImprovement(_RejectRule):
             )
         elif not feasible:
             what = "risk bound" if self.delta is not None else "selective risk"
-            warnings.warn(
+            attainable = self.min_risk_ if self.delta is None else least
+            warnings.warn(InfeasibleTargetWarning(
                 f"target_risk={plain(lam)} is infeasible on this data: no threshold rule has a "
                 f"{what} at or below it (lowest empirical selective risk {self.min_risk_:.6g}); "
                 "the rule rejects everything.",
-                InfeasibleTargetWarning,
-                stacklevel=2,
-            )
+                attainable=None if math.isnan(attainable) else attainable), stacklevel=2)
         return self
 
 

@@ -575,9 +575,8 @@ def _curve_args(ood: NDArray[np.bool_] | None, scores: Any,
     the columns that ``search`` computes a pair on) and a pair's ``search`` keyword."""
     if ood is None:
         return (scores,), {}
-    how, cols = resolve_search(scores, search)
-    return (ood, cols), ({} if how is None else {"search": "exact" if how == "exact"
-                                                 else "grid"})
+    _, cols, keyword = resolve_search(scores, search)
+    return (ood, cols), ({} if keyword is None else {"search": keyword})
 
 
 def _marked_table(table: Any) -> ScoreTable:

@@ -1,0 +1,53 @@
+"""abstain.models.REJECT_RULES: every public reject rule is registered, as data."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import abstain.models
+from abstain._core.serialize import registered_kinds
+from abstain.models import REJECT_RULES, CostBased, RuleSpec, RuleTarget, register_rule
+
+
+def test_every_public_reject_rule_is_registered():
+    # A reject rule on score columns is a class of abstain.models serialised as a selective
+    # ("rule") or OOD ("ood") kind; each one has its registry entry, under its own name.
+    kinds = registered_kinds()
+    public = {name for name in abstain.models.__all__
+              if inspect.isclass(getattr(abstain.models, name))
+              and name in kinds and kinds[name].family in ("rule", "ood")}
+    assert public == {"CostBased", "BoundedImprovement", "BoundedAbstention", "BoundedTPRFPR",
+                      "BoundedPrecisionRecall", "CostBasedOOD"}
+    assert public <= set(REJECT_RULES)
+    for name, spec in REJECT_RULES.items():
+        assert spec.model.__name__ == name
+
+
+@pytest.mark.parametrize("name", list(REJECT_RULES))
+def test_each_entry_names_parameters_of_its_class(name):
+    spec = REJECT_RULES[name]
+    params = inspect.signature(spec.model).parameters
+    for target in (*spec.targets, *spec.companions):
+        assert target.name in params, target.name
+        assert set(target.requires) <= {t.name for t in spec.companions}
+    assert "random_state" in params
+    assert spec.n_scores in ((1,), (1, 2)) and (spec.n_scores == (1,) or spec.ood)
+
+
+def test_register_rule_refuses_a_second_meaning_of_an_option(monkeypatch):
+    class Other(CostBased):
+        pass
+
+    spec = RuleSpec(Other, (RuleTarget("reject_cost", "another help"),), lambda r, c: [])
+    monkeypatch.setitem(REJECT_RULES, "Other", REJECT_RULES["CostBased"])
+    with pytest.raises(ValueError, match=r"^spec declares the option 'reject_cost' otherwise "
+                                         r"than CostBased; share one RuleTarget\.$"):
+        register_rule(spec)
+
+
+def test_the_name_of_a_rule_joins_its_targets():
+    assert [s.name for s in REJECT_RULES.values()] == [
+        "target_coverage", "target_risk", "reject_cost", "tpr/fpr", "precision/recall",
+        "reject_id_cost/predict_ood_cost"]
