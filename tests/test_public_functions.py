@@ -283,8 +283,12 @@ NOT_ARRAY_FUNCTIONS = {
     "zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses",
     # the base scores of a class x rotation network: tests/detectors/test_base_scores.py
     "ShiftedBaseScores", "joint_labels", "rotation_training_set", "rotations",
-    # the registry of reject rules: tests/models/test_registry.py
+    # the registry of reject rules: tests/models/test_rule_registry.py
     "RuleSpec", "RuleTarget", "register_rule",
+    # the registry of metrics, and evaluate_ood on tables: tests/metrics/test_metric_registry.py
+    "MetricSpec", "register_metric", "evaluate_ood_tables",
+    # checks of a scalar option (tests/metrics/test_bootstrap.py, the doctests)
+    "check_bootstrap", "check_pair_search",
 }
 
 

@@ -311,8 +311,8 @@ def test_cost_based_ood_bad_options(csv_file, tmp_path, capsys):
         "--reject-id-cost", "0.3")
     assert "--reject-ood-cost must come with --reject-id-cost and --predict-ood-cost" in line(
         "--tpr", "0.9", "--fpr", "0.2", "--reject-ood-cost", "0.1")
-    assert "--ood-prior must come with --precision and --recall or with the cost-based OOD " \
-           "model; got it with --target-coverage" in line("--target-coverage", "0.8",
+    assert "--ood-prior must come with --precision and --recall or with --reject-id-cost and " \
+           "--predict-ood-cost; got it with --target-coverage" in line("--target-coverage", "0.8",
                                                           "--ood-prior", "0.2")
     assert "--predict-ood-cost must be greater than --reject-ood-cost; got 0.1 <= 0.2" in line(
         "--reject-id-cost", "0.3", "--predict-ood-cost", "0.1", "--reject-ood-cost", "0.2")
@@ -320,7 +320,7 @@ def test_cost_based_ood_bad_options(csv_file, tmp_path, capsys):
                                                       "--reject-id-cost", "0.3")
     no_ood = tmp_path / "no_ood.csv"
     write_table(no_ood, {"loss": [0, 1, 0, 1], "risk": [0.1, 0.2, 0.3, 0.4]})
-    assert "the cost-based OOD model needs an OOD column; the table has none." in (
+    assert "the --reject-id-cost/--predict-ood-cost model needs an OOD column; the table has none." in (
         _one_error_line(*run(capsys, "fit", no_ood, "--reject-id-cost", "0.3",
                              "--predict-ood-cost", "1", "-o", out)[::2]))
     assert not out.exists()
