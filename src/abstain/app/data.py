@@ -105,6 +105,30 @@ class Rows:
         table = m.evaluate_ood(losses, ood, {"s": s}, tpr=tpr, fpr=fpr, search=search)
         return table.row("s"), table.search[0]
 
+    # what a fit of a reject rule takes
+    @property
+    def has_ood_column(self) -> bool:
+        """Whether the table has an OOD column (whatever its rows hold)."""
+        return self.ood is not None
+
+    @property
+    def ood_pairs(self) -> list[tuple[str, str]]:
+        """The ``(s_r, OOD score)`` pairs of the columns, with or without OOD rows."""
+        return list(self.data.pairs.values())
+
+    @property
+    def ood_score(self) -> str | None:
+        """The column named as the OOD score of every pair, or None."""
+        return self.data.ood_score
+
+    def fit_args(self, names: list[str], *, ood: bool) -> tuple[Any, ...]:
+        """The arguments of a reject rule's fit on the score columns ``names``: with
+        ``ood``, the scores (one column, or a pair stacked), the OOD marks and the losses
+        of every row; else the scores and losses of the ID rows of the one column."""
+        if ood:
+            return self.data.stacked(names), self.ood, self.data.losses
+        return self.data.scores[names[0]][self.id_rows], self.data.losses[self.id_rows]
+
     # what the report draws
     def selective(self, display: Any, name: str, **kw: Any) -> None:
         display.from_predictions(*self.selective_args(name), name=name, **kw)
@@ -209,6 +233,34 @@ class Tables:
         table = m.evaluate_ood_tables({"s": self.ood_sample(name)[0]}, tpr=tpr, fpr=fpr,
                                       search=search)
         return table.row("s"), table.search[0]
+
+    # what a fit of a reject rule takes
+    @property
+    def has_ood_column(self) -> bool:
+        """Whether the source has an OOD column (whatever its rows hold)."""
+        return self.summary.marked is not None
+
+    @property
+    def ood_pairs(self) -> list[tuple[str, str]]:
+        """The ``(s_r, OOD score)`` pairs of the columns, with or without OOD rows."""
+        return list(self.summary.columns.values())
+
+    @property
+    def ood_score(self) -> str | None:
+        """The column named as the OOD score of every pair, or None."""
+        pairs = self.ood_pairs
+        return pairs[0][1] if pairs else None
+
+    def fit_args(self, names: list[str], *, ood: bool) -> tuple[Any, ...]:
+        """As :meth:`Rows.fit_args`: the marked table of the one column or the
+        :class:`~abstain.PairTable` of the pair with ``ood``, else the ID table."""
+        if not ood:
+            return (self.summary.tables[names[0]],)
+        if len(names) == 2:
+            assert self.summary.pairs is not None
+            return (self.summary.pairs[f"{names[0]}+{names[1]}"],)
+        assert self.summary.marked is not None
+        return (self.summary.marked[names[0]],)
 
     # what the report draws
     def selective(self, display: Any, name: str, **kw: Any) -> None:

@@ -48,6 +48,7 @@ from typing import Any
 from .. import metrics as m
 from .._core.optional import figure
 from .._core.version import VERSION
+from ..models import REJECT_RULES
 from ..plot import (
     GeneralizedRiskCoverageDisplay,
     OODPrecisionRecallDisplay,
@@ -126,7 +127,8 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
     src = as_data(data)
     names = src.names
     target = _rule_target(rule, rule_columns, src)
-    ood_rule = rule is not None and hasattr(rule, "tpr_")
+    spec = REJECT_RULES.get(type(rule).__name__) if rule is not None else None
+    ood_rule = spec is not None and spec.ood  # a rule fitted with the OOD column
     steps = (5 if src.has_ood else 2) + len(names)
     done = 0
 

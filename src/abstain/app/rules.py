@@ -15,8 +15,8 @@ from numpy.typing import NDArray
 
 from ..exceptions import InfeasibleTargetWarning
 from ..models import REJECT_RULES, RuleSpec, RuleTarget
-from ..tables import PairTable, ScoreTable
 from .chunks import Summary
+from .data import Rows, Tables, as_data
 from .tables import TableData
 
 
@@ -136,7 +136,7 @@ def _fit_rule(data: TableData | Summary, o: Callable[[str], str], targets: Mappi
               random_state: int | None) -> Rule:
     spec, params = _choose(targets, o)
     names, fit_args = _fit_data(data, spec, o)
-    if isinstance(fit_args[0], (ScoreTable, PairTable)) and spec.on_table is not None:
+    if as_data(data).chunked and spec.on_table is not None:
         params = spec.on_table(params)
     rule = spec.model(**params, random_state=random_state)
     with warnings.catch_warnings(record=True) as caught:
@@ -158,41 +158,32 @@ def _fit_rule(data: TableData | Summary, o: Callable[[str], str], targets: Mappi
 
 def _fit_data(data: TableData | Summary, spec: RuleSpec,
               o: Callable[[str], str]) -> tuple[list[str], tuple[Any, ...]]:
-    """The score columns of the model ``spec`` and what its fit gets: the arrays of the rows
-    (its OOD-free rows for a model without an OOD column), or the table of the column or
-    of the pair of a source read in chunks. Every access to ``data`` of the fit is here."""
-    chunked = isinstance(data, Summary)
+    """The score columns of the model ``spec`` and what its fit gets, from the one view of
+    the rows of a file or the tables of a chunked source (:func:`abstain.app.data.as_data`):
+    the arrays of the rows (its OOD-free rows for a model without an OOD column), or the
+    table of the column or of the pair."""
+    view = as_data(data)
     if spec.ood:
-        if (data.marked if isinstance(data, Summary) else data.is_ood) is None:
+        if not view.has_ood_column:
             raise ValueError(f"the {spec.name} model needs an OOD column; the table has none.")
-        names = _ood_columns(data, spec.name)
-        if len(names) not in spec.n_scores or (chunked and len(names) == 2
-                                               and not data.columns):  # type: ignore[union-attr]
+        names = _ood_columns(view, spec.name)
+        if len(names) not in spec.n_scores or (view.chunked and len(names) == 2
+                                               and not view.ood_pairs):
             counts = " or ".join(("one", "two")[n - 1] for n in spec.n_scores)
             raise ValueError(f"the {spec.name} model takes {counts} score columns (when read "
                              "in chunks, one, or a pair with an OOD score: --ood-score); got "
                              f"{len(names)}.")
-        if isinstance(data, Summary):
-            assert data.marked is not None
-            pair = len(names) == 2
-            return names, ((data.pairs[f"{names[0]}+{names[1]}"] if pair  # type: ignore[index]
-                            else data.marked[names[0]]),)
-        return names, (data.stacked(names), data.is_ood, data.losses)
-    ood_score = (next(iter(data.columns.values()))[1] if data.columns else None) \
-        if isinstance(data, Summary) else data.ood_score
-    if ood_score is not None:
+        return names, view.fit_args(names, ood=True)
+    if view.ood_score is not None:
         pairs = [" and ".join(o(t.name) for t in s.targets)
                  for s in REJECT_RULES.values() if 2 in s.n_scores]
-        raise ValueError(f"{spec.name} takes one score column; an OOD score ({ood_score!r}) "
-                         f"pairs columns for the OOD models only ({', '.join(pairs)}).")
-    names = list(data.tables if isinstance(data, Summary) else data.scores)
-    if len(names) != 1:
-        raise ValueError(f"the {spec.name} model takes one score column; got {len(names)}: "
-                         f"{', '.join(map(repr, names))}.")
-    if isinstance(data, Summary):
-        return names, (data.tables[names[0]],)
-    rows = ~data.is_ood if data.is_ood is not None else np.ones(data.losses.size, bool)
-    return names, (data.scores[names[0]][rows], data.losses[rows])
+        raise ValueError(f"{spec.name} takes one score column; an OOD score "
+                         f"({view.ood_score!r}) pairs columns for the OOD models only "
+                         f"({', '.join(pairs)}).")
+    if len(view.names) != 1:
+        raise ValueError(f"the {spec.name} model takes one score column; got "
+                         f"{len(view.names)}: {', '.join(map(repr, view.names))}.")
+    return view.names, view.fit_args(view.names, ood=False)
 
 
 def rule_options() -> list[RuleTarget]:
@@ -228,14 +219,11 @@ def _as_options(text: str) -> str:
     return re.sub(rf"(?<![-\w])({words})(?![-\w])", lambda m: _flag(m[1]), text)
 
 
-def _ood_columns(data: TableData | Summary, kind: str) -> list[str]:
+def _ood_columns(view: Rows | Tables, kind: str) -> list[str]:
     """The score columns of an OOD model: the one pair ``(s_r, s_g)`` with an OOD score."""
-    if isinstance(data, Summary):
-        pairs, names = list(data.columns.values()), list(data.tables)
-    else:
-        pairs, names = list(data.pairs.values()), list(data.scores)
+    pairs = view.ood_pairs
     if not pairs:
-        return names
+        return view.names
     if len(pairs) != 1:
         raise ValueError(f"the {kind} model takes one pair (s_r, OOD score); got "
                          f"{len(pairs)} other score columns besides the OOD score "
@@ -251,10 +239,10 @@ def _spec(rule: Rule) -> RuleSpec | None:
 
 def rule_columns(rule: Rule, data: TableData | Summary) -> list[str]:
     """The score columns, in order, that :func:`fit_rule` fitted ``rule`` on."""
-    spec = _spec(rule)
+    spec, view = _spec(rule), as_data(data)
     if spec is not None and spec.ood:
-        return _ood_columns(data, spec.name)
-    return list(data.tables if isinstance(data, Summary) else data.scores)
+        return _ood_columns(view, spec.name)
+    return view.names
 
 
 def rule_summary(rule: Rule, columns: Sequence[str]) -> str:
