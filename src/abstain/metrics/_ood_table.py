@@ -334,7 +334,8 @@ def evaluate_ood_tables(tables: Mapping[str, ScoreTable | PairTable], *, tpr: fl
     Examples
     --------
     >>> import numpy as np
-    >>> from abstain.metrics import ScoreTable, evaluate_ood, evaluate_ood_tables
+    >>> from abstain.metrics import evaluate_ood, evaluate_ood_tables
+    >>> from abstain.tables import ScoreTable
     >>> is_ood = np.array([0, 0, 0, 1, 1], bool)
     >>> losses = np.array([0.0, 1.0, 0.0, 0.0, 0.0])
     >>> s = np.array([0.1, 0.5, 0.2, 0.9, 0.4])
