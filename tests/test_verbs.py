@@ -154,10 +154,12 @@ def _metric_functions():
 
     import abstain.metrics as metrics
 
-    # the bootstrap helpers resample rows of any statistic, and the scorers take
-    # scikit-learn's (estimator, X, y): not metrics of scores
+    # the bootstrap helpers resample rows of any statistic, the scorers take scikit-learn's
+    # (estimator, X, y), the checks take one option, the registry takes a MetricSpec and
+    # evaluate_ood_tables takes tables that hold the truth: not metrics of scores
     helpers = {"bootstrap_indices", "bootstrap_interval", "neg_aurc_scorer",
-               "neg_selective_risk_scorer", "coverage_at_risk_scorer"}
+               "neg_selective_risk_scorer", "coverage_at_risk_scorer", "check_bootstrap",
+               "check_pair_search", "register_metric", "evaluate_ood_tables"}
     return [getattr(metrics, n) for n in metrics.__all__
             if inspect.isfunction(getattr(metrics, n)) and n not in helpers]
 
