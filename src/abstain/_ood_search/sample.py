@@ -9,6 +9,7 @@ Shared by the OOD reject models (:mod:`abstain.models`) and the OOD metrics
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,7 +30,7 @@ from .._core.validation import (
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable, check_whole_table, table_or_none
 from .branch import branch_search
-from .search import Best, Constraint, better, grid_search, grid_weights, project
+from .search import F64, Best, Constraint, better, grid_search, grid_weights, project
 
 #: Direction searches of the two-score rules.
 SEARCH = ("grid", "exact")
@@ -181,14 +182,20 @@ class Sample:
         return grid_weights(n_directions)
 
     def run(self, search: str, n_directions: int, ratio: Constraint | None,
-            slopes: tuple[float, float, float] | None) -> Found | None:
-        """Best ``(point, weights, angle)``; the point's ``index`` is a threshold value."""
+            slopes: tuple[float, float, float] | None,
+            record: Callable[[F64, F64], None] | None = None) -> Found | None:
+        """Best ``(point, weights, angle)``; the point's ``index`` is a threshold value.
+
+        ``record`` is given the knots of every direction that the sweep visits (one score,
+        or the grid; not the exact search, which visits directions by branch and bound):
+        see :func:`~abstain._ood_search.search.grid_search`.
+        """
         if search == "exact" and self.s.shape[1] == 2:
             return self._exact(ratio, slopes)
         best: Found | None = None
         dirs = self.directions(search, n_directions)
         found = grid_search(self.s, dirs, self.w_id, self.w_ood, self.w_loss, ratio, slopes,
-                                 self.n_id, self.n_ood)
+                            self.n_id, self.n_ood, record=record)
         for w, f in zip(dirs, found, strict=True):
             if f is None:
                 continue

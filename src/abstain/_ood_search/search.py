@@ -13,7 +13,7 @@ rule is a point ``knot[g] + nu * (knot[g + 1] - knot[g])`` of one segment.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -46,6 +46,37 @@ def knots(score: F64, w_id: F64, w_ood: F64, w_loss: F64) -> Knots:
     zero = np.zeros(1)
     cols = [np.concatenate((zero, np.cumsum(t))) for t in totals]
     return Knots(values, cols[0], cols[1], cols[2])
+
+
+def least_fpr(i: F64, o: F64, n_id: float, n_ood: float, tpr: float) -> float:
+    """The least FPR with TPR >= ``tpr`` on one direction's knots (running ID and OOD masses
+    ``i``, ``o``, leading 0 included): the first knot that meets it, or the point of the
+    segment that reaches it (the tie group at the threshold accepted with one probability).
+    """
+    x, y = i / n_id, o / n_ood
+    j = min(int(np.searchsorted(x, tpr * (1 - 1e-12), side="left")), x.size - 1)
+    if x[j] <= tpr or j == 0:  # a knot meets the target: the first such knot has the least FPR
+        return float(y[j])
+    # between the last knot below the target and the next one
+    return float(y[j - 1] + (tpr - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1]))
+
+
+def most_recall(i: F64, o: F64, n_id: float, n_ood: float, precision: float,
+                prior: float) -> float:
+    """The highest recall (TPR) with precision >= ``precision`` at OOD prior ``prior`` on one
+    direction's knots (as in :func:`least_fpr`).
+
+    Precision >= p is ``p pi FPR <= (1 - p)(1 - pi) TPR``, linear along each segment, so
+    the answer is at the last knot meeting it or where the next segment crosses it.
+    """
+    fpr, tpr = o / n_ood, i / n_id
+    g = precision * prior * fpr - (1 - precision) * (1 - prior) * tpr
+    ok = np.flatnonzero(g <= 1e-12)
+    j = int(ok[-1])
+    if j == tpr.size - 1:
+        return float(tpr[j])
+    f = g[j] / (g[j] - g[j + 1]) if g[j] < 0 else 0.0
+    return float(tpr[j] + f * (tpr[j + 1] - tpr[j]))
 
 
 class Constraint(NamedTuple):
@@ -262,6 +293,7 @@ def grid_search(
     scores: F64, weights: F64, w_id: F64, w_ood: F64, w_loss: F64,
     con: Constraint | None, slopes: tuple[float, float, float] | None,
     scale_i: float, scale_o: float, exact: bool = False,
+    record: Callable[[F64, F64], None] | None = None,
 ) -> list[tuple[Best, float] | None]:
     """Best rule and its threshold for each direction (row of ``weights``), or None.
 
@@ -278,6 +310,11 @@ def grid_search(
     ``g + 1``), chosen by :func:`rows_best_ratio` (``con``) or :func:`rows_best_linear`
     (``slopes``, knots only). O(d n log n) time, memory
     bounded by the batch.
+
+    ``record``, where given, is called with the knots' running ID and OOD masses of each
+    direction, in order (leading 0 included, as :func:`knots` gives them): what a fit
+    attains besides its best rule (:func:`least_fpr`, :func:`most_recall`) comes from
+    this sweep, not from another one.
     """
     n = scores.shape[0]
     d = weights.shape[0]
@@ -310,6 +347,10 @@ def grid_search(
             c[:, 0] = 0.0
             np.cumsum(np.take(v, order), axis=1, out=c[:, 1:])
             cum.append(c)
+        if record is not None:
+            for k in range(rows):
+                at = np.concatenate(([0], np.flatnonzero(is_end[k]) + 1))
+                record(cum[0][k, at], cum[1][k, at])
         if con is not None:
             start = None
             if not change.all():  # else every sample is its own group

@@ -518,12 +518,7 @@ def aupr_out(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) ->
 
 def _fpr_on_knots(kn: core.Knots, sample: Sample, t: float) -> float:
     """Expected FPR of the randomised rule on ``kn`` that accepts exactly ``t`` of ID."""
-    x, y = kn.I / sample.n_id, kn.O / sample.n_ood
-    j = min(int(np.searchsorted(x, t * (1 - 1e-12), side="left")), x.size - 1)
-    if x[j] <= t or j == 0:  # a knot meets the target: the first such knot has the least FPR
-        return float(y[j])
-    # between the last knot below the target and the next one
-    return float(y[j - 1] + (t - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1]))
+    return core.least_fpr(kn.I, kn.O, sample.n_id, sample.n_ood, t)
 
 
 def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
