@@ -30,7 +30,12 @@ class InfeasibleTargetWarning(UserWarning):
         What the search that the fit ran found attainable, where it knows it without
         another search: for :class:`~abstain.BoundedImprovement` without ``delta`` the
         lowest empirical selective risk, with ``bound="sgr"`` the least ``target_risk`` that
-        it meets; None otherwise.
+        it meets; for :class:`~abstain.models.BoundedTPRFPR` without ``delta`` the least FPR
+        at TPR >= ``tpr`` and for :class:`~abstain.models.BoundedPrecisionRecall` the highest
+        recall at precision >= ``precision``, over the directions that the fit sweeps (one
+        score, or the grid of two: :func:`~abstain.models.least_fpr_at_tpr` and
+        :func:`~abstain.models.most_recall_at_precision` on the same data); None otherwise
+        (the exact search of two scores, which visits no grid).
 
     Examples
     --------

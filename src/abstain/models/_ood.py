@@ -126,9 +126,10 @@ class _OODRule(ParamsMixin):
         """Randomised accept decisions; ties drawn from ``default_rng(random_state)``."""
         return draw_accept(self.accept_proba(scores), self.random_state)
 
-    def _warn_infeasible(self, what: str) -> None:
-        warnings.warn(f"{what} is infeasible on this data (the paper's 'unable'); "
-                      "the selector rejects everything.", InfeasibleTargetWarning, stacklevel=3)
+    def _warn_infeasible(self, what: str, attainable: float | None = None) -> None:
+        warnings.warn(InfeasibleTargetWarning(
+            f"{what} is infeasible on this data (the paper's 'unable'); the selector rejects "
+            "everything.", attainable=attainable), stacklevel=3)
 
     # -- serialisation ----------------------------------------------------------
     _FIELDS: dict[str, Field] = {
@@ -306,9 +307,11 @@ class BoundedTPRFPR(_OODRule):
         tpr, fpr = float(self.tpr), float(self.fpr)
         search, d = self._search_args()
         fit = Sample.of(scores, is_ood, losses, sample_weight)
+        least: list[float] = []  # per direction swept: the least FPR at TPR >= tpr
         if self.delta is None:
             con = tpr_fpr_constraint(fit, tpr, fpr)
-            self._set(fit, fit.run(search, d, con, None), ood_fraction(fit))
+            self._set(fit, fit.run(search, d, con, None, lambda i, o: least.append(
+                core.least_fpr(i, o, fit.n_id, fit.n_ood, tpr))), ood_fraction(fit))
         else:
             if isinstance(scores, PairTable) or table_or_none(scores, {}) is not None:
                 raise ValueError("delta certifies the rates by a binomial test on the rows; a "
@@ -318,7 +321,8 @@ class BoundedTPRFPR(_OODRule):
                       ood_fraction(fit))
         if not self.feasible_:
             what = "" if self.delta is None else f" certified with delta {plain(self.delta)}"
-            self._warn_infeasible(f"TPR >= {plain(tpr)} with FPR <= {plain(fpr)}{what}")
+            self._warn_infeasible(f"TPR >= {plain(tpr)} with FPR <= {plain(fpr)}{what}",
+                                  min(least) if least else None)
         return self
 
     def _certified(self, fit: Sample, rows: tuple[Any, ...], search: str, d: int,
@@ -401,9 +405,12 @@ class BoundedPrecisionRecall(_OODRule):
         fit = Sample.of(scores, is_ood, losses, sample_weight)
         pi = ood_fraction(fit) if prior is None else prior
         con = precision_recall_constraint(fit, kappa, recall, pi)
-        self._set(fit, fit.run(search, d, con, None), pi)
+        most: list[float] = []  # per direction swept: the most recall at precision >= kappa
+        self._set(fit, fit.run(search, d, con, None, lambda i, o: most.append(
+            core.most_recall(i, o, fit.n_id, fit.n_ood, kappa, pi))), pi)
         if not self.feasible_:
-            self._warn_infeasible(f"recall >= {plain(recall)} with precision >= {plain(kappa)}")
+            self._warn_infeasible(f"recall >= {plain(recall)} with precision >= {plain(kappa)}",
+                                  max(most) if most else None)
         return self
 
 
@@ -571,21 +578,10 @@ def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
     p = check_fraction("precision", precision)
     _, d = check_search("grid", n_directions)
     sample = _roc_sample(scores, is_ood)
-    curves = []
-    for c in _directions(sample.s, d):
-        kn = core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
-        curves.append((kn.O / sample.n_ood, kn.I / sample.n_id))
     ood_share = sample.n_ood / (sample.n_id + sample.n_ood)
     pi = ood_share if ood_prior is None else check_open_unit("ood_prior", ood_prior)
     best = 0.0
-    for fpr, tpr in curves:
-        g = p * pi * fpr - (1 - p) * (1 - pi) * tpr
-        ok = np.flatnonzero(g <= 1e-12)
-        j = int(ok[-1])
-        if j == tpr.size - 1:
-            r = float(tpr[j])
-        else:
-            f = g[j] / (g[j] - g[j + 1]) if g[j] < 0 else 0.0
-            r = float(tpr[j] + f * (tpr[j + 1] - tpr[j]))
-        best = max(best, r)
+    for c in _directions(sample.s, d):
+        kn = core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
+        best = max(best, core.most_recall(kn.I, kn.O, sample.n_id, sample.n_ood, p, pi))
     return best
