@@ -462,6 +462,27 @@ def test_the_least_target_comes_from_the_fits_own_search(targets, monkeypatch):
     assert _message(data, **targets) == message
 
 
+@pytest.mark.parametrize("cols, ood_score", [(["g"], None), (["u"], "g")])
+@pytest.mark.parametrize("targets", [{"tpr": 0.95, "fpr": 0.1},
+                                     {"precision": 0.99, "recall": 0.9},
+                                     {"precision": 0.99, "recall": 0.95, "ood_prior": 0.1}])
+def test_the_least_fpr_and_most_recall_come_from_the_fits_own_sweep(cols, ood_score, targets,
+                                                                     monkeypatch):
+    # The fit of BoundedTPRFPR (BoundedPrecisionRecall) records the least FPR at its TPR (the
+    # most recall at its precision) in the sweep that fits it: the message runs no second
+    # search, and offers the same number (tests/models/test_attainable_pairs.py).
+    data = prepare(T, scores=cols, ood_score=ood_score)
+    message = _message(data, **targets)
+    assert message is not None
+
+    def second_search(*args, **kwargs):
+        raise AssertionError("a second search")
+
+    monkeypatch.setattr("abstain.models._registry.least_fpr_at_tpr", second_search)
+    monkeypatch.setattr("abstain.models._registry.most_recall_at_precision", second_search)
+    assert _message(data, **targets) == message
+
+
 def test_fit_rule_refuses_a_keyword_that_no_rule_takes():
     with pytest.raises(TypeError, match=r"^fit_rule got unknown target\(s\) 'coverage'; known: "
                                         r"bound, delta, fpr, "):

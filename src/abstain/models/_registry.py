@@ -317,10 +317,10 @@ def _on_pair_table(rule: Any, fit_args: tuple[Any, ...], columns: Sequence[str])
 
 def _tpr_fpr_infeasible(rule: BoundedTPRFPR, fit_args: tuple[Any, ...],
                         columns: Sequence[str], attainable: float | None) -> str:
-    """The highest TPR at the FPR bound and the least FPR at the TPR target: neither is an
-    objective of the fit's search (the least risk under both constraints), so both are
-    computed on the same data (:func:`abstain.metrics.ood_roc_curve`,
-    :func:`least_fpr_at_tpr`)."""
+    """The highest TPR at the FPR bound, on the same data
+    (:func:`abstain.metrics.ood_roc_curve`), and the least FPR at the TPR target, which
+    the fit's own sweep records (``attainable``; the exact search of two scores visits no
+    grid, so there :func:`least_fpr_at_tpr` gives it)."""
     pair = _on_pair_table(rule, fit_args, columns)
     if pair is not None:
         return pair
@@ -329,7 +329,7 @@ def _tpr_fpr_infeasible(rule: BoundedTPRFPR, fit_args: tuple[Any, ...],
     tpr, fpr = float(rule.tpr), float(rule.fpr)
     best = float(ood_roc_curve(*curve_args, fpr=[fpr]).tpr[0])
     scores, is_ood = (*search_args, None)[:2]
-    least = least_fpr_at_tpr(scores, is_ood, tpr=tpr)
+    least = least_fpr_at_tpr(scores, is_ood, tpr=tpr) if attainable is None else attainable
     at_fpr = (f"no rule with FPR <= {_g(fpr)} accepts any in-distribution row"
               if best <= 0.0 else f"at FPR <= {_g(fpr)} the highest attainable TPR "
               f"is {_attained(best, lambda x: refit(tpr=x, fpr=fpr), down=True)}")
@@ -340,8 +340,9 @@ def _tpr_fpr_infeasible(rule: BoundedTPRFPR, fit_args: tuple[Any, ...],
 
 def _precision_recall_infeasible(rule: BoundedPrecisionRecall, fit_args: tuple[Any, ...],
                                  columns: Sequence[str], attainable: float | None) -> str:
-    """The highest precision at the recall target and the highest recall at the precision
-    target, computed on the same data as :func:`_tpr_fpr_infeasible` does."""
+    """The highest precision at the recall target, on the same data, and the highest recall
+    at the precision target, which the fit's own sweep records, as in
+    :func:`_tpr_fpr_infeasible`."""
     pair = _on_pair_table(rule, fit_args, columns)
     if pair is not None:
         return pair
@@ -350,7 +351,8 @@ def _precision_recall_infeasible(rule: BoundedPrecisionRecall, fit_args: tuple[A
     precision, recall, prior = float(rule.precision), float(rule.recall), rule.ood_prior
     best = float(ood_pr_curve(*curve_args, recall=[recall], ood_prior=prior).precision[0])
     scores, is_ood = (*search_args, None)[:2]
-    most = most_recall_at_precision(scores, is_ood, precision=precision, ood_prior=prior)
+    most = (most_recall_at_precision(scores, is_ood, precision=precision, ood_prior=prior)
+            if attainable is None else attainable)
     at_precision = (f"no rule reaches precision >= {_g(precision)} at any recall"
                     if most <= 0.0 else f"at precision >= {_g(precision)} the highest "
                     "attainable recall is " + _attained(
