@@ -320,7 +320,8 @@ def test_cost_based_ood_bad_options(csv_file, tmp_path, capsys):
                                                       "--reject-id-cost", "0.3")
     no_ood = tmp_path / "no_ood.csv"
     write_table(no_ood, {"loss": [0, 1, 0, 1], "risk": [0.1, 0.2, 0.3, 0.4]})
-    assert "the --reject-id-cost/--predict-ood-cost model needs an OOD column; the table has none." in (
+    assert ("the --reject-id-cost/--predict-ood-cost model needs an OOD column; the table has "
+            "none.") in (
         _one_error_line(*run(capsys, "fit", no_ood, "--reject-id-cost", "0.3",
                              "--predict-ood-cost", "1", "-o", out)[::2]))
     assert not out.exists()
