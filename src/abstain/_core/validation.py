@@ -485,9 +485,13 @@ def check_random_state(name: str, value: Any) -> None:
 
 
 class Constraint:
-    """One set of accepted values of a parameter; ``condition`` completes "<name> must"."""
+    """One set of accepted values of a parameter; ``condition`` completes "<name> must".
+
+    A constraint built with ``condition=`` says that text for every refused value.
+    """
 
     condition = ""
+    said = False  # True when ``condition`` was given: it then replaces every refusal
 
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` is in this set."""
@@ -523,7 +527,7 @@ class Interval(Constraint):
     """
 
     def __init__(self, kind: type, left: float | None, right: float | None, *,
-                 closed: str) -> None:
+                 closed: str, condition: str | None = None) -> None:
         if kind not in (int, float) or closed not in ("both", "left", "right", "neither"):
             raise ValueError(f"Interval takes int or float and closed 'both', 'left', "
                              f"'right' or 'neither'; got {kind!r} and {closed!r}.")
@@ -540,6 +544,8 @@ class Interval(Constraint):
             self.condition = f"be a finite number in {ends}"
         else:
             self.condition = f"be in {ends}"
+        if condition is not None:
+            self.condition, self.said = condition, True
 
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` is a number of this kind inside the interval."""
@@ -563,7 +569,7 @@ class Interval(Constraint):
 
     def refusal(self, name: str, value: Any) -> str:
         """Says that ``value`` is not a (finite) real number, when it is not one."""
-        if self.kind is float:
+        if self.kind is float and not self.said:
             try:
                 _as_real(name, value)
             except ValueError as exc:
@@ -640,6 +646,10 @@ class InstanceOf(Constraint):
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` is an instance of the types."""
         return isinstance(value, self.types)
+
+    def refusal(self, name: str, value: Any) -> str:
+        """Names the type of ``value``, refused."""
+        return f"{name} must {self.condition}; got {type(value).__name__}."
 
 
 class IsArray(Constraint):

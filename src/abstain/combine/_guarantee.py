@@ -14,7 +14,7 @@ from scipy import stats
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Field, Int, Number, dumps, serializable
-from .._core.validation import as_scores, check_bool, check_open_unit, plain
+from .._core.validation import Boolean, Interval, as_scores, check_open_unit, plain
 
 
 # --------------------------------------------------------------------------- FAR guarantee
@@ -245,10 +245,9 @@ class GuaranteedDetector(ParamsMixin):
         self.delta = delta
         self.higher_is_inlier = higher_is_inlier
 
-    def _validate_params(self) -> None:
-        check_open_unit("alpha", self.alpha)
-        check_open_unit("delta", self.delta)
-        check_bool("higher_is_inlier", self.higher_is_inlier)
+    _parameter_constraints = {"alpha": [Interval(float, 0, 1, closed="neither")],
+                              "delta": [Interval(float, 0, 1, closed="neither")],
+                              "higher_is_inlier": [Boolean()]}
 
     def fit(self, cal_stat: ArrayLike) -> GuaranteedDetector:
         """Choose the threshold from inlier calibration statistics of shape (n,)."""
