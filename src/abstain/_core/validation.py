@@ -658,6 +658,10 @@ class IsArray(Constraint):
 
     condition = "be an array-like"
 
+    def __init__(self, condition: str | None = None) -> None:
+        if condition is not None:
+            self.condition = condition
+
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` is an array, a list or a tuple."""
         return isinstance(value, (np.ndarray, list, tuple)) or hasattr(value, "__array__")
