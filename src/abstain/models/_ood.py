@@ -49,10 +49,9 @@ from .._core.pair_table import PairTable
 from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
 from .._core.table import ScoreTable, check_whole_table, table_or_none
 from .._core.validation import (
+    Interval,
     check_fraction,
     check_open_unit,
-    check_positive,
-    check_probability,
     check_random_state,
     plain,
 )
@@ -275,11 +274,12 @@ class BoundedTPRFPR(_OODRule):
         self.n_directions = n_directions
         self.random_state = random_state
 
+    _parameter_constraints = {"tpr": [Interval(float, 0, 1, closed="right")],
+                              "fpr": [Interval(float, 0, 1, closed="both")],
+                              "delta": [Interval(float, 0, 1, closed="neither"), None]}
+
     def _validate_params(self) -> None:
-        check_fraction("tpr", self.tpr)
-        check_probability("fpr", self.fpr)
-        if self.delta is not None:
-            check_open_unit("delta", self.delta)
+        super()._validate_params()
         self._validate_search()
 
     def fit(self, scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
@@ -383,11 +383,12 @@ class BoundedPrecisionRecall(_OODRule):
         self.n_directions = n_directions
         self.random_state = random_state
 
+    _parameter_constraints = {"precision": [Interval(float, 0, 1, closed="right")],
+                              "recall": [Interval(float, 0, 1, closed="right")],
+                              "ood_prior": [Interval(float, 0, 1, closed="neither"), None]}
+
     def _validate_params(self) -> None:
-        check_fraction("precision", self.precision)
-        check_fraction("recall", self.recall)
-        if self.ood_prior is not None:
-            check_open_unit("ood_prior", self.ood_prior)
+        super()._validate_params()
         self._validate_search()
 
     def fit(self, scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
@@ -461,15 +462,16 @@ class CostBasedOOD(_OODRule):
 
     _FIELDS: dict[str, Field] = {"cost_": Number(special=("nan",))}
 
+    _parameter_constraints = {"reject_id_cost": [Interval(float, 0, None, closed="left")],
+                              "predict_ood_cost": [Interval(float, 0, None, closed="left")],
+                              "reject_ood_cost": [Interval(float, 0, None, closed="left")],
+                              "ood_prior": [Interval(float, 0, 1, closed="neither"), None]}
+
     def _validate_params(self) -> None:
-        check_positive("reject_id_cost", self.reject_id_cost, allow_zero=True)
-        e2 = check_positive("predict_ood_cost", self.predict_ood_cost, allow_zero=True)
-        e3 = check_positive("reject_ood_cost", self.reject_ood_cost, allow_zero=True)
-        if not e2 > e3:
+        super()._validate_params()
+        if not float(self.predict_ood_cost) > float(self.reject_ood_cost):
             raise ValueError(f"predict_ood_cost must be greater than reject_ood_cost; got "
                              f"{plain(self.predict_ood_cost)} <= {plain(self.reject_ood_cost)}.")
-        if self.ood_prior is not None:
-            check_open_unit("ood_prior", self.ood_prior)
         self._validate_search()
 
     def fit(self, scores: ArrayLike | ScoreTable | PairTable | None = None,
