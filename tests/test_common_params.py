@@ -127,13 +127,16 @@ def _candidates(constraint: Any) -> list[Any]:
     raise AssertionError(f"no invalid values for {constraint!r}")
 
 
+def _accepts(allowed: list[Any], value: Any) -> bool:
+    return any(value is None if c is None else c.accepts(value) for c in allowed)
+
+
 def _invalid_values(allowed: list[Any]) -> list[Any]:
     values = [None] if None not in allowed else []
     for constraint in allowed:
         if constraint is not None:
             values += _candidates(constraint)
-    shown = [c for c in allowed if c is not None]
-    return [v for v in values if not any(c.accepts(v) for c in shown)]
+    return [v for v in values if not _accepts(allowed, v)]
 
 
 #: Arguments a class needs to be built, beyond its defaults.
@@ -179,11 +182,16 @@ FUNCTION_CASES = [(path, name) for path, func in FUNCTIONS.items()
 def test_a_function_refuses_each_invalid_value_by_name(path: str, name: str) -> None:
     func = FUNCTIONS[path]
     signature = inspect.signature(func)
-    required = {p.name: None for p in signature.parameters.values()
-                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    others = {p.name: None for p in signature.parameters.values()
+              if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    for other, allowed in func._parameter_constraints.items():
+        if other != name:  # a valid value: only the parameter under test is refused
+            options = [c.options[0] for c in allowed if isinstance(c, Options)]
+            others[other] = next(v for v in (*options, 0.5, 1, 2, None, True)
+                                 if _accepts(allowed, v))
     for value in _invalid_values(func._parameter_constraints[name]):
         with pytest.raises(ValueError) as exc:  # refused before the arrays are read
-            func(**{**required, name: value})
+            func(**{**others, name: value})
         _check_message(exc, name)
 
 

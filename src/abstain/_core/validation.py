@@ -549,6 +549,8 @@ class Interval(Constraint):
 
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` is a number of this kind inside the interval."""
+        if type(value) is float and self.kind is float:  # the common case, fast
+            return math.isfinite(value) and self._inside(value)
         if self.kind is int:
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
                 return False
@@ -561,6 +563,9 @@ class Interval(Constraint):
                 return False
             if not math.isfinite(value):
                 return False
+        return self._inside(value)
+
+    def _inside(self, value: Any) -> bool:
         left_ok = self.left is None or (
             value >= self.left if self.closed in ("both", "left") else value > self.left)
         right_ok = self.right is None or (
@@ -686,16 +691,24 @@ def check_params(values: dict[str, Any], constraints: Constraints) -> None:
     """
     for name, allowed in constraints.items():
         value = values[name]
-        if value is None and None in allowed:
+        if _accepted(value, allowed):
             continue
         shown = [c for c in allowed if c is not None]
-        if any(c.accepts(value) for c in shown):
-            continue
         if len(shown) == 1:
             raise ValueError(shown[0].refusal(name, value))
         conditions = [c.condition for c in shown]
         raise ValueError(f"{name} must {', '.join(conditions[:-1])} or {conditions[-1]}; "
                          f"got {plain(value)}.")
+
+
+def _accepted(value: Any, allowed: list[Any]) -> bool:
+    for constraint in allowed:
+        if constraint is None:
+            if value is None:
+                return True
+        elif constraint.accepts(value):
+            return True
+    return False
 
 
 def validate_params(constraints: Constraints) -> Any:
@@ -728,17 +741,17 @@ def validate_params(constraints: Constraints) -> Any:
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            values = {}
-            for name, index, default, _ in checks:
+            for name, index, default, allowed in checks:
                 if name in kwargs:
-                    values[name] = kwargs[name]
+                    value = kwargs[name]
                 elif index is not None and index < len(args):
-                    values[name] = args[index]
+                    value = args[index]
                 elif default is not inspect.Parameter.empty:
-                    values[name] = default
+                    value = default
                 else:  # missing: the call itself raises the TypeError
-                    return func(*args, **kwargs)
-            check_params(values, constraints)
+                    break
+                if not _accepted(value, allowed):
+                    check_params({name: value}, {name: allowed})  # raises its message
             return func(*args, **kwargs)
 
         wrapper._parameter_constraints = constraints  # type: ignore[attr-defined]

@@ -51,12 +51,13 @@ from .._core.ood_sample import (
 from .._core.pair_table import PairTable
 from .._core.table import ScoreTable, table_or_none
 from .._core.validation import (
+    Interval,
     as_real_array,
     check_fraction,
     check_int,
     check_open_unit,
     check_probability,
-    plain,
+    validate_params,
 )
 from ..exceptions import InfeasibleTargetWarning
 
@@ -142,6 +143,8 @@ def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions:
     return best.L / best.I if best.I > 0 else math.nan
 
 
+@validate_params({"tpr": [Interval(float, 0, 1, closed="right")],
+                  "fpr": [Interval(float, 0, 1, closed="both")]})
 def selective_risk_at_tpr_fpr(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, tpr: float | None = None, fpr: float | None = None, *,
@@ -174,13 +177,15 @@ def selective_risk_at_tpr_fpr(
     ...                           [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], tpr=0.6, fpr=0.0)
     0.5
     """
-    t = check_fraction("tpr", tpr)
-    f = check_probability("fpr", fpr)
+    t, f = float(tpr), float(fpr)  # type: ignore[arg-type]
     search, d = check_search(search, n_directions)
     sample = _sample(is_ood, scores, losses)
     return _least_risk(sample, tpr_fpr_constraint(sample, t, f), search, d)
 
 
+@validate_params({"precision": [Interval(float, 0, 1, closed="right")],
+                  "recall": [Interval(float, 0, 1, closed="right")],
+                  "ood_prior": [Interval(float, 0, 1, closed="neither"), None]})
 def selective_risk_at_precision_recall(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, precision: float | None = None,
@@ -200,9 +205,8 @@ def selective_risk_at_precision_recall(
     ...       [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], precision=0.75, recall=1.0), 4)
     0.3333
     """
-    kappa = check_fraction("precision", precision)
-    r = check_fraction("recall", recall)
-    prior = None if ood_prior is None else check_open_unit("ood_prior", ood_prior)
+    kappa, r = float(precision), float(recall)  # type: ignore[arg-type]
+    prior = None if ood_prior is None else float(ood_prior)
     search, d = check_search(search, n_directions)
     sample = _sample(is_ood, scores, losses)
     pi = ood_fraction(sample) if prior is None else prior
@@ -526,6 +530,7 @@ def _fpr_on_knots(kn: core.Knots, sample: Sample, t: float) -> float:
     return float(y[j - 1] + (t - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1]))
 
 
+@validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
 def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
                tpr: float = 0.95, *, search: str = "grid",
                n_directions: int = N_DIRECTIONS) -> float:
@@ -548,7 +553,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     >>> fpr_at_tpr([0, 1, 0, 1], [[1, 0], [0, 1], [0, 0], [1, 1]], tpr=1.0, search="exact")
     0.0
     """
-    t = check_fraction("tpr", tpr)
+    t = float(tpr)
     search, n_directions = check_search(search, n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1:
@@ -561,6 +566,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
                for w in sample.directions("grid", n_directions))
 
 
+@validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
 def tnr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
                tpr: float = 0.95, *, search: str = "grid",
                n_directions: int = N_DIRECTIONS) -> float:
@@ -575,6 +581,7 @@ def tnr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     return 1.0 - fpr_at_tpr(is_ood, scores, tpr, search=search, n_directions=n_directions)
 
 
+@validate_params({"false_alarm": [Interval(float, 0, 1, closed="left")]})
 def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable | PairTable,
                                   scores: ArrayLike | None = None,
                                   false_alarm: float = 0.05, *, search: str = "grid",
@@ -590,9 +597,7 @@ def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable | PairTable,
     >>> detection_rate_at_false_alarm([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4], 0.25)
     0.75
     """
-    fa = check_probability("false_alarm", false_alarm)
-    if fa >= 1.0:
-        raise ValueError(f"false_alarm must be in [0, 1); got {plain(false_alarm)}.")
+    fa = float(false_alarm)
     return tnr_at_tpr(is_ood, scores, 1.0 - fa, search=search, n_directions=n_directions)
 
 

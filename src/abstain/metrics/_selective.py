@@ -36,7 +36,12 @@ from .._core.groups import (
     validated_groups,
 )
 from .._core.table import ScoreTable, as_groups, selective_table, table_or_none
-from .._core.validation import as_losses_and_scores, check_choice, check_fraction, check_positive
+from .._core.validation import (
+    Interval,
+    Options,
+    as_losses_and_scores,
+    validate_params,
+)
 
 __all__ = [
     "RiskCoverageCurve",
@@ -174,6 +179,7 @@ def _expected_prefix_losses(
     return prefix
 
 
+@validate_params({"ties": [Options(_TIES)]})
 def aurc(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
 ) -> float:
@@ -211,7 +217,6 @@ def aurc(
     >>> round(aurc(errors, [0.5] * 10, ties="index"), 4)  # errors in the first rows
     0.6287
     """
-    check_choice("ties", ties, _TIES)
     as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
     if ties == "index":
         ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
@@ -253,6 +258,7 @@ def _aurc(ls: NDArray[np.float64], u: NDArray[np.float64], ties: str) -> float:
     return float(np.sum(prefix) / ls.size)
 
 
+@validate_params({"ties": [Options(_TIES)]})
 def e_aurc(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
 ) -> float:
@@ -283,7 +289,6 @@ def e_aurc(
     >>> round(e_aurc([0, 0, 0, 1], [0.4, 0.1, 0.2, 0.3]), 4)
     0.0833
     """
-    check_choice("ties", ties, _TIES)
     as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
     if ties == "index":
         ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
@@ -296,6 +301,7 @@ def e_aurc(
     return max(score_area - oracle, 0.0) * c
 
 
+@validate_params({"ties": [Options(_TIES)]})
 def augrc(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
 ) -> float:
@@ -325,7 +331,6 @@ def augrc(
     >>> augrc([0, 1], [0.1, 0.9])
     0.25
     """
-    check_choice("ties", ties, _TIES)
     as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
     if ties == "index":
         ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
@@ -336,6 +341,7 @@ def augrc(
     return _area(counts, sums, generalized=True) * c
 
 
+@validate_params({"coverage": [Interval(float, 0, 1, closed="right")]})
 def selective_risk_at_coverage(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None,
     coverage: float | None = None,
@@ -368,11 +374,12 @@ def selective_risk_at_coverage(
     >>> selective_risk_at_coverage([0, 1, 1, 0], [0.2, 0.2, 0.2, 0.2], 0.25)
     0.5
     """
-    cov = check_fraction("coverage", coverage)
+    cov = float(coverage)  # type: ignore[arg-type]
     groups = _groups(losses, uncertainty)
     return groups.risk_at(cov * groups.n)
 
 
+@validate_params({"target_risk": [Interval(float, 0, None, closed="neither")]})
 def coverage_at_risk(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None,
     target_risk: float | None = None,
@@ -407,7 +414,7 @@ def coverage_at_risk(
     >>> coverage_at_risk([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], 0.25)
     0.6666666666666666
     """
-    lam = check_positive("target_risk", target_risk)
+    lam = float(target_risk)  # type: ignore[arg-type]
     groups = _groups(losses, uncertainty)
     return groups.max_accepted_at_risk(lam) / groups.n
 
