@@ -54,8 +54,6 @@ from .._core.validation import (
     Interval,
     as_real_array,
     check_fraction,
-    check_int,
-    check_open_unit,
     check_probability,
     validate_params,
 )
@@ -243,6 +241,7 @@ def _path_at_fpr(kn: core.Knots, b: float, targets: F64) -> F64:
     return out
 
 
+@validate_params({"fpr": [Interval(float, 0, 1, closed="both")]})
 def risk_coverage_curve_at_fpr(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, fpr: float | None = None, *,
@@ -294,7 +293,7 @@ def risk_coverage_curve_at_fpr(
     [0.0, 0.333..., nan]
     """
     search, n_directions = check_search(search, n_directions)
-    b = check_probability("fpr", fpr)
+    b = float(fpr)  # type: ignore[arg-type]
     sample = _sample(is_ood, scores, losses)
     targets = np.linspace(0.01, 1.0, 100) if tpr is None else as_real_array(tpr, "tpr")
     if targets.ndim != 1:
@@ -345,6 +344,7 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike 
     return ROCCurve(grid, _envelope(sample, sample.w_id, grid, n_directions))
 
 
+@validate_params({"ood_prior": [Interval(float, 0, 1, closed="neither"), None]})
 def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
                  recall: ArrayLike | None = None, ood_prior: float | None = None,
                  search: str = "grid", n_directions: int = N_DIRECTIONS) -> PRCurve:
@@ -367,7 +367,7 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike |
     """
     search, n_directions = check_search(search, n_directions)
     sample = _sample(is_ood, scores)
-    pi = ood_fraction(sample) if ood_prior is None else check_open_unit("ood_prior", ood_prior)
+    pi = ood_fraction(sample) if ood_prior is None else float(ood_prior)
     grid = np.linspace(0.01, 1.0, 100) if recall is None else as_real_array(recall, "recall")
     best = np.zeros(grid.size)
     if search == "exact" and sample.s.shape[1] == 2:
@@ -438,6 +438,7 @@ def _envelope_area(sample: Sample, gain: F64, search: str, n_directions: int,
     return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
 
 
+@validate_params({"n_points": [Interval(int, 2, None, closed="left")]})
 def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
           search: str = "grid", n_directions: int = N_DIRECTIONS,
           n_points: int = 2001) -> float:
@@ -469,7 +470,7 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
     0.875
     """
     search, n_directions = check_search(search, n_directions)
-    n_points = check_int("n_points", n_points, 2)
+    n_points = int(n_points)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 2:
         return _envelope_area(sample, sample.w_id, search, n_directions, n_points)
@@ -614,6 +615,7 @@ def _ccr_curve(losses: Any, is_ood: Any, scores: Any) -> tuple[F64, F64]:
     return kn.O / sample.n_ood, kn.L / sample.n_id
 
 
+@validate_params({"n_points": [Interval(int, 2, None, closed="left")]})
 def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
          scores: ArrayLike | None = None, *, search: str = "grid",
          n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
@@ -634,7 +636,7 @@ def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = 
     0.5
     """
     search, n_directions = check_search(search, n_directions)
-    n_points = check_int("n_points", n_points, 2)
+    n_points = int(n_points)
     sample = _sample(is_ood, scores, losses)
     if sample.s.shape[1] == 2:
         _check_ccr_losses(sample)
@@ -661,6 +663,7 @@ def exact_envelope_metrics(losses: Any, is_ood: Any, scores: Any, tpr: float,
     return out
 
 
+@validate_params({"fpr": [Interval(float, 0, 1, closed="both")]})
 def ccr_at_fpr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
                scores: ArrayLike | None = None, fpr: float | None = None) -> float:
     """CCR of the rule accepting the largest ID share at FPR ``<= fpr`` (randomised ties).
@@ -671,7 +674,7 @@ def ccr_at_fpr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
     >>> ccr_at_fpr([0, 0, 1, 0], [0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], 0.5)
     0.5
     """
-    b = check_probability("fpr", fpr)
+    b = float(fpr)  # type: ignore[arg-type]
     x, y = _ccr_curve(losses, is_ood, scores)
     j = int(np.searchsorted(x, b * (1 + 1e-12), side="right")) - 1
     if j + 1 < x.size and x[j + 1] > x[j]:
