@@ -50,10 +50,10 @@ from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
 from .._core.table import ScoreTable, check_whole_table, table_or_none
 from .._core.validation import (
     Interval,
-    check_fraction,
     check_open_unit,
     check_random_state,
     plain,
+    validate_params,
 )
 from ..exceptions import InfeasibleTargetWarning
 from ..metrics import fpr_at_tpr
@@ -519,6 +519,7 @@ def _directions(s: NDArray[np.float64], n_directions: int) -> list[NDArray[np.fl
     return [core.project(s, w) for w in core.grid_weights(n_directions)]
 
 
+@validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
 def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
                      tpr: float | None = None, *,
                      n_directions: int = N_DIRECTIONS) -> float:
@@ -536,7 +537,7 @@ def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLi
     >>> least_fpr_at_tpr([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], tpr=1.0)
     0.5
     """
-    t = check_fraction("tpr", tpr)
+    t = float(tpr)  # type: ignore[arg-type]
     _, d = check_search("grid", n_directions)
     if isinstance(scores, (ScoreTable, PairTable)):
         check_whole_table(scores, {"is_ood": is_ood})
@@ -551,6 +552,7 @@ def _roc_sample(scores: Any, is_ood: Any) -> Sample:
     return Sample.of(scores, is_ood, NO_LOSSES)
 
 
+@validate_params({"precision": [Interval(float, 0, 1, closed="right")]})
 def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
                              is_ood: ArrayLike | None = None, precision: float | None = None, *,
                              ood_prior: float | None = None,
@@ -570,7 +572,7 @@ def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
     >>> most_recall_at_precision([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], precision=1.0)
     0.5
     """
-    p = check_fraction("precision", precision)
+    p = float(precision)  # type: ignore[arg-type]
     _, d = check_search("grid", n_directions)
     sample = _roc_sample(scores, is_ood)
     curves = []

@@ -51,6 +51,7 @@ from .._core.validation import (
     check_params,
     check_positive,
     plain,
+    validate_params,
 )
 from ..exceptions import InfeasibleTargetWarning
 
@@ -683,6 +684,7 @@ class BoundedImprovement(_RejectRule):
         return self
 
 
+@validate_params({"above": [Interval(float, 0, None, closed="left")]})
 def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
                      loss_bound: float = 1.0, bound: str = "auto",
                      guarantee: str | None = None, above: float = 0.0) -> float:
@@ -743,7 +745,7 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     >>> least_risk_bound(u, loss, guarantee="expected_joint") == 1 / 41
     True
     """
-    above = check_positive("above", above, allow_zero=True)
+    above = float(above)
     if guarantee is not None:
         _refuse_expected(guarantee)
         known = BoundedImprovement._parameter_constraints
