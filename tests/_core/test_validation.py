@@ -158,7 +158,7 @@ def test_a_constraint_states_its_condition(constraint: Any, condition: str) -> N
      [-1, 1.5, True, "seed"]),
     (InstanceOf(int, "an int"), [1], ["1"]),
     (IsCallable(), [len], [1]),
-    (IsArray(), [[1], (1,), np.zeros(2)], [1, "ab"]),
+    (IsArray(), [[1], (1,), range(2), np.zeros(2)], [1, "ab", b"ab", None]),
 ])
 def test_a_constraint_accepts_what_it_says(constraint: Any, inside: list[Any],
                                             outside: list[Any]) -> None:

@@ -658,8 +658,9 @@ class InstanceOf(Constraint):
 
 
 class IsArray(Constraint):
-    """An array, or what ``numpy.asarray`` reads as one (a list, a tuple); the array
-    argument's own check then says what is wrong with its values."""
+    """An array, or a sequence that ``numpy.asarray`` may read as one (a list, a tuple, a
+    range; not a string); the argument's own check then says what is wrong with its
+    values."""
 
     condition = "be an array-like"
 
@@ -668,8 +669,10 @@ class IsArray(Constraint):
             self.condition = condition
 
     def accepts(self, value: Any) -> bool:
-        """Whether ``value`` is an array, a list or a tuple."""
-        return isinstance(value, (np.ndarray, list, tuple)) or hasattr(value, "__array__")
+        """Whether ``value`` is an array or a sequence other than a string."""
+        if isinstance(value, (str, bytes)):
+            return False
+        return hasattr(value, "__array__") or hasattr(value, "__len__")
 
 
 Constraints = dict[str, list[Any]]
