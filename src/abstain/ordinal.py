@@ -21,11 +21,10 @@ from scipy import sparse
 from ._core.base import ParamsMixin, accuracy
 from ._core.serialize import Array, Field, Int, Labels, Number, dumps, serializable
 from ._core.validation import (
+    Interval,
+    RandomState,
     as_features,
-    check_positive,
-    check_random_state,
     check_same_length,
-    plain,
 )
 from .exceptions import ConvergenceWarning
 from .scores._plugin import ordinal_margin
@@ -506,13 +505,11 @@ class SVOR(ParamsMixin):
 
     _estimator_type = "classifier"
 
-    def _validate_params(self) -> None:
-        check_positive("C", self.C)
-        check_positive("tol", self.tol)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
-                or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer; got {plain(self.max_iter)}.")
-        check_random_state("random_state", self.random_state)
+    _parameter_constraints = {
+        "C": [Interval(float, 0, None, closed="neither")],
+        "tol": [Interval(float, 0, None, closed="neither")],
+        "max_iter": [Interval(int, 1, None, closed="left", condition="be a positive integer")],
+        "random_state": [RandomState()]}
 
     def __sklearn_tags__(self) -> Any:
         """Estimator tags for scikit-learn >= 1.6 (imported only when scikit-learn asks)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import math
 from typing import Any
 
 import numpy as np
@@ -9,6 +11,13 @@ import pytest
 
 from abstain import BoundedAbstention, PairTable, ScoreTable
 from abstain._core.validation import (
+    Boolean,
+    InstanceOf,
+    Interval,
+    IsArray,
+    IsCallable,
+    Options,
+    RandomState,
     as_class_labels,
     as_is_ood,
     as_label_indices,
@@ -19,10 +28,12 @@ from abstain._core.validation import (
     check_fraction,
     check_int,
     check_open_unit,
+    check_params,
     check_positive,
     check_probability,
     check_random_state,
     plain,
+    validate_params,
 )
 from abstain.metrics import aurc, auroc
 
@@ -117,3 +128,80 @@ def test_float_class_labels_say_the_value_not_only_the_dtype() -> None:
                                          r"such as 1\.5\.$"):
         as_class_labels([0.0, 1.5], "y")
     assert as_class_labels([0.0, 2.0], "y").tolist() == [0, 2]
+
+
+# --- parameter constraints ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("constraint", "condition"), [
+    (Interval(float, 0, 1, closed="right"), "be in (0, 1]"),
+    (Interval(float, 0, 1, closed="neither"), "be in (0, 1)"),
+    (Interval(float, 0, 1, closed="both"), "be in [0, 1]"),
+    (Interval(float, 0, None, closed="left"), "be a finite number in [0, inf)"),
+    (Interval(float, 0, 100, closed="right"), "be in (0, 100]"),
+    (Interval(int, 1, None, closed="left"), "be an integer >= 1"),
+    (Interval(int, 0, 5, closed="both"), "be an integer in [0, 5]"),
+    (Options(("a", "b")), "be one of 'a', 'b'"),
+])
+def test_a_constraint_states_its_condition(constraint: Any, condition: str) -> None:
+    assert constraint.condition == condition
+
+
+@pytest.mark.parametrize(("constraint", "inside", "outside"), [
+    (Interval(float, 0, 1, closed="right"), [1, 1.0, 0.5, np.float32(0.25), np.int64(1)],
+     [0, 0.0, 1.5, math.nan, True, "0.5", None, 10**400]),
+    (Interval(float, 0, None, closed="left"), [0, 1e300], [math.inf, -0.0 - 1e-300, math.nan]),
+    (Interval(int, 1, None, closed="left"), [1, np.int64(7)], [0, 1.0, True, np.bool_(True)]),
+    (Options(("a", "b")), ["a", np.str_("b")], ["c", 1, None, np.array(["a", "b"])]),
+    (Boolean(), [True, np.bool_(False)], [1, 0, "True", None]),
+    (RandomState(), [None, 0, np.random.default_rng(0), np.random.SeedSequence(1)],
+     [-1, 1.5, True, "seed"]),
+    (InstanceOf(int, "an int"), [1], ["1"]),
+    (IsCallable(), [len], [1]),
+    (IsArray(), [[1], (1,), range(2), np.zeros(2)], [1, "ab", b"ab", None]),
+])
+def test_a_constraint_accepts_what_it_says(constraint: Any, inside: list[Any],
+                                            outside: list[Any]) -> None:
+    assert all(constraint.accepts(v) for v in inside)
+    assert not any(constraint.accepts(v) for v in outside)
+
+
+def test_check_params_keeps_the_messages_of_the_single_checks() -> None:
+    fraction = {"coverage": [Interval(float, 0, 1, closed="right")]}
+    for value in ("0.5", 2.0, True, 10**400):
+        with pytest.raises(ValueError) as new:
+            check_params({"coverage": value}, fraction)
+        with pytest.raises(ValueError) as old:
+            check_fraction("coverage", value)
+        assert str(new.value) == str(old.value)
+    with pytest.raises(ValueError, match=r"^delta must be in \(0, 1\); got 2\.$"):
+        check_params({"delta": 2}, {"delta": [Interval(float, 0, 1, closed="neither"), None]})
+    check_params({"delta": None}, {"delta": [Interval(float, 0, 1, closed="neither"), None]})
+    both = {"gamma": [Options(("scale",)), Interval(float, 0, None, closed="neither")]}
+    with pytest.raises(ValueError, match=r"^gamma must be one of 'scale' or be a finite number "
+                                         r"in \(0, inf\); got 'auto'\.$"):
+        check_params({"gamma": "auto"}, both)
+
+
+def test_validate_params_keeps_the_function_and_checks_before_the_body() -> None:
+    calls = []
+
+    def rate(x: Any, tpr: float = 0.95, *, ties: str = "mean") -> float:
+        """The rate."""
+        calls.append(x)
+        return tpr
+
+    checked = validate_params({"tpr": [Interval(float, 0, 1, closed="right")],
+                               "ties": [Options(("mean", "index"))]})(rate)
+    assert inspect.signature(checked) == inspect.signature(rate)
+    assert checked.__doc__ == "The rate." and checked.__wrapped__ is rate
+    assert checked(1) == 0.95 and checked(1, 0.5) == 0.5 and checked(1, tpr=0.25) == 0.25
+    with pytest.raises(ValueError, match=r"^tpr must be in \(0, 1\]; got 0\.$"):
+        checked(1, 0)
+    with pytest.raises(ValueError, match=r"^ties must be one of 'mean', 'index'; got 'x'\.$"):
+        checked(1, ties="x")
+    assert calls == [1, 1, 1]
+    with pytest.raises(TypeError):
+        checked()  # a missing argument is the call's own TypeError
+    with pytest.raises(ValueError, match="constraints must name parameters of rate; got fpr"):
+        validate_params({"fpr": [Boolean()]})(rate)

@@ -5,21 +5,38 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..exceptions import NotFittedError
-from .validation import as_labels, as_losses, check_label_type, check_same_length
+from .validation import (
+    Constraints,
+    as_labels,
+    as_losses,
+    check_label_type,
+    check_params,
+    check_same_length,
+)
 
 
 class ParamsMixin:
     """``get_params``/``set_params``/``repr`` from the keyword arguments of ``__init__``.
 
     ``__init__`` must store each parameter unchanged under its own name, so that
-    ``sklearn.base.clone`` works on subclasses.
+    ``sklearn.base.clone`` works on subclasses. ``_parameter_constraints`` states what each
+    parameter accepts (see ``_core.validation.Interval`` and its siblings);
+    ``_validate_params``, run by ``fit`` and on loading, checks it. A subclass with a rule
+    between parameters extends ``_validate_params`` after ``super()._validate_params()``.
     """
+
+    _parameter_constraints: ClassVar[Constraints] = {}
+
+    def _validate_params(self) -> None:
+        """Check each parameter against ``_parameter_constraints``."""
+        constraints = self._parameter_constraints
+        check_params({name: getattr(self, name) for name in constraints}, constraints)
 
     @classmethod
     def _param_names(cls) -> list[str]:

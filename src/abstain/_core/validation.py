@@ -5,6 +5,8 @@ One message format everywhere: ``"<argument> must <condition>; got <what>."``
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from typing import Any
 
@@ -26,7 +28,17 @@ __all__ = [
     "as_real_array",
     "as_pvalues",
     "as_scores",
+    "Boolean",
+    "Constraint",
+    "Constraints",
+    "InstanceOf",
+    "Interval",
+    "IsArray",
+    "IsCallable",
+    "Options",
+    "RandomState",
     "check_bool",
+    "check_params",
     "check_choice",
     "check_float_dtype",
     "check_columns",
@@ -41,6 +53,7 @@ __all__ = [
     "nonfinite",
     "plain",
     "unit_rows",
+    "validate_params",
 ]
 
 
@@ -463,3 +476,288 @@ def check_random_state(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{name} must be None, an integer >= 0 or a numpy Generator; "
                          f"got {plain(value)}.")
+
+
+# --- Parameter constraints as data -------------------------------------------------------
+# A class states ``_parameter_constraints = {"name": [constraint, ...]}`` and a public
+# function ``@validate_params({...})``; a value is accepted when one of its constraints
+# accepts it. ``None`` in a list accepts None (and is not named in the message).
+
+
+class Constraint:
+    """One set of accepted values of a parameter; ``condition`` completes "<name> must".
+
+    A constraint built with ``condition=`` says that text for every refused value.
+    """
+
+    condition = ""
+    said = False  # True when ``condition`` was given: it then replaces every refusal
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is in this set."""
+        raise NotImplementedError
+
+    def refusal(self, name: str, value: Any) -> str:
+        """The message for ``value``, refused, when this is the parameter's one constraint."""
+        return f"{name} must {self.condition}; got {plain(value)}."
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.condition!r})"
+
+
+def _is_real(value: Any) -> bool:
+    return not isinstance(value, (bool, np.bool_)) and isinstance(
+        value, (int, float, np.integer, np.floating))
+
+
+class Interval(Constraint):
+    """Numbers of ``kind`` (``float``: real, ``int``: integer; a bool is neither) from
+    ``left`` to ``right`` (``None``: unbounded), the ends included as ``closed`` says:
+    ``"both"``, ``"left"``, ``"right"`` or ``"neither"``. NaN is outside every interval
+    and an unbounded real interval holds only finite numbers.
+
+    Examples
+    --------
+    >>> Interval(float, 0, 1, closed="right").condition
+    'be in (0, 1]'
+    >>> Interval(float, 0, None, closed="neither").accepts(float("inf"))
+    False
+    >>> Interval(int, 1, None, closed="left").condition
+    'be an integer >= 1'
+    """
+
+    def __init__(self, kind: type, left: float | None, right: float | None, *,
+                 closed: str, condition: str | None = None) -> None:
+        if kind not in (int, float) or closed not in ("both", "left", "right", "neither"):
+            raise ValueError(f"Interval takes int or float and closed 'both', 'left', "
+                             f"'right' or 'neither'; got {kind!r} and {closed!r}.")
+        self.kind, self.left, self.right, self.closed = kind, left, right, closed
+        lo = "[" if closed in ("both", "left") and left is not None else "("
+        hi = "]" if closed in ("both", "right") and right is not None else ")"
+        ends = (f"{lo}{'-inf' if left is None else _end(left)}, "
+                f"{'inf' if right is None else _end(right)}{hi}")
+        if kind is int:
+            self.condition = (f"be an integer {'>=' if lo == '[' else '>'} {left}"
+                              if right is None and left is not None
+                              else f"be an integer in {ends}")
+        elif left is None or right is None:
+            self.condition = f"be a finite number in {ends}"
+        else:
+            self.condition = f"be in {ends}"
+        if condition is not None:
+            self.condition, self.said = condition, True
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is a number of this kind inside the interval."""
+        if type(value) is float and self.kind is float:  # the common case, fast
+            return math.isfinite(value) and self._inside(value)
+        if self.kind is int:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                return False
+        elif not _is_real(value):
+            return False
+        else:
+            try:
+                value = float(value)
+            except OverflowError:  # an int beyond the float range
+                return False
+            if not math.isfinite(value):
+                return False
+        return self._inside(value)
+
+    def _inside(self, value: Any) -> bool:
+        left_ok = self.left is None or (
+            value >= self.left if self.closed in ("both", "left") else value > self.left)
+        right_ok = self.right is None or (
+            value <= self.right if self.closed in ("both", "right") else value < self.right)
+        return bool(left_ok and right_ok)
+
+    def refusal(self, name: str, value: Any) -> str:
+        """Says that ``value`` is not a (finite) real number, when it is not one."""
+        if self.kind is float and not self.said:
+            try:
+                _as_real(name, value)
+            except ValueError as exc:
+                return str(exc)
+        return super().refusal(name, value)
+
+
+def _end(x: float) -> str:
+    return repr(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+class Options(Constraint):
+    """The strings ``options``.
+
+    Examples
+    --------
+    >>> Options(("mean", "max")).refusal("method", "min")
+    "method must be one of 'mean', 'max'; got 'min'."
+    """
+
+    def __init__(self, options: tuple[str, ...]) -> None:
+        self.options = tuple(options)
+        self.condition = f"be one of {', '.join(map(repr, self.options))}"
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is one of the options."""
+        try:
+            return bool(value in self.options)
+        except (TypeError, ValueError):  # an array compares elementwise
+            return False
+
+
+class Boolean(Constraint):
+    """True or False (a NumPy bool too)."""
+
+    condition = "be True or False"
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is a bool."""
+        return isinstance(value, (bool, np.bool_))
+
+
+class RandomState(Constraint):
+    """What seeds ``numpy.random.default_rng``: None, an int >= 0, a ``Generator``, a
+    ``BitGenerator`` or a ``SeedSequence``."""
+
+    condition = "be None, an integer >= 0 or a numpy Generator"
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` seeds a generator."""
+        if value is None or isinstance(
+                value, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
+            return True
+        return Interval(int, 0, None, closed="left").accepts(value)
+
+
+class IsCallable(Constraint):
+    """A callable."""
+
+    condition = "be a callable"
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is callable."""
+        return callable(value)
+
+
+class InstanceOf(Constraint):
+    """An instance of ``types``, described to the user as ``what``."""
+
+    def __init__(self, types: type | tuple[type, ...], what: str) -> None:
+        self.types = types
+        self.condition = f"be {what}"
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is an instance of the types."""
+        return isinstance(value, self.types)
+
+    def refusal(self, name: str, value: Any) -> str:
+        """Names the type of ``value``, refused."""
+        return f"{name} must {self.condition}; got {type(value).__name__}."
+
+
+class IsArray(Constraint):
+    """An array, or a sequence that ``numpy.asarray`` may read as one (a list, a tuple, a
+    range; not a string); the argument's own check then says what is wrong with its
+    values."""
+
+    condition = "be an array-like"
+
+    def __init__(self, condition: str | None = None) -> None:
+        if condition is not None:
+            self.condition = condition
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is an array or a sequence other than a string."""
+        if isinstance(value, (str, bytes)):
+            return False
+        return hasattr(value, "__array__") or hasattr(value, "__len__")
+
+
+Constraints = dict[str, list[Any]]
+
+
+def check_params(values: dict[str, Any], constraints: Constraints) -> None:
+    """Raise one ``ValueError`` for the first value not accepted by its constraints.
+
+    ``values`` maps each name of ``constraints`` to its value. The message is the one of
+    the constraint when there is one besides ``None``, else it lists the conditions.
+
+    Examples
+    --------
+    >>> check_params({"alpha": 0.1}, {"alpha": [Interval(float, 0, 1, closed="neither")]})
+    >>> check_params({"alpha": 1.5}, {"alpha": [Interval(float, 0, 1, closed="neither")]})
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha must be in (0, 1); got 1.5.
+    """
+    for name, allowed in constraints.items():
+        value = values[name]
+        if _accepted(value, allowed):
+            continue
+        shown = [c for c in allowed if c is not None]
+        if len(shown) == 1:
+            raise ValueError(shown[0].refusal(name, value))
+        conditions = [c.condition for c in shown]
+        raise ValueError(f"{name} must {', '.join(conditions[:-1])} or {conditions[-1]}; "
+                         f"got {plain(value)}.")
+
+
+def _accepted(value: Any, allowed: list[Any]) -> bool:
+    for constraint in allowed:
+        if constraint is None:
+            if value is None:
+                return True
+        elif constraint.accepts(value):
+            return True
+    return False
+
+
+def validate_params(constraints: Constraints) -> Any:
+    """Decorator: check the named arguments of a function against ``constraints`` before
+    its body runs. The signature and docstring stay the function's own; the check costs a
+    dictionary look-up per argument. The constraints are the wrapper's
+    ``_parameter_constraints``.
+
+    Examples
+    --------
+    >>> @validate_params({"coverage": [Interval(float, 0, 1, closed="right")]})
+    ... def half(x, *, coverage=1.0):
+    ...     return coverage / 2
+    >>> half([1], coverage=0.5)
+    0.25
+    >>> half([1], coverage=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: coverage must be in (0, 1]; got 0.
+    """
+    def decorate(func: Any) -> Any:
+        params = list(inspect.signature(func).parameters.values())
+        missing = set(constraints) - {p.name for p in params}
+        if missing:
+            raise ValueError(f"constraints must name parameters of {func.__name__}; got "
+                             f"{', '.join(sorted(missing))}.")
+        where = {p.name: (i if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                          else None, p.default) for i, p in enumerate(params)}
+        checks = [(name, *where[name], allowed) for name, allowed in constraints.items()]
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for name, index, default, allowed in checks:
+                if name in kwargs:
+                    value = kwargs[name]
+                elif index is not None and index < len(args):
+                    value = args[index]
+                elif default is not inspect.Parameter.empty:
+                    value = default
+                else:  # missing: the call itself raises the TypeError
+                    break
+                if not _accepted(value, allowed):
+                    check_params({name: value}, {name: allowed})  # raises its message
+            return func(*args, **kwargs)
+
+        wrapper._parameter_constraints = constraints  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate

@@ -10,9 +10,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Int, Nested, dumps, serializable
-from .._core.validation import check_open_unit, check_random_state, plain
+from .._core.validation import Interval, RandomState, plain
 from ._guarantee import GuaranteedDetector, far_guarantee
-from ._pipeline import ScoreCombiner
+from ._pipeline import ScoreCombiner, check_epsilon_method
 
 
 @serializable("combine")
@@ -96,15 +96,23 @@ class BankDetector(ParamsMixin):
         self.z_fraction = z_fraction
         self.random_state = random_state
 
+    #: bank: a DetectorBank, checked by the methods it must have (in ``_validate_params``);
+    #: method, epsilon, alpha and delta as in ScoreCombiner and GuaranteedDetector.
+    _parameter_constraints = {
+        "method": ScoreCombiner._parameter_constraints["method"],
+        "epsilon": ScoreCombiner._parameter_constraints["epsilon"],
+        "alpha": GuaranteedDetector._parameter_constraints["alpha"],
+        "delta": GuaranteedDetector._parameter_constraints["delta"],
+        "z_fraction": [Interval(float, 0, 1, closed="neither")],
+        "random_state": [RandomState()]}
+
     def _validate_params(self) -> None:
         if not (hasattr(self.bank, "fit") and hasattr(self.bank, "score")
                 and hasattr(self.bank, "get_params")):
             raise ValueError("bank must be a DetectorBank of abstain.detectors; got "
                              f"{type(self.bank).__name__}.")
-        ScoreCombiner(method=self.method, epsilon=self.epsilon)._validate_params()
-        GuaranteedDetector(alpha=self.alpha, delta=self.delta)._validate_params()
-        check_open_unit("z_fraction", self.z_fraction)
-        check_random_state("random_state", self.random_state)
+        super()._validate_params()
+        check_epsilon_method(self.epsilon, self.method)
 
     def fit(self, train_outputs: Any, y: ArrayLike | None = None,
             calibration_outputs: Any = None, *, weight: ArrayLike | None = None,

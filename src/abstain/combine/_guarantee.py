@@ -14,7 +14,7 @@ from scipy import stats
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Field, Int, Number, dumps, serializable
-from .._core.validation import as_scores, check_bool, check_open_unit, plain
+from .._core.validation import Boolean, Interval, as_scores, plain, validate_params
 
 
 # --------------------------------------------------------------------------- FAR guarantee
@@ -86,6 +86,8 @@ def _min_n_decimal(alpha: float, delta: float) -> int:
         return max(1, int(q.to_integral_value(rounding=decimal.ROUND_CEILING)))
 
 
+@validate_params({"alpha": [Interval(float, 0, 1, closed="neither")],
+                  "delta": [Interval(float, 0, 1, closed="neither")]})
 def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
     """The conformal level that bounds the false-alarm rate with high probability.
 
@@ -123,8 +125,7 @@ def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
     if n > 2**53:
         raise ValueError(f"n must be at most 2**53 = {2**53} (the largest calibration size "
                          f"float64 counts exactly); got {plain(n)}.")
-    a = check_open_unit("alpha", alpha)
-    d = check_open_unit("delta", delta)
+    a, d = float(alpha), float(delta)
     n = int(n)
     need = _min_n(a, d)
 
@@ -146,6 +147,7 @@ def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
     return FARGuarantee(True, lo, lo / (n + 1.0), achieved, need)
 
 
+@validate_params({"alpha": [Interval(float, 0, 1, closed="neither")]})
 def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
     """The plain split-conformal threshold: FAR <= ``alpha`` in expectation only (eq. 23).
 
@@ -168,7 +170,7 @@ def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
     >>> conformal_threshold(list(range(1, 21)), alpha=0.1)
     19.0
     """
-    a = check_open_unit("alpha", alpha)
+    a = float(alpha)
     cal = as_scores(cal_stat, "cal_stat")
     n = cal.size
     inverse = 1.0 / a
@@ -245,10 +247,9 @@ class GuaranteedDetector(ParamsMixin):
         self.delta = delta
         self.higher_is_inlier = higher_is_inlier
 
-    def _validate_params(self) -> None:
-        check_open_unit("alpha", self.alpha)
-        check_open_unit("delta", self.delta)
-        check_bool("higher_is_inlier", self.higher_is_inlier)
+    _parameter_constraints = {"alpha": [Interval(float, 0, 1, closed="neither")],
+                              "delta": [Interval(float, 0, 1, closed="neither")],
+                              "higher_is_inlier": [Boolean()]}
 
     def fit(self, cal_stat: ArrayLike) -> GuaranteedDetector:
         """Choose the threshold from inlier calibration statistics of shape (n,)."""

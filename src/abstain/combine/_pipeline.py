@@ -7,7 +7,13 @@ from numpy.typing import ArrayLike
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Array, Field, Nested, dumps, serializable
-from .._core.validation import F64, check_bool, check_choice, check_positive, plain
+from .._core.validation import (
+    F64,
+    Boolean,
+    Interval,
+    Options,
+    plain,
+)
 from ._pvalues import EmpiricalZ
 from ._qp import as_covariance, inlier_covariance
 from ._statistics import GLRT_METHODS, METHODS, combine
@@ -19,6 +25,13 @@ from ._statistics import GLRT_METHODS, METHODS, combine
 #: them ranks the rows as Stouffer's sum does. The bound keeps the statistic, of the order
 #: of ``n_scores * epsilon**2``, far from overflow.
 EPSILON_MAX = 100.0
+
+
+def check_epsilon_method(epsilon: object, method: object) -> None:
+    """Raise when ``epsilon`` is given with a method that does not use it."""
+    if epsilon is not None and method not in GLRT_METHODS:
+        raise ValueError(f"epsilon is used only by methods 'glrt' and 'glrt_cov'; "
+                         f"got epsilon={plain(epsilon)} with method={plain(method)}.")
 
 
 def _check_positive_definite(cov: F64, what: str, fix: str = "") -> None:
@@ -75,20 +88,17 @@ class ScoreCombiner(ParamsMixin):
         self.sigma = sigma
         self.higher_is_inlier = higher_is_inlier
 
+    _parameter_constraints = {
+        "method": [Options(METHODS)],
+        "epsilon": [Interval(float, 0, EPSILON_MAX, closed="both", condition=(
+            f"be a finite number in [0, {EPSILON_MAX:g}] (z-values lie within +-10; a larger "
+            "epsilon ranks as Stouffer's sum)")), None],
+        "sigma": [Interval(float, 0, None, closed="left")],
+        "higher_is_inlier": [Boolean()]}
+
     def _validate_params(self) -> None:
-        name = check_choice("method", self.method, METHODS)
-        if self.epsilon is not None:
-            if name not in GLRT_METHODS:
-                raise ValueError(f"epsilon is used only by methods 'glrt' and 'glrt_cov'; "
-                                 f"got epsilon={plain(self.epsilon)} with method={plain(name)}.")
-            eps = self.epsilon
-            if isinstance(eps, (bool, np.bool_)) or not isinstance(
-                    eps, (int, float, np.integer, np.floating)) or not 0 <= eps <= EPSILON_MAX:
-                raise ValueError(f"epsilon must be a finite number in [0, {EPSILON_MAX:g}] "
-                                 "(z-values lie within +-10; a larger epsilon ranks as "
-                                 f"Stouffer's sum); got {plain(self.epsilon)}.")
-        check_positive("sigma", self.sigma, allow_zero=True)
-        check_bool("higher_is_inlier", self.higher_is_inlier)
+        super()._validate_params()
+        check_epsilon_method(self.epsilon, self.method)
 
     def fit(self, S_train: ArrayLike) -> ScoreCombiner:
         """Fit on inlier training base scores of shape (n_train, n_scores)."""

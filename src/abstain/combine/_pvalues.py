@@ -8,7 +8,14 @@ from scipy import special
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Array, Field, dumps, serializable
-from .._core.validation import F64, as_matrix, as_real_array, as_scores, check_bool, check_columns
+from .._core.validation import (
+    F64,
+    Boolean,
+    as_matrix,
+    as_real_array,
+    as_scores,
+    check_columns,
+)
 
 
 # --------------------------------------------------------------------------- z-values
@@ -50,8 +57,7 @@ class EmpiricalZ(ParamsMixin):
     def __init__(self, *, higher_is_inlier: bool = False) -> None:
         self.higher_is_inlier = higher_is_inlier
 
-    def _validate_params(self) -> None:
-        check_bool("higher_is_inlier", self.higher_is_inlier)
+    _parameter_constraints = {"higher_is_inlier": [Boolean()]}
 
     def fit(self, S_train: ArrayLike) -> EmpiricalZ:
         """Store the sorted inlier training scores.

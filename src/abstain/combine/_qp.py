@@ -7,10 +7,17 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
 from scipy.optimize import nnls
 
-from .._core.validation import F64, as_matrix, as_real_array, check_positive
+from .._core.validation import (
+    F64,
+    Interval,
+    as_matrix,
+    as_real_array,
+    validate_params,
+)
 
 
 # --------------------------------------------------------------------------- covariance GLRT
+@validate_params({"sigma": [Interval(float, 0, None, closed="left")]})
 def inlier_covariance(Z_train: ArrayLike, sigma: float = 1e-6) -> F64:
     """The inlier covariance of eq. (34): ``Z' Z / (n - 1) + sigma I``.
 
@@ -33,7 +40,7 @@ def inlier_covariance(Z_train: ArrayLike, sigma: float = 1e-6) -> F64:
     Z = as_matrix(Z_train, "Z_train", columns="n_scores")
     if Z.shape[0] < 2:
         raise ValueError(f"Z_train must have at least 2 rows; got {Z.shape[0]}.")
-    s = check_positive("sigma", sigma, allow_zero=True)
+    s = float(sigma)
     cov = Z.T @ Z / (Z.shape[0] - 1.0)
     cov[np.diag_indices_from(cov)] += s
     return cov

@@ -13,12 +13,13 @@ from scipy import special
 
 from .._core.validation import (
     F64,
+    Options,
     as_matrix,
     as_pvalues,
-    check_choice,
     check_columns,
     check_positive,
     plain,
+    validate_params,
 )
 from ._qp import as_covariance, glrt_cov
 
@@ -131,6 +132,7 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
     return np.asarray(special.logsumexp(kl + logw, axis=1), dtype=np.float64)
 
 
+@validate_params({"method": [Options(METHODS)], "scale": [Options(("z", "p"))]})
 def combine(
     values: ArrayLike,
     method: str = "glrt",
@@ -219,8 +221,7 @@ def combine(
     >>> combine(Z, "glrt_cov", cov=np.eye(3)).round(3)
     array([-0.094,  9.245])
     """
-    name = check_choice("method", method, METHODS)
-    kind = check_choice("scale", scale, ("z", "p"))
+    name, kind = str(method), str(scale)
     arr = (as_matrix(values, "values", columns="n_scores") if kind == "z"
            else as_pvalues(values, "values"))
     if name in GLRT_METHODS:

@@ -39,9 +39,6 @@ class Detector(ParamsMixin):
     inputs: ClassVar[str] = "logits"
     _FIELDS: ClassVar[dict[str, Field]] = {}
 
-    def _validate_params(self) -> None:
-        """The checks of the parameters, run by ``fit`` (and ``score``) and on loading."""
-
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Detector:
         """Nothing to learn: a logit-based score. Checks ``X`` when given and then refuses

@@ -58,11 +58,11 @@ from .._core.serialize import (
     serializable,
 )
 from .._core.validation import (
+    Interval,
+    Options,
+    RandomState,
     as_class_labels,
     as_real_array,
-    check_int,
-    check_positive,
-    check_random_state,
     plain,
     unit_rows,
 )
@@ -299,22 +299,19 @@ class ShiftedBaseScores(ParamsMixin):
         self.random_state = random_state
         self.block = block
 
+    #: kinds and shifts are lists checked entry by entry in ``_validate_params``.
+    _parameter_constraints = {
+        "ridge": [Interval(float, 0, None, closed="left")],
+        "nu": [Interval(float, 0, 1, closed="right")],
+        "gamma": [Options(("scale",)), Interval(float, 0, None, closed="neither")],
+        "svm_max_samples": [Interval(int, 1, None, closed="left"), None],
+        "random_state": [RandomState()],
+        "block": [Interval(int, 1, None, closed="left")]}
+
     def _validate_params(self) -> None:
+        super()._validate_params()
         _check_kinds(self.kinds)
         _check_shifts(self.shifts)
-        check_positive("ridge", self.ridge, allow_zero=True)
-        nu = self.nu
-        if isinstance(nu, bool) or not isinstance(nu, (int, float, np.integer, np.floating)) \
-                or not 0.0 < nu <= 1.0:
-            raise ValueError(f"nu must be in (0, 1]; got {plain(self.nu)}.")
-        if not (isinstance(self.gamma, str) and self.gamma == "scale"):
-            if isinstance(self.gamma, str):
-                raise ValueError(f"gamma must be 'scale' or a number > 0; got {plain(self.gamma)}.")
-            check_positive("gamma", self.gamma)
-        if self.svm_max_samples is not None:
-            check_int("svm_max_samples", self.svm_max_samples, 1)
-        check_random_state("random_state", self.random_state)
-        check_int("block", self.block, 1)
 
     # ------------------------------------------------------------------ fit
     def fit(self, features: ArrayLike, y: ArrayLike) -> ShiftedBaseScores:

@@ -11,14 +11,13 @@ from scipy.special import logsumexp
 from .._core.optional import require
 from .._core.serialize import Array, Int, Labels, Number, serializable
 from .._core.validation import (
+    FLOAT_DTYPES,
+    Boolean,
+    Interval,
+    Options,
+    RandomState,
     as_features,
-    check_bool,
-    check_choice,
     check_float_dtype,
-    check_int,
-    check_positive,
-    check_random_state,
-    plain,
     unit_rows,
 )
 from ._base import Detector, linear_layer
@@ -74,13 +73,9 @@ class ReAct(Detector):
         self.temperature = temperature
         self.dtype = dtype
 
-    def _validate_params(self) -> None:
-        q = self.percentile
-        if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)) \
-                or not 0 < q <= 100:
-            raise ValueError(f"percentile must be in (0, 100]; got {plain(self.percentile)}.")
-        check_positive("temperature", self.temperature)
-        check_float_dtype("dtype", self.dtype)
+    _parameter_constraints = {"percentile": [Interval(float, 0, 100, closed="right")],
+                              "temperature": [Interval(float, 0, None, closed="neither")],
+                              "dtype": [Options(FLOAT_DTYPES)]}
 
     def _after_load(self) -> None:
         # an input at or beyond the threshold in every entry has logits of magnitude up to
@@ -182,15 +177,13 @@ class KNN(Detector):
         self.random_state = random_state
         self.backend = backend
 
-    def _validate_params(self) -> None:
-        check_int("k", self.k, 1)
-        check_bool("normalize", self.normalize)
-        check_int("block", self.block, 1)
-        check_float_dtype("dtype", self.dtype)
-        if self.bank_size is not None:
-            check_int("bank_size", self.bank_size, 1)
-        check_random_state("random_state", self.random_state)
-        check_choice("backend", self.backend, ("auto", "numpy", "faiss"))
+    _parameter_constraints = {"k": [Interval(int, 1, None, closed="left")],
+                              "normalize": [Boolean()],
+                              "block": [Interval(int, 1, None, closed="left")],
+                              "dtype": [Options(FLOAT_DTYPES)],
+                              "bank_size": [Interval(int, 1, None, closed="left"), None],
+                              "random_state": [RandomState()],
+                              "backend": [Options(("auto", "numpy", "faiss"))]}
 
     def _after_load(self) -> None:
         n_bank = self.bank_.shape[0]
@@ -358,10 +351,8 @@ class ViM(Detector):
         self.dim = dim
         self.dtype = dtype
 
-    def _validate_params(self) -> None:
-        if self.dim is not None:
-            check_int("dim", self.dim, 1)
-        check_float_dtype("dtype", self.dtype)
+    _parameter_constraints = {"dim": [Interval(int, 1, None, closed="left"), None],
+                              "dtype": [Options(FLOAT_DTYPES)]}
 
     def _after_load(self) -> None:
         d = self.n_features_in_
@@ -471,9 +462,8 @@ class Mahalanobis(Detector):
         self.rcond = rcond
         self.dtype = dtype
 
-    def _validate_params(self) -> None:
-        check_positive("rcond", self.rcond, allow_zero=True)
-        check_float_dtype("dtype", self.dtype)
+    _parameter_constraints = {"rcond": [Interval(float, 0, None, closed="left")],
+                              "dtype": [Options(FLOAT_DTYPES)]}
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Mahalanobis:

@@ -10,7 +10,7 @@ from scipy.special import logsumexp
 
 from .._core.optional import require
 from .._core.serialize import serializable
-from .._core.validation import check_fraction, check_int, check_positive
+from .._core.validation import Interval
 from ._base import Detector
 
 
@@ -47,8 +47,7 @@ class MSP(Detector):
     def __init__(self, temperature: float = 1.0) -> None:
         self.temperature = temperature
 
-    def _validate_params(self) -> None:
-        check_positive("temperature", self.temperature)
+    _parameter_constraints = {"temperature": [Interval(float, 0, None, closed="neither")]}
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of logits ``X``, shape (n, K) -> (n,)."""
@@ -92,8 +91,7 @@ class Energy(Detector):
     def __init__(self, temperature: float = 1.0) -> None:
         self.temperature = temperature
 
-    def _validate_params(self) -> None:
-        check_positive("temperature", self.temperature)
+    _parameter_constraints = {"temperature": [Interval(float, 0, None, closed="neither")]}
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of logits ``X``, shape (n, K) -> (n,)."""
@@ -132,9 +130,8 @@ class ODIN(Detector):
         self.temperature = temperature
         self.epsilon = epsilon
 
-    def _validate_params(self) -> None:
-        check_positive("temperature", self.temperature)
-        check_positive("epsilon", self.epsilon, allow_zero=True)
+    _parameter_constraints = {"temperature": [Interval(float, 0, None, closed="neither")],
+                              "epsilon": [Interval(float, 0, None, closed="left")]}
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of (perturbed) logits ``X``, shape (n, K) -> (n,)."""
@@ -182,9 +179,8 @@ class GEN(Detector):
         self.gamma = gamma
         self.top_m = top_m
 
-    def _validate_params(self) -> None:
-        check_fraction("gamma", self.gamma)
-        check_int("top_m", self.top_m, 1)
+    _parameter_constraints = {"gamma": [Interval(float, 0, 1, closed="right")],
+                              "top_m": [Interval(int, 1, None, closed="left")]}
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of logits ``X``, shape (n, K) -> (n,)."""

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import check_int, check_open_unit, check_random_state
+from .._core.validation import Interval, RandomState, check_int, validate_params
 
 __all__ = ["BootstrapInterval", "MAX_BOOTSTRAP", "MAX_BOOTSTRAP_ROWS", "bootstrap_indices",
            "bootstrap_interval", "check_bootstrap"]
@@ -124,6 +124,7 @@ def _batches(parts: list[NDArray[np.intp]], b: int,
                               for rows in parts], axis=1)
 
 
+@validate_params({"random_state": [RandomState()]})
 def bootstrap_indices(strata: ArrayLike, n_bootstrap: int, random_state: Any = None, *,
                       key: ArrayLike | None = None) -> NDArray[np.intp]:
     """Row indices of ``n_bootstrap`` stratified resamples with replacement.
@@ -175,11 +176,12 @@ def bootstrap_indices(strata: ArrayLike, n_bootstrap: int, random_state: Any = N
     """
     parts = _strata_rows(strata, key)
     b = check_bootstrap(n_bootstrap, sum(rows.size for rows in parts))
-    check_random_state("random_state", random_state)
     rng = np.random.default_rng(random_state)
     return np.concatenate(list(_batches(parts, b, rng)), axis=0)
 
 
+@validate_params({"confidence": [Interval(float, 0, 1, closed="neither")],
+                  "random_state": [RandomState()]})
 def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strata: ArrayLike,
                        *, n_bootstrap: int = 1000, confidence: float = 0.95,
                        random_state: Any = None,
@@ -207,10 +209,9 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
     >>> bool(ci.low < auroc(is_ood, s) < ci.high), ci.replicates.shape
     (True, (200,))
     """
-    c = check_open_unit("confidence", confidence)
+    c = float(confidence)
     parts = _strata_rows(strata, key)
     b = check_bootstrap(n_bootstrap, sum(rows.size for rows in parts))
-    check_random_state("random_state", random_state)
     rng = np.random.default_rng(random_state)
     reps = np.array([np.asarray(statistic(i), dtype=np.float64)
                      for batch in _batches(parts, b, rng) for i in batch])

@@ -37,12 +37,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.validation import (
+    Interval,
     as_real_array,
     check_fraction,
-    check_int,
-    check_open_unit,
     check_probability,
-    plain,
+    validate_params,
 )
 from .._ood_search import envelope as env
 from .._ood_search import search as core
@@ -142,6 +141,8 @@ def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions:
     return best.L / best.I if best.I > 0 else math.nan
 
 
+@validate_params({"tpr": [Interval(float, 0, 1, closed="right")],
+                  "fpr": [Interval(float, 0, 1, closed="both")]})
 def selective_risk_at_tpr_fpr(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, tpr: float | None = None, fpr: float | None = None, *,
@@ -174,13 +175,15 @@ def selective_risk_at_tpr_fpr(
     ...                           [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], tpr=0.6, fpr=0.0)
     0.5
     """
-    t = check_fraction("tpr", tpr)
-    f = check_probability("fpr", fpr)
+    t, f = float(tpr), float(fpr)  # type: ignore[arg-type]
     search, d = check_search(search, n_directions)
     sample = _sample(is_ood, scores, losses)
     return _least_risk(sample, tpr_fpr_constraint(sample, t, f), search, d)
 
 
+@validate_params({"precision": [Interval(float, 0, 1, closed="right")],
+                  "recall": [Interval(float, 0, 1, closed="right")],
+                  "ood_prior": [Interval(float, 0, 1, closed="neither"), None]})
 def selective_risk_at_precision_recall(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, precision: float | None = None,
@@ -200,9 +203,8 @@ def selective_risk_at_precision_recall(
     ...       [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], precision=0.75, recall=1.0), 4)
     0.3333
     """
-    kappa = check_fraction("precision", precision)
-    r = check_fraction("recall", recall)
-    prior = None if ood_prior is None else check_open_unit("ood_prior", ood_prior)
+    kappa, r = float(precision), float(recall)  # type: ignore[arg-type]
+    prior = None if ood_prior is None else float(ood_prior)
     search, d = check_search(search, n_directions)
     sample = _sample(is_ood, scores, losses)
     pi = ood_fraction(sample) if prior is None else prior
@@ -239,6 +241,7 @@ def _path_at_fpr(kn: core.Knots, b: float, targets: F64) -> F64:
     return out
 
 
+@validate_params({"fpr": [Interval(float, 0, 1, closed="both")]})
 def risk_coverage_curve_at_fpr(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, fpr: float | None = None, *,
@@ -290,7 +293,7 @@ def risk_coverage_curve_at_fpr(
     [0.0, 0.333..., nan]
     """
     search, n_directions = check_search(search, n_directions)
-    b = check_probability("fpr", fpr)
+    b = float(fpr)  # type: ignore[arg-type]
     sample = _sample(is_ood, scores, losses)
     targets = np.linspace(0.01, 1.0, 100) if tpr is None else as_real_array(tpr, "tpr")
     if targets.ndim != 1:
@@ -341,6 +344,7 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike 
     return ROCCurve(grid, _envelope(sample, sample.w_id, grid, n_directions))
 
 
+@validate_params({"ood_prior": [Interval(float, 0, 1, closed="neither"), None]})
 def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
                  recall: ArrayLike | None = None, ood_prior: float | None = None,
                  search: str = "grid", n_directions: int = N_DIRECTIONS) -> PRCurve:
@@ -363,7 +367,7 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike |
     """
     search, n_directions = check_search(search, n_directions)
     sample = _sample(is_ood, scores)
-    pi = ood_fraction(sample) if ood_prior is None else check_open_unit("ood_prior", ood_prior)
+    pi = ood_fraction(sample) if ood_prior is None else float(ood_prior)
     grid = np.linspace(0.01, 1.0, 100) if recall is None else as_real_array(recall, "recall")
     best = np.zeros(grid.size)
     if search == "exact" and sample.s.shape[1] == 2:
@@ -434,6 +438,7 @@ def _envelope_area(sample: Sample, gain: F64, search: str, n_directions: int,
     return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
 
 
+@validate_params({"n_points": [Interval(int, 2, None, closed="left")]})
 def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
           search: str = "grid", n_directions: int = N_DIRECTIONS,
           n_points: int = 2001) -> float:
@@ -465,7 +470,7 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
     0.875
     """
     search, n_directions = check_search(search, n_directions)
-    n_points = check_int("n_points", n_points, 2)
+    n_points = int(n_points)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 2:
         return _envelope_area(sample, sample.w_id, search, n_directions, n_points)
@@ -521,6 +526,7 @@ def _fpr_on_knots(kn: core.Knots, sample: Sample, t: float) -> float:
     return core.least_fpr(kn.I, kn.O, sample.n_id, sample.n_ood, t)
 
 
+@validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
 def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
                tpr: float = 0.95, *, search: str = "grid",
                n_directions: int = N_DIRECTIONS) -> float:
@@ -543,7 +549,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     >>> fpr_at_tpr([0, 1, 0, 1], [[1, 0], [0, 1], [0, 0], [1, 1]], tpr=1.0, search="exact")
     0.0
     """
-    t = check_fraction("tpr", tpr)
+    t = float(tpr)
     search, n_directions = check_search(search, n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1:
@@ -556,6 +562,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
                for w in sample.directions("grid", n_directions))
 
 
+@validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
 def tnr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
                tpr: float = 0.95, *, search: str = "grid",
                n_directions: int = N_DIRECTIONS) -> float:
@@ -570,6 +577,7 @@ def tnr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     return 1.0 - fpr_at_tpr(is_ood, scores, tpr, search=search, n_directions=n_directions)
 
 
+@validate_params({"false_alarm": [Interval(float, 0, 1, closed="left")]})
 def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable | PairTable,
                                   scores: ArrayLike | None = None,
                                   false_alarm: float = 0.05, *, search: str = "grid",
@@ -585,9 +593,7 @@ def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable | PairTable,
     >>> detection_rate_at_false_alarm([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4], 0.25)
     0.75
     """
-    fa = check_probability("false_alarm", false_alarm)
-    if fa >= 1.0:
-        raise ValueError(f"false_alarm must be in [0, 1); got {plain(false_alarm)}.")
+    fa = float(false_alarm)
     return tnr_at_tpr(is_ood, scores, 1.0 - fa, search=search, n_directions=n_directions)
 
 
@@ -604,6 +610,7 @@ def _ccr_curve(losses: Any, is_ood: Any, scores: Any) -> tuple[F64, F64]:
     return kn.O / sample.n_ood, kn.L / sample.n_id
 
 
+@validate_params({"n_points": [Interval(int, 2, None, closed="left")]})
 def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
          scores: ArrayLike | None = None, *, search: str = "grid",
          n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
@@ -624,7 +631,7 @@ def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = 
     0.5
     """
     search, n_directions = check_search(search, n_directions)
-    n_points = check_int("n_points", n_points, 2)
+    n_points = int(n_points)
     sample = _sample(is_ood, scores, losses)
     if sample.s.shape[1] == 2:
         _check_ccr_losses(sample)
@@ -651,6 +658,7 @@ def exact_envelope_metrics(losses: Any, is_ood: Any, scores: Any, tpr: float,
     return out
 
 
+@validate_params({"fpr": [Interval(float, 0, 1, closed="both")]})
 def ccr_at_fpr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
                scores: ArrayLike | None = None, fpr: float | None = None) -> float:
     """CCR of the rule accepting the largest ID share at FPR ``<= fpr`` (randomised ties).
@@ -661,7 +669,7 @@ def ccr_at_fpr(losses: ArrayLike | ScoreTable, is_ood: ArrayLike | None = None,
     >>> ccr_at_fpr([0, 0, 1, 0], [0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], 0.5)
     0.5
     """
-    b = check_probability("fpr", fpr)
+    b = float(fpr)  # type: ignore[arg-type]
     x, y = _ccr_curve(losses, is_ood, scores)
     j = int(np.searchsorted(x, b * (1 + 1e-12), side="right")) - 1
     if j + 1 < x.size and x[j + 1] > x[j]:

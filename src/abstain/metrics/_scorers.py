@@ -20,12 +20,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.validation import (
+    Interval,
     as_labels,
     as_scores,
-    check_fraction,
     check_label_type,
-    check_positive,
     check_same_length,
+    validate_params,
 )
 from ._selective import aurc, coverage_at_risk, selective_risk_at_coverage
 
@@ -116,6 +116,7 @@ def _coverage_at_risk(estimator: Any, X: Any, y: Any, *, target_risk: float) -> 
     return coverage_at_risk(errors, uncertainty, target_risk)
 
 
+@validate_params({"coverage": [Interval(float, 0, 1, closed="right")]})
 def neg_selective_risk_scorer(coverage: float) -> Scorer:
     """A scorer of minus the selective error rate at ``coverage``: greater is better.
 
@@ -154,9 +155,10 @@ def neg_selective_risk_scorer(coverage: float) -> Scorer:
     >>> scorer(model, X, y) == -selective_risk_at_coverage(errors, model.uncertainty(X), 0.5)
     True
     """
-    return functools.partial(_neg_selective_risk, coverage=check_fraction("coverage", coverage))
+    return functools.partial(_neg_selective_risk, coverage=float(coverage))
 
 
+@validate_params({"target_risk": [Interval(float, 0, None, closed="neither")]})
 def coverage_at_risk_scorer(target_risk: float) -> Scorer:
     """A scorer of the highest coverage whose selective error rate is at most ``target_risk``.
 
@@ -194,4 +196,4 @@ def coverage_at_risk_scorer(target_risk: float) -> Scorer:
     True
     """
     return functools.partial(_coverage_at_risk,
-                             target_risk=check_positive("target_risk", target_risk))
+                             target_risk=float(target_risk))

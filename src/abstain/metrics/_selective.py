@@ -35,7 +35,12 @@ from .._core.groups import (
     sorted_by_uncertainty,
     validated_groups,
 )
-from .._core.validation import as_losses_and_scores, check_choice, check_fraction, check_positive
+from .._core.validation import (
+    Interval,
+    Options,
+    as_losses_and_scores,
+    validate_params,
+)
 from ..tables._score import ScoreTable, as_groups, selective_table, table_or_none
 
 __all__ = [
@@ -174,6 +179,7 @@ def _expected_prefix_losses(
     return prefix
 
 
+@validate_params({"ties": [Options(_TIES)]})
 def aurc(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
 ) -> float:
@@ -254,9 +260,8 @@ def _unit_area(
     """``(area, c)``: the AuRC (or AUGRC) of the losses divided by ``c``, and ``c``.
 
     ``c`` is the power of two of :func:`_unit_scale`; ``area * c`` is the metric. Checks
-    ``ties`` and the input as :func:`aurc` documents.
+    the input as :func:`aurc` documents (its decorator has checked ``ties``).
     """
-    check_choice("ties", ties, _TIES)
     as_groups(losses, uncertainty, "losses", "uncertainty", ties)  # refuses what cannot be
     if ties == "index":
         ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
@@ -269,6 +274,7 @@ def _unit_area(
     return _area(counts, sums, generalized=generalized), c
 
 
+@validate_params({"ties": [Options(_TIES)]})
 def e_aurc(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
 ) -> float:
@@ -304,6 +310,7 @@ def e_aurc(
     return max(score_area - oracle, 0.0) * c
 
 
+@validate_params({"ties": [Options(_TIES)]})
 def augrc(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None, *, ties: str = "mean"
 ) -> float:
@@ -337,6 +344,7 @@ def augrc(
     return area * c
 
 
+@validate_params({"coverage": [Interval(float, 0, 1, closed="right")]})
 def selective_risk_at_coverage(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None,
     coverage: float | None = None,
@@ -369,11 +377,12 @@ def selective_risk_at_coverage(
     >>> selective_risk_at_coverage([0, 1, 1, 0], [0.2, 0.2, 0.2, 0.2], 0.25)
     0.5
     """
-    cov = check_fraction("coverage", coverage)
+    cov = float(coverage)  # type: ignore[arg-type]
     groups = _groups(losses, uncertainty)
     return groups.risk_at(cov * groups.n)
 
 
+@validate_params({"target_risk": [Interval(float, 0, None, closed="neither")]})
 def coverage_at_risk(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None,
     target_risk: float | None = None,
@@ -408,7 +417,7 @@ def coverage_at_risk(
     >>> coverage_at_risk([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], 0.25)
     0.6666666666666666
     """
-    lam = check_positive("target_risk", target_risk)
+    lam = float(target_risk)  # type: ignore[arg-type]
     groups = _groups(losses, uncertainty)
     return groups.max_accepted_at_risk(lam) / groups.n
 

@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Array, Field, Nested, dumps, serializable
+from .._core.validation import InstanceOf
 from ..detectors._base import Detector, pick_output
 from ..detectors._features import KNN
 from ..detectors._logits import MSP
@@ -77,14 +78,16 @@ class DoubleScoreDetector(ParamsMixin):
         self.ood = ood
         self.selector = selector
 
+    #: selector: an OOD rule of abstain.models, checked in ``_validate_params``.
+    _parameter_constraints = {
+        "misclassification": [InstanceOf(Detector, "a detector of abstain.detectors or None"),
+                              None],
+        "ood": [InstanceOf(Detector, "a detector of abstain.detectors or None"), None]}
+
     def _validate_params(self) -> None:
         from ._ood import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
 
-        for name in ("misclassification", "ood"):
-            det = getattr(self, name)
-            if det is not None and not isinstance(det, Detector):
-                raise ValueError(f"{name} must be a detector of abstain.detectors or None; got "
-                                 f"{type(det).__name__}.")
+        super()._validate_params()
         if self.selector is not None and not isinstance(
                 self.selector, (BoundedTPRFPR, BoundedPrecisionRecall, CostBasedOOD)):
             raise ValueError("selector must be an OOD reject model of abstain.models or None; got "

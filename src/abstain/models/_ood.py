@@ -34,12 +34,11 @@ from .._core.base import ParamsMixin
 from .._core.decision import draw_accept, threshold_proba
 from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
 from .._core.validation import (
-    check_fraction,
+    Interval,
     check_open_unit,
-    check_positive,
-    check_probability,
     check_random_state,
     plain,
+    validate_params,
 )
 from .._ood_search import search as core
 from .._ood_search.sample import (
@@ -276,11 +275,12 @@ class BoundedTPRFPR(_OODRule):
         self.n_directions = n_directions
         self.random_state = random_state
 
+    _parameter_constraints = {"tpr": [Interval(float, 0, 1, closed="right")],
+                              "fpr": [Interval(float, 0, 1, closed="both")],
+                              "delta": [Interval(float, 0, 1, closed="neither"), None]}
+
     def _validate_params(self) -> None:
-        check_fraction("tpr", self.tpr)
-        check_probability("fpr", self.fpr)
-        if self.delta is not None:
-            check_open_unit("delta", self.delta)
+        super()._validate_params()
         self._validate_search()
 
     def fit(self, scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
@@ -387,11 +387,12 @@ class BoundedPrecisionRecall(_OODRule):
         self.n_directions = n_directions
         self.random_state = random_state
 
+    _parameter_constraints = {"precision": [Interval(float, 0, 1, closed="right")],
+                              "recall": [Interval(float, 0, 1, closed="right")],
+                              "ood_prior": [Interval(float, 0, 1, closed="neither"), None]}
+
     def _validate_params(self) -> None:
-        check_fraction("precision", self.precision)
-        check_fraction("recall", self.recall)
-        if self.ood_prior is not None:
-            check_open_unit("ood_prior", self.ood_prior)
+        super()._validate_params()
         self._validate_search()
 
     def fit(self, scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
@@ -468,15 +469,16 @@ class CostBasedOOD(_OODRule):
 
     _FIELDS: dict[str, Field] = {"cost_": Number(special=("nan",))}
 
+    _parameter_constraints = {"reject_id_cost": [Interval(float, 0, None, closed="left")],
+                              "predict_ood_cost": [Interval(float, 0, None, closed="left")],
+                              "reject_ood_cost": [Interval(float, 0, None, closed="left")],
+                              "ood_prior": [Interval(float, 0, 1, closed="neither"), None]}
+
     def _validate_params(self) -> None:
-        check_positive("reject_id_cost", self.reject_id_cost, allow_zero=True)
-        e2 = check_positive("predict_ood_cost", self.predict_ood_cost, allow_zero=True)
-        e3 = check_positive("reject_ood_cost", self.reject_ood_cost, allow_zero=True)
-        if not e2 > e3:
+        super()._validate_params()
+        if not float(self.predict_ood_cost) > float(self.reject_ood_cost):
             raise ValueError(f"predict_ood_cost must be greater than reject_ood_cost; got "
                              f"{plain(self.predict_ood_cost)} <= {plain(self.reject_ood_cost)}.")
-        if self.ood_prior is not None:
-            check_open_unit("ood_prior", self.ood_prior)
         self._validate_search()
 
     def fit(self, scores: ArrayLike | ScoreTable | PairTable | None = None,
@@ -524,6 +526,7 @@ def _directions(s: NDArray[np.float64], n_directions: int) -> list[NDArray[np.fl
     return [core.project(s, w) for w in core.grid_weights(n_directions)]
 
 
+@validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
 def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
                      tpr: float | None = None, *,
                      n_directions: int = N_DIRECTIONS) -> float:
@@ -541,7 +544,7 @@ def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLi
     >>> least_fpr_at_tpr([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], tpr=1.0)
     0.5
     """
-    t = check_fraction("tpr", tpr)
+    t = float(tpr)  # type: ignore[arg-type]
     _, d = check_search("grid", n_directions)
     if isinstance(scores, (ScoreTable, PairTable)):
         check_whole_table(scores, {"is_ood": is_ood})
@@ -556,6 +559,7 @@ def _roc_sample(scores: Any, is_ood: Any) -> Sample:
     return Sample.of(scores, is_ood, NO_LOSSES)
 
 
+@validate_params({"precision": [Interval(float, 0, 1, closed="right")]})
 def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
                              is_ood: ArrayLike | None = None, precision: float | None = None, *,
                              ood_prior: float | None = None,
@@ -575,7 +579,7 @@ def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
     >>> most_recall_at_precision([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], precision=1.0)
     0.5
     """
-    p = check_fraction("precision", precision)
+    p = float(precision)  # type: ignore[arg-type]
     _, d = check_search("grid", n_directions)
     sample = _roc_sample(scores, is_ood)
     ood_share = sample.n_ood / (sample.n_id + sample.n_ood)

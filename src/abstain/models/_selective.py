@@ -40,13 +40,16 @@ from .._core.serialize import (
     serializable,
 )
 from .._core.validation import (
+    Interval,
+    Options,
+    RandomState,
     as_scores,
     check_choice,
-    check_fraction,
     check_open_unit,
+    check_params,
     check_positive,
-    check_random_state,
     plain,
+    validate_params,
 )
 from ..exceptions import InfeasibleTargetWarning
 from ..tables._binned import BinnedTable
@@ -286,9 +289,8 @@ class CostBased(_RejectRule):
         "cost_": Number(special=("nan",)),
     }
 
-    def _validate_params(self) -> None:
-        check_positive("reject_cost", self.reject_cost)
-        check_random_state("random_state", self.random_state)
+    _parameter_constraints = {"reject_cost": [Interval(float, 0, None, closed="neither")],
+                              "random_state": [RandomState()]}
 
     def fit(
         self, uncertainty: ArrayLike | None = None, losses: ArrayLike | None = None
@@ -383,9 +385,8 @@ class BoundedAbstention(_RejectRule):
 
     _FIELDS: dict[str, Field] = {"threshold_": Number()}
 
-    def _validate_params(self) -> None:
-        check_fraction("target_coverage", self.target_coverage)
-        check_random_state("random_state", self.random_state)
+    _parameter_constraints = {"target_coverage": [Interval(float, 0, 1, closed="right")],
+                              "random_state": [RandomState()]}
 
     def fit(self, uncertainty: ArrayLike | ScoreTable,
             losses: ArrayLike | None = None) -> BoundedAbstention:
@@ -421,6 +422,23 @@ class BoundedAbstention(_RejectRule):
         if not whole:
             self.coverage_ = omega
         return self
+
+
+def _refuse_expected(guarantee: Any) -> None:
+    """Explain why ``guarantee="expected"`` is not offered."""
+    if isinstance(guarantee, str) and guarantee == "expected":
+        raise ValueError(
+            "guarantee='expected' is not offered: the selective risk E[loss | accepted] "
+            "is not monotone in the threshold, so conformal risk control does not bound "
+            "it in expectation. guarantee='expected_joint' bounds the joint risk "
+            "E[loss * 1{accepted}]; delta bounds the selective risk with high probability.")
+
+
+def _refuse_delta_with_guarantee(guarantee: Any, delta: Any) -> None:
+    """A guarantee in expectation takes no ``delta``."""
+    if guarantee is not None and delta is not None:
+        raise ValueError(f"guarantee={plain(guarantee)} is a statement in expectation "
+                         f"and takes no delta; got delta={plain(delta)}.")
 
 
 @serializable("rule")
@@ -559,24 +577,17 @@ class BoundedImprovement(_RejectRule):
         "bound_": Text(("sgr", *LTT_BOUNDS, "crc"), none=True, optional=True),
     }
 
+    _parameter_constraints = {"target_risk": [Interval(float, 0, None, closed="neither")],
+                              "delta": [Interval(float, 0, 1, closed="neither"), None],
+                              "bound": [Options(BOUNDS)],
+                              "guarantee": [Options(("expected_joint",)), None],
+                              "loss_bound": [Interval(float, 0, None, closed="neither")],
+                              "random_state": [RandomState()]}
+
     def _validate_params(self) -> None:
-        check_positive("target_risk", self.target_risk)
-        if self.delta is not None:
-            check_open_unit("delta", self.delta)
-        check_choice("bound", self.bound, BOUNDS)
-        if self.guarantee == "expected":
-            raise ValueError(
-                "guarantee='expected' is not offered: the selective risk E[loss | accepted] "
-                "is not monotone in the threshold, so conformal risk control does not bound "
-                "it in expectation. guarantee='expected_joint' bounds the joint risk "
-                "E[loss * 1{accepted}]; delta bounds the selective risk with high probability.")
-        if self.guarantee is not None:
-            check_choice("guarantee", self.guarantee, ("expected_joint",))
-            if self.delta is not None:
-                raise ValueError(f"guarantee={plain(self.guarantee)} is a statement in expectation "
-                                 f"and takes no delta; got delta={plain(self.delta)}.")
-        check_positive("loss_bound", self.loss_bound)
-        check_random_state("random_state", self.random_state)
+        _refuse_expected(self.guarantee)
+        super()._validate_params()
+        _refuse_delta_with_guarantee(self.guarantee, self.delta)
 
     def _after_load(self) -> None:
         if not hasattr(self, "bound_"):  # written before bound existed: the search was SGR
@@ -672,6 +683,7 @@ class BoundedImprovement(_RejectRule):
         return self
 
 
+@validate_params({"above": [Interval(float, 0, None, closed="left")]})
 def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
                      loss_bound: float = 1.0, bound: str = "auto",
                      guarantee: str | None = None, above: float = 0.0) -> float:
@@ -732,10 +744,14 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     >>> least_risk_bound(u, loss, guarantee="expected_joint") == 1 / 41
     True
     """
-    above = check_positive("above", above, allow_zero=True)
+    above = float(above)
     if guarantee is not None:
-        BoundedImprovement(1.0, delta=delta, guarantee=guarantee, loss_bound=loss_bound,
-                           bound=bound)._validate_params()
+        _refuse_expected(guarantee)
+        known = BoundedImprovement._parameter_constraints
+        check_params({"delta": delta, "bound": bound, "guarantee": guarantee,
+                      "loss_bound": loss_bound},
+                     {name: known[name] for name in ("delta", "bound", "guarantee", "loss_bound")})
+        _refuse_delta_with_guarantee(guarantee, delta)
         groups, top, _, _ = fit_groups(uncertainty, losses)
         _check_crc_losses(top, loss_bound)
         least = max(loss_bound / (groups.n + 1.0), above)

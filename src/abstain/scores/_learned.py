@@ -31,13 +31,14 @@ from .._core.serialize import (
     serializable,
 )
 from .._core.validation import (
+    Boolean,
+    Interval,
+    IsArray,
+    Options,
+    RandomState,
     as_features,
     as_losses,
     as_scores,
-    check_bool,
-    check_choice,
-    check_positive,
-    check_random_state,
     check_same_length,
     plain,
 )
@@ -79,9 +80,13 @@ class _LinearScore(ParamsMixin):
     baseline_mean_: float | None
     baseline_scale_: float | None
 
+    _parameter_constraints = {
+        "C": [Interval(float, 0, None, closed="left")],
+        "features": [Options(_FEATURES)],
+        "classes": [IsArray("be a non-empty 1-D array of labels or None"), None]}
+
     def _validate_params(self) -> None:
-        check_positive("C", self.C, allow_zero=True)
-        check_choice("features", self.features, _FEATURES)
+        super()._validate_params()
         if self.classes is not None:
             labels = np.asarray(self.classes)
             if labels.ndim != 1 or labels.size == 0 or labels.dtype == object:
@@ -670,25 +675,14 @@ class SELE(_LinearScore):
         self.warm_start = warm_start
         self.random_state = random_state
 
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        if self.chunk_size is not None and (
-            isinstance(self.chunk_size, bool)
-            or not isinstance(self.chunk_size, (int, np.integer))
-            or self.chunk_size < 2
-        ):
-            raise ValueError(
-                f"chunk_size must be an integer >= 2 or None; got {plain(self.chunk_size)}."
-            )
-        check_positive("tol", self.tol)
-        if (
-            isinstance(self.max_iter, bool)
-            or not isinstance(self.max_iter, (int, np.integer))
-            or self.max_iter < 1
-        ):
-            raise ValueError(f"max_iter must be a positive integer; got {plain(self.max_iter)}.")
-        check_bool("warm_start", self.warm_start)
-        check_random_state("random_state", self.random_state)
+    _parameter_constraints = {
+        **_LinearScore._parameter_constraints,
+        "chunk_size": [Interval(int, 2, None, closed="left",
+                                condition="be an integer >= 2 or None"), None],
+        "tol": [Interval(float, 0, None, closed="neither")],
+        "max_iter": [Interval(int, 1, None, closed="left", condition="be a positive integer")],
+        "warm_start": [Boolean()],
+        "random_state": [RandomState()]}
 
     def fit(
         self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike, *,

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_real_array, check_int, plain
+from .._core.validation import Interval, as_real_array, plain, validate_params
 
 __all__ = ["zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses"]
 
 
+@validate_params({"n_classes": [Interval(int, 2, None, closed="left")]})
 def zero_one_loss(n_classes: int) -> NDArray[np.float64]:
     """The 0/1 loss matrix: ``loss[y, y_hat] = [y != y_hat]``.
 
@@ -19,10 +20,11 @@ def zero_one_loss(n_classes: int) -> NDArray[np.float64]:
     >>> zero_one_loss(3).tolist()
     [[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
     """
-    k = check_int("n_classes", n_classes, 2)
+    k = int(n_classes)
     return 1.0 - np.eye(k)
 
 
+@validate_params({"n_classes": [Interval(int, 2, None, closed="left")]})
 def absolute_error_loss(n_classes: int) -> NDArray[np.float64]:
     """The absolute-error loss of ordinal regression: ``loss[y, y_hat] = |y - y_hat|``.
 
@@ -34,7 +36,7 @@ def absolute_error_loss(n_classes: int) -> NDArray[np.float64]:
     >>> absolute_error_loss(3).tolist()
     [[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]]
     """
-    k = check_int("n_classes", n_classes, 2)
+    k = int(n_classes)
     idx = np.arange(k, dtype=np.float64)
     return np.abs(idx[:, None] - idx[None, :])
 

@@ -10,11 +10,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.validation import (
+    Options,
     as_features,
     as_label_indices,
     as_proba,
     as_real_array,
-    check_choice,
+    validate_params,
 )
 from ._losses import check_loss_matrix
 
@@ -152,6 +153,7 @@ def mcp(proba: ArrayLike) -> NDArray[np.float64]:
     return 1.0 - p.max(axis=1)
 
 
+@validate_params({"kind": [Options(("max", "top2"))]})
 def margin(decision: ArrayLike, kind: str = "max") -> NDArray[np.float64]:
     """Margin score of a linear classifier, as an uncertainty (higher = reject first).
 
@@ -195,7 +197,6 @@ def margin(decision: ArrayLike, kind: str = "max") -> NDArray[np.float64]:
     >>> margin([[1.0, 3.0, 2.5], [0.5, 0.2, -1.0]], kind="top2").tolist()
     [-0.5, -0.3]
     """
-    check_choice("kind", kind, ("max", "top2"))
     d = as_real_array(decision, "decision")
     if d.ndim not in (1, 2) or d.shape[0] == 0 or (d.ndim == 2 and d.shape[1] < 2):
         raise ValueError(

@@ -19,13 +19,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.validation import (
+    Boolean,
+    Interval,
+    RandomState,
     as_losses,
     as_scores,
-    check_bool,
-    check_int,
-    check_open_unit,
     check_positive,
     check_same_length,
+    validate_params,
 )
 from ..exceptions import ConvergenceWarning
 from ..metrics import aurc
@@ -64,6 +65,8 @@ class RegularizationSearch(NamedTuple):
     win_fraction: float = math.nan
 
 
+@validate_params({"n_bootstrap": [Interval(int, 1, None, closed="left")],
+                  "random_state": [RandomState()]})
 def bootstrap_win_fraction(
     losses: ArrayLike,
     uncertainty: ArrayLike,
@@ -92,7 +95,7 @@ def bootstrap_win_fraction(
     u = as_scores(uncertainty)
     u0 = as_scores(baseline, "baseline")
     check_same_length(losses=ls, uncertainty=u, baseline=u0)
-    n_boot = check_int("n_bootstrap", n_bootstrap, 1)
+    n_boot = int(n_bootstrap)
     rng = np.random.default_rng(random_state)
     wins = 0
     for _ in range(n_boot):
@@ -101,6 +104,8 @@ def bootstrap_win_fraction(
     return wins / n_boot
 
 
+@validate_params({"safe": [Boolean()],
+                  "confidence": [Interval(float, 0, 1, closed="neither")]})
 def select_regularization(
     learner: LossRegression | SELE | TCP,
     X: ArrayLike,
@@ -167,8 +172,6 @@ def select_regularization(
     values = tuple(float(check_positive("grid value", c, allow_zero=True)) for c in grid)
     if not values:
         raise ValueError("grid must hold at least one value; got an empty grid.")
-    check_bool("safe", safe)
-    check_open_unit("confidence", confidence)
     losses_v = as_losses(losses_val, "losses_val")
     u0_val = None
     if baseline_val is not None:
