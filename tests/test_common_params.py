@@ -101,6 +101,10 @@ NOT_ESTIMATORS = {
     "RiskAtFPRDisplay": "a figure's data (curves and points), as scikit-learn's displays",
     "SmallCNN": "a torch module of the examples (extra torch)",
     "Interrupted": "an exception of the command line",
+    "InfeasibleTargetWarning": "a warning: its message and what the search attains are data",
+    "MetricSpec": "a registry entry (a frozen dataclass), checked by register_metric",
+    "RuleSpec": "a registry entry (a frozen dataclass), checked by register_rule",
+    "RuleTarget": "a target of a registry entry, checked by register_rule",
 }
 
 
