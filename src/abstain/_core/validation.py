@@ -623,10 +623,18 @@ class RandomState(Constraint):
 
     condition = "be None, an integer >= 0 or a numpy Generator"
 
+    def __init__(self, *, legacy: bool = False) -> None:
+        # legacy: a ``numpy.random.RandomState`` too, which scikit-learn's estimators take
+        self.legacy = legacy
+        if legacy:
+            self.condition = "be None, an integer >= 0, a numpy Generator or RandomState"
+
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` seeds a generator."""
         if value is None or isinstance(
                 value, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
+            return True
+        if self.legacy and isinstance(value, np.random.RandomState):
             return True
         return Interval(int, 0, None, closed="left").accepts(value)
 

@@ -10,7 +10,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin, accuracy, not_fitted_error
 from .._core.optional import require
-from .._core.validation import plain
+from .._core.validation import (
+    Boolean,
+    Interval,
+    IsArray,
+    IsCallable,
+    Options,
+    RandomState,
+)
 from ..scores._losses import check_loss_matrix
 from ..scores._plugin import conditional_risk, margin
 from ._registry import REJECT_RULES
@@ -131,6 +138,16 @@ class SelectiveClassifier(ParamsMixin):
 
     _estimator_type = "classifier"
 
+    # ``estimator`` is any scikit-learn classifier (cloned and fitted as it is) and
+    # ``reject_model`` one of the registered rules of one score: both checked in ``fit``
+    _parameter_constraints = {
+        "score_func": [Options(_SCORES), IsCallable()],
+        "loss": [None, IsArray()],
+        "calibration_size": [Interval(float, 0, 1, closed="neither")],
+        "prefit": [Boolean()],
+        "random_state": [RandomState(legacy=True)],  # scikit-learn's split takes it
+    }
+
     def __sklearn_tags__(self) -> Any:
         """scikit-learn's classifier tags (imported only when scikit-learn asks).
 
@@ -165,9 +182,6 @@ class SelectiveClassifier(ParamsMixin):
         if callable(score):
             idx = np.searchsorted(self.classes_, est.predict(X))
             return idx, np.asarray(score(est, X), dtype=np.float64)
-        if score not in _SCORES:
-            raise ValueError(f"score_func must be a callable or one of {_SCORES}; "
-                             f"got {plain(score)}.")
         has_proba = hasattr(est, "predict_proba")
         if score == "conditional_risk" or (score == "auto" and has_proba):
             if not has_proba:
@@ -191,6 +205,7 @@ class SelectiveClassifier(ParamsMixin):
         if y is None:
             raise ValueError("SelectiveClassifier requires y to be passed, but the target y "
                              "is None.")
+        self._validate_params()
         y = sklearn.utils.validation.column_or_1d(y, warn=True)
         base = self._check_reject_model()
         if self.prefit:
@@ -203,9 +218,7 @@ class SelectiveClassifier(ParamsMixin):
             self.estimator_ = self.estimator
             X_cal, y_cal = X, y
         else:
-            size = self.calibration_size
-            if not isinstance(size, (int, float)) or not 0.0 < float(size) < 1.0:
-                raise ValueError(f"calibration_size must be in (0, 1); got {plain(size)}.")
+            size = float(self.calibration_size)
             _, counts = np.unique(y, return_counts=True)
             stratify = y if counts.min() >= 2 else None
             X_fit, X_cal, y_fit, y_cal = sklearn.model_selection.train_test_split(
