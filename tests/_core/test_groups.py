@@ -140,3 +140,41 @@ def test_loss_sums_are_kept_in_units_of_a_power_of_two_only_when_they_could_over
     assert ordinary.rescaled(big).scale == 2.0**10  # 3 rows: 2**(1024 + 2 - 1016)
     np.testing.assert_array_equal(ordinary.rescaled(big).unit_cum_sums * 2.0**10,
                                   ordinary.cum_sums)
+
+
+def _prefix_areas_exactly(counts: np.ndarray, sums: np.ndarray) -> tuple[float, float]:
+    """The definition, in rationals: E[L(i)] of each accepted prefix, summed over i."""
+    from fractions import Fraction
+
+    inverse, plain, done, prior = Fraction(0), Fraction(0), 0, Fraction(0)
+    for m, s in zip(counts.tolist(), sums.tolist(), strict=True):
+        for k in range(1, m + 1):
+            expected = prior + Fraction(s) * k / m
+            inverse += expected / (done + k)
+            plain += expected
+        done, prior = done + m, prior + Fraction(s)
+    return float(inverse), float(plain)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_expected_prefix_areas_of_single_rows_and_of_ties(seed) -> None:
+    """Groups of one row take the plain prefix area, ties the harmonic form: both equal the
+    definition, alone (continuous scores) and mixed."""
+    rng = np.random.default_rng(seed)
+    g = 300
+    for counts in (np.ones(g, dtype=np.int64),  # every score distinct
+                   rng.choice([1, 1, 1, 2, 5, 70], size=g),  # mostly single, some ties
+                   rng.integers(1, 4, size=g)):
+        sums = rng.integers(0, 2, size=g) * counts * rng.random(g)
+        got = groups.expected_prefix_areas(counts, sums)
+        want = _prefix_areas_exactly(counts, sums)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_expected_prefix_areas_of_a_single_row_after_many() -> None:
+    """A row after 10**8 others: (P + S) / (B + 1), with no harmonic series evaluated."""
+    counts = np.array([10**8, 1])
+    sums = np.array([3.0, 1.0])
+    inverse, _ = groups.expected_prefix_areas(counts, sums)
+    # the group of 10**8 rows: sum_k (k S / m) / k = S; the single row: (3 + 1) / (10**8 + 1)
+    assert inverse == pytest.approx(3.0 + 4.0 / (10**8 + 1), rel=1e-15)

@@ -367,15 +367,22 @@ def expected_prefix_areas(
     ``L(i)`` is the loss of the ``i`` first accepted rows; inside a group of ``m`` rows
     with loss ``S`` after ``B`` rows of loss ``P``, ``E[L(B + k)] = P + k S / m``. Summed
     over the group: ``P dH + (S / m)(m - B dH)`` with ``dH = H(B + m) - H(B)`` and
-    ``m P + S (m + 1) / 2``: O(G) for G groups, whatever the number of rows.
+    ``m P + S (m + 1) / 2``: O(G) for G groups, whatever the number of rows. A group of one
+    row adds the plain prefix area ``(P + S) / (B + 1)``: no harmonic difference is
+    evaluated for it (with continuous scores, for none).
     """
     m = counts.astype(np.float64)
     before = np.concatenate(([0.0], np.cumsum(m)[:-1]))  # exact integers up to 2**53
-    prior = np.concatenate(([0.0], np.cumsum(sums)[:-1]))
-    dh = harmonic_difference(before, m)
-    mean = sums / m
-    inverse = prior * dh + mean * (m - before * dh)
+    through = np.cumsum(sums)  # P + S of each group, summed in the order of the prefixes
+    prior = np.concatenate(([0.0], through[:-1]))
     plain = m * prior + sums * ((m + 1.0) / 2.0)
+    many = np.flatnonzero(counts != 1)
+    if many.size == 0:
+        return float(np.sum(through / (before + 1.0))), float(np.sum(plain))
+    inverse = through / (before + 1.0)
+    b, mm = before[many], m[many]
+    dh = harmonic_difference(b, mm)
+    inverse[many] = prior[many] * dh + (sums[many] / mm) * (mm - b * dh)
     return float(np.sum(inverse)), float(np.sum(plain))
 
 
