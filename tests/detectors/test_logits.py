@@ -55,3 +55,16 @@ def test_logit_detectors_reject_bad_logits(det, bad, match):
 def test_bad_parameters(det, match):
     with pytest.raises(ValueError, match=match):
         det.score([[1.0, 2.0]])
+def test_logsumexp_rows_equals_scipys() -> None:
+    """The detectors' own logsumexp: SciPy's values on spread, dominant, tied and
+    one-column logits."""
+    from scipy.special import logsumexp
+
+    from abstain.detectors._logits import logsumexp_rows
+
+    rng = np.random.default_rng(0)
+    cases = [rng.normal(size=(500, 10)) * 5, rng.normal(size=(50, 1)),
+             np.array([[3.0, 3.0, 3.0], [800.0, 0.0, -800.0], [-1e3, -1e3, 0.0]]),
+             np.hstack([np.full((20, 1), 60.0), rng.normal(size=(20, 4))])]
+    for z in cases:
+        np.testing.assert_allclose(logsumexp_rows(z), logsumexp(z, axis=1), rtol=1e-15)

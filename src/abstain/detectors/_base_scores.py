@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp
 
 from .._core.base import ParamsMixin
 from .._core.optional import require
@@ -66,7 +65,7 @@ from .._core.validation import (
     plain,
     unit_rows,
 )
-from ._logits import neg_max_softmax
+from ._logits import logsumexp_rows, neg_max_softmax
 
 __all__ = [
     "BASE_SCORE_KINDS",
@@ -427,7 +426,7 @@ class ShiftedBaseScores(ParamsMixin):
             assert Lj is not None
             own = Lj[:, j::T]  # the K class logits of rotation j (column l_{:,j})
             if kind == "shift":
-                return -(logsumexp(own, axis=1) - logsumexp(Lj, axis=1))
+                return -(logsumexp_rows(own) - logsumexp_rows(Lj))
             return neg_max_softmax(own, 1.0)
         if kind == "supmah":
             best = np.full(Fj.shape[0], np.inf)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import blas
-from scipy.special import logsumexp
 
 from .._core.optional import require
 from .._core.serialize import Array, Int, Labels, Number, serializable
@@ -21,7 +20,7 @@ from .._core.validation import (
     unit_rows,
 )
 from ._base import Detector, linear_layer
-from ._logits import neg_energy
+from ._logits import logsumexp_rows, neg_energy
 
 
 def _as_dtype(arr: NDArray[np.float64], dtype: np.dtype) -> NDArray:  # type: ignore[type-arg]
@@ -413,7 +412,7 @@ class ViM(Detector):
         resid = (F - _as_dtype(self.origin_, dt)) @ _as_dtype(self.residual_basis_, dt)
         vlogit = np.linalg.norm(resid, axis=1).astype(np.float64)
         logits = F @ _as_dtype(self.weight_.T, dt) + _as_dtype(self.bias_, dt)
-        energy = logsumexp(logits.astype(np.float64), axis=1)
+        energy = logsumexp_rows(logits.astype(np.float64))
         return self.alpha_ * vlogit - energy
 
 
