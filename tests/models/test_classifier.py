@@ -102,6 +102,14 @@ def test_bad_parameters(digits, kwargs, match):
         SelectiveClassifier(LogisticRegression(max_iter=200), **kwargs).fit(X, y)
 
 
+def test_a_score_func_set_after_fit_is_checked_when_used(digits):
+    X, y, X_new, _ = digits
+    clf = SelectiveClassifier(LogisticRegression(max_iter=200), random_state=0).fit(X, y)
+    clf.set_params(score_func="entropy")
+    with pytest.raises(ValueError, match="^score_func must be one of 'auto'"):
+        clf.uncertainty(X_new)
+
+
 def test_unfitted(digits):
     with pytest.raises(NotFittedError):
         SelectiveClassifier(LogisticRegression()).predict(digits[2])

@@ -177,6 +177,7 @@ class SelectiveClassifier(ParamsMixin):
 
     def _predict_and_score(self, X: Any) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
         """Class indices of the predictions and their uncertainty."""
+        self._validate_params()  # score_func may have been set after fit
         est = self.estimator_
         score = self.score_func
         if callable(score):
