@@ -377,8 +377,6 @@ def expected_prefix_areas(
     prior = np.concatenate(([0.0], through[:-1]))
     plain = m * prior + sums * ((m + 1.0) / 2.0)
     many = np.flatnonzero(counts != 1)
-    if many.size == 0:
-        return float(np.sum(through / (before + 1.0))), float(np.sum(plain))
     inverse = through / (before + 1.0)
     b, mm = before[many], m[many]
     dh = harmonic_difference(b, mm)
