@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint docs report-check bench bench-check bench-detectors-peers bench-paper1 bench-ood bench-combine bench-guarantees data data-ood clean
+.PHONY: demo test test-fast lint docs report-check bench bench-check bench-detectors-peers bench-metrics-peers bench-paper1 bench-ood bench-combine bench-guarantees data data-ood clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,16 +69,28 @@ bench: $(VENV)/.dev-installed
 bench-check: $(VENV)/.dev-installed
 	$(BIN)/python benchmarks/regenerate_check.py
 
-# Feature detectors beside pytorch-ood, faiss and scikit-learn. pytorch-ood needs torch and
-# torchvision newer than the torch extra's pin, so the peers get their own environment
-# (.venv-peers, about 5.5 GB: torch 2.14.1 and torchvision 0.29.1 lie on this machine's disk);
-# the dev environment is not changed. Writes benchmarks/results/bench_detectors.md.
+# The peers of the speed benchmarks: pytorch-ood and torch-uncertainty need torch and
+# torchvision newer than the torch extra's pin, so they get their own environment
+# (.venv-peers, about 6 GB: torch 2.14.1 and torchvision 0.29.1 lie on this machine's disk);
+# the dev environment is not changed. torch-uncertainty imports lightning and rich without
+# declaring them.
 PEERS := .venv-peers
-bench-detectors-peers:
+$(PEERS)/.installed: pyproject.toml
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
 	$(PEERS)/bin/python -m pip install --quiet "torch==2.14.1" "torchvision==0.29.1" \
-		"pytorch-ood==0.4.0" faiss-cpu scikit-learn -e .
+		"pytorch-ood==0.4.0" "torch-uncertainty==0.13.0" "torchmetrics==1.9.0" lightning rich \
+		faiss-cpu scikit-learn threadpoolctl -e .
+	touch $@
+
+# Feature detectors beside pytorch-ood, faiss and scikit-learn; writes
+# benchmarks/results/bench_detectors.md.
+bench-detectors-peers: $(PEERS)/.installed
 	$(PEERS)/bin/python benchmarks/bench_detectors.py
+
+# Metrics beside torch-uncertainty, pytorch-ood and scikit-learn; writes
+# benchmarks/results/bench_metrics.md.
+bench-metrics-peers: $(PEERS)/.installed
+	$(PEERS)/bin/python benchmarks/bench_metrics.py
 
 # Certified reject rules against MAPIE's Learn-then-Test controller (MAPIE only for this
 # benchmark; it changes no installed package of the dev environment).
