@@ -82,15 +82,17 @@ def validate_sample(
             raw = np.where(nan, 0.0, raw)  # NaN only on OOD rows: ignored
         ls = as_losses(raw)
         check_same_length(scores=s, is_ood=ood, losses=ls)
-    w = np.ones(s.shape[0])
-    if sample_weight is not None:
+    if sample_weight is None:  # the same numbers as a weight of one per row, fewer passes
+        w_ood = ood.astype(np.float64)
+        w_id = 1.0 - w_ood
+    else:
         w = as_losses(sample_weight, "sample_weight")
         check_same_length(scores=s, sample_weight=w)
-    w_id = np.where(ood, 0.0, w)
-    w_ood = np.where(ood, w, 0.0)
+        w_id = np.where(ood, 0.0, w)
+        w_ood = np.where(ood, w, 0.0)
     if not (w_id.sum() > 0 and w_ood.sum() > 0):
         raise ValueError("sample_weight must give positive total weight to ID and to OOD rows.")
-    w_loss = w_id * ls
+    w_loss = np.zeros(s.shape[0]) if losses is NO_LOSSES else w_id * ls
     with np.errstate(over="ignore"):
         total = float(np.sum(w_loss))
     if not total <= _MAX_LOSS_MASS:

@@ -43,8 +43,12 @@ class Knots(NamedTuple):
 def knots(score: F64, w_id: F64, w_ood: F64, w_loss: F64) -> Knots:
     """Group ``score`` with the shared grouping and total the three weights per group."""
     values, _, totals = group_totals(score, w_id, w_ood, w_loss)
-    zero = np.zeros(1)
-    cols = [np.concatenate((zero, np.cumsum(t))) for t in totals]
+    cols = []
+    for t in totals:
+        run = np.empty(t.size + 1)
+        run[0] = 0.0
+        np.cumsum(t, out=run[1:])
+        cols.append(run)
     return Knots(values, cols[0], cols[1], cols[2])
 
 
