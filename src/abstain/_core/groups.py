@@ -314,16 +314,9 @@ def _class_totals(
 ) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[Any]]] | None:
     """:func:`group_totals` where every weight is 0 or 1, or None where it does not apply.
 
-    Each row's weights make a class code (bit ``k`` is weight ``k``); the C codes present
-    are numbered ``0..C-1``. The scores become order-preserving unsigned integer keys (the
-    IEEE-754 sign trick, after ``+ 0.0`` so that -0.0 is +0.0), shifted left by
-    ``ceil(log2 C)`` bits with the class number in the low bits, and sorted once: a SIMD
-    sort of integers, about as fast as ``np.sort`` of the scores, several times faster
-    than their ``argsort``. Each group's totals are class counts read off the sorted keys,
-    exact integers, so they are those of the row-order sums and do not depend on how a
-    sort kernel orders equal keys. Where the keys' span leaves no room for the class bits
-    (scores of both signs far from zero with three classes, say), the classes are sorted
-    apart and merged (:func:`_merged_classes`).
+    Each row's weights make a class code (bit ``k`` is weight ``k``), grouped by
+    :func:`code_groups`; weight ``k``'s total of a group is its count of rows whose code
+    has bit ``k``: exact integers, those of the row-order sums.
     """
     n = uncertainty.size
     if (n < _CLASS_MIN_ROWS or uncertainty.dtype != np.float64 or uncertainty.ndim != 1
@@ -345,16 +338,94 @@ def _class_totals(
             code = one.view(np.uint8) if k == 0 else one.view(np.uint8) << np.uint8(k)
         else:
             code |= one.view(np.uint8) << np.uint8(k)
-    if code is None:  # no weights: one class
+    if code is None:  # every weight 0 on every row: one class
         code = np.zeros(n, dtype=np.uint8)
-    if len(weights) == 1:
-        present = np.array([c for c, m in ((0, np.count_nonzero(code) < n),
-                                           (1, np.count_nonzero(code) > 0)) if m])
+    grouped = code_groups(uncertainty, code, 1 << len(weights))
+    totals = [grouped.count_of(np.flatnonzero((np.arange(1 << len(weights)) >> k) & 1),
+                               w.dtype) for k, w in enumerate(weights)]
+    return grouped.values, grouped.counts, totals
+
+
+def min_rows_of_code_groups() -> int:
+    """The fewest rows :func:`code_groups` is used for (below, the argsort path is as fast)."""
+    return _CLASS_MIN_ROWS
+
+
+class CodeGroups:
+    """Tie groups of rows that each carry a small class code (see :func:`code_groups`).
+
+    Attributes
+    ----------
+    values : ndarray of shape (G,)
+        The distinct scores, ascending (+0.0 for zeros of either sign).
+    counts : ndarray of shape (G,)
+        Rows per group (int64).
+    """
+
+    def __init__(self, values: NDArray[np.float64], codes: NDArray[np.uint8] | None,
+                 ends: NDArray[np.intp] | None, present: NDArray[np.intp]) -> None:
+        self.values = values
+        self._codes = codes  # the codes numbered 0..C-1, in sorted order; None: one class
+        self._ends = ends  # last sorted position of each group; None: one row per group
+        self._present = present  # the code of each number
+        self._runs: dict[int, NDArray[np.int64]] = {}
+
+    @cached_property
+    def counts(self) -> NDArray[np.int64]:
+        if self._ends is None:
+            return np.ones(self.values.size, dtype=np.int64)
+        return np.diff(self._ends, prepend=-1).astype(np.int64, copy=False)
+
+    def count_of(self, codes: Any, dtype: Any = np.int64) -> NDArray[Any]:
+        """Rows per group whose code is one of ``codes``, as ``dtype``."""
+        numbers = np.flatnonzero(np.isin(self._present, codes))
+        g = self.values.size
+        if numbers.size == 0:
+            return np.zeros(g, dtype=dtype)
+        if numbers.size == self._present.size:
+            return self.counts.astype(dtype, copy=False)
+        assert self._codes is not None  # two classes at least
+        if self._ends is None:
+            mask = self._codes == numbers[0]
+            for j in numbers[1:]:
+                mask |= self._codes == j
+            return mask.astype(dtype)
+        total = self._per_number(int(numbers[0])).copy()
+        for j in numbers[1:]:
+            total += self._per_number(int(j))
+        return total.astype(dtype, copy=False)
+
+    def _per_number(self, j: int) -> NDArray[np.int64]:
+        if j not in self._runs:
+            assert self._codes is not None and self._ends is not None
+            run = np.cumsum(self._codes == j, dtype=np.int64)
+            self._runs[j] = np.diff(np.take(run, self._ends), prepend=0).astype(np.int64)
+        return self._runs[j]
+
+
+def code_groups(uncertainty: NDArray[np.float64], code: NDArray[np.uint8],
+                n_codes: int) -> CodeGroups:
+    """Group rows by score, each with a class code in ``0..n_codes-1`` (uint8), by one sort.
+
+    The C codes present are numbered ``0..C-1``. The scores become order-preserving unsigned
+    integer keys (the IEEE-754 sign trick, after ``+ 0.0`` so that -0.0 is +0.0), shifted
+    left by ``ceil(log2 C)`` bits with the number in the low bits, and sorted once: a SIMD
+    sort of integers, about as fast as ``np.sort`` of the scores and several times faster
+    than their ``argsort``. Counts per group and code are then read off the sorted keys:
+    exact integers that do not depend on how a sort kernel orders equal keys. Where the
+    keys' span leaves no room for the code bits (scores of both signs far from zero with
+    three codes, say), each code's scores are sorted apart and the runs merged
+    (:func:`_merged_classes`). ``uncertainty`` must be finite float64, with at least one row.
+    """
+    n = uncertainty.size
+    if n_codes <= 2:
+        ones = int(np.count_nonzero(code)) if n_codes == 2 else 0
+        present = np.array([c for c, m in ((0, ones < n), (1, ones > 0)) if m], dtype=np.intp)
     else:
-        present = np.flatnonzero(np.bincount(code, minlength=1 << len(weights)))
+        present = np.flatnonzero(np.bincount(code, minlength=n_codes))
     n_classes = present.size
     if present[-1] != n_classes - 1:  # number the codes present 0..C-1
-        lut = np.zeros(1 << max(len(weights), 1), dtype=np.uint8)
+        lut = np.zeros(max(n_codes, 1), dtype=np.uint8)
         lut[present] = np.arange(n_classes, dtype=np.uint8)
         code = lut[code]
     bits = (n_classes - 1).bit_length()
@@ -362,25 +433,29 @@ def _class_totals(
     lo, hi = float(v.min()), float(v.max())
     kmin, kmax = (int(x) for x in _order_keys(np.array([lo, hi]), lo, hi))
     if bits and (kmax - kmin) >> (64 - bits):
-        values, cls = _merged_classes(v, code, n_classes)
+        values, merged_codes, ends = _merged_classes(v, code, n_classes)
+        return CodeGroups(values, merged_codes, ends, present)
+    key = _order_keys(v, lo, hi, inplace=True)
+    codes: NDArray[np.uint8] | None = None
+    if bits:
+        shift = 0 if kmax >> (64 - bits) == 0 else kmin
+        if shift:
+            key -= np.uint64(shift)
+        key <<= np.uint64(bits)
+        key |= code
+        key.sort()
+        codes = (key & np.uint64((1 << bits) - 1)).astype(np.uint8)
+        key >>= np.uint64(bits)
+        if shift:
+            key += np.uint64(shift)
     else:
-        key = _order_keys(v, lo, hi, inplace=True)
-        if bits:
-            shift = 0 if kmax >> (64 - bits) == 0 else kmin
-            if shift:
-                key -= np.uint64(shift)
-            key <<= np.uint64(bits)
-            key |= code
-            key.sort()
-            cls = (key & np.uint64((1 << bits) - 1)).astype(np.uint8)
-            key >>= np.uint64(bits)
-            if shift:
-                key += np.uint64(shift)
-        else:
-            key.sort()
-            cls = None
-        values, cls = _groups_of_keys(key, cls, lo, hi)
-    return (values, *_class_sums(cls, values.size, n, present, n_classes, weights))
+        key.sort()
+    boundary = key[1:] != key[:-1]
+    if np.all(boundary):  # every row is its own group
+        return CodeGroups(_float_of_keys(key, lo, hi), codes, None, present)
+    ends = np.flatnonzero(boundary)
+    ends = np.append(ends, n - 1)
+    return CodeGroups(_float_of_keys(np.take(key, ends), lo, hi), codes, ends, present)
 
 
 def _order_keys(v: NDArray[np.float64], lo: float, hi: float, *,
@@ -406,59 +481,13 @@ def _float_of_keys(keys: NDArray[np.uint64], lo: float, hi: float) -> NDArray[np
     return np.where(keys >= _SIGN, keys ^ _SIGN, ~keys).view(np.float64)
 
 
-def _groups_of_keys(
-    key: NDArray[np.uint64], cls: NDArray[np.uint8] | None, lo: float, hi: float
-) -> tuple[NDArray[np.float64], Any]:
-    """Distinct values of sorted keys and the rows' classes: the class of each row (an array,
-    when every row is its own group) or a tuple ``(ends, cls)`` of group ends and classes."""
-    boundary = key[1:] != key[:-1]
-    if np.all(boundary):
-        return _float_of_keys(key, lo, hi), cls
-    ends = np.flatnonzero(boundary)
-    ends = np.append(ends, key.size - 1)
-    return _float_of_keys(np.take(key, ends), lo, hi), (ends, cls)
-
-
-def _class_sums(
-    cls: Any, n_groups: int, n: int, present: NDArray[np.intp], n_classes: int,
-    weights: tuple[NDArray[Any], ...],
-) -> tuple[NDArray[np.int64], list[NDArray[Any]]]:
-    """Row counts and each weight's totals per group from the rows' classes (see
-    :func:`_groups_of_keys`): the weight of class ``j`` is bit ``k`` of ``present[j]``."""
-    if not isinstance(cls, tuple):  # every row is its own group
-        counts = np.ones(n, dtype=np.int64)
-        totals = []
-        for k, w in enumerate(weights):
-            with_bit = np.flatnonzero((present >> k) & 1)
-            if cls is None or with_bit.size in (0, n_classes):
-                totals.append(np.full(n, 1 if with_bit.size else 0, dtype=w.dtype))
-                continue
-            mask = cls == with_bit[0]
-            for j in with_bit[1:]:
-                mask |= cls == j
-            totals.append(mask.astype(w.dtype))
-        return counts, totals
-    ends, rows = cls
-    counts = np.diff(ends, prepend=-1)
-    per_class = np.empty((n_classes, n_groups), dtype=np.int64)
-    for j in range(1, n_classes):
-        run = np.cumsum(rows == j, dtype=np.int64)
-        per_class[j] = np.diff(run[ends], prepend=0)
-    per_class[0] = counts - per_class[1:].sum(axis=0)
-    totals = []
-    for k, w in enumerate(weights):
-        with_bit = np.flatnonzero((present >> k) & 1)
-        total = per_class[with_bit].sum(axis=0)
-        totals.append(total.astype(w.dtype, copy=False))
-    return counts, totals
-
-
 def _merged_classes(
     v: NDArray[np.float64], code: NDArray[np.uint8], n_classes: int
-) -> tuple[NDArray[np.float64], Any]:
-    """Distinct values and rows' classes (as :func:`_groups_of_keys`) by sorting each class
-    apart and merging the sorted runs (a stable sort of their concatenation merges runs in
-    linear time); for keys whose span leaves no room for the class bits."""
+) -> tuple[NDArray[np.float64], NDArray[np.uint8], NDArray[np.intp] | None]:
+    """Distinct values, the sorted rows' class numbers and the group ends (None: one row per
+    group), by sorting each class apart and merging the sorted runs (a stable sort of their
+    concatenation merges runs in linear time); for keys whose span leaves no room for the
+    class bits."""
     runs = [np.sort(v[code == j]) for j in range(n_classes)]
     merged = np.concatenate(runs)
     order = np.argsort(merged, kind="stable")
@@ -467,9 +496,9 @@ def _merged_classes(
     cls = np.searchsorted(edges, order, side="right").astype(np.uint8)
     boundary = u[1:] != u[:-1]
     if np.all(boundary):
-        return u, cls
+        return u, cls, None
     ends = np.append(np.flatnonzero(boundary), u.size - 1)
-    return u[ends], (ends, cls)
+    return u[ends], cls, ends
 
 
 def groups_from_totals(

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.groups import group_totals
+from .._core.groups import code_groups, group_totals, min_rows_of_code_groups
 from .._core.validation import (
     as_is_ood,
     as_losses,
@@ -103,6 +103,32 @@ def validate_sample(
     return s, w_id, w_ood, w_loss
 
 
+def _class_codes(s: NDArray[np.float64], ood: NDArray[np.bool_],
+                 losses: Any) -> NDArray[np.uint8] | None:
+    """Each row's class for :func:`~abstain._core.groups.code_groups`: 0 ID with loss 0,
+    1 OOD, 2 ID with loss 1; None where an ID loss is neither 0 nor 1 (then the rows are
+    validated and weighted one by one). Checks what :func:`validate_sample` checks."""
+    if losses is NO_LOSSES:
+        check_same_length(scores=s, is_ood=ood)
+        return ood.view(np.uint8)
+    if losses is None:
+        return None  # validate_sample refuses it
+    raw = as_real_array(losses, "losses")
+    if raw.ndim != 1 or raw.size != ood.size:
+        return None  # validate_sample says what is wrong
+    one = raw == 1.0
+    on_id = ~ood
+    zero_or_one = one | (raw == 0.0)
+    if not np.all(zero_or_one | ood):
+        return None  # a loss other than 0/1 on an ID row, or NaN / inf / negative: validated
+    if not np.all(zero_or_one[ood] | np.isnan(raw[ood])):
+        return None  # OOD rows: anything but NaN, 0, 1 gets validate_sample's message
+    one &= on_id
+    code = ood.view(np.uint8).copy()
+    code[one] = 2
+    return code
+
+
 #: The largest summed ID loss a search accepts: room for its products before overflow.
 _MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
 
@@ -121,11 +147,11 @@ class Sample:
     """
 
     def __init__(self, s: NDArray[np.float64], w_id: Any, w_ood: Any, w_loss: Any, *,
-                 loss_above_one: bool | None = None) -> None:
+                 loss_above_one: bool | None = None, grouped: bool = False) -> None:
         #: whether an ID row has a loss above 1 (the correct classification rate needs <= 1)
         self.loss_above_one = (bool(np.any(w_loss > w_id)) if loss_above_one is None
                                else loss_above_one)
-        if s.shape[1] == 1:
+        if s.shape[1] == 1 and not grouped:
             values, _, (w_id, w_ood, w_loss) = group_totals(s[:, 0], w_id, w_ood, w_loss)
             s = values[:, None]
         self.s, self.w_id, self.w_ood, self.w_loss = s, w_id, w_ood, w_loss
@@ -142,8 +168,31 @@ class Sample:
         table = table_or_none(scores, {"is_ood": is_ood, "losses": losses,
                                        "sample_weight": sample_weight})
         if table is None:
-            return cls(*validate_sample(scores, is_ood, losses, sample_weight))
+            return cls.of_rows(scores, is_ood, losses, sample_weight)
         return cls.from_table(table)
+
+    @classmethod
+    def of_rows(cls, scores: Any, is_ood: Any, losses: Any, sample_weight: Any) -> Sample:
+        """The sample of arrays (validated as :func:`validate_sample` does).
+
+        One score column of many rows with no sample weights and 0/1 losses (or none) is
+        grouped straight from the rows' classes (ID correct, ID wrong, OOD) by
+        :func:`~abstain._core.groups.code_groups`: the same group totals as the float
+        weights give (exact counts), without building and checking them row by row.
+        """
+        if sample_weight is None:
+            s = as_score_matrix(scores)
+            if s.shape[1] == 1 and s.shape[0] >= min_rows_of_code_groups():
+                ood = as_is_ood(is_ood)
+                code = _class_codes(s, ood, losses)
+                if code is not None:
+                    g = code_groups(s[:, 0], code, 3)
+                    w_id = g.count_of([0, 2], np.float64)
+                    w_ood = g.count_of([1], np.float64)
+                    w_loss = g.count_of([2], np.float64)
+                    return cls(g.values[:, None], w_id, w_ood, w_loss, loss_above_one=False,
+                               grouped=True)
+        return cls(*validate_sample(scores, is_ood, losses, sample_weight))
 
     @classmethod
     def from_table(cls, table: ScoreTable) -> Sample:

@@ -53,7 +53,6 @@ from .._ood_search.sample import (
     ood_fraction,
     precision_recall_constraint,
     tpr_fpr_constraint,
-    validate_sample,
 )
 from ..exceptions import InfeasibleTargetWarning
 from ..tables._pair import PairTable
@@ -118,7 +117,7 @@ def _sample(is_ood: Any, scores: Any, losses: Any = NO_LOSSES) -> Sample:
         return Sample.from_pairs(first, rest)
     if first is not None:
         return Sample.from_table(table_or_none(first, rest))  # type: ignore[arg-type]
-    return Sample(*validate_sample(scores, is_ood, losses, None))  # None: refused
+    return Sample.of_rows(scores, is_ood, losses, None)  # a None among them is refused
 
 
 def _one_column(sample: Sample) -> F64:
@@ -485,6 +484,13 @@ def _roc_knots(sample: Sample) -> ROCCurve:
     return ROCCurve(np.divide(o, sample.n_ood, out=o), np.divide(i, sample.n_id, out=i))
 
 
+def _column_knots(sample: Sample) -> core.Knots:
+    """The knots of a one-column sample, whose rows are its tie groups already (ascending):
+    what :func:`~abstain._ood_search.search.knots` returns on them, without grouping again."""
+    return core.Knots(_one_column(sample), _running(sample.w_id), _running(sample.w_ood),
+                      _running(sample.w_loss))
+
+
 def _running(w: F64) -> F64:
     """Running sums of ``w`` after a leading 0 (one array, no concatenation)."""
     run = np.empty(w.size + 1)
@@ -493,12 +499,14 @@ def _running(w: F64) -> F64:
     return run
 
 
-def _average_precision(pos: F64, neg: F64, s: F64) -> float:
-    """Step-wise average precision accepting ``s <= t`` for each distinct t, positives first;
-    ``pos`` and ``neg`` are the positive and negative mass of each row (or tie group)."""
-    kn = core.knots(s, pos, neg, np.zeros_like(pos))
-    tp, fp = kn.I[1:], kn.O[1:]
-    return float(np.sum(np.diff(kn.I) / kn.I[-1] * tp / (tp + fp)))
+def _average_precision(pos: F64, neg: F64) -> float:
+    """Step-wise average precision of tie groups accepted in the order given; ``pos`` and
+    ``neg`` are the positive and negative mass of each group."""
+    tp, fp = _running(pos), _running(neg)
+    recall = np.diff(tp)
+    recall /= tp[-1]
+    tp, fp = tp[1:], fp[1:]
+    return float(np.sum(recall * tp / (tp + fp)))
 
 
 def aupr_in(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> float:
@@ -514,7 +522,8 @@ def aupr_in(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> 
     0.833...
     """
     sample = _sample(is_ood, scores)
-    return _average_precision(sample.w_id, sample.w_ood, _one_column(sample))
+    _one_column(sample)  # its rows are the tie groups, ascending
+    return _average_precision(sample.w_id, sample.w_ood)
 
 
 def aupr_out(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> float:
@@ -527,7 +536,8 @@ def aupr_out(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) ->
     0.833...
     """
     sample = _sample(is_ood, scores)
-    return _average_precision(sample.w_ood, sample.w_id, -_one_column(sample))
+    _one_column(sample)  # its rows are the tie groups: highest first is the reverse order
+    return _average_precision(sample.w_ood[::-1], sample.w_id[::-1])
 
 
 def _fpr_on_knots(kn: core.Knots, sample: Sample, t: float) -> float:
@@ -562,8 +572,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     search, n_directions = check_search(search, n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1:
-        kn = core.knots(sample.s[:, 0], sample.w_id, sample.w_ood, sample.w_loss)
-        return _fpr_on_knots(kn, sample, t)
+        return _fpr_on_knots(_column_knots(sample), sample, t)
     if search == "exact":
         return _lines_fpr(sample, env.envelope_lines(sample.s, sample.w_ood, sample.w_id), t)
     return min(_fpr_on_knots(core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood,
