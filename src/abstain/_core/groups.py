@@ -244,7 +244,8 @@ def group_totals(
     u = np.take(uncertainty, order)
     boundary = u[1:] != u[:-1]
     if np.all(boundary):  # every row is its own group (also 0 or 1 rows)
-        return u + 0.0, np.ones(u.size, dtype=np.int64), [np.take(w, order) for w in weights]
+        u += 0.0  # -0.0 becomes +0.0 (u is a new array)
+        return u, np.ones(u.size, dtype=np.int64), [np.take(w, order) for w in weights]
     starts = np.concatenate(([0], np.flatnonzero(boundary) + 1))
     counts = np.diff(np.append(starts, u.size)).astype(np.int64)
     order = _rows_in_order(order, starts[1:])  # ties in row order, whatever the sort kernel
@@ -536,6 +537,9 @@ def tie_groups(losses: NDArray[np.float64], uncertainty: NDArray[np.float64]) ->
 # asymptotic series of the digamma function has a truncation error below 1e-23.
 _HARMONIC_DIRECT = 64
 _INVERSES = 1.0 / np.arange(1.0, _HARMONIC_DIRECT + 1.0)
+# _INVERSE_SUMS[b, t] = fsum(1 / j for j = b + 1..t), correctly rounded (0 where t <= b)
+_INVERSE_SUMS = np.array([[math.fsum(_INVERSES[b:t]) for t in range(_HARMONIC_DIRECT + 1)]
+                          for b in range(_HARMONIC_DIRECT + 1)])
 
 
 def _digamma_difference(x1: NDArray[np.float64], x2: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -566,10 +570,11 @@ def harmonic_difference(before: NDArray[np.float64], m: NDArray[np.float64]) -> 
     x1 = np.maximum(before + 1.0, _HARMONIC_DIRECT + 1.0)
     x2 = np.maximum(before + m + 1.0, x1)
     out = _digamma_difference(x1, x2)
-    for g in np.flatnonzero(before < _HARMONIC_DIRECT):  # at most 64 groups
-        b = int(before[g])
-        top = min(b + int(m[g]), _HARMONIC_DIRECT)
-        out[g] += math.fsum(_INVERSES[b:top])
+    low = np.flatnonzero(before < _HARMONIC_DIRECT)  # at most 64 groups
+    if low.size:
+        b = before[low].astype(np.intp)
+        top = np.minimum(b + m[low].astype(np.intp), _HARMONIC_DIRECT)
+        out[low] += _INVERSE_SUMS[b, top]
     return out
 
 

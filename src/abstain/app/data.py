@@ -177,6 +177,45 @@ class Rows:
                 float(c[ood].mean()) if ood is not None and ood.any() else None)
 
 
+class Resampled:
+    """One bootstrap resample of :class:`Rows`, for the metrics of its single score columns:
+    each column's score table weighted by how often each row is drawn
+    (:class:`~abstain.tables._resample.TableResampler`, the rows grouped once), so a resample
+    costs a pass over the rows instead of a sort per metric. The metrics are those of
+    :class:`Tables` on these tables, equal to those of the resampled rows (bit for bit with
+    0/1 and whole-number losses). No double-score pair (``pairs`` is empty).
+    """
+
+    chunked = True
+    pairs: dict[str, tuple[str, str]] = {}
+
+    def __init__(self, resamplers: dict[str, Any], counts: NDArray[np.int64],
+                 has_ood: bool) -> None:
+        self._resamplers = resamplers
+        self._counts = counts
+        self.has_ood = has_ood
+        self.names = list(resamplers)
+
+    @staticmethod
+    def resamplers(rows: Rows) -> dict[str, Any]:
+        """The resampler of each single score column of ``rows`` (built once)."""
+        from ..tables._resample import TableResampler
+
+        d = rows.data
+        ood = rows.ood if rows.has_ood else None
+        losses = d.losses if ood is None else np.where(ood, np.nan, d.losses)
+        return {name: TableResampler(d.scores[name], losses, ood) for name in rows.names}
+
+    def selective_args(self, name: str) -> tuple[Any, ...]:
+        return (self._resamplers[name].table(self._counts, marked=False),)
+
+    def ood_metrics(self, name: str, *, tpr: float, fpr: float,
+                    search: str) -> tuple[dict[str, float], str | None]:
+        table = m.evaluate_ood_tables({"s": self._resamplers[name].table(self._counts)},
+                                      tpr=tpr, fpr=fpr, search=search)
+        return table.row("s"), table.search[0]
+
+
 class Tables:
     """The score tables of a source read in chunks: the same operations as :class:`Rows`,
     each computed exactly from the tables. A double-score pair is its

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.optional import require
 from .chunks import Summary
-from .data import Rows, Tables, as_data
+from .data import Resampled, Rows, Tables, as_data
 from .tables import Progress, TableData
 
 
@@ -234,13 +234,17 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
     names = [*src.names, *src.pairs]
     cells = [(name, key) for name in names for key in point[name]]
     calls = 0
+    n = src.data.losses.size
+    resamplers = Resampled.resamplers(src)  # the single columns grouped once
 
     def statistic(idx: NDArray[np.intp]) -> list[float]:
         nonlocal calls
-        sub = src.take(idx)
+        tables = Resampled(resamplers, np.bincount(idx, minlength=n), src.has_ood)
+        sub = src.take(idx) if src.pairs else None  # a pair's envelope: on the rows
         vals: list[float] = []
         for name in names:
-            got, _ = _one_score(sub, name, **options)
+            got, _ = _one_score(tables if name in resamplers else sub, name,  # type: ignore[arg-type]
+                                **options)
             vals.extend(got[key] for key in point[name])
         calls += 1
         if progress is not None:
@@ -248,7 +252,6 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
         return vals
 
     data = src.data
-    n = data.losses.size
     ood = src.ood if src.has_ood else None
     strata = ood if ood is not None else np.zeros(n, dtype=bool)
     values = np.column_stack([data.losses, strata,

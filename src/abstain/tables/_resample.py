@@ -1,0 +1,116 @@
+"""Score tables of bootstrap resamples, from the rows grouped once.
+
+A resample with replacement is a count per row (how often it was drawn). A score table
+depends on the rows only through per-score totals, so the table of a resample is the
+table of the rows with every total weighted by those counts: a ``bincount`` over the
+rows' groups, a linear pass, where building it from the resampled rows would sort them
+again. With 0/1 or whole-number losses the totals are exact integers, so the table equals
+the one built from the resampled rows bit for bit; with other losses to the rounding of
+their sums (the same total added in another order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._core.validation import as_losses, as_real_array, as_scores, check_same_length
+from ._score import ScoreTable, as_ood_marks
+
+F64 = NDArray[np.float64]
+
+
+class TableResampler:
+    """The rows of one score column, grouped once, and the score table of any resample.
+
+    Parameters
+    ----------
+    uncertainty : array-like of shape (n,)
+        Finite scores; higher is rejected first.
+    losses : array-like of shape (n,)
+        Non-negative losses (with ``is_ood``, those of OOD rows are ignored and may be NaN).
+    is_ood : array-like of shape (n,), optional
+        0/1 or bool marks of OOD rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.tables import ScoreTable
+    >>> from abstain.tables._resample import TableResampler
+    >>> u, losses = np.array([0.1, 0.2, 0.2, 0.9]), np.array([0, 1, 0, 1])
+    >>> idx = np.array([0, 0, 3, 2])
+    >>> counts = np.bincount(idx, minlength=4)
+    >>> TableResampler(u, losses).table(counts) == ScoreTable.from_arrays(u[idx], losses[idx])
+    True
+    """
+
+    def __init__(self, uncertainty: ArrayLike, losses: ArrayLike,
+                 is_ood: ArrayLike | None = None) -> None:
+        u = as_scores(uncertainty)
+        if is_ood is None:
+            ls = as_losses(losses)
+            check_same_length(losses=ls, uncertainty=u)
+            ood = np.zeros(u.size, dtype=bool)
+        else:
+            ood = as_ood_marks(is_ood)
+            raw = as_real_array(losses, "losses")
+            check_same_length(uncertainty=u, is_ood=ood, losses=raw)
+            ls = as_losses(np.where(ood, 0.0, np.nan_to_num(raw, nan=0.0)))
+        self.marked = is_ood is not None
+        self.n = u.size
+        self._ood = ood
+        self._values, self._group = np.unique(u + 0.0, return_inverse=True)
+        self._group = self._group.reshape(-1)
+        self._losses = ls
+        with np.errstate(over="ignore"):
+            self._squares = np.square(ls)
+        self._loss_values, self._loss_group = np.unique(ls, return_inverse=True)
+        self._loss_group = self._loss_group.reshape(-1)
+        self._id = ~ood
+
+    def table(self, counts: NDArray[np.integer], *, marked: bool | None = None) -> ScoreTable:
+        """The :class:`ScoreTable` of the resample that draws row ``i`` ``counts[i]`` times.
+
+        ``marked`` (default: whether the rows were given ``is_ood``) builds the table with
+        OOD marks, as ``ScoreTable.from_arrays(..., is_ood=...)`` does; ``marked=False`` on
+        marked rows gives the table of the resample's ID rows alone (the selective metrics'
+        table).
+        """
+        marked = self.marked if marked is None else marked
+        c = np.asarray(counts)
+        if c.shape != (self.n,) or c.dtype.kind not in "iu":
+            raise ValueError(f"counts must be whole numbers, one per row ({self.n}); got "
+                             f"shape {c.shape}, dtype {c.dtype}.")
+        g = self._values.size
+        rows = c if marked else np.where(self._id, c, 0)
+        w = rows.astype(np.float64)
+        id_w = w if not self.marked else np.where(self._id, w, 0.0)
+        counts_g = np.bincount(self._group, weights=w, minlength=g)
+        keep = counts_g > 0
+        table = ScoreTable()
+        table.values = self._values[keep]
+        table.counts = counts_g[keep].astype(np.int64)
+        table.loss_sums = np.bincount(self._group, weights=id_w * self._losses, minlength=g)[keep]
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = np.bincount(self._group, weights=id_w * self._squares, minlength=g)[keep]
+        table.sq_loss_sums = sq if np.isfinite(sq.sum()) else None
+        if marked:
+            ood_w = np.where(self._ood, w, 0.0)
+            table.ood_counts = np.bincount(self._group, weights=ood_w,
+                                           minlength=g)[keep].astype(np.int64)
+        drawn_id = (id_w > 0) if self.marked else (w > 0)
+        id_losses = self._losses[drawn_id]
+        table.max_loss = float(id_losses.max()) if id_losses.size else 0.0
+        table.binary = bool(np.all((id_losses == 0.0) | (id_losses == 1.0)))
+        loss_counts = np.bincount(self._loss_group, weights=id_w if self.marked else w,
+                                  minlength=self._loss_values.size)
+        drawn = loss_counts > 0
+        table.loss_values = self._loss_values[drawn]
+        table.loss_counts = loss_counts[drawn].astype(np.int64)
+        table._check_total()
+        return table
+
+
+def resample_counts(idx: NDArray[np.integer], n: int) -> NDArray[np.int64]:
+    """How often each of ``n`` rows is drawn by the row indices ``idx`` of a resample."""
+    return np.bincount(np.asarray(idx).reshape(-1), minlength=n).astype(np.int64)
