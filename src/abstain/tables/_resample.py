@@ -90,9 +90,9 @@ class TableResampler:
         table = ScoreTable()
         table.values = self._values[keep]
         table.counts = counts_g[keep].astype(np.int64)
-        table.loss_sums = np.bincount(self._group, weights=id_w * self._losses, minlength=g)[keep]
+        table.loss_sums = _weighted(self._group, id_w * self._losses, g)[keep]
         with np.errstate(over="ignore", invalid="ignore"):
-            sq = np.bincount(self._group, weights=id_w * self._squares, minlength=g)[keep]
+            sq = _weighted(self._group, id_w * self._squares, g)[keep]
         table.sq_loss_sums = sq if np.isfinite(sq.sum()) else None
         if marked:
             ood_w = np.where(self._ood, w, 0.0)
@@ -109,6 +109,11 @@ class TableResampler:
         table.loss_counts = loss_counts[drawn].astype(np.int64)
         table._check_total()
         return table
+
+
+def _weighted(group: NDArray[np.intp], weights: F64, size: int) -> F64:
+    """Per-group sums of float weights (in row order)."""
+    return np.bincount(group, weights=weights, minlength=size).astype(np.float64, copy=False)
 
 
 def resample_counts(idx: NDArray[np.integer], n: int) -> NDArray[np.int64]:
