@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "_ood_search": {"_core", "tables"},
     "_certify": {"_core", "tables"},
     "metrics": {"_core", "tables", "_ood_search"},
-    "scores": {"_core", "metrics"},
+    "scores": {"_core", "tables", "metrics"},
     "detectors": {"_core"},
     "combine": {"_core"},
     "models": {"_core", "tables", "_ood_search", "_certify", "metrics", "scores", "detectors"},

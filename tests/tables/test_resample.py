@@ -9,8 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from abstain.metrics import aurc, auroc, e_aurc
-from abstain.tables import ScoreTable
-from abstain.tables._resample import TableResampler, resample_counts
+from abstain.tables import ScoreTable, TableResampler
+
+
+def resample_counts(idx, n):
+    return np.bincount(idx, minlength=n)
 
 
 def _rows(rng, n, losses="binary"):

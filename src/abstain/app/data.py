@@ -180,7 +180,7 @@ class Rows:
 class Resampled:
     """One bootstrap resample of :class:`Rows`, for the metrics of its single score columns:
     each column's score table weighted by how often each row is drawn
-    (:class:`~abstain.tables._resample.TableResampler`, the rows grouped once), so a resample
+    (:class:`~abstain.tables.TableResampler`, the rows grouped once), so a resample
     costs a pass over the rows instead of a sort per metric. The metrics are those of
     :class:`Tables` on these tables, equal to those of the resampled rows (bit for bit with
     0/1 and whole-number losses). No double-score pair (``pairs`` is empty).
@@ -199,12 +199,14 @@ class Resampled:
     @staticmethod
     def resamplers(rows: Rows) -> dict[str, Any]:
         """The resampler of each single score column of ``rows`` (built once)."""
-        from ..tables._resample import TableResampler
+        from ..tables import TableResampler
 
         d = rows.data
         ood = rows.ood if rows.has_ood else None
         losses = d.losses if ood is None else np.where(ood, np.nan, d.losses)
-        return {name: TableResampler(d.scores[name], losses, ood) for name in rows.names}
+        out = {name: TableResampler(d.scores[name], losses, ood) for name in rows.names}
+        # losses whose resampled sums could overflow: the rows (scaled sums) instead
+        return out if all(r.fits for r in out.values()) else {}
 
     def selective_args(self, name: str) -> tuple[Any, ...]:
         return (self._resamplers[name].table(self._counts, marked=False),)

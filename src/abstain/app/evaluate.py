@@ -240,7 +240,7 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
     def statistic(idx: NDArray[np.intp]) -> list[float]:
         nonlocal calls
         tables = Resampled(resamplers, np.bincount(idx, minlength=n), src.has_ood)
-        sub = src.take(idx) if src.pairs else None  # a pair's envelope: on the rows
+        sub = src.take(idx) if len(resamplers) < len(names) else None  # pairs: the rows
         vals: list[float] = []
         for name in names:
             got, _ = _one_score(tables if name in resamplers else sub, name,  # type: ignore[arg-type]

@@ -28,6 +28,7 @@ from .._ood_search.sample import (
     resolve_search,
 )
 from ..exceptions import InfeasibleTargetWarning
+from ..tables import TableResampler
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable
 from ._bootstrap import bootstrap_interval, check_bootstrap
@@ -294,9 +295,22 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     high = np.full(values.shape, np.nan)
     conf = float(confidence)
     if b:
+        # one column: grouped once, each resample's table weighted by the rows' draws (the
+        # metrics of the resampled rows, a pass instead of sorts); a pair: its rows
+        marked = np.where(ood, np.nan, np.nan_to_num(ls, nan=0.0))
+        resamplers = {name: TableResampler(s, marked, ood)
+                      for name, s in cols.items() if s.ndim == 1}
+        if not all(r.fits for r in resamplers.values()):
+            resamplers = {}  # sums that could overflow: the rows (scaled sums) instead
+
+        def statistic(i: NDArray[np.intp]) -> NDArray[np.float64]:
+            counts = np.bincount(i, minlength=n)
+            return _table([(None, resamplers[name].table(counts)) if name in resamplers
+                           else ({"losses": ls[i], "is_ood": ood[i]}, s[i])
+                           for name, s in cols.items()], applicable, t, f, search, d)[0]
+
         ci = bootstrap_interval(
-            lambda i: _table([({"losses": ls[i], "is_ood": ood[i]}, s[i])
-                              for s in cols.values()], applicable, t, f, search, d)[0],
+            statistic,
             ood, n_bootstrap=b, confidence=confidence, random_state=random_state,
             key=np.column_stack([ls, ood, *(s.reshape(n, -1) for s in cols.values())]))
         low, high, conf = ci.low, ci.high, ci.confidence

@@ -30,6 +30,7 @@ from .._core.validation import (
 )
 from ..exceptions import ConvergenceWarning
 from ..metrics import aurc
+from ..tables import TableResampler
 from ._learned import PAPER_C_GRID, SELE, TCP, LossRegression
 
 __all__ = ["RegularizationSearch", "select_regularization", "bootstrap_win_fraction"]
@@ -97,10 +98,17 @@ def bootstrap_win_fraction(
     check_same_length(losses=ls, uncertainty=u, baseline=u0)
     n_boot = int(n_bootstrap)
     rng = np.random.default_rng(random_state)
+    # each score grouped once; a resample is the rows' draw counts, its AuRC that of the
+    # score table weighted by them (the AuRC of the resampled rows, without sorting them)
+    ours, theirs = TableResampler(u, ls), TableResampler(u0, ls)
     wins = 0
     for _ in range(n_boot):
         rows = rng.integers(0, len(ls), len(ls))
-        wins += aurc(ls[rows], u[rows]) < aurc(ls[rows], u0[rows])
+        if ours.fits:
+            counts = np.bincount(rows, minlength=len(ls))
+            wins += aurc(ours.table(counts)) < aurc(theirs.table(counts))
+        else:  # loss sums that could overflow a table: the rows (scaled sums)
+            wins += aurc(ls[rows], u[rows]) < aurc(ls[rows], u0[rows])
     return wins / n_boot
 
 

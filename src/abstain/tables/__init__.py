@@ -6,7 +6,8 @@ scores with per-score totals, so a table built in pieces (per batch of a stream,
 per partition of a cluster) gives the same result as the rows, bit for bit.
 :class:`ScoreTable` holds one score column, :class:`PairTable` the distinct pairs of two
 (for the double-score fits), and :class:`BinnedTable` a score table on a fixed grid of
-bins, whose metrics come with a certified error (:class:`Bounded`).
+bins, whose metrics come with a certified error (:class:`Bounded`). :class:`TableResampler`
+gives the score table of any bootstrap resample of rows grouped once (a pass, no sort).
 
 Examples
 --------
@@ -21,6 +22,7 @@ True
 
 from ._binned import BinnedTable, Bounded
 from ._pair import PairTable
+from ._resample import TableResampler
 from ._score import ScoreTable
 
-__all__ = ["ScoreTable", "PairTable", "BinnedTable", "Bounded"]
+__all__ = ["ScoreTable", "PairTable", "BinnedTable", "Bounded", "TableResampler"]

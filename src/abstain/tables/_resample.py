@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.groups import loss_scale
 from .._core.validation import as_losses, as_real_array, as_scores, check_same_length
 from ._score import ScoreTable, as_ood_marks
 
@@ -32,11 +33,17 @@ class TableResampler:
     is_ood : array-like of shape (n,), optional
         0/1 or bool marks of OOD rows.
 
+    Attributes
+    ----------
+    fits : bool
+        Whether every resample's loss sums stay far inside the float64 range (``n`` times
+        the largest loss below ``2**1016``, as for the plain sums of the metrics); where
+        not, a table of a resample could overflow and the resampled rows are the path.
+
     Examples
     --------
     >>> import numpy as np
-    >>> from abstain.tables import ScoreTable
-    >>> from abstain.tables._resample import TableResampler
+    >>> from abstain.tables import ScoreTable, TableResampler
     >>> u, losses = np.array([0.1, 0.2, 0.2, 0.9]), np.array([0, 1, 0, 1])
     >>> idx = np.array([0, 0, 3, 2])
     >>> counts = np.bincount(idx, minlength=4)
@@ -67,6 +74,8 @@ class TableResampler:
         self._loss_values, self._loss_group = np.unique(ls, return_inverse=True)
         self._loss_group = self._loss_group.reshape(-1)
         self._id = ~ood
+        top = float(ls.max()) if ls.size else 0.0
+        self.fits = loss_scale(top, float(u.size)) == 1.0
 
     def table(self, counts: NDArray[np.integer], *, marked: bool | None = None) -> ScoreTable:
         """The :class:`ScoreTable` of the resample that draws row ``i`` ``counts[i]`` times.
@@ -114,8 +123,3 @@ class TableResampler:
 def _weighted(group: NDArray[np.intp], weights: F64, size: int) -> F64:
     """Per-group sums of float weights (in row order)."""
     return np.bincount(group, weights=weights, minlength=size).astype(np.float64, copy=False)
-
-
-def resample_counts(idx: NDArray[np.integer], n: int) -> NDArray[np.int64]:
-    """How often each of ``n`` rows is drawn by the row indices ``idx`` of a resample."""
-    return np.bincount(np.asarray(idx).reshape(-1), minlength=n).astype(np.int64)
