@@ -1,0 +1,48 @@
+"""Bootstrap intervals computed on score tables weighted by each resample's draws equal the
+intervals of the resampled rows (the same resamples, the same statistic)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from abstain.metrics import aurc, bootstrap_interval, evaluate_ood
+from abstain.metrics._ood_table import _applicable, _table
+from abstain.scores import bootstrap_win_fraction
+
+
+def _data(seed=0, n=300):
+    rng = np.random.default_rng(seed)
+    ood = rng.random(n) < 0.3
+    losses = np.where(ood, np.nan, (rng.random(n) < 0.3).astype(float))
+    a = np.round(rng.normal(size=n) + ood, 1)  # many ties
+    b = np.round(rng.normal(size=n) + 2 * ood, 1)
+    return losses, ood, {"a": a, "b": b, "a+b": np.column_stack([a, b])}
+
+
+def test_evaluate_ood_intervals_are_those_of_the_resampled_rows() -> None:
+    losses, ood, cols = _data()
+    got = evaluate_ood(losses, ood, cols, n_bootstrap=40, random_state=3)
+    n = ood.size
+    applicable = _applicable([s.ndim == 2 for s in cols.values()], True)
+    want = bootstrap_interval(
+        lambda i: _table([({"losses": losses[i], "is_ood": ood[i]}, s[i]) for s in cols.values()],
+                         applicable, 0.95, 0.05, "auto", 360)[0],
+        ood, n_bootstrap=40, random_state=3,
+        key=np.column_stack([losses, ood, *(s.reshape(n, -1) for s in cols.values())]))
+    assert np.array_equal(got.low, want.low, equal_nan=True)
+    assert np.array_equal(got.high, want.high, equal_nan=True)
+
+
+def test_win_fraction_is_that_of_the_resampled_rows() -> None:
+    rng = np.random.default_rng(1)
+    n = 400
+    losses = (rng.random(n) < 0.3).astype(float)
+    good = np.round(losses + rng.normal(size=n), 1)
+    bad = np.round(rng.normal(size=n), 1)
+    got = bootstrap_win_fraction(losses, good, bad, n_bootstrap=60, random_state=5)
+    gen = np.random.default_rng(5)
+    wins = 0
+    for _ in range(60):
+        r = gen.integers(0, n, n)
+        wins += aurc(losses[r], good[r]) < aurc(losses[r], bad[r])
+    assert got == wins / 60
