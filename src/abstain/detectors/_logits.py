@@ -19,7 +19,9 @@ def logsumexp_rows(z: NDArray[np.float64]) -> NDArray[np.float64]:
     Shifted by the row's largest entry, whose own term (exactly 1) is left out of the sum
     and added back by ``log1p``, so a row with one dominant entry keeps the small terms
     to full precision (as SciPy's ``logsumexp``, whose argument handling made ``Energy``
-    and ``MSP`` take 6.2 ms a call on 10,000 x 10 logits here, against 4.4 ms).
+    and ``MSP`` take 6.2 ms a call on 10,000 x 10 logits here). Few columns (logits of
+    tens of classes) are reduced in the transposed layout, where NumPy's reductions run
+    along the long axis: about half the time of row-wise ones at 10,000 x 10.
 
     Examples
     --------
@@ -28,18 +30,42 @@ def logsumexp_rows(z: NDArray[np.float64]) -> NDArray[np.float64]:
     >>> [round(float(v), 6) for v in logsumexp_rows(np.array([[0.0, 0.0], [1000.0, 0.0]]))]
     [0.693147, 1000.0]
     """
-    rows = np.arange(z.shape[0])
-    top = np.argmax(z, axis=1)
-    peak = z[rows, top]
-    e = np.exp(z - peak[:, None])
-    e[rows, top] = 0.0
-    return peak + np.log1p(e.sum(axis=1))
+    return peak_and_logsumexp(z)[1]
+
+
+# Up to this many columns the rows are reduced in the transposed layout: NumPy's reductions
+# along a short contiguous axis cost far more per element than along a long one.
+_FEW_COLUMNS = 64
+
+
+def peak_and_logsumexp(z: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The largest entry of each row and :func:`logsumexp_rows`, from one pass of ``exp``.
+
+    Every entry equal to its row's largest is left out of the sum (its term is exactly 1)
+    and counted back, less the one that ``log1p`` adds.
+    """
+    if z.shape[1] <= _FEW_COLUMNS:  # (K, n): reductions along the long axis
+        zt = np.ascontiguousarray(z.T)
+        peak = zt.max(axis=0)
+        e = zt - peak
+        top = zt == peak
+        axis = 0
+    else:
+        peak = z.max(axis=1)
+        e = z - peak[:, None]
+        top = z == peak[:, None]
+        axis = 1
+    np.exp(e, out=e)
+    e[top] = 0.0
+    rest = e.sum(axis=axis)
+    rest += np.add.reduce(top, axis=axis, dtype=np.float64) - 1.0
+    return peak, peak + np.log1p(rest)
 
 
 def neg_max_softmax(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
     """``-max_k softmax(logits / T)_k``, computed as ``-exp(max - logsumexp)``."""
-    z = logits / temperature
-    return -np.exp(z.max(axis=1) - logsumexp_rows(z))
+    peak, lse = peak_and_logsumexp(logits / temperature)
+    return -np.exp(peak - lse)
 
 
 def neg_energy(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
