@@ -429,10 +429,14 @@ def as_is_ood(values: ArrayLike, name: str = "is_ood") -> NDArray[np.bool_]:
         raw = np.asarray(values)
         raise ValueError(f"{name} must hold 0/1 or False/True (int, float or bool dtype); "
                          f"got dtype {raw.dtype}.")
-    arr = _as_1d_float(name, values)
-    if not np.all((arr == 0.0) | (arr == 1.0)):
-        raise ValueError(f"{name} must hold only 0/1 or False/True; got other values.")
-    out = arr == 1.0
+    marks = np.asarray(values) if kind == "b" else None
+    if marks is not None and marks.ndim == 1 and marks.size:
+        out = marks.copy()  # bool marks: nothing to convert or check but both classes
+    else:
+        arr = _as_1d_float(name, values)
+        if not np.all((arr == 0.0) | (arr == 1.0)):
+            raise ValueError(f"{name} must hold only 0/1 or False/True; got other values.")
+        out = arr == 1.0
     n_ood = int(np.count_nonzero(out))
     if n_ood == 0 or n_ood == out.size:
         what = "OOD" if n_ood else "ID"
