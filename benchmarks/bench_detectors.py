@@ -50,7 +50,13 @@ import numpy as np
 from _timing import best_time, best_times, machine_line
 
 from abstain.detectors import KNN, MSP, Energy, Mahalanobis, MaxLogit, ViM
-from abstain.detectors._features import _GRAM_PROBE_FROM, _gram_gemm, _gram_syrk, gram_kernel
+from abstain.detectors._features import (
+    _GRAM_PROBE_FROM,
+    _gram_gemm,
+    _gram_syrk,
+    gram_kernel,
+    knn_backend,
+)
 
 RESULTS = Path(__file__).parent / "results" / "bench_detectors.md"
 
@@ -79,7 +85,7 @@ def knn_row(n_test, n_bank, d, k, repeats):
            "GEMM f32": best_time(lambda: test @ bank.T, repeats),
            **best_times(contenders, repeats),
            "ours f64": best_time(lambda: ours("numpy", "float64"), repeats)}
-    picked = "faiss" if KNN(backend="auto")._use_faiss(np.dtype(np.float32)) else "numpy"
+    picked = "numpy" if faiss is None else knn_backend(bank, test, k, KNN().block)
     fastest = min(row[c] for c in contenders if c != "ours auto")
     row["auto"] = (f"auto picked {picked}, within "
                    f"{100 * (row['ours auto'] / fastest - 1):+.0f} % of the fastest backend")

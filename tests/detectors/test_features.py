@@ -295,3 +295,46 @@ def test_gram_kernel_is_measured_once_per_dtype(monkeypatch) -> None:
     assert first in ("syrk", "gemm")
     assert _features._GRAM_KERNEL == {"float32": first}
     assert _features.gram_kernel(np.dtype(np.float32)) == first
+
+
+@pytest.mark.parametrize("faster", ["numpy", "faiss"])
+def test_knn_auto_picks_the_backend_measured_faster(faster, monkeypatch) -> None:
+    """backend="auto" with faiss importable runs whichever backend searched the first block
+    faster (a stand-in faiss, slowed or not, here), once per bank shape; both are exact."""
+    import sys
+    import time
+    import types
+
+    from abstain.detectors import _features
+
+    class IndexFlatL2:
+        def __init__(self, d):
+            self.bank = np.empty((0, d), dtype=np.float32)
+
+        def add(self, bank):
+            self.bank = bank
+
+        def search(self, Q, k):
+            if faster == "numpy":
+                time.sleep(0.05)
+            d2 = ((Q[:, None, :] - self.bank[None, :, :]) ** 2).sum(axis=2)
+            return np.sort(d2, axis=1)[:, :k], None
+
+    monkeypatch.setitem(sys.modules, "faiss", types.SimpleNamespace(IndexFlatL2=IndexFlatL2))
+    monkeypatch.setattr(_features, "_KNN_BACKEND", {})
+    if faster == "faiss":  # the NumPy search slowed instead
+        numpy_search = _features._kth_numpy
+
+        def slow(*args):
+            time.sleep(0.05)
+            return numpy_search(*args)
+
+        monkeypatch.setitem(_features._KNN_SEARCH, "numpy", slow)
+    rng = np.random.default_rng(4)
+    train, test = rng.normal(size=(60, 5)), rng.normal(size=(30, 5))
+    det = KNN(k=3, normalize=False).fit(train)
+    got = det.score(test)
+    assert _features._KNN_BACKEND == {(60, 5, 3, 1024): faster}
+    np.testing.assert_allclose(got, R.knn(test, train, 3, normalize=False), atol=1e-5)
+    assert KNN(k=3, normalize=False, dtype="float64").fit(train).score(test).shape == (30,)
+    assert len(_features._KNN_BACKEND) == 1  # float64 never probes
