@@ -22,6 +22,16 @@ Baselines, measured in the same process:
   measured above as ``sklearn``. ``agree`` is the Spearman correlation of its scores
   with ours on the test rows (1.000: the same ranking up to float32 rounding).
 
+- ``Gram X.T X``: the covariance product of ViM and Mahalanobis by each kernel they choose
+  from (``syrk``, a general float32 product), and by ``torch.matmul`` when torch imports; the
+  kernel line says which one the detectors used.
+- Logit detectors: ``Energy``, ``MSP``, ``MaxLogit`` on (n, 10) float64 logits against
+  ``np.exp`` of the same matrix (the floor of a softmax score) and ``torch.logsumexp`` when
+  torch imports.
+
+KNN's ``ours auto`` is ``backend="auto"``; the line under its table says which backend it
+picked and how far it was from the fastest backend measured.
+
 Data: Gaussian features (the time does not depend on their values). Every time is the best
 of ``--repeats`` calls after one warm-up; the ViM and Mahalanobis contenders are
 called in turn (ours f32, ours f64, pytorch-ood, again), so the load of other jobs falls on
@@ -37,9 +47,16 @@ import platform
 from pathlib import Path
 
 import numpy as np
-from _timing import best_time, best_times
+from _timing import best_time, best_times, machine_line
 
-from abstain.detectors import KNN, Mahalanobis, ViM
+from abstain.detectors import KNN, MSP, Energy, Mahalanobis, MaxLogit, ViM
+from abstain.detectors._features import (
+    _GRAM_PROBE_FROM,
+    _gram_gemm,
+    _gram_syrk,
+    gram_kernel,
+    knn_backend,
+)
 
 RESULTS = Path(__file__).parent / "results" / "bench_detectors.md"
 
@@ -61,17 +78,23 @@ def knn_row(n_test, n_bank, d, k, repeats):
     def ours(backend, dtype="float32"):
         return KNN(k=k, normalize=False, backend=backend, dtype=dtype).fit(bank).score(test)
 
+    contenders = {"ours auto": lambda: ours("auto"), "ours f32": lambda: ours("numpy")}
+    if faiss is not None:
+        contenders["ours (faiss backend)"] = lambda: ours("faiss")
     row = {"shape": f"{n_test} x {n_bank} x {d}",
            "GEMM f32": best_time(lambda: test @ bank.T, repeats),
-           "ours f32": best_time(lambda: ours("numpy"), repeats),
+           **best_times(contenders, repeats),
            "ours f64": best_time(lambda: ours("numpy", "float64"), repeats)}
+    picked = "numpy" if faiss is None else knn_backend(bank, test, k, KNN().block)
+    fastest = min(row[c] for c in contenders if c != "ours auto")
+    row["auto"] = (f"auto picked {picked}, within "
+                   f"{100 * (row['ours auto'] / fastest - 1):+.0f} % of the fastest backend")
     if faiss is not None:
         def peer_faiss():
             index = faiss.IndexFlatL2(d)
             index.add(bank)
             return index.search(test, k)
 
-        row["ours (faiss backend)"] = best_time(lambda: ours("faiss"), repeats)
         row["faiss"] = best_time(peer_faiss, repeats)
     if neighbors is not None:
         nn = neighbors.NearestNeighbors(n_neighbors=k)
@@ -86,8 +109,15 @@ def fit_score_rows(n_train, n_test, d, n_classes, repeats):
     test = rng.normal(size=(n_test, d)).astype(np.float32)
     W = rng.normal(size=(n_classes, d)).astype(np.float32)
     t_gemm = best_time(lambda: train.T @ train, repeats)  # the covariance product
+    grams = {"syrk f32": lambda: _gram_syrk(train), "gemm f32": lambda: _gram_gemm(train)}
+    torch = _optional("torch")
+    if torch is not None:
+        tt = torch.from_numpy(train)
+        grams["torch.matmul f32"] = lambda: tt.T @ tt
+    gram_times = best_times(grams, repeats)
+    rows = [{"detector": "Gram X.T X", "shape": f"{n_train} x {d}", "GEMM f32 (X.T X)": t_gemm,
+             **gram_times}]
     peer = _optional("pytorch_ood.detector")
-    rows = []
     for name, make, kw in [("ViM", ViM, {"weight": W}), ("Mahalanobis", Mahalanobis, {})]:
         def run(dtype, make=make, kw=kw):
             return make(dtype=dtype).fit(train, y, **kw).score(test)
@@ -129,15 +159,42 @@ def _spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def table(rows, base, first):
-    keys = list(dict.fromkeys(k for r in rows for k in r if k not in first))
+def kernel_line(n_train, d) -> str:
+    """Which Gram kernel ViM and Mahalanobis used on the float32 training features."""
+    if n_train * d * d < _GRAM_PROBE_FROM:
+        return (f"Gram kernel: syrk ({n_train} x {d}: below the probe's {_GRAM_PROBE_FROM:.3g} "
+                "multiply-adds).")
+    return (f"Gram kernel: {gram_kernel(np.dtype(np.float32))} (the faster on this process's "
+            "one-time probe).")
+
+
+def small_rows(sizes, repeats):
+    """Energy, MSP and MaxLogit on (n, 10) float64 logits against ``np.exp`` of the same
+    matrix (the floor of any softmax score) and torch's ``logsumexp`` when torch imports."""
+    torch = _optional("torch")
+    rows = []
+    for n in sizes:
+        z = np.random.default_rng(2).normal(size=(n, 10)) * 3
+        funcs = {"np.exp": lambda z=z: np.exp(z), "Energy": lambda z=z: Energy().score(z),
+                 "MSP": lambda z=z: MSP().score(z), "MaxLogit": lambda z=z: MaxLogit().score(z)}
+        if torch is not None:
+            t = torch.from_numpy(z)
+            funcs["torch.logsumexp"] = lambda t=t: torch.logsumexp(t, dim=1)
+        rows.append({"shape": f"{n} x 10", **best_times(funcs, repeats)})
+    return rows
+
+
+def table(rows, base, first, unit="s"):
+    keys = list(dict.fromkeys(k for r in rows for k in r if k not in first and k != "auto"))
     ratios = [k for k in keys if k not in (base, "agree")]
-    head = "| " + " | ".join(first + [k if k == "agree" else f"{k} (s)" for k in keys]
+    scale = {"s": 1.0, "ms": 1e3}[unit]
+    head = "| " + " | ".join(first + [k if k == "agree" else f"{k} ({unit})" for k in keys]
                              + [f"{k} / {base}" for k in ratios]) + " |"
     lines = [head, "|" + "---|" * (len(first) + len(keys) + len(ratios))]
     for r in rows:
         cells = [str(r[f]) for f in first]
-        cells += [f"{r[k]:.3f}" if k in r else "-" for k in keys]
+        cells += [("-" if k not in r else f"{r[k]:.3f}" if k == "agree"
+                   else f"{r[k] * scale:.3f}") for k in keys]
         cells += [f"{r[k] / r[base]:.2f}" if k in r else "-" for k in keys
                   if k not in (base, "agree")]
         lines.append("| " + " | ".join(cells) + " |")
@@ -169,12 +226,17 @@ def main() -> None:
     else:
         shapes, fs = [(5000, 20000, 256)], (50000, 10000, 512, 10)
     repeats = 1 if args.quick else args.repeats
+    machine = machine_line()
+    print(machine)
     load_before = os.getloadavg()[0]
+    small = small_rows([10_000, 1_000_000], max(repeats, 3) if args.quick else 10 * repeats)
     knn = [knn_row(*shape, args.k, repeats) for shape in shapes]
     other = fit_score_rows(*fs, repeats)
     load_after = os.getloadavg()[0]
     text = "\n".join([
         "# Feature detectors: time against a float32 GEMM and the peers",
+        "",
+        machine,
         "",
         f"`python benchmarks/bench_detectors.py{' --quick' if args.quick else ''}`; "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, NumPy "
@@ -189,9 +251,17 @@ def main() -> None:
         "",
         table(knn, "GEMM f32", ["shape"]),
         "",
+        *[f"{r['shape']}: {r['auto']}." for r in knn],
+        "",
         "## ViM and Mahalanobis: fit + score",
         "",
+        kernel_line(*fs[0:1], fs[2]),
+        "",
         table(other, "GEMM f32 (X.T X)", ["detector", "shape"]),
+        "",
+        "## Logit detectors: one call on float64 logits (n x 10), against np.exp of the logits",
+        "",
+        table(small, "np.exp", ["shape"], unit="ms"),
         "",
         *_peer_lines(other),
     ])

@@ -265,3 +265,76 @@ def test_vim_refuses_training_data_with_a_non_positive_alpha():
     with pytest.raises(ValueError, match=r"^ViM needs a positive mean max-logit on the training "
                        r"features .*; got alpha = -\d"):
         ViM(dim=2).fit(F, weight=rng.normal(size=(3, 4)), bias=np.full(3, -100.0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_vim_and_mahalanobis_scores_do_not_depend_on_the_gram_kernel(dtype, monkeypatch) -> None:
+    """syrk and the general product give the same covariance up to the rounding of its sums,
+    hence the same scores to the tolerance of a float32 score."""
+    from abstain.detectors import _features
+
+    rng = np.random.default_rng(3)
+    train, test = rng.normal(size=(400, 12)), rng.normal(size=(50, 12)) * 2
+    y = rng.integers(0, 4, size=400)
+    W, b = rng.normal(size=(4, 12)), rng.normal(size=4)
+    monkeypatch.setattr(_features, "_GRAM_PROBE_FROM", 0)  # every matrix goes to the probe
+    scores = {}
+    for kernel in ("syrk", "gemm"):
+        monkeypatch.setitem(_features._GRAM_KERNEL, np.dtype(dtype).name, kernel)
+        scores[kernel] = (ViM(dim=5, dtype=dtype).fit(train, weight=W, bias=b).score(test),
+                          Mahalanobis(dtype=dtype).fit(train, y).score(test))
+    for a, b_ in zip(scores["syrk"], scores["gemm"], strict=True):
+        np.testing.assert_allclose(a, b_, rtol=1e-4, atol=1e-4)
+
+
+def test_gram_kernel_is_measured_once_per_dtype(monkeypatch) -> None:
+    from abstain.detectors import _features
+
+    monkeypatch.setattr(_features, "_GRAM_KERNEL", {})
+    first = _features.gram_kernel(np.dtype(np.float32))
+    assert first in ("syrk", "gemm")
+    assert _features._GRAM_KERNEL == {"float32": first}
+    assert _features.gram_kernel(np.dtype(np.float32)) == first
+
+
+@pytest.mark.parametrize("faster", ["numpy", "faiss"])
+def test_knn_auto_picks_the_backend_measured_faster(faster, monkeypatch) -> None:
+    """backend="auto" with faiss importable runs whichever backend searched the first block
+    faster (a stand-in faiss, slowed or not, here), once per bank shape; both are exact."""
+    import sys
+    import time
+    import types
+
+    from abstain.detectors import _features
+
+    class IndexFlatL2:
+        def __init__(self, d):
+            self.bank = np.empty((0, d), dtype=np.float32)
+
+        def add(self, bank):
+            self.bank = bank
+
+        def search(self, Q, k):
+            if faster == "numpy":
+                time.sleep(0.05)
+            d2 = ((Q[:, None, :] - self.bank[None, :, :]) ** 2).sum(axis=2)
+            return np.sort(d2, axis=1)[:, :k], None
+
+    monkeypatch.setitem(sys.modules, "faiss", types.SimpleNamespace(IndexFlatL2=IndexFlatL2))
+    monkeypatch.setattr(_features, "_KNN_BACKEND", {})
+    if faster == "faiss":  # the NumPy search slowed instead
+        numpy_search = _features._kth_numpy
+
+        def slow(*args):
+            time.sleep(0.05)
+            return numpy_search(*args)
+
+        monkeypatch.setitem(_features._KNN_SEARCH, "numpy", slow)
+    rng = np.random.default_rng(4)
+    train, test = rng.normal(size=(60, 5)), rng.normal(size=(30, 5))
+    det = KNN(k=3, normalize=False).fit(train)
+    got = det.score(test)
+    assert _features._KNN_BACKEND == {(60, 5, 3, 1024): faster}
+    np.testing.assert_allclose(got, R.knn(test, train, 3, normalize=False), atol=1e-5)
+    assert KNN(k=3, normalize=False, dtype="float64").fit(train).score(test).shape == (30,)
+    assert len(_features._KNN_BACKEND) == 1  # float64 never probes

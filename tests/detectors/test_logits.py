@@ -68,3 +68,42 @@ def test_logsumexp_rows_equals_scipys() -> None:
              np.hstack([np.full((20, 1), 60.0), rng.normal(size=(20, 4))])]
     for z in cases:
         np.testing.assert_allclose(logsumexp_rows(z), logsumexp(z, axis=1), rtol=1e-15)
+
+
+@pytest.mark.parametrize("n_classes", [1, 2, 10, 32, 33, 200])
+def test_small_detectors_equal_scipys_softmax_on_both_layouts(n_classes) -> None:
+    """Energy, MSP and MaxLogit on few columns (reduced on a transposed copy) and on many
+    (reduced along rows): SciPy's values, with tied peaks, -0.0 beside +0.0, huge and tiny
+    logits; the caller's array is left as it was."""
+    from scipy.special import logsumexp, softmax
+
+    from abstain.detectors import MSP, Energy, MaxLogit
+
+    rng = np.random.default_rng(n_classes)
+    z = np.round(rng.normal(size=(300, n_classes)) * 4)  # many ties, tied peaks included
+    z[0] = 0.0
+    z[1, ::2] = -0.0
+    z[2] = 1e300
+    z[3, 0] = -1e300
+    z[4] = 1e-300
+    z[5, 0] = 700.0
+    before = z.copy()
+    np.testing.assert_allclose(Energy().score(z), -logsumexp(z, axis=1), rtol=1e-14)
+    np.testing.assert_allclose(Energy(temperature=3.0).score(z),
+                               -3.0 * logsumexp(z / 3.0, axis=1), rtol=1e-14)
+    np.testing.assert_allclose(MSP().score(z), -softmax(z, axis=1).max(axis=1), rtol=1e-14)
+    np.testing.assert_allclose(MSP(temperature=2.0).score(z),
+                               -softmax(z / 2.0, axis=1).max(axis=1), rtol=1e-14)
+    np.testing.assert_array_equal(MaxLogit().score(z), -z.max(axis=1))
+    np.testing.assert_array_equal(z, before)
+
+
+@pytest.mark.parametrize("dtype", [bool, np.int64, np.float32])
+def test_small_detectors_take_bool_int_and_float32_logits(dtype) -> None:
+    from abstain.detectors import MSP, Energy, MaxLogit
+
+    z = (np.arange(24).reshape(6, 4) % 3 == 0) if dtype is bool else \
+        np.arange(24).reshape(6, 4).astype(dtype)
+    as64 = np.asarray(z, dtype=np.float64)
+    for det in (Energy(), MSP(), MaxLogit()):
+        np.testing.assert_array_equal(det.score(z), det.score(as64))

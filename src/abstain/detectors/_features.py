@@ -3,6 +3,8 @@ ViM, Mahalanobis."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import blas
@@ -128,7 +130,8 @@ class KNN(Detector):
     ``|t|^2`` appended), and an in-place ``partition`` picks the k-th smallest; time
     O(n_test * n_bank * d), memory ``block`` x ``n_bank``. Equal distances are counted
     with multiplicity. With ``backend="faiss"`` (or ``"auto"`` when faiss is installed and
-    ``dtype="float32"``) the same exact search runs in faiss's ``IndexFlatL2``.
+    ``dtype="float32"`` and it searched a first block faster, see :func:`knn_backend`) the
+    same exact search runs in faiss's ``IndexFlatL2``.
 
     Parameters
     ----------
@@ -147,7 +150,9 @@ class KNN(Detector):
         Seeds the subset of ``bank_size``.
     backend : {"auto", "numpy", "faiss"}, default "auto"
         ``"faiss"`` needs the extra ``faiss`` (``pip install 'abstain[faiss]'``) and
-        ``dtype="float32"``; ``"auto"`` uses it when both hold, else NumPy.
+        ``dtype="float32"``; ``"auto"`` uses it when both hold and it searched the first
+        block of test rows faster than NumPy (measured once per process and bank shape),
+        else NumPy.
 
     Attributes
     ----------
@@ -212,22 +217,24 @@ class KNN(Detector):
         self.n_features_in_ = int(F.shape[1])
         return self
 
-    def _use_faiss(self, dt: np.dtype) -> bool:  # type: ignore[type-arg]
+    def _backend(self, dt: np.dtype, bank: NDArray, Q: NDArray) -> str:  # type: ignore[type-arg]
+        """``"numpy"`` or ``"faiss"``; for ``"auto"``, faiss only where it is installed, the
+        dtype is float32 and :func:`knn_backend` measured it faster on these shapes."""
         if self.backend == "numpy":
-            return False
+            return "numpy"
         if self.backend == "faiss":
             if dt != np.float32:
                 raise ValueError("backend='faiss' needs dtype='float32'; got "
                                  f"dtype={self.dtype!r}.")
             require("faiss", "faiss", "KNN(backend='faiss')")
-            return True
+            return "faiss"
         if dt != np.float32:
-            return False
+            return "numpy"
         try:
             import faiss  # noqa: F401
         except ImportError:
-            return False
-        return True
+            return "numpy"
+        return knn_backend(bank, Q, int(self.k), int(self.block))
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
         """Scores of features ``X``, shape (n, d) -> (n,)."""
@@ -240,43 +247,128 @@ class KNN(Detector):
             raise ValueError(f"k must be at most the number of bank rows "
                              f"({bank.shape[0]}); got {k}.")
         Q = _as_dtype(self._prepare(self._inputs(X, dt)), dt)
-        if self._use_faiss(dt):
-            faiss = require("faiss", "faiss", "KNN(backend='faiss')")
-            index = faiss.IndexFlatL2(bank.shape[1])
-            index.add(bank)
-            kth = index.search(Q, k)[0][:, k - 1].astype(np.float64)
-            return np.sqrt(np.maximum(kth, 0.0))
-        # one GEMM per block: [q, 1] . [-2 t, |t|^2] = |t|^2 - 2 q.t
-        aug_bank = np.empty((bank.shape[0], bank.shape[1] + 1), dtype=dt)
-        np.multiply(bank, -2, out=aug_bank[:, :-1])
-        aug_bank[:, -1] = np.einsum("ij,ij->i", bank, bank)
-        n = Q.shape[0]
-        aug_q = np.empty((min(block, n), Q.shape[1] + 1), dtype=dt)
-        aug_q[:, -1] = 1
-        buf = np.empty((min(block, n), bank.shape[0]), dtype=dt)
-        out = np.empty(n)
-        for start in range(0, n, block):
-            q = Q[start : start + block]
-            m = q.shape[0]
-            aug_q[:m, :-1] = q
-            d = buf[:m]
-            np.matmul(aug_q[:m], aug_bank.T, out=d)
-            d.partition(k - 1, axis=1)
-            out[start : start + m] = d[:, k - 1]
-        out += np.einsum("ij,ij->i", Q, Q, dtype=np.float64)
-        return np.sqrt(np.maximum(out, 0.0))
+        kth = _KNN_SEARCH[self._backend(dt, bank, Q)](bank, Q, k, block)
+        return np.sqrt(np.maximum(kth, 0.0))
+
+
+def _kth_faiss(bank: NDArray, Q: NDArray, k: int, block: int) -> NDArray[np.float64]:  # type: ignore[type-arg]
+    """Squared distance of each row of ``Q`` to its k-th nearest bank row, by faiss's exact
+    ``IndexFlatL2`` (``block`` is not used)."""
+    faiss = require("faiss", "faiss", "KNN(backend='faiss')")
+    index = faiss.IndexFlatL2(bank.shape[1])
+    index.add(bank)
+    return np.asarray(index.search(Q, k)[0][:, k - 1], dtype=np.float64)
+
+
+def _kth_numpy(bank: NDArray, Q: NDArray, k: int, block: int) -> NDArray[np.float64]:  # type: ignore[type-arg]
+    """Squared distance of each row of ``Q`` to its k-th nearest bank row: one GEMM per
+    block of ``block`` rows, ``[q, 1] . [-2 t, |t|^2] = |t|^2 - 2 q.t``, and a partition."""
+    dt = bank.dtype
+    aug_bank = np.empty((bank.shape[0], bank.shape[1] + 1), dtype=dt)
+    np.multiply(bank, -2, out=aug_bank[:, :-1])
+    aug_bank[:, -1] = np.einsum("ij,ij->i", bank, bank)
+    n = Q.shape[0]
+    aug_q = np.empty((min(block, n), Q.shape[1] + 1), dtype=dt)
+    aug_q[:, -1] = 1
+    buf = np.empty((min(block, n), bank.shape[0]), dtype=dt)
+    out = np.empty(n)
+    for start in range(0, n, block):
+        q = Q[start : start + block]
+        m = q.shape[0]
+        aug_q[:m, :-1] = q
+        d = buf[:m]
+        np.matmul(aug_q[:m], aug_bank.T, out=d)
+        d.partition(k - 1, axis=1)
+        out[start : start + m] = d[:, k - 1]
+    out += np.einsum("ij,ij->i", Q, Q, dtype=np.float64)
+    return out
+
+
+_KNN_SEARCH = {"numpy": _kth_numpy, "faiss": _kth_faiss}
+#: The backend measured faster in this process, by (bank rows, features, k, block).
+_KNN_BACKEND: dict[tuple[int, int, int, int], str] = {}
+
+
+def knn_backend(bank: NDArray, Q: NDArray, k: int, block: int) -> str:  # type: ignore[type-arg]
+    """``"numpy"`` or ``"faiss"``: the faster search of :class:`KNN` ``backend="auto"`` for
+    this bank's shape, ``k`` and ``block``, measured once per process.
+
+    The probe times each backend on the first ``block`` rows of ``Q`` (the full bank), best
+    of two runs; faiss and NumPy's float32 product are each faster on some shapes (NumPy
+    4.61 s against faiss's 5.33 s on one machine's benchmark). Both search exactly: the
+    scores agree up to float32 rounding of the distances.
+    """
+    key = (bank.shape[0], bank.shape[1], k, block)
+    if key not in _KNN_BACKEND:
+        probe = Q[:block]
+        best = {}
+        for name, search in _KNN_SEARCH.items():
+            runs = []
+            for _ in range(2):
+                start = time.perf_counter()
+                search(bank, probe, k, block)
+                runs.append(time.perf_counter() - start)
+            best[name] = min(runs)
+        _KNN_BACKEND[key] = min(best, key=best.__getitem__)
+    return _KNN_BACKEND[key]
+
+
+def _gram_syrk(C: NDArray[np.floating]) -> NDArray[np.floating]:
+    """The upper triangle of ``C.T @ C`` (the rest is zero) by BLAS's symmetric rank-k update,
+    on the Fortran-ordered view ``C.T`` of a C-ordered ``C`` (no copy, half the flops)."""
+    syrk = blas.ssyrk if C.dtype == np.float32 else blas.dsyrk
+    return np.triu(syrk(1.0, C.T, trans=0))
+
+
+def _gram_gemm(C: NDArray[np.floating]) -> NDArray[np.floating]:
+    """``C.T @ C`` by a general matrix product (on a copy of ``C``, as NumPy hands a product of
+    a matrix with its own transpose to ``syrk``)."""
+    return np.triu(C.T @ C.copy())
+
+
+#: The Gram kernel measured faster in this process, by dtype name: ``"syrk"`` or ``"gemm"``.
+_GRAM_KERNEL: dict[str, str] = {}
+_GRAM_KERNELS = {"syrk": _gram_syrk, "gemm": _gram_gemm}
+
+
+#: Below this many multiply-adds (``n * d * d``) ``syrk`` is used unmeasured: the probe would
+#: cost more than the choice could save.
+_GRAM_PROBE_FROM = 2**30
+
+
+def gram_kernel(dtype: np.dtype) -> str:  # type: ignore[type-arg]
+    """``"syrk"`` or ``"gemm"``: which kernel :func:`_gram` uses on large matrices of ``dtype``.
+
+    Measured once per process and dtype, on a 2048 x 256 probe, best of three runs each:
+    ``syrk`` does half the flops, but a general product may be better threaded (OpenBLAS's
+    ``ssyrk`` took 0.55 s against torch's matmul 0.26 s on 50,000 x 512 float32 features on
+    one machine, and won on 20,000 x 128 here, 62 ms against 157 ms). Either kernel gives
+    the same covariance up to the float rounding of its sums (the order of the additions).
+    """
+    key = np.dtype(dtype).name
+    if key not in _GRAM_KERNEL:
+        probe = np.random.default_rng(0).standard_normal((2048, 256)).astype(key)
+        best = {}
+        for name, kernel in _GRAM_KERNELS.items():
+            runs = []
+            for _ in range(3):
+                start = time.perf_counter()
+                kernel(probe)
+                runs.append(time.perf_counter() - start)
+            best[name] = min(runs)
+        _GRAM_KERNEL[key] = min(best, key=best.__getitem__)
+    return _GRAM_KERNEL[key]
 
 
 def _gram(C: NDArray[np.floating]) -> NDArray[np.float64]:
-    """``C.T @ C`` in float64, computed in ``C``'s type by BLAS's symmetric rank-k update.
-
-    ``syrk`` on the Fortran-ordered view ``C.T`` of a C-ordered ``C`` takes no copy and does
-    half the work of a general product; NumPy's ``C.T @ C`` was 2 to 6 times slower on
-    tall float32 matrices here. The upper triangle it fills is mirrored.
-    """
-    syrk = blas.ssyrk if C.dtype == np.float32 else blas.dsyrk
-    upper = syrk(1.0, np.ascontiguousarray(C).T, trans=0).astype(np.float64)
-    return np.triu(upper) + np.triu(upper, 1).T
+    """``C.T @ C`` in float64, computed in ``C``'s type by ``syrk``, or on a matrix of at least
+    ``_GRAM_PROBE_FROM`` multiply-adds by the kernel :func:`gram_kernel` measured faster; the
+    upper triangle it gives is mirrored."""
+    C = np.ascontiguousarray(C)
+    n, d = C.shape
+    kernel = gram_kernel(C.dtype) if n * d * d >= _GRAM_PROBE_FROM else "syrk"
+    upper = _GRAM_KERNELS[kernel](C).astype(np.float64)
+    return upper + np.triu(upper, 1).T
 
 
 #: The largest ``alpha_`` of :class:`ViM` (``2**512``, the square root of the largest float).
