@@ -124,3 +124,17 @@ def test_default_search_is_checked():
     with pytest.raises(ValueError, match="n_directions"):
         fpr_at_tpr([0, 1], [[0, 1], [1, 0]], search="auto", n_directions=0)
     assert auroc([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4], search="auto") == 0.875
+
+
+@pytest.mark.filterwarnings("error")  # refused before a spread of inf is computed
+def test_default_refuses_bad_scores_as_the_metric_does():
+    n = AUTO_EXACT_ROWS + 1
+    is_ood = np.arange(n) % 2 == 0
+    s = np.random.default_rng(0).normal(size=(n, 2))
+    s[3, 1] = np.inf
+    with pytest.raises(ValueError, match=r"^scores\[:, 1\] must be finite; got 1 infinite"):
+        auroc(is_ood, s)
+    with pytest.raises(ValueError, match="not a rectangular array"):
+        oscr([0, 0], [0, 1], [[1.0, 2.0], [3.0]])
+    with pytest.raises(ValueError, match=r"shape \(n,\), \(n, 1\) or \(n, 2\)"):
+        fpr_at_tpr([0, 1, 0], np.zeros((3, 3)))

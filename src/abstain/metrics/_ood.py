@@ -55,6 +55,7 @@ from .._ood_search.sample import (
     NO_LOSSES,
     PAIR_SEARCH,
     Sample,
+    as_score_matrix,
     check_search,
     ood_fraction,
     precision_recall_constraint,
@@ -139,6 +140,10 @@ def _pair_search(held: Any, search: Any, n_directions: Any) -> tuple[Any, str, i
     n_directions = check_int("n_directions", n_directions, 1)
     if search != "auto":
         return held, search, n_directions
+    if held is not None and not isinstance(held, (ScoreTable, PairTable)):
+        held = as_real_array(held, "scores")  # a ragged or non-finite pair fails here, as
+        if held.ndim == 2:  # the metric's own check says, before its spread is computed
+            held = as_score_matrix(held)
     how, columns, keyword = resolve_search(held, "auto")
     if how is None:  # one score column: no direction to search
         return held, "grid", n_directions
