@@ -506,11 +506,12 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
       Depends on the units of the columns.
     - ``search="auto"`` (default): ``"exact"`` up to ``AUTO_EXACT_ROWS`` (2,000) rows; above,
       ``"grid"`` on the columns divided by their standard deviations over the rows (1 for
-      a constant column), as :func:`evaluate_ood` does. Either way multiplying a column by
-      a positive constant leaves the value unchanged: exactly for a power of two, else up
-      to round-off in the deviations, and as long as the rounded products keep the pairs'
-      geometry (pairs exactly on a line in decimal, such as rounded probabilities, can
-      leave it when multiplied by 100 in floating point, and the exact envelope with them).
+      a constant column), as :func:`~abstain.metrics.evaluate_ood` does. Either way
+      multiplying a column by a positive constant leaves the value unchanged: exactly for a
+      power of two, else up to round-off in the deviations, and as long as the rounded
+      products keep the pairs' geometry (pairs exactly on a line in decimal, such as
+      rounded probabilities, can leave it when multiplied by 100 in floating point, and the
+      exact envelope with them).
 
     Parameters
     ----------
