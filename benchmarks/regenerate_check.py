@@ -73,6 +73,7 @@ SKIPPED = {
     "bench_combine.md": "timings only",
     "bench_detectors.md": "timings only (and peers in their own environment)",
     "bench_metrics.md": "timings only",
+    "bench_pairs_exact.md": "timings (its unit check is tests/metrics/test_ood_unit_free.py)",
     "bench_ordinal.md": "timings, and a duality gap that depends on the BLAS",
     "bench_scores.md": "timings, and fits that depend on the BLAS",
     "bench_ood.md": "timings; its value columns need fits of up to 100,000 rows (minutes)",

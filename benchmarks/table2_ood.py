@@ -179,9 +179,10 @@ def evaluate(bench, outs, scores, random_state: int) -> dict:
             rows[m] = {"risk": exact["risk_at_tpr_fpr"], "risk_grid": risk[360],
                        "risk_grid_1602": risk[1602], "exact_seconds": time.perf_counter() - t0,
                        "auroc": exact["auroc"], "oscr": exact["oscr"],
-                       "fpr_at_tpr": exact["fpr_at_tpr"], "auroc_grid": M.auroc(is_ood, S),
-                       "oscr_grid": M.oscr(losses, is_ood, S),
-                       "fpr_at_tpr_grid": M.fpr_at_tpr(is_ood, S, TPR)}
+                       "fpr_at_tpr": exact["fpr_at_tpr"],
+                       "auroc_grid": M.auroc(is_ood, S, search="grid"),
+                       "oscr_grid": M.oscr(losses, is_ood, S, search="grid"),
+                       "fpr_at_tpr_grid": M.fpr_at_tpr(is_ood, S, TPR, search="grid")}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InfeasibleTargetWarning)
                 sel = BoundedTPRFPR(tpr=TPR, fpr=fpr_bound, search="exact", random_state=0)

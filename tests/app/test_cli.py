@@ -388,8 +388,8 @@ def test_a_pair_has_the_library_s_auroc_in_any_units(tmp_path, capsys):
     assert got["auto"]["fpr@0.95"] == pytest.approx(fpr_at_tpr(ood, scaled, 0.95,
                                                                search="exact"), abs=1e-12)
     # the grid is the library's grid on the columns as given, and depends on their units
-    assert got["grid"]["auroc"] == auroc(ood, np.stack(raw, axis=1))
-    assert got["grid"]["auroc"] != pytest.approx(auroc(ood, scaled), abs=1e-9)
+    assert got["grid"]["auroc"] == auroc(ood, np.stack(raw, axis=1), search="grid")
+    assert got["grid"]["auroc"] != pytest.approx(auroc(ood, scaled, search="grid"), abs=1e-9)
     with pytest.raises(SystemExit):
         main(["evaluate", str(path), "--search", "dense"])
     assert "invalid choice: 'dense'" in capsys.readouterr().err

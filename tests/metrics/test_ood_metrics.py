@@ -121,8 +121,10 @@ def test_double_score_auroc_and_oscr_against_loops(seed, random_sample):
     rng = np.random.default_rng(seed)
     s, is_ood, _ = random_sample(rng, n_max=12, levels=4)
     losses = rng.integers(0, 2, s.shape[0]).astype(float)
-    for fn, ccr in ((lambda: M.auroc(is_ood, s, n_directions=12, n_points=41), False),
-                    (lambda: M.oscr(losses, is_ood, s, n_directions=12, n_points=41), True)):
+    for fn, ccr in ((lambda: M.auroc(is_ood, s, search="grid", n_directions=12, n_points=41),
+                     False),
+                    (lambda: M.oscr(losses, is_ood, s, search="grid", n_directions=12,
+                                    n_points=41), True)):
         assert fn() == pytest.approx(_envelope_reference(losses, is_ood, s, ccr, 12, 41),
                                      abs=1e-12)
 

@@ -19,8 +19,11 @@ exactly. Every metric of one score column takes a :class:`~abstain.ScoreTable` b
 ``is_ood`` in place of its arrays (as ``is_ood`` where the OOD marks come first, as
 ``losses`` where the losses do, the other arrays omitted) and returns what it returns on
 the rows. The proposed metrics, ``auroc``, ``oscr`` and the FPR / TNR / detection rate at
-a target take one score column or two (a double-score method; every direction of the
-paper's grid, or every direction with ``search="exact"``). On two columns, AUROC, OSCR,
+a target take one score column or two (a double-score method; every direction with
+``search="exact"``, the paper's grid with ``search="grid"``, and by default
+``search="auto"``: exact up to ``AUTO_EXACT_ROWS`` (2,000) rows, above them the grid of
+the columns divided by their standard deviations, so that the default does not change when
+a column is multiplied by a positive constant). On two columns, AUROC, OSCR,
 the ROC curve and the rates at a target are those of the *envelope*: at each FPR (or TPR)
 the best direction for it, an oracle over directions rather than one fitted rule; every
 direction's curve follows the tie rule above, a group of pairs tied at a direction
@@ -39,7 +42,9 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.validation import (
     Interval,
     as_real_array,
+    check_choice,
     check_fraction,
+    check_int,
     check_probability,
     validate_params,
 )
@@ -48,10 +53,13 @@ from .._ood_search import search as core
 from .._ood_search.sample import (
     N_DIRECTIONS,
     NO_LOSSES,
+    PAIR_SEARCH,
     Sample,
+    as_score_matrix,
     check_search,
     ood_fraction,
     precision_recall_constraint,
+    resolve_search,
     tpr_fpr_constraint,
 )
 from ..exceptions import InfeasibleTargetWarning
@@ -118,6 +126,38 @@ def _sample(is_ood: Any, scores: Any, losses: Any = NO_LOSSES) -> Sample:
     if first is not None:
         return Sample.from_table(table_or_none(first, rest))  # type: ignore[arg-type]
     return Sample.of_rows(scores, is_ood, losses, None)  # a None among them is refused
+
+
+def _pair_search(held: Any, search: Any, n_directions: Any) -> tuple[Any, str, int]:
+    """Check ``search`` (one of :data:`PAIR_SEARCH`) and ``n_directions`` of a metric of one
+    or two score columns; ``held`` is the argument holding the scores (the scores, or a table
+    given in their place). Return ``(held, search, n_directions)`` with ``"auto"`` resolved
+    by :func:`~abstain._ood_search.sample.resolve_search`: ``"exact"`` up to
+    :data:`AUTO_EXACT_ROWS` rows, above them ``"grid"`` on the columns divided by their
+    standard deviations over the rows."""
+    search = check_choice("search", search, PAIR_SEARCH)
+    n_directions = check_int("n_directions", n_directions, 1)
+    if search != "auto":
+        return held, search, n_directions
+    if held is not None and not isinstance(held, (ScoreTable, PairTable)):
+        held = as_real_array(held, "scores")  # a ragged or non-finite pair fails here, as
+        if held.ndim == 2:  # the metric's own check says, before its spread is computed
+            held = as_score_matrix(held)
+    how, columns, keyword = resolve_search(held, "auto")
+    if how is None:  # one score column: no direction to search
+        return held, "grid", n_directions
+    return columns, keyword, n_directions  # type: ignore[return-value]
+
+
+def _pair_args(is_ood: Any, scores: Any, search: Any,
+               n_directions: Any) -> tuple[Any, Any, str, int]:
+    """:func:`_pair_search` for the metrics that take the OOD marks first (a table given
+    as ``is_ood``): ``(is_ood, scores, search, n_directions)``."""
+    if isinstance(is_ood, PairTable):
+        is_ood, search, n_directions = _pair_search(is_ood, search, n_directions)
+    else:
+        scores, search, n_directions = _pair_search(scores, search, n_directions)
+    return is_ood, scores, search, n_directions
 
 
 def _one_column(sample: Sample) -> F64:
@@ -314,15 +354,17 @@ def risk_coverage_curve_at_fpr(
 
 
 def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
-                  fpr: ArrayLike | None = None, search: str = "grid",
+                  fpr: ArrayLike | None = None, search: str = "auto",
                   n_directions: int = N_DIRECTIONS) -> ROCCurve:
     """ROC curve of a single- or double-score method: largest TPR at each FPR bound.
 
     One score: the points of all thresholds (one per tie group, from (0, 0) to
     (1, 1)), joined linearly by the randomised rules. Two scores: for each bound in
     ``fpr`` (default 201 points on [0, 1]) the largest TPR over the directions
-    (section 3.2 of the paper): the ``n_directions`` grid, or with ``search="exact"``
-    every direction of the same half-circle (the envelope of :func:`auroc`).
+    (section 3.2 of the paper): with ``search="exact"`` every direction of the half-circle
+    (the envelope of :func:`auroc`), with ``search="grid"`` the ``n_directions`` grid, and
+    with ``search="auto"`` (default) exact up to ``AUTO_EXACT_ROWS`` (2,000) rows and the
+    grid of the columns divided by their standard deviations above them, as :func:`auroc`.
 
     Examples
     --------
@@ -330,7 +372,7 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike 
     >>> ood_roc_curve([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4])
     ROCCurve(fpr=array([0. , 0. , 0.5, 1. ]), tpr=array([0. , 0.5, 1. , 1. ]))
     """
-    search, n_directions = check_search(search, n_directions)
+    is_ood, scores, search, n_directions = _pair_args(is_ood, scores, search, n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1 and fpr is None:
         return _roc_knots(sample)
@@ -439,7 +481,7 @@ def _envelope_area(sample: Sample, gain: F64, search: str, n_directions: int,
 
 @validate_params({"n_points": [Interval(int, 2, None, closed="left")]})
 def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
-          search: str = "grid", n_directions: int = N_DIRECTIONS,
+          search: str = "auto", n_directions: int = N_DIRECTIONS,
           n_points: int = 2001) -> float:
     """Area under the ROC curve; OOD is the positive class of a higher score.
 
@@ -457,10 +499,34 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
       finitely many curves; its area is computed exactly (O(m^2 log m) for m distinct
       pairs). Invariant to a positive rescaling of either column; at least the value of
       every grid and of each column alone.
-    - ``search="grid"`` (default): the ``n_directions`` grid ``k pi / n_directions``,
-      evaluated at ``n_points`` equally spaced FPR values and integrated by trapezoids
-      (every direction's curve is piecewise linear, so the error is below
-      ``1 / (n_points - 1)``). Depends on the units of the columns.
+    - ``search="grid"``: the ``n_directions`` grid ``k pi / n_directions``, evaluated at
+      ``n_points`` equally spaced FPR values and integrated by trapezoids (every
+      direction's curve is piecewise linear, so the error is below ``1 / (n_points - 1)``).
+      Depends on the units of the columns.
+    - ``search="auto"`` (default): ``"exact"`` up to ``AUTO_EXACT_ROWS`` (2,000) rows; above,
+      ``"grid"`` on the columns divided by their standard deviations over the rows (1 for
+      a constant column), as :func:`~abstain.metrics.evaluate_ood` does. Either way
+      multiplying a column by a positive constant leaves the value unchanged: exactly for a
+      power of two, else up to round-off in the deviations, and as long as the rounded
+      products keep the pairs' geometry (pairs exactly on a line in decimal, such as
+      rounded probabilities, can leave it when multiplied by 100 in floating point, and the
+      exact envelope with them).
+
+    Parameters
+    ----------
+    is_ood : array-like of shape (n,), or a ScoreTable or PairTable
+        A table (built with ``is_ood``) in place of both arrays.
+    scores : array-like of shape (n,) or (n, 2)
+    search : {"auto", "exact", "grid"}, default "auto"
+        Direction search for two score columns (ignored for one).
+    n_directions : int, default 360
+        The grid's number of directions.
+    n_points : int, default 2001
+        FPR values of the grid's trapezoids.
+
+    Returns
+    -------
+    float
 
     Examples
     --------
@@ -468,7 +534,7 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
     >>> auroc([0, 1, 0, 1], [0.1, 0.2, 0.2, 0.4])
     0.875
     """
-    search, n_directions = check_search(search, n_directions)
+    is_ood, scores, search, n_directions = _pair_args(is_ood, scores, search, n_directions)
     n_points = int(n_points)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 2:
@@ -547,7 +613,7 @@ def _fpr_on_knots(kn: core.Knots, sample: Sample, t: float) -> float:
 
 @validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
 def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
-               tpr: float = 0.95, *, search: str = "grid",
+               tpr: float = 0.95, *, search: str = "auto",
                n_directions: int = N_DIRECTIONS) -> float:
     """FPR (fraction of OOD accepted) of the rule accepting exactly ``tpr`` of ID (FPR@95).
 
@@ -558,7 +624,9 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     ``cos(a) s_r + sin(a) s_g``, ``a`` in ``[0, pi)`` (the best direction for this TPR, an
     oracle like the envelope of :func:`auroc`): every direction with ``search="exact"``
     (invariant to a positive rescaling of either column), the ``n_directions`` grid with
-    ``search="grid"`` (default).
+    ``search="grid"``, and with ``search="auto"`` (default) exact up to ``AUTO_EXACT_ROWS``
+    (2,000) rows and the grid of the columns divided by their standard deviations above
+    them (unchanged by a positive rescaling of a column), as :func:`auroc`.
 
     Examples
     --------
@@ -569,7 +637,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     0.0
     """
     t = float(tpr)
-    search, n_directions = check_search(search, n_directions)
+    is_ood, scores, search, n_directions = _pair_args(is_ood, scores, search, n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1:
         return _fpr_on_knots(_column_knots(sample), sample, t)
@@ -582,9 +650,13 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
 
 @validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
 def tnr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
-               tpr: float = 0.95, *, search: str = "grid",
+               tpr: float = 0.95, *, search: str = "auto",
                n_directions: int = N_DIRECTIONS) -> float:
     """``1 - fpr_at_tpr``: the fraction of OOD rejected when ``tpr`` of ID is accepted.
+
+    Two score columns take the best direction as :func:`fpr_at_tpr` does, with the same
+    ``search`` (default ``"auto"``: exact up to 2,000 rows, the grid of the standardised
+    columns above).
 
     Examples
     --------
@@ -598,12 +670,13 @@ def tnr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
 @validate_params({"false_alarm": [Interval(float, 0, 1, closed="left")]})
 def detection_rate_at_false_alarm(is_ood: ArrayLike | ScoreTable | PairTable,
                                   scores: ArrayLike | None = None,
-                                  false_alarm: float = 0.05, *, search: str = "grid",
+                                  false_alarm: float = 0.05, *, search: str = "auto",
                                   n_directions: int = N_DIRECTIONS) -> float:
     """OOD positive: the fraction of OOD flagged when ``false_alarm`` of ID is flagged.
 
     Equals ``tnr_at_tpr(is_ood, scores, 1 - false_alarm)``; two score columns take the
-    best direction as :func:`fpr_at_tpr` does.
+    best direction as :func:`fpr_at_tpr` does, with the same ``search`` (default
+    ``"auto"``: exact up to 2,000 rows, the grid of the standardised columns above).
 
     Examples
     --------
@@ -630,7 +703,7 @@ def _ccr_curve(losses: Any, is_ood: Any, scores: Any) -> tuple[F64, F64]:
 
 @validate_params({"n_points": [Interval(int, 2, None, closed="left")]})
 def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
-         scores: ArrayLike | None = None, *, search: str = "grid",
+         scores: ArrayLike | None = None, *, search: str = "auto",
          n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
     """Open-set classification rate: the area under CCR against FPR (Dhamija et al. 2018).
 
@@ -639,8 +712,9 @@ def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = 
     linearly (randomised ties), from (0, 0) to (1, ID accuracy).
 
     Two scores ``(s_r, s_g)``: the area under the envelope of CCR against FPR over the
-    directions, exact with ``search="exact"`` or on the grid, as :func:`auroc` does for two
-    scores.
+    directions, exact with ``search="exact"``, on the grid with ``search="grid"``, and with
+    ``search="auto"`` (default) exact up to ``AUTO_EXACT_ROWS`` (2,000) rows and on the grid
+    of the standardised columns above, as :func:`auroc` does for two scores.
 
     Examples
     --------
@@ -648,7 +722,10 @@ def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = 
     >>> oscr([0, 0, 1, 0], [0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
     0.5
     """
-    search, n_directions = check_search(search, n_directions)
+    if isinstance(losses, PairTable):
+        losses, search, n_directions = _pair_search(losses, search, n_directions)
+    else:
+        scores, search, n_directions = _pair_search(scores, search, n_directions)
     n_points = int(n_points)
     sample = _sample(is_ood, scores, losses)
     if sample.s.shape[1] == 2:

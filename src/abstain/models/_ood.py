@@ -548,8 +548,9 @@ def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLi
     _, d = check_search("grid", n_directions)
     if isinstance(scores, (ScoreTable, PairTable)):
         check_whole_table(scores, {"is_ood": is_ood})
-        return float(fpr_at_tpr(scores, tpr=t, n_directions=d))
-    return float(fpr_at_tpr(is_ood, scores, t, n_directions=d))  # type: ignore[arg-type]
+        return float(fpr_at_tpr(scores, tpr=t, search="grid", n_directions=d))
+    return float(fpr_at_tpr(is_ood, scores, t, search="grid",  # type: ignore[arg-type]
+                            n_directions=d))
 
 
 def _roc_sample(scores: Any, is_ood: Any) -> Sample:

@@ -327,7 +327,7 @@ def _tpr_fpr_infeasible(rule: BoundedTPRFPR, fit_args: tuple[Any, ...],
     curve_args, search_args = _curve_args(fit_args)
     refit = _refit(rule, fit_args)
     tpr, fpr = float(rule.tpr), float(rule.fpr)
-    best = float(ood_roc_curve(*curve_args, fpr=[fpr]).tpr[0])
+    best = float(ood_roc_curve(*curve_args, fpr=[fpr], search="grid").tpr[0])
     scores, is_ood = (*search_args, None)[:2]
     least = least_fpr_at_tpr(scores, is_ood, tpr=tpr) if attainable is None else attainable
     at_fpr = (f"no rule with FPR <= {_g(fpr)} accepts any in-distribution row"

@@ -348,12 +348,12 @@ class _OODDisplay(_Display):
     @classmethod
     def from_predictions(cls, is_ood: ArrayLike, scores: ArrayLike, *,
                          name: str | None = None, rule: Any = None, ax: Any = None,
-                         references: Sequence[str] = (), search: str = "grid",
+                         references: Sequence[str] = (), search: str = "auto",
                          **line: Any) -> Any:
         """Compute the curve of ``scores`` (one column, or two for a double score: the
-        envelope over directions, searched as ``search`` says: ``"grid"``, ``"exact"`` or
-        ``"auto"``, as in :func:`abstain.metrics.evaluate_ood`) and draw it; ``rule`` is a
-        fitted OOD rule whose operating point on these rows is marked."""
+        envelope over directions, searched as ``search`` says: ``"auto"`` (default),
+        ``"exact"`` or ``"grid"``, as in :func:`abstain.metrics.evaluate_ood`) and draw it;
+        ``rule`` is a fitted OOD rule whose operating point on these rows is marked."""
         d = cls._from_scores(_is_ood_array(is_ood), scores, rule, name, search)
         return d.plot(ax, references=references, **line)
 
@@ -388,7 +388,7 @@ class _OODDisplay(_Display):
     @classmethod
     @abc.abstractmethod
     def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
-                     name: str | None, search: str = "grid") -> Any:
+                     name: str | None, search: str = "auto") -> Any:
         """The display of ``scores`` on these rows (or of a marked table, ``ood`` then
         None), with the rule's point."""
 
@@ -421,7 +421,7 @@ class OODRocDisplay(_OODDisplay):
 
     @classmethod
     def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
-                     name: str | None, search: str = "grid") -> OODRocDisplay:
+                     name: str | None, search: str = "auto") -> OODRocDisplay:
         args, kw = _curve_args(ood, scores, search)
         curve = m.ood_roc_curve(*args, **kw)
         point = None
@@ -459,7 +459,7 @@ class OODPrecisionRecallDisplay(_OODDisplay):
 
     @classmethod
     def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
-                     name: str | None, search: str = "grid") -> OODPrecisionRecallDisplay:
+                     name: str | None, search: str = "auto") -> OODPrecisionRecallDisplay:
         args, kw = _curve_args(ood, scores, search)
         curve = m.ood_pr_curve(*args, **kw)
         two = ood is not None and np.ndim(scores) == 2
@@ -523,7 +523,7 @@ class RiskAtFPRDisplay(_Display):
     def from_predictions(cls, losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,
                          fpr: float = 0.05, name: str | None = None, rule: Any = None,
                          ax: Any = None, references: Sequence[str] = (),
-                         search: str = "grid", **line: Any) -> RiskAtFPRDisplay:
+                         search: str = "auto", **line: Any) -> RiskAtFPRDisplay:
         """Compute the curve at FPR <= ``fpr`` and draw it (two score columns: the best
         direction at each TPR, searched as ``search`` says, as in
         :func:`abstain.metrics.evaluate_ood`); ``rule`` is a fitted OOD rule whose TPR and
