@@ -96,6 +96,7 @@ NOT_ESTIMATORS = {
     "StreamingMetric": "checks its metric name and options in __init__ with the metric's "
                        "own messages (not yet a constraint)",
     "BinnedTable": "a table of counts built from arrays: its edges are data",
+    "TableResampler": "rows grouped once for bootstrap tables: its arguments are data",
     "SyntheticOOD1D": "a data set of the examples: its arguments are the mixture's data",
     "RiskCoverageDisplay": "a figure's data (curves and points), as scikit-learn's displays",
     "RiskAtFPRDisplay": "a figure's data (curves and points), as scikit-learn's displays",

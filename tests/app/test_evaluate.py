@@ -310,3 +310,27 @@ def test_a_summary_of_chunks_refuses_a_bootstrap(tmp_path):
     summary = summarise(str(tmp_path / "t.csv"), rows=4, options={})
     with pytest.raises(ValueError, match="n_bootstrap must be 0 for the score tables"):
         evaluate(summary, n_bootstrap=5)
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_bootstrap_on_score_tables_gives_the_intervals_of_the_drawn_rows(monkeypatch,
+                                                                          pair) -> None:
+    from abstain.app import evaluate as app_evaluate
+    from abstain.app.data import Resampled
+    from abstain.app.tables import TableData
+
+    rng = np.random.default_rng(7)
+    n = 60
+    ood = rng.random(n) < 0.3
+    losses = np.where(ood, 0.0, (rng.random(n) < 0.3).astype(float))
+    scores = {"a": np.round(rng.normal(size=n) + ood, 1), "g": np.round(rng.normal(size=n), 1)}
+    data = TableData(losses, scores, ood, 0, np.ones(n, dtype=bool),
+                     ood_score="g" if pair else None)
+    got = app_evaluate.evaluate(data, n_bootstrap=6, random_state=1)
+    monkeypatch.setattr(Resampled, "resamplers", staticmethod(lambda src: {}))
+    want = app_evaluate.evaluate(data, n_bootstrap=6, random_state=1)
+    assert got.intervals.keys() == want.intervals.keys()
+    for name, cells in want.intervals.items():
+        assert got.intervals[name].keys() == cells.keys()
+        for key, pair in cells.items():  # the same numbers (NaN where both are)
+            np.testing.assert_array_equal(got.intervals[name][key], pair, err_msg=key)
