@@ -160,6 +160,15 @@ case("Mahalanobis.score",
 case("ScoreTable.from_arrays",
      lambda **k: tables.ScoreTable.from_arrays(k["uncertainty"], k["losses"]),
      {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
+case("TableResampler",
+     lambda **k: tables.TableResampler(k["uncertainty"], k["losses"]),
+     {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
+case("TableResampler, marked",
+     lambda **k: tables.TableResampler(k["uncertainty"], k["losses"], k["is_ood"]),
+     {"uncertainty": U, "losses": L01, "is_ood": OOD},
+     losses=("inf", "complex", "string", "text", "ndim", "wide", "length", "table"),
+     is_ood=("empty", "nan", "inf", "complex", "string", "text", "ndim", "wide", "length",
+             "table"))  # NaN losses: allowed on OOD rows (the file format's empty cells)
 case("PairTable.from_arrays",
      lambda **k: tables.PairTable.from_arrays(k["scores"], k["losses"], is_ood=k["is_ood"]),
      {"scores": S2, "losses": L01, "is_ood": OOD}, scores=M2,

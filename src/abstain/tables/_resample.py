@@ -15,7 +15,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.groups import loss_scale
-from .._core.validation import as_losses, as_real_array, as_scores, check_same_length
+from .._core.validation import (
+    as_losses,
+    as_real_array,
+    as_scores,
+    check_nan_only_on_ood,
+    check_same_length,
+)
 from ._score import ScoreTable, as_ood_marks
 
 F64 = NDArray[np.float64]
@@ -61,8 +67,11 @@ class TableResampler:
         else:
             ood = as_ood_marks(is_ood)
             raw = as_real_array(losses, "losses")
+            if raw.ndim != 1:
+                raise ValueError(f"losses must be one-dimensional; got shape {raw.shape}.")
             check_same_length(uncertainty=u, is_ood=ood, losses=raw)
-            ls = as_losses(np.where(ood, 0.0, np.nan_to_num(raw, nan=0.0)))
+            check_nan_only_on_ood(raw, ood)
+            ls = as_losses(np.where(ood, 0.0, raw))  # as ScoreTable.from_arrays
         self.marked = is_ood is not None
         self.n = u.size
         self._ood = ood

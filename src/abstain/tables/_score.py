@@ -173,6 +173,8 @@ class ScoreTable(ParamsMixin):
         else:
             ood = as_ood_marks(is_ood)
             raw = as_real_array(losses, "losses")
+            if raw.ndim != 1:
+                raise ValueError(f"losses must be one-dimensional; got shape {raw.shape}.")
             check_same_length(uncertainty=u, is_ood=ood, losses=raw)
             check_nan_only_on_ood(raw, ood)
             ls = as_losses(np.where(ood, 0.0, raw))
