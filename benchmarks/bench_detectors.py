@@ -209,7 +209,8 @@ def _peer_lines(rows) -> list[str]:
                 "(`make bench-detectors-peers` runs it beside this library).", ""]
     import torch
 
-    cells = ", ".join(f"{r['detector']} {r['ours f32'] / r['pytorch-ood']:.2f}" for r in rows)
+    cells = ", ".join(f"{r['detector']} {r['ours f32'] / r['pytorch-ood']:.2f}" for r in rows
+                      if "ours f32" in r and "pytorch-ood" in r)  # not the Gram row
     return [f"Goal, ours f32 at or below pytorch-ood {peer.__version__} (torch "
             f"{torch.__version__}, {torch.get_num_threads()} threads, CPU): ours f32 / "
             f"pytorch-ood = {cells}.", ""]
