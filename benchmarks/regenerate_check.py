@@ -73,6 +73,8 @@ SKIPPED = {
     "bench_combine.md": "timings only",
     "bench_detectors.md": "timings only (and peers in their own environment)",
     "bench_metrics.md": "timings only",
+    "bench_metrics_avx512.md": "timings only, on a CPU with AVX-512",
+    "bench_bootstrap.md": "timings (its equality column is tests/metrics/test_bootstrap_tables.py)",
     "bench_pairs_exact.md": "timings (its unit check is tests/metrics/test_ood_unit_free.py)",
     "bench_ordinal.md": "timings, and a duality gap that depends on the BLAS",
     "bench_scores.md": "timings, and fits that depend on the BLAS",
