@@ -15,14 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.groups import loss_scale
-from .._core.validation import (
-    as_losses,
-    as_real_array,
-    as_scores,
-    check_nan_only_on_ood,
-    check_same_length,
-)
-from ._score import ScoreTable, as_ood_marks
+from ._score import ScoreTable, table_rows
 
 F64 = NDArray[np.float64]
 
@@ -59,19 +52,8 @@ class TableResampler:
 
     def __init__(self, uncertainty: ArrayLike, losses: ArrayLike,
                  is_ood: ArrayLike | None = None) -> None:
-        u = as_scores(uncertainty)
-        if is_ood is None:
-            ls = as_losses(losses)
-            check_same_length(losses=ls, uncertainty=u)
-            ood = np.zeros(u.size, dtype=bool)
-        else:
-            ood = as_ood_marks(is_ood)
-            raw = as_real_array(losses, "losses")
-            if raw.ndim != 1:
-                raise ValueError(f"losses must be one-dimensional; got shape {raw.shape}.")
-            check_same_length(uncertainty=u, is_ood=ood, losses=raw)
-            check_nan_only_on_ood(raw, ood)
-            ls = as_losses(np.where(ood, 0.0, raw))  # as ScoreTable.from_arrays
+        u, ls, marks = table_rows(uncertainty, losses, is_ood)  # as ScoreTable.from_arrays
+        ood = np.zeros(u.size, dtype=bool) if marks is None else marks
         self.marked = is_ood is not None
         self.n = u.size
         self._ood = ood

@@ -165,19 +165,7 @@ class ScoreTable(ParamsMixin):
         -------
         ScoreTable
         """
-        u = as_scores(uncertainty)
-        if is_ood is None:
-            ls = as_losses(losses)
-            check_same_length(losses=ls, uncertainty=u)
-            ood = None
-        else:
-            ood = as_ood_marks(is_ood)
-            raw = as_real_array(losses, "losses")
-            if raw.ndim != 1:
-                raise ValueError(f"losses must be one-dimensional; got shape {raw.shape}.")
-            check_same_length(uncertainty=u, is_ood=ood, losses=raw)
-            check_nan_only_on_ood(raw, ood)
-            ls = as_losses(np.where(ood, 0.0, raw))
+        u, ls, ood = table_rows(uncertainty, losses, is_ood)
         table = cls()
         with np.errstate(over="ignore"):  # squares beyond float64 leave the squares out
             weights: list[NDArray[Any]] = [ls, np.square(ls)]
@@ -377,6 +365,24 @@ def _same(a: Any, b: Any) -> bool:
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
                 and a.shape == b.shape and bool(np.array_equal(a, b)))
     return bool(a == b)
+
+
+def table_rows(uncertainty: ArrayLike, losses: ArrayLike, is_ood: ArrayLike | None,
+               ) -> tuple[F64, F64, NDArray[np.bool_] | None]:
+    """The validated rows of a score table: scores, losses (0 on OOD rows, where NaN is
+    allowed), and the OOD marks or None."""
+    u = as_scores(uncertainty)
+    if is_ood is None:
+        ls = as_losses(losses)
+        check_same_length(losses=ls, uncertainty=u)
+        return u, ls, None
+    ood = as_ood_marks(is_ood)
+    raw = as_real_array(losses, "losses")
+    if raw.ndim != 1:
+        raise ValueError(f"losses must be one-dimensional; got shape {raw.shape}.")
+    check_same_length(uncertainty=u, is_ood=ood, losses=raw)
+    check_nan_only_on_ood(raw, ood)
+    return u, as_losses(np.where(ood, 0.0, raw)), ood
 
 
 def as_ood_marks(is_ood: ArrayLike) -> NDArray[np.bool_]:
