@@ -72,6 +72,7 @@ RUNS: tuple[Run, ...] = (
 SKIPPED = {
     "bench_combine.md": "timings only",
     "bench_detectors.md": "timings only (and peers in their own environment)",
+    "bench_detectors_avx512.md": "timings only, on a 16-core CPU with AVX-512",
     "bench_metrics.md": "timings only",
     "bench_metrics_avx512.md": "timings only, on a CPU with AVX-512",
     "bench_bootstrap.md": "timings (its equality column is tests/metrics/test_bootstrap_tables.py)",
