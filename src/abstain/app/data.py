@@ -204,9 +204,9 @@ class Resampled:
         d = rows.data
         ood = rows.ood if rows.has_ood else None
         losses = d.losses if ood is None else np.where(ood, np.nan, d.losses)
-        out = {name: TableResampler(d.scores[name], losses, ood) for name in rows.names}
-        # losses whose resampled sums could overflow: the rows (scaled sums) instead
-        return out if all(r.fits for r in out.values()) else {}
+        # {} for losses whose resampled sums could overflow: the rows (scaled sums) instead
+        return TableResampler.of_columns({name: d.scores[name] for name in rows.names},
+                                         losses, ood)
 
     def selective_args(self, name: str) -> tuple[Any, ...]:
         return (self._resamplers[name].table(self._counts, marked=False),)

@@ -298,10 +298,9 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         # one column: grouped once, each resample's table weighted by the rows' draws (the
         # metrics of the resampled rows, a pass instead of sorts); a pair: its rows
         marked = np.where(ood, np.nan, np.nan_to_num(ls, nan=0.0))
-        resamplers = {name: TableResampler(s, marked, ood)
-                      for name, s in cols.items() if s.ndim == 1}
-        if not all(r.fits for r in resamplers.values()):
-            resamplers = {}  # sums that could overflow: the rows (scaled sums) instead
+        # {} for sums that could overflow: the rows (scaled sums) instead
+        resamplers = TableResampler.of_columns(
+            {name: s for name, s in cols.items() if s.ndim == 1}, marked, ood)
 
         def statistic(i: NDArray[np.intp]) -> NDArray[np.float64]:
             counts = np.bincount(i, minlength=n)

@@ -11,6 +11,8 @@ their sums (the same total added in another order).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -67,6 +69,15 @@ class TableResampler:
         self._id = ~ood
         top = float(ls.max()) if ls.size else 0.0
         self.fits = loss_scale(top, float(u.size)) == 1.0
+
+    @classmethod
+    def of_columns(cls, columns: Mapping[str, ArrayLike], losses: ArrayLike,
+                   is_ood: ArrayLike | None = None) -> dict[str, TableResampler]:
+        """The resampler of each score column of the same rows, or ``{}`` where the losses
+        do not :attr:`fits` (they are the same for every column): the caller then resamples
+        the rows."""
+        out = {name: cls(u, losses, is_ood) for name, u in columns.items()}
+        return out if all(r.fits for r in out.values()) else {}
 
     def table(self, counts: NDArray[np.integer], *, marked: bool | None = None) -> ScoreTable:
         """The :class:`ScoreTable` of the resample that draws row ``i`` ``counts[i]`` times.
