@@ -43,13 +43,16 @@ class Knots(NamedTuple):
 def knots(score: F64, w_id: F64, w_ood: F64, w_loss: F64) -> Knots:
     """Group ``score`` with the shared grouping and total the three weights per group."""
     values, _, totals = group_totals(score, w_id, w_ood, w_loss)
-    cols = []
-    for t in totals:
-        run = np.empty(t.size + 1)
-        run[0] = 0.0
-        np.cumsum(t, out=run[1:])
-        cols.append(run)
-    return Knots(values, cols[0], cols[1], cols[2])
+    i, o, loss = (running_sums(t) for t in totals)
+    return Knots(values, i, o, loss)
+
+
+def running_sums(w: F64) -> F64:
+    """Running sums of ``w`` after a leading 0 (one array, no concatenation)."""
+    run = np.empty(w.size + 1)
+    run[0] = 0.0
+    np.cumsum(w, out=run[1:])
+    return run
 
 
 def least_fpr(i: F64, o: F64, n_id: float, n_ood: float, tpr: float) -> float:

@@ -546,29 +546,21 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
 def _roc_knots(sample: Sample) -> ROCCurve:
     """The ROC knots of one score column, from (0, 0) to (1, 1)."""
     _one_column(sample)  # one column: its rows are tie groups already, ascending
-    i, o = (_running(w) for w in (sample.w_id, sample.w_ood))
+    i, o = (core.running_sums(w) for w in (sample.w_id, sample.w_ood))
     return ROCCurve(np.divide(o, sample.n_ood, out=o), np.divide(i, sample.n_id, out=i))
 
 
 def _column_knots(sample: Sample) -> core.Knots:
     """The knots of a one-column sample, whose rows are its tie groups already (ascending):
     what :func:`~abstain._ood_search.search.knots` returns on them, without grouping again."""
-    return core.Knots(_one_column(sample), _running(sample.w_id), _running(sample.w_ood),
-                      _running(sample.w_loss))
-
-
-def _running(w: F64) -> F64:
-    """Running sums of ``w`` after a leading 0 (one array, no concatenation)."""
-    run = np.empty(w.size + 1)
-    run[0] = 0.0
-    np.cumsum(w, out=run[1:])
-    return run
+    i, o, loss = (core.running_sums(w) for w in (sample.w_id, sample.w_ood, sample.w_loss))
+    return core.Knots(_one_column(sample), i, o, loss)
 
 
 def _average_precision(pos: F64, neg: F64) -> float:
     """Step-wise average precision of tie groups accepted in the order given; ``pos`` and
     ``neg`` are the positive and negative mass of each group."""
-    tp, fp = _running(pos), _running(neg)
+    tp, fp = core.running_sums(pos), core.running_sums(neg)
     recall = np.diff(tp)
     recall /= tp[-1]
     tp, fp = tp[1:], fp[1:]
