@@ -177,26 +177,51 @@ def loss_scale(top: float, n: float) -> float:
 
 
 def sorted_by_uncertainty(
-    losses: NDArray[np.float64], uncertainty: NDArray[np.float64], *, stable: bool
+    losses: NDArray[np.float64], uncertainty: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp] | None]:
     """Sort ascending by uncertainty; return sorted scores, sorted losses, group ends.
 
     The group ends are the indices of the last sample of each tie group in the
     sorted order, or ``None`` when all scores are distinct (every sample is its own
-    group; no index array is built). With ``stable=True`` tied samples keep their
-    row order (the paper's index rule); otherwise their order is arbitrary and only
-    group totals may be used.
+    group; no index array is built). Tied samples keep their row order (the paper's
+    index rule; :func:`stable_order`).
     """
+    order, starts = stable_order(uncertainty)
+    u = np.take(uncertainty, order)
+    if starts is None:
+        return u, np.take(losses, order), None
+    ends = np.append(starts[1:] - 1, u.size - 1)
+    return u, np.take(losses, order), ends
+
+
+# Below this many rows an argsort is as fast as the packed-key sort (fixed costs).
+_KEYED_MIN_ROWS = 1 << 12
+
+
+def stable_order(
+    uncertainty: NDArray[np.float64],
+) -> tuple[NDArray[np.intp], NDArray[np.intp] | None]:
+    """The stable ascending order of finite float64 scores, and the starts of its tie groups.
+
+    Tied rows keep their row order, so the order is unique (-0.0 and +0.0 are equal) and
+    does not depend on how a CPU's sort kernel orders equal values. ``starts`` holds the
+    sorted position of the first row of each group, or is None when every value is
+    distinct. From ``_KEYED_MIN_ROWS`` rows on the order comes from one sort of packed
+    integer keys (:func:`_keyed_order`), else from an argsort whose tie groups are put in
+    row order (:func:`_rows_in_order`): the same order either way.
+    """
+    n = uncertainty.size
+    if n >= _KEYED_MIN_ROWS and n < 1 << 40 and uncertainty.dtype == np.float64:
+        keyed = _keyed_order(uncertainty)
+        if keyed is not None:
+            return keyed
     order = np.argsort(uncertainty)
     u = np.take(uncertainty, order)
     boundary = u[1:] != u[:-1]
-    if np.all(boundary):
-        return u, np.take(losses, order), None
-    ends = np.flatnonzero(boundary)
-    ends = np.append(ends, u.size - 1)
-    if stable:
-        order = _rows_in_order(order, ends[:-1] + 1)
-    return u, np.take(losses, order), ends
+    if np.all(boundary):  # every row is its own group (also 0 or 1 rows)
+        return order, None
+    starts = np.concatenate(([0], np.flatnonzero(boundary) + 1))
+    return _rows_in_order(order, starts[1:]), starts
 
 
 def _rows_in_order(order: NDArray[np.intp], starts: NDArray[np.intp]) -> NDArray[np.intp]:
@@ -214,8 +239,90 @@ def _rows_in_order(order: NDArray[np.intp], starts: NDArray[np.intp]) -> NDArray
     return key % n
 
 
+def _keyed_order(
+    u: NDArray[np.float64],
+) -> tuple[NDArray[np.intp], NDArray[np.intp] | None] | None:
+    """:func:`stable_order` by one sort of integers, or None where it would not pay.
+
+    Each row becomes one uint64 key: its score's order-preserving key (:func:`_order_keys`)
+    less the smallest, shifted right until it leaves ``b = bits(n - 1)`` low bits free,
+    which hold the row index. One ``np.sort`` of these keys (a SIMD sort of integers, about
+    a third of an argsort of the floats) orders the rows by score and, among equal keys,
+    by row. Where the shift dropped bits, rows with equal keys may still differ in value:
+    their values are read back, and only runs that mix values are sorted again by
+    ``(value, row)`` (few rows with continuous scores; none with ties only). None where
+    such runs hold more than an eighth of the rows: the argsort path is then cheaper.
+    """
+    n = u.size
+    v = u + 0.0  # -0.0 becomes +0.0; a buffer of our own
+    lo, hi = float(v.min()), float(v.max())
+    kmin, kmax = (int(x) for x in _order_keys(np.array([lo, hi]), lo, hi))
+    b = max(1, (n - 1).bit_length())
+    shift = max(0, (kmax - kmin).bit_length() - (64 - b))
+    key = _order_keys(v, lo, hi, inplace=True)
+    if kmin:
+        key -= np.uint64(kmin)
+    if shift:
+        key >>= np.uint64(shift)
+    key <<= np.uint64(b)
+    key |= np.arange(n, dtype=np.uint64)
+    key.sort()
+    order = (key & np.uint64((1 << b) - 1)).view(np.intp)
+    key >>= np.uint64(b)
+    same = key[1:] == key[:-1]
+    del key, v
+    if not same.any():
+        return order, None
+    if shift and not _keys_tell_values_apart(u, lo, hi, kmin, shift, same):
+        # equal keys: equal values, or distinct values that the shift merged
+        in_run = np.zeros(n, dtype=bool)
+        in_run[:-1] = same
+        in_run[1:] |= same
+        pos = np.flatnonzero(in_run)
+        first = np.empty(pos.size, dtype=bool)  # the first position of each run of equal keys
+        first[0] = True
+        np.logical_not(same[pos[:-1]], out=first[1:])
+        fv = np.take(u, order[pos])
+        fv += 0.0
+        differ = fv[1:] != fv[:-1]
+        differ &= ~first[1:]
+        if differ.any():  # runs that mix values: sort their rows by (value, row)
+            run = np.cumsum(first)
+            mixed = np.zeros(int(run[-1]) + 1, dtype=bool)
+            mixed[run[1:][differ]] = True
+            sel = np.flatnonzero(mixed[run])
+            if sel.size > n // 8:
+                return None
+            by = sel[np.lexsort((fv[sel], run[sel]))]  # stable: rows stay in row order
+            order[pos[sel]] = order[pos[by]]
+            fv[sel] = fv[by]
+            differ = fv[1:] != fv[:-1]
+            differ &= ~first[1:]
+        same[pos[:-1][differ]] = False
+        if not same.any():
+            return order, None
+    return order, np.concatenate(([0], np.flatnonzero(~same) + 1))
+
+
+def _keys_tell_values_apart(u: NDArray[np.float64], lo: float, hi: float, kmin: int, shift: int,
+                            same: NDArray[np.bool_]) -> bool:
+    """Whether distinct values of ``u`` never share a shifted key (then equal keys mean
+    equal values), checked on the distinct values from ``np.sort`` where more than a
+    sixteenth of the rows share a key (ties): cheaper there than reading every tied row's
+    value back."""
+    if np.count_nonzero(same) <= u.size // 16:
+        return False
+    s = np.sort(u)
+    s += 0.0
+    distinct = s[np.concatenate(([True], s[1:] != s[:-1]))]
+    keys = _order_keys(distinct, lo, hi)
+    keys -= np.uint64(kmin)
+    keys >>= np.uint64(shift)
+    return bool(np.all(keys[1:] != keys[:-1]))
+
+
 def group_totals(
-    uncertainty: NDArray[np.float64], *weights: NDArray[Any]
+    uncertainty: NDArray[np.float64], *weights: NDArray[Any], values: bool = True
 ) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[Any]]]:
     """Distinct values of ``uncertainty`` (ascending), the rows of each, and each weight's sum.
 
@@ -229,7 +336,10 @@ def group_totals(
     sort). Integer weights give integer totals (exact below 2**53). -0.0 and +0.0 are
     one group, whose value is +0.0. Where every weight is 0 or 1 (0/1 losses, ID and OOD
     marks) the rows fall into a few classes and the totals are counts: one sort of packed
-    integer keys gives them (:func:`_class_totals`), no argsort of the rows.
+    integer keys gives them (:func:`_class_totals`), no argsort of the rows. Otherwise the
+    rows are put in :func:`stable_order` and each group's weights summed with
+    ``np.add.reduceat``. ``values=False`` may return an empty array in place of the
+    values, for callers that need the totals only (it saves a gather).
     """
     if _ascending(uncertainty):  # already one row per value, in order (a table's values)
         return uncertainty + 0.0, np.ones(uncertainty.size, dtype=np.int64), [
@@ -240,17 +350,16 @@ def group_totals(
     classed = _class_totals(uncertainty, weights)
     if classed is not None:
         return classed
-    order = np.argsort(uncertainty)
-    u = np.take(uncertainty, order)
-    boundary = u[1:] != u[:-1]
-    if np.all(boundary):  # every row is its own group (also 0 or 1 rows)
-        u += 0.0  # -0.0 becomes +0.0 (u is a new array)
-        return u, np.ones(u.size, dtype=np.int64), [np.take(w, order) for w in weights]
-    starts = np.concatenate(([0], np.flatnonzero(boundary) + 1))
-    counts = np.diff(np.append(starts, u.size)).astype(np.int64)
-    order = _rows_in_order(order, starts[1:])  # ties in row order, whatever the sort kernel
-    return u[starts] + 0.0, counts, [np.add.reduceat(np.take(w, order), starts)
-                                     for w in weights]
+    order, starts = stable_order(uncertainty)  # ties in row order, whatever the sort kernel
+    if starts is None:  # every row is its own group (also 0 or 1 rows)
+        u = np.take(uncertainty, order) + 0.0 if values else _NO_VALUES  # -0.0 is +0.0
+        return u, np.ones(order.size, dtype=np.int64), [np.take(w, order) for w in weights]
+    counts = np.diff(np.append(starts, order.size)).astype(np.int64)
+    u = np.take(uncertainty, order[starts]) + 0.0 if values else _NO_VALUES
+    return u, counts, [np.add.reduceat(np.take(w, order), starts) for w in weights]
+
+
+_NO_VALUES: NDArray[np.float64] = np.empty(0)
 
 
 def _ascending(u: NDArray[Any]) -> bool:

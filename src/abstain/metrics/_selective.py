@@ -74,7 +74,7 @@ def _totals(
     if table is None:
         ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
         ls, c = _unit_scale(ls)  # before the group sums, which could overflow otherwise
-        _, counts, (sums,) = group_totals(u, ls)
+        _, counts, (sums,) = group_totals(u, ls, values=False)
         return counts, sums, c
     counts, sums, top = selective_table(table).counts, table.loss_sums, table.max_loss
     c = _scale_of(top)
@@ -162,9 +162,8 @@ def _expected_prefix_losses(
     ``k / m`` of the group's loss: ``E[L(i)]`` interpolates linearly between the
     running totals at group boundaries.
     """
-    stable = ties == "index"
-    _, ls, ends = sorted_by_uncertainty(losses, uncertainty, stable=stable)
-    if stable or ends is None:
+    _, ls, ends = sorted_by_uncertainty(losses, uncertainty)  # ties in row order
+    if ties == "index" or ends is None:
         return np.cumsum(ls, out=ls)
     counts = np.diff(ends, prepend=-1)
     starts = ends - counts + 1
