@@ -554,7 +554,8 @@ def code_groups(uncertainty: NDArray[np.float64], code: NDArray[np.uint8],
         key <<= np.uint64(bits)
         key |= code
         key.sort()
-        codes = (key & np.uint64((1 << bits) - 1)).astype(np.uint8)
+        codes = key.astype(np.uint8)  # the low byte
+        codes &= np.uint8((1 << bits) - 1)
         key >>= np.uint64(bits)
         if shift:
             key += np.uint64(shift)
@@ -583,9 +584,10 @@ def _order_keys(v: NDArray[np.float64], lo: float, hi: float, *,
 
 
 def _float_of_keys(keys: NDArray[np.uint64], lo: float, hi: float) -> NDArray[np.float64]:
-    """The float64 values of keys made by :func:`_order_keys` (the inverse, a new array)."""
+    """The float64 values of keys made by :func:`_order_keys` (the inverse; in the buffer of
+    ``keys`` where no value is negative: callers pass keys of their own)."""
     if lo >= 0.0:
-        return keys.view(np.float64) + 0.0
+        return keys.view(np.float64)
     if hi < 0.0:
         return (~keys).view(np.float64)
     return np.where(keys >= _SIGN, keys ^ _SIGN, ~keys).view(np.float64)

@@ -539,8 +539,20 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 2:
         return _envelope_area(sample, sample.w_id, search, n_directions, n_points)
-    fpr, tpr = _roc_knots(sample)
-    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
+    return _column_auroc(sample)
+
+
+def _column_auroc(sample: Sample) -> float:
+    """The trapezoid area under a one-column ROC curve, as one sum over the tie groups:
+    ``sum_g o_g (I_g + i_g / 2) / (n_ID n_OOD)`` with ``i_g``, ``o_g`` a group's ID and OOD
+    mass and ``I_g`` the ID mass below it. With counts (no sample weights) every term and
+    partial sum is a whole or half number below 2**53 up to about 9e7 rows, so the area is
+    the exact fraction, rounded once."""
+    _one_column(sample)  # its rows are the tie groups, ascending
+    below = core.running_sums(sample.w_id)[:-1]  # I_g
+    below += sample.w_id * 0.5
+    below *= sample.w_ood
+    return float(np.sum(below)) / (sample.n_id * sample.n_ood)
 
 
 def _roc_knots(sample: Sample) -> ROCCurve:
