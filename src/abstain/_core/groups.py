@@ -508,8 +508,9 @@ class CodeGroups:
     def _per_number(self, j: int) -> NDArray[np.int64]:
         if j not in self._runs:
             assert self._codes is not None and self._ends is not None
-            run = np.cumsum(self._codes == j, dtype=np.int64)
-            self._runs[j] = np.diff(np.take(run, self._ends), prepend=0).astype(np.int64)
+            starts = np.concatenate(([0], self._ends[:-1] + 1))
+            self._runs[j] = np.add.reduceat((self._codes == j).view(np.uint8), starts,
+                                            dtype=np.int64)
         return self._runs[j]
 
 

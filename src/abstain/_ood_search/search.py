@@ -60,12 +60,13 @@ def least_fpr(i: F64, o: F64, n_id: float, n_ood: float, tpr: float) -> float:
     ``i``, ``o``, leading 0 included): the first knot that meets it, or the point of the
     segment that reaches it (the tie group at the threshold accepted with one probability).
     """
-    x, y = i / n_id, o / n_ood
+    x = i / n_id
     j = min(int(np.searchsorted(x, tpr * (1 - 1e-12), side="left")), x.size - 1)
+    y = o[max(j - 1, 0):j + 1] / n_ood  # the FPR of the knots j - 1 and j only
     if x[j] <= tpr or j == 0:  # a knot meets the target: the first such knot has the least FPR
-        return float(y[j])
+        return float(y[-1])
     # between the last knot below the target and the next one
-    return float(y[j - 1] + (tpr - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1]))
+    return float(y[0] + (tpr - x[j - 1]) / (x[j] - x[j - 1]) * (y[1] - y[0]))
 
 
 def most_recall(i: F64, o: F64, n_id: float, n_ood: float, precision: float,

@@ -575,8 +575,11 @@ def _average_precision(pos: F64, neg: F64) -> float:
     tp, fp = core.running_sums(pos), core.running_sums(neg)
     recall = np.diff(tp)
     recall /= tp[-1]
-    tp, fp = tp[1:], fp[1:]
-    return float(np.sum(recall * tp / (tp + fp)))
+    recall *= tp[1:]
+    fp = fp[1:]
+    fp += tp[1:]  # accepted mass
+    recall /= fp  # recall step times precision, in place
+    return float(np.sum(recall))
 
 
 def aupr_in(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> float:
@@ -644,7 +647,9 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     is_ood, scores, search, n_directions = _pair_args(is_ood, scores, search, n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1:
-        return _fpr_on_knots(_column_knots(sample), sample, t)
+        _one_column(sample)  # its rows are the tie groups, ascending
+        i, o = (core.running_sums(w) for w in (sample.w_id, sample.w_ood))
+        return core.least_fpr(i, o, sample.n_id, sample.n_ood, t)
     if search == "exact":
         return _lines_fpr(sample, env.envelope_lines(sample.s, sample.w_ood, sample.w_id), t)
     return min(_fpr_on_knots(core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood,
