@@ -11,6 +11,9 @@ from hypothesis import strategies as st
 
 from abstain._core import groups
 
+#: rerun by ``make test`` under NumPy's CPU features disabled (other sort kernels)
+pytestmark = pytest.mark.cpu_exact
+
 
 def _argsort_totals(u, *weights):
     """The totals of the argsort path: group sums in row order."""

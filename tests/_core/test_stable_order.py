@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 
 from abstain._core import groups
 
+#: rerun by ``make test`` under NumPy's CPU features disabled (other sort kernels)
+pytestmark = pytest.mark.cpu_exact
+
 
 def _reference(u):
     """The stable order (ties by row) and its tie-group starts, from NumPy's stable sort."""
