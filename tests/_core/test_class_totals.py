@@ -46,6 +46,8 @@ SCORES = {
     "both signs near zero": lambda rng, n: np.round(rng.normal(size=n), 1),
     "both signs, wide": lambda rng, n: rng.normal(size=n) * 1e3,
     "negative only": lambda rng, n: -np.abs(np.round(rng.normal(size=n) * 50, 1)),
+    "no negative value, zeros of both signs": lambda rng, n: rng.choice(
+        [-0.0, 0.0, 5e-324, 0.5, 1.0, 1.5, 1e300], size=n),
     "zeros of both signs and extremes": lambda rng, n: rng.choice(
         [-0.0, 0.0, 1.0, -2.0, 1e300, -1e300, 5e-324, -5e-324, 2.0], size=n),
 }

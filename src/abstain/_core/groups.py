@@ -540,19 +540,25 @@ def code_groups(uncertainty: NDArray[np.float64], code: NDArray[np.uint8],
         lut[present] = np.arange(n_classes, dtype=np.uint8)
         code = lut[code]
     bits = (n_classes - 1).bit_length()
-    v = uncertainty + 0.0  # -0.0 becomes +0.0: one group; a buffer of our own
-    lo, hi = float(v.min()), float(v.max())
+    lo, hi = float(uncertainty.min()) + 0.0, float(uncertainty.max()) + 0.0
     kmin, kmax = (int(x) for x in _order_keys(np.array([lo, hi]), lo, hi))
-    if bits and (kmax - kmin) >> (64 - bits):
-        values, merged_codes, ends = _merged_classes(v, code, n_classes)
-        return CodeGroups(values, merged_codes, ends, present)
-    key = _order_keys(v, lo, hi, inplace=True)
     codes: NDArray[np.uint8] | None = None
-    if bits:
+    if bits and lo >= 0.0 and kmax >> (64 - bits) == 0:
+        # the bit patterns shifted left as they are (the sign bit of -0.0 falls out: +0.0)
+        key = np.left_shift(uncertainty.view(np.uint64), np.uint64(bits))
+        shift = 0
+    else:
+        v = uncertainty + 0.0  # -0.0 becomes +0.0: one group; a buffer of our own
+        if bits and (kmax - kmin) >> (64 - bits):
+            values, merged_codes, ends = _merged_classes(v, code, n_classes)
+            return CodeGroups(values, merged_codes, ends, present)
+        key = _order_keys(v, lo, hi, inplace=True)
         shift = 0 if kmax >> (64 - bits) == 0 else kmin
-        if shift:
-            key -= np.uint64(shift)
-        key <<= np.uint64(bits)
+        if bits:
+            if shift:
+                key -= np.uint64(shift)
+            key <<= np.uint64(bits)
+    if bits:
         key |= code
         key.sort()
         codes = key.astype(np.uint8)  # the low byte

@@ -549,10 +549,10 @@ def _column_auroc(sample: Sample) -> float:
     partial sum is a whole or half number below 2**53 up to about 9e7 rows, so the area is
     the exact fraction, rounded once."""
     _one_column(sample)  # its rows are the tie groups, ascending
-    below = core.running_sums(sample.w_id)[:-1]  # I_g
-    below += sample.w_id * 0.5
-    below *= sample.w_ood
-    return float(np.sum(below)) / (sample.n_id * sample.n_ood)
+    run = core.running_sums(sample.w_id)
+    twice = run[:-1] + run[1:]  # 2 I_g + i_g
+    twice *= sample.w_ood
+    return float(np.sum(twice)) / 2.0 / (sample.n_id * sample.n_ood)
 
 
 def _roc_knots(sample: Sample) -> ROCCurve:
@@ -572,12 +572,10 @@ def _column_knots(sample: Sample) -> core.Knots:
 def _average_precision(pos: F64, neg: F64) -> float:
     """Step-wise average precision of tie groups accepted in the order given; ``pos`` and
     ``neg`` are the positive and negative mass of each group."""
-    tp, fp = core.running_sums(pos), core.running_sums(neg)
-    recall = np.diff(tp)
-    recall /= tp[-1]
-    recall *= tp[1:]
-    fp = fp[1:]
-    fp += tp[1:]  # accepted mass
+    tp, fp = np.cumsum(pos), np.cumsum(neg)
+    recall = pos / tp[-1]  # each group's step of recall
+    recall *= tp
+    fp += tp  # accepted mass
     recall /= fp  # recall step times precision, in place
     return float(np.sum(recall))
 
