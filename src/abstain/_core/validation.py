@@ -140,15 +140,25 @@ def _refuse_table(values: Any, name: str) -> None:
 def _as_1d_float(
     name: str, values: ArrayLike, allow_empty: bool = False
 ) -> NDArray[np.float64]:
+    return _as_1d_float_and_min(name, values, allow_empty)[0]
+
+
+def _as_1d_float_and_min(
+    name: str, values: ArrayLike, allow_empty: bool = False
+) -> tuple[NDArray[np.float64], float]:
+    """The finite 1-D float64 array of ``values`` and its smallest value (NaN if empty)."""
     arr = as_real_array(values, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional; got {_describe(arr)}.")
     if arr.size == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty; got an array of length 0.")
+    if not arr.size:
+        return arr, math.nan
     # min and max propagate NaN and expose +-inf: two allocation-free passes.
-    if arr.size and not (np.isfinite(arr.min()) and np.isfinite(arr.max())):
+    lo = arr.min()
+    if not (np.isfinite(lo) and np.isfinite(arr.max())):
         raise ValueError(f"{name} must be finite; got {nonfinite(arr)}.")
-    return arr
+    return arr, float(lo)
 
 
 def nonfinite(arr: NDArray[np.float64]) -> str:
@@ -353,9 +363,9 @@ def check_nan_only_on_ood(losses: NDArray[np.float64],
 
 def as_losses(values: ArrayLike, name: str = "losses") -> NDArray[np.float64]:
     """Return ``values`` as a finite, non-negative, non-empty 1-D float64 array."""
-    arr = _as_1d_float(name, values)
-    if np.any(arr < 0):
-        raise ValueError(f"{name} must be non-negative; got minimum {plain(arr.min())}.")
+    arr, lo = _as_1d_float_and_min(name, values)
+    if lo < 0:
+        raise ValueError(f"{name} must be non-negative; got minimum {plain(lo)}.")
     return arr
 
 
