@@ -573,11 +573,11 @@ def _average_precision(pos: F64, neg: F64) -> float:
     """Step-wise average precision of tie groups accepted in the order given; ``pos`` and
     ``neg`` are the positive and negative mass of each group."""
     tp, fp = np.cumsum(pos), np.cumsum(neg)
-    recall = pos / tp[-1]  # each group's step of recall
-    recall *= tp
+    total = float(tp[-1])
     fp += tp  # accepted mass
-    recall /= fp  # recall step times precision, in place
-    return float(np.sum(recall))
+    np.multiply(pos, tp, out=tp)
+    tp /= fp  # each group's positive mass times its precision, in place
+    return float(np.sum(tp)) / total
 
 
 def aupr_in(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> float:
