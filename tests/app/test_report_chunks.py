@@ -41,12 +41,12 @@ def _section(page: str, start: str, end: str) -> str:
 
 
 def _drawn(fig) -> list:
-    """What a figure shows: each axes' line data and bar heights."""
+    """What a figure shows: each axes' line data and histogram heights."""
     out = []
     for ax in fig.axes:
         out += [(ln.get_label(), np.asarray(ln.get_xdata(), float).tolist(),
                  np.asarray(ln.get_ydata(), float).tolist()) for ln in ax.lines]
-        out += [round(p.get_height(), 9) for p in ax.patches]
+        out += [round(float(h), 9) for p in ax.patches for h in p.get_data().values]
     return out
 
 

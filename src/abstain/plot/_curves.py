@@ -161,10 +161,12 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     few = [0 < int(w[mask].sum()) < small for mask, _ in drawn]
     density = not any(few)
     for (mask, name), is_few in zip(drawn, few, strict=True):
-        (patches := ax.hist(s[mask], bins=edges, weights=w[mask], density=density, alpha=0.5,
-                            label=f"{name} ({int(w[mask].sum())})")[2])
+        # one filled step patch per group (what ax.hist draws as one bar patch per bin)
+        heights, _ = np.histogram(s[mask], bins=edges, weights=w[mask], density=density)
+        patch = ax.stairs(heights, edges, fill=True, alpha=0.5,
+                          label=f"{name} ({int(w[mask].sum())})")
         if is_few:
-            color = patches[0].get_facecolor()
+            color = patch.get_facecolor()
             ax.plot(s[mask], np.zeros(int(mask.sum())), "|", ms=12, mew=1.5, color=color,
                     alpha=1.0, transform=ax.get_xaxis_transform(), clip_on=False)
     ax.set_xlabel("score (higher is rejected first)")
