@@ -7,6 +7,7 @@ conditional-risk score ``risk`` and an OOD score ``distance``.
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -34,7 +35,12 @@ def _data() -> dict[str, np.ndarray]:
     (setup,) = re.findall(r"```python\n(.*?)```", (DOCS / "cli.md").read_text(), flags=re.S)[:1]
     with tempfile.TemporaryDirectory() as tmp:
         code = setup.replace('"predictions.csv"', repr(str(Path(tmp) / "p.csv")))
-        exec(compile(code, "docs/cli.md", "exec"), {})
+        here = os.getcwd()
+        os.chdir(tmp)  # the page's script writes its other files (parts/) where it runs
+        try:
+            exec(compile(code, "docs/cli.md", "exec"), {})
+        finally:
+            os.chdir(here)
         from abstain.app.io import read_table
 
         return read_table(Path(tmp) / "p.csv")
