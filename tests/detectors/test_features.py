@@ -268,33 +268,19 @@ def test_vim_refuses_training_data_with_a_non_positive_alpha():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_vim_and_mahalanobis_scores_do_not_depend_on_the_gram_kernel(dtype, monkeypatch) -> None:
-    """syrk and the general product give the same covariance up to the rounding of its sums,
-    hence the same scores to the tolerance of a float32 score."""
+def test_gram_matrix_is_symmetric_and_that_of_float64_sums(dtype) -> None:
+    """NumPy's product in the features' type, mirrored: exactly symmetric, and within the
+    rounding of float32 (or float64) sums of the float64 Gram matrix."""
     from abstain.detectors import _features
 
     rng = np.random.default_rng(3)
-    train, test = rng.normal(size=(400, 12)), rng.normal(size=(50, 12)) * 2
-    y = rng.integers(0, 4, size=400)
-    W, b = rng.normal(size=(4, 12)), rng.normal(size=4)
-    monkeypatch.setattr(_features, "_GRAM_PROBE_FROM", 0)  # every matrix goes to the probe
-    scores = {}
-    for kernel in ("syrk", "gemm", "numpy"):
-        monkeypatch.setitem(_features._GRAM_KERNEL, np.dtype(dtype).name, kernel)
-        scores[kernel] = (ViM(dim=5, dtype=dtype).fit(train, weight=W, bias=b).score(test),
-                          Mahalanobis(dtype=dtype).fit(train, y).score(test))
-    for a, b_ in zip(scores["syrk"], scores["gemm"], strict=True):
-        np.testing.assert_allclose(a, b_, rtol=1e-4, atol=1e-4)
-
-
-def test_gram_kernel_is_measured_once_per_dtype(monkeypatch) -> None:
-    from abstain.detectors import _features
-
-    monkeypatch.setattr(_features, "_GRAM_KERNEL", {})
-    first = _features.gram_kernel(np.dtype(np.float32))
-    assert first in ("syrk", "gemm", "numpy")
-    assert _features._GRAM_KERNEL == {"float32": first}
-    assert _features.gram_kernel(np.dtype(np.float32)) == first
+    C = rng.normal(size=(700, 13)).astype(dtype)
+    G = _features._gram(C)
+    assert G.dtype == np.float64 and np.array_equal(G, G.T)
+    C64 = C.astype(np.float64)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(G, C64.T @ C64, rtol=tol, atol=tol * 700)
+    _features._gram(np.asfortranarray(C))  # any memory order
 
 
 @pytest.mark.parametrize("faster", ["numpy", "faiss"])

@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.linalg import blas
 
 from .._core.optional import require
 from .._core.serialize import Array, Int, Labels, Number, serializable
@@ -313,72 +312,18 @@ def knn_backend(bank: NDArray, Q: NDArray, k: int, block: int) -> str:  # type: 
     return _KNN_BACKEND[key]
 
 
-def _gram_syrk(C: NDArray[np.floating]) -> NDArray[np.floating]:
-    """The upper triangle of ``C.T @ C`` (the rest is zero) by BLAS's symmetric rank-k update,
-    on the Fortran-ordered view ``C.T`` of a C-ordered ``C`` (no copy, half the flops)."""
-    syrk = blas.ssyrk if C.dtype == np.float32 else blas.dsyrk
-    return np.triu(syrk(1.0, C.T, trans=0))
-
-
-def _gram_gemm(C: NDArray[np.floating]) -> NDArray[np.floating]:
-    """``C.T @ C`` by a general matrix product (on a copy of ``C``, as NumPy hands a product of
-    a matrix with its own transpose to ``syrk``)."""
-    return np.triu(C.T @ C.copy())
-
-
-def _gram_numpy(C: NDArray[np.floating]) -> NDArray[np.floating]:
-    """``C.T @ C`` as NumPy computes it (its own BLAS's ``syrk``, which may be threaded
-    differently from SciPy's), upper triangle."""
-    return np.triu(C.T @ C)
-
-
-#: The Gram kernel measured fastest in this process, by dtype name: ``"syrk"`` (SciPy's
-#: BLAS), ``"gemm"`` or ``"numpy"`` (NumPy's ``C.T @ C``).
-_GRAM_KERNEL: dict[str, str] = {}
-_GRAM_KERNELS = {"syrk": _gram_syrk, "gemm": _gram_gemm, "numpy": _gram_numpy}
-
-
-#: Below this many multiply-adds (``n * d * d``) ``syrk`` is used unmeasured: the probe would
-#: cost more than the choice could save.
-_GRAM_PROBE_FROM = 2**30
-
-
-def gram_kernel(dtype: np.dtype) -> str:  # type: ignore[type-arg]
-    """``"syrk"``, ``"gemm"`` or ``"numpy"``: which kernel :func:`_gram` uses on large
-    matrices of ``dtype``.
-
-    Measured once per process and dtype, on an 8192 x 256 probe, best of three runs each
-    (NumPy's own ``C.T @ C`` took 0.15 s against SciPy's ``ssyrk`` 0.22 s on 50,000 x 512
-    float32 features on the 2-core development machine, whose two libraries bundle
-    different OpenBLAS builds):
-    ``syrk`` does half the flops, but a general product may be better threaded (OpenBLAS's
-    ``ssyrk`` took 0.55 s against torch's matmul 0.26 s on 50,000 x 512 float32 features on
-    one machine, and won on 20,000 x 128 here, 62 ms against 157 ms). Either kernel gives
-    the same covariance up to the float rounding of its sums (the order of the additions).
-    """
-    key = np.dtype(dtype).name
-    if key not in _GRAM_KERNEL:
-        probe = np.random.default_rng(0).standard_normal((8192, 256)).astype(key)
-        best = {}
-        for name, kernel in _GRAM_KERNELS.items():
-            runs = []
-            for _ in range(3):
-                start = time.perf_counter()
-                kernel(probe)
-                runs.append(time.perf_counter() - start)
-            best[name] = min(runs)
-        _GRAM_KERNEL[key] = min(best, key=best.__getitem__)
-    return _GRAM_KERNEL[key]
-
-
 def _gram(C: NDArray[np.floating]) -> NDArray[np.float64]:
-    """``C.T @ C`` in float64, computed in ``C``'s type by ``syrk``, or on a matrix of at least
-    ``_GRAM_PROBE_FROM`` multiply-adds by the kernel :func:`gram_kernel` measured faster; the
-    upper triangle it gives is mirrored."""
+    """``C.T @ C`` in float64, computed in ``C``'s type by NumPy's own product (its BLAS's
+    symmetric rank-k update, threaded as NumPy's BLAS threads), the upper triangle mirrored.
+
+    NumPy's ``C.T @ C`` was the fastest kernel on both machines measured (50,000 x 512
+    float32 features: 0.15 s against SciPy's ``ssyrk`` 0.22 s on a 2-core AVX2 machine whose
+    two libraries bundle different OpenBLAS builds, 0.022 s against 0.064 s at 16 threads
+    with AVX-512; ``benchmarks/bench_detectors.py`` times the three), and it is one kernel
+    per machine, not a choice made by timing.
+    """
     C = np.ascontiguousarray(C)
-    n, d = C.shape
-    kernel = gram_kernel(C.dtype) if n * d * d >= _GRAM_PROBE_FROM else "syrk"
-    upper = _GRAM_KERNELS[kernel](C).astype(np.float64)
+    upper = np.triu(C.T @ C).astype(np.float64)
     return upper + np.triu(upper, 1).T
 
 
