@@ -9,7 +9,9 @@ Shared by the OOD reject models (:mod:`abstain.models`) and the OOD metrics
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -129,6 +131,23 @@ def _class_codes(s: NDArray[np.float64], ood: NDArray[np.bool_],
     return code
 
 
+_TABLE_SAMPLES: ContextVar[dict[int, tuple[ScoreTable, Sample]] | None] = ContextVar(
+    "abstain_table_samples", default=None)
+
+
+@contextmanager
+def one_sample_per_table() -> Iterator[None]:
+    """Within the block, :meth:`Sample.from_table` builds the sample of each table object
+    once: the OOD metrics of one table (AUROC, AUPR, FPR at TPR, ...) share it instead of
+    checking and converting its totals each. The tables must not change inside the block
+    (``ScoreTable.update``); no metric changes a sample."""
+    token = _TABLE_SAMPLES.set({} if _TABLE_SAMPLES.get() is None else _TABLE_SAMPLES.get())
+    try:
+        yield
+    finally:
+        _TABLE_SAMPLES.reset(token)
+
+
 #: The largest summed ID loss a search accepts: room for its products before overflow.
 _MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
 
@@ -196,12 +215,19 @@ class Sample:
 
     @classmethod
     def from_table(cls, table: ScoreTable) -> Sample:
-        """The sample of a table built with ``is_ood`` (one score column)."""
+        """The sample of a table built with ``is_ood`` (one score column); inside
+        :func:`one_sample_per_table`, the same sample for the same table object."""
+        shared = _TABLE_SAMPLES.get()
+        if shared is not None and id(table) in shared and shared[id(table)][0] is table:
+            return shared[id(table)][1]
         if table.ood_counts is None:
             raise ValueError("this ScoreTable has no OOD marks; the OOD metrics and OOD rules "
                              "take a table built with is_ood.")
-        return cls._of_totals(table.values[:, None], table.id_counts, table.ood_counts,
-                              table.loss_sums, table.max_loss, "ScoreTable")
+        sample = cls._of_totals(table.values[:, None], table.id_counts, table.ood_counts,
+                                table.loss_sums, table.max_loss, "ScoreTable")
+        if shared is not None:
+            shared[id(table)] = (table, sample)
+        return sample
 
     @classmethod
     def from_pairs(cls, table: PairTable, rest: dict[str, Any]) -> Sample:

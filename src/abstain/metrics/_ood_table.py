@@ -25,6 +25,7 @@ from .._ood_search.sample import (
     AUTO_EXACT_ROWS,
     N_DIRECTIONS,
     check_pair_search,
+    one_sample_per_table,
     resolve_search,
 )
 from ..exceptions import InfeasibleTargetWarning
@@ -146,7 +147,7 @@ def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fp
     settings = {"tpr": tpr, "fpr": fpr}
     out = np.full(applicable.shape, np.nan)
     hows: list[str | None] = []
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), one_sample_per_table():  # a table's metrics share its sample
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
         for i, (truth, raw) in enumerate(samples):
             how, s, keyword = resolve_search(raw, search)
