@@ -61,6 +61,7 @@ RUNS: tuple[Run, ...] = (
         tables_only="the stored table predates the section 'Why the selective risks differ' "
                     "and its line 'Produced by' omits --n 50000 --h 0.01"),
     Run("bench_ltt_start.py", (), ("bench_ltt_start.md",), out_option=True),
+    Run("fingerprints.py", (), ("fingerprints.md",), out_option=True),
     Run("bench_guarantees.py", ("--crc-only", "--crc-draws", "1000"),
         ("bench_guarantees_crc.md",), timing_columns=("us per fit",), out_option=True),
     Run("bench_exact_order.py", (), ("bench_exact_order.md",),
