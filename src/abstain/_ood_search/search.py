@@ -498,63 +498,136 @@ def _masked_sums(mask: NDArray[np.bool_], x: F64) -> F64:
                     axis=1)
 
 
-def anchor_batches(
-    points: F64, x: F64, anchors: NDArray[np.intp] | None = None,
-) -> Iterator[tuple[NDArray[np.intp], AnchorStates]]:
-    """The ``anchors`` (default every point) in batches, with every state of each (see
-    :func:`exact_search`); ``x`` (m, c) holds the masses to total."""
-    m = points.shape[0]
-    step = max(1, _BATCH_ELEMS // (4 * max(m, 1)))
-    cols = np.arange(m)
-    nc = x.shape[1]
-    todo = np.arange(m) if anchors is None else anchors
-    for e0 in range(0, todo.size, step):
-        e = todo[e0 : e0 + step]
-        rows = e.size
-        dr, dg, zero_r, order, new = _anchor_events(points, e)
-        self_ = zero_r & (dg == 0)
-        below0 = (dr < 0) | (zero_r & (dg < 0))
-        s_b0 = _masked_sums(below0, x)
-        s_zero = _masked_sums(zero_r & ~self_, x)
-        s_lt = _masked_sums(dr < 0, x)
-        s_gt = _masked_sums(dr > 0, x)
-        xe = x[e]
-        has_zero = np.any(zero_r & ~self_, axis=1)
-        valid = ~np.take_along_axis(zero_r, order, axis=1)
+class AnchorLayout(NamedTuple):
+    """What the states of a batch of anchors owe to the points alone, not to their masses:
+    each anchor's swaps in exact order (:func:`_anchor_events`) and which points lie below,
+    tied with or beside it at the angle 0. :func:`anchor_states` totals any masses over it,
+    so samples that share the points (resamples of the rows) share one layout."""
+
+    e: NDArray[np.intp]
+    order: NDArray[np.intp]
+    below0: NDArray[np.bool_]
+    tied0: NDArray[np.bool_]
+    left: NDArray[np.bool_]
+    right: NDArray[np.bool_]
+    wb: NDArray[np.bool_]
+    wa: NDArray[np.bool_]
+    start: NDArray[np.intp]
+    is_end: NDArray[np.bool_]
+    has_zero: NDArray[np.bool_]
+    group: NDArray[np.intp]
+
+    @classmethod
+    def of(cls, e: NDArray[np.intp], order: NDArray[np.intp], new: NDArray[np.bool_],
+           valid: NDArray[np.bool_], below0: NDArray[np.bool_], tied0: NDArray[np.bool_],
+           left: NDArray[np.bool_], right: NDArray[np.bool_]) -> AnchorLayout:
+        """The layout of anchors ``e`` from their points in swap order ``order`` (B, m),
+        ``new`` where a group of swaps starts and ``valid`` where the point has a swap in
+        (0, pi) (both in that order), and per point (B, m) whether it is below the anchor at
+        the angle 0, tied with it there, of smaller and of larger first score."""
+        rows, m = order.shape
+        cols = np.arange(m)
         change = new[:, 1:]
         true = np.ones((rows, 1), dtype=bool)
         is_end = valid & np.concatenate((change, true), axis=1)
         is_start = valid & np.concatenate((true, change), axis=1)
         start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=1)
         wb = np.take_along_axis(below0, order, axis=1) & valid
-        wa = valid & ~wb
-        # P: prefix masses (c, B, S), G: group masses, S = 2m + 3 states per anchor
-        S = 2 * m + 3
-        P = np.empty((nc, rows, S))
-        G = np.empty((nc, rows, S))
-        for c in range(nc):
-            xs = x[:, c][order]
-            cb = np.zeros((rows, m + 1))
-            np.cumsum(np.where(wb, xs, 0.0), axis=1, out=cb[:, 1:])
-            ca = np.zeros((rows, m + 1))
-            np.cumsum(np.where(wa, xs, 0.0), axis=1, out=ca[:, 1:])
-            run = s_b0[:, c : c + 1] - cb + ca
+        return cls(e, order, below0, tied0, left, right, wb, valid & ~wb, start, is_end,
+                   np.any(tied0, axis=1), np.cumsum(new, axis=1))
+
+    def restrict(self, rows: NDArray[np.intp], drawn: NDArray[np.bool_]) -> AnchorLayout:
+        """The layout of the anchors ``rows`` of this batch over the points ``drawn`` only,
+        numbered in their order (the anchors among them): the swaps keep their exact order,
+        a group of swaps loses its points that are not drawn."""
+        m2 = int(np.count_nonzero(drawn))
+        num = np.cumsum(drawn) - 1
+        order = self.order[rows]
+        keep = drawn[order]
+        o2 = num[order[keep]].reshape(rows.size, m2)
+        g2 = self.group[rows][keep].reshape(rows.size, m2)
+        new2 = np.ones(g2.shape, dtype=bool)
+        new2[:, 1:] = g2[:, 1:] != g2[:, :-1]
+        valid = (self.wa[rows] | self.wb[rows])[keep].reshape(rows.size, m2)
+        cols = np.flatnonzero(drawn)
+        return AnchorLayout.of(num[self.e[rows]], o2, new2, valid,
+                               *(np.take(a[rows], cols, axis=1)
+                                 for a in (self.below0, self.tied0, self.left, self.right)))
+
+
+def anchor_layouts(points: F64, anchors: NDArray[np.intp] | None = None,
+                   ) -> Iterator[AnchorLayout]:
+    """The ``anchors`` (default every point) in batches, with the layout of each batch."""
+    m = points.shape[0]
+    step = max(1, _BATCH_ELEMS // (4 * max(m, 1)))
+    todo = np.arange(m) if anchors is None else anchors
+    for e0 in range(0, todo.size, step):
+        e = todo[e0 : e0 + step]
+        dr, dg, zero_r, order, new = _anchor_events(points, e)
+        self_ = zero_r & (dg == 0)
+        yield AnchorLayout.of(e, order, new, ~np.take_along_axis(zero_r, order, axis=1),
+                              (dr < 0) | (zero_r & (dg < 0)), zero_r & ~self_, dr < 0, dr > 0)
+
+
+def anchor_states(lay: AnchorLayout, x: F64, ties: int = 1) -> AnchorStates:
+    """Every state of the anchors of ``lay`` (see :func:`exact_search`) with the masses
+    ``x`` (m, c) of the points; of the states at a swap, only those where at least ``ties``
+    points swap with the anchor (the others are left out: ``ok`` False, masses unset)."""
+    rows, m = lay.order.shape
+    nc = x.shape[1]
+    order, start = lay.order, lay.start
+    size = np.arange(m)[None, :] - start + 1
+    dense = ties <= 1
+    crit = lay.is_end if dense else lay.is_end & (size >= ties)
+    if not dense:
+        rr, cc = np.nonzero(crit)
+        st = start[rr, cc]
+    s_b0 = _masked_sums(lay.below0, x)
+    s_zero = _masked_sums(lay.tied0, x)
+    s_lt = _masked_sums(lay.left, x)
+    s_gt = _masked_sums(lay.right, x)
+    xe = x[lay.e]
+    # P: prefix masses (c, B, S), G: group masses, S = 2m + 3 states per anchor
+    S = 2 * m + 3
+    P = np.empty((nc, rows, S))
+    G = np.empty((nc, rows, S))
+    for c in range(nc):
+        xs = x[:, c][order]
+        cb = np.zeros((rows, m + 1))
+        np.cumsum(np.where(lay.wb, xs, 0.0), axis=1, out=cb[:, 1:])
+        ca = np.zeros((rows, m + 1))
+        np.cumsum(np.where(lay.wa, xs, 0.0), axis=1, out=ca[:, 1:])
+        run = s_b0[:, c : c + 1] - cb + ca
+        pc, gc, xc = P[c], G[c], xe[:, c : c + 1]
+        pc[:, 0] = s_lt[:, c]
+        gc[:, 0] = xe[:, c] + s_zero[:, c]
+        if dense:
             tied_b = cb[:, 1:] - np.take_along_axis(cb, start, axis=1)
             tied = tied_b + ca[:, 1:] - np.take_along_axis(ca, start, axis=1)
-            pc, gc, xc = P[c], G[c], xe[:, c : c + 1]
-            pc[:, 0] = s_lt[:, c]
-            gc[:, 0] = xe[:, c] + s_zero[:, c]
             pc[:, 1 : m + 1] = np.take_along_axis(run, start, axis=1) - tied_b
             gc[:, 1 : m + 1] = xc + tied
-            pc[:, m + 1] = s_b0[:, c]
-            gc[:, m + 1 :] = xc
-            pc[:, m + 2 : 2 * m + 2] = run[:, 1:]
-            pc[:, 2 * m + 2] = s_gt[:, c]
-            gc[:, 2 * m + 2] = gc[:, 0]
-        ok = np.ones((rows, S), dtype=bool)
-        ok[:, 1 : m + 1] = is_end
-        ok[:, m + 2 : 2 * m + 2] = is_end
-        yield e, AnchorStates(P, G, ok, has_zero, cols[None, :] - start + 1)
+        else:
+            tb = cb[rr, cc + 1] - cb[rr, st]
+            pc[rr, 1 + cc] = run[rr, st] - tb
+            gc[rr, 1 + cc] = xe[rr, c] + (tb + ca[rr, cc + 1] - ca[rr, st])
+        pc[:, m + 1] = s_b0[:, c]
+        gc[:, m + 1 :] = xc
+        pc[:, m + 2 : 2 * m + 2] = run[:, 1:]
+        pc[:, 2 * m + 2] = s_gt[:, c]
+        gc[:, 2 * m + 2] = gc[:, 0]
+    ok = np.ones((rows, S), dtype=bool)
+    ok[:, 1 : m + 1] = crit
+    ok[:, m + 2 : 2 * m + 2] = lay.is_end
+    return AnchorStates(P, G, ok, lay.has_zero, size)
+
+
+def anchor_batches(
+    points: F64, x: F64, anchors: NDArray[np.intp] | None = None,
+) -> Iterator[tuple[NDArray[np.intp], AnchorStates]]:
+    """The ``anchors`` (default every point) in batches, with every state of each (see
+    :func:`exact_search`); ``x`` (m, c) holds the masses to total."""
+    for lay in anchor_layouts(points, anchors):
+        yield lay.e, anchor_states(lay, x)
 
 
 def exact_search(
