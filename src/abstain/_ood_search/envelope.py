@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .search import AnchorLayout, anchor_batches, anchor_layouts, anchor_states
+from .search import anchor_batches, anchor_layouts, anchor_states
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -84,7 +84,7 @@ def envelopes(scores: F64, ood: F64, gains: F64, *, sweep_below: int | None = No
     (:func:`~abstain._ood_search.envelope_branch.branch_envelopes`); the envelope is the same.
     """
     pts, inv = np.unique(scores, axis=0, return_inverse=True)
-    return _lines(pts, _masses(inv.reshape(-1), pts.shape[0], ood, gains), None, sweep_below)
+    return _lines(pts, _masses(inv.reshape(-1), pts.shape[0], ood, gains), sweep_below)
 
 
 def _masses(inv: NDArray[np.intp], m: int, ood: F64, gains: F64) -> F64:
@@ -96,11 +96,10 @@ def _masses(inv: NDArray[np.intp], m: int, ood: F64, gains: F64) -> F64:
     return x
 
 
-def _lines(pts: F64, x: F64, layouts: list[AnchorLayout] | None,
-           sweep_below: int | None) -> list[Lines]:
+def _lines(pts: F64, x: F64, sweep_below: int | None) -> list[Lines]:
     """The envelopes of the distinct pairs ``pts`` with masses ``x`` (OOD, gain...): the
-    full sweep over the anchors of ``layouts`` (default: those of ``pts`` with OOD mass) or,
-    above ``sweep_below`` pairs, the branch and bound."""
+    full sweep over the anchors with OOD mass or, above ``sweep_below`` pairs, the branch
+    and bound."""
     from . import envelope_branch as branch  # it builds on this module
 
     m, g = pts.shape[0], x.shape[1] - 1
@@ -111,7 +110,7 @@ def _lines(pts: F64, x: F64, layouts: list[AnchorLayout] | None,
     segs = [np.zeros((4, 0)) for _ in range(g)]
     flat = [np.full((FLAT + 1, n_ood + 1), -np.inf) for _ in range(g)]
     below = branch.SWEEP_BELOW if sweep_below is None else sweep_below
-    if layouts is None and m > below and g <= 2 and n_ood > 0:
+    if m > below and g <= 2 and n_ood > 0:
         found, low = branch.branch_envelopes(pts, x)
         for P, G in found:
             _add_segments(segs, flat, P[:, 1], G[:, 1], [P[:, c] for c in (0, 2)[:g]],
@@ -119,9 +118,7 @@ def _lines(pts: F64, x: F64, layouts: list[AnchorLayout] | None,
         for c in range(g):
             np.maximum(flat[c][1, :n_ood], low[c][:n_ood], out=flat[c][1, :n_ood])
     else:
-        if layouts is None:
-            layouts = list(anchor_layouts(pts, np.flatnonzero(x[:, 0] > 0)))
-        for lay in layouts:
+        for lay in anchor_layouts(pts, np.flatnonzero(x[:, 0] > 0)):
             st = anchor_states(lay, x, ties=2)  # a tie of two points is dominated (above)
             keep = st.ok.copy()
             keep[:, 2 * m + 2] = False  # the angle pi is not a direction of the half-circle
@@ -129,62 +126,6 @@ def _lines(pts: F64, x: F64, layouts: list[AnchorLayout] | None,
                           [st.P[1 + c][keep] for c in range(g)],
                           [st.G[1 + c][keep] for c in range(g)])
     return [_pieces(segs[c], flat[c], n_ood, float(x[:, 1 + c].sum())) for c in range(g)]
-
-
-class EnvelopeResampler:
-    """The envelopes of :func:`envelopes` for resamples of the same rows.
-
-    ``scores`` (n, 2), ``ood`` (n,) and ``gains`` (n, g) as for :func:`envelopes`. The
-    distinct pairs and, up to ``sweep_below`` of them (default
-    :data:`~abstain._ood_search.envelope_branch.SWEEP_BELOW`), each anchor's swaps in exact
-    order (:func:`~abstain._ood_search.search.anchor_layouts`) are computed once; a resample
-    is given by ``counts`` (n,), how often each row was drawn, and costs the totals of its
-    masses over the shared orders, not the sort of the swaps. Points that were not drawn
-    keep their place with zero masses: each of their states is a rule of the resampled rows
-    (its group holds the same masses), and every state of the resampled rows is one of
-    them, so the envelope is that of the resampled rows, up to the round-off of masses
-    summed as ``count * mass`` instead of row by row. Above ``sweep_below`` pairs each
-    resample runs :func:`envelopes` on its drawn pairs.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> s = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.5, 0.5]])
-    >>> ood, gain = np.array([0.0, 1.0, 1.0, 0.0]), np.array([[1.0], [0.0], [0.0], [1.0]])
-    >>> r = EnvelopeResampler(s, ood, gain)
-    >>> counts = np.array([2, 1, 0, 1])
-    >>> area(r.envelopes(counts)[0]) == area(envelopes(s[[0, 0, 1, 3]], ood[[0, 0, 1, 3]],
-    ...                                                gain[[0, 0, 1, 3]])[0])
-    True
-    """
-
-    def __init__(self, scores: F64, ood: F64, gains: F64, *,
-                 sweep_below: int | None = None) -> None:
-        from . import envelope_branch as branch  # it builds on this module
-
-        pts, inv = np.unique(scores, axis=0, return_inverse=True)
-        self.pts, self.inv = pts, inv.reshape(-1)
-        self.ood, self.gains = ood, gains
-        self.sweep_below = branch.SWEEP_BELOW if sweep_below is None else sweep_below
-        self.layouts: list[AnchorLayout] | None = None
-        if pts.shape[0] <= self.sweep_below:
-            anchors = np.flatnonzero(np.bincount(self.inv, weights=np.abs(ood),
-                                                 minlength=pts.shape[0]) > 0)
-            self.layouts = list(anchor_layouts(pts, anchors))
-
-    def envelopes(self, counts: I64) -> list[Lines]:
-        """The envelopes of the rows drawn ``counts`` times each (one per gain column)."""
-        w = np.asarray(counts, dtype=np.float64)
-        m = self.pts.shape[0]
-        x = _masses(self.inv, m, w * self.ood, w[:, None] * self.gains)
-        drawn = np.bincount(self.inv, weights=w, minlength=m) > 0
-        if self.layouts is None:
-            return _lines(self.pts[drawn], x[drawn], None, self.sweep_below)
-        # the drawn anchors with OOD mass, over the drawn points
-        anchor = drawn & (x[:, 0] > 0)
-        layouts = [lay.restrict(np.flatnonzero(anchor[lay.e]), drawn) for lay in self.layouts]
-        return _lines(self.pts[drawn], x[drawn], [lay for lay in layouts if lay.e.size],
-                      self.sweep_below)
 
 
 def _add_segments(segs: list[F64], flat: list[F64], p0: F64, g0: F64, pg: list[F64],

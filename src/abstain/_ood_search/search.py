@@ -501,8 +501,7 @@ def _masked_sums(mask: NDArray[np.bool_], x: F64) -> F64:
 class AnchorLayout(NamedTuple):
     """What the states of a batch of anchors owe to the points alone, not to their masses:
     each anchor's swaps in exact order (:func:`_anchor_events`) and which points lie below,
-    tied with or beside it at the angle 0. :func:`anchor_states` totals any masses over it,
-    so samples that share the points (resamples of the rows) share one layout."""
+    tied with or beside it at the angle 0. :func:`anchor_states` totals masses over it."""
 
     e: NDArray[np.intp]
     order: NDArray[np.intp]
@@ -515,7 +514,6 @@ class AnchorLayout(NamedTuple):
     start: NDArray[np.intp]
     is_end: NDArray[np.bool_]
     has_zero: NDArray[np.bool_]
-    group: NDArray[np.intp]
 
     @classmethod
     def of(cls, e: NDArray[np.intp], order: NDArray[np.intp], new: NDArray[np.bool_],
@@ -534,25 +532,7 @@ class AnchorLayout(NamedTuple):
         start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=1)
         wb = np.take_along_axis(below0, order, axis=1) & valid
         return cls(e, order, below0, tied0, left, right, wb, valid & ~wb, start, is_end,
-                   np.any(tied0, axis=1), np.cumsum(new, axis=1))
-
-    def restrict(self, rows: NDArray[np.intp], drawn: NDArray[np.bool_]) -> AnchorLayout:
-        """The layout of the anchors ``rows`` of this batch over the points ``drawn`` only,
-        numbered in their order (the anchors among them): the swaps keep their exact order,
-        a group of swaps loses its points that are not drawn."""
-        m2 = int(np.count_nonzero(drawn))
-        num = np.cumsum(drawn) - 1
-        order = self.order[rows]
-        keep = drawn[order]
-        o2 = num[order[keep]].reshape(rows.size, m2)
-        g2 = self.group[rows][keep].reshape(rows.size, m2)
-        new2 = np.ones(g2.shape, dtype=bool)
-        new2[:, 1:] = g2[:, 1:] != g2[:, :-1]
-        valid = (self.wa[rows] | self.wb[rows])[keep].reshape(rows.size, m2)
-        cols = np.flatnonzero(drawn)
-        return AnchorLayout.of(num[self.e[rows]], o2, new2, valid,
-                               *(np.take(a[rows], cols, axis=1)
-                                 for a in (self.below0, self.tied0, self.left, self.right)))
+                   np.any(tied0, axis=1))
 
 
 def anchor_layouts(points: F64, anchors: NDArray[np.intp] | None = None,
