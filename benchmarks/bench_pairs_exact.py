@@ -12,7 +12,10 @@ falls on all of them:
   (the baseline of the ratios).
 
 Data: two Gaussian scores, OOD rows shifted by (0.7, 0.3), 40 % OOD. The unit check prints
-each search's value with the first column x1 and x100. Run: ``python
+each search's value with the first column x1 and x100. The resample line times the exact
+AUROC of a bootstrap resample of 2,000 rows (rows drawn with replacement, so repeated
+pairs) against that of the rows themselves: what ``evaluate_ood(n_bootstrap=)`` and
+``abstain report --bootstrap`` pay per resample of a pair. Run: ``python
 benchmarks/bench_pairs_exact.py [--sizes 3000 20000 100000] [--exact-max 20000]``. Writes
 benchmarks/results/bench_pairs_exact.md.
 """
@@ -50,6 +53,15 @@ def time_row(n: int, exact_max: int, repeats: int) -> list[str]:
     return cells
 
 
+def resample_line(repeats: int, n: int = 2000) -> str:
+    s, is_ood = _data(n)
+    i = np.random.default_rng(1).integers(0, n, n)
+    t = best_times({"rows": lambda: auroc(is_ood, s, search="exact"),
+                    "resample": lambda: auroc(is_ood[i], s[i], search="exact")}, repeats)
+    return (f"Exact AUROC of one bootstrap resample of {n:,} rows: {t['resample']:.3f} s "
+            f"(the rows themselves: {t['rows']:.3f} s).")
+
+
 def unit_line(n: int) -> str:
     s, is_ood = _data(n)
     t = s * [100.0, 1.0]
@@ -73,6 +85,7 @@ def main() -> None:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     units = [unit_line(n) for n in sorted({min(args.sizes), max(args.sizes)})]
+    resample = resample_line(args.repeats)
     text = "\n".join([
         "# Two-score AUROC: exact envelope, default search and grid",
         "",
@@ -83,6 +96,8 @@ def main() -> None:
         "`grid` in the same run. `-`: not timed (above `--exact-max`).",
         "",
         *lines,
+        "",
+        resample,
         "",
         "Units of a column:",
         "",
