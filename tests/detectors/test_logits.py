@@ -38,6 +38,21 @@ def test_gen_against_reference(gamma, top_m):
                                rtol=1e-12)
 
 
+@pytest.mark.parametrize("n_classes", [1, 2, 32, 33, 40])
+@pytest.mark.parametrize(("gamma", "top_m"), [(0.1, 100), (0.3, 7), (1.0, 1)])
+def test_gen_on_both_layouts_with_ties(n_classes, gamma, top_m):
+    """GEN on few columns (softmax of the transposed copy) and on many (along rows), with
+    tied logits, a dominant entry and all-equal rows: the reference; the caller's array is
+    left as it was."""
+    L = np.round(np.random.default_rng(n_classes).normal(0, 3, (40, n_classes)))
+    L[0] = 0.0
+    L[1, 0] = 60.0
+    before = L.copy()
+    np.testing.assert_allclose(GEN(gamma=gamma, top_m=top_m).score(L), R.gen(L, gamma, top_m),
+                               rtol=1e-12, atol=1e-300)
+    np.testing.assert_array_equal(L, before)
+
+
 @pytest.mark.parametrize("det", [MSP(), MaxLogit(), Energy(), ODIN(), GEN()])
 @pytest.mark.parametrize(("bad", "match"), [
     ([[np.nan, 1.0]], "finite"), ([1.0, 2.0], "2-D"), (np.zeros((0, 3)), "2-D"),
@@ -68,6 +83,41 @@ def test_logsumexp_rows_equals_scipys() -> None:
              np.hstack([np.full((20, 1), 60.0), rng.normal(size=(20, 4))])]
     for z in cases:
         np.testing.assert_allclose(logsumexp_rows(z), logsumexp(z, axis=1), rtol=1e-15)
+
+
+def test_log1p_of_the_rest_equals_numpys() -> None:
+    """The log1p of the terms beside the peak (from NumPy's vectorised log, corrected for
+    the rounding of 1 + x): np.log1p's values to two units in the last place, from 0 and
+    subnormals (where 1 + x rounds to 1) to the largest sums of terms."""
+    from abstain.detectors._logits import _log1p
+
+    rng = np.random.default_rng(3)
+    x = np.concatenate([[0.0, 5e-324, 2.0**-1074 * 3, 2.0**-53, 2.0**-52, 1.0, 2.0**40],
+                        10.0 ** rng.uniform(-320, 6, 20_000), rng.random(2_000)])
+    np.testing.assert_allclose(_log1p(x), np.log1p(x), rtol=4.5e-16, atol=0.0)
+    assert _log1p(np.array([0.0]))[0] == 0.0
+
+
+@pytest.mark.parametrize("n_classes", [3, 10, 40])
+def test_logsumexp_rows_counts_a_tied_peak_among_rows_without(n_classes) -> None:
+    """Rows whose peak is unique (their ties are not counted) beside one row whose peak is
+    tied and rows with one dominant entry (a sum of tiny terms): SciPy's values."""
+    from scipy.special import logsumexp
+
+    from abstain.detectors._logits import logsumexp_rows
+
+    rng = np.random.default_rng(n_classes)
+    z = rng.normal(size=(400, n_classes)) * 5
+    z[7, :2] = z[7].max() + 1.0  # the one tied peak
+    z[8] = -40.0
+    z[8, 1] = 0.0  # logsumexp = log1p(e**-40 * (K - 1)), about 4e-18 * (K - 1)
+    z[9] = -800.0
+    z[9, 0] = 1.0
+    assert np.count_nonzero(z == z.max(axis=1, keepdims=True)) == 401
+    np.testing.assert_allclose(logsumexp_rows(z), logsumexp(z, axis=1), rtol=1e-14, atol=0.0)
+    without_tie = np.delete(z, 7, axis=0)
+    np.testing.assert_allclose(logsumexp_rows(without_tie), logsumexp(without_tie, axis=1),
+                               rtol=1e-14, atol=0.0)
 
 
 @pytest.mark.parametrize("n_classes", [1, 2, 10, 32, 33, 200])

@@ -39,8 +39,23 @@ def _peak_and_rest(z: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray
     np.exp(d, out=d)
     np.subtract(d, top, out=d)  # the peak entries' terms, exactly 1, become exactly 0
     rest = d.sum(axis=axis)
-    rest += np.count_nonzero(top, axis=axis) - 1
+    if np.count_nonzero(top) != z.shape[0]:  # a row with a tied peak: count its ties back
+        rest += np.count_nonzero(top, axis=axis) - 1
     return peak, rest
+
+
+def _log1p(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``log(1 + x)`` of ``x >= 0`` to about one unit in the last place, from NumPy's
+    vectorised ``log`` (``np.log1p`` is not vectorised and took twice as long): with
+    ``u = 1 + x`` rounded, ``log(u) - ((u - 1) - x) / u`` corrects the rounding of ``u`` to
+    first order, and gives ``x`` itself where ``u`` rounds to 1."""
+    u = 1.0 + x
+    out = np.log(u)
+    err = u - 1.0  # exact for 1 <= u < 2**53
+    err -= x  # the rounding error of u, exact
+    err /= u
+    out -= err
+    return out
 
 
 def logsumexp_rows(z: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -59,7 +74,25 @@ def logsumexp_rows(z: NDArray[np.float64]) -> NDArray[np.float64]:
     [0.693147, 1000.0]
     """
     peak, rest = _peak_and_rest(z)
-    return peak + np.log1p(rest)
+    out = _log1p(rest)
+    out += peak
+    return out
+
+
+def softmax_rows(z: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
+    """The softmax of each row of a finite matrix and the axis of its classes: up to
+    ``_TRANSPOSE_UP_TO`` columns transposed, shape (K, n) and axis 0, else (n, K) and
+    axis 1. Each row is shifted by its largest entry and divided by its sum of terms."""
+    if z.shape[1] <= _TRANSPOSE_UP_TO:
+        axis = 0
+        e = z.T.copy()
+        e -= e.max(axis=0)
+    else:
+        axis = 1
+        e = z - z.max(axis=1)[:, None]
+    np.exp(e, out=e)
+    e /= e.sum(axis=axis) if axis == 0 else e.sum(axis=1)[:, None]
+    return e, axis
 
 
 def neg_max_softmax(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
@@ -245,8 +278,12 @@ class GEN(Detector):
         """Scores of logits ``X``, shape (n, K) -> (n,)."""
         self._validate_params()
         gamma, m = float(self.gamma), int(self.top_m)
-        z = self._inputs(X)
-        p = np.exp(z - logsumexp_rows(z)[:, None])
-        k = min(m, p.shape[1])
-        top = -np.partition(-p, k - 1, axis=1)[:, :k] if k < p.shape[1] else p
-        return np.sum(top**gamma * (1.0 - top) ** gamma, axis=1)
+        p, axis = softmax_rows(self._inputs(X))
+        n_classes = p.shape[axis]
+        if m < n_classes:  # the top_m largest of each row
+            top = -np.partition(-p, m - 1, axis=axis)
+            p = top[:m] if axis == 0 else top[:, :m]
+        term = 1.0 - p
+        term *= p
+        np.power(term, gamma, out=term)  # p**gamma (1 - p)**gamma, one power
+        return term.sum(axis=axis)
