@@ -327,6 +327,19 @@ def _gram(C: NDArray[np.floating]) -> NDArray[np.float64]:
     return upper + np.triu(upper, 1).T
 
 
+def _centred(F: NDArray[np.floating], origin: NDArray[np.float64]) -> NDArray[np.floating]:
+    """``F - origin`` in ``F``'s type; ``F`` itself where the origin is zero (a last layer
+    without bias), which saves a pass over the features."""
+    return F - _as_dtype(origin, F.dtype) if origin.any() else F
+
+
+def _row_norms(A: NDArray[np.floating]) -> NDArray[np.float64]:
+    """The Euclidean norm of each row of ``A``, its squares summed in float64 (one pass,
+    several times faster than ``np.linalg.norm(A, axis=1)``, which squares into a new
+    array and sums in ``A``'s type)."""
+    return np.sqrt(np.einsum("ij,ij->i", A, A, dtype=np.float64))
+
+
 #: The largest ``alpha_`` of :class:`ViM` (``2**512``, the square root of the largest float).
 ALPHA_MAX = 2.0**512
 
@@ -423,12 +436,12 @@ class ViM(Detector):
             raise ValueError(f"dim must be smaller than the feature dimension {d}; got {D}.")
         W, b = linear_layer(weight, bias, d, "ViM")
         u = -np.linalg.pinv(W) @ b
-        C = F - _as_dtype(u, dt)
+        C = _centred(F, u)
         cov = _gram(C) / C.shape[0]
         evals, evecs = np.linalg.eigh(cov)
         order = np.argsort(-evals, kind="stable")
         R = evecs[:, order[D:]]
-        vlogit = np.linalg.norm(C @ _as_dtype(R, dt), axis=1)
+        vlogit = _row_norms(C @ _as_dtype(R, dt))
         logits = F @ _as_dtype(W.T, dt) + _as_dtype(b, dt)
         mean_v = float(vlogit.mean(dtype=np.float64))
         if mean_v <= 0:
@@ -457,8 +470,7 @@ class ViM(Detector):
         self._validate_params()
         dt = check_float_dtype("dtype", self.dtype)
         F = self._inputs(X, dt)
-        resid = (F - _as_dtype(self.origin_, dt)) @ _as_dtype(self.residual_basis_, dt)
-        vlogit = np.linalg.norm(resid, axis=1).astype(np.float64)
+        vlogit = _row_norms(_centred(F, self.origin_) @ _as_dtype(self.residual_basis_, dt))
         logits = F @ _as_dtype(self.weight_.T, dt) + _as_dtype(self.bias_, dt)
         energy = logsumexp_rows(logits.astype(np.float64))
         return self.alpha_ * vlogit - energy
