@@ -151,6 +151,24 @@ def test_mahalanobis_against_explicit_inverse():
     np.testing.assert_allclose(Mahalanobis().fit(train, y).score(test), expected, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_mahalanobis_one_class_and_unsorted_labels_leave_the_features_as_they_were(dtype):
+    """Each class's rows are centred in place in a class-ordered copy: with labels in any
+    order, one class or a class of one row, the reference's scores, and the caller's
+    features (already of the detector's type, so not converted) are left as they were."""
+    rng = np.random.default_rng(17)
+    train = (rng.normal(size=(60, 3)) * [3.0, 1.0, 0.5]).astype(dtype)
+    test = rng.normal(size=(10, 3)) * 2
+    for y in (np.zeros(60, dtype=int), rng.permutation(np.arange(60) % 4),
+              np.r_[np.full(59, 7), 2]):
+        before = train.copy()
+        expected = R.mahalanobis(test, train.astype(np.float64), y)
+        det = Mahalanobis(dtype=dtype).fit(train, y)
+        np.testing.assert_array_equal(train, before)
+        rtol = 1e-9 if dtype == "float64" else 1e-4
+        np.testing.assert_allclose(det.score(test), expected, rtol=rtol)
+
+
 def test_mahalanobis_singular_covariance_uses_the_pseudo_inverse():
     rng = np.random.default_rng(8)
     base = rng.normal(size=(40, 2))

@@ -542,13 +542,14 @@ class Mahalanobis(Detector):
         counts = np.bincount(inv)
         order = np.argsort(inv, kind="stable")
         ends = np.cumsum(counts)
-        by_class = F[order]  # each class's rows in one block, in row order
+        C = F[order]  # each class's rows in one block, in row order
+        blocks = [C[e - c:e] for c, e in zip(counts, ends, strict=True)]
         # float64 sums of each block (a reduction over rows: several times faster than
         # np.add.reduceat over axis 0, and the same sums)
-        means = np.stack([by_class[e - c:e].sum(axis=0, dtype=np.float64)
-                          for c, e in zip(counts, ends, strict=True)]) / counts[:, None]
-        del by_class
-        C = F - _as_dtype(means, dt)[inv]
+        means = np.stack([rows.sum(axis=0, dtype=np.float64) for rows in blocks])
+        means /= counts[:, None]
+        for rows, mean in zip(blocks, _as_dtype(means, dt), strict=True):
+            rows -= mean  # centred in place: the covariance sums over rows in any order
         cov = _gram(C) / F.shape[0]
         evals, evecs = np.linalg.eigh(cov)
         keep = evals > rcond * max(float(evals.max()), 0.0)
