@@ -105,9 +105,10 @@ def neg_max_softmax(logits: NDArray[np.float64], temperature: float) -> NDArray[
 
 def neg_energy(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
     """The free energy ``-T logsumexp(logits / T)`` (higher = more OOD)."""
-    if temperature == 1.0:
-        return -logsumexp_rows(logits)
-    return -temperature * logsumexp_rows(logits / temperature)
+    out = logsumexp_rows(logits if temperature == 1.0 else logits / temperature)
+    if temperature != 1.0:
+        out *= temperature
+    return np.negative(out, out=out)
 
 
 def neg_max_logit(logits: NDArray[np.float64]) -> NDArray[np.float64]:
