@@ -141,7 +141,8 @@ def one_sample_per_table() -> Iterator[None]:
     once: the OOD metrics of one table (AUROC, AUPR, FPR at TPR, ...) share it instead of
     checking and converting its totals each. The tables must not change inside the block
     (``ScoreTable.update``); no metric changes a sample."""
-    token = _TABLE_SAMPLES.set({} if _TABLE_SAMPLES.get() is None else _TABLE_SAMPLES.get())
+    outer = _TABLE_SAMPLES.get()
+    token = _TABLE_SAMPLES.set({} if outer is None else outer)
     try:
         yield
     finally:

@@ -557,16 +557,15 @@ def _column_auroc(sample: Sample) -> float:
 
 def _roc_knots(sample: Sample) -> ROCCurve:
     """The ROC knots of one score column, from (0, 0) to (1, 1)."""
-    _one_column(sample)  # one column: its rows are tie groups already, ascending
-    i, o = (core.running_sums(w) for w in (sample.w_id, sample.w_ood))
+    i, o = _column_running_sums(sample)
     return ROCCurve(np.divide(o, sample.n_ood, out=o), np.divide(i, sample.n_id, out=i))
 
 
-def _column_knots(sample: Sample) -> core.Knots:
-    """The knots of a one-column sample, whose rows are its tie groups already (ascending):
-    what :func:`~abstain._ood_search.search.knots` returns on them, without grouping again."""
-    i, o, loss = (core.running_sums(w) for w in (sample.w_id, sample.w_ood, sample.w_loss))
-    return core.Knots(_one_column(sample), i, o, loss)
+def _column_running_sums(sample: Sample) -> tuple[F64, F64]:
+    """The running ID and OOD masses (leading 0 included) of a one-column sample, whose rows
+    are its tie groups already (ascending)."""
+    _one_column(sample)
+    return core.running_sums(sample.w_id), core.running_sums(sample.w_ood)
 
 
 def _average_precision(pos: F64, neg: F64) -> float:
@@ -645,9 +644,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     is_ood, scores, search, n_directions = _pair_args(is_ood, scores, search, n_directions)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1:
-        _one_column(sample)  # its rows are the tie groups, ascending
-        i, o = (core.running_sums(w) for w in (sample.w_id, sample.w_ood))
-        return core.least_fpr(i, o, sample.n_id, sample.n_ood, t)
+        return core.least_fpr(*_column_running_sums(sample), sample.n_id, sample.n_ood, t)
     if search == "exact":
         return _lines_fpr(sample, env.envelope_lines(sample.s, sample.w_ood, sample.w_id), t)
     return min(_fpr_on_knots(core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood,
