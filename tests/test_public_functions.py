@@ -160,6 +160,9 @@ case("Mahalanobis.score",
 case("ScoreTable.from_arrays",
      lambda **k: tables.ScoreTable.from_arrays(k["uncertainty"], k["losses"]),
      {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)
+case("PairResampler",
+     lambda **k: metrics.PairResampler(k["losses"], k["is_ood"], k["scores"], tpr=0.5, fpr=0.5),
+     {"losses": L01, "is_ood": OOD, "scores": S2}, losses=ALL, is_ood=ALL, scores=M2)
 case("TableResampler",
      lambda **k: tables.TableResampler(k["uncertainty"], k["losses"]),
      {"uncertainty": U, "losses": L01}, uncertainty=ALL, losses=ALL)

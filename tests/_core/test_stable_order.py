@@ -121,3 +121,19 @@ def test_the_order_does_not_depend_on_the_row_order_of_ties_in_the_sort(every_si
     assert starts is not None
     for a, b in zip(starts, np.append(starts[1:], u.size), strict=True):
         assert np.all(np.diff(order[a:b]) > 0)
+
+
+@pytest.mark.parametrize("n", [5, 300, 511, 512, 3000])
+def test_stable_orders_of_rows_are_the_stable_argsorts(n: int) -> None:
+    """Each row's order is its stable argsort (ties in column order, -0.0 equal to +0.0) and
+    ``change`` marks where the sorted row's next value differs, on both sides of the
+    packed-key threshold."""
+    rng = np.random.default_rng(n)
+    rows = np.stack([rng.normal(size=n), np.round(rng.normal(size=n), 1),
+                     np.where(rng.random(n) < 0.5, -0.0, 0.0), rng.integers(0, 3, n) * 1e300,
+                     np.full(n, 2.5)])
+    order, change = groups.stable_orders(rows)
+    want = np.argsort(rows, axis=1, kind="stable")
+    assert np.array_equal(order, want)
+    s = np.take_along_axis(rows, want, axis=1)
+    assert np.array_equal(change, s[:, 1:] != s[:, :-1])

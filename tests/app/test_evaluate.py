@@ -334,3 +334,35 @@ def test_bootstrap_on_score_tables_gives_the_intervals_of_the_drawn_rows(monkeyp
         assert got.intervals[name].keys() == cells.keys()
         for key, pair in cells.items():  # the same numbers (NaN where both are)
             np.testing.assert_array_equal(got.intervals[name][key], pair, err_msg=key)
+
+
+def _pair_rows(n=150, seed=5):
+    rng = np.random.default_rng(seed)
+    ood = rng.random(n) < 0.35
+    return {"loss": np.where(ood, 0.0, (rng.random(n) < 0.3) * 1.0),
+            "u": np.round(rng.normal(size=n) + ood, 1), "g": np.round(rng.normal(size=n), 1),
+            "is_ood": ood.astype(float)}
+
+
+def test_a_pair_is_bootstrapped_on_its_grid_as_its_drawn_rows_are(monkeypatch):
+    """A pair searched on the grid is resampled on its directions' kept orders: the same
+    intervals as the drawn rows give (the path taken for a pair searched exactly)."""
+    from abstain.app.data import Resampled
+
+    data = prepare(_pair_rows(), scores=["u"], ood_score="g")
+    fast = evaluate(data, search="grid", n_bootstrap=25, random_state=3)
+    monkeypatch.setattr(Resampled, "pair_resamplers", staticmethod(lambda *a, **k: {}))
+    rows = evaluate(data, search="grid", n_bootstrap=25, random_state=3)
+    assert repr(fast.intervals) == repr(rows.intervals)  # bit for bit
+    assert repr(fast.metrics) == repr(rows.metrics)
+
+
+def test_with_a_bootstrap_auto_takes_the_scaled_grid_for_a_pair():
+    table = _pair_rows()
+    ev = evaluate(prepare(table, scores=["u"], ood_score="g"), n_bootstrap=5, random_state=0)
+    s = np.column_stack([table["u"], table["g"]])
+    ood = table["is_ood"].astype(bool)
+    assert ev.metrics["u+g"]["auroc"] == m.auroc(ood, s / s.std(axis=0), search="grid")
+    assert "or a bootstrap" in ev.notes["u+g"]["auroc"]
+    plain = evaluate(prepare(table, scores=["u"], ood_score="g"))
+    assert plain.metrics["u+g"]["auroc"] == m.auroc(ood, s, search="exact")

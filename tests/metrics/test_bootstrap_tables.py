@@ -20,17 +20,40 @@ def _data(seed=0, n=300):
 
 
 def test_evaluate_ood_intervals_are_those_of_the_resampled_rows() -> None:
+    """With a bootstrap, ``"auto"`` takes the scaled grid for the pair, the point value and
+    every resample alike: the grid of the columns divided by the full rows' deviations."""
     losses, ood, cols = _data()
     got = evaluate_ood(losses, ood, cols, n_bootstrap=40, random_state=3)
+    assert got.search == [None, None, "scaled grid"]
     n = ood.size
+    pair = cols["a+b"]
+    scaled = {**cols, "a+b": pair / pair.std(axis=0)}
     applicable = _applicable([s.ndim == 2 for s in cols.values()], True)
+    point, _ = _table([({"losses": losses, "is_ood": ood}, s) for s in scaled.values()],
+                      applicable, 0.95, 0.05, "grid", 360)
+    assert np.array_equal(got.values, point, equal_nan=True)
     want = bootstrap_interval(
-        lambda i: _table([({"losses": losses[i], "is_ood": ood[i]}, s[i]) for s in cols.values()],
-                         applicable, 0.95, 0.05, "auto", 360)[0],
+        lambda i: _table([({"losses": losses[i], "is_ood": ood[i]}, s[i])
+                          for s in scaled.values()], applicable, 0.95, 0.05, "grid", 360)[0],
         ood, n_bootstrap=40, random_state=3,
         key=np.column_stack([losses, ood, *(s.reshape(n, -1) for s in cols.values())]))
     assert np.array_equal(got.low, want.low, equal_nan=True)
     assert np.array_equal(got.high, want.high, equal_nan=True)
+
+
+def test_exact_pairs_are_resampled_as_rows() -> None:
+    """``search="exact"`` keeps the exact search on every resample's drawn rows."""
+    losses, ood, cols = _data(n=120)
+    cols = {"a+b": cols["a+b"]}
+    got = evaluate_ood(losses, ood, cols, search="exact", n_bootstrap=6, random_state=1)
+    assert got.search == ["exact"]
+    applicable = _applicable([True], True)
+    want = bootstrap_interval(
+        lambda i: _table([({"losses": losses[i], "is_ood": ood[i]}, cols["a+b"][i])],
+                         applicable, 0.95, 0.05, "exact", 360)[0],
+        ood, n_bootstrap=6, random_state=1,
+        key=np.column_stack([losses, ood, cols["a+b"]]))
+    assert np.array_equal(got.low, want.low, equal_nan=True)
 
 
 def test_win_fraction_is_that_of_the_resampled_rows() -> None:

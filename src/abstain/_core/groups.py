@@ -224,6 +224,37 @@ def stable_order(
     return _rows_in_order(order, starts[1:]), starts
 
 
+#: From this many columns on :func:`stable_orders` sorts packed keys row by row.
+_KEYED_MIN_ROWS_2D = 512
+
+
+def stable_orders(rows: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+    """:func:`stable_order` of each row of a 2-D array of finite float64 scores: the orders
+    (the shape of ``rows``) and ``change`` (one column fewer), True where a sorted row's
+    next value starts a new tie group. Row by row from packed integer keys
+    (:func:`_keyed_order`, about twice as fast as a stable float sort from a few hundred
+    columns on), else one stable argsort of the rows; the same order either way."""
+    d, n = rows.shape
+    if n < _KEYED_MIN_ROWS_2D or n >= 1 << 40:
+        order = np.argsort(rows, axis=1, kind="stable")
+        s = np.take_along_axis(rows, order, axis=1)
+        return order, s[:, 1:] != s[:, :-1]
+    order = np.empty((d, n), dtype=np.intp)
+    change = np.ones((d, max(n - 1, 0)), dtype=bool)
+    for k in range(d):
+        keyed = _keyed_order(rows[k])
+        if keyed is None:
+            order[k] = np.argsort(rows[k], kind="stable")
+            s = rows[k][order[k]]
+            change[k] = s[1:] != s[:-1]
+            continue
+        order[k], starts = keyed
+        if starts is not None:  # else every value is its own group
+            change[k] = False
+            change[k, starts[1:] - 1] = True
+    return order, change
+
+
 def _rows_in_order(order: NDArray[np.intp], starts: NDArray[np.intp]) -> NDArray[np.intp]:
     """``order`` (an argsort) with the rows of each tie group (starting at the sorted
     positions ``starts``, the first excluded) in row order: (group, row) pairs packed in one

@@ -32,7 +32,23 @@ from .._core.validation import (
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable, check_whole_table, table_or_none
 from .branch import branch_search
-from .search import F64, Best, Constraint, better, grid_search, grid_weights, project
+from .search import (
+    F64,
+    Best,
+    Constraint,
+    GridOrders,
+    better,
+    grid_batches,
+    grid_best,
+    grid_orders,
+    grid_weights,
+    project,
+    running_rows,
+)
+
+#: At most this many (direction, row) entries of a sample's grid are kept between calls
+#: (:meth:`Sample.grid`): about 100 MB of orders, projections and running masses.
+GRID_CACHE = 1 << 21
 
 #: Direction searches of the two-score rules.
 SEARCH = ("grid", "exact")
@@ -177,6 +193,11 @@ class Sample:
         self.s, self.w_id, self.w_ood, self.w_loss = s, w_id, w_ood, w_loss
         self.n_id = float(w_id.sum())
         self.n_ood = float(w_ood.sum())
+        # the rows in each grid direction's order (:meth:`keep_orders`), and those with the
+        # running masses (:meth:`grid`), per number of directions
+        self._orders: dict[int, list[GridOrders]] = {}
+        self._grid: dict[int, list[tuple[GridOrders, list[F64]]]] = {}
+        self._drawn: NDArray[np.bool_] | None = None  # a resample's rows drawn at least once
 
     @classmethod
     def of(cls, scores: Any, is_ood: Any, losses: Any,
@@ -259,6 +280,67 @@ class Sample:
             return np.ones((1, 1))
         return grid_weights(n_directions)
 
+    def grid(self, n_directions: int) -> Iterator[tuple[GridOrders, list[F64]]]:
+        """Per batch of the grid's directions (one score: the score itself), the rows in
+        each direction's order and the running ID, OOD and loss masses in it
+        (:func:`~abstain._ood_search.search.running_rows`, leading 0 included). Kept by the
+        sample where all batches together hold at most ``GRID_CACHE`` entries, so the
+        metrics of one sample share them; else sorted again on each call."""
+        cached = self._grid.get(n_directions)
+        if cached is not None:
+            yield from cached
+            return
+        w = self.directions("grid", n_directions)
+        n = self.s.shape[0]
+        keep = n * w.shape[0] <= GRID_CACHE
+        orders = self._orders.get(n_directions)
+        out = []
+        for k, (b0, b1) in enumerate(grid_batches(n, w.shape[0])):
+            if orders is not None:
+                o = orders[k]
+            else:
+                o = grid_orders(self.s, w[b0:b1])
+                if self._drawn is not None:  # a resample: its drawn rows alone
+                    o = o.drawn(self._drawn)
+            item = (o, [running_rows(o, v) for v in (self.w_id, self.w_ood, self.w_loss)])
+            if keep:
+                out.append(item)
+            yield item
+        if keep:
+            self._grid[n_directions] = out
+
+    def keep_orders(self, n_directions: int) -> bool:
+        """Sort the grid's directions once and keep their orders for :meth:`resampled`
+        (where they fit in ``GRID_CACHE`` entries); whether they are kept."""
+        w = self.directions("grid", n_directions)
+        n = self.s.shape[0]
+        if n * w.shape[0] > GRID_CACHE:
+            return False
+        if n_directions not in self._orders:
+            self._orders[n_directions] = [grid_orders(self.s, w[b0:b1])
+                                          for b0, b1 in grid_batches(n, w.shape[0])]
+        return True
+
+    def resampled(self, counts: NDArray[np.integer]) -> Sample:
+        """The sample of the resample that draws row ``i`` ``counts[i]`` times: the same
+        rows with every weight multiplied by its count. The grid's orders kept by
+        :meth:`keep_orders` are kept for the drawn rows, so the grid metrics and searches of
+        the resample sort nothing; without them the sample holds the drawn rows alone. The
+        masses equal those of the drawn rows (the same sums, a row drawn ``k`` times
+        weighted ``k``; exact for whole-number weights)."""
+        c = np.asarray(counts, dtype=np.float64)
+        drawn = c > 0
+        above = bool(np.any(drawn & (self.w_loss > self.w_id)))
+        if not self._orders:
+            return Sample(self.s[drawn], (self.w_id * c)[drawn], (self.w_ood * c)[drawn],
+                          (self.w_loss * c)[drawn], loss_above_one=above, grouped=True)
+        out = Sample(self.s, self.w_id * c, self.w_ood * c, self.w_loss * c,
+                     loss_above_one=above, grouped=True)
+        out._orders = {d: [o.drawn(drawn) for o in batches]
+                       for d, batches in self._orders.items()}
+        out._drawn = drawn
+        return out
+
     def run(self, search: str, n_directions: int, ratio: Constraint | None,
             slopes: tuple[float, float, float] | None,
             record: Callable[[F64, F64], None] | None = None) -> Found | None:
@@ -272,8 +354,9 @@ class Sample:
             return self._exact(ratio, slopes)
         best: Found | None = None
         dirs = self.directions(search, n_directions)
-        found = grid_search(self.s, dirs, self.w_id, self.w_ood, self.w_loss, ratio, slopes,
-                            self.n_id, self.n_ood, record=record)
+        found = [f for orders, cum in self.grid(n_directions)
+                 for f in grid_best(orders, cum, ratio, slopes, self.n_id, self.n_ood,
+                                    record=record)]
         for w, f in zip(dirs, found, strict=True):
             if f is None:
                 continue
@@ -345,7 +428,8 @@ class ResolvedSearch(NamedTuple):
     for both grids; None for anything but two score columns."""
 
 
-def resolve_search(scores: Any, search: str = "auto") -> ResolvedSearch:
+def resolve_search(scores: Any, search: str = "auto", *,
+                   resampled: bool = False) -> ResolvedSearch:
     """How :func:`abstain.metrics.evaluate_ood` computes the metrics of ``scores`` under
     ``search`` (``"auto"``, ``"exact"`` or ``"grid"``, checked by
     :func:`check_pair_search`), the columns it computes them on, and the ``search``
@@ -359,13 +443,19 @@ def resolve_search(scores: Any, search: str = "auto") -> ResolvedSearch:
     else ``"grid"`` (None when ``how`` is). A :class:`PairTable` is resolved the same way
     and returned as a table (its standard deviations from the pairs' counts, which may
     differ from the rows' in the last bits).
+
+    With ``resampled`` (the metrics will be bootstrapped), ``"auto"`` gives ``"scaled grid"``
+    at every size: the point value and every resample's are then the same statistic, the
+    grid of the columns divided by the rows' deviations, and the resamples keep the rows'
+    directions and their orders (:meth:`Sample.resampled`), where the exact search would
+    run again on every resample.
     """
-    how, columns = _resolve(scores, check_pair_search(search))
+    how, columns = _resolve(scores, check_pair_search(search), resampled)
     keyword = None if how is None else "exact" if how == "exact" else "grid"
     return ResolvedSearch(how, columns, keyword)
 
 
-def _resolve(scores: Any, search: str) -> tuple[str | None, Any]:
+def _resolve(scores: Any, search: str, resampled: bool = False) -> tuple[str | None, Any]:
     """``how`` and the columns of :func:`resolve_search`, for a checked ``search``."""
     if isinstance(scores, PairTable):
         n, s = scores.n, scores.values
@@ -376,7 +466,7 @@ def _resolve(scores: Any, search: str) -> tuple[str | None, Any]:
         n = s.shape[0]
     if search != "auto":
         return search, scores if isinstance(scores, PairTable) else s
-    if n <= AUTO_EXACT_ROWS:
+    if n <= AUTO_EXACT_ROWS and not resampled:
         return "exact", scores if isinstance(scores, PairTable) else s
     if isinstance(scores, PairTable):  # the deviation over the rows, from the pairs' counts
         w = (scores.counts / n)[:, None]  # sums in row order (a BLAS product's order

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.exact import cos_sin, sorted_events, sorted_projection
-from .._core.groups import group_totals
+from .._core.groups import group_totals, stable_orders
 
 F64 = NDArray[np.float64]
 
@@ -60,13 +60,26 @@ def least_fpr(i: F64, o: F64, n_id: float, n_ood: float, tpr: float) -> float:
     ``i``, ``o``, leading 0 included): the first knot that meets it, or the point of the
     segment that reaches it (the tie group at the threshold accepted with one probability).
     """
+    one = np.zeros(1, dtype=np.intp)
+    return float(least_fpr_rows(i, o, one, np.array([i.size]), n_id, n_ood, tpr)[0])
+
+
+def least_fpr_rows(i: F64, o: F64, starts: NDArray[np.intp], sizes: NDArray[np.intp],
+                   n_id: float, n_ood: float, tpr: float) -> F64:
+    """:func:`least_fpr` of several directions at once: row ``r``'s knots are
+    ``i[starts[r]:starts[r] + sizes[r]]`` (and ``o``), each row's leading 0 included."""
     x = i / n_id
-    j = min(int(np.searchsorted(x, tpr * (1 - 1e-12), side="left")), x.size - 1)
-    y = o[max(j - 1, 0):j + 1] / n_ood  # the FPR of the knots j - 1 and j only
-    if x[j] <= tpr or j == 0:  # a knot meets the target: the first such knot has the least FPR
-        return float(y[-1])
-    # between the last knot below the target and the next one
-    return float(y[0] + (tpr - x[j - 1]) / (x[j] - x[j - 1]) * (y[1] - y[0]))
+    t = tpr * (1 - 1e-12)
+    # the first knot at or above the target (the last where none is), per row
+    below = np.add.reduceat((x < t).astype(np.intp), starts) if x.size else starts * 0
+    j = starts + np.minimum(below, sizes - 1)
+    prev = np.maximum(j - 1, starts)
+    y0, y1 = o[prev] / n_ood, o[j] / n_ood
+    at_knot = (x[j] <= tpr) | (j == starts)  # a knot meets it: the first such has the least FPR
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # between the last knot below the target and the next one
+        inside = y0 + (tpr - x[prev]) / (x[j] - x[prev]) * (y1 - y0)
+    return np.where(at_knot, y1, inside)
 
 
 def most_recall(i: F64, o: F64, n_id: float, n_ood: float, precision: float,
@@ -297,6 +310,68 @@ def rows_best_linear(
                     take(o1), take(l1), take(cost))
 
 
+class GridOrders(NamedTuple):
+    """The rows in the order of each direction of a batch: ``order`` (d, n), the rows'
+    projections ``proj`` (d, n, in row order) and ``change`` (d, n - 1), True where the next
+    sorted row starts a new tie group."""
+
+    order: NDArray[np.intp]
+    proj: F64
+    change: NDArray[np.bool_]
+
+    def value(self, k: int, p: int) -> float:
+        """The projection of direction ``k``'s row at sorted position ``p``."""
+        return float(self.proj[k, self.order[k, p]])
+
+    def drawn(self, rows: NDArray[np.bool_]) -> GridOrders:
+        """The orders of the rows marked in ``rows`` alone (a resample's drawn rows): every
+        direction keeps the same rows, so the result stays rectangular. Two drawn rows are
+        in one tie group iff no group starts between them here."""
+        keep = rows[self.order]
+        k = int(np.count_nonzero(rows))
+        order = self.order[keep].reshape(-1, k)
+        group = np.zeros(self.order.shape, dtype=np.int32)
+        np.cumsum(self.change, axis=1, out=group[:, 1:])
+        g = group[keep].reshape(-1, k)
+        return GridOrders(order, self.proj, g[:, 1:] != g[:, :-1])
+
+
+def grid_orders(scores: F64, w: F64, exact: bool = False) -> GridOrders:
+    """The :class:`GridOrders` of the directions ``w`` (rows): the rounded projections
+    sorted stably (ties in row order, :func:`~abstain._core.groups.stable_orders`), or with
+    ``exact`` (two columns) the exact order and tie groups of
+    :func:`~abstain._core.exact.sorted_projection`."""
+    if scores.shape[1] == 2:
+        s = along(scores[None, :, 0], scores[None, :, 1], w[:, 0:1], w[:, 1:2])
+    else:
+        s = scores[None, :, 0] * w[:, 0:1]
+        for j in range(1, scores.shape[1]):
+            s = s + scores[None, :, j] * w[:, j : j + 1]
+    if exact:
+        ranked = [sorted_projection(scores[:, 0], scores[:, 1], wk) for wk in w]
+        order = np.stack([o for o, _ in ranked])
+        return GridOrders(order, s, np.stack([g for _, g in ranked])[:, 1:])
+    order, change = stable_orders(s)  # tie order fixes the sums
+    return GridOrders(order, s, change)
+
+
+def grid_batches(n: int, d: int) -> Iterator[tuple[int, int]]:
+    """Batches ``[b0, b1)`` of ``d`` directions whose (batch, n) work arrays stay near 16 MB."""
+    step = max(1, _BATCH_ELEMS // max(n, 1))
+    for b0 in range(0, d, step):
+        yield b0, min(d, b0 + step)
+
+
+def running_rows(orders: GridOrders, v: F64) -> F64:
+    """Running sums of the weights ``v`` (per row) in each direction's order, after a leading
+    0: shape (d, n + 1)."""
+    d, n = orders.order.shape
+    c = np.empty((d, n + 1))
+    c[:, 0] = 0.0
+    np.cumsum(np.take(v, orders.order), axis=1, out=c[:, 1:])
+    return c
+
+
 def grid_search(
     scores: F64, weights: F64, w_id: F64, w_ood: F64, w_loss: F64,
     con: Constraint | None, slopes: tuple[float, float, float] | None,
@@ -312,84 +387,75 @@ def grid_search(
     computes them when it is applied.
 
     For a batch of directions the projected scores form one (b, n) matrix, sorted
-    row by row in one call; the tie groups, their running totals and the best point
-    of each row come from 2-D array operations (no loop over samples). The rules
-    are those of :func:`knots` on each direction (segment ``g`` from knot ``g`` to
-    ``g + 1``), chosen by :func:`rows_best_ratio` (``con``) or :func:`rows_best_linear`
-    (``slopes``, knots only). O(d n log n) time, memory
-    bounded by the batch.
+    row by row in one call (:func:`grid_orders`); the best point of each row comes from
+    :func:`grid_best` on those orders. O(d n log n) time, memory bounded by the batch.
 
     ``record``, where given, is called with the knots' running ID and OOD masses of each
     direction, in order (leading 0 included, as :func:`knots` gives them): what a fit
     attains besides its best rule (:func:`least_fpr`, :func:`most_recall`) comes from
     this sweep, not from another one.
     """
-    n = scores.shape[0]
-    d = weights.shape[0]
-    step = max(1, _BATCH_ELEMS // max(n, 1))
+    out: list[tuple[Best, float] | None] = []
+    for b0, b1 in grid_batches(scores.shape[0], weights.shape[0]):
+        orders = grid_orders(scores, weights[b0:b1], exact)
+        cum = [running_rows(orders, v) for v in (w_id, w_ood, w_loss)]
+        out += grid_best(orders, cum, con, slopes, scale_i, scale_o, record)
+    return out
+
+
+def grid_best(
+    orders: GridOrders, cum: list[F64],
+    con: Constraint | None, slopes: tuple[float, float, float] | None,
+    scale_i: float, scale_o: float,
+    record: Callable[[F64, F64], None] | None = None,
+) -> list[tuple[Best, float] | None]:
+    """:func:`grid_search` on a batch of directions already ordered, with the running ID,
+    OOD and loss masses ``cum`` in each direction's order (:func:`running_rows`): the best
+    rule and its threshold for each row of ``orders``. The tie groups and the best point of
+    each row come from 2-D array operations (no loop over samples); the rules are those of
+    :func:`knots` on each direction (segment ``g`` from knot ``g`` to ``g + 1``), chosen by
+    :func:`rows_best_ratio` (``con``) or :func:`rows_best_linear` (``slopes``, knots only)."""
+    order, change = orders.order, orders.change
+    rows, n = order.shape
     cols = np.arange(n)
     out: list[tuple[Best, float] | None] = []
-    for b0 in range(0, d, step):
-        w = weights[b0 : b0 + step]
-        if scores.shape[1] == 2:
-            s = along(scores[None, :, 0], scores[None, :, 1], w[:, 0:1], w[:, 1:2])
-        else:
-            s = scores[None, :, 0] * w[:, 0:1]
-            for j in range(1, scores.shape[1]):
-                s = s + scores[None, :, j] * w[:, j : j + 1]
-        if exact:
-            ranked = [sorted_projection(scores[:, 0], scores[:, 1], wk) for wk in w]
-            order = np.stack([o for o, _ in ranked])
-            change = np.stack([g for _, g in ranked])[:, 1:]
-            s = np.take_along_axis(s, order, axis=1)
-        else:
-            order = np.argsort(s, axis=1, kind="stable")  # tie order fixes the sums
-            s = np.take_along_axis(s, order, axis=1)
-            change = s[:, 1:] != s[:, :-1]
-        rows = s.shape[0]
-        true = np.ones((rows, 1), dtype=bool)
-        is_end = np.concatenate((change, true), axis=1)
-        cum = []
-        for v in (w_id, w_ood, w_loss):
-            c = np.empty((rows, n + 1))
-            c[:, 0] = 0.0
-            np.cumsum(np.take(v, order), axis=1, out=c[:, 1:])
-            cum.append(c)
-        if record is not None:
-            for k in range(rows):
-                at = np.concatenate(([0], np.flatnonzero(is_end[k]) + 1))
-                record(cum[0][k, at], cum[1][k, at])
-        if con is not None:
-            start = None
-            if not change.all():  # else every sample is its own group
-                is_start = np.concatenate((true, change), axis=1)
-                start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=1)
-            # Segments that can hold a feasible point: I at the group end reaches ``a``
-            # and O - k I at one end is within ``b`` (the exact test follows).
-            i_end = cum[0][:, 1:]
-            cand = is_end & (i_end >= con.a - RTOL * scale_i)
-            flat = np.flatnonzero(cand)
-            rix, pos = np.divmod(flat, n)
-            pflat = rix * (n + 1) + (pos if start is None else start.reshape(-1)[flat])
-            eflat = rix * (n + 1) + pos + 1
-            c0 = [c.reshape(-1)[pflat] for c in cum]
-            c1 = [c.reshape(-1)[eflat] for c in cum]
-            lim = con.b + RTOL * (scale_o + con.k * scale_i)
-            sel = np.flatnonzero(
-                np.minimum(c0[1] - con.k * c0[0], c1[1] - con.k * c1[0]) <= lim
-            )
-            r = rows_best_ratio(rix[sel], pos[sel], c0[0][sel], c0[1][sel], c0[2][sel],
-                                c1[0][sel] - c0[0][sel], c1[1][sel] - c0[1][sel],
-                                c1[2][sel] - c0[2][sel], rows, con, scale_i, scale_o)
-            for k in range(rows):
-                out.append((r.best(k), float(s[k, r.at[k]])) if r.found[k] else None)
-        else:
-            assert slopes is not None
-            valid = np.concatenate((true, is_end), axis=1)
-            r = rows_best_linear(cum[0], cum[1], cum[2], valid, *slopes)
-            for k in range(rows):
-                j = int(r.at[k])
-                out.append((r.best(k), float(s[k, j - 1]) if j > 0 else -math.inf))
+    true = np.ones((rows, 1), dtype=bool)
+    is_end = np.concatenate((change, true), axis=1)
+    if record is not None:
+        for k in range(rows):
+            at = np.concatenate(([0], np.flatnonzero(is_end[k]) + 1))
+            record(cum[0][k, at], cum[1][k, at])
+    if con is not None:
+        start = None
+        if not change.all():  # else every sample is its own group
+            is_start = np.concatenate((true, change), axis=1)
+            start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=1)
+        # Segments that can hold a feasible point: I at the group end reaches ``a``
+        # and O - k I at one end is within ``b`` (the exact test follows).
+        i_end = cum[0][:, 1:]
+        cand = is_end & (i_end >= con.a - RTOL * scale_i)
+        flat = np.flatnonzero(cand)
+        rix, pos = np.divmod(flat, n)
+        pflat = rix * (n + 1) + (pos if start is None else start.reshape(-1)[flat])
+        eflat = rix * (n + 1) + pos + 1
+        c0 = [c.reshape(-1)[pflat] for c in cum]
+        c1 = [c.reshape(-1)[eflat] for c in cum]
+        lim = con.b + RTOL * (scale_o + con.k * scale_i)
+        sel = np.flatnonzero(
+            np.minimum(c0[1] - con.k * c0[0], c1[1] - con.k * c1[0]) <= lim
+        )
+        r = rows_best_ratio(rix[sel], pos[sel], c0[0][sel], c0[1][sel], c0[2][sel],
+                            c1[0][sel] - c0[0][sel], c1[1][sel] - c0[1][sel],
+                            c1[2][sel] - c0[2][sel], rows, con, scale_i, scale_o)
+        for k in range(rows):
+            out.append((r.best(k), orders.value(k, int(r.at[k]))) if r.found[k] else None)
+    else:
+        assert slopes is not None
+        valid = np.concatenate((true, is_end), axis=1)
+        r = rows_best_linear(cum[0], cum[1], cum[2], valid, *slopes)
+        for k in range(rows):
+            j = int(r.at[k])
+            out.append((r.best(k), orders.value(k, j - 1) if j > 0 else -math.inf))
     return out
 
 

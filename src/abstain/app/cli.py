@@ -93,7 +93,7 @@ def _search_option(p: argparse.ArgumentParser) -> None:
                         "(unit-free; slow past a few thousand rows), 'grid' the paper's grid on "
                         "the columns as given (depends on their units), 'auto' (default) exact "
                         f"up to {AUTO_EXACT_ROWS} rows and the grid of the standardised columns "
-                        "above")
+                        "above or with --bootstrap")
 
 
 #: Rows per chunk when a source is read in chunks and --chunk-rows is not given.

@@ -178,23 +178,40 @@ class Rows:
 
 
 class Resampled:
-    """One bootstrap resample of :class:`Rows`, for the metrics of its single score columns:
-    each column's score table weighted by how often each row is drawn
-    (:class:`~abstain.tables.TableResampler`, the rows grouped once), so a resample
-    costs a pass over the rows instead of a sort per metric. The metrics are those of
-    :class:`Tables` on these tables, equal to those of the resampled rows (bit for bit with
-    0/1 and whole-number losses). No double-score pair (``pairs`` is empty).
+    """One bootstrap resample of :class:`Rows`, for the metrics of its single score columns
+    and of its pairs searched on a grid: each column's score table weighted by how often
+    each row is drawn (:class:`~abstain.tables.TableResampler`, the rows grouped once), and
+    each pair's grid directions in the orders sorted once (``PairResampler``), so a
+    resample costs passes over the rows instead of sorts. The metrics are those of the
+    resampled rows (bit for bit with 0/1 and whole-number losses). A pair searched exactly
+    is not here (its resample is the drawn rows).
     """
 
     chunked = True
-    pairs: dict[str, tuple[str, str]] = {}
 
     def __init__(self, resamplers: dict[str, Any], counts: NDArray[np.int64],
-                 has_ood: bool) -> None:
+                 has_ood: bool, pairs: dict[str, Any] | None = None) -> None:
         self._resamplers = resamplers
+        self._pair_resamplers = pairs or {}
         self._counts = counts
         self.has_ood = has_ood
         self.names = list(resamplers)
+        self.pairs = dict.fromkeys(self._pair_resamplers)
+
+    @staticmethod
+    def pair_resamplers(rows: Rows, *, tpr: float, fpr: float, search: str,
+                        bounded: bool) -> dict[str, Any]:
+        """The resampler of each pair of ``rows`` searched on a grid as for a bootstrap (its
+        directions' orders sorted once, :class:`abstain.metrics.PairResampler`); a pair
+        searched exactly has none."""
+        out = {}
+        for name in rows.pairs if rows.has_ood else ():
+            losses, ood, s = rows.ood_sample(name)
+            r = m.PairResampler(losses, ood, s, tpr=tpr, fpr=fpr, search=search,
+                                bounded=bounded)
+            if r.usable:
+                out[name] = r
+        return out
 
     @staticmethod
     def resamplers(rows: Rows) -> dict[str, Any]:
@@ -213,6 +230,9 @@ class Resampled:
 
     def ood_metrics(self, name: str, *, tpr: float, fpr: float,
                     search: str) -> tuple[dict[str, float], str | None]:
+        if name in self._pair_resamplers:
+            r = self._pair_resamplers[name]
+            return r.row(self._counts), r.how
         table = m.evaluate_ood_tables({"s": self._resamplers[name].table(self._counts)},
                                       tpr=tpr, fpr=fpr, search=search)
         return table.row("s"), table.search[0]

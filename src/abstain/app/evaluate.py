@@ -185,8 +185,8 @@ ENVELOPE_NOTE = ("a pair's envelope: at each FPR (or TPR) the best direction for
 _SEARCH_NOTE = {
     "exact": "exact, every direction",
     "scaled grid": ("the paper's grid of directions on the columns divided by "
-                    f"their standard deviations (more than {m.AUTO_EXACT_ROWS} rows; "
-                    "--search exact for the exact value)"),
+                    f"their standard deviations (more than {m.AUTO_EXACT_ROWS} rows, or a "
+                    "bootstrap; --search exact for the exact value)"),
     "grid": "the paper's grid of directions on the columns as given (it depends on their units)",
 }
 
@@ -224,26 +224,28 @@ def _notes(labels: dict[str, str], metrics: dict[str, dict[str, float]], *,
 
 def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
                progress: Progress | None, done: int, total: int,
-               point: dict[str, dict[str, float]],
+               point: dict[str, dict[str, float]], grids: dict[str, Any],
                **options: Any) -> dict[str, dict[str, tuple[float, float]]]:
     """Percentile intervals of every metric of every score over the same ``n_bootstrap``
     resamples of the rows (:func:`abstain.metrics.bootstrap_interval`), ID and OOD rows
     resampled apart so that every resample has both, drawn from the rows sorted by their
     values (loss, OOD mark, every score column in table order), so that the intervals do
-    not depend on the row order."""
+    not depend on the row order. ``grids``: the pairs resampled on their grid's kept
+    orders; any other pair is computed on the drawn rows."""
     names = [*src.names, *src.pairs]
     cells = [(name, key) for name in names for key in point[name]]
     calls = 0
     n = src.data.losses.size
     resamplers = Resampled.resamplers(src)  # the single columns grouped once
+    passes = set(resamplers) | set(grids)
 
     def statistic(idx: NDArray[np.intp]) -> list[float]:
         nonlocal calls
-        tables = Resampled(resamplers, np.bincount(idx, minlength=n), src.has_ood)
-        sub = src.take(idx) if len(resamplers) < len(names) else None  # pairs: the rows
+        tables = Resampled(resamplers, np.bincount(idx, minlength=n), src.has_ood, grids)
+        sub = src.take(idx) if len(passes) < len(names) else None  # exact pairs: the rows
         vals: list[float] = []
         for name in names:
-            got, _ = _one_score(tables if name in resamplers else sub, name,  # type: ignore[arg-type]
+            got, _ = _one_score(tables if name in passes else sub, name,  # type: ignore[arg-type]
                                 **options)
             vals.extend(got[key] for key in point[name])
         calls += 1
@@ -369,8 +371,19 @@ def evaluate(
     m.check_pair_search(search)
     options: dict[str, Any] = {"settings": settings, "bounded": bounded, "search": search}
     searches: dict[str, str | None] = {}
+    # with a bootstrap, a pair on the grid (search "auto" or "grid") keeps its directions'
+    # orders for every resample; its value is that of the same statistic on all rows
+    grids: dict[str, Any] = {}
+    whole = None
+    if n_bootstrap:
+        assert isinstance(src, Rows)
+        (t,), (f,) = settings["tpr"], settings["fpr"]
+        grids = Resampled.pair_resamplers(src, tpr=t, fpr=f, search=search, bounded=bounded)
+        whole = Resampled({}, np.ones(src.data.losses.size, dtype=np.int64), src.has_ood,
+                          grids)
     for i, name in enumerate([*src.names, *pairs]):
-        out[name], how = _one_score(src, name, **options)
+        out[name], how = _one_score(whole if name in grids else src, name,  # type: ignore[arg-type]
+                                    **options)
         if name in pairs:
             searches[name] = how
         if progress is not None:
@@ -381,7 +394,7 @@ def evaluate(
         intervals = _bootstrap(src, n_bootstrap=n_bootstrap, level=float(level),
                                random_state=random_state, progress=progress,
                                done=len(src.names) + len(pairs), total=total, point=out,
-                               **options)
+                               grids=grids, **options)
     notes = _notes(labels, out, pairs=pairs, settings=settings, searches=searches)
     return Evaluation(src.n_id, src.n_ood, src.n_dropped, labels, out, pairs, intervals,
                       float(level), notes)

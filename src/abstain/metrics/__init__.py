@@ -42,6 +42,7 @@ from ._ood import (
 from ._ood_table import (
     AUTO_EXACT_ROWS,
     OODEvaluation,
+    PairResampler,
     check_pair_search,
     evaluate_ood,
     evaluate_ood_tables,
@@ -93,6 +94,7 @@ __all__ = [
     "MetricSpec",
     "register_metric",
     "AUTO_EXACT_ROWS",
+    "PairResampler",
     "OODEvaluation",
     "evaluate_ood",
     "evaluate_ood_tables",

@@ -50,6 +50,7 @@ from .._core.validation import (
 )
 from .._ood_search import envelope as env
 from .._ood_search import search as core
+from .._ood_search.grid import envelopes_on_grid, least_fpr_on_grid
 from .._ood_search.sample import (
     N_DIRECTIONS,
     NO_LOSSES,
@@ -382,7 +383,7 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike 
             check_probability("fpr", float(b))
         lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
         return ROCCurve(grid, env.value_at(lines, grid * sample.n_ood) / sample.n_id)
-    return ROCCurve(grid, _envelope(sample, sample.w_id, grid, n_directions))
+    return ROCCurve(grid, envelopes_on_grid(sample, ("id",), grid, n_directions)[0])
 
 
 @validate_params({"ood_prior": [Interval(float, 0, 1, closed="neither"), None]})
@@ -439,23 +440,8 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike |
     return PRCurve(grid, best)
 
 
-def _interp_at_o(ood: F64, y: F64, b: F64) -> F64:
-    """``y`` of the randomised rules at accepted-OOD mass ``b`` (the largest at tied ``ood``)."""
-    j = np.searchsorted(ood, b * (1 + 1e-12), side="right") - 1
-    nxt = np.minimum(j + 1, ood.size - 1)
-    do = ood[nxt] - ood[j]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(do > 0, np.clip((b - ood[j]) / do, 0.0, 1.0), 0.0)
-    return y[j] + f * (y[nxt] - y[j])
-
-
-def _envelope(sample: Sample, gain: F64, grid: F64, n_directions: int) -> F64:
-    """``max over directions of (accepted gain mass) / #ID`` at each FPR of ``grid``."""
-    best = np.zeros(grid.size)
-    for w in sample.directions("grid", n_directions):
-        kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, gain)
-        best = np.maximum(best, _interp_at_o(kn.O, kn.L, grid * sample.n_ood) / sample.n_id)
-    return best
+#: FPR values at which :func:`auroc` and :func:`oscr` integrate a pair's grid envelope.
+N_POINTS = 2001
 
 
 def _lines_area(sample: Sample, lines: env.Lines) -> float:
@@ -468,21 +454,25 @@ def _lines_fpr(sample: Sample, lines: env.Lines, t: float) -> float:
     return env.first_reach(lines, t * sample.n_id) / sample.n_ood
 
 
-def _envelope_area(sample: Sample, gain: F64, search: str, n_directions: int,
-                   n_points: int) -> float:
-    """Area under the envelope against FPR: exact over every direction (``search="exact"``),
-    or by trapezoids on ``n_points`` FPR values of the grid's :func:`_envelope`."""
+def _envelope_areas(sample: Sample, gains: tuple[str, ...], search: str, n_directions: int,
+                    n_points: int) -> list[float]:
+    """Area under the envelope against FPR of each gain (``"id"``: the ROC, ``"ccr"``: the
+    CCR curve): exact over every direction (``search="exact"``), or by trapezoids on
+    ``n_points`` FPR values of the grid's envelopes (computed together,
+    :func:`~abstain._ood_search.grid.envelopes_on_grid`)."""
     if search == "exact":
-        return _lines_area(sample, env.envelope_lines(sample.s, sample.w_ood, gain))
+        columns = {"id": sample.w_id, "ccr": sample.w_id - sample.w_loss}
+        return [_lines_area(sample, env.envelope_lines(sample.s, sample.w_ood, columns[g]))
+                for g in gains]
     grid = np.linspace(0.0, 1.0, int(n_points))
-    best = _envelope(sample, gain, grid, n_directions)
-    return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
+    return [float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
+            for best in envelopes_on_grid(sample, gains, grid, n_directions)]
 
 
 @validate_params({"n_points": [Interval(int, 2, None, closed="left")]})
 def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
           search: str = "auto", n_directions: int = N_DIRECTIONS,
-          n_points: int = 2001) -> float:
+          n_points: int = N_POINTS) -> float:
     """Area under the ROC curve; OOD is the positive class of a higher score.
 
     One score: ``P(s_ID < s_OOD) + P(s_ID == s_OOD) / 2``, the exact trapezoid under
@@ -538,7 +528,7 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
     n_points = int(n_points)
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 2:
-        return _envelope_area(sample, sample.w_id, search, n_directions, n_points)
+        return _envelope_areas(sample, ("id",), search, n_directions, n_points)[0]
     return _column_auroc(sample)
 
 
@@ -610,11 +600,6 @@ def aupr_out(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) ->
     return _average_precision(sample.w_ood[::-1], sample.w_id[::-1])
 
 
-def _fpr_on_knots(kn: core.Knots, sample: Sample, t: float) -> float:
-    """Expected FPR of the randomised rule on ``kn`` that accepts exactly ``t`` of ID."""
-    return core.least_fpr(kn.I, kn.O, sample.n_id, sample.n_ood, t)
-
-
 @validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
 def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None,
                tpr: float = 0.95, *, search: str = "auto",
@@ -647,9 +632,7 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
         return core.least_fpr(*_column_running_sums(sample), sample.n_id, sample.n_ood, t)
     if search == "exact":
         return _lines_fpr(sample, env.envelope_lines(sample.s, sample.w_ood, sample.w_id), t)
-    return min(_fpr_on_knots(core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood,
-                                        sample.w_loss), sample, t)
-               for w in sample.directions("grid", n_directions))
+    return least_fpr_on_grid(sample, t, n_directions)
 
 
 @validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
@@ -708,7 +691,7 @@ def _ccr_curve(losses: Any, is_ood: Any, scores: Any) -> tuple[F64, F64]:
 @validate_params({"n_points": [Interval(int, 2, None, closed="left")]})
 def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
          scores: ArrayLike | None = None, *, search: str = "auto",
-         n_directions: int = N_DIRECTIONS, n_points: int = 2001) -> float:
+         n_directions: int = N_DIRECTIONS, n_points: int = N_POINTS) -> float:
     """Open-set classification rate: the area under CCR against FPR (Dhamija et al. 2018).
 
     ``CCR = sum over accepted ID rows of (1 - loss) / #ID`` (the correctly classified
@@ -734,8 +717,7 @@ def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = 
     sample = _sample(is_ood, scores, losses)
     if sample.s.shape[1] == 2:
         _check_ccr_losses(sample)
-        return _envelope_area(sample, sample.w_id - sample.w_loss, search, n_directions,
-                              n_points)
+        return _envelope_areas(sample, ("ccr",), search, n_directions, n_points)[0]
     x, y = _ccr_curve(losses, is_ood, scores)
     return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2))
 
@@ -754,6 +736,34 @@ def exact_envelope_metrics(losses: Any, is_ood: Any, scores: Any, tpr: float,
     out = {"auroc": _lines_area(sample, lines[0]), "fpr_at_tpr": _lines_fpr(sample, lines[0], tpr)}
     if with_oscr:
         out["oscr"] = _lines_area(sample, lines[1])
+    return out
+
+
+def pair_sample(losses: Any, is_ood: Any, scores: Any) -> Sample:
+    """The validated sample of a score pair's rows (or of a table given as ``losses``), as
+    the pair metrics build it: what :func:`grid_pair_metrics` and
+    :meth:`~abstain._ood_search.sample.Sample.resampled` take."""
+    return _sample(is_ood, scores, losses)
+
+
+def grid_pair_metrics(sample: Sample, tpr: float, fpr: float, with_oscr: bool,
+                      n_directions: int) -> dict[str, float]:
+    """A score pair's AUROC, FPR at ``tpr``, (``with_oscr``) OSCR and risk at TPR >= ``tpr``,
+    FPR <= ``fpr`` on the grid of ``n_directions``: each what :func:`auroc`,
+    :func:`fpr_at_tpr`, :func:`oscr` and :func:`selective_risk_at_tpr_fpr` return with
+    ``search="grid"`` on the sample's rows, from one sort of each direction and its running
+    masses (:meth:`Sample.grid`, shared by the four; a resample's sample sorts nothing). An
+    infeasible target gives a NaN risk with the warning of
+    :func:`selective_risk_at_tpr_fpr`."""
+    if with_oscr:
+        _check_ccr_losses(sample)
+    areas = _envelope_areas(sample, ("id", "ccr") if with_oscr else ("id",), "grid",
+                            n_directions, N_POINTS)
+    out = {"auroc": areas[0], "fpr_at_tpr": least_fpr_on_grid(sample, tpr, n_directions)}
+    if with_oscr:
+        out["oscr"] = areas[1]
+    out["risk_at_tpr_fpr"] = _least_risk(sample, tpr_fpr_constraint(sample, tpr, fpr), "grid",
+                                         n_directions)
     return out
 
 

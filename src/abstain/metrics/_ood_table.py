@@ -24,6 +24,7 @@ from .._core.validation import (
 from .._ood_search.sample import (
     AUTO_EXACT_ROWS,
     N_DIRECTIONS,
+    Sample,
     check_pair_search,
     one_sample_per_table,
     resolve_search,
@@ -33,10 +34,11 @@ from ..tables import TableResampler
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable
 from ._bootstrap import bootstrap_interval, check_bootstrap
-from ._ood import exact_envelope_metrics
+from ._ood import exact_envelope_metrics, grid_pair_metrics, pair_sample
 from ._registry import MetricSpec, table_metrics
 
-__all__ = ["AUTO_EXACT_ROWS", "OODEvaluation", "evaluate_ood", "evaluate_ood_tables"]
+__all__ = ["AUTO_EXACT_ROWS", "OODEvaluation", "PairResampler", "evaluate_ood",
+           "evaluate_ood_tables"]
 
 
 class OODEvaluation(NamedTuple):
@@ -136,13 +138,20 @@ def _column(spec: MetricSpec) -> str:
 
 
 #: A sample of one method: the rows' truth (losses and OOD marks, by argument name) and
-#: its scores, or None and a table that holds both.
+#: its scores, or None and a table that holds both, or None and the sample of a pair's
+#: resample on the grid (:class:`PairResampler`).
 _Sample = tuple[dict[str, Any] | None, Any]
+
+#: The columns a pair's shared searches give (:func:`exact_envelope_metrics`,
+#: :func:`grid_pair_metrics`); a pair metric added to the registry is computed on its own.
+_SHARED = ("auroc", "fpr_at_tpr", "oscr", "risk_at_tpr_fpr")
 
 
 def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fpr: float,
-           search: str, n_directions: int) -> tuple[NDArray[np.float64], list[str | None]]:
-    """The values of every metric of every sample, and how each pair was searched."""
+           search: str, n_directions: int, resampled: bool = False,
+           ) -> tuple[NDArray[np.float64], list[str | None]]:
+    """The values of every metric of every sample, and how each pair was searched
+    (``resampled``: ``"auto"`` as for a bootstrap, :func:`resolve_search`)."""
     specs = table_metrics("ood")
     settings = {"tpr": tpr, "fpr": fpr}
     out = np.full(applicable.shape, np.nan)
@@ -150,19 +159,29 @@ def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fp
     with warnings.catch_warnings(), one_sample_per_table():  # a table's metrics share its sample
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
         for i, (truth, raw) in enumerate(samples):
-            how, s, keyword = resolve_search(raw, search)
-            hows.append(how)
-            kw = {"search": keyword or "grid",
-                  "n_directions": n_directions}
-            shared: dict[str, float] = {}
-            if how == "exact":  # the envelope metrics share one sweep of the directions
-                with_oscr = any(applicable[i, j] for j, spec in enumerate(specs)
-                                if _column(spec) == "oscr")
-                if truth is None:
-                    shared = exact_envelope_metrics(s, None, None, tpr, with_oscr)
-                else:
-                    shared = exact_envelope_metrics(truth["losses"], truth["is_ood"], s, tpr,
-                                                    with_oscr)
+            with_oscr = any(applicable[i, j] for j, spec in enumerate(specs)
+                            if _column(spec) == "oscr")
+            if isinstance(raw, Sample):  # a pair's resample: the grid on kept orders
+                hows.append("grid")
+                shared = grid_pair_metrics(raw, tpr, fpr, with_oscr, n_directions)
+                s, kw = None, {}
+            else:
+                how, s, keyword = resolve_search(raw, search, resampled=resampled)
+                hows.append(how)
+                kw = {"search": keyword or "grid", "n_directions": n_directions}
+                shared = {}
+                if how is not None:  # a pair: its metrics share one search of the directions
+                    losses, is_ood = (None, None) if truth is None else (truth["losses"],
+                                                                         truth["is_ood"])
+                    if how == "exact":
+                        shared = exact_envelope_metrics(s if truth is None else losses, is_ood,
+                                                        None if truth is None else s, tpr,
+                                                        with_oscr)
+                    else:
+                        shared = grid_pair_metrics(
+                            pair_sample(s if truth is None else losses, is_ood,
+                                        None if truth is None else s),
+                            tpr, fpr, with_oscr, n_directions)
             for j, spec in enumerate(specs):
                 if not applicable[i, j]:
                     continue
@@ -174,6 +193,61 @@ def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fp
                 out[i, j] = spec.function(*args, **{p: settings[p] for p in spec.params},
                                           **(kw if spec.pair else {}))
     return out, hows
+
+
+class PairResampler:
+    """A score pair's rows with each grid direction's order sorted once, and its OOD metrics
+    (:func:`evaluate_ood`'s row) on any bootstrap resample of them.
+
+    Only the grid is resampled so: with ``search`` resolved as for a bootstrap
+    (:func:`resolve_search` with ``resampled=True``: ``"auto"`` and ``"grid"``), a
+    resample's metrics are those of the drawn rows on the same directions (the scaled grid
+    keeps the rows' deviations), a pass over each direction's kept order instead of a sort.
+    :attr:`usable` is False for ``"exact"`` (the exact search runs on the drawn rows) and
+    where a pair metric added to the registry applies (it takes the rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.metrics import PairResampler
+    >>> rng = np.random.default_rng(0)
+    >>> s, ood = rng.normal(size=(50, 2)), np.arange(50) % 3 == 0
+    >>> losses = np.where(ood, np.nan, (rng.random(50) < 0.2) * 1.0)
+    >>> pr = PairResampler(losses, ood, s, tpr=0.9, fpr=0.5, search="auto")
+    >>> pr.how, pr.usable
+    ('scaled grid', True)
+    >>> 0 <= pr.row(np.bincount(rng.integers(0, 50, 50), minlength=50))["auroc"] <= 1
+    True
+    """
+
+    def __init__(self, losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,
+                 tpr: float, fpr: float, search: str = "auto",
+                 n_directions: int = N_DIRECTIONS, bounded: bool = True) -> None:
+        self.tpr, self.fpr = check_fraction("tpr", tpr), check_probability("fpr", fpr)
+        self.n_directions = check_int("n_directions", n_directions, 1)
+        pair = as_real_array(scores, "scores")
+        if pair.ndim != 2 or pair.shape[1] != 2:
+            raise ValueError(f"scores must be two columns, shape (n, 2); got shape {pair.shape}.")
+        self.how, s, _ = resolve_search(pair, search, resampled=True)
+        self.applicable = _applicable([True], bounded)
+        extra = [spec for j, spec in enumerate(table_metrics("ood"))
+                 if self.applicable[0, j] and _column(spec) not in _SHARED]
+        self.usable = self.how in ("grid", "scaled grid") and not extra
+        self.sample = pair_sample(losses, is_ood, s) if self.usable else None
+        if self.sample is not None:
+            self.sample.keep_orders(n_directions)  # sorted once, for every resample
+
+    def row(self, counts: NDArray[np.integer]) -> dict[str, float]:
+        """The row of :func:`evaluate_ood` (by column) of the resample that draws row ``i``
+        ``counts[i]`` times."""
+        if self.sample is None:
+            raise ValueError(f"a pair searched by {self.how!r} is not resampled on kept "
+                             "orders; compute its metrics on the drawn rows.")
+        values, _ = _table([(None, self.sample.resampled(counts))], self.applicable, self.tpr,
+                           self.fpr, "grid", self.n_directions)
+        cols = [_column(spec) for spec in table_metrics("ood")]
+        return {c: float(v) for c, v, ok in zip(cols, values[0], self.applicable[0],
+                                                strict=True) if ok}
 
 
 def _applicable(pair: list[bool], bounded: bool) -> NDArray[np.bool_]:
@@ -223,16 +297,20 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
       is unit-free at every size and exact at the sizes where that takes seconds; pass
       ``search="exact"`` for exact values on larger samples.
 
-    :attr:`OODEvaluation.search` records, per method, which was used. A bootstrap resample
-    has the rows' number of rows, so it is computed the same way.
+    :attr:`OODEvaluation.search` records, per method, which was used. With ``n_bootstrap >
+    0``, ``"auto"`` takes the scaled grid at every size, for the value and every resample
+    alike (the exact search on every resample would cost ``n_bootstrap`` times the exact
+    one): each direction is sorted once (:class:`PairResampler`, the deviations those of all
+    the rows) and a resample costs passes over those orders. ``"grid"`` is resampled the
+    same way; ``"exact"`` runs the exact search on each resample's rows.
 
     With ``n_bootstrap > 0``, each value gets a percentile bootstrap interval
     (:func:`bootstrap_interval`): the rows are resampled with replacement within ID and
     within OOD (so both stay present), and every metric of every score is computed on the
-    same resamples. A pair's envelope metrics search the directions per resample, so they
-    are the slow part of a bootstrap. The resamples draw from the rows sorted by their
-    values (``key`` of :func:`bootstrap_interval`: the loss, the OOD mark, then every score
-    column in the order of ``scores``), so the intervals do not depend on the row order.
+    same resamples (a pair's on its grid's kept orders, see ``search``). The resamples draw
+    from the rows sorted by their values (``key`` of :func:`bootstrap_interval`: the loss,
+    the OOD mark, then every score column in the order of ``scores``), so the intervals do
+    not depend on the row order.
 
     Parameters
     ----------
@@ -288,10 +366,10 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         ls = as_real_array(losses, "losses")
         if ls.shape != (n,):
             raise ValueError(f"losses must have the shape of is_ood ({n},); got {ls.shape}.")
-    applicable = _applicable([s.ndim == 2 for s in cols.values()],
-                             not np.any(np.nan_to_num(ls, nan=0.0)[~ood] > 1.0))
+    bounded = not np.any(np.nan_to_num(ls, nan=0.0)[~ood] > 1.0)
+    applicable = _applicable([s.ndim == 2 for s in cols.values()], bounded)
     values, hows = _table([({"losses": ls, "is_ood": ood}, s) for s in cols.values()],
-                          applicable, t, f, search, d)
+                          applicable, t, f, search, d, resampled=b > 0)
     low = np.full(values.shape, np.nan)
     high = np.full(values.shape, np.nan)
     conf = float(confidence)
@@ -302,12 +380,18 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         # {} for sums that could overflow: the rows (scaled sums) instead
         resamplers = TableResampler.of_columns(
             {name: s for name, s in cols.items() if s.ndim == 1}, marked, ood)
+        # a pair on the grid: each direction's order sorted once (the exact search: its rows)
+        pairs = {name: PairResampler(ls, ood, s, tpr=t, fpr=f, search=search, n_directions=d,
+                                     bounded=bounded) for name, s in cols.items() if s.ndim == 2}
+        kept = {name: r.sample for name, r in pairs.items() if r.sample is not None}
 
         def statistic(i: NDArray[np.intp]) -> NDArray[np.float64]:
             counts = np.bincount(i, minlength=n)
             return _table([(None, resamplers[name].table(counts)) if name in resamplers
+                           else (None, kept[name].resampled(counts)) if name in kept
                            else ({"losses": ls[i], "is_ood": ood[i]}, s[i])
-                           for name, s in cols.items()], applicable, t, f, search, d)[0]
+                           for name, s in cols.items()], applicable, t, f, search, d,
+                          resampled=True)[0]
 
         ci = bootstrap_interval(
             statistic,

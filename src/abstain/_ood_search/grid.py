@@ -1,0 +1,113 @@
+"""A score pair's curves on the grid of directions, all directions at once: the envelope of
+the accepted gain against the accepted OOD mass (the AUROC and OSCR of a pair on the grid) and
+the least FPR at a TPR, from the knots of :meth:`~abstain._ood_search.sample.Sample.grid`
+(each direction sorted once per sample, and not at all for a bootstrap resample's sample).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .sample import Sample
+from .search import F64, least_fpr_rows
+
+#: Directions per block of :func:`_interp_max` (its temporaries stay in cache).
+_INTERP_ROWS = 32
+
+
+def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArray[np.intp],
+                b: F64) -> list[F64]:
+    """The largest over several directions of each ``y`` of ``ys`` on the randomised rules at
+    accepted-OOD mass ``b`` (ascending; the largest ``y`` at tied ``ood``), shape (b.size,):
+    direction ``r``'s knots are ``ood[starts[r]:starts[r] + sizes[r]]`` (and ``y``),
+    ascending, each from 0. A query's knot is the last at or below ``b (1 + 1e-12)``.
+    """
+    q = b.size
+    nudged = b * (1 + 1e-12)
+    top = float(ood.max()) if ood.size else 0.0  # running sums of weights >= 0
+    # whole-number masses (counts) up to a few per knot: the ranks looked up per count
+    whole = ood.astype(np.intp) if top <= 4 * ood.size + 1024 else None
+    if whole is not None and np.array_equal(whole, ood):
+        rank = np.searchsorted(nudged, np.arange(int(top) + 1), side="left")[whole]
+    else:
+        rank = np.searchsorted(nudged, ood, side="left")
+    best = [np.full(q, -np.inf) for _ in ys]
+    for r0 in range(0, starts.size, _INTERP_ROWS):
+        st, sz = starts[r0 : r0 + _INTERP_ROWS], sizes[r0 : r0 + _INTERP_ROWS]
+        rows, k0 = st.size, int(st[0])
+        # knot k is at or below query j iff fewer than j + 1 queries lie below it: each
+        # knot's rank among the queries, counted per direction
+        at = np.repeat(np.arange(rows) * (q + 1), sz)
+        at += rank[k0 : k0 + at.size]
+        count = np.bincount(at, minlength=rows * (q + 1)).reshape(rows, q + 1)
+        j = np.cumsum(count[:, :q], axis=1)
+        j += st[:, None] - 1
+        nxt = j + 1
+        np.minimum(nxt, (st + sz - 1)[:, None], out=nxt)
+        o0 = ood[j]
+        do = ood[nxt]
+        do -= o0
+        # the fraction of the segment from knot j (0 at a direction's last knot): below 1,
+        # as the next knot lies above b, and at least 0 once the nudge's ulps are cut off
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.subtract(b, o0)
+            f /= do
+        f[do == 0] = 0.0
+        np.maximum(f, 0.0, out=f)
+        for k, y in enumerate(ys):
+            y0 = y[j]
+            v = y[nxt]
+            v -= y0
+            v *= f
+            v += y0
+            np.maximum(best[k], v.max(axis=0), out=best[k])
+    return best
+
+
+#: The running masses :func:`_grid_knots` reads, by name: the running ID, OOD and loss
+#: masses of :meth:`Sample.grid` and "ccr", ID less loss (the correct-and-accepted mass).
+_RUNNING = ("id", "ood", "loss", "ccr")
+
+
+def _grid_knots(sample: Sample, n_directions: int,
+                names: tuple[str, ...]) -> list[tuple[NDArray[np.intp], NDArray[np.intp],
+                                                       list[F64]]]:
+    """Per batch of the grid's directions (:meth:`Sample.grid`, shared by the metrics of one
+    sample): each direction's first knot and number of knots, and the knots' running
+    masses ``names`` (of :data:`_RUNNING`; leading 0 included; flat, direction by
+    direction): the knots of each direction's tie groups."""
+    out = []
+    for orders, cum in sample.grid(n_directions):
+        d, n = orders.order.shape
+        is_knot = np.ones((d, n + 1), dtype=bool)
+        is_knot[:, 1:n] = orders.change
+        sizes = is_knot.sum(axis=1)
+        starts = np.cumsum(sizes) - sizes
+        knots = {k: cum[i][is_knot] for i, k in enumerate(_RUNNING[:3])
+                 if k in names or (k in ("id", "loss") and "ccr" in names)}
+        if "ccr" in names:
+            knots["ccr"] = knots["id"] - knots["loss"]
+        out.append((starts, sizes, [knots[k] for k in names]))
+    return out
+
+
+def envelopes_on_grid(sample: Sample, gains: tuple[str, ...], grid: F64,
+               n_directions: int) -> list[F64]:
+    """Per gain of ``gains`` (:data:`_RUNNING` names), ``max over directions of (accepted
+    gain mass) / #ID`` at each FPR of ``grid``."""
+    best = [np.zeros(grid.size) for _ in gains]
+    b = grid * sample.n_ood
+    for starts, sizes, (o, *g) in _grid_knots(sample, n_directions, ("ood", *gains)):
+        for k, y in enumerate(_interp_max(o, g, starts, sizes, b)):
+            # the largest of the quotients is the quotient of the largest (division by a
+            # positive number keeps the order of rounded values)
+            best[k] = np.maximum(best[k], y / sample.n_id)
+    return best
+
+
+def least_fpr_on_grid(sample: Sample, t: float, n_directions: int) -> float:
+    """The least FPR at TPR ``t`` over the grid's directions."""
+    return min(float(least_fpr_rows(i, o, starts, sizes, sample.n_id, sample.n_ood,
+                                         t).min())
+               for starts, sizes, (i, o) in _grid_knots(sample, n_directions, ("id", "ood")))

@@ -1,0 +1,62 @@
+"""A pair's bootstrap resample on its grid's kept orders equals the grid metrics of the drawn
+rows (the same directions: the columns divided by the full rows' deviations)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain.metrics._ood_table import PairResampler, _applicable, _table
+
+
+def _rows(seed: int, n: int, continuous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    ood = rng.random(n) < 0.35
+    raw = rng.random(n) if continuous else (rng.random(n) < 0.25) * 1.0
+    losses = np.where(ood, np.nan, raw)
+    s = np.column_stack([np.round(rng.normal(size=n) + ood, 1),  # many ties
+                         np.round(rng.normal(size=n) + 0.5 * ood, 1)])
+    return losses, ood, s
+
+
+def _drawn_row(losses, ood, s, i, d):
+    applicable = _applicable([True], True)
+    values, _ = _table([({"losses": losses[i], "is_ood": ood[i]}, s[i])], applicable, 0.9,
+                       0.3, "grid", d)
+    return values[0][applicable[0]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("continuous", [False, True])
+def test_resample_equals_the_drawn_rows(seed: int, continuous: bool) -> None:
+    n, d = 90, 37
+    losses, ood, s = _rows(seed, n, continuous)
+    pr = PairResampler(losses, ood, s, tpr=0.9, fpr=0.3, search="auto", n_directions=d)
+    assert pr.how == "scaled grid" and pr.usable
+    scaled = s / s.std(axis=0)
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(5):
+        i = rng.integers(0, n, n)
+        got = np.array(list(pr.row(np.bincount(i, minlength=n)).values()))
+        want = _drawn_row(losses, ood, scaled, i, d)
+        if continuous:  # the same sums, added in another order
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        else:
+            assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_grid_search_keeps_the_columns_as_given() -> None:
+    losses, ood, s = _rows(0, 80, False)
+    s = s * [100.0, 1.0]
+    pr = PairResampler(losses, ood, s, tpr=0.9, fpr=0.3, search="grid", n_directions=20)
+    i = np.random.default_rng(1).integers(0, 80, 80)
+    got = np.array(list(pr.row(np.bincount(i, minlength=80)).values()))
+    assert np.array_equal(got, _drawn_row(losses, ood, s, i, 20), equal_nan=True)
+
+
+def test_exact_search_is_not_resampled_on_orders() -> None:
+    losses, ood, s = _rows(0, 40, False)
+    pr = PairResampler(losses, ood, s, tpr=0.9, fpr=0.3, search="exact")
+    assert pr.how == "exact" and not pr.usable
+    with pytest.raises(ValueError, match="drawn rows"):
+        pr.row(np.ones(40, dtype=np.int64))
