@@ -12,8 +12,38 @@ from numpy.typing import NDArray
 from .sample import Sample
 from .search import F64, least_fpr_rows
 
-#: Directions per block of :func:`_interp_max` (its temporaries stay in cache).
+#: Queries per block of :func:`_interp_max`: a direction is interpolated inside a block only
+#: where its value at the block's last query can reach the best value at its first.
+_QUERY_BLOCK = 16
+#: Directions per block of :func:`_interp_max` (their knots stay in cache).
 _INTERP_ROWS = 32
+
+
+def _segment_values(ood: F64, j: NDArray[np.intp], last: NDArray[np.intp], b: F64,
+                    ys: list[F64]) -> list[F64]:
+    """Each ``y`` of ``ys`` at the queries ``b`` (broadcast with ``j``) whose last knot at or
+    below is ``j``, on the segment to the next knot (none after a direction's ``last``)."""
+    nxt = j + 1
+    np.minimum(nxt, last, out=nxt)
+    o0 = ood[j]
+    do = ood[nxt]
+    do -= o0
+    # the fraction of the segment from knot j (0 at a direction's last knot): below 1, as
+    # the next knot lies above b, and at least 0 once the nudge's ulps are cut off
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.subtract(b, o0)
+        f /= do
+    f[do == 0] = 0.0
+    np.maximum(f, 0.0, out=f)
+    out = []
+    for y in ys:
+        y0 = y[j]
+        v = y[nxt]
+        v -= y0
+        v *= f
+        v += y0
+        out.append(v)
+    return out
 
 
 def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArray[np.intp],
@@ -21,9 +51,16 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
     """The largest over several directions of each ``y`` of ``ys`` on the randomised rules at
     accepted-OOD mass ``b`` (ascending; the largest ``y`` at tied ``ood``), shape (b.size,):
     direction ``r``'s knots are ``ood[starts[r]:starts[r] + sizes[r]]`` (and ``y``),
-    ascending, each from 0. A query's knot is the last at or below ``b (1 + 1e-12)``.
+    ascending, each from 0, and each ``y`` nondecreasing along them. A query's knot is the
+    last at or below ``b (1 + 1e-12)``.
+
+    Each curve is nondecreasing, so on a block of queries a direction whose value at the
+    block's last query is below the best value at its first (less a relative 1e-12, far
+    above the ulps by which rounded interpolation can break monotonicity) never holds the
+    largest value there: only the other (direction, block) pairs are interpolated at every
+    query, and the maximum is theirs, bit for bit that of all directions.
     """
-    q = b.size
+    q, rows = b.size, starts.size
     nudged = b * (1 + 1e-12)
     top = float(ood.max()) if ood.size else 0.0  # running sums of weights >= 0
     # whole-number masses (counts) up to a few per knot: the ranks looked up per count
@@ -32,36 +69,36 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
         rank = np.searchsorted(nudged, np.arange(int(top) + 1), side="left")[whole]
     else:
         rank = np.searchsorted(nudged, ood, side="left")
-    best = [np.full(q, -np.inf) for _ in ys]
-    for r0 in range(0, starts.size, _INTERP_ROWS):
+    first = np.arange(0, q, _QUERY_BLOCK)
+    end = np.minimum(first + _QUERY_BLOCK - 1, q - 1)
+    span = np.minimum(first[:, None] + np.arange(_QUERY_BLOCK), q - 1)  # (blocks, QB)
+    # per block of directions (its knots stay in cache): each query's knot, and the values
+    # at the first and last query of every block of queries
+    blocks = []
+    for r0 in range(0, rows, _INTERP_ROWS):
         st, sz = starts[r0 : r0 + _INTERP_ROWS], sizes[r0 : r0 + _INTERP_ROWS]
-        rows, k0 = st.size, int(st[0])
-        # knot k is at or below query j iff fewer than j + 1 queries lie below it: each
-        # knot's rank among the queries, counted per direction
-        at = np.repeat(np.arange(rows) * (q + 1), sz)
+        k0 = int(st[0])
+        # knot k is at or below query i iff fewer than i + 1 queries lie below it: each
+        # knot's rank among the queries, counted per direction, gives each query's knot
+        at = np.repeat(np.arange(st.size) * (q + 1), sz)
         at += rank[k0 : k0 + at.size]
-        count = np.bincount(at, minlength=rows * (q + 1)).reshape(rows, q + 1)
+        count = np.bincount(at, minlength=st.size * (q + 1)).reshape(st.size, q + 1)
         j = np.cumsum(count[:, :q], axis=1)
         j += st[:, None] - 1
-        nxt = j + 1
-        np.minimum(nxt, (st + sz - 1)[:, None], out=nxt)
-        o0 = ood[j]
-        do = ood[nxt]
-        do -= o0
-        # the fraction of the segment from knot j (0 at a direction's last knot): below 1,
-        # as the next knot lies above b, and at least 0 once the nudge's ulps are cut off
-        with np.errstate(divide="ignore", invalid="ignore"):
-            f = np.subtract(b, o0)
-            f /= do
-        f[do == 0] = 0.0
-        np.maximum(f, 0.0, out=f)
-        for k, y in enumerate(ys):
-            y0 = y[j]
-            v = y[nxt]
-            v -= y0
-            v *= f
-            v += y0
-            np.maximum(best[k], v.max(axis=0), out=best[k])
+        last = (st + sz - 1)[:, None]
+        blocks.append((j, last, _segment_values(ood, j[:, first], last, b[first], ys),
+                       _segment_values(ood, j[:, end], last, b[end], ys)))
+    best = []
+    for k, y in enumerate(ys):
+        floor = np.max([low[k].max(axis=0) for _, _, low, _ in blocks], axis=0)
+        floor -= 1e-12 * np.abs(floor)
+        out = np.full(q, -np.inf)
+        for j, last, _, high in blocks:
+            r, blk = np.nonzero(high[k] >= floor)  # those that may hold a block's largest
+            qi = span[blk]
+            (v,) = _segment_values(ood, j[r[:, None], qi], last[r], b[qi], [y])
+            np.maximum.at(out, qi.reshape(-1), v.reshape(-1))
+        best.append(out)
     return best
 
 
