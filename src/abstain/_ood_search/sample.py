@@ -298,6 +298,8 @@ class Sample:
         for k, (b0, b1) in enumerate(grid_batches(n, w.shape[0])):
             if orders is not None:
                 o = orders[k]
+            elif self.s.shape[1] == 1:  # one score: its groups, ascending and distinct
+                o = GridOrders(np.arange(n)[None, :], self.s.T, np.ones((1, max(n - 1, 0)), bool))
             else:
                 o = grid_orders(self.s, w[b0:b1])
                 if self._drawn is not None:  # a resample: its drawn rows alone
