@@ -14,11 +14,11 @@ Three sections, each against a baseline measured in the same run (interleaved ca
    line ran before, still used for pairs).
 3. ``abstain report --bootstrap B`` end to end on the same rows as a CSV file, once; the
    cost per resample of a double-score pair (``evaluate`` at ``--pair-bootstrap``
-   resamples less ``B = 2``): on its grid's kept orders (what ``"auto"`` takes with a
-   bootstrap: the scaled grid, each direction sorted once) against the same scaled grid on
-   the drawn rows (baseline, ratio 1.00) and the exact search on the drawn rows (the path
-   of ``--search exact``); and the report with three pairs (``--ood-score``) at ``B = 0``
-   and ``B``.
+   resamples less ``B = 2``, interleaved, best of ``--repeats``): on its grid's kept
+   orders (what ``"auto"`` takes with a bootstrap: the scaled grid, each direction sorted
+   once) against the same scaled grid on the drawn rows (baseline, ratio 1.00) and the
+   exact search on the drawn rows (the path of ``--search exact``); and the report with
+   three pairs (``--ood-score``) at ``B = 0`` and ``B``.
 
 Run: ``python benchmarks/bench_bootstrap.py [--rows 2000] [--scores 30] [--bootstrap 200]``.
 Writes benchmarks/results/bench_bootstrap.md.
@@ -77,16 +77,14 @@ def _app(data: TableData, b: int, rows: bool) -> object:
         Resampled.resamplers = real  # type: ignore[method-assign]
 
 
-def _pair_app(data: TableData, search: str, kept: bool, b: int) -> float:
-    """Seconds of ``evaluate`` with ``b`` resamples, a pair's resamples on its grid's kept
-    orders (``kept``) or on the drawn rows."""
+def _pair_app(data: TableData, search: str, kept: bool, b: int) -> None:
+    """``evaluate`` with ``b`` resamples, a pair's resamples on its grid's kept orders
+    (``kept``) or on the drawn rows."""
     real = Resampled.pair_resamplers
     if not kept:
         Resampled.pair_resamplers = staticmethod(lambda *a, **k: {})  # type: ignore[method-assign]
     try:
-        start = time.perf_counter()
         app_evaluate.evaluate(data, n_bootstrap=b, random_state=0, search=search)
-        return time.perf_counter() - start
     finally:
         Resampled.pair_resamplers = real  # type: ignore[method-assign]
 
@@ -171,15 +169,13 @@ def main() -> None:
         scaled = TableData(losses, {"a": pair["a"] / sd[0], "g": pair["g"] / sd[1]}, ood, 0,
                            np.ones(args.rows, dtype=bool), ood_score="g")
         pb = args.pair_bootstrap
-        per = {}
-        for name, (d, search, kept) in {"exact": (pdata, "exact", False),
-                                        "grid rows": (scaled, "grid", False),
-                                        "grid kept": (pdata, "auto", True)}.items():
-            # less B = 2, not B = 0: with a bootstrap "auto" takes the scaled grid for the
-            # pair's value too
-            b0 = _pair_app(d, search, kept, 2)
-            bb = _pair_app(d, search, kept, pb)
-            per[name] = (bb - b0) / (pb - 2)
+        ways = {"exact": (pdata, "exact", False), "grid rows": (scaled, "grid", False),
+                "grid kept": (pdata, "auto", True)}
+        # less B = 2, not B = 0: with a bootstrap "auto" takes the scaled grid for the pair's
+        # value too; every call interleaved with the others, the best of --repeats
+        t = best_times({f"{name} {k}": (lambda w=w, k=k: _pair_app(*w, k))
+                        for name, w in ways.items() for k in (2, pb)}, args.repeats)
+        per = {name: (t[f"{name} {pb}"] - t[f"{name} 2"]) / (pb - 2) for name in ways}
         row = (f"| one double-score pair (+ its 2 columns), {args.rows} rows, per resample "
                f"(B = {pb}): exact search on the drawn rows (the path of --search exact) "
                f"{per['exact']:.3f} s; scaled grid on the drawn rows {per['grid rows']:.3f} s "
