@@ -97,6 +97,7 @@ NOT_ESTIMATORS = {
                        "own messages (not yet a constraint)",
     "BinnedTable": "a table of counts built from arrays: its edges are data",
     "TableResampler": "rows grouped once for bootstrap tables: its arguments are data",
+    "PairResampler": "a pair's rows sorted once for bootstrap metrics: its arguments are data",
     "SyntheticOOD1D": "a data set of the examples: its arguments are the mixture's data",
     "RiskCoverageDisplay": "a figure's data (curves and points), as scikit-learn's displays",
     "RiskAtFPRDisplay": "a figure's data (curves and points), as scikit-learn's displays",
