@@ -299,3 +299,25 @@ def test_a_registered_headline_metric_gets_its_best_line_and_glossary():
     assert f"<li>best minus AuRC: <strong>{best}</strong> with {max(values):.4f}</li>" in page
     assert f"<li>best AuRC: <strong>{best}</strong> with {-max(values):.4f}</li>" in page
     assert "<li>minus AuRC: AuRC with its sign flipped</li>" in page
+
+
+def test_a_pairs_envelope_is_never_named_the_best_score():
+    """A pair's envelope AUROC (an oracle over directions) is on a line of its own, and the
+    best AUROC is that of a single score, even where the envelope is higher."""
+    rng = np.random.default_rng(2)
+    n = 300
+    ood = rng.random(n) < 0.4
+    table = {"loss": np.where(ood, 0.0, (rng.random(n) < 0.2) * 1.0),
+             "u": rng.normal(size=n) + ood, "g": rng.normal(size=n) + ood,
+             "is_ood": ood.astype(float)}
+    data = prepare(table, scores=["u"], ood_score="g")
+    ev = evaluate(data)
+    page = html_report(data, ev)
+    singles = {s: ev.metrics[s]["auroc"] for s in ("u", "g")}
+    assert ev.metrics["u+g"]["auroc"] > max(singles.values())
+    best = max(singles, key=singles.get)
+    assert f"<li>best AUROC: <strong>{best}</strong> with {singles[best]:.4f}</li>" in page
+    envelope = ("<li>best AUROC of a pair&#x27;s envelope (an oracle: the best direction at each "
+                "point, chosen on these rows, not one rule): <strong>u+g</strong> with "
+                f"{ev.metrics['u+g']['auroc']:.4f}</li>")
+    assert envelope in page

@@ -287,30 +287,43 @@ def _html_table(ev: Evaluation) -> str:
     return table + f'<ul class="small glossary">{glossary}</ul>'
 
 
+#: How the summary names a pair's envelope value beside the best single score.
+ENVELOPE_BEST = ("{label} of a pair's envelope (an oracle: the best direction at each point, "
+                 "chosen on these rows, not one rule)")
+
+
 def _best(ev: Evaluation) -> list[str]:
     """'the best score on each headline metric' lines of the summary: each metric of the
     registry with ``headline`` set, at its first entry in the table, best by its
-    direction."""
+    direction. A pair's envelope value (a metric with ``pair="envelope"``) is an oracle over
+    directions, not the value of one detector: it is named on a line of its own, never as
+    the best score."""
     out = []
     for spec in m.METRICS.values():
         key = next((k for k in ev.labels if spec.headline and spec.matches(k)), None)
         if key is None:
             continue
-        vals = {s: d[key] for s, d in ev.metrics.items()
-                if key in d and not math.isnan(d[key])}
+        envelope = spec.pair == "envelope"
         label = ev.labels[key]
-        if not vals:
-            why = next(iter(ev.notes.get(s, {}).get(key, "") for s in ev.metrics), "")
-            out.append(f"{html.escape(label)}: no score has a value ({html.escape(why)})")
-            continue
-        pick = max if spec.higher_is_better else min
-        best = pick(vals, key=lambda s: vals[s])
-        tied = [s for s, v in vals.items() if v == vals[best]]
-        iv = ev.intervals.get(best, {}).get(key)
-        ci = "" if iv is None or math.isnan(iv[0]) else f" [{iv[0]:.4f}, {iv[1]:.4f}]"
-        who = ", ".join(f"<strong>{html.escape(s)}</strong>" for s in tied)
-        out.append(f"{html.escape(label)}: {who} with {vals[best]:.4f}{ci}"
-                   + (" (tied)" if len(tied) > 1 else ""))
+        groups = [(label, {s: d for s, d in ev.metrics.items()
+                           if not (envelope and s in ev.pairs)})]
+        if envelope and ev.pairs:
+            groups.append((ENVELOPE_BEST.format(label=label),
+                           {s: d for s, d in ev.metrics.items() if s in ev.pairs}))
+        for title, rows in groups:
+            vals = {s: d[key] for s, d in rows.items() if key in d and not math.isnan(d[key])}
+            if not vals:
+                why = next(iter(ev.notes.get(s, {}).get(key, "") for s in rows), "")
+                out.append(f"{html.escape(title)}: no score has a value ({html.escape(why)})")
+                continue
+            pick = max if spec.higher_is_better else min
+            best = pick(vals, key=lambda s: vals[s])
+            tied = [s for s, v in vals.items() if v == vals[best]]
+            iv = ev.intervals.get(best, {}).get(key)
+            ci = "" if iv is None or math.isnan(iv[0]) else f" [{iv[0]:.4f}, {iv[1]:.4f}]"
+            who = ", ".join(f"<strong>{html.escape(s)}</strong>" for s in tied)
+            out.append(f"{html.escape(title)}: {who} with {vals[best]:.4f}{ci}"
+                       + (" (tied)" if len(tied) > 1 else ""))
     return out
 
 
