@@ -241,3 +241,16 @@ def test_bad_input():
         evaluate_ood(losses, ood, scores, search="grid", n_directions=0)
     with pytest.raises(ValueError, match="method must be one of"):
         evaluate_ood(losses, ood, {"a": scores["a"]}).row("z")
+
+
+def test_oracle_marks_a_pairs_envelope_cells_only() -> None:
+    rng = np.random.default_rng(0)
+    n = 60
+    ood = rng.random(n) < 0.4
+    losses = np.where(ood, np.nan, (rng.random(n) < 0.3) * 1.0)
+    s = rng.normal(size=(n, 2))
+    ev = evaluate_ood(losses, ood, {"a": s[:, 0], "a+b": s})
+    oracle = dict(zip(ev.metrics, ev.oracle[1].tolist(), strict=True))
+    assert {k for k, v in oracle.items() if v} == {"auroc", "fpr_at_tpr", "oscr"}
+    assert not ev.oracle[0].any()
+    assert not (ev.oracle & ~ev.applicable).any()

@@ -74,6 +74,8 @@ class OODEvaluation(NamedTuple):
         ``"exact"`` (every direction), ``"grid"`` (the grid on the columns as given) or
         ``"scaled grid"`` (the grid on the columns divided by their standard deviations)
         for a pair.
+    oracle : ndarray of bool, shape (n_methods, n_metrics)
+        Which values are a pair's envelope (above), as a property.
     """
 
     methods: list[str]
@@ -85,6 +87,28 @@ class OODEvaluation(NamedTuple):
     confidence: float
     n_bootstrap: int
     search: list[str | None] = []
+
+    @property
+    def oracle(self) -> NDArray[np.bool_]:
+        """True (shape of ``values``) for a pair's envelope values: its metrics registered
+        with ``pair="envelope"`` (AUROC, FPR at TPR, OSCR), an oracle over directions chosen
+        on the evaluated rows, not the value of one detector. Compare a single score with
+        single scores, or with a fitted double-score rule evaluated as one column.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from abstain.metrics import evaluate_ood
+        >>> s = np.array([[0.1, 3.0], [0.5, 1.0], [0.2, 2.0], [0.9, 2.0], [0.4, 4.0]])
+        >>> ev = evaluate_ood(None, [0, 0, 0, 1, 1], {"a": s[:, 0], "a+b": s})
+        >>> dict(zip(ev.metrics, ev.oracle[1].tolist()))["auroc"], bool(ev.oracle[0].any())
+        (True, False)
+        """
+        kinds = {_column(spec): spec.pair for spec in table_metrics("ood")}
+        pairs = [how is not None for how in self.search] if self.search else \
+            [False] * len(self.methods)
+        envelope = np.array([kinds.get(k) == "envelope" for k in self.metrics], dtype=bool)
+        return np.array(pairs, dtype=bool)[:, None] & envelope[None, :] & self.applicable
 
     def row(self, method: str) -> dict[str, float]:
         """The applicable metrics of one score, by key."""
