@@ -130,7 +130,7 @@ def _grid_knots(sample: Sample, n_directions: int,
 
 
 def envelopes_on_grid(sample: Sample, gains: tuple[str, ...], grid: F64,
-               n_directions: int) -> list[F64]:
+                      n_directions: int) -> list[F64]:
     """Per gain of ``gains`` (:data:`_RUNNING` names), ``max over directions of (accepted
     gain mass) / #ID`` at each FPR of ``grid``."""
     best = [np.zeros(grid.size) for _ in gains]
@@ -145,6 +145,5 @@ def envelopes_on_grid(sample: Sample, gains: tuple[str, ...], grid: F64,
 
 def least_fpr_on_grid(sample: Sample, t: float, n_directions: int) -> float:
     """The least FPR at TPR ``t`` over the grid's directions."""
-    return min(float(least_fpr_rows(i, o, starts, sizes, sample.n_id, sample.n_ood,
-                                         t).min())
+    return min(float(least_fpr_rows(i, o, starts, sizes, sample.n_id, sample.n_ood, t).min())
                for starts, sizes, (i, o) in _grid_knots(sample, n_directions, ("id", "ood")))

@@ -162,8 +162,8 @@ def _column(spec: MetricSpec) -> str:
 
 
 #: A sample of one method: the rows' truth (losses and OOD marks, by argument name) and
-#: its scores, or None and a table that holds both, or None and the sample of a pair's
-#: resample on the grid (:class:`PairResampler`).
+#: its scores, or None and a table that holds both, or None and the sample of a pair (or of
+#: its resample) on the grid's kept orders (:class:`PairResampler`).
 _Sample = tuple[dict[str, Any] | None, Any]
 
 #: The columns a pair's shared searches give (:func:`exact_envelope_metrics`,
@@ -185,7 +185,7 @@ def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fp
         for i, (truth, raw) in enumerate(samples):
             with_oscr = any(applicable[i, j] for j, spec in enumerate(specs)
                             if _column(spec) == "oscr")
-            if isinstance(raw, Sample):  # a pair's resample: the grid on kept orders
+            if isinstance(raw, Sample):  # a pair (or a resample) on its grid's kept orders
                 hows.append("grid")
                 shared = grid_pair_metrics(raw, tpr, fpr, with_oscr, n_directions)
                 s, kw = None, {}
@@ -195,17 +195,14 @@ def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fp
                 kw = {"search": keyword or "grid", "n_directions": n_directions}
                 shared = {}
                 if how is not None:  # a pair: its metrics share one search of the directions
-                    losses, is_ood = (None, None) if truth is None else (truth["losses"],
-                                                                         truth["is_ood"])
+                    # (losses, is_ood, scores), or the table in the place of the losses
+                    args: tuple[Any, Any, Any] = ((s, None, None) if truth is None else
+                                                  (truth["losses"], truth["is_ood"], s))
                     if how == "exact":
-                        shared = exact_envelope_metrics(s if truth is None else losses, is_ood,
-                                                        None if truth is None else s, tpr,
-                                                        with_oscr)
+                        shared = exact_envelope_metrics(*args, tpr, with_oscr)
                     else:
-                        shared = grid_pair_metrics(
-                            pair_sample(s if truth is None else losses, is_ood,
-                                        None if truth is None else s),
-                            tpr, fpr, with_oscr, n_directions)
+                        shared = grid_pair_metrics(pair_sample(*args), tpr, fpr, with_oscr,
+                                                   n_directions)
             for j, spec in enumerate(specs):
                 if not applicable[i, j]:
                     continue
@@ -392,8 +389,16 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
             raise ValueError(f"losses must have the shape of is_ood ({n},); got {ls.shape}.")
     bounded = not np.any(np.nan_to_num(ls, nan=0.0)[~ood] > 1.0)
     applicable = _applicable([s.ndim == 2 for s in cols.values()], bounded)
-    values, hows = _table([({"losses": ls, "is_ood": ood}, s) for s in cols.values()],
+    # with a bootstrap, a pair on the grid: each direction's order sorted once, for its value
+    # and every resample (the exact search: its rows)
+    pairs = {name: PairResampler(ls, ood, s, tpr=t, fpr=f, search=search, n_directions=d,
+                                 bounded=bounded)
+             for name, s in cols.items() if b and s.ndim == 2}
+    kept = {name: r.sample for name, r in pairs.items() if r.sample is not None}
+    values, hows = _table([(None, kept[name]) if name in kept
+                           else ({"losses": ls, "is_ood": ood}, s) for name, s in cols.items()],
                           applicable, t, f, search, d, resampled=b > 0)
+    hows = [pairs[name].how if name in kept else how for name, how in zip(cols, hows, strict=True)]
     low = np.full(values.shape, np.nan)
     high = np.full(values.shape, np.nan)
     conf = float(confidence)
@@ -404,10 +409,6 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         # {} for sums that could overflow: the rows (scaled sums) instead
         resamplers = TableResampler.of_columns(
             {name: s for name, s in cols.items() if s.ndim == 1}, marked, ood)
-        # a pair on the grid: each direction's order sorted once (the exact search: its rows)
-        pairs = {name: PairResampler(ls, ood, s, tpr=t, fpr=f, search=search, n_directions=d,
-                                     bounded=bounded) for name, s in cols.items() if s.ndim == 2}
-        kept = {name: r.sample for name, r in pairs.items() if r.sample is not None}
 
         def statistic(i: NDArray[np.intp]) -> NDArray[np.float64]:
             counts = np.bincount(i, minlength=n)
