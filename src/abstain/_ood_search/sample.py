@@ -319,7 +319,7 @@ class Sample:
         if n * w.shape[0] > GRID_CACHE:
             return False
         if n_directions not in self._orders:
-            self._orders[n_directions] = [grid_orders(self.s, w[b0:b1])
+            self._orders[n_directions] = [grid_orders(self.s, w[b0:b1]).grouped()
                                           for b0, b1 in grid_batches(n, w.shape[0])]
         return True
 

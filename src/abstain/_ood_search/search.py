@@ -318,6 +318,15 @@ class GridOrders(NamedTuple):
     order: NDArray[np.intp]
     proj: F64
     change: NDArray[np.bool_]
+    #: the tie group of each sorted position (``change`` summed), kept by :meth:`grouped`
+    group: NDArray[np.int32] | None = None
+
+    def grouped(self) -> GridOrders:
+        """These orders with ``group``, which :meth:`drawn` then reads instead of summing
+        ``change`` again for every resample."""
+        group = np.zeros(self.order.shape, dtype=np.int32)
+        np.cumsum(self.change, axis=1, out=group[:, 1:])
+        return self._replace(group=group)
 
     def value(self, k: int, p: int) -> float:
         """The projection of direction ``k``'s row at sorted position ``p``."""
@@ -330,8 +339,8 @@ class GridOrders(NamedTuple):
         keep = rows[self.order]
         k = int(np.count_nonzero(rows))
         order = self.order[keep].reshape(-1, k)
-        group = np.zeros(self.order.shape, dtype=np.int32)
-        np.cumsum(self.change, axis=1, out=group[:, 1:])
+        group = self.group if self.group is not None else self.grouped().group
+        assert group is not None
         g = group[keep].reshape(-1, k)
         return GridOrders(order, self.proj, g[:, 1:] != g[:, :-1])
 
