@@ -26,7 +26,7 @@ import scipy
 from _timing import best_time  # benchmarks/ is on sys.path when run as a script
 from scipy import special, stats
 
-from abstain.combine import METHODS, EmpiricalZ, combine, inlier_covariance
+from abstain.combine import STATISTICS, EmpiricalZ, combine, inlier_covariance
 
 RESULTS = Path(__file__).parent / "results" / "bench_combine.md"
 
@@ -58,7 +58,7 @@ def time_combiners(
         ("`scipy.stats.combine_pvalues(P, 'stouffer', axis=1)`, P given (reference)",
          best_time(lambda: stats.combine_pvalues(P, method="stouffer", axis=1), repeats)),
     ]
-    for method in METHODS:
+    for method in STATISTICS:
         if method != "glrt_cov":
             rows.append((f"`combine(Z, {method!r})`",
                          best_time(lambda method=method: combine(Z, method), repeats)))

@@ -12,7 +12,7 @@ what runs here:
   supocsvm, supmah per rotation: 24 columns, the glrt-SupCSI+ set of the paper's
   Table 1) fitted on the ID training rows the network was trained on;
 * z-values / combiners: `abstain.combine.ScoreCombiner` for every method of
-  `abstain.combine.METHODS`, fitted on a held-out part of the ID training set
+  `abstain.combine.STATISTICS`, fitted on a held-out part of the ID training set
   (``--holdout``, default 10 %, stratified, not used to train the network). The paper's
   eq. (21) uses the training data; held-out rows are used here because a training row is
   its own nearest neighbour (cos = 1) and the network's outputs on its own training rows
@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from abstain import metrics as M
-from abstain.combine import METHODS, ScoreCombiner, csi_statistic
+from abstain.combine import STATISTICS, ScoreCombiner, csi_statistic
 from abstain.datasets import data_home, load_ood_benchmark
 from abstain.detectors import ShiftedBaseScores, rotation_training_set, rotations
 
@@ -139,7 +139,7 @@ def shifted_outputs(model, images, mean, std):
 
 def statistics(bs, S_hold, S_eval_all):
     """Every combined statistic (and CSI) on the rows of S_eval_all; higher = more OOD."""
-    stats = {m: ScoreCombiner(method=m).fit(S_hold).score(S_eval_all) for m in METHODS}
+    stats = {m: ScoreCombiner(method=m).fit(S_hold).score(S_eval_all) for m in STATISTICS}
     cols = {k: [i for i, n in enumerate(bs.names_) if n.startswith(k + "_")]
             for k in ("cos", "norm", "shift")}
     def raw(S):  # CSI's inlier-direction quantities; shift as the rotation probability
@@ -188,7 +188,7 @@ def run_setting(X_tr, y_tr, X_te, oods, tag, args, far):
                       "id_test": int(len(X_te)), **{k: int(len(v)) for k, v in oods.items()}}}
 
 
-ROWS = (*METHODS, "csi", "best_single")
+ROWS = (*STATISTICS, "csi", "best_single")
 
 
 def grid(first: str, sets: list[str], rows: dict[str, list[float]], fmt: str) -> list[str]:
@@ -214,7 +214,7 @@ def base_table(res: dict) -> list[str]:
 
 def means(res: dict, metric: str) -> dict[str, float]:
     """Each combiner's mean of ``metric`` over the OOD sets."""
-    return {m: float(np.mean([res[s][m][metric] for s in res])) for m in METHODS}
+    return {m: float(np.mean([res[s][m][metric] for s in res])) for m in STATISTICS}
 
 
 def claims(res: dict, label: str) -> list[str]:

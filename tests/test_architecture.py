@@ -27,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "metrics": {"_core", "tables", "_ood_search"},
     "scores": {"_core", "tables", "metrics"},
     "detectors": {"_core"},
-    "combine": {"_core"},
+    "combine": {"_core", "tables", "_ood_search", "metrics", "detectors"},
     "models": {"_core", "tables", "_ood_search", "_certify", "metrics", "scores", "detectors"},
     "ordinal": {"_core", "scores"},
     "plot": {"_core", "tables", "_ood_search", "metrics"},

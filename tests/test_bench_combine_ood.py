@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from abstain import metrics as M
-from abstain.combine import METHODS, ScoreCombiner
+from abstain.combine import STATISTICS, ScoreCombiner
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +67,14 @@ def test_claims_report_both_verdicts(bench):
     def res(values):
         return {"s": {m: {"auroc": v, "dr": v} for m, v in values.items()}}
 
-    good = dict.fromkeys(METHODS, 0.5) | {"glrt": 0.9, "fisher": 0.9}
+    good = dict.fromkeys(STATISTICS, 0.5) | {"glrt": 0.9, "fisher": 0.9}
     lines = bench.claims(res(good), "x")
     assert len(lines) == 2
     assert all("Fisher and Stouffer: **holds**" in ln for ln in lines)
     assert all("Simes and ALR: **holds**" in ln for ln in lines)
     assert all("(smallest margin +0.4000, against bonferroni)" in ln for ln in lines)
     assert all("strictly higher: fisher 0, stouffer 1, bonferroni 1" in ln for ln in lines)
-    bad = dict.fromkeys(METHODS, 0.5) | {"stouffer": 0.9, "alr": 0.5}
+    bad = dict.fromkeys(STATISTICS, 0.5) | {"stouffer": 0.9, "alr": 0.5}
     lines = bench.claims(res(bad), "x")
     assert all("Fisher and Stouffer: **does not hold**" in ln for ln in lines)
     assert all("Simes and ALR: **does not hold**" in ln for ln in lines)  # ties are no win

@@ -133,8 +133,11 @@ case("EmpiricalZ.fit", lambda **k: combine.EmpiricalZ().fit(k["S_train"]), {"S_t
      S_train=M2)
 case("EmpiricalZ.transform", lambda **k: combine.EmpiricalZ().fit(S2).transform(k["S"]),
      {"S": S2}, S=M2)
-case("ScoreCombiner.fit", lambda **k: combine.ScoreCombiner().fit(k["S_train"]),
+case("ScoreCombiner.fit", lambda **k: combine.ScoreCombiner(method="glrt").fit(k["S_train"]),
      {"S_train": S2}, S_train=M2)
+case("ScoreCombiner.fit,auto",
+     lambda **k: combine.ScoreCombiner(random_state=0, n_bootstrap=5).fit(S2, k["S_outliers"]),
+     {"S_outliers": S2 + 1.0}, S_outliers=M2)
 for f in (combine.conformal_pvalues, combine.empirical_pvalues):  # stat may be empty
     case(f.__name__, f, {"cal_stat": U, "stat": U}, cal_stat=NO_LEN, stat=NO_LEN[1:])
 case("conformal_threshold", lambda **k: combine.conformal_threshold(k["cal_stat"], 0.5),
@@ -206,8 +209,11 @@ case("csi_statistic",
 case("GuaranteedDetector.fit",
      lambda **k: combine.GuaranteedDetector(alpha=0.3, delta=0.5).fit(k["cal_stat"]),
      {"cal_stat": U}, cal_stat=NO_LEN)
-case("ScoreCombiner.score", lambda **k: combine.ScoreCombiner().fit(S2).score(k["S"]),
-     {"S": S2}, S=M2)
+case("ScoreCombiner.score",
+     lambda **k: combine.ScoreCombiner(method="glrt").fit(S2).score(k["S"]), {"S": S2}, S=M2)
+case("ScoreCombiner.score,single",
+     lambda **k: combine.ScoreCombiner(random_state=0, n_bootstrap=5).fit(
+         S2, S2[:, ::-1] + [5.0, 0.0]).score(k["S"]), {"S": S2}, S=M2)
 case("ViM.score",
      lambda **k: detectors.ViM(dim=2).fit(FEATS, weight=RNG.normal(size=(3, 4)),
                                           bias=np.zeros(3)).score(k["features"]),
@@ -228,9 +234,14 @@ case("DetectorBank.score",
      {"logits": LOGITS}, logits=M2)
 case("BankDetector.fit",
      lambda **k: combine.BankDetector(
-         detectors.DetectorBank([detectors.MSP(), detectors.MaxLogit()]), alpha=0.5,
-         delta=0.5).fit({"logits": k["logits"]}, None, {"logits": LOGITS}),
+         detectors.DetectorBank([detectors.MSP(), detectors.MaxLogit()]), method="glrt",
+         alpha=0.5, delta=0.5).fit({"logits": k["logits"]}, None, {"logits": LOGITS}),
      {"logits": LOGITS}, logits=M2)
+case("LeaveClassesOut.split", lambda **k: list(detectors.LeaveClassesOut().split(k["y"])),
+     {"y": np.arange(N) % 4}, y=("empty", "nan", "inf", "complex", "ndim"))
+case("restrict_outputs",
+     lambda **k: detectors.restrict_outputs({"logits": LOGITS}, k["rows"], [0, 1]),
+     {"rows": np.arange(3)}, rows=("nan", "complex", "string", "text", "ndim"))
 case("tune_detector",
      lambda **k: models.tune_detector(detectors.ODIN(), {"temperature": [1.0, 10.0]},
                                       {"logits": k["id_outputs.logits"]}, random_state=0),
@@ -288,7 +299,7 @@ NOT_ARRAY_FUNCTIONS = {
     "make_detector", "far_guarantee", "SelectiveClassifier",
     "EquivalentModels", "Detector", "FARGuarantee", "RegularizationSearch",
     "SelectivePrediction", "ConditionalRisk", "BootstrapInterval", "OODEvaluation",
-    "DetectorTuning",
+    "DetectorTuning", "ProxySplit",
     "BinnedTable", "Bounded",  # built by ScoreTable.binned: tests/tables/test_binned.py
     "neg_aurc_scorer", "neg_selective_risk_scorer", "coverage_at_risk_scorer",
     # loss matrices of a class count, and their checks: tests/scores/test_losses.py

@@ -8,7 +8,7 @@ import pytest
 
 from abstain import NotFittedError, load_json
 from abstain.combine import BankDetector, GuaranteedDetector, ScoreCombiner
-from abstain.detectors import KNN, MSP, DetectorBank, Energy
+from abstain.detectors import KNN, MSP, DetectorBank, Energy, LeaveClassesOut, restrict_outputs
 
 
 def _outputs(n, rng, scale=1.0):
@@ -48,7 +48,7 @@ def test_false_alarm_rate_at_most_alpha_with_probability_one_minus_delta():
     S_test = None  # the bank is fitted on the same train rows in every trial
     over = 0
     for t in range(trials):
-        det = BankDetector(bank, alpha=alpha, delta=delta, random_state=t).fit(
+        det = BankDetector(bank, method="glrt", alpha=alpha, delta=delta, random_state=t).fit(
             train, calibration_outputs=_outputs(160, rng))
         if S_test is None:
             S_test = det.base_scores(test)
@@ -72,7 +72,19 @@ def test_bad_input():
         BankDetector().fit(train, calibration_outputs=cal)
     with pytest.raises(ValueError, match=r"calibration_outputs must have enough rows .* 45 for "
                                          r"FAR <= alpha=0.05 .* got 40 rows, split 20 \+ 20"):
+        BankDetector(bank, method="glrt").fit(train, calibration_outputs=cal)
+    with pytest.raises(ValueError, match=r"at least 6 for the z-values .* split 4 \+ 36"):
+        BankDetector(bank, alpha=0.2, delta=0.2, z_fraction=0.1).fit(
+            train, calibration_outputs=cal, outlier_outputs=cal)
+    with pytest.raises(ValueError, match="method='auto' chooses what to combine on proxy "
+                                         "outliers: pass y"):
         BankDetector(bank).fit(train, calibration_outputs=cal)
+    with pytest.raises(ValueError, match="outlier_outputs is used only by method='auto'"):
+        BankDetector(bank, method="fisher").fit(train, calibration_outputs=cal,
+                                                outlier_outputs=cal)
+    with pytest.raises(ValueError, match="y must hold at least 3 classes"):
+        BankDetector(bank, alpha=0.2, delta=0.2).fit(
+            train, np.arange(50) % 2, calibration_outputs=cal)
     with pytest.raises(ValueError, match=r"z_fraction must be in \(0, 1\)"):
         BankDetector(bank, z_fraction=1.0).fit(train, calibration_outputs=cal)
     with pytest.raises(ValueError, match="method must be one of"):
@@ -83,8 +95,8 @@ def test_a_document_whose_parts_disagree_is_refused():
     import json
 
     rng = np.random.default_rng(5)
-    det = BankDetector(DetectorBank([MSP()]), alpha=0.2, delta=0.2, random_state=0).fit(
-        _outputs(30, rng), calibration_outputs=_outputs(60, rng))
+    det = BankDetector(DetectorBank([MSP()]), method="glrt", alpha=0.2, delta=0.2,
+                       random_state=0).fit(_outputs(30, rng), calibration_outputs=_outputs(60, rng))
     doc = json.loads(det.to_json())
     doc["params"]["method"] = "fisher"
     with pytest.raises(ValueError, match="fitted.combiner_ must use params.method 'fisher'"):
@@ -93,3 +105,63 @@ def test_a_document_whose_parts_disagree_is_refused():
     doc["fitted"]["n_calibration_"] = 7
     with pytest.raises(ValueError, match="fitted.guarantee_ must be calibrated on fitted"):
         load_json(json.dumps(doc))
+
+
+def _blobs(n, rng, classes=(0, 1, 2, 3), shift=0.0):
+    """Features of Gaussian classes (centres 3 apart on the axes of 6 dimensions) and the
+    logits of their nearest-centre classifier."""
+    y = rng.choice(np.asarray(classes), n)
+    centres = 3.0 * np.eye(6)[:5]
+    F = centres[y] + rng.normal(size=(n, 6)) + shift
+    return {"features": F, "logits": -((F[:, None, :] - centres) ** 2).sum(-1) / 2}, y
+
+
+def test_auto_with_selection_in_the_loop_keeps_the_guarantee():
+    """method="auto" chooses on held-out classes of the training rows (or on outliers given),
+    then calibrates on rows the choice never saw: Pr(FAR > alpha) <= delta still holds."""
+    alpha, delta, trials = 0.1, 0.2, 60
+    rng = np.random.default_rng(4)
+    train, y = _blobs(400, rng)
+    test, _ = _blobs(10000, rng)
+    bank = DetectorBank([MSP(), Energy(), KNN(k=5, normalize=False)])
+    over, chosen = 0, set()
+    for t in range(trials):
+        cal, _ = _blobs(200, rng)
+        kw = {} if t % 2 else {"outlier_outputs": _blobs(100, rng, (4,))[0]}
+        det = BankDetector(bank, alpha=alpha, delta=delta, n_bootstrap=100,
+                           random_state=t).fit(train, y, cal, **kw)
+        sel = det.combiner_.selection_
+        chosen.add((sel["method"], tuple(sel["columns"])))
+        far = 1.0 - det.accept(test).mean()
+        over += float(far) > alpha
+    assert over <= delta * trials + 3 * np.sqrt(trials * delta * (1 - delta))
+    assert len(chosen) >= 1
+
+
+def test_auto_held_out_classes_equal_the_splits_done_by_hand():
+    rng = np.random.default_rng(6)
+    train, y = _blobs(300, rng)
+    cal, _ = _blobs(200, rng)
+    bank = DetectorBank([MSP(), KNN(k=5, normalize=False)])
+    det = BankDetector(bank, alpha=0.2, delta=0.2, n_held_out=2, n_proxy_splits=1,
+                       n_bootstrap=50, random_state=0).fit(train, y, cal)
+    sel = det.combiner_.selection_
+    assert sel["n_tasks"] == 1
+    # by hand: the same generator, drawn in the same order
+    gen = np.random.default_rng(0)
+    S = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y).score(cal)
+    order = gen.permutation(200)
+    split = next(LeaveClassesOut(2, n_splits=1, random_state=gen).split(y))
+    fit_out, w, b = restrict_outputs(train, split.fit, split.kept)
+    part = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(fit_out, y[split.fit])
+    S_in = part.score(restrict_outputs(train, split.inliers, split.kept)[0])
+    S_in = S_in[gen.permutation(split.inliers.size)]
+    S_out = part.score(restrict_outputs(train, split.outliers, split.kept)[0])
+    h = S_in.shape[0] // 2
+    comb = ScoreCombiner(n_bootstrap=50)
+    record = comb.choose([(S_in[:h], S_in[h:], S_out)], gen)
+    assert record == sel
+    comb.fit_chosen(S[order[:100]], record)
+    new, _ = _blobs(50, rng, shift=1.0)
+    np.testing.assert_array_equal(det.score(new), comb.score(det.base_scores(new)))
+    assert load_json(det.to_json()).combiner_.selection_ == sel

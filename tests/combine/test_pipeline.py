@@ -14,7 +14,7 @@ import pytest
 
 from abstain import NotFittedError, load_json
 from abstain.combine import (
-    METHODS,
+    STATISTICS,
     EmpiricalZ,
     GuaranteedDetector,
     ScoreCombiner,
@@ -39,7 +39,7 @@ def test_higher_is_inlier_negates_the_inputs(rng):
     np.testing.assert_array_equal(d1.score(test[:, 0]), d2.score(-test[:, 0]))
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", STATISTICS)
 def test_direction_on_a_toy_id_ood_pair(rng, method):
     """Base scores higher = more OOD; OOD inputs get positive z and larger statistics."""
     m = 6
@@ -153,13 +153,13 @@ def test_epsilon_has_one_range_for_the_constructor_and_the_loader(rng, epsilon):
     match = (r"^epsilon must be a finite number in \[0, 100\] \(z-values lie within \+-10; a "
              rf"larger epsilon ranks as Stouffer's sum\); got {re.escape(repr(epsilon))}\.$")
     with pytest.raises(ValueError, match=match):
-        ScoreCombiner(epsilon=epsilon).fit(S)
-    doc = json.loads(ScoreCombiner(epsilon=100.0).fit(S).to_json())
+        ScoreCombiner(method="glrt", epsilon=epsilon).fit(S)
+    doc = json.loads(ScoreCombiner(method="glrt", epsilon=100.0).fit(S).to_json())
     doc["params"]["epsilon"] = epsilon
     with pytest.raises(ValueError, match="^params." + match[1:]):
         load_json(json.dumps(doc))
     # the largest epsilon gives finite statistics, ranked as Stouffer's sum
-    stat = load_json(ScoreCombiner(epsilon=100.0).fit(S).to_json()).score(S)
+    stat = load_json(ScoreCombiner(method="glrt", epsilon=100.0).fit(S).to_json()).score(S)
     assert np.isfinite(stat).all()
     np.testing.assert_array_equal(np.argsort(stat, kind="stable"), np.argsort(
         ScoreCombiner(method="stouffer").fit(S).score(S), kind="stable"))

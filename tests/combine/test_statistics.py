@@ -19,10 +19,10 @@ from reference.combine_ref import (
 )
 from scipy import stats
 
-from abstain.combine import METHODS, combine, csi_statistic
+from abstain.combine import STATISTICS, combine, csi_statistic
 from abstain.combine._statistics import _log_sf
 
-MONOTONE = tuple(m for m in METHODS if m != "glrt_cov")
+MONOTONE = tuple(m for m in STATISTICS if m != "glrt_cov")
 
 
 # --------------------------------------------------------------------------- GLRT
@@ -71,7 +71,7 @@ def test_sorting_combiners_match_loops(rng, method, ref, m):
     np.testing.assert_allclose(got, [ref(z) for z in Z], rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", STATISTICS)
 def test_z_and_p_scales_agree(rng, method, random_cov):
     Z = rng.normal(size=(20, 5))
     cov = random_cov(rng, 5, "random") if method == "glrt_cov" else None
@@ -82,7 +82,7 @@ def test_z_and_p_scales_agree(rng, method, random_cov):
 
 def test_extreme_z_stays_finite_in_log_space():
     Z = np.array([[40.0, 0.0, -1.0]])
-    for method in METHODS:
+    for method in STATISTICS:
         cov = np.eye(3) if method == "glrt_cov" else None
         assert np.isfinite(combine(Z, method, cov=cov)).all(), method
     # -log p(40) = 40^2 / 2 + log(40 sqrt(2 pi)) + O(1 / 40^2)
@@ -101,7 +101,7 @@ def test_log_sf_is_relatively_accurate_everywhere():
 @pytest.mark.filterwarnings("error")
 def test_huge_z_gives_no_nan_and_no_warning():
     Z = np.array([[0.0, 0.0, 0.0], [54.0, 0.0, -1.0], [60.0, 60.0, 60.0], [-60.0, 0.0, 1.0]])
-    for method in METHODS:
+    for method in STATISTICS:
         cov = np.eye(3) if method == "glrt_cov" else None
         stat = combine(Z, method, cov=cov)
         assert not np.isnan(stat).any() and np.all(stat[1:3] > stat[0]), method

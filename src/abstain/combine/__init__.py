@@ -8,6 +8,16 @@ generalised likelihood-ratio test (GLRT, eq. 20; with a general covariance, eqs.
 or by a classical p-value combiner, and thresholded with conformal p-values (eq. 22) at a
 level that bounds the FAR with high probability (eq. 24, Algorithms 2 and 3).
 
+What to combine
+---------------
+Combining every base score can lose to the best one of them (docs/combining.md). The
+default ``method="auto"`` of :class:`ScoreCombiner` and :class:`BankDetector` chooses on
+proxy outliers (held-out classes, :class:`abstain.detectors.LeaveClassesOut`; rotated
+images; any outliers the test data do not hold): the best single base score, unless a
+statistic of :data:`STATISTICS` over all or some of the scores beats it in at least
+``confidence`` of paired bootstrap resamples of held-out rows. The guarantee is
+calibrated afterwards on rows the choice never saw.
+
 Direction rule (one for the whole module)
 -----------------------------------------
 The paper's base scores are *inlier* scores (higher = more inlier) and its tests reject
@@ -71,12 +81,14 @@ from ._qp import (
 )
 from ._statistics import (
     METHODS,
+    STATISTICS,
     combine,
     csi_statistic,
 )
 
 __all__ = [
     "METHODS",
+    "STATISTICS",
     "BankDetector",
     "EmpiricalZ",
     "FARGuarantee",

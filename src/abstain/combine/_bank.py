@@ -11,8 +11,10 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.base import ParamsMixin
 from .._core.serialize import Int, Nested, dumps, serializable
 from .._core.validation import Interval, RandomState, plain
+from ..detectors import LeaveClassesOut, restrict_outputs
 from ._guarantee import GuaranteedDetector, far_guarantee
 from ._pipeline import ScoreCombiner, check_epsilon_method
+from ._select import MIN_ROWS
 
 
 @serializable("combine")
@@ -35,25 +37,56 @@ class BankDetector(ParamsMixin):
     exchangeable, so ``P(FAR <= alpha) >= 1 - delta`` over the draw of part 3 (FAR: the
     probability that a new inlier is flagged, ``accept`` False).
 
+    **What is combined** (``method="auto"``, the default). A combination of every base
+    score can lose to the best one of them (docs/combining.md), so ``auto`` chooses on
+    proxy outliers, then calibrates what it chose on part 3, which the choice never sees:
+
+    - with ``outlier_outputs`` (outputs of proxy outliers, such as rotated images:
+      :func:`abstain.detectors.rotations`), the bank of step 1 scores them, and the rows of
+      part 2 are halved into z-value rows and proxy inliers;
+    - else, from the labels ``y`` of ``train_outputs``:
+      :class:`~abstain.detectors.LeaveClassesOut` holds ``n_held_out`` classes out at a
+      time, in at most ``n_proxy_splits`` splits; per split, a copy of the bank is fitted on part
+      of the kept classes' rows, with the network's outputs restricted to those classes
+      (:func:`~abstain.detectors.restrict_outputs`: logit columns and last-layer rows),
+      and scores the other kept rows (halved into z-value rows and proxy inliers) and the
+      held-out classes' rows (proxy outliers). Integer labels are the logit columns'
+      indices (other labels keep every column).
+
+    The choice (:class:`ScoreCombiner`'s ``auto``: the best single base score unless a
+    combination beats it in at least ``confidence`` of ``n_bootstrap`` paired resamples)
+    is in ``combiner_.selection_``; ``combiner_.summary()`` says it in one line. Without
+    ``y`` or ``outlier_outputs``, ``auto`` is refused: name a statistic.
+
     Parameters
     ----------
     bank : DetectorBank (required; None only as the unset default)
         Copied (``type(bank)(**bank.get_params())``) and fitted; left unchanged.
-    method : str, default "glrt"
-        The combined statistic, one of :data:`abstain.combine.METHODS`.
+    method : str, default "auto"
+        One of :data:`abstain.combine.METHODS`: ``"auto"`` or a combined statistic.
     epsilon : float in [0, 100] or None, default None
         For ``glrt`` / ``glrt_cov`` (None: 0.25); the range of :class:`ScoreCombiner`.
     alpha : float in (0, 1), default 0.05
     delta : float in (0, 1), default 0.1
     z_fraction : float in (0, 1), default 0.5
         Share of the calibration rows that fit the z-values.
+    confidence : float in (0, 1), default 0.9
+    n_bootstrap : int >= 1, default 500
+        ``auto``'s test (see above).
+    n_held_out : int >= 1, default 1
+    n_proxy_splits : int >= 1, default 5
+        ``auto``'s held-out classes when no ``outlier_outputs`` are given: classes held
+        out per split, and the most splits (:class:`~abstain.detectors.LeaveClassesOut`,
+        seeded from ``random_state``).
     random_state : None, int or numpy Generator
-        Seeds the split of the calibration rows.
+        Seeds the split of the calibration rows and ``auto``'s proxies and resamples.
 
     Attributes
     ----------
     bank_ : DetectorBank
     combiner_ : ScoreCombiner
+        With ``method="auto"``: what was chosen (``method_``, ``columns_``,
+        ``selection_``).
     guarantee_ : GuaranteedDetector
         ``threshold_``, ``achieved_alpha_`` etc. of the calibration.
     n_z_, n_calibration_ : int
@@ -69,7 +102,7 @@ class BankDetector(ParamsMixin):
     ...     f = rng.normal(size=(n, 4)) * scale
     ...     return {"features": f, "logits": f[:, :3]}
     >>> bank = DetectorBank([MSP(), KNN(k=5, normalize=False)])
-    >>> det = BankDetector(bank, alpha=0.1, delta=0.1, random_state=0).fit(
+    >>> det = BankDetector(bank, method="glrt", alpha=0.1, delta=0.1, random_state=0).fit(
     ...     outputs(200), calibration_outputs=outputs(400))
     >>> det.bank_.names_, det.n_z_, det.n_calibration_
     (['msp', 'knn'], 200, 200)
@@ -85,15 +118,20 @@ class BankDetector(ParamsMixin):
         "n_calibration_": Int(1),
     }
 
-    def __init__(self, bank: Any = None, *, method: str = "glrt", epsilon: float | None = None,
+    def __init__(self, bank: Any = None, *, method: str = "auto", epsilon: float | None = None,
                  alpha: float = 0.05, delta: float = 0.1, z_fraction: float = 0.5,
-                 random_state: Any = None) -> None:
+                 confidence: float = 0.9, n_bootstrap: int = 500, n_held_out: int = 1,
+                 n_proxy_splits: int = 5, random_state: Any = None) -> None:
         self.bank = bank
         self.method = method
         self.epsilon = epsilon
         self.alpha = alpha
         self.delta = delta
         self.z_fraction = z_fraction
+        self.confidence = confidence
+        self.n_bootstrap = n_bootstrap
+        self.n_held_out = n_held_out
+        self.n_proxy_splits = n_proxy_splits
         self.random_state = random_state
 
     #: bank: a DetectorBank, checked by the methods it must have (in ``_validate_params``);
@@ -104,6 +142,10 @@ class BankDetector(ParamsMixin):
         "alpha": GuaranteedDetector._parameter_constraints["alpha"],
         "delta": GuaranteedDetector._parameter_constraints["delta"],
         "z_fraction": [Interval(float, 0, 1, closed="neither")],
+        "confidence": ScoreCombiner._parameter_constraints["confidence"],
+        "n_bootstrap": ScoreCombiner._parameter_constraints["n_bootstrap"],
+        "n_held_out": [Interval(int, 1, None, closed="left")],
+        "n_proxy_splits": [Interval(int, 1, None, closed="left")],
         "random_state": [RandomState()]}
 
     def _validate_params(self) -> None:
@@ -115,15 +157,27 @@ class BankDetector(ParamsMixin):
         check_epsilon_method(self.epsilon, self.method)
 
     def fit(self, train_outputs: Any, y: ArrayLike | None = None,
-            calibration_outputs: Any = None, *, weight: ArrayLike | None = None,
-            bias: ArrayLike | None = None) -> BankDetector:
+            calibration_outputs: Any = None, *, outlier_outputs: Any = None,
+            weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> BankDetector:
         """Fit the bank on ``train_outputs`` (with labels ``y`` and the last layer ``weight``,
         ``bias`` where its detectors need them), then the z-values and the threshold on two
-        disjoint random parts of the in-distribution ``calibration_outputs``."""
+        disjoint random parts of the in-distribution ``calibration_outputs``; with
+        ``method="auto"``, choose what to combine first, on ``outlier_outputs`` or on
+        classes of ``train_outputs`` held out (see the class docstring)."""
         self._validate_params()
         if calibration_outputs is None:
             raise ValueError("BankDetector.fit needs calibration_outputs: in-distribution "
                              "outputs not in train_outputs, for the z-values and the threshold.")
+        auto = self.method == "auto"
+        if not auto and outlier_outputs is not None:
+            raise ValueError(f"outlier_outputs is used only by method='auto'; got outlier "
+                             f"outputs with method={self.method!r}.")
+        if auto and outlier_outputs is None and y is None:
+            raise ValueError(
+                "method='auto' chooses what to combine on proxy outliers: pass y (the class "
+                "labels of train_outputs, whose classes are held out in turn) or "
+                "outlier_outputs (e.g. the outputs of rotated images); or name a statistic of "
+                "abstain.combine.STATISTICS as method.")
         bank = type(self.bank)(**self.bank.get_params(deep=False))
         bank.fit(train_outputs, y, weight=weight, bias=bias)
         S = bank.score(calibration_outputs)
@@ -131,19 +185,52 @@ class BankDetector(ParamsMixin):
         n_z = int(round(float(self.z_fraction) * n))
         n_cal = n - n_z
         g = far_guarantee(max(n_cal, 1), float(self.alpha), float(self.delta))
-        if n_z < 1 or not g.feasible or n_cal < g.min_n:
+        least_z = 2 + MIN_ROWS if auto and outlier_outputs is not None else 1
+        if n_z < least_z or not g.feasible or n_cal < g.min_n:
             raise ValueError(
-                f"calibration_outputs must have enough rows for both parts: at least one for "
-                f"the z-values and {g.min_n} for FAR <= alpha={plain(self.alpha)} with probability "
-                f">= 1 - delta={plain(self.delta)}; got {n} rows, split {n_z} + {n_cal} by "
-                f"z_fraction={plain(self.z_fraction)}.")
-        order = np.random.default_rng(self.random_state).permutation(n)  # type: ignore[arg-type]
-        combiner = ScoreCombiner(method=self.method, epsilon=self.epsilon).fit(S[order[:n_z]])
+                f"calibration_outputs must have enough rows for both parts: at least "
+                f"{least_z} for the z-values and {g.min_n} for FAR <= alpha={plain(self.alpha)} "
+                f"with probability >= 1 - delta={plain(self.delta)}; got {n} rows, split "
+                f"{n_z} + {n_cal} by z_fraction={plain(self.z_fraction)}.")
+        rng = np.random.default_rng(self.random_state)  # type: ignore[arg-type]
+        order = rng.permutation(n)
+        combiner = ScoreCombiner(method=self.method, epsilon=self.epsilon,
+                                 confidence=self.confidence, n_bootstrap=self.n_bootstrap)
+        record = None
+        if auto:
+            if outlier_outputs is not None:
+                S_z = S[order[:n_z]]
+                tasks = [(S_z[: n_z // 2], S_z[n_z // 2:], bank.score(outlier_outputs))]
+            else:
+                tasks = self._class_tasks(train_outputs, y, weight, bias, rng)
+            record = combiner.choose(tasks, rng)
+        combiner.fit_chosen(S[order[:n_z]], record)
         guarantee = GuaranteedDetector(alpha=self.alpha, delta=self.delta).fit(
             combiner.score(S[order[n_z:]]))
         self.bank_, self.combiner_, self.guarantee_ = bank, combiner, guarantee
         self.n_z_, self.n_calibration_ = n_z, n_cal
         return self
+
+    def _class_tasks(self, outputs: Any, y: Any, weight: Any, bias: Any,
+                     rng: np.random.Generator) -> list[tuple[Any, Any, Any]]:
+        """Proxy tasks of held-out classes of the training outputs: per split, a copy of
+        the bank fitted on the kept classes' fitting rows scores their other rows (halved
+        into z-value rows and proxy inliers) and the held-out rows."""
+        proxy = LeaveClassesOut(int(self.n_held_out), n_splits=int(self.n_proxy_splits),
+                                random_state=rng)
+        labels = np.asarray(y)
+        tasks = []
+        for split in proxy.split(labels):
+            kept = split.kept if labels.dtype.kind in "iu" else None
+            fit_out, w, b = restrict_outputs(outputs, split.fit, kept, weight=weight, bias=bias)
+            in_out, _, _ = restrict_outputs(outputs, split.inliers, kept)
+            out_out, _, _ = restrict_outputs(outputs, split.outliers, kept)
+            part = type(self.bank)(**self.bank.get_params(deep=False))
+            part.fit(fit_out, labels[split.fit], weight=w, bias=b)
+            S_in = part.score(in_out)[rng.permutation(split.inliers.size)]
+            half = S_in.shape[0] // 2
+            tasks.append((S_in[:half], S_in[half:], part.score(out_out)))
+        return tasks
 
     def base_scores(self, outputs: Any) -> NDArray[np.float64]:
         """The bank's matrix of base scores of ``outputs``, shape (n, m)."""

@@ -23,10 +23,16 @@ from .._core.validation import (
 )
 from ._qp import as_covariance, glrt_cov
 
-#: Names accepted by :func:`combine`, in the order of the paper's Tables 13-14.
-METHODS: tuple[str, ...] = (
+#: The combined statistics that :func:`combine` computes, in the order of the paper's
+#: Tables 13-14.
+STATISTICS: tuple[str, ...] = (
     "glrt", "glrt_cov", "stouffer", "fisher", "bonferroni", "simes", "hc", "bj", "alr",
 )
+
+#: The methods of :class:`ScoreCombiner` and :class:`BankDetector`: ``"auto"`` (the
+#: default: the best single base score unless a combination beats it with confidence on
+#: proxy outliers) and every statistic of :data:`STATISTICS`.
+METHODS: tuple[str, ...] = ("auto", *STATISTICS)
 
 
 GLRT_METHODS = ("glrt", "glrt_cov")
@@ -132,7 +138,7 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
     return np.asarray(special.logsumexp(kl + logw, axis=1), dtype=np.float64)
 
 
-@validate_params({"method": [Options(METHODS)], "scale": [Options(("z", "p"))]})
+@validate_params({"method": [Options(STATISTICS)], "scale": [Options(("z", "p"))]})
 def combine(
     values: ArrayLike,
     method: str = "glrt",
@@ -193,7 +199,8 @@ def combine(
     values : array-like of shape (n_samples, n_scores)
         z-values (finite) or, with ``scale="p"``, p-values in (0, 1].
     method : str, default "glrt"
-        One of :data:`METHODS`.
+        One of :data:`STATISTICS` (``"auto"`` is a choice that :class:`ScoreCombiner`
+        makes on proxy outliers, not a statistic).
     scale : {"z", "p"}, default "z"
         What ``values`` hold.
     epsilon : float in [0, 1e150], optional

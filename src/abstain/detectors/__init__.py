@@ -29,6 +29,11 @@ lives in :mod:`abstain.models` (Franc, Prusa and Paplham, 2023, section 4: KNN+M
 ViM+MSP), as does :func:`~abstain.models.tune_detector`, which chooses a detector's
 hyperparameters on validation data.
 
+:class:`LeaveClassesOut` makes proxy outliers from labelled inliers (held-out classes) and
+:func:`restrict_outputs` gives a network's outputs as if it knew only the kept classes: the
+data on which :class:`abstain.combine.BankDetector` and :func:`abstain.models.tune_detector`
+choose without real outliers.
+
 :class:`ShiftedBaseScores` computes the base scores of a class x rotation network
 (:data:`BASE_SCORE_KINDS`), the input of :mod:`abstain.combine`.
 """
@@ -59,6 +64,11 @@ from ._logits import (
     Energy,
     MaxLogit,
 )
+from ._proxy import (
+    LeaveClassesOut,
+    ProxySplit,
+    restrict_outputs,
+)
 from ._registry import (
     DETECTORS,
     make_detector,
@@ -83,5 +93,8 @@ __all__ = [
     "joint_labels",
     "rotation_training_set",
     "rotations",
+    "LeaveClassesOut",
+    "ProxySplit",
+    "restrict_outputs",
 ]
 

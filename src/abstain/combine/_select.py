@@ -1,0 +1,227 @@
+"""The safe choice of ``method="auto"``: the best single base score unless a combination
+beats it with confidence, on proxy outliers.
+
+Each proxy *task* is three matrices of base scores (columns alike, higher = more OOD
+unless ``higher_is_inlier``): inlier rows that fit the z-values, other inlier rows, and
+proxy outlier rows. The inlier and outlier rows of each task are shuffled and halved: the
+first halves choose, the second halves test.
+
+1. **Choose** (first halves). A candidate's value is its AUROC (ties count one half),
+   averaged over the tasks. The candidates are each single base score (the score itself),
+   and, with two or more columns, each combiner of :data:`STATISTICS` on every column and
+   on the columns that a greedy forward search picks for it (from the best single
+   score, add the column that raises the value most while it rises). Ties go to the first
+   candidate in this order: single scores by column; methods in :data:`STATISTICS`
+   order, the greedy subset before every column.
+2. **Test** (second halves). The best combination is kept only if its mean AUROC beats
+   the best single score's in at least ``confidence`` of ``n_bootstrap`` paired bootstrap
+   resamples (inlier and outlier rows of each task drawn apart, the same draws for
+   both; an equal AUROC is no win): the rule of
+   :func:`abstain.scores.select_regularization` with ``safe=True``. Otherwise the best
+   single score is used.
+
+The statistics of the final object are computed afresh on rows that calibrate nothing
+else, so a guarantee calibrated afterwards on its own rows still holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._core.validation import F64, as_matrix, plain
+from ..metrics import auroc
+from ._pvalues import EmpiricalZ
+from ._qp import inlier_covariance
+from ._statistics import GLRT_METHODS, STATISTICS, combine
+
+#: The least inlier and outlier rows of a task: two to choose and two to test.
+MIN_ROWS = 4
+
+
+class _Half:
+    """One half of one task: raw base scores, their z-values and OOD labels."""
+
+    def __init__(self, raw: F64, Z: F64, n_in: int) -> None:
+        self.raw, self.Z, self.n_in = raw, Z, n_in
+        self.is_ood = np.arange(raw.shape[0]) >= n_in
+
+
+class _Task:
+    def __init__(self, S_z: F64, S_in: F64, S_out: F64, sign: float, sigma: float,
+                 rng: np.random.Generator) -> None:
+        ez = EmpiricalZ().fit(sign * S_z)
+        self.cov = inlier_covariance(ez.transform(sign * S_z), sigma)
+        a, b = rng.permutation(S_in.shape[0]), rng.permutation(S_out.shape[0])
+        ha, hb = S_in.shape[0] // 2, S_out.shape[0] // 2
+        halves = []
+        for rows_in, rows_out in ((a[:ha], b[:hb]), (a[ha:], b[hb:])):
+            raw = sign * np.vstack([S_in[rows_in], S_out[rows_out]])
+            halves.append(_Half(raw, ez.transform(raw), rows_in.size))
+        self.choose, self.test = halves
+
+
+def statistic(half: _Half, method: str, columns: tuple[int, ...], cov: F64,
+              epsilon: float | None) -> F64:
+    """A candidate's statistic on one half (higher = more OOD)."""
+    if method == "single":
+        return half.raw[:, columns[0]]
+    cols = list(columns)
+    kw: dict[str, Any] = {"epsilon": epsilon} if method in GLRT_METHODS else {}
+    if method == "glrt_cov":
+        kw["cov"] = cov[np.ix_(cols, cols)]
+    return combine(half.Z[:, cols], method, **kw)
+
+
+def _groups(stat: F64, n_in: int) -> tuple[NDArray[np.intp], NDArray[np.intp], int]:
+    """Tie-group ids of the inlier and the outlier rows of one statistic."""
+    _, inverse = np.unique(stat, return_inverse=True)
+    return inverse[:n_in], inverse[n_in:], int(inverse.max()) + 1
+
+
+def weighted_auroc(g_in: NDArray[np.intp], g_out: NDArray[np.intp], n_groups: int,
+                   w_in: NDArray[np.float64], w_out: NDArray[np.float64]) -> float:
+    """AUROC of rows weighted by draw counts: ``P(out > in) + P(out == in) / 2`` over the
+    weighted pairs, from the tie groups of the statistic (group ids ascending in value).
+    Equal to :func:`abstain.metrics.auroc` on the rows repeated by their counts."""
+    a = np.bincount(g_in, weights=w_in, minlength=n_groups)
+    b = np.bincount(g_out, weights=w_out, minlength=n_groups)
+    below = np.cumsum(a) - a
+    return float(np.dot(b, below + 0.5 * a) / (a.sum() * b.sum()))
+
+
+def _as_tasks(tasks: list[tuple[Any, Any, Any]]) -> tuple[list[tuple[F64, F64, F64]], int]:
+    if not tasks:
+        raise ValueError("tasks must hold at least one proxy task; got none.")
+    out, m = [], None
+    for t, (S_z, S_in, S_out) in enumerate(tasks):
+        mats = []
+        for what, S, least in (("inlier rows for the z-values", S_z, 2),
+                               ("proxy inlier rows", S_in, MIN_ROWS),
+                               ("proxy outlier rows", S_out, MIN_ROWS)):
+            arr = as_matrix(S, f"the {what} of proxy task {t}", columns="n_scores")
+            if arr.shape[0] < least:
+                raise ValueError(f"the {what} of proxy task {t} must hold at least {least} "
+                                 f"rows (half to choose, half to test); got {arr.shape[0]}.")
+            if m is None:
+                m = arr.shape[1]
+            elif arr.shape[1] != m:
+                raise ValueError(f"the {what} of proxy task {t} must have {m} columns, one "
+                                 f"per base score; got {arr.shape[1]}.")
+            mats.append(arr)
+        out.append((mats[0], mats[1], mats[2]))
+    assert m is not None
+    return out, m
+
+
+def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: bool = False,
+                     epsilon: float | None = None, sigma: float = 1e-6,
+                     confidence: float = 0.9, n_bootstrap: int = 500,
+                     rng: np.random.Generator) -> dict[str, Any]:
+    """The choice of ``method="auto"`` on proxy ``tasks`` (see the module docstring).
+
+    Returns the selection record that :class:`ScoreCombiner` keeps as ``selection_``:
+    ``method`` (``"single"`` or a combiner) and ``columns`` (what is used), the best
+    single score (``single``, ``single_auroc``), the best combination
+    (``combination_method``, ``combination_columns``, ``combination_auroc``; None with
+    one column), ``win_fraction`` (None with one column) and ``candidates`` (every
+    candidate tried with its AUROC on the choosing halves).
+    """
+    checked, m = _as_tasks(tasks)
+    sign = -1.0 if higher_is_inlier else 1.0
+    prepared = [_Task(S_z, S_in, S_out, sign, sigma, rng) for S_z, S_in, S_out in checked]
+    values: dict[tuple[str, tuple[int, ...]], float] = {}
+    order: list[tuple[str, tuple[int, ...]]] = []
+
+    def value(method: str, columns: tuple[int, ...]) -> float:
+        key = (method, tuple(sorted(columns)))
+        if key not in values:
+            values[key] = float(np.mean([
+                auroc(t.choose.is_ood, statistic(t.choose, *key, t.cov, epsilon))
+                for t in prepared]))
+        return values[key]
+
+    singles = [value("single", (j,)) for j in range(m)]
+    best_j = int(np.argmax(singles))  # the first of equal values
+    order += [("single", (j,)) for j in range(m)]
+    combos: list[tuple[str, tuple[int, ...]]] = []
+    if m >= 2:
+        for method in STATISTICS:
+            cols: tuple[int, ...] = (best_j,)
+            current = -np.inf
+            while len(cols) < m and method != "glrt_cov":  # glrt_cov: a QP per row
+                rest = [c for c in range(m) if c not in cols]
+                gains = [value(method, (*cols, c)) for c in rest]
+                k = int(np.argmax(gains))
+                if gains[k] <= current:
+                    break
+                cols, current = tuple(sorted((*cols, rest[k]))), gains[k]
+            if 2 <= len(cols) < m:
+                combos.append((method, cols))
+            combos.append((method, tuple(range(m))))
+            value(method, tuple(range(m)))
+    order += combos
+    record: dict[str, Any] = {
+        "criterion": "auroc", "n_tasks": len(prepared), "method": "single",
+        "columns": [best_j], "single": best_j, "single_auroc": singles[best_j],
+        "combination_method": None, "combination_columns": None, "combination_auroc": None,
+        "win_fraction": None,
+        "candidates": [{"method": meth, "columns": list(cols), "auroc": values[(meth, cols)]}
+                       for meth, cols in order]}
+    if not combos:
+        return record
+    best_c = max(combos, key=lambda c: (values[c], -combos.index(c)))
+    record.update(combination_method=best_c[0], combination_columns=list(best_c[1]),
+                  combination_auroc=values[best_c])
+    wins = _paired_wins(prepared, ("single", (best_j,)), best_c, epsilon, int(n_bootstrap), rng)
+    record["win_fraction"] = wins
+    if wins >= float(confidence):
+        record.update(method=best_c[0], columns=list(best_c[1]))
+    return record
+
+
+def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
+                 combo: tuple[str, tuple[int, ...]], epsilon: float | None, n_boot: int,
+                 rng: np.random.Generator) -> float:
+    """Fraction of paired resamples of the test halves where ``combo``'s mean AUROC is
+    above ``single``'s."""
+    groups = []
+    for t in prepared:
+        h = t.test
+        groups.append([_groups(statistic(h, *cand, t.cov, epsilon), h.n_in)
+                       for cand in (single, combo)])
+    wins = 0
+    for _ in range(n_boot):
+        diff = 0.0
+        for t, g in zip(prepared, groups, strict=True):
+            n_in, n_out = t.test.n_in, t.test.raw.shape[0] - t.test.n_in
+            w_in = np.bincount(rng.integers(0, n_in, n_in), minlength=n_in).astype(np.float64)
+            w_out = np.bincount(rng.integers(0, n_out, n_out),
+                                minlength=n_out).astype(np.float64)
+            diff += (weighted_auroc(*g[1], w_in, w_out) - weighted_auroc(*g[0], w_in, w_out))
+        wins += diff > 0.0
+    return wins / n_boot
+
+
+def describe(record: dict[str, Any]) -> str:
+    """One line on what ``method="auto"`` chose and why."""
+    single = f"single score {record['single']} (AUROC {record['single_auroc']:.4f})"
+    if record["combination_method"] is None:
+        return f"{single}: one base score, nothing to combine"
+    combo = (f"{record['combination_method']} of columns {record['combination_columns']} "
+             f"(AUROC {record['combination_auroc']:.4f})")
+    won = f"won {record['win_fraction']:.0%} of paired resamples"
+    if record["method"] == "single":
+        return f"{single}; the best combination, {combo}, {won}, too few to keep it"
+    return f"{combo}, which {won} against the {single}"
+
+
+def check_record(record: Any, n_scores: int) -> None:
+    """Raise unless a loaded selection record is consistent with itself."""
+    cols = record["columns"]
+    if any(c >= n_scores for c in cols) or (record["method"] == "single") != (len(cols) == 1):
+        raise ValueError(f"fitted.selection_.columns must be 1 column for method 'single' and "
+                         f"2 or more otherwise, each below {n_scores}; got {plain(cols)} with "
+                         f"method {record['method']!r}.")

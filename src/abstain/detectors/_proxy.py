@@ -1,0 +1,201 @@
+"""Proxy outliers from in-distribution data: held-out classes of labelled inliers, and the
+restriction of a network's outputs to the classes kept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._core.base import ParamsMixin
+from .._core.validation import Interval, RandomState, as_labels, nonfinite, plain
+from ._base import pick_output
+
+__all__ = ["LeaveClassesOut", "ProxySplit", "restrict_outputs"]
+
+
+class ProxySplit(NamedTuple):
+    """One proxy OOD split of labelled inliers (row indices into the labels).
+
+    Attributes
+    ----------
+    fit : ndarray of int
+        Rows of the kept classes to fit the detectors on.
+    inliers : ndarray of int
+        The other rows of the kept classes: proxy inliers, scored but never fitted on.
+    outliers : ndarray of int
+        Every row of the held-out classes: proxy outliers.
+    kept, held_out : ndarray
+        The kept and the held-out class labels, sorted.
+    """
+
+    fit: NDArray[np.intp]
+    inliers: NDArray[np.intp]
+    outliers: NDArray[np.intp]
+    kept: NDArray[Any]
+    held_out: NDArray[Any]
+
+
+class LeaveClassesOut(ParamsMixin):
+    """Proxy OOD splits of labelled inliers: hold out ``n_held_out`` classes at a time.
+
+    Real outliers are seldom at hand when a detector is built; inputs of a class the
+    detectors never saw are the nearest thing the in-distribution data hold. ``split(y)``
+    shuffles the classes (seeded by ``random_state``), cuts them into consecutive groups of
+    ``n_held_out`` and, for each group (the first ``n_splits``; default all), yields a
+    :class:`ProxySplit`: the rows of the held-out classes are the proxy outliers; the rows
+    of the kept classes are shuffled and split, ``inlier_fraction`` of each kept class as
+    proxy inliers and the rest to fit the detectors on (a detector's own training rows
+    are not fair inliers: a KNN distance of a bank row to itself is 0). Every class is held
+    out at most once. Use only rows that calibrate nothing: the training rows of
+    :class:`abstain.combine.BankDetector` do this for its ``method="auto"``, and its
+    calibration rows are never touched.
+
+    The detectors of a split see only the kept classes: :func:`restrict_outputs` keeps a
+    network's logit columns (and last-layer rows) of those classes, so a softmax detector
+    scores a held-out class as a class it does not know. The network itself was trained on
+    every class, so proxy outliers are easier to tell apart than outliers of a new kind:
+    the proxy ranks detectors and combinations, it does not predict their AUROC on real
+    outliers. For images, rotated copies (:func:`rotations`, ``shifts=(1, 2, 3)``) are the
+    other proxy of the contrastive literature: pass their outputs as ``outlier_outputs``
+    of :class:`~abstain.combine.BankDetector`.
+
+    Parameters
+    ----------
+    n_held_out : int >= 1, default 1
+        Classes held out per split; at least two classes are kept.
+    n_splits : int >= 1 or None, default None
+        At most this many splits (None: ``n_classes // n_held_out``).
+    inlier_fraction : float in (0, 1), default 0.5
+        Share of each kept class's rows that are proxy inliers (at least one row, and at
+        least one row left to fit on).
+    random_state : None, int or numpy Generator
+        Seeds the order of the classes and the split of the kept rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.detectors import LeaveClassesOut
+    >>> y = np.repeat([0, 1, 2, 3], 5)
+    >>> splits = list(LeaveClassesOut(n_held_out=2, random_state=0).split(y))
+    >>> [(s.held_out.tolist(), s.kept.tolist()) for s in splits]
+    [([0, 2], [1, 3]), ([1, 3], [0, 2])]
+    >>> s = splits[0]
+    >>> len(s.fit), len(s.inliers), len(s.outliers), sorted(set(y[s.outliers].tolist()))
+    (6, 4, 10, [0, 2])
+    """
+
+    def __init__(self, n_held_out: int = 1, *, n_splits: int | None = None,
+                 inlier_fraction: float = 0.5, random_state: Any = None) -> None:
+        self.n_held_out = n_held_out
+        self.n_splits = n_splits
+        self.inlier_fraction = inlier_fraction
+        self.random_state = random_state
+
+    _parameter_constraints = {
+        "n_held_out": [Interval(int, 1, None, closed="left")],
+        "n_splits": [Interval(int, 1, None, closed="left"), None],
+        "inlier_fraction": [Interval(float, 0, 1, closed="neither")],
+        "random_state": [RandomState()]}
+
+    def _groups(self, classes: NDArray[Any], rng: np.random.Generator) -> list[NDArray[Any]]:
+        k = int(self.n_held_out)
+        if classes.size - k < 2:
+            raise ValueError(f"y must hold at least {k + 2} classes to hold out "
+                             f"n_held_out={k} and keep two; got {classes.size}.")
+        order = classes[rng.permutation(classes.size)]
+        groups = [np.sort(order[i:i + k]) for i in range(0, classes.size - k + 1, k)]
+        return groups if self.n_splits is None else groups[:int(self.n_splits)]
+
+    def get_n_splits(self, y: ArrayLike) -> int:
+        """The number of splits that :meth:`split` yields for labels ``y``."""
+        self._validate_params()
+        classes = np.unique(as_labels(y))
+        return len(self._groups(classes, np.random.default_rng(0)))
+
+    def split(self, y: ArrayLike) -> Iterator[ProxySplit]:
+        """Yield one :class:`ProxySplit` per group of held-out classes.
+
+        Each kept class needs at least two rows (one proxy inlier, one to fit on).
+        """
+        self._validate_params()
+        labels = as_labels(y)
+        classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+        if counts.min() < 2:
+            raise ValueError(f"y must hold at least 2 rows of every class (one proxy inlier, "
+                             f"one to fit on); class {plain(classes[counts.argmin()])} has 1.")
+        rng = np.random.default_rng(self.random_state)  # type: ignore[arg-type]
+        groups = self._groups(classes, rng)
+        shuffled = rng.permutation(labels.size)
+        by_class = [shuffled[inverse[shuffled] == c] for c in range(classes.size)]
+        frac = float(self.inlier_fraction)
+        for held in groups:
+            out = np.isin(classes, held)
+            fit, inliers = [], []
+            for c in np.flatnonzero(~out):
+                rows = by_class[c]
+                n_in = min(max(int(round(frac * rows.size)), 1), rows.size - 1)
+                inliers.append(rows[:n_in])
+                fit.append(rows[n_in:])
+            yield ProxySplit(np.sort(np.concatenate(fit)), np.sort(np.concatenate(inliers)),
+                             np.flatnonzero(np.isin(inverse, np.flatnonzero(out))),
+                             classes[~out], classes[out])
+
+
+def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = None, *,
+                     weight: ArrayLike | None = None, bias: ArrayLike | None = None
+                     ) -> tuple[dict[str, Any], Any, Any]:
+    """A network's outputs on ``rows``, as if it knew only the classes ``kept``.
+
+    ``outputs`` is what detectors score (a dict or object with ``logits`` and/or
+    ``features``). The features of ``rows`` are kept as they are; the logits keep the
+    columns ``kept`` (class labels are the logit columns' indices, 0 to K - 1), and the last
+    layer ``weight`` (K, d) and ``bias`` (K,) keep the same rows. With ``kept=None`` every
+    column is kept.
+
+    Returns
+    -------
+    outputs : dict
+        ``{"logits": ..., "features": ...}``, whichever ``outputs`` holds.
+    weight, bias : ndarray or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.detectors import restrict_outputs
+    >>> out = {"logits": np.arange(12.0).reshape(4, 3)}
+    >>> sub, w, b = restrict_outputs(out, [1, 3], kept=[0, 2])
+    >>> sub["logits"].tolist(), w, b
+    ([[3.0, 5.0], [9.0, 11.0]], None, None)
+    """
+    idx = np.asarray(rows)
+    if idx.size and idx.dtype.kind not in "iu":
+        what = (nonfinite(idx) if idx.dtype.kind == "f" and not np.isfinite(idx).all()
+                else f"dtype {idx.dtype}")
+        raise ValueError(f"rows must hold integer row indices; got {what}.")
+    if idx.ndim != 1:
+        raise ValueError(f"rows must be a 1-d array of row indices; got shape {idx.shape}.")
+    fields = [f for f in ("logits", "features")
+              if (f in outputs if isinstance(outputs, Mapping) else hasattr(outputs, f))]
+    if not fields:
+        raise ValueError("outputs must have 'logits' or 'features' (a dict key or an "
+                         f"attribute); got {type(outputs).__name__}.")
+    out = {f: np.asarray(pick_output(outputs, f))[idx] for f in fields}
+    if kept is None:
+        return out, weight, bias
+    cols = np.asarray(kept)
+    if cols.ndim != 1 or cols.size == 0 or cols.dtype.kind not in "iu":
+        raise ValueError(f"kept must be a non-empty list of class indices (the logit "
+                         f"columns); got {plain(kept)}.")
+    k = out["logits"].shape[1] if "logits" in out else (
+        None if weight is None else np.asarray(weight).shape[0])
+    if k is not None and (cols.min() < 0 or cols.max() >= k):
+        raise ValueError(f"kept must hold class indices in 0..{k - 1} (the logit columns); "
+                         f"got values from {plain(cols.min())} to {plain(cols.max())}.")
+    if "logits" in out:
+        out["logits"] = out["logits"][:, cols]
+    w = None if weight is None else np.asarray(weight)[cols]
+    b = None if bias is None else np.asarray(bias)[cols]
+    return out, w, b

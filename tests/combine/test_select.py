@@ -1,0 +1,204 @@
+"""abstain.combine._select: method="auto" against a transcription of its protocol with
+brute-force AUROCs (a double loop over ID x OOD pairs) and a plain resampling loop."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from abstain import load_json
+from abstain.combine import STATISTICS, EmpiricalZ, ScoreCombiner, combine, inlier_covariance
+from abstain.combine._select import select_statistic, weighted_auroc
+from abstain.metrics import auroc
+
+
+def _pair_auroc(s_in, s_out):
+    """P(out > in) + P(out == in) / 2 by a double loop over the pairs."""
+    total = 0.0
+    for a in s_in:
+        for b in s_out:
+            total += 1.0 if b > a else 0.5 if b == a else 0.0
+    return total / (len(s_in) * len(s_out))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_weighted_auroc_is_the_auroc_of_the_repeated_rows(seed):
+    rng = np.random.default_rng(seed)
+    n_in, n_out = 30, 20
+    stat = rng.integers(0, 6, n_in + n_out).astype(float)  # many ties
+    _, inv = np.unique(stat, return_inverse=True)
+    w_in = rng.integers(0, 3, n_in).astype(float)
+    w_out = rng.integers(0, 3, n_out).astype(float)
+    w_in[0] = w_out[0] = 1.0
+    got = weighted_auroc(inv[:n_in], inv[n_in:], int(inv.max()) + 1, w_in, w_out)
+    rows_in = np.repeat(stat[:n_in], w_in.astype(int))
+    rows_out = np.repeat(stat[n_in:], w_out.astype(int))
+    assert got == pytest.approx(_pair_auroc(rows_in, rows_out), abs=1e-12)
+
+
+def _reference(S_z, S_in, S_out, seed, n_boot, confidence=0.9):
+    """The protocol of the module docstring, written out with the double-loop AUROC."""
+    gen = np.random.default_rng(seed)
+    ez = EmpiricalZ().fit(S_z)
+    cov = inlier_covariance(ez.transform(S_z))
+    a, b = gen.permutation(len(S_in)), gen.permutation(len(S_out))
+    ha, hb = len(S_in) // 2, len(S_out) // 2
+    halves = [(np.vstack([S_in[a[:ha]], S_out[b[:hb]]]), ha),
+              (np.vstack([S_in[a[ha:]], S_out[b[hb:]]]), len(S_in) - ha)]
+    m = S_z.shape[1]
+
+    def stat(raw, method, cols):
+        if method == "single":
+            return raw[:, cols[0]]
+        kw = {"cov": cov[np.ix_(cols, cols)]} if method == "glrt_cov" else {}
+        return combine(ez.transform(raw)[:, list(cols)], method, **kw)
+
+    def value(method, cols, half=0):
+        raw, n = halves[half]
+        s = stat(raw, method, cols)
+        return _pair_auroc(s[:n], s[n:])
+
+    singles = [value("single", (j,)) for j in range(m)]
+    best = int(np.argmax(singles))
+    # every subset of two or more columns, for each statistic: the greedy path must pick a
+    # subset whose value is at least that of the full set's, and the full set is a candidate
+    combos = {}
+    for method in STATISTICS:
+        combos[(method, tuple(range(m)))] = value(method, tuple(range(m)))
+        for size in range(2, m):
+            for cols in combinations(range(m), size):
+                combos.setdefault((method, cols), value(method, cols))
+    raw, n = halves[1]
+    return singles, best, combos, raw, n, gen
+
+
+def test_auto_follows_its_protocol_on_tied_scores():
+    rng = np.random.default_rng(0)
+    m = 3
+    S_z = np.round(rng.normal(size=(60, m)), 1)
+    S_in = np.round(rng.normal(size=(40, m)), 1)
+    S_out = np.round(rng.normal(size=(30, m)) + [0.8, 0.5, 0.0], 1)
+    n_boot = 60
+    record = select_statistic([(S_z, S_in, S_out)], n_bootstrap=n_boot,
+                              rng=np.random.default_rng(7))
+    singles, best, combos, raw, n, gen = _reference(S_z, S_in, S_out, 7, n_boot)
+    assert record["single"] == best
+    assert record["single_auroc"] == pytest.approx(singles[best], abs=1e-12)
+    for cand in record["candidates"]:
+        key = (cand["method"], tuple(cand["columns"]))
+        want = singles[key[1][0]] if key[0] == "single" else combos[key]
+        assert cand["auroc"] == pytest.approx(want, abs=1e-12), key
+    # the best combination is the best candidate tried, and no subset's full set is better
+    tried = [c for c in record["candidates"] if c["method"] != "single"]
+    top = max(c["auroc"] for c in tried)
+    assert record["combination_auroc"] == top
+    first = next(c for c in tried if c["auroc"] == top)
+    assert (record["combination_method"], record["combination_columns"]) == (
+        first["method"], first["columns"])
+    # the test: paired resamples of the second halves, drawn from the same generator
+    cols = tuple(record["combination_columns"])
+    ez = EmpiricalZ().fit(S_z)
+    cov = inlier_covariance(ez.transform(S_z))
+    kw = {"cov": cov[np.ix_(cols, cols)]} if record["combination_method"] == "glrt_cov" else {}
+    s_single = raw[:, best]
+    s_combo = combine(ez.transform(raw)[:, list(cols)], record["combination_method"], **kw)
+    n_out = raw.shape[0] - n
+    wins = 0
+    for _ in range(n_boot):
+        i = gen.integers(0, n, n)
+        o = n + gen.integers(0, n_out, n_out)
+        wins += auroc(np.r_[np.zeros(n), np.ones(n_out)], np.r_[s_combo[i], s_combo[o]]) > \
+            auroc(np.r_[np.zeros(n), np.ones(n_out)], np.r_[s_single[i], s_single[o]])
+    assert record["win_fraction"] == wins / n_boot
+    keep = wins / n_boot >= 0.9
+    assert record["method"] == (record["combination_method"] if keep else "single")
+
+
+def test_ties_go_to_the_first_column_and_the_first_statistic():
+    rng = np.random.default_rng(1)
+    col = rng.normal(size=(200, 1))
+    S = np.hstack([col, col])  # two equal base scores: every candidate ties its twin
+    out = np.hstack([c := rng.normal(size=(80, 1)) + 1.0, c])
+    record = select_statistic([(S[:100], S[100:], out)], n_bootstrap=50,
+                              rng=np.random.default_rng(0))
+    assert record["single"] == 0
+    # equal columns: a combination ranks as the single score's z-value (coarser than the
+    # score itself), so it seldom wins
+    assert record["method"] == "single" and record["win_fraction"] < 0.5
+    tied = [c for c in record["candidates"] if c["method"] != "single"
+            and c["auroc"] == record["combination_auroc"]]
+    assert record["combination_method"] == tied[0]["method"]
+
+
+def test_one_base_score_has_nothing_to_combine():
+    rng = np.random.default_rng(2)
+    comb = ScoreCombiner(random_state=0).fit(rng.normal(size=(40, 1)),
+                                             rng.normal(size=(20, 1)) + 2)
+    assert comb.method_ == "single" and comb.selection_["win_fraction"] is None
+    assert "nothing to combine" in comb.summary()
+    S = rng.normal(size=(5, 1))
+    np.testing.assert_array_equal(comb.score(S), S[:, 0])
+    flipped = ScoreCombiner(random_state=0, higher_is_inlier=True).fit(
+        rng.normal(size=(40, 1)), rng.normal(size=(20, 1)) - 2)
+    np.testing.assert_array_equal(flipped.score(S), -S[:, 0])
+
+
+def test_auto_uses_several_tasks_and_averages_them():
+    rng = np.random.default_rng(3)
+    tasks = [(rng.normal(size=(50, 3)), rng.normal(size=(40, 3)),
+              rng.normal(size=(20, 3)) + shift) for shift in ([1.0, 0, 0], [0, 1.0, 0])]
+    record = select_statistic(tasks, n_bootstrap=20, rng=np.random.default_rng(0))
+    assert record["n_tasks"] == 2
+    # one task favours column 0, the other column 1: each single is 1 of 2 good
+    assert record["single"] in (0, 1)
+
+
+def test_auto_round_trips_and_a_disagreeing_document_is_refused():
+    rng = np.random.default_rng(4)
+    S_in = rng.normal(size=(300, 3))
+    comb = ScoreCombiner(random_state=0, n_bootstrap=50).fit(S_in, rng.normal(size=(100, 3)) + 0.7)
+    new = rng.normal(size=(20, 3))
+    loaded = load_json(comb.to_json())
+    np.testing.assert_array_equal(loaded.score(new), comb.score(new))
+    assert loaded.selection_ == comb.selection_ and loaded.summary() == comb.summary()
+    doc = json.loads(comb.to_json())
+    doc["fitted"]["columns_"] = [0]
+    with pytest.raises(ValueError, match="fitted.method_ and fitted.columns_ must be"):
+        load_json(json.dumps(doc))
+    doc = json.loads(comb.to_json())
+    doc["fitted"]["selection_"]["columns"] = [0, 7]
+    with pytest.raises(ValueError, match="columns must be 1 column for method 'single' and 2 or"):
+        load_json(json.dumps(doc))
+    doc = json.loads(comb.to_json())
+    doc["params"]["method"] = "fisher"
+    with pytest.raises(ValueError, match="fitted.selection_ must be a record for method 'auto'"):
+        load_json(json.dumps(doc))
+
+
+def test_bad_input():
+    rng = np.random.default_rng(5)
+    S = rng.normal(size=(40, 3))
+    with pytest.raises(ValueError, match="S_outliers must be given with method='auto'"):
+        ScoreCombiner().fit(S)
+    with pytest.raises(ValueError, match="S_outliers is used only by method='auto'"):
+        ScoreCombiner(method="glrt").fit(S, S)
+    with pytest.raises(ValueError, match=r"S_outliers must have 3 column\(s\)"):
+        ScoreCombiner().fit(S, S[:, :2])
+    with pytest.raises(ValueError, match="S_outliers must hold at least 4 rows"):
+        ScoreCombiner().fit(S, S[:3])
+    with pytest.raises(ValueError, match="proxy outlier rows of proxy task 1 must have 3 "
+                                         "columns"):
+        select_statistic([(S, S, S), (S, S, S[:, :2])], rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="S_train must hold at least 6 rows"):
+        ScoreCombiner().fit(S[:5], S)
+    bad = S.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        ScoreCombiner().fit(S, bad)
+    with pytest.raises(ValueError, match=r"confidence must be in \(0, 1\)"):
+        ScoreCombiner(confidence=1.0).fit(S, S)
+    with pytest.raises(ValueError, match="method must be one of 'glrt'"):
+        combine(S, "auto")

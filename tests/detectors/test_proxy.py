@@ -1,0 +1,69 @@
+"""abstain.detectors._proxy: held-out classes as proxy outliers, and outputs restricted to
+the classes kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain.detectors import MSP, LeaveClassesOut, restrict_outputs
+
+
+@pytest.mark.parametrize(("k", "n_splits", "want"), [(1, None, 6), (2, None, 3), (1, 4, 4),
+                                                     (4, None, 1)])
+def test_splits_partition_the_rows_and_hold_each_class_out_once(k, n_splits, want):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 6, 300)
+    cv = LeaveClassesOut(k, n_splits=n_splits, inlier_fraction=0.3, random_state=1)
+    splits = list(cv.split(y))
+    assert len(splits) == want == cv.get_n_splits(y)
+    seen = []
+    for s in splits:
+        assert len(s.held_out) == k and len(s.kept) == 6 - k
+        assert sorted(np.r_[s.fit, s.inliers, s.outliers].tolist()) == list(range(300))
+        assert set(y[s.outliers]) == set(s.held_out.tolist())
+        assert set(y[s.fit]) == set(y[s.inliers]) == set(s.kept.tolist())
+        for c in s.kept:  # inlier_fraction of each kept class, rounded
+            n_c = int((y == c).sum())
+            assert int((y[s.inliers] == c).sum()) == min(max(round(0.3 * n_c), 1), n_c - 1)
+        seen += s.held_out.tolist()
+    assert len(seen) == len(set(seen))
+    again = list(LeaveClassesOut(k, n_splits=n_splits, inlier_fraction=0.3,
+                                 random_state=1).split(y))
+    assert all(np.array_equal(a.inliers, b.inliers) for a, b in zip(splits, again, strict=True))
+
+
+def test_string_labels_and_two_rows_per_class():
+    y = np.array(["cat", "dog", "cow", "cat", "dog", "cow"])
+    s = next(LeaveClassesOut(random_state=0).split(y))
+    assert len(s.fit) == len(s.inliers) == 2 and len(s.outliers) == 2
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="y must hold at least 3 classes to hold out "
+                                         "n_held_out=1 and keep two; got 2"):
+        list(LeaveClassesOut().split([0, 1, 0, 1]))
+    with pytest.raises(ValueError, match="y must hold at least 2 rows of every class .* "
+                                         "class 2 has 1"):
+        list(LeaveClassesOut().split([0, 1, 0, 1, 2]))
+    with pytest.raises(ValueError, match="n_held_out must be"):
+        list(LeaveClassesOut(0).split([0, 1, 2]))
+    with pytest.raises(ValueError, match=r"kept must hold class indices in 0\.\.2"):
+        restrict_outputs({"logits": np.zeros((4, 3))}, [0], [0, 3])
+    with pytest.raises(ValueError, match="outputs must have 'logits' or 'features'"):
+        restrict_outputs({"x": np.zeros(3)}, [0])
+
+
+def test_restricted_outputs_score_as_a_network_of_the_kept_classes():
+    rng = np.random.default_rng(2)
+    logits, F = rng.normal(size=(10, 4)), rng.normal(size=(10, 3))
+    W, b = rng.normal(size=(4, 3)), rng.normal(size=4)
+    out, w, bb = restrict_outputs({"logits": logits, "features": F}, np.arange(5), [1, 3],
+                                  weight=W, bias=b)
+    np.testing.assert_array_equal(out["logits"], logits[:5][:, [1, 3]])
+    np.testing.assert_array_equal(out["features"], F[:5])
+    np.testing.assert_array_equal(w, W[[1, 3]])
+    np.testing.assert_array_equal(bb, b[[1, 3]])
+    # the softmax of the kept classes: MSP of the restricted logits
+    p = np.exp(logits[:5][:, [1, 3]])
+    np.testing.assert_allclose(MSP().score(out["logits"]), -(p / p.sum(1, keepdims=True)).max(1))
