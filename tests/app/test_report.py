@@ -321,3 +321,26 @@ def test_a_pairs_envelope_is_never_named_the_best_score():
                 "point, chosen on these rows, not one rule): <strong>u+g</strong> with "
                 f"{ev.metrics['u+g']['auroc']:.4f}</li>")
     assert envelope in page
+
+
+def test_a_pair_rules_own_auroc_is_given_beside_the_envelope():
+    """With a rule fitted on a pair, the summary gives the AUROC of the rule's own score
+    (one direction, one detector) beside the pair's envelope AUROC (an oracle)."""
+    from abstain.models import BoundedTPRFPR
+
+    rng = np.random.default_rng(3)
+    n = 300
+    ood = rng.random(n) < 0.4
+    table = {"loss": np.where(ood, 0.0, (rng.random(n) < 0.2) * 1.0),
+             "u": rng.normal(size=n) + ood, "g": rng.normal(size=n) + ood,
+             "is_ood": ood.astype(float)}
+    data = prepare(table, scores=["u"], ood_score="g")
+    ev = evaluate(data)
+    S = np.column_stack([table["u"], table["g"]])
+    rule = BoundedTPRFPR(tpr=0.8, fpr=0.5).fit(S, ood, table["loss"])
+    page = html_report(data, ev, rule=rule, rule_columns=["u", "g"])
+    own = m.auroc(ood, rule.score(S))
+    weights = ", ".join(f"{w:.4g}" for w in rule.weights_)
+    assert (f"; its own score (weights {weights}) as one detector: AUROC {own:.4f} (the "
+            f"pair's envelope AUROC, the best direction at each point, is "
+            f"{ev.metrics['u+g']['auroc']:.4f})</li>") in page

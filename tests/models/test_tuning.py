@@ -31,7 +31,8 @@ def test_auroc_criterion_equals_a_loop_over_the_grid():
         det = KNN(**cand).fit(train["features"])
         s = np.r_[det.score(val["features"]), det.score(ood["features"])]
         assert got == auroc(labels, s)
-    best = int(np.argmax(tuned.scores))
+    # ties within FLAT_TOLERANCE of the best go to the first (KNN()'s own k=50 is no candidate)
+    best = int(np.flatnonzero(tuned.scores >= tuned.scores.max() - 1e-3)[0])
     assert tuned.best_params == tuned.params[best] and tuned.best_score == tuned.scores[best]
     assert tuned.detector.get_params()["k"] == tuned.best_params["k"]
     assert hasattr(tuned.detector, "bank_")  # fitted
@@ -39,8 +40,59 @@ def test_auroc_criterion_equals_a_loop_over_the_grid():
 
 def test_ties_go_to_the_first_candidate_and_lists_of_dicts():
     train, val, ood, _ = _data(1)
-    tuned = tune_detector(ODIN(), [{"temperature": 1.0}, {"temperature": 1.0}], val, ood)
+    with pytest.warns(UserWarning, match="cannot tell the candidates apart .* kept the first"):
+        tuned = tune_detector(ODIN(), [{"temperature": 1.0}, {"temperature": 1.0}], val, ood)
     assert tuned.scores[0] == tuned.scores[1] and tuned.best_params is tuned.params[0]
+    assert tuned.flat
+
+
+def test_ties_prefer_the_detectors_own_parameters():
+    train, val, ood, _ = _data(1)
+    own = 1.0 + 1e-12  # the same scores to the last bits or nearly: a tie
+    with pytest.warns(UserWarning, match="kept the detector's own parameters"):
+        tuned = tune_detector(ODIN(temperature=own), {"temperature": [1.0, own]}, val, ood)
+    assert tuned.best_params == {"temperature": own}
+
+
+def _classes(seed=0, n=400):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, n)
+    F = np.eye(4)[y] * 3.0 + rng.normal(size=(n, 4))
+    W = np.eye(4)
+    return {"features": F, "logits": F @ W.T}, y, W
+
+
+def test_held_out_classes_criterion_equals_a_loop_by_hand():
+    from abstain.detectors import LeaveClassesOut, restrict_outputs
+
+    train, y, W = _classes()
+    val, _, _ = _classes(1, 100)
+    grid = {"dim": [1, 2]}
+    tuned = tune_detector(ViM(), grid, val, train_outputs=train, y=y, weight=W, random_state=3)
+    assert tuned.criterion == "held_out_classes"
+    splits = list(LeaveClassesOut(n_splits=5, random_state=np.random.default_rng(3)).split(y))
+    assert len(splits) == 4
+    for cand, got in zip(tuned.params, tuned.scores, strict=True):
+        values = []
+        for sp in splits:
+            fit, w, b = restrict_outputs(train, sp.fit, sp.kept, weight=W)
+            det = ViM(**cand).fit(fit["features"], weight=w, bias=b)
+            s_in = det.score(train["features"][sp.inliers])
+            s_out = det.score(train["features"][sp.outliers])
+            values.append(auroc(np.r_[np.zeros(s_in.size, bool), np.ones(s_out.size, bool)],
+                                np.r_[s_in, s_out]))
+        assert got == pytest.approx(np.mean(values), abs=1e-12)
+    assert tuned.detector.get_params()["dim"] == tuned.best_params["dim"]
+
+
+def test_a_flat_criterion_warns_and_keeps_the_default():
+    train, y, _ = _classes(2)
+    far = {"features": train["features"] * 100.0, "logits": train["logits"] * 100.0}
+    with pytest.warns(UserWarning, match="'auroc' criterion cannot tell the candidates apart"):
+        tuned = tune_detector(KNN(k=5, normalize=False), {"k": [1, 5, 20]},
+                              {"features": train["features"][:50]}, far,
+                              train_outputs={"features": train["features"][50:]})
+    assert tuned.flat and tuned.best_params == {"k": 5} and np.all(tuned.scores == 1.0)
 
 
 def test_shuffled_criterion_keeps_each_column_and_is_seeded():
@@ -80,3 +132,14 @@ def test_bad_input():
         tune_detector(KNN(), {"k": [1]}, val, ood, train_outputs=train, model=object())
     with pytest.raises(ValueError, match="k must be an integer"):
         tune_detector(KNN(), {"k": [0]}, val, ood, train_outputs=train)
+    with pytest.raises(ValueError, match="criterion must be one of 'auto'"):
+        tune_detector(KNN(), {"k": [1]}, val, ood, train_outputs=train, criterion="best")
+    with pytest.raises(ValueError, match="criterion 'auroc' needs ood_outputs"):
+        tune_detector(KNN(), {"k": [1]}, val, train_outputs=train, criterion="auroc")
+    with pytest.raises(ValueError, match="criterion 'held_out_classes' needs train_outputs "
+                                         "and their labels y"):
+        tune_detector(KNN(), {"k": [1]}, val, train_outputs=train, criterion="held_out_classes")
+    with pytest.raises(ValueError, match="ood_outputs are used only by criterion 'auroc'"):
+        tune_detector(KNN(), {"k": [1]}, val, ood, train_outputs=train, criterion="shuffled")
+    with pytest.raises(ValueError, match="y must hold at least 3 classes"):
+        tune_detector(KNN(), {"k": [1]}, val, train_outputs=train, y=np.arange(200) % 2)

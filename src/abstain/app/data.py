@@ -149,6 +149,16 @@ class Rows:
         """The fraction of OOD rows a rule accepts."""
         return float(np.mean(rule.accept_proba(source)[self.ood]))
 
+    def rule_scores(self, rule: Any, columns: list[str]) -> tuple[Any, Any] | None:
+        """The OOD marks and a fitted rule's own score (its ``score``: for a pair, the
+        combined ``s_r + mu s_g`` of the direction it chose) of every row; None without
+        OOD rows."""
+        if self.ood is None or not self.has_ood:
+            return None
+        data = self.data
+        scores = data.stacked(columns) if len(columns) > 1 else data.scores[columns[0]]
+        return self.ood, rule.score(scores)
+
     def histograms(self, name: str) -> list[Histogram]:
         """The correct/wrong histogram of the ID rows and, with OOD rows, the ID/OOD one."""
         s = self.data.scores[name]
@@ -340,6 +350,11 @@ class Tables:
     def ood_accepted(self, rule: Any, source: Any) -> float:
         c = np.asarray(rule.accept_proba(source.values), dtype=np.float64)
         return float(c @ source.ood_counts) / float(source.ood_counts.sum())
+
+    def rule_scores(self, rule: Any, columns: list[str]) -> None:
+        """None: a rule's own score per row needs the rows, which a source read in chunks
+        does not keep."""
+        return None
 
     def wrong_counts(self, name: str) -> Any:
         """Per distinct score of the ID table, the rows with a loss."""

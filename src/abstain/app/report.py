@@ -327,7 +327,8 @@ def _best(ev: Evaluation) -> list[str]:
     return out
 
 
-def _rule_line(rule: Any, columns: list[str] | None, src: Rows | Tables) -> str:
+def _rule_line(rule: Any, columns: list[str] | None, src: Rows | Tables,
+               ev: Evaluation) -> str:
     """The operating point of a rule on the report's rows."""
     kind = type(rule).__name__
     on = ", ".join(columns or [])
@@ -339,7 +340,27 @@ def _rule_line(rule: Any, columns: list[str] | None, src: Rows | Tables) -> str:
     parts = [f"coverage of ID rows {coverage:.4f}", f"selective risk {risk:.4f}"]
     if ood is not None:
         parts.append(f"OOD rows accepted {ood:.4f}")
-    return f"rule {html.escape(kind)} on <strong>{html.escape(on)}</strong>: " + ", ".join(parts)
+    line = f"rule {html.escape(kind)} on <strong>{html.escape(on)}</strong>: " + ", ".join(parts)
+    if len(columns or []) == 2 and target in ev.pairs and hasattr(rule, "score"):
+        line += "; " + _rule_own(rule, list(columns or []), target, src, ev)
+    return line
+
+
+def _rule_own(rule: Any, columns: list[str], target: str, src: Rows | Tables,
+              ev: Evaluation) -> str:
+    """A pair rule's own score as one detector, beside the pair's envelope (an oracle)."""
+    env = next((ev.metrics[target][k] for k in ev.labels
+                if m.METRICS["auroc"].matches(k) and k in ev.metrics.get(target, {})), None)
+    beside = ("" if env is None or math.isnan(env) else
+              f" (the pair's envelope AUROC, the best direction at each point, is {env:.4f})")
+    got = src.rule_scores(rule, columns)
+    if got is None:
+        return ("the AUROC of its own score needs the rows, which a source read in chunks "
+                "does not keep")
+    is_ood, own = got
+    weights = ", ".join(f"{w:.4g}" for w in getattr(rule, "weights_", []))
+    return (f"its own score (weights {weights}) as one detector: AUROC "
+            f"{m.auroc(is_ood, own):.4f}{beside}")
 
 
 def sample_warnings(data: TableData | Summary, ev: Evaluation) -> list[str]:
@@ -374,7 +395,7 @@ def _summary(data: TableData | Summary, ev: Evaluation, rule: Any,
     items = [rows, f"base error (mean loss of ID rows at full coverage): {src.base_error():.4f}",
              *(f"best {line}" for line in _best(ev))]
     if rule is not None:
-        items.append(_rule_line(rule, rule_columns, src))
+        items.append(_rule_line(rule, rule_columns, src, ev))
     if src.chunked:
         items.append(html.escape(CHUNKED_NOTE))
     lis = "".join(f"<li>{item}</li>" for item in items)

@@ -89,9 +89,9 @@ class ScoreCombiner(ParamsMixin):
     z-values; ``score`` returns :func:`combine` of the z-values of new inputs.
 
     **Why "auto" is the default.** A combiner of every base score can lose to the best
-    one of them, and by a lot: the GLRT gave up 0.03-0.10 AUROC to the best single
-    detector on real text data, and 0.06 on average on FashionMNIST leave-one-class-out
-    (docs/combining.md). Nothing measured on inliers alone tells which case one is in.
+    one of them, and by a lot: the GLRT gave up 0.06 AUROC on average to the best single
+    base score on FashionMNIST leave-one-class-out (docs/combining.md). Nothing measured
+    on inliers alone tells which case one is in.
     ``method="auto"`` measures it on proxy outliers, ``fit(S_train, S_outliers)``: the
     rows of ``S_train`` are shuffled (``random_state``) and halved, one half fits the
     z-values of the choice, the other half are the proxy inliers against ``S_outliers``;

@@ -1,17 +1,19 @@
 """Hyperparameters of a detector chosen on validation data: by AUROC against OOD validation
-outputs, or, without OOD data, against in-distribution outputs with shuffled columns."""
+outputs, or, without OOD data, against proxy outliers (classes of the training outputs held
+out in turn) or against in-distribution outputs with shuffled columns."""
 
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import as_real_array, check_random_state, plain
-from ..detectors import Detector
+from .._core.validation import Options, as_real_array, check_random_state, plain, validate_params
+from ..detectors import Detector, LeaveClassesOut, restrict_outputs
 from ..detectors._base import pick_output
 from ..metrics import auroc
 
@@ -32,10 +34,15 @@ class DetectorTuning(NamedTuple):
     params : list of dict
         Every candidate, in grid order.
     scores : ndarray of shape (n_candidates,)
-        The criterion of each candidate.
+        The criterion of each candidate: a flat row of values is a criterion that cannot
+        tell the candidates apart (``tune_detector`` warns then).
     criterion : str
-        ``"auroc"`` (ID against OOD validation outputs) or ``"shuffled"`` (ID against the
-        same ID outputs with every column shuffled).
+        ``"auroc"`` (ID against OOD validation outputs), ``"held_out_classes"`` (proxy
+        inliers against classes held out of the training outputs) or ``"shuffled"`` (ID
+        against the same ID outputs with every column shuffled).
+    flat : bool
+        Every candidate's criterion within ``FLAT_TOLERANCE`` of the best: the choice is
+        then the detector's own parameters where they are a candidate.
     """
 
     detector: Any
@@ -44,6 +51,15 @@ class DetectorTuning(NamedTuple):
     params: list[dict[str, Any]]
     scores: NDArray[np.float64]
     criterion: str
+    flat: bool = False
+
+
+#: Criterion values this close to the best count as a tie: a criterion that spans less
+#: over every candidate cannot tell them apart (an AUROC difference of 0.001).
+FLAT_TOLERANCE = 1e-3
+
+#: The criteria of :func:`tune_detector`; ``"auto"`` picks one from the data given.
+CRITERIA = ("auto", "auroc", "held_out_classes", "shuffled")
 
 
 def _candidates(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
@@ -86,33 +102,55 @@ def _shuffled_outputs(outputs: Any, rng: np.random.Generator, fields: tuple[str,
             for f in fields}
 
 
+@validate_params({"criterion": [Options(CRITERIA)]})
 def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
                   Sequence[Mapping[str, Any]], id_outputs: Any, ood_outputs: Any = None, *,
                   train_outputs: Any = None, y: ArrayLike | None = None,
                   weight: ArrayLike | None = None, bias: ArrayLike | None = None,
-                  model: Any = None, random_state: Any = None) -> DetectorTuning:
+                  model: Any = None, criterion: str = "auto",
+                  random_state: Any = None) -> DetectorTuning:
     """Choose a detector's hyperparameters (ODIN's temperature and epsilon, KNN's k, ViM's
     dim, ...) on validation data.
 
-    Every candidate of ``grid`` is a copy of ``detector`` with those parameters, fitted on
-    ``train_outputs`` (with ``y``, ``weight``, ``bias`` where it needs them) and scored on
-    the validation outputs. The criterion, higher is better, ties to the first candidate in
-    grid order:
+    Every candidate of ``grid`` is a copy of ``detector`` with those parameters and is
+    scored by a criterion, higher is better:
 
-    - with ``ood_outputs`` (OOD validation data): ``"auroc"``, the AUROC of the scores of
-      ``id_outputs`` (ID) against those of ``ood_outputs`` (OOD);
-    - without: ``"shuffled"``, the AUROC of ``id_outputs`` against a synthetic outlier set
-      made from them: every column (of the logits, of the features, of the flattened
+    - ``"auroc"`` (with ``ood_outputs``, OOD validation data): each candidate fitted on
+      ``train_outputs`` (with ``y``, ``weight``, ``bias`` where it needs them); the AUROC of
+      its scores of ``id_outputs`` (ID) against those of ``ood_outputs`` (OOD);
+    - ``"held_out_classes"`` (proxy outliers; needs ``train_outputs`` and their labels ``y``,
+      at least 3 classes): the training rows are split by
+      :class:`~abstain.detectors.LeaveClassesOut` (one class held out at a time, at most 5
+      splits, seeded by ``random_state``); per split, the candidate is fitted on part of
+      the kept classes' rows, with the outputs restricted to those classes
+      (:func:`~abstain.detectors.restrict_outputs`: logit columns, last-layer rows; labels
+      are the logit columns' indices), and scored on the other kept rows (proxy inliers)
+      against the held-out class's rows (proxy outliers); the criterion is the mean AUROC
+      over the splits. ``id_outputs`` are not used. The network saw every class, so the
+      proxy ranks candidates; it does not predict their AUROC on new outliers;
+    - ``"shuffled"`` (no labels): the AUROC of ``id_outputs`` against a synthetic outlier
+      set made from them, every column (of the logits, of the features, of the flattened
       inputs) permuted across rows independently (seeded by ``random_state``). It keeps
       each column's ID distribution and destroys the dependence between columns, so it
-      rewards a detector for the structure of the ID data; it is a proxy, and the choice
-      it makes for OOD data unlike shuffled ID data is not guaranteed.
+      rewards a detector for the structure of the ID data, whatever the outliers are:
+      the weakest of the three.
+
+    ``criterion="auto"`` (the default) takes ``"auroc"`` when ``ood_outputs`` are given,
+    else ``"held_out_classes"`` when ``train_outputs`` and ``y`` are (and no ``model``), else
+    ``"shuffled"``.
+
+    **Tie rule.** Candidates whose criterion is within ``FLAT_TOLERANCE`` (0.001) of the
+    best tie; among them the detector's own parameters win (the candidate equal to
+    ``detector.get_params()`` on the grid's names), else the first in grid order. When
+    every candidate ties the criterion cannot tell them apart: ``flat`` is True and a
+    ``UserWarning`` says so (for example KNN's ``k`` on features where every proxy
+    outlier is far from every inlier).
 
     ``id_outputs`` and ``ood_outputs`` are what the detector scores: a dict or object with
     ``logits`` / ``features`` (as :meth:`Detector.score_outputs` reads them), or, with
     ``model`` given, the model's inputs, scored by ``detector.score_inputs(model, X)``
     (ODIN's input perturbation, extra ``torch``; the validation data must not be the
-    training data).
+    training data). The detector returned is fitted on every row of ``train_outputs``.
 
     Returns
     -------
@@ -124,14 +162,20 @@ def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
     >>> from abstain.detectors import KNN
     >>> from abstain.models import tune_detector
     >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 1))
-    >>> F = np.hstack([z, z + 0.1 * rng.normal(size=(600, 1)), rng.normal(size=(600, 2))])
+    >>> y = rng.integers(0, 4, 600)
+    >>> F = np.eye(4)[y] * 3 + rng.normal(size=(600, 4))        # four classes
     >>> tuned = tune_detector(KNN(normalize=False), {"k": [1, 5, 50]}, {"features": F[400:]},
-    ...                       train_outputs={"features": F[:400]}, random_state=0)
+    ...                       train_outputs={"features": F[:400]}, y=y[:400], random_state=0)
     >>> tuned.criterion, tuned.best_params, tuned.scores.round(3).tolist()
-    ('shuffled', {'k': 1}, [0.845, 0.781, 0.635])
+    ('held_out_classes', {'k': 5}, [0.949, 0.97, 0.85])
     >>> tuned.detector.k
-    1
+    5
+
+    Without labels, the shuffled columns:
+
+    >>> tune_detector(KNN(normalize=False), {"k": [1, 5, 50]}, {"features": F[400:]},
+    ...               train_outputs={"features": F[:400]}, random_state=0).criterion
+    'shuffled'
     """
     if not isinstance(detector, Detector):
         raise ValueError("detector must be a detector of abstain.detectors; got "
@@ -146,27 +190,84 @@ def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
     if fitted_kind and train_outputs is None:
         raise ValueError(f"{type(detector).__name__} is fitted on training data: pass "
                          "train_outputs= (ID outputs other than the validation outputs).")
-    if ood_outputs is None:
-        fields = ("inputs",) if model is not None else (detector.inputs,)
-        rng = np.random.default_rng(random_state)
-        other, criterion = _shuffled_outputs(id_outputs, rng, fields), "shuffled"
-    else:
-        other, criterion = ood_outputs, "auroc"
+    crit = _criterion(str(criterion), ood_outputs, train_outputs, y, model)
+    rng = np.random.default_rng(random_state)
 
-    def run(cand: dict[str, Any]) -> tuple[Detector, float]:
-        det = type(detector)(**{**detector.get_params(deep=False), **cand})
+    def make(cand: dict[str, Any]) -> Detector:
+        return type(detector)(**{**detector.get_params(deep=False), **cand})
+
+    def fit(det: Detector, outputs: Any, labels: Any, w: Any, b: Any) -> Detector:
         if fitted_kind:
-            det.fit(pick_output(train_outputs, det.inputs), y, weight=weight, bias=bias)
-        if model is not None:
-            odin: Any = det  # a detector with score_inputs (checked above)
-            s_id, s_out = odin.score_inputs(model, id_outputs), odin.score_inputs(model, other)
-        else:
-            s_id, s_out = det.score_outputs(id_outputs), det.score_outputs(other)
-        is_out = np.r_[np.zeros(s_id.size, bool), np.ones(s_out.size, bool)]
-        return det, float(auroc(is_out, np.r_[s_id, s_out]))
+            det.fit(pick_output(outputs, det.inputs), labels, weight=w, bias=b)
+        return det
 
-    results = [run(c) for c in cands]
-    scores = np.array([r[1] for r in results])
-    best = int(np.argmax(scores))
-    return DetectorTuning(results[best][0], cands[best], float(scores[best]), cands, scores,
-                          criterion)
+    def pair_auroc(s_id: NDArray[np.float64], s_out: NDArray[np.float64]) -> float:
+        is_out = np.r_[np.zeros(s_id.size, bool), np.ones(s_out.size, bool)]
+        return float(auroc(is_out, np.r_[s_id, s_out]))
+
+    if crit == "held_out_classes":
+        tasks = _class_tasks(train_outputs, y, weight, bias, rng)
+        scores = np.array([np.mean([
+            pair_auroc(*(fit(make(c), f, lab, w, b).score_outputs(o) for o in (i, out)))
+            for f, lab, w, b, i, out in tasks]) for c in cands])
+    else:
+        other = (ood_outputs if crit == "auroc" else _shuffled_outputs(
+            id_outputs, rng, ("inputs",) if model is not None else (detector.inputs,)))
+        values = []
+        for c in cands:
+            det: Any = fit(make(c), train_outputs, y, weight, bias)
+            if model is not None:  # a detector with score_inputs (checked above)
+                values.append(pair_auroc(det.score_inputs(model, id_outputs),
+                                         det.score_inputs(model, other)))
+            else:
+                values.append(pair_auroc(det.score_outputs(id_outputs),
+                                         det.score_outputs(other)))
+        scores = np.array(values)
+    tied = np.flatnonzero(scores >= scores.max() - FLAT_TOLERANCE)
+    own = detector.get_params(deep=False)
+    default = [i for i in tied if all(own[k] == v for k, v in cands[i].items())]
+    best = int(default[0] if default else tied[0])
+    flat = bool(tied.size == len(cands) and len(cands) > 1)
+    if flat:
+        warnings.warn(
+            f"tune_detector: the {crit!r} criterion cannot tell the candidates apart (every "
+            f"value within {FLAT_TOLERANCE:g} of {scores.max():.4f}); kept "
+            f"{'the detector' + chr(39) + 's own parameters' if default else 'the first'}: "
+            f"{cands[best]}.", UserWarning, stacklevel=2)
+    chosen = fit(make(cands[best]), train_outputs, y, weight, bias)
+    return DetectorTuning(chosen, cands[best], float(scores[best]), cands, scores, crit, flat)
+
+
+def _criterion(criterion: str, ood_outputs: Any, train_outputs: Any, y: Any,
+               model: Any) -> str:
+    """The criterion that ``"auto"`` stands for, or the one named, checked against the data."""
+    has_labels = train_outputs is not None and y is not None
+    if criterion == "auto":
+        if ood_outputs is not None:
+            return "auroc"
+        return "held_out_classes" if has_labels and model is None else "shuffled"
+    if criterion == "auroc" and ood_outputs is None:
+        raise ValueError("criterion 'auroc' needs ood_outputs (OOD validation data); got None.")
+    if criterion == "held_out_classes" and (not has_labels or model is not None):
+        raise ValueError("criterion 'held_out_classes' needs train_outputs and their labels y, "
+                         "and no model (the held-out classes restrict the network's outputs, "
+                         "not a model's inputs).")
+    if criterion != "auroc" and ood_outputs is not None:
+        raise ValueError(f"ood_outputs are used only by criterion 'auroc'; got criterion "
+                         f"{criterion!r}.")
+    return criterion
+
+
+def _class_tasks(outputs: Any, y: Any, weight: Any, bias: Any,
+                 rng: np.random.Generator) -> list[tuple[Any, ...]]:
+    """Per split of held-out classes: (fit outputs, fit labels, weight, bias, proxy inlier
+    outputs, proxy outlier outputs), restricted to the kept classes."""
+    labels = np.asarray(y)
+    tasks = []
+    for split in LeaveClassesOut(n_splits=5, random_state=rng).split(labels):
+        kept = split.kept if labels.dtype.kind in "iu" else None
+        fit_out, w, b = restrict_outputs(outputs, split.fit, kept, weight=weight, bias=bias)
+        tasks.append((fit_out, labels[split.fit], w, b,
+                      restrict_outputs(outputs, split.inliers, kept)[0],
+                      restrict_outputs(outputs, split.outliers, kept)[0]))
+    return tasks

@@ -1,0 +1,340 @@
+"""Safe combination (``abstain.combine``, ``method="auto"``) against every combiner and the
+best single base score, per case, with a win / tie / loss verdict.
+
+Every case is an in-distribution (ID) classification set and outliers of a kind the
+detectors never saw. Per case:
+
+* the ID rows are split (stratified, seeded) into training (60 %), calibration (20 %)
+  and test (20 %) rows; a scikit-learn ``MLPClassifier`` (one hidden layer of 64 ReLU
+  units for tabular data, 128 for images; Adam, seeded) is trained on the training rows;
+  its hidden activations are the features, its output layer gives the logits and the
+  last layer ``weight`` / ``bias``;
+* the bank: MSP, MaxLogit, Energy, GEN, KNN (k = 50), Mahalanobis and ViM, defaults of
+  ``abstain.detectors``;
+* ``BankDetector(bank, method=..., alpha=0.05, delta=0.1, random_state=seed)`` fitted on
+  the training rows (with their labels) and the calibration rows, once per method:
+  ``auto`` (the default: it chooses on classes of the training rows held out in turn,
+  ``LeaveClassesOut``, five splits; never on test rows or outliers) and each statistic of
+  ``abstain.combine.STATISTICS`` over every base score;
+* test: AUROC of the ID test rows against the outliers. ``single (proxy)`` is the single
+  base score that ``auto``'s own proxy ranked best (its ``selection_["single"]``), the
+  reference the issue asks for; ``single (oracle)`` is the best base score on the test
+  rows themselves (an upper reference, not a method);
+* ``tune_detector`` without OOD data: KNN's ``k`` chosen by the held-out-classes criterion
+  (the default with labels) and by the shuffled-columns criterion, each choice's test
+  AUROC beside the default ``k = 50`` and the best ``k`` on the test rows;
+* verdict of ``auto`` against ``single (proxy)``: the 95 % interval of the AUROC difference
+  over 1,000 paired bootstrap resamples of the test rows (ID and outliers apart): ``win``
+  above 0, ``loss`` below 0, ``tie`` otherwise (always ``tie`` when ``auto`` kept the
+  single score). The same verdict for each combiner shows what the default would have
+  cost without the safe choice. ``FAR`` is the false-alarm rate of ``auto``'s guaranteed
+  detector on the ID test rows (alpha = 0.05).
+
+Cases: tabular (always run): LETTER, PENDIGITS, SATIMAGE, optdigits (``abstain.datasets``,
+``make data``), each with ``--seeds`` random draws of the outlier classes (a quarter of
+the classes, at least one) held out of everything but the test; images (``--images``,
+``make data-ood``): FashionMNIST against each set of ``load_ood_benchmark`` (dataset vs
+dataset, one network) and FashionMNIST leave-one-class-out (``--loco-classes``, one network
+per held-out class), on ``--image-rows`` training images (an MLP on pixels, not the
+papers' CNNs: the point is the choice among combiners, which sees only base scores).
+
+Run: ``python benchmarks/combine_safe.py [--seeds 3] [--images]``; writes
+``benchmarks/results/combine_safe.md`` and ``combine_safe_raw.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from abstain.combine import STATISTICS, BankDetector
+from abstain.detectors import GEN, KNN, MSP, DetectorBank, Energy, Mahalanobis, MaxLogit, ViM
+from abstain.metrics import auroc
+from abstain.models import tune_detector
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _timing import machine_line  # noqa: E402
+
+OUT = Path(__file__).parent / "results"
+ALPHA, DELTA = 0.05, 0.1
+N_BOOT = 1000
+
+
+def _bank() -> DetectorBank:
+    return DetectorBank([MSP(), MaxLogit(), Energy(), GEN(), KNN(k=50), Mahalanobis(), ViM()])
+
+
+def _split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stratified 60 / 20 / 20 split of row indices."""
+    rng = np.random.default_rng(seed)
+    parts: list[list[np.ndarray]] = [[], [], []]
+    for c in np.unique(y):
+        rows = rng.permutation(np.flatnonzero(y == c))
+        a, b = int(0.6 * rows.size), int(0.8 * rows.size)
+        for p, r in zip(parts, (rows[:a], rows[a:b], rows[b:]), strict=True):
+            p.append(r)
+    return tuple(np.sort(np.concatenate(p)) for p in parts)  # type: ignore[return-value]
+
+
+class Network:
+    """An MLP on standardised inputs; ``outputs(X)`` gives its features and logits."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, hidden: int, seed: int,
+                 max_iter: int) -> None:
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.neural_network import MLPClassifier
+
+        self.mean, self.std = X.mean(0), X.std(0) + 1e-8
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            self.mlp = MLPClassifier((hidden,), max_iter=max_iter, random_state=seed).fit(
+                (X - self.mean) / self.std, y)
+        self.classes = self.mlp.classes_
+        W2, b2 = self.mlp.coefs_[1], self.mlp.intercepts_[1]
+        self.weight, self.bias = W2.T.copy(), b2.copy()
+
+    def outputs(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        H = np.maximum((X - self.mean) / self.std @ self.mlp.coefs_[0]
+                       + self.mlp.intercepts_[0], 0.0)
+        return {"features": H, "logits": H @ self.weight.T + self.bias}
+
+
+def _interval(s_id_a, s_out_a, s_id_b, s_out_b, rng) -> tuple[float, float]:
+    """95 % paired-bootstrap interval of AUROC(a) - AUROC(b) on the same test rows."""
+    n, m = s_id_a.size, s_out_a.size
+    lab = np.r_[np.zeros(n, bool), np.ones(m, bool)]
+    diffs = np.empty(N_BOOT)
+    for k in range(N_BOOT):
+        i, o = rng.integers(0, n, n), rng.integers(0, m, m)
+        diffs[k] = (auroc(lab, np.r_[s_id_a[i], s_out_a[o]])
+                    - auroc(lab, np.r_[s_id_b[i], s_out_b[o]]))
+    return float(np.quantile(diffs, 0.025)), float(np.quantile(diffs, 0.975))
+
+
+def _verdict(low: float, high: float) -> str:
+    return "win" if low > 0 else "loss" if high < 0 else "tie"
+
+
+def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
+             outliers: dict, seed: int) -> dict:
+    """Every method on one case; returns its row of results."""
+    X_out, y_train = train
+    start = time.perf_counter()
+    res: dict = {"case": name}
+    kw = {"weight": net.weight, "bias": net.bias}
+    # labels as the logit columns' indices
+    y_idx = np.searchsorted(net.classes, y_train)
+    auto = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
+        X_out, y_idx, cal, **kw)
+    S_id, S_out = auto.base_scores(test_id), auto.base_scores(outliers)
+    names = auto.bank_.names_
+    lab = np.r_[np.zeros(len(S_id), bool), np.ones(len(S_out), bool)]
+    singles = [auroc(lab, np.r_[S_id[:, j], S_out[:, j]]) for j in range(S_id.shape[1])]
+    sel = auto.combiner_.selection_
+    j = sel["single"]
+    stats = {"auto": (auto.score(test_id), auto.score(outliers))}
+    res["chosen"] = (names[j] if sel["method"] == "single" else
+                     f"{sel['method']}({'+'.join(names[c] for c in sel['columns'])})")
+    res["proxy_single"] = names[j]
+    res["win_fraction"] = sel["win_fraction"]
+    res["far"] = float(1.0 - auto.accept(test_id).mean())
+    stats["single (proxy)"] = (S_id[:, j], S_out[:, j])
+    for method in STATISTICS:
+        det = BankDetector(_bank(), method=method, alpha=ALPHA, delta=DELTA,
+                           random_state=seed).fit(X_out, y_idx, cal, **kw)
+        stats[method] = (det.score(test_id), det.score(outliers))
+    res["auroc"] = {k: float(auroc(lab, np.r_[a, b])) for k, (a, b) in stats.items()}
+    res["auroc"]["single (oracle)"] = float(max(singles))
+    res["oracle_single"] = names[int(np.argmax(singles))]
+    rng = np.random.default_rng(seed)
+    res["verdict"] = {}
+    base = stats["single (proxy)"]
+    for k in ("auto", *STATISTICS):
+        low, high = (0.0, 0.0) if (k == "auto" and sel["method"] == "single") else \
+            _interval(*stats[k], *base, rng)
+        res["verdict"][k] = {"low": low, "high": high, "verdict": _verdict(low, high)}
+    res["tuning"] = _tuning(X_out, y_idx, cal, test_id, outliers, seed)
+    res["seconds"] = time.perf_counter() - start
+    return res
+
+
+K_GRID = (1, 5, 10, 20, 50, 100, 200)
+
+
+def _tuning(train: dict, y: np.ndarray, cal: dict, test_id: dict, outliers: dict,
+            seed: int) -> dict:
+    """KNN's k chosen by tune_detector without OOD data (held-out classes of the training
+    rows, the default with labels; shuffled columns of the calibration rows, without),
+    and the test AUROC of each choice, of the default k = 50 and of the best k on test."""
+    lab = np.r_[np.zeros(len(test_id["features"]), bool),
+                np.ones(len(outliers["features"]), bool)]
+    test = {}
+    for k in K_GRID:
+        det = KNN(k=k).fit(train["features"])
+        test[k] = float(auroc(lab, np.r_[det.score_outputs(test_id), det.score_outputs(outliers)]))
+    out = {"test": {str(k): v for k, v in test.items()}}
+    for crit in ("held_out_classes", "shuffled"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            t = tune_detector(KNN(), {"k": list(K_GRID)}, cal, train_outputs=train,
+                              y=y if crit == "held_out_classes" else None, criterion=crit,
+                              random_state=seed)
+        out[crit] = {"k": t.best_params["k"], "flat": t.flat, "warned": bool(caught),
+                     "criterion": t.scores.tolist(), "test": test[t.best_params["k"]]}
+    return out
+
+
+def _tabular_cases(seeds: int, quiet: bool) -> list[dict]:
+    from abstain.datasets import load_letter, load_optdigits, load_pendigits, load_satimage
+
+    out = []
+    for loader in (load_letter, load_pendigits, load_satimage, load_optdigits):
+        X, y = loader()[:2]
+        X = np.asarray(X, dtype=np.float64)
+        classes = np.unique(y)
+        for seed in range(seeds):
+            rng = np.random.default_rng(1000 + seed)
+            held = rng.choice(classes, max(1, classes.size // 4), replace=False)
+            ood = np.isin(y, held)
+            Xi, yi = X[~ood], y[~ood]
+            tr, ca, te = _split(yi, seed)
+            net = Network(Xi[tr], yi[tr], 64, seed, 300)
+            name = f"{loader.__name__[5:]} (outlier classes {sorted(held.tolist())})"
+            res = run_case(name, net, (net.outputs(Xi[tr]), yi[tr]), net.outputs(Xi[ca]),
+                           net.outputs(Xi[te]), net.outputs(X[ood]), seed)
+            res["kind"] = "tabular"
+            out.append(res)
+            if not quiet:
+                print(f"  {name}: auto {res['auroc']['auto']:.4f} ({res['chosen']}), single "
+                      f"(proxy) {res['auroc']['single (proxy)']:.4f}, glrt "
+                      f"{res['auroc']['glrt']:.4f}: {res['verdict']['auto']['verdict']} "
+                      f"[{res['seconds']:.0f} s]", flush=True)
+    return out
+
+
+def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
+    from abstain.datasets import load_ood_benchmark
+
+    bench = load_ood_benchmark("fashion_mnist")
+    flat = lambda a: np.asarray(a, dtype=np.float64).reshape(len(a), -1) / 255.0  # noqa: E731
+    X, y = flat(bench.X_train), np.asarray(bench.y_train)
+    X_te, y_te = flat(bench.X_test), np.asarray(bench.y_test)
+    out = []
+    pick = np.random.default_rng(0).permutation(len(X))[:rows]
+    tr, ca, _ = _split(y[pick], 0)
+    tr, ca = pick[tr], pick[ca]
+    net = Network(X[tr], y[tr], 128, 0, 30)
+    train, cal, test_id = (net.outputs(X[tr]), y[tr]), net.outputs(X[ca]), net.outputs(X_te)
+    for name, images in bench.ood.items():
+        res = run_case(f"fashion_mnist vs {name}", net, train, cal, test_id,
+                       net.outputs(flat(images)), 0)
+        res["kind"] = "dataset"
+        out.append(res)
+        if not quiet:
+            print(f"  {res['case']}: auto {res['auroc']['auto']:.4f} ({res['chosen']}): "
+                  f"{res['verdict']['auto']['verdict']}", flush=True)
+    for c in loco:
+        keep = y[pick] != c
+        sub = pick[keep]
+        tr, ca, _ = _split(y[sub], c)
+        tr, ca = sub[tr], sub[ca]
+        net = Network(X[tr], y[tr], 128, c, 30)
+        res = run_case(f"fashion_mnist leave out class {c}", net, (net.outputs(X[tr]), y[tr]),
+                       net.outputs(X[ca]), net.outputs(X_te[y_te != c]),
+                       net.outputs(X_te[y_te == c]), c)
+        res["kind"] = "loco"
+        out.append(res)
+        if not quiet:
+            print(f"  {res['case']}: auto {res['auroc']['auto']:.4f} ({res['chosen']}): "
+                  f"{res['verdict']['auto']['verdict']}", flush=True)
+    return out
+
+
+COLUMNS = ("auto", "single (proxy)", "single (oracle)", *STATISTICS)
+
+
+def render(raw: dict) -> str:
+    cases = raw["cases"]
+    lines = ["# Safe combination: method=\"auto\" against every combiner and the best single "
+             "score", "", raw["machine"], "", f"`{raw['command']}`; protocol in the script's "
+             f"docstring; {raw['seconds']:.0f} s in all. Test AUROC per case; the verdict is "
+             "`auto` against `single (proxy)` (95 % paired bootstrap interval of the AUROC "
+             "difference, 1,000 resamples of the test rows); `FAR` is the false-alarm rate of "
+             "`auto`'s guaranteed detector on the ID test rows (alpha 0.05, delta 0.1).", "",
+             "| case | auto chose | win % | " + " | ".join(COLUMNS) + " | auto vs single "
+             "(proxy) | FAR |", "|---" * (len(COLUMNS) + 5) + "|"]
+    for r in cases:
+        v = r["verdict"]["auto"]
+        wf = "-" if r["win_fraction"] is None else f"{100 * r['win_fraction']:.0f}"
+        cells = [f"{r['auroc'][k]:.4f}" for k in COLUMNS]
+        lines.append(f"| {r['case']} | {r['chosen']} | {wf} | " + " | ".join(cells)
+                     + f" | {v['verdict']} [{v['low']:+.4f}, {v['high']:+.4f}] | "
+                     f"{r['far']:.3f} |")
+    mean = {k: np.mean([r["auroc"][k] for r in cases]) for k in COLUMNS}
+    lines.append("| **mean** | | | " + " | ".join(f"{mean[k]:.4f}" for k in COLUMNS)
+                 + " | | |")
+    lines += ["", "Win / tie / loss against `single (proxy)`, per method (the same "
+              "interval rule):", "", "| method | win | tie | loss |", "|---|---|---|---|"]
+    for k in ("auto", *STATISTICS):
+        counts = [sum(r["verdict"][k]["verdict"] == w for r in cases)
+                  for w in ("win", "tie", "loss")]
+        lines.append(f"| {k} | " + " | ".join(map(str, counts)) + " |")
+    lines += ["", "KNN's k chosen without OOD data by `tune_detector` (grid "
+              f"{list(K_GRID)}): with the training labels (`held_out_classes`, the default) "
+              "and without (`shuffled` columns of the calibration rows); test AUROC of each "
+              "choice beside the default k = 50 and the best k on the test rows (an oracle); "
+              "`flat`: the criterion could not tell the candidates apart (it warned).", "",
+              "| case | held-out classes: k | test AUROC | shuffled: k | test AUROC | "
+              "k = 50 | best k (oracle) |", "|---|---|---|---|---|---|---|"]
+    for r in cases:
+        t = r["tuning"]
+        best = max(t["test"], key=t["test"].__getitem__)
+        cells = [f"{t[c]['k']}{' (flat)' if t[c]['flat'] else ''} | {t[c]['test']:.4f}"
+                 for c in ("held_out_classes", "shuffled")]
+        lines.append(f"| {r['case']} | {cells[0]} | {cells[1]} | "
+                     f"{t['test']['50']:.4f} | {best}: {t['test'][best]:.4f} |")
+    mean = lambda f: np.mean([f(r["tuning"]) for r in cases])  # noqa: E731
+    lines.append(f"| **mean** | | {mean(lambda t: t['held_out_classes']['test']):.4f} | | "
+                 f"{mean(lambda t: t['shuffled']['test']):.4f} | "
+                 f"{mean(lambda t: t['test']['50']):.4f} | "
+                 f"{mean(lambda t: max(t['test'].values())):.4f} |")
+    lines += ["", f"Cases: {len(cases)}; `auto`'s FAR at or below 0.05 in "
+              f"{sum(r['far'] <= ALPHA for r in cases)} of them (the guarantee: with "
+              "probability at least 0.9 per calibration draw)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3, help="outlier-class draws per tabular set")
+    ap.add_argument("--images", action="store_true", help="also the FashionMNIST cases")
+    ap.add_argument("--image-rows", type=int, default=20000)
+    ap.add_argument("--loco-classes", type=int, nargs="*", default=list(range(10)))
+    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    machine = machine_line()
+    print(machine)
+    cases = _tabular_cases(args.seeds, args.quiet)
+    if args.images:
+        cases += _image_cases(args.image_rows, args.loco_classes, args.quiet)
+    command = "python benchmarks/combine_safe.py " + " ".join(argv if argv is not None
+                                                              else sys.argv[1:])
+    raw = {"machine": machine, "command": command.strip(), "cases": cases,
+           "seconds": time.perf_counter() - start}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "combine_safe_raw.json").write_text(json.dumps(raw, indent=1) + "\n")
+    (args.out / "combine_safe.md").write_text(render(raw))
+    print(f"wrote {args.out / 'combine_safe.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
