@@ -14,8 +14,9 @@ detectors never saw. Per case:
 * ``BankDetector(bank, method=..., alpha=0.05, delta=0.1, random_state=seed)`` fitted on
   the training rows (with their labels) and the calibration rows, once per method:
   ``auto`` (the default: it chooses on classes of the training rows held out in turn,
-  ``LeaveClassesOut``, five splits; never on test rows or outliers) and each statistic of
-  ``abstain.combine.STATISTICS`` over every base score;
+  ``LeaveClassesOut``, five splits; never on test rows or outliers), ``auto`` with
+  ``subsets=False`` (``auto, every score``: each statistic on every base score, no greedy
+  subsets) and each statistic of ``abstain.combine.STATISTICS`` over every base score;
 * test: AUROC of the ID test rows against the outliers. ``single (proxy)`` is the single
   base score that ``auto``'s own proxy ranked best (its ``selection_["single"]``), the
   reference the issue asks for; ``single (oracle)`` is the best base score on the test
@@ -64,6 +65,8 @@ from _timing import machine_line  # noqa: E402
 OUT = Path(__file__).parent / "results"
 ALPHA, DELTA = 0.05, 0.1
 N_BOOT = 1000
+#: ``auto`` with ``subsets=False``: each statistic on every base score only.
+WHOLE = "auto, every score"
 
 
 def _bank() -> DetectorBank:
@@ -145,6 +148,12 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
     res["win_fraction"] = sel["win_fraction"]
     res["far"] = float(1.0 - auto.accept(test_id).mean())
     stats["single (proxy)"] = (S_id[:, j], S_out[:, j])
+    whole = BankDetector(_bank(), subsets=False, alpha=ALPHA, delta=DELTA,
+                         random_state=seed).fit(X_out, y_idx, cal, **kw)
+    sel_w = whole.combiner_.selection_
+    res["chosen_whole"] = (names[sel_w["single"]] if sel_w["method"] == "single" else
+                           sel_w["method"])
+    stats[WHOLE] = (whole.score(test_id), whole.score(outliers))
     for method in STATISTICS:
         det = BankDetector(_bank(), method=method, alpha=ALPHA, delta=DELTA,
                            random_state=seed).fit(X_out, y_idx, cal, **kw)
@@ -155,9 +164,9 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
     rng = np.random.default_rng(seed)
     res["verdict"] = {}
     base = stats["single (proxy)"]
-    for k in ("auto", *STATISTICS):
-        low, high = (0.0, 0.0) if (k == "auto" and sel["method"] == "single") else \
-            _interval(*stats[k], *base, rng)
+    for k in ("auto", WHOLE, *STATISTICS):
+        same = {"auto": sel, WHOLE: sel_w}.get(k, {}).get("method") == "single"
+        low, high = (0.0, 0.0) if same else _interval(*stats[k], *base, rng)
         res["verdict"][k] = {"low": low, "high": high, "verdict": _verdict(low, high)}
     res["tuning"] = _tuning(X_out, y_idx, cal, test_id, outliers, seed)
     res["seconds"] = time.perf_counter() - start
@@ -256,7 +265,7 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
     return out
 
 
-COLUMNS = ("auto", "single (proxy)", "single (oracle)", *STATISTICS)
+COLUMNS = ("auto", WHOLE, "single (proxy)", "single (oracle)", *STATISTICS)
 
 
 def render(raw: dict) -> str:
@@ -267,21 +276,22 @@ def render(raw: dict) -> str:
              "`auto` against `single (proxy)` (95 % paired bootstrap interval of the AUROC "
              "difference, 1,000 resamples of the test rows); `FAR` is the false-alarm rate of "
              "`auto`'s guaranteed detector on the ID test rows (alpha 0.05, delta 0.1).", "",
-             "| case | auto chose | win % | " + " | ".join(COLUMNS) + " | auto vs single "
-             "(proxy) | FAR |", "|---" * (len(COLUMNS) + 5) + "|"]
+             "| case | auto chose | win % | every score: chose | " + " | ".join(COLUMNS)
+             + " | auto vs single (proxy) | FAR |", "|---" * (len(COLUMNS) + 6) + "|"]
     for r in cases:
         v = r["verdict"]["auto"]
         wf = "-" if r["win_fraction"] is None else f"{100 * r['win_fraction']:.0f}"
         cells = [f"{r['auroc'][k]:.4f}" for k in COLUMNS]
-        lines.append(f"| {r['case']} | {r['chosen']} | {wf} | " + " | ".join(cells)
+        lines.append(f"| {r['case']} | {r['chosen']} | {wf} | {r['chosen_whole']} | "
+                     + " | ".join(cells)
                      + f" | {v['verdict']} [{v['low']:+.4f}, {v['high']:+.4f}] | "
                      f"{r['far']:.3f} |")
     mean = {k: np.mean([r["auroc"][k] for r in cases]) for k in COLUMNS}
-    lines.append("| **mean** | | | " + " | ".join(f"{mean[k]:.4f}" for k in COLUMNS)
+    lines.append("| **mean** | | | | " + " | ".join(f"{mean[k]:.4f}" for k in COLUMNS)
                  + " | | |")
     lines += ["", "Win / tie / loss against `single (proxy)`, per method (the same "
               "interval rule):", "", "| method | win | tie | loss |", "|---|---|---|---|"]
-    for k in ("auto", *STATISTICS):
+    for k in ("auto", WHOLE, *STATISTICS):
         counts = [sum(r["verdict"][k]["verdict"] == w for r in cases)
                   for w in ("win", "tie", "loss")]
         lines.append(f"| {k} | " + " | ".join(map(str, counts)) + " |")

@@ -120,6 +120,8 @@ def test_a_report_with_an_ood_score_on_parts(write_parts, tmp_path):
     assert PAIR in page and CHUNKED_NOTE in page
     assert re.findall(r"<li>rule BoundedTPRFPR on <strong>msp, energy</strong>: coverage of "
                       r"ID rows 0\.\d{4}, selective risk 0\.\d{4}, OOD rows accepted", page)
+    assert ("the AUROC of its own score needs the rows, which a source read in chunks does "
+            "not keep</li>") in page
     # the pair's operating point from its PairTable is the one on the rows
     fitted, columns = load_rule(rule)
     options = {"scores": None, "loss": None, "label": None, "prediction": None,

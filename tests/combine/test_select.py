@@ -202,3 +202,17 @@ def test_bad_input():
         ScoreCombiner(confidence=1.0).fit(S, S)
     with pytest.raises(ValueError, match="method must be one of 'glrt'"):
         combine(S, "auto")
+
+
+def test_without_subsets_only_the_single_scores_and_every_score_are_tried():
+    rng = np.random.default_rng(6)
+    S_in = rng.normal(size=(300, 4))
+    S_out = rng.normal(size=(100, 4)) + [1.0, 0.8, 0.0, 0.0]
+    comb = ScoreCombiner(random_state=0, n_bootstrap=50, subsets=False).fit(S_in, S_out)
+    cands = comb.selection_["candidates"]
+    assert [c["columns"] for c in cands if c["method"] == "single"] == [[0], [1], [2], [3]]
+    assert {len(c["columns"]) for c in cands if c["method"] != "single"} == {4}
+    assert [c["method"] for c in cands if c["method"] != "single"] == list(STATISTICS)
+    assert comb.columns_ in ([0], [1], [2], [3], [0, 1, 2, 3])
+    with_subsets = ScoreCombiner(random_state=0, n_bootstrap=50).fit(S_in, S_out)
+    assert len(with_subsets.selection_["candidates"]) > len(cands)

@@ -72,7 +72,8 @@ class BankDetector(ParamsMixin):
         Share of the calibration rows that fit the z-values.
     confidence : float in (0, 1), default 0.9
     n_bootstrap : int >= 1, default 500
-        ``auto``'s test (see above).
+    subsets : bool, default True
+        ``auto``'s test and candidates (see above and :class:`ScoreCombiner`).
     n_held_out : int >= 1, default 1
     n_proxy_splits : int >= 1, default 5
         ``auto``'s held-out classes when no ``outlier_outputs`` are given: classes held
@@ -120,8 +121,9 @@ class BankDetector(ParamsMixin):
 
     def __init__(self, bank: Any = None, *, method: str = "auto", epsilon: float | None = None,
                  alpha: float = 0.05, delta: float = 0.1, z_fraction: float = 0.5,
-                 confidence: float = 0.9, n_bootstrap: int = 500, n_held_out: int = 1,
-                 n_proxy_splits: int = 5, random_state: Any = None) -> None:
+                 confidence: float = 0.9, n_bootstrap: int = 500, subsets: bool = True,
+                 n_held_out: int = 1, n_proxy_splits: int = 5,
+                 random_state: Any = None) -> None:
         self.bank = bank
         self.method = method
         self.epsilon = epsilon
@@ -130,6 +132,7 @@ class BankDetector(ParamsMixin):
         self.z_fraction = z_fraction
         self.confidence = confidence
         self.n_bootstrap = n_bootstrap
+        self.subsets = subsets
         self.n_held_out = n_held_out
         self.n_proxy_splits = n_proxy_splits
         self.random_state = random_state
@@ -144,6 +147,7 @@ class BankDetector(ParamsMixin):
         "z_fraction": [Interval(float, 0, 1, closed="neither")],
         "confidence": ScoreCombiner._parameter_constraints["confidence"],
         "n_bootstrap": ScoreCombiner._parameter_constraints["n_bootstrap"],
+        "subsets": ScoreCombiner._parameter_constraints["subsets"],
         "n_held_out": [Interval(int, 1, None, closed="left")],
         "n_proxy_splits": [Interval(int, 1, None, closed="left")],
         "random_state": [RandomState()]}
@@ -195,7 +199,8 @@ class BankDetector(ParamsMixin):
         rng = np.random.default_rng(self.random_state)  # type: ignore[arg-type]
         order = rng.permutation(n)
         combiner = ScoreCombiner(method=self.method, epsilon=self.epsilon,
-                                 confidence=self.confidence, n_bootstrap=self.n_bootstrap)
+                                 confidence=self.confidence, n_bootstrap=self.n_bootstrap,
+                                 subsets=self.subsets)
         record = None
         if auto:
             if outlier_outputs is not None:

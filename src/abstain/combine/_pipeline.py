@@ -126,6 +126,9 @@ class ScoreCombiner(ParamsMixin):
         resamples.
     n_bootstrap : int >= 1, default 500
         Paired resamples of ``auto``'s test.
+    subsets : bool, default True
+        ``auto`` also tries each statistic on a greedy subset of the base scores; False:
+        on every base score only (fewer choices made on the proxy).
     random_state : None, int or numpy Generator
         Seeds ``auto``'s split of the rows and its resamples.
 
@@ -171,7 +174,7 @@ class ScoreCombiner(ParamsMixin):
 
     def __init__(self, *, method: str = "auto", epsilon: float | None = None,
                  sigma: float = 1e-6, higher_is_inlier: bool = False,
-                 confidence: float = 0.9, n_bootstrap: int = 500,
+                 confidence: float = 0.9, n_bootstrap: int = 500, subsets: bool = True,
                  random_state: Any = None) -> None:
         self.method = method
         self.epsilon = epsilon
@@ -179,6 +182,7 @@ class ScoreCombiner(ParamsMixin):
         self.higher_is_inlier = higher_is_inlier
         self.confidence = confidence
         self.n_bootstrap = n_bootstrap
+        self.subsets = subsets
         self.random_state = random_state
 
     _parameter_constraints = {
@@ -190,6 +194,7 @@ class ScoreCombiner(ParamsMixin):
         "higher_is_inlier": [Boolean()],
         "confidence": [Interval(float, 0, 1, closed="neither")],
         "n_bootstrap": [Interval(int, 1, None, closed="left")],
+        "subsets": [Boolean()],
         "random_state": [RandomState()]}
 
     def _validate_params(self) -> None:
@@ -234,7 +239,8 @@ class ScoreCombiner(ParamsMixin):
         return select_statistic(tasks, higher_is_inlier=bool(self.higher_is_inlier),
                                 epsilon=self.epsilon, sigma=float(self.sigma),
                                 confidence=float(self.confidence),
-                                n_bootstrap=int(self.n_bootstrap), rng=rng)
+                                n_bootstrap=int(self.n_bootstrap),
+                                subsets=bool(self.subsets), rng=rng)
 
     def fit_chosen(self, S_train: ArrayLike, selection: dict[str, Any] | None) -> ScoreCombiner:
         """Fit the z-values on ``S_train`` for ``method``, or (``auto``) for what the

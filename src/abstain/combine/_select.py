@@ -10,7 +10,8 @@ first halves choose, the second halves test.
    averaged over the tasks. The candidates are each single base score (the score itself),
    and, with two or more columns, each combiner of :data:`STATISTICS` on every column and
    on the columns that a greedy forward search picks for it (from the best single
-   score, add the column that raises the value most while it rises). Ties go to the first
+   score, add the column that raises the value most while it rises; ``subsets=False``
+   tries every column only). Ties go to the first
    candidate in this order: single scores by column; methods in :data:`STATISTICS`
    order, the greedy subset before every column.
 2. **Test** (second halves). The best combination is kept only if its mean AUROC beats
@@ -118,7 +119,7 @@ def _as_tasks(tasks: list[tuple[Any, Any, Any]]) -> tuple[list[tuple[F64, F64, F
 
 def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: bool = False,
                      epsilon: float | None = None, sigma: float = 1e-6,
-                     confidence: float = 0.9, n_bootstrap: int = 500,
+                     confidence: float = 0.9, n_bootstrap: int = 500, subsets: bool = True,
                      rng: np.random.Generator) -> dict[str, Any]:
     """The choice of ``method="auto"`` on proxy ``tasks`` (see the module docstring).
 
@@ -151,7 +152,8 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
         for method in STATISTICS:
             cols: tuple[int, ...] = (best_j,)
             current = -np.inf
-            while len(cols) < m and method != "glrt_cov":  # glrt_cov: a QP per row
+            # glrt_cov: a QP per row, every column only
+            while subsets and len(cols) < m and method != "glrt_cov":
                 rest = [c for c in range(m) if c not in cols]
                 gains = [value(method, (*cols, c)) for c in rest]
                 k = int(np.argmax(gains))
