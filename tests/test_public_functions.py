@@ -299,7 +299,7 @@ NOT_ARRAY_FUNCTIONS = {
     "make_detector", "far_guarantee", "SelectiveClassifier",
     "EquivalentModels", "Detector", "FARGuarantee", "RegularizationSearch",
     "SelectivePrediction", "ConditionalRisk", "BootstrapInterval", "OODEvaluation",
-    "DetectorTuning", "ProxySplit",
+    "DetectorTuning", "ProxySplit", "ProxyOutputs",
     "BinnedTable", "Bounded",  # built by ScoreTable.binned: tests/tables/test_binned.py
     "neg_aurc_scorer", "neg_selective_risk_scorer", "coverage_at_risk_scorer",
     # loss matrices of a class count, and their checks: tests/scores/test_losses.py

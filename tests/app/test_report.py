@@ -301,15 +301,21 @@ def test_a_registered_headline_metric_gets_its_best_line_and_glossary():
     assert "<li>minus AuRC: AuRC with its sign flipped</li>" in page
 
 
-def test_a_pairs_envelope_is_never_named_the_best_score():
-    """A pair's envelope AUROC (an oracle over directions) is on a line of its own, and the
-    best AUROC is that of a single score, even where the envelope is higher."""
-    rng = np.random.default_rng(2)
+def _pair_rows(seed):
+    """300 rows of a score u, an OOD score g, 0/1 losses and OOD marks (40 % OOD)."""
+    rng = np.random.default_rng(seed)
     n = 300
     ood = rng.random(n) < 0.4
     table = {"loss": np.where(ood, 0.0, (rng.random(n) < 0.2) * 1.0),
              "u": rng.normal(size=n) + ood, "g": rng.normal(size=n) + ood,
              "is_ood": ood.astype(float)}
+    return table, ood
+
+
+def test_a_pairs_envelope_is_never_named_the_best_score():
+    """A pair's envelope AUROC (an oracle over directions) is on a line of its own, and the
+    best AUROC is that of a single score, even where the envelope is higher."""
+    table, ood = _pair_rows(2)
     data = prepare(table, scores=["u"], ood_score="g")
     ev = evaluate(data)
     page = html_report(data, ev)
@@ -328,12 +334,7 @@ def test_a_pair_rules_own_auroc_is_given_beside_the_envelope():
     (one direction, one detector) beside the pair's envelope AUROC (an oracle)."""
     from abstain.models import BoundedTPRFPR
 
-    rng = np.random.default_rng(3)
-    n = 300
-    ood = rng.random(n) < 0.4
-    table = {"loss": np.where(ood, 0.0, (rng.random(n) < 0.2) * 1.0),
-             "u": rng.normal(size=n) + ood, "g": rng.normal(size=n) + ood,
-             "is_ood": ood.astype(float)}
+    table, ood = _pair_rows(3)
     data = prepare(table, scores=["u"], ood_score="g")
     ev = evaluate(data)
     S = np.column_stack([table["u"], table["g"]])

@@ -67,3 +67,25 @@ def test_restricted_outputs_score_as_a_network_of_the_kept_classes():
     # the softmax of the kept classes: MSP of the restricted logits
     p = np.exp(logits[:5][:, [1, 3]])
     np.testing.assert_allclose(MSP().score(out["logits"]), -(p / p.sum(1, keepdims=True)).max(1))
+
+
+def test_split_outputs_is_split_then_restrict_outputs():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 4, 80)
+    outputs = {"logits": rng.normal(size=(80, 4)), "features": rng.normal(size=(80, 3))}
+    W, b = rng.normal(size=(4, 3)), rng.normal(size=4)
+    got = list(LeaveClassesOut(random_state=5).split_outputs(outputs, y, weight=W, bias=b))
+    splits = list(LeaveClassesOut(random_state=5).split(y))
+    assert len(got) == len(splits) == 4
+    for p, s in zip(got, splits, strict=True):
+        fit, w, bb = restrict_outputs(outputs, s.fit, s.kept, weight=W, bias=b)
+        for key in outputs:
+            np.testing.assert_array_equal(p.fit[key], fit[key])
+            np.testing.assert_array_equal(p.inliers[key],
+                                          restrict_outputs(outputs, s.inliers, s.kept)[0][key])
+            np.testing.assert_array_equal(p.outliers[key],
+                                          restrict_outputs(outputs, s.outliers, s.kept)[0][key])
+        np.testing.assert_array_equal(p.weight, w)
+        np.testing.assert_array_equal(p.bias, bb)
+        np.testing.assert_array_equal(p.y_fit, y[s.fit])
+        np.testing.assert_array_equal(p.split.outliers, s.outliers)

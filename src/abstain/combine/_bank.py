@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.base import ParamsMixin
 from .._core.serialize import Int, Nested, dumps, serializable
 from .._core.validation import Interval, RandomState, plain
-from ..detectors import LeaveClassesOut, restrict_outputs
+from ..detectors import LeaveClassesOut
 from ._guarantee import GuaranteedDetector, far_guarantee
 from ._pipeline import ScoreCombiner, check_epsilon_method
 from ._select import MIN_ROWS
@@ -223,18 +223,13 @@ class BankDetector(ParamsMixin):
         into z-value rows and proxy inliers) and the held-out rows."""
         proxy = LeaveClassesOut(int(self.n_held_out), n_splits=int(self.n_proxy_splits),
                                 random_state=rng)
-        labels = np.asarray(y)
         tasks = []
-        for split in proxy.split(labels):
-            kept = split.kept if labels.dtype.kind in "iu" else None
-            fit_out, w, b = restrict_outputs(outputs, split.fit, kept, weight=weight, bias=bias)
-            in_out, _, _ = restrict_outputs(outputs, split.inliers, kept)
-            out_out, _, _ = restrict_outputs(outputs, split.outliers, kept)
+        for p in proxy.split_outputs(outputs, y, weight=weight, bias=bias):
             part = type(self.bank)(**self.bank.get_params(deep=False))
-            part.fit(fit_out, labels[split.fit], weight=w, bias=b)
-            S_in = part.score(in_out)[rng.permutation(split.inliers.size)]
+            part.fit(p.fit, p.y_fit, weight=p.weight, bias=p.bias)
+            S_in = part.score(p.inliers)[rng.permutation(p.split.inliers.size)]
             half = S_in.shape[0] // 2
-            tasks.append((S_in[:half], S_in[half:], part.score(out_out)))
+            tasks.append((S_in[:half], S_in[half:], part.score(p.outliers)))
         return tasks
 
     def base_scores(self, outputs: Any) -> NDArray[np.float64]:

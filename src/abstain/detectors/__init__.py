@@ -66,6 +66,7 @@ from ._logits import (
 )
 from ._proxy import (
     LeaveClassesOut,
+    ProxyOutputs,
     ProxySplit,
     restrict_outputs,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "rotation_training_set",
     "rotations",
     "LeaveClassesOut",
+    "ProxyOutputs",
     "ProxySplit",
     "restrict_outputs",
 ]

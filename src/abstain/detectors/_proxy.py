@@ -13,7 +13,7 @@ from .._core.base import ParamsMixin
 from .._core.validation import Interval, RandomState, as_labels, nonfinite, plain
 from ._base import pick_output
 
-__all__ = ["LeaveClassesOut", "ProxySplit", "restrict_outputs"]
+__all__ = ["LeaveClassesOut", "ProxyOutputs", "ProxySplit", "restrict_outputs"]
 
 
 class ProxySplit(NamedTuple):
@@ -36,6 +36,33 @@ class ProxySplit(NamedTuple):
     outliers: NDArray[np.intp]
     kept: NDArray[Any]
     held_out: NDArray[Any]
+
+
+class ProxyOutputs(NamedTuple):
+    """One proxy OOD split of a network's outputs (:meth:`LeaveClassesOut.split_outputs`),
+    restricted to the kept classes (:func:`restrict_outputs`).
+
+    Attributes
+    ----------
+    fit : dict
+        Outputs of the rows to fit the detectors on.
+    y_fit : ndarray
+        Their labels.
+    weight, bias : ndarray or None
+        The last layer's rows of the kept classes.
+    inliers, outliers : dict
+        Outputs of the proxy inliers and of the proxy outliers.
+    split : ProxySplit
+        The rows and classes of the split.
+    """
+
+    fit: dict[str, Any]
+    y_fit: NDArray[Any]
+    weight: Any
+    bias: Any
+    inliers: dict[str, Any]
+    outliers: dict[str, Any]
+    split: ProxySplit
 
 
 class LeaveClassesOut(ParamsMixin):
@@ -142,6 +169,21 @@ class LeaveClassesOut(ParamsMixin):
             yield ProxySplit(np.sort(np.concatenate(fit)), np.sort(np.concatenate(inliers)),
                              np.flatnonzero(np.isin(inverse, np.flatnonzero(out))),
                              classes[~out], classes[out])
+
+
+    def split_outputs(self, outputs: Any, y: ArrayLike, *, weight: ArrayLike | None = None,
+                      bias: ArrayLike | None = None) -> Iterator[ProxyOutputs]:
+        """:meth:`split` applied to a network's ``outputs`` (labels ``y``, last layer
+        ``weight`` and ``bias``): per split, the outputs of the fitting rows, proxy inliers
+        and proxy outliers, restricted to the kept classes by :func:`restrict_outputs`.
+        Integer labels are the logit columns' indices; other labels keep every column."""
+        labels = as_labels(y)
+        for split in self.split(labels):
+            kept = split.kept if labels.dtype.kind in "iu" else None
+            fit, w, b = restrict_outputs(outputs, split.fit, kept, weight=weight, bias=bias)
+            yield ProxyOutputs(fit, labels[split.fit], w, b,
+                               restrict_outputs(outputs, split.inliers, kept)[0],
+                               restrict_outputs(outputs, split.outliers, kept)[0], split)
 
 
 def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = None, *,

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.validation import Options, as_real_array, check_random_state, plain, validate_params
-from ..detectors import Detector, LeaveClassesOut, restrict_outputs
+from ..detectors import Detector, LeaveClassesOut
 from ..detectors._base import pick_output
 from ..metrics import auroc
 
@@ -262,12 +262,5 @@ def _class_tasks(outputs: Any, y: Any, weight: Any, bias: Any,
                  rng: np.random.Generator) -> list[tuple[Any, ...]]:
     """Per split of held-out classes: (fit outputs, fit labels, weight, bias, proxy inlier
     outputs, proxy outlier outputs), restricted to the kept classes."""
-    labels = np.asarray(y)
-    tasks = []
-    for split in LeaveClassesOut(n_splits=5, random_state=rng).split(labels):
-        kept = split.kept if labels.dtype.kind in "iu" else None
-        fit_out, w, b = restrict_outputs(outputs, split.fit, kept, weight=weight, bias=bias)
-        tasks.append((fit_out, labels[split.fit], w, b,
-                      restrict_outputs(outputs, split.inliers, kept)[0],
-                      restrict_outputs(outputs, split.outliers, kept)[0]))
-    return tasks
+    return [tuple(p)[:6] for p in LeaveClassesOut(n_splits=5, random_state=rng).split_outputs(
+        outputs, y, weight=weight, bias=bias)]
