@@ -1,0 +1,44 @@
+"""benchmarks/combine_safe.py on a small synthetic case: every method's row, the verdicts
+against the proxy's single score, the tuning table, and the page rendered from them (the
+full run takes about 15 minutes, so it is not part of the suite)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="module")
+def bench(load_benchmark):
+    return load_benchmark("combine_safe")
+
+
+def test_split_is_stratified_and_covers_every_row(bench):
+    y = np.repeat(np.arange(3), [50, 20, 10])
+    parts = bench._split(y, 0)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(80))
+    assert [np.bincount(y[p]).tolist() for p in parts] == [[30, 12, 6], [10, 4, 2], [10, 4, 2]]
+
+
+def test_a_case_end_to_end(bench, monkeypatch):
+    pytest.importorskip("sklearn")
+    monkeypatch.setattr(bench, "N_BOOT", 20)
+    monkeypatch.setattr(bench, "K_GRID", (1, 5, 50))  # 50: the default, a column
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 5, 900)
+    X = np.eye(6)[y] * 3.0 + rng.normal(size=(900, 6))
+    ood = y == 4
+    Xi, yi = X[~ood], y[~ood]
+    tr, ca, te = bench._split(yi, 0)
+    net = bench.Network(Xi[tr], yi[tr], 16, 0, 50)
+    res = bench.run_case("toy", net, (net.outputs(Xi[tr]), yi[tr]), net.outputs(Xi[ca]),
+                         net.outputs(Xi[te]), net.outputs(X[ood]), 0)
+    assert set(res["auroc"]) == set(bench.COLUMNS)
+    assert all(0.0 <= v <= 1.0 for v in res["auroc"].values())
+    assert res["auroc"]["single (oracle)"] >= res["auroc"]["single (proxy)"]
+    for k, v in res["verdict"].items():
+        assert v["verdict"] == bench._verdict(v["low"], v["high"]), k
+    assert {"held_out_classes", "shuffled", "test"} <= set(res["tuning"])
+    page = bench.render({"machine": "m", "command": "c", "seconds": 1.0,
+                         "cases": [res | {"kind": "tabular"}]})
+    assert "| auto |" in page and "KNN's k chosen without OOD data" in page
