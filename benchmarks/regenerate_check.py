@@ -100,6 +100,10 @@ SKIPPED = {
     "combine_ood_dataset_raw.json": "needs the image sets (make data-ood), PyTorch and 70 min",
     "combine_ood_loco.md": "needs the image sets (make data-ood), PyTorch and 70 min",
     "combine_ood_loco_raw.json": "needs the image sets (make data-ood), PyTorch and 70 min",
+    "combine_safe.md": "needs the datasets (make data), the image sets (make data-ood) and "
+                       "15 min",
+    "combine_safe_raw.json": "needs the datasets (make data), the image sets (make data-ood) "
+                             "and 15 min",
 }
 SKIPPED_PREFIXES = {"paper1_": "a figure of paper1_scores.py: needs the datasets (make data)"}
 
