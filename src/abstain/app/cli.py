@@ -23,7 +23,7 @@ from .._core.version import VERSION
 from ..metrics import AUTO_EXACT_ROWS
 from .chunks import MAX_PAIRS, Summary, part_files, summarise
 from .console import Interrupted, console, handle_signals, interrupted, restore_signals
-from .evaluate import evaluate
+from .evaluate import evaluate, inverted_warnings
 from .io import (
     ColumnError,
     TableRows,
@@ -208,6 +208,8 @@ def _prepare(read: TableRows, *, dropped: str = "dropped {n} row(s) with NaN or 
                     "pass --dropna to drop them.") from exc
     if data.n_dropped:
         print(dropped.format(n=data.n_dropped), file=sys.stderr)
+    for note in data.notes:
+        print(note, file=sys.stderr)
     return data
 
 
@@ -249,7 +251,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                         "keeps only score tables.")
         if args.json:
             check_not_input(args.json, part_files(args.file))
-        ev = evaluate(_summary(args), coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
+        data: TableData | Summary = _summary(args)
+        ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
                       search=args.search)
     else:
         if args.json:
@@ -262,6 +265,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         bar.close()
     print(f"{args.file}: {ev.n_id} ID rows, {ev.n_ood} OOD rows")
     print(ev.format_table())
+    for line in inverted_warnings(data, ev):
+        print(f"abstain evaluate: warning: {line}", file=sys.stderr)
     if args.json:
         write_text(args.json, ev.to_json() + "\n")
         print(f"wrote {args.json}")
@@ -278,6 +283,8 @@ def _fit(args: argparse.Namespace) -> int:
     write_text(args.output, rule_to_json(rule, columns) + "\n")
     print(rule_summary(rule, columns))
     print(f"wrote {args.output}")
+    for line in inverted_warnings(data, names=columns):
+        print(f"abstain fit: warning: {line}", file=sys.stderr)
     return 0
 
 

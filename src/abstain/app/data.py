@@ -149,6 +149,20 @@ class Rows:
         """The fraction of OOD rows a rule accepts."""
         return float(np.mean(rule.accept_proba(source)[self.ood]))
 
+    def rank_counts(self, name: str) -> list[tuple[str, Any, Any]]:
+        """Per distinct value of score ``name``, ascending: the counts of the rows that a
+        good score ranks high and of the others, ``("errors", ID rows with a loss, ID rows
+        without)`` and, with OOD rows, ``("ood", OOD rows, ID rows)``."""
+        s = self.data.scores[name]
+        err = self.data.losses[self.id_rows] > 0
+        _, inv = np.unique(s[self.id_rows], return_inverse=True)
+        out = [("errors", np.bincount(inv, weights=err), np.bincount(inv, weights=~err))]
+        if self.ood is not None and self.has_ood:
+            _, inv = np.unique(s, return_inverse=True)
+            out.append(("ood", np.bincount(inv, weights=self.ood),
+                        np.bincount(inv, weights=~self.ood)))
+        return out
+
     def rule_scores(self, rule: Any, columns: list[str]) -> tuple[Any, Any] | None:
         """The OOD marks and a fitted rule's own score (its ``score``: for a pair, the
         combined ``s_r + mu s_g`` of the direction it chose) of every row; None without
@@ -350,6 +364,23 @@ class Tables:
     def ood_accepted(self, rule: Any, source: Any) -> float:
         c = np.asarray(rule.accept_proba(source.values), dtype=np.float64)
         return float(c @ source.ood_counts) / float(source.ood_counts.sum())
+
+    def rank_counts(self, name: str) -> list[tuple[str, Any, Any]]:
+        """As :meth:`Rows.rank_counts`, from the score tables (no error counts for losses
+        other than 0/1 read without the rows with a loss per score)."""
+        t = self.summary.tables[name]
+        out = []
+        try:
+            wrong = self.wrong_counts(name)
+            out.append(("errors", wrong, t.counts - wrong))
+        except ValueError:
+            pass
+        if self.has_ood:
+            assert self.summary.marked is not None
+            mk = self.summary.marked[name]
+            assert mk.ood_counts is not None
+            out.append(("ood", mk.ood_counts, mk.counts - mk.ood_counts))
+        return out
 
     def rule_scores(self, rule: Any, columns: list[str]) -> None:
         """None: a rule's own score per row needs the rows, which a source read in chunks

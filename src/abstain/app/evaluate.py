@@ -125,6 +125,49 @@ class Evaluation(NamedTuple):
         return "\n".join(lines)
 
 
+#: A score is called inverted when its AUROC against the rows it should rank high (the
+#: misclassified ID rows, the OOD rows) is below this and ``INVERTED_SIGMAS`` standard
+#: deviations of a chance ranking below 0.5.
+INVERTED_AUROC = 0.3
+INVERTED_SIGMAS = 3.0
+
+_RANKS = {"errors": "the misclassified ID rows (a loss above 0) below the correct ones",
+          "ood": "the OOD rows below the ID rows"}
+
+
+def _group_auroc(pos: NDArray[np.float64], neg: NDArray[np.float64]) -> float:
+    """AUROC of the positive rows above the negative ones (a tie counts one half), from
+    their counts per distinct score in ascending order."""
+    below = np.cumsum(neg) - neg
+    return float(np.dot(pos, below + 0.5 * neg) / (pos.sum() * neg.sum()))
+
+
+def inverted_warnings(data: TableData | Summary, ev: Evaluation | None = None,
+                      names: Sequence[str] | None = None) -> list[str]:
+    """One line per score column (of ``names``, default all) that ranks the misclassified
+    ID rows, or the OOD rows, below the others far beyond chance: a confidence passed
+    where an uncertainty is expected. The rule: AUROC (ties one half) below
+    ``INVERTED_AUROC`` (0.3) and more than ``INVERTED_SIGMAS`` (3) standard deviations of
+    a chance ranking below 0.5 (the Mann-Whitney standard deviation
+    ``sqrt((n1 + n0 + 1) / (12 n1 n0))``), so a few rows never trigger it. ``ev`` is not
+    needed; it is taken for the same data."""
+    src = as_data(data)
+    out = []
+    for name in names if names is not None else src.names:
+        for kind, pos, neg in src.rank_counts(name):
+            n1, n0 = float(np.sum(pos)), float(np.sum(neg))
+            if n1 == 0 or n0 == 0:
+                continue
+            auc = _group_auroc(np.asarray(pos, np.float64), np.asarray(neg, np.float64))
+            sigmas = (0.5 - auc) / math.sqrt((n1 + n0 + 1) / (12.0 * n1 * n0))
+            if auc < INVERTED_AUROC and sigmas > INVERTED_SIGMAS:
+                out.append(f"score {name!r} looks inverted: it ranks {_RANKS[kind]} (AUROC "
+                           f"{auc:.2f}, {sigmas:.0f} standard deviations below chance); a "
+                           "higher score must mean more uncertain, rejected first: if it is a "
+                           "confidence, flip it (negate the column).")
+    return out
+
+
 def _specs(kind: str) -> list[m.MetricSpec]:
     """The metrics of the table of this kind (``"selective"`` or ``"ood"``), in registry
     order."""

@@ -59,7 +59,7 @@ from ..plot import (
 )
 from .chunks import Summary
 from .data import Rows, Tables, as_data
-from .evaluate import Evaluation, glossary_of
+from .evaluate import Evaluation, glossary_of, inverted_warnings
 from .io import atomic_files, atomic_path, check_not_input, os_error, write_text
 from .tables import Progress, TableData
 
@@ -376,7 +376,7 @@ def sample_warnings(data: TableData | Summary, ev: Evaluation) -> list[str]:
     if wrong == 0:
         out.append("no ID row has a loss: every ranking has the same risk-coverage curve "
                    "(zero risk).")
-    return out
+    return out + inverted_warnings(data, ev)
 
 
 #: What a report read in chunks leaves out, and why (one line in its summary).

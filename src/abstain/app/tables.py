@@ -70,6 +70,8 @@ class TableData(NamedTuple):
     ood_score : str or None
         The score column that is the OOD score ``s_g`` of a double-score method
         (also in ``scores``), or None.
+    notes : tuple of str
+        What was read otherwise than named (a skipped index column), one line each.
     """
 
     losses: NDArray[np.float64]
@@ -78,6 +80,7 @@ class TableData(NamedTuple):
     n_dropped: int
     keep: NDArray[np.bool_]
     ood_score: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def pairs(self) -> dict[str, tuple[str, str]]:
@@ -247,6 +250,7 @@ def prepare(
     if rows is None:
         rows = Rows.range(n)
     used: dict[str, NDArray[Any]] = {}
+    notes: list[str] = []
     ood_name = None
     if need_loss:
         ood_name = is_ood if is_ood is not None else ("is_ood" if "is_ood" in table else None)
@@ -276,6 +280,9 @@ def prepare(
         # when the loss comes from another column: a numeric label is not an uncertainty.
         taken = set(used) | set(loss_cols) | {"label", "prediction", "loss", "is_ood"}
         taken |= {name for name in (label, prediction, loss, is_ood) if name is not None}
+        if "" in table:
+            notes.append(_unnamed_column(table))
+            taken.add("")
         names = [k for k, v in table.items() if k not in taken and v.dtype.kind == "f"]
         if not names:
             raise ColumnError("found no score column: the table has no numeric column besides "
@@ -332,4 +339,23 @@ def prepare(
     if np.any(losses < 0):
         raise ValueError(f"the loss must be non-negative; got minimum {float(losses.min())}.")
     return TableData(losses, {k: v[keep] for k, v in score_cols.items()}, ood,
-                     int(bad.sum()) if dropna else 0, keep, ood_score)
+                     int(bad.sum()) if dropna else 0, keep, ood_score, tuple(notes))
+
+
+#: The note of a skipped index column.
+INDEX_NOTE = ("skipped the first column, which has no name and holds increasing whole "
+              "numbers: the index that pandas' to_csv writes (to_csv(index=False) leaves it "
+              "out).")
+
+
+def _unnamed_column(table: Mapping[str, NDArray[Any]]) -> str:
+    """The note of an unnamed first column that holds an index (pandas' default
+    ``to_csv``), which is not scored; ``ColumnError`` for any other unnamed column."""
+    col = table[""]
+    position = list(table).index("") + 1
+    whole = col.dtype.kind == "f" and col.size > 0 and bool(np.all(np.isfinite(col))) and \
+        bool(np.all(col == np.round(col)))
+    if position == 1 and whole and bool(np.all(np.diff(col) > 0)):
+        return INDEX_NOTE
+    raise ColumnError(f"column {position} of the table has no name; name it in the header "
+                      "row (pandas: to_csv(index=False) leaves out an index).")
