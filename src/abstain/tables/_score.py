@@ -187,6 +187,75 @@ class ScoreTable(ParamsMixin):
         return table
 
     @classmethod
+    def from_totals(cls, values: ArrayLike, counts: ArrayLike, loss_sums: ArrayLike, *,
+                    loss_values: ArrayLike, loss_counts: ArrayLike,
+                    sq_loss_sums: ArrayLike | None = None,
+                    ood_counts: ArrayLike | None = None) -> ScoreTable:
+        """The table of per-score totals gathered elsewhere: a group-by of (score) -> sums
+        in a database or Spark, or the fields of tables concatenated across processes.
+
+        ``values`` may repeat and come in any order: the rows of equal value are added up
+        (as :meth:`merge` adds tables). ``loss_values`` / ``loss_counts`` are the ID rows'
+        distinct losses and their rows (repeats added up too), which give the table's
+        largest loss, its 0/1 flag and the oracle of :func:`~abstain.metrics.e_aurc`.
+        ``sq_loss_sums`` (summed squared losses) is needed only by
+        ``BoundedImprovement(delta=...)``; ``ood_counts`` marks OOD rows.
+
+        Examples
+        --------
+        >>> import abstain
+        >>> t = abstain.ScoreTable.from_totals([0.5, 0.1, 0.5], [2, 1, 1], [1.0, 0.0, 0.0],
+        ...                                    loss_values=[0.0, 1.0], loss_counts=[3, 1],
+        ...                                    sq_loss_sums=[1.0, 0.0, 0.0])
+        >>> t.values.tolist(), t.counts.tolist(), t.loss_sums.tolist(), t.binary
+        ([0.1, 0.5], [1, 3], [0.0, 1.0], True)
+        >>> t == abstain.ScoreTable.from_arrays([0.5, 0.1, 0.5, 0.5], [1, 0, 0, 0])
+        True
+        """
+        v = as_scores(values, "values")
+        n = v.size
+        c = _totals(counts, "counts", n, whole=True)
+        ls = _totals(loss_sums, "loss_sums", n)
+        sq = None if sq_loss_sums is None else _totals(sq_loss_sums, "sq_loss_sums", n)
+        oc = None if ood_counts is None else _totals(ood_counts, "ood_counts", n, whole=True)
+        lv = as_losses(loss_values, "loss_values")
+        lc = _totals(loss_counts, "loss_counts", lv.size, whole=True)
+        if oc is not None and np.any(oc > c):
+            raise ValueError("ood_counts must be at most counts at every score; got more OOD "
+                             f"rows than rows at {int(np.sum(oc > c))} score(s).")
+        if int(c.sum() - (0 if oc is None else oc.sum())) != int(lc.sum()):
+            raise ValueError(f"loss_counts must add up to the ID rows of counts "
+                             f"({int(c.sum() - (0 if oc is None else oc.sum()))}); got "
+                             f"{int(lc.sum())}.")
+        table = cls()
+        weights: list[NDArray[Any]] = [c, ls, sq if sq is not None else ls]
+        if oc is not None:
+            weights.append(oc)
+        with np.errstate(over="ignore"):
+            table.values, _, sums = group_totals(v, *weights)
+        table.counts = np.rint(sums[0]).astype(np.int64)
+        table.loss_sums = sums[1]
+        table.sq_loss_sums = sums[2] if sq is not None and np.isfinite(sums[2].sum()) else None
+        table.ood_counts = None if oc is None else np.rint(sums[3]).astype(np.int64)
+        keep = lc > 0
+        if keep.any():
+            table.loss_values, _, (cnt,) = group_totals(lv[keep], lc[keep])
+            table.loss_counts = np.rint(cnt).astype(np.int64)
+        lvs = table.loss_values if table.loss_values is not None else np.zeros(0)
+        table.max_loss = float(lvs.max()) if lvs.size else 0.0
+        table.binary = bool(np.all((lvs == 0.0) | (lvs == 1.0)))
+        keep = table.counts > 0
+        if not keep.all():  # a score whose rows add up to none is no group
+            table.values, table.counts = table.values[keep], table.counts[keep]
+            table.loss_sums = table.loss_sums[keep]
+            if table.sq_loss_sums is not None:
+                table.sq_loss_sums = table.sq_loss_sums[keep]
+            if table.ood_counts is not None:
+                table.ood_counts = table.ood_counts[keep]
+        table._check_total()
+        return table
+
+    @classmethod
     def merge(cls, *tables: ScoreTable) -> ScoreTable:
         """One table of the rows of all ``tables`` (which are left unchanged).
 
@@ -340,6 +409,22 @@ class ScoreTable(ParamsMixin):
                 raise ValueError("fitted.loss_counts must add up to the ID rows (fitted.counts "
                                  "less fitted.ood_counts, where the table has OOD marks); got "
                                  f"{n_loss} losses for {n_id} ID rows.")
+
+
+def _totals(values: ArrayLike, name: str, n: int, *, whole: bool = False) -> F64:
+    """A column of totals: finite, non-negative, of length ``n`` (whole numbers for
+    counts), as float64."""
+    arr = as_real_array(values, name)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), one total per value; got shape "
+                         f"{arr.shape}.")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} must be finite and non-negative; got "
+                         f"{plain(arr[~(np.isfinite(arr) & (arr >= 0))][0])}.")
+    if whole and np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} must be whole numbers; got "
+                         f"{plain(arr[arr != np.round(arr)][0])}.")
+    return arr.astype(np.float64)
 
 
 def _merge_losses(out: ScoreTable, tables: tuple[ScoreTable, ...]) -> None:

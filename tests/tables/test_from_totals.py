@@ -1,0 +1,59 @@
+"""ScoreTable.from_totals: the concatenated fields of tables (as gathered from processes, or
+a group-by elsewhere) give the table of all their rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain import ScoreTable
+from abstain.metrics import aurc, auroc, e_aurc
+
+
+def _fields(tables):
+    cat = np.concatenate
+    return dict(values=cat([t.values for t in tables]), counts=cat([t.counts for t in tables]),
+                loss_sums=cat([t.loss_sums for t in tables]),
+                sq_loss_sums=cat([t.sq_loss_sums for t in tables]),
+                loss_values=cat([t.loss_values for t in tables]),
+                loss_counts=cat([t.loss_counts for t in tables]))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_fields_of_parts_give_the_table_of_all_rows(seed):
+    rng = np.random.default_rng(seed)
+    n = 300
+    u = rng.integers(0, 20, n) / 4.0  # many ties, across parts too
+    losses = rng.integers(0, 2, n) * 1.0 if seed % 2 else rng.integers(0, 5, n) / 4.0
+    ood = rng.random(n) < 0.3
+    cuts = np.sort(rng.choice(np.arange(1, n), 3, replace=False))
+    pieces = list(zip(np.split(u, cuts), np.split(losses, cuts), np.split(ood, cuts),
+                      strict=True))
+    parts = [ScoreTable.from_arrays(a, b, is_ood=c) for a, b, c in pieces]
+    got = ScoreTable.from_totals(**_fields(parts),
+                                 ood_counts=np.concatenate([t.ood_counts for t in parts]))
+    whole = ScoreTable.from_arrays(u, losses, is_ood=ood)
+    assert got == whole == ScoreTable.merge(*parts)
+    assert auroc(got) == auroc(whole)
+    plain = [ScoreTable.from_arrays(a, b) for a, b, _ in pieces]
+    got = ScoreTable.from_totals(**_fields(plain))
+    whole = ScoreTable.from_arrays(u, losses)
+    assert got == whole == ScoreTable.merge(*plain)
+    assert aurc(got) == aurc(whole) and e_aurc(got) == e_aurc(whole)
+
+
+def test_bad_totals_are_refused():
+    ok = dict(values=[0.1, 0.2], counts=[1, 2], loss_sums=[0.0, 1.0], loss_values=[0.0, 1.0],
+              loss_counts=[2, 1])
+    ScoreTable.from_totals(**ok)
+    for key, bad, message in (
+            ("counts", [1, 2.5], "counts must be whole numbers; got 2.5"),
+            ("counts", [1], r"counts must have shape \(2,\)"),
+            ("loss_sums", [0.0, -1.0], "loss_sums must be finite and non-negative; got -1"),
+            ("values", [0.1, np.nan], "values .*NaN"),
+            ("loss_counts", [2, 2], r"loss_counts must add up to the ID rows of counts \(3\); "
+                                    "got 4")):
+        with pytest.raises(ValueError, match=message):
+            ScoreTable.from_totals(**{**ok, key: bad})
+    with pytest.raises(ValueError, match="ood_counts must be at most counts"):
+        ScoreTable.from_totals(**ok, ood_counts=[2, 0])
