@@ -33,7 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "plot": {"_core", "tables", "_ood_search", "metrics"},
     "evaluation": {"_core", "metrics", "scores", "models"},
     "datasets": {"_core"},
-    "torch": {"_core"},
+    "torch": {"_core", "tables", "metrics"},
     "distributed": {"_core", "tables"},
     "app": {"_core", "tables", "metrics", "models", "scores", "plot", "app", "abstain"},
     # abstain.load_json: imports every layer that registers serialisable kinds
@@ -253,6 +253,9 @@ def _public_modules() -> list[str]:
         if any(p.startswith("_") for p in parts):
             continue
         if parts[0] == "torch" and importlib.util.find_spec("torch") is None:
+            continue
+        if parts[-1] == "metrics" and parts[0] == "torch" and \
+                importlib.util.find_spec("torchmetrics") is None:
             continue
         names.append(info.name)
     return names

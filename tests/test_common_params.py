@@ -107,6 +107,10 @@ NOT_ESTIMATORS = {
     "MetricSpec": "a registry entry (a frozen dataclass), checked by register_metric",
     "RuleSpec": "a registry entry (a frozen dataclass), checked by register_rule",
     "RuleTarget": "a target of a registry entry, checked by register_rule",
+    "FPRAtTPR": "a torchmetrics Metric (extra torchmetrics): checks tpr in __init__ with "
+                "check_params, then takes torchmetrics' own keyword arguments",
+    "SelectiveRiskAtCoverage": "a torchmetrics Metric (extra torchmetrics): checks coverage "
+                               "in __init__ with check_params, then torchmetrics' arguments",
 }
 
 

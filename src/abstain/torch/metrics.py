@@ -1,0 +1,243 @@
+"""torchmetrics ``Metric`` objects of abstain's selective and OOD metrics, exact and
+synchronised across processes (extra ``torchmetrics``: ``pip install 'abstain[torchmetrics]'``).
+
+A Lightning or torchmetrics user logs AuRC, AUGRC or AUROC per epoch with objects that
+accumulate over batches and synchronise across processes. Each metric here keeps the
+**exact tie-group table** of what it has seen, an :class:`abstain.ScoreTable` (per distinct
+score: rows, loss sum, squared-loss sum, OOD rows; and the distinct losses with their rows)
+as tensor states that torchmetrics concatenates across processes (``dist_reduce_fx="cat"``);
+``compute`` regroups them (:meth:`abstain.ScoreTable.from_totals`) and calls the NumPy
+metric on the table, so the value equals abstain's metric on every row seen, ties
+included (bit for bit with 0/1 and whole-number losses; to float64 rounding of the summed
+losses otherwise, as :meth:`abstain.ScoreTable.merge`), however the rows are split into
+batches and processes. The
+state grows with the number of distinct scores, not of rows: round scores (to 1e-4, say)
+to bound it.
+
+Conventions, in torchmetrics' order ``update(preds, target)``:
+
+- **selective metrics** (:class:`AURC`, :class:`EAURC`, :class:`AUGRC`,
+  :class:`SelectiveRiskAtCoverage`): ``preds`` of shape (N,) are uncertainty scores
+  (higher = rejected first) and ``target`` the per-sample **losses** (>= 0; the 0/1 errors
+  of a classifier); or ``preds`` of shape (N, C) are class probabilities and ``target``
+  the class **labels**: the score is then ``1 - max_c preds`` (the MSP uncertainty) and
+  the loss the 0/1 error of ``argmax_c preds``;
+- **OOD metrics** (:class:`AUROC`, :class:`FPRAtTPR`, :class:`AUPRIn`, :class:`AUPROut`):
+  ``preds`` of shape (N,) are OOD scores (higher = more OOD) and ``target`` the OOD marks
+  (1 = OOD, 0 = in-distribution).
+
+Every value is computed in float64 NumPy on the CPU and returned as a float64 tensor.
+
+Examples
+--------
+>>> import torch
+>>> from abstain.torch.metrics import AURC
+>>> from abstain.metrics import aurc
+>>> metric = AURC()
+>>> u, losses = torch.tensor([0.1, 0.4, 0.4, 0.9]), torch.tensor([0.0, 1.0, 0.0, 1.0])
+>>> metric.update(u[:2], losses[:2])
+>>> metric.update(u[2:], losses[2:])
+>>> float(metric.compute()) == aurc(losses.numpy(), u.numpy())
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._core.optional import require
+from .._core.validation import Interval, check_params
+from ..metrics import (
+    augrc,
+    aupr_in,
+    aupr_out,
+    aurc,
+    auroc,
+    e_aurc,
+    fpr_at_tpr,
+    selective_risk_at_coverage,
+)
+from ..tables import ScoreTable
+
+require("torchmetrics", "torchmetrics", "abstain.torch.metrics")
+
+import torch  # noqa: E402  (after the check that torchmetrics is installed)
+from torchmetrics import Metric  # noqa: E402
+
+__all__ = ["AURC", "AUGRC", "AUPRIn", "AUPROut", "AUROC", "EAURC", "FPRAtTPR",
+           "SelectiveRiskAtCoverage"]
+
+#: The fields of a ScoreTable kept as states, one total per distinct score (or loss).
+_GROUP_FIELDS = ("values", "counts", "loss_sums", "sq_loss_sums")
+_LOSS_FIELDS = ("loss_values", "loss_counts")
+
+
+def _numpy(x: Any, name: str) -> NDArray[Any]:
+    """An input or a state as a float64 NumPy array; a list state (its tensors, gathered
+    from processes) concatenated."""
+    if isinstance(x, list):
+        return (np.concatenate([_numpy(t, name) for t in x]) if x
+                else np.zeros(0, dtype=np.float64))
+    if isinstance(x, torch.Tensor):
+        return np.asarray(x.detach().to("cpu", torch.float64).numpy())
+    return np.asarray(x, dtype=np.float64)
+
+
+class _TableMetric(Metric):
+    """The states and the update of a metric on a score table; ``_value(table)`` is the
+    metric."""
+
+    is_differentiable = False
+    full_state_update = False
+    ood: bool = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        fields = (*_GROUP_FIELDS, *_LOSS_FIELDS) + (("ood_counts",) if self.ood else ())
+        for name in fields:  # list states: processes may hold tables of different sizes
+            self.add_state(name, default=[], dist_reduce_fx="cat")
+
+    def _rows(self, preds: Any, target: Any) -> ScoreTable:
+        p, t = _numpy(preds, "preds"), _numpy(target, "target")
+        if self.ood:
+            if p.ndim != 1:
+                raise ValueError(f"preds must be OOD scores of shape (N,); got shape {p.shape}.")
+            return ScoreTable.from_arrays(p, np.zeros(p.size), is_ood=t)
+        if p.ndim == 2:  # class probabilities and labels: MSP uncertainty, 0/1 error
+            if t.shape != (p.shape[0],):
+                raise ValueError(f"target must be class labels of shape ({p.shape[0]},) with "
+                                 f"preds of class probabilities; got shape {t.shape}.")
+            return ScoreTable.from_arrays(1.0 - p.max(axis=1),
+                                          (p.argmax(axis=1) != t).astype(np.float64))
+        if p.ndim != 1:
+            raise ValueError(f"preds must be uncertainty scores of shape (N,) or class "
+                             f"probabilities of shape (N, C); got shape {p.shape}.")
+        return ScoreTable.from_arrays(p, t)
+
+    def _table(self) -> ScoreTable:
+        """The table of every row seen (after a sync: by every process)."""
+        get = {name: _numpy(getattr(self, name), name) for name in
+               (*_GROUP_FIELDS, *_LOSS_FIELDS, *(("ood_counts",) if self.ood else ()))}
+        if get["values"].size == 0:
+            return ScoreTable()
+        sq = get["sq_loss_sums"]
+        return ScoreTable.from_totals(
+            get["values"], get["counts"], get["loss_sums"], loss_values=get["loss_values"],
+            loss_counts=get["loss_counts"], sq_loss_sums=None if np.isnan(sq).any() else sq,
+            ood_counts=get.get("ood_counts"))
+
+    def update(self, preds: Any, target: Any) -> None:
+        """Add a batch (see the module docstring for ``preds`` and ``target``)."""
+        merged = ScoreTable.merge(self._table(), self._rows(preds, target)) \
+            if _numpy(self.values, "values").size else self._rows(preds, target)
+        sq = merged.sq_loss_sums if merged.sq_loss_sums is not None else \
+            np.full(merged.values.size, np.nan)
+        state = {"values": merged.values, "counts": merged.counts,
+                 "loss_sums": merged.loss_sums, "sq_loss_sums": sq,
+                 "loss_values": merged.loss_values, "loss_counts": merged.loss_counts}
+        if self.ood:
+            state["ood_counts"] = merged.ood_counts
+        for name, value in state.items():
+            setattr(self, name, [torch.as_tensor(np.asarray(value, dtype=np.float64))])
+
+    def compute(self) -> torch.Tensor:
+        """The metric of every row seen, as a float64 scalar tensor."""
+        table = self._table()
+        if table.n == 0:
+            raise ValueError(f"{type(self).__name__} has seen no rows: call update first.")
+        return torch.tensor(self._value(table), dtype=torch.float64)
+
+    def _value(self, table: ScoreTable) -> float:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class AURC(_TableMetric):
+    """AuRC, :func:`abstain.metrics.aurc` (``ties="mean"``), lower is better."""
+
+    higher_is_better = False
+
+    def _value(self, table: ScoreTable) -> float:
+        return aurc(table)
+
+
+class EAURC(_TableMetric):
+    """E-AuRC, :func:`abstain.metrics.e_aurc`: AuRC less the oracle's, lower is better."""
+
+    higher_is_better = False
+
+    def _value(self, table: ScoreTable) -> float:
+        return e_aurc(table)
+
+
+class AUGRC(_TableMetric):
+    """AUGRC, :func:`abstain.metrics.augrc`, lower is better."""
+
+    higher_is_better = False
+
+    def _value(self, table: ScoreTable) -> float:
+        return augrc(table)
+
+
+class SelectiveRiskAtCoverage(_TableMetric):
+    """Selective risk at ``coverage``, :func:`abstain.metrics.selective_risk_at_coverage`,
+    lower is better."""
+
+    higher_is_better = False
+
+    def __init__(self, coverage: float = 0.9, **kwargs: Any) -> None:
+        check_params({"coverage": coverage},
+                     {"coverage": [Interval(float, 0, 1, closed="right")]})
+        super().__init__(**kwargs)
+        self.coverage = float(coverage)
+
+    def _value(self, table: ScoreTable) -> float:
+        return selective_risk_at_coverage(table, coverage=self.coverage)
+
+
+class AUROC(_TableMetric):
+    """AUROC of OOD scores against OOD marks, :func:`abstain.metrics.auroc` (a tie counts
+    one half), higher is better."""
+
+    ood = True
+    higher_is_better = True
+
+    def _value(self, table: ScoreTable) -> float:
+        return auroc(table)
+
+
+class FPRAtTPR(_TableMetric):
+    """FPR at ``tpr`` (FPR@95), :func:`abstain.metrics.fpr_at_tpr`, lower is better."""
+
+    ood = True
+    higher_is_better = False
+
+    def __init__(self, tpr: float = 0.95, **kwargs: Any) -> None:
+        check_params({"tpr": tpr}, {"tpr": [Interval(float, 0, 1, closed="right")]})
+        super().__init__(**kwargs)
+        self.tpr = float(tpr)
+
+    def _value(self, table: ScoreTable) -> float:
+        return fpr_at_tpr(table, tpr=self.tpr)
+
+
+class AUPRIn(_TableMetric):
+    """AUPR with ID rows positive, :func:`abstain.metrics.aupr_in`, higher is better."""
+
+    ood = True
+    higher_is_better = True
+
+    def _value(self, table: ScoreTable) -> float:
+        return aupr_in(table)
+
+
+class AUPROut(_TableMetric):
+    """AUPR with OOD rows positive, :func:`abstain.metrics.aupr_out`, higher is better."""
+
+    ood = True
+    higher_is_better = True
+
+    def _value(self, table: ScoreTable) -> float:
+        return aupr_out(table)

@@ -1,0 +1,142 @@
+"""abstain.torch.metrics: each torchmetrics Metric equals abstain's NumPy metric on the same
+rows, ties included, however the rows are cut into batches and processes; the distributed
+reduction is torchmetrics' own (merge_state, and two gloo processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchmetrics")
+
+from abstain import metrics as m  # noqa: E402
+from abstain.torch import metrics as tm  # noqa: E402
+
+SELECTIVE = {tm.AURC: m.aurc, tm.EAURC: m.e_aurc, tm.AUGRC: m.augrc,
+             tm.SelectiveRiskAtCoverage: lambda ls, u: m.selective_risk_at_coverage(ls, u, 0.9)}
+OOD = {tm.AUROC: m.auroc, tm.FPRAtTPR: lambda o, s: m.fpr_at_tpr(o, s, 0.95),
+       tm.AUPRIn: m.aupr_in, tm.AUPROut: m.aupr_out}
+
+
+def _rows(seed, n=500):
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, 30, n) / 10.0  # many ties
+    losses = (rng.random(n) < 0.3) * 1.0 if seed % 2 else rng.integers(0, 4, n) / 3.0
+    ood = (rng.random(n) < 0.4).astype(np.float64)
+    return u, losses, ood
+
+
+def _batches(rng, n, k=4):
+    return np.split(rng.permutation(n), np.sort(rng.choice(np.arange(1, n), k - 1, replace=False)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("cls", list(SELECTIVE) + list(OOD))
+def test_equal_to_the_numpy_metric_over_batches(cls, seed):
+    u, losses, ood = _rows(seed)
+    metric = cls()
+    target = ood if cls in OOD else losses
+    for rows in _batches(np.random.default_rng(seed), u.size):
+        metric.update(torch.tensor(u[rows]), torch.tensor(target[rows]))
+    want = OOD[cls](ood, u) if cls in OOD else SELECTIVE[cls](losses, u)
+    got = metric.compute()
+    assert got.dtype == torch.float64
+    if cls in OOD or seed % 2:  # 0/1 losses (or none): bit for bit
+        assert float(got) == want
+    else:  # losses k/3: the group sums are added in another order
+        assert float(got) == pytest.approx(want, rel=1e-12)
+
+
+def test_class_probabilities_and_labels_give_the_msp_uncertainty_and_errors():
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(300, 4))
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    y = rng.integers(0, 4, 300)
+    metric = tm.AURC()
+    metric.update(torch.tensor(probs[:100]), torch.tensor(y[:100]))
+    metric.update(torch.tensor(probs[100:]), torch.tensor(y[100:]))
+    errors = (probs.argmax(1) != y) * 1.0
+    assert float(metric.compute()) == m.aurc(errors, 1.0 - probs.max(1))
+
+
+@pytest.mark.parametrize("cls", [tm.AURC, tm.AUROC, tm.SelectiveRiskAtCoverage])
+def test_two_processes_merged_by_torchmetrics_equal_all_rows(cls):
+    u, losses, ood = _rows(7)
+    target = ood if cls is tm.AUROC else losses
+    a, b = cls(), cls()
+    a.update(torch.tensor(u[:200]), torch.tensor(target[:200]))
+    b.update(torch.tensor(u[200:]), torch.tensor(target[200:]))
+    a.merge_state(b)  # torchmetrics' reduction of the states (dist_reduce_fx="cat")
+    whole = cls()
+    whole.update(torch.tensor(u), torch.tensor(target))
+    assert float(a.compute()) == float(whole.compute())
+
+
+def test_the_state_is_the_tie_group_table():
+    metric = tm.AURC()
+    u = torch.tensor([0.5, 0.5, 0.1, 0.5, 0.1], dtype=torch.float64)
+    metric.update(u, torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0]))
+    metric.update(u, torch.tensor([0.0, 0.0, 0.0, 1.0, 0.0]))
+    (values,), (counts,), (sums,) = metric.values, metric.counts, metric.loss_sums
+    assert values.tolist() == [0.1, 0.5] and counts.tolist() == [4, 6]
+    assert sums.tolist() == [0.0, 3.0]
+
+
+def test_forward_gives_the_batch_value_and_keeps_every_row():
+    u, losses, _ = _rows(2)
+    metric = tm.AUGRC()
+    batch = metric(torch.tensor(u[:100]), torch.tensor(losses[:100]))
+    assert float(batch) == m.augrc(losses[:100], u[:100])
+    metric(torch.tensor(u[100:]), torch.tensor(losses[100:]))
+    assert float(metric.compute()) == m.augrc(losses, u)
+    metric.reset()
+    with pytest.raises(ValueError, match="AUGRC has seen no rows: call update first"), \
+            pytest.warns(UserWarning, match="called before the ``update``"):
+        metric.compute()
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match=r"coverage must be in \(0, 1\]"):
+        tm.SelectiveRiskAtCoverage(coverage=0.0)
+    with pytest.raises(ValueError, match=r"tpr must be in \(0, 1\]"):
+        tm.FPRAtTPR(tpr=1.5)
+    with pytest.raises(ValueError, match=r"preds must be OOD scores of shape \(N,\)"):
+        tm.AUROC().update(torch.zeros(3, 2), torch.zeros(3))
+    with pytest.raises(ValueError, match="uncertainty.*NaN"):
+        tm.AURC().update(torch.tensor([0.1, float("nan")]), torch.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"target must be class labels of shape \(2,\)"):
+        tm.AURC().update(torch.ones(2, 3) / 3, torch.zeros(3))
+    with pytest.raises(ValueError, match="losses must be non-negative"):
+        tm.AURC().update(torch.tensor([0.1, 0.2]), torch.tensor([0.0, -1.0]))
+
+
+def _worker(rank, world, path, u, target, name):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{path}/store", rank=rank,
+                            world_size=world)
+    try:
+        metric = getattr(tm, name)()
+        rows = np.array_split(np.arange(u.size), world)[rank]
+        metric.update(torch.tensor(u[rows]), torch.tensor(target[rows]))
+        value = float(metric.compute())  # synchronised through torch.distributed
+        with open(os.path.join(path, f"rank{rank}.json"), "w") as f:
+            json.dump(value, f)
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("name", ["AURC", "AUROC"])
+def test_two_gloo_processes_synchronise_to_the_value_of_all_rows(tmp_path, name):
+    import torch.multiprocessing as mp
+
+    u, losses, ood = _rows(9, n=301)
+    target = ood if name == "AUROC" else losses
+    mp.spawn(_worker, args=(2, str(tmp_path), u, target, name), nprocs=2, join=True)
+    want = m.auroc(ood, u) if name == "AUROC" else m.aurc(losses, u)
+    for rank in range(2):
+        assert json.loads((tmp_path / f"rank{rank}.json").read_text()) == want
