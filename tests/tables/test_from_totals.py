@@ -57,3 +57,30 @@ def test_bad_totals_are_refused():
             ScoreTable.from_totals(**{**ok, key: bad})
     with pytest.raises(ValueError, match="ood_counts must be at most counts"):
         ScoreTable.from_totals(**ok, ood_counts=[2, 0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pair_totals_of_parts_give_the_pair_table_of_all_rows(seed):
+    from abstain import PairTable
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    s = rng.integers(0, 6, (n, 2)) / 2.0
+    s[rng.random(n) < 0.1, 0] = -0.0  # -0.0 and 0.0 are one value
+    losses = (rng.random(n) < 0.3) * 1.0
+    ood = rng.random(n) < 0.4
+    cuts = [100, 180]
+    parts = [PairTable.from_arrays(a, b, is_ood=c) for a, b, c in
+             zip(np.split(s, cuts), np.split(losses, cuts), np.split(ood, cuts), strict=True)]
+    cat = np.concatenate
+    got = PairTable.from_totals(cat([t.values for t in parts]), cat([t.counts for t in parts]),
+                                cat([t.ood_counts for t in parts]),
+                                cat([t.loss_sums for t in parts]),
+                                max_loss=max(t.max_loss for t in parts))
+    assert got == PairTable.from_arrays(s, losses, is_ood=ood) == PairTable.merge(*parts)
+    with pytest.raises(ValueError, match=r"values must have shape \(P, 2\)"):
+        PairTable.from_totals([1.0], [1], [0], [0.0], max_loss=0.0)
+    with pytest.raises(ValueError, match="ood_counts must be at most counts"):
+        PairTable.from_totals([[1.0, 2.0]], [1], [2], [0.0], max_loss=0.0)
+    with pytest.raises(ValueError, match="max_loss must be a finite number >= 0"):
+        PairTable.from_totals([[1.0, 2.0]], [1], [0], [0.0], max_loss=-1.0)

@@ -25,7 +25,7 @@ from .._core.validation import (
     check_nan_only_on_ood,
     check_same_length,
 )
-from ._score import as_ood_marks, check_loss_sums, whole_counts
+from ._score import as_ood_marks, as_totals, check_loss_sums, whole_counts
 
 __all__ = ["PairTable"]
 
@@ -150,6 +150,49 @@ class PairTable(ParamsMixin):
             s + 0.0, np.ones(s.shape[0], dtype=np.int64), ood.astype(np.int64), ls)
         _check_total(table.loss_sums, "losses")
         table.max_loss = float(ls.max()) if ls.size else 0.0
+        return table
+
+    @classmethod
+    def from_totals(cls, values: ArrayLike, counts: ArrayLike, ood_counts: ArrayLike,
+                    loss_sums: ArrayLike, *, max_loss: float) -> PairTable:
+        """The table of per-pair totals gathered elsewhere (a group-by of ``(s_r, s_g)`` in
+        a database or Spark, or the fields of tables concatenated across processes).
+
+        ``values`` (P, 2) may repeat pairs, in any order: their totals are added up, as
+        :meth:`merge` does. ``max_loss`` is the largest loss of an ID row.
+
+        Examples
+        --------
+        >>> import abstain
+        >>> t = abstain.PairTable.from_totals([[0.4, 2.0], [0.1, 1.0], [0.4, 2.0]], [1, 2, 1],
+        ...                                   [1, 0, 0], [0.0, 1.0, 0.0], max_loss=1.0)
+        >>> t == abstain.PairTable.from_arrays([[0.1, 1.0], [0.1, 1.0], [0.4, 2.0], [0.4, 2.0]],
+        ...                                    [0, 1, 0, 0], is_ood=[0, 0, 1, 0])
+        True
+        """
+        arr = as_real_array(values, "values")
+        if arr.ndim != 2 or arr.shape[1] != 2:
+            raise ValueError(f"values must have shape (P, 2), one column per score; got an "
+                             f"array of shape {arr.shape}.")
+        v = np.stack([as_scores(arr[:, j], f"values[:, {j}]") for j in range(2)], axis=1)
+        n = v.shape[0]
+        c = as_totals(counts, "counts", n, whole=True)
+        oc = as_totals(ood_counts, "ood_counts", n, whole=True)
+        ls = as_totals(loss_sums, "loss_sums", n)
+        if np.any(oc > c):
+            raise ValueError("ood_counts must be at most counts at every pair; got more OOD "
+                             f"rows than rows at {int(np.sum(oc > c))} pair(s).")
+        top = float(max_loss)
+        if not np.isfinite(top) or top < 0:
+            raise ValueError(f"max_loss must be a finite number >= 0; got {max_loss!r}.")
+        table = cls()
+        keep = c > 0
+        table.values, (cnt, ood, table.loss_sums) = _pair_totals(v[keep] + 0.0, c[keep],
+                                                                 oc[keep], ls[keep])
+        table.counts = np.rint(cnt).astype(np.int64)
+        table.ood_counts = np.rint(ood).astype(np.int64)
+        _check_total(table.loss_sums, "loss_sums")
+        table.max_loss = top
         return table
 
     @classmethod

@@ -214,12 +214,12 @@ class ScoreTable(ParamsMixin):
         """
         v = as_scores(values, "values")
         n = v.size
-        c = _totals(counts, "counts", n, whole=True)
-        ls = _totals(loss_sums, "loss_sums", n)
-        sq = None if sq_loss_sums is None else _totals(sq_loss_sums, "sq_loss_sums", n)
-        oc = None if ood_counts is None else _totals(ood_counts, "ood_counts", n, whole=True)
+        c = as_totals(counts, "counts", n, whole=True)
+        ls = as_totals(loss_sums, "loss_sums", n)
+        sq = None if sq_loss_sums is None else as_totals(sq_loss_sums, "sq_loss_sums", n)
+        oc = None if ood_counts is None else as_totals(ood_counts, "ood_counts", n, whole=True)
         lv = as_losses(loss_values, "loss_values")
-        lc = _totals(loss_counts, "loss_counts", lv.size, whole=True)
+        lc = as_totals(loss_counts, "loss_counts", lv.size, whole=True)
         if oc is not None and np.any(oc > c):
             raise ValueError("ood_counts must be at most counts at every score; got more OOD "
                              f"rows than rows at {int(np.sum(oc > c))} score(s).")
@@ -411,7 +411,7 @@ class ScoreTable(ParamsMixin):
                                  f"{n_loss} losses for {n_id} ID rows.")
 
 
-def _totals(values: ArrayLike, name: str, n: int, *, whole: bool = False) -> F64:
+def as_totals(values: ArrayLike, name: str, n: int, *, whole: bool = False) -> F64:
     """A column of totals: finite, non-negative, of length ``n`` (whole numbers for
     counts), as float64."""
     arr = as_real_array(values, name)
