@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint docs report-check bench bench-check bench-detectors-peers bench-metrics-peers bench-paper1 bench-ood bench-combine bench-combine-safe bench-guarantees data data-ood clean
+.PHONY: demo test test-fast test-spark lint docs report-check bench bench-check bench-detectors-peers bench-metrics-peers bench-paper1 bench-ood bench-combine bench-combine-safe bench-guarantees data data-ood clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,23 @@ bench: $(VENV)/.dev-installed
 # benchmarks/results (timing columns left out); 4 to 5 minutes on 2 cores.
 bench-check: $(VENV)/.dev-installed
 	$(BIN)/python benchmarks/regenerate_check.py
+
+# abstain.spark in Spark's local mode: Debian's headless JRE (apt-get as root, else sudo,
+# else the command is printed) and pyspark (extra spark, about 450 MB), then its tests and
+# benchmark. `make test` skips the Spark tests, saying so.
+test-spark: $(VENV)/.dev-installed
+	@if command -v java >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y --no-install-recommends default-jre-headless || \
+		{ apt-get update && apt-get install -y --no-install-recommends default-jre-headless; }; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+		sudo apt-get install -y --no-install-recommends default-jre-headless; \
+	else \
+		echo "Not root and no password-less sudo; install Java with:"; \
+		echo "  sudo apt-get install -y --no-install-recommends default-jre-headless"; \
+	fi
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	$(BIN)/python -m pytest -q tests/test_spark.py
 
 # The peers of the speed benchmarks: pytorch-ood and torch-uncertainty need torch and
 # torchvision newer than the torch extra's pin, so they get their own environment

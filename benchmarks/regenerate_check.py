@@ -100,6 +100,7 @@ SKIPPED = {
     "combine_ood_dataset_raw.json": "needs the image sets (make data-ood), PyTorch and 70 min",
     "combine_ood_loco.md": "needs the image sets (make data-ood), PyTorch and 70 min",
     "combine_ood_loco_raw.json": "needs the image sets (make data-ood), PyTorch and 70 min",
+    "bench_spark.md": "timings; needs Java and pyspark (make test-spark)",
     "combine_safe.md": "needs the datasets (make data), the image sets (make data-ood) and "
                        "15 min",
     "combine_safe_raw.json": "needs the datasets (make data), the image sets (make data-ood) "
