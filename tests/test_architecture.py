@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "torch": {"_core", "tables", "metrics"},
     "distributed": {"_core", "tables"},
     "spark": {"_core", "tables"},
-    "app": {"_core", "tables", "metrics", "models", "scores", "plot", "app", "abstain"},
+    "app": {"_core", "tables", "metrics", "models", "scores", "plot", "app", "abstain", "spark"},
     # abstain.load_json: imports every layer that registers serialisable kinds
     "_load": {"_core", "tables", "scores", "detectors", "combine", "models", "ordinal"},
 }

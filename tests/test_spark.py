@@ -5,6 +5,7 @@ Debian's headless JRE and pyspark, then runs this file)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -90,3 +91,36 @@ def test_bad_rows_are_refused_naming_the_column(spark):
     df, _ = _frame(spark, 0, nan_loss_on_ood=True)
     with pytest.raises(ValueError, match="NULL or NaN losses of ID rows"):
         score_table(df, "u", loss="loss")  # the OOD rows' NaN losses count without is_ood
+
+
+def test_the_command_line_on_parquet_parts_with_engine_spark(spark, tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from abstain.app.cli import main
+
+    u, losses, ood, g = _rows(3, n=1200)
+    frame = pd.DataFrame({"loss": np.where(ood, np.nan, losses), "is_ood": ood.astype(int),
+                          "u": u, "g": g})
+    frame.to_parquet(tmp_path / "all.parquet", index=False)
+    (tmp_path / "parts").mkdir()
+    for k, part in enumerate(np.array_split(np.arange(len(frame)), 3)):
+        frame.iloc[part].to_parquet(tmp_path / "parts" / f"p{k}.parquet", index=False)
+    out = {}
+    for key, argv in (("whole", [str(tmp_path / "all.parquet")]),
+                      ("spark", [str(tmp_path / "parts"), "--engine", "spark"]),
+                      ("numpy", [str(tmp_path / "parts")])):
+        assert main(["evaluate", *argv, "--ood-score", "g", "--json",
+                     str(tmp_path / f"{key}.json")]) == 0
+        out[key] = json.loads((tmp_path / f"{key}.json").read_text())
+    capsys.readouterr()
+    assert out["spark"]["metrics"] == out["numpy"]["metrics"]
+    for name in ("u", "g"):  # the metrics of one column equal those of the whole file
+        assert out["spark"]["metrics"][name] == out["whole"]["metrics"][name]
+    assert main(["fit", str(tmp_path / "parts"), "--engine", "spark", "--score", "u",
+                 "--target-coverage", "0.8", "-o", str(tmp_path / "a.json")]) == 0
+    assert main(["fit", str(tmp_path / "all.parquet"), "--score", "u", "--target-coverage",
+                 "0.8", "-o", str(tmp_path / "b.json")]) == 0
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+    pd.DataFrame({"loss": [0.0], "u": [0.1]}).to_csv(tmp_path / "parts" / "x.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "parts" / "*.csv"), "--engine", "spark"]) != 0
+    assert "--engine spark reads Parquet parts" in capsys.readouterr().err

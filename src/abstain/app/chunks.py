@@ -191,7 +191,9 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
     those of the first chunk (or ``options["scores"]``). ``engine="dask"`` reads the files
     in parallel on a Dask cluster: the scheduler at ``scheduler``, or an in-process
     ``LocalCluster``; each file is read in chunks by one task and the tables are merged up
-    a tree. ``wrong=True`` also keeps :attr:`Summary.wrong`. With an OOD score
+    a tree. ``engine="spark"`` reads Parquet parts with the active Spark session (or a new
+    local one) and builds every table by Spark's own group-by (:mod:`abstain.spark`).
+    ``wrong=True`` also keeps :attr:`Summary.wrong`. With an OOD score
     (``options["ood_score"]``) each double-score pair is kept as a
     :class:`~abstain.PairTable`; a ``ValueError`` stops the reading as soon as one holds
     more than ``max_pairs`` distinct pairs.
@@ -206,6 +208,11 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
     if engine == "dask":
         return _on_dask(files, rows, options, ood, wrong, scheduler, progress, columns,
                         max_pairs)
+    if engine == "spark":
+        summary = _on_spark(files, options, ood, wrong, columns, max_pairs)
+        if progress is not None:
+            progress(len(files), len(files))
+        return _checked(summary)
     summary = _empty(options["scores"], ood, wrong, columns)
     for i, path in enumerate(files):
         summary = summary.merge(_file_summary(path, rows, options, ood, wrong, columns,
@@ -244,6 +251,66 @@ def _on_dask(files: list[Path], rows: int, options: dict[str, Any], ood: bool, w
     if progress is not None:
         progress(len(files), len(files))
     return _checked(summary)
+
+
+#: The loss column that ``--engine spark`` adds to the DataFrame (never a score).
+SPARK_LOSS = "__abstain_loss"
+
+
+def _on_spark(files: list[Path], options: dict[str, Any], ood: bool, wrong: bool,
+              columns: dict[str, tuple[str, str]], max_pairs: int) -> Summary:
+    """The summary of Parquet parts by Spark's own group-by (:mod:`abstain.spark`), on the
+    active Spark session (or a new local one)."""
+    require("pyspark", "spark", "abstain --engine spark")
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from ..spark import pair_table, score_table
+
+    other = [f for f in files if table_format(f) != "parquet"]
+    if other:
+        raise ValueError(f"--engine spark reads Parquet parts; got {str(other[0])!r} (read CSV "
+                         "with --engine numpy or dask).")
+    spark = SparkSession.builder.appName("abstain").getOrCreate()
+    df = spark.read.parquet(*(str(f) for f in files))
+    names = set(df.columns)
+    if options.get("loss") is not None or "loss" in names:
+        loss = F.col(options.get("loss") or "loss").cast("double")
+    else:
+        loss = (F.col(options.get("label") or "label")
+                != F.col(options.get("prediction") or "prediction")).cast("double")
+    df = df.withColumn(SPARK_LOSS, loss)
+    mark = (options.get("is_ood") or "is_ood") if ood else None
+    scores = list(options["scores"])
+    dropped = 0
+    if options.get("dropna"):
+        def missing(c: Any) -> Any:
+            return c.isNull() | F.isnan(c)
+
+        bad = F.lit(False)
+        for s in scores:
+            bad = bad | missing(F.col(s).cast("double"))
+        is_id = F.lit(True) if mark is None else (F.col(mark).cast("double") == 0.0)
+        if mark is not None:
+            bad = bad | F.col(mark).isNull()
+        bad = bad | (is_id & missing(F.col(SPARK_LOSS)))
+        dropped = df.where(bad).count()
+        df = df.where(~bad)
+    ids = df if mark is None else df.where(F.col(mark).cast("double") == 0.0)
+    tables = {s: score_table(ids, s, loss=SPARK_LOSS) for s in scores}
+    marked = None if mark is None else {
+        s: score_table(df, s, loss=SPARK_LOSS, is_ood=mark) for s in scores}
+    wrongs = None
+    if wrong:
+        flagged = ids.withColumn(SPARK_LOSS, (F.col(SPARK_LOSS) > 0.0).cast("double"))
+        wrongs = {s: score_table(flagged, s, loss=SPARK_LOSS) for s in scores}
+    pairs = None
+    if columns:
+        assert mark is not None
+        pairs = {name: pair_table(df, cols, loss=SPARK_LOSS, is_ood=mark)
+                 for name, cols in columns.items()}
+    summary = Summary(tables, marked, int(dropped), wrongs, pairs, columns)
+    return summary.check_pairs(max_pairs, "read by Spark")
 
 
 class _client:

@@ -109,8 +109,10 @@ def _chunk_options(p: argparse.ArgumentParser) -> None:
         "for the OOD rules and the risk at TPR/FPR (no envelope AUROC/OSCR, no bootstrap).")
     g.add_argument("--chunk-rows", type=int, metavar="N", help="read in chunks of N rows "
                    f"(default {CHUNK_ROWS:,} for a directory, a glob or --engine dask)")
-    g.add_argument("--engine", choices=("numpy", "dask"), default="numpy",
-                   help="'dask': read the parts in parallel on a Dask cluster (extra dask)")
+    g.add_argument("--engine", choices=("numpy", "dask", "spark"), default="numpy",
+                   help="'dask': read the parts in parallel on a Dask cluster (extra dask); "
+                        "'spark': Parquet parts, every table by Spark's group-by on the active "
+                        "Spark session or a local one (extra spark, Java)")
     g.add_argument("--scheduler", metavar="ADDRESS", help="with --engine dask: the scheduler "
                    "of an existing cluster (default: an in-process LocalCluster)")
     g.add_argument("--max-pairs", type=int, default=MAX_PAIRS, metavar="N",
@@ -221,8 +223,8 @@ def _chunked(args: argparse.Namespace) -> bool:
         raise _Fail(f"--chunk-rows must be at least 1; got {args.chunk_rows}.")
     if args.max_pairs < 1:
         raise _Fail(f"--max-pairs must be at least 1; got {args.max_pairs}.")
-    return (args.engine == "dask" or args.chunk_rows is not None or Path(args.file).is_dir()
-            or any(c in args.file for c in "*?["))
+    return (args.engine in ("dask", "spark") or args.chunk_rows is not None
+            or Path(args.file).is_dir() or any(c in args.file for c in "*?["))
 
 
 def _summary(args: argparse.Namespace, *, wrong: bool = False) -> Summary:
