@@ -171,3 +171,25 @@ def test_display_renders_to_png(tmp_path):
         assert d.ax_ is ax
     ax.figure.savefig(tmp_path / "rc.png")
     assert (tmp_path / "rc.png").stat().st_size > 1000
+
+
+def test_labels_and_predictions_as_scikit_learn_passes_them():
+    """from_predictions(y_true, y_score, y_pred=y_pred): the loss is y_true != y_pred."""
+    y_true = rng.choice(["cat", "dog", "cow"], N)
+    y_pred = np.where(LOSSES > 0, np.roll(y_true, 1), y_true)
+    errors = (y_true != y_pred).astype(float)
+    for cls in (RiskCoverageDisplay, GeneralizedRiskCoverageDisplay):
+        a = cls.from_predictions(y_true, SCORES, y_pred=y_pred, ax=_ax())
+        b = cls.from_predictions(errors, SCORES, ax=_ax())
+        np.testing.assert_array_equal(a.risk, b.risk)
+    labels = np.where(IS_OOD, "-", y_true)  # OOD rows' labels are not read
+    a = RiskAtFPRDisplay.from_predictions(labels, IS_OOD, SCORES, fpr=0.2, y_pred=y_pred,
+                                          ax=_ax())
+    b = RiskAtFPRDisplay.from_predictions(np.where(IS_OOD, 0.0, errors), IS_OOD, SCORES,
+                                          fpr=0.2, ax=_ax())
+    np.testing.assert_array_equal(a.y, b.y)
+    with pytest.raises(ValueError, match="y_pred must have the shape of y_true"):
+        RiskCoverageDisplay.from_predictions(y_true, SCORES, y_pred=y_pred[:-1], ax=_ax())
+    with pytest.raises(ValueError, match="y_true"):
+        RiskCoverageDisplay.from_predictions(np.arange(N) * 1.0, SCORES, y_pred=y_true,
+                                             ax=_ax())

@@ -29,7 +29,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import metrics as m
 from .._core.optional import axes
-from .._core.validation import as_losses_and_scores, check_choice
+from .._core.validation import (
+    as_labels,
+    as_losses_and_scores,
+    check_choice,
+    check_label_type,
+    check_same_length,
+)
 from .._ood_search.sample import resolve_search
 from ..tables._score import ScoreTable
 
@@ -147,6 +153,26 @@ class _Display:
         return f"({self.point[0]:.3f}, {self.point[1]:.3f})"
 
 
+def _errors(y_true: ArrayLike, y_pred: ArrayLike,
+            rows: NDArray[np.bool_] | None = None) -> NDArray[np.float64]:
+    """The 0/1 losses ``y_true != y_pred`` of scikit-learn's labels; with ``rows``, only
+    those rows are compared (the others, OOD rows, get NaN: their labels may be anything)."""
+    t_all, p_all = np.asarray(y_true), np.asarray(y_pred)
+    if t_all.shape != p_all.shape or t_all.ndim != 1:
+        raise ValueError(f"y_pred must have the shape of y_true, one label per row; got "
+                         f"{p_all.shape} and {t_all.shape}.")
+    if rows is not None and rows.shape != t_all.shape:
+        raise ValueError(f"is_ood must have one mark per label of y_true; got shape "
+                         f"{rows.shape} and {t_all.shape}.")
+    keep = np.ones(t_all.size, bool) if rows is None else rows
+    t, p = as_labels(t_all[keep], "y_true"), as_labels(p_all[keep], "y_pred")
+    check_same_length(y_true=t, y_pred=p)
+    check_label_type(t, p, "y_true")
+    out = np.full(t_all.size, np.nan)
+    out[keep] = (t != p).astype(np.float64)
+    return out
+
+
 class RiskCoverageDisplay(_Display):
     """Risk-coverage curve: selective risk against coverage, area AuRC.
 
@@ -216,13 +242,19 @@ class RiskCoverageDisplay(_Display):
 
     @classmethod
     def from_predictions(cls, losses: ArrayLike, uncertainty: ArrayLike, *,
-                         name: str | None = None, rule: Any = None, ax: Any = None,
-                         references: Sequence[str] = (), **line: Any) -> Any:
+                         y_pred: ArrayLike | None = None, name: str | None = None,
+                         rule: Any = None, ax: Any = None, references: Sequence[str] = (),
+                         **line: Any) -> Any:
         """Compute the curve of ``uncertainty`` (higher rejected first) and draw it.
 
-        ``rule`` is a fitted selective reject rule whose operating point on these rows
-        is marked; ``references`` as in :meth:`plot`.
+        ``losses`` are per-row losses; or, with ``y_pred`` (scikit-learn's call,
+        ``from_predictions(y_true, y_score, y_pred=y_pred)``), the true labels, and the
+        loss is the 0/1 error ``y_true != y_pred``. ``rule`` is a fitted selective reject
+        rule whose operating point on these rows is marked; ``references`` as in
+        :meth:`plot`.
         """
+        if y_pred is not None:
+            losses = _errors(losses, y_pred)
         ls, u = as_losses_and_scores(losses, uncertainty)
         d = cls._build(cls._compute(ls, u, rule), name)
         return d.plot(ax, references=references, **line)
@@ -521,14 +553,19 @@ class RiskAtFPRDisplay(_Display):
 
     @classmethod
     def from_predictions(cls, losses: ArrayLike, is_ood: ArrayLike, scores: ArrayLike, *,
-                         fpr: float = 0.05, name: str | None = None, rule: Any = None,
-                         ax: Any = None, references: Sequence[str] = (),
-                         search: str = "auto", **line: Any) -> RiskAtFPRDisplay:
+                         fpr: float = 0.05, y_pred: ArrayLike | None = None,
+                         name: str | None = None, rule: Any = None, ax: Any = None,
+                         references: Sequence[str] = (), search: str = "auto",
+                         **line: Any) -> RiskAtFPRDisplay:
         """Compute the curve at FPR <= ``fpr`` and draw it (two score columns: the best
         direction at each TPR, searched as ``search`` says, as in
         :func:`abstain.metrics.evaluate_ood`); ``rule`` is a fitted OOD rule whose TPR and
-        selective risk on these rows are marked."""
+        selective risk on these rows are marked. With ``y_pred``, ``losses`` are the true
+        labels and the loss of an ID row is ``y_true != y_pred`` (OOD rows' labels are not
+        read)."""
         ood = _is_ood_array(is_ood)
+        if y_pred is not None:
+            losses = _errors(losses, y_pred, ~ood)
         (_, cols), kw = _curve_args(ood, scores, search)
         curve = m.risk_coverage_curve_at_fpr(losses, ood, cols, fpr, **kw)
         loss = np.where(ood, 0.0, np.nan_to_num(np.asarray(losses, dtype=np.float64)))
