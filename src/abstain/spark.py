@@ -15,14 +15,15 @@ group sums). Bad rows are refused before any total is taken, naming the column: 
 NaN or infinite score; a NULL or NaN loss of an ID row; a negative loss; an OOD mark other
 than 0/1 (or true/false).
 
-Examples
---------
->>> from pyspark.sql import SparkSession                      # doctest: +SKIP
->>> from abstain.spark import score_table                     # doctest: +SKIP
->>> from abstain.metrics import aurc                          # doctest: +SKIP
->>> spark = SparkSession.builder.master("local[2]").getOrCreate()  # doctest: +SKIP
->>> df = spark.read.parquet("predictions/")                   # doctest: +SKIP
->>> aurc(score_table(df, "msp", loss="loss"))                 # doctest: +SKIP
+Example (with Spark and Java; ``docs/scale.md`` has more)::
+
+    from pyspark.sql import SparkSession
+    from abstain.spark import score_table
+    from abstain.metrics import aurc
+
+    spark = SparkSession.builder.master("local[2]").getOrCreate()
+    df = spark.read.parquet("predictions/")
+    print(aurc(score_table(df, "msp", loss="loss")))
 """
 
 from __future__ import annotations

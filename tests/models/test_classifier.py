@@ -187,3 +187,32 @@ def test_score_is_the_accuracy_and_uncertainty_the_score_of_the_rule(digits):
         SelectiveClassifier(LogisticRegression()).uncertainty(X_new)
     with pytest.raises(NotFittedError):
         SelectiveClassifier(LogisticRegression()).score(X_new, y_new)
+
+
+def test_set_output_pandas_keeps_the_index_of_the_input():
+    pd = pytest.importorskip("pandas")
+    from sklearn.linear_model import LogisticRegression
+
+    from abstain import SelectiveClassifier
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)},
+                     index=pd.Index([f"id{i}" for i in range(200)], name="key"))
+    y = (X["a"] + 0.5 * rng.normal(size=200) > 0).astype(int)
+    clf = SelectiveClassifier(LogisticRegression(), random_state=0).fit(X, y)
+    plain = {m: getattr(clf, m)(X.iloc[50:]) for m in
+             ("uncertainty", "predict", "accept_proba", "accept")}
+    assert clf.set_output(transform="pandas") is clf
+    for method, want in plain.items():
+        got = getattr(clf, method)(X.iloc[50:])
+        assert isinstance(got, pd.Series) and got.index.equals(X.index[50:])
+        assert got.name == ("prediction" if method == "predict" else method)
+        np.testing.assert_array_equal(got.to_numpy(), want)
+    pr = clf.predict_with_reject(X.iloc[:5])
+    assert pr.prediction.index.equals(X.index[:5]) and pr.accept.name == "accept"
+    assert isinstance(clf.score(X, y), float)
+    assert isinstance(clf.predict(X.to_numpy()), pd.Series)  # a RangeIndex
+    assert isinstance(clf.set_output(transform="default").predict(X), np.ndarray)
+    assert isinstance(clf.set_output().predict(X), np.ndarray)  # None: unchanged
+    with pytest.raises(ValueError, match="transform must be one of 'default', 'pandas'"):
+        clf.set_output(transform="polars")

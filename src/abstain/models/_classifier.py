@@ -278,7 +278,45 @@ class SelectiveClassifier(ParamsMixin):
         -------
         float
         """
-        return accuracy(y, self.predict(X), sample_weight)
+        return accuracy(y, np.asarray(self.predict(X)), sample_weight)
+
+    def set_output(self, *, transform: str | None = None) -> SelectiveClassifier:
+        """Choose the container of the per-sample outputs, as scikit-learn's
+        ``set_output``: ``"pandas"`` returns each of :meth:`uncertainty`, :meth:`predict`,
+        :meth:`accept_proba`, :meth:`accept` (and the fields of
+        :meth:`predict_with_reject`) as a ``pandas.Series`` named after the method, indexed
+        by the input DataFrame's index (a ``RangeIndex`` for other inputs); ``"default"``
+        returns NumPy arrays; None leaves the choice as it is. Returns ``self``.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from abstain import SelectiveClassifier
+        >>> X = pd.DataFrame({"a": [0.0, 1, 2, 3, 4, 5, 6, 7] * 5},
+        ...                  index=[f"r{i}" for i in range(40)])
+        >>> y = (X["a"] > 3).astype(int)
+        >>> clf = SelectiveClassifier(LogisticRegression(), random_state=0).fit(X, y)
+        >>> out = clf.set_output(transform="pandas").accept(X.iloc[:3])
+        >>> out.name, list(out.index)
+        ('accept', ['r0', 'r1', 'r2'])
+        """
+        if transform is not None and transform not in ("default", "pandas"):
+            raise ValueError(f"transform must be one of 'default', 'pandas' or None; got "
+                             f"{transform!r}.")
+        if transform == "pandas":
+            require("pandas", "io", "SelectiveClassifier.set_output")
+        if transform is not None:
+            self._output = transform
+        return self
+
+    def _out(self, values: Any, X: Any, name: str) -> Any:
+        """``values`` as the container that :meth:`set_output` chose."""
+        if getattr(self, "_output", "default") != "pandas":
+            return values
+        pd = require("pandas", "io", "SelectiveClassifier.set_output")
+        index = X.index if isinstance(X, pd.DataFrame) else None
+        return pd.Series(values, index=index, name=name)
 
     def uncertainty(self, X: Any) -> NDArray[np.float64]:
         """Uncertainty of each sample's prediction (higher = rejected first), shape (n,).
@@ -287,17 +325,19 @@ class SelectiveClassifier(ParamsMixin):
         ``reject_model_.accept(uncertainty(X))``.
         """
         self._check_fitted("reject_model_")
-        return self._predict_and_score(X)[1]
+        return self._out(self._predict_and_score(X)[1], X, "uncertainty")  # type: ignore[no-any-return]
 
     def predict(self, X: Any) -> NDArray[Any]:
         """Predicted labels for all samples (see :meth:`predict_with_reject` for the mask)."""
         self._check_fitted("reject_model_")
-        return np.asarray(self.classes_[self._predict_and_score(X)[0]])
+        return self._out(np.asarray(self.classes_[self._predict_and_score(X)[0]]), X,  # type: ignore[no-any-return]
+                         "prediction")
 
     def accept_proba(self, X: Any) -> NDArray[np.float64]:
         """Acceptance probability ``c(x)`` of each sample."""
         self._check_fitted("reject_model_")
-        return self.reject_model_.accept_proba(self._predict_and_score(X)[1])
+        return self._out(self.reject_model_.accept_proba(self._predict_and_score(X)[1]), X,  # type: ignore[no-any-return]
+                         "accept_proba")
 
     def accept(self, X: Any) -> NDArray[np.bool_]:
         """The randomised accept decision of each sample (True = the prediction is kept).
@@ -306,10 +346,13 @@ class SelectiveClassifier(ParamsMixin):
         :meth:`predict_with_reject`.
         """
         self._check_fitted("reject_model_")
-        return self.reject_model_.accept(self._predict_and_score(X)[1])
+        return self._out(self.reject_model_.accept(self._predict_and_score(X)[1]), X,  # type: ignore[no-any-return]
+                         "accept")
 
     def predict_with_reject(self, X: Any) -> SelectivePrediction:
         """Predicted labels and the randomised accept decision for each sample."""
         self._check_fitted("reject_model_")
         pred, uncertainty = self._predict_and_score(X)
-        return SelectivePrediction(self.classes_[pred], self.reject_model_.accept(uncertainty))
+        return SelectivePrediction(
+            self._out(self.classes_[pred], X, "prediction"),
+            self._out(self.reject_model_.accept(uncertainty), X, "accept"))
