@@ -118,7 +118,8 @@ def test_a_report_with_an_ood_score_on_parts(write_parts, tmp_path):
                  "-o", str(out), "--quiet", "--fpr", "0.4", "--tpr", "0.6"]) == 0
     page = out.read_text()
     assert PAIR in page and CHUNKED_NOTE in page
-    assert re.findall(r"<li>rule BoundedTPRFPR on <strong>msp, energy</strong>: coverage of "
+    assert re.findall(r"<li>rule BoundedTPRFPR on <strong>msp, energy</strong> \(asked for: "
+                      r"tpr 0\.6, fpr 0\.4.*; on these rows: coverage of "
                       r"ID rows 0\.\d{4}, selective risk 0\.\d{4}, OOD rows accepted", page)
     assert ("the AUROC of its own score needs the rows, which a source read in chunks does "
             "not keep</li>") in page

@@ -129,12 +129,16 @@ def test_a_one_row_table_warns_and_draws_a_visible_point():
     from abstain.app.report import sample_warnings
 
     warnings = sample_warnings(data, ev)
-    assert warnings[0].startswith("only 1 in-distribution row(s): the curves and metrics")
+    assert warnings[0].startswith("only 1 in-distribution row: the curves and metrics")
+    assert warnings[1].startswith("only 1 misclassified ID row: ")
     figs = report_figures(data)
     line = _lines(figs["risk_coverage"])["u"]
     assert line.get_marker() == "o" and line.get_xydata().tolist() == [[1.0, 1.0]]
     page = html_report(data, ev)
-    assert '<li class="warn">only 1 in-distribution row(s)' in page
+    assert '<li class="warn">only 1 in-distribution row:' in page
+    data = prepare({"loss": [0.5, 0.0, 0.0], "u": [0.5, 0.1, 0.2]})
+    assert sample_warnings(data, evaluate(data))[1].startswith(
+        "only 1 ID row with a loss above 0: ")
 
 
 def test_small_groups_are_drawn_in_counts_with_a_rug():
@@ -345,3 +349,21 @@ def test_a_pair_rules_own_auroc_is_given_beside_the_envelope():
     assert (f"; its own score (weights {weights}) as one detector: AUROC {own:.4f} (the "
             f"pair's envelope AUROC, the best direction at each point, is "
             f"{ev.metrics['u+g']['auroc']:.4f})</li>") in page
+
+
+def test_the_summary_states_what_the_rule_was_asked_for_and_certified():
+    from abstain import BoundedImprovement
+
+    rng = np.random.default_rng(4)
+    n = 2000
+    u = rng.random(n)
+    loss = (rng.random(n) < u / 2).astype(float)
+    data = prepare({"loss": loss, "u": u})
+    rule = BoundedImprovement(target_risk=0.2, delta=0.1).fit(u, loss)
+    page = html_report(data, evaluate(data), rule=rule, rule_columns=["u"])
+    line = re.findall(r"<li>rule BoundedImprovement.*?</li>", page)[0]
+    assert "(asked for: target_risk 0.2, delta 0.1" in line
+    assert (f"certified risk bound {rule.risk_bound_:.4f} with probability &gt;= 0.9 "
+            f"(procedure {rule.bound_})") in line
+    assert f"as fitted: threshold {rule.threshold_:.6g}" in line
+    assert "; on these rows: coverage of ID rows" in line

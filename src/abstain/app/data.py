@@ -149,6 +149,11 @@ class Rows:
         """The fraction of OOD rows a rule accepts."""
         return float(np.mean(rule.accept_proba(source)[self.ood]))
 
+    def binary_losses(self) -> bool:
+        """Whether every ID row's loss is 0 or 1 (a classifier's errors)."""
+        ls = self.data.losses[self.id_rows]
+        return bool(np.all((ls == 0.0) | (ls == 1.0)))
+
     def rank_counts(self, name: str) -> list[tuple[str, Any, Any]]:
         """Per distinct value of score ``name``, ascending: the counts of the rows that a
         good score ranks high and of the others, ``("errors", ID rows with a loss, ID rows
@@ -364,6 +369,10 @@ class Tables:
     def ood_accepted(self, rule: Any, source: Any) -> float:
         c = np.asarray(rule.accept_proba(source.values), dtype=np.float64)
         return float(c @ source.ood_counts) / float(source.ood_counts.sum())
+
+    def binary_losses(self) -> bool:
+        """Whether every ID row's loss is 0 or 1 (a classifier's errors)."""
+        return all(t.binary for t in self.summary.tables.values())
 
     def rank_counts(self, name: str) -> list[tuple[str, Any, Any]]:
         """As :meth:`Rows.rank_counts`, from the score tables (no error counts for losses

@@ -251,14 +251,14 @@ def _cell(ev: Evaluation, score: str, key: str, notes: list[str]) -> str:
     v = ev.metrics[score].get(key)
     why = ev.notes.get(score, {}).get(key)
     if v is None or math.isnan(v):
-        text = "-" if v is None else "nan"
+        text = "n/a" if v is None else "nan"  # not applicable, or undefined / infeasible
         if why is None:
             return f"<td>{text}</td>"
         if why not in notes:
             notes.append(why)
         k = notes.index(why) + 1
-        return (f'<td class="note" title="{html.escape(why)}">{text}'
-                f'<sup><a href="#note-{k}">{k}</a></sup></td>')
+        return (f'<td class="note" title="{html.escape(why)}">{text} '
+                f'<sup>[<a href="#note-{k}">note {k}</a>]</sup></td>')
     iv = ev.intervals.get(score, {}).get(key)
     ci = "" if iv is None or math.isnan(iv[0]) else \
         f'<br><span class="ci">[{iv[0]:.4f}, {iv[1]:.4f}]</span>'
@@ -281,7 +281,9 @@ def _html_table(ev: Evaluation) -> str:
     if notes:
         items = "".join(f'<li id="note-{k}">{html.escape(t)}</li>'
                         for k, t in enumerate(notes, start=1))
-        table += f'<ol class="small notes">{items}</ol>'
+        table += (f'<p class="small">Notes on the cells marked [note k]: n/a, a metric that '
+                  f'does not apply to that column; nan, one with no value there.</p>'
+                  f'<ol class="small notes">{items}</ol>')
     lines = dict.fromkeys(glossary_of(key) for key in ev.labels if glossary_of(key))
     glossary = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
     return table + f'<ul class="small glossary">{glossary}</ul>'
@@ -340,10 +342,26 @@ def _rule_line(rule: Any, columns: list[str] | None, src: Rows | Tables,
     parts = [f"coverage of ID rows {coverage:.4f}", f"selective risk {risk:.4f}"]
     if ood is not None:
         parts.append(f"OOD rows accepted {ood:.4f}")
-    line = f"rule {html.escape(kind)} on <strong>{html.escape(on)}</strong>: " + ", ".join(parts)
+    line = (f"rule {html.escape(kind)} on <strong>{html.escape(on)}</strong>"
+            f"{_rule_promise(rule, list(columns or []))}; on these rows: " + ", ".join(parts))
     if len(columns or []) == 2 and target in ev.pairs and hasattr(rule, "score"):
         line += "; " + _rule_own(rule, list(columns or []), target, src, ev)
     return line
+
+
+def _rule_promise(rule: Any, columns: list[str]) -> str:
+    """What a rule of the registry was asked for (its targets, ``delta``, bound procedure)
+    and what its fit found (threshold, rates, certified bound), as ``abstain fit`` prints
+    it; empty for a rule the registry does not know."""
+    spec = REJECT_RULES.get(type(rule).__name__)
+    if spec is None:
+        return ""
+    asked = [f"{t.name} {getattr(rule, t.name)!r}" for t in (*spec.targets, *spec.companions)
+             if getattr(rule, t.name, None) is not None]
+    fitted = spec.summary(rule, columns) if getattr(rule, "feasible_", True) else \
+        ["infeasible on the rows it was fitted on (it rejects everything)"]
+    return (f" (asked for: {html.escape(', '.join(asked))}; as fitted: "
+            f"{html.escape(', '.join(fitted))})")
 
 
 def _rule_own(rule: Any, columns: list[str], target: str, src: Rows | Tables,
@@ -366,10 +384,13 @@ def _rule_own(rule: Any, columns: list[str], target: str, src: Rows | Tables,
 def sample_warnings(data: TableData | Summary, ev: Evaluation) -> list[str]:
     """Samples too small to trust the curves and metrics drawn from them."""
     out = []
-    wrong = as_data(data).n_wrong()
-    for count, what in ((ev.n_id, "in-distribution row(s)"), (wrong, "ID row(s) with a loss"),
-                        (ev.n_ood, "OOD row(s)")):
+    src = as_data(data)
+    wrong = src.n_wrong()
+    erring = ("misclassified ID row" if src.binary_losses() else "ID row with a loss above 0")
+    for count, what in ((ev.n_id, "in-distribution row"), (wrong, erring),
+                        (ev.n_ood, "OOD row")):
         if 0 < count < SMALL_SAMPLE:
+            what += "" if count == 1 else "s"
             out.append(f"only {count} {what}: the curves and metrics that use them are "
                        "noisy" + (" and a curve of one row is a single point" if count == 1
                                   else "") + "; their histograms are drawn in counts.")
