@@ -367,3 +367,21 @@ def test_the_summary_states_what_the_rule_was_asked_for_and_certified():
             f"(procedure {rule.bound_})") in line
     assert f"as fitted: threshold {rule.threshold_:.6g}" in line
     assert "; on these rows: coverage of ID rows" in line
+
+
+def test_a_confident_models_curves_get_a_zoom_and_histograms_are_stacked():
+    rng = np.random.default_rng(5)
+    n = 1000
+    u = rng.random(n)
+    ood = rng.random(n) < 0.2
+    loss = np.where(ood, 0.0, (u > 0.95) * (rng.random(n) < 0.8) * 1.0)  # errors at the top
+    data = prepare({"loss": loss, "u": u, "is_ood": ood * 1.0})
+    figs = report_figures(data)
+    for key in ("risk_coverage", "generalized_risk_coverage"):
+        (ax,) = figs[key].axes[:1]
+        (inset,) = ax.child_axes
+        assert inset.get_xlim() == (0.9, 1.0) and "zoomed" in inset.get_title()
+    hist = figs["histograms_u"].axes
+    assert len(hist) == 2 and hist[0].get_position().y0 > hist[1].get_position().y1
+    plain = prepare({"loss": (rng.random(n) < 0.3) * 1.0, "u": u})
+    assert report_figures(plain)["risk_coverage"].axes[0].child_axes == []

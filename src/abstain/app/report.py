@@ -45,6 +45,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import metrics as m
 from .._core.optional import figure
 from .._core.version import VERSION
@@ -87,16 +89,60 @@ def _style(i: int, *, pair: bool = False) -> dict[str, Any]:
     return style
 
 
-def _figure(ncols: int = 1, *, fixed: bool = False) -> tuple[Any, list[Any]]:
-    """A figure of ``ncols`` axes side by side: laid out by matplotlib's constrained layout,
-    or with ``fixed=True`` in fixed margins (for the per-score histograms, whose labels
-    have one shape: the layout pass would cost about a third of drawing each)."""
-    fig = figure("the report", figsize=(5 * ncols, 4), layout=None if fixed else "constrained")
+def _figure(nrows: int = 1, *, fixed: bool = False) -> tuple[Any, list[Any]]:
+    """A figure of ``nrows`` axes stacked (so that a phone's width keeps its text
+    readable): laid out by matplotlib's constrained layout, or with ``fixed=True`` in fixed
+    margins (for the per-score histograms, whose labels have one shape: the layout pass
+    would cost about a third of drawing each)."""
+    height = 4.0 if nrows == 1 else 3.4 * nrows
+    fig = figure("the report", figsize=(5, height), layout=None if fixed else "constrained")
     if fixed:
-        fig.subplots_adjust(left=0.7 / (5 * ncols), right=1 - 0.15 / (5 * ncols), bottom=0.13,
-                            top=0.91, wspace=0.7 / 5 * 2)
-    axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+        fig.subplots_adjust(left=0.14, right=0.97, bottom=0.52 / height,
+                            top=1 - 0.36 / height, hspace=0.55)
+    axes = [fig.add_subplot(nrows, 1, i + 1) for i in range(nrows)]
     return fig, axes
+
+
+#: The coverage above which the report zooms a risk-coverage figure whose curves lie flat
+#: below it (a confident model's errors are all in the last tenth of coverage).
+ZOOM_FROM = 0.9
+
+
+def _zoom_high_coverage(ax: Any) -> None:
+    """Add an inset of coverage ``[ZOOM_FROM, 1]`` when every curve's risk up to that
+    coverage is under a third of its risk at full coverage (the curves are then squashed
+    against the axis); the inset redraws every line there, on its own scale."""
+    lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 1
+             and ln.get_label() not in ("random", "oracle")]
+    if not lines:
+        return
+    squashed = True
+    for ln in lines:
+        x, y = (np.asarray(v, dtype=np.float64) for v in ln.get_data())
+        full = y[np.argmax(x)]
+        low = y[x <= ZOOM_FROM]
+        if not (full > 0 and low.size and np.nanmax(low) <= full / 3):
+            squashed = False
+            break
+    if not squashed:
+        return
+    inset = ax.inset_axes((0.12, 0.5, 0.45, 0.4))
+    legend = ax.get_legend()
+    if legend is not None:  # below the inset, where the curves lie flat
+        legend.set_loc("lower left")
+    top = 0.0
+    for ln in ax.get_lines():
+        x, y = (np.asarray(v, dtype=np.float64) for v in ln.get_data())
+        keep = x >= ZOOM_FROM - 0.005
+        if keep.any():
+            inset.plot(x[keep], y[keep], color=ln.get_color(), ls=ln.get_linestyle(),
+                       marker=ln.get_marker(), ms=3, lw=ln.get_linewidth())
+            top = max(top, float(np.nanmax(y[keep])))
+    inset.set_xlim(ZOOM_FROM, 1.0)
+    inset.set_ylim(0.0, top * 1.05 if top > 0 else 1.0)
+    inset.set_title(f"coverage {ZOOM_FROM:g}-1, zoomed", fontsize=8)
+    inset.tick_params(labelsize=7)
+    ax.indicate_inset_zoom(inset, edgecolor="#888")
 
 
 def _rule_target(rule: Any, columns: list[str] | None, src: Rows | Tables) -> str | None:
@@ -161,6 +207,7 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
             marked = rule if (name == target and not ood_rule) else None
             src.selective(display, name, rule=marked, ax=ax, references=refs, **_style(i))
         ax.set_title(title)
+        _zoom_high_coverage(ax)
         figs[key] = fig
         tick()
     if src.has_ood:
@@ -194,7 +241,7 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
         figs["risk_at_fpr"] = fig
         tick()
     for name in names:
-        fig, axes = _figure(2 if src.has_ood else 1, fixed=True)
+        fig, axes = _figure(2 if src.has_ood else 1, fixed=True)  # stacked
         for ax, (values, groups, weights), labels in zip(
                 axes, src.histograms(name), (("correct", "wrong"), ("ID", "OOD")), strict=False):
             plot_score_histograms(values, groups, weights=weights, labels=labels, ax=ax,
