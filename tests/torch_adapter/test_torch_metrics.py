@@ -140,3 +140,36 @@ def test_two_gloo_processes_synchronise_to_the_value_of_all_rows(tmp_path, name)
     want = m.auroc(ood, u) if name == "AUROC" else m.aurc(losses, u)
     for rank in range(2):
         assert json.loads((tmp_path / f"rank{rank}.json").read_text()) == want
+
+
+@pytest.mark.parametrize("cls", [tm.AURC, tm.AUGRC, tm.AUROC])
+def test_the_binned_state_is_fixed_and_gives_the_binned_tables_bound(cls):
+    from abstain import ScoreTable
+    from abstain.tables import BinnedTable
+
+    rng = np.random.default_rng(11)
+    u = rng.random(3000)
+    losses = (rng.random(3000) < u).astype(np.float64)
+    ood = (rng.random(3000) < 0.3 + 0.4 * u).astype(np.float64)
+    edges = np.linspace(0.0, 1.0, 65)
+    target = ood if cls is tm.AUROC else losses
+    a, b = cls(edges=edges), cls(edges=edges)
+    a.update(torch.tensor(u[:1000]), torch.tensor(target[:1000]))
+    b.update(torch.tensor(u[1000:]), torch.tensor(target[1000:]))
+    assert a.bin_counts.shape == (64,)  # the state does not grow with the rows
+    a.merge_state(b)  # torchmetrics' sum / min / max reductions
+    if cls is tm.AUROC:
+        table = ScoreTable.from_arrays(u, np.zeros(3000), is_ood=ood)
+        exact = m.auroc(ood, u)
+    else:
+        table = ScoreTable.from_arrays(u, losses)
+        exact = (m.aurc if cls is tm.AURC else m.augrc)(losses, u)
+    want = getattr(BinnedTable(edges).add(table), cls.__name__.lower())()
+    got = a.bounded()
+    assert got == pytest.approx(want, abs=1e-12)
+    assert float(a.compute()) == got.value
+    assert abs(exact - got.value) <= got.error
+    with pytest.raises(ValueError, match="edges is taken by AURC, AUGRC and AUROC"):
+        tm.EAURC(edges=edges)
+    with pytest.raises(ValueError, match="bounded\\(\\) needs the binned state"):
+        cls().bounded()

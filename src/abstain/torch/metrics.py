@@ -12,7 +12,9 @@ included (bit for bit with 0/1 and whole-number losses; to float64 rounding of t
 losses otherwise, as :meth:`abstain.ScoreTable.merge`), however the rows are split into
 batches and processes. The
 state grows with the number of distinct scores, not of rows: round scores (to 1e-4, say)
-to bound it.
+to bound it, or give ``edges=`` (:class:`AURC`, :class:`AUGRC`, :class:`AUROC`): a fixed
+binned state (:class:`abstain.tables.BinnedTable`, reduced by sum, min and max) whose
+``compute`` is the metric on the bins and ``bounded()`` adds its certified error.
 
 Conventions, in torchmetrics' order ``update(preds, target)``:
 
@@ -60,7 +62,7 @@ from ..metrics import (
     fpr_at_tpr,
     selective_risk_at_coverage,
 )
-from ..tables import ScoreTable
+from ..tables import BinnedTable, Bounded, ScoreTable
 
 require("torchmetrics", "torchmetrics", "abstain.torch.metrics")
 
@@ -86,6 +88,12 @@ def _numpy(x: Any, name: str) -> NDArray[Any]:
     return np.asarray(x, dtype=np.float64)
 
 
+#: The states of the binned option, with their reductions across processes.
+_BIN_STATES = {"bin_counts": "sum", "bin_ood_counts": "sum", "bin_loss_sums": "sum",
+               "bin_sq_loss_sums": "sum", "bin_lows": "min", "bin_highs": "max",
+               "bin_max_loss": "max", "bin_binary": "min"}
+
+
 class _TableMetric(Metric):
     """The states and the update of a metric on a score table; ``_value(table)`` is the
     metric."""
@@ -93,12 +101,69 @@ class _TableMetric(Metric):
     is_differentiable = False
     full_state_update = False
     ood: bool = False
+    binnable: bool = False
+    _binned_name: str = ""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, edges: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.edges: NDArray[np.float64] | None = None
+        if edges is not None:
+            if not self.binnable:
+                raise ValueError(f"edges is taken by AURC, AUGRC and AUROC (the metrics with a "
+                                 f"certified error on bins); got edges for "
+                                 f"{type(self).__name__}.")
+            self.edges = BinnedTable(_numpy(edges, "edges")).edges  # checks the edges
+            k = self.edges.size - 1
+            for name, fx in _BIN_STATES.items():
+                size = () if name in ("bin_max_loss", "bin_binary") else (k,)
+                start = {"bin_lows": np.inf, "bin_highs": -np.inf, "bin_binary": 1.0}
+                self.add_state(name, default=torch.full(size, start.get(name, 0.0),
+                                                        dtype=torch.float64),
+                               dist_reduce_fx=fx)
+            return
         fields = (*_GROUP_FIELDS, *_LOSS_FIELDS) + (("ood_counts",) if self.ood else ())
         for name in fields:  # list states: processes may hold tables of different sizes
             self.add_state(name, default=[], dist_reduce_fx="cat")
+
+    def _binned_update(self, batch: ScoreTable) -> None:
+        assert self.edges is not None
+        b = BinnedTable(self.edges).add(batch)
+        sq = b.sq_loss_sums if b.sq_loss_sums is not None else np.full(b.counts.size, np.nan)
+        new = {"bin_counts": b.counts, "bin_ood_counts": b.ood_counts,
+               "bin_loss_sums": b.loss_sums, "bin_sq_loss_sums": sq, "bin_lows": b.lows,
+               "bin_highs": b.highs, "bin_max_loss": b.max_loss,
+               "bin_binary": float(b.binary)}
+        join: dict[str, Any] = {"sum": torch.add, "min": torch.minimum, "max": torch.maximum}
+        for name, fx in _BIN_STATES.items():
+            value = torch.as_tensor(np.asarray(new[name], dtype=np.float64))
+            setattr(self, name, join[fx](getattr(self, name), value))
+
+    def _binned(self) -> BinnedTable:
+        """The binned table of every row seen (after a sync: by every process)."""
+        assert self.edges is not None
+        b = BinnedTable(self.edges)
+        b.counts = np.rint(_numpy(self.bin_counts, "counts")).astype(np.int64)
+        b.ood_counts = np.rint(_numpy(self.bin_ood_counts, "ood_counts")).astype(np.int64)
+        b.loss_sums = _numpy(self.bin_loss_sums, "loss_sums")
+        sq = _numpy(self.bin_sq_loss_sums, "sq_loss_sums")
+        b.sq_loss_sums = None if np.isnan(sq).any() else sq
+        b.lows, b.highs = _numpy(self.bin_lows, "lows"), _numpy(self.bin_highs, "highs")
+        b.max_loss = float(_numpy(self.bin_max_loss, "max_loss"))
+        b.binary = bool(float(_numpy(self.bin_binary, "binary")) == 1.0)
+        b.ood_marked = self.ood if b.n else None
+        return b
+
+    def bounded(self) -> Bounded:
+        """With ``edges``: the metric on the bins and its certified error (the exact value on
+        the rows seen is within ``error`` of ``value``), as
+        :class:`abstain.tables.BinnedTable` computes them."""
+        if self.edges is None:
+            raise ValueError(f"bounded() needs the binned state: build {type(self).__name__} "
+                             "with edges=; without, compute() is exact.")
+        b = self._binned()
+        if b.n == 0:
+            raise ValueError(f"{type(self).__name__} has seen no rows: call update first.")
+        return getattr(b, self._binned_name)()  # type: ignore[no-any-return]
 
     def _rows(self, preds: Any, target: Any) -> ScoreTable:
         p, t = _numpy(preds, "preds"), _numpy(target, "target")
@@ -131,6 +196,9 @@ class _TableMetric(Metric):
 
     def update(self, preds: Any, target: Any) -> None:
         """Add a batch (see the module docstring for ``preds`` and ``target``)."""
+        if self.edges is not None:
+            self._binned_update(self._rows(preds, target))
+            return
         merged = ScoreTable.merge(self._table(), self._rows(preds, target)) \
             if _numpy(self.values, "values").size else self._rows(preds, target)
         sq = merged.sq_loss_sums if merged.sq_loss_sums is not None else \
@@ -144,7 +212,10 @@ class _TableMetric(Metric):
             setattr(self, name, [torch.as_tensor(np.asarray(value, dtype=np.float64))])
 
     def compute(self) -> torch.Tensor:
-        """The metric of every row seen, as a float64 scalar tensor."""
+        """The metric of every row seen, as a float64 scalar tensor (with ``edges``: its
+        value on the bins; :meth:`bounded` adds the certified error)."""
+        if self.edges is not None:
+            return torch.tensor(self.bounded().value, dtype=torch.float64)
         table = self._table()
         if table.n == 0:
             raise ValueError(f"{type(self).__name__} has seen no rows: call update first.")
@@ -156,6 +227,9 @@ class _TableMetric(Metric):
 
 class AURC(_TableMetric):
     """AuRC, :func:`abstain.metrics.aurc` (``ties="mean"``), lower is better."""
+
+    binnable = True
+    _binned_name = "aurc"
 
     higher_is_better = False
 
@@ -174,6 +248,9 @@ class EAURC(_TableMetric):
 
 class AUGRC(_TableMetric):
     """AUGRC, :func:`abstain.metrics.augrc`, lower is better."""
+
+    binnable = True
+    _binned_name = "augrc"
 
     higher_is_better = False
 
@@ -200,6 +277,9 @@ class SelectiveRiskAtCoverage(_TableMetric):
 class AUROC(_TableMetric):
     """AUROC of OOD scores against OOD marks, :func:`abstain.metrics.auroc` (a tie counts
     one half), higher is better."""
+
+    binnable = True
+    _binned_name = "auroc"
 
     ood = True
     higher_is_better = True
