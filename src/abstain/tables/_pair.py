@@ -45,6 +45,15 @@ def _pair_totals(pairs: F64, *weights: NDArray[Any]) -> tuple[F64, list[NDArray[
         return p[starts], [np.add.reduceat(np.take(w, order), starts) for w in weights]
 
 
+def _pairs(values: ArrayLike, name: str, rows: str) -> F64:
+    """Finite score pairs of shape (rows, 2), each column checked as scores."""
+    arr = as_real_array(values, name)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"{name} must have shape ({rows}, 2), one column per score; got an "
+                         f"array of shape {arr.shape}.")
+    return np.stack([as_scores(arr[:, j], f"{name}[:, {j}]") for j in range(2)], axis=1)
+
+
 def _check_total(loss_sums: F64, what: str) -> None:
     with np.errstate(over="ignore"):
         total = loss_sums.sum()
@@ -132,11 +141,7 @@ class PairTable(ParamsMixin):
         -------
         PairTable
         """
-        arr = as_real_array(scores, "scores")
-        if arr.ndim != 2 or arr.shape[1] != 2:
-            raise ValueError(f"scores must have shape (n, 2), one column per score; got an "
-                             f"array of shape {arr.shape}.")
-        s = np.stack([as_scores(arr[:, j], f"scores[:, {j}]") for j in range(2)], axis=1)
+        s = _pairs(scores, "scores", "n")
         ood = as_ood_marks(is_ood)
         raw = as_real_array(losses, "losses")
         if raw.ndim != 1:
@@ -170,11 +175,7 @@ class PairTable(ParamsMixin):
         ...                                    [0, 1, 0, 0], is_ood=[0, 0, 1, 0])
         True
         """
-        arr = as_real_array(values, "values")
-        if arr.ndim != 2 or arr.shape[1] != 2:
-            raise ValueError(f"values must have shape (P, 2), one column per score; got an "
-                             f"array of shape {arr.shape}.")
-        v = np.stack([as_scores(arr[:, j], f"values[:, {j}]") for j in range(2)], axis=1)
+        v = _pairs(values, "values", "P")
         n = v.shape[0]
         c = as_totals(counts, "counts", n, whole=True)
         oc = as_totals(ood_counts, "ood_counts", n, whole=True)
