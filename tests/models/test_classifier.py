@@ -211,7 +211,9 @@ def test_set_output_pandas_keeps_the_index_of_the_input():
     pr = clf.predict_with_reject(X.iloc[:5])
     assert pr.prediction.index.equals(X.index[:5]) and pr.accept.name == "accept"
     assert isinstance(clf.score(X, y), float)
-    assert isinstance(clf.predict(X.to_numpy()), pd.Series)  # a RangeIndex
+    with pytest.warns(UserWarning, match="valid feature names"):  # scikit-learn's own
+        got = clf.predict(X.to_numpy())
+    assert isinstance(got, pd.Series) and isinstance(got.index, pd.RangeIndex)
     assert isinstance(clf.set_output(transform="default").predict(X), np.ndarray)
     assert isinstance(clf.set_output().predict(X), np.ndarray)  # None: unchanged
     with pytest.raises(ValueError, match="transform must be one of 'default', 'pandas'"):
