@@ -265,6 +265,55 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
     return out
 
 
+class CNNOutputs:
+    """The outputs of the SmallCNN of ``table2_ood.py`` (trained or loaded from its cache):
+    ``outputs(images)`` gives features and logits, ``weight`` / ``bias`` its last layer."""
+
+    def __init__(self, bench, epochs: int, quiet: bool) -> None:
+        from table2_ood import pixel_stats, trained_model
+
+        from abstain.torch import last_layer
+
+        self.model, _ = trained_model(bench, epochs, 0, quiet)
+        self.mean, self.std = pixel_stats(bench)
+        layer = last_layer(self.model)
+        self.weight, self.bias = layer.weight, layer.bias
+        self.classes = np.arange(10)
+
+    def outputs(self, images) -> dict[str, np.ndarray]:
+        from abstain.torch import extract, images_to_tensor
+
+        got = extract(self.model, images_to_tensor(images, self.mean, self.std),
+                      batch_size=512)
+        return {"features": got.features, "logits": got.logits}
+
+
+def _cnn_cases(epochs: int, bank_rows: int, quiet: bool) -> list[dict]:
+    """FashionMNIST against each OOD set with table2_ood.py's SmallCNN: the bank and the
+    proxies on ``bank_rows`` of the network's training images, calibration and ID test on
+    the two halves of the test set."""
+    from abstain.datasets import load_ood_benchmark
+
+    bench = load_ood_benchmark("fashion_mnist")
+    net = CNNOutputs(bench, epochs, quiet)
+    rng = np.random.default_rng(0)
+    tr = np.sort(rng.permutation(len(bench.X_train))[:bank_rows])
+    half = rng.permutation(len(bench.X_test))
+    ca, te = np.sort(half[: len(half) // 2]), np.sort(half[len(half) // 2:])
+    train = (net.outputs(bench.X_train[tr]), np.asarray(bench.y_train)[tr])
+    cal, test_id = net.outputs(bench.X_test[ca]), net.outputs(bench.X_test[te])
+    out = []
+    for name, images in bench.ood.items():
+        res = run_case(f"fashion_mnist vs {name} (SmallCNN)", net, train, cal, test_id,
+                       net.outputs(images), 0)
+        res["kind"] = "cnn"
+        out.append(res)
+        if not quiet:
+            print(f"  {res['case']}: auto {res['auroc']['auto']:.4f} ({res['chosen']}): "
+                  f"{res['verdict']['auto']['verdict']}", flush=True)
+    return out
+
+
 COLUMNS = ("auto", WHOLE, "single (proxy)", "single (oracle)", *STATISTICS)
 
 
@@ -326,15 +375,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--images", action="store_true", help="also the FashionMNIST cases")
     ap.add_argument("--image-rows", type=int, default=20000)
     ap.add_argument("--loco-classes", type=int, nargs="*", default=list(range(10)))
+    ap.add_argument("--cnn", action="store_true",
+                    help="also FashionMNIST against each OOD set with table2_ood.py's SmallCNN "
+                         "(trained on CPU, or loaded from its cache)")
+    ap.add_argument("--cnn-epochs", type=int, default=5)
+    ap.add_argument("--cnn-bank-rows", type=int, default=20000)
+    ap.add_argument("--tabular", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     start = time.perf_counter()
     machine = machine_line()
     print(machine)
-    cases = _tabular_cases(args.seeds, args.quiet)
+    cases = _tabular_cases(args.seeds, args.quiet) if args.tabular else []
     if args.images:
         cases += _image_cases(args.image_rows, args.loco_classes, args.quiet)
+    if args.cnn:
+        cases += _cnn_cases(args.cnn_epochs, args.cnn_bank_rows, args.quiet)
     command = "python benchmarks/combine_safe.py " + " ".join(argv if argv is not None
                                                               else sys.argv[1:])
     raw = {"machine": machine, "command": command.strip(), "cases": cases,
