@@ -39,8 +39,14 @@ dataset, one network) and FashionMNIST leave-one-class-out (``--loco-classes``, 
 per held-out class), on ``--image-rows`` training images (an MLP on pixels, not the
 papers' CNNs: the point is the choice among combiners, which sees only base scores).
 
-Run: ``python benchmarks/combine_safe.py [--seeds 3] [--images]``; writes
-``benchmarks/results/combine_safe.md`` and ``combine_safe_raw.json``.
+With ``--cnn``, FashionMNIST against each OOD set again with ``table2_ood.py``'s SmallCNN
+(trained on all 60,000 training images, or loaded from its cache): the bank and the proxies
+on ``--cnn-bank-rows`` (20,000) of its training images, calibration and ID test on the two
+halves of the test set.
+
+Run: ``python benchmarks/combine_safe.py [--seeds 3] [--images] [--cnn]`` (``make
+bench-combine-safe`` runs both); writes ``benchmarks/results/combine_safe.md`` and
+``combine_safe_raw.json``.
 """
 
 from __future__ import annotations
