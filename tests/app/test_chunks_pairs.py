@@ -121,8 +121,14 @@ def test_a_report_with_an_ood_score_on_parts(write_parts, tmp_path):
     assert re.findall(r"<li>rule BoundedTPRFPR on <strong>msp, energy</strong> \(asked for: "
                       r"tpr 0\.6, fpr 0\.4.*; on these rows: coverage of "
                       r"ID rows 0\.\d{4}, selective risk 0\.\d{4}, OOD rows accepted", page)
-    assert ("the AUROC of its own score needs the rows, which a source read in chunks does "
-            "not keep</li>") in page
+    # the rule's own AUROC from the pair's table is the one on the rows
+    own = re.findall(r"as one detector: AUROC (0\.\d{4})", page)
+    whole_out = tmp_path / "whole.html"
+    assert main(["report", str(tmp_path / "all.parquet"), "--ood-score", "energy", "--rule",
+                 str(rule), "-o", str(whole_out), "--quiet", "--fpr", "0.4", "--tpr",
+                 "0.6"]) == 0
+    assert own and own == re.findall(r"as one detector: AUROC (0\.\d{4})",
+                                     whole_out.read_text())
     # the pair's operating point from its PairTable is the one on the rows
     fitted, columns = load_rule(rule)
     options = {"scores": None, "loss": None, "label": None, "prediction": None,
@@ -132,6 +138,10 @@ def test_a_report_with_an_ood_score_on_parts(write_parts, tmp_path):
     on_rows = as_data(prepare(read_table(tmp_path / "all.parquet"), ood_score="energy")
                     ).operating_point(fitted, PAIR, columns)
     np.testing.assert_allclose(point, on_rows, rtol=1e-12)
+    from_table = as_data(summarise(str(parts), rows=150, options=options)).rule_auroc(
+        fitted, PAIR, columns)
+    assert from_table == as_data(prepare(read_table(tmp_path / "all.parquet"),
+                                         ood_score="energy")).rule_auroc(fitted, PAIR, columns)
 
 
 def test_too_many_pairs_and_bad_pair_use_get_one_line(write_parts, tmp_path, capsys):

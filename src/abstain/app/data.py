@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import metrics as m
+from ..tables import ScoreTable
 from .chunks import Summary
 from .tables import TableData
 
@@ -168,15 +169,15 @@ class Rows:
                         np.bincount(inv, weights=~self.ood)))
         return out
 
-    def rule_scores(self, rule: Any, columns: list[str]) -> tuple[Any, Any] | None:
-        """The OOD marks and a fitted rule's own score (its ``score``: for a pair, the
-        combined ``s_r + mu s_g`` of the direction it chose) of every row; None without
-        OOD rows."""
+    def rule_auroc(self, rule: Any, target: str, columns: list[str]) -> float | None:
+        """The AUROC of a fitted rule's own score (its ``score``: for a pair, the combined
+        ``s_r + mu s_g`` of the direction it chose) as one detector; None without OOD
+        rows."""
         if self.ood is None or not self.has_ood:
             return None
         data = self.data
         scores = data.stacked(columns) if len(columns) > 1 else data.scores[columns[0]]
-        return self.ood, rule.score(scores)
+        return float(m.auroc(self.ood, rule.score(scores)))
 
     def histograms(self, name: str) -> list[Histogram]:
         """The correct/wrong histogram of the ID rows and, with OOD rows, the ID/OOD one."""
@@ -391,10 +392,17 @@ class Tables:
             out.append(("ood", mk.ood_counts, mk.counts - mk.ood_counts))
         return out
 
-    def rule_scores(self, rule: Any, columns: list[str]) -> None:
-        """None: a rule's own score per row needs the rows, which a source read in chunks
-        does not keep."""
-        return None
+    def rule_auroc(self, rule: Any, target: str, columns: list[str]) -> float | None:
+        """As :meth:`Rows.rule_auroc`, from the pair's table: the rule's score of each
+        distinct pair, weighted by its ID and OOD rows (equal pairs tie, as on the rows)."""
+        if not self.has_ood or self.summary.pairs is None or target not in self.summary.pairs:
+            return None
+        p = self.summary.pairs[target]
+        n_id = int(p.counts.sum() - p.ood_counts.sum())
+        table = ScoreTable.from_totals(
+            rule.score(p.values), p.counts, np.zeros(p.counts.size), loss_values=[0.0],
+            loss_counts=[n_id], ood_counts=p.ood_counts)
+        return float(m.auroc(table))
 
     def wrong_counts(self, name: str) -> Any:
         """Per distinct score of the ID table, the rows with a loss."""

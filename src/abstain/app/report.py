@@ -418,14 +418,11 @@ def _rule_own(rule: Any, columns: list[str], target: str, src: Rows | Tables,
                 if m.METRICS["auroc"].matches(k) and k in ev.metrics.get(target, {})), None)
     beside = ("" if env is None or math.isnan(env) else
               f" (the pair's envelope AUROC, the best direction at each point, is {env:.4f})")
-    got = src.rule_scores(rule, columns)
-    if got is None:
-        return ("the AUROC of its own score needs the rows, which a source read in chunks "
-                "does not keep")
-    is_ood, own = got
+    own = src.rule_auroc(rule, target, columns)
+    if own is None:
+        return "its own score has no AUROC here (no OOD rows)"
     weights = ", ".join(f"{w:.4g}" for w in getattr(rule, "weights_", []))
-    return (f"its own score (weights {weights}) as one detector: AUROC "
-            f"{m.auroc(is_ood, own):.4f}{beside}")
+    return f"its own score (weights {weights}) as one detector: AUROC {own:.4f}{beside}"
 
 
 def sample_warnings(data: TableData | Summary, ev: Evaluation) -> list[str]:
