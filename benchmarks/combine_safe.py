@@ -233,6 +233,15 @@ def _tabular_cases(seeds: int, quiet: bool) -> list[dict]:
     return out
 
 
+def _keep(out: list[dict], res: dict, kind: str, quiet: bool) -> None:
+    """Add a case's row of results, of ``kind``, and print its line."""
+    res["kind"] = kind
+    out.append(res)
+    if not quiet:
+        print(f"  {res['case']}: auto {res['auroc']['auto']:.4f} ({res['chosen']}): "
+              f"{res['verdict']['auto']['verdict']}", flush=True)
+
+
 def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
     from abstain.datasets import load_ood_benchmark
 
@@ -249,11 +258,7 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
     for name, images in bench.ood.items():
         res = run_case(f"fashion_mnist vs {name}", net, train, cal, test_id,
                        net.outputs(flat(images)), 0)
-        res["kind"] = "dataset"
-        out.append(res)
-        if not quiet:
-            print(f"  {res['case']}: auto {res['auroc']['auto']:.4f} ({res['chosen']}): "
-                  f"{res['verdict']['auto']['verdict']}", flush=True)
+        _keep(out, res, "dataset", quiet)
     for c in loco:
         keep = y[pick] != c
         sub = pick[keep]
@@ -263,11 +268,7 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
         res = run_case(f"fashion_mnist leave out class {c}", net, (net.outputs(X[tr]), y[tr]),
                        net.outputs(X[ca]), net.outputs(X_te[y_te != c]),
                        net.outputs(X_te[y_te == c]), c)
-        res["kind"] = "loco"
-        out.append(res)
-        if not quiet:
-            print(f"  {res['case']}: auto {res['auroc']['auto']:.4f} ({res['chosen']}): "
-                  f"{res['verdict']['auto']['verdict']}", flush=True)
+        _keep(out, res, "loco", quiet)
     return out
 
 
@@ -312,11 +313,7 @@ def _cnn_cases(epochs: int, bank_rows: int, quiet: bool) -> list[dict]:
     for name, images in bench.ood.items():
         res = run_case(f"fashion_mnist vs {name} (SmallCNN)", net, train, cal, test_id,
                        net.outputs(images), 0)
-        res["kind"] = "cnn"
-        out.append(res)
-        if not quiet:
-            print(f"  {res['case']}: auto {res['auroc']['auto']:.4f} ({res['chosen']}): "
-                  f"{res['verdict']['auto']['verdict']}", flush=True)
+        _keep(out, res, "cnn", quiet)
     return out
 
 
