@@ -77,11 +77,11 @@ _GROUP_FIELDS = ("values", "counts", "loss_sums", "sq_loss_sums")
 _LOSS_FIELDS = ("loss_values", "loss_counts")
 
 
-def _numpy(x: Any, name: str) -> NDArray[Any]:
+def _numpy(x: Any) -> NDArray[Any]:
     """An input or a state as a float64 NumPy array; a list state (its tensors, gathered
     from processes) concatenated."""
     if isinstance(x, list):
-        return (np.concatenate([_numpy(t, name) for t in x]) if x
+        return (np.concatenate([_numpy(t) for t in x]) if x
                 else np.zeros(0, dtype=np.float64))
     if isinstance(x, torch.Tensor):
         return np.asarray(x.detach().to("cpu", torch.float64).numpy())
@@ -112,7 +112,7 @@ class _TableMetric(Metric):
                 raise ValueError(f"edges is taken by AURC, AUGRC and AUROC (the metrics with a "
                                  f"certified error on bins); got edges for "
                                  f"{type(self).__name__}.")
-            self.edges = BinnedTable(_numpy(edges, "edges")).edges  # checks the edges
+            self.edges = BinnedTable(_numpy(edges)).edges  # checks the edges
             k = self.edges.size - 1
             for name, fx in _BIN_STATES.items():
                 size = () if name in ("bin_max_loss", "bin_binary") else (k,)
@@ -142,14 +142,14 @@ class _TableMetric(Metric):
         """The binned table of every row seen (after a sync: by every process)."""
         assert self.edges is not None
         b = BinnedTable(self.edges)
-        b.counts = np.rint(_numpy(self.bin_counts, "counts")).astype(np.int64)
-        b.ood_counts = np.rint(_numpy(self.bin_ood_counts, "ood_counts")).astype(np.int64)
-        b.loss_sums = _numpy(self.bin_loss_sums, "loss_sums")
-        sq = _numpy(self.bin_sq_loss_sums, "sq_loss_sums")
+        b.counts = np.rint(_numpy(self.bin_counts)).astype(np.int64)
+        b.ood_counts = np.rint(_numpy(self.bin_ood_counts)).astype(np.int64)
+        b.loss_sums = _numpy(self.bin_loss_sums)
+        sq = _numpy(self.bin_sq_loss_sums)
         b.sq_loss_sums = None if np.isnan(sq).any() else sq
-        b.lows, b.highs = _numpy(self.bin_lows, "lows"), _numpy(self.bin_highs, "highs")
-        b.max_loss = float(_numpy(self.bin_max_loss, "max_loss"))
-        b.binary = bool(float(_numpy(self.bin_binary, "binary")) == 1.0)
+        b.lows, b.highs = _numpy(self.bin_lows), _numpy(self.bin_highs)
+        b.max_loss = float(_numpy(self.bin_max_loss))
+        b.binary = bool(float(_numpy(self.bin_binary)) == 1.0)
         b.ood_marked = self.ood if b.n else None
         return b
 
@@ -166,7 +166,7 @@ class _TableMetric(Metric):
         return getattr(b, self._binned_name)()  # type: ignore[no-any-return]
 
     def _rows(self, preds: Any, target: Any) -> ScoreTable:
-        p, t = _numpy(preds, "preds"), _numpy(target, "target")
+        p, t = _numpy(preds), _numpy(target)
         if self.ood:
             if p.ndim != 1:
                 raise ValueError(f"preds must be OOD scores of shape (N,); got shape {p.shape}.")
@@ -184,7 +184,7 @@ class _TableMetric(Metric):
 
     def _table(self) -> ScoreTable:
         """The table of every row seen (after a sync: by every process)."""
-        get = {name: _numpy(getattr(self, name), name) for name in
+        get = {name: _numpy(getattr(self, name)) for name in
                (*_GROUP_FIELDS, *_LOSS_FIELDS, *(("ood_counts",) if self.ood else ()))}
         if get["values"].size == 0:
             return ScoreTable()
@@ -200,7 +200,7 @@ class _TableMetric(Metric):
             self._binned_update(self._rows(preds, target))
             return
         merged = ScoreTable.merge(self._table(), self._rows(preds, target)) \
-            if _numpy(self.values, "values").size else self._rows(preds, target)
+            if _numpy(self.values).size else self._rows(preds, target)
         sq = merged.sq_loss_sums if merged.sq_loss_sums is not None else \
             np.full(merged.values.size, np.nan)
         state = {"values": merged.values, "counts": merged.counts,
