@@ -47,7 +47,7 @@ LAZY_UP: dict[tuple[str, str], str] = {
                                        "odin_logits on a model, only when called",
 }
 # The command line uses the library's public API; of the private core only its infrastructure.
-APP_CORE = {"files", "optional", "progress", "serialize", "version"}
+APP_CORE = {"files", "optional", "parallel", "progress", "serialize", "version"}
 # The module paths of the unreleased 0.1 development versions, deleted.
 REMOVED = {"ood", "ood_metrics", "losses", "base_scores", "selective", "io", "tabular", "report",
            "cli", "demo"}

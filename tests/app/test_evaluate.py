@@ -179,6 +179,33 @@ def test_bootstrap_count_is_checked(n):
         evaluate(prepare(_table()), n_bootstrap=n)
 
 
+def test_bootstrap_on_workers_gives_the_same_intervals_and_progress(tmp_path, capsys):
+    """``n_jobs`` (``--jobs``): the same resamples on forked workers, the same intervals,
+    a pair's included; the progress counts every score, pair and resample here."""
+    from abstain.app.cli import main
+
+    data = prepare(_table(), scores=["u"], ood_score="g")
+    calls = []
+    a = evaluate(data, n_bootstrap=12, random_state=3)
+    b = evaluate(data, n_bootstrap=12, random_state=3, n_jobs=2,
+                 progress=lambda d, t: calls.append((d, t)))
+    assert repr(a.intervals) == repr(b.intervals) and "u+g" in b.intervals
+    assert calls == [(k, 15) for k in range(1, 16)]
+    with pytest.raises(ValueError, match="n_jobs must be None, -1"):
+        evaluate(data, n_bootstrap=3, n_jobs=0)
+    path = tmp_path / "rows.csv"
+    path.write_text("loss,u\n" + "".join(f"{v:g},{u:g}\n" for v, u in zip(LOSS, U, strict=True)))
+    outs = []
+    for jobs in ("1", "2"):
+        assert main(["evaluate", str(path), "--bootstrap", "9", "--jobs", jobs]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and "[" in outs[0]
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(path), "--jobs", "0"])
+    assert "--jobs: must be -1 (every core) or a whole number >= 1; got '0'" in \
+        capsys.readouterr().err
+
+
 def test_notes_explain_every_nan_and_absent_cell():
     ev = evaluate(prepare(_table(), scores=["u"], ood_score="g"))
     assert ev.notes["u"]["risk@tpr0.95,fpr0.05"].startswith("infeasible: no rule")

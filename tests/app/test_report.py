@@ -385,3 +385,23 @@ def test_a_confident_models_curves_get_a_zoom_and_histograms_are_stacked():
     assert len(hist) == 2 and hist[0].get_position().y0 > hist[1].get_position().y1
     plain = prepare({"loss": (rng.random(n) < 0.3) * 1.0, "u": u})
     assert report_figures(plain)["risk_coverage"].axes[0].child_axes == []
+
+
+def test_figures_drawn_on_workers_are_the_same_bytes(tmp_path):
+    """``n_jobs`` draws the figures on forked workers: the same page and PNGs, byte for
+    byte, and the progress counts each figure here."""
+    data = prepare({"loss": LOSS, "u": U, "g": G, "is_ood": OOD})
+    ev = evaluate(data)
+    when = {"date": "2026-01-01T00:00:00Z"}
+    calls = []
+    pages = [html_report(data, ev, provenance=when, png_dir=tmp_path / str(jobs), n_jobs=jobs,
+                         progress=lambda d, t: calls.append((d, t)))
+             for jobs in (None, 2)]
+    assert pages[0] == pages[1]
+    assert calls == 2 * [(k, 7) for k in range(1, 8)]
+    files = sorted(p.name for p in (tmp_path / "None").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "2").iterdir()) and len(files) == 7
+    for name in files:
+        assert (tmp_path / "None" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()
+    with pytest.raises(ValueError, match="n_jobs must be None, -1"):
+        html_report(data, ev, n_jobs=0)

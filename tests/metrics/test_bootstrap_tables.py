@@ -4,6 +4,7 @@ intervals of the resampled rows (the same resamples, the same statistic)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from abstain.metrics import aurc, bootstrap_interval, evaluate_ood
 from abstain.metrics._ood_table import _applicable, _table
@@ -69,3 +70,22 @@ def test_win_fraction_is_that_of_the_resampled_rows() -> None:
         r = gen.integers(0, n, n)
         wins += aurc(losses[r], good[r]) < aurc(losses[r], bad[r])
     assert got == wins / 60
+
+
+def test_resamples_on_workers_are_the_same_replicates() -> None:
+    """``n_jobs`` computes the same resamples elsewhere: the same replicates in the same
+    order; ``progress`` counts them here."""
+    losses, ood, cols = _data(seed=2)
+    one = evaluate_ood(losses, ood, cols, n_bootstrap=30, random_state=1)
+    two = evaluate_ood(losses, ood, cols, n_bootstrap=30, random_state=1, n_jobs=2)
+    assert np.array_equal(one.low, two.low, equal_nan=True)
+    assert np.array_equal(one.high, two.high, equal_nan=True)
+    seen = []
+    stat = lambda i: aurc(losses[i][~ood[i]], cols["a"][i][~ood[i]])  # noqa: E731
+    a = bootstrap_interval(stat, ood, n_bootstrap=25, random_state=0)
+    b = bootstrap_interval(stat, ood, n_bootstrap=25, random_state=0, n_jobs=-1,
+                           progress=lambda k, t: seen.append((k, t)))
+    assert np.array_equal(a.replicates, b.replicates)
+    assert seen == [(k, 25) for k in range(1, 26)]
+    with pytest.raises(ValueError, match="n_jobs must be None, -1"):
+        evaluate_ood(losses, ood, cols, n_bootstrap=3, n_jobs=0)

@@ -87,6 +87,24 @@ def _bootstrap_options(p: argparse.ArgumentParser) -> None:
                    help="seed of the bootstrap resamples (default 0)")
 
 
+def _jobs(text: str) -> int:
+    """``--jobs``: -1 or a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1 and value != -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (every core) or a whole number >= 1; "
+                                         f"got {text!r}")
+    return value
+
+
+def _jobs_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help=f"worker processes for {what} (default 1; -1: every core); the "
+                        "output is the same for any N")
+
+
 def _search_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--search", choices=("auto", "exact", "grid"), default="auto",
                    help="directions of a double-score pair's metrics: 'exact' every direction "
@@ -137,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="also write the metrics as JSON")
     _search_option(p)
     _bootstrap_options(p)
+    _jobs_option(p, "the bootstrap's resamples")
     _chunk_options(p)
 
     p = sub.add_parser("fit", help="fit a reject model and write it as a JSON rule file")
@@ -172,6 +191,7 @@ def _parser() -> argparse.ArgumentParser:
                    "operating point on these rows goes in the summary and on its curves")
     _search_option(p)
     _bootstrap_options(p)
+    _jobs_option(p, "the bootstrap's resamples and the figures")
     _chunk_options(p)
 
     p = sub.add_parser("demo", help="run the end-to-end demo that 'make demo' runs")
@@ -263,7 +283,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         bar = _bar("evaluate", args)
         ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
                       n_bootstrap=args.bootstrap, random_state=args.random_state, progress=bar,
-                      search=args.search)
+                      search=args.search, n_jobs=args.jobs)
         bar.close()
     print(f"{args.file}: {ev.n_id} ID rows, {ev.n_ood} OOD rows")
     print(ev.format_table())
@@ -372,14 +392,16 @@ def _report(args: argparse.Namespace) -> int:
         data = _load(args)
         bar = _bar("evaluate", args)
         ev = evaluate(data, tpr=args.tpr, fpr=args.fpr, n_bootstrap=args.bootstrap,
-                      random_state=args.random_state, progress=bar, search=args.search)
+                      random_state=args.random_state, progress=bar, search=args.search,
+                      n_jobs=args.jobs)
         bar.close()
     bar = _bar("report", args)
     command = "abstain " + shlex.join(args.argv)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
                  png_dir=args.png, progress=bar, protect=inputs, rule=rule,
                  rule_columns=rule_cols, provenance={"command": command, "input": args.file,
-                                                     "parts": inputs}, search=args.search)
+                                                     "parts": inputs}, search=args.search,
+                 n_jobs=args.jobs)
     bar.close()
     for warning in sample_warnings(data, ev):  # once the page is written
         print(f"abstain report: warning: {warning}", file=sys.stderr)

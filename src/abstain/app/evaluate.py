@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from .. import metrics as m
 from .._core.optional import require
+from .._core.parallel import check_jobs
 from .chunks import Summary
 from .data import Resampled, Rows, Tables, as_data
 from .tables import Progress, TableData
@@ -267,23 +268,21 @@ def _notes(labels: dict[str, str], metrics: dict[str, dict[str, float]], *,
 
 def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
                progress: Progress | None, done: int, total: int,
-               point: dict[str, dict[str, float]], grids: dict[str, Any],
+               point: dict[str, dict[str, float]], grids: dict[str, Any], n_jobs: int | None,
                **options: Any) -> dict[str, dict[str, tuple[float, float]]]:
     """Percentile intervals of every metric of every score over the same ``n_bootstrap``
-    resamples of the rows (:func:`abstain.metrics.bootstrap_interval`), ID and OOD rows
-    resampled apart so that every resample has both, drawn from the rows sorted by their
-    values (loss, OOD mark, every score column in table order), so that the intervals do
-    not depend on the row order. ``grids``: the pairs resampled on their grid's kept
-    orders; any other pair is computed on the drawn rows."""
+    resamples of the rows (:func:`abstain.metrics.bootstrap_interval`, on ``n_jobs``
+    workers), ID and OOD rows resampled apart so that every resample has both, drawn from
+    the rows sorted by their values (loss, OOD mark, every score column in table order), so
+    that the intervals do not depend on the row order. ``grids``: the pairs resampled on
+    their grid's kept orders; any other pair is computed on the drawn rows."""
     names = [*src.names, *src.pairs]
     cells = [(name, key) for name in names for key in point[name]]
-    calls = 0
     n = src.data.losses.size
     resamplers = Resampled.resamplers(src)  # the single columns grouped once
     passes = set(resamplers) | set(grids)
 
     def statistic(idx: NDArray[np.intp]) -> list[float]:
-        nonlocal calls
         tables = Resampled(resamplers, np.bincount(idx, minlength=n), src.has_ood, grids)
         sub = src.take(idx) if len(passes) < len(names) else None  # exact pairs: the rows
         vals: list[float] = []
@@ -291,9 +290,6 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
             got, _ = _one_score(tables if name in passes else sub, name,  # type: ignore[arg-type]
                                 **options)
             vals.extend(got[key] for key in point[name])
-        calls += 1
-        if progress is not None:
-            progress(done + calls, total)
         return vals
 
     data = src.data
@@ -301,8 +297,10 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
     strata = ood if ood is not None else np.zeros(n, dtype=bool)
     values = np.column_stack([data.losses, strata,
                               *(src.columns(name).reshape(n, -1) for name in names)])
-    ci = m.bootstrap_interval(statistic, strata, n_bootstrap=n_bootstrap, confidence=level,
-                              random_state=random_state, key=values)
+    ci = m.bootstrap_interval(
+        statistic, strata, n_bootstrap=n_bootstrap, confidence=level,
+        random_state=random_state, key=values, n_jobs=n_jobs,
+        progress=None if progress is None else lambda k, _: progress(done + k, total))
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for (name, key), lo, hi in zip(cells, ci.low, ci.high, strict=True):
         out.setdefault(name, {})[key] = (float(lo), float(hi))
@@ -332,6 +330,7 @@ def evaluate(
     random_state: Any = None,
     progress: Progress | None = None,
     search: str = "auto",
+    n_jobs: int | None = None,
 ) -> Evaluation:
     """Every applicable metric of each score column of ``data``.
 
@@ -386,6 +385,10 @@ def evaluate(
         Called after each score column, each pair and each resample.
     search : {"auto", "exact", "grid"}, default "auto"
         How a pair's directions are searched.
+    n_jobs : None, -1 or int >= 1, default None
+        Worker processes of the bootstrap's resamples (None: this process, -1: every
+        usable core; :func:`abstain.metrics.bootstrap_interval`). The intervals are the
+        same for any value.
 
     Returns
     -------
@@ -394,6 +397,7 @@ def evaluate(
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) \
             or n_bootstrap < 0 or n_bootstrap == 1:
         raise ValueError(f"n_bootstrap must be 0 or an integer >= 2; got {n_bootstrap!r}.")
+    n_jobs = check_jobs(n_jobs)
     src = as_data(data)
     if n_bootstrap and not isinstance(src, Rows):
         raise ValueError(f"n_bootstrap must be 0 for the score tables of a source read in "
@@ -437,7 +441,7 @@ def evaluate(
         intervals = _bootstrap(src, n_bootstrap=n_bootstrap, level=float(level),
                                random_state=random_state, progress=progress,
                                done=len(src.names) + len(pairs), total=total, point=out,
-                               grids=grids, **options)
+                               grids=grids, n_jobs=n_jobs, **options)
     notes = _notes(labels, out, pairs=pairs, settings=settings, searches=searches)
     return Evaluation(src.n_id, src.n_ood, src.n_dropped, labels, out, pairs, intervals,
                       float(level), notes)

@@ -49,6 +49,7 @@ import numpy as np
 
 from .. import metrics as m
 from .._core.optional import figure
+from .._core.parallel import check_jobs, ordered_map
 from .._core.version import VERSION
 from ..models import REJECT_RULES
 from ..plot import (
@@ -176,31 +177,32 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
     (the histograms from the rows per distinct score; ``summarise(..., wrong=True)`` for
     losses other than 0/1), with no double-score pair.
     """
+    makers = _figure_makers(data, fpr=fpr, rule=rule, rule_columns=rule_columns,
+                            search=search)
+    figs: dict[str, Any] = {}
+    for name, make in makers.items():
+        figs[name] = make()
+        if progress is not None:
+            progress(len(figs), len(makers))
+    return figs
+
+
+def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
+                   rule_columns: list[str] | None, search: str) -> dict[str, Any]:
+    """What draws each figure of :func:`report_figures`, by name: a function of no
+    argument that returns the ``Figure`` (so that figures can be drawn apart)."""
     src = as_data(data)
     names = src.names
     target = _rule_target(rule, rule_columns, src)
     spec = REJECT_RULES.get(type(rule).__name__) if rule is not None else None
     ood_rule = spec is not None and spec.ood  # a rule fitted with the OOD column
-    steps = (5 if src.has_ood else 2) + len(names)
-    done = 0
-
-    def tick() -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(done, steps)
 
     def styled() -> list[tuple[str, Any, dict[str, Any]]]:
         """(label, what to draw, line style) of each curve of an OOD figure."""
         return [(name, source, {**_style(i, pair=pair), **({"search": search} if pair else {})})
                 for i, (name, source, pair) in enumerate(src.ood_sources())]
 
-    figs: dict[str, Any] = {}
-    display: Any
-    for key, display, title in (
-            ("risk_coverage", RiskCoverageDisplay, "risk-coverage curve (ID rows)"),
-            ("generalized_risk_coverage", GeneralizedRiskCoverageDisplay,
-             "generalized risk-coverage curve (ID rows)")):
+    def selective(display: Any, title: str) -> Any:
         fig, (ax,) = _figure()
         for i, name in enumerate(names):
             refs = ("random", "oracle") if i == len(names) - 1 else ()
@@ -208,22 +210,20 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
             src.selective(display, name, rule=marked, ax=ax, references=refs, **_style(i))
         ax.set_title(title)
         _zoom_high_coverage(ax)
-        figs[key] = fig
-        tick()
-    if src.has_ood:
-        for key, display, title in (("roc", OODRocDisplay, "ROC curve (ID positive)"),
-                                    ("pr", OODPrecisionRecallDisplay,
-                                     "PR curve (ID positive)")):
-            fig, (ax,) = _figure()
-            items = styled()
-            for i, (name, source, style) in enumerate(items):
-                refs = ("random", "oracle") if i == len(items) - 1 else ()
-                marked = rule if (name == target and ood_rule) else None
-                src.ood_curve(display, source, name=name, rule=marked, ax=ax,
-                              references=refs, **style)
-            ax.set_title(title)
-            figs[key] = fig
-            tick()
+        return fig
+
+    def ood_curve(display: Any, title: str) -> Any:
+        fig, (ax,) = _figure()
+        items = styled()
+        for i, (name, source, style) in enumerate(items):
+            refs = ("random", "oracle") if i == len(items) - 1 else ()
+            marked = rule if (name == target and ood_rule) else None
+            src.ood_curve(display, source, name=name, rule=marked, ax=ax,
+                          references=refs, **style)
+        ax.set_title(title)
+        return fig
+
+    def risk_at_fpr() -> Any:
         fig, (ax,) = _figure()
         items = styled()
         reachable = False
@@ -238,9 +238,9 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
         if not reachable:
             ax.text(0.5, 0.5, NO_TPR.format(fpr=fpr), transform=ax.transAxes, ha="center",
                     va="center", wrap=True, bbox={"fc": "white", "ec": "#8a4b00"})
-        figs["risk_at_fpr"] = fig
-        tick()
-    for name in names:
+        return fig
+
+    def histograms(name: str) -> Any:
         fig, axes = _figure(2 if src.has_ood else 1, fixed=True)  # stacked
         for ax, (values, groups, weights), labels in zip(
                 axes, src.histograms(name), (("correct", "wrong"), ("ID", "OOD")), strict=False):
@@ -249,9 +249,20 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
         axes[0].set_title(f"{name}: correct / wrong (ID rows)")
         if src.has_ood:
             axes[1].set_title(f"{name}: ID / OOD")
-        figs[f"histograms_{name}"] = fig
-        tick()
-    return figs
+        return fig
+
+    makers: dict[str, Any] = {
+        "risk_coverage": lambda: selective(RiskCoverageDisplay,
+                                           "risk-coverage curve (ID rows)"),
+        "generalized_risk_coverage": lambda: selective(
+            GeneralizedRiskCoverageDisplay, "generalized risk-coverage curve (ID rows)")}
+    if src.has_ood:
+        makers["roc"] = lambda: ood_curve(OODRocDisplay, "ROC curve (ID positive)")
+        makers["pr"] = lambda: ood_curve(OODPrecisionRecallDisplay, "PR curve (ID positive)")
+        makers["risk_at_fpr"] = risk_at_fpr
+    for name in names:
+        makers[f"histograms_{name}"] = lambda name=name: histograms(name)
+    return makers
 
 
 def _png(fig: Any) -> bytes:
@@ -523,7 +534,8 @@ def html_report(data: TableData | Summary, evaluation: Evaluation, *, fpr: float
                 title: str = "abstain report", png_dir: str | Path | None = None,
                 progress: Progress | None = None, protect: Iterable[str | Path] = (),
                 rule: Any = None, rule_columns: list[str] | None = None,
-                provenance: dict[str, Any] | None = None, search: str = "auto") -> str:
+                provenance: dict[str, Any] | None = None, search: str = "auto",
+                n_jobs: int | None = None) -> str:
     """The report as one HTML string with embedded PNG images.
 
     Parameters
@@ -557,10 +569,14 @@ def html_report(data: TableData | Summary, evaluation: Evaluation, *, fpr: float
     search : {"auto", "exact", "grid"}, default "auto"
         How a double-score pair's curves search the directions: give the ``search`` that
         ``evaluation`` was computed with.
+    n_jobs : None, -1 or int >= 1, default None
+        Worker processes that draw the figures (None: this process, -1: every usable core;
+        forked, on Linux and the other systems that fork safely). The page and the PNGs
+        are the same, byte for byte, for any value.
     """
     page, pngs = _render(data, evaluation, fpr=fpr, title=title, progress=progress,
                          rule=rule, rule_columns=rule_columns, provenance=provenance,
-                         search=search)
+                         search=search, n_jobs=n_jobs)
     if png_dir is not None:
         _check_pngs(png_dir, pngs, protect)
         with atomic_files(png_dir, pngs):
@@ -571,15 +587,18 @@ def html_report(data: TableData | Summary, evaluation: Evaluation, *, fpr: float
 def _render(data: TableData | Summary, evaluation: Evaluation, *, fpr: float = 0.05,
             title: str = "abstain report", progress: Progress | None = None, rule: Any = None,
             rule_columns: list[str] | None = None, provenance: dict[str, Any] | None = None,
-            search: str = "auto") -> tuple[str, dict[str, bytes]]:
-    """The page and its PNGs by file name (:func:`png_names`)."""
-    figs = report_figures(data, fpr=fpr, rule=rule, rule_columns=rule_columns,
-                          progress=progress, search=search)
-    files = png_names(figs)
+            search: str = "auto", n_jobs: int | None = None) -> tuple[str, dict[str, bytes]]:
+    """The page and its PNGs by file name (:func:`png_names`), the figures drawn on
+    ``n_jobs`` worker processes."""
+    makers = _figure_makers(data, fpr=fpr, rule=rule, rule_columns=rule_columns,
+                            search=search)
+    names = list(makers)
+    drawn = ordered_map(lambda name: _png(makers[name]()), names, check_jobs(n_jobs),
+                        done=None if progress is None else lambda k: progress(k, len(names)))
+    files = png_names(names)
     parts = []
     pngs = {}
-    for name, fig in figs.items():
-        png = _png(fig)
+    for name, png in zip(names, drawn, strict=True):
         pngs[files[name]] = png
         data_uri = base64.b64encode(png).decode("ascii")
         parts.append(f'<figure><img alt="{html.escape(name)}" '

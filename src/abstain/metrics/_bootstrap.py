@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.parallel import check_jobs, ordered_map, usable_cpus
 from .._core.validation import Interval, RandomState, check_int, validate_params
 
 __all__ = ["BootstrapInterval", "MAX_BOOTSTRAP", "MAX_BOOTSTRAP_ROWS", "bootstrap_indices",
@@ -184,8 +185,10 @@ def bootstrap_indices(strata: ArrayLike, n_bootstrap: int, random_state: Any = N
                   "random_state": [RandomState()]})
 def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strata: ArrayLike,
                        *, n_bootstrap: int = 1000, confidence: float = 0.95,
-                       random_state: Any = None,
-                       key: ArrayLike | None = None) -> BootstrapInterval:
+                       random_state: Any = None, key: ArrayLike | None = None,
+                       n_jobs: int | None = None,
+                       progress: Callable[[int, int], None] | None = None
+                       ) -> BootstrapInterval:
     """Percentile bootstrap interval of ``statistic(rows)``, one resample for all its values.
 
     ``statistic`` takes an integer array of row indices (a resample of
@@ -196,6 +199,13 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
     stays bounded (32 MiB) whatever ``n_bootstrap``; ``n_bootstrap`` is limited as in
     :func:`bootstrap_indices`. With ``key`` holding every value of each row that
     ``statistic`` reads, the interval does not depend on the row order.
+
+    ``n_jobs`` (None: 1; -1: every usable core) computes the resamples on that many forked
+    worker processes, each inheriting ``statistic`` (no pickling; on Linux and the other
+    systems that fork safely, else in this process). The replicates are the same, in the
+    same order, for any ``n_jobs``, provided ``statistic`` depends only on its rows (a side
+    effect in a worker stays there). ``progress(done, n_bootstrap)`` is called in this
+    process after each resample.
 
     Examples
     --------
@@ -212,9 +222,24 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
     c = float(confidence)
     parts = _strata_rows(strata, key)
     b = check_bootstrap(n_bootstrap, sum(rows.size for rows in parts))
+    jobs = check_jobs(n_jobs)
     rng = np.random.default_rng(random_state)
-    reps = np.array([np.asarray(statistic(i), dtype=np.float64)
-                     for batch in _batches(parts, b, rng) for i in batch])
+    got: list[NDArray[np.float64]] = []
+
+    def one(rows: NDArray[np.intp]) -> NDArray[np.float64]:
+        return np.asarray(statistic(rows), dtype=np.float64)
+
+    for batch in _batches(parts, b, rng):
+        start = len(got)
+
+        def tick(k: int, start: int = start) -> None:
+            assert progress is not None
+            progress(start + k, b)
+
+        got += ordered_map(one, list(batch), jobs,
+                           chunksize=max(1, batch.shape[0] // (8 * usable_cpus())),
+                           done=None if progress is None else tick)
+    reps = np.array(got)
     all_nan = np.all(np.isnan(reps), axis=0)
     # a value NaN in every replicate is filled for nanquantile (no warning), then NaN again
     q = np.nanquantile(np.where(all_nan, 0.0, reps), [(1 - c) / 2, (1 + c) / 2], axis=0)

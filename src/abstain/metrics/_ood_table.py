@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.optional import require
+from .._core.parallel import check_jobs
 from .._core.validation import (
     as_is_ood,
     as_real_array,
@@ -283,7 +284,7 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
                  scores: Mapping[str, ArrayLike], *, tpr: float = 0.95, fpr: float = 0.05,
                  search: str = "auto", n_directions: int = N_DIRECTIONS,
                  n_bootstrap: int = 0, confidence: float = 0.95,
-                 random_state: Any = None) -> OODEvaluation:
+                 random_state: Any = None, n_jobs: int | None = None) -> OODEvaluation:
     """Every OOD metric of each score (one column) and score pair (two columns) at once.
 
     The columns are the OOD metrics of the table in :data:`METRICS`, in registry order:
@@ -355,6 +356,9 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     confidence : float in (0, 1), default 0.95
     random_state : None, int or numpy Generator
         Seeds the resamples.
+    n_jobs : None, -1 or int >= 1, default None
+        Worker processes of the resamples (:func:`bootstrap_interval`; None: this process,
+        -1: every usable core); the intervals are the same for any value.
 
     Returns
     -------
@@ -377,6 +381,7 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     search = check_pair_search(search)
     d = check_int("n_directions", n_directions, 1)
     check_int("n_bootstrap", n_bootstrap, 0)
+    jobs = check_jobs(n_jobs)
     ood = as_is_ood(is_ood)
     n = ood.size
     b = check_bootstrap(n_bootstrap, n, low=0)
@@ -421,7 +426,8 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         ci = bootstrap_interval(
             statistic,
             ood, n_bootstrap=b, confidence=confidence, random_state=random_state,
-            key=np.column_stack([ls, ood, *(s.reshape(n, -1) for s in cols.values())]))
+            key=np.column_stack([ls, ood, *(s.reshape(n, -1) for s in cols.values())]),
+            n_jobs=jobs)
         low, high, conf = ci.low, ci.high, ci.confidence
     return OODEvaluation(list(cols), [_column(s) for s in table_metrics("ood")], values,
                          applicable, low, high, conf, b, hows)

@@ -1,0 +1,99 @@
+"""Independent pieces of work on several CPU cores: forked worker processes that return
+their results in order (the bootstrap's resamples, the report's figures).
+
+A worker is a fork of the calling process, so the work (a closure over arrays, figures'
+builders) is inherited, not pickled; only the items' results travel back. Where ``fork``
+is not offered (Windows) or not safe for the system's libraries (macOS), and inside a
+worker, the work runs in the calling process. The results do not depend on the number of
+workers: each item is computed by the same function on the same inputs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from .validation import plain
+
+T = TypeVar("T")
+
+#: Set in a worker: work it asks for runs in it, never in a pool of its own.
+_IN_WORKER = False
+#: The work of the pool being run, inherited by its forked workers.
+_WORK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
+
+
+def usable_cpus() -> int:
+    """The CPU cores this process may run on (its affinity where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not offered on macOS and Windows
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Whether work may run in forked workers here."""
+    return (not _IN_WORKER and sys.platform not in ("win32", "darwin", "emscripten")
+            and "fork" in multiprocessing.get_all_start_methods())
+
+
+def check_jobs(n_jobs: Any, name: str = "n_jobs") -> int | None:
+    """``n_jobs`` as given (None, -1 or an int >= 1), or ``ValueError`` naming ``name``."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or (n_jobs < 1
+                                                                  and n_jobs != -1):
+        raise ValueError(f"{name} must be None, -1 (every usable core) or an integer >= 1; "
+                         f"got {plain(n_jobs)}.")
+    return int(n_jobs)
+
+
+def resolve_jobs(n_jobs: int | None, n_items: int) -> int:
+    """How many workers run ``n_items`` pieces of work for ``n_jobs`` (None: 1, -1: every
+    usable core); 1 means in the calling process."""
+    jobs = 1 if n_jobs is None else usable_cpus() if n_jobs == -1 else n_jobs
+    if not can_fork():
+        return 1
+    return max(1, min(jobs, n_items))
+
+
+def _init() -> None:
+    global _IN_WORKER
+    _IN_WORKER = True
+
+
+def _run(i: int) -> Any:
+    assert _WORK is not None
+    func, items = _WORK
+    return func(items[i])
+
+
+def ordered_map(func: Callable[[Any], T], items: Sequence[Any], n_jobs: int | None, *,
+                done: Callable[[int], None] | None = None, chunksize: int = 1) -> list[T]:
+    """``[func(item) for item in items]``, on up to ``n_jobs`` forked workers
+    (:func:`resolve_jobs`); ``done(k)`` is called in this process after the ``k``-th result
+    (in order) has arrived. An exception in a worker is raised here."""
+    global _WORK
+    jobs = resolve_jobs(n_jobs, len(items))
+    out: list[T] = []
+    if jobs == 1:
+        for item in items:
+            out.append(func(item))
+            if done is not None:
+                done(len(out))
+        return out
+    if _WORK is not None:
+        raise RuntimeError("ordered_map is not reentrant in the calling process.")
+    _WORK = (func, items)
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=_init) as pool:
+            for result in pool.imap(_run, range(len(items)), chunksize=chunksize):
+                out.append(result)
+                if done is not None:
+                    done(len(out))
+    finally:
+        _WORK = None
+    return out

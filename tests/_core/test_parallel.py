@@ -1,0 +1,68 @@
+"""abstain._core.parallel: forked workers return the same results, in order, as the calling
+process; errors travel back; a worker never starts workers of its own."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from abstain._core import parallel
+from abstain._core.parallel import check_jobs, ordered_map, resolve_jobs
+
+forks = pytest.mark.skipif(not parallel.can_fork(), reason="this system runs work in the "
+                           "calling process (no safe fork)")
+
+
+def _square_and_pid(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+@forks
+def test_workers_return_the_results_in_order_and_progress_is_called_here() -> None:
+    items = list(range(23))
+    seen: list[tuple[int, int]] = []
+    got = ordered_map(_square_and_pid, items, 2,
+                      done=lambda k: seen.append((k, os.getpid())))
+    assert [v for v, _ in got] == [x * x for x in items]
+    assert {pid for _, pid in got} - {os.getpid()}  # computed elsewhere
+    assert seen == [(k, os.getpid()) for k in range(1, 24)]
+    assert ordered_map(_square_and_pid, items, None)[5] == (25, os.getpid())
+
+
+@forks
+def test_an_error_in_a_worker_is_raised_here() -> None:
+    def bad(x: int) -> int:
+        if x == 3:
+            raise ValueError("row 3 is bad")
+        return x
+
+    with pytest.raises(ValueError, match="row 3 is bad"):
+        ordered_map(bad, list(range(6)), 2)
+    assert parallel._WORK is None  # the next call may run
+    assert ordered_map(lambda x: x + 1, [1, 2], 2) == [2, 3]
+
+
+@forks
+def test_a_worker_runs_nested_work_itself() -> None:
+    assert ordered_map(lambda _: resolve_jobs(4, 10), [0, 1], 2) == [1, 1]
+    assert resolve_jobs(4, 10) == 4
+
+
+def test_jobs_resolve_to_the_work_at_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_jobs(None, 100) == 1
+    assert resolve_jobs(1, 100) == 1
+    if parallel.can_fork():
+        assert resolve_jobs(8, 3) == 3
+        assert resolve_jobs(-1, 10**6) == parallel.usable_cpus()
+    monkeypatch.setattr(parallel, "can_fork", lambda: False)
+    assert resolve_jobs(8, 100) == 1
+    assert ordered_map(_square_and_pid, [2, 3], 8) == [(4, os.getpid()), (9, os.getpid())]
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2"])
+def test_bad_jobs_are_refused_naming_the_argument(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"--jobs must be None, -1 \(every usable core\) or an "
+                       r"integer >= 1; got"):
+        check_jobs(bad, "--jobs")
+    assert check_jobs(None) is None and check_jobs(-1) == -1 and check_jobs(3) == 3
