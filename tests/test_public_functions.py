@@ -312,6 +312,9 @@ NOT_ARRAY_FUNCTIONS = {
     "MetricSpec", "register_metric", "evaluate_ood_tables",
     # checks of a scalar option (tests/metrics/test_bootstrap.py, the doctests)
     "check_bootstrap", "check_pair_search",
+    # many resamples of a TableResampler at once, its totals and the counts of a block of
+    # resamples (row indices): tests/metrics/test_metric_replicates.py
+    "metric_replicates", "ResampleTotals", "resample_counts",
 }
 
 

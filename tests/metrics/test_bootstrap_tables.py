@@ -22,7 +22,9 @@ def _data(seed=0, n=300):
 
 def test_evaluate_ood_intervals_are_those_of_the_resampled_rows() -> None:
     """With a bootstrap, ``"auto"`` takes the scaled grid for the pair, the point value and
-    every resample alike: the grid of the columns divided by the full rows' deviations."""
+    every resample alike: the grid of the columns divided by the full rows' deviations. The
+    single columns' resamples are computed together (:func:`metric_replicates`): the same
+    values to a relative 1e-12."""
     losses, ood, cols = _data()
     got = evaluate_ood(losses, ood, cols, n_bootstrap=40, random_state=3)
     assert got.search == [None, None, "scaled grid"]
@@ -38,8 +40,8 @@ def test_evaluate_ood_intervals_are_those_of_the_resampled_rows() -> None:
                           for s in scaled.values()], applicable, 0.95, 0.05, "grid", 360)[0],
         ood, n_bootstrap=40, random_state=3,
         key=np.column_stack([losses, ood, *(s.reshape(n, -1) for s in cols.values())]))
-    assert np.array_equal(got.low, want.low, equal_nan=True)
-    assert np.array_equal(got.high, want.high, equal_nan=True)
+    np.testing.assert_allclose(got.low, want.low, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got.high, want.high, rtol=1e-12, atol=0)
 
 
 def test_exact_pairs_are_resampled_as_rows() -> None:
@@ -89,3 +91,19 @@ def test_resamples_on_workers_are_the_same_replicates() -> None:
     assert seen == [(k, 25) for k in range(1, 26)]
     with pytest.raises(ValueError, match="n_jobs must be None, -1"):
         evaluate_ood(losses, ood, cols, n_bootstrap=3, n_jobs=0)
+
+
+def test_a_vectorized_statistic_gets_the_same_resamples_in_blocks() -> None:
+    losses, ood, cols = _data(seed=4)
+    one = lambda i: aurc(losses[i][~ood[i]], cols["a"][i][~ood[i]])  # noqa: E731
+    a = bootstrap_interval(one, ood, n_bootstrap=30, random_state=2)
+    for jobs in (None, 2):
+        seen = []
+        b = bootstrap_interval(lambda block: [one(i) for i in block], ood, n_bootstrap=30,
+                               random_state=2, vectorized=True, n_jobs=jobs,
+                               progress=lambda k, t: seen.append(k))
+        assert np.array_equal(a.replicates, b.replicates)
+        assert seen == sorted(seen) and seen[-1] == 30 and len(seen) >= 8
+    with pytest.raises(ValueError, match=r"a vectorized statistic must return one value per "
+                       r"resample, shape \(\d+, \.\.\.\); got shape \(\)"):
+        bootstrap_interval(lambda block: 0.0, ood, n_bootstrap=10, vectorized=True)

@@ -32,6 +32,8 @@ NOT_METRICS = {
     "bootstrap_indices": "bootstrap machinery",
     "bootstrap_interval": "bootstrap machinery",
     "check_bootstrap": "bootstrap machinery",
+    "metric_replicates": "bootstrap machinery: the registry's metrics on many resamples",
+    "resample_counts": "bootstrap machinery",
     "check_pair_search": "the check of the search option of a pair's metrics",
     "evaluate_ood": "the table of the registry's OOD metrics",
     "evaluate_ood_tables": "the table of the registry's OOD metrics",

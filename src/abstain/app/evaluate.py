@@ -280,17 +280,27 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
     cells = [(name, key) for name in names for key in point[name]]
     n = src.data.losses.size
     resamplers = Resampled.resamplers(src)  # the single columns grouped once
-    passes = set(resamplers) | set(grids)
+    entries = {key: (spec, opts) for spec in m.METRICS.values() if spec.table
+               for key, _, opts in spec.instances(options["settings"])}
+    wanted = {name: [entries[key] for key in point[name]] for name in resamplers}
 
-    def statistic(idx: NDArray[np.intp]) -> list[float]:
-        tables = Resampled(resamplers, np.bincount(idx, minlength=n), src.has_ood, grids)
-        sub = src.take(idx) if len(passes) < len(names) else None  # exact pairs: the rows
-        vals: list[float] = []
+    def statistic(block: NDArray[np.intp]) -> NDArray[np.float64]:
+        counts = m.resample_counts(block, n)
+        out = np.full((block.shape[0], len(cells)), np.nan)
+        col = 0
         for name in names:
-            got, _ = _one_score(tables if name in passes else sub, name,  # type: ignore[arg-type]
-                                **options)
-            vals.extend(got[key] for key in point[name])
-        return vals
+            width = len(point[name])
+            if name in resamplers:  # every resample of the block at once
+                out[:, col : col + width] = m.metric_replicates(resamplers[name], counts,
+                                                                wanted[name])
+            else:  # a pair: on its grid's kept orders, or on the drawn rows
+                for r, idx in enumerate(block):
+                    got, _ = _one_score(
+                        Resampled({}, counts[r], src.has_ood, grids) if name in grids  # type: ignore[arg-type]
+                        else src.take(idx), name, **options)
+                    out[r, col : col + width] = [got[key] for key in point[name]]
+            col += width
+        return out
 
     data = src.data
     ood = src.ood if src.has_ood else None
@@ -299,7 +309,7 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
                               *(src.columns(name).reshape(n, -1) for name in names)])
     ci = m.bootstrap_interval(
         statistic, strata, n_bootstrap=n_bootstrap, confidence=level,
-        random_state=random_state, key=values, n_jobs=n_jobs,
+        random_state=random_state, key=values, n_jobs=n_jobs, vectorized=True,
         progress=None if progress is None else lambda k, _: progress(done + k, total))
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for (name, key), lo, hi in zip(cells, ci.low, ci.high, strict=True):

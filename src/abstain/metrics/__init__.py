@@ -48,6 +48,7 @@ from ._ood_table import (
     evaluate_ood_tables,
 )
 from ._registry import METRICS, MetricSpec, register_metric
+from ._replicates import metric_replicates, resample_counts
 from ._scorers import coverage_at_risk_scorer, neg_aurc_scorer, neg_selective_risk_scorer
 from ._selective import (
     RiskCoverageCurve,
@@ -103,6 +104,8 @@ __all__ = [
     "bootstrap_indices",
     "bootstrap_interval",
     "check_bootstrap",
+    "metric_replicates",
+    "resample_counts",
     "MAX_BOOTSTRAP",
     "MAX_BOOTSTRAP_ROWS",
 ]

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.parallel import check_jobs, ordered_map, usable_cpus
+from .._core.parallel import check_jobs, ordered_map, resolve_jobs, usable_cpus
 from .._core.validation import Interval, RandomState, check_int, validate_params
 
 __all__ = ["BootstrapInterval", "MAX_BOOTSTRAP", "MAX_BOOTSTRAP_ROWS", "bootstrap_indices",
@@ -187,8 +187,8 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
                        *, n_bootstrap: int = 1000, confidence: float = 0.95,
                        random_state: Any = None, key: ArrayLike | None = None,
                        n_jobs: int | None = None,
-                       progress: Callable[[int, int], None] | None = None
-                       ) -> BootstrapInterval:
+                       progress: Callable[[int, int], None] | None = None,
+                       vectorized: bool = False) -> BootstrapInterval:
     """Percentile bootstrap interval of ``statistic(rows)``, one resample for all its values.
 
     ``statistic`` takes an integer array of row indices (a resample of
@@ -205,7 +205,14 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
     systems that fork safely, else in this process). The replicates are the same, in the
     same order, for any ``n_jobs``, provided ``statistic`` depends only on its rows (a side
     effect in a worker stays there). ``progress(done, n_bootstrap)`` is called in this
-    process after each resample.
+    process after each resample (with ``vectorized``, after each block of them).
+
+    ``vectorized=True`` (as in :func:`scipy.stats.bootstrap`): ``statistic`` takes a block
+    of resamples, an integer array of shape (m, n) (one resample per row, the same
+    resamples in the same order) and returns an array of shape (m, ...), the value of each
+    resample; a statistic that computes many resamples in one pass (score tables weighted
+    by a matrix of counts) then costs a few array operations per block instead of a call
+    per resample.
 
     Examples
     --------
@@ -227,18 +234,31 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
     got: list[NDArray[np.float64]] = []
 
     def one(rows: NDArray[np.intp]) -> NDArray[np.float64]:
-        return np.asarray(statistic(rows), dtype=np.float64)
+        value = np.asarray(statistic(rows), dtype=np.float64)
+        if vectorized and (value.ndim == 0 or value.shape[0] != rows.shape[0]):
+            raise ValueError(f"a vectorized statistic must return one value per resample, "
+                             f"shape ({rows.shape[0]}, ...); got shape {value.shape}.")
+        return value
 
     for batch in _batches(parts, b, rng):
         start = len(got)
+        if vectorized:  # blocks of resamples: several per worker (balance) and 8 at least
+            workers = resolve_jobs(jobs, batch.shape[0])
+            blocks = np.array_split(batch, min(batch.shape[0], max(8, 4 * workers)))
+            ends = np.cumsum([block.shape[0] for block in blocks])
+        else:
+            blocks = list(batch)
+            ends = np.arange(1, batch.shape[0] + 1)
 
-        def tick(k: int, start: int = start) -> None:
+        def tick(k: int, start: int = start, ends: NDArray[np.intp] = ends) -> None:
             assert progress is not None
-            progress(start + k, b)
+            progress(start + int(ends[k - 1]), b)
 
-        got += ordered_map(one, list(batch), jobs,
-                           chunksize=max(1, batch.shape[0] // (8 * usable_cpus())),
-                           done=None if progress is None else tick)
+        values = ordered_map(one, blocks, jobs,
+                             chunksize=1 if vectorized else
+                             max(1, batch.shape[0] // (8 * usable_cpus())),
+                             done=None if progress is None else tick)
+        got += [row for block in values for row in block] if vectorized else values
     reps = np.array(got)
     all_nan = np.all(np.isnan(reps), axis=0)
     # a value NaN in every replicate is filled for nanquantile (no warning), then NaN again

@@ -37,6 +37,7 @@ from ..tables._score import ScoreTable
 from ._bootstrap import bootstrap_interval, check_bootstrap
 from ._ood import exact_envelope_metrics, grid_pair_metrics, pair_sample
 from ._registry import MetricSpec, table_metrics
+from ._replicates import metric_replicates, resample_counts
 
 __all__ = ["AUTO_EXACT_ROWS", "OODEvaluation", "PairResampler", "evaluate_ood",
            "evaluate_ood_tables"]
@@ -415,19 +416,31 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         resamplers = TableResampler.of_columns(
             {name: s for name, s in cols.items() if s.ndim == 1}, marked, ood)
 
-        def statistic(i: NDArray[np.intp]) -> NDArray[np.float64]:
-            counts = np.bincount(i, minlength=n)
-            return _table([(None, resamplers[name].table(counts)) if name in resamplers
-                           else (None, kept[name].resampled(counts)) if name in kept
-                           else ({"losses": ls[i], "is_ood": ood[i]}, s[i])
-                           for name, s in cols.items()], applicable, t, f, search, d,
-                          resampled=True)[0]
+        specs = table_metrics("ood")
+        settings = {"tpr": t, "fpr": f}
+
+        def statistic(block: NDArray[np.intp]) -> NDArray[np.float64]:
+            counts = resample_counts(block, n)
+            out = np.full((block.shape[0], *applicable.shape), np.nan)
+            for k, (name, s) in enumerate(cols.items()):
+                if name in resamplers:  # every resample of the block at once
+                    js = np.flatnonzero(applicable[k])
+                    out[:, k, js] = metric_replicates(
+                        resamplers[name], counts,
+                        [(specs[j], {p: settings[p] for p in specs[j].params}) for j in js])
+                    continue
+                for r, i in enumerate(block):
+                    sample = ((None, kept[name].resampled(counts[r])) if name in kept
+                              else ({"losses": ls[i], "is_ood": ood[i]}, s[i]))
+                    out[r, k] = _table([sample], applicable[k : k + 1], t, f, search, d,
+                                       resampled=True)[0][0]
+            return out
 
         ci = bootstrap_interval(
             statistic,
             ood, n_bootstrap=b, confidence=confidence, random_state=random_state,
             key=np.column_stack([ls, ood, *(s.reshape(n, -1) for s in cols.values())]),
-            n_jobs=jobs)
+            n_jobs=jobs, vectorized=True)
         low, high, conf = ci.low, ci.high, ci.confidence
     return OODEvaluation(list(cols), [_column(s) for s in table_metrics("ood")], values,
                          applicable, low, high, conf, b, hows)

@@ -29,7 +29,7 @@ from .._core.validation import (
     validate_params,
 )
 from ..exceptions import ConvergenceWarning
-from ..metrics import aurc
+from ..metrics import METRICS, aurc, metric_replicates, resample_counts
 from ..tables import TableResampler
 from ._learned import PAPER_C_GRID, SELE, TCP, LossRegression
 
@@ -64,6 +64,11 @@ class RegularizationSearch(NamedTuple):
     chosen: str = "learned"
     baseline_validation_aurc: float = math.nan
     win_fraction: float = math.nan
+
+
+#: Resamples of :func:`bootstrap_win_fraction` computed at once (their tables' totals).
+_WIN_BLOCK = 256
+_AURC: list[tuple[Any, dict[str, Any]]] = [(METRICS["aurc"], {})]
 
 
 @validate_params({"n_bootstrap": [Interval(int, 1, None, closed="left")],
@@ -102,13 +107,17 @@ def bootstrap_win_fraction(
     # score table weighted by them (the AuRC of the resampled rows, without sorting them)
     ours, theirs = TableResampler(u, ls), TableResampler(u0, ls)
     wins = 0
-    for _ in range(n_boot):
-        rows = rng.integers(0, len(ls), len(ls))
+    n = len(ls)
+    for start in range(0, n_boot, _WIN_BLOCK):
+        # the same draws as one resample at a time, computed a block at once
+        block = np.stack([rng.integers(0, n, n)
+                          for _ in range(min(_WIN_BLOCK, n_boot - start))])
         if ours.fits:
-            counts = np.bincount(rows, minlength=len(ls))
-            wins += aurc(ours.table(counts)) < aurc(theirs.table(counts))
+            counts = resample_counts(block, n)
+            wins += int(np.sum(metric_replicates(ours, counts, _AURC)
+                               < metric_replicates(theirs, counts, _AURC)))
         else:  # loss sums that could overflow a table: the rows (scaled sums)
-            wins += aurc(ls[rows], u[rows]) < aurc(ls[rows], u0[rows])
+            wins += sum(aurc(ls[rows], u[rows]) < aurc(ls[rows], u0[rows]) for rows in block)
     return wins / n_boot
 
 

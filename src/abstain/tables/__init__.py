@@ -7,7 +7,8 @@ per partition of a cluster) gives the same result as the rows, bit for bit.
 :class:`ScoreTable` holds one score column, :class:`PairTable` the distinct pairs of two
 (for the double-score fits), and :class:`BinnedTable` a score table on a fixed grid of
 bins, whose metrics come with a certified error (:class:`Bounded`). :class:`TableResampler`
-gives the score table of any bootstrap resample of rows grouped once (a pass, no sort).
+gives the score table of any bootstrap resample of rows grouped once (a pass, no sort),
+and the totals of many resamples at once (:class:`ResampleTotals`).
 
 Examples
 --------
@@ -22,7 +23,8 @@ True
 
 from ._binned import BinnedTable, Bounded
 from ._pair import PairTable
-from ._resample import TableResampler
+from ._resample import ResampleTotals, TableResampler
 from ._score import ScoreTable
 
-__all__ = ["ScoreTable", "PairTable", "BinnedTable", "Bounded", "TableResampler"]
+__all__ = ["ScoreTable", "PairTable", "BinnedTable", "Bounded", "TableResampler",
+           "ResampleTotals"]

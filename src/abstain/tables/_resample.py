@@ -12,6 +12,7 @@ their sums (the same total added in another order).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -20,6 +21,34 @@ from .._core.groups import loss_scale
 from ._score import ScoreTable, table_rows
 
 F64 = NDArray[np.float64]
+
+
+class ResampleTotals(NamedTuple):
+    """The score tables of ``m`` resamples at once (:meth:`TableResampler.totals`): per
+    resample (row) and distinct score of the rows (column, ascending; a score the resample
+    did not draw holds zeros), its totals.
+
+    Attributes
+    ----------
+    values : ndarray of shape (G,)
+        The rows' distinct scores, ascending.
+    id_rows, ood_rows : ndarray of shape (m, G)
+        Rows drawn per score (as floats, whole numbers), in-distribution and OOD (zeros
+        without OOD marks).
+    loss_sums : ndarray of shape (m, G)
+        The drawn ID rows' losses per score, summed in row order (as the table's).
+    loss_values : ndarray of shape (K,)
+        The distinct ID losses of the rows, ascending.
+    loss_counts : ndarray of shape (m, K)
+        Drawn ID rows per distinct loss (the oracle's table of ``e_aurc``).
+    """
+
+    values: F64
+    id_rows: F64
+    ood_rows: F64
+    loss_sums: F64
+    loss_values: F64
+    loss_counts: F64
 
 
 class TableResampler:
@@ -78,6 +107,46 @@ class TableResampler:
         the rows."""
         out = {name: cls(u, losses, is_ood) for name, u in columns.items()}
         return out if all(r.fits for r in out.values()) else {}
+
+    def totals(self, counts: NDArray[np.integer]) -> ResampleTotals:
+        """The totals of the tables of ``m`` resamples at once, row ``r`` of ``counts``
+        (shape (m, n)) drawing row ``i`` ``counts[r, i]`` times: one ``bincount`` over the
+        resamples' rows, the sums in row order as :meth:`table` takes them (so each row of
+        the result holds that table's totals, with zeros for the scores not drawn).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from abstain.tables import TableResampler
+        >>> r = TableResampler([0.1, 0.2, 0.2, 0.9], [0, 1, 0, 1])
+        >>> t = r.totals(np.array([[2, 0, 1, 1], [0, 0, 0, 4]]))
+        >>> t.values, t.id_rows
+        (array([0.1, 0.2, 0.9]), array([[2., 1., 1.],
+               [0., 0., 4.]]))
+        >>> t.loss_sums
+        array([[0., 0., 1.],
+               [0., 0., 4.]])
+        """
+        c = np.asarray(counts)
+        if c.ndim != 2 or c.shape[1] != self.n or c.dtype.kind not in "iu":
+            raise ValueError(f"counts must be whole numbers of shape (m, {self.n}), one row "
+                             f"per resample; got shape {c.shape}, dtype {c.dtype}.")
+        m, g = c.shape[0], self._values.size
+        w = c.astype(np.float64)
+        id_w = np.where(self._id, w, 0.0) if self.marked else w
+        flat = (np.arange(m)[:, None] * g + self._group).reshape(-1)
+
+        def per_group(weights: F64) -> F64:
+            sums = np.bincount(flat, weights=weights.reshape(-1), minlength=m * g)
+            return np.asarray(sums, dtype=np.float64).reshape(m, g)
+
+        k = self._loss_values.size
+        loss_flat = (np.arange(m)[:, None] * k + self._loss_group).reshape(-1)
+        loss_counts = np.asarray(np.bincount(loss_flat, weights=id_w.reshape(-1),
+                                             minlength=m * k), dtype=np.float64).reshape(m, k)
+        ood = per_group(np.where(self._ood, w, 0.0)) if self.marked else np.zeros((m, g))
+        return ResampleTotals(self._values, per_group(id_w), ood,
+                              per_group(id_w * self._losses), self._loss_values, loss_counts)
 
     def table(self, counts: NDArray[np.integer], *, marked: bool | None = None) -> ScoreTable:
         """The :class:`ScoreTable` of the resample that draws row ``i`` ``counts[i]`` times.
