@@ -6,6 +6,8 @@ the least FPR at a TPR, from the knots of :meth:`~abstain._ood_search.sample.Sam
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -133,14 +135,29 @@ def envelopes_on_grid(sample: Sample, gains: tuple[str, ...], grid: F64,
                       n_directions: int) -> list[F64]:
     """Per gain of ``gains`` (:data:`_RUNNING` names), ``max over directions of (accepted
     gain mass) / #ID`` at each FPR of ``grid``."""
+    return envelopes_and_least_fpr(sample, gains, grid, n_directions, None)[0]
+
+
+def envelopes_and_least_fpr(sample: Sample, gains: tuple[str, ...], grid: F64,
+                            n_directions: int, tpr: float | None) -> tuple[list[F64], float]:
+    """:func:`envelopes_on_grid` and (unless ``tpr`` is None, then NaN)
+    :func:`least_fpr_on_grid` at ``tpr``, from one extraction of the directions' knots."""
     best = [np.zeros(grid.size) for _ in gains]
     b = grid * sample.n_ood
-    for starts, sizes, (o, *g) in _grid_knots(sample, n_directions, ("ood", *gains)):
-        for k, y in enumerate(_interp_max(o, g, starts, sizes, b)):
+    names = ("ood", *gains)
+    if tpr is not None and "id" not in gains:
+        names += ("id",)
+    fpr = math.inf if tpr is not None else math.nan
+    for starts, sizes, (o, *g) in _grid_knots(sample, n_directions, names):
+        for k, y in enumerate(_interp_max(o, g[: len(gains)], starts, sizes, b)):
             # the largest of the quotients is the quotient of the largest (division by a
             # positive number keeps the order of rounded values)
             best[k] = np.maximum(best[k], y / sample.n_id)
-    return best
+        if tpr is not None:
+            i = g[names.index("id") - 1]
+            fpr = min(fpr, float(least_fpr_rows(i, o, starts, sizes, sample.n_id,
+                                                sample.n_ood, tpr).min()))
+    return best, fpr
 
 
 def least_fpr_on_grid(sample: Sample, t: float, n_directions: int) -> float:

@@ -50,7 +50,7 @@ from .._core.validation import (
 )
 from .._ood_search import envelope as env
 from .._ood_search import search as core
-from .._ood_search.grid import envelopes_on_grid, least_fpr_on_grid
+from .._ood_search.grid import envelopes_and_least_fpr, envelopes_on_grid, least_fpr_on_grid
 from .._ood_search.sample import (
     N_DIRECTIONS,
     NO_LOSSES,
@@ -465,8 +465,13 @@ def _envelope_areas(sample: Sample, gains: tuple[str, ...], search: str, n_direc
         return [_lines_area(sample, env.envelope_lines(sample.s, sample.w_ood, columns[g]))
                 for g in gains]
     grid = np.linspace(0.0, 1.0, int(n_points))
-    return [float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
-            for best in envelopes_on_grid(sample, gains, grid, n_directions)]
+    return [_trapezoids(grid, best) for best in envelopes_on_grid(sample, gains, grid,
+                                                                   n_directions)]
+
+
+def _trapezoids(grid: F64, best: F64) -> float:
+    """The area under ``best`` at the FPR values ``grid``, by trapezoids."""
+    return float(np.sum(np.diff(grid) * (best[1:] + best[:-1]) / 2))
 
 
 @validate_params({"n_points": [Interval(int, 2, None, closed="left")]})
@@ -757,9 +762,11 @@ def grid_pair_metrics(sample: Sample, tpr: float, fpr: float, with_oscr: bool,
     :func:`selective_risk_at_tpr_fpr`."""
     if with_oscr:
         _check_ccr_losses(sample)
-    areas = _envelope_areas(sample, ("id", "ccr") if with_oscr else ("id",), "grid",
-                            n_directions, N_POINTS)
-    out = {"auroc": areas[0], "fpr_at_tpr": least_fpr_on_grid(sample, tpr, n_directions)}
+    grid = np.linspace(0.0, 1.0, N_POINTS)
+    bests, least = envelopes_and_least_fpr(sample, ("id", "ccr") if with_oscr else ("id",),
+                                           grid, n_directions, tpr)
+    areas = [_trapezoids(grid, best) for best in bests]  # as _envelope_areas
+    out = {"auroc": areas[0], "fpr_at_tpr": least}
     if with_oscr:
         out["oscr"] = areas[1]
     out["risk_at_tpr_fpr"] = _least_risk(sample, tpr_fpr_constraint(sample, tpr, fpr), "grid",
