@@ -10,15 +10,17 @@ Three sections, each against a baseline measured in the same run (interleaved ca
    recomputed from ``losses[i], is_ood[i], s[i]``), the loop ``evaluate_ood`` ran before.
 2. ``abstain.app.evaluate.evaluate(data, n_bootstrap=B)`` (what ``abstain evaluate`` and
    ``abstain report --bootstrap`` run) on ``--rows`` rows with ``--scores`` one-column
-   scores; baseline: the same call with every resample taken as rows (the path the command
-   line ran before, still used for pairs).
-3. ``abstain report --bootstrap B`` end to end on the same rows as a CSV file, once; the
-   cost per resample of a double-score pair (``evaluate`` at ``--pair-bootstrap``
-   resamples less ``B = 2``, interleaved, best of ``--repeats``): on its grid's kept
-   orders (what ``"auto"`` takes with a bootstrap: the scaled grid, each direction sorted
-   once) against the same scaled grid on the drawn rows (baseline, ratio 1.00) and the
-   exact search on the drawn rows (the path of ``--search exact``); and the report with
-   three pairs (``--ood-score``) at ``B = 0`` and ``B``.
+   scores, each column's resamples computed in blocks (``metric_replicates``); baseline:
+   the same call with every resample taken as rows (the path the command line once ran,
+   still used for pairs searched exactly).
+3. ``abstain report --bootstrap B`` end to end on the same rows as a CSV file, once with
+   ``--jobs 1`` and once with ``--jobs`` every usable core; the cost per resample of a
+   double-score pair (``evaluate`` at ``--pair-bootstrap`` resamples less ``B = 2``,
+   interleaved, best of ``--repeats``): on its grid's kept orders (what ``"auto"`` takes
+   with a bootstrap: the scaled grid, each direction sorted once) against the same scaled
+   grid on the drawn rows (baseline, ratio 1.00) and the exact search on the drawn rows
+   (the path of ``--search exact``); and the report with three pairs (``--ood-score``) at
+   ``B = 0`` and ``B``, with ``--jobs 1`` and every core.
 
 Run: ``python benchmarks/bench_bootstrap.py [--rows 2000] [--scores 30] [--bootstrap 200]``.
 Writes benchmarks/results/bench_bootstrap.md.
@@ -35,6 +37,7 @@ from pathlib import Path
 import numpy as np
 from _timing import best_times, machine_line
 
+from abstain._core.parallel import usable_cpus
 from abstain.app import cli
 from abstain.app import evaluate as app_evaluate
 from abstain.app.data import Resampled
@@ -147,6 +150,8 @@ def main() -> None:
                  f"{(t['point'] + b * per_rows) / full:.1f}x | |")
     print(lines[-1])
 
+    cores = usable_cpus()
+    jobs = sorted({1, cores})
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "rows.csv"
         header = ["loss", "is_ood", *cols]
@@ -154,15 +159,17 @@ def main() -> None:
         np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.6g")
         report = {}
         for boot in (0, b):
-            start = time.perf_counter()
-            rc = cli.main(["report", str(path), "--is-ood", "is_ood", "--bootstrap", str(boot),
-                           "--quiet", "-o", str(Path(tmp) / "r.html")])
-            report[boot] = time.perf_counter() - start
-            assert rc == 0
-            row = (f"| abstain report --bootstrap {boot}, {args.rows} rows x {args.scores} "
-                   f"one-column scores | | {report[boot]:.1f} | | |")
-            print(row)
-            lines.append(row)
+            for j in jobs:
+                start = time.perf_counter()
+                rc = cli.main(["report", str(path), "--is-ood", "is_ood", "--bootstrap",
+                               str(boot), "--jobs", str(j), "--quiet", "-o",
+                               str(Path(tmp) / "r.html")])
+                report[boot, j] = time.perf_counter() - start
+                assert rc == 0
+                row = (f"| abstain report --bootstrap {boot} --jobs {j}, {args.rows} rows x "
+                       f"{args.scores} one-column scores | | {report[boot, j]:.1f} | | |")
+                print(row)
+                lines.append(row)
         pair = {"a": cols["s0"], "g": cols["s1"]}
         pdata = TableData(losses, pair, ood, 0, np.ones(args.rows, dtype=bool), ood_score="g")
         sd = np.column_stack([pair["a"], pair["g"]]).std(axis=0)
@@ -190,22 +197,28 @@ def main() -> None:
                        header=",".join(["loss", "is_ood", *three]), comments="", fmt="%.6g")
             argv = ["report", str(path), "--is-ood", "is_ood", "--ood-score", "g",
                     *(a for j in range(3) for a in ("--score", f"s{j}")), "--quiet", "-o",
-                    str(Path(tmp) / "r.html"), "--bootstrap"]
+                    str(Path(tmp) / "r.html")]
             took = {}
             for boot in (0, b):
-                start = time.perf_counter()
-                assert cli.main([*argv, str(boot)]) == 0
-                took[boot] = time.perf_counter() - start
-                row = (f"| abstain report --bootstrap {boot}, {args.rows} rows, 4 one-column "
-                       f"scores and 3 pairs (--ood-score) | | {took[boot]:.1f} | | |")
-                print(row)
-                lines.append(row)
-        total = report[b] + took[b] - took[0]
-        lines += ["", f"30 one-column scores and 3 pairs at B = {b}, from the two reports above: "
-                  f"{report[b]:.1f} s + {took[b] - took[0]:.1f} s (the pairs' report less its "
-                  f"fixed cost) = about {total:.0f} s. A pair's resample with `--search exact` "
-                  f"costs {per['exact']:.2f} s (the exact search runs on the drawn rows): "
-                  f"{3 * b * per['exact']:.0f} s for three pairs at B = {b}."]
+                for j in jobs:
+                    start = time.perf_counter()
+                    assert cli.main([*argv, "--bootstrap", str(boot), "--jobs", str(j)]) == 0
+                    took[boot, j] = time.perf_counter() - start
+                    row = (f"| abstain report --bootstrap {boot} --jobs {j}, {args.rows} rows, "
+                           f"4 one-column scores and 3 pairs (--ood-score) | | "
+                           f"{took[boot, j]:.1f} | | |")
+                    print(row)
+                    lines.append(row)
+        lines.append("")
+        for j in jobs:
+            total = report[b, j] + took[b, j] - took[0, j]
+            lines.append(f"30 one-column scores and 3 pairs at B = {b}, --jobs {j}, from the "
+                         f"reports above: {report[b, j]:.1f} s + {took[b, j] - took[0, j]:.1f} "
+                         f"s (the pairs' report less its fixed cost) = about {total:.0f} s.")
+        lines.append(f"A pair's resample with `--search exact` costs {per['exact']:.2f} s (the "
+                     f"exact search runs on the drawn rows): {3 * b * per['exact']:.0f} s for "
+                     f"three pairs at B = {b} on one core. This machine has {cores} usable "
+                     "cores.")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS}")

@@ -254,3 +254,46 @@ def test_a_closed_standard_output_ends_the_command_quietly(folder):
     finally:
         os.close(write)
     assert proc.returncode == 128 + signal.SIGPIPE and proc.stderr == ""
+
+
+def test_a_report_on_workers_ends_quietly(folder):
+    """``--jobs 2``: the workers end with the pool, silently, and the page is written."""
+    run = _cli("report", "small.csv", "-o", "jobs.html", "--bootstrap", "20", "--jobs", "2",
+               "--quiet", cwd=folder)
+    assert (run.returncode, run.stderr) == (0, "")
+    assert (folder / "jobs.html").exists()
+    (folder / "jobs.html").unlink()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_report_on_workers_stops_them(sig, folder):
+    """A signal once the workers run: one line, the exit code of the signal, nothing
+    written, and no worker left running (the command's process group is empty)."""
+    proc = subprocess.Popen([sys.executable, "-m", "abstain", "report", "t.csv", "-o",
+                             "stopped.html", "--bootstrap", "400", "--jobs", "2", "--quiet"],
+                            cwd=folder, env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _handles_sigterm(proc.pid) and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    while proc.poll() is None and not children.read_text().split():  # the workers started
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode != 0:
+        assert (proc.returncode, err) == (128 + sig, "abstain report: interrupted\n")
+    else:  # the machine finished it first
+        (folder / "stopped.html").unlink()
+    assert not (folder / "stopped.html").exists() and _temporaries(folder) == []
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)  # a worker is still there
+        except ProcessLookupError:
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("a worker outlived the command")

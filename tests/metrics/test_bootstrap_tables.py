@@ -101,7 +101,7 @@ def test_a_vectorized_statistic_gets_the_same_resamples_in_blocks() -> None:
         seen = []
         b = bootstrap_interval(lambda block: [one(i) for i in block], ood, n_bootstrap=30,
                                random_state=2, vectorized=True, n_jobs=jobs,
-                               progress=lambda k, t: seen.append(k))
+                               progress=lambda k, t, seen=seen: seen.append(k))
         assert np.array_equal(a.replicates, b.replicates)
         assert seen == sorted(seen) and seen[-1] == 30 and len(seen) >= 8
     with pytest.raises(ValueError, match=r"a vectorized statistic must return one value per "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -60,9 +61,19 @@ def resolve_jobs(n_jobs: int | None, n_items: int) -> int:
     return max(1, min(jobs, n_items))
 
 
-def _init() -> None:
+#: Signals held back while the workers are forked: a handler that raises (the command
+#: line's) must not run inside the fork's own handlers, where Python would drop its error.
+_HELD = {signal.SIGINT, signal.SIGTERM}
+
+
+def _init(mask: set[int]) -> None:
+    """A worker: nested work runs in it; it leaves an interrupt to the calling process (which
+    stops the pool) and ends quietly when stopped, whatever handlers it inherited."""
     global _IN_WORKER
     _IN_WORKER = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _run(i: int) -> Any:
@@ -88,12 +99,22 @@ def ordered_map(func: Callable[[Any], T], items: Sequence[Any], n_jobs: int | No
     if _WORK is not None:
         raise RuntimeError("ordered_map is not reentrant in the calling process.")
     _WORK = (func, items)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
-        with multiprocessing.get_context("fork").Pool(jobs, initializer=_init) as pool:
-            for result in pool.imap(_run, range(len(items)), chunksize=chunksize):
-                out.append(result)
-                if done is not None:
-                    done(len(out))
+        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_init,
+                                                        initargs=(mask,))
     finally:
-        _WORK = None
+        _WORK = None  # the workers hold their copy
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal held back arrives now
+    try:
+        for result in pool.imap(_run, range(len(items)), chunksize=chunksize):
+            out.append(result)
+            if done is not None:
+                done(len(out))
+        pool.close()  # every result is in: the workers exit on their own
+    except BaseException:  # an error or an interrupt here: stop the workers now
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
     return out
