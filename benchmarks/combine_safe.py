@@ -21,6 +21,10 @@ detectors never saw. Per case:
   base score that ``auto``'s own proxy ranked best (its ``selection_["single"]``), the
   reference the issue asks for; ``single (oracle)`` is the best base score on the test
   rows themselves (an upper reference, not a method);
+* image cases: ``auto`` on both kinds of proxy too (``auto + rotations``: the held-out
+  classes and the network's outputs of ``ROTATED_ROWS`` training images turned by 90, 180
+  and 270 degrees, ``outlier_outputs=``, half of the weight each), with its verdicts
+  against the single score its own proxies ranked best and against ``auto``'s;
 * ``tune_detector`` without OOD data: KNN's ``k`` chosen by the held-out-classes criterion
   (the default with labels) and by the shuffled-columns criterion, each choice's test
   AUROC beside the default ``k = 50`` and the best ``k`` on the test rows;
@@ -131,8 +135,9 @@ def _verdict(low: float, high: float) -> str:
 
 
 def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
-             outliers: dict, seed: int) -> dict:
-    """Every method on one case; returns its row of results."""
+             outliers: dict, seed: int, rotated: dict | None = None) -> dict:
+    """Every method on one case; returns its row of results. ``rotated``: the network's
+    outputs of rotated training images, for ``auto`` on both kinds of proxy."""
     X_out, y_train = train
     start = time.perf_counter()
     res: dict = {"case": name}
@@ -174,6 +179,25 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
         same = {"auto": sel, WHOLE: sel_w}.get(k, {}).get("method") == "single"
         low, high = (0.0, 0.0) if same else _interval(*stats[k], *base, rng)
         res["verdict"][k] = {"low": low, "high": high, "verdict": _verdict(low, high)}
+    if rotated is not None:  # held-out classes and rotated images, half each
+        rot = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
+            X_out, y_idx, cal, outlier_outputs=rotated, **kw)
+        sel_r = rot.combiner_.selection_
+        j_r = sel_r["single"]
+        a_r = (rot.score(test_id), rot.score(outliers))
+        own = (S_id[:, j_r], S_out[:, j_r])
+        res["rotations"] = {
+            "chosen": (names[j_r] if sel_r["method"] == "single" else
+                       f"{sel_r['method']}({'+'.join(names[c] for c in sel_r['columns'])})"),
+            "proxy_single": names[j_r], "win_fraction": sel_r["win_fraction"],
+            "auroc": float(auroc(lab, np.r_[a_r])),
+            "single_auroc": float(auroc(lab, np.r_[own])),
+            "far": float(1.0 - rot.accept(test_id).mean())}
+        for ref, pair in (("own", own), ("auto", base)):
+            same = sel_r["method"] == "single" and ref == "own"
+            low, high = (0.0, 0.0) if same else _interval(*a_r, *pair, rng)
+            res["rotations"][f"vs_{ref}"] = {"low": low, "high": high,
+                                             "verdict": _verdict(low, high)}
     res["tuning"] = _tuning(X_out, y_idx, cal, test_id, outliers, seed)
     res["seconds"] = time.perf_counter() - start
     return res
@@ -255,9 +279,11 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
     tr, ca = pick[tr], pick[ca]
     net = Network(X[tr], y[tr], 128, 0, 30)
     train, cal, test_id = (net.outputs(X[tr]), y[tr]), net.outputs(X[ca]), net.outputs(X_te)
-    for name, images in bench.ood.items():
+    images = np.asarray(bench.X_train)
+    rotated = net.outputs(flat(_rotated(images[tr])))
+    for name, ood_images in bench.ood.items():
         res = run_case(f"fashion_mnist vs {name}", net, train, cal, test_id,
-                       net.outputs(flat(images)), 0)
+                       net.outputs(flat(ood_images)), 0, rotated)
         _keep(out, res, "dataset", quiet)
     for c in loco:
         keep = y[pick] != c
@@ -267,7 +293,7 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
         net = Network(X[tr], y[tr], 128, c, 30)
         res = run_case(f"fashion_mnist leave out class {c}", net, (net.outputs(X[tr]), y[tr]),
                        net.outputs(X[ca]), net.outputs(X_te[y_te != c]),
-                       net.outputs(X_te[y_te == c]), c)
+                       net.outputs(X_te[y_te == c]), c, net.outputs(flat(_rotated(images[tr]))))
         _keep(out, res, "loco", quiet)
     return out
 
@@ -309,12 +335,26 @@ def _cnn_cases(epochs: int, bank_rows: int, quiet: bool) -> list[dict]:
     ca, te = np.sort(half[: len(half) // 2]), np.sort(half[len(half) // 2:])
     train = (net.outputs(bench.X_train[tr]), np.asarray(bench.y_train)[tr])
     cal, test_id = net.outputs(bench.X_test[ca]), net.outputs(bench.X_test[te])
+    rotated = net.outputs(_rotated(bench.X_train[tr]))
     out = []
     for name, images in bench.ood.items():
         res = run_case(f"fashion_mnist vs {name} (SmallCNN)", net, train, cal, test_id,
-                       net.outputs(images), 0)
+                       net.outputs(images), 0, rotated)
         _keep(out, res, "cnn", quiet)
     return out
+
+
+#: Training images rotated per case, for the proxy outliers of rotations.
+ROTATED_ROWS = 2000
+
+
+def _rotated(images: np.ndarray) -> np.ndarray:
+    """The first ``ROTATED_ROWS`` training images turned by 90, 180 and 270 degrees
+    (:func:`abstain.detectors.rotations`): proxy outliers that touch no calibration row."""
+    from abstain.detectors import rotations
+
+    R = rotations(np.asarray(images)[:ROTATED_ROWS], shifts=(1, 2, 3))
+    return R.reshape(-1, *R.shape[2:])
 
 
 COLUMNS = ("auto", WHOLE, "single (proxy)", "single (oracle)", *STATISTICS)
@@ -347,6 +387,34 @@ def render(raw: dict) -> str:
         counts = [sum(r["verdict"][k]["verdict"] == w for r in cases)
                   for w in ("win", "tie", "loss")]
         lines.append(f"| {k} | " + " | ".join(map(str, counts)) + " |")
+    rot = [r for r in cases if "rotations" in r]
+    if rot:
+        lines += ["", "Image cases, `auto` on both kinds of proxy (`fit(..., y, cal, "
+                  "outlier_outputs=...)`: the held-out classes and the network's outputs of "
+                  f"{ROTATED_ROWS} training images turned by 90, 180 and 270 degrees, half "
+                  "of the weight each); verdicts (the same interval rule) against the single "
+                  "score its own proxies ranked best and against `auto`'s (held-out classes "
+                  "only) `single (proxy)`:", "",
+                  "| case | chose | auto + rotations | its proxy single | auto | vs its single "
+                  "| vs auto's single | FAR |", "|---|---|---|---|---|---|---|---|"]
+        for r in rot:
+            q = r["rotations"]
+            lines.append(
+                f"| {r['case']} | {q['chosen']} | {q['auroc']:.4f} | {q['proxy_single']} "
+                f"{q['single_auroc']:.4f} | {r['auroc']['auto']:.4f} | "
+                + " | ".join(f"{q[k]['verdict']} [{q[k]['low']:+.4f}, {q[k]['high']:+.4f}]"
+                             for k in ("vs_own", "vs_auto"))
+                + f" | {q['far']:.3f} |")
+        mean_r = np.mean([r["rotations"]["auroc"] for r in rot])
+        mean_a = np.mean([r["auroc"]["auto"] for r in rot])
+        lines.append(f"| **mean** | | {mean_r:.4f} | "
+                     f"{np.mean([r['rotations']['single_auroc'] for r in rot]):.4f} | "
+                     f"{mean_a:.4f} | | | |")
+        for k, what in (("vs_own", "its own proxy single"), ("vs_auto", "auto's single")):
+            counts = [sum(r["rotations"][k]["verdict"] == w for r in rot)
+                      for w in ("win", "tie", "loss")]
+            lines.append(f"\nAgainst {what}: {counts[0]} win, {counts[1]} tie, "
+                         f"{counts[2]} loss of {len(rot)}.")
     lines += ["", "KNN's k chosen without OOD data by `tune_detector` (grid "
               f"{list(K_GRID)}): with the training labels (`held_out_classes`, the default) "
               "and without (`shuffled` columns of the calibration rows); test AUROC of each "

@@ -42,3 +42,15 @@ def test_a_case_end_to_end(bench, monkeypatch):
     page = bench.render({"machine": "m", "command": "c", "seconds": 1.0,
                          "cases": [res | {"kind": "tabular"}]})
     assert "| auto |" in page and "KNN's k chosen without OOD data" in page
+    assert "auto + rotations" not in page
+    # both kinds of proxy: outliers given (here shifted rows) beside the held-out classes
+    far = net.outputs(Xi[tr][:200] + 4.0)
+    both = bench.run_case("toy", net, (net.outputs(Xi[tr]), yi[tr]), net.outputs(Xi[ca]),
+                          net.outputs(Xi[te]), net.outputs(X[ood]), 0, far)
+    q = both["rotations"]
+    assert 0.0 <= q["auroc"] <= 1.0 and 0.0 <= q["far"] <= 1.0
+    for k in ("vs_own", "vs_auto"):
+        assert q[k]["verdict"] == bench._verdict(q[k]["low"], q[k]["high"])
+    page = bench.render({"machine": "m", "command": "c", "seconds": 1.0,
+                         "cases": [both | {"kind": "dataset"}]})
+    assert "| auto + rotations |" in page and "Against its own proxy single:" in page

@@ -165,3 +165,26 @@ def test_auto_held_out_classes_equal_the_splits_done_by_hand():
     new, _ = _blobs(50, rng, shift=1.0)
     np.testing.assert_array_equal(det.score(new), comb.score(det.base_scores(new)))
     assert load_json(det.to_json()).combiner_.selection_ == sel
+
+
+def test_held_out_classes_and_outliers_given_weigh_half_each():
+    """With ``y`` and ``outlier_outputs``, ``auto`` chooses on both kinds of proxy: the
+    held-out classes' splits and the outliers' task, each kind half of the weight."""
+    rng = np.random.default_rng(8)
+    train, y = _blobs(300, rng)
+    cal, _ = _blobs(200, rng)
+    far, _ = _blobs(80, rng, shift=4.0)
+    bank = DetectorBank([MSP(), KNN(k=5, normalize=False)])
+    det = BankDetector(bank, alpha=0.2, delta=0.2, n_proxy_splits=3, n_bootstrap=50,
+                       random_state=0).fit(train, y, cal, outlier_outputs=far)
+    assert det.combiner_.selection_["n_tasks"] == 4
+    # by hand: the class tasks, then the outliers' task, the same generator in that order
+    gen = np.random.default_rng(0)
+    S = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y).score(cal)
+    order = gen.permutation(200)
+    tasks = det._class_tasks(train, y, None, None, gen)
+    S_z = S[order[:100]]
+    fitted = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y)
+    tasks.append((S_z[:50], S_z[50:], fitted.score(far)))
+    record = ScoreCombiner(n_bootstrap=50).choose(tasks, gen, weights=[1 / 6] * 3 + [0.5])
+    assert record == det.combiner_.selection_

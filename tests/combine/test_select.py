@@ -156,6 +156,31 @@ def test_auto_uses_several_tasks_and_averages_them():
     assert record["single"] in (0, 1)
 
 
+def test_task_weights_weigh_the_tasks_aurocs():
+    """A candidate's value is the weighted mean of its tasks' AUROCs: linear in the
+    weights (the same halves for any weights, drawn before them); equal weights are the
+    plain mean."""
+    rng = np.random.default_rng(3)
+    tasks = [(rng.normal(size=(50, 3)), rng.normal(size=(40, 3)),
+              rng.normal(size=(20, 3)) + shift) for shift in ([1.0, 0, 0], [0, 1.0, 0])]
+
+    def values(weights):
+        record = select_statistic(tasks, n_bootstrap=20, rng=np.random.default_rng(0),
+                                  weights=weights)
+        return {(c["method"], tuple(c["columns"])): c["auroc"] for c in record["candidates"]}
+
+    plain, even, a, b = values(None), values([2.0, 2.0]), values([3.0, 1.0]), values([1.0, 3.0])
+    singles = [("single", (j,)) for j in range(3)]
+    for key in singles:
+        assert even[key] == pytest.approx(plain[key], rel=1e-15)
+        assert a[key] + b[key] == pytest.approx(2 * plain[key], rel=1e-12)
+    # task 0's outliers stand out in column 0, task 1's in column 1
+    assert a[singles[0]] > b[singles[0]] and a[singles[1]] < b[singles[1]]
+    for bad in ([1.0], [1.0, 0.0], [1.0, np.nan], "ab"):
+        with pytest.raises(ValueError, match="weights must be 2 positive finite numbers"):
+            select_statistic(tasks, rng=np.random.default_rng(0), weights=bad)
+
+
 def test_auto_round_trips_and_a_disagreeing_document_is_refused():
     rng = np.random.default_rng(4)
     S_in = rng.normal(size=(300, 3))

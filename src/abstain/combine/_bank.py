@@ -44,7 +44,7 @@ class BankDetector(ParamsMixin):
     - with ``outlier_outputs`` (outputs of proxy outliers, such as rotated images:
       :func:`abstain.detectors.rotations`), the bank of step 1 scores them, and the rows of
       part 2 are halved into z-value rows and proxy inliers;
-    - else, from the labels ``y`` of ``train_outputs``:
+    - from the labels ``y`` of ``train_outputs``:
       :class:`~abstain.detectors.LeaveClassesOut` holds ``n_held_out`` classes out at a
       time, in at most ``n_proxy_splits`` splits; per split, a copy of the bank is fitted on part
       of the kept classes' rows, with the network's outputs restricted to those classes
@@ -53,6 +53,9 @@ class BankDetector(ParamsMixin):
       held-out classes' rows (proxy outliers). Integer labels are the logit columns'
       indices (other labels keep every column).
 
+    With both, the held-out classes (near outliers: classes the network does not know) and
+    ``outlier_outputs`` (far ones, for rotated images: inputs unlike any class) weigh half
+    each in the choice, however many splits the classes give; with one of them, it alone.
     The choice (:class:`ScoreCombiner`'s ``auto``: the best single base score unless a
     combination beats it in at least ``confidence`` of ``n_bootstrap`` paired resamples)
     is in ``combiner_.selection_``; ``combiner_.summary()`` says it in one line. Without
@@ -76,8 +79,8 @@ class BankDetector(ParamsMixin):
         ``auto``'s test and candidates (see above and :class:`ScoreCombiner`).
     n_held_out : int >= 1, default 1
     n_proxy_splits : int >= 1, default 5
-        ``auto``'s held-out classes when no ``outlier_outputs`` are given: classes held
-        out per split, and the most splits (:class:`~abstain.detectors.LeaveClassesOut`,
+        ``auto``'s held-out classes (with ``y``): classes held out per split, and the most
+        splits (:class:`~abstain.detectors.LeaveClassesOut`,
         seeded from ``random_state``).
     random_state : None, int or numpy Generator
         Seeds the split of the calibration rows and ``auto``'s proxies and resamples.
@@ -166,8 +169,8 @@ class BankDetector(ParamsMixin):
         """Fit the bank on ``train_outputs`` (with labels ``y`` and the last layer ``weight``,
         ``bias`` where its detectors need them), then the z-values and the threshold on two
         disjoint random parts of the in-distribution ``calibration_outputs``; with
-        ``method="auto"``, choose what to combine first, on ``outlier_outputs`` or on
-        classes of ``train_outputs`` held out (see the class docstring)."""
+        ``method="auto"``, choose what to combine first, on classes of ``train_outputs``
+        held out (with ``y``) and on ``outlier_outputs`` (see the class docstring)."""
         self._validate_params()
         if calibration_outputs is None:
             raise ValueError("BankDetector.fit needs calibration_outputs: in-distribution "
@@ -203,12 +206,14 @@ class BankDetector(ParamsMixin):
                                  subsets=self.subsets)
         record = None
         if auto:
+            tasks = [] if y is None else self._class_tasks(train_outputs, y, weight, bias, rng)
+            weights = None
             if outlier_outputs is not None:
                 S_z = S[order[:n_z]]
-                tasks = [(S_z[: n_z // 2], S_z[n_z // 2:], bank.score(outlier_outputs))]
-            else:
-                tasks = self._class_tasks(train_outputs, y, weight, bias, rng)
-            record = combiner.choose(tasks, rng)
+                if tasks:  # each kind of proxy weighs half
+                    weights = [0.5 / len(tasks)] * len(tasks) + [0.5]
+                tasks.append((S_z[: n_z // 2], S_z[n_z // 2:], bank.score(outlier_outputs)))
+            record = combiner.choose(tasks, rng, weights=weights)
         combiner.fit_chosen(S[order[:n_z]], record)
         guarantee = GuaranteedDetector(alpha=self.alpha, delta=self.delta).fit(
             combiner.score(S[order[n_z:]]))

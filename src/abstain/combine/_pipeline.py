@@ -232,15 +232,16 @@ class ScoreCombiner(ParamsMixin):
         record = self.choose([(S[rows[:half]], S[rows[half:]], out)], rng)
         return self.fit_chosen(S, record)
 
-    def choose(self, tasks: list[tuple[Any, Any, Any]],
-               rng: np.random.Generator) -> dict[str, Any]:
+    def choose(self, tasks: list[tuple[Any, Any, Any]], rng: np.random.Generator, *,
+               weights: Any = None) -> dict[str, Any]:
         """``auto``'s selection record on proxy ``tasks`` of (z-value rows, proxy inlier
-        rows, proxy outlier rows) base scores, with this object's settings."""
+        rows, proxy outlier rows) base scores, with this object's settings; ``weights``
+        (one positive number per task, default equal) weigh the tasks' AUROCs."""
         return select_statistic(tasks, higher_is_inlier=bool(self.higher_is_inlier),
                                 epsilon=self.epsilon, sigma=float(self.sigma),
                                 confidence=float(self.confidence),
                                 n_bootstrap=int(self.n_bootstrap),
-                                subsets=bool(self.subsets), rng=rng)
+                                subsets=bool(self.subsets), rng=rng, weights=weights)
 
     def fit_chosen(self, S_train: ArrayLike, selection: dict[str, Any] | None) -> ScoreCombiner:
         """Fit the z-values on ``S_train`` for ``method``, or (``auto``) for what the

@@ -7,15 +7,18 @@ proxy outlier rows. The inlier and outlier rows of each task are shuffled and ha
 first halves choose, the second halves test.
 
 1. **Choose** (first halves). A candidate's value is its AUROC (ties count one half),
-   averaged over the tasks. The candidates are each single base score (the score itself),
+   averaged over the tasks (weighted by ``weights`` where given: proxies of two kinds,
+   held-out classes and rotated images, can weigh half each whatever their numbers of
+   tasks). The candidates are each single base score (the score itself),
    and, with two or more columns, each combiner of :data:`STATISTICS` on every column and
    on the columns that a greedy forward search picks for it (from the best single
    score, add the column that raises the value most while it rises; ``subsets=False``
    tries every column only). Ties go to the first
    candidate in this order: single scores by column; methods in :data:`STATISTICS`
    order, the greedy subset before every column.
-2. **Test** (second halves). The best combination is kept only if its mean AUROC beats
-   the best single score's in at least ``confidence`` of ``n_bootstrap`` paired bootstrap
+2. **Test** (second halves). The best combination is kept only if its (weighted) mean
+   AUROC beats the best single score's in at least ``confidence`` of ``n_bootstrap`` paired
+   bootstrap
    resamples (inlier and outlier rows of each task drawn apart, the same draws for
    both; an equal AUROC is no win): the rule of
    :func:`abstain.scores.select_regularization` with ``safe=True``. Otherwise the best
@@ -117,10 +120,21 @@ def _as_tasks(tasks: list[tuple[Any, Any, Any]]) -> tuple[list[tuple[F64, F64, F
     return out, m
 
 
+def check_weights(weights: Any, n_tasks: int) -> NDArray[np.float64] | None:
+    """``weights`` of ``n_tasks`` proxy tasks as positive finite floats (None: equal)."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64) if np.ndim(weights) == 1 else None
+    if w is None or w.size != n_tasks or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError(f"weights must be {n_tasks} positive finite numbers, one per proxy "
+                         f"task; got {plain(weights)}.")
+    return w
+
+
 def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: bool = False,
                      epsilon: float | None = None, sigma: float = 1e-6,
                      confidence: float = 0.9, n_bootstrap: int = 500, subsets: bool = True,
-                     rng: np.random.Generator) -> dict[str, Any]:
+                     rng: np.random.Generator, weights: Any = None) -> dict[str, Any]:
     """The choice of ``method="auto"`` on proxy ``tasks`` (see the module docstring).
 
     Returns the selection record that :class:`ScoreCombiner` keeps as ``selection_``:
@@ -131,6 +145,9 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
     candidate tried with its AUROC on the choosing halves).
     """
     checked, m = _as_tasks(tasks)
+    w = check_weights(weights, len(checked))
+    # equal weights: the plain mean (and unscaled differences in the test), as without any
+    share = np.ones(len(checked)) if w is None else w / w.sum()
     sign = -1.0 if higher_is_inlier else 1.0
     prepared = [_Task(S_z, S_in, S_out, sign, sigma, rng) for S_z, S_in, S_out in checked]
     values: dict[tuple[str, tuple[int, ...]], float] = {}
@@ -139,9 +156,9 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
     def value(method: str, columns: tuple[int, ...]) -> float:
         key = (method, tuple(sorted(columns)))
         if key not in values:
-            values[key] = float(np.mean([
-                auroc(t.choose.is_ood, statistic(t.choose, *key, t.cov, epsilon))
-                for t in prepared]))
+            each = [auroc(t.choose.is_ood, statistic(t.choose, *key, t.cov, epsilon))
+                    for t in prepared]
+            values[key] = float(np.mean(each) if w is None else np.dot(share, each))
         return values[key]
 
     singles = [value("single", (j,)) for j in range(m)]
@@ -177,7 +194,8 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
     best_c = max(combos, key=lambda c: (values[c], -combos.index(c)))
     record.update(combination_method=best_c[0], combination_columns=list(best_c[1]),
                   combination_auroc=values[best_c])
-    wins = _paired_wins(prepared, ("single", (best_j,)), best_c, epsilon, int(n_bootstrap), rng)
+    wins = _paired_wins(prepared, ("single", (best_j,)), best_c, epsilon, int(n_bootstrap),
+                        rng, share)
     record["win_fraction"] = wins
     if wins >= float(confidence):
         record.update(method=best_c[0], columns=list(best_c[1]))
@@ -186,9 +204,9 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
 
 def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
                  combo: tuple[str, tuple[int, ...]], epsilon: float | None, n_boot: int,
-                 rng: np.random.Generator) -> float:
-    """Fraction of paired resamples of the test halves where ``combo``'s mean AUROC is
-    above ``single``'s."""
+                 rng: np.random.Generator, share: NDArray[np.float64]) -> float:
+    """Fraction of paired resamples of the test halves where ``combo``'s mean AUROC
+    (weighted by ``share``) is above ``single``'s."""
     groups = []
     for t in prepared:
         h = t.test
@@ -197,12 +215,13 @@ def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
     wins = 0
     for _ in range(n_boot):
         diff = 0.0
-        for t, g in zip(prepared, groups, strict=True):
+        for t, g, part in zip(prepared, groups, share, strict=True):
             n_in, n_out = t.test.n_in, t.test.raw.shape[0] - t.test.n_in
             w_in = np.bincount(rng.integers(0, n_in, n_in), minlength=n_in).astype(np.float64)
             w_out = np.bincount(rng.integers(0, n_out, n_out),
                                 minlength=n_out).astype(np.float64)
-            diff += (weighted_auroc(*g[1], w_in, w_out) - weighted_auroc(*g[0], w_in, w_out))
+            diff += part * (weighted_auroc(*g[1], w_in, w_out)
+                            - weighted_auroc(*g[0], w_in, w_out))
         wins += diff > 0.0
     return wins / n_boot
 
