@@ -102,6 +102,7 @@ NOT_ESTIMATORS = {
     "RiskCoverageDisplay": "a figure's data (curves and points), as scikit-learn's displays",
     "RiskAtFPRDisplay": "a figure's data (curves and points), as scikit-learn's displays",
     "SmallCNN": "a torch module of the examples (extra torch)",
+    "CSINetwork": "a torch module (extra torch): checks its sizes in __init__, as SmallCNN",
     "Interrupted": "an exception of the command line",
     "InfeasibleTargetWarning": "a warning: its message and what the search attains are data",
     "MetricSpec": "a registry entry (a frozen dataclass), checked by register_metric",

@@ -13,7 +13,10 @@ penultimate features of shape (n, d), and the last linear layer's weight ``W``
 * :class:`SmallCNN`, :func:`train_classifier` and :func:`images_to_tensor` train a
   small, seeded CNN on 28x28 grayscale images on a CPU in a few minutes;
 * :func:`save_state` and :func:`load_state` cache weights in an ``.npz`` file read
-  without pickle.
+  without pickle;
+* :func:`train_csi` trains CSI's or SupCSI's contrastive network on shifted images
+  (:class:`CSINetwork`, :func:`contrastive_loss`), :func:`csi_outputs` returns its
+  outputs per shift for the base scores, :func:`save_csi` / :func:`load_csi` keep it.
 
 Every array returned is float64 NumPy. Nothing here computes a score: the
 detectors do, with one direction everywhere (higher = more OOD).
@@ -32,7 +35,17 @@ from ._adapter import (  # noqa: E402  (after the check that torch is installed)
     last_layer,
     load_state,
     odin_logits,
+    read_state_config,
     save_state,
+)
+from ._contrastive import (  # noqa: E402
+    CSI_FORMAT,
+    CSINetwork,
+    contrastive_loss,
+    csi_outputs,
+    load_csi,
+    save_csi,
+    train_csi,
 )
 from ._training import (  # noqa: E402
     SmallCNN,
@@ -50,5 +63,13 @@ __all__ = [
     "images_to_tensor",
     "save_state",
     "load_state",
+    "read_state_config",
     "STATE_FORMAT",
+    "CSINetwork",
+    "train_csi",
+    "csi_outputs",
+    "contrastive_loss",
+    "save_csi",
+    "load_csi",
+    "CSI_FORMAT",
 ]

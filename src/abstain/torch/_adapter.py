@@ -495,18 +495,21 @@ def images_to_tensor(
     return out.unsqueeze(1)
 
 
-def save_state(model: nn.Module, path: str | os.PathLike[str]) -> None:
+def save_state(model: nn.Module, path: str | os.PathLike[str], *,
+               config: dict[str, Any] | None = None) -> None:
     """Write ``model.state_dict()`` to an ``.npz`` file that loads without pickle.
 
     Each tensor becomes one NumPy array under its state-dict key; one more entry
-    holds a JSON string with the format name ``"abstain.torch-state/1"`` and every
-    key's shape and dtype. The file is written atomically to exactly ``path`` (no
-    ``.npz`` is appended).
+    holds a JSON string with the format name ``"abstain.torch-state/1"``, every
+    key's shape and dtype, and ``config`` (read back by :func:`read_state_config`). The
+    file is written atomically to exactly ``path`` (no ``.npz`` is appended).
 
     Parameters
     ----------
     model : torch.nn.Module
     path : str or path-like
+    config : dict, optional
+        Plain JSON values that rebuild the model (its constructor's arguments, say).
 
     Raises
     ------
@@ -526,6 +529,12 @@ def save_state(model: nn.Module, path: str | os.PathLike[str]) -> None:
     """
     arrays: dict[str, NDArray[Any]] = {}
     meta: dict[str, Any] = {"format": STATE_FORMAT, "shapes": {}, "dtypes": {}}
+    if config is not None:
+        try:
+            meta["config"] = json.loads(json.dumps(config, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"config must hold plain JSON values; got {plain(config)}.") \
+                from exc
     for key, value in model.state_dict().items():
         if key == _META_KEY:  # pragma: no cover - a key nobody uses
             raise ValueError(f"model.state_dict() must not have the key {_META_KEY!r}.")
@@ -549,6 +558,59 @@ def _torch_dtype(dtype: np.dtype[Any]) -> torch.dtype | None:
         return torch.from_numpy(np.empty(0, dtype=dtype)).dtype
     except TypeError:
         return None
+
+
+def _open_state(path: str | os.PathLike[str]) -> Any:
+    """The ``NpzFile`` of a :func:`save_state` file and its metadata, or ``ValueError``."""
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError) as exc:
+        raise ValueError(
+            f"path must be an .npz file written by save_state; got {str(path)!r}."
+        ) from exc
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(
+            f"path must be an .npz file written by save_state; got {str(path)!r}, "
+            f"a single array."
+        )
+    if _META_KEY not in data.files:
+        data.close()
+        raise ValueError(
+            f"path must be a file written by save_state ({STATE_FORMAT}); got "
+            f"{str(path)!r} without its metadata entry."
+        )
+    try:
+        meta = json.loads(str(data[_META_KEY][()]))
+    except (ValueError, TypeError) as exc:
+        data.close()
+        raise ValueError(f"the metadata of {str(path)!r} must be the JSON of save_state; "
+                         "the file is damaged.") from exc
+    if not isinstance(meta, dict) or meta.get("format") != STATE_FORMAT:
+        data.close()
+        raise ValueError(
+            f"path must hold format {STATE_FORMAT!r}; got "
+            f"{meta.get('format') if isinstance(meta, dict) else meta!r}."
+        )
+    return data, meta
+
+
+def read_state_config(path: str | os.PathLike[str]) -> Any:
+    """The ``config`` that :func:`save_state` wrote into ``path`` (None where none was).
+
+    Examples
+    --------
+    >>> import os, tempfile, torch
+    >>> from abstain.torch import read_state_config, save_state
+    >>> path = os.path.join(tempfile.mkdtemp(), "linear.npz")
+    >>> save_state(torch.nn.Linear(3, 2), path, config={"in": 3, "out": 2})
+    >>> read_state_config(path)
+    {'in': 3, 'out': 2}
+    """
+    data, meta = _open_state(path)
+    data.close()
+    return meta.get("config")
 
 
 def load_state(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module:
@@ -580,30 +642,8 @@ def load_state(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module:
     --------
     See :func:`save_state`.
     """
-    try:
-        data = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise
-    except (ValueError, OSError) as exc:
-        raise ValueError(
-            f"path must be an .npz file written by save_state; got {str(path)!r}."
-        ) from exc
-    if not isinstance(data, np.lib.npyio.NpzFile):
-        raise ValueError(
-            f"path must be an .npz file written by save_state; got {str(path)!r}, "
-            f"a single array."
-        )
+    data, _ = _open_state(path)
     with data:
-        if _META_KEY not in data.files:
-            raise ValueError(
-                f"path must be a file written by save_state ({STATE_FORMAT}); got "
-                f"{str(path)!r} without its metadata entry."
-            )
-        meta = json.loads(str(data[_META_KEY][()]))
-        if meta.get("format") != STATE_FORMAT:
-            raise ValueError(
-                f"path must hold format {STATE_FORMAT!r}; got {meta.get('format')!r}."
-            )
         arrays = {k: data[k] for k in data.files if k != _META_KEY}
     target = model.state_dict()
     problems = []
