@@ -17,6 +17,7 @@ import numpy as np
 from abstain import BoundedAbstention, BoundedImprovement, CostBased
 from abstain.combine import BankDetector, EmpiricalZ, GuaranteedDetector, ScoreCombiner
 from abstain.detectors import (
+    CSI,
     GEN,
     KNN,
     MSP,
@@ -27,6 +28,7 @@ from abstain.detectors import (
     MaxLogit,
     ReAct,
     ShiftedBaseScores,
+    SupCSI,
     ViM,
 )
 from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD, DoubleScoreDetector
@@ -120,6 +122,13 @@ def _double(det: DoubleScoreDetector) -> DoubleScoreDetector:
     return det.tune(TRAIN["val"], TRAIN["is_ood"], TRAIN["ood_losses"])
 
 
+
+def _shift_logits(part: dict[str, Any]) -> Any:
+    """CSI's shift logits (T, n, T): the first T joint logits, shifted so that the true
+    shift's mean is away from 0 (eq. 7 divides by it)."""
+    T = part["Fs"].shape[0]
+    return part["Ls"][:, :, :T] + 2.0 * np.eye(T)[:, None, :]
+
 CASES: dict[str, Case] = {
     "CostBased": _rule(CostBased),
     "BoundedImprovement": _rule(BoundedImprovement),
@@ -149,6 +158,14 @@ CASES: dict[str, Case] = {
         lambda bs: bs.fit(TRAIN["Fs"], TRAIN["y"]),
         lambda bs: {"score": bs.score(NEW["Fs"], NEW["Ls"])},
         lambda bs: bs.score(NEW["Fs"], NEW["Ls"])),
+    "CSI": Case(
+        CSI,
+        lambda d: d.fit(TRAIN["Fs"], _shift_logits(TRAIN)),
+        lambda d: {"score": d.score(NEW["Fs"], _shift_logits(NEW)),
+                   "base_scores": d.base_scores(NEW["Fs"], _shift_logits(NEW))},
+        lambda d: d.score(NEW["Fs"], _shift_logits(NEW))),
+    "SupCSI": Case(SupCSI, lambda d: d.fit(TRAIN["Ls"]),
+                   lambda d: {"score": d.score(NEW["Ls"])}, lambda d: d.score(NEW["Ls"])),
     "EmpiricalZ": Case(EmpiricalZ, lambda ez: ez.fit(TRAIN["S"]),
                        lambda ez: {"transform": ez.transform(NEW["S"])},
                        lambda ez: ez.transform(NEW["S"])),

@@ -56,6 +56,8 @@ def _init_params(cls: type) -> list[str]:
 CHECKED_IN_CODE = {
     ("ShiftedBaseScores", "kinds"): "a list whose entries are checked one by one",
     ("ShiftedBaseScores", "shifts"): "a list whose entries are checked one by one",
+    ("CSI", "shifts"): "a list whose entries are checked one by one",
+    ("SupCSI", "shifts"): "a list whose entries are checked one by one",
     ("DetectorBank", "detectors"): "a non-empty list of detectors, checked entry by entry",
     ("DetectorBank", "names"): "one distinct name per detector: depends on detectors",
     ("BankDetector", "bank"): "a DetectorBank, recognised by its methods (combine does not "

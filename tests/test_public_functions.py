@@ -306,6 +306,8 @@ NOT_ARRAY_FUNCTIONS = {
     "zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses",
     # the base scores of a class x rotation network: tests/detectors/test_base_scores.py
     "ShiftedBaseScores", "joint_labels", "rotation_training_set", "rotations",
+    # CSI's and SupCSI's scores of the same stacks: tests/detectors/test_csi.py
+    "CSI", "SupCSI",
     # the registry of reject rules: tests/models/test_rule_registry.py
     "RuleSpec", "RuleTarget", "register_rule",
     # the registry of metrics, and evaluate_ood on tables: tests/metrics/test_metric_registry.py

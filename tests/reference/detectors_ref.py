@@ -106,3 +106,38 @@ def mahalanobis(features, train, labels):
     for x in features:
         out.append(min(float((x - means[c]) @ P @ (x - means[c])) for c in classes))
     return np.array(out)
+
+
+def csi(train_proj, train_logits, proj, logits):
+    """CSI's score, eqs. 3-7 of the score-combining paper, written row by row and negated:
+    ``-sum_j [lambda_con_j cos_j norm_j + lambda_shift_j shift_j]`` with the weights of eq. 7
+    from the training inputs."""
+    T = len(train_proj)
+
+    def norm(v):
+        return math.sqrt(sum(float(a) * float(a) for a in v))
+
+    lam_con = [len(train_proj[j]) / sum(norm(z) for z in train_proj[j]) for j in range(T)]
+    lam_shift = [len(train_logits[j]) / sum(float(row[j]) for row in train_logits[j])
+                 for j in range(T)]
+    out = []
+    for i in range(len(proj[0])):
+        total = 0.0
+        for j in range(T):
+            z = proj[j][i]
+            cos = max(float(np.dot(z, t)) / (norm(z) * norm(t)) for t in train_proj[j])
+            total += lam_con[j] * cos * norm(z) + lam_shift[j] * float(logits[j][i][j])
+        out.append(-total)
+    return np.array(out)
+
+
+def supcsi(logits, n_shifts):
+    """SupCSI's score, eq. 8, negated: ``-max_k softmax(mean_j l[k T + j](R_j x))_k``."""
+    T = n_shifts
+    K = len(logits[0][0]) // T
+    out = []
+    for i in range(len(logits[0])):
+        mean = [sum(float(logits[j][i][k * T + j]) for j in range(T)) / T for k in range(K)]
+        m = max(mean)
+        out.append(-1.0 / sum(math.exp(v - m) for v in mean))
+    return np.array(out)

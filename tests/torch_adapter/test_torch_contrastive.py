@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from abstain.detectors import ShiftedBaseScores, rotations  # noqa: E402
+from abstain.detectors import CSI, ShiftedBaseScores, SupCSI, rotations  # noqa: E402
 from abstain.torch import (  # noqa: E402
     CSINetwork,
     contrastive_loss,
@@ -86,6 +86,7 @@ def test_training_is_seeded_and_learns_the_shifts() -> None:
     accuracy = np.mean([np.mean(out["logits"][j].argmax(1) == j) for j in range(4)])
     assert accuracy > 0.5  # the head tells the rotations apart (chance: 0.25)
     assert not a.training
+    assert np.all(np.isfinite(CSI().fit_outputs(out).score_outputs(out)))
 
 
 def test_supcsi_takes_labels_and_its_joint_head_feeds_the_base_scores() -> None:
@@ -104,6 +105,8 @@ def test_supcsi_takes_labels_and_its_joint_head_feeds_the_base_scores() -> None:
     base = ShiftedBaseScores(kinds=kinds).fit(out["projections"], y)
     S = base.score(out["projections"], logits=out["logits"])
     assert S.shape == (36, 16) and np.all(np.isfinite(S))
+    sup = SupCSI().fit_outputs(out).score_outputs(out)
+    assert sup.shape == (36,) and np.all((-1.0 <= sup) & (sup <= -1.0 / 3))
 
 
 def test_a_checkpoint_is_plain_arrays_and_json(tmp_path) -> None:

@@ -46,7 +46,9 @@ from ._base import (
 )
 from ._base_scores import (
     BASE_SCORE_KINDS,
+    CSI,
     ShiftedBaseScores,
+    SupCSI,
     joint_labels,
     rotation_training_set,
     rotations,
@@ -72,11 +74,13 @@ from ._proxy import (
 )
 from ._registry import (
     DETECTORS,
+    SHIFTED_DETECTORS,
     make_detector,
 )
 
 __all__ = [
     "DETECTORS",
+    "SHIFTED_DETECTORS",
     "DetectorBank",
     "GEN",
     "KNN",
@@ -93,6 +97,8 @@ __all__ = [
     "ShiftedBaseScores",
     "joint_labels",
     "rotation_training_set",
+    "CSI",
+    "SupCSI",
     "rotations",
     "LeaveClassesOut",
     "ProxyOutputs",

@@ -69,7 +69,9 @@ from ._logits import logsumexp_rows, neg_max_softmax
 
 __all__ = [
     "BASE_SCORE_KINDS",
+    "CSI",
     "ShiftedBaseScores",
+    "SupCSI",
     "joint_labels",
     "rotation_training_set",
     "rotations",
@@ -515,3 +517,234 @@ def _ocsvm_decision(X: F64, part: dict[str, Any], block: int) -> F64:
         d2 = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] - 2.0 * q @ sv.T + sv_sq, 0.0)
         out[start:start + block] = np.exp(-g * d2) @ coef
     return out - part["rho"]
+
+
+# --------------------------------------------------------------------------- CSI, SupCSI
+def _outputs_field(outputs: Any, field: str) -> Any:
+    """``outputs[field]`` of a dict such as :func:`abstain.torch.csi_outputs` returns."""
+    if not isinstance(outputs, dict) or field not in outputs:
+        got = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
+        raise ValueError(f"outputs must be a dict with a {field!r} entry (as "
+                         f"abstain.torch.csi_outputs returns); got {got}.")
+    return outputs[field]
+
+
+@serializable("detector")
+class CSI(ParamsMixin):
+    """CSI's score (Tack et al. 2020; eqs. 3-7 of the score-combining paper), negated:
+    higher = more OOD.
+
+    From a network's outputs on the shifted copies ``R_j(x)`` (CSI's network:
+    :func:`abstain.torch.train_csi` without labels), per shift ``j``: ``s_cos,j`` (eq. 3,
+    the largest cosine similarity of the projection ``g(R_j x)`` to the training
+    projections of the same shift), ``s_norm,j = ||g(R_j x)||`` (eq. 4) and ``s_shift,j
+    = w_j(R_j x)`` (eq. 5, the shift head's logit of the true shift). The score is
+    ``-sum_j [lambda_con_j s_cos,j s_norm,j + lambda_shift_j s_shift,j]`` (eq. 6) with the
+    balancing weights of eq. 7 computed on the training inputs in :meth:`fit`:
+    ``lambda_con_j = 1 / mean_i s_norm,j(x_i)`` and ``lambda_shift_j = 1 / mean_i
+    s_shift,j(x_i)``, as the original method does. :meth:`base_scores` returns the
+    ``3 T`` base scores (higher = more OOD) that glrt-CSI combines instead.
+
+    Parameters
+    ----------
+    shifts : sequence of int, default (0, 1, 2, 3)
+        The quarter turns of the network's shifts, in the order of its outputs.
+    block : int, default 1024
+        Rows per block of the cosine similarities (memory).
+
+    Attributes
+    ----------
+    bank_ : ndarray (T, n_train, p)
+        Unit-norm training projections.
+    lambda_con_, lambda_shift_ : ndarray (T,)
+        The weights of eq. 7.
+    n_shifts_, n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.detectors import CSI
+    >>> rng = np.random.default_rng(0)
+    >>> def outputs(n, shift=0.0):
+    ...     z = rng.normal(size=(4, n, 8)) + 3.0 + shift
+    ...     logits = np.stack([np.eye(4)[j] * 5 + rng.normal(size=(n, 4)) for j in range(4)])
+    ...     return {"projections": z, "logits": logits}
+    >>> csi = CSI().fit_outputs(outputs(200))
+    >>> inlier, outlier = csi.score_outputs(outputs(50)), csi.score_outputs(outputs(50, -6.0))
+    >>> bool(np.median(outlier) > np.median(inlier))
+    True
+    """
+
+    def __init__(self, *, shifts: Sequence[int] = (0, 1, 2, 3), block: int = 1024) -> None:
+        self.shifts = shifts
+        self.block = block
+
+    _parameter_constraints = {"block": [Interval(int, 1, None, closed="left")]}
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        _check_shifts(self.shifts)
+
+    def _raw(self, projections: ArrayLike, logits: ArrayLike
+             ) -> tuple[F64, F64, F64]:
+        """``(cos, norm, shift)``, each (n, T), in CSI's own direction (higher = inlier)."""
+        T = self.n_shifts_
+        Z = _as_stack(projections, "projections", last=self.n_features_in_, shifts=T)
+        L = _as_stack(logits, "logits", last=T, shifts=T)
+        if L.shape[1] != Z.shape[1]:
+            raise ValueError(f"logits must have the rows of projections ({Z.shape[1]}); got "
+                             f"{L.shape[1]}.")
+        norm = np.linalg.norm(Z, axis=2).T
+        unit = Z / np.maximum(norm.T[:, :, None], np.finfo(float).tiny)
+        cos = np.stack([_max_cosine(unit[j], self.bank_[j], int(self.block))
+                        for j in range(T)], axis=1)
+        shift = np.stack([L[j, :, j] for j in range(T)], axis=1)
+        return cos, norm, shift
+
+    def fit(self, projections: ArrayLike, logits: ArrayLike) -> CSI:
+        """Fit on the training inputs' projections (T, n, p) and shift logits (T, n, T)."""
+        self._validate_params()
+        T = len(_check_shifts(self.shifts))
+        Z = _as_stack(projections, "projections", shifts=T)
+        L = _as_stack(logits, "logits", last=T, shifts=T)
+        if L.shape[1] != Z.shape[1]:
+            raise ValueError(f"logits must have the rows of projections ({Z.shape[1]}); got "
+                             f"{L.shape[1]}.")
+        norm = np.linalg.norm(Z, axis=2)  # (T, n)
+        if np.any(norm == 0):
+            raise ValueError("projections must be non-zero (a cosine needs a direction); got "
+                             "a zero row.")
+        shift_mean = np.array([L[j, :, j].mean() for j in range(T)])
+        if np.any(shift_mean == 0):
+            raise ValueError("the training inputs' mean shift logit s_shift,j must be non-zero "
+                             "for eq. 7's weight 1 / mean; got 0.")
+        self.n_shifts_, self.n_features_in_ = T, int(Z.shape[2])
+        self.bank_ = Z / norm[:, :, None]
+        self.lambda_con_ = 1.0 / norm.mean(axis=1)
+        self.lambda_shift_ = 1.0 / shift_mean
+        return self
+
+    def fit_outputs(self, outputs: Any) -> CSI:
+        """:meth:`fit` on :func:`abstain.torch.csi_outputs` of the training inputs."""
+        return self.fit(_outputs_field(outputs, "projections"), _outputs_field(outputs, "logits"))
+
+    def score(self, projections: ArrayLike, logits: ArrayLike) -> F64:
+        """CSI's score of new inputs, shape (n,); higher = more OOD."""
+        self._check_fitted("bank_")
+        cos, norm, shift = self._raw(projections, logits)
+        return -(cos * norm @ self.lambda_con_ + shift @ self.lambda_shift_)
+
+    def score_outputs(self, outputs: Any) -> F64:
+        """:meth:`score` of :func:`abstain.torch.csi_outputs`."""
+        return self.score(_outputs_field(outputs, "projections"),
+                          _outputs_field(outputs, "logits"))
+
+    def base_scores(self, projections: ArrayLike, logits: ArrayLike) -> F64:
+        """The ``3 T`` base scores, higher = more OOD (each negated), columns ``cos_J``,
+        ``norm_J``, ``shift_J`` (``J`` the angle in degrees, as :attr:`names_`): what
+        glrt-CSI combines (:class:`abstain.combine.ScoreCombiner`)."""
+        self._check_fitted("bank_")
+        cos, norm, shift = self._raw(projections, logits)
+        return -np.hstack([cos, norm, shift])
+
+    @property
+    def names_(self) -> list[str]:
+        """The columns of :meth:`base_scores`."""
+        self._check_fitted("bank_")
+        return [f"{k}_{90 * (s % 4)}" for k in ("cos", "norm", "shift") for s in self.shifts]
+
+    _FIELDS: dict[str, Field] = {
+        "n_shifts_": Int(1, dim="T"),
+        "n_features_in_": Int(1, dim="p"),
+        "bank_": Array(("T", None, "p")),
+        "lambda_con_": Array(("T",)),
+        "lambda_shift_": Array(("T",)),
+    }
+
+    def _after_load(self) -> None:
+        if self.n_shifts_ != len(_check_shifts(self.shifts)):
+            raise ValueError(f"fitted.n_shifts_ must be {len(_check_shifts(self.shifts))}, the "
+                             f"length of params.shifts; got {self.n_shifts_}.")
+
+    def to_json(self) -> str:
+        """Serialise to plain JSON; load with :func:`abstain.load_json`."""
+        return dumps(self)
+
+
+@serializable("detector")
+class SupCSI(ParamsMixin):
+    """SupCSI's ensembled score (Tack et al. 2020; eq. 8 of the score-combining paper),
+    negated: ``-max_k softmax((1/T) sum_j l_{:,j}(R_j x))_k``, higher = more OOD.
+
+    ``l(R_j x)`` are the ``K T`` joint logits of the network (:func:`abstain.torch.train_csi`
+    with labels) on the input turned by shift ``j``, output ``k T + j`` for class ``k``;
+    ``l_{:,j}`` are the ``K`` class logits under the shift ``j`` that turned the input. The
+    per-shift scores of eq. 25 (``supcsi_J``) that glrt-SupCSI combines are a kind of
+    :class:`ShiftedBaseScores`.
+
+    Parameters
+    ----------
+    shifts : sequence of int, default (0, 1, 2, 3)
+
+    Attributes
+    ----------
+    n_shifts_, n_classes_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.detectors import SupCSI
+    >>> confident = np.zeros((4, 1, 8)); confident[np.arange(4), 0, 4 + np.arange(4)] = 9.0
+    >>> flat = np.zeros((4, 1, 8))
+    >>> det = SupCSI().fit(np.concatenate([confident, flat], axis=1))
+    >>> det.n_classes_, det.score(confident).round(4), det.score(flat).round(4)
+    (2, array([-0.9999]), array([-0.5]))
+    """
+
+    def __init__(self, *, shifts: Sequence[int] = (0, 1, 2, 3)) -> None:
+        self.shifts = shifts
+
+    _parameter_constraints = {}  # shifts: checked in _validate_params
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        _check_shifts(self.shifts)
+
+    def fit(self, logits: ArrayLike, y: ArrayLike | None = None) -> SupCSI:
+        """Check the joint logits (T, n, K T) of training inputs: nothing else to learn."""
+        self._validate_params()
+        T = len(_check_shifts(self.shifts))
+        L = _as_stack(logits, "logits", shifts=T)
+        if L.shape[2] % T:
+            raise ValueError(f"logits must have K * {T} columns (K classes times the shifts); "
+                             f"got {L.shape[2]}.")
+        self.n_shifts_, self.n_classes_ = T, L.shape[2] // T
+        return self
+
+    def fit_outputs(self, outputs: Any) -> SupCSI:
+        """:meth:`fit` on :func:`abstain.torch.csi_outputs` of the training inputs."""
+        return self.fit(_outputs_field(outputs, "logits"))
+
+    def score(self, logits: ArrayLike) -> F64:
+        """SupCSI's score of new inputs, shape (n,); higher = more OOD."""
+        self._check_fitted("n_classes_")
+        T = self.n_shifts_
+        L = _as_stack(logits, "logits", last=self.n_classes_ * T, shifts=T)
+        mean = np.mean([L[j][:, j::T] for j in range(T)], axis=0)  # (n, K)
+        return neg_max_softmax(np.ascontiguousarray(mean), 1.0)
+
+    def score_outputs(self, outputs: Any) -> F64:
+        """:meth:`score` of :func:`abstain.torch.csi_outputs`."""
+        return self.score(_outputs_field(outputs, "logits"))
+
+    #: at most 2**24 classes: a head of more outputs than that is no network's
+    _FIELDS: dict[str, Field] = {"n_shifts_": Int(1), "n_classes_": Int(1, 2**24)}
+
+    def _after_load(self) -> None:
+        if self.n_shifts_ != len(_check_shifts(self.shifts)):
+            raise ValueError(f"fitted.n_shifts_ must be {len(_check_shifts(self.shifts))}, the "
+                             f"length of params.shifts; got {self.n_shifts_}.")
+
+    def to_json(self) -> str:
+        """Serialise to plain JSON; load with :func:`abstain.load_json`."""
+        return dumps(self)
