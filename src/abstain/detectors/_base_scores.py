@@ -529,8 +529,29 @@ def _outputs_field(outputs: Any, field: str) -> Any:
     return outputs[field]
 
 
+class _ShiftedDetector(ParamsMixin):
+    """What CSI and SupCSI share: the ``shifts`` parameter, checked entry by entry, and a
+    loaded document's number of shifts checked against it."""
+
+    shifts: Sequence[int]
+    n_shifts_: int
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        _check_shifts(self.shifts)
+
+    def _after_load(self) -> None:
+        if self.n_shifts_ != len(_check_shifts(self.shifts)):
+            raise ValueError(f"fitted.n_shifts_ must be {len(_check_shifts(self.shifts))}, the "
+                             f"length of params.shifts; got {self.n_shifts_}.")
+
+    def to_json(self) -> str:
+        """Serialise to plain JSON; load with :func:`abstain.load_json`."""
+        return dumps(self)
+
+
 @serializable("detector")
-class CSI(ParamsMixin):
+class CSI(_ShiftedDetector):
     """CSI's score (Tack et al. 2020; eqs. 3-7 of the score-combining paper), negated:
     higher = more OOD.
 
@@ -580,10 +601,6 @@ class CSI(ParamsMixin):
         self.block = block
 
     _parameter_constraints = {"block": [Interval(int, 1, None, closed="left")]}
-
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        _check_shifts(self.shifts)
 
     def _raw(self, projections: ArrayLike, logits: ArrayLike
              ) -> tuple[F64, F64, F64]:
@@ -661,18 +678,10 @@ class CSI(ParamsMixin):
         "lambda_shift_": Array(("T",)),
     }
 
-    def _after_load(self) -> None:
-        if self.n_shifts_ != len(_check_shifts(self.shifts)):
-            raise ValueError(f"fitted.n_shifts_ must be {len(_check_shifts(self.shifts))}, the "
-                             f"length of params.shifts; got {self.n_shifts_}.")
-
-    def to_json(self) -> str:
-        """Serialise to plain JSON; load with :func:`abstain.load_json`."""
-        return dumps(self)
 
 
 @serializable("detector")
-class SupCSI(ParamsMixin):
+class SupCSI(_ShiftedDetector):
     """SupCSI's ensembled score (Tack et al. 2020; eq. 8 of the score-combining paper),
     negated: ``-max_k softmax((1/T) sum_j l_{:,j}(R_j x))_k``, higher = more OOD.
 
@@ -706,10 +715,6 @@ class SupCSI(ParamsMixin):
 
     _parameter_constraints = {}  # shifts: checked in _validate_params
 
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        _check_shifts(self.shifts)
-
     def fit(self, logits: ArrayLike, y: ArrayLike | None = None) -> SupCSI:
         """Check the joint logits (T, n, K T) of training inputs: nothing else to learn."""
         self._validate_params()
@@ -740,11 +745,3 @@ class SupCSI(ParamsMixin):
     #: at most 2**24 classes: a head of more outputs than that is no network's
     _FIELDS: dict[str, Field] = {"n_shifts_": Int(1), "n_classes_": Int(1, 2**24)}
 
-    def _after_load(self) -> None:
-        if self.n_shifts_ != len(_check_shifts(self.shifts)):
-            raise ValueError(f"fitted.n_shifts_ must be {len(_check_shifts(self.shifts))}, the "
-                             f"length of params.shifts; got {self.n_shifts_}.")
-
-    def to_json(self) -> str:
-        """Serialise to plain JSON; load with :func:`abstain.load_json`."""
-        return dumps(self)

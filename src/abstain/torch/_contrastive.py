@@ -26,7 +26,6 @@ head's logits.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -42,6 +41,7 @@ from torch.nn import functional as F
 from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive, plain
 from ._adapter import check_batch_size, load_state, read_state_config, save_state
+from ._training import seeded
 
 __all__ = ["CSINetwork", "contrastive_loss", "csi_outputs", "load_csi", "save_csi",
            "train_csi"]
@@ -126,12 +126,7 @@ class CSINetwork(nn.Module):
         self.n_classes = _positive_int("n_classes", n_classes)
         self.width = _positive_int("width", width)
         self.projection_dim = _positive_int("projection_dim", projection_dim)
-        rng: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        if random_state is not None:
-            rng = torch.random.fork_rng(devices=[])
-        with rng:
-            if random_state is not None:
-                torch.manual_seed(int(random_state))
+        with seeded(random_state):
             w = self.width
             self.stem = nn.Sequential(nn.Conv2d(1, w, 3, 1, 1, bias=False),
                                       nn.BatchNorm2d(w), nn.ReLU())

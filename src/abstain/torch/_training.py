@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -14,6 +14,18 @@ from torch.nn import functional as F
 from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive, plain
 from ._adapter import as_input, check_batch_size, check_finite, from_numpy
+
+
+@contextlib.contextmanager
+def seeded(random_state: int | None) -> Iterator[None]:
+    """Draw from torch's RNG seeded with ``random_state`` inside the block, on a forked RNG
+    so the global one is left as it was; None: the global RNG as it is."""
+    if random_state is None:
+        yield
+        return
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(random_state))
+        yield
 
 
 class SmallCNN(nn.Module):
@@ -74,12 +86,7 @@ class SmallCNN(nn.Module):
                 raise ValueError(f"{name} must be a positive integer; got {plain(value)}.")
         self.n_classes = int(n_classes)
         self.in_channels = int(in_channels)
-        rng: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        if random_state is not None:
-            rng = torch.random.fork_rng(devices=[])
-        with rng:
-            if random_state is not None:
-                torch.manual_seed(int(random_state))
+        with seeded(random_state):
             w, w2 = int(width), 2 * int(width)
             side = self.image_size // 4
             self.backbone = nn.Sequential(
