@@ -105,6 +105,10 @@ SKIPPED = {
                        "15 min",
     "combine_safe_raw.json": "needs the datasets (make data), the image sets (make data-ood) "
                              "and 15 min",
+    "csi_ood.md": "needs the image sets (make data-ood), PyTorch and two contrastive "
+                  "networks' training",
+    "csi_ood_raw.json": "needs the image sets (make data-ood), PyTorch and two contrastive "
+                        "networks' training",
 }
 SKIPPED_PREFIXES = {"paper1_": "a figure of paper1_scores.py: needs the datasets (make data)"}
 

@@ -1,0 +1,38 @@
+"""benchmarks/csi_ood.py: its ``--quick`` run end to end when PyTorch and FashionMNIST are
+installed (the full run trains two contrastive networks, so it is not part of the suite),
+and the page it renders from its results."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def bench(load_benchmark):
+    return load_benchmark("csi_ood")
+
+
+def test_quick_run_end_to_end(bench, tmp_path):
+    pytest.importorskip("torch", reason="needs the torch extra")
+    pytest.importorskip("sklearn", reason="supocsvm needs the sklearn extra")
+    from abstain.datasets import load_fashion_mnist
+    from abstain.exceptions import MissingDataSourceError
+
+    try:
+        load_fashion_mnist("test")
+        assert bench.main(["--quick", "--quiet", "--out", str(tmp_path)]) == 0
+    except MissingDataSourceError as exc:
+        pytest.skip(f"source absent (make data-ood installs it): {exc}")
+    md = (tmp_path / "csi_ood.md").read_text()
+    for row in ("| CSI |", "| glrt-CSI |", "| SupCSI |", "| glrt-SupCSI |", "| glrt-SupCSI+ |",
+                "| fisher |", "| alr |"):
+        assert row in md
+    assert md.count("the paper: ") == 2 and "Detection rate (%) at 5 % false alarms" in md
+    raw = json.loads((tmp_path / "csi_ood_raw.json").read_text())
+    assert raw["args"]["quick"] is True
+    for per_set in raw["results"].values():
+        for values in per_set.values():
+            assert 0.0 <= values["auroc"] <= 1.0 and 0.0 <= values["dr"] <= 100.0
+    assert bench.render(raw) == md
