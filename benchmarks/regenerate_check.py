@@ -102,9 +102,9 @@ SKIPPED = {
     "combine_ood_loco_raw.json": "needs the image sets (make data-ood), PyTorch and 70 min",
     "bench_spark.md": "timings; needs Java and pyspark (make test-spark)",
     "combine_safe.md": "needs the datasets (make data), the image sets (make data-ood) and "
-                       "15 min",
+                       "40 min",
     "combine_safe_raw.json": "needs the datasets (make data), the image sets (make data-ood) "
-                             "and 15 min",
+                             "and 40 min",
     "csi_ood.md": "needs the image sets (make data-ood), PyTorch and two contrastive "
                   "networks' training",
     "csi_ood_raw.json": "needs the image sets (make data-ood), PyTorch and two contrastive "
