@@ -1,6 +1,6 @@
 """benchmarks/combine_safe.py on a small synthetic case: every method's row, the verdicts
 against the proxy's single score, the tuning table, and the page rendered from them (the
-full run takes about 15 minutes, so it is not part of the suite)."""
+full run takes about 40 minutes, so it is not part of the suite)."""
 
 from __future__ import annotations
 
