@@ -208,25 +208,21 @@ class Rows:
 
 
 class Resampled:
-    """One bootstrap resample of :class:`Rows`, for the metrics of its single score columns
-    and of its pairs searched on a grid: each column's score table weighted by how often
-    each row is drawn (:class:`~abstain.tables.TableResampler`, the rows grouped once), and
-    each pair's grid directions in the orders sorted once (``PairResampler``), so a
-    resample costs passes over the rows instead of sorts. The metrics are those of the
-    resampled rows (bit for bit with 0/1 and whole-number losses). A pair searched exactly
-    is not here (its resample is the drawn rows).
+    """One bootstrap resample of the pairs of :class:`Rows` searched on a grid: each pair's
+    grid directions in the orders sorted once (``PairResampler``), weighted by how often
+    each row is drawn, so a resample costs passes over the rows instead of sorts. The
+    metrics are those of the resampled rows (bit for bit with 0/1 and whole-number
+    losses). The single score columns are resampled in blocks
+    (:func:`abstain.metrics.metric_replicates` on :meth:`resamplers`); a pair searched
+    exactly is not here (its resample is the drawn rows).
     """
 
-    chunked = True
-
-    def __init__(self, resamplers: dict[str, Any], counts: NDArray[np.int64],
-                 has_ood: bool, pairs: dict[str, Any] | None = None) -> None:
-        self._resamplers = resamplers
-        self._pair_resamplers = pairs or {}
+    def __init__(self, counts: NDArray[np.int64], has_ood: bool,
+                 pairs: dict[str, Any]) -> None:
+        self._pair_resamplers = pairs
         self._counts = counts
         self.has_ood = has_ood
-        self.names = list(resamplers)
-        self.pairs = dict.fromkeys(self._pair_resamplers)
+        self.pairs = dict.fromkeys(pairs)
 
     @staticmethod
     def pair_resamplers(rows: Rows, *, tpr: float, fpr: float, search: str,
@@ -255,17 +251,10 @@ class Resampled:
         return TableResampler.of_columns({name: d.scores[name] for name in rows.names},
                                          losses, ood)
 
-    def selective_args(self, name: str) -> tuple[Any, ...]:
-        return (self._resamplers[name].table(self._counts, marked=False),)
-
     def ood_metrics(self, name: str, *, tpr: float, fpr: float,
                     search: str) -> tuple[dict[str, float], str | None]:
-        if name in self._pair_resamplers:
-            r = self._pair_resamplers[name]
-            return r.row(self._counts), r.how
-        table = m.evaluate_ood_tables({"s": self._resamplers[name].table(self._counts)},
-                                      tpr=tpr, fpr=fpr, search=search)
-        return table.row("s"), table.search[0]
+        r = self._pair_resamplers[name]
+        return r.row(self._counts), r.how
 
 
 class Tables:

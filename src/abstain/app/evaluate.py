@@ -296,7 +296,7 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
             else:  # a pair: on its grid's kept orders, or on the drawn rows
                 for r, idx in enumerate(block):
                     got, _ = _one_score(
-                        Resampled({}, counts[r], src.has_ood, grids) if name in grids  # type: ignore[arg-type]
+                        Resampled(counts[r], src.has_ood, grids) if name in grids  # type: ignore[arg-type]
                         else src.take(idx), name, **options)
                     out[r, col : col + width] = [got[key] for key in point[name]]
             col += width
@@ -436,7 +436,7 @@ def evaluate(
         assert isinstance(src, Rows)
         (t,), (f,) = settings["tpr"], settings["fpr"]
         grids = Resampled.pair_resamplers(src, tpr=t, fpr=f, search=search, bounded=bounded)
-        whole = Resampled({}, np.ones(src.data.losses.size, dtype=np.int64), src.has_ood,
+        whole = Resampled(np.ones(src.data.losses.size, dtype=np.int64), src.has_ood,
                           grids)
     for i, name in enumerate([*src.names, *pairs]):
         out[name], how = _one_score(whole if name in grids else src, name,  # type: ignore[arg-type]
