@@ -105,6 +105,12 @@ def test_bad_input_is_refused() -> None:
         r.totals(np.ones(2, int))
     with pytest.raises(ValueError, match=r"counts must be whole numbers of shape \(m, 2\)"):
         r.totals(np.ones((1, 2)))
+    marked = TableResampler([0.1, 0.2, 0.3], [0.0, 1.0, np.nan], [False, False, True])
+    with pytest.raises(ValueError, match=r"every resample must draw both ID and OOD rows for "
+                       r"these metrics; resample 1 \(row 1 of counts\) does not"):
+        metric_replicates(marked, np.array([[1, 1, 1], [2, 1, 0]]), [(METRICS["auroc"], {})])
+    with pytest.raises(ValueError, match="every resample must draw an ID row"):
+        metric_replicates(marked, np.array([[0, 0, 3]]), [(METRICS["aurc"], {})])
     with pytest.raises(ValueError, match=r"rows must be a 2-D array of row indices in \[0, 3\)"):
         resample_counts(np.array([[0, 3]]), 3)
     with pytest.raises(ValueError, match="rows must be a 2-D array"):

@@ -265,6 +265,13 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
         raise ValueError("the OOD metrics take a TableResampler built with is_ood; this one "
                          "has no OOD marks.")
     totals = resampler.totals(c)
+    n_id, n_ood = totals.id_rows.sum(axis=1), totals.ood_rows.sum(axis=1)
+    ood_metric = any(spec.kind == "ood" for spec, _ in metrics)
+    empty = np.flatnonzero((n_id == 0) | ((n_ood == 0) & ood_metric))
+    if empty.size:
+        what = "both ID and OOD rows" if ood_metric else "an ID row"
+        raise ValueError(f"every resample must draw {what} for these metrics; resample "
+                         f"{int(empty[0])} (row {int(empty[0])} of counts) does not.")
     if any(spec.function is oscr for spec, _ in metrics) and np.any(
             (totals.loss_values > 1.0) & (totals.loss_counts > 0).any(axis=0)):
         raise ValueError("losses must be in [0, 1] on ID rows for the correct classification "
