@@ -24,7 +24,7 @@ The paper's claim checked from the numbers: glrt-CSI beats CSI and glrt-SupCSI b
 on average. Leave-one-class-out (the paper's Tables 10-11) needs two networks per held-out
 class (twenty trainings); it is not run by this script.
 
-Run: ``python benchmarks/csi_ood.py [--train-rows 2000] [--epochs 6] [--width 8]``; writes
+Run: ``python benchmarks/csi_ood.py [--train-rows 4000] [--epochs 8] [--width 16]``; writes
 ``benchmarks/results/csi_ood.md`` and ``csi_ood_raw.json``. ``--quick`` checks the pipeline
 on a tiny subset (its numbers mean nothing; write it elsewhere with ``--out``). With a GPU,
 ``--device cuda --train-rows 60000 --epochs 100 --width 16`` is the full size.
@@ -190,13 +190,13 @@ def render(raw: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--train-rows", type=int, default=2000)
+    ap.add_argument("--train-rows", type=int, default=4000)
     ap.add_argument("--holdout-rows", type=int, default=2000)
     ap.add_argument("--test-rows", type=int, default=2000)
     ap.add_argument("--ood-rows", type=int, default=2000)
-    ap.add_argument("--epochs", type=int, default=6)
+    ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--width", type=int, default=8)
+    ap.add_argument("--width", type=int, default=16)
     ap.add_argument("--svm-max-samples", type=int, default=300)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)
