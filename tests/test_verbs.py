@@ -140,7 +140,8 @@ def test_selective_classifier_verbs():
 
 # --------------------------------------------------------------------------- argument order
 TRUTH = {"losses", "is_ood", "y", "labels", "true_class_proba"}
-SCORES = {"uncertainty", "scores", "X", "outputs", "features", "S_train", "cal_stat"}
+SCORES = {"uncertainty", "scores", "X", "outputs", "features", "S_train", "cal_stat",
+          "projections", "logits"}  # a network's outputs per shift (CSI, SupCSI)
 FIT_MODULES = [
     "abstain.models._selective", "abstain.models._ood", "abstain.models._double_score",
     "abstain.models._classifier", "abstain.scores._learned", "abstain.detectors._logits",
