@@ -70,6 +70,7 @@ class _Block:
     def __init__(self, totals: ResampleTotals) -> None:
         self.t = totals
         self.n_id = totals.id_rows.sum(axis=1)
+        self.n_ood = totals.ood_rows.sum(axis=1)
         self._areas: tuple[F64, F64] | None = None
         self._runs: dict[str, F64] = {}
 
@@ -116,7 +117,7 @@ def _auroc(b: _Block) -> F64:
     run = b.run("id_rows")
     twice = run[:, :-1] + run[:, 1:]
     twice *= b.t.ood_rows
-    return twice.sum(axis=1) / 2.0 / (b.n_id * b.t.ood_rows.sum(axis=1))
+    return twice.sum(axis=1) / 2.0 / (b.n_id * b.n_ood)
 
 
 def _average_precision(pos: F64, neg: F64) -> F64:
@@ -155,7 +156,7 @@ def _fpr_at_tpr(b: _Block, tpr: float) -> F64:
 
 def _oscr(b: _Block) -> F64:
     t = b.t
-    x = b.run("ood_rows") / t.ood_rows.sum(axis=1, keepdims=True)
+    x = b.run("ood_rows") / b.n_ood[:, None]
     y = _running(t.id_rows - t.loss_sums) / b.n_id[:, None]
     return (np.diff(x, axis=1) * (y[:, 1:] + y[:, :-1]) / 2).sum(axis=1)
 
@@ -166,7 +167,7 @@ def _risk_at_tpr_fpr(b: _Block, tpr: float, fpr: float) -> F64:
     totals, so one constraint serves all); NaN where infeasible."""
     t = b.t
     m, g = t.id_rows.shape
-    n_id, n_ood = b.n_id, t.ood_rows.sum(axis=1)
+    n_id, n_ood = b.n_id, b.n_ood
     out = np.full(m, np.nan)
     if not (np.all(n_id == n_id[0]) and np.all(n_ood == n_ood[0])):
         for r in range(m):
@@ -265,9 +266,9 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
         raise ValueError("the OOD metrics take a TableResampler built with is_ood; this one "
                          "has no OOD marks.")
     totals = resampler.totals(c)
-    n_id, n_ood = totals.id_rows.sum(axis=1), totals.ood_rows.sum(axis=1)
+    block = _Block(totals)
     ood_metric = any(spec.kind == "ood" for spec, _ in metrics)
-    empty = np.flatnonzero((n_id == 0) | ((n_ood == 0) & ood_metric))
+    empty = np.flatnonzero((block.n_id == 0) | ((block.n_ood == 0) & ood_metric))
     if empty.size:
         what = "both ID and OOD rows" if ood_metric else "an ID row"
         raise ValueError(f"every resample must draw {what} for these metrics; resample "
@@ -277,7 +278,6 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
         raise ValueError("losses must be in [0, 1] on ID rows for the correct classification "
                          "rate; got a larger value.")
     out = np.empty((c.shape[0], len(metrics)))
-    block = _Block(totals)
     for j, (spec, options) in enumerate(metrics):
         fast = BATCHED.get(spec.function)
         if fast is not None:
