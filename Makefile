@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast test-spark lint docs report-check bench bench-check bench-detectors-peers bench-metrics-peers bench-paper1 bench-ood bench-combine bench-combine-safe bench-csi bench-guarantees data data-ood clean
+.PHONY: demo test test-fast test-spark lint docs report-check bench bench-check bench-detectors-peers bench-metrics-peers bench-paper1 bench-ood bench-combine bench-combine-safe bench-csi bench-csi-loco bench-guarantees data data-ood clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -200,6 +200,10 @@ bench-combine-safe: data data-ood
 bench-csi: data-ood
 	$(BIN)/python -m pip install --quiet -e '.[dev,images,torch]'
 	$(BIN)/python benchmarks/csi_ood.py
+
+bench-csi-loco: data-ood
+	$(BIN)/python -m pip install --quiet -e '.[dev,images,torch]'
+	$(BIN)/python benchmarks/csi_ood.py --mode loco
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -36,3 +36,27 @@ def test_quick_run_end_to_end(bench, tmp_path):
         for values in per_set.values():
             assert 0.0 <= values["auroc"] <= 1.0 and 0.0 <= values["dr"] <= 100.0
     assert bench.render(raw) == md
+
+
+def test_quick_leave_one_class_out_goes_on_from_finished_classes(bench, tmp_path):
+    pytest.importorskip("torch", reason="needs the torch extra")
+    pytest.importorskip("sklearn", reason="supocsvm needs the sklearn extra")
+    from abstain.datasets import load_fashion_mnist
+    from abstain.exceptions import MissingDataSourceError
+
+    argv = ["--mode", "loco", "--quick", "--quiet", "--out", str(tmp_path)]
+    try:
+        load_fashion_mnist("test")
+        assert bench.main([*argv, "--classes", "1"]) == 0
+    except MissingDataSourceError as exc:
+        pytest.skip(f"source absent (make data-ood installs it): {exc}")
+    first = json.loads((tmp_path / "csi_ood_loco_raw.json").read_text())
+    assert list(first["results"]) == ["class 1"]
+    assert bench.main([*argv, "--classes", "0", "1"]) == 0
+    raw = json.loads((tmp_path / "csi_ood_loco_raw.json").read_text())
+    assert list(raw["results"]) == ["class 0", "class 1"]  # in class order
+    assert raw["per_class"]["class 1"] == first["per_class"]["class 1"]  # not run again
+    md = (tmp_path / "csi_ood_loco.md").read_text()
+    assert "| method | T-shirt | Trouser | avg |" in md and "at 25% false alarms" in md
+    assert "Held-out classes finished: 2 of 10." in md and "| s_supCSI,1 |" in md
+    assert bench.render(raw) == md

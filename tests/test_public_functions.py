@@ -312,8 +312,9 @@ NOT_ARRAY_FUNCTIONS = {
     "RuleSpec", "RuleTarget", "register_rule",
     # the registry of metrics, and evaluate_ood on tables: tests/metrics/test_metric_registry.py
     "MetricSpec", "register_metric", "evaluate_ood_tables",
-    # checks of a scalar option (tests/metrics/test_bootstrap.py, the doctests)
-    "check_bootstrap", "check_pair_search",
+    # checks of a scalar option (tests/metrics/test_bootstrap.py, the doctests), and what a
+    # pair's search resolves to (tests/app/test_report.py, the doctest)
+    "check_bootstrap", "check_pair_search", "resolve_search",
     # many resamples of a TableResampler at once, its totals and the counts of a block of
     # resamples (row indices): tests/metrics/test_metric_replicates.py
     "metric_replicates", "ResampleTotals", "resample_counts",

@@ -160,8 +160,8 @@ def _metric_functions():
     # evaluate_ood_tables takes tables that hold the truth: not metrics of scores
     helpers = {"bootstrap_indices", "bootstrap_interval", "neg_aurc_scorer",
                "neg_selective_risk_scorer", "coverage_at_risk_scorer", "check_bootstrap",
-               "check_pair_search", "register_metric", "evaluate_ood_tables",
-               "metric_replicates", "resample_counts"}
+               "check_pair_search", "resolve_search", "register_metric",
+               "evaluate_ood_tables", "metric_replicates", "resample_counts"}
     return [getattr(metrics, n) for n in metrics.__all__
             if inspect.isfunction(getattr(metrics, n)) and n not in helpers]
 

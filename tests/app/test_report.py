@@ -405,3 +405,30 @@ def test_figures_drawn_on_workers_are_the_same_bytes(tmp_path):
         assert (tmp_path / "None" / name).read_bytes() == (tmp_path / "2" / name).read_bytes()
     with pytest.raises(ValueError, match="n_jobs must be None, -1"):
         html_report(data, ev, n_jobs=0)
+
+
+def test_a_bootstrapped_pair_is_drawn_as_the_table_computed_it():
+    """With a bootstrap, "auto" puts a pair on the grid of its standardised columns at any
+    size (the statistic every resample repeats): the figures draw that curve, so the AUROC
+    in the legend is the table's, and a rule fitted on the raw columns is marked at its
+    operating point on the rows."""
+    from abstain.models import BoundedTPRFPR
+    from abstain.plot import OODRocDisplay
+
+    table, ood = _pair_rows(5)
+    table["g"] = table["g"] * 1000.0  # units that move the unscaled grid
+    data = prepare(table, scores=["u"], ood_score="g")
+    S = np.column_stack([table["u"], table["g"]])
+    rule = BoundedTPRFPR(tpr=0.8, fpr=0.5).fit(S, ood, table["loss"])
+    for n_bootstrap in (0, 20):
+        ev = evaluate(data, n_bootstrap=n_bootstrap, random_state=0)
+        figs = report_figures(data, rule=rule, rule_columns=["u", "g"],
+                              resampled=bool(ev.intervals))
+        label = next(ln.get_label() for ln in figs["roc"].axes[0].lines
+                     if ln.get_label().startswith("u+g ("))
+        assert label == f"u+g (AUROC = {ev.metrics['u+g']['auroc']:.4f})"
+        expected = OODRocDisplay.from_predictions(ood, S, name="u+g", rule=rule)
+        point = next(ln for ln in figs["roc"].axes[0].lines
+                     if ln.get_label().startswith("rule: "))
+        np.testing.assert_array_equal(point.get_xydata(), [expected.point])
+    assert ev.metrics["u+g"]["auroc"] != m.auroc(ood, S, search="exact")  # they differ here

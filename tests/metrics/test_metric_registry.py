@@ -35,6 +35,7 @@ NOT_METRICS = {
     "metric_replicates": "bootstrap machinery: the registry's metrics on many resamples",
     "resample_counts": "bootstrap machinery",
     "check_pair_search": "the check of the search option of a pair's metrics",
+    "resolve_search": "how the search option of a pair's metrics computes them, on what",
     "evaluate_ood": "the table of the registry's OOD metrics",
     "evaluate_ood_tables": "the table of the registry's OOD metrics",
     "register_metric": "the registry itself",

@@ -451,6 +451,16 @@ def resolve_search(scores: Any, search: str = "auto", *,
     grid of the columns divided by the rows' deviations, and the resamples keep the rows'
     directions and their orders (:meth:`Sample.resampled`), where the exact search would
     run again on every resample.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.metrics import resolve_search
+    >>> s = np.array([[0.1, 10.0], [0.4, 30.0], [0.3, 20.0], [0.9, 40.0]])
+    >>> resolve_search(s).how, resolve_search(s, resampled=True).how
+    ('exact', 'scaled grid')
+    >>> resolve_search(s, resampled=True).columns.std(axis=0)
+    array([1., 1.])
     """
     how, columns = _resolve(scores, check_pair_search(search), resampled)
     keyword = None if how is None else "exact" if how == "exact" else "grid"

@@ -160,7 +160,8 @@ def _rule_target(rule: Any, columns: list[str] | None, src: Rows | Tables) -> st
 
 def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = None,
                    rule_columns: list[str] | None = None,
-                   progress: Progress | None = None, search: str = "auto") -> dict[str, Any]:
+                   progress: Progress | None = None, search: str = "auto",
+                   resampled: bool = False) -> dict[str, Any]:
     """The report's figures, by name (matplotlib ``Figure`` objects, no pyplot state).
 
     Names: ``risk_coverage`` and ``generalized_risk_coverage``; with an OOD column
@@ -169,8 +170,10 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
     also draw each double-score pair of :attr:`~abstain.app.tables.TableData.pairs`
     (dashed): the best direction at each point, searched as ``search`` says (as in
     :func:`abstain.metrics.evaluate_ood`, so that the areas in the legends are those of
-    the table). A fitted ``rule`` on the score ``rule_columns`` is marked at its operating
-    point on these rows.
+    the table; ``resampled``: the table's values were bootstrapped, so ``"auto"`` means the
+    grid of the standardised columns at every size, as :func:`~abstain.app.evaluate.evaluate`
+    computes them then). A fitted ``rule`` on the score ``rule_columns`` is marked at its
+    operating point on these rows.
 
     ``data`` may also be the :class:`~abstain.app.chunks.Summary` of a source read in
     chunks: every figure is then drawn from its score tables, exactly as from the rows
@@ -178,7 +181,7 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
     losses other than 0/1), with no double-score pair.
     """
     makers = _figure_makers(data, fpr=fpr, rule=rule, rule_columns=rule_columns,
-                            search=search)
+                            search=search, resampled=resampled)
     figs: dict[str, Any] = {}
     for name, make in makers.items():
         figs[name] = make()
@@ -187,8 +190,20 @@ def report_figures(data: TableData | Summary, *, fpr: float = 0.05, rule: Any = 
     return figs
 
 
+class _AcceptedOn:
+    """A rule's acceptance of the rows' own columns, whatever columns a curve is computed
+    on (a pair's standardised columns): what marks its operating point there."""
+
+    def __init__(self, rule: Any, columns: Any) -> None:
+        self._c = np.asarray(rule.accept_proba(columns), dtype=np.float64)
+
+    def accept_proba(self, scores: Any) -> Any:
+        return self._c
+
+
 def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
-                   rule_columns: list[str] | None, search: str) -> dict[str, Any]:
+                   rule_columns: list[str] | None, search: str,
+                   resampled: bool = False) -> dict[str, Any]:
     """What draws each figure of :func:`report_figures`, by name: a function of no
     argument that returns the ``Figure`` (so that figures can be drawn apart)."""
     src = as_data(data)
@@ -197,10 +212,21 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
     spec = REJECT_RULES.get(type(rule).__name__) if rule is not None else None
     ood_rule = spec is not None and spec.ood  # a rule fitted with the OOD column
 
-    def styled() -> list[tuple[str, Any, dict[str, Any]]]:
-        """(label, what to draw, line style) of each curve of an OOD figure."""
-        return [(name, source, {**_style(i, pair=pair), **({"search": search} if pair else {})})
-                for i, (name, source, pair) in enumerate(src.ood_sources())]
+    def styled() -> list[tuple[str, Any, Any, dict[str, Any]]]:
+        """(label, what to draw, the rule marked on it or None, line style) of each curve
+        of an OOD figure: a pair's columns as the table's search computed them."""
+        out = []
+        for i, (name, source, pair) in enumerate(src.ood_sources()):
+            marked = rule if (name == target and ood_rule) else None
+            style = _style(i, pair=pair)
+            if pair:
+                _, columns, style["search"] = m.resolve_search(source, search,
+                                                               resampled=resampled)
+                if marked is not None and columns is not source:
+                    marked = _AcceptedOn(marked, source)
+                source = columns
+            out.append((name, source, marked, style))
+        return out
 
     def selective(display: Any, title: str) -> Any:
         fig, (ax,) = _figure()
@@ -215,9 +241,8 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
     def ood_curve(display: Any, title: str) -> Any:
         fig, (ax,) = _figure()
         items = styled()
-        for i, (name, source, style) in enumerate(items):
+        for i, (name, source, marked, style) in enumerate(items):
             refs = ("random", "oracle") if i == len(items) - 1 else ()
-            marked = rule if (name == target and ood_rule) else None
             src.ood_curve(display, source, name=name, rule=marked, ax=ax,
                           references=refs, **style)
         ax.set_title(title)
@@ -227,10 +252,10 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
         fig, (ax,) = _figure()
         items = styled()
         reachable = False
-        for i, (name, source, style) in enumerate(items):
+        for i, (name, source, marked, style) in enumerate(items):
             # the rule is on this curve only if it keeps FPR <= fpr on these rows
-            marked = rule if (name == target and ood_rule
-                              and src.ood_accepted(rule, source) <= fpr) else None
+            if marked is not None and src.ood_accepted(marked, source) > fpr:
+                marked = None
             d = src.at_fpr(RiskAtFPRDisplay, source, fpr, name=name, rule=marked, ax=ax,
                            references=("random",) if i == len(items) - 1 else (), **style)
             reachable = reachable or d.reachable
@@ -591,7 +616,7 @@ def _render(data: TableData | Summary, evaluation: Evaluation, *, fpr: float = 0
     """The page and its PNGs by file name (:func:`png_names`), the figures drawn on
     ``n_jobs`` worker processes."""
     makers = _figure_makers(data, fpr=fpr, rule=rule, rule_columns=rule_columns,
-                            search=search)
+                            search=search, resampled=bool(evaluation.intervals))
     names = list(makers)
     drawn = ordered_map(lambda name: _png(makers[name]()), names, check_jobs(n_jobs),
                         done=None if progress is None else lambda k: progress(k, len(names)))

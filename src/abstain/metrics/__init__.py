@@ -46,6 +46,7 @@ from ._ood_table import (
     check_pair_search,
     evaluate_ood,
     evaluate_ood_tables,
+    resolve_search,
 )
 from ._registry import METRICS, MetricSpec, register_metric
 from ._replicates import metric_replicates, resample_counts
@@ -100,6 +101,7 @@ __all__ = [
     "evaluate_ood",
     "evaluate_ood_tables",
     "check_pair_search",
+    "resolve_search",
     "BootstrapInterval",
     "bootstrap_indices",
     "bootstrap_interval",
