@@ -233,7 +233,8 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
         for i, name in enumerate(names):
             refs = ("random", "oracle") if i == len(names) - 1 else ()
             marked = rule if (name == target and not ood_rule) else None
-            src.selective(display, name, rule=marked, ax=ax, references=refs, **_style(i))
+            src.selective(display, name, rule=marked, ax=ax, references=refs,
+                          legend=i == len(names) - 1, **_style(i))
         ax.set_title(title)
         _zoom_high_coverage(ax)
         return fig
@@ -244,7 +245,7 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
         for i, (name, source, marked, style) in enumerate(items):
             refs = ("random", "oracle") if i == len(items) - 1 else ()
             src.ood_curve(display, source, name=name, rule=marked, ax=ax,
-                          references=refs, **style)
+                          references=refs, legend=i == len(items) - 1, **style)
         ax.set_title(title)
         return fig
 
@@ -256,8 +257,9 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
             # the rule is on this curve only if it keeps FPR <= fpr on these rows
             if marked is not None and src.ood_accepted(marked, source) > fpr:
                 marked = None
+            last = i == len(items) - 1
             d = src.at_fpr(RiskAtFPRDisplay, source, fpr, name=name, rule=marked, ax=ax,
-                           references=("random",) if i == len(items) - 1 else (), **style)
+                           references=("random",) if last else (), legend=last, **style)
             reachable = reachable or d.reachable
         ax.set_title(f"least selective risk at FPR <= {fpr:g}")
         if not reachable:

@@ -101,7 +101,7 @@ class _Display:
         ax.set_xlim(0.0, 1.0)
 
     def plot(self, ax: Any = None, *, name: str | None = None,
-             references: Sequence[str] = (), **line: Any) -> Any:
+             references: Sequence[str] = (), legend: bool = True, **line: Any) -> Any:
         """Draw the curve on ``ax`` (a new figure when None); return the display.
 
         Parameters
@@ -112,6 +112,9 @@ class _Display:
             it in the legend.
         references : sequence of {"random", "oracle"}
             Reference curves to draw beside it (computed by ``from_predictions``).
+        legend : bool, default True
+            Draw the axes' legend of every labelled line so far; False leaves it as it
+            is (several curves on one axes need it once, after the last).
         **line
             Matplotlib line properties of the curve (``ls``, ``marker``, ``color``).
         """
@@ -143,7 +146,8 @@ class _Display:
         ax.set_xlabel(self._x_label)
         ax.set_ylabel(self._y_label)
         self._limits(ax)
-        ax.legend(fontsize=8)
+        if legend:
+            ax.legend(fontsize=8)
         self.ax_ = ax
         self.figure_ = ax.figure
         return self
