@@ -336,12 +336,12 @@ class GridOrders(NamedTuple):
         """The orders of the rows marked in ``rows`` alone (a resample's drawn rows): every
         direction keeps the same rows, so the result stays rectangular. Two drawn rows are
         in one tie group iff no group starts between them here."""
-        keep = rows[self.order]
+        at = np.flatnonzero(rows[self.order])  # one scan; then two ordered lookups
         k = int(np.count_nonzero(rows))
-        order = self.order[keep].reshape(-1, k)
+        order = self.order.reshape(-1)[at].reshape(-1, k)
         group = self.group if self.group is not None else self.grouped().group
         assert group is not None
-        g = group[keep].reshape(-1, k)
+        g = group.reshape(-1)[at].reshape(-1, k)
         return GridOrders(order, self.proj, g[:, 1:] != g[:, :-1])
 
 
