@@ -20,7 +20,9 @@ Three sections, each against a baseline measured in the same run (interleaved ca
    with a bootstrap: the scaled grid, each direction sorted once) against the same scaled
    grid on the drawn rows (baseline, ratio 1.00) and the exact search on the drawn rows
    (the path of ``--search exact``); and the report with three pairs (``--ood-score``) at
-   ``B = 0`` and ``B``, with ``--jobs 1`` and every core.
+   ``B = 0`` and ``B``, with ``--jobs 1`` and every core, beside the report of the same four
+   columns without pairs: the difference is what the pairs add (their resamples and their
+   curves), added to the first report for the cost of ``--scores`` columns and 3 pairs.
 
 Run: ``python benchmarks/bench_bootstrap.py [--rows 2000] [--scores 30] [--bootstrap 200]``.
 Writes benchmarks/results/bench_bootstrap.md.
@@ -195,26 +197,34 @@ def main() -> None:
             path = Path(tmp) / "pairs.csv"
             np.savetxt(path, np.column_stack([losses, ood, *three.values()]), delimiter=",",
                        header=",".join(["loss", "is_ood", *three]), comments="", fmt="%.6g")
+            out = ["--quiet", "-o", str(Path(tmp) / "r.html")]
             argv = ["report", str(path), "--is-ood", "is_ood", "--ood-score", "g",
-                    *(a for j in range(3) for a in ("--score", f"s{j}")), "--quiet", "-o",
-                    str(Path(tmp) / "r.html")]
-            took = {}
+                    *(a for j in range(3) for a in ("--score", f"s{j}")), *out]
+            # the same four columns without pairs: what the pairs add is the difference
+            alone = ["report", str(path), "--is-ood", "is_ood",
+                     *(a for c in three for a in ("--score", c)), *out]
+            took, single = {}, {}
             for boot in (0, b):
                 for j in jobs:
-                    start = time.perf_counter()
-                    assert cli.main([*argv, "--bootstrap", str(boot), "--jobs", str(j)]) == 0
-                    took[boot, j] = time.perf_counter() - start
-                    row = (f"| abstain report --bootstrap {boot} --jobs {j}, {args.rows} rows, "
-                           f"4 one-column scores and 3 pairs (--ood-score) | | "
-                           f"{took[boot, j]:.1f} | | |")
-                    print(row)
-                    lines.append(row)
+                    for what, cmd, into in (("4 one-column scores and 3 pairs (--ood-score)",
+                                             argv, took),
+                                            ("the same 4 one-column scores, no pair", alone,
+                                             single)):
+                        start = time.perf_counter()
+                        assert cli.main([*cmd, "--bootstrap", str(boot), "--jobs", str(j)]) == 0
+                        into[boot, j] = time.perf_counter() - start
+                        row = (f"| abstain report --bootstrap {boot} --jobs {j}, {args.rows} "
+                               f"rows, {what} | | {into[boot, j]:.1f} | | |")
+                        print(row)
+                        lines.append(row)
         lines.append("")
         for j in jobs:
-            total = report[b, j] + took[b, j] - took[0, j]
-            lines.append(f"30 one-column scores and 3 pairs at B = {b}, --jobs {j}, from the "
-                         f"reports above: {report[b, j]:.1f} s + {took[b, j] - took[0, j]:.1f} "
-                         f"s (the pairs' report less its fixed cost) = about {total:.0f} s.")
+            extra = took[b, j] - single[b, j]
+            total = report[b, j] + extra
+            lines.append(f"{args.scores} one-column scores and 3 pairs at B = {b}, --jobs {j}, "
+                         f"from the reports above: {report[b, j]:.1f} s + {extra:.1f} s (what "
+                         f"the 3 pairs add to the report of their 4 columns, figures included) "
+                         f"= about {total:.1f} s.")
         lines.append(f"A pair's resample with `--search exact` costs {per['exact']:.2f} s (the "
                      f"exact search runs on the drawn rows): {3 * b * per['exact']:.0f} s for "
                      f"three pairs at B = {b} on one core. This machine has {cores} usable "
