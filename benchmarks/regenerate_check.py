@@ -109,6 +109,10 @@ SKIPPED = {
                   "networks' training",
     "csi_ood_raw.json": "needs the image sets (make data-ood), PyTorch and two contrastive "
                         "networks' training",
+    "csi_ood_loco.md": "needs the image sets (make data-ood), PyTorch and twenty contrastive "
+                       "networks' training",
+    "csi_ood_loco_raw.json": "needs the image sets (make data-ood), PyTorch and twenty "
+                             "contrastive networks' training",
 }
 SKIPPED_PREFIXES = {"paper1_": "a figure of paper1_scores.py: needs the datasets (make data)"}
 
