@@ -54,6 +54,9 @@ from abstain.combine import STATISTICS, ScoreCombiner, csi_statistic
 from abstain.datasets import data_home, load_ood_benchmark
 from abstain.detectors import ShiftedBaseScores, rotation_training_set, rotations
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _models import cached_training  # noqa: E402
+
 OUT = Path(__file__).parent / "results"
 SHIFTS = (0, 1, 2, 3)
 T = len(SHIFTS)
@@ -113,19 +116,14 @@ def trained_model(X, y, n_classes, args, tag, mean, std):
                      random_state=args.seed)
     path = (data_home() / "models" / f"joint-rot-{tag}-n{len(X)}-w{args.width}"
             f"-f{args.feature_dim}-e{args.epochs}-s{args.seed}.npz")
-    if path.exists() and not args.quick:
-        log(f"  model: cached {path}", args.quiet)
-        return load_state(model, path), 0.0
-    Xr, yr = rotation_training_set(X, y, SHIFTS)
-    t0 = time.perf_counter()
-    train_classifier(model, images_to_tensor(Xr, mean, std), yr, epochs=args.epochs,
-                     random_state=args.seed, progress=not args.quiet)
-    seconds = time.perf_counter() - t0
-    if not args.quick:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_state(model, path)
-    log(f"  model: trained in {seconds:.0f} s", args.quiet)
-    return model, seconds
+
+    def train():
+        Xr, yr = rotation_training_set(X, y, SHIFTS)
+        return train_classifier(model, images_to_tensor(Xr, mean, std), yr, epochs=args.epochs,
+                                random_state=args.seed, progress=not args.quiet)
+
+    return cached_training(path, lambda p: load_state(model, p), train, save_state,
+                           quick=args.quick, quiet=args.quiet, what="model")
 
 
 def shifted_outputs(model, images, mean, std):

@@ -58,6 +58,7 @@ from abstain.datasets import data_home, load_ood_benchmark
 from abstain.detectors import CSI, MSP, Mahalanobis, ShiftedBaseScores, SupCSI
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _models import cached_training  # noqa: E402
 from _timing import machine_line  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
@@ -97,18 +98,12 @@ def network(images, labels, args, tag: str):
 
     path = (data_home() / "models" / f"{tag}-n{len(images)}-w{args.width}-e{args.epochs}"
             f"-s{args.seed}.npz")
-    if path.exists() and not args.quick:
-        log(f"  {tag}: cached {path}", args.quiet)
-        return load_csi(path), 0.0
-    start = time.perf_counter()
-    net = train_csi(images, labels, epochs=args.epochs, batch_size=args.batch_size,
-                    width=args.width, device=args.device, random_state=args.seed,
-                    progress=not args.quiet)
-    seconds = time.perf_counter() - start
-    if not args.quick:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_csi(net.cpu(), path)
-    log(f"  {tag}: trained in {seconds:.0f} s", args.quiet)
+    net, seconds = cached_training(
+        path, load_csi,
+        lambda: train_csi(images, labels, epochs=args.epochs, batch_size=args.batch_size,
+                          width=args.width, device=args.device, random_state=args.seed,
+                          progress=not args.quiet).cpu(),
+        save_csi, quick=args.quick, quiet=args.quiet, what=tag)
     return net.cpu(), seconds
 
 
@@ -120,17 +115,11 @@ def subset_classifier(images, labels, n_classes: int, args, tag: str, mean: floa
     model = SmallCNN(n_classes=n_classes, width=16, feature_dim=128, random_state=args.seed)
     path = (data_home() / "models" / f"smallcnn16-{tag}-n{len(images)}-e{args.classifier_epochs}"
             f"-s{args.seed}.npz")
-    if path.exists() and not args.quick:
-        return load_state(model, path), 0.0
-    start = time.perf_counter()
-    train_classifier(model, images_to_tensor(images, mean, std), labels,
-                     epochs=args.classifier_epochs, random_state=args.seed)
-    seconds = time.perf_counter() - start
-    if not args.quick:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_state(model, path)
-    log(f"  classifier: trained in {seconds:.0f} s", args.quiet)
-    return model, seconds
+    return cached_training(
+        path, lambda p: load_state(model, p),
+        lambda: train_classifier(model, images_to_tensor(images, mean, std), labels,
+                                 epochs=args.classifier_epochs, random_state=args.seed),
+        save_state, quick=args.quick, quiet=args.quiet, what="classifier")
 
 
 def _metrics(stat_id, stat_ood, far: float) -> dict[str, float]:
