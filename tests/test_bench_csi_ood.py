@@ -29,7 +29,7 @@ def test_quick_run_end_to_end(bench, tmp_path):
     for row in ("| CSI |", "| glrt-CSI |", "| SupCSI |", "| glrt-SupCSI |", "| glrt-SupCSI+ |",
                 "| fisher |", "| alr |"):
         assert row in md
-    assert md.count("the paper: ") == 2 and "Detection rate (%) at 5% false alarms" in md
+    assert md.count("the paper: ") == 3 and "Detection rate (%) at 5% false alarms" in md
     raw = json.loads((tmp_path / "csi_ood_raw.json").read_text())
     assert raw["args"]["quick"] is True
     for per_set in raw["results"].values():
