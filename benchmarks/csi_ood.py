@@ -264,7 +264,9 @@ def render(raw: dict) -> str:
     paper = PAPER_LOCO if loco else PAPER
     far = LOCO_FAR if loco else FAR
     where = "CIFAR-10 leave-one-class-out avg" if loco else "CIFAR-10 avg"
-    seconds = ", ".join(f"{k} {v:.0f} s" for k, v in raw["seconds"].items())
+    seconds = ", ".join(f"{k} {v:.0f} s" if v or not k.startswith("train") else
+                        f"{k[6:]} loaded from the cache (trained by an earlier run)"
+                        for k, v in raw["seconds"].items())
     if loco:
         first = next(iter(raw["per_class"].items()))
         n_ood = first[1]["sizes"][first[0]]
@@ -286,7 +288,7 @@ def render(raw: dict) -> str:
                 raw["machine"], "",
                 f"`{raw['command']}`; protocol in the script's docstring. Networks: "
                 f"{args['train_rows']} training images, width {args['width']}, "
-                f"{args['epochs']} epochs, batch {args['batch_size']} (trained in {seconds}). "
+                f"{args['epochs']} epochs, batch {args['batch_size']} ({seconds}). "
                 f"Z-values on {args['holdout_rows']} other training images; ID test: "
                 f"{raw['sizes']['id']} test images; {args['ood_rows']} rows of each OOD set.", ""]
     lines = head
