@@ -123,8 +123,7 @@ def _grid_knots(sample: Sample, n_directions: int,
         is_knot[:, 1:n] = orders.change
         sizes = np.count_nonzero(is_knot, axis=1)
         starts = np.cumsum(sizes) - sizes
-        at = np.flatnonzero(is_knot)  # one scan of the marks; then ordered lookups
-        knots = {k: cum[i].reshape(-1)[at] for i, k in enumerate(_RUNNING[:3])
+        knots = {k: cum[i][is_knot] for i, k in enumerate(_RUNNING[:3])
                  if k in names or (k in ("id", "loss") and "ccr" in names)}
         if "ccr" in names:
             knots["ccr"] = knots["id"] - knots["loss"]
