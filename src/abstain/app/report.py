@@ -222,7 +222,7 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
             if pair:
                 _, columns, style["search"] = m.resolve_search(source, search,
                                                                resampled=resampled)
-                if marked is not None and columns is not source:
+                if marked is not None:
                     marked = _AcceptedOn(marked, source)
                 source = columns
             out.append((name, source, marked, style))
