@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -54,6 +55,9 @@ from abstain.detectors import (
     ViM,
 )
 from abstain.models import BoundedTPRFPR
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _models import cached_training  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 TPR = 0.8
@@ -92,17 +96,12 @@ def trained_model(bench, epochs: int, seed: int, quiet: bool):
     model = SmallCNN(n_classes=10, width=16, feature_dim=128, random_state=seed)
     path = (data_home() / "models"
             / f"smallcnn16-{bench.in_distribution}-e{epochs}-s{seed}.npz")
-    if path.exists():
-        log(f"  model: cached {path}", quiet)
-        return load_state(model, path), 0.0
-    t0 = time.perf_counter()
-    train_classifier(model, images_to_tensor(bench.X_train, *pixel_stats(bench)),
-                     bench.y_train, epochs=epochs, random_state=seed, progress=not quiet)
-    seconds = time.perf_counter() - t0
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_state(model, path)
-    log(f"  model: trained in {seconds:.0f} s, cached {path}", quiet)
-    return model, seconds
+    return cached_training(
+        path, lambda p: load_state(model, p),
+        lambda: train_classifier(model, images_to_tensor(bench.X_train, *pixel_stats(bench)),
+                                 bench.y_train, epochs=epochs, random_state=seed,
+                                 progress=not quiet),
+        save_state, quick=False, quiet=quiet, what="model")
 
 
 def network_outputs(model, bench, odin: ODIN, quiet: bool):
