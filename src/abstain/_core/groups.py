@@ -364,7 +364,10 @@ def group_totals(
     sorts differ between CPUs); for scores that are all float16 numbers (fp16 softmax
     outputs, at most 65,536 distinct values) and at least ``_HALF_MIN_ROWS`` rows the
     groups come from counting bit patterns (:func:`_half_totals`, O(n) instead of a
-    sort). Integer weights give integer totals (exact below 2**53). -0.0 and +0.0 are
+    sort), and for heavily tied scores from counting equal bins of the span
+    (:func:`_binned_totals`); these add a group's weights one by one, ``reduceat`` below
+    in blocks, so a continuous total's last bits depend on the path, which the data
+    alone choose. Integer weights give integer totals (exact below 2**53). -0.0 and +0.0 are
     one group, whose value is +0.0. Where every weight is 0 or 1 (0/1 losses, ID and OOD
     marks) the rows fall into a few classes and the totals are counts: one sort of packed
     integer keys gives them (:func:`_class_totals`), no argsort of the rows. Otherwise the
@@ -381,6 +384,9 @@ def group_totals(
     classed = _class_totals(uncertainty, weights)
     if classed is not None:
         return classed
+    binned = _binned_totals(uncertainty, weights)
+    if binned is not None:
+        return binned
     order, starts = stable_order(uncertainty)  # ties in row order, whatever the sort kernel
     if starts is None:  # every row is its own group (also 0 or 1 rows)
         u = np.take(uncertainty, order) + 0.0 if values else _NO_VALUES  # -0.0 is +0.0
@@ -443,6 +449,64 @@ def _half_totals(
     totals = [s[keep] if w.dtype == np.float64 else s[keep].astype(np.int64)
               for s, w in zip(sums, weights, strict=True)]
     return _HALF_VALUES[keep], counts[keep].astype(np.int64), totals
+
+
+# Below this many rows a sort is as fast as the bins of :func:`_binned_totals`.
+_BINNED_MIN_ROWS = 1 << 14
+# Most bins of :func:`_binned_totals` (tables of 8 bytes per bin).
+_BINNED_MAX = 1 << 22
+
+
+def _binned_totals(
+    uncertainty: NDArray[Any], weights: tuple[NDArray[Any], ...]
+) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[Any]]] | None:
+    """:func:`group_totals` of heavily tied scores by counting, or None where it does not apply.
+
+    Applies to finite float64 scores of at least ``_BINNED_MIN_ROWS`` rows of which 1,024
+    spread over the input hold at most 3/4 distinct values (many ties: scores rounded to a
+    grid, quantised, whole numbers), with float64 or int64 weights. The span of the scores
+    is cut into equal bins, four per smallest gap between those rows' distinct values
+    (at most ``_BINNED_MAX`` and ``4 n``); a row's bin is
+    ``floor((s - min) * (bins - 1) / span)``, which never decreases as the score grows.
+    Where every bin holds one value (checked on every row: a value read back per bin
+    equals each row's), the bins in use are the tie groups in ascending order, and
+    ``bincount`` gives the counts and each group's weights summed in row order, as
+    :func:`_half_totals` does: O(n), no sort. Where two distinct values share a bin (a
+    gap smaller than those rows show), None: the sort path then.
+    """
+    n = uncertainty.size
+    if (n < _BINNED_MIN_ROWS or uncertainty.dtype != np.float64 or uncertainty.ndim != 1
+            or any(w.dtype not in (np.float64, np.int64) or w.shape != (n,) for w in weights)):
+        return None
+    head = np.sort(uncertainty[::n // 1024][:1024])  # rows spread over the input
+    step = head[1:] != head[:-1]
+    if 4 * np.count_nonzero(step) >= 3 * head.size:
+        return None  # few ties among these rows: the sort path
+    lo, hi = float(uncertainty.min()), float(uncertainty.max())
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        distinct = head[np.concatenate(([True], step))]
+        gap = float(np.min(np.diff(distinct))) if distinct.size > 1 else hi - lo
+        bins = 4.0 * (hi - lo) / gap + 2.0 if gap > 0 else 1.0
+        if not bins <= min(_BINNED_MAX, 4 * n):
+            return None  # the span beyond float64, or too many bins for the gap
+        size = int(bins)
+        scale = (size - 1) / (hi - lo) if hi > lo else 0.0
+    if not math.isfinite(scale):
+        return None  # a span below the resolution of float64
+    x = uncertainty - lo
+    x *= scale  # in [0, size - 1] up to rounding; size + 1 bins leave room for it
+    idx = x.astype(np.intp)
+    del x
+    value = np.zeros(size + 1)
+    value[idx] = uncertainty  # one row's value per bin (which row does not matter)
+    if not np.array_equal(value[idx], uncertainty):  # -0.0 equals +0.0 here
+        return None  # two values in one bin
+    counts = np.bincount(idx, minlength=size + 1)
+    keep = np.flatnonzero(counts)
+    totals = [np.bincount(idx, weights=w, minlength=size + 1)[keep] for w in weights]
+    totals = [t if w.dtype == np.float64 else t.astype(np.int64)
+              for t, w in zip(totals, weights, strict=True)]
+    return value[keep] + 0.0, counts[keep].astype(np.int64), totals
 
 
 # Below this many rows the argsort path is as fast (its fixed costs are smaller).
@@ -516,6 +580,17 @@ class CodeGroups:
         if self._ends is None:
             return np.ones(self.values.size, dtype=np.int64)
         return np.diff(self._ends, prepend=-1).astype(np.int64, copy=False)
+
+    def singleton_codes(self) -> NDArray[np.uint8] | None:
+        """Each row's code in ascending order of score where every group is one row (every
+        score distinct), else None; a buffer of the groups' own, not to be written."""
+        if self._ends is not None:
+            return None
+        if self._codes is None:  # one class
+            return np.full(self.values.size, self._present[0], dtype=np.uint8)
+        if np.array_equal(self._present, np.arange(self._present.size)):
+            return self._codes
+        return self._present.astype(np.uint8)[self._codes]
 
     def count_of(self, codes: Any, dtype: Any = np.int64) -> NDArray[Any]:
         """Rows per group whose code is one of ``codes``, as ``dtype``."""

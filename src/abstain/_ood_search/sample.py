@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.groups import code_groups, group_totals, min_rows_of_code_groups
+from .._core.groups import CodeGroups, code_groups, group_totals, min_rows_of_code_groups
 from .._core.validation import (
     as_is_ood,
     as_losses,
@@ -147,6 +147,22 @@ def _class_codes(s: NDArray[np.float64], ood: NDArray[np.bool_],
     return code
 
 
+def row_groups(scores: Any, is_ood: Any, losses: Any) -> CodeGroups | None:
+    """The tie groups of one score column of at least ``min_rows_of_code_groups()`` rows,
+    each row classed 0 (ID with loss 0), 1 (OOD) or 2 (ID with loss 1) by
+    :func:`_class_codes`, grouped by :func:`~abstain._core.groups.code_groups` (one sort);
+    None for more columns, fewer rows or other losses. Checks what :func:`validate_sample`
+    checks of such rows."""
+    s = as_score_matrix(scores)
+    if s.shape[1] != 1 or s.shape[0] < min_rows_of_code_groups():
+        return None
+    ood = as_is_ood(is_ood)
+    code = _class_codes(s, ood, losses)
+    if code is None:
+        return None
+    return code_groups(s[:, 0], code, 3)
+
+
 _TABLE_SAMPLES: ContextVar[dict[int, tuple[ScoreTable, Sample]] | None] = ContextVar(
     "abstain_table_samples", default=None)
 
@@ -217,23 +233,23 @@ class Sample:
         """The sample of arrays (validated as :func:`validate_sample` does).
 
         One score column of many rows with no sample weights and 0/1 losses (or none) is
-        grouped straight from the rows' classes (ID correct, ID wrong, OOD) by
-        :func:`~abstain._core.groups.code_groups`: the same group totals as the float
-        weights give (exact counts), without building and checking them row by row.
+        grouped straight from the rows' classes by :func:`row_groups`: the same group
+        totals as the float weights give (exact counts), without building and checking
+        them row by row.
         """
         if sample_weight is None:
-            s = as_score_matrix(scores)
-            if s.shape[1] == 1 and s.shape[0] >= min_rows_of_code_groups():
-                ood = as_is_ood(is_ood)
-                code = _class_codes(s, ood, losses)
-                if code is not None:
-                    g = code_groups(s[:, 0], code, 3)
-                    w_id = g.count_of([0, 2], np.float64)
-                    w_ood = g.count_of([1], np.float64)
-                    w_loss = g.count_of([2], np.float64)
-                    return cls(g.values[:, None], w_id, w_ood, w_loss, loss_above_one=False,
-                               grouped=True)
+            g = row_groups(scores, is_ood, losses)
+            if g is not None:
+                return cls.of_groups(g)
         return cls(*validate_sample(scores, is_ood, losses, sample_weight))
+
+    @classmethod
+    def of_groups(cls, g: CodeGroups) -> Sample:
+        """The sample of the tie groups of :func:`row_groups`."""
+        w_id = g.count_of([0, 2], np.float64)
+        w_ood = g.count_of([1], np.float64)
+        w_loss = g.count_of([2], np.float64)
+        return cls(g.values[:, None], w_id, w_ood, w_loss, loss_above_one=False, grouped=True)
 
     @classmethod
     def from_table(cls, table: ScoreTable) -> Sample:

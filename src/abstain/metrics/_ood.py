@@ -61,6 +61,7 @@ from .._ood_search.sample import (
     ood_fraction,
     precision_recall_constraint,
     resolve_search,
+    row_groups,
     tpr_fpr_constraint,
 )
 from ..exceptions import InfeasibleTargetWarning
@@ -127,6 +128,58 @@ def _sample(is_ood: Any, scores: Any, losses: Any = NO_LOSSES) -> Sample:
     if first is not None:
         return Sample.from_table(table_or_none(first, rest))  # type: ignore[arg-type]
     return Sample.of_rows(scores, is_ood, losses, None)  # a None among them is refused
+
+
+def _sample_or_marks(is_ood: Any, scores: Any) -> Sample | NDArray[np.bool_]:
+    """``_sample(is_ood, scores)``; or, for one score column of at least
+    ``min_rows_of_code_groups()`` rows whose scores are all distinct (every tie group one
+    row), the rows' OOD marks in ascending order of score: the one-column metrics then
+    read positions in the marks (exact integers) instead of running masses per group."""
+    if scores is not None and not isinstance(is_ood, (ScoreTable, PairTable)):
+        g = row_groups(scores, is_ood, NO_LOSSES)
+        if g is not None:
+            codes = g.singleton_codes()
+            return Sample.of_groups(g) if codes is None else codes.view(np.bool_)
+    return _sample(is_ood, scores)
+
+
+def _marks_auroc(ood: NDArray[np.bool_]) -> float:
+    """:func:`_column_auroc` where every group is one row (``ood``: the marks in ascending
+    order of score): each OOD row has its position less the OOD rows before it of ID rows
+    below, so the sum is an integer and the area the same float."""
+    pos = np.flatnonzero(ood)
+    n_ood = pos.size
+    u = int(np.sum(pos, dtype=np.int64)) - n_ood * (n_ood - 1) // 2
+    return float(2 * u) / 2.0 / (float(ood.size - n_ood) * float(n_ood))
+
+
+def _marks_average_precision(positive: NDArray[np.bool_]) -> float:
+    """:func:`_average_precision` where every group is one row (``positive``: the marks in
+    the order accepted): the ``k``-th positive row at position ``p`` adds ``k / (p + 1)``,
+    the same terms in the same order, so the same float."""
+    where = np.flatnonzero(positive)
+    terms = where.view(np.float64)
+    np.add(where, 1.0, out=terms)  # in the buffer of the positions
+    np.divide(np.arange(1.0, where.size + 1.0), terms, out=terms)
+    return float(np.sum(terms)) / float(where.size)
+
+
+def _marks_least_fpr(ood: NDArray[np.bool_], tpr: float) -> float:
+    """``core.least_fpr`` where every group is one row (``ood``: the marks in ascending
+    order of score). The first knot at the target follows the ``m``-th ID row, ``m`` the
+    least count with ``m / n_ID`` not below the target as ``least_fpr`` compares it; no
+    OOD row lies between that knot and the one before, so the FPR is the OOD rows below
+    the ``m``-th ID row over ``n_OOD``, at the knot and inside the segment alike."""
+    n_ood = int(np.count_nonzero(ood))
+    n_id = float(ood.size - n_ood)
+    t = tpr * (1 - 1e-12)
+    m = min(max(math.ceil(t * n_id), 1), int(n_id))
+    while m > 1 and not (m - 1) / n_id < t:
+        m -= 1
+    while m / n_id < t:
+        m += 1
+    row = int(np.flatnonzero(~ood)[m - 1])  # the m-th ID row
+    return float(row + 1 - m) / float(n_ood)
 
 
 def _pair_search(held: Any, search: Any, n_directions: Any) -> tuple[Any, str, int]:
@@ -531,7 +584,9 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
     """
     is_ood, scores, search, n_directions = _pair_args(is_ood, scores, search, n_directions)
     n_points = int(n_points)
-    sample = _sample(is_ood, scores)
+    sample = _sample_or_marks(is_ood, scores)
+    if isinstance(sample, np.ndarray):
+        return _marks_auroc(sample)
     if sample.s.shape[1] == 2:
         return _envelope_areas(sample, ("id",), search, n_directions, n_points)[0]
     return _column_auroc(sample)
@@ -565,13 +620,16 @@ def _column_running_sums(sample: Sample) -> tuple[F64, F64]:
 
 def _average_precision(pos: F64, neg: F64) -> float:
     """Step-wise average precision of tie groups accepted in the order given; ``pos`` and
-    ``neg`` are the positive and negative mass of each group."""
+    ``neg`` are the positive and negative mass of each group. The sum runs over the groups
+    with positive mass alone, in order (the terms :func:`_marks_average_precision` sums)."""
     tp, fp = np.cumsum(pos), np.cumsum(neg)
     total = float(tp[-1])
     fp += tp  # accepted mass
-    np.multiply(pos, tp, out=tp)
-    tp /= fp  # each group's positive mass times its precision, in place
-    return float(np.sum(tp)) / total
+    some = np.flatnonzero(pos)
+    terms = np.take(pos, some)
+    terms *= np.take(tp, some)
+    terms /= np.take(fp, some)  # each group's positive mass times its precision
+    return float(np.sum(terms)) / total
 
 
 def aupr_in(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> float:
@@ -586,7 +644,9 @@ def aupr_in(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> 
     >>> aupr_in([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
     0.833...
     """
-    sample = _sample(is_ood, scores)
+    sample = _sample_or_marks(is_ood, scores)
+    if isinstance(sample, np.ndarray):
+        return _marks_average_precision(~sample)
     _one_column(sample)  # its rows are the tie groups, ascending
     return _average_precision(sample.w_id, sample.w_ood)
 
@@ -600,7 +660,9 @@ def aupr_out(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) ->
     >>> aupr_out([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
     0.833...
     """
-    sample = _sample(is_ood, scores)
+    sample = _sample_or_marks(is_ood, scores)
+    if isinstance(sample, np.ndarray):
+        return _marks_average_precision(sample[::-1])
     _one_column(sample)  # its rows are the tie groups: highest first is the reverse order
     return _average_precision(sample.w_ood[::-1], sample.w_id[::-1])
 
@@ -632,7 +694,9 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     """
     t = float(tpr)
     is_ood, scores, search, n_directions = _pair_args(is_ood, scores, search, n_directions)
-    sample = _sample(is_ood, scores)
+    sample = _sample_or_marks(is_ood, scores)
+    if isinstance(sample, np.ndarray):
+        return _marks_least_fpr(sample, t)
     if sample.s.shape[1] == 1:
         return core.least_fpr(*_column_running_sums(sample), sample.n_id, sample.n_ood, t)
     if search == "exact":
