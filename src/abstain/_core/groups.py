@@ -399,6 +399,27 @@ def group_totals(
 _NO_VALUES: NDArray[np.float64] = np.empty(0)
 
 
+def loss_totals(
+    uncertainty: NDArray[np.float64], losses: NDArray[Any]
+) -> tuple[NDArray[np.int64] | None, NDArray[Any]]:
+    """``(counts, sums)`` of ``group_totals(uncertainty, losses, values=False)``; for 0/1
+    losses on distinct scores (every group one row, from :func:`min_rows_of_code_groups`
+    rows) ``(None, marks)``: the losses as uint8 in ascending order of score, with no
+    counts or float totals built (:func:`expected_prefix_areas` takes them as they are)."""
+    if not _ascending(uncertainty):
+        half = _half_totals(uncertainty, (losses,))
+        if half is not None:
+            return half[1], half[2][0]
+        grouped = class_groups(uncertainty, (losses,))
+        if grouped is not None:
+            marks = grouped.singleton_codes()
+            if marks is not None:
+                return None, marks
+            return grouped.counts, class_totals(grouped, (losses,))[0]
+    _, counts, (sums,) = group_totals(uncertainty, losses, values=False)
+    return counts, sums
+
+
 def _ascending(u: NDArray[Any]) -> bool:
     """Whether ``u`` is strictly increasing (checked on its head first: one comparison pass
     at most, against the sort it saves)."""
@@ -520,9 +541,19 @@ def _class_totals(
     """:func:`group_totals` where every weight is 0 or 1, or None where it does not apply.
 
     Each row's weights make a class code (bit ``k`` is weight ``k``), grouped by
-    :func:`code_groups`; weight ``k``'s total of a group is its count of rows whose code
-    has bit ``k``: exact integers, those of the row-order sums.
+    :func:`code_groups` (:func:`class_groups`); weight ``k``'s total of a group is its
+    count of rows whose code has bit ``k``: exact integers, those of the row-order sums.
     """
+    grouped = class_groups(uncertainty, weights)
+    if grouped is None:
+        return None
+    return grouped.values, grouped.counts, class_totals(grouped, weights)
+
+
+def class_groups(uncertainty: NDArray[Any], weights: tuple[NDArray[Any], ...]) -> CodeGroups | None:
+    """The :func:`code_groups` of rows whose weights are all 0 or 1 (bit ``k`` of a row's
+    code is weight ``k``), or None where they are not, or the rows too few (below
+    :func:`min_rows_of_code_groups`) or not float64 scores with float64 or int64 weights."""
     n = uncertainty.size
     if (n < _CLASS_MIN_ROWS or uncertainty.dtype != np.float64 or uncertainty.ndim != 1
             or len(weights) > 7
@@ -545,10 +576,13 @@ def _class_totals(
             code |= one.view(np.uint8) << np.uint8(k)
     if code is None:  # every weight 0 on every row: one class
         code = np.zeros(n, dtype=np.uint8)
-    grouped = code_groups(uncertainty, code, 1 << len(weights))
-    totals = [grouped.count_of(np.flatnonzero((np.arange(1 << len(weights)) >> k) & 1),
-                               w.dtype) for k, w in enumerate(weights)]
-    return grouped.values, grouped.counts, totals
+    return code_groups(uncertainty, code, 1 << len(weights))
+
+
+def class_totals(grouped: CodeGroups, weights: tuple[NDArray[Any], ...]) -> list[NDArray[Any]]:
+    """Each weight's total per group of :func:`class_groups` (in the weight's dtype)."""
+    return [grouped.count_of(np.flatnonzero((np.arange(1 << len(weights)) >> k) & 1), w.dtype)
+            for k, w in enumerate(weights)]
 
 
 def min_rows_of_code_groups() -> int:
@@ -602,6 +636,8 @@ class CodeGroups:
             return self.counts.astype(dtype, copy=False)
         assert self._codes is not None  # two classes at least
         if self._ends is None:
+            if self._present.size == 2:  # numbers 0 and 1: the one asked for, or its complement
+                return (self._codes if numbers[0] == 1 else self._codes ^ np.uint8(1)).astype(dtype)
             mask = self._codes == numbers[0]
             for j in numbers[1:]:
                 mask |= self._codes == j
@@ -803,7 +839,7 @@ def harmonic_difference(before: NDArray[np.float64], m: NDArray[np.float64]) -> 
 
 
 def expected_prefix_areas(
-    counts: NDArray[np.integer], sums: NDArray[np.float64]
+    counts: NDArray[np.integer] | None, sums: NDArray[Any], n_rows: int | None = None
 ) -> tuple[float, float]:
     """``(sum_i E[L(i)] / i, sum_i E[L(i)])`` over ``i = 1..n`` under the ``"mean"`` tie rule.
 
@@ -812,11 +848,16 @@ def expected_prefix_areas(
     over the group: ``P dH + (S / m)(m - B dH)`` with ``dH = H(B + m) - H(B)`` and
     ``m P + S (m + 1) / 2``: O(G) for G groups, whatever the number of rows. A group of one
     row adds the plain prefix area ``(P + S) / (B + 1)``: no harmonic difference is
-    evaluated for it (with continuous scores, for none).
+    evaluated for it (with continuous scores, for none). ``n_rows``: the sum of the
+    counts, where the caller knows it (a pass saved). ``counts=None``: every group is one
+    row, and ``sums`` may be the rows' 0/1 losses as uint8 (summed as float64: the same
+    exact running counts).
     """
-    through = np.cumsum(sums)  # P + S of each group, summed in the order of the prefixes
-    if int(np.sum(counts)) == counts.size:  # every group one row: the same sums, fewer passes
-        rank = np.arange(1.0, counts.size + 1.0)
+    through = np.cumsum(sums, dtype=np.float64)  # P + S of each group, in prefix order
+    if counts is None or n_rows is None:
+        n_rows = sums.size if counts is None else int(np.sum(counts))
+    if counts is None or n_rows == counts.size:  # every group one row: fewer passes
+        rank = np.arange(1.0, through.size + 1.0)
         return float(np.sum(np.divide(through, rank, out=rank))), float(np.sum(through))
     m = counts.astype(np.float64)
     before = np.concatenate(([0.0], np.cumsum(m)[:-1]))  # exact integers up to 2**53

@@ -23,7 +23,7 @@ refuses a table.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.groups import (
     TieGroups,
     expected_prefix_areas,
-    group_totals,
+    loss_totals,
     sorted_by_uncertainty,
     validated_groups,
 )
@@ -64,8 +64,10 @@ def _groups(losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None) -> Ti
 
 def _totals(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None
-) -> tuple[NDArray[np.int64], NDArray[np.float64], float]:
-    """``(counts, loss sums / c, c)`` per distinct score, of the arrays or of a table.
+) -> tuple[NDArray[np.int64] | None, NDArray[Any], float, int]:
+    """``(counts, loss sums / c, c, n)`` per distinct score, of the arrays or of a table
+    of ``n`` rows; ``counts`` None where every group is one row and the sums are the rows'
+    0/1 losses (uint8, in score order: :func:`~abstain._core.groups.loss_totals`).
 
     ``c`` is the power of two of :func:`_unit_scale`: dividing by it is exact, so the
     rows and their table give the same scaled sums.
@@ -74,11 +76,11 @@ def _totals(
     if table is None:
         ls, u = as_losses_and_scores(losses, uncertainty)  # type: ignore[arg-type]
         ls, c = _unit_scale(ls)  # before the group sums, which could overflow otherwise
-        _, counts, (sums,) = group_totals(u, ls, values=False)
-        return counts, sums, c
+        counts, sums = loss_totals(u, ls)  # counts None: one row per group, 0/1 marks
+        return counts, sums, c, ls.size
     counts, sums, top = selective_table(table).counts, table.loss_sums, table.max_loss
     c = _scale_of(top)
-    return counts, sums / c if c != 1.0 else sums, c
+    return counts, sums / c if c != 1.0 else sums, c, int(np.sum(counts))
 
 
 def _oracle_totals(
@@ -220,10 +222,16 @@ def aurc(
     return area * c
 
 
-def _area(counts: NDArray[np.int64], sums: NDArray[np.float64], *, generalized: bool) -> float:
-    """AuRC (or AUGRC) under ``ties="mean"`` from per-group totals, in O(G)."""
-    inverse, plain = expected_prefix_areas(counts, sums)
-    n = float(counts.sum())
+def _area(counts: NDArray[np.int64] | None, sums: NDArray[Any], *, generalized: bool,
+          n_rows: int | None = None) -> float:
+    """AuRC (or AUGRC) under ``ties="mean"`` from per-group totals of ``n_rows`` rows (the
+    sum of the counts where omitted), in O(G)."""
+    if n_rows is None:
+        n_rows = sums.size if counts is None else int(np.sum(counts))
+    n = float(n_rows)
+    if counts is None and generalized:  # one row per group: the plain prefix sum alone
+        return float(np.sum(np.cumsum(sums, dtype=np.float64))) / n / n
+    inverse, plain = expected_prefix_areas(counts, sums, n_rows)
     return plain / n / n if generalized else inverse / n
 
 
@@ -269,8 +277,8 @@ def _unit_area(
             prefix = _expected_prefix_losses(ls, u, ties)
             return float(np.sum(prefix) / ls.size / ls.size), c
         return _aurc(ls, u, ties), c
-    counts, sums, c = _totals(losses, uncertainty)
-    return _area(counts, sums, generalized=generalized), c
+    counts, sums, c, n = _totals(losses, uncertainty)
+    return _area(counts, sums, generalized=generalized, n_rows=n), c
 
 
 @validate_params({"ties": [Options(_TIES)]})
@@ -449,8 +457,8 @@ def sele_loss(losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = No
     >>> sele_loss([1, 0], [0.1, 0.9])
     0.5
     """
-    counts, sums, c = _totals(losses, uncertainty)
-    m = counts.astype(np.float64)
+    counts, sums, c, n_rows = _totals(losses, uncertainty)
+    m = np.ones(n_rows) if counts is None else counts.astype(np.float64)
     n = float(m.sum())
     # sum_i loss_i * #{j : u_j >= u_i}: each group's loss times the count at or above it.
     at_or_above = n - np.concatenate(([0.0], np.cumsum(m)[:-1]))
