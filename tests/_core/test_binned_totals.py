@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference.metrics_ref import expected_prefix_losses_ref
+from reference.metrics_ref import sorted_group_totals as _sorted_totals
 
 from abstain._core import groups
 from abstain.metrics import augrc, aurc
 
 N = groups._BINNED_MIN_ROWS + 11
-
-
-def _sorted_totals(u, *weights):
-    """The totals by the sort path, whatever the number of rows."""
-    order = np.argsort(u, kind="stable")
-    s = u[order]
-    starts = np.concatenate(([0], np.flatnonzero(s[1:] != s[:-1]) + 1))
-    counts = np.diff(np.append(starts, s.size))
-    return s[starts] + 0.0, counts, [np.add.reduceat(w[order], starts) for w in weights]
 
 
 def _rounded(rng, n=N, scale=1.0):
@@ -93,14 +86,8 @@ def test_metrics_on_rounded_scores_equal_the_brute_force_reference() -> None:
     rng = np.random.default_rng(4)
     u = _rounded(rng)
     losses = rng.random(N) * (u - u.min())
-    values, inverse = np.unique(u, return_inverse=True)
-    m = np.bincount(inverse)
-    s = np.bincount(inverse, weights=losses)
-    before_n = np.concatenate(([0], np.cumsum(m)[:-1]))
-    before_s = np.concatenate(([0.0], np.cumsum(s)[:-1]))
+    expected = expected_prefix_losses_ref(losses, u)  # E[loss of first i rows]
     i = np.arange(1, N + 1)
-    g = np.repeat(np.arange(values.size), m)
-    expected = before_s[g] + (i - before_n[g]) * s[g] / m[g]  # E[loss of first i rows]
     assert aurc(losses, u) == pytest.approx(np.sum(expected / i) / N, rel=1e-12)
     assert augrc(losses, u) == pytest.approx(np.sum(expected) / N / N, rel=1e-12)
 

@@ -8,20 +8,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference.metrics_ref import sorted_group_totals as _argsort_totals
 
 from abstain._core import groups
 
 #: rerun by ``make test`` under NumPy's CPU features disabled (other sort kernels)
 pytestmark = pytest.mark.cpu_exact
 
-
-def _argsort_totals(u, *weights):
-    """The totals of the argsort path: group sums in row order."""
-    order = np.argsort(u, kind="stable")
-    s = u[order]
-    starts = np.concatenate(([0], np.flatnonzero(s[1:] != s[:-1]) + 1))
-    counts = np.diff(np.append(starts, s.size)).astype(np.int64)
-    return s[starts] + 0.0, counts, [np.add.reduceat(w[order], starts) for w in weights]
 
 
 def _assert_same(got, want) -> None:

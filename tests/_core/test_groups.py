@@ -5,21 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference.metrics_ref import expected_prefix_losses_ref
+from reference.metrics_ref import sorted_group_totals as _sorted_totals
 
 from abstain import BoundedAbstention, ScoreTable
 from abstain._core import groups
 from abstain.metrics import augrc, aurc
 
 N = groups._HALF_MIN_ROWS + 7
-
-
-def _sorted_totals(u, *weights):
-    """The totals by the sort path, whatever the number of rows."""
-    order = np.argsort(u, kind="stable")
-    s = u[order]
-    starts = np.concatenate(([0], np.flatnonzero(s[1:] != s[:-1]) + 1))
-    counts = np.diff(np.append(starts, s.size))
-    return s[starts], counts, [np.add.reduceat(w[order], starts) for w in weights]
 
 
 def _fp16_rows(rng, n=N):
@@ -76,14 +69,8 @@ def test_metrics_and_fit_on_fp16_scores_equal_the_brute_force_reference() -> Non
     rng = np.random.default_rng(3)
     u = -rng.beta(8.0, 1.5, N).astype(np.float16).astype(np.float64)
     losses = (rng.random(N) < -u * 0.3).astype(float)
-    values, inverse = np.unique(u, return_inverse=True)
-    m = np.bincount(inverse)
-    s = np.bincount(inverse, weights=losses)
-    before_n = np.concatenate(([0], np.cumsum(m)[:-1]))
-    before_s = np.concatenate(([0.0], np.cumsum(s)[:-1]))
+    expected = expected_prefix_losses_ref(losses, u)  # E[loss of first i rows]
     i = np.arange(1, N + 1)
-    g = np.repeat(np.arange(values.size), m)
-    expected = before_s[g] + (i - before_n[g]) * s[g] / m[g]  # E[loss of first i rows]
     assert aurc(losses, u) == pytest.approx(np.sum(expected / i) / N, rel=1e-12)
     assert augrc(losses, u) == pytest.approx(np.sum(expected) / N / N, rel=1e-12)
     table = ScoreTable.merge(ScoreTable.from_arrays(u[: N // 2], losses[: N // 2]),

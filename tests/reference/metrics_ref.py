@@ -259,3 +259,29 @@ def selective_risk_at_coverage_ref(losses, uncertainty, coverage, *, exact=False
             assert cov * n == target
             return _out(risk, exact)
     raise AssertionError("unreachable: some tie group holds the boundary")
+
+
+def sorted_group_totals(u, *weights):
+    """``group_totals`` by a stable argsort, whatever the number of rows: the distinct values
+    (+0.0 for zeros), the rows of each (int64) and each weight's group sums in row order."""
+    u = np.asarray(u, dtype=np.float64)
+    order = np.argsort(u, kind="stable")
+    s = u[order]
+    starts = np.concatenate(([0], np.flatnonzero(s[1:] != s[:-1]) + 1))
+    counts = np.diff(np.append(starts, s.size)).astype(np.int64)
+    return s[starts] + 0.0, counts, [np.add.reduceat(np.asarray(w)[order], starts)
+                                     for w in weights]
+
+
+def expected_prefix_losses_ref(losses, uncertainty) -> np.ndarray:
+    """``E[L(i)]`` for ``i = 1..n`` under the ``"mean"`` tie rule, vectorised from the
+    definition: inside a group of ``m`` rows with loss ``S`` after ``B`` rows of loss ``P``,
+    ``E[L(B + k)] = P + k S / m``. AuRC is ``mean(E[L(i)] / i)``, AUGRC ``mean(E[L(i)]) / n``."""
+    values, inverse = np.unique(np.asarray(uncertainty, dtype=np.float64), return_inverse=True)
+    m = np.bincount(inverse)
+    s = np.bincount(inverse, weights=np.asarray(losses, dtype=np.float64))
+    before_n = np.concatenate(([0], np.cumsum(m)[:-1]))
+    before_s = np.concatenate(([0.0], np.cumsum(s)[:-1]))
+    i = np.arange(1, inverse.size + 1)
+    g = np.repeat(np.arange(values.size), m)
+    return before_s[g] + (i - before_n[g]) * s[g] / m[g]
