@@ -17,6 +17,11 @@ what runs here:
   eq. (21) uses the training data; held-out rows are used here because a training row is
   its own nearest neighbour (cos = 1) and the network's outputs on its own training rows
   are over-confident, so training-set z-values would be biased;
+* ``auto``: `abstain.combine.ScoreCombiner` with its default ``method="auto"``, choosing
+  among the single base scores and the combiners on proxy outliers of the ID training rows
+  alone (``proxy_tasks``: two classes held out in turn, ``--proxy-splits`` splits, the base
+  scores refitted per split on at most ``--proxy-rows`` rows of the kept classes), then
+  fitted on the holdout rows; ``single (proxy)`` is the base score that proxy ranked best;
 * baselines: CSI's heuristic (eqs. 6-7, `abstain.combine.csi_statistic`, with the joint
   head's rotation probability in place of CSI's shift logit), and the single best base
   score, chosen per OOD set by its AUROC on that same test set (an oracle: an upper
@@ -52,7 +57,12 @@ import numpy as np
 from abstain import metrics as M
 from abstain.combine import STATISTICS, ScoreCombiner, csi_statistic
 from abstain.datasets import data_home, load_ood_benchmark
-from abstain.detectors import ShiftedBaseScores, rotation_training_set, rotations
+from abstain.detectors import (
+    LeaveClassesOut,
+    ShiftedBaseScores,
+    rotation_training_set,
+    rotations,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _models import cached_training  # noqa: E402
@@ -135,9 +145,43 @@ def shifted_outputs(model, images, mean, std):
     return np.stack([o.features for o in outs]), np.stack([o.logits for o in outs])
 
 
-def statistics(bs, S_hold, S_eval_all):
-    """Every combined statistic (and CSI) on the rows of S_eval_all; higher = more OOD."""
+def proxy_tasks(outputs: dict, y_fit: np.ndarray, y_hold: np.ndarray, args) -> list[tuple]:
+    """``method="auto"``'s proxy tasks (never a test row): two classes of the fitting rows
+    held out in turn (``LeaveClassesOut``, ``--proxy-splits`` splits). Per split the base
+    scores are refitted on at most ``--proxy-rows`` fitting rows of the kept classes
+    (relabelled 0..K'-1; the joint head's logits restricted to the kept classes' columns);
+    z-value rows: the holdout rows of the kept classes; proxy inliers: other fitting rows of
+    the kept classes; proxy outliers: rows of the held-out classes (each at most
+    ``--proxy-rows``). The network itself was trained on every class."""
+    rng = np.random.default_rng(args.seed)
+    cap = lambda rows: np.sort(rng.permutation(rows)[: args.proxy_rows])  # noqa: E731
+    (F_fit, L_fit), (F_hold, L_hold) = outputs["fit"], outputs["hold"]
+    tasks = []
+    splits = LeaveClassesOut(n_held_out=2, n_splits=args.proxy_splits, random_state=args.seed)
+    for sp in splits.split(y_fit):
+        relabel = np.full(int(y_fit.max()) + 1, -1)
+        relabel[sp.kept] = np.arange(sp.kept.size)
+        cols = (sp.kept[:, None] * T + np.arange(T)).ravel()  # joint label k * T + j
+        fit = cap(sp.fit)
+        bs = ShiftedBaseScores(svm_max_samples=args.svm_max_samples,
+                               random_state=args.seed).fit(F_fit[:, fit], relabel[y_fit[fit]])
+
+        def score(F, L, rows, bs=bs, cols=cols):
+            return bs.score(F[:, rows], L[:, rows][:, :, cols])
+
+        hold = cap(np.flatnonzero(np.isin(y_hold, sp.kept)))
+        tasks.append((score(F_hold, L_hold, hold), score(F_fit, L_fit, cap(sp.inliers)),
+                      score(F_fit, L_fit, cap(sp.outliers))))
+    return tasks
+
+
+def statistics(bs, S_hold, S_eval_all, auto: ScoreCombiner | None = None):
+    """Every combined statistic (and CSI) on the rows of S_eval_all; higher = more OOD.
+    ``auto``: the fitted ``method="auto"`` combiner, its statistic and its single score."""
     stats = {m: ScoreCombiner(method=m).fit(S_hold).score(S_eval_all) for m in STATISTICS}
+    if auto is not None:
+        stats["auto"] = auto.score(S_eval_all)
+        stats["single (proxy)"] = S_eval_all[:, auto.selection_["single"]]
     cols = {k: [i for i, n in enumerate(bs.names_) if n.startswith(k + "_")]
             for k in ("cos", "norm", "shift")}
     def raw(S):  # CSI's inlier-direction quantities; shift as the rotation probability
@@ -148,12 +192,13 @@ def statistics(bs, S_hold, S_eval_all):
     return stats
 
 
-def evaluate(bs, S_hold, S_id, S_oods: dict, far: float) -> dict:
+def evaluate(bs, S_hold, S_id, S_oods: dict, far: float,
+             auto: ScoreCombiner | None = None) -> dict:
     out = {}
     for name, S_ood in S_oods.items():
         S_all = np.concatenate([S_id, S_ood])
         is_ood = np.r_[np.zeros(len(S_id), bool), np.ones(len(S_ood), bool)]
-        stats = statistics(bs, S_hold, S_all)
+        stats = statistics(bs, S_hold, S_all, auto)
         per = {m: {"auroc": M.auroc(is_ood, s),
                    "dr": M.detection_rate_at_false_alarm(is_ood, s, far)}
                for m, s in stats.items()}
@@ -176,17 +221,29 @@ def run_setting(X_tr, y_tr, X_te, oods, tag, args, far):
     F_fit, L_fit = shifted_outputs(model, X_tr[fit_idx], mean, std)
     bs = ShiftedBaseScores(svm_max_samples=args.svm_max_samples,
                            random_state=args.seed).fit(F_fit, y_tr[fit_idx])
-    S_hold = bs.score(*shifted_outputs(model, X_tr[hold_idx], mean, std))
+    hold_out = shifted_outputs(model, X_tr[hold_idx], mean, std)
+    S_hold = bs.score(*hold_out)
     S_id = bs.score(*shifted_outputs(model, X_te, mean, std))
     S_oods = {k: bs.score(*shifted_outputs(model, v, mean, std)) for k, v in oods.items()}
-    res = evaluate(bs, S_hold, S_id, S_oods, far)
-    return {"results": res, "seconds": {"train": t_train, "scores+metrics":
-                                        time.perf_counter() - t0},
+    t_auto = time.perf_counter()
+    tasks = proxy_tasks({"fit": (F_fit, L_fit), "hold": hold_out}, y_tr[fit_idx],
+                        y_tr[hold_idx], args)
+    auto = ScoreCombiner(random_state=args.seed)
+    auto.fit_chosen(S_hold, auto.choose(tasks, np.random.default_rng(args.seed)))
+    t_auto = time.perf_counter() - t_auto
+    res = evaluate(bs, S_hold, S_id, S_oods, far, auto)
+    sel = auto.selection_
+    chosen = [bs.names_[c] for c in sel["columns"]]
+    return {"results": res, "auto": {"method": sel["method"], "columns": chosen,
+                                     "single": bs.names_[sel["single"]],
+                                     "win_fraction": sel["win_fraction"]},
+            "seconds": {"train": t_train, "auto (proxies)": t_auto,
+                        "scores+metrics": time.perf_counter() - t0 - t_auto},
             "sizes": {"fit": int(fit_idx.size), "holdout": int(hold_idx.size),
                       "id_test": int(len(X_te)), **{k: int(len(v)) for k, v in oods.items()}}}
 
 
-ROWS = (*STATISTICS, "csi", "best_single")
+ROWS = (*STATISTICS, "auto", "single (proxy)", "csi", "best_single")
 
 
 def grid(first: str, sets: list[str], rows: dict[str, list[float]], fmt: str) -> list[str]:
@@ -200,7 +257,7 @@ def grid(first: str, sets: list[str], rows: dict[str, list[float]], fmt: str) ->
 
 def table(res: dict, metric: str, scale: float, fmt: str) -> list[str]:
     return grid("method", list(res), {m: [res[s][m][metric] * scale for s in res]
-                                      for m in ROWS}, fmt)
+                                      for m in ROWS if all(m in res[s] for s in res)}, fmt)
 
 
 def base_table(res: dict) -> list[str]:
@@ -237,6 +294,19 @@ def claims(res: dict, label: str) -> list[str]:
     return out
 
 
+def chosen_lines(autos: dict[str, dict]) -> list[str]:
+    """What ``method="auto"`` chose, per network (one for every OOD set, or one per held-out
+    class)."""
+    out = []
+    for name, a in autos.items():
+        what = (a["single"] if a["method"] == "single"
+                else f"{a['method']}({'+'.join(a['columns'])})")
+        won = ("" if a["win_fraction"] is None
+               else f", the best combination won {a['win_fraction']:.0%} of paired resamples")
+        out.append(f"- {name}: {what} (best single on the proxy: {a['single']}{won})")
+    return out
+
+
 def render(mode: str, raw: dict) -> str:
     """The Markdown page of one mode from its raw JSON (as written by `main`)."""
     if mode == "dataset":
@@ -244,11 +314,13 @@ def render(mode: str, raw: dict) -> str:
         res, times = r["results"], r["seconds"]
         title = "dataset-vs-dataset (paper Tables 6-9 analogue), ID FashionMNIST"
         far, label, done = 5, "dataset-vs-dataset", []
+        autos = {"the network of every OOD set": r["auto"]} if "auto" in r else {}
     else:
         loco = raw["loco"]
         res = {k: v["results"][k] for k, v in loco.items()}
-        times = {k: sum(v["seconds"][k] for v in loco.values())
+        times = {k: sum(v["seconds"].get(k, 0.0) for v in loco.values())
                  for k in next(iter(loco.values()))["seconds"]}
+        autos = {k: v["auto"] for k, v in loco.items() if "auto" in v}
         title = "leave-one-class-out (paper Tables 10-14 analogue), FashionMNIST"
         far, label = 25, "leave-one-class-out"
         done = [f"Held-out classes finished: {len(loco)} of {len(raw['args']['classes'])}.", ""]
@@ -262,6 +334,10 @@ def render(mode: str, raw: dict) -> str:
           *beside_paper(res, mode, "auroc", 1.0, ".4f"), "",
           "Detection rate (%):", "", *beside_paper(res, mode, "dr", 100.0, ".1f"), "",
           "Claim:", "", *claims(res, label), "",
+          *(["`auto` is `ScoreCombiner()` (`method=\"auto\"`, the default) choosing on "
+             "proxy outliers of the training rows alone (two classes held out in turn; "
+             "`proxy_tasks` in the script); `single (proxy)` is the base score its proxy "
+             "ranked best. It chose:", "", *chosen_lines(autos), ""] if autos else []),
           "AUROC of every base score alone (paper Table 12 analogue; rotation in degrees):",
           "", *base_table(res), "",
           f"Time: {raw['seconds_total']:.0f} s with {raw['args']['threads']} threads ("
@@ -279,6 +355,10 @@ def main(argv=None) -> int:
     ap.add_argument("--feature-dim", type=int, default=128)
     ap.add_argument("--holdout", type=float, default=0.1)
     ap.add_argument("--svm-max-samples", type=int, default=2000)
+    ap.add_argument("--proxy-splits", type=int, default=3,
+                    help="method='auto': splits of two held-out training classes")
+    ap.add_argument("--proxy-rows", type=int, default=4000,
+                    help="method='auto': at most this many rows per part of a proxy split")
     ap.add_argument("--subset", type=int, default=None,
                     help="use only this many ID training images (and as many of each test set)")
     ap.add_argument("--seed", type=int, default=0)

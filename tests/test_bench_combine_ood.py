@@ -45,13 +45,21 @@ def test_evaluate_scores_every_method_and_the_oracle(bench):
     bs = SimpleNamespace(names_=NAMES)
     S_hold, S_id = fake_scores(rng, 200, 0.0), fake_scores(rng, 150, 0.0)
     oods = {"near": fake_scores(rng, 100, 0.5), "far": fake_scores(rng, 80, 2.0)}
-    res = bench.evaluate(bs, S_hold, S_id, oods, far=0.05)
+    proxy = [(fake_scores(rng, 60, 0.0), fake_scores(rng, 60, 0.0), fake_scores(rng, 60, 1.0))]
+    auto = ScoreCombiner(random_state=0)
+    auto.fit_chosen(S_hold, auto.choose(proxy, np.random.default_rng(0)))
+    assert set(bench.evaluate(bs, S_hold, S_id, oods, far=0.05)["near"]) == (
+        set(bench.ROWS) - {"auto", "single (proxy)"}) | {"base_auroc"}  # without auto
+    res = bench.evaluate(bs, S_hold, S_id, oods, far=0.05, auto=auto)
     assert set(res) == set(oods)
     for name, S_ood in oods.items():
         r = res[name]
         assert set(bench.ROWS) <= set(r)
         S_all = np.r_[S_id, S_ood]
         is_ood = np.r_[np.zeros(len(S_id), bool), np.ones(len(S_ood), bool)]
+        assert r["auto"]["auroc"] == M.auroc(is_ood, auto.score(S_all))
+        j = auto.selection_["single"]
+        assert r["single (proxy)"]["auroc"] == M.auroc(is_ood, S_all[:, j])
         for m in ("glrt", "fisher", "simes"):
             s = ScoreCombiner(method=m).fit(S_hold).score(S_all)
             assert r[m]["auroc"] == pytest.approx(M.auroc(is_ood, s))
@@ -61,6 +69,30 @@ def test_evaluate_scores_every_method_and_the_oracle(bench):
         assert base[r["best_single"]["column"]] == r["best_single"]["auroc"]
     # a far OOD set is easier than a near one for the combined tests
     assert res["far"]["glrt"]["auroc"] > res["near"]["glrt"]["auroc"] > 0.5
+
+
+def test_proxy_tasks_refit_the_base_scores_on_the_kept_classes(bench):
+    """Each task: base scores refitted on kept classes (relabelled 0..K'-1, the joint head's
+    logits restricted to their columns), z-value rows from the holdout's kept classes, proxy
+    outliers from the held-out classes; every part capped at --proxy-rows."""
+    pytest.importorskip("sklearn", reason="the supocsvm base score")
+    rng = np.random.default_rng(3)
+    K, T, d = 5, bench.T, 6
+    y_fit, y_hold = np.repeat(np.arange(K), 40), np.repeat(np.arange(K), 8)
+    out = {part: (rng.normal(size=(T, y.size, d)) + y[None, :, None],
+                  rng.normal(size=(T, y.size, K * T)))
+           for part, y in (("fit", y_fit), ("hold", y_hold))}
+    args = SimpleNamespace(seed=0, proxy_splits=2, proxy_rows=50, svm_max_samples=30)
+    tasks = bench.proxy_tasks(out, y_fit, y_hold, args)
+    assert len(tasks) == 2
+    for S_z, S_in, S_out in tasks:
+        assert S_z.shape == (24, 24)  # the holdout rows of the 3 kept classes
+        assert S_in.shape[1] == S_out.shape[1] == 24
+        assert S_in.shape[0] <= 50 and S_out.shape[0] == 50  # two held-out classes: 80 rows
+        assert np.all(np.isfinite(S_z)) and np.all(np.isfinite(S_out))
+    auto = ScoreCombiner(random_state=0)
+    record = auto.choose(tasks, np.random.default_rng(0))
+    assert record["method"] in ("single", *STATISTICS)
 
 
 def test_claims_report_both_verdicts(bench):
@@ -100,6 +132,8 @@ def test_render_and_report_only(bench, tmp_path):
     loco = {f"class {c}": {"results": bench.evaluate(bs, S_hold, S_id,
                                                      {f"class {c}": fake_scores(rng, 30, 1.0)},
                                                      0.25), "seconds": secs} for c in (0, 3)}
+    loco["class 0"]["auto"] = {"method": "stouffer", "columns": ["cos_0", "shift_90"],
+                               "single": "cos_0", "win_fraction": 0.97}
     args = {"threads": 2, "classes": [0, 3, 5]}
     for mode, result in (("dataset", data), ("loco", loco)):
         raw = {"args": args, "command": f"--mode {mode}", "seconds_total": 7.0, mode: result}
@@ -112,6 +146,9 @@ def test_render_and_report_only(bench, tmp_path):
     assert "(train 3 s, scores+metrics 2 s)" in bench.render("dataset", {
         "args": args, "command": "", "seconds_total": 5.0, "dataset": data})
     assert "finished: 2 of 3" in bench.render("loco", raw)
+    assert ("- class 0: stouffer(cos_0+shift_90) (best single on the proxy: cos_0, the best "
+            "combination won 97% of paired resamples)") in bench.render("loco", raw)
+    assert "| auto | " not in bench.render("loco", raw)  # results without it: no row
     assert "(train 6 s, scores+metrics 4 s)" in bench.render("loco", raw)
     assert bench.main(["--report-only", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "combine_ood_loco.md").read_text() == bench.render("loco", raw)
@@ -136,6 +173,7 @@ def test_quick_run_end_to_end(bench, tmp_path):
     for mode in ("dataset", "loco"):
         md = (tmp_path / f"combine_ood_{mode}.md").read_text()
         assert "GLRT >= Fisher and Stouffer" in md and "Time:" in md
+        assert "| auto | " in md and "| single (proxy) | " in md and "It chose:" in md
         raw = json.loads((tmp_path / f"combine_ood_{mode}_raw.json").read_text())
         assert raw["args"]["quick"] is True and mode in raw
         (tmp_path / f"combine_ood_{mode}.md").unlink()
