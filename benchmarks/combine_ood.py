@@ -192,6 +192,24 @@ def statistics(bs, S_hold, S_eval_all, auto: ScoreCombiner | None = None):
     return stats
 
 
+#: Paired resamples of the test rows behind a verdict of ``auto`` against its single score.
+N_VERDICT = 1000
+
+
+def verdict(is_ood: np.ndarray, a: np.ndarray, b: np.ndarray, same: bool) -> dict:
+    """``win`` / ``tie`` / ``loss`` of scores ``a`` against ``b`` on these rows: the 95 %
+    percentile interval of ``AUROC(a) - AUROC(b)`` over ``N_VERDICT`` paired bootstrap
+    resamples (ID and OOD rows drawn apart, the same draws for both), win above 0, loss
+    below 0 (``same``: the same score, a tie)."""
+    if same:
+        return {"low": 0.0, "high": 0.0, "verdict": "tie"}
+    ci = M.bootstrap_interval(lambda i: M.auroc(is_ood[i], a[i]) - M.auroc(is_ood[i], b[i]),
+                              is_ood, n_bootstrap=N_VERDICT, random_state=0)
+    low, high = float(ci.low), float(ci.high)
+    return {"low": low, "high": high,
+            "verdict": "win" if low > 0 else "loss" if high < 0 else "tie"}
+
+
 def evaluate(bs, S_hold, S_id, S_oods: dict, far: float,
              auto: ScoreCombiner | None = None) -> dict:
     out = {}
@@ -207,6 +225,9 @@ def evaluate(bs, S_hold, S_id, S_oods: dict, far: float,
         per["best_single"] = {"auroc": base[best], "column": bs.names_[best],
                               "dr": M.detection_rate_at_false_alarm(is_ood, S_all[:, best], far)}
         per["base_auroc"] = dict(zip(bs.names_, base, strict=True))
+        if auto is not None:
+            per["auto_vs_single"] = verdict(is_ood, stats["auto"], stats["single (proxy)"],
+                                            auto.selection_["method"] == "single")
         out[name] = per
     return out
 
@@ -307,6 +328,19 @@ def chosen_lines(autos: dict[str, dict]) -> list[str]:
     return out
 
 
+def verdict_lines(res: dict) -> list[str]:
+    """``auto`` against ``single (proxy)`` per OOD set, and the count of each verdict."""
+    have = {k: v["auto_vs_single"] for k, v in res.items() if "auto_vs_single" in v}
+    if not have:
+        return []
+    cells = [f"{k} {v['verdict']} [{v['low']:+.4f}, {v['high']:+.4f}]" for k, v in have.items()]
+    counts = ", ".join(f"{sum(v['verdict'] == w for v in have.values())} {w}"
+                       for w in ("win", "tie", "loss"))
+    return [f"`auto` against `single (proxy)` (95 % interval of the AUROC difference over "
+            f"{N_VERDICT:,} paired resamples of the test rows, ID and OOD apart): "
+            + "; ".join(cells) + f". {counts} of {len(have)}.", ""]
+
+
 def render(mode: str, raw: dict) -> str:
     """The Markdown page of one mode from its raw JSON (as written by `main`)."""
     if mode == "dataset":
@@ -337,7 +371,8 @@ def render(mode: str, raw: dict) -> str:
           *(["`auto` is `ScoreCombiner()` (`method=\"auto\"`, the default) choosing on "
              "proxy outliers of the training rows alone (two classes held out in turn; "
              "`proxy_tasks` in the script); `single (proxy)` is the base score its proxy "
-             "ranked best. It chose:", "", *chosen_lines(autos), ""] if autos else []),
+             "ranked best. It chose:", "", *chosen_lines(autos), "",
+             *verdict_lines(res)] if autos else []),
           "AUROC of every base score alone (paper Table 12 analogue; rotation in degrees):",
           "", *base_table(res), "",
           f"Time: {raw['seconds_total']:.0f} s with {raw['args']['threads']} threads ("

@@ -60,6 +60,10 @@ def test_evaluate_scores_every_method_and_the_oracle(bench):
         assert r["auto"]["auroc"] == M.auroc(is_ood, auto.score(S_all))
         j = auto.selection_["single"]
         assert r["single (proxy)"]["auroc"] == M.auroc(is_ood, S_all[:, j])
+        v = r["auto_vs_single"]
+        assert v["low"] <= v["high"] and v["verdict"] in ("win", "tie", "loss")
+        assert (v["verdict"] == "win") == (v["low"] > 0) and (v["verdict"] == "loss") == (
+            v["high"] < 0)
         for m in ("glrt", "fisher", "simes"):
             s = ScoreCombiner(method=m).fit(S_hold).score(S_all)
             assert r[m]["auroc"] == pytest.approx(M.auroc(is_ood, s))
@@ -149,6 +153,11 @@ def test_render_and_report_only(bench, tmp_path):
     assert ("- class 0: stouffer(cos_0+shift_90) (best single on the proxy: cos_0, the best "
             "combination won 97% of paired resamples)") in bench.render("loco", raw)
     assert "| auto | " not in bench.render("loco", raw)  # results without it: no row
+    judged = json.loads(json.dumps(raw, default=float))
+    judged["loco"]["class 0"]["results"]["class 0"]["auto_vs_single"] = {
+        "low": 0.01, "high": 0.02, "verdict": "win"}
+    assert ("class 0 win [+0.0100, +0.0200]. 1 win, 0 tie, 0 loss of 1."
+            in bench.render("loco", judged))
     assert "(train 6 s, scores+metrics 4 s)" in bench.render("loco", raw)
     assert bench.main(["--report-only", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "combine_ood_loco.md").read_text() == bench.render("loco", raw)
