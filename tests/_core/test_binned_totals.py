@@ -1,4 +1,4 @@
-"""The counting path of the shared grouping for heavily tied scores (``_binned_totals``):
+"""The counting path of the shared grouping for heavily tied scores (``counting.binned_totals``):
 the groups of the sort, each total the sum of the group's weights in row order, and the
 sort whenever two distinct values would share a bin (values one ulp apart included)."""
 
@@ -9,10 +9,10 @@ import pytest
 from reference.metrics_ref import expected_prefix_losses_ref
 from reference.metrics_ref import sorted_group_totals as _sorted_totals
 
-from abstain._core import groups
+from abstain._core import counting, groups
 from abstain.metrics import augrc, aurc
 
-N = groups._BINNED_MIN_ROWS + 11
+N = counting._BINNED_MIN_ROWS + 11
 
 
 def _rounded(rng, n=N, scale=1.0):
@@ -28,7 +28,7 @@ def test_counting_path_gives_the_groups_of_the_sort(scale) -> None:
     binary = (rng.random(N) < 0.3).astype(float)
     whole = rng.integers(0, 5, N).astype(np.int64)
     continuous = rng.random(N) * np.exp(rng.normal(size=N) * 5)  # sums depend on their order
-    assert groups._binned_totals(u, (continuous,)) is not None  # the path under test applies
+    assert counting.binned_totals(u, (continuous,)) is not None  # the path under test applies
     values, counts, (b, w, c) = groups.group_totals(u, binary, whole, continuous)
     ref_values, ref_counts, (rb, rw, rc) = _sorted_totals(u, binary, whole, continuous)
     assert np.array_equal(values, ref_values) and np.all(np.diff(values) > 0)
@@ -49,7 +49,7 @@ def test_counting_path_refuses_distinct_values_in_one_bin() -> None:
     rng = np.random.default_rng(1)
     u = rng.choice([0.25, 0.5, np.nextafter(0.5, 1.0), 1e300], N)
     w = rng.random(N)
-    assert groups._binned_totals(u, (w,)) is None
+    assert counting.binned_totals(u, (w,)) is None
     values, counts, (sums,) = groups.group_totals(u, w)
     ref_values, ref_counts, (ref_sums,) = _sorted_totals(u, w)
     assert values.size == 4
@@ -62,7 +62,7 @@ def test_counting_path_tells_neighbouring_floats_apart_when_they_have_bins() -> 
     rng = np.random.default_rng(2)
     u = 1.0 + rng.integers(0, 50, N) * np.finfo(float).eps
     w = rng.random(N)
-    assert groups._binned_totals(u, (w,)) is not None
+    assert counting.binned_totals(u, (w,)) is not None
     values, counts, (sums,) = groups.group_totals(u, w)
     ref_values, ref_counts, (ref_sums,) = _sorted_totals(u, w)
     assert values.size == 50
@@ -74,10 +74,10 @@ def test_counting_path_applies_only_where_it_can() -> None:
     rng = np.random.default_rng(3)
     u = _rounded(rng)
     w = rng.random(N)
-    assert groups._binned_totals(u[:1000], (w[:1000],)) is None  # few rows: the sort
-    assert groups._binned_totals(rng.random(N), (w,)) is None  # few ties: the sort
-    assert groups._binned_totals(u, (w.astype(np.float32),)) is None  # totals keep the dtype
-    assert groups._binned_totals(u.astype(np.float32), (w,)) is None
+    assert counting.binned_totals(u[:1000], (w[:1000],)) is None  # few rows: the sort
+    assert counting.binned_totals(rng.random(N), (w,)) is None  # few ties: the sort
+    assert counting.binned_totals(u, (w.astype(np.float32),)) is None  # totals keep the dtype
+    assert counting.binned_totals(u.astype(np.float32), (w,)) is None
 
 
 def test_metrics_on_rounded_scores_equal_the_brute_force_reference() -> None:
@@ -98,7 +98,7 @@ def test_counting_path_reads_rows_spread_over_sorted_input() -> None:
     u = np.sort(np.round(rng.exponential(1.0, N), 2))
     u[:2000] = 0.0
     w = rng.random(N)
-    assert groups._binned_totals(u, (w,)) is not None
+    assert counting.binned_totals(u, (w,)) is not None
     values, counts, _ = groups.group_totals(u, w)
     ref_values, ref_counts, _ = _sorted_totals(u, w)
     assert np.array_equal(values, ref_values) and np.array_equal(counts, ref_counts)

@@ -9,10 +9,10 @@ from reference.metrics_ref import expected_prefix_losses_ref
 from reference.metrics_ref import sorted_group_totals as _sorted_totals
 
 from abstain import BoundedAbstention, ScoreTable
-from abstain._core import groups
+from abstain._core import counting, groups, prefix
 from abstain.metrics import augrc, aurc
 
-N = groups._HALF_MIN_ROWS + 7
+N = counting._HALF_MIN_ROWS + 7
 
 
 def _fp16_rows(rng, n=N):
@@ -30,7 +30,7 @@ def test_float16_path_gives_the_groups_of_the_sort(seed) -> None:
     binary = (rng.random(N) < 0.3).astype(float)
     whole = rng.integers(0, 5, N).astype(np.int64)
     continuous = rng.random(N)
-    assert groups._half_totals(u, (binary,)) is not None  # the path under test applies
+    assert counting.half_totals(u, (binary,)) is not None  # the path under test applies
     values, counts, (b, w, c) = groups.group_totals(u, binary, whole, continuous)
     ref_values, ref_counts, (rb, rw, rc) = _sorted_totals(u, binary, whole, continuous)
     assert np.array_equal(values, ref_values) and np.all(np.diff(values) > 0)
@@ -49,18 +49,18 @@ def test_float16_path_applies_only_where_it_can() -> None:
     rng = np.random.default_rng(2)
     u = _fp16_rows(rng)
     w = np.ones(N)
-    assert groups._half_totals(u[:1000], (w[:1000],)) is None  # few rows: the sort
+    assert counting.half_totals(u[:1000], (w[:1000],)) is None  # few rows: the sort
     late = u.copy()
     late[-1] = 0.1  # not a float16 number, after the first rows
     wide = u.copy()
     wide[-1] = 1e6  # beyond float16 (no overflow warning escapes)
     for other in (late, wide):
         with np.errstate(all="raise"):
-            assert groups._half_totals(other, (w,)) is None
+            assert counting.half_totals(other, (w,)) is None
         values, counts, _ = groups.group_totals(other, w)
         assert np.array_equal(values, np.unique(other)) and counts.sum() == N
-    assert groups._half_totals(u, (w.astype(np.float32),)) is None  # totals keep the dtype
-    assert groups._half_totals(u.astype(np.float32), (w,)) is None
+    assert counting.half_totals(u, (w.astype(np.float32),)) is None  # totals keep the dtype
+    assert counting.half_totals(u.astype(np.float32), (w,)) is None
 
 
 def test_metrics_and_fit_on_fp16_scores_equal_the_brute_force_reference() -> None:
@@ -153,7 +153,7 @@ def test_expected_prefix_areas_of_single_rows_and_of_ties(seed) -> None:
                    rng.choice([1, 1, 1, 2, 5, 70], size=g),  # mostly single, some ties
                    rng.integers(1, 4, size=g)):
         sums = rng.integers(0, 2, size=g) * counts * rng.random(g)
-        got = groups.expected_prefix_areas(counts, sums)
+        got = prefix.expected_prefix_areas(counts, sums)
         want = _prefix_areas_exactly(counts, sums)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 
@@ -162,6 +162,6 @@ def test_expected_prefix_areas_of_a_single_row_after_many() -> None:
     """A row after 10**8 others: (P + S) / (B + 1), with no harmonic series evaluated."""
     counts = np.array([10**8, 1])
     sums = np.array([3.0, 1.0])
-    inverse, _ = groups.expected_prefix_areas(counts, sums)
+    inverse, _ = prefix.expected_prefix_areas(counts, sums)
     # the group of 10**8 rows: sum_k (k S / m) / k = S; the single row: (3 + 1) / (10**8 + 1)
     assert inverse == pytest.approx(3.0 + 4.0 / (10**8 + 1), rel=1e-15)

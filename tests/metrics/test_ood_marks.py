@@ -10,7 +10,7 @@ import pytest
 from abstain import ScoreTable
 from abstain._core.groups import min_rows_of_code_groups
 from abstain._ood_search.sample import NO_LOSSES, Sample, validate_sample
-from abstain.metrics import _ood, aupr_in, aupr_out, auroc, fpr_at_tpr
+from abstain.metrics import _columns, _ood, aupr_in, aupr_out, auroc, fpr_at_tpr
 
 N = min_rows_of_code_groups() + 13
 
@@ -34,15 +34,15 @@ def test_marks_give_the_floats_of_the_grouped_path(seed) -> None:
     marks = _ood._sample_or_marks(ood, s)
     assert isinstance(marks, np.ndarray)  # the path under test applies
     g = _grouped(ood, s)
-    assert auroc(ood, s) == _ood._column_auroc(g)
-    assert aupr_in(ood, s) == _ood._average_precision(g.w_id, g.w_ood)
-    assert aupr_out(ood, s) == _ood._average_precision(g.w_ood[::-1], g.w_id[::-1])
+    assert auroc(ood, s) == _columns.column_auroc(g)
+    assert aupr_in(ood, s) == _columns.average_precision(g.w_id, g.w_ood)
+    assert aupr_out(ood, s) == _columns.average_precision(g.w_ood[::-1], g.w_id[::-1])
     n_id = int(np.count_nonzero(~ood))
     rng = np.random.default_rng(seed)
     exact = [k / n_id for k in rng.integers(1, n_id + 1, 5)]  # targets on a knot
     near = [float(np.nextafter(t, d)) for t in exact for d in (0.0, 2.0)]  # and one ulp off
     for tpr in [0.95, 1.0, 1e-9, 0.5, *rng.random(5), *exact, *near]:
-        expected = _ood.core.least_fpr(*_ood._column_running_sums(g), g.n_id, g.n_ood, tpr)
+        expected = _ood.core.least_fpr(*_columns.column_running_sums(g), g.n_id, g.n_ood, tpr)
         assert fpr_at_tpr(ood, s, tpr=tpr) == expected
     table = ScoreTable.from_arrays(s, np.zeros(N), is_ood=ood)
     assert (auroc(table), aupr_in(table), aupr_out(table), fpr_at_tpr(table)) == (
@@ -71,5 +71,5 @@ def test_ties_take_the_grouped_path() -> None:
     s = np.round(s, 2)
     assert isinstance(_ood._sample_or_marks(ood, s), Sample)
     g = _grouped(ood, s)
-    assert auroc(ood, s) == _ood._column_auroc(g)
-    assert aupr_in(ood, s) == _ood._average_precision(g.w_id, g.w_ood)
+    assert auroc(ood, s) == _columns.column_auroc(g)
+    assert aupr_in(ood, s) == _columns.average_precision(g.w_id, g.w_ood)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .counting import binned_totals, half_totals
 from .validation import as_losses_and_scores
 
 
@@ -363,10 +364,10 @@ def group_totals(
     order, so it does not depend on how a CPU's sort kernel orders tied values (SIMD
     sorts differ between CPUs); for scores that are all float16 numbers (fp16 softmax
     outputs, at most 65,536 distinct values) and at least ``_HALF_MIN_ROWS`` rows the
-    groups come from counting bit patterns (:func:`_half_totals`, O(n) instead of a
+    groups come from counting bit patterns (``counting.half_totals``, O(n) instead of a
     sort), and for heavily tied scores from counting equal bins of the span
-    (:func:`_binned_totals`); these add a group's weights one by one, ``reduceat`` below
-    in blocks, so a continuous total's last bits depend on the path, which the data
+    (``counting.binned_totals``); these add a group's weights one by one, ``reduceat``
+    below in blocks, so a continuous total's last bits depend on the path, which the data
     alone choose. Integer weights give integer totals (exact below 2**53). -0.0 and +0.0 are
     one group, whose value is +0.0. Where every weight is 0 or 1 (0/1 losses, ID and OOD
     marks) the rows fall into a few classes and the totals are counts: one sort of packed
@@ -378,13 +379,13 @@ def group_totals(
     if _ascending(uncertainty):  # already one row per value, in order (a table's values)
         return uncertainty + 0.0, np.ones(uncertainty.size, dtype=np.int64), [
             w.copy() for w in weights]
-    half = _half_totals(uncertainty, weights)
+    half = half_totals(uncertainty, weights)
     if half is not None:
         return half
     classed = _class_totals(uncertainty, weights)
     if classed is not None:
         return classed
-    binned = _binned_totals(uncertainty, weights)
+    binned = binned_totals(uncertainty, weights)
     if binned is not None:
         return binned
     order, starts = stable_order(uncertainty)  # ties in row order, whatever the sort kernel
@@ -405,9 +406,10 @@ def loss_totals(
     """``(counts, sums)`` of ``group_totals(uncertainty, losses, values=False)``; for 0/1
     losses on distinct scores (every group one row, from :func:`min_rows_of_code_groups`
     rows) ``(None, marks)``: the losses as uint8 in ascending order of score, with no
-    counts or float totals built (:func:`expected_prefix_areas` takes them as they are)."""
+    counts or float totals built (``prefix.expected_prefix_areas`` takes them as they
+    are)."""
     if not _ascending(uncertainty):
-        half = _half_totals(uncertainty, (losses,))
+        half = half_totals(uncertainty, (losses,))
         if half is not None:
             return half[1], half[2][0]
         grouped = class_groups(uncertainty, (losses,))
@@ -427,107 +429,6 @@ def _ascending(u: NDArray[Any]) -> bool:
         return False
     head = u[:64]
     return bool(np.all(head[1:] > head[:-1])) and bool(np.all(u[1:] > u[:-1]))
-
-
-# Below this many rows a sort is as fast as the 65,536 bins of the float16 path.
-_HALF_MIN_ROWS = 1 << 17
-_HALF_BITS = np.arange(1 << 16, dtype=np.uint16)
-_HALF_VALUES = _HALF_BITS.view(np.float16).astype(np.float64)
-# Bit patterns of the finite float16 numbers in ascending order of value; -0.0 (0x8000)
-# is counted with +0.0, as the sort path counts equal values as one.
-_HALF_ORDER = np.argsort(np.where(np.isfinite(_HALF_VALUES) & (_HALF_BITS != 0x8000),
-                                  _HALF_VALUES, np.inf), kind="stable")[:-2049]
-
-
-def _half_totals(
-    uncertainty: NDArray[Any], weights: tuple[NDArray[Any], ...]
-) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[Any]]] | None:
-    """:func:`group_totals` by counting float16 bit patterns, or None where it does not apply.
-
-    Applies to finite float64 scores that are all float16 numbers (checked on the first
-    rows, then on all), with float64 or int64 weights and at least ``_HALF_MIN_ROWS``
-    rows: a ``bincount`` over the 65,536 patterns replaces the sort, and each group's
-    weights are summed in row order.
-    """
-    n = uncertainty.size
-    if (n < _HALF_MIN_ROWS or uncertainty.dtype != np.float64 or uncertainty.ndim != 1
-            or any(w.dtype not in (np.float64, np.int64) for w in weights)):
-        return None
-    with np.errstate(over="ignore", invalid="ignore"):  # beyond float16: inf, so refused
-        if not np.array_equal(uncertainty[:1024].astype(np.float16), uncertainty[:1024]):
-            return None
-        half = uncertainty.astype(np.float16)
-        if not np.array_equal(half, uncertainty):
-            return None
-    idx = half.view(np.uint16).astype(np.intp)
-    del half
-    size = 1 << 16
-    counts = np.bincount(idx, minlength=size)
-    sums = [np.bincount(idx, weights=w, minlength=size) for w in weights]
-    for col in (counts, *sums):
-        col[0] += col[0x8000]
-    keep = _HALF_ORDER[counts[_HALF_ORDER] > 0]
-    totals = [s[keep] if w.dtype == np.float64 else s[keep].astype(np.int64)
-              for s, w in zip(sums, weights, strict=True)]
-    return _HALF_VALUES[keep], counts[keep].astype(np.int64), totals
-
-
-# Below this many rows a sort is as fast as the bins of :func:`_binned_totals`.
-_BINNED_MIN_ROWS = 1 << 14
-# Most bins of :func:`_binned_totals` (tables of 8 bytes per bin).
-_BINNED_MAX = 1 << 22
-
-
-def _binned_totals(
-    uncertainty: NDArray[Any], weights: tuple[NDArray[Any], ...]
-) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[Any]]] | None:
-    """:func:`group_totals` of heavily tied scores by counting, or None where it does not apply.
-
-    Applies to finite float64 scores of at least ``_BINNED_MIN_ROWS`` rows of which 1,024
-    spread over the input hold at most 3/4 distinct values (many ties: scores rounded to a
-    grid, quantised, whole numbers), with float64 or int64 weights. The span of the scores
-    is cut into equal bins, four per smallest gap between those rows' distinct values
-    (at most ``_BINNED_MAX`` and ``4 n``); a row's bin is
-    ``floor((s - min) * (bins - 1) / span)``, which never decreases as the score grows.
-    Where every bin holds one value (checked on every row: a value read back per bin
-    equals each row's), the bins in use are the tie groups in ascending order, and
-    ``bincount`` gives the counts and each group's weights summed in row order, as
-    :func:`_half_totals` does: O(n), no sort. Where two distinct values share a bin (a
-    gap smaller than those rows show), None: the sort path then.
-    """
-    n = uncertainty.size
-    if (n < _BINNED_MIN_ROWS or uncertainty.dtype != np.float64 or uncertainty.ndim != 1
-            or any(w.dtype not in (np.float64, np.int64) or w.shape != (n,) for w in weights)):
-        return None
-    head = np.sort(uncertainty[::n // 1024][:1024])  # rows spread over the input
-    step = head[1:] != head[:-1]
-    if 4 * np.count_nonzero(step) >= 3 * head.size:
-        return None  # few ties among these rows: the sort path
-    lo, hi = float(uncertainty.min()), float(uncertainty.max())
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        distinct = head[np.concatenate(([True], step))]
-        gap = float(np.min(np.diff(distinct))) if distinct.size > 1 else hi - lo
-        bins = 4.0 * (hi - lo) / gap + 2.0 if gap > 0 else 1.0
-        if not bins <= min(_BINNED_MAX, 4 * n):
-            return None  # the span beyond float64, or too many bins for the gap
-        size = int(bins)
-        scale = (size - 1) / (hi - lo) if hi > lo else 0.0
-    if not math.isfinite(scale):
-        return None  # a span below the resolution of float64
-    x = uncertainty - lo
-    x *= scale  # in [0, size - 1] up to rounding; size + 1 bins leave room for it
-    idx = x.astype(np.intp)
-    del x
-    value = np.zeros(size + 1)
-    value[idx] = uncertainty  # one row's value per bin (which row does not matter)
-    if not np.array_equal(value[idx], uncertainty):  # -0.0 equals +0.0 here
-        return None  # two values in one bin
-    counts = np.bincount(idx, minlength=size + 1)
-    keep = np.flatnonzero(counts)
-    totals = [np.bincount(idx, weights=w, minlength=size + 1)[keep] for w in weights]
-    totals = [t if w.dtype == np.float64 else t.astype(np.int64)
-              for t, w in zip(totals, weights, strict=True)]
-    return value[keep] + 0.0, counts[keep].astype(np.int64), totals
 
 
 # Below this many rows the argsort path is as fast (its fixed costs are smaller).
@@ -791,84 +692,6 @@ def tie_groups(losses: NDArray[np.float64], uncertainty: NDArray[np.float64]) ->
         losses = losses / scale
     values, counts, (sums,) = group_totals(uncertainty, losses)
     return TieGroups(values, np.cumsum(counts, dtype=np.float64), np.cumsum(sums), scale)
-
-
-# Below this argument the harmonic differences are summed term by term; above it the
-# asymptotic series of the digamma function has a truncation error below 1e-23.
-_HARMONIC_DIRECT = 64
-_INVERSES = 1.0 / np.arange(1.0, _HARMONIC_DIRECT + 1.0)
-# _INVERSE_SUMS[b, t] = fsum(1 / j for j = b + 1..t), correctly rounded (0 where t <= b)
-_INVERSE_SUMS = np.array([[math.fsum(_INVERSES[b:t]) for t in range(_HARMONIC_DIRECT + 1)]
-                          for b in range(_HARMONIC_DIRECT + 1)])
-
-
-def _digamma_difference(x1: NDArray[np.float64], x2: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``psi(x2) - psi(x1)`` for ``x2 >= x1 >= 64`` without cancellation.
-
-    Each term of the asymptotic series ``psi(x) = ln x - 1/(2x) - 1/(12x^2) + 1/(120x^4)
-    - 1/(252x^6) + 1/(240x^8) - 1/(132x^10) + ...`` is differenced in a form that keeps its
-    relative precision: ``log1p((x2 - x1) / x1)``, ``d / (2 x1 x2)``, ...; the later terms
-    are below 5e-10 and are subtracted directly.
-    """
-    d = x2 - x1
-    out = np.log1p(d / x1)
-    out += d / (2.0 * x1 * x2)
-    out += d * (x1 + x2) / (12.0 * (x1 * x2) ** 2)
-    for power, coef in ((4, -1 / 120), (6, 1 / 252), (8, -1 / 240), (10, 1 / 132)):
-        out += coef * (x1 ** -float(power) - x2 ** -float(power))
-    return out
-
-
-def harmonic_difference(before: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``H(before + m) - H(before) = sum_{j = before + 1}^{before + m} 1 / j`` per group.
-
-    ``before`` (>= 0) and ``m`` (>= 1) are whole numbers in float64. Terms ``j <= 64``
-    are summed one by one (``math.fsum``); the rest is a digamma difference evaluated
-    without cancellation, so a group of one row after 10**8 rows still gets its
-    ``1 / (10**8 + 1)`` to the last digits.
-    """
-    x1 = np.maximum(before + 1.0, _HARMONIC_DIRECT + 1.0)
-    x2 = np.maximum(before + m + 1.0, x1)
-    out = _digamma_difference(x1, x2)
-    low = np.flatnonzero(before < _HARMONIC_DIRECT)  # at most 64 groups
-    if low.size:
-        b = before[low].astype(np.intp)
-        top = np.minimum(b + m[low].astype(np.intp), _HARMONIC_DIRECT)
-        out[low] += _INVERSE_SUMS[b, top]
-    return out
-
-
-def expected_prefix_areas(
-    counts: NDArray[np.integer] | None, sums: NDArray[Any], n_rows: int | None = None
-) -> tuple[float, float]:
-    """``(sum_i E[L(i)] / i, sum_i E[L(i)])`` over ``i = 1..n`` under the ``"mean"`` tie rule.
-
-    ``L(i)`` is the loss of the ``i`` first accepted rows; inside a group of ``m`` rows
-    with loss ``S`` after ``B`` rows of loss ``P``, ``E[L(B + k)] = P + k S / m``. Summed
-    over the group: ``P dH + (S / m)(m - B dH)`` with ``dH = H(B + m) - H(B)`` and
-    ``m P + S (m + 1) / 2``: O(G) for G groups, whatever the number of rows. A group of one
-    row adds the plain prefix area ``(P + S) / (B + 1)``: no harmonic difference is
-    evaluated for it (with continuous scores, for none). ``n_rows``: the sum of the
-    counts, where the caller knows it (a pass saved). ``counts=None``: every group is one
-    row, and ``sums`` may be the rows' 0/1 losses as uint8 (summed as float64: the same
-    exact running counts).
-    """
-    through = np.cumsum(sums, dtype=np.float64)  # P + S of each group, in prefix order
-    if counts is None or n_rows is None:
-        n_rows = sums.size if counts is None else int(np.sum(counts))
-    if counts is None or n_rows == counts.size:  # every group one row: fewer passes
-        rank = np.arange(1.0, through.size + 1.0)
-        return float(np.sum(np.divide(through, rank, out=rank))), float(np.sum(through))
-    m = counts.astype(np.float64)
-    before = np.concatenate(([0.0], np.cumsum(m)[:-1]))  # exact integers up to 2**53
-    prior = np.concatenate(([0.0], through[:-1]))
-    plain = m * prior + sums * ((m + 1.0) / 2.0)
-    many = np.flatnonzero(counts != 1)
-    inverse = through / (before + 1.0)
-    b, mm = before[many], m[many]
-    dh = harmonic_difference(b, mm)
-    inverse[many] = prior[many] * dh + (sums[many] / mm) * (mm - b * dh)
-    return float(np.sum(inverse)), float(np.sum(plain))
 
 
 def validated_groups(losses: ArrayLike, uncertainty: ArrayLike) -> TieGroups:

@@ -63,10 +63,20 @@ from .._ood_search.sample import (
     resolve_search,
     row_groups,
     tpr_fpr_constraint,
+    validate_sample,
 )
 from ..exceptions import InfeasibleTargetWarning
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable, table_or_none
+from ._columns import (
+    average_precision,
+    column_auroc,
+    column_running_sums,
+    marks_auroc,
+    marks_average_precision,
+    marks_least_fpr,
+    one_column,
+)
 
 __all__ = [
     "ROCCurve",
@@ -135,51 +145,13 @@ def _sample_or_marks(is_ood: Any, scores: Any) -> Sample | NDArray[np.bool_]:
     ``min_rows_of_code_groups()`` rows whose scores are all distinct (every tie group one
     row), the rows' OOD marks in ascending order of score: the one-column metrics then
     read positions in the marks (exact integers) instead of running masses per group."""
-    if scores is not None and not isinstance(is_ood, (ScoreTable, PairTable)):
-        g = row_groups(scores, is_ood, NO_LOSSES)
-        if g is not None:
-            codes = g.singleton_codes()
-            return Sample.of_groups(g) if codes is None else codes.view(np.bool_)
-    return _sample(is_ood, scores)
-
-
-def _marks_auroc(ood: NDArray[np.bool_]) -> float:
-    """:func:`_column_auroc` where every group is one row (``ood``: the marks in ascending
-    order of score): each OOD row has its position less the OOD rows before it of ID rows
-    below, so the sum is an integer and the area the same float."""
-    pos = np.flatnonzero(ood)
-    n_ood = pos.size
-    u = int(np.sum(pos, dtype=np.int64)) - n_ood * (n_ood - 1) // 2
-    return float(2 * u) / 2.0 / (float(ood.size - n_ood) * float(n_ood))
-
-
-def _marks_average_precision(positive: NDArray[np.bool_]) -> float:
-    """:func:`_average_precision` where every group is one row (``positive``: the marks in
-    the order accepted): the ``k``-th positive row at position ``p`` adds ``k / (p + 1)``,
-    the same terms in the same order, so the same float."""
-    where = np.flatnonzero(positive)
-    terms = where.view(np.float64)
-    np.add(where, 1.0, out=terms)  # in the buffer of the positions
-    np.divide(np.arange(1.0, where.size + 1.0), terms, out=terms)
-    return float(np.sum(terms)) / float(where.size)
-
-
-def _marks_least_fpr(ood: NDArray[np.bool_], tpr: float) -> float:
-    """``core.least_fpr`` where every group is one row (``ood``: the marks in ascending
-    order of score). The first knot at the target follows the ``m``-th ID row, ``m`` the
-    least count with ``m / n_ID`` not below the target as ``least_fpr`` compares it; no
-    OOD row lies between that knot and the one before, so the FPR is the OOD rows below
-    the ``m``-th ID row over ``n_OOD``, at the knot and inside the segment alike."""
-    n_ood = int(np.count_nonzero(ood))
-    n_id = float(ood.size - n_ood)
-    t = tpr * (1 - 1e-12)
-    m = min(max(math.ceil(t * n_id), 1), int(n_id))
-    while m > 1 and not (m - 1) / n_id < t:
-        m -= 1
-    while m / n_id < t:
-        m += 1
-    row = int(np.flatnonzero(~ood)[m - 1])  # the m-th ID row
-    return float(row + 1 - m) / float(n_ood)
+    if scores is None or isinstance(is_ood, (ScoreTable, PairTable)):
+        return _sample(is_ood, scores)
+    g = row_groups(scores, is_ood, NO_LOSSES)
+    if g is None:  # what Sample.of_rows does next: its own grouping was just tried
+        return Sample(*validate_sample(scores, is_ood, NO_LOSSES, None))
+    codes = g.singleton_codes()
+    return Sample.of_groups(g) if codes is None else codes.view(np.bool_)
 
 
 def _pair_search(held: Any, search: Any, n_directions: Any) -> tuple[Any, str, int]:
@@ -212,15 +184,6 @@ def _pair_args(is_ood: Any, scores: Any, search: Any,
     else:
         scores, search, n_directions = _pair_search(scores, search, n_directions)
     return is_ood, scores, search, n_directions
-
-
-def _one_column(sample: Sample) -> F64:
-    if sample.s.shape[1] != 1:
-        raise ValueError(f"scores must be one column for this metric; got {sample.s.shape[1]} "
-                         "(a PairTable holds two; the metrics of a pair are auroc, oscr, "
-                         "ood_roc_curve, ood_pr_curve, fpr_at_tpr, tnr_at_tpr, "
-                         "detection_rate_at_false_alarm and the selective risks).")
-    return sample.s[:, 0]
 
 
 def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions: int) -> float:
@@ -586,50 +549,16 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
     n_points = int(n_points)
     sample = _sample_or_marks(is_ood, scores)
     if isinstance(sample, np.ndarray):
-        return _marks_auroc(sample)
+        return marks_auroc(sample)
     if sample.s.shape[1] == 2:
         return _envelope_areas(sample, ("id",), search, n_directions, n_points)[0]
-    return _column_auroc(sample)
-
-
-def _column_auroc(sample: Sample) -> float:
-    """The trapezoid area under a one-column ROC curve, as one sum over the tie groups:
-    ``sum_g o_g (I_g + i_g / 2) / (n_ID n_OOD)`` with ``i_g``, ``o_g`` a group's ID and OOD
-    mass and ``I_g`` the ID mass below it. With counts (no sample weights) every term and
-    partial sum is a whole or half number below 2**53 up to about 9e7 rows, so the area is
-    the exact fraction, rounded once."""
-    _one_column(sample)  # its rows are the tie groups, ascending
-    run = core.running_sums(sample.w_id)
-    twice = run[:-1] + run[1:]  # 2 I_g + i_g
-    twice *= sample.w_ood
-    return float(np.sum(twice)) / 2.0 / (sample.n_id * sample.n_ood)
+    return column_auroc(sample)
 
 
 def _roc_knots(sample: Sample) -> ROCCurve:
     """The ROC knots of one score column, from (0, 0) to (1, 1)."""
-    i, o = _column_running_sums(sample)
+    i, o = column_running_sums(sample)
     return ROCCurve(np.divide(o, sample.n_ood, out=o), np.divide(i, sample.n_id, out=i))
-
-
-def _column_running_sums(sample: Sample) -> tuple[F64, F64]:
-    """The running ID and OOD masses (leading 0 included) of a one-column sample, whose rows
-    are its tie groups already (ascending)."""
-    _one_column(sample)
-    return core.running_sums(sample.w_id), core.running_sums(sample.w_ood)
-
-
-def _average_precision(pos: F64, neg: F64) -> float:
-    """Step-wise average precision of tie groups accepted in the order given; ``pos`` and
-    ``neg`` are the positive and negative mass of each group. The sum runs over the groups
-    with positive mass alone, in order (the terms :func:`_marks_average_precision` sums)."""
-    tp, fp = np.cumsum(pos), np.cumsum(neg)
-    total = float(tp[-1])
-    fp += tp  # accepted mass
-    some = np.flatnonzero(pos)
-    terms = np.take(pos, some)
-    terms *= np.take(tp, some)
-    terms /= np.take(fp, some)  # each group's positive mass times its precision
-    return float(np.sum(terms)) / total
 
 
 def aupr_in(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> float:
@@ -646,9 +575,9 @@ def aupr_in(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> 
     """
     sample = _sample_or_marks(is_ood, scores)
     if isinstance(sample, np.ndarray):
-        return _marks_average_precision(~sample)
-    _one_column(sample)  # its rows are the tie groups, ascending
-    return _average_precision(sample.w_id, sample.w_ood)
+        return marks_average_precision(~sample)
+    one_column(sample)  # its rows are the tie groups, ascending
+    return average_precision(sample.w_id, sample.w_ood)
 
 
 def aupr_out(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) -> float:
@@ -662,9 +591,9 @@ def aupr_out(is_ood: ArrayLike | ScoreTable, scores: ArrayLike | None = None) ->
     """
     sample = _sample_or_marks(is_ood, scores)
     if isinstance(sample, np.ndarray):
-        return _marks_average_precision(sample[::-1])
-    _one_column(sample)  # its rows are the tie groups: highest first is the reverse order
-    return _average_precision(sample.w_ood[::-1], sample.w_id[::-1])
+        return marks_average_precision(sample[::-1])
+    one_column(sample)  # its rows are the tie groups: highest first is the reverse order
+    return average_precision(sample.w_ood[::-1], sample.w_id[::-1])
 
 
 @validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
@@ -696,9 +625,9 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     is_ood, scores, search, n_directions = _pair_args(is_ood, scores, search, n_directions)
     sample = _sample_or_marks(is_ood, scores)
     if isinstance(sample, np.ndarray):
-        return _marks_least_fpr(sample, t)
+        return marks_least_fpr(sample, t)
     if sample.s.shape[1] == 1:
-        return core.least_fpr(*_column_running_sums(sample), sample.n_id, sample.n_ood, t)
+        return core.least_fpr(*column_running_sums(sample), sample.n_id, sample.n_ood, t)
     if search == "exact":
         return _lines_fpr(sample, env.envelope_lines(sample.s, sample.w_ood, sample.w_id), t)
     return least_fpr_on_grid(sample, t, n_directions)
@@ -753,7 +682,7 @@ def _check_ccr_losses(sample: Sample) -> None:
 def _ccr_curve(losses: Any, is_ood: Any, scores: Any) -> tuple[F64, F64]:
     sample = _sample(is_ood, scores, losses)
     _check_ccr_losses(sample)
-    kn = core.knots(_one_column(sample), sample.w_id, sample.w_ood, sample.w_id - sample.w_loss)
+    kn = core.knots(one_column(sample), sample.w_id, sample.w_ood, sample.w_id - sample.w_loss)
     return kn.O / sample.n_ood, kn.L / sample.n_id
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.groups import harmonic_difference
+from .._core.prefix import harmonic_difference
 from .._core.validation import check_int
 from .._ood_search.search import Constraint, GridOrders, grid_best
 from ..exceptions import InfeasibleTargetWarning
@@ -45,7 +45,7 @@ def _running(w: F64) -> F64:
 
 
 def _prefix_areas(counts: F64, sums: F64) -> tuple[F64, F64]:
-    """:func:`~abstain._core.groups.expected_prefix_areas` of each row: ``(sum_i E[L(i)] /
+    """:func:`~abstain._core.prefix.expected_prefix_areas` of each row: ``(sum_i E[L(i)] /
     i, sum_i E[L(i)])`` under the ``"mean"`` tie rule, a group of no rows adding 0 (and
     no harmonic difference evaluated for it, nor for a group of one row)."""
     through = np.cumsum(sums, axis=1)

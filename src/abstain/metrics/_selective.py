@@ -30,11 +30,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.groups import (
     TieGroups,
-    expected_prefix_areas,
     loss_totals,
     sorted_by_uncertainty,
     validated_groups,
 )
+from .._core.prefix import expected_prefix_areas
 from .._core.validation import (
     Interval,
     Options,

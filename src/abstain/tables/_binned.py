@@ -17,7 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.groups import group_totals, harmonic_difference
+from .._core.groups import group_totals
+from .._core.prefix import harmonic_difference
 from .._core.validation import as_real_array, nonfinite, plain
 from ._score import ScoreTable
 
