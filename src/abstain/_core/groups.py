@@ -363,7 +363,7 @@ def group_totals(
     whichever of them asks. Every group total is the sum of the group's weights in row
     order, so it does not depend on how a CPU's sort kernel orders tied values (SIMD
     sorts differ between CPUs); for scores that are all float16 numbers (fp16 softmax
-    outputs, at most 65,536 distinct values) and at least ``_HALF_MIN_ROWS`` rows the
+    outputs, at most 65,536 distinct values) and at least ``counting._HALF_MIN_ROWS`` rows the
     groups come from counting bit patterns (``counting.half_totals``, O(n) instead of a
     sort), and for heavily tied scores from counting equal bins of the span
     (``counting.binned_totals``); these add a group's weights one by one, ``reduceat``
