@@ -13,8 +13,10 @@ Three sections, each against a baseline measured in the same run (interleaved ca
    scores, each column's resamples computed in blocks (``metric_replicates``); baseline:
    the same call with every resample taken as rows (the path the command line once ran,
    still used for pairs searched exactly).
-3. ``abstain report --bootstrap B`` end to end on the same rows as a CSV file, once with
-   ``--jobs 1`` and once with ``--jobs`` every usable core; the cost per resample of a
+3. ``abstain report --bootstrap B`` end to end on the same rows as a CSV file, run as a user
+   runs it (``python -m abstain``, a process of its own, which keeps the memory it frees:
+   ``keep_freed_memory``), once with ``--jobs 1`` and once with ``--jobs`` every usable
+   core; the cost per resample of a
    double-score pair (``evaluate`` at ``--pair-bootstrap`` resamples less ``B = 2``,
    interleaved, best of ``--repeats``): on its grid's kept orders (what ``"auto"`` takes
    with a bootstrap: the scaled grid, each direction sorted once) against the same scaled
@@ -23,6 +25,8 @@ Three sections, each against a baseline measured in the same run (interleaved ca
    ``B = 0`` and ``B``, with ``--jobs 1`` and every core, beside the report of the same four
    columns without pairs: the difference is what the pairs add (their resamples and their
    curves), added to the first report for the cost of ``--scores`` columns and 3 pairs.
+   The report with three pairs runs once more with ``keep_freed_memory`` off (glibc's
+   defaults): the baseline of that setting.
 
 Run: ``python benchmarks/bench_bootstrap.py [--rows 2000] [--scores 30] [--bootstrap 200]``.
 Writes benchmarks/results/bench_bootstrap.md.
@@ -31,6 +35,9 @@ Writes benchmarks/results/bench_bootstrap.md.
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -40,7 +47,6 @@ import numpy as np
 from _timing import best_times, machine_line
 
 from abstain._core.parallel import usable_cpus
-from abstain.app import cli
 from abstain.app import evaluate as app_evaluate
 from abstain.app.data import Resampled
 from abstain.app.tables import TableData
@@ -92,6 +98,23 @@ def _pair_app(data: TableData, search: str, kept: bool, b: int) -> None:
         app_evaluate.evaluate(data, n_bootstrap=b, random_state=0, search=search)
     finally:
         Resampled.pair_resamplers = real  # type: ignore[method-assign]
+
+
+#: The ``abstain`` command with ``keep_freed_memory`` turned off (its process and its
+#: workers then run on glibc's defaults): the baseline of that setting.
+_PLAIN = ("from abstain._core import parallel; parallel.keep_freed_memory = lambda: False; "
+          "from abstain.app.console import console; console()")
+
+
+def _command(argv: list[str], keep: bool = True) -> float:
+    """Seconds that ``python -m abstain *argv`` takes, start to exit (it must succeed); with
+    ``keep=False`` the command on glibc's defaults."""
+    start = time.perf_counter()
+    head = ["-m", "abstain"] if keep else ["-c", _PLAIN]
+    subprocess.run([sys.executable, *head, *argv], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL,
+                   env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")})
+    return time.perf_counter() - start
 
 
 def main() -> None:
@@ -162,12 +185,9 @@ def main() -> None:
         report = {}
         for boot in (0, b):
             for j in jobs:
-                start = time.perf_counter()
-                rc = cli.main(["report", str(path), "--is-ood", "is_ood", "--bootstrap",
-                               str(boot), "--jobs", str(j), "--quiet", "-o",
-                               str(Path(tmp) / "r.html")])
-                report[boot, j] = time.perf_counter() - start
-                assert rc == 0
+                report[boot, j] = _command(["report", str(path), "--is-ood", "is_ood",
+                                            "--bootstrap", str(boot), "--jobs", str(j),
+                                            "--quiet", "-o", str(Path(tmp) / "r.html")])
                 row = (f"| abstain report --bootstrap {boot} --jobs {j}, {args.rows} rows x "
                        f"{args.scores} one-column scores | | {report[boot, j]:.1f} | | |")
                 print(row)
@@ -210,13 +230,21 @@ def main() -> None:
                                              argv, took),
                                             ("the same 4 one-column scores, no pair", alone,
                                              single)):
-                        start = time.perf_counter()
-                        assert cli.main([*cmd, "--bootstrap", str(boot), "--jobs", str(j)]) == 0
-                        into[boot, j] = time.perf_counter() - start
+                        into[boot, j] = _command([*cmd, "--bootstrap", str(boot), "--jobs",
+                                                  str(j)])
                         row = (f"| abstain report --bootstrap {boot} --jobs {j}, {args.rows} "
                                f"rows, {what} | | {into[boot, j]:.1f} | | |")
                         print(row)
                         lines.append(row)
+            # the baseline of keep_freed_memory: the same command on glibc's defaults
+            for j in jobs:
+                plain = _command([*argv, "--bootstrap", str(b), "--jobs", str(j)], keep=False)
+                row = (f"| abstain report --bootstrap {b} --jobs {j}, {args.rows} rows, 4 "
+                       f"one-column scores and 3 pairs, on glibc's defaults (the command with "
+                       f"`keep_freed_memory` off) | {plain:.1f} | {took[b, j]:.1f} | "
+                       f"{plain / took[b, j]:.1f}x | |")
+                print(row)
+                lines.append(row)
         lines.append("")
         for j in jobs:
             extra = took[b, j] - single[b, j]

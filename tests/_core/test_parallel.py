@@ -66,3 +66,28 @@ def test_bad_jobs_are_refused_naming_the_argument(bad: object) -> None:
                        r"integer >= 1; got"):
         check_jobs(bad, "--jobs")
     assert check_jobs(None) is None and check_jobs(-1) == -1 and check_jobs(3) == 3
+
+
+def test_freed_memory_is_kept_on_glibc_unless_the_environment_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
+    glibc = parallel._glibc()
+    assert parallel.keep_freed_memory() is glibc  # the settings are taken where glibc runs
+    # the user's own setting stands; another C library is left alone
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "0")
+    assert parallel.keep_freed_memory() is False
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
+    monkeypatch.setattr(parallel, "_glibc", lambda: False)
+    assert parallel.keep_freed_memory() is False
+
+
+@forks
+def test_each_worker_keeps_its_freed_memory_and_the_caller_is_left_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    kept: list[int] = []
+    monkeypatch.setattr(parallel, "keep_freed_memory", lambda: kept.append(os.getpid()))
+    # each worker calls it in its initializer (its list is its own copy) ...
+    got = ordered_map(lambda _: list(kept), [0, 1, 2], 2)
+    assert all(len(k) == 1 and k[0] != os.getpid() for k in got)
+    assert kept == []  # ... never the calling process

@@ -297,3 +297,17 @@ def test_an_interrupted_report_on_workers_stops_them(sig, folder):
         time.sleep(0.01)
     else:
         raise AssertionError("a worker outlived the command")
+
+
+def test_the_console_keeps_its_freed_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's own process reuses the memory it frees (keep_freed_memory): set before
+    the command runs."""
+    from abstain._core import parallel
+    from abstain.app import console as console_module
+
+    calls: list[str] = []
+    monkeypatch.setattr(parallel, "keep_freed_memory", lambda: calls.append("kept"))
+    monkeypatch.setattr(sys, "argv", ["abstain", "--version"])
+    with pytest.raises(SystemExit) as exit_info:
+        console_module.console()
+    assert exit_info.value.code == 0 and calls == ["kept"]

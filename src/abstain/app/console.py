@@ -79,11 +79,15 @@ def interrupted(exc: BaseException, argv: Sequence[str]) -> int:
 
 
 def console() -> None:
-    """The ``abstain`` console script: run the command line and exit with its code."""
+    """The ``abstain`` console script: run the command line and exit with its code. Its
+    process reuses the memory it frees (:func:`~abstain._core.parallel.keep_freed_memory`)."""
     handled = handle_signals()
     argv = sys.argv[1:]
     try:
+        from .._core.parallel import keep_freed_memory
         from .cli import main
+
+        keep_freed_memory()
 
         code = main(argv)
         sys.stdout.flush()  # here, so that a closed pipe is one of the cases below
