@@ -68,6 +68,36 @@ def test_figures_without_ood_rows():
                                       np.stack([curve.coverage, curve.risk], axis=1))
 
 
+def test_a_long_legend_goes_below_the_axes_and_nothing_collapses():
+    """Thirty scores: each curve figure's legend (32 entries with the references) would
+    squash its axes to nothing inside them; it goes below, in two columns, and the figure
+    grows. A short legend stays inside the axes."""
+    import io
+    import warnings
+
+    rng = np.random.default_rng(0)
+    ood = rng.random(300) < 0.3
+    loss = np.where(ood, 0.0, rng.random(300) < 0.2)
+    table = {"loss": loss, "is_ood": ood} | {f"s{j}": rng.normal(size=300) + ood
+                                             for j in range(30)}
+    short = report_figures(prepare({"loss": LOSS, "u": U, "g": G, "is_ood": OOD}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns when a layout collapses
+        figs = report_figures(prepare(table))
+        for name in ("risk_coverage", "generalized_risk_coverage", "roc", "pr",
+                     "risk_at_fpr"):
+            fig = figs[name]
+            fig.savefig(io.BytesIO(), format="png", dpi=50)
+            ax = fig.axes[0]  # the curves' axes (an inset comes after it)
+            assert ax.get_legend() is None
+            (legend,) = fig.legends
+            assert len(legend.get_texts()) >= 31  # every score, then the references
+            assert fig.get_size_inches()[1] > 4 + 15 * 0.16
+            assert ax.get_position().height > 0.3  # the axes keep their room
+            assert short[name].axes[0].get_legend() is not None
+            assert not short[name].legends
+
+
 @pytest.fixture(scope="module")
 def evil(tmp_path_factory):
     """A table whose score column is named like a script, with one row of missing values;

@@ -104,6 +104,28 @@ def _figure(nrows: int = 1, *, fixed: bool = False) -> tuple[Any, list[Any]]:
     return fig, axes
 
 
+#: A curve figure's legend with more entries than this goes below its axes, in two columns,
+#: and the figure grows to hold it (inside the axes it would squash them to nothing).
+LEGEND_INSIDE = 10
+#: Height of a row of the legend below the axes, inches (font size 7).
+_LEGEND_ROW = 0.16
+
+
+def _legend_below(fig: Any, ax: Any) -> None:
+    """Move ``ax``'s legend below the axes in two columns when it has more than
+    :data:`LEGEND_INSIDE` entries, adding its rows to the figure's height."""
+    legend = ax.get_legend()
+    if legend is None:
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    if len(labels) <= LEGEND_INSIDE:
+        return
+    legend.remove()
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + (len(labels) + 1) // 2 * _LEGEND_ROW + 0.3)
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=7)
+
+
 #: The coverage above which the report zooms a risk-coverage figure whose curves lie flat
 #: below it (a confident model's errors are all in the last tenth of coverage).
 ZOOM_FROM = 0.9
@@ -237,6 +259,7 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
                           legend=i == len(names) - 1, **_style(i))
         ax.set_title(title)
         _zoom_high_coverage(ax)
+        _legend_below(fig, ax)
         return fig
 
     def ood_curve(display: Any, title: str) -> Any:
@@ -247,6 +270,7 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
             src.ood_curve(display, source, name=name, rule=marked, ax=ax,
                           references=refs, legend=i == len(items) - 1, **style)
         ax.set_title(title)
+        _legend_below(fig, ax)
         return fig
 
     def risk_at_fpr() -> Any:
@@ -265,6 +289,7 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
         if not reachable:
             ax.text(0.5, 0.5, NO_TPR.format(fpr=fpr), transform=ax.transAxes, ha="center",
                     va="center", wrap=True, bbox={"fc": "white", "ec": "#8a4b00"})
+        _legend_below(fig, ax)
         return fig
 
     def histograms(name: str) -> Any:
