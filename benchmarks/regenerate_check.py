@@ -76,6 +76,7 @@ SKIPPED = {
     "bench_detectors_avx512.md": "timings only, on a 16-core CPU with AVX-512",
     "bench_metrics.md": "timings only",
     "bench_metrics_avx512.md": "timings only, on a CPU with AVX-512",
+    "bench_metrics_avx512_2core.md": "timings only, on a 2-core CPU with AVX-512",
     "bench_bootstrap.md": "timings (its equality column is tests/metrics/test_bootstrap_tables.py)",
     "bench_pairs_exact.md": "timings (its unit check is tests/metrics/test_ood_unit_free.py)",
     "bench_ordinal.md": "timings, and a duality gap that depends on the BLAS",
