@@ -39,3 +39,19 @@ def test_ties_and_other_losses_keep_the_counts() -> None:
     assert counts is not None and counts.sum() == N and sums.sum() == losses.sum()
     counts, sums = loss_totals(rng.random(N), losses * 0.5)
     assert counts is not None and sums.dtype == np.float64
+
+
+def test_losses_that_are_0_1_only_at_the_head_get_the_totals_of_group_totals() -> None:
+    """0/1 losses in the first rows and others later (the class path is tried and gives
+    up), and scores already ascending: the totals of ``group_totals``, bit for bit."""
+    from abstain._core.groups import group_totals
+
+    rng = np.random.default_rng(8)
+    for s in (rng.random(N), np.round(rng.random(N), 2), np.sort(rng.random(N))):
+        losses = (rng.random(N) < 0.3).astype(float)
+        losses[N // 2 :] *= rng.random(N - N // 2)
+        counts, sums = loss_totals(s, losses)
+        _, want_counts, (want,) = group_totals(s, losses, values=False)
+        assert np.array_equal(counts, want_counts) and np.array_equal(sums, want)
+        for metric in (aurc, augrc):
+            assert metric(losses, s) == metric(ScoreTable.from_arrays(s, losses))

@@ -385,6 +385,15 @@ def group_totals(
     classed = _class_totals(uncertainty, weights)
     if classed is not None:
         return classed
+    return _uncounted_totals(uncertainty, weights, values)
+
+
+def _uncounted_totals(
+    uncertainty: NDArray[np.float64], weights: tuple[NDArray[Any], ...], values: bool
+) -> tuple[NDArray[np.float64], NDArray[np.int64], list[NDArray[Any]]]:
+    """:func:`group_totals` of scores that are neither ascending nor all float16, with
+    weights that are not all 0 or 1: heavily tied scores by counting bins, else the stable
+    sort."""
     binned = binned_totals(uncertainty, weights)
     if binned is not None:
         return binned
@@ -408,17 +417,19 @@ def loss_totals(
     rows) ``(None, marks)``: the losses as uint8 in ascending order of score, with no
     counts or float totals built (``prefix.expected_prefix_areas`` takes them as they
     are)."""
-    if not _ascending(uncertainty):
-        half = half_totals(uncertainty, (losses,))
-        if half is not None:
-            return half[1], half[2][0]
-        grouped = class_groups(uncertainty, (losses,))
-        if grouped is not None:
-            marks = grouped.singleton_codes()
-            if marks is not None:
-                return None, marks
-            return grouped.counts, class_totals(grouped, (losses,))[0]
-    _, counts, (sums,) = group_totals(uncertainty, losses, values=False)
+    if _ascending(uncertainty):
+        return np.ones(uncertainty.size, dtype=np.int64), losses.copy()
+    half = half_totals(uncertainty, (losses,))
+    if half is not None:
+        return half[1], half[2][0]
+    grouped = class_groups(uncertainty, (losses,))
+    if grouped is not None:
+        marks = grouped.singleton_codes()
+        if marks is not None:
+            return None, marks
+        return grouped.counts, class_totals(grouped, (losses,))[0]
+    # the paths above do not apply: not twice over (group_totals would try them again)
+    _, counts, (sums,) = _uncounted_totals(uncertainty, (losses,), values=False)
     return counts, sums
 
 
