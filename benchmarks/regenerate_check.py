@@ -74,6 +74,7 @@ SKIPPED = {
     "bench_combine.md": "timings only",
     "bench_detectors.md": "timings only (and peers in their own environment)",
     "bench_detectors_avx512.md": "timings only, on a 16-core CPU with AVX-512",
+    "bench_detectors_avx512_2core.md": "timings only, on a 2-core CPU with AVX-512",
     "bench_metrics.md": "timings only",
     "bench_metrics_avx512.md": "timings only, on a CPU with AVX-512",
     "bench_metrics_avx512_2core.md": "timings only, on a 2-core CPU with AVX-512",
