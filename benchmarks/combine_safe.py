@@ -29,8 +29,8 @@ detectors never saw. Per case:
   (the default with labels) and by the shuffled-columns criterion, each choice's test
   AUROC beside the default ``k = 50`` and the best ``k`` on the test rows;
 * verdict of ``auto`` against ``single (proxy)``: the 95 % interval of the AUROC difference
-  over 1,000 paired bootstrap resamples of the test rows (ID and outliers apart): ``win``
-  above 0, ``loss`` below 0, ``tie`` otherwise (always ``tie`` when ``auto`` kept the
+  over 1,000 paired bootstrap resamples of the test rows (ID and outliers apart;
+  ``combine_ood.verdict``, the rule of the other combining pages): ``win`` above 0, ``loss`` below 0, ``tie`` otherwise (always ``tie`` when ``auto`` kept the
   single score). The same verdict for each combiner shows what the default would have
   cost without the safe choice. ``FAR`` is the false-alarm rate of ``auto``'s guaranteed
   detector on the ID test rows (alpha = 0.05).
@@ -71,10 +71,10 @@ from abstain.models import tune_detector
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import machine_line  # noqa: E402
+from combine_ood import N_VERDICT, verdict  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 ALPHA, DELTA = 0.05, 0.1
-N_BOOT = 1000
 #: ``auto`` with ``subsets=False``: each statistic on every base score only.
 WHOLE = "auto, every score"
 
@@ -118,20 +118,10 @@ class Network:
         return {"features": H, "logits": H @ self.weight.T + self.bias}
 
 
-def _interval(s_id_a, s_out_a, s_id_b, s_out_b, rng) -> tuple[float, float]:
-    """95 % paired-bootstrap interval of AUROC(a) - AUROC(b) on the same test rows."""
-    n, m = s_id_a.size, s_out_a.size
-    lab = np.r_[np.zeros(n, bool), np.ones(m, bool)]
-    diffs = np.empty(N_BOOT)
-    for k in range(N_BOOT):
-        i, o = rng.integers(0, n, n), rng.integers(0, m, m)
-        diffs[k] = (auroc(lab, np.r_[s_id_a[i], s_out_a[o]])
-                    - auroc(lab, np.r_[s_id_b[i], s_out_b[o]]))
-    return float(np.quantile(diffs, 0.025)), float(np.quantile(diffs, 0.975))
-
-
-def _verdict(low: float, high: float) -> str:
-    return "win" if low > 0 else "loss" if high < 0 else "tie"
+def _versus(a: tuple, b: tuple, same: bool) -> dict:
+    """:func:`combine_ood.verdict` of scores ``a`` against ``b``, each (ID test, outliers)."""
+    is_ood = np.r_[np.zeros(a[0].size, bool), np.ones(a[1].size, bool)]
+    return verdict(is_ood, np.r_[a[0], a[1]], np.r_[b[0], b[1]], same)
 
 
 def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
@@ -172,13 +162,11 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
     res["auroc"] = {k: float(auroc(lab, np.r_[a, b])) for k, (a, b) in stats.items()}
     res["auroc"]["single (oracle)"] = float(max(singles))
     res["oracle_single"] = names[int(np.argmax(singles))]
-    rng = np.random.default_rng(seed)
     res["verdict"] = {}
     base = stats["single (proxy)"]
     for k in ("auto", WHOLE, *STATISTICS):
         same = {"auto": sel, WHOLE: sel_w}.get(k, {}).get("method") == "single"
-        low, high = (0.0, 0.0) if same else _interval(*stats[k], *base, rng)
-        res["verdict"][k] = {"low": low, "high": high, "verdict": _verdict(low, high)}
+        res["verdict"][k] = _versus(stats[k], base, same)
     if rotated is not None:  # held-out classes and rotated images, half each
         rot = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
             X_out, y_idx, cal, outlier_outputs=rotated, **kw)
@@ -195,9 +183,7 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
             "far": float(1.0 - rot.accept(test_id).mean())}
         for ref, pair in (("own", own), ("auto", base)):
             same = sel_r["method"] == "single" and ref == "own"
-            low, high = (0.0, 0.0) if same else _interval(*a_r, *pair, rng)
-            res["rotations"][f"vs_{ref}"] = {"low": low, "high": high,
-                                             "verdict": _verdict(low, high)}
+            res["rotations"][f"vs_{ref}"] = _versus(a_r, pair, same)
     res["tuning"] = _tuning(X_out, y_idx, cal, test_id, outliers, seed)
     res["seconds"] = time.perf_counter() - start
     return res
@@ -366,8 +352,8 @@ def render(raw: dict) -> str:
              "score", "", raw["machine"], "", f"`{raw['command']}`; protocol in the script's "
              f"docstring; {raw['seconds']:.0f} s in all. Test AUROC per case; the verdict is "
              "`auto` against `single (proxy)` (95 % paired bootstrap interval of the AUROC "
-             "difference, 1,000 resamples of the test rows); `FAR` is the false-alarm rate of "
-             "`auto`'s guaranteed detector on the ID test rows (alpha 0.05, delta 0.1).", "",
+             f"difference, {N_VERDICT:,} resamples of the test rows); `FAR` is the false-alarm "
+             "rate of `auto`'s guaranteed detector on the ID test rows (alpha 0.05, delta 0.1).", "",
              "| case | auto chose | win % | every score: chose | " + " | ".join(COLUMNS)
              + " | auto vs single (proxy) | FAR |", "|---" * (len(COLUMNS) + 6) + "|"]
     for r in cases:
