@@ -14,7 +14,12 @@ detection", Tables 2-5 (dataset against dataset), on what a CPU trains.
   ``supocsvm_j`` / ``supmah_j`` of eqs. 26-27 on the SupCSI network's features, where the
   paper uses a third, jointly trained classifier), the other combiners of the SupCSI+
   scores (Fisher, Bonferroni, Simes, Stouffer, ALR), and the baselines of a plainly trained
-  classifier (``table2_ood.py``'s SmallCNN on all training images: MSP and Mahalanobis);
+  classifier (``table2_ood.py``'s SmallCNN on all training images: MSP and Mahalanobis),
+  and ``auto`` (``ScoreCombiner``'s default ``method="auto"`` on the SupCSI+ scores,
+  choosing on proxy outliers of the training rows alone, ``proxy_tasks``: two training
+  classes held out in turn, ``--proxy-splits`` splits) with ``single (proxy)``, the base
+  score its proxies ranked best, and the verdict of ``auto`` against it per OOD set
+  (``combine_ood.verdict``);
 * z-values fitted on ``--holdout-rows`` training images that trained no network; ID test:
   ``--test-rows`` FashionMNIST test images; OOD: each set of
   ``load_ood_benchmark("fashion_mnist")`` (``--ood-rows`` of each); AUROC and detection
@@ -55,11 +60,12 @@ import numpy as np
 from abstain import metrics as M
 from abstain.combine import ScoreCombiner
 from abstain.datasets import data_home, load_ood_benchmark
-from abstain.detectors import CSI, MSP, Mahalanobis, ShiftedBaseScores, SupCSI
+from abstain.detectors import CSI, MSP, LeaveClassesOut, Mahalanobis, ShiftedBaseScores, SupCSI
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _models import cached_training  # noqa: E402
 from _timing import machine_line  # noqa: E402
+from combine_ood import verdict  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 FAR = 0.05
@@ -68,8 +74,8 @@ COMBINERS = ("fisher", "bonferroni", "simes", "stouffer", "alr")
 #: shift's column of each kind, as (network, column) of the 12 CSI and 12 SupCSI scores.
 BASE_ROWS = {"s_norm,1": ("csi", 4), "s_cos,1": ("csi", 0), "s_shift,1": ("csi", 8),
              "s_supOCSVM,1": ("sup", 4), "s_supCSI,1": ("sup", 0), "s_supMah,1": ("sup", 8)}
-ROWS = ("CSI", "glrt-CSI", "SupCSI", "glrt-SupCSI", "glrt-SupCSI+", *COMBINERS,
-        "softmax (SmallCNN)", "Mahalanobis (SmallCNN)", *BASE_ROWS)
+ROWS = ("CSI", "glrt-CSI", "SupCSI", "glrt-SupCSI", "glrt-SupCSI+", *COMBINERS, "auto",
+        "single (proxy)", "softmax (SmallCNN)", "Mahalanobis (SmallCNN)", *BASE_ROWS)
 #: The paper's averages over its OOD sets (ResNet18; CIFAR-10 inliers, Tables 2 and 4):
 #: AUROC and detection rate (%) at 5 % FAR.
 PAPER = {"CSI": (0.9528, 80.4), "glrt-CSI": (0.9552, 81.6), "SupCSI": (0.9652, 82.4),
@@ -132,11 +138,50 @@ def _metrics(stat_id, stat_ood, far: float) -> dict[str, float]:
 
 
 
-def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, oods: list[str], args,
-                tag: str, far: float, baseline) -> dict:
+def proxy_tasks(out_c: dict, out_s: dict, y_train: np.ndarray, y_hold: np.ndarray,
+                args) -> list[tuple]:
+    """``auto``'s proxy tasks for the 24 scores of SupCSI+ (never a test row): two classes of
+    the networks' training rows held out in turn (``LeaveClassesOut``, ``--proxy-splits``
+    splits). Per split, CSI's base scores and the SupCSI network's are refitted on at most
+    ``--proxy-rows`` training rows of the kept classes (relabelled 0..K'-1; the joint head's
+    logits restricted to the kept classes' columns); z-value rows: the holdout rows of the
+    kept classes; proxy inliers: other training rows of the kept classes; proxy outliers:
+    training rows of the held-out classes (each at most ``--proxy-rows``). The networks
+    themselves were trained on every class."""
+    rng = np.random.default_rng(args.seed)
+    cap = lambda rows: np.sort(rng.permutation(rows)[: args.proxy_rows])  # noqa: E731
+    T = out_s["train"]["logits"].shape[0]
+    tasks = []
+    splits = LeaveClassesOut(n_held_out=2, n_splits=args.proxy_splits, random_state=args.seed)
+    for sp in splits.split(y_train):
+        relabel = np.full(int(y_train.max()) + 1, -1)
+        relabel[sp.kept] = np.arange(sp.kept.size)
+        cols = (sp.kept[:, None] * T + np.arange(T)).ravel()  # joint label k * T + j
+        fit = cap(sp.fit)
+        tr_c, tr_s = out_c["train"], out_s["train"]
+        csi = CSI().fit(tr_c["projections"][:, fit], tr_c["logits"][:, fit])
+        sup = ShiftedBaseScores(kinds=("supcsi", "supocsvm", "supmah"),
+                                svm_max_samples=args.svm_max_samples,
+                                random_state=args.seed).fit(tr_s["features"][:, fit],
+                                                            relabel[y_train[fit]])
+
+        def score(part: str, rows: np.ndarray, csi=csi, sup=sup, cols=cols) -> np.ndarray:
+            c, o = out_c[part], out_s[part]
+            return np.hstack([csi.base_scores(c["projections"][:, rows], c["logits"][:, rows]),
+                              sup.score(o["features"][:, rows], o["logits"][:, rows][:, :, cols])])
+
+        hold = cap(np.flatnonzero(np.isin(y_hold, sp.kept)))
+        tasks.append((score("holdout", hold), score("train", cap(sp.inliers)),
+                      score("train", cap(sp.outliers))))
+    return tasks
+
+
+def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.ndarray,
+                oods: list[str], args, tag: str, far: float, baseline) -> dict:
     """Every row's metrics on one setting: ``parts`` holds the training, holdout (z-values)
-    and ID test images and each OOD set (named in ``oods``); ``baseline()`` returns the
-    plainly trained classifier and its input normalisation, or None."""
+    and ID test images and each OOD set (named in ``oods``), ``y_train`` and ``y_hold`` the
+    labels of the training and holdout images; ``baseline()`` returns the plainly trained
+    classifier and its input normalisation, or None."""
     from abstain.torch import csi_outputs, extract, images_to_tensor
 
     tr = parts["train"]
@@ -165,10 +210,18 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, oods: list[st
               "glrt-SupCSI+": ("glrt", "plus"), **{m: (m, "plus") for m in COMBINERS}}
     fitted = {row: ScoreCombiner(method=m).fit(scores["holdout"][cols])
               for row, (m, cols) in combos.items()}
+    t_auto = time.perf_counter()
+    auto = ScoreCombiner(random_state=args.seed)
+    auto.fit_chosen(scores["holdout"]["plus"], auto.choose(
+        proxy_tasks(out_c, out_s, y_train, y_hold, args), np.random.default_rng(args.seed)))
+    seconds["auto (proxies)"] = time.perf_counter() - t_auto
+    sel = auto.selection_
     stats: dict[str, dict[str, np.ndarray]] = {}
     for k in ("id", *oods):
         row = {"CSI": csi.score_outputs(out_c[k]), "SupCSI": sup.score_outputs(out_s[k])}
         row |= {r: comb.score(scores[k][combos[r][1]]) for r, comb in fitted.items()}
+        row["auto"] = auto.score(scores[k]["plus"])
+        row["single (proxy)"] = scores[k]["plus"][:, sel["single"]]
         row |= {r: scores[k][net][:, j] for r, (net, j) in BASE_ROWS.items()}
         stats[k] = row
     if got is not None:
@@ -181,8 +234,18 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, oods: list[st
             stats[k]["Mahalanobis (SmallCNN)"] = maha.score(get[k].features)
     results = {name: {r: _metrics(stats["id"][r], stats[name][r], far) for r in stats["id"]}
                for name in oods}
-    seconds["scores and metrics"] = time.perf_counter() - start
+    names = [*csi.names_, *sup_base.names_]
+    versus = {}
+    for name in oods:
+        is_ood = np.r_[np.zeros(len(stats["id"]["auto"]), bool),
+                       np.ones(len(stats[name]["auto"]), bool)]
+        a, b = (np.r_[stats["id"][r], stats[name][r]] for r in ("auto", "single (proxy)"))
+        versus[name] = verdict(is_ood, a, b, sel["method"] == "single")
+    seconds["scores and metrics"] = time.perf_counter() - start - seconds["auto (proxies)"]
     return {"results": results, "seconds": seconds,
+            "auto": {"method": sel["method"], "columns": [names[c] for c in sel["columns"]],
+                     "single": names[sel["single"]], "win_fraction": sel["win_fraction"],
+                     "versus_single": versus},
             "sizes": {k: int(len(v)) for k, v in parts.items()}}
 
 
@@ -216,7 +279,8 @@ def run(args) -> dict:
         model, seconds = trained_model(bench, 5, 0, args.quiet)
         return model, seconds, *pixel_stats(bench)
 
-    return run_setting(parts, y[tr], list(bench.ood), args, "fashion_mnist", FAR, baseline)
+    return run_setting(parts, y[tr], y[ho], list(bench.ood), args, "fashion_mnist", FAR,
+                       baseline)
 
 
 def run_loco(args, done: dict, save) -> dict:
@@ -248,8 +312,8 @@ def run_loco(args, done: dict, save) -> dict:
                                                f"fashion_mnist-no{c}", mean, std)
             return model, seconds, mean, std
 
-        done[name] = run_setting(parts, labels, [name], args, f"fashion_mnist-no{c}",
-                                 LOCO_FAR, baseline)
+        done[name] = run_setting(parts, labels, relabel[y[h_in]], [name], args,
+                                 f"fashion_mnist-no{c}", LOCO_FAR, baseline)
         save(done)
     return done
 
@@ -330,11 +394,40 @@ def render(raw: dict) -> str:
                       " (the paper's Table 12: s_supCSI,1 0.8240 is the best base score in "
                       "its leave-one-class-out runs, and glrt-SupCSI+ falls below glrt-SupCSI "
                       "there)." if loco else ".")]
+    lines += auto_lines(raw, sets, titles)
     lines += ["", "The paper's values are for CIFAR-10 inliers and ResNet18 networks trained "
               "for 100 epochs on 50,000 images; these are FashionMNIST and small networks "
               "trained for a few epochs on a CPU, so the levels differ; the comparison that "
               "carries over is between the rows of one table."]
     return "\n".join(lines) + "\n"
+
+
+def auto_lines(raw: dict, sets: list[str], titles: list[str]) -> list[str]:
+    """What ``auto`` chose and its verdict against ``single (proxy)`` per set."""
+    loco = raw["args"].get("mode") == "loco"
+    autos = [raw["per_class"][s]["auto"] if loco else raw.get("auto") for s in sets]
+    if any(a is None for a in autos):
+        return []
+
+    def chose(a: dict) -> str:
+        if a["method"] == "single":
+            return f"the single score {a['single']}"
+        return f"{a['method']}({'+'.join(a['columns'])}) (its single: {a['single']})"
+
+    cells = [f"{t} {v['verdict']} [{v['low']:+.4f}, {v['high']:+.4f}]"
+             for t, s, a in zip(titles, sets, autos, strict=True)
+             for v in (a["versus_single"][s],)]
+    counts = ", ".join(f"{sum(c.split()[-3] == w for c in cells)} {w}"
+                       for w in ("win", "tie", "loss"))
+    if loco:
+        picks = "; ".join(f"{t}: {chose(a)}" for t, a in zip(titles, autos, strict=True))
+    else:
+        picks = chose(autos[0])
+    return ["", "`auto` (`ScoreCombiner`'s default, on the 24 scores of SupCSI+, chosen on "
+            "proxy outliers of held-out training classes, `proxy_tasks`) chose " + picks + ".",
+            "", "`auto` against `single (proxy)` (95 % interval of the AUROC difference over "
+            "1,000 paired resamples of the test rows, ID and OOD apart): " + "; ".join(cells)
+            + f". {counts} of {len(cells)}."]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -353,6 +446,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--width", type=int, help="default 16 (loco: 8)")
     ap.add_argument("--svm-max-samples", type=int, default=300)
+    ap.add_argument("--proxy-splits", type=int, default=3,
+                    help="auto's proxy tasks: two training classes held out in turn")
+    ap.add_argument("--proxy-rows", type=int, default=2000,
+                    help="at most this many rows per part of a proxy task")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="a tiny end-to-end check")
@@ -367,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, k) is None:
             setattr(args, k, v)
     if args.quick:
-        args.train_rows, args.holdout_rows, args.test_rows, args.ood_rows = 60, 40, 40, 30
+        args.train_rows, args.holdout_rows, args.test_rows, args.ood_rows = 200, 60, 40, 30
         args.epochs, args.width, args.batch_size, args.svm_max_samples = 1, 4, 20, 20
         args.classifier_epochs = 1
     stem = "csi_ood_loco" if loco else "csi_ood"
