@@ -50,6 +50,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -145,6 +146,21 @@ def shifted_outputs(model, images, mean, std):
     return np.stack([o.features for o in outs]), np.stack([o.logits for o in outs])
 
 
+def held_out_splits(y: np.ndarray, T: int, args) -> Iterator[tuple]:
+    """The splits of the proxy tasks: two classes of ``y`` held out in turn
+    (``LeaveClassesOut``, ``--proxy-splits`` splits). Per split: the split, ``relabel``
+    (the kept classes as 0..K'-1, -1 elsewhere), the columns of the kept classes in a joint
+    head of ``T`` shifts (label ``k * T + j``), at most ``--proxy-rows`` of its fitting rows,
+    and ``cap`` (at most ``--proxy-rows`` of other rows, from the same seeded draws)."""
+    rng = np.random.default_rng(args.seed)
+    cap = lambda rows: np.sort(rng.permutation(rows)[: args.proxy_rows])  # noqa: E731
+    splits = LeaveClassesOut(n_held_out=2, n_splits=args.proxy_splits, random_state=args.seed)
+    for sp in splits.split(y):
+        relabel = np.full(int(y.max()) + 1, -1)
+        relabel[sp.kept] = np.arange(sp.kept.size)
+        yield sp, relabel, (sp.kept[:, None] * T + np.arange(T)).ravel(), cap(sp.fit), cap
+
+
 def proxy_tasks(outputs: dict, y_fit: np.ndarray, y_hold: np.ndarray, args) -> list[tuple]:
     """``method="auto"``'s proxy tasks (never a test row): two classes of the fitting rows
     held out in turn (``LeaveClassesOut``, ``--proxy-splits`` splits). Per split the base
@@ -153,16 +169,9 @@ def proxy_tasks(outputs: dict, y_fit: np.ndarray, y_hold: np.ndarray, args) -> l
     z-value rows: the holdout rows of the kept classes; proxy inliers: other fitting rows of
     the kept classes; proxy outliers: rows of the held-out classes (each at most
     ``--proxy-rows``). The network itself was trained on every class."""
-    rng = np.random.default_rng(args.seed)
-    cap = lambda rows: np.sort(rng.permutation(rows)[: args.proxy_rows])  # noqa: E731
     (F_fit, L_fit), (F_hold, L_hold) = outputs["fit"], outputs["hold"]
     tasks = []
-    splits = LeaveClassesOut(n_held_out=2, n_splits=args.proxy_splits, random_state=args.seed)
-    for sp in splits.split(y_fit):
-        relabel = np.full(int(y_fit.max()) + 1, -1)
-        relabel[sp.kept] = np.arange(sp.kept.size)
-        cols = (sp.kept[:, None] * T + np.arange(T)).ravel()  # joint label k * T + j
-        fit = cap(sp.fit)
+    for sp, relabel, cols, fit, cap in held_out_splits(y_fit, T, args):
         bs = ShiftedBaseScores(svm_max_samples=args.svm_max_samples,
                                random_state=args.seed).fit(F_fit[:, fit], relabel[y_fit[fit]])
 

@@ -60,12 +60,12 @@ import numpy as np
 from abstain import metrics as M
 from abstain.combine import ScoreCombiner
 from abstain.datasets import data_home, load_ood_benchmark
-from abstain.detectors import CSI, MSP, LeaveClassesOut, Mahalanobis, ShiftedBaseScores, SupCSI
+from abstain.detectors import CSI, MSP, Mahalanobis, ShiftedBaseScores, SupCSI
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _models import cached_training  # noqa: E402
 from _timing import machine_line  # noqa: E402
-from combine_ood import verdict  # noqa: E402
+from combine_ood import held_out_splits, verdict  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 FAR = 0.05
@@ -148,16 +148,9 @@ def proxy_tasks(out_c: dict, out_s: dict, y_train: np.ndarray, y_hold: np.ndarra
     kept classes; proxy inliers: other training rows of the kept classes; proxy outliers:
     training rows of the held-out classes (each at most ``--proxy-rows``). The networks
     themselves were trained on every class."""
-    rng = np.random.default_rng(args.seed)
-    cap = lambda rows: np.sort(rng.permutation(rows)[: args.proxy_rows])  # noqa: E731
-    T = out_s["train"]["logits"].shape[0]
     tasks = []
-    splits = LeaveClassesOut(n_held_out=2, n_splits=args.proxy_splits, random_state=args.seed)
-    for sp in splits.split(y_train):
-        relabel = np.full(int(y_train.max()) + 1, -1)
-        relabel[sp.kept] = np.arange(sp.kept.size)
-        cols = (sp.kept[:, None] * T + np.arange(T)).ravel()  # joint label k * T + j
-        fit = cap(sp.fit)
+    T = out_s["train"]["logits"].shape[0]
+    for sp, relabel, cols, fit, cap in held_out_splits(y_train, T, args):
         tr_c, tr_s = out_c["train"], out_s["train"]
         csi = CSI().fit(tr_c["projections"][:, fit], tr_c["logits"][:, fit])
         sup = ShiftedBaseScores(kinds=("supcsi", "supocsvm", "supmah"),
