@@ -30,9 +30,10 @@ detectors never saw. Per case:
   AUROC beside the default ``k = 50`` and the best ``k`` on the test rows;
 * verdict of ``auto`` against ``single (proxy)``: the 95 % interval of the AUROC difference
   over 1,000 paired bootstrap resamples of the test rows (ID and outliers apart;
-  ``combine_ood.verdict``, the rule of the other combining pages): ``win`` above 0, ``loss`` below 0, ``tie`` otherwise (always ``tie`` when ``auto`` kept the
-  single score). The same verdict for each combiner shows what the default would have
-  cost without the safe choice. ``FAR`` is the false-alarm rate of ``auto``'s guaranteed
+  ``combine_ood.verdict``, the rule of the other combining pages): ``win`` above 0,
+  ``loss`` below 0, ``tie`` otherwise (always ``tie`` when ``auto`` kept the single score).
+  The same verdict for each combiner shows what the default would have cost without the
+  safe choice. ``FAR`` is the false-alarm rate of ``auto``'s guaranteed
   detector on the ID test rows (alpha = 0.05).
 
 Cases: tabular (always run): LETTER, PENDIGITS, SATIMAGE, optdigits (``abstain.datasets``,
@@ -353,7 +354,8 @@ def render(raw: dict) -> str:
              f"docstring; {raw['seconds']:.0f} s in all. Test AUROC per case; the verdict is "
              "`auto` against `single (proxy)` (95 % paired bootstrap interval of the AUROC "
              f"difference, {N_VERDICT:,} resamples of the test rows); `FAR` is the false-alarm "
-             "rate of `auto`'s guaranteed detector on the ID test rows (alpha 0.05, delta 0.1).", "",
+             "rate of `auto`'s guaranteed detector on the ID test rows (alpha 0.05, delta "
+             "0.1).", "",
              "| case | auto chose | win % | every score: chose | " + " | ".join(COLUMNS)
              + " | auto vs single (proxy) | FAR |", "|---" * (len(COLUMNS) + 6) + "|"]
     for r in cases:

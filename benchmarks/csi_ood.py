@@ -65,7 +65,7 @@ from abstain.detectors import CSI, MSP, Mahalanobis, ShiftedBaseScores, SupCSI
 sys.path.insert(0, str(Path(__file__).parent))
 from _models import cached_training  # noqa: E402
 from _timing import machine_line  # noqa: E402
-from combine_ood import held_out_splits, verdict  # noqa: E402
+from combine_ood import N_VERDICT, held_out_splits, verdict  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 FAR = 0.05
@@ -419,7 +419,8 @@ def auto_lines(raw: dict, sets: list[str], titles: list[str]) -> list[str]:
     return ["", "`auto` (`ScoreCombiner`'s default, on the 24 scores of SupCSI+, chosen on "
             "proxy outliers of held-out training classes, `proxy_tasks`) chose " + picks + ".",
             "", "`auto` against `single (proxy)` (95 % interval of the AUROC difference over "
-            "1,000 paired resamples of the test rows, ID and OOD apart): " + "; ".join(cells)
+            f"{N_VERDICT:,} paired resamples of the test rows, ID and OOD apart): "
+            + "; ".join(cells)
             + f". {counts} of {len(cells)}."]
 
 
