@@ -219,6 +219,12 @@ def verdict(is_ood: np.ndarray, a: np.ndarray, b: np.ndarray, same: bool) -> dic
             "verdict": "win" if low > 0 else "loss" if high < 0 else "tie"}
 
 
+def versus(a: tuple, b: tuple, same: bool) -> dict:
+    """:func:`verdict` of scores ``a`` against ``b``, each given as (ID rows, OOD rows)."""
+    is_ood = np.r_[np.zeros(len(a[0]), bool), np.ones(len(a[1]), bool)]
+    return verdict(is_ood, np.r_[a[0], a[1]], np.r_[b[0], b[1]], same)
+
+
 def evaluate(bs, S_hold, S_id, S_oods: dict, far: float,
              auto: ScoreCombiner | None = None) -> dict:
     out = {}

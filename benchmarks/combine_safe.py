@@ -72,7 +72,7 @@ from abstain.models import tune_detector
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import machine_line  # noqa: E402
-from combine_ood import N_VERDICT, verdict  # noqa: E402
+from combine_ood import N_VERDICT, versus  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 ALPHA, DELTA = 0.05, 0.1
@@ -119,12 +119,6 @@ class Network:
         return {"features": H, "logits": H @ self.weight.T + self.bias}
 
 
-def _versus(a: tuple, b: tuple, same: bool) -> dict:
-    """:func:`combine_ood.verdict` of scores ``a`` against ``b``, each (ID test, outliers)."""
-    is_ood = np.r_[np.zeros(a[0].size, bool), np.ones(a[1].size, bool)]
-    return verdict(is_ood, np.r_[a[0], a[1]], np.r_[b[0], b[1]], same)
-
-
 def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
              outliers: dict, seed: int, rotated: dict | None = None) -> dict:
     """Every method on one case; returns its row of results. ``rotated``: the network's
@@ -167,7 +161,7 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
     base = stats["single (proxy)"]
     for k in ("auto", WHOLE, *STATISTICS):
         same = {"auto": sel, WHOLE: sel_w}.get(k, {}).get("method") == "single"
-        res["verdict"][k] = _versus(stats[k], base, same)
+        res["verdict"][k] = versus(stats[k], base, same)
     if rotated is not None:  # held-out classes and rotated images, half each
         rot = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
             X_out, y_idx, cal, outlier_outputs=rotated, **kw)
@@ -184,7 +178,7 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
             "far": float(1.0 - rot.accept(test_id).mean())}
         for ref, pair in (("own", own), ("auto", base)):
             same = sel_r["method"] == "single" and ref == "own"
-            res["rotations"][f"vs_{ref}"] = _versus(a_r, pair, same)
+            res["rotations"][f"vs_{ref}"] = versus(a_r, pair, same)
     res["tuning"] = _tuning(X_out, y_idx, cal, test_id, outliers, seed)
     res["seconds"] = time.perf_counter() - start
     return res

@@ -65,7 +65,7 @@ from abstain.detectors import CSI, MSP, Mahalanobis, ShiftedBaseScores, SupCSI
 sys.path.insert(0, str(Path(__file__).parent))
 from _models import cached_training  # noqa: E402
 from _timing import machine_line  # noqa: E402
-from combine_ood import N_VERDICT, held_out_splits, verdict  # noqa: E402
+from combine_ood import N_VERDICT, held_out_splits, versus  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 FAR = 0.05
@@ -228,17 +228,15 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
     results = {name: {r: _metrics(stats["id"][r], stats[name][r], far) for r in stats["id"]}
                for name in oods}
     names = [*csi.names_, *sup_base.names_]
-    versus = {}
+    verdicts = {}
     for name in oods:
-        is_ood = np.r_[np.zeros(len(stats["id"]["auto"]), bool),
-                       np.ones(len(stats[name]["auto"]), bool)]
-        a, b = (np.r_[stats["id"][r], stats[name][r]] for r in ("auto", "single (proxy)"))
-        versus[name] = verdict(is_ood, a, b, sel["method"] == "single")
+        a, b = ((stats["id"][r], stats[name][r]) for r in ("auto", "single (proxy)"))
+        verdicts[name] = versus(a, b, sel["method"] == "single")
     seconds["scores and metrics"] = time.perf_counter() - start - seconds["auto (proxies)"]
     return {"results": results, "seconds": seconds,
             "auto": {"method": sel["method"], "columns": [names[c] for c in sel["columns"]],
                      "single": names[sel["single"]], "win_fraction": sel["win_fraction"],
-                     "versus_single": versus},
+                     "versus_single": verdicts},
             "sizes": {k: int(len(v)) for k, v in parts.items()}}
 
 

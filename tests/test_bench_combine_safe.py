@@ -29,7 +29,7 @@ def _rule(v: dict) -> str:
 def test_a_case_end_to_end(bench, monkeypatch):
     pytest.importorskip("sklearn")
     # the verdicts are combine_ood's (one rule for every combining page)
-    monkeypatch.setattr(sys.modules[bench.verdict.__module__], "N_VERDICT", 20)
+    monkeypatch.setattr(sys.modules[bench.versus.__module__], "N_VERDICT", 20)
     monkeypatch.setattr(bench, "K_GRID", (1, 5, 50))  # 50: the default, a column
     rng = np.random.default_rng(0)
     y = rng.integers(0, 5, 900)
