@@ -169,7 +169,8 @@ def test_auto_held_out_classes_equal_the_splits_done_by_hand():
 
 def test_held_out_classes_and_outliers_given_weigh_half_each():
     """With ``y`` and ``outlier_outputs``, ``auto`` chooses on both kinds of proxy: the
-    held-out classes' splits and the outliers' task, each kind half of the weight."""
+    held-out classes' splits and the outliers' task, each kind half of the weight, and
+    tests a combination on each kind apart."""
     rng = np.random.default_rng(8)
     train, y = _blobs(300, rng)
     cal, _ = _blobs(200, rng)
@@ -186,5 +187,9 @@ def test_held_out_classes_and_outliers_given_weigh_half_each():
     S_z = S[order[:100]]
     fitted = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y)
     tasks.append((S_z[:50], S_z[50:], fitted.score(far)))
-    record = ScoreCombiner(n_bootstrap=50).choose(tasks, gen, weights=[1 / 6] * 3 + [0.5])
+    record = ScoreCombiner(n_bootstrap=50).choose(tasks, gen, weights=[1 / 6] * 3 + [0.5],
+                                                  kinds=["classes"] * 3 + ["outliers"])
     assert record == det.combiner_.selection_
+    # the test runs on each kind apart: one win fraction per kind, the least decides
+    each = record["kind_win_fractions"]
+    assert len(each) == 2 and record["win_fraction"] == min(each)

@@ -241,3 +241,79 @@ def test_without_subsets_only_the_single_scores_and_every_score_are_tried():
     assert comb.columns_ in ([0], [1], [2], [3], [0, 1, 2, 3])
     with_subsets = ScoreCombiner(random_state=0, n_bootstrap=50).fit(S_in, S_out)
     assert len(with_subsets.selection_["candidates"]) > len(cands)
+
+
+def _kind_tasks(seed, shifts, n=400):
+    rng = np.random.default_rng(seed)
+    return [(rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), rng.normal(size=(n, 2)) + s)
+            for s in shifts]
+
+
+def test_a_combination_must_win_on_every_kind_of_proxy():
+    """Outliers of kind "a" stand out in both columns (a combination gains), those of kind
+    "b" in column 0 only (it loses): the mean over both favours the combination, the test
+    on kind "b" alone refuses it."""
+    tasks = _kind_tasks(0, ([1.0, 1.0], [1.0, 0.2]))
+    kw = {"n_bootstrap": 200, "subsets": False}
+    mean = select_statistic(tasks, rng=np.random.default_rng(1), **kw)
+    apart = select_statistic(tasks, rng=np.random.default_rng(1), kinds=["a", "b"], **kw)
+    assert mean["method"] != "single" and mean["kind_win_fractions"] == [mean["win_fraction"]]
+    assert apart["method"] == "single" and apart["single"] == mean["single"] == 0
+    won_a, won_b = apart["kind_win_fractions"]
+    assert won_a >= 0.9 > won_b and apart["win_fraction"] == won_b
+    # the choice itself is the same: only the test is run per kind
+    assert apart["candidates"] == mean["candidates"]
+    comb = ScoreCombiner(n_bootstrap=200, subsets=False)
+    comb.fit_chosen(tasks[0][0], apart)
+    assert "on the 2 kinds of proxy" in comb.summary() and "too few to keep it" in comb.summary()
+
+
+def test_one_kind_is_the_mean_and_kinds_are_checked():
+    tasks = _kind_tasks(1, ([0.5, 0.5], [0.5, 0.2], [0.5, 0.0]), n=60)
+    plain = select_statistic(tasks, n_bootstrap=50, rng=np.random.default_rng(2))
+    same = select_statistic(tasks, n_bootstrap=50, rng=np.random.default_rng(2),
+                            kinds=np.array([3, 3, 3]))
+    assert same == plain
+    for bad in (["a", "b"], "abc", 3):
+        with pytest.raises(ValueError, match="kinds must be 3 labels, one per proxy task"):
+            select_statistic(tasks, rng=np.random.default_rng(0), kinds=bad)
+
+
+def test_each_kind_is_tested_by_its_own_paired_resamples():
+    """The per-kind win fractions against a plain resampling loop with the brute-force
+    AUROC, on the same generator: the tasks' halves drawn in task order, then each kind's
+    resamples (its tasks weighted as in the choice)."""
+    rng = np.random.default_rng(5)
+    tasks = [(np.round(rng.normal(size=(30, 2)), 1), np.round(rng.normal(size=(16, 2)), 1),
+              np.round(rng.normal(size=(12, 2)) + s, 1))
+             for s in ([0.8, 0.8], [0.9, 0.1], [0.7, 0.6])]
+    kinds, weights, n_boot = ["c", "r", "c"], [1.0, 2.0, 3.0], 25
+    record = select_statistic(tasks, n_bootstrap=n_boot, rng=np.random.default_rng(9),
+                              kinds=kinds, weights=weights)
+    gen = np.random.default_rng(9)
+    halves = []
+    for S_z, S_in, S_out in tasks:
+        ez = EmpiricalZ().fit(S_z)
+        cov = inlier_covariance(ez.transform(S_z))
+        a, b = gen.permutation(len(S_in)), gen.permutation(len(S_out))
+        ha, hb = len(S_in) // 2, len(S_out) // 2
+        raw = np.vstack([S_in[a[ha:]], S_out[b[hb:]]])
+        method, cols = record["combination_method"], list(record["combination_columns"])
+        kw = {"cov": cov[np.ix_(cols, cols)]} if method == "glrt_cov" else {}
+        halves.append((raw[:, record["single"]], combine(ez.transform(raw)[:, cols], method,
+                                                         **kw), len(S_in) - ha))
+    want = []
+    for kind in ("c", "r"):
+        wins = 0
+        for _ in range(n_boot):
+            diff = 0.0
+            for t in (t for t in range(3) if kinds[t] == kind):
+                single, combo, n = halves[t]
+                i = gen.integers(0, n, n)
+                o = n + gen.integers(0, single.size - n, single.size - n)
+                diff += weights[t] * (_pair_auroc(combo[i], combo[o])
+                                      - _pair_auroc(single[i], single[o]))
+            wins += diff > 0.0
+        want.append(wins / n_boot)
+    assert record["kind_win_fractions"] == want
+    assert record["win_fraction"] == min(want)

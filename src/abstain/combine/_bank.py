@@ -55,7 +55,9 @@ class BankDetector(ParamsMixin):
 
     With both, the held-out classes (near outliers: classes the network does not know) and
     ``outlier_outputs`` (far ones, for rotated images: inputs unlike any class) weigh half
-    each in the choice, however many splits the classes give; with one of them, it alone.
+    each in the choice, however many splits the classes give, and a combination is kept
+    only when it beats the best single score with confidence on each kind apart (the
+    outliers to come may be of either kind); with one of them, it alone.
     The choice (:class:`ScoreCombiner`'s ``auto``: the best single base score unless a
     combination beats it in at least ``confidence`` of ``n_bootstrap`` paired resamples)
     is in ``combiner_.selection_``; ``combiner_.summary()`` says it in one line. Without
@@ -207,13 +209,14 @@ class BankDetector(ParamsMixin):
         record = None
         if auto:
             tasks = [] if y is None else self._class_tasks(train_outputs, y, weight, bias, rng)
-            weights = None
+            weights = kinds = None
             if outlier_outputs is not None:
                 S_z = S[order[:n_z]]
-                if tasks:  # each kind of proxy weighs half
+                if tasks:  # each kind of proxy weighs half, and must show the win
                     weights = [0.5 / len(tasks)] * len(tasks) + [0.5]
+                    kinds = ["held-out classes"] * len(tasks) + ["outlier_outputs"]
                 tasks.append((S_z[: n_z // 2], S_z[n_z // 2:], bank.score(outlier_outputs)))
-            record = combiner.choose(tasks, rng, weights=weights)
+            record = combiner.choose(tasks, rng, weights=weights, kinds=kinds)
         combiner.fit_chosen(S[order[:n_z]], record)
         guarantee = GuaranteedDetector(alpha=self.alpha, delta=self.delta).fit(
             combiner.score(S[order[n_z:]]))

@@ -75,6 +75,7 @@ SELECTION = Record({
     "combination_columns": Labels(integer=True, min_length=2, none=True, convert=list),
     "combination_auroc": Number(0, 1, none=True),
     "win_fraction": Number(0, 1, none=True),
+    "kind_win_fractions": Seq(Number(0, 1), min_length=1, none=True),
     "candidates": Seq(_CANDIDATE, min_length=1)}, none=True)
 
 
@@ -146,7 +147,8 @@ class ScoreCombiner(ParamsMixin):
         ``auto``'s record (None otherwise): ``method`` and ``columns`` chosen, the best
         single score (``single``, ``single_auroc``), the best combination
         (``combination_method``, ``combination_columns``, ``combination_auroc``),
-        ``win_fraction`` and every ``candidates`` entry with its AUROC on the choosing
+        ``win_fraction`` (the least over the kinds of proxy), ``kind_win_fractions``
+        (one per kind) and every ``candidates`` entry with its AUROC on the choosing
         halves; :meth:`summary` says it in one line.
 
     Examples
@@ -233,15 +235,18 @@ class ScoreCombiner(ParamsMixin):
         return self.fit_chosen(S, record)
 
     def choose(self, tasks: list[tuple[Any, Any, Any]], rng: np.random.Generator, *,
-               weights: Any = None) -> dict[str, Any]:
+               weights: Any = None, kinds: Any = None) -> dict[str, Any]:
         """``auto``'s selection record on proxy ``tasks`` of (z-value rows, proxy inlier
         rows, proxy outlier rows) base scores, with this object's settings; ``weights``
-        (one positive number per task, default equal) weigh the tasks' AUROCs."""
+        (one positive number per task, default equal) weigh the tasks' AUROCs; ``kinds``
+        (one label per task, default one kind) group them by kind of proxy, and a
+        combination is kept only when it passes the paired test on every kind."""
         return select_statistic(tasks, higher_is_inlier=bool(self.higher_is_inlier),
                                 epsilon=self.epsilon, sigma=float(self.sigma),
                                 confidence=float(self.confidence),
                                 n_bootstrap=int(self.n_bootstrap),
-                                subsets=bool(self.subsets), rng=rng, weights=weights)
+                                subsets=bool(self.subsets), rng=rng, weights=weights,
+                                kinds=kinds)
 
     def fit_chosen(self, S_train: ArrayLike, selection: dict[str, Any] | None) -> ScoreCombiner:
         """Fit the z-values on ``S_train`` for ``method``, or (``auto``) for what the

@@ -22,7 +22,11 @@ first halves choose, the second halves test.
    resamples (inlier and outlier rows of each task drawn apart, the same draws for
    both; an equal AUROC is no win): the rule of
    :func:`abstain.scores.select_regularization` with ``safe=True``. Otherwise the best
-   single score is used.
+   single score is used. With proxies of several *kinds* (``kinds``: held-out classes and
+   rotated images, say), the test is run on each kind apart (its tasks weighted as
+   in the choice) and the combination must pass it on every kind: a mean over kinds can
+   favour a combination that one kind of outlier shows losing, and the real outliers may
+   be of that kind.
 
 The statistics of the final object are computed afresh on rows that calibrate nothing
 else, so a guarantee calibrated afterwards on its own rows still holds.
@@ -131,21 +135,44 @@ def check_weights(weights: Any, n_tasks: int) -> NDArray[np.float64] | None:
     return w
 
 
+def check_kinds(kinds: Any, n_tasks: int) -> list[NDArray[np.intp]]:
+    """The tasks of each kind (in order of first appearance) from ``kinds``, one hashable
+    label per task (None: one kind)."""
+    if kinds is None:
+        return [np.arange(n_tasks)]
+    labels = list(kinds) if isinstance(kinds, (list, tuple, np.ndarray)) else None
+    if labels is None or len(labels) != n_tasks:
+        raise ValueError(f"kinds must be {n_tasks} labels, one per proxy task; got "
+                         f"{plain(kinds)}.")
+    first: dict[Any, list[int]] = {}
+    for t, label in enumerate(labels):
+        first.setdefault(label.item() if isinstance(label, np.generic) else label,
+                         []).append(t)
+    return [np.array(ts, dtype=np.intp) for ts in first.values()]
+
+
 def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: bool = False,
                      epsilon: float | None = None, sigma: float = 1e-6,
                      confidence: float = 0.9, n_bootstrap: int = 500, subsets: bool = True,
-                     rng: np.random.Generator, weights: Any = None) -> dict[str, Any]:
+                     rng: np.random.Generator, weights: Any = None,
+                     kinds: Any = None) -> dict[str, Any]:
     """The choice of ``method="auto"`` on proxy ``tasks`` (see the module docstring).
+
+    ``kinds`` (one label per task, default one kind) groups the tasks by kind of proxy:
+    a combination must pass the paired test on each kind.
 
     Returns the selection record that :class:`ScoreCombiner` keeps as ``selection_``:
     ``method`` (``"single"`` or a combiner) and ``columns`` (what is used), the best
     single score (``single``, ``single_auroc``), the best combination
     (``combination_method``, ``combination_columns``, ``combination_auroc``; None with
-    one column), ``win_fraction`` (None with one column) and ``candidates`` (every
-    candidate tried with its AUROC on the choosing halves).
+    one column), ``win_fraction`` (the least over the kinds; None with one column),
+    ``kind_win_fractions`` (one per kind, in order of first appearance; None with one
+    column) and ``candidates`` (every candidate tried with its AUROC on the choosing
+    halves).
     """
     checked, m = _as_tasks(tasks)
     w = check_weights(weights, len(checked))
+    groups = check_kinds(kinds, len(checked))
     # equal weights: the plain mean (and unscaled differences in the test), as without any
     share = np.ones(len(checked)) if w is None else w / w.sum()
     sign = -1.0 if higher_is_inlier else 1.0
@@ -186,7 +213,7 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
         "criterion": "auroc", "n_tasks": len(prepared), "method": "single",
         "columns": [best_j], "single": best_j, "single_auroc": singles[best_j],
         "combination_method": None, "combination_columns": None, "combination_auroc": None,
-        "win_fraction": None,
+        "win_fraction": None, "kind_win_fractions": None,
         "candidates": [{"method": meth, "columns": list(cols), "auroc": values[(meth, cols)]}
                        for meth, cols in order]}
     if not combos:
@@ -194,9 +221,11 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
     best_c = max(combos, key=lambda c: (values[c], -combos.index(c)))
     record.update(combination_method=best_c[0], combination_columns=list(best_c[1]),
                   combination_auroc=values[best_c])
-    wins = _paired_wins(prepared, ("single", (best_j,)), best_c, epsilon, int(n_bootstrap),
-                        rng, share)
-    record["win_fraction"] = wins
+    single = ("single", (best_j,))
+    each = [float(_paired_wins([prepared[t] for t in ts], single, best_c, epsilon,
+                               int(n_bootstrap), rng, share[ts])) for ts in groups]
+    wins = min(each)
+    record.update(win_fraction=wins, kind_win_fractions=each)
     if wins >= float(confidence):
         record.update(method=best_c[0], columns=list(best_c[1]))
     return record
@@ -233,7 +262,10 @@ def describe(record: dict[str, Any]) -> str:
         return f"{single}: one base score, nothing to combine"
     combo = (f"{record['combination_method']} of columns {record['combination_columns']} "
              f"(AUROC {record['combination_auroc']:.4f})")
-    won = f"won {record['win_fraction']:.0%} of paired resamples"
+    each = record.get("kind_win_fractions") or []
+    won = (f"won {' and '.join(f'{v:.0%}' for v in each)} of paired resamples on the "
+           f"{len(each)} kinds of proxy" if len(each) > 1 else
+           f"won {record['win_fraction']:.0%} of paired resamples")
     if record["method"] == "single":
         return f"{single}; the best combination, {combo}, {won}, too few to keep it"
     return f"{combo}, which {won} against the {single}"
