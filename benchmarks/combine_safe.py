@@ -23,7 +23,8 @@ detectors never saw. Per case:
   rows themselves (an upper reference, not a method);
 * image cases: ``auto`` on both kinds of proxy too (``auto + rotations``: the held-out
   classes and the network's outputs of ``ROTATED_ROWS`` training images turned by 90, 180
-  and 270 degrees, ``outlier_outputs=``, half of the weight each), with its verdicts
+  and 270 degrees, ``outlier_outputs=``, half of the weight each in the choice, the
+  paired test on each kind apart), with its verdicts
   against the single score its own proxies ranked best and against ``auto``'s;
 * ``tune_detector`` without OOD data: KNN's ``k`` chosen by the held-out-classes criterion
   (the default with labels) and by the shuffled-columns criterion, each choice's test
@@ -374,7 +375,8 @@ def render(raw: dict) -> str:
         lines += ["", "Image cases, `auto` on both kinds of proxy (`fit(..., y, cal, "
                   "outlier_outputs=...)`: the held-out classes and the network's outputs of "
                   f"{ROTATED_ROWS} training images turned by 90, 180 and 270 degrees, half "
-                  "of the weight each); verdicts (the same interval rule) against the single "
+                  "of the weight each in the choice, a combination kept only when it wins on "
+                  "each kind apart); verdicts (the same interval rule) against the single "
                   "score its own proxies ranked best and against `auto`'s (held-out classes "
                   "only) `single (proxy)`:", "",
                   "| case | chose | auto + rotations | its proxy single | auto | vs its single "
