@@ -274,8 +274,9 @@ def test_one_kind_is_the_mean_and_kinds_are_checked():
     same = select_statistic(tasks, n_bootstrap=50, rng=np.random.default_rng(2),
                             kinds=np.array([3, 3, 3]))
     assert same == plain
-    for bad in (["a", "b"], "abc", 3):
-        with pytest.raises(ValueError, match="kinds must be 3 labels, one per proxy task"):
+    for bad in (["a", "b"], "abc", 3, [[0], [0], [1]]):
+        with pytest.raises(ValueError, match="kinds must be 3 labels .numbers or strings., "
+                                             "one per proxy task"):
             select_statistic(tasks, rng=np.random.default_rng(0), kinds=bad)
 
 

@@ -141,13 +141,16 @@ def check_kinds(kinds: Any, n_tasks: int) -> list[NDArray[np.intp]]:
     if kinds is None:
         return [np.arange(n_tasks)]
     labels = list(kinds) if isinstance(kinds, (list, tuple, np.ndarray)) else None
-    if labels is None or len(labels) != n_tasks:
-        raise ValueError(f"kinds must be {n_tasks} labels, one per proxy task; got "
-                         f"{plain(kinds)}.")
     first: dict[Any, list[int]] = {}
-    for t, label in enumerate(labels):
-        first.setdefault(label.item() if isinstance(label, np.generic) else label,
-                         []).append(t)
+    try:
+        for t, label in enumerate(labels or ()):
+            first.setdefault(label.item() if isinstance(label, np.generic) else label,
+                             []).append(t)
+    except TypeError:  # an unhashable label
+        labels = None
+    if labels is None or len(labels) != n_tasks:
+        raise ValueError(f"kinds must be {n_tasks} labels (numbers or strings), one per "
+                         f"proxy task; got {plain(kinds)}.")
     return [np.array(ts, dtype=np.intp) for ts in first.values()]
 
 
