@@ -61,3 +61,10 @@ def test_a_case_end_to_end(bench, monkeypatch):
     page = bench.render({"machine": "m", "command": "c", "seconds": 1.0,
                          "cases": [both | {"kind": "dataset"}]})
     assert "| auto + rotations |" in page and "Against its own proxy single:" in page
+    # the per-task test: one fraction per held-out split, then one for the given outliers
+    assert len(q["task_win_fractions"]) == len(res["task_win_fractions"]) + 1
+    assert all(0.0 <= f <= 1.0 for f in q["task_win_fractions"])
+    assert "A paired test on every proxy task apart" in page
+    assert "| toy | held-out classes |" in page and "| toy | both kinds |" in page
+    rows = [line for line in page.splitlines() if line.startswith("| both kinds | ")]
+    assert [r.split(" | ")[1] for r in rows] == ["auto", "each task"]

@@ -198,6 +198,12 @@ def test_auto_round_trips_and_a_disagreeing_document_is_refused():
     with pytest.raises(ValueError, match="columns must be 1 column for method 'single' and 2 or"):
         load_json(json.dumps(doc))
     doc = json.loads(comb.to_json())
+    assert len(doc["fitted"]["selection_"]["task_win_fractions"]) == 1
+    doc["fitted"]["selection_"]["task_win_fractions"] = [1.0, 0.5]
+    with pytest.raises(ValueError, match=r"task_win_fractions must hold one fraction per "
+                                         r"proxy task \(n_tasks=1\); got 2\."):
+        load_json(json.dumps(doc))
+    doc = json.loads(comb.to_json())
     doc["params"]["method"] = "fisher"
     with pytest.raises(ValueError, match="fitted.selection_ must be a record for method 'auto'"):
         load_json(json.dumps(doc))
@@ -263,9 +269,14 @@ def test_a_combination_must_win_on_every_kind_of_proxy():
     assert won_a >= 0.9 > won_b and apart["win_fraction"] == won_b
     # the choice itself is the same: only the test is run per kind
     assert apart["candidates"] == mean["candidates"]
+    # the same resamples on each task alone: the gain on "a", the loss on "b"
+    task_a, task_b = apart["task_win_fractions"]
+    assert task_a >= 0.9 > 0.5 > task_b
     comb = ScoreCombiner(n_bootstrap=200, subsets=False)
     comb.fit_chosen(tasks[0][0], apart)
     assert "on the 2 kinds of proxy" in comb.summary() and "too few to keep it" in comb.summary()
+    assert comb.summary().endswith("; taken alone, 1 of the 2 proxy tasks show it above in "
+                                   "under half of the resamples")
 
 
 def test_one_kind_is_the_mean_and_kinds_are_checked():
@@ -303,7 +314,7 @@ def test_each_kind_is_tested_by_its_own_paired_resamples():
         kw = {"cov": cov[np.ix_(cols, cols)]} if method == "glrt_cov" else {}
         halves.append((raw[:, record["single"]], combine(ez.transform(raw)[:, cols], method,
                                                          **kw), len(S_in) - ha))
-    want = []
+    want, per_task = [], [0, 0, 0]
     for kind in ("c", "r"):
         wins = 0
         for _ in range(n_boot):
@@ -312,9 +323,12 @@ def test_each_kind_is_tested_by_its_own_paired_resamples():
                 single, combo, n = halves[t]
                 i = gen.integers(0, n, n)
                 o = n + gen.integers(0, single.size - n, single.size - n)
-                diff += weights[t] * (_pair_auroc(combo[i], combo[o])
-                                      - _pair_auroc(single[i], single[o]))
+                gap = _pair_auroc(combo[i], combo[o]) - _pair_auroc(single[i], single[o])
+                per_task[t] += gap > 0.0
+                diff += weights[t] * gap
             wins += diff > 0.0
         want.append(wins / n_boot)
     assert record["kind_win_fractions"] == want
     assert record["win_fraction"] == min(want)
+    # each task alone, from the same resamples (a diagnostic the rule does not use)
+    assert record["task_win_fractions"] == [w / n_boot for w in per_task]

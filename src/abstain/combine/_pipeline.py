@@ -76,6 +76,7 @@ SELECTION = Record({
     "combination_auroc": Number(0, 1, none=True),
     "win_fraction": Number(0, 1, none=True),
     "kind_win_fractions": Seq(Number(0, 1), min_length=1, none=True),
+    "task_win_fractions": Seq(Number(0, 1), min_length=1, none=True),
     "candidates": Seq(_CANDIDATE, min_length=1)}, none=True)
 
 
@@ -148,8 +149,9 @@ class ScoreCombiner(ParamsMixin):
         single score (``single``, ``single_auroc``), the best combination
         (``combination_method``, ``combination_columns``, ``combination_auroc``),
         ``win_fraction`` (the least over the kinds of proxy), ``kind_win_fractions``
-        (one per kind) and every ``candidates`` entry with its AUROC on the choosing
-        halves; :meth:`summary` says it in one line.
+        (one per kind), ``task_win_fractions`` (one per proxy task, from the same
+        resamples: a diagnostic, not part of the rule) and every ``candidates`` entry
+        with its AUROC on the choosing halves; :meth:`summary` says it in one line.
 
     Examples
     --------
