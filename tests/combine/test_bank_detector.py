@@ -193,3 +193,39 @@ def test_held_out_classes_and_outliers_given_weigh_half_each():
     # the test runs on each kind apart: one win fraction per kind, the least decides
     each = record["kind_win_fractions"]
     assert len(each) == 2 and record["win_fraction"] == min(each)
+
+
+def test_per_task_tests_every_proxy_task_apart():
+    """``per_task=True``: every held-out split and the outliers' task is a kind of its own;
+    the choice is the same, and each task's win fraction is its kind's."""
+    rng = np.random.default_rng(8)
+    train, y = _blobs(300, rng)
+    cal, _ = _blobs(200, rng)
+    far, _ = _blobs(80, rng, shift=4.0)
+    kw = {"alpha": 0.2, "delta": 0.2, "n_proxy_splits": 3, "n_bootstrap": 50,
+          "random_state": 0}
+    bank = DetectorBank([MSP(), KNN(k=5, normalize=False)])
+    det = BankDetector(bank, per_task=True, **kw).fit(train, y, cal, outlier_outputs=far)
+    apart = det.combiner_.selection_
+    both = BankDetector(bank, **kw).fit(train, y, cal, outlier_outputs=far).combiner_.selection_
+    assert apart["candidates"] == both["candidates"] and apart["single"] == both["single"]
+    assert apart["kind_win_fractions"] == apart["task_win_fractions"]
+    assert len(apart["task_win_fractions"]) == 4
+    assert apart["win_fraction"] == min(apart["task_win_fractions"])
+    assert (apart["method"] == "single") == (apart["win_fraction"] < 0.9)
+    # by hand: the same tasks and generator, one kind per task
+    gen = np.random.default_rng(0)
+    S = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y).score(cal)
+    order = gen.permutation(200)
+    tasks = det._class_tasks(train, y, None, None, gen)
+    S_z = S[order[:100]]
+    tasks.append((S_z[:50], S_z[50:], det.bank_.score(far)))
+    record = ScoreCombiner(n_bootstrap=50).choose(tasks, gen, weights=[1 / 6] * 3 + [0.5],
+                                                  kinds=[0, 1, 2, 3])
+    assert record == apart
+    # held-out classes alone: one kind per split too
+    alone = BankDetector(bank, per_task=True, **kw).fit(train, y, cal).combiner_.selection_
+    assert alone["kind_win_fractions"] == alone["task_win_fractions"]
+    assert len(alone["task_win_fractions"]) == 3
+    with pytest.raises(ValueError, match="per_task"):
+        BankDetector(bank, per_task="yes").fit(train, y, cal)
