@@ -64,7 +64,11 @@ def test_a_case_end_to_end(bench, monkeypatch):
     # the per-task test: one fraction per held-out split, then one for the given outliers
     assert len(q["task_win_fractions"]) == len(res["task_win_fractions"]) + 1
     assert all(0.0 <= f <= 1.0 for f in q["task_win_fractions"])
-    assert "A paired test on every proxy task apart" in page
+    # per_task=True: the same choice, the test on every task apart, one verdict each
+    for got in (res["per_task"], q["per_task"]):
+        assert got["verdict"]["verdict"] == _rule(got["verdict"]) and 0 <= got["auroc"] <= 1
+    assert len(q["per_task"]["task_win_fractions"]) == len(q["task_win_fractions"])
+    assert "`per_task=True`: the paired test on every proxy task apart" in page
     assert "| toy | held-out classes |" in page and "| toy | both kinds |" in page
     rows = [line for line in page.splitlines() if line.startswith("| both kinds | ")]
-    assert [r.split(" | ")[1] for r in rows] == ["auto", "each task"]
+    assert [r.split(" | ")[1] for r in rows] == ["auto", "per_task=True"]
