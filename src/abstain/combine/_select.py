@@ -28,7 +28,8 @@ first halves choose, the second halves test.
    favour a combination that one kind of outlier shows losing, and the real outliers may
    be of that kind. The same resamples also give the fraction won on each task alone
    (``task_win_fractions``): a diagnostic of how the gain varies between proxy tasks.
-   Requiring the win on every task was measured and is not the rule: it avoids the few
+   Requiring the win on every task (each task a kind of its own:
+   ``BankDetector(per_task=True)``) was measured and is not the default: it avoids the few
    losses but forgoes most wins (docs/combining.md).
 
 The statistics of the final object are computed afresh on rows that calibrate nothing
