@@ -219,6 +219,12 @@ def verdict(is_ood: np.ndarray, a: np.ndarray, b: np.ndarray, same: bool) -> dic
             "verdict": "win" if low > 0 else "loss" if high < 0 else "tie"}
 
 
+def tally(verdicts) -> list[int]:
+    """How many ``win``, ``tie`` and ``loss`` are among ``verdicts`` (strings), in that order."""
+    verdicts = list(verdicts)
+    return [verdicts.count(w) for w in ("win", "tie", "loss")]
+
+
 def versus(a: tuple, b: tuple, same: bool) -> dict:
     """:func:`verdict` of scores ``a`` against ``b``, each given as (ID rows, OOD rows)."""
     is_ood = np.r_[np.zeros(len(a[0]), bool), np.ones(len(a[1]), bool)]
@@ -349,8 +355,8 @@ def verdict_lines(res: dict) -> list[str]:
     if not have:
         return []
     cells = [f"{k} {v['verdict']} [{v['low']:+.4f}, {v['high']:+.4f}]" for k, v in have.items()]
-    counts = ", ".join(f"{sum(v['verdict'] == w for v in have.values())} {w}"
-                       for w in ("win", "tie", "loss"))
+    counts = ", ".join(f"{n} {w}" for n, w in zip(
+        tally(v["verdict"] for v in have.values()), ("win", "tie", "loss"), strict=True))
     return [f"`auto` against `single (proxy)` (95 % interval of the AUROC difference over "
             f"{N_VERDICT:,} paired resamples of the test rows, ID and OOD apart): "
             + "; ".join(cells) + f". {counts} of {len(have)}.", ""]

@@ -76,12 +76,12 @@ from abstain.models import tune_detector
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import machine_line  # noqa: E402
-from combine_ood import N_VERDICT, versus  # noqa: E402
+from combine_ood import N_VERDICT, tally, versus  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 ALPHA, DELTA = 0.05, 0.1
 #: ``BankDetector``'s default ``confidence`` of the paired test.
-CONFIDENCE = 0.9
+CONFIDENCE = BankDetector().confidence
 #: ``auto`` with ``subsets=False``: each statistic on every base score only.
 WHOLE = "auto, every score"
 
@@ -394,8 +394,7 @@ def render(raw: dict) -> str:
     lines += ["", "Win / tie / loss against `single (proxy)`, per method (the same "
               "interval rule):", "", "| method | win | tie | loss |", "|---|---|---|---|"]
     for k in ("auto", WHOLE, *STATISTICS):
-        counts = [sum(r["verdict"][k]["verdict"] == w for r in cases)
-                  for w in ("win", "tie", "loss")]
+        counts = tally(r["verdict"][k]["verdict"] for r in cases)
         lines.append(f"| {k} | " + " | ".join(map(str, counts)) + " |")
     rot = [r for r in cases if "rotations" in r]
     if rot:
@@ -422,8 +421,7 @@ def render(raw: dict) -> str:
                      f"{np.mean([r['rotations']['single_auroc'] for r in rot]):.4f} | "
                      f"{mean_a:.4f} | | | |")
         for k, what in (("vs_own", "its own proxy single"), ("vs_auto", "auto's single")):
-            counts = [sum(r["rotations"][k]["verdict"] == w for r in rot)
-                      for w in ("win", "tie", "loss")]
+            counts = tally(r["rotations"][k]["verdict"] for r in rot)
             lines.append(f"\nAgainst {what}: {counts[0]} win, {counts[1]} tie, "
                          f"{counts[2]} loss of {len(rot)}.")
     lines += _per_task_lines(cases)
@@ -470,20 +468,20 @@ def _per_task_lines(cases: list[dict]) -> list[str]:
              "the same proxies ranked best (the same interval rule).", "",
              "| case | proxies | auto | each task, % | per_task=True | verdict |",
              "|---|---|---|---|---|---|"]
-    tally: dict[str, dict[str, list]] = {}
+    by_proxies: dict[str, dict[str, list]] = {}
     for case, proxies, q, a_auto, v in runs:
         p = q["per_task"]
         each = " ".join(f"{100 * f:.0f}" for f in q["task_win_fractions"] or [])
         lines.append(f"| {case} | {proxies} | {a_auto:.4f} {v['verdict']} | {each} | "
                      f"{p['auroc']:.4f} | {p['verdict']['verdict']} |")
-        t = tally.setdefault(proxies, {"auto": [], "per_task=True": []})
+        t = by_proxies.setdefault(proxies, {"auto": [], "per_task=True": []})
         t["auto"].append((v["verdict"], a_auto))
         t["per_task=True"].append((p["verdict"]["verdict"], p["auroc"]))
     lines += ["", "| proxies | rule | win | tie | loss | mean test AUROC |",
               "|---|---|---|---|---|---|"]
-    for proxies, rules in tally.items():
+    for proxies, rules in by_proxies.items():
         for rule, got in rules.items():
-            counts = [sum(g[0] == w for g in got) for w in ("win", "tie", "loss")]
+            counts = tally(g[0] for g in got)
             lines.append(f"| {proxies} | {rule} | " + " | ".join(map(str, counts))
                          + f" | {np.mean([g[1] for g in got]):.4f} |")
     return lines

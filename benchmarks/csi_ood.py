@@ -65,7 +65,7 @@ from abstain.detectors import CSI, MSP, Mahalanobis, ShiftedBaseScores, SupCSI
 sys.path.insert(0, str(Path(__file__).parent))
 from _models import cached_training  # noqa: E402
 from _timing import machine_line  # noqa: E402
-from combine_ood import N_VERDICT, held_out_splits, versus  # noqa: E402
+from combine_ood import N_VERDICT, held_out_splits, tally, versus  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 FAR = 0.05
@@ -408,8 +408,9 @@ def auto_lines(raw: dict, sets: list[str], titles: list[str]) -> list[str]:
     cells = [f"{t} {v['verdict']} [{v['low']:+.4f}, {v['high']:+.4f}]"
              for t, s, a in zip(titles, sets, autos, strict=True)
              for v in (a["versus_single"][s],)]
-    counts = ", ".join(f"{sum(c.split()[-3] == w for c in cells)} {w}"
-                       for w in ("win", "tie", "loss"))
+    counts = ", ".join(f"{n} {w}" for n, w in zip(
+        tally(a["versus_single"][s]["verdict"] for s, a in zip(sets, autos, strict=True)),
+        ("win", "tie", "loss"), strict=True))
     if loco:
         picks = "; ".join(f"{t}: {chose(a)}" for t, a in zip(titles, autos, strict=True))
     else:
