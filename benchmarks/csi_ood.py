@@ -75,6 +75,7 @@ COMBINERS = ("fisher", "bonferroni", "simes", "stouffer", "alr")
 BASE_ROWS = {"s_norm,1": ("csi", 4), "s_cos,1": ("csi", 0), "s_shift,1": ("csi", 8),
              "s_supOCSVM,1": ("sup", 4), "s_supCSI,1": ("sup", 0), "s_supMah,1": ("sup", 8)}
 ROWS = ("CSI", "glrt-CSI", "SupCSI", "glrt-SupCSI", "glrt-SupCSI+", *COMBINERS, "auto",
+        "auto, per_task",
         "single (proxy)", "softmax (SmallCNN)", "Mahalanobis (SmallCNN)", *BASE_ROWS)
 #: The paper's averages over its OOD sets (ResNet18; CIFAR-10 inliers, Tables 2 and 4):
 #: AUROC and detection rate (%) at 5 % FAR.
@@ -204,16 +205,23 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
     fitted = {row: ScoreCombiner(method=m).fit(scores["holdout"][cols])
               for row, (m, cols) in combos.items()}
     t_auto = time.perf_counter()
+    tasks = proxy_tasks(out_c, out_s, y_train, y_hold, args)
     auto = ScoreCombiner(random_state=args.seed)
-    auto.fit_chosen(scores["holdout"]["plus"], auto.choose(
-        proxy_tasks(out_c, out_s, y_train, y_hold, args), np.random.default_rng(args.seed)))
+    auto.fit_chosen(scores["holdout"]["plus"], auto.choose(tasks,
+                                                           np.random.default_rng(args.seed)))
+    # per_task=True: the same halves and choice, the paired test on every split apart
+    apart = ScoreCombiner(random_state=args.seed)
+    apart.fit_chosen(scores["holdout"]["plus"], apart.choose(
+        tasks, np.random.default_rng(args.seed), kinds=list(range(len(tasks)))))
     seconds["auto (proxies)"] = time.perf_counter() - t_auto
     sel = auto.selection_
+    assert apart.selection_["candidates"] == sel["candidates"]
     stats: dict[str, dict[str, np.ndarray]] = {}
     for k in ("id", *oods):
         row = {"CSI": csi.score_outputs(out_c[k]), "SupCSI": sup.score_outputs(out_s[k])}
         row |= {r: comb.score(scores[k][combos[r][1]]) for r, comb in fitted.items()}
         row["auto"] = auto.score(scores[k]["plus"])
+        row["auto, per_task"] = apart.score(scores[k]["plus"])
         row["single (proxy)"] = scores[k]["plus"][:, sel["single"]]
         row |= {r: scores[k][net][:, j] for r, (net, j) in BASE_ROWS.items()}
         stats[k] = row
@@ -228,15 +236,21 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
     results = {name: {r: _metrics(stats["id"][r], stats[name][r], far) for r in stats["id"]}
                for name in oods}
     names = [*csi.names_, *sup_base.names_]
-    verdicts = {}
+    verdicts, verdicts_apart = {}, {}
     for name in oods:
-        a, b = ((stats["id"][r], stats[name][r]) for r in ("auto", "single (proxy)"))
+        a, c, b = ((stats["id"][r], stats[name][r])
+                   for r in ("auto", "auto, per_task", "single (proxy)"))
         verdicts[name] = versus(a, b, sel["method"] == "single")
+        verdicts_apart[name] = versus(c, b, apart.selection_["method"] == "single")
     seconds["scores and metrics"] = time.perf_counter() - start - seconds["auto (proxies)"]
     return {"results": results, "seconds": seconds,
             "auto": {"method": sel["method"], "columns": [names[c] for c in sel["columns"]],
                      "single": names[sel["single"]], "win_fraction": sel["win_fraction"],
-                     "versus_single": verdicts},
+                     "task_win_fractions": sel["task_win_fractions"],
+                     "versus_single": verdicts,
+                     "per_task": {"method": apart.selection_["method"],
+                                  "columns": [names[c] for c in apart.selection_["columns"]],
+                                  "versus_single": verdicts_apart}},
             "sizes": {k: int(len(v)) for k, v in parts.items()}}
 
 
@@ -415,12 +429,30 @@ def auto_lines(raw: dict, sets: list[str], titles: list[str]) -> list[str]:
         picks = "; ".join(f"{t}: {chose(a)}" for t, a in zip(titles, autos, strict=True))
     else:
         picks = chose(autos[0])
-    return ["", "`auto` (`ScoreCombiner`'s default, on the 24 scores of SupCSI+, chosen on "
-            "proxy outliers of held-out training classes, `proxy_tasks`) chose " + picks + ".",
-            "", "`auto` against `single (proxy)` (95 % interval of the AUROC difference over "
-            f"{N_VERDICT:,} paired resamples of the test rows, ID and OOD apart): "
-            + "; ".join(cells)
-            + f". {counts} of {len(cells)}."]
+    lines = ["", "`auto` (`ScoreCombiner`'s default, on the 24 scores of SupCSI+, chosen on "
+             "proxy outliers of held-out training classes, `proxy_tasks`) chose " + picks + ".",
+             "", "`auto` against `single (proxy)` (95 % interval of the AUROC difference over "
+             f"{N_VERDICT:,} paired resamples of the test rows, ID and OOD apart): "
+             + "; ".join(cells)
+             + f". {counts} of {len(cells)}."]
+    if all("per_task" in a for a in autos):
+        lines += ["", *per_task_lines(sets, titles, autos, chose)]
+    return lines
+
+
+def per_task_lines(sets: list[str], titles: list[str], autos: list[dict], chose) -> list[str]:
+    """``auto`` with the paired test on every held-out split apart (``kinds`` one per task,
+    as ``BankDetector(per_task=True)``): what it chose and its verdicts."""
+    apart = [a["per_task"] | {"single": a["single"]} for a in autos]
+    picks = "; ".join(f"{t}: {chose(a)}" for t, a in zip(titles, apart, strict=True))
+    verdicts = [a["per_task"]["versus_single"][s]["verdict"]
+                for s, a in zip(sets, autos, strict=True)]
+    counts = ", ".join(f"{n} {w}" for n, w in zip(tally(verdicts), ("win", "tie", "loss"),
+                                                  strict=True))
+    return ["`auto` with the paired test on every held-out split apart (`kinds` one per "
+            "task, as `BankDetector(per_task=True)`; the same choice, the row `auto, "
+            "per_task`) chose " + picks + f". Against `single (proxy)`: {counts} of "
+            f"{len(verdicts)}."]
 
 
 def main(argv: list[str] | None = None) -> int:

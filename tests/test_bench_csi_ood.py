@@ -27,9 +27,10 @@ def test_quick_run_end_to_end(bench, tmp_path):
         pytest.skip(f"source absent (make data-ood installs it): {exc}")
     md = (tmp_path / "csi_ood.md").read_text()
     for row in ("| CSI |", "| glrt-CSI |", "| SupCSI |", "| glrt-SupCSI |", "| glrt-SupCSI+ |",
-                "| fisher |", "| alr |", "| auto |", "| single (proxy) |"):
+                "| fisher |", "| alr |", "| auto |", "| auto, per_task |", "| single (proxy) |"):
         assert row in md
     assert "`auto` against `single (proxy)`" in md and "of 5." in md
+    assert "`auto` with the paired test on every held-out split apart" in md
     assert md.count("the paper: ") == 3 and "Detection rate (%) at 5% false alarms" in md
     raw = json.loads((tmp_path / "csi_ood_raw.json").read_text())
     assert raw["args"]["quick"] is True
@@ -61,4 +62,5 @@ def test_quick_leave_one_class_out_goes_on_from_finished_classes(bench, tmp_path
     assert "| method | T-shirt | Trouser | avg |" in md and "at 25% false alarms" in md
     assert "Held-out classes finished: 2 of 10." in md and "| s_supCSI,1 |" in md
     assert "chose T-shirt: " in md and "; Trouser: " in md and "of 2." in md
+    assert md.count("Against `single (proxy)`: ") == 1 and "| auto, per_task |" in md
     assert bench.render(raw) == md
