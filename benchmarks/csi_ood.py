@@ -436,15 +436,17 @@ def auto_lines(raw: dict, sets: list[str], titles: list[str]) -> list[str]:
              + "; ".join(cells)
              + f". {counts} of {len(cells)}."]
     if all("per_task" in a for a in autos):
-        lines += ["", *per_task_lines(sets, titles, autos, chose)]
+        lines += ["", *per_task_lines(sets, titles, autos, chose, loco)]
     return lines
 
 
-def per_task_lines(sets: list[str], titles: list[str], autos: list[dict], chose) -> list[str]:
+def per_task_lines(sets: list[str], titles: list[str], autos: list[dict], chose,
+                   loco: bool) -> list[str]:
     """``auto`` with the paired test on every held-out split apart (``kinds`` one per task,
     as ``BankDetector(per_task=True)``): what it chose and its verdicts."""
     apart = [a["per_task"] | {"single": a["single"]} for a in autos]
-    picks = "; ".join(f"{t}: {chose(a)}" for t, a in zip(titles, apart, strict=True))
+    picks = ("; ".join(f"{t}: {chose(a)}" for t, a in zip(titles, apart, strict=True))
+             if loco else chose(apart[0]))
     verdicts = [a["per_task"]["versus_single"][s]["verdict"]
                 for s, a in zip(sets, autos, strict=True)]
     counts = ", ".join(f"{n} {w}" for n, w in zip(tally(verdicts), ("win", "tie", "loss"),
