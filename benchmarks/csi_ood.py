@@ -19,7 +19,8 @@ detection", Tables 2-5 (dataset against dataset), on what a CPU trains.
   choosing on proxy outliers of the training rows alone, ``proxy_tasks``: two training
   classes held out in turn, ``--proxy-splits`` splits) with ``single (proxy)``, the base
   score its proxies ranked best, and the verdict of ``auto`` against it per OOD set
-  (``combine_ood.verdict``);
+  (``combine_ood.verdict``); ``auto, per_task``: the same choice with the paired test on
+  every split apart (``kinds`` one per task, the rule of ``BankDetector(per_task=True)``);
 * z-values fitted on ``--holdout-rows`` training images that trained no network; ID test:
   ``--test-rows`` FashionMNIST test images; OOD: each set of
   ``load_ood_benchmark("fashion_mnist")`` (``--ood-rows`` of each); AUROC and detection
