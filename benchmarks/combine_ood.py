@@ -225,6 +225,12 @@ def tally(verdicts) -> list[int]:
     return [verdicts.count(w) for w in ("win", "tie", "loss")]
 
 
+def tally_text(verdicts) -> str:
+    """:func:`tally` in words: ``"3 win, 1 tie, 0 loss"``."""
+    return ", ".join(f"{n} {w}" for n, w in zip(tally(verdicts), ("win", "tie", "loss"),
+                                                strict=True))
+
+
 def versus(a: tuple, b: tuple, same: bool) -> dict:
     """:func:`verdict` of scores ``a`` against ``b``, each given as (ID rows, OOD rows)."""
     is_ood = np.r_[np.zeros(len(a[0]), bool), np.ones(len(a[1]), bool)]
@@ -355,8 +361,7 @@ def verdict_lines(res: dict) -> list[str]:
     if not have:
         return []
     cells = [f"{k} {v['verdict']} [{v['low']:+.4f}, {v['high']:+.4f}]" for k, v in have.items()]
-    counts = ", ".join(f"{n} {w}" for n, w in zip(
-        tally(v["verdict"] for v in have.values()), ("win", "tie", "loss"), strict=True))
+    counts = tally_text(v["verdict"] for v in have.values())
     return [f"`auto` against `single (proxy)` (95 % interval of the AUROC difference over "
             f"{N_VERDICT:,} paired resamples of the test rows, ID and OOD apart): "
             + "; ".join(cells) + f". {counts} of {len(have)}.", ""]

@@ -76,7 +76,7 @@ from abstain.models import tune_detector
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import machine_line  # noqa: E402
-from combine_ood import N_VERDICT, tally, versus  # noqa: E402
+from combine_ood import N_VERDICT, tally, tally_text, versus  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 ALPHA, DELTA = 0.05, 0.1
@@ -421,9 +421,8 @@ def render(raw: dict) -> str:
                      f"{np.mean([r['rotations']['single_auroc'] for r in rot]):.4f} | "
                      f"{mean_a:.4f} | | | |")
         for k, what in (("vs_own", "its own proxy single"), ("vs_auto", "auto's single")):
-            counts = tally(r["rotations"][k]["verdict"] for r in rot)
-            lines.append(f"\nAgainst {what}: {counts[0]} win, {counts[1]} tie, "
-                         f"{counts[2]} loss of {len(rot)}.")
+            counts = tally_text(r["rotations"][k]["verdict"] for r in rot)
+            lines.append(f"\nAgainst {what}: {counts} of {len(rot)}.")
     lines += _per_task_lines(cases)
     lines += ["", "KNN's k chosen without OOD data by `tune_detector` (grid "
               f"{list(K_GRID)}): with the training labels (`held_out_classes`, the default) "

@@ -66,7 +66,7 @@ from abstain.detectors import CSI, MSP, Mahalanobis, ShiftedBaseScores, SupCSI
 sys.path.insert(0, str(Path(__file__).parent))
 from _models import cached_training  # noqa: E402
 from _timing import machine_line  # noqa: E402
-from combine_ood import N_VERDICT, held_out_splits, tally, versus  # noqa: E402
+from combine_ood import N_VERDICT, held_out_splits, tally_text, versus  # noqa: E402
 
 OUT = Path(__file__).parent / "results"
 FAR = 0.05
@@ -423,39 +423,36 @@ def auto_lines(raw: dict, sets: list[str], titles: list[str]) -> list[str]:
     cells = [f"{t} {v['verdict']} [{v['low']:+.4f}, {v['high']:+.4f}]"
              for t, s, a in zip(titles, sets, autos, strict=True)
              for v in (a["versus_single"][s],)]
-    counts = ", ".join(f"{n} {w}" for n, w in zip(
-        tally(a["versus_single"][s]["verdict"] for s, a in zip(sets, autos, strict=True)),
-        ("win", "tie", "loss"), strict=True))
-    if loco:
-        picks = "; ".join(f"{t}: {chose(a)}" for t, a in zip(titles, autos, strict=True))
-    else:
-        picks = chose(autos[0])
+    counts = tally_text(a["versus_single"][s]["verdict"] for s, a in zip(sets, autos,
+                                                                          strict=True))
+
+    def picks(entries: list[dict]) -> str:  # per held-out class, or the one choice
+        if loco:
+            return "; ".join(f"{t}: {chose(a)}" for t, a in zip(titles, entries, strict=True))
+        return chose(entries[0])
+
     lines = ["", "`auto` (`ScoreCombiner`'s default, on the 24 scores of SupCSI+, chosen on "
-             "proxy outliers of held-out training classes, `proxy_tasks`) chose " + picks + ".",
+             "proxy outliers of held-out training classes, `proxy_tasks`) chose "
+             + picks(autos) + ".",
              "", "`auto` against `single (proxy)` (95 % interval of the AUROC difference over "
              f"{N_VERDICT:,} paired resamples of the test rows, ID and OOD apart): "
              + "; ".join(cells)
              + f". {counts} of {len(cells)}."]
     if all("per_task" in a for a in autos):
-        lines += ["", *per_task_lines(sets, titles, autos, chose, loco)]
+        lines += ["", *per_task_lines(sets, autos, picks)]
     return lines
 
 
-def per_task_lines(sets: list[str], titles: list[str], autos: list[dict], chose,
-                   loco: bool) -> list[str]:
+def per_task_lines(sets: list[str], autos: list[dict], picks) -> list[str]:
     """``auto`` with the paired test on every held-out split apart (``kinds`` one per task,
     as ``BankDetector(per_task=True)``): what it chose and its verdicts."""
     apart = [a["per_task"] | {"single": a["single"]} for a in autos]
-    picks = ("; ".join(f"{t}: {chose(a)}" for t, a in zip(titles, apart, strict=True))
-             if loco else chose(apart[0]))
     verdicts = [a["per_task"]["versus_single"][s]["verdict"]
                 for s, a in zip(sets, autos, strict=True)]
-    counts = ", ".join(f"{n} {w}" for n, w in zip(tally(verdicts), ("win", "tie", "loss"),
-                                                  strict=True))
     return ["`auto` with the paired test on every held-out split apart (`kinds` one per "
             "task, as `BankDetector(per_task=True)`; the same choice, the row `auto, "
-            "per_task`) chose " + picks + f". Against `single (proxy)`: {counts} of "
-            f"{len(verdicts)}."]
+            "per_task`) chose " + picks(apart) + f". Against `single (proxy)`: "
+            f"{tally_text(verdicts)} of {len(verdicts)}."]
 
 
 def main(argv: list[str] | None = None) -> int:
