@@ -21,14 +21,16 @@ detectors never saw. Per case:
   base score that ``auto``'s own proxy ranked best (its ``selection_["single"]``), the
   reference the issue asks for; ``single (oracle)`` is the best base score on the test
   rows themselves (an upper reference, not a method);
-* image cases: ``auto`` on both kinds of proxy too (``auto + rotations``: the held-out
-  classes and the network's outputs of ``ROTATED_ROWS`` training images turned by 90, 180
-  and 270 degrees, ``outlier_outputs=``, half of the weight each in the choice, the
-  paired test on each kind apart), with its verdicts
-  against the single score its own proxies ranked best and against ``auto``'s;
+* ``auto`` on both kinds of proxy too (``auto, both kinds``: the held-out classes and
+  proxy outliers of a second kind, ``outlier_outputs=``, half of the weight each in the
+  choice, the paired test on each kind apart): for images the network's outputs of
+  ``SECOND_ROWS`` training images turned by 90, 180 and 270 degrees
+  (``abstain.detectors.rotations``), for tabular data of ``SECOND_ROWS`` training rows
+  with every column shuffled apart (``abstain.detectors.shuffled_columns``); with its
+  verdicts against the single score its own proxies ranked best and against ``auto``'s;
 * ``auto`` with ``per_task=True`` (the paired test on every proxy task apart: each
-  held-out split, and the rotations), with held-out classes and, for images, with both
-  kinds, beside each task's win fraction in ``auto``'s own resamples;
+  held-out split, and the second kind), with held-out classes and with both kinds, beside
+  each task's win fraction in ``auto``'s own resamples;
 * ``tune_detector`` without OOD data: KNN's ``k`` chosen by the held-out-classes criterion
   (the default with labels) and by the shuffled-columns criterion, each choice's test
   AUROC beside the default ``k = 50`` and the best ``k`` on the test rows;
@@ -70,7 +72,18 @@ from pathlib import Path
 import numpy as np
 
 from abstain.combine import STATISTICS, BankDetector
-from abstain.detectors import GEN, KNN, MSP, DetectorBank, Energy, Mahalanobis, MaxLogit, ViM
+from abstain.detectors import (
+    GEN,
+    KNN,
+    MSP,
+    DetectorBank,
+    Energy,
+    Mahalanobis,
+    MaxLogit,
+    ViM,
+    rotations,
+    shuffled_columns,
+)
 from abstain.metrics import auroc
 from abstain.models import tune_detector
 
@@ -126,9 +139,10 @@ class Network:
 
 
 def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
-             outliers: dict, seed: int, rotated: dict | None = None) -> dict:
-    """Every method on one case; returns its row of results. ``rotated``: the network's
-    outputs of rotated training images, for ``auto`` on both kinds of proxy."""
+             outliers: dict, seed: int, second: tuple[str, dict] | None = None) -> dict:
+    """Every method on one case; returns its row of results. ``second``: the name of a
+    second kind of proxy outliers and the network's outputs of them (rotated training
+    images, training rows with shuffled columns), for ``auto`` on both kinds of proxy."""
     X_out, y_train = train
     start = time.perf_counter()
     res: dict = {"case": name}
@@ -171,15 +185,16 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
     for k in ("auto", WHOLE, *STATISTICS):
         same = {"auto": sel, WHOLE: sel_w}.get(k, {}).get("method") == "single"
         res["verdict"][k] = versus(stats[k], base, same)
-    if rotated is not None:  # held-out classes and rotated images, half each
+    if second is not None:  # held-out classes and the second kind, half each
+        kind, other = second
         rot = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
-            X_out, y_idx, cal, outlier_outputs=rotated, **kw)
+            X_out, y_idx, cal, outlier_outputs=other, **kw)
         sel_r = rot.combiner_.selection_
         j_r = sel_r["single"]
         a_r = (rot.score(test_id), rot.score(outliers))
         own = (S_id[:, j_r], S_out[:, j_r])
-        res["rotations"] = {
-            "chosen": (names[j_r] if sel_r["method"] == "single" else
+        res["both"] = {
+            "second": kind, "chosen": (names[j_r] if sel_r["method"] == "single" else
                        f"{sel_r['method']}({'+'.join(names[c] for c in sel_r['columns'])})"),
             "proxy_single": names[j_r], "win_fraction": sel_r["win_fraction"],
             "task_win_fractions": sel_r["task_win_fractions"],
@@ -188,21 +203,21 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
             "far": float(1.0 - rot.accept(test_id).mean())}
         for ref, pair in (("own", own), ("auto", base)):
             same = sel_r["method"] == "single" and ref == "own"
-            res["rotations"][f"vs_{ref}"] = versus(a_r, pair, same)
-        res["rotations"]["per_task"] = _per_task(X_out, y_idx, cal, test_id, outliers, seed,
-                                                 kw, sel_r, own, rotated)
+            res["both"][f"vs_{ref}"] = versus(a_r, pair, same)
+        res["both"]["per_task"] = _per_task(X_out, y_idx, cal, test_id, outliers, seed, kw,
+                                            sel_r, own, other)
     res["tuning"] = _tuning(X_out, y_idx, cal, test_id, outliers, seed)
     res["seconds"] = time.perf_counter() - start
     return res
 
 
 def _per_task(train: dict, y: np.ndarray, cal: dict, test_id: dict, outliers: dict,
-              seed: int, kw: dict, sel: dict, base: tuple, rotated: dict | None = None) -> dict:
+              seed: int, kw: dict, sel: dict, base: tuple, other: dict | None = None) -> dict:
     """``BankDetector(per_task=True)``: the paired test on every proxy task apart. Its
     choice is ``auto``'s (the same halves and candidates); its verdict is against the same
     single score."""
     det = BankDetector(_bank(), per_task=True, alpha=ALPHA, delta=DELTA,
-                       random_state=seed).fit(train, y, cal, outlier_outputs=rotated, **kw)
+                       random_state=seed).fit(train, y, cal, outlier_outputs=other, **kw)
     got = det.combiner_.selection_
     assert got["single"] == sel["single"] and got["candidates"] == sel["candidates"]
     a = (det.score(test_id), det.score(outliers))
@@ -254,8 +269,11 @@ def _tabular_cases(seeds: int, quiet: bool) -> list[dict]:
             tr, ca, te = _split(yi, seed)
             net = Network(Xi[tr], yi[tr], 64, seed, 300)
             name = f"{loader.__name__[5:]} (outlier classes {sorted(held.tolist())})"
+            shuffled = shuffled_columns(Xi[tr], n_rows=min(SECOND_ROWS, tr.size),
+                                        random_state=seed)
             res = run_case(name, net, (net.outputs(Xi[tr]), yi[tr]), net.outputs(Xi[ca]),
-                           net.outputs(Xi[te]), net.outputs(X[ood]), seed)
+                           net.outputs(Xi[te]), net.outputs(X[ood]), seed,
+                           ("shuffled columns", net.outputs(shuffled)))
             res["kind"] = "tabular"
             out.append(res)
             if not quiet:
@@ -289,7 +307,7 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
     net = Network(X[tr], y[tr], 128, 0, 30)
     train, cal, test_id = (net.outputs(X[tr]), y[tr]), net.outputs(X[ca]), net.outputs(X_te)
     images = np.asarray(bench.X_train)
-    rotated = net.outputs(flat(_rotated(images[tr])))
+    rotated = ("rotations", net.outputs(flat(_rotated(images[tr]))))
     for name, ood_images in bench.ood.items():
         res = run_case(f"fashion_mnist vs {name}", net, train, cal, test_id,
                        net.outputs(flat(ood_images)), 0, rotated)
@@ -302,7 +320,8 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
         net = Network(X[tr], y[tr], 128, c, 30)
         res = run_case(f"fashion_mnist leave out class {c}", net, (net.outputs(X[tr]), y[tr]),
                        net.outputs(X[ca]), net.outputs(X_te[y_te != c]),
-                       net.outputs(X_te[y_te == c]), c, net.outputs(flat(_rotated(images[tr]))))
+                       net.outputs(X_te[y_te == c]), c,
+                       ("rotations", net.outputs(flat(_rotated(images[tr])))))
         _keep(out, res, "loco", quiet)
     return out
 
@@ -344,7 +363,7 @@ def _cnn_cases(epochs: int, bank_rows: int, quiet: bool) -> list[dict]:
     ca, te = np.sort(half[: len(half) // 2]), np.sort(half[len(half) // 2:])
     train = (net.outputs(bench.X_train[tr]), np.asarray(bench.y_train)[tr])
     cal, test_id = net.outputs(bench.X_test[ca]), net.outputs(bench.X_test[te])
-    rotated = net.outputs(_rotated(bench.X_train[tr]))
+    rotated = ("rotations", net.outputs(_rotated(bench.X_train[tr])))
     out = []
     for name, images in bench.ood.items():
         res = run_case(f"fashion_mnist vs {name} (SmallCNN)", net, train, cal, test_id,
@@ -353,16 +372,15 @@ def _cnn_cases(epochs: int, bank_rows: int, quiet: bool) -> list[dict]:
     return out
 
 
-#: Training images rotated per case, for the proxy outliers of rotations.
-ROTATED_ROWS = 2000
+#: Training images rotated (training rows shuffled) per case, for the proxy outliers of a
+#: second kind.
+SECOND_ROWS = 2000
 
 
 def _rotated(images: np.ndarray) -> np.ndarray:
-    """The first ``ROTATED_ROWS`` training images turned by 90, 180 and 270 degrees
+    """The first ``SECOND_ROWS`` training images turned by 90, 180 and 270 degrees
     (:func:`abstain.detectors.rotations`): proxy outliers that touch no calibration row."""
-    from abstain.detectors import rotations
-
-    R = rotations(np.asarray(images)[:ROTATED_ROWS], shifts=(1, 2, 3))
+    R = rotations(np.asarray(images)[:SECOND_ROWS], shifts=(1, 2, 3))
     return R.reshape(-1, *R.shape[2:])
 
 
@@ -396,33 +414,42 @@ def render(raw: dict) -> str:
     for k in ("auto", WHOLE, *STATISTICS):
         counts = tally(r["verdict"][k]["verdict"] for r in cases)
         lines.append(f"| {k} | " + " | ".join(map(str, counts)) + " |")
-    rot = [r for r in cases if "rotations" in r]
-    if rot:
-        lines += ["", "Image cases, `auto` on both kinds of proxy (`fit(..., y, cal, "
-                  "outlier_outputs=...)`: the held-out classes and the network's outputs of "
-                  f"{ROTATED_ROWS} training images turned by 90, 180 and 270 degrees, half "
-                  "of the weight each in the choice, a combination kept only when it wins on "
-                  "each kind apart); verdicts (the same interval rule) against the single "
-                  "score its own proxies ranked best and against `auto`'s (held-out classes "
-                  "only) `single (proxy)`:", "",
-                  "| case | chose | auto + rotations | its proxy single | auto | vs its single "
-                  "| vs auto's single | FAR |", "|---|---|---|---|---|---|---|---|"]
-        for r in rot:
-            q = r["rotations"]
+    both = [r for r in cases if "both" in r]
+    if both:
+        lines += ["", "`auto` on both kinds of proxy (`fit(..., y, cal, outlier_outputs=...)`: "
+                  "the held-out classes and a second kind, half of the weight each in the "
+                  "choice, a combination kept only when it wins on each kind apart). The "
+                  f"second kind: for images the network's outputs of {SECOND_ROWS} training "
+                  "images turned by 90, 180 and 270 degrees (`rotations`), for tabular data "
+                  f"of {SECOND_ROWS} training rows (all of them where fewer) with every "
+                  "column shuffled apart (`shuffled_columns`). Verdicts (the same interval "
+                  "rule) against the single score its own proxies ranked best and against "
+                  "`auto`'s (held-out classes only) `single (proxy)`:", "",
+                  "| case | second kind | chose | auto, both kinds | its proxy single | auto "
+                  "| vs its single | vs auto's single | FAR |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in both:
+            q = r["both"]
             lines.append(
-                f"| {r['case']} | {q['chosen']} | {q['auroc']:.4f} | {q['proxy_single']} "
-                f"{q['single_auroc']:.4f} | {r['auroc']['auto']:.4f} | "
+                f"| {r['case']} | {q['second']} | {q['chosen']} | {q['auroc']:.4f} | "
+                f"{q['proxy_single']} {q['single_auroc']:.4f} | {r['auroc']['auto']:.4f} | "
                 + " | ".join(f"{q[k]['verdict']} [{q[k]['low']:+.4f}, {q[k]['high']:+.4f}]"
                              for k in ("vs_own", "vs_auto"))
                 + f" | {q['far']:.3f} |")
-        mean_r = np.mean([r["rotations"]["auroc"] for r in rot])
-        mean_a = np.mean([r["auroc"]["auto"] for r in rot])
-        lines.append(f"| **mean** | | {mean_r:.4f} | "
-                     f"{np.mean([r['rotations']['single_auroc'] for r in rot]):.4f} | "
-                     f"{mean_a:.4f} | | | |")
-        for k, what in (("vs_own", "its own proxy single"), ("vs_auto", "auto's single")):
-            counts = tally_text(r["rotations"][k]["verdict"] for r in rot)
-            lines.append(f"\nAgainst {what}: {counts} of {len(rot)}.")
+        lines.append(f"| **mean** | | | {np.mean([r['both']['auroc'] for r in both]):.4f} | "
+                     f"{np.mean([r['both']['single_auroc'] for r in both]):.4f} | "
+                     f"{np.mean([r['auroc']['auto'] for r in both]):.4f} | | | |")
+        lines += ["", "| second kind | cases | vs its own proxy single | vs auto's single | "
+                  "mean: both kinds | its proxy single | auto |", "|---|---|---|---|---|---|---|"]
+        kinds = sorted({r["both"]["second"] for r in both}, reverse=True)
+        for kind in kinds + (["all"] if len(kinds) > 1 else []):
+            sub = [r for r in both if kind in ("all", r["both"]["second"])]
+            lines.append(f"| {kind} | {len(sub)} | "
+                         + " | ".join(tally_text(r["both"][k]["verdict"] for r in sub)
+                                      for k in ("vs_own", "vs_auto"))
+                         + f" | {np.mean([r['both']['auroc'] for r in sub]):.4f} | "
+                         f"{np.mean([r['both']['single_auroc'] for r in sub]):.4f} | "
+                         f"{np.mean([r['auroc']['auto'] for r in sub]):.4f} |")
     lines += _per_task_lines(cases)
     lines += ["", "KNN's k chosen without OOD data by `tune_detector` (grid "
               f"{list(K_GRID)}): with the training labels (`held_out_classes`, the default) "
@@ -454,12 +481,12 @@ def _per_task_lines(cases: list[dict]) -> list[str]:
     apart), with each task's win fraction in ``auto``'s own resamples."""
     runs = [(r["case"], "held-out classes", r, r["auroc"]["auto"], r["verdict"]["auto"])
             for r in cases if "per_task" in r]
-    runs += [(r["case"], "both kinds", r["rotations"], r["rotations"]["auroc"],
-              r["rotations"]["vs_own"]) for r in cases if "per_task" in r.get("rotations", {})]
+    runs += [(r["case"], "both kinds", r["both"], r["both"]["auroc"], r["both"]["vs_own"])
+             for r in cases if "per_task" in r.get("both", {})]
     if not runs:
         return []
     lines = ["", "`per_task=True`: the paired test on every proxy task apart (each held-out "
-             "split; with both kinds, the splits, then the rotations), a combination kept only "
+             "split; with both kinds, the splits, then the second kind), a combination kept only "
              f"when it wins in at least {CONFIDENCE:.0%} of the resamples of each. `each task, "
              "%`: the fraction of `auto`'s own resamples in which its best combination is "
              "above the proxy's single score on each task alone "

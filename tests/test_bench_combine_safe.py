@@ -49,18 +49,26 @@ def test_a_case_end_to_end(bench, monkeypatch):
     page = bench.render({"machine": "m", "command": "c", "seconds": 1.0,
                          "cases": [res | {"kind": "tabular"}]})
     assert "| auto |" in page and "KNN's k chosen without OOD data" in page
-    assert "auto + rotations" not in page
+    assert "auto, both kinds" not in page
     # both kinds of proxy: outliers given (here shifted rows) beside the held-out classes
     far = net.outputs(Xi[tr][:200] + 4.0)
     both = bench.run_case("toy", net, (net.outputs(Xi[tr]), yi[tr]), net.outputs(Xi[ca]),
-                          net.outputs(Xi[te]), net.outputs(X[ood]), 0, far)
-    q = both["rotations"]
+                          net.outputs(Xi[te]), net.outputs(X[ood]), 0, ("shifted rows", far))
+    q = both["both"]
+    assert q["second"] == "shifted rows"
     assert 0.0 <= q["auroc"] <= 1.0 and 0.0 <= q["far"] <= 1.0
     for k in ("vs_own", "vs_auto"):
         assert q[k]["verdict"] == _rule(q[k])
     page = bench.render({"machine": "m", "command": "c", "seconds": 1.0,
                          "cases": [both | {"kind": "dataset"}]})
-    assert "| auto + rotations |" in page and "Against its own proxy single:" in page
+    assert "| auto, both kinds |" in page and "| toy | shifted rows |" in page
+    assert "| shifted rows | 1 | " in page and "| all |" not in page  # one second kind
+    other = both | {"case": "toy 2", "both": q | {"second": "turned"}}
+    two = bench.render({"machine": "m", "command": "c", "seconds": 1.0,
+                        "cases": [both | {"kind": "dataset"}, other | {"kind": "dataset"}]})
+    kinds = [line.split(" | ")[0:2] for line in two.splitlines()
+             if line.startswith(("| turned | ", "| shifted rows | ", "| all | "))]
+    assert kinds == [["| turned", "1"], ["| shifted rows", "1"], ["| all", "2"]]
     # the per-task test: one fraction per held-out split, then one for the given outliers
     assert len(q["task_win_fractions"]) == len(res["task_win_fractions"]) + 1
     assert all(0.0 <= f <= 1.0 for f in q["task_win_fractions"])

@@ -242,6 +242,8 @@ case("LeaveClassesOut.split", lambda **k: list(detectors.LeaveClassesOut().split
 case("restrict_outputs",
      lambda **k: detectors.restrict_outputs({"logits": LOGITS}, k["rows"], [0, 1]),
      {"rows": np.arange(3)}, rows=("nan", "complex", "string", "text", "ndim"))
+case("shuffled_columns", lambda **k: detectors.shuffled_columns(k["X"], random_state=0),
+     {"X": FEATS}, X=("empty", "nan", "inf", "complex", "string", "text", "table"))
 case("tune_detector",
      lambda **k: models.tune_detector(detectors.ODIN(), {"temperature": [1.0, 10.0]},
                                       {"logits": k["id_outputs.logits"]}, random_state=0),

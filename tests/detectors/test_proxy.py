@@ -89,3 +89,58 @@ def test_split_outputs_is_split_then_restrict_outputs():
         np.testing.assert_array_equal(p.bias, bb)
         np.testing.assert_array_equal(p.y_fit, y[s.fit])
         np.testing.assert_array_equal(p.split.outliers, s.outliers)
+
+
+def test_shuffled_columns_keep_each_column_and_break_the_links():
+    from abstain.detectors import shuffled_columns
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=500)
+    X = np.column_stack([x, 2 * x + 1, np.round(x), -x])  # columns tied to each other
+    S = shuffled_columns(X, random_state=1)
+    assert S.shape == X.shape and S.dtype == np.float64
+    for j in range(X.shape[1]):  # every column holds its own values, each once
+        np.testing.assert_array_equal(np.sort(S[:, j]), np.sort(X[:, j]))
+    assert np.mean(S[:, 1] == 2 * S[:, 0] + 1) < 0.02  # the links are gone
+    # one permutation per column, drawn apart
+    ranks = [np.argsort(np.argsort(S[:, j], kind="stable")) for j in (0, 1, 3)]
+    assert not np.array_equal(ranks[0], ranks[1])
+    assert not np.array_equal(ranks[0], ranks[2][::-1])
+    # seeded: the same rows again; a Generator is used as it is
+    np.testing.assert_array_equal(S, shuffled_columns(X, random_state=1))
+    np.testing.assert_array_equal(S, shuffled_columns(X, random_state=np.random.default_rng(1)))
+    assert not np.array_equal(S, shuffled_columns(X, random_state=2))
+    # n_rows: the first rows of the same shuffle, so each column's values come from
+    # distinct rows
+    head = shuffled_columns(X, n_rows=40, random_state=1)
+    np.testing.assert_array_equal(head, S[:40])
+    assert all(np.unique(head[:, j]).size == 40 for j in (0, 1, 3))
+    # integer input, and images shuffled per pixel
+    images = np.arange(24).reshape(4, 3, 2)
+    T = shuffled_columns(images, random_state=0)
+    assert T.shape == images.shape
+    for a in range(3):
+        for b in range(2):
+            assert sorted(T[:, a, b].tolist()) == images[:, a, b].tolist()
+
+
+def test_shuffled_columns_bad_input():
+    from abstain.detectors import shuffled_columns
+
+    X = np.arange(12.0).reshape(6, 2)
+    for bad, match in ((np.arange(5.0), "at least 2 rows"), (X[:1], "at least 2 rows"),
+                       (np.zeros((3, 0)), "at least 2 rows"),
+                       (np.array([["a", "b"], ["c", "d"]]), "real numbers")):
+        with pytest.raises(ValueError, match=match):
+            shuffled_columns(bad)
+    for v, what in ((np.nan, "1 NaN"), (np.inf, "1 infinite")):
+        Y = X.copy()
+        Y[2, 1] = v
+        with pytest.raises(ValueError, match=f"X must be finite; got {what}"):
+            shuffled_columns(Y)
+    for n_rows in (0, 7, -1, 2.0, True, "3"):
+        with pytest.raises(ValueError, match=r"n_rows must be an integer in \[1, 6\]"):
+            shuffled_columns(X, n_rows=n_rows)
+    for seed in (-1, 1.5, "0"):
+        with pytest.raises(ValueError, match="random_state must be"):
+            shuffled_columns(X, random_state=seed)

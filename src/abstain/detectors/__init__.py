@@ -32,7 +32,8 @@ hyperparameters on validation data.
 :class:`LeaveClassesOut` makes proxy outliers from labelled inliers (held-out classes) and
 :func:`restrict_outputs` gives a network's outputs as if it knew only the kept classes: the
 data on which :class:`abstain.combine.BankDetector` and :func:`abstain.models.tune_detector`
-choose without real outliers.
+choose without real outliers. :func:`shuffled_columns` makes proxy outliers of another kind
+from inlier rows (each column permuted apart), the tabular counterpart of :func:`rotations`.
 
 :class:`ShiftedBaseScores` computes the base scores of a class x rotation network
 (:data:`BASE_SCORE_KINDS`), the input of :mod:`abstain.combine`.
@@ -71,6 +72,7 @@ from ._proxy import (
     ProxyOutputs,
     ProxySplit,
     restrict_outputs,
+    shuffled_columns,
 )
 from ._registry import (
     DETECTORS,
@@ -104,5 +106,6 @@ __all__ = [
     "ProxyOutputs",
     "ProxySplit",
     "restrict_outputs",
+    "shuffled_columns",
 ]
 

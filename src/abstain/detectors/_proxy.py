@@ -1,5 +1,6 @@
-"""Proxy outliers from in-distribution data: held-out classes of labelled inliers, and the
-restriction of a network's outputs to the classes kept."""
+"""Proxy outliers from in-distribution data: held-out classes of labelled inliers, the
+restriction of a network's outputs to the classes kept, and inlier rows with their columns
+shuffled apart."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
-from .._core.validation import Interval, RandomState, as_labels, nonfinite, plain
+from .._core.validation import (
+    Interval,
+    RandomState,
+    as_labels,
+    as_real_array,
+    check_random_state,
+    nonfinite,
+    plain,
+)
 from ._base import pick_output
 
-__all__ = ["LeaveClassesOut", "ProxyOutputs", "ProxySplit", "restrict_outputs"]
+__all__ = ["LeaveClassesOut", "ProxyOutputs", "ProxySplit", "restrict_outputs",
+           "shuffled_columns"]
 
 
 class ProxySplit(NamedTuple):
@@ -241,3 +251,66 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
     w = None if weight is None else np.asarray(weight)[cols]
     b = None if bias is None else np.asarray(bias)[cols]
     return out, w, b
+
+
+def shuffled_columns(X: ArrayLike, *, n_rows: int | None = None,
+                     random_state: Any = None) -> NDArray[np.float64]:
+    """Proxy outliers from inlier rows: every column permuted across the rows, apart.
+
+    Each column keeps its values (its marginal distribution) while the links between
+    columns are broken, so a row is a draw from the product of the columns' marginals: an
+    input unlike the inliers wherever the columns depend on each other, the tabular
+    counterpart of the rotated images of :func:`rotations`. Pass the network's outputs of
+    these rows as ``outlier_outputs`` of :class:`~abstain.combine.BankDetector`, beside its
+    held-out classes, as a second kind of proxy. Use rows that calibrate nothing (training
+    rows). Arrays of more than two dimensions are shuffled per entry of a row (each pixel
+    of an image apart).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, ...), n >= 2, finite
+        Inlier rows (raw inputs, features or any table of numbers).
+    n_rows : int in [1, n] or None, default None
+        Rows returned (None: n): the first ``n_rows`` of the shuffled table, so every
+        column still holds distinct rows' values.
+    random_state : None, int or numpy Generator
+        Seeds the permutations (one per column: the argsort of uniform keys, stable).
+
+    Returns
+    -------
+    ndarray of shape (n_rows, ...), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain.detectors import shuffled_columns
+    >>> X = np.array([[0.0, 0.0], [1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])  # col 1 = 10 col 0
+    >>> S = shuffled_columns(X, random_state=0)
+    >>> sorted(S[:, 0].tolist()), sorted(S[:, 1].tolist())  # each column keeps its values
+    ([0.0, 1.0, 2.0, 3.0], [0.0, 10.0, 20.0, 30.0])
+    >>> bool(np.all(S[:, 1] == 10 * S[:, 0]))               # the link between them is gone
+    False
+    """
+    arr = as_real_array(np.asarray(X), "X")
+    n = arr.shape[0] if arr.ndim else 0
+    if arr.ndim < 2 or n < 2 or arr[0].size == 0:
+        raise ValueError(f"X must have at least 2 rows of at least one column to shuffle; got "
+                         f"shape {arr.shape}.")
+    if n_rows is not None and (isinstance(n_rows, bool) or not isinstance(
+            n_rows, (int, np.integer)) or not 1 <= n_rows <= n):
+        raise ValueError(f"n_rows must be an integer in [1, {n}] (the rows of X) or None; "
+                         f"got {plain(n_rows)}.")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"X must be finite; got {nonfinite(arr)}.")
+    check_random_state("random_state", random_state)
+    out = shuffle_columns(arr, np.random.default_rng(random_state))
+    return out if n_rows is None else out[:int(n_rows)]
+
+
+def shuffle_columns(arr: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
+    """Each column of ``arr`` (after flattening each row) permuted across rows, apart: the
+    stable argsort of uniform keys, so equal keys keep their order on every CPU."""
+    flat = arr.reshape(arr.shape[0], -1)
+    keys = rng.random(flat.shape)
+    out = np.take_along_axis(flat, np.argsort(keys, axis=0, kind="stable"), axis=0)
+    return out.reshape(arr.shape)
