@@ -74,6 +74,8 @@ def machine_line() -> str:
         from threadpoolctl import threadpool_info
 
         libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        # NumPy's own BLAS first (the one its matrix products use), whatever loaded first
+        libs.sort(key=lambda i: "numpy" not in str(i.get("filepath", "")))
         if libs:
             i = libs[0]
             blas = (f"BLAS {i.get('internal_api')} {i.get('version')} "
