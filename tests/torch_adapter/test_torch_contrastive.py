@@ -132,6 +132,25 @@ def test_a_checkpoint_is_plain_arrays_and_json(tmp_path) -> None:
         save_csi(torch.nn.Linear(2, 2), tmp_path / "x.npz")  # type: ignore[arg-type]
 
 
+def test_a_turned_image_gives_its_shifted_outputs_rolled() -> None:
+    """The outputs of images turned by a quarter turn are the images' outputs per shift,
+    rolled by one shift; views (negative strides of np.rot90, reversed rows, read-only
+    arrays) are taken as they are."""
+    images, _ = _images(6)
+    net = CSINetwork(width=4, projection_dim=8, random_state=0).eval()
+    out = csi_outputs(net, images)
+    turned = np.rot90(images, 1, axes=(1, 2))  # a view with a negative stride
+    assert any(st < 0 for st in turned.strides)
+    got = csi_outputs(net, turned)
+    for k in out:
+        np.testing.assert_allclose(got[k], np.roll(out[k], -1, axis=0), rtol=1e-5, atol=1e-6)
+    frozen = images[::-1]
+    frozen.flags.writeable = False
+    back = csi_outputs(net, frozen)
+    for k in out:
+        np.testing.assert_allclose(back[k], out[k][:, ::-1], rtol=1e-6, atol=1e-6)
+
+
 def test_bad_input_is_refused() -> None:
     images, y = _images(8)
     with pytest.raises(ValueError, match=r"images must be a non-empty array of 28x28 images"):

@@ -40,7 +40,7 @@ from torch.nn import functional as F
 
 from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive, plain
-from ._adapter import check_batch_size, load_state, read_state_config, save_state
+from ._adapter import check_batch_size, from_numpy, load_state, read_state_config, save_state
 from ._training import seeded
 
 __all__ = ["CSINetwork", "contrastive_loss", "csi_outputs", "load_csi", "save_csi",
@@ -214,7 +214,7 @@ def _augment(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
 def _as_images(images: ArrayLike | torch.Tensor, name: str = "images") -> torch.Tensor:
     """Images (n, 28, 28) or (n, 1, 28, 28), uint8 (scaled to [0, 1]) or float, as a float32
     tensor (n, 1, 28, 28)."""
-    t = images if isinstance(images, torch.Tensor) else torch.from_numpy(np.asarray(images))
+    t = images if isinstance(images, torch.Tensor) else from_numpy(np.asarray(images))
     if t.ndim == 3:
         t = t.unsqueeze(1)
     if t.ndim != 4 or tuple(t.shape[1:]) != (1, 28, 28) or t.shape[0] == 0:
