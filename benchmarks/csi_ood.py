@@ -21,6 +21,11 @@ detection", Tables 2-5 (dataset against dataset), on what a CPU trains.
   score its proxies ranked best, and the verdict of ``auto`` against it per OOD set
   (``combine_ood.verdict``); ``auto, per_task``: the same choice with the paired test on
   every split apart (``kinds`` one per task, the rule of ``BankDetector(per_task=True)``);
+  ``auto, both kinds``: the held-out classes and rotations (``rotation_task``: half of
+  the holdout rows turned by 90, 180 and 270 degrees against the other half), half of the
+  weight each, the paired test on each kind apart, with ``single (both kinds)``, the base
+  score those proxies ranked best, and its verdicts against that score and against
+  ``single (proxy)``;
 * z-values fitted on ``--holdout-rows`` training images that trained no network; ID test:
   ``--test-rows`` FashionMNIST test images; OOD: each set of
   ``load_ood_benchmark("fashion_mnist")`` (``--ood-rows`` of each); AUROC and detection
@@ -76,8 +81,8 @@ COMBINERS = ("fisher", "bonferroni", "simes", "stouffer", "alr")
 BASE_ROWS = {"s_norm,1": ("csi", 4), "s_cos,1": ("csi", 0), "s_shift,1": ("csi", 8),
              "s_supOCSVM,1": ("sup", 4), "s_supCSI,1": ("sup", 0), "s_supMah,1": ("sup", 8)}
 ROWS = ("CSI", "glrt-CSI", "SupCSI", "glrt-SupCSI", "glrt-SupCSI+", *COMBINERS, "auto",
-        "auto, per_task",
-        "single (proxy)", "softmax (SmallCNN)", "Mahalanobis (SmallCNN)", *BASE_ROWS)
+        "auto, per_task", "auto, both kinds", "single (proxy)", "single (both kinds)",
+        "softmax (SmallCNN)", "Mahalanobis (SmallCNN)", *BASE_ROWS)
 #: The paper's averages over its OOD sets (ResNet18; CIFAR-10 inliers, Tables 2 and 4):
 #: AUROC and detection rate (%) at 5 % FAR.
 PAPER = {"CSI": (0.9528, 80.4), "glrt-CSI": (0.9552, 81.6), "SupCSI": (0.9652, 82.4),
@@ -171,6 +176,26 @@ def proxy_tasks(out_c: dict, out_s: dict, y_train: np.ndarray, y_hold: np.ndarra
     return tasks
 
 
+def rotation_task(out_c: dict, out_s: dict, score, seed: int) -> tuple:
+    """A proxy task of rotations for ``auto, both kinds``: ``score(out_c, out_s)`` gives the 24
+    base scores of the networks' outputs; the holdout rows (which trained no network) are
+    halved at random (``seed + 1``), one half for the z-values, the other as proxy inliers,
+    and the proxy inliers' thirds turned by 90, 180 and 270 degrees as proxy outliers.
+    A turned image's stack of shifted copies is the image's own stack rolled (a quarter
+    turn of ``R_j x`` is ``R_{j+1} x``), so no network runs again."""
+    n = out_c["holdout"]["projections"].shape[1]
+    order = np.random.default_rng(seed + 1).permutation(n)
+    half, rest = np.sort(order[: n // 2]), np.sort(order[n // 2:])
+
+    def turned(rows: np.ndarray, turns: int) -> np.ndarray:
+        def roll(out: dict) -> dict:
+            return {k: np.roll(v[:, rows], -turns, axis=0) for k, v in out.items()}
+        return score(roll(out_c["holdout"]), roll(out_s["holdout"]))
+
+    out = np.vstack([turned(rest[j::3], t) for j, t in enumerate((1, 2, 3))])
+    return turned(half, 0), turned(rest, 0), out
+
+
 def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.ndarray,
                 oods: list[str], args, tag: str, far: float, baseline) -> dict:
     """Every row's metrics on one setting: ``parts`` holds the training, holdout (z-values)
@@ -195,10 +220,14 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
                                  svm_max_samples=args.svm_max_samples,
                                  random_state=args.seed).fit(out_s["train"]["features"], y_train)
 
+    def plus(c: dict, s: dict) -> np.ndarray:  # the 24 scores of SupCSI+
+        return np.hstack([csi.base_scores(c["projections"], c["logits"]),
+                          sup_base.score(s["features"], s["logits"])])
+
     def base(k: str) -> dict[str, np.ndarray]:
-        c = csi.base_scores(out_c[k]["projections"], out_c[k]["logits"])
-        s = sup_base.score(out_s[k]["features"], out_s[k]["logits"])
-        return {"csi": c, "sup": s, "supcsi": s[:, :4], "plus": np.hstack([c, s])}
+        p = plus(out_c[k], out_s[k])
+        c, s = p[:, :12], p[:, 12:]
+        return {"csi": c, "sup": s, "supcsi": s[:, :4], "plus": p}
 
     scores = {k: base(k) for k in parts}
     combos = {"glrt-CSI": ("glrt", "csi"), "glrt-SupCSI": ("glrt", "supcsi"),
@@ -214,8 +243,14 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
     apart = ScoreCombiner(random_state=args.seed)
     apart.fit_chosen(scores["holdout"]["plus"], apart.choose(
         tasks, np.random.default_rng(args.seed), kinds=list(range(len(tasks)))))
+    # both kinds: the held-out classes and rotations, half of the weight each
+    n = len(tasks)
+    both = ScoreCombiner(random_state=args.seed)
+    both.fit_chosen(scores["holdout"]["plus"], both.choose(
+        [*tasks, rotation_task(out_c, out_s, plus, args.seed)], np.random.default_rng(args.seed),
+        weights=[0.5 / n] * n + [0.5], kinds=["held-out classes"] * n + ["rotations"]))
     seconds["auto (proxies)"] = time.perf_counter() - t_auto
-    sel = auto.selection_
+    sel, sel_b = auto.selection_, both.selection_
     assert apart.selection_["candidates"] == sel["candidates"]
     stats: dict[str, dict[str, np.ndarray]] = {}
     for k in ("id", *oods):
@@ -223,7 +258,9 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
         row |= {r: comb.score(scores[k][combos[r][1]]) for r, comb in fitted.items()}
         row["auto"] = auto.score(scores[k]["plus"])
         row["auto, per_task"] = apart.score(scores[k]["plus"])
+        row["auto, both kinds"] = both.score(scores[k]["plus"])
         row["single (proxy)"] = scores[k]["plus"][:, sel["single"]]
+        row["single (both kinds)"] = scores[k]["plus"][:, sel_b["single"]]
         row |= {r: scores[k][net][:, j] for r, (net, j) in BASE_ROWS.items()}
         stats[k] = row
     if got is not None:
@@ -237,12 +274,15 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
     results = {name: {r: _metrics(stats["id"][r], stats[name][r], far) for r in stats["id"]}
                for name in oods}
     names = [*csi.names_, *sup_base.names_]
-    verdicts, verdicts_apart = {}, {}
+    verdicts, verdicts_apart, verdicts_both = {}, {}, {}
     for name in oods:
-        a, c, b = ((stats["id"][r], stats[name][r])
-                   for r in ("auto", "auto, per_task", "single (proxy)"))
+        a, c, d, b, e = ((stats["id"][r], stats[name][r])
+                         for r in ("auto", "auto, per_task", "auto, both kinds",
+                                   "single (proxy)", "single (both kinds)"))
         verdicts[name] = versus(a, b, sel["method"] == "single")
         verdicts_apart[name] = versus(c, b, apart.selection_["method"] == "single")
+        verdicts_both[name] = {"own": versus(d, e, sel_b["method"] == "single"),
+                               "auto": versus(d, b, False)}
     seconds["scores and metrics"] = time.perf_counter() - start - seconds["auto (proxies)"]
     return {"results": results, "seconds": seconds,
             "auto": {"method": sel["method"], "columns": [names[c] for c in sel["columns"]],
@@ -251,7 +291,12 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
                      "versus_single": verdicts,
                      "per_task": {"method": apart.selection_["method"],
                                   "columns": [names[c] for c in apart.selection_["columns"]],
-                                  "versus_single": verdicts_apart}},
+                                  "versus_single": verdicts_apart},
+                     "both_kinds": {"method": sel_b["method"],
+                                    "columns": [names[c] for c in sel_b["columns"]],
+                                    "single": names[sel_b["single"]],
+                                    "kind_win_fractions": sel_b["kind_win_fractions"],
+                                    "versus": verdicts_both}},
             "sizes": {k: int(len(v)) for k, v in parts.items()}}
 
 
@@ -440,6 +485,8 @@ def auto_lines(raw: dict, sets: list[str], titles: list[str]) -> list[str]:
              + f". {counts} of {len(cells)}."]
     if all("per_task" in a for a in autos):
         lines += ["", *per_task_lines(sets, autos, picks)]
+    if all("both_kinds" in a for a in autos):
+        lines += ["", *both_kinds_lines(sets, autos, picks)]
     return lines
 
 
@@ -539,3 +586,21 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def both_kinds_lines(sets: list[str], autos: list[dict], picks) -> list[str]:
+    """``auto`` on held-out classes and rotations (``rotation_task``): what it chose and its
+    verdicts against the single score of the same proxies and against ``single (proxy)``."""
+    both = [a["both_kinds"] for a in autos]
+    count = {ref: tally_text(b["versus"][s][ref]["verdict"]
+                             for s, b in zip(sets, both, strict=True))
+             for ref in ("own", "auto")}
+    wins = "; ".join(" / ".join(f"{100 * f:.0f}" for f in b["kind_win_fractions"] or [])
+                     for b in both)
+    return ["`auto` on both kinds of proxy (the held-out classes and rotations: half of the "
+            "holdout rows turned by 90, 180 and 270 degrees against the other half, "
+            "`rotation_task`; half of the weight each; the paired test on each kind apart; "
+            "the row `auto, both kinds`) chose " + picks(both) + " (win % on held-out "
+            f"classes / rotations: {wins}). Against the single score these proxies ranked "
+            f"best (`single (both kinds)`): {count['own']} of {len(sets)}; against `single "
+            f"(proxy)`: {count['auto']} of {len(sets)}."]

@@ -27,10 +27,12 @@ def test_quick_run_end_to_end(bench, tmp_path):
         pytest.skip(f"source absent (make data-ood installs it): {exc}")
     md = (tmp_path / "csi_ood.md").read_text()
     for row in ("| CSI |", "| glrt-CSI |", "| SupCSI |", "| glrt-SupCSI |", "| glrt-SupCSI+ |",
-                "| fisher |", "| alr |", "| auto |", "| auto, per_task |", "| single (proxy) |"):
+                "| fisher |", "| alr |", "| auto |", "| auto, per_task |", "| single (proxy) |",
+                "| auto, both kinds |", "| single (both kinds) |"):
         assert row in md
     assert "`auto` against `single (proxy)`" in md and "of 5." in md
     assert "`auto` with the paired test on every held-out split apart" in md
+    assert "`auto` on both kinds of proxy" in md and "against `single (proxy)`: " in md
     assert md.count("the paper: ") == 3 and "Detection rate (%) at 5% false alarms" in md
     raw = json.loads((tmp_path / "csi_ood_raw.json").read_text())
     assert raw["args"]["quick"] is True
@@ -63,4 +65,31 @@ def test_quick_leave_one_class_out_goes_on_from_finished_classes(bench, tmp_path
     assert "Held-out classes finished: 2 of 10." in md and "| s_supCSI,1 |" in md
     assert "chose T-shirt: " in md and "; Trouser: " in md and "of 2." in md
     assert md.count("Against `single (proxy)`: ") == 1 and "| auto, per_task |" in md
+    assert md.count("`auto` on both kinds of proxy") == 1 and "| auto, both kinds |" in md
     assert bench.render(raw) == md
+
+
+
+def test_rotation_task_rolls_the_holdout_stacks(bench):
+    """rotation_task: z-value rows and proxy inliers are the two halves of the holdout; its
+    proxy outliers are the inliers' thirds with their stacks rolled by 1, 2 and 3 shifts
+    (a turned image's outputs, tests/torch_adapter/test_torch_contrastive.py)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    c = {"projections": rng.normal(size=(4, 12, 3)), "logits": rng.normal(size=(4, 12, 2))}
+    s = {"features": rng.normal(size=(4, 12, 5)), "logits": rng.normal(size=(4, 12, 2))}
+
+    def score(c, s):  # one column per shift of the first projection and feature
+        return np.hstack([c["projections"][..., 0].T, s["features"][..., 0].T])
+
+    z, inl, outl = bench.rotation_task({"holdout": c}, {"holdout": s}, score, 0)
+    assert z.shape == inl.shape == outl.shape == (6, 8)
+    whole = score(c, s)
+    rows = [np.flatnonzero((whole == r).all(axis=1))[0] for r in np.vstack([z, inl])]
+    assert sorted(rows) == list(range(12))  # the two halves of the holdout
+    rest = np.sort(rows[6:])
+    for j, t in enumerate((1, 2, 3)):
+        got = outl[2 * j: 2 * j + 2]
+        want = np.roll(whole[rest[j::3]].reshape(2, 2, 4), -t, axis=2).reshape(2, 8)
+        np.testing.assert_array_equal(got, want)
