@@ -486,7 +486,7 @@ def auto_lines(raw: dict, sets: list[str], titles: list[str]) -> list[str]:
     if all("per_task" in a for a in autos):
         lines += ["", *per_task_lines(sets, autos, picks)]
     if all("both_kinds" in a for a in autos):
-        lines += ["", *both_kinds_lines(sets, autos, picks)]
+        lines += ["", *both_kinds_lines(sets, titles if loco else None, autos, picks)]
     return lines
 
 
@@ -500,6 +500,30 @@ def per_task_lines(sets: list[str], autos: list[dict], picks) -> list[str]:
             "task, as `BankDetector(per_task=True)`; the same choice, the row `auto, "
             "per_task`) chose " + picks(apart) + f". Against `single (proxy)`: "
             f"{tally_text(verdicts)} of {len(verdicts)}."]
+
+
+def both_kinds_lines(sets: list[str], titles: list[str] | None, autos: list[dict],
+                     picks) -> list[str]:
+    """``auto`` on held-out classes and rotations (``rotation_task``): what it chose, its win
+    fractions per kind (per held-out class with ``titles``, else the one choice's) and its
+    verdicts against the single score of the same proxies and against ``single (proxy)``."""
+    both = [a["both_kinds"] for a in autos]
+    count = {ref: tally_text(b["versus"][s][ref]["verdict"]
+                             for s, b in zip(sets, both, strict=True))
+             for ref in ("own", "auto")}
+
+    def kinds(b: dict) -> str:
+        return " / ".join(f"{100 * f:.0f}" for f in b["kind_win_fractions"] or [])
+
+    wins = (kinds(both[0]) if titles is None else
+            "; ".join(f"{t} {kinds(b)}" for t, b in zip(titles, both, strict=True)))
+    return ["`auto` on both kinds of proxy (the held-out classes and rotations: half of the "
+            "holdout rows turned by 90, 180 and 270 degrees against the other half, "
+            "`rotation_task`; half of the weight each; the paired test on each kind apart; "
+            "the row `auto, both kinds`) chose " + picks(both) + " (win % on held-out "
+            f"classes / rotations: {wins}). Against the single score these proxies ranked "
+            f"best (`single (both kinds)`): {count['own']} of {len(sets)}; against `single "
+            f"(proxy)`: {count['auto']} of {len(sets)}."]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -586,21 +610,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def both_kinds_lines(sets: list[str], autos: list[dict], picks) -> list[str]:
-    """``auto`` on held-out classes and rotations (``rotation_task``): what it chose and its
-    verdicts against the single score of the same proxies and against ``single (proxy)``."""
-    both = [a["both_kinds"] for a in autos]
-    count = {ref: tally_text(b["versus"][s][ref]["verdict"]
-                             for s, b in zip(sets, both, strict=True))
-             for ref in ("own", "auto")}
-    wins = "; ".join(" / ".join(f"{100 * f:.0f}" for f in b["kind_win_fractions"] or [])
-                     for b in both)
-    return ["`auto` on both kinds of proxy (the held-out classes and rotations: half of the "
-            "holdout rows turned by 90, 180 and 270 degrees against the other half, "
-            "`rotation_task`; half of the weight each; the paired test on each kind apart; "
-            "the row `auto, both kinds`) chose " + picks(both) + " (win % on held-out "
-            f"classes / rotations: {wins}). Against the single score these proxies ranked "
-            f"best (`single (both kinds)`): {count['own']} of {len(sets)}; against `single "
-            f"(proxy)`: {count['auto']} of {len(sets)}."]
