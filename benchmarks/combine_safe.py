@@ -158,8 +158,7 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
     sel = auto.combiner_.selection_
     j = sel["single"]
     stats = {"auto": (auto.score(test_id), auto.score(outliers))}
-    res["chosen"] = (names[j] if sel["method"] == "single" else
-                     f"{sel['method']}({'+'.join(names[c] for c in sel['columns'])})")
+    res["chosen"] = _chosen(sel, names)
     res["proxy_single"] = names[j]
     res["win_fraction"] = sel["win_fraction"]
     res["task_win_fractions"] = sel["task_win_fractions"]
@@ -187,28 +186,35 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
         res["verdict"][k] = versus(stats[k], base, same)
     if second is not None:  # held-out classes and the second kind, half each
         kind, other = second
-        rot = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
+        two = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
             X_out, y_idx, cal, outlier_outputs=other, **kw)
-        sel_r = rot.combiner_.selection_
-        j_r = sel_r["single"]
-        a_r = (rot.score(test_id), rot.score(outliers))
-        own = (S_id[:, j_r], S_out[:, j_r])
+        sel_b = two.combiner_.selection_
+        j_b = sel_b["single"]
+        a_b = (two.score(test_id), two.score(outliers))
+        own = (S_id[:, j_b], S_out[:, j_b])
         res["both"] = {
-            "second": kind, "chosen": (names[j_r] if sel_r["method"] == "single" else
-                       f"{sel_r['method']}({'+'.join(names[c] for c in sel_r['columns'])})"),
-            "proxy_single": names[j_r], "win_fraction": sel_r["win_fraction"],
-            "task_win_fractions": sel_r["task_win_fractions"],
-            "auroc": float(auroc(lab, np.r_[a_r])),
+            "second": kind, "chosen": _chosen(sel_b, names),
+            "proxy_single": names[j_b], "win_fraction": sel_b["win_fraction"],
+            "task_win_fractions": sel_b["task_win_fractions"],
+            "auroc": float(auroc(lab, np.r_[a_b])),
             "single_auroc": float(auroc(lab, np.r_[own])),
-            "far": float(1.0 - rot.accept(test_id).mean())}
+            "far": float(1.0 - two.accept(test_id).mean())}
         for ref, pair in (("own", own), ("auto", base)):
-            same = sel_r["method"] == "single" and ref == "own"
-            res["both"][f"vs_{ref}"] = versus(a_r, pair, same)
+            same = sel_b["method"] == "single" and ref == "own"
+            res["both"][f"vs_{ref}"] = versus(a_b, pair, same)
         res["both"]["per_task"] = _per_task(X_out, y_idx, cal, test_id, outliers, seed, kw,
-                                            sel_r, own, other)
+                                            sel_b, own, other)
     res["tuning"] = _tuning(X_out, y_idx, cal, test_id, outliers, seed)
     res["seconds"] = time.perf_counter() - start
     return res
+
+
+def _chosen(sel: dict, names: list[str]) -> str:
+    """What a selection record chose, by the base scores' names: ``vim`` or
+    ``stouffer(mls+vim)``."""
+    if sel["method"] == "single":
+        return names[sel["single"]]
+    return f"{sel['method']}({'+'.join(names[c] for c in sel['columns'])})"
 
 
 def _per_task(train: dict, y: np.ndarray, cal: dict, test_id: dict, outliers: dict,

@@ -226,7 +226,7 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
 
     def base(k: str) -> dict[str, np.ndarray]:
         p = plus(out_c[k], out_s[k])
-        c, s = p[:, :12], p[:, 12:]
+        c, s = p[:, :len(csi.names_)], p[:, len(csi.names_):]
         return {"csi": c, "sup": s, "supcsi": s[:, :4], "plus": p}
 
     scores = {k: base(k) for k in parts}
