@@ -291,11 +291,8 @@ def shuffled_columns(X: ArrayLike, *, n_rows: int | None = None,
     >>> bool(np.all(S[:, 1] == 10 * S[:, 0]))               # the link between them is gone
     False
     """
-    arr = as_real_array(np.asarray(X), "X")
-    n = arr.shape[0] if arr.ndim else 0
-    if arr.ndim < 2 or n < 2 or arr[0].size == 0:
-        raise ValueError(f"X must have at least 2 rows of at least one column to shuffle; got "
-                         f"shape {arr.shape}.")
+    arr = shuffle_table(X, "X")
+    n = arr.shape[0]
     if n_rows is not None and (isinstance(n_rows, bool) or not isinstance(
             n_rows, (int, np.integer)) or not 1 <= n_rows <= n):
         raise ValueError(f"n_rows must be an integer in [1, {n}] (the rows of X) or None; "
@@ -305,6 +302,16 @@ def shuffled_columns(X: ArrayLike, *, n_rows: int | None = None,
     check_random_state("random_state", random_state)
     out = shuffle_columns(arr, np.random.default_rng(random_state))
     return out if n_rows is None else out[:int(n_rows)]
+
+
+def shuffle_table(values: Any, name: str) -> NDArray[np.float64]:
+    """``values`` as a float64 array of at least 2 rows of at least one entry, or the one
+    message (naming ``name``) for what is not."""
+    arr = as_real_array(np.asarray(values), name)
+    if arr.ndim < 2 or arr.shape[0] < 2 or arr[0].size == 0:
+        raise ValueError(f"{name} must have at least 2 rows of at least one column to shuffle; "
+                         f"got shape {arr.shape}.")
+    return arr
 
 
 def shuffle_columns(arr: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:

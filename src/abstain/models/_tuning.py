@@ -12,10 +12,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import Options, as_real_array, check_random_state, plain, validate_params
+from .._core.validation import Options, check_random_state, plain, validate_params
 from ..detectors import Detector, LeaveClassesOut
 from ..detectors._base import pick_output
-from ..detectors._proxy import shuffle_columns
+from ..detectors._proxy import shuffle_columns, shuffle_table
 from ..metrics import auroc
 
 __all__ = ["DetectorTuning", "tune_detector"]
@@ -87,11 +87,7 @@ def _candidates(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
 def _shuffle_columns(values: Any, rng: np.random.Generator, name: str) -> NDArray[np.float64]:
     """Each column (after flattening each row) permuted across rows, apart
     (:func:`abstain.detectors.shuffled_columns`)."""
-    arr = as_real_array(np.asarray(values), name)
-    if arr.ndim < 2 or arr.shape[0] < 2:
-        raise ValueError(f"{name} must have at least 2 rows of at least one column to shuffle; "
-                         f"got shape {arr.shape}.")
-    return shuffle_columns(arr, rng)
+    return shuffle_columns(shuffle_table(values, name), rng)
 
 
 def _shuffled_outputs(outputs: Any, rng: np.random.Generator, fields: tuple[str, ...]) -> Any:
