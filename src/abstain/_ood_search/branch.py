@@ -265,13 +265,21 @@ class IntervalSearch:
 
     # ---------------------------------------------------------------- bounds
     def bounds(self, a0: float, a1: float, anchors: NDArray[np.intp] | None,
-               pool: Pool | None, refine: bool = True,
+               pool: Pool | None, refine: bool = True, screen: bool = True,
                ) -> tuple[NDArray[np.intp], F64, F64, Pool, BandSplit | None]:
         """Surviving anchors of ``[a0, a1]``, their lower bounds, their numbers of movers, the
         pool of points that can be movers of one of them there and, with ``refine``, their
-        movers by bands (whose bounds then decide)."""
+        movers by bands (whose bounds then decide). Without ``screen`` (only with ``refine``
+        and a ``pool``) the band bounds alone decide: the one spread neither screens the
+        anchors nor narrows the pool first."""
         m = self.points.shape[0]
         e = np.arange(m) if anchors is None else anchors
+        if not screen:
+            assert refine and pool is not None
+            split = self._split(a0, a1, e, pool[0], pool[1], self._columns(pool[0]))
+            out = self._decide(split.C, self.tot4 - split.C - split.band[:, :4],
+                               split.band[:, 4:])
+            return e[out[0]], out[1], out[2], pool, split.take(out[0])
         rho = 2.0 * _sin(0.25 * (a1 - a0)) * (1 + 1e-9)
         mid = 0.5 * (a0 + a1)
         cw, sw = _cos_sin(mid)
