@@ -195,6 +195,57 @@ def test_held_out_classes_and_outliers_given_weigh_half_each():
     assert len(each) == 2 and record["win_fraction"] == min(each)
 
 
+def test_a_list_of_outlier_outputs_gives_one_kind_each():
+    """A list of ``outlier_outputs`` (for images: rotations and shuffled pixels) gives one
+    kind per entry, scored against the same halves of the z-value rows; every kind, the
+    held-out classes included, weighs the same and must show the win."""
+    rng = np.random.default_rng(8)
+    train, y = _blobs(300, rng)
+    cal, _ = _blobs(200, rng)
+    far, _ = _blobs(80, rng, shift=4.0)
+    odd, _ = _blobs(60, rng, shift=-3.0)
+    kw = {"alpha": 0.2, "delta": 0.2, "n_proxy_splits": 3, "n_bootstrap": 50,
+          "random_state": 0}
+    bank = DetectorBank([MSP(), KNN(k=5, normalize=False)])
+    det = BankDetector(bank, **kw).fit(train, y, cal, outlier_outputs=[far, odd])
+    sel = det.combiner_.selection_
+    assert sel["n_tasks"] == 5
+    assert len(sel["kind_win_fractions"]) == 3 and sel["win_fraction"] == min(
+        sel["kind_win_fractions"])
+    # by hand: the class tasks, then one task per kind given, in order
+    gen = np.random.default_rng(0)
+    S = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y).score(cal)
+    order = gen.permutation(200)
+    tasks = det._class_tasks(train, y, None, None, gen)
+    S_z = S[order[:100]]
+    tasks += [(S_z[:50], S_z[50:], det.bank_.score(o)) for o in (far, odd)]
+    record = ScoreCombiner(n_bootstrap=50).choose(tasks, gen, weights=[1 / 9] * 3 + [1 / 3] * 2,
+                                                  kinds=["c"] * 3 + ["far", "odd"])
+    assert record == sel
+    # a tuple is a list of kinds too; one entry is the same as the outputs alone
+    assert BankDetector(bank, **kw).fit(train, y, cal, outlier_outputs=(far, odd)
+                                        ).combiner_.selection_ == sel
+    one = BankDetector(bank, **kw).fit(train, y, cal, outlier_outputs=[far]).combiner_
+    assert one.selection_ == BankDetector(bank, **kw).fit(
+        train, y, cal, outlier_outputs=far).combiner_.selection_
+    # without labels: the kinds given alone, half each
+    alone = BankDetector(bank, **kw).fit(train, calibration_outputs=cal,
+                                         outlier_outputs=[far, odd]).combiner_.selection_
+    gen = np.random.default_rng(0)
+    order = gen.permutation(200)
+    S_z = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train).score(cal)[order[:100]]
+    tasks = [(S_z[:50], S_z[50:], det.bank_.score(o)) for o in (far, odd)]
+    assert alone == ScoreCombiner(n_bootstrap=50).choose(tasks, gen, weights=[0.5, 0.5],
+                                                         kinds=["far", "odd"])
+    # a named tuple of outputs (fields, as abstain.torch.extract's) is one kind, not two
+    from collections import namedtuple
+    Outputs = namedtuple("Outputs", ["features", "logits"])
+    assert BankDetector(bank, **kw).fit(train, y, cal, outlier_outputs=Outputs(**far)
+                                        ).combiner_.selection_ == one.selection_
+    with pytest.raises(ValueError, match="outlier_outputs must hold at least one outputs"):
+        BankDetector(bank, **kw).fit(train, y, cal, outlier_outputs=[])
+
+
 def test_per_task_tests_every_proxy_task_apart():
     """``per_task=True``: every held-out split and the outliers' task is a kind of its own;
     the choice is the same, and each task's win fraction is its kind's."""

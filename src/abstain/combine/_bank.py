@@ -43,7 +43,9 @@ class BankDetector(ParamsMixin):
 
     - with ``outlier_outputs`` (outputs of proxy outliers, such as rotated images:
       :func:`abstain.detectors.rotations`), the bank of step 1 scores them, and the rows of
-      part 2 are halved into z-value rows and proxy inliers;
+      part 2 are halved into z-value rows and proxy inliers. A list of outputs gives
+      several kinds, one per entry (for images: rotations and shuffled pixels,
+      :func:`abstain.detectors.shuffled_columns`), each scored against the same halves;
     - from the labels ``y`` of ``train_outputs``:
       :class:`~abstain.detectors.LeaveClassesOut` holds ``n_held_out`` classes out at a
       time, in at most ``n_proxy_splits`` splits; per split, a copy of the bank is fitted on part
@@ -57,7 +59,9 @@ class BankDetector(ParamsMixin):
     ``outlier_outputs`` (far ones, for rotated images: inputs unlike any class) weigh half
     each in the choice, however many splits the classes give, and a combination is kept
     only when it beats the best single score with confidence on each kind apart (the
-    outliers to come may be of either kind); with one of them, it alone.
+    outliers to come may be of either kind); with one of them, it alone. Every kind
+    weighs the same: with ``k`` kinds of ``outlier_outputs`` and the held-out classes,
+    ``1 / (k + 1)`` each, and the combination must win on all of them.
     The choice (:class:`ScoreCombiner`'s ``auto``: the best single base score unless a
     combination beats it in at least ``confidence`` of ``n_bootstrap`` paired resamples)
     is in ``combiner_.selection_``; ``combiner_.summary()`` says it in one line. Without
@@ -179,7 +183,8 @@ class BankDetector(ParamsMixin):
         ``bias`` where its detectors need them), then the z-values and the threshold on two
         disjoint random parts of the in-distribution ``calibration_outputs``; with
         ``method="auto"``, choose what to combine first, on classes of ``train_outputs``
-        held out (with ``y``) and on ``outlier_outputs`` (see the class docstring)."""
+        held out (with ``y``) and on ``outlier_outputs``: the outputs of proxy outliers, or
+        a list of them, one per kind (see the class docstring)."""
         self._validate_params()
         if calibration_outputs is None:
             raise ValueError("BankDetector.fit needs calibration_outputs: in-distribution "
@@ -220,10 +225,17 @@ class BankDetector(ParamsMixin):
             kinds: list[Any] | None = None
             if outlier_outputs is not None:
                 S_z = S[order[:n_z]]
-                if tasks:  # each kind of proxy weighs half, and must show the win
-                    weights = [0.5 / len(tasks)] * len(tasks) + [0.5]
-                    kinds = ["held-out classes"] * len(tasks) + ["outlier_outputs"]
-                tasks.append((S_z[: n_z // 2], S_z[n_z // 2:], bank.score(outlier_outputs)))
+                kinds_out = _outlier_kinds(outlier_outputs)
+                # every kind of proxy weighs the same, and must show the win
+                k = len(kinds_out) + bool(tasks)
+                if k > 1:
+                    weights = ([1 / k / len(tasks)] * len(tasks) if tasks else []) + [
+                        1 / k] * len(kinds_out)
+                    names = ([f"outlier_outputs[{i}]" for i in range(len(kinds_out))]
+                             if len(kinds_out) > 1 else ["outlier_outputs"])
+                    kinds = ["held-out classes"] * len(tasks) + names
+                for other in kinds_out:
+                    tasks.append((S_z[: n_z // 2], S_z[n_z // 2:], bank.score(other)))
             if self.per_task:  # every held-out split and the outliers given: a kind each
                 kinds = list(range(len(tasks)))
             record = combiner.choose(tasks, rng, weights=weights, kinds=kinds)
@@ -281,3 +293,15 @@ class BankDetector(ParamsMixin):
             raise ValueError("fitted.guarantee_ must be calibrated on fitted.n_calibration_ = "
                              f"{self.n_calibration_} rows; got {self.guarantee_.n_calibration_}.")
 
+
+def _outlier_kinds(outlier_outputs: Any) -> list[Any]:
+    """``outlier_outputs`` as a list of kinds: a list (or a tuple that is not itself a
+    network's outputs, as a named tuple is) holds one outputs per kind; anything else is one
+    kind."""
+    if isinstance(outlier_outputs, list) or (isinstance(outlier_outputs, tuple)
+                                             and not hasattr(outlier_outputs, "_fields")):
+        if not outlier_outputs:
+            raise ValueError("outlier_outputs must hold at least one outputs of proxy "
+                             "outliers; got an empty list.")
+        return list(outlier_outputs)
+    return [outlier_outputs]
