@@ -25,7 +25,9 @@ detection", Tables 2-5 (dataset against dataset), on what a CPU trains.
   the holdout rows turned by 90, 180 and 270 degrees against the other half), half of the
   weight each, the paired test on each kind apart, with ``single (both kinds)``, the base
   score those proxies ranked best, and its verdicts against that score and against
-  ``single (proxy)``;
+  ``single (proxy)``; ``auto, every kind``: the same and shuffled pixels
+  (``shuffled_task``: the same other half with every pixel shuffled across its images
+  apart), a third of the weight each, with ``single (every kind)``;
 * z-values fitted on ``--holdout-rows`` training images that trained no network; ID test:
   ``--test-rows`` FashionMNIST test images; OOD: each set of
   ``load_ood_benchmark("fashion_mnist")`` (``--ood-rows`` of each); AUROC and detection
@@ -66,7 +68,14 @@ import numpy as np
 from abstain import metrics as M
 from abstain.combine import ScoreCombiner
 from abstain.datasets import data_home, load_ood_benchmark
-from abstain.detectors import CSI, MSP, Mahalanobis, ShiftedBaseScores, SupCSI
+from abstain.detectors import (
+    CSI,
+    MSP,
+    Mahalanobis,
+    ShiftedBaseScores,
+    SupCSI,
+    shuffled_columns,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _models import cached_training  # noqa: E402
@@ -81,7 +90,8 @@ COMBINERS = ("fisher", "bonferroni", "simes", "stouffer", "alr")
 BASE_ROWS = {"s_norm,1": ("csi", 4), "s_cos,1": ("csi", 0), "s_shift,1": ("csi", 8),
              "s_supOCSVM,1": ("sup", 4), "s_supCSI,1": ("sup", 0), "s_supMah,1": ("sup", 8)}
 ROWS = ("CSI", "glrt-CSI", "SupCSI", "glrt-SupCSI", "glrt-SupCSI+", *COMBINERS, "auto",
-        "auto, per_task", "auto, both kinds", "single (proxy)", "single (both kinds)",
+        "auto, per_task", "auto, both kinds", "auto, every kind", "single (proxy)",
+        "single (both kinds)", "single (every kind)",
         "softmax (SmallCNN)", "Mahalanobis (SmallCNN)", *BASE_ROWS)
 #: The paper's averages over its OOD sets (ResNet18; CIFAR-10 inliers, Tables 2 and 4):
 #: AUROC and detection rate (%) at 5 % FAR.
@@ -183,9 +193,7 @@ def rotation_task(out_c: dict, out_s: dict, score, seed: int) -> tuple:
     and the proxy inliers' thirds turned by 90, 180 and 270 degrees as proxy outliers.
     A turned image's stack of shifted copies is the image's own stack rolled (a quarter
     turn of ``R_j x`` is ``R_{j+1} x``), so no network runs again."""
-    n = out_c["holdout"]["projections"].shape[1]
-    order = np.random.default_rng(seed + 1).permutation(n)
-    half, rest = np.sort(order[: n // 2]), np.sort(order[n // 2:])
+    half, rest = _halves(out_c["holdout"]["projections"].shape[1], seed)
 
     def turned(rows: np.ndarray, turns: int) -> np.ndarray:
         def roll(out: dict) -> dict:
@@ -194,6 +202,24 @@ def rotation_task(out_c: dict, out_s: dict, score, seed: int) -> tuple:
 
     out = np.vstack([turned(rest[j::3], t) for j, t in enumerate((1, 2, 3))])
     return turned(half, 0), turned(rest, 0), out
+
+
+def _halves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The holdout rows halved at random (``seed + 1``): z-value rows and proxy inliers."""
+    order = np.random.default_rng(seed + 1).permutation(n)
+    return np.sort(order[: n // 2]), np.sort(order[n // 2:])
+
+
+def shuffled_task(rotation: tuple, images: np.ndarray, outputs, score, seed: int) -> tuple:
+    """A proxy task of shuffled pixels for ``auto, every kind``: the halves of
+    ``rotation`` (:func:`rotation_task`'s task, the same seed), and as proxy outliers the
+    proxy inliers' holdout ``images`` with every pixel shuffled across them apart
+    (``shuffled_columns``, seed ``seed + 2``); ``outputs(images)`` runs both networks on
+    them, ``score`` gives their 24 base scores."""
+    _, rest = _halves(len(images), seed)
+    X = np.asarray(images)[rest]
+    pixels = shuffled_columns(X, random_state=seed + 2).astype(X.dtype)
+    return rotation[0], rotation[1], score(*outputs(pixels))
 
 
 def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.ndarray,
@@ -245,12 +271,22 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
         tasks, np.random.default_rng(args.seed), kinds=list(range(len(tasks)))))
     # both kinds: the held-out classes and rotations, half of the weight each
     n = len(tasks)
+    rot = rotation_task(out_c, out_s, plus, args.seed)
     both = ScoreCombiner(random_state=args.seed)
     both.fit_chosen(scores["holdout"]["plus"], both.choose(
-        [*tasks, rotation_task(out_c, out_s, plus, args.seed)], np.random.default_rng(args.seed),
+        [*tasks, rot], np.random.default_rng(args.seed),
         weights=[0.5 / n] * n + [0.5], kinds=["held-out classes"] * n + ["rotations"]))
+    # every kind: and shuffled pixels, a third of the weight each
+    shuf = shuffled_task(rot, parts["holdout"], lambda x: (csi_outputs(csi_net, x),
+                                                           csi_outputs(sup_net, x)),
+                         plus, args.seed)
+    every = ScoreCombiner(random_state=args.seed)
+    every.fit_chosen(scores["holdout"]["plus"], every.choose(
+        [*tasks, rot, shuf], np.random.default_rng(args.seed),
+        weights=[1 / 3 / n] * n + [1 / 3] * 2,
+        kinds=["held-out classes"] * n + ["rotations", "shuffled pixels"]))
     seconds["auto (proxies)"] = time.perf_counter() - t_auto
-    sel, sel_b = auto.selection_, both.selection_
+    sel, sel_b, sel_e = auto.selection_, both.selection_, every.selection_
     assert apart.selection_["candidates"] == sel["candidates"]
     stats: dict[str, dict[str, np.ndarray]] = {}
     for k in ("id", *oods):
@@ -259,8 +295,10 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
         row["auto"] = auto.score(scores[k]["plus"])
         row["auto, per_task"] = apart.score(scores[k]["plus"])
         row["auto, both kinds"] = both.score(scores[k]["plus"])
+        row["auto, every kind"] = every.score(scores[k]["plus"])
         row["single (proxy)"] = scores[k]["plus"][:, sel["single"]]
         row["single (both kinds)"] = scores[k]["plus"][:, sel_b["single"]]
+        row["single (every kind)"] = scores[k]["plus"][:, sel_e["single"]]
         row |= {r: scores[k][net][:, j] for r, (net, j) in BASE_ROWS.items()}
         stats[k] = row
     if got is not None:
@@ -274,15 +312,19 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
     results = {name: {r: _metrics(stats["id"][r], stats[name][r], far) for r in stats["id"]}
                for name in oods}
     names = [*csi.names_, *sup_base.names_]
-    verdicts, verdicts_apart, verdicts_both = {}, {}, {}
+    verdicts, verdicts_apart = {}, {}
+    kinds: dict[str, dict] = {"both_kinds": {}, "every_kind": {}}
     for name in oods:
-        a, c, d, b, e = ((stats["id"][r], stats[name][r])
-                         for r in ("auto", "auto, per_task", "auto, both kinds",
-                                   "single (proxy)", "single (both kinds)"))
+        a, c, b = ((stats["id"][r], stats[name][r])
+                   for r in ("auto", "auto, per_task", "single (proxy)"))
         verdicts[name] = versus(a, b, sel["method"] == "single")
         verdicts_apart[name] = versus(c, b, apart.selection_["method"] == "single")
-        verdicts_both[name] = {"own": versus(d, e, sel_b["method"] == "single"),
-                               "auto": versus(d, b, False)}
+        for key, row, s_k in (("both_kinds", "both kinds", sel_b),
+                              ("every_kind", "every kind", sel_e)):
+            d, e = ((stats["id"][r], stats[name][r])
+                    for r in (f"auto, {row}", f"single ({row})"))
+            kinds[key][name] = {"own": versus(d, e, s_k["method"] == "single"),
+                                "auto": versus(d, b, False)}
     seconds["scores and metrics"] = time.perf_counter() - start - seconds["auto (proxies)"]
     return {"results": results, "seconds": seconds,
             "auto": {"method": sel["method"], "columns": [names[c] for c in sel["columns"]],
@@ -292,11 +334,12 @@ def run_setting(parts: dict[str, np.ndarray], y_train: np.ndarray, y_hold: np.nd
                      "per_task": {"method": apart.selection_["method"],
                                   "columns": [names[c] for c in apart.selection_["columns"]],
                                   "versus_single": verdicts_apart},
-                     "both_kinds": {"method": sel_b["method"],
-                                    "columns": [names[c] for c in sel_b["columns"]],
-                                    "single": names[sel_b["single"]],
-                                    "kind_win_fractions": sel_b["kind_win_fractions"],
-                                    "versus": verdicts_both}},
+                     **{key: {"method": s_k["method"],
+                              "columns": [names[c] for c in s_k["columns"]],
+                              "single": names[s_k["single"]],
+                              "kind_win_fractions": s_k["kind_win_fractions"],
+                              "versus": kinds[key]}
+                        for key, s_k in (("both_kinds", sel_b), ("every_kind", sel_e))}},
             "sizes": {k: int(len(v)) for k, v in parts.items()}}
 
 
@@ -485,8 +528,9 @@ def auto_lines(raw: dict, sets: list[str], titles: list[str]) -> list[str]:
              + f". {counts} of {len(cells)}."]
     if all("per_task" in a for a in autos):
         lines += ["", *per_task_lines(sets, autos, picks)]
-    if all("both_kinds" in a for a in autos):
-        lines += ["", *both_kinds_lines(sets, titles if loco else None, autos, picks)]
+    for key in ("both_kinds", "every_kind"):
+        if all(key in a for a in autos):
+            lines += ["", *kinds_lines(key, sets, titles if loco else None, autos, picks)]
     return lines
 
 
@@ -502,28 +546,41 @@ def per_task_lines(sets: list[str], autos: list[dict], picks) -> list[str]:
             f"{tally_text(verdicts)} of {len(verdicts)}."]
 
 
-def both_kinds_lines(sets: list[str], titles: list[str] | None, autos: list[dict],
-                     picks) -> list[str]:
-    """``auto`` on held-out classes and rotations (``rotation_task``): what it chose, its win
+#: What :func:`kinds_lines` says of each choice on several kinds of proxy: its kinds, its
+#: rows, and how the proxy outliers of the kinds given were made.
+KINDS = {
+    "both_kinds": ("both kinds of proxy (the held-out classes and rotations", "both kinds",
+                   ": half of the holdout rows turned by 90, 180 and 270 degrees against the "
+                   "other half, `rotation_task`; half of the weight each",
+                   "held-out classes / rotations"),
+    "every_kind": ("every kind of proxy (the held-out classes, rotations and shuffled pixels",
+                   "every kind",
+                   ": the rotations above, and the same other half with every pixel shuffled "
+                   "across its images apart, `shuffled_task`; a third of the weight each",
+                   "held-out classes / rotations / shuffled pixels"),
+}
+
+
+def kinds_lines(key: str, sets: list[str], titles: list[str] | None, autos: list[dict],
+                picks) -> list[str]:
+    """``auto`` on several kinds of proxy (``key`` of :data:`KINDS`): what it chose, its win
     fractions per kind (per held-out class with ``titles``, else the one choice's) and its
     verdicts against the single score of the same proxies and against ``single (proxy)``."""
-    both = [a["both_kinds"] for a in autos]
+    what, row, made, order = KINDS[key]
+    got = [a[key] for a in autos]
     count = {ref: tally_text(b["versus"][s][ref]["verdict"]
-                             for s, b in zip(sets, both, strict=True))
+                             for s, b in zip(sets, got, strict=True))
              for ref in ("own", "auto")}
 
     def kinds(b: dict) -> str:
         return " / ".join(f"{100 * f:.0f}" for f in b["kind_win_fractions"] or [])
 
-    wins = (kinds(both[0]) if titles is None else
-            "; ".join(f"{t} {kinds(b)}" for t, b in zip(titles, both, strict=True)))
-    return ["`auto` on both kinds of proxy (the held-out classes and rotations: half of the "
-            "holdout rows turned by 90, 180 and 270 degrees against the other half, "
-            "`rotation_task`; half of the weight each; the paired test on each kind apart; "
-            "the row `auto, both kinds`) chose " + picks(both) + " (win % on held-out "
-            f"classes / rotations: {wins}). Against the single score these proxies ranked "
-            f"best (`single (both kinds)`): {count['own']} of {len(sets)}; against `single "
-            f"(proxy)`: {count['auto']} of {len(sets)}."]
+    wins = (kinds(got[0]) if titles is None else
+            "; ".join(f"{t} {kinds(b)}" for t, b in zip(titles, got, strict=True)))
+    return [f"`auto` on {what}{made}; the paired test on each kind apart; the row `auto, "
+            f"{row}`) chose " + picks(got) + f" (win % on {order}: {wins}). Against the "
+            f"single score these proxies ranked best (`single ({row})`): {count['own']} of "
+            f"{len(sets)}; against `single (proxy)`: {count['auto']} of {len(sets)}."]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,11 +28,13 @@ def test_quick_run_end_to_end(bench, tmp_path):
     md = (tmp_path / "csi_ood.md").read_text()
     for row in ("| CSI |", "| glrt-CSI |", "| SupCSI |", "| glrt-SupCSI |", "| glrt-SupCSI+ |",
                 "| fisher |", "| alr |", "| auto |", "| auto, per_task |", "| single (proxy) |",
-                "| auto, both kinds |", "| single (both kinds) |"):
+                "| auto, both kinds |", "| single (both kinds) |", "| auto, every kind |",
+                "| single (every kind) |"):
         assert row in md
     assert "`auto` against `single (proxy)`" in md and "of 5." in md
     assert "`auto` with the paired test on every held-out split apart" in md
     assert "`auto` on both kinds of proxy" in md and "against `single (proxy)`: " in md
+    assert "`auto` on every kind of proxy" in md and "shuffled pixels: " in md
     assert md.count("the paper: ") == 3 and "Detection rate (%) at 5% false alarms" in md
     raw = json.loads((tmp_path / "csi_ood_raw.json").read_text())
     assert raw["args"]["quick"] is True
@@ -66,6 +68,7 @@ def test_quick_leave_one_class_out_goes_on_from_finished_classes(bench, tmp_path
     assert "chose T-shirt: " in md and "; Trouser: " in md and "of 2." in md
     assert md.count("Against `single (proxy)`: ") == 1 and "| auto, per_task |" in md
     assert md.count("`auto` on both kinds of proxy") == 1 and "| auto, both kinds |" in md
+    assert md.count("`auto` on every kind of proxy") == 1 and "| auto, every kind |" in md
     assert bench.render(raw) == md
 
 
@@ -93,3 +96,32 @@ def test_rotation_task_rolls_the_holdout_stacks(bench):
         got = outl[2 * j: 2 * j + 2]
         want = np.roll(whole[rest[j::3]].reshape(2, 2, 4), -t, axis=2).reshape(2, 8)
         np.testing.assert_array_equal(got, want)
+
+
+def test_shuffled_task_shuffles_the_proxy_inliers_pixels(bench):
+    """shuffled_task: the halves of rotation_task, and as proxy outliers the proxy inliers'
+    images with every pixel shuffled across them apart (each pixel's values kept), scored
+    through the networks' outputs."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 256, size=(12, 4, 4)).astype(np.uint8)
+    seen = []
+
+    def outputs(x):
+        seen.append(x)
+        return x.reshape(len(x), -1).astype(float), None
+
+    def score(c, s):
+        return c
+
+    rotation = (np.zeros((6, 2)), np.ones((6, 2)), None)
+    z, inl, outl = bench.shuffled_task(rotation, images, outputs, score, 0)
+    assert z is rotation[0] and inl is rotation[1]
+    (pixels,) = seen
+    assert pixels.dtype == images.dtype and pixels.shape == (6, 4, 4)
+    _, rest = bench._halves(12, 0)
+    np.testing.assert_array_equal(np.sort(pixels, axis=0), np.sort(images[rest], axis=0))
+    assert not np.array_equal(pixels, images[rest])
+    np.testing.assert_array_equal(outl, pixels.reshape(6, -1))
+
