@@ -28,6 +28,11 @@ detectors never saw. Per case:
   (``abstain.detectors.rotations``), for tabular data of ``SECOND_ROWS`` training rows
   with every column shuffled apart (``abstain.detectors.shuffled_columns``); with its
   verdicts against the single score its own proxies ranked best and against ``auto``'s;
+* for the image cases, ``auto`` on every kind of proxy too (``auto, every kind``:
+  ``outlier_outputs=[rotated, shuffled]``, the held-out classes, the rotations and as many
+  training images with every pixel shuffled across them apart, a third of the weight each,
+  the paired test on each kind apart), with its verdicts against its own single score,
+  against ``auto``'s and against ``auto, both kinds``;
 * ``auto`` with ``per_task=True`` (the paired test on every proxy task apart: each
   held-out split, and the second kind), with held-out classes and with both kinds, beside
   each task's win fraction in ``auto``'s own resamples;
@@ -139,10 +144,12 @@ class Network:
 
 
 def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
-             outliers: dict, seed: int, second: tuple[str, dict] | None = None) -> dict:
+             outliers: dict, seed: int, second: tuple[str, dict] | None = None,
+             third: tuple[str, dict] | None = None) -> dict:
     """Every method on one case; returns its row of results. ``second``: the name of a
     second kind of proxy outliers and the network's outputs of them (rotated training
-    images, training rows with shuffled columns), for ``auto`` on both kinds of proxy."""
+    images, training rows with shuffled columns), for ``auto`` on both kinds of proxy;
+    ``third`` (images: shuffled pixels), for ``auto`` on every kind."""
     X_out, y_train = train
     start = time.perf_counter()
     res: dict = {"case": name}
@@ -186,27 +193,44 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
         res["verdict"][k] = versus(stats[k], base, same)
     if second is not None:  # held-out classes and the second kind, half each
         kind, other = second
-        two = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
-            X_out, y_idx, cal, outlier_outputs=other, **kw)
-        sel_b = two.combiner_.selection_
-        j_b = sel_b["single"]
-        a_b = (two.score(test_id), two.score(outliers))
-        own = (S_id[:, j_b], S_out[:, j_b])
-        res["both"] = {
-            "second": kind, "chosen": _chosen(sel_b, names),
-            "proxy_single": names[j_b], "win_fraction": sel_b["win_fraction"],
-            "task_win_fractions": sel_b["task_win_fractions"],
-            "auroc": float(auroc(lab, np.r_[a_b])),
-            "single_auroc": float(auroc(lab, np.r_[own])),
-            "far": float(1.0 - two.accept(test_id).mean())}
-        for ref, pair in (("own", own), ("auto", base)):
-            same = sel_b["method"] == "single" and ref == "own"
-            res["both"][f"vs_{ref}"] = versus(a_b, pair, same)
+        res["both"], sel_b, own = _on_kinds(X_out, y_idx, cal, test_id, outliers, seed, kw,
+                                            other, names, (S_id, S_out), base)
+        res["both"]["second"] = kind
         res["both"]["per_task"] = _per_task(X_out, y_idx, cal, test_id, outliers, seed, kw,
                                             sel_b, own, other)
+        if third is not None:  # held-out classes, the second and the third kind, a third each
+            res["every"], _, _ = _on_kinds(X_out, y_idx, cal, test_id, outliers, seed, kw,
+                                           [other, third[1]], names, (S_id, S_out), base)
+            res["every"]["kinds"] = f"held-out classes, {kind}, {third[0]}"
+            res["every"]["vs_both"] = versus(res["every"].pop("scores"), res["both"]["scores"],
+                                             False)
+        res["both"].pop("scores")
     res["tuning"] = _tuning(X_out, y_idx, cal, test_id, outliers, seed)
     res["seconds"] = time.perf_counter() - start
     return res
+
+
+def _on_kinds(train: dict, y: np.ndarray, cal: dict, test_id: dict, outliers: dict,
+              seed: int, kw: dict, other: dict | list, names: list[str], base_scores: tuple,
+              base: tuple) -> tuple[dict, dict, tuple]:
+    """``auto`` on the held-out classes and ``other`` (the outputs of one kind of proxy
+    outliers, or a list of kinds): its results, its selection record and the test scores of
+    the single score its own proxies ranked best. The results hold its test ``scores`` for
+    further verdicts (the caller drops them)."""
+    det = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
+        train, y, cal, outlier_outputs=other, **kw)
+    sel = det.combiner_.selection_
+    j = sel["single"]
+    got = (det.score(test_id), det.score(outliers))
+    own = (base_scores[0][:, j], base_scores[1][:, j])
+    lab = np.r_[np.zeros(len(got[0]), bool), np.ones(len(got[1]), bool)]
+    res = {"chosen": _chosen(sel, names), "proxy_single": names[j],
+           "win_fraction": sel["win_fraction"], "task_win_fractions": sel["task_win_fractions"],
+           "auroc": float(auroc(lab, np.r_[got])), "single_auroc": float(auroc(lab, np.r_[own])),
+           "far": float(1.0 - det.accept(test_id).mean()), "scores": got}
+    for ref, pair in (("own", own), ("auto", base)):
+        res[f"vs_{ref}"] = versus(got, pair, sel["method"] == "single" and ref == "own")
+    return res, sel, own
 
 
 def _chosen(sel: dict, names: list[str]) -> str:
@@ -314,9 +338,10 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
     train, cal, test_id = (net.outputs(X[tr]), y[tr]), net.outputs(X[ca]), net.outputs(X_te)
     images = np.asarray(bench.X_train)
     rotated = ("rotations", net.outputs(flat(_rotated(images[tr]))))
+    shuffled = (SHUFFLED, net.outputs(flat(_shuffled(images[tr]))))
     for name, ood_images in bench.ood.items():
         res = run_case(f"fashion_mnist vs {name}", net, train, cal, test_id,
-                       net.outputs(flat(ood_images)), 0, rotated)
+                       net.outputs(flat(ood_images)), 0, rotated, shuffled)
         _keep(out, res, "dataset", quiet)
     for c in loco:
         keep = y[pick] != c
@@ -327,7 +352,8 @@ def _image_cases(rows: int, loco: list[int], quiet: bool) -> list[dict]:
         res = run_case(f"fashion_mnist leave out class {c}", net, (net.outputs(X[tr]), y[tr]),
                        net.outputs(X[ca]), net.outputs(X_te[y_te != c]),
                        net.outputs(X_te[y_te == c]), c,
-                       ("rotations", net.outputs(flat(_rotated(images[tr])))))
+                       ("rotations", net.outputs(flat(_rotated(images[tr])))),
+                       (SHUFFLED, net.outputs(flat(_shuffled(images[tr])))))
         _keep(out, res, "loco", quiet)
     return out
 
@@ -370,10 +396,11 @@ def _cnn_cases(epochs: int, bank_rows: int, quiet: bool) -> list[dict]:
     train = (net.outputs(bench.X_train[tr]), np.asarray(bench.y_train)[tr])
     cal, test_id = net.outputs(bench.X_test[ca]), net.outputs(bench.X_test[te])
     rotated = ("rotations", net.outputs(_rotated(bench.X_train[tr])))
+    shuffled = (SHUFFLED, net.outputs(_shuffled(bench.X_train[tr])))
     out = []
     for name, images in bench.ood.items():
         res = run_case(f"fashion_mnist vs {name} (SmallCNN)", net, train, cal, test_id,
-                       net.outputs(images), 0, rotated)
+                       net.outputs(images), 0, rotated, shuffled)
         _keep(out, res, "cnn", quiet)
     return out
 
@@ -388,6 +415,18 @@ def _rotated(images: np.ndarray) -> np.ndarray:
     (:func:`abstain.detectors.rotations`): proxy outliers that touch no calibration row."""
     R = rotations(np.asarray(images)[:SECOND_ROWS], shifts=(1, 2, 3))
     return R.reshape(-1, *R.shape[2:])
+
+
+#: The third kind of proxy outliers of the image cases.
+SHUFFLED = "shuffled pixels"
+
+
+def _shuffled(images: np.ndarray) -> np.ndarray:
+    """As many training images as :func:`_rotated` gives (the first ``3 * SECOND_ROWS``),
+    every pixel shuffled across them apart (:func:`abstain.detectors.shuffled_columns`):
+    proxy outliers of a third kind, each pixel's values kept, the picture gone."""
+    X = np.asarray(images)[: 3 * SECOND_ROWS]
+    return shuffled_columns(X, random_state=0).astype(X.dtype)
 
 
 COLUMNS = ("auto", WHOLE, "single (proxy)", "single (oracle)", *STATISTICS)
@@ -439,9 +478,7 @@ def render(raw: dict) -> str:
             lines.append(
                 f"| {r['case']} | {q['second']} | {q['chosen']} | {q['auroc']:.4f} | "
                 f"{q['proxy_single']} {q['single_auroc']:.4f} | {r['auroc']['auto']:.4f} | "
-                + " | ".join(f"{q[k]['verdict']} [{q[k]['low']:+.4f}, {q[k]['high']:+.4f}]"
-                             for k in ("vs_own", "vs_auto"))
-                + f" | {q['far']:.3f} |")
+                + _verdicts(q, ("vs_own", "vs_auto")) + f" | {q['far']:.3f} |")
         lines.append(f"| **mean** | | | {np.mean([r['both']['auroc'] for r in both]):.4f} | "
                      f"{np.mean([r['both']['single_auroc'] for r in both]):.4f} | "
                      f"{np.mean([r['auroc']['auto'] for r in both]):.4f} | | | |")
@@ -456,6 +493,7 @@ def render(raw: dict) -> str:
                          + f" | {np.mean([r['both']['auroc'] for r in sub]):.4f} | "
                          f"{np.mean([r['both']['single_auroc'] for r in sub]):.4f} | "
                          f"{np.mean([r['auroc']['auto'] for r in sub]):.4f} |")
+    lines += _every_lines(cases)
     lines += _per_task_lines(cases)
     lines += ["", "KNN's k chosen without OOD data by `tune_detector` (grid "
               f"{list(K_GRID)}): with the training labels (`held_out_classes`, the default) "
@@ -480,6 +518,59 @@ def render(raw: dict) -> str:
               f"{sum(r['far'] <= ALPHA for r in cases)} of them (the guarantee: with "
               "probability at least 0.9 per calibration draw)."]
     return "\n".join(lines) + "\n"
+
+
+def _verdicts(q: dict, keys: tuple[str, ...]) -> str:
+    """The verdict cells ``keys`` of a result: ``win [+0.0010, +0.0030] | tie [...]``."""
+    return " | ".join(f"{q[k]['verdict']} [{q[k]['low']:+.4f}, {q[k]['high']:+.4f}]"
+                      for k in keys)
+
+
+def _every_lines(cases: list[dict]) -> list[str]:
+    """``auto`` on every kind of proxy (the image cases: held-out classes, rotations and
+    shuffled pixels) against its own single score, ``auto``'s and ``auto`` on both kinds."""
+    every = [r for r in cases if "every" in r]
+    if not every:
+        return []
+    lines = ["", "`auto` on every kind of proxy (the image cases: "
+             "`fit(..., y, cal, outlier_outputs=[rotated, shuffled])`, the held-out classes, "
+             "the rotations above and shuffled pixels, a third of the weight each, a "
+             "combination kept only when it wins on each kind apart). Shuffled pixels: the "
+             f"first {3 * SECOND_ROWS} training images with every pixel shuffled across them "
+             "apart (`shuffled_columns`), as many as the rotated ones. Verdicts (the same "
+             "interval rule) against the single score its own proxies ranked best, against "
+             "`auto`'s `single (proxy)` and against `auto, both kinds`:", "",
+             "| case | chose | auto, every kind | its proxy single | auto, both kinds | "
+             "vs its single | vs auto's single | vs both kinds | FAR |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in every:
+        q = r["every"]
+        lines.append(
+            f"| {r['case']} | {q['chosen']} | {q['auroc']:.4f} | {q['proxy_single']} "
+            f"{q['single_auroc']:.4f} | {r['both']['auroc']:.4f} | "
+            + _verdicts(q, ("vs_own", "vs_auto", "vs_both")) + f" | {q['far']:.3f} |")
+    def avg(key: str, value: str) -> float:
+        return float(np.mean([r[key][value] for r in every]))
+
+    mean = {"every": avg("every", "auroc"), "single": avg("every", "single_auroc"),
+            "both": avg("both", "auroc"), "both single": avg("both", "single_auroc"),
+            "auto": avg("auroc", "auto")}
+    lines.append(f"| **mean** | | {mean['every']:.4f} | {mean['single']:.4f} | "
+                 f"{mean['both']:.4f} | | | | |")
+    lines += ["", "| proxies | cases | vs its own proxy single | vs auto's single | mean | its "
+              "proxy single |", "|---|---|---|---|---|---|",
+              f"| held-out classes | {len(every)} | "
+              + tally_text(r["verdict"]["auto"]["verdict"] for r in every)
+              + f" | (itself) | {mean['auto']:.4f} | "
+              f"{np.mean([r['auroc']['single (proxy)'] for r in every]):.4f} |"]
+    for name, key in ((f"held-out classes, {every[0]['both']['second']}", "both"),
+                      (every[0]["every"]["kinds"], "every")):
+        lines.append(f"| {name} | {len(every)} | "
+                     + " | ".join(tally_text(r[key][k]["verdict"] for r in every)
+                                  for k in ("vs_own", "vs_auto"))
+                     + f" | {mean[key]:.4f} | "
+                     f"{mean['single' if key == 'every' else 'both single']:.4f} |")
+    return lines
 
 
 def _per_task_lines(cases: list[dict]) -> list[str]:

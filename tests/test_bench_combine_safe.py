@@ -80,3 +80,20 @@ def test_a_case_end_to_end(bench, monkeypatch):
     assert "| toy | held-out classes |" in page and "| toy | both kinds |" in page
     rows = [line for line in page.splitlines() if line.startswith("| both kinds | ")]
     assert [r.split(" | ")[1] for r in rows] == ["auto", "per_task=True"]
+    assert "`auto` on every kind of proxy" not in page
+    # every kind: a third kind of outliers given (here rows shifted the other way)
+    odd = net.outputs(Xi[tr][:200] - 4.0)
+    every = bench.run_case("toy", net, (net.outputs(Xi[tr]), yi[tr]), net.outputs(Xi[ca]),
+                           net.outputs(Xi[te]), net.outputs(X[ood]), 0, ("shifted rows", far),
+                           ("other rows", odd))
+    assert every["both"] == both["both"]  # the third kind leaves both kinds as they were
+    e = every["every"]
+    assert e["kinds"] == "held-out classes, shifted rows, other rows" and "scores" not in e
+    assert len(e["task_win_fractions"]) == len(q["task_win_fractions"]) + 1
+    for k in ("vs_own", "vs_auto", "vs_both"):
+        assert e[k]["verdict"] == _rule(e[k])
+    page = bench.render({"machine": "m", "command": "c", "seconds": 1.0,
+                         "cases": [every | {"kind": "dataset"}]})
+    assert "`auto` on every kind of proxy" in page
+    assert page.count("| held-out classes, shifted rows, other rows | 1 | ") == 1
+    assert page.count("| held-out classes, shifted rows | 1 | ") == 1

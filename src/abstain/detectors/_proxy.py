@@ -264,7 +264,8 @@ def shuffled_columns(X: ArrayLike, *, n_rows: int | None = None,
     these rows as ``outlier_outputs`` of :class:`~abstain.combine.BankDetector`, beside its
     held-out classes, as a second kind of proxy. Use rows that calibrate nothing (training
     rows). Arrays of more than two dimensions are shuffled per entry of a row (each pixel
-    of an image apart).
+    of an image apart): for images, give these shuffled pixels beside the rotations, as a
+    list of kinds (``outlier_outputs=[rotated, shuffled]``).
 
     Parameters
     ----------
