@@ -193,18 +193,17 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
         res["verdict"][k] = versus(stats[k], base, same)
     if second is not None:  # held-out classes and the second kind, half each
         kind, other = second
-        res["both"], sel_b, own = _on_kinds(X_out, y_idx, cal, test_id, outliers, seed, kw,
-                                            other, names, (S_id, S_out), base)
+        res["both"], sel_b, own, got_b = _on_kinds(X_out, y_idx, cal, test_id, outliers, seed,
+                                                   kw, other, names, (S_id, S_out), base)
         res["both"]["second"] = kind
         res["both"]["per_task"] = _per_task(X_out, y_idx, cal, test_id, outliers, seed, kw,
                                             sel_b, own, other)
         if third is not None:  # held-out classes, the second and the third kind, a third each
-            res["every"], _, _ = _on_kinds(X_out, y_idx, cal, test_id, outliers, seed, kw,
-                                           [other, third[1]], names, (S_id, S_out), base)
+            res["every"], _, _, got_e = _on_kinds(X_out, y_idx, cal, test_id, outliers, seed,
+                                                  kw, [other, third[1]], names, (S_id, S_out),
+                                                  base)
             res["every"]["kinds"] = f"held-out classes, {kind}, {third[0]}"
-            res["every"]["vs_both"] = versus(res["every"].pop("scores"), res["both"]["scores"],
-                                             False)
-        res["both"].pop("scores")
+            res["every"]["vs_both"] = versus(got_e, got_b, False)
     res["tuning"] = _tuning(X_out, y_idx, cal, test_id, outliers, seed)
     res["seconds"] = time.perf_counter() - start
     return res
@@ -212,11 +211,10 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
 
 def _on_kinds(train: dict, y: np.ndarray, cal: dict, test_id: dict, outliers: dict,
               seed: int, kw: dict, other: dict | list, names: list[str], base_scores: tuple,
-              base: tuple) -> tuple[dict, dict, tuple]:
+              base: tuple) -> tuple[dict, dict, tuple, tuple]:
     """``auto`` on the held-out classes and ``other`` (the outputs of one kind of proxy
-    outliers, or a list of kinds): its results, its selection record and the test scores of
-    the single score its own proxies ranked best. The results hold its test ``scores`` for
-    further verdicts (the caller drops them)."""
+    outliers, or a list of kinds): its results, its selection record, the test scores of
+    the single score its own proxies ranked best and its own test scores (ID, outliers)."""
     det = BankDetector(_bank(), alpha=ALPHA, delta=DELTA, random_state=seed).fit(
         train, y, cal, outlier_outputs=other, **kw)
     sel = det.combiner_.selection_
@@ -227,10 +225,10 @@ def _on_kinds(train: dict, y: np.ndarray, cal: dict, test_id: dict, outliers: di
     res = {"chosen": _chosen(sel, names), "proxy_single": names[j],
            "win_fraction": sel["win_fraction"], "task_win_fractions": sel["task_win_fractions"],
            "auroc": float(auroc(lab, np.r_[got])), "single_auroc": float(auroc(lab, np.r_[own])),
-           "far": float(1.0 - det.accept(test_id).mean()), "scores": got}
+           "far": float(1.0 - det.accept(test_id).mean())}
     for ref, pair in (("own", own), ("auto", base)):
         res[f"vs_{ref}"] = versus(got, pair, sel["method"] == "single" and ref == "own")
-    return res, sel, own
+    return res, sel, own, got
 
 
 def _chosen(sel: dict, names: list[str]) -> str:
