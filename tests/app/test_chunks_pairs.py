@@ -104,6 +104,20 @@ def test_a_double_score_rule_fitted_on_parts_is_the_rule_of_the_whole_file(write
     assert (tmp_path / "b.json").read_text() == rule
 
 
+def test_pair_with_on_parts_keeps_only_the_pairs_named(write_parts, tmp_path):
+    cols = _columns()
+    cols["knn"] = np.round(cols["energy"] + cols["msp"], 1)
+    write_table(tmp_path / "all.parquet", cols)
+    parts = write_parts(cols, tmp_path / "parts", formats=("parquet",))
+    extra = ("--pair-with", "msp", "--tpr", "0.6", "--fpr", "0.4", "--search", "grid")
+    whole = _evaluate(tmp_path / "all.parquet", tmp_path / "a.json", *extra)
+    got = _evaluate(parts, tmp_path / "b.json", "--chunk-rows", "200", *extra)
+    assert got["pairs"] == whole["pairs"] == {PAIR: ["msp", "energy"]}
+    assert set(got["metrics"]) == {"msp", "energy", "knn", PAIR}
+    risk = [doc["metrics"][PAIR]["risk@tpr0.6,fpr0.4"] for doc in (got, whole)]
+    assert risk[0] is not None and risk[0] == risk[1]
+
+
 def test_a_report_with_an_ood_score_on_parts(write_parts, tmp_path):
     pytest.importorskip("matplotlib")
 

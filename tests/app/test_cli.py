@@ -418,6 +418,57 @@ def test_fit_double_score_needs_both_columns_to_apply(csv_file, tmp_path, capsys
     assert "the rule takes 2 score column(s); got 1: 'risk'." in line
 
 
+def test_pair_with_pairs_the_ood_score_with_the_columns_named(tmp_path, capsys):
+    three = tmp_path / "three.csv"
+    cols = _columns()
+    cols["energy"] = cols["distance"] * 2 + cols["risk"]
+    write_table(three, cols)
+    code, out, err = run(capsys, "evaluate", three, "--ood-score", "distance", "--pair-with",
+                         "risk", "--json", tmp_path / "m.json")
+    assert code == 0, err
+    assert out.splitlines()[1].split() == ["risk", "distance", "energy", "risk+distance"]
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["pairs"] == {"risk+distance": ["risk", "distance"]}
+    code, every, _ = run(capsys, "evaluate", three, "--ood-score", "distance")
+    assert code == 0 and every.splitlines()[1].split()[-2:] == ["risk+distance",
+                                                                "energy+distance"]
+    # the pair's values are the same whichever other columns are paired
+    auroc = [next(r.split() for r in text.splitlines() if r.startswith("AUROC "))
+             for text in (out, every)]
+    assert auroc[0][4] == auroc[1][4] and auroc[0][:4] == auroc[1][:4]
+    # fit: one pair among three score columns
+    rule_path = tmp_path / "rule.json"
+    code, out, err = run(capsys, "fit", three, "--ood-score", "distance", "--pair-with", "risk",
+                         "--tpr", "0.6", "--fpr", "0.1", "-o", rule_path)
+    assert code == 0, err
+    _, ood, loss, both = _ood_sample()
+    ref = BoundedTPRFPR(0.6, 0.1, random_state=0).fit(both, ood, loss)
+    rule = load_json(rule_path)
+    assert (rule.n_scores_, rule.weights_, rule.threshold_) == (2, ref.weights_, ref.threshold_)
+    # the columns named once each, in order, added to --score where it leaves them out
+    data = prepare(read_table(three), scores=["energy"], ood_score="distance",
+                   pair_with=["risk", "energy", "risk"])
+    assert list(data.scores) == ["energy", "distance", "risk"]
+    assert data.pairs == {"risk+distance": ("risk", "distance"),
+                          "energy+distance": ("energy", "distance")}
+
+
+def test_pair_with_bad_input(csv_file, tmp_path, capsys):
+    line = _one_error_line(*run(capsys, "evaluate", csv_file, "--pair-with", "risk")[::2])
+    assert "pair_with names the columns paired with an OOD score; name the OOD score too" in line
+    line = _one_error_line(*run(capsys, "evaluate", csv_file, "--ood-score", "distance",
+                                "--pair-with", "rsik")[::2])
+    assert "score column to pair 'rsik' not found; did you mean 'risk'?" in line
+    line = _one_error_line(*run(capsys, "evaluate", csv_file, "--ood-score", "distance",
+                                "--pair-with", "distance")[::2])
+    assert "the OOD score 'distance' cannot be paired with itself" in line
+    cols = read_table(csv_file)
+    with pytest.raises(TypeError, match="pair_with must be a sequence of column names"):
+        prepare(cols, ood_score="distance", pair_with="risk")
+    with pytest.raises(ValueError, match="pair_with must name at least one score column"):
+        prepare(cols, ood_score="distance", pair_with=[])
+
+
 def test_ood_score_bad_input(csv_file, tmp_path, capsys):
     out = tmp_path / "x.json"
     line = _one_error_line(*run(capsys, "evaluate", csv_file, "--ood-score", "distnce")[::2])

@@ -65,6 +65,9 @@ def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
         p.add_argument("--ood-score", dest="ood_score", metavar="COLUMN",
                        help="the OOD score s_g of a double-score method: also paired with each "
                             "other score column s_r as the two columns (s_r, s_g)")
+        p.add_argument("--pair-with", action="append", dest="pair_with", metavar="COLUMN",
+                       help="with --ood-score: pair it with this score column only; repeat for "
+                            "more (default: every other score column)")
     p.add_argument("--score", action="append", dest="scores", metavar="COLUMN",
                    help="uncertainty score column, higher rejected first; repeat for more "
                         "(default: every other numeric column)")
@@ -212,7 +215,8 @@ def _read(path: str, columns: Collection[str] | None = None) -> TableRows:
 
 def _load(args: argparse.Namespace) -> TableData:
     options = {"loss": args.loss, "label": args.label, "prediction": args.prediction,
-               "scores": args.scores, "is_ood": args.is_ood, "ood_score": args.ood_score}
+               "scores": args.scores, "is_ood": args.is_ood, "ood_score": args.ood_score,
+               "pair_with": args.pair_with}
     # the columns not used are not read as numbers: never refused
     read = _read(args.file, columns_read(**options))
     return _prepare(read, dropna=args.dropna, **options)
@@ -251,7 +255,7 @@ def _summary(args: argparse.Namespace, *, wrong: bool = False) -> Summary:
     """The score tables of a source read in chunks (``wrong``: as summarise's)."""
     options = {"loss": args.loss, "label": args.label, "prediction": args.prediction,
                "scores": args.scores, "is_ood": args.is_ood, "ood_score": args.ood_score,
-               "dropna": args.dropna}
+               "pair_with": args.pair_with, "dropna": args.dropna}
     bar = _bar("read", args)
     summary = summarise(args.file, rows=args.chunk_rows or CHUNK_ROWS, options=options,
                         progress=bar, engine=args.engine, scheduler=args.scheduler,

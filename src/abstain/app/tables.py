@@ -6,7 +6,7 @@ The functions behind the ``abstain`` command line, usable from Python. A table
 (higher is rejected first); and optionally an ``is_ood`` column (1/True for
 out-of-distribution rows, whose loss, label and prediction are ignored and may
 be empty). One score column may be named the OOD score ``s_g`` of a double-score
-method: it is then also paired with each other score column ``s_r`` as the two
+method: it is then also paired with each other score column ``s_r`` (or those named) as the two
 columns ``(s_r, s_g)`` that the OOD metrics and models accept. :func:`prepare`
 picks and checks the columns; :func:`evaluate` computes every applicable metric;
 :func:`fit_rule` fits a reject model and :func:`apply_rule` applies it to new rows.
@@ -72,6 +72,8 @@ class TableData(NamedTuple):
         (also in ``scores``), or None.
     notes : tuple of str
         What was read otherwise than named (a skipped index column), one line each.
+    pair_with : tuple of str
+        The score columns paired with ``ood_score``; empty: every other score column.
     """
 
     losses: NDArray[np.float64]
@@ -81,15 +83,17 @@ class TableData(NamedTuple):
     keep: NDArray[np.bool_]
     ood_score: str | None = None
     notes: tuple[str, ...] = ()
+    pair_with: tuple[str, ...] = ()
 
     @property
     def pairs(self) -> dict[str, tuple[str, str]]:
-        """The double-score pairs, ``{"s_r+s_g": (s_r, s_g)}``: each other score column
-        with ``ood_score`` (empty without one)."""
+        """The double-score pairs, ``{"s_r+s_g": (s_r, s_g)}``: each column of
+        ``pair_with`` (by default each other score column) with ``ood_score`` (empty
+        without one)."""
         g = self.ood_score
         if g is None:
             return {}
-        return {f"{r}+{g}": (r, g) for r in self.scores if r != g}
+        return {f"{r}+{g}": (r, g) for r in self.pair_with or self.scores if r != g}
 
     def stacked(self, columns: Sequence[str]) -> NDArray[np.float64]:
         """The named score columns side by side, shape (n, len(columns))."""
@@ -155,7 +159,7 @@ def _same_kind(cols: dict[str, NDArray[Any]], rows_used: NDArray[np.bool_]) -> N
 def columns_read(*, scores: Sequence[str] | None = None, loss: str | None = None,
                  label: str | None = None, prediction: str | None = None,
                  is_ood: str | None = None, ood_score: str | None = None,
-                 **_: Any) -> set[str] | None:
+                 pair_with: Sequence[str] | None = None, **_: Any) -> set[str] | None:
     """The columns that :func:`prepare` may read with these options (the ``columns`` of
     :func:`abstain.app.io.read_table_rows`), or None when it may read every column (no
     ``scores`` given: every numeric column is a score).
@@ -168,7 +172,7 @@ def columns_read(*, scores: Sequence[str] | None = None, loss: str | None = None
     """
     if scores is None:
         return None
-    named = (loss, label, prediction, is_ood, ood_score)
+    named = (loss, label, prediction, is_ood, ood_score, *(pair_with or ()))
     return {*scores, "loss", "label", "prediction", "is_ood", *(n for n in named if n)}
 
 
@@ -181,6 +185,7 @@ def prepare(
     scores: Sequence[str] | None = None,
     is_ood: str | None = None,
     ood_score: str | None = None,
+    pair_with: Sequence[str] | None = None,
     dropna: bool = False,
     need_loss: bool = True,
     rows: Rows | None = None,
@@ -208,6 +213,10 @@ def prepare(
         ``scores`` if they do not name it) that is also paired with each other score
         column ``s_r`` (see :attr:`TableData.pairs`). Needs the OOD column and at
         least one other score column.
+    pair_with : sequence of str, optional
+        With ``ood_score``: the score columns ``s_r`` paired with it (each added to
+        ``scores`` if they do not name it), instead of every other score column; the
+        other score columns are still evaluated alone.
     dropna : bool, default False
         Drop rows with NaN or empty values in the columns used (loss, label and
         prediction count on ID rows only) instead of raising
@@ -300,7 +309,9 @@ def prepare(
         if len(names) < 2:
             raise ValueError(f"the OOD score {ood_score!r} pairs with the other score "
                              "columns; got no other score column.")
-        clash = [f"{r}+{ood_score}" for r in names if f"{r}+{ood_score}" in names]
+    paired = _paired(table, names, ood_score, pair_with)
+    if ood_score is not None:
+        clash = [f"{r}+{ood_score}" for r in paired or names if f"{r}+{ood_score}" in names]
         if clash:
             raise ValueError(f"the pair name {clash[0]!r} is also a score column; rename it.")
     score_cols = {s: _numeric(s, get_column(table, s, "score column"), rows) for s in names}
@@ -339,7 +350,33 @@ def prepare(
     if np.any(losses < 0):
         raise ValueError(f"the loss must be non-negative; got minimum {float(losses.min())}.")
     return TableData(losses, {k: v[keep] for k, v in score_cols.items()}, ood,
-                     int(bad.sum()) if dropna else 0, keep, ood_score, tuple(notes))
+                     int(bad.sum()) if dropna else 0, keep, ood_score, tuple(notes), paired)
+
+
+def _paired(table: Mapping[str, NDArray[Any]], names: list[str], ood_score: str | None,
+            pair_with: Sequence[str] | None) -> tuple[str, ...]:
+    """The checked columns of ``pair_with``, once each in order (appended to ``names``, the
+    score columns, where missing); empty when none are given."""
+    if pair_with is None:
+        return ()
+    if isinstance(pair_with, str):
+        raise TypeError(f"pair_with must be a sequence of column names; got the string "
+                        f"{pair_with!r} (write [{pair_with!r}]).")
+    if ood_score is None:
+        raise ValueError("pair_with names the columns paired with an OOD score; name the OOD "
+                         "score too (ood_score, --ood-score).")
+    paired = tuple(dict.fromkeys(pair_with))
+    if not paired:
+        raise ValueError("pair_with must name at least one score column; leave it out to "
+                         "pair every other score column with the OOD score.")
+    for r in paired:
+        get_column(table, r, "score column to pair")
+        if r == ood_score:
+            raise ValueError(f"the OOD score {ood_score!r} cannot be paired with itself; "
+                             "name the other score columns in pair_with (--pair-with).")
+        if r not in names:
+            names.append(r)
+    return paired
 
 
 #: The note of a skipped index column.
