@@ -15,7 +15,7 @@ from .sample import Sample
 from .search import F64, least_fpr_rows
 
 #: Queries per block of :func:`_interp_max`: a direction is interpolated inside a block only
-#: where its value at the block's last query can reach the best value at its first.
+#: where its value at the next block's first query can reach the best value at its first.
 _QUERY_BLOCK = 16
 #: Directions per block of :func:`_interp_max` (their knots stay in cache).
 _INTERP_ROWS = 32
@@ -57,10 +57,12 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
     last at or below ``b (1 + 1e-12)``.
 
     Each curve is nondecreasing, so on a block of queries a direction whose value at the
-    block's last query is below the best value at its first (less a relative 1e-12, far
-    above the ulps by which rounded interpolation can break monotonicity) never holds the
-    largest value there: only the other (direction, block) pairs are interpolated at every
-    query, and the maximum is theirs, bit for bit that of all directions.
+    next block's first query (the last block's: the last query) is below the best value at
+    the block's first (less a relative 1e-12, far above the ulps by which rounded
+    interpolation can break monotonicity) never holds the largest value there: only the
+    other (direction, block) pairs are interpolated at every query, and the maximum is
+    theirs, bit for bit that of all directions. Each direction is interpolated at the
+    blocks' first queries once, for both bounds.
     """
     q, rows = b.size, starts.size
     nudged = b * (1 + 1e-12)
@@ -72,10 +74,12 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
     else:
         rank = np.searchsorted(nudged, ood, side="left")
     first = np.arange(0, q, _QUERY_BLOCK)
-    end = np.minimum(first + _QUERY_BLOCK - 1, q - 1)
+    # each block's first query, then the last query: a block's values are at most those at
+    # the next block's first query (the last block's: at the last query)
+    edges = np.append(first, q - 1)
     span = np.minimum(first[:, None] + np.arange(_QUERY_BLOCK), q - 1)  # (blocks, QB)
     # per block of directions (its knots stay in cache): each query's knot, and the values
-    # at the first and last query of every block of queries
+    # at every block's first query and at the last query
     blocks = []
     for r0 in range(0, rows, _INTERP_ROWS):
         st, sz = starts[r0 : r0 + _INTERP_ROWS], sizes[r0 : r0 + _INTERP_ROWS]
@@ -88,15 +92,15 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
         j = np.cumsum(count[:, :q], axis=1)
         j += st[:, None] - 1
         last = (st + sz - 1)[:, None]
-        blocks.append((j, last, _segment_values(ood, j[:, first], last, b[first], ys),
-                       _segment_values(ood, j[:, end], last, b[end], ys)))
+        blocks.append((j, last, _segment_values(ood, j[:, edges], last, b[edges], ys)))
     best = []
     for k, y in enumerate(ys):
-        floor = np.max([low[k].max(axis=0) for _, _, low, _ in blocks], axis=0)
+        floor = np.max([at_edge[k][:, :-1].max(axis=0) for _, _, at_edge in blocks], axis=0)
         floor -= 1e-12 * np.abs(floor)
         out = np.full(q, -np.inf)
-        for j, last, _, high in blocks:
-            r, blk = np.nonzero(high[k] >= floor)  # those that may hold a block's largest
+        for j, last, at_edge in blocks:
+            # those that may hold a block's largest
+            r, blk = np.nonzero(at_edge[k][:, 1:] >= floor)
             qi = span[blk]
             (v,) = _segment_values(ood, j[r[:, None], qi], last[r], b[qi], [y])
             np.maximum.at(out, qi.reshape(-1), v.reshape(-1))
@@ -119,12 +123,18 @@ def _grid_knots(sample: Sample, n_directions: int,
     out = []
     for orders, cum in sample.grid(n_directions):
         d, n = orders.order.shape
-        is_knot = np.ones((d, n + 1), dtype=bool)
-        is_knot[:, 1:n] = orders.change
-        sizes = np.count_nonzero(is_knot, axis=1)
+        wanted = [i for i, k in enumerate(_RUNNING[:3])
+                  if k in names or (k in ("id", "loss") and "ccr" in names)]
+        if orders.change.all():  # no ties: every position is a knot
+            sizes = np.full(d, n + 1)
+            knots = {_RUNNING[i]: cum[i].reshape(-1) for i in wanted}
+        else:
+            is_knot = np.ones((d, n + 1), dtype=bool)
+            is_knot[:, 1:n] = orders.change
+            sizes = np.count_nonzero(is_knot, axis=1)
+            at = np.flatnonzero(is_knot)
+            knots = {_RUNNING[i]: cum[i].reshape(-1)[at] for i in wanted}
         starts = np.cumsum(sizes) - sizes
-        knots = {k: cum[i][is_knot] for i, k in enumerate(_RUNNING[:3])
-                 if k in names or (k in ("id", "loss") and "ccr" in names)}
         if "ccr" in names:
             knots["ccr"] = knots["id"] - knots["loss"]
         out.append((starts, sizes, [knots[k] for k in names]))

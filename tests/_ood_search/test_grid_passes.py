@@ -1,0 +1,110 @@
+"""The passes of the grid search over each direction's order: running sums of whole-number
+weights as integers (bit for bit the float sums), the tie groups' starts found from the
+candidates alone, and the knots without ties, each against the plain computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain._ood_search import grid, search
+from abstain._ood_search.sample import Sample
+from abstain._ood_search.search import GridOrders, grid_orders, grid_weights, running_rows
+
+
+def _orders(rng: np.random.Generator, d: int, n: int) -> GridOrders:
+    s = np.round(rng.normal(size=(n, 2)), 1)
+    return grid_orders(s, grid_weights(d))
+
+
+def _float_sums(orders: GridOrders, v: np.ndarray) -> np.ndarray:
+    d, n = orders.order.shape
+    c = np.zeros((d, n + 1))
+    np.cumsum(np.take(v, orders.order), axis=1, out=c[:, 1:])
+    return c
+
+
+@pytest.mark.parametrize("kind", ["counts", "halves", "huge", "continuous"])
+def test_running_rows_equal_the_float_sums_bit_for_bit(kind) -> None:
+    rng = np.random.default_rng(1)
+    orders = _orders(rng, 12, 300)
+    v = {"counts": rng.integers(0, 5, 300) * 1.0,
+         "halves": rng.integers(0, 5, 300) / 2,
+         "huge": np.full(300, 2.0**46) + rng.integers(0, 3, 300),  # sums past 2**52: floats
+         "continuous": rng.random(300)}[kind]
+    got = running_rows(orders, v)
+    assert got.dtype == np.float64 and np.array_equal(got, _float_sums(orders, v))
+
+
+def test_group_starts_from_the_candidates_equal_the_running_maximum() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(2000):
+        d, n = int(rng.integers(1, 6)), int(rng.integers(1, 120))
+        tie = rng.choice([0.0, 0.3, 0.9, 0.99, 1.0])  # 0.99 and 1: groups past the walk
+        change = rng.random((d, max(n - 1, 0))) > tie
+        is_start = np.concatenate((np.ones((d, 1), bool), change), axis=1)
+        want = np.maximum.accumulate(np.where(is_start, np.arange(n), 0), axis=1)
+        is_end = np.concatenate((change, np.ones((d, 1), bool)), axis=1)
+        cut = rng.integers(0, n + 1, d)  # each row's group ends from a cut on
+        flat = np.flatnonzero(is_end & (np.arange(n)[None, :] >= cut[:, None]))
+        rix, pos = np.divmod(flat, n)
+        assert np.array_equal(search._group_starts(change, rix, pos), want.reshape(-1)[flat])
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_knots_with_and_without_ties(ties) -> None:
+    rng = np.random.default_rng(3)
+    n = 200
+    s = rng.normal(size=(n, 2))
+    if ties:
+        s = np.round(s, 1)
+    ood = rng.random(n) < 0.3
+    sample = Sample(s, (~ood) * 1.0, ood * 1.0, np.where(ood, 0.0, rng.random(n)))
+    (starts, sizes, (o, i, ccr)), = grid._grid_knots(sample, 16, ("ood", "id", "ccr"))
+    (orders, cum), = sample.grid(16)
+    assert bool(orders.change.all()) is not ties
+    for r in range(16):  # each direction's knots: its tie groups' ends, leading 0 included
+        at = np.flatnonzero(np.concatenate(([True], orders.change[r], [True])))
+        k = slice(starts[r], starts[r] + sizes[r])
+        assert np.array_equal(o[k], cum[1][r, at]) and np.array_equal(i[k], cum[0][r, at])
+        assert np.array_equal(ccr[k], cum[0][r, at] - cum[2][r, at])
+
+
+def _interp_all(ood, ys, starts, sizes, b):
+    """Every direction interpolated at every query (no block skipped), then the largest."""
+    nudged = b * (1 + 1e-12)
+    out = [np.full(b.size, -np.inf) for _ in ys]
+    for st, sz in zip(starts, sizes, strict=True):
+        o = ood[st : st + sz]
+        j = np.searchsorted(o, nudged, side="right") - 1  # the last knot at or below
+        nxt = np.minimum(j + 1, sz - 1)
+        do = o[nxt] - o[j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = (b - o[j]) / do
+        f[do == 0] = 0.0
+        f = np.maximum(f, 0.0)
+        for k, y in enumerate(ys):
+            yr = y[st : st + sz]
+            out[k] = np.maximum(out[k], (yr[nxt] - yr[j]) * f + yr[j])
+    return out
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_the_blocks_skipped_never_hold_the_largest_value(whole) -> None:
+    rng = np.random.default_rng(4)
+    for _ in range(60):
+        d, q = int(rng.integers(1, 70)), int(rng.choice([1, 2, 17, 33, 101, 2001]))
+        parts = []
+        for _ in range(d):  # nondecreasing knots from 0, with runs of tied OOD masses
+            m = int(rng.integers(1, 40))
+            step = rng.integers(0, 3, m) * 1.0 if whole else rng.random(m) * (rng.random(m) < 0.7)
+            parts.append((np.concatenate(([0.0], np.cumsum(step))),
+                          np.concatenate(([0.0], np.cumsum(rng.integers(0, 4, m) * 1.0))),
+                          np.concatenate(([0.0], np.cumsum(rng.random(m))))))
+        sizes = np.array([p[0].size for p in parts])
+        starts = np.cumsum(sizes) - sizes
+        ood, *ys = (np.concatenate([p[k] for p in parts]) for k in range(3))
+        b = np.linspace(0.0, 1.0, q) * max(float(ood.max()), 1.0)
+        got = grid._interp_max(ood, ys, starts, sizes, b)
+        for g, w in zip(got, _interp_all(ood, ys, starts, sizes, b), strict=True):
+            assert np.array_equal(g, w)
