@@ -39,7 +39,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 __all__ = [
     "GRID_SIZE",
@@ -65,6 +64,8 @@ START_MARGIN = 20
 def _binom_cdf(k: NDArray[np.float64], m: NDArray[np.float64],
                alpha: float) -> NDArray[np.float64]:
     """``P(Binomial(m, alpha) <= k)`` for whole numbers ``k`` and ``m`` (SciPy's ``bdtr``)."""
+    from scipy import special  # on first use: commands start faster
+
     k = np.minimum(k, m)
     return special.bdtr(k.astype(np.int64), m.astype(np.int64), alpha)  # type: ignore[no-any-return]
 
@@ -348,6 +349,8 @@ def ltt_least(u: NDArray[np.float64], x: NDArray[np.float64], delta: float, boun
 def _projected(m: NDArray[np.float64], k: NDArray[np.float64],
                alpha: float | NDArray[np.float64]) -> NDArray[np.float64]:
     """The projected p-values of :func:`ltt_plan` at ``alpha`` (a target, or one per point)."""
+    from scipy import special  # on first use: commands start faster
+
     a = np.clip(alpha, 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where((m > 0) & (k < m),  # type: ignore[no-any-return]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from .._core.groups import TieGroups
 
@@ -28,7 +27,11 @@ def risk_upper_bound(
     m = count
     if binary:
         k = round(total)
-        return 1.0 if k >= m else float(stats.beta.ppf(1.0 - level, k + 1, m - k))
+        if k >= m:
+            return 1.0
+        from scipy import stats  # imported on first use: the command line starts faster
+
+        return float(stats.beta.ppf(1.0 - level, k + 1, m - k))
     mean = total / m / bound
     log_term = math.log(2.0 / level)  # each of the two bounds at level / 2
     hoeffding = mean + math.sqrt(log_term / (2.0 * m))

@@ -371,19 +371,14 @@ def grid_batches(n: int, d: int) -> Iterator[tuple[int, int]]:
         yield b0, min(d, b0 + step)
 
 
-#: Whole-number weights whose absolute values sum below this are summed as integers by
-#: :func:`running_rows`: every running sum is then a whole number below 2**53, which the
-#: float sum in the same order gives exactly too.
+#: :func:`running_rows` sums whole-number weights as integers below this total.
 _WHOLE_SUMS = float(2**52)
 
 
 def running_rows(orders: GridOrders, v: F64) -> F64:
     """Running sums of the weights ``v`` (per row) in each direction's order, after a leading
-    0: shape (d, n + 1).
-
-    Whole-number weights (counts, 0/1 losses, a resample's drawn counts) are summed as
-    64-bit integers, three to four times faster than the float sum and equal to it bit for
-    bit (every running sum is a whole number below 2**53, exact either way)."""
+    0: shape (d, n + 1). Whole-number weights (counts, 0/1 losses) are summed as integers,
+    3-4x faster and bit for bit the float sums (whole numbers below 2**53: exact)."""
     d, n = orders.order.shape
     c = np.empty((d, n + 1))
     c[:, 0] = 0.0
@@ -479,21 +474,16 @@ def grid_best(
     return out
 
 
-#: Steps back from a row's first candidate group end that :func:`_group_starts` takes
-#: before it finds the group's start from the whole row.
+#: Steps back that :func:`_group_starts` takes before it searches the whole row.
 _WALK_BACK = 32
 
 
 def _group_starts(change: NDArray[np.bool_], rix: NDArray[np.intp],
                   pos: NDArray[np.intp]) -> NDArray[np.intp]:
-    """The first position of the tie group that ends at each ``(rix, pos)``, given in
-    ascending row and position order (``change`` (d, n - 1): True where the next position
-    starts a new group), where every group end of a row after its first one given is given
-    too (the candidates of :func:`grid_best`: the group ends at or above a running mass).
-
-    The group after a given end starts one past it, so only each row's first group is
-    searched: walking back at most :data:`_WALK_BACK` positions, else from the row's
-    group starts."""
+    """The first position of the tie group ending at each ``(rix, pos)`` (ascending; a row's
+    group ends after its first one given all given, as :func:`grid_best`'s candidates):
+    one past the previous end, and for a row's first, walked back (``change`` (d, n - 1):
+    True where the next position starts a group)."""
     start = np.empty_like(pos)
     if pos.size == 0:
         return start

@@ -14,9 +14,6 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
-import scipy.optimize
-import scipy.sparse.linalg
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
@@ -303,6 +300,8 @@ def _ridge(
     features and ``C = 0`` the denominator vanishes, every ``a`` fits equally and
     ``a = 0`` is taken.
     """
+    import scipy.linalg  # on first use, as the other SciPy modules here: commands start faster
+
     n, dim = design.rows.shape
     rhs = target[:, None] if design.extra is None else np.column_stack([target, design.extra])
     sol = np.zeros((n_blocks, dim, rhs.shape[1]))
@@ -690,6 +689,8 @@ class SELE(_LinearScore):
     ) -> SELE:
         """Fit to the predictor's labels ``y_pred`` and observed ``losses`` on ``X``;
         ``baseline`` as in :meth:`LossRegression.fit`."""
+        import scipy.optimize  # on first use: commands start faster
+
         self._validate_params()
         previous = self._theta() if self.warm_start and hasattr(self, "coef_") else None
         design = self._design(X, y_pred, fitting=True, baseline=baseline)
@@ -743,6 +744,8 @@ def _newton_polish(
     Near the optimum the trust region can no longer measure a decrease of ``F`` in
     float64 and stops early; the gradient norm still can, so it judges these steps.
     """
+    import scipy.sparse.linalg  # on first use: commands start faster
+
     _, grad = problem.value_grad(theta)
     norm = float(np.linalg.norm(grad))
     size = theta.size
