@@ -453,15 +453,19 @@ def test_pair_with_pairs_the_ood_score_with_the_columns_named(tmp_path, capsys):
                           "energy+distance": ("energy", "distance")}
 
 
-def test_pair_with_bad_input(csv_file, tmp_path, capsys):
-    line = _one_error_line(*run(capsys, "evaluate", csv_file, "--pair-with", "risk")[::2])
-    assert "pair_with names the columns paired with an OOD score; name the OOD score too" in line
-    line = _one_error_line(*run(capsys, "evaluate", csv_file, "--ood-score", "distance",
-                                "--pair-with", "rsik")[::2])
-    assert "score column to pair 'rsik' not found; did you mean 'risk'?" in line
-    line = _one_error_line(*run(capsys, "evaluate", csv_file, "--ood-score", "distance",
-                                "--pair-with", "distance")[::2])
-    assert "the OOD score 'distance' cannot be paired with itself" in line
+@pytest.mark.parametrize("argv, message", [
+    (["--pair-with", "risk"],
+     "pair_with names the columns paired with an OOD score; name the OOD score too"),
+    (["--ood-score", "distance", "--pair-with", "rsik"],
+     "score column to pair 'rsik' not found; did you mean 'risk'?"),
+    (["--ood-score", "distance", "--pair-with", "distance"],
+     "the OOD score 'distance' cannot be paired with itself"),
+])
+def test_pair_with_bad_input(csv_file, capsys, argv, message):
+    assert message in _one_error_line(*run(capsys, "evaluate", csv_file, *argv)[::2])
+
+
+def test_pair_with_must_be_a_list_of_columns(csv_file):
     cols = read_table(csv_file)
     with pytest.raises(TypeError, match="pair_with must be a sequence of column names"):
         prepare(cols, ood_score="distance", pair_with="risk")
