@@ -64,7 +64,8 @@ def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
                        help="OOD column, 1/true for OOD rows (default 'is_ood' if present)")
         p.add_argument("--ood-score", dest="ood_score", metavar="COLUMN",
                        help="the OOD score s_g of a double-score method: also paired with each "
-                            "other score column s_r as the two columns (s_r, s_g)")
+                            "other score column s_r (or those of --pair-with) as the two columns "
+                            "(s_r, s_g)")
         p.add_argument("--pair-with", action="append", dest="pair_with", metavar="COLUMN",
                        help="with --ood-score: pair it with this score column only; repeat for "
                             "more (default: every other score column)")
