@@ -56,12 +56,11 @@ class BankDetector(ParamsMixin):
       indices (other labels keep every column).
 
     With both, the held-out classes (near outliers: classes the network does not know) and
-    ``outlier_outputs`` (far ones, for rotated images: inputs unlike any class) weigh half
-    each in the choice, however many splits the classes give, and a combination is kept
-    only when it beats the best single score with confidence on each kind apart (the
-    outliers to come may be of either kind); with one of them, it alone. Every kind
-    weighs the same: with ``k`` kinds of ``outlier_outputs`` and the held-out classes,
-    ``1 / (k + 1)`` each, and the combination must win on all of them.
+    each kind of ``outlier_outputs`` (far ones, for rotated images: inputs unlike any
+    class) weigh the same in the choice, however many splits the classes give: half each
+    with one outputs, ``1 / (k + 1)`` each with a list of ``k``. A combination is kept only
+    when it beats the best single score with confidence on each kind apart (the outliers
+    to come may be of any kind); with only one kind, on it alone.
     The choice (:class:`ScoreCombiner`'s ``auto``: the best single base score unless a
     combination beats it in at least ``confidence`` of ``n_bootstrap`` paired resamples)
     is in ``combiner_.selection_``; ``combiner_.summary()`` says it in one line. Without
