@@ -121,10 +121,10 @@ def _grid_knots(sample: Sample, n_directions: int,
     masses ``names`` (of :data:`_RUNNING`; leading 0 included; flat, direction by
     direction): the knots of each direction's tie groups."""
     out = []
+    wanted = [i for i, k in enumerate(_RUNNING[:3])
+              if k in names or (k in ("id", "loss") and "ccr" in names)]
     for orders, cum in sample.grid(n_directions):
         d, n = orders.order.shape
-        wanted = [i for i, k in enumerate(_RUNNING[:3])
-                  if k in names or (k in ("id", "loss") and "ccr" in names)]
         if orders.change.all():  # no ties: every position is a knot
             sizes = np.full(d, n + 1)
             knots = {_RUNNING[i]: cum[i].reshape(-1) for i in wanted}
