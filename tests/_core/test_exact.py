@@ -170,3 +170,67 @@ def test_property_sorted_events_equal_the_rational_order(points, a):
     assert [k is None for k in got] == [k[1] for k in keys]
     assert [k for k in got if k is not None] == [k[2] for k in keys if not k[1]]
     assert new.tolist() == ref_new
+
+
+@pytest.mark.parametrize("kind", range(4))
+def test_dot_sign_takes_one_direction_per_point(kind):
+    rng = np.random.default_rng(20 + kind)
+    p = _points(rng, 2000, kind)
+    c, s = X.cos_sin(rng.uniform(0.0, math.pi, 2000))
+    c[:200], s[:200] = 1.0, 1.0  # exact ties on the integer grid
+    got = X.dot_sign(p[:, 0, 0], p[:, 0, 1], p[:, 1, 0], p[:, 1, 1], c, s)
+    assert got.tolist() == [R.dot(p[i, 0], p[i, 1], (c[i], s[i])) for i in range(len(p))]
+
+
+def _slots_ref(e: np.ndarray, q: np.ndarray, w: np.ndarray) -> set[int]:
+    """The slots (-1 before ``w[0]``, j between ``w[j]`` and ``w[j + 1]``, k after ``w[k]``)
+    holding the exact swap of ``q`` with ``e``, from the exact signs at each direction."""
+    side = 1 if q[0] > e[0] else -1
+    sig = [side * R.dot(q, e, wj) for wj in w]  # < 0: the swap lies before w[j]
+    k = len(w) - 1
+    out = {j for j in range(k) if sig[j] >= 0 and sig[j + 1] <= 0}
+    if sig[0] < 0:
+        out.add(-1)
+    if sig[k] > 0:
+        out.add(k)
+    return out
+
+
+@pytest.mark.parametrize("kind", range(5))
+@pytest.mark.parametrize("span", [(0.3, 0.31), (0.05, 3.0), (1.5707, 1.5709)])
+def test_swap_slots_hold_the_exact_swap(kind, span):
+    rng = np.random.default_rng(kind)
+    k = 8
+    c, s = X.cos_sin(np.linspace(*span, k + 1))
+    w = np.stack((c, s), axis=1)
+    p = _points(rng, 1500, kind)
+    e, q = p[:, 0], p[:, 1]
+    if kind < 4:
+        # offsets that swap exactly at a cut, and one unit in the last place beside it
+        j = rng.integers(0, k + 1, 300)
+        base = np.zeros((300, 2))
+        off = np.stack((w[j, 1], -w[j, 0]), axis=1) * rng.choice([-1.0, 1.0], (300, 1))
+        off[100:200, 1] = np.nextafter(off[100:200, 1], np.inf)
+        off[200:, 0] = np.nextafter(off[200:, 0], -np.inf)
+        e = np.concatenate((e, base))
+        q = np.concatenate((q, base + off))
+        assert np.array_equal(q[-300:] - e[-300:], off)  # the differences are exact
+    got = X.swap_slots(q[:, 0] - e[:, 0], q[:, 1] - e[:, 1], w)
+    assert got is not None
+    u, v = got
+    exact_cut = 0
+    for i in range(len(e)):
+        if q[i, 0] == e[i, 0]:
+            assert u[i] == v[i] == k + 1
+            continue
+        ref = _slots_ref(e[i], q[i], w)
+        assert min(ref) >= u[i] and max(ref) <= v[i], (i, ref, u[i], v[i])
+        assert v[i] - u[i] <= 1 or (u[i], v[i]) == (-1, k)
+        exact_cut += len(ref) == 2
+    if kind < 4:  # the swaps exactly at an inner cut (about 7 in 9 of 100) lie in two slots
+        assert exact_cut >= 50
+
+
+def test_swap_slots_refuse_directions_too_close_to_tell_apart():
+    w = np.array([[0.6, 0.8], [0.6, 0.8], [0.0, 1.0]])
+    assert X.swap_slots(np.ones(3), np.ones(3), w) is None

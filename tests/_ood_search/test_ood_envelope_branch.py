@@ -78,12 +78,14 @@ def test_pruned_envelope_equals_the_full_sweep(kind, seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_deep_refinement_and_a_coarse_start_change_nothing(seed, monkeypatch):
+def test_deep_refinement_a_coarse_start_and_the_cuts_change_nothing(seed, monkeypatch):
     rng = np.random.default_rng(seed)
     s, ood, gains = _data(rng, 120, ("ties", "lines", "normal")[seed])
     full = E.envelopes(s, ood, gains, sweep_below=FULL)
     search = B.branch_envelopes
-    for tune in ({"start": 2, "leaf_work": 0.02, "grid": 1}, {"start": 64, "leaf_work": 50}):
+    for tune in ({"start": 2, "leaf_work": 0.02, "grid": 1, "cuts": 3},
+                 {"start": 64, "leaf_work": 50, "cuts": 1},
+                 {"start": 4, "leaf_work": 500, "cuts": 40}):
         monkeypatch.setattr(B, "branch_envelopes", functools.partial(search, **tune))
         for a, b in zip(full, E.envelopes(s, ood, gains, sweep_below=0), strict=True):
             _same(a, b)
@@ -129,3 +131,22 @@ def test_continuous_data_above_the_default_threshold():
     for a, b in zip(full, E.envelopes(s, ood, gains), strict=True):
         _same(a, b)
     assert math.isfinite(E.area(full[0]))
+
+
+def test_swaps_exactly_at_a_cut(monkeypatch):
+    # pairs whose offsets are orthogonal to the direction of a cut of a swept interval swap
+    # exactly there: the swap lies in both parts, and the envelope is still the full sweep's
+    arc = B.Arc.cover(4)[1]
+    cut = arc.a0 + (arc.a1 - arc.a0) * np.arange(3) / 2
+    w = B.unit_weights(cut)[1]
+    line = np.array([[m * w[1], -m * w[0]] for m in (-2.0, -1.0, 1.0, 2.0)])
+    rng = np.random.default_rng(3)
+    s = np.concatenate((line, line + [1.0, 0.0], rng.integers(-2, 3, (40, 2)) * 0.5))
+    ood = (rng.random(len(s)) < 0.5).astype(float)
+    ood[:8] = [1, 0, 1, 0, 0, 1, 0, 1]
+    gains = (1 - ood)[:, None]
+    full = E.envelopes(s, ood, gains, sweep_below=FULL)
+    search = B.branch_envelopes
+    monkeypatch.setattr(B, "branch_envelopes", functools.partial(search, start=4,
+                                                                 leaf_work=1e9, cuts=2))
+    _same(full[0], E.envelopes(s, ood, gains, sweep_below=0)[0])

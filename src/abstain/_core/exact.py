@@ -202,11 +202,11 @@ def orient(ax: F64, ay: F64, bx: F64, by: F64, cx: F64, cy: F64) -> I8:
     return out
 
 
-def dot_sign(px: F64, py: F64, qx: F64, qy: F64, wx: float, wy: float,
+def dot_sign(px: F64, py: F64, qx: F64, qy: F64, wx: float | F64, wy: float | F64,
              d: tuple[F64, F64] | None = None) -> I8:
     """Exact sign of ``(p - q) . (wx, wy)``: the order of ``p`` and ``q`` along the float
-    direction ``w`` (1 where ``p`` projects above ``q``); ``d``: the rounded differences
-    ``(px - qx, py - qy)`` where the caller has them."""
+    direction ``w`` (one, or one per point; 1 where ``p`` projects above ``q``); ``d``: the
+    rounded differences ``(px - qx, py - qy)`` where the caller has them."""
     with np.errstate(over="ignore", invalid="ignore"):
         dx, dy = (px - qx, py - qy) if d is None else d
         a, b = dx * wx, dy * wy
@@ -216,7 +216,8 @@ def dot_sign(px: F64, py: F64, qx: F64, qy: F64, wx: float, wy: float,
     hard = np.flatnonzero(~(np.abs(det) > bound))
     if hard.size:
         h = hard
-        wxa, wya = np.full(h.size, wx), np.full(h.size, wy)
+        wxa = np.broadcast_to(np.asarray(wx, dtype=np.float64), det.shape)[h]
+        wya = np.broadcast_to(np.asarray(wy, dtype=np.float64), det.shape)[h]
         out[h] = _exact_products_sign([(_diff(px[h], qx[h]), [wxa], 1),
                                        (_diff(py[h], qy[h]), [wya], 1)], h.size)
     return out
@@ -242,6 +243,44 @@ def pseudo_angle(dr: F64, dg: F64) -> F64:
 #: Keys closer than this (relative, plus :data:`_KEY_ABS`) may be misordered by rounding.
 _KEY_REL = 2.0**-47
 _KEY_ABS = 2.0**-900
+
+
+def swap_slots(dr: F64, dg: F64, w: F64) -> tuple[NDArray[np.intp], NDArray[np.intp]] | None:
+    """Where the swaps of offsets ``(dr, dg)`` lie among the directions ``w`` (k + 1 unit
+    vectors of increasing angles inside ``(0, pi)``, rows), allowing for rounding.
+
+    Slot ``j`` (0 to k - 1) is the closed interval of directions from ``w[j]`` to
+    ``w[j + 1]``; -1 is before ``w[0]`` and ``k`` after ``w[k]``. Returns ``u <= v`` per
+    offset: its swap lies in one of the slots ``u..v`` (one slot, or two where its
+    :func:`pseudo_angle` is within the rounding bound of a direction's; ``-1..k`` where
+    the key cannot be trusted: an offset whose size overflows). An offset with ``dr == 0``
+    never swaps inside ``(0, pi)``: ``u = v = k + 1``. None when the directions' keys are
+    not increasing by more than twice the rounding bound (too close to tell apart).
+    """
+    k = w.shape[0] - 1
+    # the offset (sin a, -cos a) swaps exactly at the direction (cos a, sin a)
+    bkey = pseudo_angle(w[:, 1], -w[:, 0])
+    tol_b = _KEY_REL * np.abs(bkey) + _KEY_ABS
+    if not bool(np.all(np.diff(bkey) > 2 * (tol_b[1:] + tol_b[:-1]))):
+        return None
+    key = pseudo_angle(dr, dg)
+    j = np.searchsorted(bkey, key, side="left")  # bkey[j - 1] < key <= bkey[j]
+    u = j - 1
+    v = u.copy()
+    tol = _KEY_REL * np.abs(key)
+    lo = bkey[np.maximum(j - 1, 0)]
+    hi = bkey[np.minimum(j, k)]
+    with np.errstate(invalid="ignore"):
+        near_lo = (j >= 1) & (key - lo <= tol + tol_b[np.maximum(j - 1, 0)])
+        near_hi = (j <= k) & (hi - key <= tol + tol_b[np.minimum(j, k)])
+        size = np.abs(dr) + np.abs(dg)
+    u[near_lo] -= 1
+    v[near_hi] += 1
+    bad = ~np.isfinite(size) | np.isnan(key)
+    u[bad], v[bad] = -1, k
+    zero = dr == 0
+    u[zero], v[zero] = k + 1, k + 1
+    return u, v
 
 
 def _swap_sign(er: F64, eg: F64, ar: F64, ag: F64, br: F64, bg: F64) -> I8:

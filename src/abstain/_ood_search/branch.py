@@ -205,6 +205,19 @@ class BandSplit(NamedTuple):
             b0 = b1
 
 
+def movers(e: NDArray[np.intp], oc: NDArray[np.intp], lo: NDArray[np.intp],
+           hi: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """The (row of the anchor in ``e``, point) pairs of the runs ``oc[lo[i, j]:hi[i, j]]`` of
+    each anchor ``e[i]``, the anchor itself left out."""
+    start, stop = lo.reshape(-1), hi.reshape(-1)
+    counts = stop - start
+    row = np.repeat(np.repeat(np.arange(e.size), lo.shape[1]), counts)
+    offs = np.cumsum(counts) - counts
+    q = oc[np.arange(row.size) - np.repeat(offs - start, counts)]
+    own = q != e[row]
+    return row[own], q[own]
+
+
 class IntervalSearch:
     """The sample, the incumbent and the swept (anchor, objective) records."""
 
@@ -446,16 +459,19 @@ class IntervalSearch:
         """The states of the anchors ``e`` on ``[a0, a1]``: for each, its row in ``e``, the
         masses (columns of ``x``) below it and those of its group. The points that may move
         past ``e[i]`` are ``oc[lo[i, j]:hi[i, j]]``; ``base[i]`` holds those below it."""
+        row, q = movers(e, oc, lo, hi)
+        a0, a1, w0, w1 = arc
+        return self.states_of(e, row, q, x, base, (w0, w1), a0 == 0.0, a1 == math.pi)
+
+    def states_of(self, e: NDArray[np.intp], row: NDArray[np.intp], q: NDArray[np.intp],
+                  x: F64, base: F64, ends: tuple[F64, F64], at_zero: bool, at_pi: bool,
+                  ) -> tuple[NDArray[np.intp], F64, F64]:
+        """The states of :meth:`_states` from the movers ``q`` of the anchors ``e[row]`` (each
+        anchor's interval of directions from ``ends[0]`` to ``ends[1]``: unit vectors, one
+        for all or one row per mover; ``at_zero``, ``at_pi``: whether it starts at the angle
+        0 or ends at pi)."""
         pts = self.points
         k = e.size
-        start, stop = lo.reshape(-1), hi.reshape(-1)
-        counts = stop - start
-        row = np.repeat(np.repeat(np.arange(k), lo.shape[1]), counts)
-        offs = np.cumsum(counts) - counts
-        pos = np.arange(row.size) - np.repeat(offs - start, counts)
-        q = oc[pos]
-        own = q != e[row]
-        row, q = row[own], q[own]
         ea = e[row]
         pr, pg, er, eg = pts[q, 0], pts[q, 1], pts[ea, 0], pts[ea, 1]
         dr, dg = pr - er, pg - eg
@@ -463,9 +479,9 @@ class IntervalSearch:
         # where each swap lies against the ends of the interval, exactly: with u the offset
         # signed so that u_r > 0, a swap lies before the direction w iff u . w < 0
         side = np.where(dr < 0, -1, 1).astype(np.int8)
-        a0, a1, w0, w1 = arc
-        t0 = side * dot_sign(pr, pg, er, eg, float(w0[0]), float(w0[1]), (dr, dg))
-        t1 = side * dot_sign(pr, pg, er, eg, float(w1[0]), float(w1[1]), (dr, dg))
+        w0, w1 = ends
+        t0 = side * dot_sign(pr, pg, er, eg, w0[..., 0], w0[..., 1], (dr, dg))
+        t1 = side * dot_sign(pr, pg, er, eg, w1[..., 0], w1[..., 1], (dr, dg))
         # at the start of the interval (just before a0): a point of smaller first score is
         # below until its swap, one of larger first score from its swap on
         below = np.where(zero, dg < 0, np.where(dr < 0, t0 >= 0, t0 < 0))
@@ -479,11 +495,11 @@ class IntervalSearch:
 
         p0 = base + per_row(below)
         P, G, R = [p0], [xe], [np.arange(k)]
-        if a0 == 0.0:
+        if at_zero:
             P.append(base + per_row(dr < 0))
             G.append(xe + per_row(zero))
             R.append(np.arange(k))
-        if a1 == math.pi:
+        if at_pi:
             P.append(base + per_row(dr > 0))
             G.append(xe + per_row(zero))
             R.append(np.arange(k))

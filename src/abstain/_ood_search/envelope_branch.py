@@ -25,8 +25,17 @@ bound itself, with the intervals and bounds of :mod:`~abstain._ood_search.branch
   where screening pays).
 * **Refinement.** Intervals with many possible movers are halved; the others are swept:
   every state of each surviving anchor at the directions of the interval
-  (``IntervalSearch._states``), with the keep rules of the full sweep (the two-point ties and the
-  angle pi left out, the flat unit segments kept by start).
+  (``IntervalSearch.states_of``), with the keep rules of the full sweep (the two-point ties
+  and the angle pi left out, the flat unit segments kept by start).
+* **Cuts of a swept interval.** Before its states are computed, a swept interval is cut
+  into ``CUTS`` equal parts and each mover's swap is placed among them by its key
+  (:func:`~abstain._core.exact.swap_slots`: two parts where rounding could put it on either
+  side of a cut). On each part the masses certainly below the anchor and those that may
+  move past it are then exact totals, not band bounds, and the same test drops the
+  (anchor, part) pairs that cannot rise above ``L``; only the movers of the pairs kept
+  are sorted by angle. At 5e4 rows of the benchmark's Gaussian pair, the sweeps took 7.2 s
+  before the cuts and 3.8 s after, and the larger leaves this allows (``LEAF_WORK`` 2 to
+  8) save bounds: 24 s to 17 s in all.
 * **Exactness.** The envelope of the segments swept plus the flat unit pieces of ``L``
   equals the full sweep's at every OOD mass: every piece is on or below the envelope, and
   where a dropped segment would reach it, ``L`` does. The pieces differ, the envelope
@@ -41,7 +50,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from .branch import MIN_WIDTH, Arc, BandSplit, IntervalSearch
+from .._core.exact import swap_slots
+from .branch import MIN_WIDTH, Arc, BandSplit, IntervalSearch, movers
 from .search import F64, along, unit_weights
 
 #: Up to this many distinct pairs :func:`~abstain._ood_search.envelope.envelopes` sweeps all
@@ -52,8 +62,14 @@ SWEEP_BELOW = 3000
 START = 32
 #: Directions of the starting lower bound (besides 0 and pi/2).
 GRID = 64
-#: An interval is swept when its surviving anchors have at most this many movers per point.
-LEAF_WORK = 2.0
+#: An interval is swept when its surviving anchors have at most this many movers per point
+#: (the parts of :data:`CUTS` make a sweep cheaper than bounding more intervals).
+LEAF_WORK = 8.0
+#: A swept interval is cut into this many equal parts, each swept only for the anchors
+#: whose exact masses there may reach above ``L``.
+CUTS = 16
+#: Intervals narrower than this (radians) are swept whole.
+_CUT_WIDTH = 1e-6
 #: At most this many (anchor, point) pairs per batch of a sweep.
 _CHUNK = 1 << 17
 
@@ -121,14 +137,26 @@ class _Envelope(IntervalSearch):
 
     # ---------------------------------------------------------------- sweeps
     def collect(self, arc: Arc, anchors: NDArray[np.intp], split: BandSplit,
-                out: list[tuple[F64, F64]]) -> None:
-        """Every kept state of ``anchors`` at the directions of ``[a0, a1]``, appended to
-        ``out`` as (P, G), masses below the group and of the group (columns of ``x4``)."""
+                out: list[tuple[F64, F64]], cuts: int = CUTS) -> None:
+        """Every kept state of ``anchors`` at the directions of ``[a0, a1]`` that may reach
+        above ``L``, appended to ``out`` as (P, G), masses below the group and of the group
+        (columns of ``x4``). The interval is cut into ``cuts`` equal parts first, and only
+        the (anchor, part) pairs that the exact masses below and moving past the anchor
+        there do not exclude are swept (:meth:`_cut`)."""
+        inner = 0.0 < arc.a0 and arc.a1 < math.pi and arc.a1 - arc.a0 >= _CUT_WIDTH
+        if cuts > 1 and inner:
+            angles = arc.a0 + (arc.a1 - arc.a0) * np.arange(cuts + 1) / cuts
+            w = unit_weights(angles)
+            w[0], w[-1] = arc.w0, arc.w1
         for b0, b1 in split.batches(_CHUNK):
-            e = anchors[b0:b1]
-            _, P, G = self._states(arc, e, split.order, split.lo[b0:b1], split.hi[b0:b1],
-                                   self.x4, split.C[b0:b1, :4])
-            keep = self._kept(e.size, P.shape[0], arc.a0 == 0.0, arc.a1 == math.pi, G[:, 3])
+            e, base = anchors[b0:b1], split.C[b0:b1, :4]
+            row, q = movers(e, split.order, split.lo[b0:b1], split.hi[b0:b1])
+            found = self._cut(e, row, q, base, w) if cuts > 1 and inner else None
+            if found is None:
+                found = self.states_of(e, row, q, self.x4, base, (arc.w0, arc.w1),
+                                       arc.a0 == 0.0, arc.a1 == math.pi), e.size
+            (_, P, G), k = found
+            keep = self._kept(k, P.shape[0], arc.a0 == 0.0, arc.a1 == math.pi, G[:, 3])
             P, G = P[keep], G[keep]
             self.raise_low(np.concatenate((P[:, 1], P[:, 1] + G[:, 1])),
                            [np.concatenate((P[:, c], P[:, c] + G[:, c]))
@@ -137,6 +165,73 @@ class _Envelope(IntervalSearch):
             keep = self._above(P[:, 1], P + G)
             out.append((P[keep], G[keep]))
 
+    def _cut(self, e: NDArray[np.intp], row: NDArray[np.intp], q: NDArray[np.intp],
+             base: F64, w: F64) -> tuple[tuple[NDArray[np.intp], F64, F64], int] | None:
+        """The states of the anchors ``e`` (movers ``q`` of ``e[row]``, masses ``base``
+        certainly below) on the parts between the directions ``w`` (rows) that may reach
+        above ``L``: for each kept (anchor, part), the states of ``states_of`` on that
+        part, with rows numbering the kept pairs (and their count). None where the
+        directions are too close to place the swaps among them.
+
+        Each mover's swap is placed among the parts by its key (``swap_slots``, two parts
+        where rounding could put it on either side of a cut), so on each part the masses
+        certainly below the anchor ``C`` and those that may move past it ``M`` are exact
+        totals; a part whose states start at OOD mass at least ``C`` and reach at most the
+        gains ``C + M`` plus the anchor's own cannot rise above ``L`` when ``_above`` says so.
+        """
+        pts = self.points
+        ea = e[row]
+        dr, dg = pts[q, 0] - pts[ea, 0], pts[q, 1] - pts[ea, 1]
+        slots = swap_slots(dr, dg, w)
+        if slots is None:
+            return None
+        u, v = slots
+        k, parts = e.size, w.shape[0] - 1
+        # per (anchor, part): masses certainly below (C) and moving (M), as differences
+        # along the parts: below before the swap (u > part) or after it (v < part)
+        before = (dr < 0) | ((dr == 0) & (dg < 0))
+        cols = (0, 1, *self.gain_cols[1:])
+        r0 = row * (parts + 1)
+        ib = np.flatnonzero(before & (u > 0))
+        ia = np.flatnonzero((dr > 0) & (v < parts - 1))
+        im = np.flatnonzero((u < parts) & (v >= 0))
+        ub, va = np.minimum(u[ib], parts), np.maximum(v[ia] + 1, 0)
+        um, vm = np.maximum(u[im], 0), np.minimum(v[im] + 1, parts)
+        at_c = np.concatenate((r0[ib], r0[ib] + ub, r0[ia] + va))
+        at_m = np.concatenate((r0[im] + um, r0[im] + vm))
+        sign_c = np.concatenate((np.ones(ib.size), -np.ones(ib.size), np.ones(ia.size)))
+        sign_m = np.repeat([1.0, -1.0], im.size)
+        x = self.x4
+        n = k * (parts + 1)
+        C = np.zeros((k, parts, 4))
+        M = np.zeros((k, parts, 4))
+        for c in cols:
+            xq = x[q, c]
+            d = np.bincount(at_c, weights=np.concatenate((xq[ib], xq[ib], xq[ia])) * sign_c,
+                            minlength=n)
+            C[:, :, c] = np.cumsum(d.reshape(k, parts + 1), axis=1)[:, :parts]
+            if c != 1:  # the OOD column of M is not needed
+                d = np.bincount(at_m, weights=np.concatenate((xq[im], xq[im])) * sign_m,
+                                minlength=n)
+                M[:, :, c] = np.cumsum(d.reshape(k, parts + 1), axis=1)[:, :parts]
+        C += base[:, None, :]
+        C[:, :, 3] = 0.0  # the count below a group is never used
+        reach = (C + M + x[e][:, None, :]).reshape(-1, 4)
+        keep = self._above(C[:, :, 1].reshape(-1), reach)
+        kept = np.flatnonzero(keep)  # (anchor, part) pairs, anchor-major
+        # the movers of the kept pairs: one entry per part a mover may swap in
+        lo_p, hi_p = um, np.minimum(v[im], parts - 1)
+        many = hi_p - lo_p + 1
+        ent = np.repeat(im, many)
+        part = np.repeat(lo_p, many) + (np.arange(ent.size) - np.repeat(np.cumsum(many) - many,
+                                                                         many))
+        pair = row[ent] * parts + part
+        sel = np.flatnonzero(keep[pair])
+        ent, pair, part = ent[sel], pair[sel], part[sel]
+        new_row = np.searchsorted(kept, pair)
+        found = self.states_of(e[kept // parts], new_row, q[ent], x,
+                               C.reshape(-1, 4)[kept], (w[part], w[part + 1]), False, False)
+        return found, kept.size
     @staticmethod
     def _kept(k: int, total: int, at_zero: bool, at_pi: bool,
               count: F64) -> NDArray[np.bool_]:
@@ -155,7 +250,7 @@ class _Envelope(IntervalSearch):
 
 
 def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRID,
-                     leaf_work: float = LEAF_WORK, refine: bool = True,
+                     leaf_work: float = LEAF_WORK, refine: bool = True, cuts: int = CUTS,
                      ) -> tuple[list[tuple[F64, F64]], list[F64]]:
     """The states of the anchors with OOD mass that may reach above the lower bound ``L``.
 
@@ -163,8 +258,9 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
     ``g`` (1 or 2) gain masses. Returns the kept states as (P, G) blocks of columns
     (gain 0, OOD, gain 1, count) and ``L`` per gain (values at OOD masses 0..n_ood), whose
     flat unit pieces complete the envelope (see the module docstring). ``start``,
-    ``grid``, ``leaf_work`` and ``refine`` (the band bounds on every interval, else only
-    on those swept) tune the search; the envelope does not depend on them.
+    ``grid``, ``leaf_work``, ``refine`` (the band bounds on every interval, else only on
+    those swept) and ``cuts`` (the parts of a swept interval) tune the search; the
+    envelope does not depend on them.
     """
     m, g = points.shape[0], x.shape[1] - 1
     x4 = np.zeros((m, 4))
@@ -191,7 +287,7 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
         if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
             if split is None:
                 split = search.split(a0, a1, alive, pool)
-            search.collect(arc, alive, split, out)
+            search.collect(arc, alive, split, out, cuts)
             continue
         lo, hi = arc.halves()
         todo += [(hi, alive, pool), (lo, alive, pool)]
