@@ -260,22 +260,21 @@ def swap_slots(dr: F64, dg: F64, w: F64) -> tuple[NDArray[np.intp], NDArray[np.i
     k = w.shape[0] - 1
     # the offset (sin a, -cos a) swaps exactly at the direction (cos a, sin a)
     bkey = pseudo_angle(w[:, 1], -w[:, 0])
-    tol_b = _KEY_REL * np.abs(bkey) + _KEY_ABS
-    if not bool(np.all(np.diff(bkey) > 2 * (tol_b[1:] + tol_b[:-1]))):
+    # a key within this of a direction's may lie on either side of it: an offset's key is
+    # within 6 u of its exact value (the rounded differences, then three operations), a
+    # direction's within 3 u, so where the key is at most twice the direction's in size
+    # both err by less than 16 u of the direction's, and a key more than twice its size is
+    # farther from it than both errors
+    tol = _KEY_REL * 4 * np.abs(bkey) + 2 * _KEY_ABS
+    if not bool(np.all(np.diff(bkey) > tol[1:] + tol[:-1])):
         return None
-    key = pseudo_angle(dr, dg)
-    j = np.searchsorted(bkey, key, side="left")  # bkey[j - 1] < key <= bkey[j]
-    u = j - 1
-    v = u.copy()
-    tol = _KEY_REL * np.abs(key)
-    lo = bkey[np.maximum(j - 1, 0)]
-    hi = bkey[np.minimum(j, k)]
-    with np.errstate(invalid="ignore"):
-        near_lo = (j >= 1) & (key - lo <= tol + tol_b[np.maximum(j - 1, 0)])
-        near_hi = (j <= k) & (hi - key <= tol + tol_b[np.minimum(j, k)])
-        size = np.abs(dr) + np.abs(dg)
-    u[near_lo] -= 1
-    v[near_hi] += 1
+    size = np.abs(dr) + np.abs(dg)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        key = np.sign(dr) * dg / size  # pseudo_angle where dr != 0
+    # slots u..v: after every direction certainly below the key, up to the last one that
+    # is not certainly above it
+    u = np.searchsorted(bkey + tol, key, side="left") - 1
+    v = np.searchsorted(bkey - tol, key, side="right") - 1
     bad = ~np.isfinite(size) | np.isnan(key)
     u[bad], v[bad] = -1, k
     zero = dr == 0

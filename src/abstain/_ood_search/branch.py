@@ -205,6 +205,20 @@ class BandSplit(NamedTuple):
             b0 = b1
 
 
+class Frame(NamedTuple):
+    """A pool cut into bands (:meth:`IntervalSearch.frame`): the direction ``mid`` (angle)
+    whose normal coordinate the band ``edges`` cut, the pool's points ``order`` by band and
+    then by projection ``ss`` on ``mid``, where each band starts in them (``start``) and
+    the running masses ``cum`` along them (a row of zeros first)."""
+
+    mid: float
+    edges: F64
+    order: NDArray[np.intp]
+    ss: F64
+    start: NDArray[np.intp]
+    cum: F64
+
+
 def movers(e: NDArray[np.intp], oc: NDArray[np.intp], lo: NDArray[np.intp],
            hi: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """The (row of the anchor in ``e``, point) pairs of the runs ``oc[lo[i, j]:hi[i, j]]`` of
@@ -392,29 +406,53 @@ class IntervalSearch:
         """The pool ``idx`` (columns ``v`` of :meth:`_columns`) cut into bands of ``t``, the
         coordinate along the normal ``u_mid`` of the middle direction, and for each anchor the
         part of each band that may move past it on ``[a0, a1]`` (see the module docstring)."""
-        mid = 0.5 * (a0 + a1)
+        return self.bands(a0, a1, e, base, self.frame(0.5 * (a0 + a1), idx, v))
+
+    def frame(self, mid: float, idx: NDArray[np.intp], v: F64) -> Frame:
+        """The pool ``idx`` (columns ``v``) in bands of its coordinate along the normal of the
+        direction ``mid``, each band sorted by the projection on it."""
         cw, sw = _cos_sin(mid)
-        ch, sh = _cos_sin(0.5 * (a1 - a0))
-        tan_h = sh / ch * (1 + 1e-9)
         s = along(self.pr[idx], self.pg[idx], cw, sw)
         t = along(self.pr[idx], self.pg[idx], -sw, cw)
-        s_e = along(self.pr[e], self.pg[e], cw, sw)
-        t_e = along(self.pr[e], self.pg[e], -sw, cw)
         # any edges will do (a point's band is found by the same edges); the outer ones hold
         # every point
         edges = np.quantile(t[:: max(1, t.size // 4096)], BANDS)
         edges[0], edges[-1] = t.min(), t.max()
         b = np.searchsorted(edges[1:-1], t, side="right").astype(np.uint8)
-        b_e = np.searchsorted(edges[1:-1], t_e, side="right")
         order = np.argsort(s)
         order = order[np.argsort(b[order], kind="stable")]
-        ss = s[order]
+        start = np.searchsorted(b[order], np.arange(edges.size))
+        return Frame(mid, edges, idx[order], s[order], start, _cumsum0(_rows(v, order)))
+
+    def bands(self, a0: float, a1: float, e: NDArray[np.intp], base: F64,
+              frame: Frame) -> BandSplit:
+        """For each anchor ``e`` and band of ``frame``, the part of the band that may move
+        past it on ``[a0, a1]`` (any frame whose direction is within pi/2 of the interval's).
+
+        With ``d`` and ``t`` the offset of a point from the anchor along the frame's
+        direction and its normal, the point is on the anchor's side ``d + tan(delta) t`` at
+        the angle ``mid + delta``; for ``delta`` over the interval and ``t`` over the
+        offsets between two bands, the points that may change side have ``d`` between the
+        least and the largest of the four products ``-t tan(delta)`` at the corners."""
+        cw, sw = _cos_sin(frame.mid)
+        er, eg = self.pr[e], self.pg[e]
+        s_e = along(er, eg, cw, sw)
+        t_e = along(er, eg, -sw, cw)
+        edges, start, ss, cum = frame.edges, frame.start, frame.ss, frame.cum
+        b_e = np.searchsorted(edges[1:-1], t_e, side="right")
+        tan = []
+        for a in (a0, a1):
+            c, s = _cos_sin(a - frame.mid)
+            tan.append(s / c)
+        slack = 1e-9 * max(abs(tan[0]), abs(tan[1]))
+        tan = [tan[0] - slack, tan[1] + slack]
+        # the least and largest offset t between a point of band j and an anchor of band i
+        t_lo = edges[:-1][None, :] - edges[1:][:, None]
+        t_hi = edges[1:][None, :] - edges[:-1][:, None]
+        corners = np.stack([-t * x for t in (t_lo, t_hi) for x in tan])
+        d_lo = corners.min(axis=0) - 4 * self.eps
+        d_hi = corners.max(axis=0) + 4 * self.eps
         nb = edges.size - 1
-        start = np.searchsorted(b[order], np.arange(nb + 1))
-        # the largest |t(q) - t(e)| for e in band i and q in band j
-        far = np.maximum(edges[1:][None, :] - edges[:-1][:, None],
-                         edges[1:][:, None] - edges[:-1][None, :])
-        cum = _cumsum0(_rows(v, order))
         k = e.size
         by_s = np.argsort(s_e)  # sorted queries search faster
         q_s, q_b = s_e[by_s], b_e[by_s]
@@ -424,13 +462,12 @@ class IntervalSearch:
         hi = np.empty((k, nb), dtype=np.intp)
         for j in range(nb):
             seg = ss[start[j]:start[j + 1]]
-            r = tan_h * far[q_b, j] + 4 * self.eps
-            lo[by_s, j] = start[j] + np.searchsorted(seg, q_s - r, side="left")
-            hi[by_s, j] = start[j] + np.searchsorted(seg, q_s + r, side="right")
+            lo[by_s, j] = start[j] + np.searchsorted(seg, q_s + d_lo[q_b, j], side="left")
+            hi[by_s, j] = start[j] + np.searchsorted(seg, q_s + d_hi[q_b, j], side="right")
             c_lo = _rows(cum, lo[:, j])
             C += c_lo[:, :4] - cum[start[j], :4]
             band += _rows(cum, hi[:, j]) - c_lo
-        return BandSplit(idx[order], lo, hi, C, band)
+        return BandSplit(frame.order, lo, hi, C, band)
 
     # ---------------------------------------------------------------- exact sweep of a leaf
     def sweep(self, arc: Arc, anchors: NDArray[np.intp], split: BandSplit) -> None:

@@ -51,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.exact import swap_slots
-from .branch import MIN_WIDTH, Arc, BandSplit, IntervalSearch, movers
+from .branch import MIN_WIDTH, Arc, BandSplit, Frame, IntervalSearch, Pool, movers
 from .search import F64, along, unit_weights
 
 #: Up to this many distinct pairs :func:`~abstain._ood_search.envelope.envelopes` sweeps all
@@ -91,6 +91,7 @@ class _Envelope(IntervalSearch):
             exact = bool(np.all(v == np.rint(v))) and float(np.sum(np.abs(v))) < 2.0**52
             self.margin.append(-0.0 if exact else 1e-9 * float(np.sum(np.abs(x4[:, c]))))
         self.low = [np.full(n_ood + 1, -np.inf) for _ in self.gain_cols]
+        self.cols = [np.ascontiguousarray(x4[:, c]) for c in range(4)]
 
     # ---------------------------------------------------------------- the lower bound
     def raise_low(self, o: F64, g: list[F64]) -> None:
@@ -134,6 +135,21 @@ class _Envelope(IntervalSearch):
         movers = self.points.shape[0] - 1 - C[:, 3] - N[:, 3]
         idx = np.flatnonzero(self._above(C[:, 1], self.tot4[None, :] - N))
         return idx, np.zeros(idx.size), movers[idx]
+
+    def narrow(self, arc: Arc, e: NDArray[np.intp], pool: Pool, frame: Frame | None,
+               ) -> tuple[NDArray[np.intp], F64, BandSplit, Frame | None]:
+        """The anchors of ``e`` kept on ``arc`` by the band bounds alone, their movers and
+        bands, on ``frame`` (the bands of the parent interval) or, without one, on the
+        interval's own, which is returned for its halves. On a half, the parent's bands
+        bound as tightly as its own, but for the points of the anchor's band, so only every
+        other level cuts and sorts the pool anew."""
+        fresh = frame is None
+        if frame is None:
+            frame = self.frame(0.5 * (arc.a0 + arc.a1), pool[0], self._columns(pool[0]))
+        split = self.bands(arc.a0, arc.a1, e, pool[1], frame)
+        keep, _, movers = self._decide(split.C, self.tot4 - split.C - split.band[:, :4],
+                                       split.band[:, 4:])
+        return e[keep], movers, split.take(keep), frame if fresh else None
 
     # ---------------------------------------------------------------- sweeps
     def collect(self, arc: Arc, anchors: NDArray[np.intp], split: BandSplit,
@@ -179,9 +195,8 @@ class _Envelope(IntervalSearch):
         totals; a part whose states start at OOD mass at least ``C`` and reach at most the
         gains ``C + M`` plus the anchor's own cannot rise above ``L`` when ``_above`` says so.
         """
-        pts = self.points
         ea = e[row]
-        dr, dg = pts[q, 0] - pts[ea, 0], pts[q, 1] - pts[ea, 1]
+        dr, dg = self.pr[q] - self.pr[ea], self.pg[q] - self.pg[ea]
         slots = swap_slots(dr, dg, w)
         if slots is None:
             return None
@@ -190,29 +205,27 @@ class _Envelope(IntervalSearch):
         # per (anchor, part): masses certainly below (C) and moving (M), as differences
         # along the parts: below before the swap (u > part) or after it (v < part)
         before = (dr < 0) | ((dr == 0) & (dg < 0))
-        cols = (0, 1, *self.gain_cols[1:])
         r0 = row * (parts + 1)
         ib = np.flatnonzero(before & (u > 0))
         ia = np.flatnonzero((dr > 0) & (v < parts - 1))
         im = np.flatnonzero((u < parts) & (v >= 0))
-        ub, va = np.minimum(u[ib], parts), np.maximum(v[ia] + 1, 0)
         um, vm = np.maximum(u[im], 0), np.minimum(v[im] + 1, parts)
-        at_c = np.concatenate((r0[ib], r0[ib] + ub, r0[ia] + va))
+        at_c = np.concatenate((r0[ib], r0[ib] + np.minimum(u[ib], parts),
+                               r0[ia] + np.maximum(v[ia] + 1, 0)))
         at_m = np.concatenate((r0[im] + um, r0[im] + vm))
+        q_c, q_m = q[np.concatenate((ib, ib, ia))], np.tile(q[im], 2)
         sign_c = np.concatenate((np.ones(ib.size), -np.ones(ib.size), np.ones(ia.size)))
         sign_m = np.repeat([1.0, -1.0], im.size)
         x = self.x4
         n = k * (parts + 1)
         C = np.zeros((k, parts, 4))
         M = np.zeros((k, parts, 4))
-        for c in cols:
-            xq = x[q, c]
-            d = np.bincount(at_c, weights=np.concatenate((xq[ib], xq[ib], xq[ia])) * sign_c,
-                            minlength=n)
+        for c in (0, 1, *self.gain_cols[1:]):
+            col = self.cols[c]
+            d = np.bincount(at_c, weights=col[q_c] * sign_c, minlength=n)
             C[:, :, c] = np.cumsum(d.reshape(k, parts + 1), axis=1)[:, :parts]
             if c != 1:  # the OOD column of M is not needed
-                d = np.bincount(at_m, weights=np.concatenate((xq[im], xq[im])) * sign_m,
-                                minlength=n)
+                d = np.bincount(at_m, weights=col[q_m] * sign_m, minlength=n)
                 M[:, :, c] = np.cumsum(d.reshape(k, parts + 1), axis=1)[:, :parts]
         C += base[:, None, :]
         C[:, :, 3] = 0.0  # the count below a group is never used
@@ -272,16 +285,19 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
     fine = (np.arange(grid) + 0.5) * (math.pi / grid)
     search.seed(np.concatenate(([0.0, 0.5 * math.pi], fine)))
     anchors = np.flatnonzero(x[:, 0] > 0)
-    todo: list[tuple[Arc, NDArray[np.intp], tuple[NDArray[np.intp], F64] | None]] = [
-        (arc, anchors, None) for arc in Arc.cover(start)]
+    todo: list[tuple[Arc, NDArray[np.intp], Pool | None, Frame | None]] = [
+        (arc, anchors, None, None) for arc in Arc.cover(start)]
     out: list[tuple[F64, F64]] = []
     while todo:
-        arc, alive, pool = todo.pop()
+        arc, alive, pool, frame = todo.pop()
         a0, a1 = arc.a0, arc.a1
-        # below the starting intervals the band bounds alone decide: screening by the one
-        # spread first costs more than it prunes here (not so for branch_search)
-        alive, _, movers, pool, split = search.bounds(a0, a1, alive, pool, refine,
-                                                      screen=pool is None or not refine)
+        if pool is None or not refine:
+            alive, _, movers, pool, split = search.bounds(a0, a1, alive, pool, refine)
+            frame = None
+        else:
+            # below the starting intervals the band bounds alone decide: screening by the
+            # one spread first costs more than it prunes here (not so for branch_search)
+            alive, movers, split, frame = search.narrow(arc, alive, pool, frame)
         if alive.size == 0:
             continue
         if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
@@ -290,5 +306,5 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
             search.collect(arc, alive, split, out, cuts)
             continue
         lo, hi = arc.halves()
-        todo += [(hi, alive, pool), (lo, alive, pool)]
+        todo += [(hi, alive, pool, frame), (lo, alive, pool, frame)]
     return out, search.low
