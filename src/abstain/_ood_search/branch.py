@@ -454,19 +454,28 @@ class IntervalSearch:
         d_hi = corners.max(axis=0) + 4 * self.eps
         nb = edges.size - 1
         k = e.size
-        by_s = np.argsort(s_e)  # sorted queries search faster
-        q_s, q_b = s_e[by_s], b_e[by_s]
+        # the anchors by band, then by projection: each band's queries of a band of points
+        # are shifted by one offset, so they stay sorted (sorted queries search faster)
+        by = np.argsort(s_e)
+        by = by[np.argsort(b_e[by].astype(np.uint8), kind="stable")]
+        q_s, q_b = s_e[by], b_e[by]
         C = np.tile(base, (k, 1))
         band = np.zeros((k, cum.shape[1]))
-        lo = np.empty((k, nb), dtype=np.intp)
-        hi = np.empty((k, nb), dtype=np.intp)
+        lo_t = np.empty((nb, k), dtype=np.intp)
+        hi_t = np.empty((nb, k), dtype=np.intp)
         for j in range(nb):
             seg = ss[start[j]:start[j + 1]]
-            lo[by_s, j] = start[j] + np.searchsorted(seg, q_s + d_lo[q_b, j], side="left")
-            hi[by_s, j] = start[j] + np.searchsorted(seg, q_s + d_hi[q_b, j], side="right")
-            c_lo = _rows(cum, lo[:, j])
+            lo_t[j] = np.searchsorted(seg, q_s + d_lo[q_b, j], side="left")
+            hi_t[j] = np.searchsorted(seg, q_s + d_hi[q_b, j], side="right")
+            lo_t[j] += start[j]
+            hi_t[j] += start[j]
+            c_lo = _rows(cum, lo_t[j])
             C += c_lo[:, :4] - cum[start[j], :4]
-            band += _rows(cum, hi[:, j]) - c_lo
+            band += _rows(cum, hi_t[j]) - c_lo
+        lo = np.empty((k, nb), dtype=np.intp)
+        hi = np.empty((k, nb), dtype=np.intp)
+        lo[by], hi[by] = lo_t.T, hi_t.T
+        C[by], band[by] = C.copy(), band.copy()
         return BandSplit(frame.order, lo, hi, C, band)
 
     # ---------------------------------------------------------------- exact sweep of a leaf
