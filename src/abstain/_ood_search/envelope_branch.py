@@ -35,7 +35,10 @@ bound itself, with the intervals and bounds of :mod:`~abstain._ood_search.branch
   (anchor, part) pairs that cannot rise above ``L``; only the movers of the pairs kept
   are sorted by angle. At 5e4 rows of the benchmark's Gaussian pair, the sweeps took 7.2 s
   before the cuts and 3.8 s after, and the larger leaves this allows (``LEAF_WORK`` 2 to
-  8) save bounds: 24 s to 17 s in all.
+  8) save bounds: 24 s to 17 s in all (the sweeps' time line-profiled).
+* **Bands of the parent.** An interval's halves are bounded on its bands
+  (:meth:`_Envelope.narrow`, ``IntervalSearch.bands``), which is as tight as their own but
+  for the anchor's own band, so the pool is cut and sorted on every other level only.
 * **Exactness.** The envelope of the segments swept plus the flat unit pieces of ``L``
   equals the full sweep's at every OOD mass: every piece is on or below the envelope, and
   where a dropped segment would reach it, ``L`` does. The pieces differ, the envelope
