@@ -219,6 +219,21 @@ class Frame(NamedTuple):
     cum: F64
 
 
+class Prior(NamedTuple):
+    """An interval's bands of its anchors (rows of ``lo`` and ``hi`` as in
+    :class:`BandSplit`) and the offsets ``d_lo``, ``d_hi`` (anchor's band, point's band)
+    they were searched at, with the slack of its angles (:meth:`IntervalSearch.bands`)."""
+
+    lo: NDArray[np.intp]
+    hi: NDArray[np.intp]
+    d_lo: F64
+    d_hi: F64
+    slack: float
+
+    def take(self, keep: NDArray[np.intp]) -> Prior:
+        return self._replace(lo=self.lo[keep], hi=self.hi[keep])
+
+
 def movers(e: NDArray[np.intp], oc: NDArray[np.intp], lo: NDArray[np.intp],
            hi: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """The (row of the anchor in ``e``, point) pairs of the runs ``oc[lo[i, j]:hi[i, j]]`` of
@@ -406,7 +421,7 @@ class IntervalSearch:
         """The pool ``idx`` (columns ``v`` of :meth:`_columns`) cut into bands of ``t``, the
         coordinate along the normal ``u_mid`` of the middle direction, and for each anchor the
         part of each band that may move past it on ``[a0, a1]`` (see the module docstring)."""
-        return self.bands(a0, a1, e, base, self.frame(0.5 * (a0 + a1), idx, v))
+        return self.bands(a0, a1, e, base, self.frame(0.5 * (a0 + a1), idx, v))[0]
 
     def frame(self, mid: float, idx: NDArray[np.intp], v: F64) -> Frame:
         """The pool ``idx`` (columns ``v``) in bands of its coordinate along the normal of the
@@ -424,16 +439,20 @@ class IntervalSearch:
         start = np.searchsorted(b[order], np.arange(edges.size))
         return Frame(mid, edges, idx[order], s[order], start, _cumsum0(_rows(v, order)))
 
-    def bands(self, a0: float, a1: float, e: NDArray[np.intp], base: F64,
-              frame: Frame) -> BandSplit:
+    def bands(self, a0: float, a1: float, e: NDArray[np.intp], base: F64, frame: Frame,
+              prior: Prior | None = None) -> tuple[BandSplit, Prior]:
         """For each anchor ``e`` and band of ``frame``, the part of the band that may move
-        past it on ``[a0, a1]`` (any frame whose direction is within pi/2 of the interval's).
+        past it on ``[a0, a1]`` (any frame whose direction is within pi/2 of the interval's),
+        and these parts with the offsets they were searched at, for a sub-interval's call.
 
         With ``d`` and ``t`` the offset of a point from the anchor along the frame's
         direction and its normal, the point is on the anchor's side ``d + tan(delta) t`` at
         the angle ``mid + delta``; for ``delta`` over the interval and ``t`` over the
         offsets between two bands, the points that may change side have ``d`` between the
-        least and the largest of the four products ``-t tan(delta)`` at the corners."""
+        least and the largest of the four products ``-t tan(delta)`` at the corners.
+        ``prior``: the same for the anchors ``e`` on an interval holding ``[a0, a1]``, on the
+        same frame; an end searched at the same offset there is taken as it is (on a half,
+        about one end in two)."""
         cw, sw = _cos_sin(frame.mid)
         er, eg = self.pr[e], self.pg[e]
         s_e = along(er, eg, cw, sw)
@@ -444,7 +463,8 @@ class IntervalSearch:
         for a in (a0, a1):
             c, s = _cos_sin(a - frame.mid)
             tan.append(s / c)
-        slack = 1e-9 * max(abs(tan[0]), abs(tan[1]))
+        # the same slack on a half as on its parent, so that shared corners are equal
+        slack = 1e-9 * max(abs(tan[0]), abs(tan[1])) if prior is None else prior.slack
         tan = [tan[0] - slack, tan[1] + slack]
         # the least and largest offset t between a point of band j and an anchor of band i
         t_lo = edges[:-1][None, :] - edges[1:][:, None]
@@ -463,20 +483,30 @@ class IntervalSearch:
         band = np.zeros((k, cum.shape[1]))
         lo_t = np.empty((nb, k), dtype=np.intp)
         hi_t = np.empty((nb, k), dtype=np.intp)
+        old = None if prior is None else (np.take(prior.lo, by, axis=0).T,
+                                          np.take(prior.hi, by, axis=0).T)
         for j in range(nb):
             seg = ss[start[j]:start[j + 1]]
-            lo_t[j] = np.searchsorted(seg, q_s + d_lo[q_b, j], side="left")
-            hi_t[j] = np.searchsorted(seg, q_s + d_hi[q_b, j], side="right")
-            lo_t[j] += start[j]
-            hi_t[j] += start[j]
+            for out, d, side, o, pd in ((lo_t, d_lo, "left", 0, None if prior is None
+                                         else prior.d_lo),
+                                        (hi_t, d_hi, "right", 1, None if prior is None
+                                         else prior.d_hi)):
+                if old is None or pd is None:
+                    out[j] = start[j] + np.searchsorted(seg, q_s + d[q_b, j], side=side)
+                    continue
+                out[j] = old[o][j]
+                new = np.flatnonzero((d[:, j] != pd[:, j])[q_b])
+                out[j, new] = start[j] + np.searchsorted(seg, q_s[new] + d[q_b[new], j],
+                                                         side=side)
             c_lo = _rows(cum, lo_t[j])
             C += c_lo[:, :4] - cum[start[j], :4]
             band += _rows(cum, hi_t[j]) - c_lo
-        lo = np.empty((k, nb), dtype=np.intp)
-        hi = np.empty((k, nb), dtype=np.intp)
-        lo[by], hi[by] = lo_t.T, hi_t.T
-        C[by], band[by] = C.copy(), band.copy()
-        return BandSplit(frame.order, lo, hi, C, band)
+        # back to the anchors' order (np.take gathers rows faster than indexing scatters)
+        inv = np.empty(k, dtype=np.intp)
+        inv[by] = np.arange(k)
+        lo, hi = np.take(lo_t.T, inv, axis=0), np.take(hi_t.T, inv, axis=0)
+        C, band = np.take(C, inv, axis=0), np.take(band, inv, axis=0)
+        return BandSplit(frame.order, lo, hi, C, band), Prior(lo, hi, d_lo, d_hi, slack)
 
     # ---------------------------------------------------------------- exact sweep of a leaf
     def sweep(self, arc: Arc, anchors: NDArray[np.intp], split: BandSplit) -> None:

@@ -54,7 +54,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.exact import swap_slots
-from .branch import MIN_WIDTH, Arc, BandSplit, Frame, IntervalSearch, Pool, movers
+from .branch import MIN_WIDTH, Arc, BandSplit, Frame, IntervalSearch, Pool, Prior, movers
 from .search import F64, along, unit_weights
 
 #: Up to this many distinct pairs :func:`~abstain._ood_search.envelope.envelopes` sweeps all
@@ -139,20 +139,25 @@ class _Envelope(IntervalSearch):
         idx = np.flatnonzero(self._above(C[:, 1], self.tot4[None, :] - N))
         return idx, np.zeros(idx.size), movers[idx]
 
-    def narrow(self, arc: Arc, e: NDArray[np.intp], pool: Pool, frame: Frame | None,
-               ) -> tuple[NDArray[np.intp], F64, BandSplit, Frame | None]:
+    def narrow(self, arc: Arc, e: NDArray[np.intp], pool: Pool,
+               parent: tuple[Frame, Prior] | None,
+               ) -> tuple[NDArray[np.intp], F64, BandSplit, tuple[Frame, Prior] | None]:
         """The anchors of ``e`` kept on ``arc`` by the band bounds alone, their movers and
-        bands, on ``frame`` (the bands of the parent interval) or, without one, on the
-        interval's own, which is returned for its halves. On a half, the parent's bands
-        bound as tightly as its own, but for the points of the anchor's band, so only every
-        other level cuts and sorts the pool anew."""
-        fresh = frame is None
-        if frame is None:
+        bands: on the bands of the parent interval (``parent``: its frame and the bands of
+        ``e`` there) or, without them, on the interval's own, which are returned for its
+        halves. On a half, the parent's bands bound as tightly as its own, but for the
+        points of the anchor's band, and about one end in two of each anchor's part of a
+        band is the parent's; so only every other level cuts and sorts the pool anew."""
+        if parent is None:
             frame = self.frame(0.5 * (arc.a0 + arc.a1), pool[0], self._columns(pool[0]))
-        split = self.bands(arc.a0, arc.a1, e, pool[1], frame)
+            split, prior = self.bands(arc.a0, arc.a1, e, pool[1], frame)
+        else:
+            frame = parent[0]
+            split, prior = self.bands(arc.a0, arc.a1, e, pool[1], frame, parent[1])
         keep, _, movers = self._decide(split.C, self.tot4 - split.C - split.band[:, :4],
                                        split.band[:, 4:])
-        return e[keep], movers, split.take(keep), frame if fresh else None
+        return (e[keep], movers, split.take(keep),
+                (frame, prior.take(keep)) if parent is None else None)
 
     # ---------------------------------------------------------------- sweeps
     def collect(self, arc: Arc, anchors: NDArray[np.intp], split: BandSplit,
@@ -288,19 +293,19 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
     fine = (np.arange(grid) + 0.5) * (math.pi / grid)
     search.seed(np.concatenate(([0.0, 0.5 * math.pi], fine)))
     anchors = np.flatnonzero(x[:, 0] > 0)
-    todo: list[tuple[Arc, NDArray[np.intp], Pool | None, Frame | None]] = [
+    todo: list[tuple[Arc, NDArray[np.intp], Pool | None, tuple[Frame, Prior] | None]] = [
         (arc, anchors, None, None) for arc in Arc.cover(start)]
     out: list[tuple[F64, F64]] = []
     while todo:
-        arc, alive, pool, frame = todo.pop()
+        arc, alive, pool, parent = todo.pop()
         a0, a1 = arc.a0, arc.a1
         if pool is None or not refine:
             alive, _, movers, pool, split = search.bounds(a0, a1, alive, pool, refine)
-            frame = None
+            parent = None
         else:
             # below the starting intervals the band bounds alone decide: screening by the
             # one spread first costs more than it prunes here (not so for branch_search)
-            alive, movers, split, frame = search.narrow(arc, alive, pool, frame)
+            alive, movers, split, parent = search.narrow(arc, alive, pool, parent)
         if alive.size == 0:
             continue
         if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
@@ -309,5 +314,5 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
             search.collect(arc, alive, split, out, cuts)
             continue
         lo, hi = arc.halves()
-        todo += [(hi, alive, pool, frame), (lo, alive, pool, frame)]
+        todo += [(hi, alive, pool, parent), (lo, alive, pool, parent)]
     return out, search.low
