@@ -219,6 +219,20 @@ class Frame(NamedTuple):
     cum: F64
 
 
+def _band_ends(seg: F64, at: int, q_s: F64, q_b: NDArray[np.intp], d: F64,
+               side: Literal["left", "right"], old: tuple[NDArray[np.intp], F64] | None,
+               ) -> NDArray[np.intp]:
+    """``at`` plus the positions in ``seg`` of the projections ``q_s`` shifted by the
+    offset ``d`` of their band ``q_b``; ``old``: positions searched before and the
+    offsets they were searched at, kept where the offset is the same."""
+    if old is None:
+        return at + np.searchsorted(seg, q_s + d[q_b], side=side)
+    out = old[0].copy()
+    new = np.flatnonzero((d != old[1])[q_b])
+    out[new] = at + np.searchsorted(seg, q_s[new] + d[q_b[new]], side=side)
+    return out
+
+
 class Prior(NamedTuple):
     """An interval's bands of its anchors (rows of ``lo`` and ``hi`` as in
     :class:`BandSplit`) and the offsets ``d_lo``, ``d_hi`` (anchor's band, point's band)
@@ -483,21 +497,17 @@ class IntervalSearch:
         band = np.zeros((k, cum.shape[1]))
         lo_t = np.empty((nb, k), dtype=np.intp)
         hi_t = np.empty((nb, k), dtype=np.intp)
-        old = None if prior is None else (np.take(prior.lo, by, axis=0).T,
-                                          np.take(prior.hi, by, axis=0).T)
+        olds: list[tuple[NDArray[np.intp], F64] | None] = [None] * (2 * nb)
+        if prior is not None:
+            old_lo, old_hi = np.take(prior.lo, by, axis=0), np.take(prior.hi, by, axis=0)
+            for j in range(nb):
+                olds[j] = (old_lo[:, j], prior.d_lo[:, j])
+                olds[nb + j] = (old_hi[:, j], prior.d_hi[:, j])
         for j in range(nb):
             seg = ss[start[j]:start[j + 1]]
-            for out, d, side, o, pd in ((lo_t, d_lo, "left", 0, None if prior is None
-                                         else prior.d_lo),
-                                        (hi_t, d_hi, "right", 1, None if prior is None
-                                         else prior.d_hi)):
-                if old is None or pd is None:
-                    out[j] = start[j] + np.searchsorted(seg, q_s + d[q_b, j], side=side)
-                    continue
-                out[j] = old[o][j]
-                new = np.flatnonzero((d[:, j] != pd[:, j])[q_b])
-                out[j, new] = start[j] + np.searchsorted(seg, q_s[new] + d[q_b[new], j],
-                                                         side=side)
+            lo_t[j] = _band_ends(seg, int(start[j]), q_s, q_b, d_lo[:, j], "left", olds[j])
+            hi_t[j] = _band_ends(seg, int(start[j]), q_s, q_b, d_hi[:, j], "right",
+                                 olds[nb + j])
             c_lo = _rows(cum, lo_t[j])
             C += c_lo[:, :4] - cum[start[j], :4]
             band += _rows(cum, hi_t[j]) - c_lo
