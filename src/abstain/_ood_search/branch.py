@@ -248,7 +248,7 @@ class Prior(NamedTuple):
         return self._replace(lo=self.lo[keep], hi=self.hi[keep])
 
 
-def movers(e: NDArray[np.intp], oc: NDArray[np.intp], lo: NDArray[np.intp],
+def mover_pairs(e: NDArray[np.intp], oc: NDArray[np.intp], lo: NDArray[np.intp],
            hi: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """The (row of the anchor in ``e``, point) pairs of the runs ``oc[lo[i, j]:hi[i, j]]`` of
     each anchor ``e[i]``, the anchor itself left out."""
@@ -545,7 +545,7 @@ class IntervalSearch:
         """The states of the anchors ``e`` on ``[a0, a1]``: for each, its row in ``e``, the
         masses (columns of ``x``) below it and those of its group. The points that may move
         past ``e[i]`` are ``oc[lo[i, j]:hi[i, j]]``; ``base[i]`` holds those below it."""
-        row, q = movers(e, oc, lo, hi)
+        row, q = mover_pairs(e, oc, lo, hi)
         a0, a1, w0, w1 = arc
         return self.states_of(e, row, q, x, base, (w0, w1), a0 == 0.0, a1 == math.pi)
 

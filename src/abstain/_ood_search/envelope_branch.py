@@ -54,7 +54,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.exact import swap_slots
-from .branch import MIN_WIDTH, Arc, BandSplit, Frame, IntervalSearch, Pool, Prior, movers
+from .branch import MIN_WIDTH, Arc, BandSplit, Frame, IntervalSearch, Pool, Prior, mover_pairs
 from .search import F64, along, unit_weights
 
 #: Up to this many distinct pairs :func:`~abstain._ood_search.envelope.envelopes` sweeps all
@@ -174,7 +174,7 @@ class _Envelope(IntervalSearch):
             w[0], w[-1] = arc.w0, arc.w1
         for b0, b1 in split.batches(_CHUNK):
             e, base = anchors[b0:b1], split.C[b0:b1, :4]
-            row, q = movers(e, split.order, split.lo[b0:b1], split.hi[b0:b1])
+            row, q = mover_pairs(e, split.order, split.lo[b0:b1], split.hi[b0:b1])
             found = self._cut(e, row, q, base, w) if cuts > 1 and inner else None
             if found is None:
                 found = self.states_of(e, row, q, self.x4, base, (arc.w0, arc.w1),
