@@ -253,10 +253,11 @@ class _Envelope(IntervalSearch):
         found = self.states_of(e[kept // parts], new_row, q[ent], x,
                                C.reshape(-1, 4)[kept], (w[part], w[part + 1]), False, False)
         return found, kept.size
+
     @staticmethod
     def _kept(k: int, total: int, at_zero: bool, at_pi: bool,
               count: F64) -> NDArray[np.bool_]:
-        """The states of ``IntervalSearch._states`` that the full sweep keeps. Its rows are, in
+        """The states of ``IntervalSearch.states_of`` that the full sweep keeps. Its rows are, in
         order: the open state before the interval (k), the angle 0 (k, if the interval
         starts there), the angle pi (k, if it ends there), the swaps' groups (g) and the open
         states after them (g). The angle pi and groups of two points are left out."""
