@@ -244,9 +244,6 @@ class Prior(NamedTuple):
     d_hi: F64
     slack: float
 
-    def take(self, keep: NDArray[np.intp]) -> Prior:
-        return self._replace(lo=self.lo[keep], hi=self.hi[keep])
-
 
 def mover_pairs(e: NDArray[np.intp], oc: NDArray[np.intp], lo: NDArray[np.intp],
            hi: NDArray[np.intp]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:

@@ -156,8 +156,10 @@ class _Envelope(IntervalSearch):
             split, prior = self.bands(arc.a0, arc.a1, e, pool[1], frame, parent[1])
         keep, _, movers = self._decide(split.C, self.tot4 - split.C - split.band[:, :4],
                                        split.band[:, 4:])
-        return (e[keep], movers, split.take(keep),
-                (frame, prior.take(keep)) if parent is None else None)
+        kept = split.take(keep)
+        # the halves take the kept anchors' bands as they are (the same rows as ``kept``)
+        return (e[keep], movers, kept,
+                (frame, prior._replace(lo=kept.lo, hi=kept.hi)) if parent is None else None)
 
     # ---------------------------------------------------------------- sweeps
     def collect(self, arc: Arc, anchors: NDArray[np.intp], split: BandSplit,
