@@ -480,10 +480,13 @@ _WALK_BACK = 32
 
 def _group_starts(change: NDArray[np.bool_], rix: NDArray[np.intp],
                   pos: NDArray[np.intp]) -> NDArray[np.intp]:
-    """The first position of the tie group ending at each ``(rix, pos)`` (ascending; a row's
-    group ends after its first one given all given, as :func:`grid_best`'s candidates):
-    one past the previous end, and for a row's first, walked back (``change`` (d, n - 1):
-    True where the next position starts a group)."""
+    """The first position of the tie group ending at each ``(rix, pos)``; ``change``
+    (d, n - 1) is True where the next position starts a group.
+
+    The ends are ascending, and in each row every group end after the row's first one
+    given is given too (as :func:`grid_best`'s candidates: the ID mass at a group's end
+    never decreases along a row). So a group starts one past the previous end; only a
+    row's first group is found by walking back from its end."""
     start = np.empty_like(pos)
     if pos.size == 0:
         return start
