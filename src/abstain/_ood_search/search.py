@@ -480,13 +480,10 @@ _WALK_BACK = 32
 
 def _group_starts(change: NDArray[np.bool_], rix: NDArray[np.intp],
                   pos: NDArray[np.intp]) -> NDArray[np.intp]:
-    """The first position of the tie group ending at each ``(rix, pos)``; ``change``
-    (d, n - 1) is True where the next position starts a group.
-
-    The ends are ascending, and in each row every group end after the row's first one
-    given is given too (as :func:`grid_best`'s candidates: the ID mass at a group's end
-    never decreases along a row). So a group starts one past the previous end; only a
-    row's first group is found by walking back from its end."""
+    """Where the tie group ending at each ``(rix, pos)`` starts (``change``: True where the
+    next position starts a group). The ends ascend and a row's are all given after its first
+    (:func:`grid_best`'s: the ID mass at an end never falls along a row), so a group starts
+    one past the previous end; only a row's first group is walked back from its end."""
     start = np.empty_like(pos)
     if pos.size == 0:
         return start
