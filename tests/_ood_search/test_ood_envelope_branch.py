@@ -150,3 +150,32 @@ def test_swaps_exactly_at_a_cut(monkeypatch):
     monkeypatch.setattr(B, "branch_envelopes", functools.partial(search, start=4,
                                                                  leaf_work=1e9, cuts=2))
     _same(full[0], E.envelopes(s, ood, gains, sweep_below=0)[0])
+
+
+@pytest.mark.parametrize("form", ["scale", "line"])
+def test_offsets_far_smaller_than_the_bands_are_swept_not_halved(form, monkeypatch):
+    """A first score with few values and a second of a far smaller scale (or the pairs near
+    one line): the points of one value never swap inside (0, pi), but no band bound tells
+    them apart, so halving never sheds them. The stalled intervals are swept (``STALL``)
+    after a few halvings instead of bounding about 2^20 intervals per starting one."""
+    rng = np.random.default_rng(7)
+    n = 400
+    ood = (rng.random(n) < 0.4).astype(float)
+    a = rng.integers(0, 6, n).astype(float)
+    b = rng.normal(size=n) + ood
+    s = np.stack((a, 1e-9 * b if form == "scale" else a + 1e-9 * b), axis=1)
+    gains = (1 - ood)[:, None]
+    calls = []
+    narrow = B._Envelope.narrow
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 5000:
+            raise RuntimeError("the halving does not stop")
+        return narrow(self, *args, **kwargs)
+
+    monkeypatch.setattr(B._Envelope, "narrow", counted)
+    pruned = E.envelopes(s, ood, gains, sweep_below=0)
+    full = E.envelopes(s, ood, gains, sweep_below=FULL)
+    _same(full[0], pruned[0])
+    assert 0 < len(calls) < 1000
