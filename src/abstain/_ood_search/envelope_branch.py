@@ -26,7 +26,8 @@ bound itself, with the intervals and bounds of :mod:`~abstain._ood_search.branch
 * **Refinement.** Intervals with many possible movers are halved; the others are swept:
   every state of each surviving anchor at the directions of the interval
   (``IntervalSearch.states_of``), with the keep rules of the full sweep (the two-point ties
-  and the angle pi left out, the flat unit segments kept by start).
+  and the angle pi left out, the flat unit segments kept by start). An interval whose
+  halvings have stopped shedding movers is swept as well (:func:`stalled`).
 * **Cuts of a swept interval.** Before its states are computed, a swept interval is cut
   into ``CUTS`` equal parts and each mover's swap is placed among them by its key
   (:func:`~abstain._core.exact.swap_slots`: two parts where rounding could put it on either
@@ -319,9 +320,9 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
     anchors = np.flatnonzero(x[:, 0] > 0)
     # (interval, anchors, pool, parent's frame and bands, movers of the parent and the
     # grandparent, stalled halvings)
-    none = (math.inf, math.inf)
+    no_up = (math.inf, math.inf)  # a starting interval has no parent
     todo: list[tuple[Arc, NDArray[np.intp], Pool | None, tuple[Frame, Prior] | None,
-                     tuple[float, float], int]] = [(arc, anchors, None, None, none, 0)
+                     tuple[float, float], int]] = [(arc, anchors, None, None, no_up, 0)
                                                    for arc in Arc.cover(start)]
     out: list[tuple[F64, F64]] = []
     while todo:
