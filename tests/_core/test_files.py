@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from abstain._core.files import atomic_files, atomic_path, os_error, write_text
+from abstain._core.files import (
+    atomic_files,
+    atomic_path,
+    atomic_path_and_files,
+    os_error,
+    write_text,
+)
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="FIFOs and /dev need POSIX")
 
@@ -224,3 +230,89 @@ def test_atomic_files_refuses_bad_names_and_a_file_in_place_of_the_folder(tmp_pa
             pass
     assert _names(tmp_path) == ["plain", "png"] and _names(tmp_path / "png") == ["a.png"]
     assert plain.read_text() == "user"
+
+
+def _signal_on_replace(monkeypatch, sent_when) -> list[str]:
+    """Make ``os.replace`` send SIGTERM to this process just after the move whose target's
+    name ``sent_when`` accepts; return the list of targets moved so far."""
+    from abstain._core import files
+
+    real = os.replace
+    seen: list[str] = []
+
+    def replace(src, dst):
+        real(src, dst)
+        seen.append(Path(dst).name)
+        if sent_when(Path(dst).name):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    return seen
+
+
+@pytest.mark.parametrize("at", ["page", "first file", "last file"])
+def test_a_signal_while_the_page_and_files_land_lands_after_both(at, tmp_path, monkeypatch):
+    """Before, a signal just after the page's rename took the files back and left the page."""
+    folder = tmp_path / "png"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("user")
+    (folder / "a.png").write_bytes(b"old a")
+    page = tmp_path / "r.html"
+    when = {"page": lambda n: n == "r.html", "first file": lambda n: n == "a.png",
+            "last file": lambda n: n == "b.png"}[at]
+    seen = _signal_on_replace(monkeypatch, when)
+
+    def handler(signum, frame):
+        raise RuntimeError("terminated")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        with pytest.raises(RuntimeError, match="terminated"):
+            with atomic_path_and_files(page, folder, {"a.png": b"new a", "b.png": b"new b"}) \
+                    as tmp:
+                Path(tmp).write_text("page")
+    finally:
+        assert signal.signal(signal.SIGTERM, old) is handler
+    assert "r.html" in seen  # the signal was sent inside the step, and handled after it
+    assert page.read_text() == "page" and _names(tmp_path) == ["png", "r.html"]
+    assert _names(folder) == ["a.png", "b.png", "mine.txt"]
+    assert (folder / "a.png").read_bytes() == b"new a"
+
+
+@pytest.mark.parametrize("fails", ["page", "file"])
+def test_a_failure_of_the_page_or_a_file_writes_neither(fails, tmp_path):
+    folder = tmp_path / "png"
+    folder.mkdir()
+    (folder / "a.png").write_bytes(b"old a")
+    page = tmp_path / "r.html"
+    page.write_text("old page")
+    if fails == "file":
+        (folder / "b.png").mkdir()  # a folder holds the name of a file
+        with pytest.raises(OSError, match=r"^cannot write '.*b\.png': Is a directory"):
+            with atomic_path_and_files(page, folder, {"a.png": b"new", "b.png": b"new"}) \
+                    as tmp:
+                Path(tmp).write_text("page")
+    else:
+        with pytest.raises(RuntimeError, match="later"):
+            with atomic_path_and_files(page, folder, {"a.png": b"new", "b.png": b"new"}) \
+                    as tmp:
+                Path(tmp).write_text("page")
+                raise RuntimeError("later")
+    assert page.read_text() == "old page" and (folder / "a.png").read_bytes() == b"old a"
+    assert _names(tmp_path) == ["png", "r.html"]
+    assert _names(folder) == (["a.png", "b.png"] if fails == "file" else ["a.png"])
+
+
+@posix_only
+def test_a_page_written_in_place_is_written_before_the_files_move_in(tmp_path):
+    fifo = tmp_path / "page.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _read_fifo(fifo, got)
+    folder = tmp_path / "png"
+    with atomic_path_and_files(fifo, folder, {"a.png": b"a"}) as tmp:
+        Path(tmp).write_text("page")
+    reader.join(10)
+    assert got == [b"page"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert _names(folder) == ["a.png"]

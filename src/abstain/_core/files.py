@@ -11,7 +11,8 @@
 - Several files into one folder (:func:`atomic_files`) are staged in a temporary folder
   inside it and moved in together; on a failure the files moved in are removed, the files
   they replaced are put back, and a folder created for them is removed when empty. Files
-  of the folder that the run did not write are never touched.
+  of the folder that the run did not write are never touched. A file and a folder's files
+  land together through :func:`atomic_path_and_files`.
 
 Temporaries are created and removed with SIGINT and SIGTERM held back until their
 clean-up is armed, so a signal turned into an exception (as the command line does) at
@@ -34,7 +35,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_path", "atomic_files", "write_text", "os_error"]
+__all__ = ["atomic_path", "atomic_files", "atomic_path_and_files", "write_text",
+           "os_error"]
 
 _ADVICE = {
     errno.ENOENT: "create its folder or write to another path",
@@ -187,6 +189,15 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
     OSError
         When ``path`` cannot be written; the message names it and says what to do.
     """
+    with _staged(path) as (tmp, publish, _):
+        yield tmp
+        publish()
+
+
+@contextlib.contextmanager
+def _staged(path: str | os.PathLike[str]) -> Iterator[tuple[str, Callable[[], None], bool]]:
+    """The temporary of :func:`atomic_path`, the function that makes it ``path``, and
+    whether ``path`` is written in place; the temporary is removed on leaving."""
     p = _checked(path)
     fd_target = _in_place_fd(p)
     target = p
@@ -204,15 +215,19 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
                 os.close(fd)
         except OSError as exc:
             raise os_error(p, exc) from None
-        yield tmp
-        try:
-            if fd_target is None:
-                os.chmod(tmp, 0o666 & ~_umask())
-                os.replace(tmp, target)
-            else:
-                _copy_into(tmp, p, fd_target)
-        except OSError as exc:
-            raise os_error(p, exc) from None
+        written = tmp
+
+        def publish() -> None:
+            try:
+                if fd_target is None:
+                    os.chmod(written, 0o666 & ~_umask())
+                    os.replace(written, target)
+                else:
+                    _copy_into(written, p, fd_target)
+            except OSError as exc:
+                raise os_error(p, exc) from None
+
+        yield tmp, publish, fd_target is not None
     finally:
         with _signals_deferred():
             if tmp is not None and os.path.lexists(tmp):
@@ -243,7 +258,7 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
 
 @contextlib.contextmanager
 def atomic_files(folder: str | os.PathLike[str],
-                 files: Mapping[str, bytes]) -> Iterator[Callable[[], None]]:
+                 files: Mapping[str, bytes]) -> Iterator[Callable[..., None]]:
     """Write several files into ``folder`` together; yield the function that moves them in.
 
     On entry, ``folder`` is created if missing and the files are written into a temporary
@@ -251,7 +266,9 @@ def atomic_files(folder: str | os.PathLike[str],
     moves them in, each over any file of its name; an exception in the block, after or
     before ``commit()``, removes every file moved in, puts back the files they replaced
     and removes ``folder`` if this call created it and it is empty. Other files of
-    ``folder`` are never touched.
+    ``folder`` are never touched. ``commit(then)`` also calls ``then()`` in the same step
+    (SIGINT and SIGTERM held back from the first move to its return): once it returns,
+    nothing is taken back, so that the files and what ``then`` wrote land together.
 
     Parameters
     ----------
@@ -309,15 +326,13 @@ def atomic_files(folder: str | os.PathLike[str],
         except OSError as exc:
             raise os_error(base, exc) from None
 
-        def commit() -> None:
-            nonlocal done
-            if done:
-                return
+        def commit(then: Callable[[], None] | None = None) -> None:
+            nonlocal done, ok
             assert stage is not None
-            for name in files:
-                dest = base / name
-                try:
-                    with _signals_deferred():
+            with _signals_deferred():  # the moves and then() are one step for a signal
+                for name in files if not done else ():
+                    dest = base / name
+                    try:
                         if os.path.lexists(dest):
                             backup = Path(stage, "old", name)
                             os.replace(dest, backup)
@@ -325,16 +340,20 @@ def atomic_files(folder: str | os.PathLike[str],
                         else:
                             moved.append((dest, None))
                         os.replace(os.path.join(stage, "new", name), dest)
-                except OSError as exc:
-                    raise os_error(dest, exc) from None
-            done = True
+                    except OSError as exc:
+                        raise os_error(dest, exc) from None
+                done = True
+                if then is not None:
+                    then()
+                    ok = True  # sealed: nothing is taken back from here on
 
         yield commit
         commit()
         ok = True
     except BaseException:
         with _signals_deferred():
-            kept = _roll_back(moved)
+            if not ok:
+                kept = _roll_back(moved)
         raise
     finally:
         with _signals_deferred():
@@ -344,6 +363,27 @@ def atomic_files(folder: str | os.PathLike[str],
                 for q in reversed(created):
                     with contextlib.suppress(OSError):
                         q.rmdir()  # only if empty
+
+
+@contextlib.contextmanager
+def atomic_path_and_files(path: str | os.PathLike[str], folder: str | os.PathLike[str],
+                          files: Mapping[str, bytes]) -> Iterator[str]:
+    """:func:`atomic_path` for ``path`` and :func:`atomic_files` for ``folder``, all or
+    nothing: yield the temporary path to write; on success ``path`` and the files land
+    together, on an exception (an interrupt included) neither does.
+
+    A regular ``path`` is renamed in the same step as the files are moved in, with SIGINT
+    and SIGTERM held back, so a signal lands before both or after both. A ``path``
+    written in place (a FIFO, a device, standard output) cannot be taken back once
+    written: it is written first, and the files are moved in once it is complete.
+    """
+    with atomic_files(folder, files) as commit, _staged(path) as (tmp, publish, in_place):
+        yield tmp
+        if in_place:
+            publish()
+            commit(lambda: None)
+        else:
+            commit(publish)
 
 
 def _roll_back(moved: list[tuple[Path, Path | None]]) -> bool:

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from .._core.files import (
     atomic_files,
     atomic_path,
+    atomic_path_and_files,
     is_standard_output,
     os_error,
     write_text,
@@ -45,6 +46,7 @@ __all__ = [
     "write_text",
     "atomic_path",
     "atomic_files",
+    "atomic_path_and_files",
     "table_format",
     "get_column",
     "check_not_input",

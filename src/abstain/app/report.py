@@ -63,7 +63,7 @@ from ..plot import (
 from .chunks import Summary
 from .data import Rows, Tables, as_data
 from .evaluate import Evaluation, glossary_of, inverted_warnings
-from .io import atomic_files, atomic_path, check_not_input, os_error, write_text
+from .io import atomic_files, atomic_path_and_files, check_not_input, os_error, write_text
 from .tables import Progress, TableData
 
 __all__ = ["report_figures", "html_report", "write_report", "sample_warnings", "png_names",
@@ -678,11 +678,13 @@ def write_report(path: str | Path, data: TableData | Summary, evaluation: Evalua
                  png_dir: str | Path | None = None, **kwargs: Any) -> None:
     """Write :func:`html_report` to ``path`` (keyword arguments as there), all or nothing.
 
-    The page is written through :func:`abstain.app.io.atomic_path`, and the PNGs of
-    ``png_dir`` are written into a temporary folder inside it and moved in only with the
-    page: on any failure (``path`` unwritable, ``path`` one of the PNGs, an interrupt)
-    ``png_dir`` is left as it was (a folder created for the PNGs is removed) and
-    ``path`` too. ``path`` must not be one of the ``protect`` files either.
+    The page and the PNGs of ``png_dir`` are written through
+    :func:`abstain.app.io.atomic_path_and_files`: the PNGs go into a temporary folder
+    inside ``png_dir`` and are moved in in the same step as the page is renamed, with
+    SIGINT and SIGTERM held back, so an interrupt lands before both or after both. On
+    any failure (``path`` unwritable, ``path`` one of the PNGs, an interrupt) ``png_dir``
+    is left as it was (a folder created for the PNGs is removed) and ``path`` too.
+    ``path`` must not be one of the ``protect`` files either.
     """
     protect = list(kwargs.pop("protect", ()))
     check_not_input(path, protect)
@@ -698,9 +700,8 @@ def write_report(path: str | Path, data: TableData | Summary, evaluation: Evalua
         if _same_path(Path(png_dir) / name, Path(path)):
             raise ValueError(f"path must not be a PNG of png_dir; got {str(path)!r}, the "
                              f"PNG {name!r}: write the page to another path.")
-    with atomic_files(png_dir, pngs) as commit, atomic_path(path) as tmp:
+    with atomic_path_and_files(path, png_dir, pngs) as tmp:
         Path(tmp).write_text(page, encoding="utf-8")
-        commit()
 
 
 def _same_path(a: Path, b: Path) -> bool:
