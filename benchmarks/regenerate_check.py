@@ -80,6 +80,8 @@ SKIPPED = {
     "bench_metrics_avx512_2core.md": "timings only, on a 2-core CPU with AVX-512",
     "bench_bootstrap.md": "timings (its equality column is tests/metrics/test_bootstrap_tables.py)",
     "bench_pairs_exact.md": "timings (its unit check is tests/metrics/test_ood_unit_free.py)",
+    "bench_pairs_clustered.md": "timings (its values are checked equal to the full sweep's in "
+                                "the run, and by tests/_ood_search)",
     "bench_ordinal.md": "timings, and a duality gap that depends on the BLAS",
     "bench_scores.md": "timings, and fits that depend on the BLAS",
     "bench_ood.md": "timings; its value columns need fits of up to 100,000 rows (minutes)",

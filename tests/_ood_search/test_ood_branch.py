@@ -332,3 +332,39 @@ def test_bands_hold_every_point_that_can_move(seed):
             below = np.where(dr == 0, dg < 0, np.where(dr < 0, t0 >= 0, t0 < 0))
             mass = np.concatenate((x[out[below]], np.ones((below.sum(), 1))), axis=1)
             assert np.allclose(split.C[i], mass.sum(axis=0), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2])
+@pytest.mark.parametrize("form", ["scale", "line"])
+def test_pairs_within_the_rounding_slack_are_swept_not_halved(form, kind, monkeypatch):
+    """A first score with few values and a second of a far smaller scale (or the pairs near
+    one line): near the first score's direction the points of one value are within the
+    bounds' rounding slack of each other, so no halving sheds them. Such intervals are swept
+    (``INSEPARABLE``) instead of being halved down to ``MIN_WIDTH`` (about 2^20 intervals;
+    a cost-based fit on 2,000 rows ran for minutes)."""
+    from abstain._ood_search import branch as BR
+
+    rng = np.random.default_rng(11)
+    n = 400
+    ood = rng.random(n) < 0.4
+    a = rng.integers(0, 6, n).astype(float)
+    b = rng.normal(size=n) + ood
+    s = np.stack((a, 1e-9 * b if form == "scale" else a + 1e-9 * b), axis=1)
+    ls = np.where(ood, 0.0, rng.random(n) < 0.3).astype(float)
+    sample = Sample.of(s, ood, ls)
+    pts, x = sample.pairs()
+    con, slopes = _problem(np.random.default_rng(kind), sample, kind)
+    calls = []
+    bounds = BR.IntervalSearch.bounds
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 5000:
+            raise RuntimeError("the halving does not stop")
+        return bounds(self, *args, **kwargs)
+
+    monkeypatch.setattr(BR.IntervalSearch, "bounds", counted)
+    ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0)
+    _same(got, ref)
+    assert 0 < len(calls) < 1000

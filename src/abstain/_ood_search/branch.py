@@ -22,8 +22,9 @@ not exclude them:
   of ``w_mid``, ``d = w_mid . (q - e)`` and ``t = u_mid . (q - e)``, the order of ``q`` and
   ``e`` at angle ``mid + delta`` is the sign of ``d + tan(delta) t``, so ``q`` stays below
   ``e`` on ``J`` iff ``d < -tan(|J| / 2) |t|``. The pool is cut into bands of its ``u_mid``
-  coordinate (quantiles, finer in the tails, :data:`BANDS`); for ``e`` in band ``i`` and
-  ``q`` in band ``j``, ``|t|`` is at most the largest distance between the two bands, so
+  coordinate (quantiles, finer in the tails, :data:`BANDS`, and cut at wide gaps); for ``e``
+  in band ``i`` and ``q`` in band ``j``, ``|t|`` is at most the largest distance between
+  the two bands' points, so
   the movers of ``e`` in band ``j`` lie in one run of that band sorted by ``s_mid``, found
   by two binary searches, and the rest of the band is certainly below or above ``e``. These
   *band bounds* (the same formula on the smaller ``M(e)``) decide for the linear objective
@@ -47,7 +48,12 @@ not exclude them:
   underflows towards 0 on a quarter of the rows puts them on one line: in the benchmark
   data of ``n = 1e5``, 24,500 pairs with ``g < 1e-8`` make 3e8 swaps, 90% of them within
   1e-8 of ``pi / 2``); such intervals are halved down to ``MIN_WIDTH`` and swept, at a
-  cost proportional to their swaps.
+  cost proportional to their swaps. Points that never swap but are within that slack of
+  each other at an interval's middle direction (a first score with few values, a second of
+  a far smaller scale) stay movers however narrow the interval: an interval where they
+  are more than ``INSEPARABLE`` of the (anchor, mover) pairs is swept at once. Bands are
+  also cut at wide gaps of the normal coordinate (:func:`band_edges`) and bounded by their
+  points' extent, so that two such clusters never share one.
 * **Exactly the same rule.** The anchors whose swept optimum is within a relative
   ``TIE`` (3e-12) of the optimum (with more than ``MAX_FINALISTS`` of them under a ratio
   objective, those of them with the largest ID mass and then the smallest OOD mass) are
@@ -99,10 +105,17 @@ LEAF_WORK = 0.5
 SEED_SHARE = 64
 #: Intervals narrower than this (radians) are swept whatever their movers.
 MIN_WIDTH = 1e-7
+#: An interval is swept whatever its movers when more than this share of them are within
+#: the rounding slack of its anchors at its middle direction (halving cannot shed them).
+INSEPARABLE = 0.5
 #: Quantiles of the normal coordinate that cut a pool into bands (finer in the tails, where
 #: a few far points would otherwise widen a band).
 BANDS = np.concatenate(([0.0, 1e-3, 0.01], np.linspace(0.05, 0.95, 7),
                         [0.99, 0.999, 1.0]))
+#: Rounds of cuts at gaps (:func:`band_edges`) and the share of a band's span that a gap
+#: must exceed to be cut.
+GAP_ROUNDS = 3
+GAP_SHARE = 0.5
 #: At most this many (anchor, point) pairs per batch of a sweep.
 _CHUNK = 1 << 16
 #: Ratio objectives with more tied anchors than this keep those of the largest ID mass.
@@ -208,8 +221,9 @@ class BandSplit(NamedTuple):
 class Frame(NamedTuple):
     """A pool cut into bands (:meth:`IntervalSearch.frame`): the direction ``mid`` (angle)
     whose normal coordinate the band ``edges`` cut, the pool's points ``order`` by band and
-    then by projection ``ss`` on ``mid``, where each band starts in them (``start``) and
-    the running masses ``cum`` along them (a row of zeros first)."""
+    then by projection ``ss`` on ``mid``, where each band starts in them (``start``), the
+    running masses ``cum`` along them (a row of zeros first), and the least and largest
+    normal coordinate of each band's points (``t_min``, ``t_max``)."""
 
     mid: float
     edges: F64
@@ -217,6 +231,42 @@ class Frame(NamedTuple):
     ss: F64
     start: NDArray[np.intp]
     cum: F64
+    t_min: F64
+    t_max: F64
+
+
+def band_edges(sample: F64) -> F64:
+    """Edges of bands of the sorted ``sample``: its quantiles :data:`BANDS`, and then, in
+    up to :data:`GAP_ROUNDS` rounds, a band whose largest gap between two sample points is
+    wider than :data:`GAP_SHARE` of its span cut at that gap. Points in clusters far apart
+    (a score with few values) then share a band only with their own cluster, whose span,
+    not the gaps', bounds their offsets."""
+    edges = np.quantile(sample, BANDS)
+    for _ in range(GAP_ROUNDS):
+        pos = np.searchsorted(sample, edges, side="left")
+        cuts = []
+        for j in range(edges.size - 1):
+            seg = sample[pos[j]:pos[j + 1]]
+            if seg.size > 2:
+                gap = np.diff(seg)
+                k = int(np.argmax(gap))
+                if gap[k] > GAP_SHARE * (seg[-1] - seg[0]):
+                    cuts.append(seg[k + 1])
+        if not cuts:
+            break
+        edges = np.sort(np.concatenate((edges, cuts)))
+    return edges
+
+
+def _extents(t: F64, start: NDArray[np.intp], edges: F64) -> tuple[F64, F64]:
+    """The least and largest of ``t`` in each band (``t[start[j]:start[j + 1]]``); an empty
+    band gets its lower edge for both."""
+    t_min, t_max = edges[:-1].copy(), edges[:-1].copy()
+    full = np.flatnonzero(start[1:] > start[:-1])
+    if full.size:
+        t_min[full] = np.minimum.reduceat(t, start[full])
+        t_max[full] = np.maximum.reduceat(t, start[full])
+    return t_min, t_max
 
 
 def _band_ends(seg: F64, at: int, q_s: F64, q_b: NDArray[np.intp], d: F64,
@@ -315,6 +365,18 @@ class IntervalSearch:
         if self.con is not None:
             return v * (1 + MARGIN)
         return v + MARGIN * max(abs(v), 1.0) + 1e-9 * self.h_abs
+
+    def inseparable(self, mid: float, e: NDArray[np.intp], pool: Pool) -> float:
+        """The (anchor, point) pairs of ``e`` and ``pool`` whose projections on the direction
+        ``mid`` are within the rounding slack of the bounds: movers of the anchor on every
+        interval around ``mid``, however narrow, unless their normal offset is large."""
+        cw, sw = _cos_sin(mid)
+        idx = pool[0]
+        s = np.sort(along(self.pr[idx], self.pg[idx], cw, sw))
+        s_e = along(self.pr[e], self.pg[e], cw, sw)
+        near = (np.searchsorted(s, s_e + 4 * self.eps, side="right")
+                - np.searchsorted(s, s_e - 4 * self.eps, side="left"))
+        return float(np.maximum(near - 1, 0).sum())
 
     # ---------------------------------------------------------------- bounds
     def bounds(self, a0: float, a1: float, anchors: NDArray[np.intp] | None,
@@ -442,13 +504,15 @@ class IntervalSearch:
         t = along(self.pr[idx], self.pg[idx], -sw, cw)
         # any edges will do (a point's band is found by the same edges); the outer ones hold
         # every point
-        edges = np.quantile(t[:: max(1, t.size // 4096)], BANDS)
+        edges = band_edges(np.sort(t[:: max(1, t.size // 4096)]))
         edges[0], edges[-1] = t.min(), t.max()
         b = np.searchsorted(edges[1:-1], t, side="right").astype(np.uint8)
         order = np.argsort(s)
         order = order[np.argsort(b[order], kind="stable")]
         start = np.searchsorted(b[order], np.arange(edges.size))
-        return Frame(mid, edges, idx[order], s[order], start, _cumsum0(_rows(v, order)))
+        t_min, t_max = _extents(t[order], start, edges)
+        return Frame(mid, edges, idx[order], s[order], start, _cumsum0(_rows(v, order)),
+                     t_min, t_max)
 
     def bands(self, a0: float, a1: float, e: NDArray[np.intp], base: F64, frame: Frame,
               prior: Prior | None = None) -> tuple[BandSplit, Prior]:
@@ -478,8 +542,11 @@ class IntervalSearch:
         slack = 1e-9 * max(abs(tan[0]), abs(tan[1])) if prior is None else prior.slack
         tan = [tan[0] - slack, tan[1] + slack]
         # the least and largest offset t between a point of band j and an anchor of band i
-        t_lo = edges[:-1][None, :] - edges[1:][:, None]
-        t_hi = edges[1:][None, :] - edges[:-1][:, None]
+        t_min, t_max = frame.t_min.copy(), frame.t_max.copy()
+        np.minimum.at(t_min, b_e, t_e)
+        np.maximum.at(t_max, b_e, t_e)
+        t_lo = t_min[None, :] - t_max[:, None]
+        t_hi = t_max[None, :] - t_min[:, None]
         corners = np.stack([-t * x for t in (t_lo, t_hi) for x in tan])
         d_lo = corners.min(axis=0) - 4 * self.eps
         d_hi = corners.max(axis=0) + 4 * self.eps
@@ -701,7 +768,9 @@ def branch_search(
         alive, lb, movers, pool, split = search.bounds(a0, a1, anchors, pool, refine)
         if alive.size == 0:
             continue
-        if float(movers.sum()) <= leaf_work * m or a1 - a0 < MIN_WIDTH:
+        work = float(movers.sum())
+        if (work <= leaf_work * m or a1 - a0 < MIN_WIDTH
+                or search.inseparable(0.5 * (a0 + a1), alive, pool) > INSEPARABLE * work):
             search.sweep(arc, alive, search.split(a0, a1, alive, pool) if split is None
                          else split)
             continue
