@@ -368,3 +368,23 @@ def test_pairs_within_the_rounding_slack_are_swept_not_halved(form, kind, monkey
     got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0)
     _same(got, ref)
     assert 0 < len(calls) < 1000
+
+
+@pytest.mark.parametrize("n", [60, 400, 4096])
+def test_bands_are_cut_between_tight_clusters_only(n):
+    """``band_edges``: a coordinate with a few values (plus offsets far below their gaps,
+    equally spaced, so that three clusters in a band have gaps of exactly half its span)
+    gets no band holding two values; continuous samples keep the quantile edges."""
+    from abstain._ood_search.branch import BANDS, band_edges
+
+    rng = np.random.default_rng(n)
+    for sample in (rng.normal(size=n), rng.standard_cauchy(size=n), rng.exponential(size=n) ** 3):
+        sample = np.sort(sample)
+        assert np.array_equal(band_edges(sample), np.quantile(sample, BANDS))
+    for levels in (3, 6, 13) if n >= 400 else (3, 6):  # 4 sample points or more a value
+        value = rng.integers(0, levels, n) * 2.24
+        t = np.sort(value + 1e-9 * rng.normal(size=n))
+        edges = band_edges(t)
+        band = np.searchsorted(edges[1:-1], t, side="right")
+        for j in np.unique(band):
+            assert np.ptp(np.round(t[band == j], 3)) == 0  # one value per band

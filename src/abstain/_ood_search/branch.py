@@ -22,10 +22,10 @@ not exclude them:
   of ``w_mid``, ``d = w_mid . (q - e)`` and ``t = u_mid . (q - e)``, the order of ``q`` and
   ``e`` at angle ``mid + delta`` is the sign of ``d + tan(delta) t``, so ``q`` stays below
   ``e`` on ``J`` iff ``d < -tan(|J| / 2) |t|``. The pool is cut into bands of its ``u_mid``
-  coordinate (quantiles, finer in the tails, :data:`BANDS`, and cut at wide gaps); for ``e``
-  in band ``i`` and ``q`` in band ``j``, ``|t|`` is at most the largest distance between
-  the two bands' points, so
-  the movers of ``e`` in band ``j`` lie in one run of that band sorted by ``s_mid``, found
+  coordinate (quantiles, finer in the tails, :data:`BANDS`, and cut between tight
+  clusters); for ``e`` in band ``i`` and ``q`` in band ``j``, ``|t|`` is at most the
+  largest distance between the two bands' points, so the movers of ``e`` in band ``j``
+  lie in one run of that band sorted by ``s_mid``, found
   by two binary searches, and the rest of the band is certainly below or above ``e``. These
   *band bounds* (the same formula on the smaller ``M(e)``) decide for the linear objective
   on every interval, after the one spread has screened the anchors; on the benchmark
@@ -51,9 +51,10 @@ not exclude them:
   cost proportional to their swaps. Points that never swap but are within that slack of
   each other at an interval's middle direction (a first score with few values, a second of
   a far smaller scale) stay movers however narrow the interval: an interval where they
-  are more than ``INSEPARABLE`` of the (anchor, mover) pairs is swept at once. Bands are
-  also cut at wide gaps of the normal coordinate (:func:`band_edges`) and bounded by their
-  points' extent, so that two such clusters never share one.
+  are more than ``INSEPARABLE`` of the (anchor, mover) pairs is swept at once. A band whose
+  points lie in a few tight clusters of the normal coordinate is cut between them
+  (:func:`band_edges`), and bands are bounded by their points' extent, so that two such
+  clusters never share one.
 * **Exactly the same rule.** The anchors whose swept optimum is within a relative
   ``TIE`` (3e-12) of the optimum (with more than ``MAX_FINALISTS`` of them under a ratio
   objective, those of them with the largest ID mass and then the smallest OOD mass) are
@@ -112,10 +113,10 @@ INSEPARABLE = 0.5
 #: a few far points would otherwise widen a band).
 BANDS = np.concatenate(([0.0, 1e-3, 0.01], np.linspace(0.05, 0.95, 7),
                         [0.99, 0.999, 1.0]))
-#: Rounds of cuts at gaps (:func:`band_edges`) and the share of a band's span that a gap
-#: must exceed to be cut.
-GAP_ROUNDS = 3
-GAP_SHARE = 0.5
+#: A band is cut at its widest gaps when at most this many hold all but GAP_REST of its
+#: span (:func:`band_edges`).
+GAP_CUTS = 16
+GAP_REST = 0.02
 #: At most this many (anchor, point) pairs per batch of a sweep.
 _CHUNK = 1 << 16
 #: Ratio objectives with more tied anchors than this keep those of the largest ID mass.
@@ -236,26 +237,27 @@ class Frame(NamedTuple):
 
 
 def band_edges(sample: F64) -> F64:
-    """Edges of bands of the sorted ``sample``: its quantiles :data:`BANDS`, and then, in
-    up to :data:`GAP_ROUNDS` rounds, a band whose largest gap between two sample points is
-    wider than :data:`GAP_SHARE` of its span cut at that gap. Points in clusters far apart
-    (a score with few values) then share a band only with their own cluster, whose span,
-    not the gaps', bounds their offsets."""
+    """Edges of bands of the sorted ``sample``: its quantiles :data:`BANDS`, each band then
+    cut at its widest gaps when at most :data:`GAP_CUTS` of them (and at most one in four)
+    hold all but :data:`GAP_REST` of its span (its points lie in a few tight clusters, such
+    as a score with few values). Points of one cluster then share a band only with their
+    own cluster, whose span, not the gaps', bounds their offsets."""
     edges = np.quantile(sample, BANDS)
-    for _ in range(GAP_ROUNDS):
-        pos = np.searchsorted(sample, edges, side="left")
-        cuts = []
-        for j in range(edges.size - 1):
-            seg = sample[pos[j]:pos[j + 1]]
-            if seg.size > 2:
-                gap = np.diff(seg)
-                k = int(np.argmax(gap))
-                if gap[k] > GAP_SHARE * (seg[-1] - seg[0]):
-                    cuts.append(seg[k + 1])
-        if not cuts:
-            break
-        edges = np.sort(np.concatenate((edges, cuts)))
-    return edges
+    pos = np.searchsorted(sample, edges, side="left")
+    cuts = []
+    for j in range(edges.size - 1):
+        seg = sample[pos[j]:pos[j + 1]]
+        most = min(GAP_CUTS, (seg.size - 1) // 4)  # clusters of 4 sample points or more
+        if most <= 0:
+            continue
+        gap = np.diff(seg)
+        widest = np.sort(gap)[::-1][:most]
+        k = int(np.searchsorted(np.cumsum(widest), (1 - GAP_REST) * (seg[-1] - seg[0])))
+        if k < most and widest[k] > 0:
+            cuts.append(seg[1:][gap >= widest[k]][:most])
+    if not cuts:
+        return edges
+    return np.sort(np.concatenate((edges, np.setdiff1d(np.concatenate(cuts), edges))))
 
 
 def _extents(t: F64, start: NDArray[np.intp], edges: F64) -> tuple[F64, F64]:
