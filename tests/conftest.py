@@ -32,6 +32,26 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20230714)
 
 
+@pytest.fixture
+def call_limit(monkeypatch):
+    """``call_limit(owner, name, limit)``: count the calls of the method ``owner.name`` in a
+    list it returns, and stop the test with "the halving does not stop" after ``limit``."""
+    def wrap(owner, name, limit):
+        calls = []
+        real = getattr(owner, name)
+
+        def counted(self, *args, **kwargs):
+            calls.append(1)
+            if len(calls) > limit:
+                raise RuntimeError("the halving does not stop")
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+        return calls
+
+    return wrap
+
+
 @pytest.fixture(scope="session")
 def load_benchmark():
     """``load_benchmark("table2_ood")`` imports ``benchmarks/table2_ood.py`` as a module."""

@@ -336,7 +336,7 @@ def test_bands_hold_every_point_that_can_move(seed):
 
 @pytest.mark.parametrize("kind", [0, 1, 2])
 @pytest.mark.parametrize("form", ["scale", "line"])
-def test_pairs_within_the_rounding_slack_are_swept_not_halved(form, kind, monkeypatch):
+def test_pairs_within_the_rounding_slack_are_swept_not_halved(form, kind, call_limit):
     """A first score with few values and a second of a far smaller scale (or the pairs near
     one line): near the first score's direction the points of one value are within the
     bounds' rounding slack of each other, so no halving sheds them. Such intervals are swept
@@ -354,16 +354,7 @@ def test_pairs_within_the_rounding_slack_are_swept_not_halved(form, kind, monkey
     sample = Sample.of(s, ood, ls)
     pts, x = sample.pairs()
     con, slopes = _problem(np.random.default_rng(kind), sample, kind)
-    calls = []
-    bounds = BR.IntervalSearch.bounds
-
-    def counted(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) > 5000:
-            raise RuntimeError("the halving does not stop")
-        return bounds(self, *args, **kwargs)
-
-    monkeypatch.setattr(BR.IntervalSearch, "bounds", counted)
+    calls = call_limit(BR.IntervalSearch, "bounds", 5000)
     ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
     got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0)
     _same(got, ref)

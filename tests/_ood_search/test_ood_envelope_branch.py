@@ -153,7 +153,7 @@ def test_swaps_exactly_at_a_cut(monkeypatch):
 
 
 @pytest.mark.parametrize("form", ["scale", "line"])
-def test_offsets_far_smaller_than_the_bands_are_swept_not_halved(form, monkeypatch):
+def test_offsets_far_smaller_than_the_bands_are_swept_not_halved(form, call_limit):
     """A first score with few values and a second of a far smaller scale (or the pairs near
     one line): the points of one value never swap inside (0, pi), but no band bound tells
     them apart, so halving never sheds them. The stalled intervals are swept (``STALL``)
@@ -165,16 +165,7 @@ def test_offsets_far_smaller_than_the_bands_are_swept_not_halved(form, monkeypat
     b = rng.normal(size=n) + ood
     s = np.stack((a, 1e-9 * b if form == "scale" else a + 1e-9 * b), axis=1)
     gains = (1 - ood)[:, None]
-    calls = []
-    narrow = B._Envelope.narrow
-
-    def counted(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) > 5000:
-            raise RuntimeError("the halving does not stop")
-        return narrow(self, *args, **kwargs)
-
-    monkeypatch.setattr(B._Envelope, "narrow", counted)
+    calls = call_limit(B._Envelope, "narrow", 5000)
     pruned = E.envelopes(s, ood, gains, sweep_below=0)
     full = E.envelopes(s, ood, gains, sweep_below=FULL)
     _same(full[0], pruned[0])
