@@ -129,6 +129,8 @@ def test_an_interrupted_apply_leaves_no_temporary_and_the_old_output(sig, when, 
                          ids=["SIGINT-0.3", "SIGTERM-write"])
 def test_an_interrupted_report_writes_no_png_and_no_page(sig, when, folder):
     png = folder / "png"
+    shutil.rmtree(png, ignore_errors=True)  # a failed parameter before this one left it
+    (folder / "r.html").unlink(missing_ok=True)
     png.mkdir()
     (png / "notes.txt").write_text("mine")
     code, err = _interrupt(["report", "small.csv", "-o", "r.html", "--png", "png"], folder,
@@ -172,6 +174,29 @@ def test_a_signal_while_writing_in_process_removes_the_temporary(folder, monkeyp
     assert out.read_text() == "old\n" and _temporaries(folder) == []
     assert {s: signal.getsignal(s) for s in before} == before  # the caller's handlers are back
     out.unlink()
+
+
+@pytest.mark.parametrize("error", [ImportError, OSError, ValueError])
+def test_an_error_that_follows_a_signal_reads_as_the_interrupt(error, folder, monkeypatch,
+                                                               capsys):
+    """An interrupt inside an extension module's import comes back as an ``ImportError``
+    (NumPy's C API turns any failure of its import into one): the command says it was
+    interrupted, not that a package is missing."""
+    from abstain.app import io as app_io
+    from abstain.app.console import Interrupted
+
+    def swallowing(v):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)
+        except Interrupted:
+            raise error("numpy.core.multiarray failed to import") from None
+
+    monkeypatch.setattr(app_io, "_accept_cell", swallowing)
+    out = folder / "swallowed.csv"
+    code = cli.main(["apply", str(folder / "rule.json"), str(folder / "t.csv"), "-o", str(out)])
+    assert code == 143 and capsys.readouterr().err == "abstain apply: interrupted\n"
+    assert not out.exists() and _temporaries(folder) == []
 
 
 def test_a_signal_ignored_at_the_start_stays_ignored(folder, monkeypatch, capsys):

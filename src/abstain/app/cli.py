@@ -22,7 +22,14 @@ from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
 from ..metrics import AUTO_EXACT_ROWS
 from .chunks import MAX_PAIRS, Summary, part_files, summarise
-from .console import Interrupted, console, handle_signals, interrupted, restore_signals
+from .console import (
+    Interrupted,
+    console,
+    handle_signals,
+    interrupted,
+    reraise_interrupt,
+    restore_signals,
+)
 from .evaluate import evaluate, inverted_warnings
 from .io import (
     ColumnError,
@@ -473,9 +480,11 @@ def _main(argv: list[str]) -> int:
     except BrokenPipeError:  # standard output closed by its reader: no message to give
         raise
     except OSError as exc:
+        reraise_interrupt(exc)
         print(f"abstain {args.command}: error: {_os_message(exc)}", file=sys.stderr)
         return 1
     except (_Fail, ColumnError, InfeasibleTargetError, ValueError, ImportError) as exc:
+        reraise_interrupt(exc)
         print(f"abstain {args.command}: error: {exc}", file=sys.stderr)
         return 1
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Interrupted", "console", "handle_signals", "interrupted"]
+__all__ = ["Interrupted", "console", "handle_signals", "interrupted", "reraise_interrupt"]
 
 #: The signals turned into :class:`Interrupted`.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -46,6 +46,17 @@ def _handler(signum: int, frame: Any) -> None:
         return
     _received.append(signum)
     raise Interrupted(signum)
+
+
+def reraise_interrupt(exc: BaseException) -> None:
+    """Raise :class:`Interrupted` from ``exc`` when a signal arrived while the command ran.
+
+    An error that follows an interrupt is its consequence, not the command's: an interrupt
+    inside an extension module's import comes back as an ``ImportError`` (NumPy's C API
+    turns any failure of its import into one), which would otherwise read as a missing
+    package."""
+    if _received:
+        raise Interrupted(_received[0]) from exc
 
 
 def handle_signals() -> dict[int, Any] | None:
