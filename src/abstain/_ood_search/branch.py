@@ -25,8 +25,8 @@ not exclude them:
   coordinate (quantiles, finer in the tails, :data:`BANDS`, and cut between tight
   clusters); for ``e`` in band ``i`` and ``q`` in band ``j``, ``|t|`` is at most the
   largest distance between the two bands' points, so the movers of ``e`` in band ``j``
-  lie in one run of that band sorted by ``s_mid``, found
-  by two binary searches, and the rest of the band is certainly below or above ``e``. These
+  lie in one run of that band sorted by ``s_mid``, found by two binary searches, and the
+  rest of the band is certainly below or above ``e``. These
   *band bounds* (the same formula on the smaller ``M(e)``) decide for the linear objective
   on every interval, after the one spread has screened the anchors; on the benchmark
   data they keep 3 to 20 times fewer (anchor, interval) pairs. The ratio objectives,
