@@ -379,3 +379,31 @@ def test_bands_are_cut_between_tight_clusters_only(n):
         band = np.searchsorted(edges[1:-1], t, side="right")
         for j in np.unique(band):
             assert np.ptp(np.round(t[band == j], 3)) == 0  # one value per band
+
+
+@pytest.mark.parametrize("seed", [650001, 1363002, 1804002, 22002])
+def test_bounds_that_never_shed_fall_back_to_the_full_sweep(seed, call_limit):
+    """Draws of a random stress run (few values of the first score, a second far smaller,
+    near one line) where neither the band cuts nor the rounding rule stop the halving: past
+    ``INTERVALS_PER_POINT`` bounded intervals per point the search runs the full sweep
+    (before, a fit of 53 to 468 rows ran for minutes)."""
+    from abstain._ood_search import branch as BR
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 700))
+    _, ood, ls, w = _data(rng, n, int(rng.choice([0, 2, 3, 5, 12, 40])), weighted=seed % 4 == 3)
+    rng.random()
+    levels, k = int(rng.integers(2, 16)), int(rng.choice([0, 1, -1, 2]))
+    scale = float(rng.choice([1e-12, 1e-9, 1e-6, 1e-3]))
+    a = rng.integers(0, levels, n).astype(float)
+    s = np.stack((a, k * a + scale * rng.normal(size=n)), 1)
+    sample = Sample.of(s, ood, ls, w)
+    pts, x = sample.pairs()
+    con, slopes = _problem(rng, sample, seed % 3)
+    calls = call_limit(BR.IntervalSearch, "bounds", 4 * BR.INTERVALS_PER_POINT * len(pts))
+    ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
+                        leaf_work=float(rng.choice([0.5, 3.0, 30.0])),
+                        start=int(rng.choice([1, 2, 5, 32])))
+    _same(got, ref)
+    assert len(calls) <= BR.INTERVALS_PER_POINT * len(pts) + 1

@@ -110,8 +110,10 @@ def _lines(pts: F64, x: F64, sweep_below: int | None) -> list[Lines]:
     segs = [np.zeros((4, 0)) for _ in range(g)]
     flat = [np.full((FLAT + 1, n_ood + 1), -np.inf) for _ in range(g)]
     below = branch.SWEEP_BELOW if sweep_below is None else sweep_below
-    if m > below and g <= 2 and n_ood > 0:
-        found, low = branch.branch_envelopes(pts, x)
+    pruned = (branch.branch_envelopes(pts, x) if m > below and g <= 2 and n_ood > 0
+              else None)
+    if pruned is not None:
+        found, low = pruned
         for P, G in found:
             _add_segments(segs, flat, P[:, 1], G[:, 1], [P[:, c] for c in (0, 2)[:g]],
                           [G[:, c] for c in (0, 2)[:g]])

@@ -55,7 +55,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.exact import swap_slots
-from .branch import MIN_WIDTH, Arc, BandSplit, Frame, IntervalSearch, Pool, Prior, mover_pairs
+from .branch import (
+    INTERVALS_PER_POINT,
+    MIN_WIDTH,
+    Arc,
+    BandSplit,
+    Frame,
+    IntervalSearch,
+    Pool,
+    Prior,
+    mover_pairs,
+)
 from .search import F64, along, unit_weights
 
 #: Up to this many distinct pairs :func:`~abstain._ood_search.envelope.envelopes` sweeps all
@@ -297,8 +307,9 @@ class _Envelope(IntervalSearch):
 
 def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRID,
                      leaf_work: float = LEAF_WORK, refine: bool = True, cuts: int = CUTS,
-                     ) -> tuple[list[tuple[F64, F64]], list[F64]]:
-    """The states of the anchors with OOD mass that may reach above the lower bound ``L``.
+                     ) -> tuple[list[tuple[F64, F64]], list[F64]] | None:
+    """The states of the anchors with OOD mass that may reach above the lower bound ``L``,
+    or None past ``INTERVALS_PER_POINT`` bounded intervals per point (run the full sweep).
 
     ``points`` (m, 2) distinct pairs, ``x`` (m, 1 + g) their OOD mass (whole numbers) and
     ``g`` (1 or 2) gain masses. Returns the kept states as (P, G) blocks of columns
@@ -325,6 +336,7 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
                      tuple[float, float], int]] = [(arc, anchors, None, None, no_up, 0)
                                                    for arc in Arc.cover(start)]
     out: list[tuple[F64, F64]] = []
+    bounded = 0
     while todo:
         arc, alive, pool, parent, up, stall = todo.pop()
         a0, a1 = arc.a0, arc.a1
@@ -339,6 +351,9 @@ def branch_envelopes(points: F64, x: F64, *, start: int = START, grid: int = GRI
             continue
         total = float(movers.sum())
         up, stall = stalled(total, up, stall)
+        bounded += 1
+        if bounded > INTERVALS_PER_POINT * m:  # the bounds do not shed: the full sweep
+            return None
         if total <= leaf_work * m or a1 - a0 < MIN_WIDTH or stall >= STALL:
             if split is None:
                 split = search.split(a0, a1, alive, pool)
