@@ -109,8 +109,8 @@ SEED_SHARE = 64
 MIN_WIDTH = 1e-7
 #: Past this many bounded intervals per point the search stops and runs the full sweep
 #: instead: a safety net for data whose bounds never shed movers (halved down to MIN_WIDTH,
-#: their intervals double at every level); the benchmark data stay far below it (0.01 to
-#: 0.06 per point).
+#: their intervals double at every level); the benchmark data stay far below it (0.003 to
+#: 0.25 per point).
 INTERVALS_PER_POINT = 4
 #: An interval is swept whatever its movers when more than this share of them are within
 #: the rounding slack of its anchors at its middle direction (halving cannot shed them).
