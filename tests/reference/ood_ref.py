@@ -12,12 +12,16 @@ Written from the definitions with plain loops over samples (no sorting):
   interval between consecutive such angles, and the angles 0 and pi;
 * the linear program of Appendix A.5 over all selective functions ``c in [0, 1]^n``.
 
-Use small integer-valued scores so that the projected scores tie exactly.
+Use small integer-valued scores so that the projected scores tie exactly, or
+:func:`best_ratio_2d_exact`, which does all of it in rational arithmetic on any floats and
+masses.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy.optimize import linprog
@@ -105,6 +109,63 @@ def best_ratio_2d(scores2, is_ood, losses, a, b, kk=0.0):
         if r is not None and (best is None or r[0] < best[0]):
             best = r
     return best
+
+
+def _exact_directions(pts):
+    """Rational weight vectors covering every order of ``pts @ w`` for angles in [0, pi]:
+    the normal of every pair's difference (sorted by angle with exact cross products), one
+    positive combination of each two consecutive ones, and the angles 0 and pi."""
+    crit = []
+    for i, p in enumerate(pts):
+        for q in pts[i + 1:]:
+            dr, dg = q[0] - p[0], q[1] - p[1]
+            if dr != 0:
+                crit.append((dg, -dr) if -dr > 0 else (-dg, dr))
+
+    def by_angle(u, v):
+        c = u[0] * v[1] - u[1] * v[0]
+        return -1 if c > 0 else (1 if c < 0 else 0)
+
+    crit.sort(key=functools.cmp_to_key(by_angle))
+    seq = [(Fraction(1), Fraction(0))]
+    for w in crit:
+        if by_angle(seq[-1], w) != 0:
+            seq.append(w)
+    seq.append((Fraction(-1), Fraction(0)))
+    between = []
+    for u, v in zip(seq[:-1], seq[1:], strict=True):
+        nu, nv = u[0] ** 2 + u[1] ** 2, v[0] ** 2 + v[1] ** 2  # any positive weights do
+        between.append((u[0] * nv + v[0] * nu, u[1] * nv + v[1] * nu))
+    return seq + between
+
+
+def best_ratio_2d_exact(points, masses, a, b, kk, tol_i=0.0, tol_o=0.0):
+    """:func:`best_ratio_2d` on distinct ``points`` (m, 2) with (ID, OOD, loss) ``masses``
+    (m, 3), all in rational arithmetic: minimal ``L / I`` over rules with
+    ``I >= a - tol_i`` and ``O - kk I <= b + tol_o``, as (risk, I, O); None if none."""
+    pts = [tuple(Fraction(float(v)) for v in p) for p in np.asarray(points)]
+    xs = [tuple(Fraction(float(v)) for v in row[:3]) for row in np.asarray(masses)]
+    a, b, kk = Fraction(a), Fraction(b), Fraction(kk)
+    tol_i, tol_o = Fraction(tol_i), Fraction(tol_o)
+    best = None
+    for w in _exact_directions(pts):
+        proj = [p[0] * w[0] + p[1] * w[1] for p in pts]
+        for t in set(proj):
+            below = [sum(x[c] for x, s in zip(xs, proj, strict=True) if s < t) for c in range(3)]
+            group = [sum(x[c] for x, s in zip(xs, proj, strict=True) if s == t) for c in range(3)]
+            (i0, o0, l0), (di, do, dl) = below, group
+            nus = {Fraction(0), Fraction(1)}
+            if di:
+                nus.add((a - i0) / di)
+            if do - kk * di:
+                nus.add((b - (o0 - kk * i0)) / (do - kk * di))
+            for nu in nus:
+                i, o, loss = i0 + nu * di, o0 + nu * do, l0 + nu * dl
+                if not 0 <= nu <= 1 or i <= 0 or i < a - tol_i or o - kk * i > b + tol_o:
+                    continue
+                if best is None or loss / i < best[0]:
+                    best = (loss / i, i, o)
+    return None if best is None else tuple(float(v) for v in best)
 
 
 def best_linear_2d(scores2, is_ood, losses, slopes):

@@ -31,13 +31,11 @@ from .._core.validation import (
 )
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable, check_whole_table, table_or_none
+from .best import Best, Constraint, better
 from .branch import branch_search
 from .search import (
     F64,
-    Best,
-    Constraint,
     GridOrders,
-    better,
     grid_batches,
     grid_best,
     grid_orders,

@@ -21,11 +21,7 @@ from numpy.typing import NDArray
 
 from .._core.exact import cos_sin, sorted_events, sorted_projection
 from .._core.groups import group_totals, stable_orders
-
-F64 = NDArray[np.float64]
-
-# Relative slack for round-off when checking a constraint that a rule meets exactly.
-RTOL = 1e-12
+from .best import F64, RTOL, Best, Constraint, better, rows_best_linear, rows_best_ratio
 
 
 class Knots(NamedTuple):
@@ -100,30 +96,6 @@ def most_recall(i: F64, o: F64, n_id: float, n_ood: float, precision: float,
     return float(tpr[j] + f * (tpr[j + 1] - tpr[j]))
 
 
-class Constraint(NamedTuple):
-    """Feasible rules: ``I >= a`` and ``O - k * I <= b`` (masses, not rates)."""
-
-    a: float
-    b: float
-    k: float
-
-    def ok(self, i: F64, o: F64, scale_i: float, scale_o: float) -> NDArray[np.bool_]:
-        return (i >= self.a - RTOL * scale_i) & (
-            o - self.k * i <= self.b + RTOL * (scale_o + self.k * scale_i)
-        )
-
-
-class Best(NamedTuple):
-    """Best point over a set of segments: index, ``nu`` and the masses it accepts."""
-
-    at: int
-    nu: float
-    I: float  # noqa: E741
-    O: float  # noqa: E741
-    L: float
-    objective: float
-
-
 def grid_angles(n_directions: int) -> F64:
     """The paper's grid: ``n_directions`` angles ``k * pi / n_directions``, k = 0..d-1.
 
@@ -177,137 +149,10 @@ class State(NamedTuple):
     critical: bool
 
 
-def better(new: Best, crit: bool, old: Best | None, old_crit: bool) -> bool:
-    if old is None:
-        return True
-    tol = RTOL * max(abs(old.objective), 1e-300)
-    if new.objective < old.objective - tol:
-        return True
-    if new.objective > old.objective + tol:
-        return False
-    return (-new.I, new.O, crit) < (-old.I, old.O, old_crit)
-
-
 # ------------------------------------------------------------------ row-wise (batched) sweeps
 # Elements of one (rows, columns) work array; batches of directions or anchors are cut so
 # that every temporary stays near 16 MB.
 _BATCH_ELEMS = 1 << 21
-
-
-class RowsBest(NamedTuple):
-    """Best point of each row of segments: arrays of shape (rows,).
-
-    ``at`` indexes the row's segments (or knots); ``found`` is False where no point
-    of the row is feasible (the other entries are then meaningless).
-    """
-
-    found: NDArray[np.bool_]
-    at: NDArray[np.intp]
-    nu: F64
-    I: F64  # noqa: E741
-    O: F64  # noqa: E741
-    L: F64
-    objective: F64
-
-    def best(self, r: int) -> Best:
-        return Best(int(self.at[r]), float(self.nu[r]), float(self.I[r]), float(self.O[r]),
-                    float(self.L[r]), float(self.objective[r]))
-
-
-def _pick(near: NDArray[np.bool_], ci: F64, co: F64) -> NDArray[np.intp]:
-    """Per row: among ``near``, the largest ``ci``, then the smallest ``co``, then the first."""
-    imax = np.max(np.where(near, ci, -np.inf), axis=1, keepdims=True)
-    m2 = near & (ci == imax)
-    omin = np.min(np.where(m2, co, np.inf), axis=1, keepdims=True)
-    return np.argmax(m2 & (co == omin), axis=1)
-
-
-def rows_best_ratio(
-    row: NDArray[np.intp], at: NDArray[np.intp], i0: F64, o0: F64, l0: F64,
-    di: F64, do: F64, dl: F64, rows: int, con: Constraint, scale_i: float, scale_o: float,
-    crit: NDArray[np.bool_] | None = None,
-) -> RowsBest:
-    """Per row, minimal ``L / I`` over points ``start + nu * delta`` meeting ``con``.
-
-    Segments are flat arrays: segment ``k`` belongs to row ``row[k]`` (non-decreasing)
-    at index ``at[k]`` (increasing within a row). The ratio is monotone along a
-    segment and the constraints cut an interval of ``nu``, so each segment's optimum
-    is at an end of that interval. Within a row: least risk up to a relative 1e-12,
-    then the largest ``I``, the smallest ``O``, a segment whose ``crit`` is False (where
-    ``crit`` is given: an open state before a critical one), the first segment, the
-    lower end.
-    """
-    empty = RowsBest(np.zeros(rows, dtype=bool), np.zeros(rows, dtype=np.intp),
-                     *(np.full(rows, np.nan) for _ in range(5)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        need = con.a - i0
-        pos = di > 0
-        lo = np.where(pos, np.maximum(0.0, need / np.where(pos, di, 1.0)), 0.0)
-        bad = (~pos) & (need > RTOL * scale_i)
-        e = do - con.k * di
-        room = con.b - (o0 - con.k * i0)
-        tol = RTOL * (scale_o + con.k * scale_i)
-        up = e > 0
-        hi = np.where(up, np.minimum(1.0, (room + tol) / np.where(up, e, 1.0)), 1.0)
-        down = e < 0
-        lo = np.where(down, np.maximum(lo, (room - tol) / np.where(down, e, 1.0)), lo)
-        bad |= (e == 0) & (room < -tol)
-        lo = np.clip(lo, 0.0, 1.0)
-        hi = np.clip(hi, 0.0, 1.0)
-        idx = np.flatnonzero((~bad) & (lo <= hi))
-        # candidates interleaved as (segment, end): the lower end of a segment comes first
-        nu = np.stack((lo[idx], hi[idx]), axis=1).reshape(-1)
-        seg = np.repeat(idx, 2)
-        ci = i0[seg] + nu * di[seg]
-        co = o0[seg] + nu * do[seg]
-        cl = l0[seg] + nu * dl[seg]
-        keep = np.flatnonzero(con.ok(ci, co, scale_i, scale_o) & (ci > 0))
-        if keep.size == 0:
-            return empty
-        seg, nu, ci, co, cl = seg[keep], nu[keep], ci[keep], co[keep], cl[keep]
-        risk = cl / ci
-    rw = row[seg]
-    starts = np.flatnonzero(np.concatenate(([True], rw[1:] != rw[:-1])))
-    rmin = np.minimum.reduceat(risk, starts)
-    rmin = np.repeat(rmin, np.diff(np.append(starts, rw.size)))
-    near = np.flatnonzero(risk <= rmin + RTOL * np.maximum(np.abs(rmin), 1e-300))
-    # keep order = (row, segment, end): lexsort is stable
-    keys: list[NDArray[Any]] = [co[near], -ci[near], rw[near]]
-    if crit is not None:
-        keys.insert(0, crit[seg[near]])
-    order = near[np.lexsort(keys)]
-    r_sorted = rw[order]
-    first = order[np.concatenate(([True], r_sorted[1:] != r_sorted[:-1]))]
-    out = empty
-    r = rw[first]
-    out.found[r] = True
-    out.at[r] = at[seg[first]]
-    for dst, src in zip(out[2:], (nu, ci, co, cl, risk), strict=True):
-        dst[r] = src[first]
-    return out
-
-
-def rows_best_linear(
-    i1: F64, o1: F64, l1: F64, valid: NDArray[np.bool_],
-    slope_i: float, slope_o: float, slope_l: float, crit: NDArray[np.bool_] | None = None,
-) -> RowsBest:
-    """Minimal ``slope_l * L + slope_i * I + slope_o * O`` per row of (rows, S) points.
-
-    Among equal costs (relative 1e-12) the largest accepted mass ``I + O`` wins (the
-    larger coverage), then a point whose ``crit`` (rows, S) is False (where given), then
-    the first point.
-    """
-    cost = np.where(valid, slope_l * l1 + slope_i * i1 + slope_o * o1, np.inf)
-    best = np.min(cost, axis=1, keepdims=True)
-    near = valid & (cost <= best + RTOL * np.maximum(np.abs(best), 1.0))
-    cover = np.where(near, i1 + o1, -np.inf)
-    if crit is not None:
-        top = near & (cover == np.max(cover, axis=1, keepdims=True))
-        cover = np.where(top & ~crit, 1.0, np.where(top, 0.0, -np.inf))
-    j = np.argmax(cover, axis=1)[:, None]
-    take = lambda a: np.take_along_axis(a, j, axis=1)[:, 0]  # noqa: E731
-    return RowsBest(np.isfinite(best[:, 0]), j[:, 0], np.ones(i1.shape[0]), take(i1),
-                    take(o1), take(l1), take(cost))
 
 
 class GridOrders(NamedTuple):
@@ -433,7 +278,8 @@ def grid_best(
     rule and its threshold for each row of ``orders``. The tie groups and the best point of
     each row come from 2-D array operations (no loop over samples); the rules are those of
     :func:`knots` on each direction (segment ``g`` from knot ``g`` to ``g + 1``), chosen by
-    :func:`rows_best_ratio` (``con``) or :func:`rows_best_linear` (``slopes``, knots only)."""
+    :func:`~abstain._ood_search.best.rows_best_ratio` (``con``) or
+    :func:`~abstain._ood_search.best.rows_best_linear` (``slopes``, knots only)."""
     order, change = orders.order, orders.change
     rows, n = order.shape
     out: list[tuple[Best, float] | None] = []
@@ -744,8 +590,8 @@ def exact_search(
 
     Anchors are processed in batches of B rows: one (B, m) matrix of event keys,
     sorted row by row and refined exactly, running totals by cumulative sums, and the best segment
-    of every row by the flat reductions of :func:`rows_best_ratio` (``con``) or
-    :func:`rows_best_linear` (``slopes``). O(m^2 log m) time, O(B m) memory.
+    of every row by the flat reductions of :mod:`~abstain._ood_search.best` (``con``: ratio;
+    ``slopes``: linear). O(m^2 log m) time, O(B m) memory.
 
     State layout of a row (its order breaks the ties left after the masses, open states
     first): 0 the angle 0; 1 + j the

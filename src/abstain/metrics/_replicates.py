@@ -23,7 +23,8 @@ from numpy.typing import NDArray
 
 from .._core.prefix import harmonic_difference
 from .._core.validation import check_int
-from .._ood_search.search import Constraint, GridOrders, grid_best
+from .._ood_search.best import Constraint
+from .._ood_search.search import GridOrders, grid_best
 from ..exceptions import InfeasibleTargetWarning
 from ..tables import ResampleTotals, TableResampler
 from ._ood import aupr_in, aupr_out, auroc, fpr_at_tpr, oscr, selective_risk_at_tpr_fpr
