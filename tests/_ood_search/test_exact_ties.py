@@ -1,6 +1,6 @@
 """Constrained optima and ties of the double-score search that round-off used to decide:
-the end of a segment where a constraint holds with equality and masses that are equal sums
-in another order. References: the exact
+the end of a segment where a constraint holds with equality, masses that are equal sums in
+another order, and a starting interval as wide as the half circle. References: the exact
 brute force of tests/reference/ood_ref.py (rational arithmetic) and the full sweep."""
 
 from __future__ import annotations
@@ -117,4 +117,21 @@ def test_ties_of_masses_summed_in_another_order_are_broken_alike(seed):
     got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
                         leaf_work=float(rng.choice([0.5, 3.0, 30.0])),
                         start=int(rng.choice([1, 2, 5, 32])))
+    _same(got, ref)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_start_interval_as_wide_as_the_half_circle(seed):
+    """``start=1`` bounds ``[0, pi]`` at once, where the band bounds multiply the normal
+    coordinate by ``tan`` up to 1.6e16: its round-off must widen the bands. Before, pairs of
+    one first score were taken as above the anchor on the whole interval, so its state at
+    angle 0 (where they tie with it) lost them and offered a rule that does not exist."""
+    rng = np.random.default_rng(900 + seed)
+    s, ood, ls, w = _data(rng, int(rng.integers(100, 250)), 5, weighted=True)
+    sample = Sample.of(s, ood, ls, w)
+    pts, x = sample.pairs()
+    con, slopes = _problem(rng, sample, seed % 3)
+    ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)
+    got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
+                        leaf_work=1e4, start=1)
     _same(got, ref)

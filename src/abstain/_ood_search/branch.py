@@ -287,13 +287,14 @@ def _band_ends(seg: F64, at: int, q_s: F64, q_b: NDArray[np.intp], d: F64,
 class Prior(NamedTuple):
     """An interval's bands of its anchors (rows of ``lo`` and ``hi`` as in
     :class:`BandSplit`) and the offsets ``d_lo``, ``d_hi`` (anchor's band, point's band)
-    they were searched at, with the slack of its angles (:meth:`IntervalSearch.bands`)."""
+    they were searched at, with the largest ``|tan|`` of its angles from the frame's
+    direction (:meth:`IntervalSearch.bands`)."""
 
     lo: NDArray[np.intp]
     hi: NDArray[np.intp]
     d_lo: F64
     d_hi: F64
-    slack: float
+    reach: float
 
 
 def mover_pairs(e: NDArray[np.intp], oc: NDArray[np.intp], lo: NDArray[np.intp],
@@ -528,7 +529,9 @@ class IntervalSearch:
         least and the largest of the four products ``-t tan(delta)`` at the corners.
         ``prior``: the same for the anchors ``e`` on an interval holding ``[a0, a1]``, on the
         same frame; an end searched at the same offset there is taken as it is (on a half,
-        about one end in two)."""
+        about one end in two). The offsets are widened by the round-off of ``t`` times the
+        largest ``|tan|``, so that an interval as wide as ``[0, pi]`` (``start=1``) keeps
+        the pairs that tie with the anchor at its ends as movers."""
         cw, sw = _cos_sin(frame.mid)
         er, eg = self.pr[e], self.pg[e]
         s_e = along(er, eg, cw, sw)
@@ -540,8 +543,8 @@ class IntervalSearch:
             c, s = _cos_sin(a - frame.mid)
             tan.append(s / c)
         # the same slack on a half as on its parent, so that shared corners are equal
-        slack = 1e-9 * max(abs(tan[0]), abs(tan[1])) if prior is None else prior.slack
-        tan = [tan[0] - slack, tan[1] + slack]
+        reach = max(abs(tan[0]), abs(tan[1])) if prior is None else prior.reach
+        tan = [tan[0] - 1e-9 * reach, tan[1] + 1e-9 * reach]
         # the least and largest offset t between a point of band j and an anchor of band i
         t_min, t_max = frame.t_min.copy(), frame.t_max.copy()
         np.minimum.at(t_min, b_e, t_e)
@@ -549,8 +552,11 @@ class IntervalSearch:
         t_lo = t_min[None, :] - t_max[:, None]
         t_hi = t_max[None, :] - t_min[:, None]
         corners = np.stack([-t * x for t in (t_lo, t_hi) for x in tan])
-        d_lo = corners.min(axis=0) - 4 * self.eps
-        d_hi = corners.max(axis=0) + 4 * self.eps
+        # the round-off of t (within eps) grows by |tan|: an interval as wide as [0, pi]
+        # (|tan| up to 1.6e16 at its ends) makes every point a mover; narrow ones add ~eps
+        pad = 4 * self.eps * (1.0 + reach)
+        d_lo = corners.min(axis=0) - pad
+        d_hi = corners.max(axis=0) + pad
         nb = edges.size - 1
         k = e.size
         # the anchors by band, then by projection: each band's queries of a band of points
@@ -581,7 +587,7 @@ class IntervalSearch:
         inv[by] = np.arange(k)
         lo, hi = np.take(lo_t.T, inv, axis=0), np.take(hi_t.T, inv, axis=0)
         C, band = np.take(C, inv, axis=0), np.take(band, inv, axis=0)
-        return BandSplit(frame.order, lo, hi, C, band), Prior(lo, hi, d_lo, d_hi, slack)
+        return BandSplit(frame.order, lo, hi, C, band), Prior(lo, hi, d_lo, d_hi, reach)
 
     # ---------------------------------------------------------------- exact sweep of a leaf
     def sweep(self, arc: Arc, anchors: NDArray[np.intp], split: BandSplit) -> None:
