@@ -139,16 +139,19 @@ def _exact_directions(pts):
     return seq + between
 
 
-def best_ratio_2d_exact(points, masses, a, b, kk, tol_i=0.0, tol_o=0.0):
+def best_ratio_2d_exact(points, masses, a, b, kk, tol_i=0.0, tol_o=0.0, directions=None):
     """:func:`best_ratio_2d` on distinct ``points`` (m, 2) with (ID, OOD, loss) ``masses``
     (m, 3), all in rational arithmetic: minimal ``L / I`` over rules with
-    ``I >= a - tol_i`` and ``O - kk I <= b + tol_o``, as (risk, I, O); None if none."""
+    ``I >= a - tol_i`` and ``O - kk I <= b + tol_o``, as (risk, I, O); None if none.
+    ``directions``: the weight vectors searched (default: one of every order)."""
     pts = [tuple(Fraction(float(v)) for v in p) for p in np.asarray(points)]
     xs = [tuple(Fraction(float(v)) for v in row[:3]) for row in np.asarray(masses)]
     a, b, kk = Fraction(a), Fraction(b), Fraction(kk)
     tol_i, tol_o = Fraction(tol_i), Fraction(tol_o)
     best = None
-    for w in _exact_directions(pts):
+    dirs = _exact_directions(pts) if directions is None else [
+        tuple(Fraction(v) for v in w) for w in directions]
+    for w in dirs:
         proj = [p[0] * w[0] + p[1] * w[1] for p in pts]
         for t in set(proj):
             below = [sum(x[c] for x, s in zip(xs, proj, strict=True) if s < t) for c in range(3)]
