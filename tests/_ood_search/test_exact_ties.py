@@ -1,6 +1,7 @@
 """Constrained optima and ties of the double-score search that round-off used to decide:
 the end of a segment where a constraint holds with equality, masses that are equal sums in
-another order, and a starting interval as wide as the half circle. References: the exact
+another order, a starting interval as wide as the half circle, and a zero risk that
+round-off made negative. References: the exact
 brute force of tests/reference/ood_ref.py (rational arithmetic) and the full sweep."""
 
 from __future__ import annotations
@@ -176,3 +177,27 @@ def test_a_start_interval_as_wide_as_the_half_circle(seed):
     got = branch_search(pts, x, con, slopes, sample.n_id, sample.n_ood, sweep_below=0,
                         leaf_work=1e4, start=1)
     _same(got, ref)
+
+
+@pytest.mark.parametrize("seed", [100209, 100331, 100345, 100449, 100678, 100710])
+def test_a_zero_risk_rule_is_not_lost_to_round_off(seed):
+    """Rules that accept no loss, whose loss total comes out as -3e-16 (running sums
+    subtracted): the incumbent went negative, and with it the finalists' tie
+    (``opt * (1 + TIE)`` below ``opt``), so the branch and bound reported no feasible rule
+    where the full sweep and the exact brute force find risk 0 (the last two draws with the
+    search's own start and leaves too)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 40))
+    levels = int(rng.choice([0, 2, 3, 4, 6]))
+    s, ood, ls, w = _data(rng, n, levels, weighted=bool(rng.random() < 0.6))
+    if levels == 0 and rng.random() < 0.5:
+        s = np.round(s, 1)
+    sample = Sample.of(s, ood, ls, w)
+    pts, x = sample.pairs()
+    con, _ = _problem(rng, sample, int(rng.integers(2)))
+    ref = exact_search(pts, x, con, None, sample.n_id, sample.n_ood)
+    assert ref is not None and ref.best.objective == 0.0 and ref.best.O >= 0.0
+    for start, leaf in ((1, 30.0), (2, 30.0), (32, 30.0), (32, 0.5)):  # the last: defaults
+        got = branch_search(pts, x, con, None, sample.n_id, sample.n_ood, sweep_below=0,
+                            leaf_work=leaf, start=start)
+        _same(got, ref)

@@ -143,8 +143,12 @@ def rows_best_ratio(
         nu = np.stack((lo_c, hi_c), axis=1).reshape(-1)
         seg = np.repeat(idx, 2)
         ci = i0[seg] + nu * di[seg]
-        co = o0[seg] + nu * do[seg]
-        cl = l0[seg] + nu * dl[seg]
+        # masses and losses are never negative: a negative total is the round-off of a
+        # zero (running sums subtracted), and a risk of -3e-16 made the branch and bound's
+        # incumbent, its pruning threshold and its finalists' tie negative (a fit with a
+        # zero-risk rule came back infeasible)
+        co = np.maximum(o0[seg] + nu * do[seg], 0.0)
+        cl = np.maximum(l0[seg] + nu * dl[seg], 0.0)
         keep = np.flatnonzero(con.ok(ci, co, scale_i, scale_o) & (ci > 0))
         if keep.size == 0:
             return empty
