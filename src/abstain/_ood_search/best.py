@@ -17,7 +17,8 @@ from numpy.typing import NDArray
 
 F64 = NDArray[np.float64]
 
-# Relative slack for round-off when checking a constraint that a rule meets exactly.
+#: Relative slack for round-off: of a constraint that a rule meets exactly, and of the
+#: objectives and masses that tie (:func:`better`, :func:`same_mass`).
 RTOL = 1e-12
 
 
