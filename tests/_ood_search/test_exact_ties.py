@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 from reference import ood_ref as R
-from test_ood_branch import _data, _problem, _same
+from test_ood_branch import _data, _problem, _same, clustered_draw
 
 from abstain._ood_search.best import RTOL, Best, Constraint, better, rows_best_ratio
 from abstain._ood_search.branch import branch_search
@@ -133,26 +133,13 @@ def test_masses_equal_up_to_round_off_tie():
     assert better(a, False, a, True) and not better(a, True, a, False)
 
 
-def _clustered(seed):
-    """A draw of the random stress run of the branch and bound: weighted rows, a first
-    score with few values and a second of a far smaller scale (or near one line)."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(50, 700))
-    _, ood, ls, w = _data(rng, n, int(rng.choice([0, 2, 3, 5, 12, 40])), weighted=True)
-    rng.random()
-    levels, k = int(rng.integers(2, 16)), int(rng.choice([0, 1, -1, 2]))
-    scale = float(rng.choice([1e-12, 1e-9, 1e-6, 1e-3]))
-    a = rng.integers(0, levels, n).astype(float)
-    return rng, Sample.of(np.stack((a, k * a + scale * rng.normal(size=n)), 1), ood, ls, w)
-
-
 @pytest.mark.parametrize("seed", [7, 309007, 1206007, 1289007, 2223007])
 def test_ties_of_masses_summed_in_another_order_are_broken_alike(seed):
     """Draws where the optimal rules' ID masses are one sum in exact arithmetic but the
     full sweep's and a leaf's totals differ in the last bits: the two searches used to keep
     different rules (each the larger of its own round-off); now both keep the one with the
     smaller OOD mass."""
-    rng, sample = _clustered(seed)
+    rng, sample = clustered_draw(seed)  # all five weighted (seed % 4 == 3)
     pts, x = sample.pairs()
     con, slopes = _problem(rng, sample, seed % 3)
     ref = exact_search(pts, x, con, slopes, sample.n_id, sample.n_ood)

@@ -381,6 +381,20 @@ def test_bands_are_cut_between_tight_clusters_only(n):
             assert np.ptp(np.round(t[band == j], 3)) == 0  # one value per band
 
 
+def clustered_draw(seed):
+    """A draw of the random stress run of the branch and bound (weighted where ``seed % 4``
+    is 3): a first score with few values and a second of a far smaller scale, or near one
+    line; the generator, its state after the draw, and the sample."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 700))
+    _, ood, ls, w = _data(rng, n, int(rng.choice([0, 2, 3, 5, 12, 40])), weighted=seed % 4 == 3)
+    rng.random()
+    levels, k = int(rng.integers(2, 16)), int(rng.choice([0, 1, -1, 2]))
+    scale = float(rng.choice([1e-12, 1e-9, 1e-6, 1e-3]))
+    a = rng.integers(0, levels, n).astype(float)
+    return rng, Sample.of(np.stack((a, k * a + scale * rng.normal(size=n)), 1), ood, ls, w)
+
+
 @pytest.mark.parametrize("seed", [650001, 1363002, 1804002, 22002])
 def test_bounds_that_never_shed_fall_back_to_the_full_sweep(seed, call_limit):
     """Draws of a random stress run (few values of the first score, a second far smaller,
@@ -389,15 +403,7 @@ def test_bounds_that_never_shed_fall_back_to_the_full_sweep(seed, call_limit):
     (before, a fit of 53 to 468 rows ran for minutes)."""
     from abstain._ood_search import branch as BR
 
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(50, 700))
-    _, ood, ls, w = _data(rng, n, int(rng.choice([0, 2, 3, 5, 12, 40])), weighted=seed % 4 == 3)
-    rng.random()
-    levels, k = int(rng.integers(2, 16)), int(rng.choice([0, 1, -1, 2]))
-    scale = float(rng.choice([1e-12, 1e-9, 1e-6, 1e-3]))
-    a = rng.integers(0, levels, n).astype(float)
-    s = np.stack((a, k * a + scale * rng.normal(size=n)), 1)
-    sample = Sample.of(s, ood, ls, w)
+    rng, sample = clustered_draw(seed)
     pts, x = sample.pairs()
     con, slopes = _problem(rng, sample, seed % 3)
     calls = call_limit(BR.IntervalSearch, "bounds", 4 * BR.INTERVALS_PER_POINT * len(pts))
