@@ -98,6 +98,12 @@ class RowsBest(NamedTuple):
                     float(self.L[r]), float(self.objective[r]))
 
 
+def _row_least(v: F64, row: NDArray[np.intp]) -> F64:
+    """The least of ``v`` over each run of equal ``row`` (non-decreasing), at every entry."""
+    starts = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
+    return np.repeat(np.minimum.reduceat(v, starts), np.diff(np.append(starts, row.size)))
+
+
 def rows_best_ratio(
     row: NDArray[np.intp], at: NDArray[np.intp], i0: F64, o0: F64, l0: F64,
     di: F64, do: F64, dl: F64, rows: int, con: Constraint, scale_i: float, scale_o: float,
@@ -160,9 +166,8 @@ def rows_best_ratio(
     # per row: the least risk (up to RTOL), then the largest I and the smallest O (up to
     # same_mass); ``near`` keeps the order (row, segment, end) throughout
     for v in (risk, -ci, co):
-        vn, rn = v[near], rw[near]
-        starts = np.flatnonzero(np.concatenate(([True], rn[1:] != rn[:-1])))
-        least = np.repeat(np.minimum.reduceat(vn, starts), np.diff(np.append(starts, rn.size)))
+        vn = v[near]
+        least = _row_least(vn, rw[near])
         if v is risk:
             near = near[vn <= least + RTOL * np.maximum(np.abs(least), 1e-300)]
         else:
@@ -201,9 +206,9 @@ def rows_best_linear(
     j = np.zeros((i1.shape[0], 1), dtype=np.intp)
     if r.size:
         cover = i1[r, c] + o1[r, c]
+        rank = np.where(same_mass(cover, -_row_least(-cover, r)),
+                        1 if crit is None else 2 - crit[r, c], 0)
         starts = np.flatnonzero(np.concatenate(([True], r[1:] != r[:-1])))
-        most = np.repeat(np.maximum.reduceat(cover, starts), np.diff(np.append(starts, r.size)))
-        rank = np.where(same_mass(cover, most), 1 if crit is None else 2 - crit[r, c], 0)
         first = np.lexsort((-rank, r))[starts]  # stable: the first column of a rank leads
         j[r[first], 0] = c[first]
     take = lambda a: np.take_along_axis(a, j, axis=1)[:, 0]  # noqa: E731
