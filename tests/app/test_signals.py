@@ -176,12 +176,13 @@ def test_a_signal_while_writing_in_process_removes_the_temporary(folder, monkeyp
     out.unlink()
 
 
-@pytest.mark.parametrize("error", [ImportError, OSError, ValueError])
+@pytest.mark.parametrize("error", [ImportError, OSError, ValueError, RuntimeError])
 def test_an_error_that_follows_a_signal_reads_as_the_interrupt(error, folder, monkeypatch,
                                                                capsys):
     """An interrupt inside an extension module's import comes back as an ``ImportError``
-    (NumPy's C API turns any failure of its import into one): the command says it was
-    interrupted, not that a package is missing."""
+    (NumPy's C API turns any failure of its import into one), inside a class body as a
+    ``RuntimeError`` (matplotlib's ticker: ``Error calling __set_name__``, a traceback in
+    one CI run): the command says it was interrupted, not that a package is missing."""
     from abstain.app import io as app_io
     from abstain.app.console import Interrupted
 

@@ -27,6 +27,7 @@ from .console import (
     console,
     handle_signals,
     interrupted,
+    pending,
     reraise_interrupt,
     restore_signals,
 )
@@ -460,6 +461,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
     except (Interrupted, KeyboardInterrupt) as exc:
         return interrupted(exc, argv)
+    except Exception:  # an error that a signal caused, whatever its type, is the interrupt
+        if (intr := pending()) is None:
+            raise
+        return interrupted(intr, argv)
     finally:
         restore_signals(previous)
 

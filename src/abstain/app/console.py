@@ -19,7 +19,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Interrupted", "console", "handle_signals", "interrupted", "reraise_interrupt"]
+__all__ = ["Interrupted", "console", "handle_signals", "interrupted", "pending",
+           "reraise_interrupt"]
 
 #: The signals turned into :class:`Interrupted`.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -48,15 +49,22 @@ def _handler(signum: int, frame: Any) -> None:
     raise Interrupted(signum)
 
 
-def reraise_interrupt(exc: BaseException) -> None:
-    """Raise :class:`Interrupted` from ``exc`` when a signal arrived while the command ran.
+def pending() -> Interrupted | None:
+    """The interrupt of the first signal that arrived while the command ran, if any.
 
     An error that follows an interrupt is its consequence, not the command's: an interrupt
     inside an extension module's import comes back as an ``ImportError`` (NumPy's C API
     turns any failure of its import into one), which would otherwise read as a missing
-    package."""
-    if _received:
-        raise Interrupted(_received[0]) from exc
+    package, or inside a class body as a ``RuntimeError`` (``Error calling __set_name__``,
+    matplotlib's ticker module)."""
+    return Interrupted(_received[0]) if _received else None
+
+
+def reraise_interrupt(exc: BaseException) -> None:
+    """Raise :func:`pending`'s interrupt from ``exc`` when a signal arrived while the
+    command ran (for the handlers that turn an error into a message)."""
+    if (intr := pending()) is not None:
+        raise intr from exc
 
 
 def handle_signals() -> dict[int, Any] | None:
