@@ -196,11 +196,11 @@ def test_apply_failure_leaves_no_partial_file(csv_file, tmp_path, capsys, monkey
     out_path = tmp_path / "out.npz"
     out_path.write_bytes(b"old")
 
-    def broken(fh, **kw):
+    def broken(fh, arr, **kw):
         fh.write(b"partial")
         raise OSError("disk full")
 
-    monkeypatch.setattr(np, "savez", broken)
+    monkeypatch.setattr(np.lib.format, "write_array", broken)
     code, _, err = run(capsys, "apply", rule_path, csv_file, "-o", out_path)
     assert code == 1 and "disk full" in err
     assert out_path.read_bytes() == b"old"

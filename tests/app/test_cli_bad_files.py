@@ -261,7 +261,7 @@ def test_apply_keeps_parquet_dtypes_and_npz_arrays(rule_file, tmp_path, capsys):
     assert run(capsys, "apply", rule_file, tmp_path / "in.parquet", "-o",
                tmp_path / "out.csv", "--dropna")[0] == 0
     assert (tmp_path / "out.csv").read_text().splitlines()[1:] == [
-        f"007,{2**62 + 1},True,0.1,1.0", f"010,{2**53 + 1},False,0.9,0.0", "x,7,True,,"]
+        f"007,{2**62 + 1},True,0.1,1", f"010,{2**53 + 1},False,0.9,0", "x,7,True,,"]
     np.savez(tmp_path / "in.npz", big=big, risk=np.array([0.1, 0.9, 0.2]))
     assert run(capsys, "apply", rule_file, tmp_path / "in.npz", "-o", tmp_path / "o.npz")[0] == 0
     with np.load(tmp_path / "o.npz") as got_npz:

@@ -138,8 +138,8 @@ class _BrokenWriter:
         raise OSError("disk full")
 
 
-def _broken_savez(fh, **arrays):
-    fh.write(b"PK\x03\x04 half an archive")
+def _broken_write_array(fh, arr, **kw):
+    fh.write(b"half an array")
     raise OSError("disk full")
 
 
@@ -151,7 +151,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(suffix, tmp_pa
     if suffix == ".csv":
         monkeypatch.setattr(csv, "writer", _BrokenWriter)
     else:
-        monkeypatch.setattr(np, "savez", _broken_savez)
+        monkeypatch.setattr(np.lib.format, "write_array", _broken_write_array)
     with pytest.raises(OSError, match="disk full"):
         write_table(path, {"a": [1.0, 2.0]})
     assert path.read_bytes() == b"old"

@@ -91,23 +91,60 @@ def _open_parquet(p: Path, read: Callable[[Path], _T]) -> _T:
         return read(p)
     except ImportError as exc:
         raise _parquet_error() from exc
+    except _DuplicateColumn:
+        raise
     except Exception as exc:  # pyarrow's errors for a file that is not Parquet
         raise ValueError(f"{str(p)!r} is not a Parquet file ({exc}); write it with "
                          "pandas.DataFrame.to_parquet or pyarrow.") from None
 
 
 def _parquet_frame(p: Path) -> Any:
-    """The whole Parquet file as a pandas DataFrame."""
+    """The whole Parquet file as a pandas DataFrame, every column of the file a column of
+    the frame in the file's order (an index that pandas stored is one, under its stored
+    name)."""
     import pandas as pd
+    import pyarrow.parquet as pq
 
-    return pd.read_parquet(p)
+    schema = pq.read_schema(p)
+    _unique_names(schema.names, p)
+    return with_index_columns(pd.read_parquet(p), schema)
+
+
+class _DuplicateColumn(ValueError):
+    """A Parquet file with two columns of one name."""
+
+
+def _unique_names(names: list[str], p: Path) -> None:
+    """Refuse a Parquet file with two columns of one name, as a CSV header is refused."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise _DuplicateColumn(f"{str(p)!r} has two columns named {name!r}; rename one (every "
+                             "column needs its own name) and try again.")
+        seen.add(name)
+
+
+def with_index_columns(frame: Any, schema: Any) -> Any:
+    """``frame`` (read by pandas from a Parquet file of Arrow ``schema``) with the index
+    columns that pandas stored in the file (``df.set_index("id").to_parquet()``) back
+    among the columns, under their stored names, in the file's order of columns."""
+    meta = schema.pandas_metadata or {}
+    stored = [c for c in meta.get("index_columns", []) if isinstance(c, str)]
+    if not stored or frame.index.nlevels != len(stored):
+        return frame
+    frame = frame.reset_index()
+    frame.columns = [*stored, *frame.columns[len(stored):]]
+    order = [n for n in schema.names if n in set(frame.columns)]
+    return frame[order] if len(order) == frame.shape[1] else frame
 
 
 def _parquet_file(p: Path) -> Any:
     """The Parquet file opened for reading in batches (``pyarrow.parquet.ParquetFile``)."""
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(p)
+    parquet = pq.ParquetFile(p)
+    _unique_names(parquet.schema_arrow.names, p)
+    return parquet
 
 
 # A number as a CSV cell writes it: digits with an optional point and exponent, or inf.
@@ -392,7 +429,7 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
         parquet = _open_parquet(p, _parquet_file)
         seen = 0
         for batch in parquet.iter_batches(batch_size=rows):
-            frame = batch.to_pandas()
+            frame = with_index_columns(batch.to_pandas(), parquet.schema_arrow)
             table = _normalise({str(k): frame[k].to_numpy() for k in frame.columns}, str(p))
             yield TableRows(table, Rows.range(len(frame), seen))
             seen += len(frame)
@@ -467,12 +504,14 @@ def get_column(table: Mapping[str, NDArray[Any]], name: str, what: str = "column
 
 
 def _same_file(a: Path, b: Path) -> bool:
-    """Whether ``a`` and ``b`` are one file: the same path, a symlink to it or a hard link."""
+    """Whether ``a`` and ``b`` are one file: the same path, a symlink to it or a hard link.
+    A path that is a loop of symbolic links names no file (reading or writing it then
+    fails with its own message)."""
     try:
         if a.resolve() == b.resolve():
             return True
         return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
+    except (OSError, RuntimeError):  # Python 3.11's resolve() raises RuntimeError on a loop
         return False
 
 
@@ -550,12 +589,21 @@ def _write_columns(path: str, fmt: str, columns: Mapping[str, NDArray[Any]]) -> 
             cols = [[_cell(v) for v in a] for a in columns.values()]
             writer.writerows(zip(*cols, strict=True))
     elif fmt == "npz":
-        with open(path, "wb") as fh:
-            np.savez(fh, **columns)  # type: ignore[arg-type]
+        save_npz(path, columns)
     else:
         import pandas as pd
 
         pd.DataFrame(dict(columns)).to_parquet(path, index=False)
+
+
+def save_npz(path: str, arrays: Mapping[str, NDArray[Any]]) -> None:
+    """Write ``arrays`` to ``path`` as ``numpy.savez`` does (a zip of ``NAME.npy``
+    members, no pickle), for any names: ``numpy.savez`` takes its own keywords (``file``,
+    ``allow_pickle``) out of the names of the arrays."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, arr in arrays.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
 
 
 def _cell(v: Any) -> str:
@@ -620,18 +668,15 @@ def write_with_column(
         columns = _npz_arrays(src)
         _check_rows(src, len(next(iter(columns.values()))) if columns else 0, values)
     else:
-        import pandas as pd
-
-        frame = pd.read_parquet(src)
+        frame = _open_parquet(src, _parquet_frame)
         _check_rows(src, len(frame), values)
-        frame[name] = values
+        # in CSV the new column's cells are written as from a CSV source (1, 0, empty)
+        frame[name] = [_accept_cell(v) for v in values] if fmt == "csv" else values
         with atomic_path(out) as tmp:
             if fmt == "csv":
                 frame.to_csv(tmp, index=False, lineterminator="\n")
             elif fmt == "npz":
-                with open(tmp, "wb") as fh:
-                    np.savez(fh, **{str(k): _plain(frame[k].to_numpy())  # type: ignore[arg-type]
-                                    for k in frame.columns})
+                save_npz(tmp, {str(k): _plain(frame[k].to_numpy()) for k in frame.columns})
             else:
                 frame.to_parquet(tmp, index=False)
         return

@@ -1,0 +1,111 @@
+"""abstain.app.io: columns whose names or layout other writers and readers treat specially
+(NumPy's own keywords in an NPZ file, a pandas index stored in a Parquet file, two columns
+of one name) pass through or are refused, never dropped."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from abstain.app.io import (
+    check_not_input,
+    read_chunks,
+    read_table,
+    read_table_rows,
+    write_table,
+    write_with_column,
+)
+
+
+def _parquet():
+    pytest.importorskip("pyarrow")
+    return pytest.importorskip("pandas")
+
+
+@pytest.mark.parametrize("name", ["file", "allow_pickle", "args", "kwds"])
+@pytest.mark.parametrize("source", [".csv", ".npz", ".parquet"])
+def test_npz_output_keeps_columns_named_like_the_keywords_of_savez(name, source, tmp_path):
+    if source == ".parquet":
+        _parquet()
+    src = tmp_path / f"in{source}"
+    write_table(src, {"risk": np.array([0.1, 0.5]), name: np.array(["a", "b"])})
+    out = tmp_path / "out.npz"
+    write_with_column(src, out, "accept", np.array([1.0, 0.0]))
+    with np.load(out, allow_pickle=False) as got:
+        assert got.files == ["risk", name, "accept"]
+        assert got[name].tolist() == ["a", "b"]
+        assert got["accept"].tolist() == [1.0, 0.0]
+
+
+def test_write_table_to_npz_keeps_every_name(tmp_path):
+    out = tmp_path / "t.npz"
+    write_table(out, {"file": np.arange(3.0), "allow_pickle": np.array(["x", "y", "z"])})
+    got = read_table(out)
+    assert list(got) == ["file", "allow_pickle"]
+    assert got["allow_pickle"].tolist() == ["x", "y", "z"]
+
+
+def _indexed(tmp_path, **kw):
+    pd = _parquet()
+    src = tmp_path / "in.parquet"
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "day": [3, 1, 2], "risk": [0.1, 0.5, 0.3]})
+    frame.set_index(kw.get("index", "id")).to_parquet(src)
+    return src
+
+
+def test_a_stored_pandas_index_is_a_column_in_the_files_order(tmp_path):
+    import pyarrow.parquet as pq
+
+    src = _indexed(tmp_path)
+    stored = pq.read_schema(src).names  # pandas stores the index after the columns
+    assert stored == ["day", "risk", "id"]
+    assert list(read_table(src)) == stored
+    chunked = list(read_chunks(src, 2))
+    assert [list(c.columns) for c in chunked] == [stored, stored]
+    assert [v for c in chunked for v in c.columns["id"].tolist()] == ["a", "b", "c"]
+    for suffix in (".parquet", ".csv"):
+        out = tmp_path / f"out{suffix}"
+        write_with_column(src, out, "accept", np.array([1.0, 0.0, np.nan]))
+        got = read_table(out)
+        assert list(got) == [*stored, "accept"]
+        assert got["id"].tolist() == ["a", "b", "c"]
+    # to CSV the new column is written as from a CSV source: 1, 0, an empty cell
+    assert (tmp_path / "out.csv").read_text().splitlines() == [
+        "day,risk,id,accept", "3,0.1,a,1", "1,0.5,b,0", "2,0.3,c,"]
+
+
+def test_a_stored_multi_index_keeps_each_level(tmp_path):
+    src = _indexed(tmp_path, index=["id", "day"])
+    assert list(read_table(src)) == ["risk", "id", "day"]
+    assert read_table(src)["day"].tolist() == [3.0, 1.0, 2.0]
+
+
+def test_a_range_index_is_not_a_column(tmp_path):
+    pd = _parquet()
+    src = tmp_path / "in.parquet"
+    pd.DataFrame({"risk": [0.1, 0.5]}).to_parquet(src)
+    assert list(read_table(src)) == ["risk"]
+
+
+def test_a_parquet_file_with_two_columns_of_one_name_is_refused_in_one_line(tmp_path):
+    _parquet()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "dup.parquet"
+    pq.write_table(pa.table([pa.array([1.0, 2.0]), pa.array([3.0, 4.0])],
+                            names=["risk", "risk"]), src)
+    for read in (lambda: read_table_rows(src), lambda: list(read_chunks(src, 1))):
+        with pytest.raises(ValueError, match=r"^'.*dup.parquet' has two columns named 'risk'; "
+                                             r"rename one") as info:
+            read()
+        assert "\n" not in str(info.value)
+
+
+def test_a_loop_of_symbolic_links_is_not_the_input(tmp_path):
+    loop = tmp_path / "loop.csv"
+    os.symlink(loop, loop)
+    check_not_input(loop, [tmp_path / "in.csv"])
+    check_not_input(tmp_path / "out.csv", [loop])
