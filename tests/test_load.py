@@ -100,3 +100,23 @@ def test_the_command_line_imports_load_json_when_it_loads_a_rule():
     out = _fresh("import sys, abstain.app.cli\n"
                  "print('abstain._load' in sys.modules, 'abstain.combine' in sys.modules)\n")
     assert out.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("where", ["top", "nested"])
+def test_a_key_written_twice_is_refused_not_read_as_its_last_value(where, tmp_path):
+    from abstain.models import BoundedAbstention
+
+    rule = BoundedAbstention(0.5).fit([0.1, 0.9, 0.2, 0.7], [0.0, 1.0, 0.0, 1.0])
+    text = rule.to_json()
+    doc = json.loads(text)
+    key = "format" if where == "top" else "threshold_"
+    assert key in (doc if where == "top" else doc["fitted"])
+    value = json.dumps(doc[key] if where == "top" else doc["fitted"][key])
+    twice = text.replace(f'"{key}": {value}', f'"{key}": {value}, "{key}": {value}', 1)
+    assert twice != text
+    path = tmp_path / "rule.json"
+    path.write_text(twice)
+    for source in (twice, path):
+        with pytest.raises(ValueError, match=f"holds the key '{key}' twice in one object"):
+            abstain.load_json(source)
+    assert abstain.load_json(text).threshold_ == rule.threshold_

@@ -108,6 +108,24 @@ def test_report_png_never_overwrites_an_input_inside_the_folder(csv_file, tmp_pa
     assert not (tmp_path / "r.html").exists()
 
 
+
+def test_report_png_never_overwrites_the_rule_file_it_reads(csv_file, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    rule = figs / "risk_coverage.png"  # fit writes a rule under any name
+    assert run(capsys, "fit", csv_file, "--score", "risk", "--target-coverage", "0.8", "-o",
+               rule)[0] == 0
+    before = rule.read_bytes()
+    line = one_line(*run(capsys, "report", csv_file, "--quiet", "--rule", rule, "-o",
+                         tmp_path / "r.html", "--png", figs)[::2])
+    assert "risk_coverage.png" in line and "is the input file" in line
+    assert rule.read_bytes() == before
+    assert not (tmp_path / "r.html").exists()
+    line = one_line(*run(capsys, "report", csv_file, "--quiet", "--rule", rule, "-o",
+                         tmp_path / "r.html", "--png", rule)[::2])
+    assert "is the input file" in line and rule.read_bytes() == before
+
 # -- apply never replaces a column unasked ---------------------------------------------------
 
 

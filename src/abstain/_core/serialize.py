@@ -407,11 +407,29 @@ def read_document(text_or_path: str | bytes | os.PathLike[str]) -> Any:
         raise
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object that holds one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of the document, refusing a key written twice: ``json`` would keep the
+    last value silently, and a hand-edited file that holds two values is not read exactly."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"the document holds the key {key!r} twice in one object; "
+                                "keep one of its values.")
+        out[key] = value
+    return out
+
+
 def _parse_and_load(text: str | bytes) -> Any:
     try:
-        doc = json.loads(text, parse_constant=_refuse_constant)
+        doc = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
     except RecursionError:
         raise ValueError("the document nests too deeply to be read.") from None
+    except _DuplicateKey as exc:
+        raise ValueError(str(exc)) from None
     except ValueError as exc:  # JSONDecodeError, a refused constant, a too-long integer
         raise ValueError(f"the document is not valid JSON: {exc}.") from None
     try:

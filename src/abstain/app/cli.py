@@ -386,12 +386,14 @@ def _report(args: argparse.Namespace) -> int:
         raise _Fail("--bootstrap resamples the rows of one file; a source read in chunks "
                     "keeps only score tables.")
     inputs = part_files(args.file) if chunked else [args.file]
-    check_not_input(args.output, [*inputs, *([args.rule] if args.rule else [])])
+    # every file read: the page and the PNGs must overwrite none of them
+    protected = [*inputs, *([args.rule] if args.rule else [])]
+    check_not_input(args.output, protected)
     if Path(args.output).suffix.lower() not in (".html", ".htm"):
         raise _Fail(f"the report is an HTML page: -o must end in .html or .htm; got "
                     f"{args.output!r}.")
     if args.png:
-        check_not_input(args.png, inputs)
+        check_not_input(args.png, protected)
     rule, rule_cols = None, None
     if args.rule:
         if not Path(args.rule).is_file():
@@ -411,7 +413,7 @@ def _report(args: argparse.Namespace) -> int:
     bar = _bar("report", args)
     command = "abstain " + shlex.join(args.argv)
     write_report(args.output, data, ev, fpr=args.fpr, title=args.title or f"abstain: {args.file}",
-                 png_dir=args.png, progress=bar, protect=inputs, rule=rule,
+                 png_dir=args.png, progress=bar, protect=protected, rule=rule,
                  rule_columns=rule_cols, provenance={"command": command, "input": args.file,
                                                      "parts": inputs}, search=args.search,
                  n_jobs=args.jobs)
