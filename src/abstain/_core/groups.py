@@ -21,6 +21,8 @@ from numpy.typing import ArrayLike, NDArray
 from .counting import binned_totals, half_totals
 from .validation import as_losses_and_scores
 
+_EPS = float(np.finfo(np.float64).eps)
+
 
 @dataclass
 class TieGroups:
@@ -54,6 +56,11 @@ class TieGroups:
     cum_counts: NDArray[np.float64]
     unit_cum_sums: NDArray[np.float64]
     scale: float = 1.0
+    #: The loss sum of each group as summed, in units of ``scale`` (None: the differences
+    #: of the running sums, which can be off in their last bits: 0.4 - 0.1 is
+    #: 0.30000000000000004, and a group of one loss 0.3 then looked dearer than a reject
+    #: cost of 0.3).
+    group_unit_sums: NDArray[np.float64] | None = None
 
     @cached_property
     def counts(self) -> NDArray[np.float64]:
@@ -61,6 +68,8 @@ class TieGroups:
 
     @cached_property
     def unit_sums(self) -> NDArray[np.float64]:
+        if self.group_unit_sums is not None:
+            return self.group_unit_sums
         # Adding a non-negative number never lowers a float, so group sums are >= 0.
         return np.diff(self.unit_cum_sums, prepend=0.0)
 
@@ -81,6 +90,15 @@ class TieGroups:
         expectation, in units of ``scale``."""
         return float(np.interp(x, self.knots_x, self.unit_knots_y))
 
+    def risk_of(self, g: int, nu: float) -> float:
+        """Selective risk of the rule ``(values[g], nu)`` (``g >= 0``): its expected accepted
+        loss over its expected accepted count, each from ``nu`` itself (through ``x`` a
+        tiny ``nu`` keeps only about 1e-16 of ``x``)."""
+        if nu >= 1.0:
+            return float(self.unit_cum_sums[g] / self.cum_counts[g]) * self.scale
+        loss = self.unit_knots_y[g] + nu * self.unit_sums[g]
+        return float(loss / self.accepted_at(g, nu)) * self.scale
+
     def risk_at(self, x: float) -> float:
         """Selective risk ``C(x) / x`` of accepting ``x > 0`` samples in expectation, computed
         in units of ``scale``: it is at most the largest loss, so it never overflows."""
@@ -100,8 +118,9 @@ class TieGroups:
         scale = max(self.scale, loss_scale(top, self.n))
         if scale == self.scale:
             return self
-        return TieGroups(self.values, self.cum_counts,
-                         self.unit_cum_sums / (scale / self.scale), scale)
+        factor = scale / self.scale  # a power of two: the division is exact
+        return TieGroups(self.values, self.cum_counts, self.unit_cum_sums / factor, scale,
+                         self.unit_sums / factor)
 
     def rule_at(self, x: float) -> tuple[int, float]:
         """The canonical rule accepting ``x`` samples in expectation, ``0 < x <= n``.
@@ -122,15 +141,28 @@ class TieGroups:
         """
         if g < 0:
             return 0.0
-        return float(self.cum_counts[g] - self.counts[g] * (1.0 - nu))
+        if nu >= 1.0:
+            return float(self.cum_counts[g])
+        # the part of the group added to the groups before it: a tiny nu stays above 0
+        return float(self.cum_counts[g] - self.counts[g] + self.counts[g] * nu)
 
     def max_accepted_at_risk(self, target_risk: float) -> float:
-        """Largest expected accepted count ``x`` with ``C(x) <= target_risk * x``; 0 if none.
+        """Largest expected accepted count ``x`` with ``C(x) <= target_risk * x``; 0 if none:
+        the count of :meth:`max_rule_at_risk`."""
+        return self.accepted_at(*self.max_rule_at_risk(target_risk))
+
+    def max_rule_at_risk(self, target_risk: float) -> tuple[int, float]:
+        """The rule ``(g, nu)`` of the largest expected accepted count ``x`` with
+        ``C(x) <= target_risk * x``; ``(-1, 1.0)`` (accept nothing) if none.
 
         ``C(x) - target_risk * x`` is linear between knots and zero at ``x = 0``, so the
         answer is the last knot whose risk meets the target, extended into the next
         group up to the point where the risk of the partial acceptance hits the target.
-        Computed in units of ``scale`` (enlarged for a target near the float64 maximum).
+        The acceptance ``nu`` of that group is computed as such, not recovered from ``x``
+        (``(x - before) / count`` keeps only about 1e-16 of ``x`` in ``nu``: with a target of
+        1e-9 the risk came out 8e-8 relative above it). A slack of the knot within the
+        round-off of its terms is none: the rule is the knot. Computed in units of ``scale``
+        (enlarged for a target near the float64 maximum).
         """
         groups = self.rescaled(target_risk)
         lam = target_risk / groups.scale
@@ -139,15 +171,24 @@ class TieGroups:
         risk = groups.unit_cum_sums / groups.cum_counts
         ok = np.flatnonzero(risk <= lam * (1.0 + 1e-12))
         if ok.size == 0:
-            return 0.0
+            return -1, 1.0
         g = int(ok[-1])
-        x = float(groups.cum_counts[g])
         if g + 1 < groups.counts.size:
-            slack = lam * x - groups.unit_cum_sums[g]
-            excess = groups.unit_sums[g + 1] - lam * groups.counts[g + 1]
-            if excess > 0 and slack > 0:
-                x += float(groups.counts[g + 1] * min(slack / excess, 1.0))
-        return x
+            allowed = lam * float(groups.cum_counts[g])
+            spent = float(groups.unit_cum_sums[g])
+            slack = allowed - spent
+            excess = float(groups.unit_sums[g + 1] - lam * groups.counts[g + 1])
+            if excess > 0 and slack > 4 * _EPS * (allowed + abs(spent)):
+                return g + 1, min(slack / excess, 1.0)
+        return g, 1.0
+
+
+def coverage_count(coverage: float, n: float) -> float:
+    """The expected accepted count of a coverage of ``n`` rows: ``coverage * n``, taken as
+    the whole number it is within a relative 1e-12 of (``0.07 * 100`` is
+    ``7.000000000000001`` in floats, and would accept 1e-15 of the eighth row)."""
+    x = coverage * n
+    return float(round(x)) if abs(x - round(x)) <= 1e-12 * x else x
 
 
 def _unscaled(unit: Any, scale: float) -> Any:
@@ -688,8 +729,8 @@ def groups_from_totals(
     if top is None:
         top = float(np.max(sums)) if sums.size else 0.0
     scale = loss_scale(top, n)
-    unit = sums if scale == 1.0 else sums / scale
-    return TieGroups(values, cum_counts, np.cumsum(unit), scale)
+    unit = np.asarray(sums if scale == 1.0 else sums / scale, dtype=np.float64)
+    return TieGroups(values, cum_counts, np.cumsum(unit), scale, unit)
 
 
 def tie_groups(losses: NDArray[np.float64], uncertainty: NDArray[np.float64]) -> TieGroups:
@@ -702,7 +743,7 @@ def tie_groups(losses: NDArray[np.float64], uncertainty: NDArray[np.float64]) ->
     if scale != 1.0:
         losses = losses / scale
     values, counts, (sums,) = group_totals(uncertainty, losses)
-    return TieGroups(values, np.cumsum(counts, dtype=np.float64), np.cumsum(sums), scale)
+    return TieGroups(values, np.cumsum(counts, dtype=np.float64), np.cumsum(sums), scale, sums)
 
 
 def validated_groups(losses: ArrayLike, uncertainty: ArrayLike) -> TieGroups:

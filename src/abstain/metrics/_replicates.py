@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._core.groups import coverage_count
 from .._core.prefix import harmonic_difference
 from .._core.validation import check_int
 from .._ood_search.best import Constraint
@@ -109,7 +110,7 @@ def _risk_at_coverage(b: _Block, coverage: float) -> F64:
     x, y = b.run("id_rows"), b.run("loss_sums")
     out = np.empty(x.shape[0])
     for r in range(x.shape[0]):
-        at = coverage * x[r, -1]
+        at = coverage_count(coverage, float(x[r, -1]))
         out[r] = float(np.interp(at, x[r], y[r])) / at
     return out
 

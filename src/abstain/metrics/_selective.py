@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.groups import (
     TieGroups,
+    coverage_count,
     loss_totals,
     sorted_by_uncertainty,
     validated_groups,
@@ -361,7 +362,8 @@ def selective_risk_at_coverage(
     The rule accepts the samples with the lowest uncertainty until ``coverage * n``
     are accepted in expectation; the group of ties at the boundary (or a single
     sample when ``coverage * n`` is fractional) is accepted with the probability
-    that makes the expected coverage exact. The result is the expected accepted
+    that makes the expected coverage exact (a ``coverage * n`` within a relative 1e-12 of
+    a whole number is that number, as in the model). The result is the expected accepted
     loss over the expected accepted count, eq. (6), and equals ``risk_`` of
     ``BoundedAbstention(target_coverage=coverage)`` fitted on the same data.
 
@@ -386,7 +388,7 @@ def selective_risk_at_coverage(
     """
     cov = float(coverage)  # type: ignore[arg-type]
     groups = _groups(losses, uncertainty)
-    return groups.risk_at(cov * groups.n)
+    return groups.risk_at(coverage_count(cov, groups.n))
 
 
 @validate_params({"target_risk": [Interval(float, 0, None, closed="neither")]})

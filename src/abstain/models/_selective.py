@@ -28,7 +28,7 @@ from .._certify.ltt import LTT_BOUNDS
 from .._certify.risk_bounds import crc_search
 from .._core.base import ParamsMixin
 from .._core.decision import draw_accept, threshold_proba
-from .._core.groups import TieGroups, validated_groups
+from .._core.groups import TieGroups, coverage_count, validated_groups
 from .._core.serialize import (
     Field,
     Flag,
@@ -117,19 +117,14 @@ def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
     target_risk: tuple[float, float] | None = None
     x = groups.accepted_at(g, nu)
     if g >= 0:
-        rho = groups.risk_at(x)
+        rho = groups.risk_of(g, nu)
         if x >= n:
             target_risk = (rho, math.inf)
-        else:
-            # The bounded-improvement optimum at target rho is this rule iff every
-            # larger coverage has a larger risk. The risk C(x)/x is monotone along a
-            # group, so it suffices that it rises right after x and at later knots.
-            nxt = g + 1 if full else g
-            unit_rho = groups.unit_loss_at(x) / x
-            rises = groups.unit_sums[nxt] / groups.counts[nxt] > unit_rho
-            later = groups.unit_cum_sums[nxt:] / groups.cum_counts[nxt:]
-            if rises and float(np.min(later)) > unit_rho:
-                target_risk = (rho, rho)
+        elif abs(groups.max_accepted_at_risk(rho) - x) <= 1e-12 * x:
+            # the bounded-improvement optimum at target rho is this rule: every larger
+            # coverage has a larger risk, by more than the slack that model allows (a later
+            # rule of the same risk up to round-off, 7/18 summed two ways, is its optimum)
+            target_risk = (rho, rho)
     # Reject cost: optimal knots from the convex-hull test; a partial group is
     # optimal only when both of its ends are, at the cost equal to its mean loss.
     reject_cost: tuple[float, float] | None
@@ -161,7 +156,7 @@ class _RejectRule(ParamsMixin):
             self.accept_prob_ = float(nu)
         x = groups.accepted_at(g, nu)
         self.coverage_ = x / n
-        self.risk_ = groups.risk_at(x) if x > 0 else math.nan
+        self.risk_ = groups.risk_of(g, nu) if x > 0 else math.nan
         self.feasible_ = bool(feasible)
         self.n_samples_ = int(n)
         self.equivalent_ = _equivalent(groups, g, nu)
@@ -412,10 +407,7 @@ class BoundedAbstention(_RejectRule):
         groups = as_groups(uncertainty, losses, "uncertainty", "losses")
         if groups is None:
             groups = validated_groups(losses, uncertainty)  # type: ignore[arg-type]
-        x = omega * groups.n
-        if abs(x - round(x)) <= 1e-12 * x:  # n * omega is an integer up to round-off
-            x = float(round(x))
-        g, nu = groups.rule_at(x)
+        g, nu = groups.rule_at(coverage_count(omega, groups.n))
         if whole:  # the bin at the boundary is accepted whole: coverage >= the target
             nu = 1.0
         self._set_rule(groups, g, nu, True)
@@ -646,14 +638,9 @@ class BoundedImprovement(_RejectRule):
             if g == groups.counts.size - 1 and nu == 1.0:
                 theta = math.inf
         elif self.delta is None:
-            x = groups.max_accepted_at_risk(lam)
-            if whole:  # down to the last whole bin: the bin at the boundary would break it
-                k = int(np.searchsorted(groups.cum_counts, x * (1 + 1e-12), side="right")) - 1
-                x = float(groups.cum_counts[k]) if k >= 0 else 0.0
-            if x > 0:
-                g, nu = groups.rule_at(x)
-            else:
-                g, nu = -1, 1.0
+            g, nu = groups.max_rule_at_risk(lam)
+            if whole and nu < 1.0:  # down to the last whole bin: the bin at the boundary
+                g, nu = g - 1, 1.0  # would break it
         else:
             self.bound_, g, theta, self.risk_bound_, least = certified_search(
                 uncertainty, losses, groups, top, binary, squares, lam, float(self.delta),

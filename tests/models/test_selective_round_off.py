@@ -1,0 +1,133 @@
+"""The selective reject models where a float computation sits on a tie or a tiny part of a
+group: a group whose mean loss equals the reject cost, an acceptance of 1e-8 of a group, a
+coverage times n a round-off away from a whole number, a coverage below 1e-16, and the
+target risk at which the bounded-improvement model gives a fitted rule. Each case is checked
+in rational arithmetic (the float inputs taken as the exact numbers they are)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from abstain import BoundedAbstention, BoundedImprovement, CostBased
+from abstain.metrics import selective_risk_at_coverage
+
+
+def _exact_risk(u, losses, threshold, nu):
+    """Expected accepted loss over expected accepted count of the rule, in Fractions."""
+    acc = [Fraction(1) if v < threshold else Fraction(nu) if v == threshold else Fraction(0)
+           for v in u]
+    count = sum(acc)
+    return sum(a * Fraction(loss) for a, loss in zip(acc, losses, strict=True)) / count
+
+
+@pytest.mark.parametrize(("u", "losses", "cost"), [
+    ([0.0, 1.0], [0.1, 0.3], 0.3),
+    ([-1.154808463059043, -0.1147871579753869, -0.11251733694348373],
+     [5.36193944419103e18, 7.140901904858455e18, 1.2405087166322577e19], 1.2405087166322577e19),
+])
+def test_a_group_whose_mean_loss_is_the_reject_cost_is_accepted(u, losses, cost):
+    # accepting the last group changes the exact cost by 0: the largest coverage wins
+    rule = CostBased(cost).fit(u, losses)
+    assert rule.coverage_ == 1.0 and rule.threshold_ == max(u)
+
+
+def test_cost_based_is_optimal_against_exact_costs_on_random_draws():
+    # the rule's exact cost is the least up to a relative 1e-12, and a last group whose
+    # losses all equal the reject cost is always accepted (its cost is exactly 0)
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        n = int(rng.integers(1, 7))
+        u = rng.integers(0, 4, n).astype(float)
+        losses = rng.choice([0.1, 0.2, 0.3, 0.7, 1 / 3, 2 / 3], n)
+        cost = float(rng.choice(losses))
+        rule = CostBased(cost).fit(u, losses)
+        values = sorted(set(u.tolist()))
+
+        def exact_cost(k):  # accept the first k groups
+            return sum(Fraction(loss) if v in values[:k] else Fraction(cost)
+                       for v, loss in zip(u.tolist(), losses.tolist(), strict=True))
+
+        got = sum(v <= rule.threshold_ for v in values)
+        least = min(exact_cost(k) for k in range(len(values) + 1))
+        assert exact_cost(got) <= least * (1 + Fraction(1, 10**12))
+        last = losses[u == values[-1]]
+        if got == len(values) - 1 and np.all(last == cost):
+            pytest.fail(f"the last group (losses {last}) is the reject cost: accept it")
+
+
+def test_a_tiny_acceptance_of_a_group_keeps_the_risk_at_the_target():
+    u, losses = np.arange(11.0), np.r_[np.zeros(10), 1.0]
+    rule = BoundedImprovement(1e-9).fit(u, losses)
+    assert rule.threshold_ == 10.0
+    assert rule.accept_prob_ == pytest.approx(1.000000001e-08, rel=1e-12)
+    exact = _exact_risk(u, losses, rule.threshold_, rule.accept_prob_)
+    assert exact <= Fraction(1e-9) * (1 + Fraction(1, 10**12))
+    assert rule.risk_ == pytest.approx(float(exact), rel=1e-12)
+
+
+def test_bounded_improvement_meets_small_targets_exactly_on_random_draws():
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(2, 12))
+        u = rng.integers(0, 5, n).astype(float)
+        losses = rng.choice([0.0, 0.0, 0.25, 1.0, 3e5], n)
+        target = float(10.0 ** rng.uniform(-12, -2)) * float(losses.max() or 1.0)
+        rule = BoundedImprovement(target).fit(u, losses)
+        if not rule.feasible_:
+            continue
+        exact = _exact_risk(u, losses, rule.threshold_, rule.accept_prob_)
+        assert exact <= Fraction(target) * (1 + Fraction(1, 10**12))
+        assert rule.risk_ == pytest.approx(float(exact), rel=1e-12, abs=0.0)
+
+
+def test_a_coverage_a_round_off_from_a_whole_count_is_that_count():
+    u = np.arange(100.0)
+    losses = np.zeros(100)
+    losses[7] = 1e300  # the eighth row: 0.07 * 100 == 7.000000000000001 would take 1e-15 of it
+    rule = BoundedAbstention(0.07).fit(u, losses)
+    assert rule.risk_ == 0.0
+    assert selective_risk_at_coverage(losses, u, 0.07) == 0.0
+
+
+@pytest.mark.parametrize("coverage", [1e-17, 1e-20, 1e-300])
+def test_a_coverage_below_the_round_off_of_one_still_fits(coverage):
+    u, losses = [0.0, 1.0], [1.0, 0.0]
+    rule = BoundedAbstention(coverage).fit(u, losses)
+    assert rule.threshold_ == 0.0 and rule.accept_prob_ == pytest.approx(2 * coverage)
+    assert rule.coverage_ == coverage and rule.risk_ == 1.0
+    assert selective_risk_at_coverage(losses, u, coverage) == 1.0
+
+
+def test_the_equivalent_target_risk_gives_the_same_rule_on_random_draws():
+    # equivalent_.target_risk = (r, r) promises that BoundedImprovement(r) fits this rule
+    rng = np.random.default_rng(3)
+    seen = 0
+    for _ in range(500):
+        n = int(rng.integers(2, 10))
+        u = rng.integers(0, 4, n).astype(float)
+        losses = rng.choice([0.0, 0.25, 0.5, 1.0], n)
+        rule = BoundedAbstention(float(rng.choice([1 / 6, 0.25, 0.5, 0.7]))).fit(u, losses)
+        tr = rule.equivalent_.target_risk
+        if tr is None or tr[1] == math.inf or tr[0] == 0.0:
+            continue
+        seen += 1
+        other = BoundedImprovement(tr[0]).fit(u, losses)
+        assert other.coverage_ == pytest.approx(rule.coverage_, rel=1e-12)
+    assert seen > 50
+
+
+def test_an_exact_risk_tie_with_a_larger_rule_is_no_equivalent_target():
+    losses = [1, 0.25, 0, 0.25, 0.5, 1, 0.5, 0, 0]
+    u = [1, 0, 3, 3, 2, 1, 3, 1, 2]
+    rule = BoundedAbstention(1 / 6).fit(u, losses)
+    # with acceptance 1/6 of its group the rule's exact risk is 7/18, as is accepting
+    # everything: that is the bounded-improvement model's optimum at 7/18
+    assert _exact_risk(u, losses, rule.threshold_, Fraction(1, 6)) == Fraction(7, 18) \
+        == _exact_risk(u, losses, 3.0, 1.0)
+    assert rule.risk_ == pytest.approx(7 / 18, rel=1e-15)
+    assert BoundedImprovement(rule.risk_).fit(u, losses).coverage_ == 1.0
+    assert rule.equivalent_.target_risk is None
