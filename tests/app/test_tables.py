@@ -186,3 +186,35 @@ def test_label_and_prediction_of_different_kinds_are_refused():
     assert same.losses.tolist() == [0.0, 1.0, 0.0]
     empty = prepare({**table, "label": [np.nan, np.nan, np.nan], "is_ood": [1, 1, 1]})
     assert empty.losses.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("column", ["u", "loss"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf])
+def test_an_infinite_cell_is_refused_naming_its_column_and_row(column, value):
+    table = {"loss": np.array([0.0, 1.0, 0.0]), "u": np.array([0.1, 0.2, 0.3])}
+    table[column] = table[column].copy()
+    table[column][1] = value
+    with pytest.raises(ValueError, match=rf"^column '{column}' must hold finite numbers; got "
+                                         rf"-?inf on row index 1 \(1 such row\(s\)\)"):
+        prepare(table)
+
+
+def test_class_ids_past_two_to_the_53_are_refused_not_read_as_equal():
+    # 9007199254740993 reads as 9007199254740992.0: the wrong prediction would count right
+    big = float(2**53)
+    table = {"label": np.array([big, 1.0, 2.0]), "prediction": np.array([big, 1.0, 3.0]),
+             "u": np.array([0.1, 0.2, 0.3])}
+    with pytest.raises(ValueError, match=r"^column 'label' holds class ids too large to "
+                                         r"compare exactly as numbers \(about 9\.007e\+15 on "
+                                         r"row index 0, 1 such row\(s\)"):
+        prepare(table)
+    table["label"][0] = table["prediction"][0] = big - 1  # the largest exact id: read
+    assert prepare(table).losses.tolist() == [0.0, 0.0, 1.0]
+    # text ids compare as written; an OOD row's label is not read
+    text = {"label": np.array(["9007199254740993", "a"]),
+            "prediction": np.array(["9007199254740992", "a"]), "u": np.array([0.1, 0.2])}
+    assert prepare(text).losses.tolist() == [1.0, 0.0]
+    ood = {**table, "is_ood": np.array([1.0, 0.0, 0.0])}
+    ood["label"] = ood["label"].copy()
+    ood["label"][0] = 2.0**60
+    assert prepare(ood).losses.tolist() == [0.0, 0.0, 1.0]

@@ -35,6 +35,12 @@ def test_a_group_whose_mean_loss_is_the_reject_cost_is_accepted(u, losses, cost)
     assert rule.coverage_ == 1.0 and rule.threshold_ == max(u)
 
 
+def _exact_cost(u, losses, cost, accepted):
+    """The exact total cost of accepting the rows whose score is in ``accepted``."""
+    return sum(Fraction(loss) if v in accepted else Fraction(cost)
+               for v, loss in zip(u.tolist(), losses.tolist(), strict=True))
+
+
 def test_cost_based_is_optimal_against_exact_costs_on_random_draws():
     # the rule's exact cost is the least up to a relative 1e-12, and a last group whose
     # losses all equal the reject cost is always accepted (its cost is exactly 0)
@@ -46,14 +52,9 @@ def test_cost_based_is_optimal_against_exact_costs_on_random_draws():
         cost = float(rng.choice(losses))
         rule = CostBased(cost).fit(u, losses)
         values = sorted(set(u.tolist()))
-
-        def exact_cost(k):  # accept the first k groups
-            return sum(Fraction(loss) if v in values[:k] else Fraction(cost)
-                       for v, loss in zip(u.tolist(), losses.tolist(), strict=True))
-
+        costs = [_exact_cost(u, losses, cost, values[:k]) for k in range(len(values) + 1)]
         got = sum(v <= rule.threshold_ for v in values)
-        least = min(exact_cost(k) for k in range(len(values) + 1))
-        assert exact_cost(got) <= least * (1 + Fraction(1, 10**12))
+        assert costs[got] <= min(costs) * (1 + Fraction(1, 10**12))
         last = losses[u == values[-1]]
         if got == len(values) - 1 and np.all(last == cost):
             pytest.fail(f"the last group (losses {last}) is the reject cost: accept it")

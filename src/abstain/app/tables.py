@@ -112,6 +112,12 @@ def _numeric(name: str, col: NDArray[Any], rows: Rows) -> NDArray[np.float64]:
         i = int(present[0]) if present.size else 0
         raise ValueError(f"column {name!r} must be numeric; got text values such as "
                          f"{str(col[i]).strip()!r} ({rows.name(i)}).")
+    inf = np.isinf(col)
+    if inf.any():
+        i = int(np.argmax(inf))
+        raise ValueError(f"column {name!r} must hold finite numbers; got {_shown(col[i])} on "
+                         f"{rows.name(i)} ({int(inf.sum())} such row(s)); correct the value "
+                         "or remove the row.")
     return col
 
 
@@ -154,6 +160,24 @@ def _same_kind(cols: dict[str, NDArray[Any]], rows_used: NDArray[np.bool_]) -> N
         f"{na!r} holds {kind(a)} (such as {_shown(a[a_at[0]])}), {nb!r} {kind(b)} (such as "
         f"{_shown(b[b_at[0]])}), so no label would equal its prediction; write both with the "
         "same class names.")
+
+
+def _exact_classes(cols: dict[str, NDArray[Any]], rows_used: NDArray[np.bool_],
+                   rows: Rows) -> None:
+    """Refuse numeric class labels of magnitude 2**53 or more: read as float64, two
+    different ids there can be one number (9007199254740993 reads as 9007199254740992), and
+    a wrong prediction would count as correct."""
+    for name, col in cols.items():
+        if col.dtype.kind != "f":
+            continue
+        big = rows_used & (np.abs(np.nan_to_num(col)) >= 2.0**53)
+        if big.any():
+            i = int(np.argmax(big))
+            raise ValueError(
+                f"column {name!r} holds class ids too large to compare exactly as numbers "
+                f"(about {float(col[i]):.4g} on {rows.name(i)}, {int(big.sum())} such "
+                "row(s): 2**53 or more); write the labels and predictions as text (e.g. "
+                "'id123') or give a loss column.")
 
 
 def columns_read(*, scores: Sequence[str] | None = None, loss: str | None = None,
@@ -336,6 +360,7 @@ def prepare(
     keep = ~bad
     if len(loss_cols) == 2:
         _same_kind(loss_cols, keep & ~ood_rows)
+        _exact_classes(loss_cols, keep & ~ood_rows, rows)
     if ood_raw is not None:
         ood = ood_raw[keep] == 1.0
     if len(loss_cols) == 1:
