@@ -84,3 +84,16 @@ def test_pair_totals_of_parts_give_the_pair_table_of_all_rows(seed):
         PairTable.from_totals([[1.0, 2.0]], [1], [2], [0.0], max_loss=0.0)
     with pytest.raises(ValueError, match="max_loss must be a finite number >= 0"):
         PairTable.from_totals([[1.0, 2.0]], [1], [0], [0.0], max_loss=-1.0)
+
+
+@pytest.mark.parametrize(("counts", "sums", "ood"), [
+    ([1, 1], [5.0, 0.0], None),  # one row, a loss sum above the largest loss
+    ([0, 2], [3.0, 1.0], None),  # a loss on a score of no rows
+    ([1, 1], [1.0, 0.0], [1, 0]),  # a loss on a score of OOD rows only
+])
+def test_loss_sums_beyond_the_rows_and_the_largest_loss_are_refused(counts, sums, ood):
+    # a table from_totals builds is one that load_json would read back
+    with pytest.raises(ValueError, match=r"^loss_sums must be at most the ID rows of each "
+                                         r"group times the largest of loss_values"):
+        ScoreTable.from_totals([0.0, 1.0], counts, sums, loss_values=[0.0, 1.0],
+                               loss_counts=[1, 1] if ood is None else [1, 0], ood_counts=ood)

@@ -34,8 +34,10 @@ F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 
 
-def check_loss_sums(loss_sums: F64, id_counts: I64, max_loss: float) -> None:
-    """Raise unless every group's loss sum is at most its ID rows times ``fitted.max_loss``.
+def check_loss_sums(loss_sums: F64, id_counts: I64, max_loss: float,
+                    names: tuple[str, str] = ("fitted.loss_sums", "fitted.max_loss")) -> None:
+    """Raise unless every group's loss sum is at most its ID rows times ``fitted.max_loss``
+    (``names``: how the message names the sums and the largest loss).
 
     A float64 sum of ``k`` terms each at most ``M`` is at most ``k M (1 + k 2**-52)`` in any
     order of summation (each of the ``k - 1`` additions rounds by a relative ``2**-53``).
@@ -45,8 +47,8 @@ def check_loss_sums(loss_sums: F64, id_counts: I64, max_loss: float) -> None:
         over = loss_sums > k * max_loss * (1.0 + k * 2.0**-52)
     if np.any(over):
         g = int(np.argmax(over))
-        raise ValueError(f"fitted.loss_sums must be at most the ID rows of each group times "
-                         f"fitted.max_loss ({max_loss!r}); got {float(loss_sums[g])!r} for "
+        raise ValueError(f"{names[0]} must be at most the ID rows of each group times "
+                         f"{names[1]} ({max_loss!r}); got {float(loss_sums[g])!r} for "
                          f"{int(id_counts[g])} ID row(s) in group {g}.")
 
 
@@ -199,7 +201,9 @@ class ScoreTable(ParamsMixin):
         distinct losses and their rows (repeats added up too), which give the table's
         largest loss, its 0/1 flag and the oracle of :func:`~abstain.metrics.e_aurc`.
         ``sq_loss_sums`` (summed squared losses) is needed only by
-        ``BoundedImprovement(delta=...)``; ``ood_counts`` marks OOD rows.
+        ``BoundedImprovement(delta=...)``; ``ood_counts`` marks OOD rows. A loss sum above
+        its score's ID rows times the largest of ``loss_values`` (a loss on a score of no
+        rows, say) is refused, as :func:`abstain.load_json` refuses it.
 
         Examples
         --------
@@ -244,6 +248,10 @@ class ScoreTable(ParamsMixin):
         lvs = table.loss_values if table.loss_values is not None else np.zeros(0)
         table.max_loss = float(lvs.max()) if lvs.size else 0.0
         table.binary = bool(np.all((lvs == 0.0) | (lvs == 1.0)))
+        id_counts = table.counts - (0 if table.ood_counts is None else table.ood_counts)
+        # the loss of a group is of its ID rows, each at most the largest of loss_values
+        check_loss_sums(table.loss_sums, id_counts, table.max_loss,
+                        ("loss_sums", "the largest of loss_values"))
         keep = table.counts > 0
         if not keep.all():  # a score whose rows add up to none is no group
             table.values, table.counts = table.values[keep], table.counts[keep]
