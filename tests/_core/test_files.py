@@ -316,3 +316,21 @@ def test_a_page_written_in_place_is_written_before_the_files_move_in(tmp_path):
     reader.join(10)
     assert got == [b"page"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert _names(folder) == ["a.png"]
+
+
+def test_a_replaced_file_keeps_its_permissions_and_a_new_one_gets_the_umasks(tmp_path):
+    from abstain._core.files import write_text
+
+    private = tmp_path / "private.json"
+    private.write_text("old")
+    os.chmod(private, 0o600)
+    write_text(private, "new")
+    assert private.read_text() == "new"
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o600
+    umask = os.umask(0o022)
+    try:
+        fresh = tmp_path / "fresh.json"
+        write_text(fresh, "x")
+        assert stat.S_IMODE(os.stat(fresh).st_mode) == 0o644
+    finally:
+        os.umask(umask)

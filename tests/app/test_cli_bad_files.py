@@ -145,6 +145,15 @@ def test_apply_refuses_to_replace_a_column_unless_asked(csv_file, rule_file, tmp
     assert set(np.unique(table["risk"])) <= {0.0, 1.0}
 
 
+@pytest.mark.parametrize("name", ["", " ", "\t"])
+def test_apply_refuses_a_new_column_without_a_name(name, csv_file, rule_file, tmp_path, capsys):
+    out = tmp_path / "out.csv"
+    line = one_line(*run(capsys, "apply", rule_file, csv_file, "-o", out, "--column",
+                         name)[::2])
+    assert line == f"abstain apply: error: --column must name the new column; got {name!r}."
+    assert not out.exists()
+
+
 # -- a bad file: one line naming the file, the row or column, and what to do -------------------
 
 

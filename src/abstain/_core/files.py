@@ -180,7 +180,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
     a FIFO, a device or the file that standard output or error is open on gets the
     content written in place once it is complete. On an exception, the temporary file
     is removed and ``path`` is left as it was. A new file gets the permissions of a newly
-    created file (the process umask).
+    created file (the process umask); a file replaced keeps its own (a private 0600 output
+    stays private).
 
     Raises
     ------
@@ -220,7 +221,7 @@ def _staged(path: str | os.PathLike[str]) -> Iterator[tuple[str, Callable[[], No
         def publish() -> None:
             try:
                 if fd_target is None:
-                    os.chmod(written, 0o666 & ~_umask())
+                    os.chmod(written, _mode_of(target))
                     os.replace(written, target)
                 else:
                     _copy_into(written, p, fd_target)
@@ -232,6 +233,16 @@ def _staged(path: str | os.PathLike[str]) -> Iterator[tuple[str, Callable[[], No
         with _signals_deferred():
             if tmp is not None and os.path.lexists(tmp):
                 os.unlink(tmp)
+
+
+def _mode_of(target: Path) -> int:
+    """The permissions the file written to ``target`` gets: those of the regular file it
+    replaces, else those of a newly created file."""
+    try:
+        st = os.stat(target)
+    except OSError:
+        return 0o666 & ~_umask()
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else 0o666 & ~_umask()
 
 
 def _copy_into(tmp: str, p: Path, fd: int) -> None:

@@ -324,6 +324,8 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
+    if not args.column.strip():  # a column without a name no reader of the output takes
+        raise _Fail(f"--column must name the new column; got {args.column!r}.")
     path = Path(args.rule)
     if not path.is_file():
         raise FileNotFoundError(f"file not found: {str(path)!r}.")

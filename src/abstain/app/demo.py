@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.files import atomic_path
 from .._core.optional import figure, require
 from ..metrics import augrc, aurc, e_aurc, risk_coverage_curve
 from ..models import BoundedAbstention, BoundedImprovement, CostBased
@@ -105,5 +106,6 @@ def _plot(curve: Any, rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_title("Risk-coverage curve, digits, logistic regression")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as tmp:  # an interrupt leaves the old PNG, never half of one
+        fig.savefig(tmp, dpi=120, format="png")
 
