@@ -179,3 +179,27 @@ def test_fit_in_chunks_certifies_with_sgr_by_default_and_says_so(tmp_path, conti
     assert chunked == _fit_json(tmp_path / "all.csv", tmp_path, *args, "--bound", "sgr")[1]
     whole = json.loads(_fit_json(tmp_path / "all.csv", tmp_path, *args)[1])
     assert whole["fitted"]["bound_"] == ("wsr" if continuous else "binomial")
+
+
+@pytest.mark.parametrize(("second", "message"), [
+    ("loss,risk,id\n0,0.2,x\n1,0.7,y\n", "column 'id' must be numeric; got text values such "
+                                         "as 'x' (line 2)."),
+    ("loss\n0\n1\n", "score column 'risk' not found."),
+    ("loss,risk,id\n0,inf,1\n", "column 'risk' must hold finite numbers; got inf on line 2"),
+])
+@pytest.mark.parametrize("chunk_rows", ["1", "1000"])
+def test_an_error_in_one_part_of_several_names_that_part(second, message, chunk_rows, tmp_path,
+                                                         capsys):
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "a.csv").write_text("loss,risk,id\n0,0.1,1\n1,0.5,2\n")
+    (parts / "b.csv").write_text(second)
+    assert main(["evaluate", str(parts), "--quiet", "--chunk-rows", chunk_rows]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"abstain evaluate: error: {str(parts / 'b.csv')!r}: {message}")
+    assert "\n" not in err
+    # one file read in chunks says what the whole file says (without its name)
+    code = main(["evaluate", str(parts / "b.csv"), "--quiet", "--chunk-rows", chunk_rows])
+    alone = capsys.readouterr().err.strip()
+    assert main(["evaluate", str(parts / "b.csv"), "--quiet"]) == code
+    assert alone == capsys.readouterr().err.strip()

@@ -9,8 +9,9 @@ scores, not by the number of rows.
 
 from __future__ import annotations
 
+import contextlib
 import glob
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from .._core.optional import require
 from ..tables import PairTable, ScoreTable
-from .io import TableRows, read_chunks, table_format
+from .io import ColumnError, TableRows, read_chunks, table_format
 from .tables import MissingValuesError, TableData, columns_read, prepare
 
 __all__ = ["MAX_PAIRS", "Summary", "part_files", "summarise"]
@@ -119,6 +120,23 @@ def part_files(source: str) -> list[Path]:
     return [p]
 
 
+@contextlib.contextmanager
+def _naming(path: Path, part: bool) -> Iterator[None]:
+    """Errors of reading ``path`` as it is: where it is one ``part`` of several, a message
+    that does not name it yet names it first (line 2 of which part?)."""
+    try:
+        yield
+    except (ValueError, ColumnError) as exc:
+        if not part or str(path) in str(exc):
+            raise
+        message = f"{str(path)!r}: {exc}"
+        try:
+            named = type(exc)(message)
+        except TypeError:  # an error type of other arguments
+            named = ValueError(message)
+        raise named from None
+
+
 def _chunk_data(chunk: TableRows, options: dict[str, Any], where: str) -> TableData:
     try:
         return prepare(chunk.columns, rows=chunk.rows, **options)
@@ -157,23 +175,25 @@ def _add(summary: Summary, data: TableData) -> None:
 
 def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
                   wrong: bool = False, columns: dict[str, tuple[str, str]] | None = None,
-                  max_pairs: int = MAX_PAIRS) -> Summary:
-    """The summary of one file, chunk by chunk."""
+                  max_pairs: int = MAX_PAIRS, part: bool = False) -> Summary:
+    """The summary of one file, chunk by chunk (``part``: one of several, named in errors)."""
     summary = _empty(list(options["scores"]), ood, wrong, columns)
     dropped = 0
-    for chunk in read_chunks(path, rows, columns_read(**options)):
-        data = _chunk_data(chunk, options, repr(str(path)))
-        dropped += data.n_dropped
-        _add(summary, data)
-        summary.check_pairs(max_pairs, f"in {str(path)!r}")
+    with _naming(path, part):
+        for chunk in read_chunks(path, rows, columns_read(**options)):
+            data = _chunk_data(chunk, options, repr(str(path)))
+            dropped += data.n_dropped
+            _add(summary, data)
+            summary.check_pairs(max_pairs, f"in {str(path)!r}")
     return summary._replace(n_dropped=dropped)
 
 
 def _first_chunk(files: list[Path], rows: int, options: dict[str, Any]) -> TableData:
     """The columns of the first chunk of the first file: the score columns of every part."""
     for path in files:
-        for chunk in read_chunks(path, rows, columns_read(**options)):
-            return _chunk_data(chunk, options, repr(str(path)))
+        with _naming(path, len(files) > 1):
+            for chunk in read_chunks(path, rows, columns_read(**options)):
+                return _chunk_data(chunk, options, repr(str(path)))
     if len(files) == 1:
         raise ValueError(f"{str(files[0])!r} has no data rows (only a header); add one row per "
                          "sample.")
@@ -216,7 +236,7 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
     summary = _empty(options["scores"], ood, wrong, columns)
     for i, path in enumerate(files):
         summary = summary.merge(_file_summary(path, rows, options, ood, wrong, columns,
-                                              max_pairs))
+                                              max_pairs, len(files) > 1))
         summary.check_pairs(max_pairs, f"up to {str(path)!r}")
         if progress is not None:
             progress(i + 1, len(files))
@@ -242,8 +262,8 @@ def _on_dask(files: list[Path], rows: int, options: dict[str, Any], ood: bool, w
     dask = require("dask", "dask", "abstain --engine dask")
     distributed = require("distributed", "dask", "abstain --engine dask")
     with _client(distributed, scheduler):
-        level = [dask.delayed(_file_summary)(f, rows, options, ood, wrong, columns, max_pairs)
-                 for f in files]
+        level = [dask.delayed(_file_summary)(f, rows, options, ood, wrong, columns, max_pairs,
+                                             len(files) > 1) for f in files]
         while len(level) > 1:
             level = [dask.delayed(_merge_all)(max_pairs, *level[i : i + 8])
                      for i in range(0, len(level), 8)]
