@@ -203,3 +203,21 @@ def test_an_error_in_one_part_of_several_names_that_part(second, message, chunk_
     alone = capsys.readouterr().err.strip()
     assert main(["evaluate", str(parts / "b.csv"), "--quiet"]) == code
     assert alone == capsys.readouterr().err.strip()
+
+
+@pytest.mark.parametrize("first", [
+    "0,1,2,3", "7,3,9,1", "0,1,9,2", "0,1,1,2", "0.5,1,2,3", "5,6,7,8"])
+@pytest.mark.parametrize("chunk_rows", ["1", "2", "3"])
+def test_an_unnamed_first_column_is_accepted_or_refused_whatever_the_chunk_size(
+        first, chunk_rows, tmp_path, capsys):
+    rows = zip(first.split(","), ["0", "1", "0", "1"], ["0.1", "0.5", "0.2", "0.7"],
+               strict=True)
+    path = tmp_path / "t.csv"
+    path.write_text(",loss,risk\n" + "".join(f"{a},{b},{c}\n" for a, b, c in rows))
+    whole = main(["evaluate", str(path), "--quiet"]), capsys.readouterr()
+    chunked = main(["evaluate", str(path), "--quiet", "--chunk-rows", chunk_rows]), \
+        capsys.readouterr()
+    assert whole[0] == chunked[0]
+    refused = "column 1 of the table has no name"
+    assert (refused in whole[1].err) == (refused in chunked[1].err)
+    assert whole[0] == (0 if first in ("0,1,2,3", "5,6,7,8") else 1)

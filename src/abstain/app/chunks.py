@@ -20,7 +20,7 @@ import numpy as np
 from .._core.optional import require
 from ..tables import PairTable, ScoreTable
 from .io import ColumnError, TableRows, read_chunks, table_format
-from .tables import MissingValuesError, TableData, columns_read, prepare
+from .tables import MissingValuesError, TableData, columns_read, prepare, unnamed_column
 
 __all__ = ["MAX_PAIRS", "Summary", "part_files", "summarise"]
 
@@ -120,6 +120,15 @@ def part_files(source: str) -> list[Path]:
     return [p]
 
 
+def _index_run(table: dict[str, Any], last: float) -> float:
+    """The last value of the unnamed column of a chunk, refused as the whole file would be
+    unless it is an index that goes on increasing from ``last``, the previous chunk's."""
+    col = table[""]
+    unnamed_column({k: (np.r_[last, v] if k == "" and np.isfinite(last) else v)
+                    for k, v in table.items()})
+    return float(col[-1]) if col.size else last
+
+
 @contextlib.contextmanager
 def _naming(path: Path, part: bool) -> Iterator[None]:
     """Errors of reading ``path`` as it is: where it is one ``part`` of several, a message
@@ -175,12 +184,20 @@ def _add(summary: Summary, data: TableData) -> None:
 
 def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
                   wrong: bool = False, columns: dict[str, tuple[str, str]] | None = None,
-                  max_pairs: int = MAX_PAIRS, part: bool = False) -> Summary:
-    """The summary of one file, chunk by chunk (``part``: one of several, named in errors)."""
+                  max_pairs: int = MAX_PAIRS, part: bool = False,
+                  index: bool = False) -> Summary:
+    """The summary of one file, chunk by chunk (``part``: one of several, named in errors;
+    ``index``: an unnamed column is checked as the index it must be, across the chunks)."""
     summary = _empty(list(options["scores"]), ood, wrong, columns)
     dropped = 0
+    last = -np.inf
+    typed = columns_read(**options)
+    if index and typed is not None:  # the unnamed column read as numbers, to be checked
+        typed = typed | {""}
     with _naming(path, part):
-        for chunk in read_chunks(path, rows, columns_read(**options)):
+        for chunk in read_chunks(path, rows, typed):
+            if index and "" in chunk.columns:
+                last = _index_run(chunk.columns, last)
             data = _chunk_data(chunk, options, repr(str(path)))
             dropped += data.n_dropped
             _add(summary, data)
@@ -222,12 +239,13 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
         raise ValueError(f"max_pairs must be an integer >= 1; got {max_pairs!r}.")
     files = part_files(source)
     first = _first_chunk(files, rows, options)
+    index = options.get("scores") is None  # an unnamed column is then checked, not named
     options = {**options, "scores": list(first.scores)}
     ood = first.is_ood is not None
     columns = first.pairs
     if engine == "dask":
         return _on_dask(files, rows, options, ood, wrong, scheduler, progress, columns,
-                        max_pairs)
+                        max_pairs, index)
     if engine == "spark":
         summary = _on_spark(files, options, ood, wrong, columns, max_pairs)
         if progress is not None:
@@ -236,7 +254,7 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
     summary = _empty(options["scores"], ood, wrong, columns)
     for i, path in enumerate(files):
         summary = summary.merge(_file_summary(path, rows, options, ood, wrong, columns,
-                                              max_pairs, len(files) > 1))
+                                              max_pairs, len(files) > 1, index))
         summary.check_pairs(max_pairs, f"up to {str(path)!r}")
         if progress is not None:
             progress(i + 1, len(files))
@@ -258,12 +276,13 @@ def _merge_all(max_pairs: int, *parts: Summary) -> Summary:
 
 def _on_dask(files: list[Path], rows: int, options: dict[str, Any], ood: bool, wrong: bool,
              scheduler: str | None, progress: Callable[[int, int], None] | None,
-             columns: dict[str, tuple[str, str]], max_pairs: int) -> Summary:
+             columns: dict[str, tuple[str, str]], max_pairs: int,
+             index: bool = False) -> Summary:
     dask = require("dask", "dask", "abstain --engine dask")
     distributed = require("distributed", "dask", "abstain --engine dask")
     with _client(distributed, scheduler):
         level = [dask.delayed(_file_summary)(f, rows, options, ood, wrong, columns, max_pairs,
-                                             len(files) > 1) for f in files]
+                                             len(files) > 1, index) for f in files]
         while len(level) > 1:
             level = [dask.delayed(_merge_all)(max_pairs, *level[i : i + 8])
                      for i in range(0, len(level), 8)]

@@ -314,7 +314,7 @@ def prepare(
         taken = set(used) | set(loss_cols) | {"label", "prediction", "loss", "is_ood"}
         taken |= {name for name in (label, prediction, loss, is_ood) if name is not None}
         if "" in table:
-            notes.append(_unnamed_column(table))
+            notes.append(unnamed_column(table))
             taken.add("")
         names = [k for k, v in table.items() if k not in taken and v.dtype.kind == "f"]
         if not names:
@@ -410,7 +410,7 @@ INDEX_NOTE = ("skipped the first column, which has no name and holds increasing 
               "out).")
 
 
-def _unnamed_column(table: Mapping[str, NDArray[Any]]) -> str:
+def unnamed_column(table: Mapping[str, NDArray[Any]]) -> str:
     """The note of an unnamed first column that holds an index (pandas' default
     ``to_csv``), which is not scored; ``ColumnError`` for any other unnamed column."""
     col = table[""]
