@@ -218,3 +218,18 @@ def test_class_ids_past_two_to_the_53_are_refused_not_read_as_equal():
     ood["label"] = ood["label"].copy()
     ood["label"][0] = 2.0**60
     assert prepare(ood).losses.tolist() == [0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize(("kw", "role"), [
+    ({"loss": "u", "scores": ["u"]}, "loss"),
+    ({"scores": ["loss", "u"]}, "loss"),
+    ({"scores": ["u", "is_ood"]}, "OOD"),
+    ({"label": "u", "prediction": "p", "scores": ["u"]}, "label or prediction"),
+])
+def test_a_score_that_is_the_loss_or_the_ood_column_is_refused(kw, role):
+    table = {"loss": np.array([0.0, 1.0]), "u": np.array([0.0, 1.0]),
+             "p": np.array([1.0, 1.0]), "is_ood": np.array([0.0, 0.0])}
+    name = kw["scores"][-1] if role == "OOD" else kw["scores"][0]
+    with pytest.raises(ValueError, match=rf"^the score column '{name}' is also the {role} "
+                                         r"column; a score must be another column\.$"):
+        prepare(table, **kw)

@@ -333,6 +333,12 @@ def prepare(
         if len(names) < 2:
             raise ValueError(f"the OOD score {ood_score!r} pairs with the other score "
                              "columns; got no other score column.")
+    for name in names:  # a score that is the loss (or what gives it) scores the answer
+        if name in loss_cols or name == ood_name:
+            role = "OOD" if name == ood_name else "loss" if len(loss_cols) == 1 else \
+                "label or prediction"
+            raise ValueError(f"the score column {name!r} is also the {role} column; a score "
+                             "must be another column.")
     paired = _paired(table, names, ood_score, pair_with)
     if ood_score is not None:
         clash = [f"{r}+{ood_score}" for r in paired or names if f"{r}+{ood_score}" in names]
