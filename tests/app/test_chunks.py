@@ -218,6 +218,5 @@ def test_an_unnamed_first_column_is_accepted_or_refused_whatever_the_chunk_size(
     chunked = main(["evaluate", str(path), "--quiet", "--chunk-rows", chunk_rows]), \
         capsys.readouterr()
     assert whole[0] == chunked[0]
-    refused = "column 1 of the table has no name"
-    assert (refused in whole[1].err) == (refused in chunked[1].err)
+    assert whole[1].err == chunked[1].err  # the refusal or the note of a skipped index
     assert whole[0] == (0 if first in ("0,1,2,3", "5,6,7,8") else 1)

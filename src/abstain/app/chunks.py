@@ -52,6 +52,9 @@ class Summary(NamedTuple):
         None without an OOD score.
     columns : dict of str to (str, str)
         The two score columns of each pair, as :attr:`~abstain.app.tables.TableData.pairs`.
+    notes : tuple of str
+        What was read otherwise than named (a skipped index column), as
+        :attr:`~abstain.app.tables.TableData.notes` of the first chunk.
     """
 
     tables: dict[str, ScoreTable]
@@ -60,6 +63,7 @@ class Summary(NamedTuple):
     wrong: dict[str, ScoreTable] | None = None
     pairs: dict[str, PairTable] | None = None
     columns: dict[str, tuple[str, str]] = {}
+    notes: tuple[str, ...] = ()
 
     @property
     def n_id(self) -> int:
@@ -245,12 +249,12 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
     columns = first.pairs
     if engine == "dask":
         return _on_dask(files, rows, options, ood, wrong, scheduler, progress, columns,
-                        max_pairs, index)
+                        max_pairs, index)._replace(notes=tuple(first.notes))
     if engine == "spark":
         summary = _on_spark(files, options, ood, wrong, columns, max_pairs)
         if progress is not None:
             progress(len(files), len(files))
-        return _checked(summary)
+        return _checked(summary)._replace(notes=tuple(first.notes))
     summary = _empty(options["scores"], ood, wrong, columns)
     for i, path in enumerate(files):
         summary = summary.merge(_file_summary(path, rows, options, ood, wrong, columns,
@@ -258,7 +262,7 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
         summary.check_pairs(max_pairs, f"up to {str(path)!r}")
         if progress is not None:
             progress(i + 1, len(files))
-    return _checked(summary)
+    return _checked(summary)._replace(notes=tuple(first.notes))
 
 
 def _checked(summary: Summary) -> Summary:

@@ -272,6 +272,8 @@ def _summary(args: argparse.Namespace, *, wrong: bool = False) -> Summary:
     bar.close()
     if summary.n_dropped:
         print(f"dropped {summary.n_dropped} row(s) with NaN or empty values.", file=sys.stderr)
+    for note in summary.notes:  # as a whole file's
+        print(note, file=sys.stderr)
     return summary
 
 
