@@ -120,3 +120,23 @@ def test_a_key_written_twice_is_refused_not_read_as_its_last_value(where, tmp_pa
         with pytest.raises(ValueError, match=f"holds the key '{key}' twice in one object"):
             abstain.load_json(source)
     assert abstain.load_json(text).threshold_ == rule.threshold_
+
+
+def test_an_infeasible_rule_that_accepts_anything_is_refused():
+    from abstain import BoundedImprovement
+    from abstain.models import BoundedTPRFPR
+
+    rng = np.random.default_rng(0)
+    s, is_ood = rng.normal(size=40), rng.random(40) < 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rules = [BoundedImprovement(1e-9).fit([0.1, 0.2], [1.0, 1.0]),
+                 BoundedTPRFPR(0.999, 0.001).fit(s, (rng.random(40) < 0.5) * 1.0, is_ood)]
+    for rule in rules:
+        assert rule.feasible_ is False and rule.threshold_ == -np.inf
+        doc = json.loads(rule.to_json())
+        assert abstain.load_json(json.dumps(doc)).threshold_ == -np.inf
+        doc["fitted"]["threshold_"] = 0.5  # a hand edit: the rule would accept rows
+        with pytest.raises(ValueError, match=r"fitted\.threshold_ must be -inf for "
+                                             r"fitted\.feasible_ = false"):
+            abstain.load_json(json.dumps(doc))

@@ -38,3 +38,12 @@ def draw_accept(c: NDArray[np.float64], random_state: Any) -> NDArray[np.bool_]:
         rng = np.random.default_rng(random_state)
         out[tied] = rng.random(int(tied.sum())) < c[tied]
     return out
+
+
+def check_infeasible_rule(feasible: bool, threshold: float) -> None:
+    """Refuse a loaded rule marked infeasible that accepts anything: a fit that finds no
+    feasible rule rejects everything (threshold ``-inf``), so another threshold is an edit.
+    """
+    if not feasible and threshold != -np.inf:
+        raise ValueError("fitted.threshold_ must be -inf for fitted.feasible_ = false (an "
+                         f"infeasible rule rejects everything); got {threshold!r}.")

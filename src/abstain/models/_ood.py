@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._certify.ltt import certified_tpr_fpr
 from .._core.base import ParamsMixin
-from .._core.decision import draw_accept, threshold_proba
+from .._core.decision import check_infeasible_rule, draw_accept, threshold_proba
 from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
 from .._core.validation import (
     Interval,
@@ -148,6 +148,7 @@ class _OODRule(ParamsMixin):
     }
 
     def _after_load(self) -> None:
+        check_infeasible_rule(bool(self.feasible_), float(self.threshold_))
         # The direction is one of the fit's: a unit vector (cos a, sin a), or the plug-in
         # rule's (1, mu); its angle and mu must agree with it.
         w = [float(v) for v in self.weights_]

@@ -27,7 +27,7 @@ from .._certify.certify import BOUNDS, certified_search, fit_groups, least_targe
 from .._certify.ltt import LTT_BOUNDS
 from .._certify.risk_bounds import crc_search
 from .._core.base import ParamsMixin
-from .._core.decision import draw_accept, threshold_proba
+from .._core.decision import check_infeasible_rule, draw_accept, threshold_proba
 from .._core.groups import TieGroups, coverage_count, validated_groups
 from .._core.serialize import (
     Field,
@@ -143,6 +143,9 @@ class _RejectRule(ParamsMixin):
 
     random_state: Any
     equivalent_: EquivalentModels | None
+
+    def _after_load(self) -> None:
+        check_infeasible_rule(bool(self.feasible_), float(self.threshold_))
 
     def _set_rule(self, groups: TieGroups | None, g: int, nu: float, feasible: bool) -> None:
         if groups is None:
@@ -582,6 +585,7 @@ class BoundedImprovement(_RejectRule):
         _refuse_delta_with_guarantee(self.guarantee, self.delta)
 
     def _after_load(self) -> None:
+        super()._after_load()
         if not hasattr(self, "bound_"):  # written before bound existed: the search was SGR
             self.bound_ = None if self.delta is None else "sgr"
         # the fitted guarantee is the one the parameters ask for, as fit makes it
