@@ -569,7 +569,7 @@ class BoundedImprovement(_RejectRule):
         "threshold_": Number(special=("-inf", "inf")),
         "min_risk_": Number(0.0),
         "risk_bound_": Number(0.0, special=("nan",)),
-        "bound_": Text(("sgr", *LTT_BOUNDS, "crc"), none=True, optional=True),
+        "bound_": Text(("sgr", *LTT_BOUNDS, "crc"), none=True),
     }
 
     _parameter_constraints = {"target_risk": [Interval(float, 0, None, closed="neither")],
@@ -586,8 +586,6 @@ class BoundedImprovement(_RejectRule):
 
     def _after_load(self) -> None:
         super()._after_load()
-        if not hasattr(self, "bound_"):  # written before bound existed: the search was SGR
-            self.bound_ = None if self.delta is None else "sgr"
         # the fitted guarantee is the one the parameters ask for, as fit makes it
         allowed: tuple[str | None, ...]
         if self.guarantee is not None:
