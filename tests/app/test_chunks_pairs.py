@@ -133,7 +133,7 @@ def test_a_report_with_an_ood_score_on_parts(write_parts, tmp_path):
     page = out.read_text()
     assert PAIR in page and CHUNKED_NOTE in page
     assert re.findall(r"<li>rule BoundedTPRFPR on <strong>msp, energy</strong> \(asked for: "
-                      r"tpr 0\.6, fpr 0\.4.*; on these rows: coverage of "
+                      r"tpr 0\.6, fpr 0\.4.*; on these rows \(expected .*\): coverage of "
                       r"ID rows 0\.\d{4}, selective risk 0\.\d{4}, OOD rows accepted", page)
     # the rule's own AUROC from the pair's table is the one on the rows
     own = re.findall(r"as one detector: AUROC (0\.\d{4})", page)

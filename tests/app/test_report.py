@@ -396,7 +396,8 @@ def test_the_summary_states_what_the_rule_was_asked_for_and_certified():
     assert (f"certified risk bound {rule.risk_bound_:.4f} with probability &gt;= 0.9 "
             f"(procedure {rule.bound_})") in line
     assert f"as fitted: threshold {rule.threshold_:.6g}" in line
-    assert "; on these rows: coverage of ID rows" in line
+    assert "; on these rows (expected over its random acceptance of tied scores, which " \
+        "apply draws): coverage of ID rows" in line
 
 
 def test_a_confident_models_curves_get_a_zoom_and_histograms_are_stacked():

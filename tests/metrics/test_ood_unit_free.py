@@ -138,3 +138,22 @@ def test_default_refuses_bad_scores_as_the_metric_does():
         oscr([0, 0], [0, 1], [[1.0, 2.0], [3.0]])
     with pytest.raises(ValueError, match=r"shape \(n,\), \(n, 1\) or \(n, 2\)"):
         fpr_at_tpr([0, 1, 0], np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("scale", [2.0**1000, 1e300, 2.0**-1000, 1e-300])
+def test_the_scaled_grid_of_a_column_near_the_float_range_is_the_same(scale):
+    # the deviation of a column near 1e300 overflowed in its squares: the column was divided
+    # by inf and dropped out of the pair
+    rng = np.random.default_rng(0)
+    n = AUTO_EXACT_ROWS + 1000
+    is_ood = rng.random(n) < 0.4
+    losses = (rng.random(n) < 0.3) * 1.0
+    s = np.c_[rng.normal(is_ood * 1.0), rng.normal(is_ood * 0.2)]
+    big = s * [scale, 1.0]
+    with np.errstate(all="raise"):
+        got = _metrics(losses, is_ood, big)
+    np.testing.assert_array_equal(got, _metrics(losses, is_ood, s))
+    table = PairTable.from_arrays(big, losses, is_ood=is_ood)
+    same = PairTable.from_arrays(s, losses, is_ood=is_ood)
+    with np.errstate(all="raise"):
+        assert auroc(table) == auroc(same)

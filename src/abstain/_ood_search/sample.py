@@ -494,14 +494,21 @@ def _resolve(scores: Any, search: str, resampled: bool = False) -> tuple[str | N
         return search, scores if isinstance(scores, PairTable) else s
     if n <= AUTO_EXACT_ROWS and not resampled:
         return "exact", scores if isinstance(scores, PairTable) else s
-    if isinstance(scores, PairTable):  # the deviation over the rows, from the pairs' counts
-        w = (scores.counts / n)[:, None]  # sums in row order (a BLAS product's order
-        sd = np.sqrt(np.sum(w * (s - np.sum(w * s, axis=0)) ** 2, axis=0))  # is the CPU's)
+    # Each column is divided by a power of two at least its largest magnitude first (exact),
+    # so that the squares of a deviation never overflow (columns near 1e300 made it inf and
+    # dropped the column from the pair); the quotient is the same to the last bit.
+    top = np.max(np.abs(s), axis=0) if s.shape[0] else np.ones(2)
+    unit = s / np.where(top > 0, 2.0 ** np.frexp(top)[1], 1.0)
+    if isinstance(scores, PairTable):
+        # the deviation over the rows, from the pairs' counts, summed in row order (the
+        # order of a BLAS product is the CPU's)
+        w = (scores.counts / n)[:, None]
+        sd = np.sqrt(np.sum(w * (unit - np.sum(w * unit, axis=0)) ** 2, axis=0))
         scaled = copy.copy(scores)
-        scaled.values = s / np.where(sd > 0, sd, 1.0)
+        scaled.values = unit / np.where(sd > 0, sd, 1.0)
         return "scaled grid", scaled
-    sd = s.std(axis=0)
-    return "scaled grid", s / np.where(sd > 0, sd, 1.0)
+    sd = unit.std(axis=0)
+    return "scaled grid", unit / np.where(sd > 0, sd, 1.0)
 
 
 def tpr_fpr_constraint(sample: Sample, tpr: float, fpr: float) -> Constraint:

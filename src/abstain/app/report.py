@@ -453,7 +453,8 @@ def _rule_line(rule: Any, columns: list[str] | None, src: Rows | Tables,
     if ood is not None:
         parts.append(f"OOD rows accepted {ood:.4f}")
     line = (f"rule {html.escape(kind)} on <strong>{html.escape(on)}</strong>"
-            f"{_rule_promise(rule, list(columns or []))}; on these rows: " + ", ".join(parts))
+            f"{_rule_promise(rule, list(columns or []))}; on these rows (expected over its "
+            "random acceptance of tied scores, which apply draws): " + ", ".join(parts))
     if len(columns or []) == 2 and target in ev.pairs and hasattr(rule, "score"):
         line += "; " + _rule_own(rule, list(columns or []), target, src, ev)
     return line
