@@ -279,20 +279,30 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
     names = [*src.names, *src.pairs]
     cells = [(name, key) for name in names for key in point[name]]
     n = src.data.losses.size
-    resamplers = Resampled.resamplers(src)  # the single columns grouped once
+    data = src.data
+    ood = src.ood if src.has_ood else None
+    strata = ood if ood is not None else np.zeros(n, dtype=bool)
+    values = np.column_stack([data.losses, strata,
+                              *(src.columns(name).reshape(n, -1) for name in names)])
+    # the single columns grouped once, from the rows sorted by their values: a group's sums
+    # then add the same numbers in the same order whatever the rows' order (continuous
+    # losses summed in row order differed in their last bits)
+    order = np.lexsort(values.T[::-1])
+    resamplers = Resampled.resamplers(src.take(order))
     entries = {key: (spec, opts) for spec in m.METRICS.values() if spec.table
                for key, _, opts in spec.instances(options["settings"])}
     wanted = {name: [entries[key] for key in point[name]] for name in resamplers}
 
     def statistic(block: NDArray[np.intp]) -> NDArray[np.float64]:
         counts = m.resample_counts(block, n)
+        sorted_counts = counts[:, order]
         out = np.full((block.shape[0], len(cells)), np.nan)
         col = 0
         for name in names:
             width = len(point[name])
             if name in resamplers:  # every resample of the block at once
-                out[:, col : col + width] = m.metric_replicates(resamplers[name], counts,
-                                                                wanted[name])
+                out[:, col : col + width] = m.metric_replicates(resamplers[name],
+                                                                sorted_counts, wanted[name])
             else:  # a pair: on its grid's kept orders, or on the drawn rows
                 for r, idx in enumerate(block):
                     got, _ = _one_score(
@@ -302,11 +312,6 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
             col += width
         return out
 
-    data = src.data
-    ood = src.ood if src.has_ood else None
-    strata = ood if ood is not None else np.zeros(n, dtype=bool)
-    values = np.column_stack([data.losses, strata,
-                              *(src.columns(name).reshape(n, -1) for name in names)])
     ci = m.bootstrap_interval(
         statistic, strata, n_bootstrap=n_bootstrap, confidence=level,
         random_state=random_state, key=values, n_jobs=n_jobs, vectorized=True,
