@@ -93,7 +93,9 @@ class BankDetector(ParamsMixin):
         wins on every one. Measured on the benchmark of docs/combining.md, it almost never
         loses to the single score and almost never combines.
     random_state : None, int or numpy Generator
-        Seeds the split of the calibration rows and ``auto``'s proxies and resamples.
+        Seeds the split of the calibration rows and ``auto``'s proxies and resamples, and
+        every detector of the bank that has a ``random_state`` of None (a ``KNN`` with a
+        ``bank_size``): with a seed, two fits are the same.
 
     Attributes
     ----------
@@ -198,7 +200,7 @@ class BankDetector(ParamsMixin):
                 "labels of train_outputs, whose classes are held out in turn) or "
                 "outlier_outputs (e.g. the outputs of rotated images); or name a statistic of "
                 "abstain.combine.STATISTICS as method.")
-        bank = type(self.bank)(**self.bank.get_params(deep=False))
+        bank = seeded_bank(self.bank, self.random_state)
         bank.fit(train_outputs, y, weight=weight, bias=bias)
         S = bank.score(calibration_outputs)
         n = S.shape[0]
@@ -254,7 +256,7 @@ class BankDetector(ParamsMixin):
                                 random_state=rng)
         tasks = []
         for p in proxy.split_outputs(outputs, y, weight=weight, bias=bias):
-            part = type(self.bank)(**self.bank.get_params(deep=False))
+            part = seeded_bank(self.bank, self.random_state)
             part.fit(p.fit, p.y_fit, weight=p.weight, bias=p.bias)
             S_in = part.score(p.inliers)[rng.permutation(p.split.inliers.size)]
             half = S_in.shape[0] // 2
@@ -291,6 +293,28 @@ class BankDetector(ParamsMixin):
         if self.guarantee_.n_calibration_ != self.n_calibration_:
             raise ValueError("fitted.guarantee_ must be calibrated on fitted.n_calibration_ = "
                              f"{self.n_calibration_} rows; got {self.guarantee_.n_calibration_}.")
+
+
+def seeded_bank(bank: Any, random_state: Any) -> Any:
+    """An unfitted copy of ``bank`` whose detectors with a ``random_state`` of None take a
+    seed of their own from ``random_state`` (an int, or a Generator's seed sequence, whose
+    stream it does not advance); with None they stay unseeded."""
+    detectors = bank.get_params(deep=False)["detectors"] or []
+    seeds: list[int] | None = None
+    if isinstance(random_state, np.random.Generator):
+        seq = random_state.bit_generator.seed_seq
+        if isinstance(seq, np.random.SeedSequence):
+            seeds = [int(c.generate_state(1)[0]) for c in seq.spawn(len(detectors))]
+    elif isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        seeds = [int(v) for v in
+                 np.random.SeedSequence(int(random_state)).generate_state(len(detectors))]
+    copies = []
+    for i, det in enumerate(detectors):
+        params = det.get_params(deep=False)
+        if seeds is not None and "random_state" in params and params["random_state"] is None:
+            params["random_state"] = seeds[i]
+        copies.append(type(det)(**params))
+    return type(bank)(**{**bank.get_params(deep=False), "detectors": copies})
 
 
 def _outlier_kinds(outlier_outputs: Any) -> list[Any]:

@@ -3,6 +3,7 @@ ViM, Mahalanobis."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -102,6 +103,7 @@ class ReAct(Detector):
         self.weight_, self.bias_ = linear_layer(weight, bias, F.shape[1], "ReAct")
         self.threshold_ = float(np.percentile(F, q))
         self.n_features_in_ = int(F.shape[1])
+        self._after_load()  # the logits of clipped features are finite, as a load checks
         return self
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
@@ -195,7 +197,19 @@ class KNN(Detector):
                              f"{n_bank} rows); got {self.k!r}.")
 
     def _prepare(self, F: NDArray) -> NDArray:  # type: ignore[type-arg]
-        return unit_rows(F, "KNN with normalize=True") if self.normalize else F
+        if self.normalize:
+            return unit_rows(F, "KNN with normalize=True")
+        # the distances expand to |q|^2 - 2 q.t + |t|^2: each term must be finite in the
+        # type of the product (features near 1e200, or 2e19 in float32, gave NaN)
+        limit = math.sqrt(float(np.finfo(F.dtype).max) / (4.0 * F.shape[1]))
+        top = float(np.max(np.abs(F))) if F.size else 0.0
+        if not top <= limit:
+            raise ValueError(f"KNN with normalize=False needs features of magnitude at most "
+                             f"{limit:.4g} in {F.dtype.name} (their squared distances must be "
+                             f"finite); got {top:.4g}. Scale the features"
+                             + (", or use dtype='float64'" if F.dtype == np.float32 else "")
+                             + " or normalize=True.")
+        return F
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> KNN:
@@ -444,7 +458,10 @@ class ViM(Detector):
         vlogit = _row_norms(C @ _as_dtype(R, dt))
         logits = F @ _as_dtype(W.T, dt) + _as_dtype(b, dt)
         mean_v = float(vlogit.mean(dtype=np.float64))
-        if mean_v <= 0:
+        # eigenvalues within the round-off of the covariance (numpy's rank tolerance, d eps
+        # of the largest) are no residual: the scores would be made of round-off
+        noise = d * float(np.finfo(dt).eps) * max(float(evals.max()), 0.0)
+        if mean_v <= 0 or float(evals[order[D:]].max()) <= noise:
             raise ValueError("ViM: the training features have no residual beyond the "
                              f"{D}-dimensional principal subspace; choose a smaller dim.")
         alpha = float(logits.max(axis=1).mean(dtype=np.float64)) / mean_v
@@ -483,7 +500,9 @@ class Mahalanobis(Detector):
     ``score(x) = min_c (x - m_c)^T S^+ (x - m_c)``: the squared Mahalanobis distance to
     the nearest class mean, with the class means ``m_c`` and the pooled within-class
     covariance ``S`` of the ID training features. ``S^+`` is the pseudo-inverse from
-    ``numpy.linalg.eigh``: eigenvalues at most ``rcond * max eigenvalue`` are dropped.
+    ``numpy.linalg.eigh``: eigenvalues at most ``max(rcond, d * eps) * max eigenvalue``
+    are dropped (``eps`` of ``dtype``: below it a float32 covariance holds round-off, and
+    rank-deficient features gave scores 1e5 times too large).
     The paper's input preprocessing and layer ensemble are not part of this score.
 
     Parameters
@@ -537,6 +556,9 @@ class Mahalanobis(Detector):
         if labels.shape != (F.shape[0],):
             raise ValueError(f"y must have shape ({F.shape[0]},) to match X; got "
                              f"{labels.shape}.")
+        if labels.dtype.kind in "fc" and not np.all(np.isfinite(labels)):
+            raise ValueError(f"y must hold class labels, not NaN or inf; got "
+                             f"{int(np.sum(~np.isfinite(labels)))} such value(s).")
         classes, inv = np.unique(labels, return_inverse=True)
         inv = inv.reshape(-1)
         counts = np.bincount(inv)
@@ -552,7 +574,11 @@ class Mahalanobis(Detector):
             rows -= mean  # centred in place: the covariance sums over rows in any order
         cov = _gram(C) / F.shape[0]
         evals, evecs = np.linalg.eigh(cov)
-        keep = evals > rcond * max(float(evals.max()), 0.0)
+        # below rcond, or within the round-off of the covariance's dtype (numpy's rank
+        # tolerance, d eps: a float32 covariance of rank-deficient features has null
+        # eigenvalues near 1e-7 of the largest, which whitening would blow up)
+        cut = max(rcond, F.shape[1] * float(np.finfo(dt).eps))
+        keep = evals > cut * max(float(evals.max()), 0.0)
         if not np.any(keep):
             raise ValueError("Mahalanobis: the within-class covariance is zero (every class "
                              "has identical features).")

@@ -19,12 +19,15 @@ from ._base import Detector
 _TRANSPOSE_UP_TO = 32
 
 
-def _peak_and_rest(z: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Each row's largest entry ``peak`` and ``rest = sum_k exp(z[i, k] - peak[i]) - 1``.
+def _peak_and_rest(z: NDArray[np.float64], temperature: float = 1.0,
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each row's largest entry ``peak`` and ``rest = sum_k exp((z[i, k] - peak[i]) / T) - 1``
+    (``T`` the ``temperature``).
 
     The ``- 1`` is exact: one entry equal to the peak (its term is exactly 1) is left out of
     the sum, and any other entry equal to the peak is counted as an exact 1, so a row with
-    one dominant entry keeps its small terms to full precision.
+    one dominant entry keeps its small terms to full precision. The differences are divided
+    by ``T``, not the logits: ``1e306 / 1e-3`` would overflow (``inf - inf`` is NaN).
     """
     if z.shape[1] <= _TRANSPOSE_UP_TO:
         axis = 0
@@ -36,6 +39,8 @@ def _peak_and_rest(z: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray
         peak = z.max(axis=1)
         d = z - peak[:, None]
     top = d == 0.0
+    if temperature != 1.0:
+        np.divide(d, temperature, out=d)
     np.exp(d, out=d)
     np.subtract(d, top, out=d)  # the peak entries' terms, exactly 1, become exactly 0
     rest = d.sum(axis=axis)
@@ -97,17 +102,21 @@ def softmax_rows(z: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
 
 def neg_max_softmax(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
     """``-max_k softmax(logits / T)_k``, computed as ``-1 / sum_k exp(z_k - max z)``."""
-    z = logits if temperature == 1.0 else logits / temperature
-    rest = _peak_and_rest(z)[1]
+    rest = _peak_and_rest(logits, temperature)[1]
     rest += 1.0
     return -1.0 / rest
 
 
 def neg_energy(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
-    """The free energy ``-T logsumexp(logits / T)`` (higher = more OOD)."""
-    out = logsumexp_rows(logits if temperature == 1.0 else logits / temperature)
-    if temperature != 1.0:
+    """The free energy ``-T logsumexp(logits / T)`` (higher = more OOD), as
+    ``-(max + T log sum exp((logits - max) / T))``: finite for any finite logits and T."""
+    if temperature == 1.0:
+        out = logsumexp_rows(logits)
+    else:
+        peak, rest = _peak_and_rest(logits, temperature)
+        out = _log1p(rest)
         out *= temperature
+        out += peak
     return np.negative(out, out=out)
 
 

@@ -1,0 +1,104 @@
+"""Detectors where a float computation sat at the edge of its range or its precision: a small
+temperature on huge logits, features of lower rank than their dimension (float32 round-off
+taken for a direction), features too large for the squared distances, a ReAct layer whose
+clipped logits overflow, NaN labels, and a seeded BankDetector fitted twice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abstain import load_json
+from abstain.combine import BankDetector
+from abstain.detectors import KNN, MSP, DetectorBank, Energy, Mahalanobis, ReAct, ViM
+
+
+@pytest.mark.parametrize("temperature", [1e-3, 1e-300, 0.5, 1.0, 1e3])
+def test_a_small_temperature_on_huge_logits_stays_finite(temperature):
+    logits = np.array([[1e306, 0.0], [1e306, 1e306], [-1e306, 1e306], [1.0, 2.0]])
+    energy = Energy(temperature).fit().score(logits)
+    msp = MSP(temperature).fit().score(logits)
+    assert np.all(np.isfinite(energy)) and np.all(np.isfinite(msp))
+    assert energy[0] == pytest.approx(-1e306) and msp[0] == pytest.approx(-1.0)
+    assert msp[1] == pytest.approx(-0.5)  # two equal peaks
+    # on small logits the shifted form is the definition -T logsumexp(x / T)
+    x = logits[3] / temperature
+    expected = -temperature * (x.max() + np.log(np.exp(x - x.max()).sum()))
+    assert energy[3] == pytest.approx(expected, rel=1e-12)
+
+
+def _rank_two(seed):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(200, 2)) @ rng.normal(size=(2, 4)), rng
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_vim_refuses_features_with_no_residual_beyond_their_rank(dtype):
+    F, rng = _rank_two(0)
+    with pytest.raises(ValueError, match="no residual beyond the 2-dimensional principal "
+                                         "subspace; choose a smaller dim"):
+        ViM(dim=2, dtype=dtype).fit(F, weight=rng.normal(size=(3, 4)))
+    ViM(dim=1, dtype=dtype).fit(F, weight=rng.normal(size=(3, 4)))  # a real residual
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_mahalanobis_in_float32_drops_the_null_space_of_rank_deficient_features(seed):
+    F, rng = _rank_two(seed)
+    y = rng.integers(0, 2, F.shape[0])
+    f32 = Mahalanobis().fit(F, y)
+    f64 = Mahalanobis(dtype="float64").fit(F, y)
+    assert f32.whitener_.shape[1] == f64.whitener_.shape[1] == 2
+    np.testing.assert_allclose(f32.score(F[:20]), f64.score(F[:20]), rtol=1e-3, atol=1e-3)
+
+
+def test_mahalanobis_refuses_nan_labels():
+    F, rng = _rank_two(0)
+    y = rng.integers(0, 2, F.shape[0]).astype(float)
+    y[:2] = np.nan
+    with pytest.raises(ValueError, match=r"^y must hold class labels, not NaN or inf; got 2"):
+        Mahalanobis().fit(F, y)
+
+
+@pytest.mark.parametrize(("dtype", "scale"), [("float64", 1e200), ("float32", 2e19)])
+def test_knn_without_normalising_refuses_features_whose_squares_overflow(dtype, scale):
+    F = np.array([[1.0, 2.0], [3.0, 1.0], [2.0, 2.0]])
+    with pytest.raises(ValueError, match="KNN with normalize=False needs features of "
+                                         "magnitude at most"):
+        KNN(k=1, normalize=False, dtype=dtype).fit(F * scale)
+    det = KNN(k=1, normalize=False, dtype=dtype).fit(F)
+    with pytest.raises(ValueError, match="needs features of magnitude at most"):
+        det.score(F * scale)
+    assert det.score(F).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_react_refuses_at_fit_a_layer_that_a_load_refuses():
+    rng = np.random.default_rng(0)
+    F = np.abs(rng.normal(size=(10, 3))) * 1e30
+    with pytest.raises(ValueError, match="must keep the logits of clipped features within"):
+        ReAct().fit(F, weight=rng.normal(size=(2, 3)) * 1e10)
+    ok = ReAct().fit(F / 1e30, weight=rng.normal(size=(2, 3)))
+    assert load_json(ok.to_json()).threshold_ == ok.threshold_
+
+
+@pytest.mark.parametrize("seed", [0, np.random.default_rng(7)])
+def test_a_seeded_bank_detector_fits_its_unseeded_detectors_the_same_way(seed):
+    rng = np.random.default_rng(0)
+    W = np.hstack([3 * np.eye(3), np.zeros((3, 3))])
+
+    def draw(n):
+        y = rng.integers(0, 3, n)
+        F = np.abs(rng.normal(0, 0.3, (n, 6)))
+        F[np.arange(n), y] += 2
+        return {"features": F, "logits": F @ W.T}, y
+
+    train, y = draw(300)
+    cal, _ = draw(300)
+    test, _ = draw(50)
+    bank = DetectorBank([MSP(), KNN(k=5, bank_size=100)])
+    fits = []
+    for _ in range(2):
+        state = seed if isinstance(seed, int) else np.random.default_rng(7)
+        fits.append(BankDetector(bank, method="glrt", alpha=0.1, delta=0.2,
+                                 random_state=state).fit(train, y, cal))
+    np.testing.assert_array_equal(fits[0].score(test), fits[1].score(test))
+    assert bank.get_params()["detectors"][1].random_state is None  # the bank is unchanged
