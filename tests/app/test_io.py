@@ -94,6 +94,11 @@ def test_unknown_suffix_is_a_value_error_naming_the_path(tmp_path):
     assert path.read_text() == "a\n1\n"
     assert [table_format(f"x{s}") for s in (".csv", ".NPZ", ".parquet", ".pq")] == [
         "csv", "npz", "parquet", "parquet"]
+    # a name that is only an extension is a hidden file without one, to Path
+    for name in (".csv", "sub/.parquet"):
+        with pytest.raises(ValueError, match=r"^path must name a file before its extension; "
+                                             rf"got '{name}' \(write e\.g\. 'out\."):
+            table_format(name)
 
 
 def test_missing_file_and_unequal_columns(tmp_path):

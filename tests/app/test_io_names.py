@@ -109,3 +109,15 @@ def test_a_loop_of_symbolic_links_is_not_the_input(tmp_path):
     os.symlink(loop, loop)
     check_not_input(loop, [tmp_path / "in.csv"])
     check_not_input(tmp_path / "out.csv", [loop])
+
+
+def test_an_npz_file_with_a_member_that_is_not_an_array_is_refused_naming_it(tmp_path):
+    import zipfile
+
+    path = tmp_path / "t.npz"
+    write_table(path, {"risk": np.array([0.1, 0.5])})
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("notes.txt", "hello")
+    with pytest.raises(ValueError, match=r"^'.*t\.npz' holds 'notes\.txt', which is not a "
+                                         r"\.npy array; write the file with numpy\.savez"):
+        read_table(path)

@@ -233,3 +233,10 @@ def test_a_score_that_is_the_loss_or_the_ood_column_is_refused(kw, role):
     with pytest.raises(ValueError, match=rf"^the score column '{name}' is also the {role} "
                                          r"column; a score must be another column\.$"):
         prepare(table, **kw)
+
+
+def test_an_ood_column_that_is_the_loss_column_is_refused():
+    table = {"loss": np.array([0.0, 1.0]), "u": np.array([0.1, 0.9])}
+    with pytest.raises(ValueError, match=r"^the OOD column 'loss' is also the loss column; "
+                                         r"mark OOD rows in a column of their own\.$"):
+        prepare(table, is_ood="loss")

@@ -71,6 +71,9 @@ def table_format(path: str | os.PathLike[str]) -> str:
     """The format of a table file from its extension: ``"csv"``, ``"npz"`` or ``"parquet"``."""
     suffix = Path(path).suffix.lower()
     if suffix not in _FORMATS:
+        if Path(path).name.lower() in _FORMATS:  # ".csv" is a hidden file without a suffix
+            raise ValueError(f"path must name a file before its extension; got "
+                             f"{str(path)!r} (write e.g. 'out{Path(path).name}').")
         raise ValueError(
             f"path must end in one of {', '.join(sorted(_FORMATS))}; got {str(path)!r}."
         )
@@ -368,13 +371,17 @@ def _npz_arrays(p: Path) -> dict[str, NDArray[Any]]:
     with data:
         for k in data.files:
             try:
-                table[k] = np.asarray(data[k])
+                value = data[k]
             except ValueError:
                 raise ValueError(
                     f"array {k!r} of {str(p)!r} holds Python objects, which are not "
                     "read (no pickle); save it as numbers or strings (e.g. "
                     "np.asarray(x, dtype=float) or dtype=str)."
                 ) from None
+            if isinstance(value, bytes):  # a member of the zip that is not a .npy array
+                raise ValueError(f"{str(p)!r} holds {k!r}, which is not a .npy array; write "
+                                 "the file with numpy.savez (arrays only).")
+            table[k] = np.asarray(value)
     return table
 
 

@@ -333,6 +333,10 @@ def prepare(
         if len(names) < 2:
             raise ValueError(f"the OOD score {ood_score!r} pairs with the other score "
                              "columns; got no other score column.")
+    if ood_name is not None and ood_name in loss_cols:
+        raise ValueError(f"the OOD column {ood_name!r} is also the "
+                         f"{'loss' if len(loss_cols) == 1 else 'label or prediction'} column; "
+                         "mark OOD rows in a column of their own.")
     for name in names:  # a score that is the loss (or what gives it) scores the answer
         if name in loss_cols or name == ood_name:
             role = "OOD" if name == ood_name else "loss" if len(loss_cols) == 1 else \
