@@ -102,3 +102,15 @@ def test_a_seeded_bank_detector_fits_its_unseeded_detectors_the_same_way(seed):
                                  random_state=state).fit(train, y, cal))
     np.testing.assert_array_equal(fits[0].score(test), fits[1].score(test))
     assert bank.get_params()["detectors"][1].random_state is None  # the bank is unchanged
+
+
+@pytest.mark.parametrize(("dtype", "scale"), [("float64", 1e160), ("float32", 1e20)])
+def test_features_whose_covariance_overflows_are_refused_in_one_line(dtype, scale):
+    F, rng = _rank_two(0)
+    F = (F + rng.normal(size=F.shape)) * scale
+    y = rng.integers(0, 2, F.shape[0])
+    for fit in (lambda: Mahalanobis(dtype=dtype).fit(F, y),
+                lambda: ViM(dim=2, dtype=dtype).fit(F, weight=rng.normal(size=(3, 4)))):
+        with pytest.raises(ValueError, match=r"the covariance of the training features "
+                                             rf"overflows in {dtype}"):
+            fit()

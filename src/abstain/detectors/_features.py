@@ -366,6 +366,17 @@ def _default_vim_dim(n_features: int) -> int:
     return max(1, n_features // 2)
 
 
+def _finite_cov(cov: NDArray, F: NDArray, who: str) -> NDArray:  # type: ignore[type-arg]
+    """``cov``, refused where it overflowed (features near 1e160, or 1e20 in float32: the
+    eigendecomposition then fails with NumPy's "Eigenvalues did not converge")."""
+    if not np.all(np.isfinite(cov)):
+        raise ValueError(
+            f"{who}: the covariance of the training features overflows in {F.dtype.name} "
+            f"(features of magnitude up to {float(np.max(np.abs(F))):.4g}); scale the "
+            "features" + (" or use dtype='float64'." if F.dtype == np.float32 else "."))
+    return cov
+
+
 @serializable("detector")
 class ViM(Detector):
     """Virtual-logit matching, ViM (Wang, Li, Feng and Zhang, 2022).
@@ -451,7 +462,7 @@ class ViM(Detector):
         W, b = linear_layer(weight, bias, d, "ViM")
         u = -np.linalg.pinv(W) @ b
         C = _centred(F, u)
-        cov = _gram(C) / C.shape[0]
+        cov = _finite_cov(_gram(C) / C.shape[0], F, "ViM")
         evals, evecs = np.linalg.eigh(cov)
         order = np.argsort(-evals, kind="stable")
         R = evecs[:, order[D:]]
@@ -572,7 +583,7 @@ class Mahalanobis(Detector):
         means /= counts[:, None]
         for rows, mean in zip(blocks, _as_dtype(means, dt), strict=True):
             rows -= mean  # centred in place: the covariance sums over rows in any order
-        cov = _gram(C) / F.shape[0]
+        cov = _finite_cov(_gram(C) / F.shape[0], F, "Mahalanobis")
         evals, evecs = np.linalg.eigh(cov)
         # below rcond, or within the round-off of the covariance's dtype (numpy's rank
         # tolerance, d eps: a float32 covariance of rank-deficient features has null
