@@ -333,14 +333,13 @@ def prepare(
         if len(names) < 2:
             raise ValueError(f"the OOD score {ood_score!r} pairs with the other score "
                              "columns; got no other score column.")
+    loss_role = "loss" if len(loss_cols) == 1 else "label or prediction"
     if ood_name is not None and ood_name in loss_cols:
-        raise ValueError(f"the OOD column {ood_name!r} is also the "
-                         f"{'loss' if len(loss_cols) == 1 else 'label or prediction'} column; "
-                         "mark OOD rows in a column of their own.")
+        raise ValueError(f"the OOD column {ood_name!r} is also the {loss_role} column; mark "
+                         "OOD rows in a column of their own.")
     for name in names:  # a score that is the loss (or what gives it) scores the answer
         if name in loss_cols or name == ood_name:
-            role = "OOD" if name == ood_name else "loss" if len(loss_cols) == 1 else \
-                "label or prediction"
+            role = "OOD" if name == ood_name else loss_role
             raise ValueError(f"the score column {name!r} is also the {role} column; a score "
                              "must be another column.")
     paired = _paired(table, names, ood_score, pair_with)

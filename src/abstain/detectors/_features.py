@@ -366,6 +366,14 @@ def _default_vim_dim(n_features: int) -> int:
     return max(1, n_features // 2)
 
 
+def _eigen_floor(evals: NDArray, d: int, dt: np.dtype,  # type: ignore[type-arg]
+                 rcond: float = 0.0) -> float:
+    """The eigenvalues of a covariance of ``d`` features computed in ``dt`` at or below
+    which a direction is round-off: ``max(rcond, d * eps)`` of the largest (``d * eps`` is
+    NumPy's rank tolerance)."""
+    return max(rcond, d * float(np.finfo(dt).eps)) * max(float(evals.max()), 0.0)
+
+
 def _finite_cov(cov: NDArray, F: NDArray, who: str) -> NDArray:  # type: ignore[type-arg]
     """``cov``, refused where it overflowed (features near 1e160, or 1e20 in float32: the
     eigendecomposition then fails with NumPy's "Eigenvalues did not converge")."""
@@ -469,10 +477,9 @@ class ViM(Detector):
         vlogit = _row_norms(C @ _as_dtype(R, dt))
         logits = F @ _as_dtype(W.T, dt) + _as_dtype(b, dt)
         mean_v = float(vlogit.mean(dtype=np.float64))
-        # eigenvalues within the round-off of the covariance (numpy's rank tolerance, d eps
-        # of the largest) are no residual: the scores would be made of round-off
-        noise = d * float(np.finfo(dt).eps) * max(float(evals.max()), 0.0)
-        if mean_v <= 0 or float(evals[order[D:]].max()) <= noise:
+        # eigenvalues within the round-off of the covariance are no residual: the scores
+        # would be made of round-off
+        if mean_v <= 0 or float(evals[order[D:]].max()) <= _eigen_floor(evals, d, dt):
             raise ValueError("ViM: the training features have no residual beyond the "
                              f"{D}-dimensional principal subspace; choose a smaller dim.")
         alpha = float(logits.max(axis=1).mean(dtype=np.float64)) / mean_v
@@ -585,11 +592,10 @@ class Mahalanobis(Detector):
             rows -= mean  # centred in place: the covariance sums over rows in any order
         cov = _finite_cov(_gram(C) / F.shape[0], F, "Mahalanobis")
         evals, evecs = np.linalg.eigh(cov)
-        # below rcond, or within the round-off of the covariance's dtype (numpy's rank
-        # tolerance, d eps: a float32 covariance of rank-deficient features has null
-        # eigenvalues near 1e-7 of the largest, which whitening would blow up)
-        cut = max(rcond, F.shape[1] * float(np.finfo(dt).eps))
-        keep = evals > cut * max(float(evals.max()), 0.0)
+        # below rcond, or within the round-off of the covariance (a float32 covariance of
+        # rank-deficient features has null eigenvalues near 1e-7 of the largest, which
+        # whitening would blow up)
+        keep = evals > _eigen_floor(evals, F.shape[1], dt, rcond)
         if not np.any(keep):
             raise ValueError("Mahalanobis: the within-class covariance is zero (every class "
                              "has identical features).")
