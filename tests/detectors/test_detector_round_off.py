@@ -74,7 +74,9 @@ def test_knn_without_normalising_refuses_features_whose_squares_overflow(dtype, 
 def test_react_refuses_at_fit_a_layer_that_a_load_refuses():
     rng = np.random.default_rng(0)
     F = np.abs(rng.normal(size=(10, 3))) * 1e30
-    with pytest.raises(ValueError, match="must keep the logits of clipped features within"):
+    with pytest.raises(ValueError, match=r"^ReAct\.fit: the threshold_ \(percentile 90 of X\) "
+                       "with this weight and bias must keep the logits of clipped features "
+                       "within"):
         ReAct().fit(F, weight=rng.normal(size=(2, 3)) * 1e10)
     ok = ReAct().fit(F / 1e30, weight=rng.normal(size=(2, 3)))
     assert load_json(ok.to_json()).threshold_ == ok.threshold_

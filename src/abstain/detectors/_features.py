@@ -79,6 +79,11 @@ class ReAct(Detector):
                               "dtype": [Options(FLOAT_DTYPES)]}
 
     def _after_load(self) -> None:
+        self._check_clipped_logits("fitted.threshold_ must keep")
+
+    def _check_clipped_logits(self, lead: str) -> None:
+        """Refuse a threshold and layer whose clipped features' logits overflow the dtype,
+        with a message that starts with ``lead``."""
         # an input at or beyond the threshold in every entry has logits of magnitude up to
         # |c| sum_j |W_kj| + |b_k|: they must be finite in the type of the product
         dt = check_float_dtype("dtype", self.dtype)
@@ -87,7 +92,7 @@ class ReAct(Detector):
         limit = float(np.finfo(dt).max)
         if not np.all(bound <= limit):
             raise ValueError(
-                "fitted.threshold_ must keep the logits of clipped features within the "
+                f"{lead} the logits of clipped features within the "
                 f"{dt.name} range of dtype: |threshold_| * sum_j |weight_[k, j]| + |bias_[k]| "
                 f"<= {limit:.4g} for every class k; got threshold_ = {self.threshold_!r}, "
                 f"which gives {float(bound.max()):.4g}.")
@@ -103,7 +108,10 @@ class ReAct(Detector):
         self.weight_, self.bias_ = linear_layer(weight, bias, F.shape[1], "ReAct")
         self.threshold_ = float(np.percentile(F, q))
         self.n_features_in_ = int(F.shape[1])
-        self._after_load()  # the logits of clipped features are finite, as a load checks
+        # the logits of clipped features are finite, as a load checks
+        self._check_clipped_logits(
+            f"ReAct.fit: the threshold_ (percentile {q:g} of X) with this weight and bias "
+            "must keep")
         return self
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
