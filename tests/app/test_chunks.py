@@ -100,6 +100,8 @@ def test_bad_sources_get_one_line(write_parts, tmp_path, capsys):
     assert "column 'energy'" in capsys.readouterr().err
     (parts / "part-9.csv").write_text("msp,energy,label,prediction\n0.1,0.2,1,1\n")
     assert main(["evaluate", str(parts), "--quiet"]) == 1
+    assert "lacks 'is_ood', which" in capsys.readouterr().err
+    assert main(["evaluate", str(parts), "--quiet", "--score", "msp"]) == 1
     assert "every part must have the OOD column or none" in capsys.readouterr().err
     (parts / "part-9.csv").write_text("msp,energy,is_ood,label,prediction\n0.1,,0,1,1\n")
     assert main(["evaluate", str(parts), "--quiet"]) == 1
@@ -125,6 +127,45 @@ def test_bad_sources_get_one_line(write_parts, tmp_path, capsys):
     (tmp_path / "head.csv").write_text("msp,loss\n")
     assert main(["evaluate", str(tmp_path / "head.csv"), "--chunk-rows", "5"]) == 1
     assert "no data rows" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_parts_with_other_columns_are_refused_where_every_numeric_column_is_a_score(
+        write_parts, tmp_path, capsys, engine, fmt):
+    # a numeric column that only a later part has would not be evaluated, and nothing said so
+    cols = _columns(n=400)
+    parts = write_parts(cols, tmp_path / "parts", formats=(fmt,), k=3)
+    last = sorted(parts.iterdir())[-1]
+    extra = {**{k: v[:5] for k, v in cols.items()}, "knn": np.arange(5.0)}
+    write_table(str(parts / f"part-9.{fmt}"), extra)
+    args = ["evaluate", str(parts), "--quiet", "--engine", engine]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "part-9" in err, err
+    assert ("has 'knn', which " + repr(str(sorted(parts.iterdir())[0]))) in err
+    assert "; the parts of a source must have the same columns (or name the score columns " \
+           "with --score)." in err
+    # named score columns: the other columns of a part are not read
+    assert main([*args, "--score", "msp", "--score", "energy"]) == 0
+    # a part that lacks a column (a text one here) is refused as well
+    write_table(str(parts / f"part-9.{fmt}"), {k: v[:5] for k, v in cols.items() if k != "msp"}
+                | {"note": np.asarray(["a"] * 5)})
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert ": has 'note', which" in err and "; lacks 'msp', which" in err
+    assert last.exists()
+
+
+def test_the_spark_engine_checks_the_parts_columns_before_it_starts(tmp_path):
+    from abstain.app.chunks import summarise
+
+    cols = _columns(n=50)
+    (tmp_path / "p").mkdir()
+    write_table(str(tmp_path / "p" / "a.parquet"), cols)
+    write_table(str(tmp_path / "p" / "b.parquet"), cols | {"knn": cols["msp"]})
+    with pytest.raises(ValueError, match=r"b\.parquet': has 'knn', which .*a\.parquet' has not"):
+        summarise(str(tmp_path / "p"), rows=100, options={}, engine="spark")
 
 
 def _fit_json(source, tmp_path, *args) -> tuple[int, str]:
@@ -184,7 +225,7 @@ def test_fit_in_chunks_certifies_with_sgr_by_default_and_says_so(tmp_path, conti
 @pytest.mark.parametrize(("second", "message"), [
     ("loss,risk,id\n0,0.2,x\n1,0.7,y\n", "column 'id' must be numeric; got text values such "
                                          "as 'x' (line 2)."),
-    ("loss\n0\n1\n", "score column 'risk' not found."),
+    ("loss\n0\n1\n", "lacks 'risk', 'id', which "),
     ("loss,risk,id\n0,inf,1\n", "column 'risk' must hold finite numbers; got inf on line 2"),
 ])
 @pytest.mark.parametrize("chunk_rows", ["1", "1000"])
@@ -198,6 +239,8 @@ def test_an_error_in_one_part_of_several_names_that_part(second, message, chunk_
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"abstain evaluate: error: {str(parts / 'b.csv')!r}: {message}")
     assert "\n" not in err
+    if "lacks" in message:  # the parts' columns differ: each file alone is another table
+        return
     # one file read in chunks says what the whole file says (without its name)
     code = main(["evaluate", str(parts / "b.csv"), "--quiet", "--chunk-rows", chunk_rows])
     alone = capsys.readouterr().err.strip()

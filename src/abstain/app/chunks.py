@@ -19,7 +19,7 @@ import numpy as np
 
 from .._core.optional import require
 from ..tables import PairTable, ScoreTable
-from .io import ColumnError, TableRows, read_chunks, table_format
+from .io import ColumnError, TableRows, parquet_names, read_chunks, table_format
 from .tables import MissingValuesError, TableData, columns_read, prepare, unnamed_column
 
 __all__ = ["MAX_PAIRS", "Summary", "part_files", "summarise"]
@@ -189,9 +189,10 @@ def _add(summary: Summary, data: TableData) -> None:
 def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
                   wrong: bool = False, columns: dict[str, tuple[str, str]] | None = None,
                   max_pairs: int = MAX_PAIRS, part: bool = False,
-                  index: bool = False) -> Summary:
+                  index: bool = False, header: _Header | None = None) -> Summary:
     """The summary of one file, chunk by chunk (``part``: one of several, named in errors;
-    ``index``: an unnamed column is checked as the index it must be, across the chunks)."""
+    ``index``: an unnamed column is checked as the index it must be, across the chunks;
+    ``header``: the first part's columns, which this one must have, no more and no fewer)."""
     summary = _empty(list(options["scores"]), ood, wrong, columns)
     dropped = 0
     last = -np.inf
@@ -200,6 +201,9 @@ def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
         typed = typed | {""}
     with _naming(path, part):
         for chunk in read_chunks(path, rows, typed):
+            if header is not None:
+                _same_columns(header, path, chunk.columns)
+                header = None  # the chunks of one file share its columns
             if index and "" in chunk.columns:
                 last = _index_run(chunk.columns, last)
             data = _chunk_data(chunk, options, repr(str(path)))
@@ -209,12 +213,37 @@ def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
     return summary._replace(n_dropped=dropped)
 
 
-def _first_chunk(files: list[Path], rows: int, options: dict[str, Any]) -> TableData:
-    """The columns of the first chunk of the first file: the score columns of every part."""
+class _Header(NamedTuple):
+    """The columns of the first part with rows (``path``), in its order."""
+
+    path: Path
+    names: tuple[str, ...]
+
+
+def _same_columns(header: _Header, path: Path, columns: dict[str, Any]) -> None:
+    """Refuse a part whose columns are not those of the first part: where every numeric
+    column is a score, a column that only some parts have would be left out unsaid."""
+    extra = [c for c in columns if c not in header.names]
+    lacks = [c for c in header.names if c not in columns]
+    if extra or lacks:
+        what = "; ".join(
+            ([f"has {', '.join(map(repr, extra))}, which {str(header.path)!r} has not"]
+             if extra else []) +
+            ([f"lacks {', '.join(map(repr, lacks))}, which {str(header.path)!r} has"]
+             if lacks else []))
+        raise ValueError(f"{str(path)!r}: {what}; the parts of a source must have the same "
+                         "columns (or name the score columns with --score).")
+
+
+def _first_chunk(files: list[Path], rows: int, options: dict[str, Any],
+                 ) -> tuple[TableData, _Header]:
+    """The columns of the first chunk of the first file: the score columns of every part,
+    and the part's columns."""
     for path in files:
         with _naming(path, len(files) > 1):
             for chunk in read_chunks(path, rows, columns_read(**options)):
-                return _chunk_data(chunk, options, repr(str(path)))
+                return (_chunk_data(chunk, options, repr(str(path))),
+                        _Header(path, tuple(chunk.columns)))
     if len(files) == 1:
         raise ValueError(f"{str(files[0])!r} has no data rows (only a header); add one row per "
                          "sample.")
@@ -242,23 +271,25 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
     if isinstance(max_pairs, bool) or not isinstance(max_pairs, int) or max_pairs < 1:
         raise ValueError(f"max_pairs must be an integer >= 1; got {max_pairs!r}.")
     files = part_files(source)
-    first = _first_chunk(files, rows, options)
+    first, names = _first_chunk(files, rows, options)
     index = options.get("scores") is None  # an unnamed column is then checked, not named
+    # every numeric column is a score: every part must have the first one's columns
+    header = names if index and len(files) > 1 else None
     options = {**options, "scores": list(first.scores)}
     ood = first.is_ood is not None
     columns = first.pairs
     if engine == "dask":
         return _on_dask(files, rows, options, ood, wrong, scheduler, progress, columns,
-                        max_pairs, index)._replace(notes=tuple(first.notes))
+                        max_pairs, index, header)._replace(notes=tuple(first.notes))
     if engine == "spark":
-        summary = _on_spark(files, options, ood, wrong, columns, max_pairs)
+        summary = _on_spark(files, options, ood, wrong, columns, max_pairs, header)
         if progress is not None:
             progress(len(files), len(files))
         return _checked(summary)._replace(notes=tuple(first.notes))
     summary = _empty(options["scores"], ood, wrong, columns)
     for i, path in enumerate(files):
         summary = summary.merge(_file_summary(path, rows, options, ood, wrong, columns,
-                                              max_pairs, len(files) > 1, index))
+                                              max_pairs, len(files) > 1, index, header))
         summary.check_pairs(max_pairs, f"up to {str(path)!r}")
         if progress is not None:
             progress(i + 1, len(files))
@@ -281,12 +312,12 @@ def _merge_all(max_pairs: int, *parts: Summary) -> Summary:
 def _on_dask(files: list[Path], rows: int, options: dict[str, Any], ood: bool, wrong: bool,
              scheduler: str | None, progress: Callable[[int, int], None] | None,
              columns: dict[str, tuple[str, str]], max_pairs: int,
-             index: bool = False) -> Summary:
+             index: bool = False, header: _Header | None = None) -> Summary:
     dask = require("dask", "dask", "abstain --engine dask")
     distributed = require("distributed", "dask", "abstain --engine dask")
     with _client(distributed, scheduler):
         level = [dask.delayed(_file_summary)(f, rows, options, ood, wrong, columns, max_pairs,
-                                             len(files) > 1, index) for f in files]
+                                             len(files) > 1, index, header) for f in files]
         while len(level) > 1:
             level = [dask.delayed(_merge_all)(max_pairs, *level[i : i + 8])
                      for i in range(0, len(level), 8)]
@@ -301,19 +332,25 @@ SPARK_LOSS = "__abstain_loss"
 
 
 def _on_spark(files: list[Path], options: dict[str, Any], ood: bool, wrong: bool,
-              columns: dict[str, tuple[str, str]], max_pairs: int) -> Summary:
+              columns: dict[str, tuple[str, str]], max_pairs: int,
+              header: _Header | None = None) -> Summary:
     """The summary of Parquet parts by Spark's own group-by (:mod:`abstain.spark`), on the
-    active Spark session (or a new local one)."""
+    active Spark session (or a new local one). ``header``: every part must have the
+    columns of the Parquet schema of ``header.path`` (checked before Spark starts)."""
+    other = [f for f in files if table_format(f) != "parquet"]
+    if other:
+        raise ValueError(f"--engine spark reads Parquet parts; got {str(other[0])!r} (read CSV "
+                         "with --engine numpy or dask).")
+    if header is not None:
+        first = _Header(header.path, parquet_names(header.path))
+        for f in files:
+            _same_columns(first, f, dict.fromkeys(parquet_names(f)))
     require("pyspark", "spark", "abstain --engine spark")
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     from ..spark import pair_table, score_table
 
-    other = [f for f in files if table_format(f) != "parquet"]
-    if other:
-        raise ValueError(f"--engine spark reads Parquet parts; got {str(other[0])!r} (read CSV "
-                         "with --engine numpy or dask).")
     spark = SparkSession.builder.appName("abstain").getOrCreate()
     df = spark.read.parquet(*(str(f) for f in files))
     names = set(df.columns)

@@ -53,6 +53,7 @@ __all__ = [
     "os_error",
     "is_standard_output",
     "read_chunks",
+    "parquet_names",
 ]
 
 _FORMATS = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
@@ -148,6 +149,17 @@ def _parquet_file(p: Path) -> Any:
     parquet = pq.ParquetFile(p)
     _unique_names(parquet.schema_arrow.names, p)
     return parquet
+
+
+def parquet_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The column names of the schema of a Parquet file (as Spark reads them), read from
+    its footer only."""
+    def names(p: Path) -> tuple[str, ...]:
+        import pyarrow.parquet as pq
+
+        return tuple(pq.read_schema(p).names)
+
+    return _open_parquet(Path(path), names)
 
 
 # A number as a CSV cell writes it: digits with an optional point and exponent, or inf.
