@@ -140,8 +140,18 @@ def test_write_errors_name_the_path_and_say_what_to_do(tmp_path):
 
 def test_os_error_keeps_the_reason_of_an_unknown_errno():
     exc = os_error("x", OSError(errno.EIO, "Input/output error"), "read")
-    assert str(exc) == ("cannot read 'x': Input/output error; check the path and that it "
-                        "can be written.") and exc.errno == errno.EIO
+    assert str(exc) == ("cannot read 'x': Input/output error; check the path and its "
+                        "permissions.") and exc.errno == errno.EIO
+    assert str(os_error("x", OSError(errno.EIO, "Input/output error"))).endswith(
+        "check the path and that it can be written.")
+
+
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EPERM])
+def test_a_path_that_cannot_be_read_gets_the_advice_of_reading(code):
+    exc = OSError(code, os.strerror(code))
+    assert str(os_error("x", exc, "read")).endswith(
+        "; check its permissions and those of its folders.")
+    assert str(os_error("x", exc)).endswith("; write to a folder you can write to.")
 
 
 @pytest.mark.parametrize("creates", ["mkstemp", "mkdtemp"])

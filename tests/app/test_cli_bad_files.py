@@ -308,3 +308,69 @@ def test_apply_never_writes_fewer_rows_than_it_reads(rule_file, tmp_path, capsys
     lines = out.read_text().splitlines()
     assert [x[:-1] for x in lines] == ["risk,accep", "0.1,", "", "0.9,", "0.3,"]
     assert lines[2] == "," and {x[-1] for x in lines[1:]} - {","} <= {"0", "1"}
+
+
+# -- an input that is not a readable file is named with what is wrong ----------------------
+
+
+def _odd_input(kind, tmp_path):
+    path = tmp_path / f"{kind}.csv"
+    if kind == "loop":
+        os.symlink(path, path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this system")
+        os.mkfifo(path)
+    elif kind == "broken":
+        path.symlink_to(tmp_path / "gone.csv")
+    return path
+
+
+_ODD = {"loop": "Too many levels of symbolic links; it is a loop of symbolic links; correct "
+                "the path.",
+        "folder": "Is a directory; name a file inside it.",
+        "fifo": "it is not a regular file (a pipe, socket or device), and inputs are read from "
+                "files only; save it to a file first.",
+        "broken": None, "missing": None}
+
+
+# a folder as input is a directory of parts, and a directory lists only what is there
+_ROLES = [(role, kind) for role in ("input", "rule", "part") for kind in _ODD
+          if not (kind == "folder" and role != "rule") and not (kind == "missing"
+                                                                 and role == "part")]
+
+
+@pytest.mark.parametrize(("role", "kind"), _ROLES)
+def test_an_input_that_is_no_readable_file_is_named_with_the_reason(kind, role, csv_file,
+                                                                    rule_file, tmp_path, capsys):
+    odd = _odd_input(kind, tmp_path)
+    if role == "part":  # a part among good ones is refused, not skipped
+        parts = tmp_path / "parts"
+        parts.mkdir()
+        (parts / "a.csv").write_bytes(csv_file.read_bytes())
+        if kind == "fifo":
+            os.mkfifo(parts / "b.csv")
+        else:
+            (parts / "b.csv").symlink_to(odd)
+        odd = parts / "b.csv"
+        argv = ["evaluate", parts]
+    elif role == "rule":
+        odd = odd.with_suffix(".json") if kind == "missing" else odd
+        argv = ["report", csv_file, "--rule", odd, "-o", tmp_path / "r.html"]
+    else:
+        argv = ["evaluate", odd]
+    line = one_line(*run(capsys, *argv)[::2])
+    reason = _ODD[kind]
+    if reason is None:
+        assert line.endswith(f"file not found: {str(odd)!r}."), line
+    else:
+        assert line.endswith(f"cannot read {str(odd)!r}: {reason}"), line
+
+
+def test_apply_names_a_rule_that_is_a_loop_of_links(csv_file, tmp_path, capsys):
+    loop = _odd_input("loop", tmp_path)
+    line = one_line(*run(capsys, "apply", loop, csv_file, "-o", tmp_path / "o.csv")[::2])
+    assert f"cannot read {str(loop)!r}: Too many levels of symbolic links" in line
+    assert not (tmp_path / "o.csv").exists()

@@ -54,6 +54,12 @@ _ADVICE = {
                  "command ends",
     errno.ELOOP: "it is a loop of symbolic links; correct the path",
 }
+#: The advice for a path that is read (or used), where it differs from writing's.
+_READ_ADVICE = {
+    errno.ENOENT: "check the path",
+    errno.EACCES: "check its permissions and those of its folders",
+    errno.EPERM: "check its permissions and those of its folders",
+}
 
 
 def os_error(path: str | os.PathLike[str], exc: OSError, doing: str = "write") -> OSError:
@@ -68,9 +74,12 @@ def os_error(path: str | os.PathLike[str], exc: OSError, doing: str = "write") -
     cannot write '/dev/full': No space left on device; free some space or write to another disk.
     """
     reason = exc.strerror or str(exc)
-    advice = _ADVICE.get(exc.errno or 0, "check the path and that it can be written")
-    if exc.errno == errno.ENOENT and doing != "write":
-        advice = "check the path"
+    code = exc.errno or 0
+    if doing == "write":
+        advice = _ADVICE.get(code, "check the path and that it can be written")
+    else:  # reading or using: the advice of writing where it is not about writing
+        advice = _READ_ADVICE.get(code) or _ADVICE.get(code, "check the path and its "
+                                                             "permissions")
     out = OSError(f"cannot {doing} {os.fspath(path)!r}: {reason}; {advice}.")
     out.errno = exc.errno
     return out

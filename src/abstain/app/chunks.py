@@ -19,7 +19,14 @@ import numpy as np
 
 from .._core.optional import require
 from ..tables import PairTable, ScoreTable
-from .io import ColumnError, TableRows, parquet_names, read_chunks, table_format
+from .io import (
+    ColumnError,
+    TableRows,
+    input_file,
+    parquet_names,
+    read_chunks,
+    table_format,
+)
 from .tables import MissingValuesError, TableData, columns_read, prepare, unnamed_column
 
 __all__ = ["MAX_PAIRS", "Summary", "part_files", "summarise"]
@@ -106,22 +113,22 @@ def part_files(source: str) -> list[Path]:
     files under a directory (sorted; parts written by Dask or Spark included)."""
     p = Path(source)
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in _SUFFIXES
-                       and not f.name.startswith((".", "_")))
+        # a part that cannot be read (a broken link, a pipe) is refused, not skipped
+        files = sorted(input_file(f) for f in p.rglob("*") if not f.is_dir()
+                       and f.suffix.lower() in _SUFFIXES and not f.name.startswith((".", "_")))
         if not files:
             raise FileNotFoundError(f"directory {source!r} holds no .csv, .parquet or .pq file.")
         return files
     if any(c in source for c in "*?["):
-        files = sorted(Path(f) for f in glob.glob(source, recursive=True) if Path(f).is_file())
+        files = sorted(input_file(f) for f in glob.glob(source, recursive=True)
+                       if not Path(f).is_dir())
         if not files:
             raise FileNotFoundError(f"no file matches {source!r}.")
         for f in files:
             table_format(f)
         return files
     table_format(p)
-    if not p.is_file():
-        raise FileNotFoundError(f"file not found: {str(p)!r}.")
-    return [p]
+    return [input_file(p)]
 
 
 def _index_run(table: dict[str, Any], last: float) -> float:

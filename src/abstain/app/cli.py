@@ -36,6 +36,7 @@ from .io import (
     ColumnError,
     TableRows,
     check_not_input,
+    input_file,
     is_standard_output,
     os_error,
     read_table_rows,
@@ -328,9 +329,7 @@ def _fit(args: argparse.Namespace) -> int:
 def _apply(args: argparse.Namespace) -> int:
     if not args.column.strip():  # a column without a name no reader of the output takes
         raise _Fail(f"--column must name the new column; got {args.column!r}.")
-    path = Path(args.rule)
-    if not path.is_file():
-        raise FileNotFoundError(f"file not found: {str(path)!r}.")
+    path = input_file(args.rule)
     check_not_input(args.output, [args.file, args.rule])
     rule, cols = load_rule(path)
     scores = args.scores or cols
@@ -400,9 +399,7 @@ def _report(args: argparse.Namespace) -> int:
         check_not_input(args.png, protected)
     rule, rule_cols = None, None
     if args.rule:
-        if not Path(args.rule).is_file():
-            raise FileNotFoundError(f"file not found: {args.rule!r}.")
-        rule, rule_cols = load_rule(Path(args.rule))
+        rule, rule_cols = load_rule(input_file(args.rule))
     data: TableData | Summary
     if chunked:
         data = _summary(args, wrong=True)

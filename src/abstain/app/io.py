@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import csv
 import difflib
+import errno
 import os
 import re
+import stat
 import zipfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -54,6 +56,7 @@ __all__ = [
     "is_standard_output",
     "read_chunks",
     "parquet_names",
+    "input_file",
 ]
 
 _FORMATS = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
@@ -149,6 +152,34 @@ def _parquet_file(p: Path) -> Any:
     parquet = pq.ParquetFile(p)
     _unique_names(parquet.schema_arrow.names, p)
     return parquet
+
+
+def input_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a ``Path`` when it names a file to read; else ``FileNotFoundError``
+    where nothing is there and an ``OSError`` that names it, the reason and what to do
+    otherwise (a loop of symbolic links, a folder, a pipe or device).
+
+    Examples
+    --------
+    >>> from abstain.app.io import input_file
+    >>> input_file("no_such_file.csv")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: file not found: 'no_such_file.csv'.
+    """
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"file not found: {str(p)!r}.") from None
+    except OSError as exc:
+        raise os_error(p, exc, "read") from None
+    if stat.S_ISDIR(mode):
+        raise os_error(p, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)), "read")
+    if not stat.S_ISREG(mode):
+        raise OSError(f"cannot read {str(p)!r}: it is not a regular file (a pipe, socket or "
+                      "device), and inputs are read from files only; save it to a file first.")
+    return p
 
 
 def parquet_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
@@ -333,10 +364,8 @@ def read_table_rows(path: str | os.PathLike[str],
     ``columns``: read only these columns of a CSV file as numbers or text (and check
     them); the others are the text of their cells as written (default: read every column).
     """
-    p = Path(path)
-    fmt = table_format(p)
-    if not p.is_file():
-        raise FileNotFoundError(f"file not found: {str(p)!r}.")
+    fmt = table_format(path)
+    p = input_file(path)
     if fmt == "csv":
         records = csv_records(p)
         header = csv_header(next(records, None), p)
@@ -424,10 +453,8 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
     text) is that of its first non-missing cell in the file. ``columns``: as for
     :func:`read_table_rows`.
     """
-    p = Path(path)
-    fmt = table_format(p)
-    if not p.is_file():
-        raise FileNotFoundError(f"file not found: {str(p)!r}.")
+    fmt = table_format(path)
+    p = input_file(path)
     if fmt == "npz":
         yield read_table_rows(p, columns)
     elif fmt == "csv":
