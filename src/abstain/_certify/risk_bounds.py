@@ -33,9 +33,11 @@ def risk_upper_bound(
 
         return float(stats.beta.ppf(1.0 - level, k + 1, m - k))
     mean = total / m / bound
-    log_term = math.log(2.0 / level)  # each of the two bounds at level / 2
-    hoeffding = mean + math.sqrt(log_term / (2.0 * m))
+    # each of the two bounds at level / 2: Hoeffding's one-sided tail at confidence d has
+    # ln(1 / d), the empirical Bernstein bound (Maurer and Pontil 2009, theorem 4) ln(2 / d)
+    hoeffding = mean + math.sqrt(math.log(2.0 / level) / (2.0 * m))
     if m > 1:
+        log_term = math.log(4.0 / level)
         var = max(second / bound**2 / m - mean**2, 0.0) * m / (m - 1)
         bernstein = mean + math.sqrt(2.0 * var * log_term / m) + 7.0 * log_term / (3.0 * (m - 1))
     else:
