@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 import scipy.optimize
+from reference.metrics_ref import aurc_linearity_ref
 from reference.scores_ref import predicted_class_design_ref, ridge_ref, sele_proxy_ref
 
 from abstain import load_json
@@ -215,6 +216,49 @@ def test_bootstrap_win_fraction_matches_reference():
     got = bootstrap_win_fraction(losses, u, u0, n_bootstrap=60, random_state=3)
     assert got == win_fraction_ref(losses, u, u0, 60, 3)
     assert 0.5 < got <= 1.0
+
+
+def _exact_win_fraction(losses, u, u0, n_bootstrap, seed, tol):
+    """The paired bootstrap in exact arithmetic (the AuRC of ties="mean" by linearity):
+    wins where the exact AuRCs differ by more than ``tol``; None where a difference is
+    within twice ``tol`` of it (the float path may fall either way there)."""
+    rng = np.random.default_rng(seed)
+    wins = 0
+    for _ in range(n_bootstrap):
+        rows = rng.integers(0, len(losses), len(losses))
+        d = (aurc_linearity_ref(losses[rows], u0[rows], exact=True)
+             - aurc_linearity_ref(losses[rows], u[rows], exact=True))
+        if d != 0 and abs(d - tol) <= tol:
+            return None
+        wins += d > tol
+    return wins / n_bootstrap
+
+
+@pytest.mark.parametrize("case", ["equal losses in ties", "one loss", "continuous", "binary"])
+def test_bootstrap_win_fraction_counts_exact_wins_only(case):
+    """A resample where the two AuRCs are equal in exact arithmetic is no win, however
+    their last bits fall (the learned score breaking ties of equal losses, one loss value)."""
+    rng = np.random.default_rng(2)
+    n = 24
+    u0 = np.repeat(np.arange(6.0), 4)
+    if case == "equal losses in ties":
+        losses = np.repeat(rng.choice([0.1, 0.3, 0.7], 6), 4)
+        u = u0 + rng.random(n) * 0.5  # breaks the ties inside groups only
+    elif case == "one loss":
+        losses, u = np.full(n, 0.1), np.arange(float(n))[::-1]
+    else:
+        losses = rng.random(n) if case == "continuous" else rng.integers(0, 2, n) * 1.0
+        u = np.round(losses + rng.normal(size=n) * 0.3, 1)
+    got = bootstrap_win_fraction(losses, u, u0, n_bootstrap=40, random_state=1)
+    tol = 4.0 * n * np.finfo(float).eps * losses.max()
+    want = _exact_win_fraction(losses, u, u0, 40, 1, tol)
+    assert want is not None  # no resample near the tolerance: one answer
+    assert got == want
+    if case in ("equal losses in ties", "one loss"):
+        assert got == 0.0
+    # the same draws in one go, when the rows could overflow a table (the rows' path)
+    big = bootstrap_win_fraction(losses * 1e306, u, u0, n_bootstrap=40, random_state=1)
+    assert big == want
 
 
 def test_safe_selection_keeps_the_baseline_when_the_features_know_nothing():

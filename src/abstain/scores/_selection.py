@@ -85,7 +85,11 @@ def bootstrap_win_fraction(
 
     Each resample draws ``n`` rows with replacement and computes the AuRC
     (``ties='mean'``; a row drawn twice ties with itself) of both scores on the same
-    rows; a resample where the two AuRCs are equal counts as no win.
+    rows; a resample counts as a win where ``uncertainty``'s AuRC is below the
+    baseline's by more than the round-off of the two sums (``4 n eps`` times the largest
+    loss, eps the float64 epsilon). Two AuRCs that are equal in exact arithmetic (the
+    same order of the rows up to ties of equal losses, or every loss the same) are
+    thus no win, however their last bits fall.
 
     Examples
     --------
@@ -108,16 +112,19 @@ def bootstrap_win_fraction(
     ours, theirs = TableResampler(u, ls), TableResampler(u0, ls)
     wins = 0
     n = len(ls)
+    # a difference within the round-off of the AuRCs' sums of up to n losses is a tie
+    tol = 4.0 * n * float(np.finfo(np.float64).eps) * float(ls.max(initial=0.0))
     for start in range(0, n_boot, _WIN_BLOCK):
         # the same draws as one resample at a time, computed a block at once
         block = np.stack([rng.integers(0, n, n)
                           for _ in range(min(_WIN_BLOCK, n_boot - start))])
         if ours.fits:
             counts = resample_counts(block, n)
-            wins += int(np.sum(metric_replicates(ours, counts, _AURC)
+            wins += int(np.sum(metric_replicates(ours, counts, _AURC) + tol
                                < metric_replicates(theirs, counts, _AURC)))
         else:  # loss sums that could overflow a table: the rows (scaled sums)
-            wins += sum(aurc(ls[rows], u[rows]) < aurc(ls[rows], u0[rows]) for rows in block)
+            wins += sum(aurc(ls[rows], u[rows]) + tol < aurc(ls[rows], u0[rows])
+                        for rows in block)
     return wins / n_boot
 
 
