@@ -60,6 +60,48 @@ def test_cost_based_is_optimal_against_exact_costs_on_random_draws():
             pytest.fail(f"the last group (losses {last}) is the reject cost: accept it")
 
 
+def test_cost_based_does_not_depend_on_the_order_of_the_rows():
+    # a group whose losses sum to its count times the reject cost in one order and not in
+    # another (0.1 + 0.3 + 0.4 + 0.4 against 4 * 0.3): equal costs, the largest coverage
+    u = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+    losses = np.array([0.1, 0.3, 0.4, 0.4, 0.7])
+    for order in ([0, 1, 2, 3, 4], [1, 3, 0, 2, 4]):
+        rule = CostBased(0.3).fit(u[order], losses[order])
+        assert (rule.coverage_, rule.threshold_) == (0.8, 0.0)
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(2, 9))
+        u = rng.integers(0, 3, n).astype(float)
+        losses = rng.choice([0.1, 0.2, 0.3, 0.4, 0.7, 1 / 3], n)
+        cost = float(rng.choice([0.1, 0.2, 0.3, 0.4, 1 / 3]))
+        rules = {(r.threshold_, r.coverage_) for r in (
+            CostBased(cost).fit(u[p], losses[p]) for p in
+            (rng.permutation(n) for _ in range(6)))}
+        assert len(rules) == 1, (u, losses, cost, rules)
+
+
+@pytest.mark.parametrize("model", ["improvement", "abstention"])
+def test_cost_based_at_the_low_end_of_the_equivalent_reject_costs_returns_the_rule(model):
+    # the low end is a chord's slope in floats, which may fall an ulp below the exact one
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        n = int(rng.integers(2, 9))
+        u = rng.integers(0, 4, n).astype(float)
+        losses = rng.choice([0.0, 0.1, 0.3, 0.63, 1.0], n)
+        rule = (BoundedImprovement(float(rng.choice([0.2, 0.5, 0.7])))
+                if model == "improvement" else
+                BoundedAbstention(float(rng.choice([0.25, 0.5, 0.75])))).fit(u, losses)
+        interval = rule.equivalent_.reject_cost
+        if (interval is None or not rule.feasible_ or interval[0] == 0.0
+                or rule.accept_prob_ < 1.0  # CostBased accepts whole groups only
+                or interval[0] == interval[1]):  # a tie with the next rule as well
+            continue
+        low, high = interval
+        for cost in (low, 0.5 * (low + high) if math.isfinite(high) else 2 * low):
+            other = CostBased(cost).fit(u, losses)
+            assert (other.threshold_, other.coverage_) == (rule.threshold_, rule.coverage_)
+
+
 def test_a_tiny_acceptance_of_a_group_keeps_the_risk_at_the_target():
     u, losses = np.arange(11.0), np.r_[np.zeros(10), 1.0]
     rule = BoundedImprovement(1e-9).fit(u, losses)

@@ -85,9 +85,10 @@ class EquivalentModels(NamedTuple):
         rule rejects everything (the model's infeasible answer).
     reject_cost : tuple of float or None
         The closed interval ``[low, high]`` of reject costs ``e`` for which this rule
-        minimises the empirical cost of ``CostBased(reject_cost=e)``; at an end it
-        ties with a neighbouring rule, and ``CostBased`` returns the one of larger
-        coverage. ``None`` when the rule is optimal for no reject cost.
+        minimises the empirical cost of ``CostBased(reject_cost=e)``; at an end (within
+        the round-off of the costs, see :class:`CostBased`) it ties with a neighbouring
+        rule, and ``CostBased`` returns the one of larger coverage: this rule at the low
+        end. ``None`` when the rule is optimal for no reject cost.
     """
 
     target_coverage: float
@@ -243,7 +244,10 @@ class CostBased(_RejectRule):
     ``reject_cost`` for a rejected one. Fitted on calibration data it returns the
     threshold rule with the lowest empirical cost ``mean(c * loss + (1 - c) * reject_cost)``;
     among rules of equal cost it takes the one with the largest coverage (a
-    randomised acceptance never lowers a linear cost, so ``accept_prob_`` is 1).
+    randomised acceptance never lowers a linear cost, so ``accept_prob_`` is 1). Two
+    rules' costs are equal when they differ by less than the round-off of their sums
+    (``4 (n + 2) eps`` times the losses and reject costs that each sums), so the rule
+    does not depend on the order in which a tie group's losses are added.
     ``fit()`` with no data gives the plug-in rule for a conditional-risk score:
     accept when ``r(x) <= reject_cost`` (eq. 4; at ``r(x) == reject_cost`` any
     acceptance probability is optimal and 1 is used).
@@ -329,12 +333,13 @@ class CostBased(_RejectRule):
         # the float64 maximum: exact scaling, so no sum of losses or costs overflows.
         groups = groups.rescaled(eps)
         unit_eps = eps / groups.scale
-        mean = groups.unit_sums / groups.counts
-        # Per-group change of cost when accepting it; a group whose mean loss equals
-        # the reject cost changes nothing (compared exactly, not through round-off).
-        delta = np.where(mean == unit_eps, 0.0, groups.unit_sums - unit_eps * groups.counts)
-        cost = np.concatenate(([0.0], np.cumsum(delta)))
-        best = cost.size - 1 - int(np.argmin(cost[::-1]))  # largest coverage among minima
+        # Per-group change of cost when accepting it, and the cost of each prefix. Costs
+        # within the round-off of these sums are equal (a group's losses are summed in row
+        # order, so their last bits may fall either way: a group of mean loss 0.3 against a
+        # reject cost of 0.3); among the least, the largest coverage.
+        cost = np.concatenate(([0.0], np.cumsum(groups.unit_sums - unit_eps * groups.counts)))
+        slack = _cost_round_off(groups, unit_eps)
+        best = int(np.flatnonzero(cost - slack <= np.min(cost + slack))[-1])
         self._set_rule(groups, best - 1, 1.0, True)
         # (accepted loss + eps * rejected rows) / n, not cost[best] + eps: with a reject cost
         # far above the losses that sum would cancel to 0.
@@ -342,6 +347,14 @@ class CostBased(_RejectRule):
         unit_cost = groups.unit_knots_y[best] + unit_eps * (groups.n - accepted)
         self.cost_ = float(unit_cost / groups.n) * groups.scale
         return self
+
+
+def _cost_round_off(groups: TieGroups, unit_eps: float) -> NDArray[np.float64]:
+    """A bound on the round-off of each of :class:`CostBased`'s prefix costs (knots
+    ``0..G``, in units of ``groups.scale``): ``4 (n + 2) eps`` times the losses and reject
+    costs summed up to it."""
+    magnitude = groups.unit_knots_y + unit_eps * groups.knots_x
+    return 4.0 * (groups.n + 2.0) * float(np.finfo(np.float64).eps) * magnitude
 
 
 @serializable("rule")
