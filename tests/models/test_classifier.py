@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.datasets import load_digits
+from sklearn.datasets import load_digits, make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
 
@@ -218,3 +218,18 @@ def test_set_output_pandas_keeps_the_index_of_the_input():
     assert isinstance(clf.set_output().predict(X), np.ndarray)  # None: unchanged
     with pytest.raises(ValueError, match="transform must be one of 'default', 'pandas'"):
         clf.set_output(transform="polars")
+
+
+@pytest.mark.parametrize("prefit", [False, True])
+@pytest.mark.parametrize("seed", [lambda: np.random.default_rng(3),
+                                  lambda: np.random.RandomState(3), lambda: 3])
+def test_every_random_state_the_check_accepts_fits_and_repeats(seed, prefit):
+    X, y = make_classification(n_samples=200, n_features=4, random_state=0)
+    fitted = []
+    for _ in range(2):
+        est = LogisticRegression().fit(X, y) if prefit else LogisticRegression()
+        clf = SelectiveClassifier(est, BoundedAbstention(0.75), random_state=seed(),
+                                  prefit=prefit).fit(X, y)
+        fitted.append((clf.reject_model_.threshold_, clf.predict(X).tolist(),
+                       clf.accept(X).tolist()))
+    assert fitted[0] == fitted[1]

@@ -161,6 +161,12 @@ def test_json_round_trip_with_a_baseline(name):
     doc["fitted"]["baseline_mean_"] = None
     with pytest.raises(ValueError, match="all be numbers or all be null"):
         load_json(json.dumps(doc))
+    doc["fitted"]["baseline_mean_"] = model.baseline_mean_
+    for bad in (0.0, -1.0):  # fit never stores a scale that is not positive (u0 / 0 is inf)
+        doc["fitted"]["baseline_scale_"] = bad
+        with pytest.raises(ValueError, match=r"^fitted\.baseline_scale_ must be a finite "
+                                             r"number > 0 or null; got "):
+            load_json(json.dumps(doc))
     for key in ("baseline_coef_", "baseline_mean_", "baseline_scale_"):
         del doc["fitted"][key]  # a document written before baselines were inputs
     assert load_json(json.dumps(doc)).baseline_coef_ is None

@@ -82,8 +82,11 @@ class SelectiveClassifier(ParamsMixin):
         Fraction of ``X`` held out to fit the reject model (stratified when possible).
     prefit : bool, default False
         Use ``estimator`` as already fitted; calibrate on all of ``X, y``.
-    random_state : int or None
-        Seed of the split and of the randomised accept decisions.
+    random_state : int, numpy Generator or RandomState, or None
+        Seed of the split and of the randomised accept decisions (of a reject model
+        given without its own). An int seeds both as it is; a ``Generator`` or a
+        ``RandomState`` is drawn from for the split's seed and seeds the reject model's
+        draws, so one seeded generator reproduces the whole fit.
 
     Attributes
     ----------
@@ -223,7 +226,8 @@ class SelectiveClassifier(ParamsMixin):
             _, counts = np.unique(y, return_counts=True)
             stratify = y if counts.min() >= 2 else None
             X_fit, X_cal, y_fit, y_cal = sklearn.model_selection.train_test_split(
-                X, y, test_size=size, random_state=self.random_state, stratify=stratify
+                X, y, test_size=size, random_state=_split_seed(self.random_state),
+                stratify=stratify
             )
             self.estimator_ = sklearn.base.clone(self.estimator).fit(X_fit, y_fit)
         self.classes_ = np.asarray(self.estimator_.classes_)
@@ -235,7 +239,7 @@ class SelectiveClassifier(ParamsMixin):
         losses = self.loss_matrix_[true, pred]
         params = base.get_params(deep=False)
         if params.get("random_state") is None:
-            params["random_state"] = self.random_state
+            params["random_state"] = _rule_seed(self.random_state)
         self.reject_model_ = type(base)(**params).fit(uncertainty, losses)
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.estimator_, name):
@@ -356,3 +360,20 @@ class SelectiveClassifier(ParamsMixin):
         return SelectivePrediction(
             self._out(self.classes_[pred], X, "prediction"),
             self._out(self.reject_model_.accept(uncertainty), X, "accept"))
+
+
+def _split_seed(random_state: Any) -> Any:
+    """What scikit-learn's split takes for ``random_state``: None, an int or a
+    ``RandomState`` as they are, an int drawn from a ``Generator`` (or what seeds one)."""
+    if random_state is None or isinstance(random_state, (int, np.integer,
+                                                         np.random.RandomState)):
+        return random_state
+    return int(np.random.default_rng(random_state).integers(2**32))
+
+
+def _rule_seed(random_state: Any) -> Any:
+    """What a reject model takes for ``random_state``: None, an int or a ``Generator`` (or
+    what seeds one) as they are, a ``Generator`` seeded from a ``RandomState``."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(int(random_state.randint(2**32, dtype=np.uint64)))
+    return random_state

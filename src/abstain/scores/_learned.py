@@ -222,7 +222,7 @@ class _LinearScore(ParamsMixin):
         "n_features_in_": Int(1, dim="d"),
         "baseline_coef_": Number(none=True, optional=True),
         "baseline_mean_": Number(none=True, optional=True),
-        "baseline_scale_": Number(0.0, none=True, optional=True),
+        "baseline_scale_": Number(0.0, low_open=True, none=True, optional=True),
     }
 
     def _after_load(self) -> None:
