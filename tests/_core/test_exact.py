@@ -234,3 +234,12 @@ def test_swap_slots_hold_the_exact_swap(kind, span):
 def test_swap_slots_refuse_directions_too_close_to_tell_apart():
     w = np.array([[0.6, 0.8], [0.6, 0.8], [0.0, 1.0]])
     assert X.swap_slots(np.ones(3), np.ones(3), w) is None
+
+
+@pytest.mark.parametrize(("values", "exact"), [
+    ([0.0, 1.0, 0.125, 3.0], True), ([0.1, 0.2], False), ([2.0**60, 1.0], False),
+    ([5e-324, 1e-300], False), ([5e-324, 3 * 5e-324], True), ([0.5, 2.0**52], False),
+    ([0.5, 2.0**51], True), ([], True), ([0.0, 0.0], True), ([-1.0, 0.25], True),
+])
+def test_sums_exact_says_whether_every_sum_is_exact(values, exact):
+    assert X.sums_exact(np.asarray(values, dtype=float)) is exact

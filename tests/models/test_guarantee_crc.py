@@ -5,6 +5,7 @@ import json
 import math
 import re
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -183,3 +184,42 @@ def test_least_risk_bound_is_the_edge_of_conformal_risk_control():
 def test_least_risk_bound_crc_errors(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         least_risk_bound([0.1, 0.2, 0.3], [0.0, 1.0, 1.0], **kwargs)
+
+
+def test_the_inequality_holds_exactly_on_losses_whose_sums_round():
+    # decimal losses and targets: the budget (n + 1) target - B and the sums round, and the
+    # rule must still meet (*) in rational arithmetic, its risk_bound_ at most the target
+    rng = np.random.default_rng(11)
+    fits = 0
+    for t in range(600):
+        B = float(rng.choice([1.0, 0.5, 3.0, 0.1]))
+        n = int(rng.integers(1, 60))
+        u = rng.integers(0, int(rng.integers(1, 6)), n).astype(float)
+        loss = (B * rng.random(n) * (rng.random(n) < 0.6) if t % 2
+                else B * (rng.random(n) < 0.3))
+        target = float(rng.uniform(B / (n + 1) * 0.9, B))
+        rule = _fit(u, loss, target, B)
+        if not rule.feasible_:
+            continue
+        fits += 1
+        nu = Fraction(rule.accept_prob_)
+        S = sum((Fraction(b) if a < rule.threshold_ else nu * Fraction(b)
+                 if a == rule.threshold_ else Fraction(0)) for a, b in zip(u, loss, strict=True))
+        assert (S + Fraction(B)) / (n + 1) <= Fraction(target)
+        assert rule.risk_bound_ <= target
+        v, ref_nu, _ = crc_ref(u.tolist(), loss.tolist(), target, B)
+        if v == rule.threshold_:  # the largest rule up to the round-off of the sums
+            assert float(nu) == pytest.approx(float(ref_nu), rel=1e-9, abs=1e-12)
+    assert fits > 400
+
+
+def test_least_risk_bound_on_sums_that_round_is_the_fits_own_edge():
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        n = int(rng.integers(1, 50))
+        u = rng.integers(0, 5, n).astype(float)
+        loss = rng.random(n) * (rng.random(n) < 0.5)
+        least = least_risk_bound(u, loss, loss_bound=1.0, guarantee="expected_joint")
+        assert least == pytest.approx(1 / (n + 1), rel=1e-12)
+        assert _fit(u, loss, least, 1.0).feasible_
+        assert not _fit(u, loss, math.nextafter(least, 0.0), 1.0).feasible_

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.exact import sums_exact
 from .._core.groups import TieGroups, tie_groups
 from .._core.validation import as_losses_and_scores, plain
 from ..tables._score import selective_table, table_or_none
@@ -50,6 +51,14 @@ def fit_groups(
     binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
     return (tie_groups(ls, u), float(ls.max()), binary,
             lambda: None if binary else tie_groups(np.square(ls), u))
+
+
+def crc_sums_exact(uncertainty: Any, losses: Any) -> bool:
+    """Whether the sums of the losses are exact in float64 (:func:`sums_exact`); a table's
+    sums are its data, so exact."""
+    if table_or_none(uncertainty, {"losses": losses}) is not None:
+        return True
+    return sums_exact(as_losses_and_scores(losses, uncertainty)[0])
 
 
 def certified_search(uncertainty: Any, losses: Any, groups: TieGroups, top: float,

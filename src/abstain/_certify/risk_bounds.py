@@ -11,6 +11,7 @@ smallest target the search can meet. :func:`crc_search` is conformal risk contro
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -84,7 +85,8 @@ def sgr_search(
 
 
 
-def crc_search(groups: TieGroups, target: float, loss_bound: float) -> tuple[int, float, float]:
+def crc_search(groups: TieGroups, target: float, loss_bound: float,
+               exact: bool = True) -> tuple[int, float, float]:
     """Conformal risk control of the joint risk ``E[loss * 1{accepted}]`` of a new row.
 
     The rules are ``r = (v, nu)``: accept ``s < v``, and ``s == v`` with probability ``nu``,
@@ -108,27 +110,68 @@ def crc_search(groups: TieGroups, target: float, loss_bound: float) -> tuple[int
     valid too. The conditional risk ``E[loss | accepted]`` is not controlled: its
     linearised loss ``(l_i - target) * 1{accepted}`` is not monotone in ``r``.
 
+    (*) holds exactly, in rational arithmetic on the float inputs. ``exact``: the group
+    sums are exact (:func:`~abstain._core.exact.sums_exact` of the losses, or a table's
+    sums, which are its data); the budget ``(n + 1) target - B`` is then compared in
+    rationals and ``nu`` rounded down, so the rule is the largest one to the last bit.
+    Otherwise the sums may be off in their last bits, and the budget is lowered by their
+    round-off, ``4 (n + 2) eps`` times ``(n + 1) target + B``.
+
     Returns ``(g, nu, bound)``: accept the groups before ``g`` and group ``g`` with
     probability ``nu`` in (0, 1]; ``g = G - 1, nu = 1`` when (*) holds for the rule that
     accepts all (its threshold is then ``+inf``), ``g = -1`` when no rule that accepts
     anything meets (*) (``n + 1 < B / target``, or exactly equal with a loss in the first
-    group). ``bound`` is the left side of (*) at the returned rule (NaN for ``g = -1``).
+    group). ``bound`` is the left side of (*) at the returned rule, at most ``target``
+    (NaN for ``g = -1``).
     """
     n_groups = groups.counts.size
-    budget = target * (groups.n + 1.0) - loss_bound  # what the accepted losses may sum to
-    if budget < 0.0:
-        return -1, 1.0, math.nan
     cum = groups.cum_sums
-    k = int(np.searchsorted(cum, budget, side="right"))  # groups accepted whole
+    n1 = groups.n + 1.0
+    # what the accepted losses may sum to, in rationals
+    budget = Fraction(target) * int(n1) - Fraction(loss_bound)
+    if not exact:  # lowered by the round-off of the sums
+        budget -= Fraction(_crc_round_off(groups.n) * (target * n1 + loss_bound))
+    k = int(np.searchsorted(cum, float(budget), side="right"))  # then to the last bit
+    while k > 0 and Fraction(float(cum[k - 1])) > budget:
+        k -= 1
+    while k < n_groups and Fraction(float(cum[k])) <= budget:
+        k += 1
+    if budget < 0:
+        return -1, 1.0, math.nan
     if k == n_groups:
         g, nu, accepted = n_groups - 1, 1.0, float(cum[-1])
     else:
         before = float(cum[k - 1]) if k > 0 else 0.0
-        nu = (budget - before) / float(groups.sums[k])  # in [0, 1): cum[k] > budget
-        if 1.0 - nu < 1.0:  # a share below half an ulp of 1 accepts no row in float64
+        # in [0, 1): cum[k] > budget; rounded down, so that (*) holds
+        share = (budget - Fraction(before)) / Fraction(float(groups.sums[k]))
+        nu = float(share)
+        if Fraction(nu) > share:
+            nu = math.nextafter(nu, 0.0)
+        if nu > 0.0 and 1.0 - nu < 1.0:  # a share below half an ulp of 1 accepts no row
             g, accepted = k, before + nu * float(groups.sums[k])
         elif k > 0:
             g, nu, accepted = k - 1, 1.0, before
         else:
             return -1, 1.0, math.nan
-    return g, nu, (accepted + loss_bound) / (groups.n + 1.0)
+    # (*) holds exactly, so its left side rounds to at most target
+    return g, nu, min((accepted + loss_bound) / n1, target)
+
+
+def _crc_round_off(n: float) -> float:
+    """The relative round-off of sums of up to ``n`` losses in float64, with room to spare."""
+    return 4.0 * (n + 2.0) * float(np.finfo(np.float64).eps)
+
+
+def crc_least(groups: TieGroups, loss_bound: float, above: float, exact: bool) -> float:
+    """The least float target at least ``above`` at which :func:`crc_search` accepts
+    anything: ``B / (n + 1)`` where the lowest group has no loss and the sums are exact,
+    else a little above it."""
+    n1 = groups.n + 1.0
+    start = loss_bound / n1
+    if not exact:  # where the budget lowered by its round-off is 0
+        r = _crc_round_off(groups.n)
+        start = loss_bound * (1.0 + r) / (n1 * (1.0 - r))
+    least = max(start * (1.0 - 2.0**-50), above)
+    while crc_search(groups, least, loss_bound, exact)[0] < 0:  # a few ulps at most
+        least = math.nextafter(least, math.inf)
+    return least

@@ -46,6 +46,29 @@ _TINY, _HUGE = 2.0**-480, 2.0**480
 _ABS = 2.0**-960
 
 
+def sums_exact(values: F64) -> bool:
+    """Whether every sum of some of the finite ``values`` is exact in float64, in any order
+    and grouping: each value is a whole multiple of the least unit in the last place among
+    them, and their absolute total stays below ``2**53`` such units (0/1 losses, whole
+    numbers, multiples of 1/8 of moderate size).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from abstain._core.exact import sums_exact
+    >>> sums_exact(np.array([0.0, 1.0, 0.125, 3.0])), sums_exact(np.array([0.1, 0.2]))
+    (True, False)
+    """
+    v = np.abs(values[values != 0.0])
+    if v.size == 0:
+        return True
+    m, e = np.frexp(v)  # v = m * 2**e, m in [0.5, 1): m * 2**53 is a whole number
+    whole = (m * 2.0**53).astype(np.int64)
+    low = np.frexp((whole & -whole).astype(np.float64))[1] - 1  # its trailing zero bits
+    unit = int(np.min(e - 53 + low))  # the exponent of the least unit in the last place
+    return bool(math.ldexp(float(np.sum(v)), -unit) * (1.0 + 2.0**-40) < 2.0**53)
+
+
 def two_sum(a: F64, b: F64) -> tuple[F64, F64]:
     """``s + e == a + b`` exactly, ``s = fl(a + b)`` (Knuth)."""
     s = a + b

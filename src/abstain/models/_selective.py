@@ -23,9 +23,15 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._certify.certify import BOUNDS, certified_search, fit_groups, least_target
+from .._certify.certify import (
+    BOUNDS,
+    certified_search,
+    crc_sums_exact,
+    fit_groups,
+    least_target,
+)
 from .._certify.ltt import LTT_BOUNDS
-from .._certify.risk_bounds import crc_search
+from .._certify.risk_bounds import crc_least, crc_search
 from .._core.base import ParamsMixin
 from .._core.decision import check_infeasible_rule, draw_accept, threshold_proba
 from .._core.groups import TieGroups, coverage_count, validated_groups
@@ -492,7 +498,8 @@ class BoundedImprovement(_RejectRule):
     over the calibration sample, the new row and the acceptance draw. It is the largest
     rule whose accepted calibration losses ``S`` meet ``(S + loss_bound) / (n + 1) <=
     target_risk``; tie rule: the group at the boundary is accepted with the probability
-    ``accept_prob_`` that makes this an equality (the proof, in
+    ``accept_prob_`` that makes this an equality, exactly in rationals where the loss
+    sums are exact, else below by their round-off (the proof, in
     ``abstain._certify.risk_bounds.crc_search``, covers randomised rules), and the rule
     accepts everything new (``threshold_ = +inf``) when all calibration rows fit. The
     selective risk ``E[loss | accepted]`` is *not* controlled by it, neither in
@@ -644,7 +651,8 @@ class BoundedImprovement(_RejectRule):
         theta = least = math.nan
         if self.guarantee is not None:
             _check_crc_losses(top, self.loss_bound)
-            g, nu, bound = crc_search(groups, lam, float(self.loss_bound))
+            g, nu, bound = crc_search(groups, lam, float(self.loss_bound),
+                                      crc_sums_exact(uncertainty, losses))
             if whole and nu < 1.0:  # down to the last whole bin: a smaller rule stays valid
                 g, nu = g - 1, 1.0
                 bound = (float(groups.cum_sums[g]) + self.loss_bound) / (
@@ -756,10 +764,7 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
         _refuse_delta_with_guarantee(guarantee, delta)
         groups, top, _, _ = fit_groups(uncertainty, losses)
         _check_crc_losses(top, loss_bound)
-        least = max(loss_bound / (groups.n + 1.0), above)
-        while crc_search(groups, least, loss_bound)[0] < 0:  # a few ulps at most
-            least = math.nextafter(least, math.inf)
-        return least
+        return crc_least(groups, loss_bound, above, crc_sums_exact(uncertainty, losses))
     check_open_unit("delta", delta)
     check_choice("bound", bound, BOUNDS)
     check_positive("loss_bound", loss_bound)
