@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abstain import ScoreTable
+from abstain import PairTable, ScoreTable
 from abstain.metrics import aurc, auroc, e_aurc
 
 
@@ -61,7 +61,6 @@ def test_bad_totals_are_refused():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_pair_totals_of_parts_give_the_pair_table_of_all_rows(seed):
-    from abstain import PairTable
 
     rng = np.random.default_rng(seed)
     n = 300
@@ -97,3 +96,14 @@ def test_loss_sums_beyond_the_rows_and_the_largest_loss_are_refused(counts, sums
                                          r"group times the largest of loss_values"):
         ScoreTable.from_totals([0.0, 1.0], counts, sums, loss_values=[0.0, 1.0],
                                loss_counts=[1, 1] if ood is None else [1, 0], ood_counts=ood)
+
+
+@pytest.mark.parametrize(("counts", "ood", "sums"), [
+    ([1, 1], [0, 0], [5.0, 0.0]),  # one row, a loss sum above the largest loss
+    ([0, 2], [0, 0], [3.0, 1.0]),  # a loss on a pair of no rows (which is dropped)
+    ([1, 1], [1, 0], [1.0, 0.0]),  # a loss on a pair of OOD rows only
+])
+def test_pair_loss_sums_beyond_the_rows_and_the_largest_loss_are_refused(counts, ood, sums):
+    with pytest.raises(ValueError, match=r"^loss_sums must be at most the ID rows of each "
+                                         r"group times max_loss \(1\.0\)"):
+        PairTable.from_totals([[0.0, 1.0], [1.0, 0.0]], counts, ood, sums, max_loss=1.0)

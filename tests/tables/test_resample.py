@@ -63,3 +63,7 @@ def test_counts_must_be_one_whole_number_per_row() -> None:
         r.table(np.array([1.0, 1.0]))
     with pytest.raises(ValueError, match="counts must be"):
         r.table(np.array([1, 1, 0]))
+    for bad in (r.table, lambda c: r.totals(c[None, :])):  # a row drawn -1 times: AuRC -0.5
+        with pytest.raises(ValueError, match=r"^counts must be at least 0 \(how many times "
+                                             r"each row is drawn\); got -1\."):
+            bad(np.array([-1, 2]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import warnings
 from fractions import Fraction
 
@@ -275,6 +276,43 @@ def test_json_round_trip_and_refused_documents() -> None:
         abstain.load_json(swapped.to_json())
     with pytest.raises(ValueError, match="an empty ScoreTable has nothing to write"):
         ScoreTable().to_json()
+
+
+def _edited(table: ScoreTable, **fields) -> str:
+    doc = json.loads(table.to_json())
+    for k, v in fields.items():
+        if isinstance(v, list):
+            a = np.asarray(v, "<f8")
+            v = {"float64_le_base64": base64.b64encode(a.tobytes()).decode(), "shape": [a.size]}
+        doc["fitted"][k] = v
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize(("oracle", "fields", "message"), [
+    (True, {"binary": True}, "fitted.binary must say whether every one of fitted.loss_values "
+                             "is 0 or 1; got true."),
+    (True, {"max_loss": 5.0}, "fitted.max_loss must be the largest of fitted.loss_values "
+                              "(1.0); got 5.0."),
+    (True, {"loss_values": [0.0, 0.25, 1.0]}, "fitted.loss_sums must add up to the sum over "
+                                              "fitted.loss_values times fitted.loss_counts"),
+    (False, {"binary": True}, "fitted.binary is true, so fitted.loss_sums must be whole numbers"),
+])
+def test_a_table_whose_loss_fields_contradict_each_other_is_refused(oracle, fields, message):
+    # each field comes from the same rows: an edited one would change the metrics and rules
+    rng = np.random.default_rng(0)
+    u = np.round(rng.random(300), 2)
+    losses = (rng.random(300) < u) * rng.choice([0.5, 1.0], 300)
+    table = ScoreTable.from_arrays(u, losses, oracle=oracle)
+    assert abstain.load_json(table.to_json()) == table
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        abstain.load_json(_edited(table, **fields))
+
+
+def test_a_binary_table_without_its_loss_values_loads() -> None:
+    table = ScoreTable.from_arrays([0.1, 0.2, 0.2], [1.0, 0.0, 1.0], oracle=False)
+    assert abstain.load_json(table.to_json()) == table
+    zero = ScoreTable.from_arrays([0.1, 0.2], [0.0, 0.0], oracle=False)
+    assert zero.max_loss == 0.0 and abstain.load_json(zero.to_json()) == zero
 
 
 def test_what_a_table_cannot_do_is_refused_with_the_reason() -> None:

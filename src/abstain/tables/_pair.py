@@ -164,7 +164,9 @@ class PairTable(ParamsMixin):
         a database or Spark, or the fields of tables concatenated across processes).
 
         ``values`` (P, 2) may repeat pairs, in any order: their totals are added up, as
-        :meth:`merge` does. ``max_loss`` is the largest loss of an ID row.
+        :meth:`merge` does. ``max_loss`` is the largest loss of an ID row; a loss sum above
+        its entry's ID rows times ``max_loss`` (a loss of OOD rows only, or of no rows) is
+        refused, as :func:`abstain.load_json` refuses it.
 
         Examples
         --------
@@ -186,6 +188,8 @@ class PairTable(ParamsMixin):
         top = float(max_loss)
         if not np.isfinite(top) or top < 0:
             raise ValueError(f"max_loss must be a finite number >= 0; got {max_loss!r}.")
+        # a loss of OOD rows only, or of no rows, or above max_loss, as load_json refuses it
+        check_loss_sums(ls, (c - oc).astype(np.int64), top, ("loss_sums", "max_loss"))
         table = cls()
         keep = c > 0
         table.values, (cnt, ood, table.loss_sums) = _pair_totals(v[keep] + 0.0, c[keep],

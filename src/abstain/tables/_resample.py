@@ -131,6 +131,7 @@ class TableResampler:
         if c.ndim != 2 or c.shape[1] != self.n or c.dtype.kind not in "iu":
             raise ValueError(f"counts must be whole numbers of shape (m, {self.n}), one row "
                              f"per resample; got shape {c.shape}, dtype {c.dtype}.")
+        _check_draws(c)
         m, g = c.shape[0], self._values.size
         w = c.astype(np.float64)
         id_w = np.where(self._id, w, 0.0) if self.marked else w
@@ -161,6 +162,7 @@ class TableResampler:
         if c.shape != (self.n,) or c.dtype.kind not in "iu":
             raise ValueError(f"counts must be whole numbers, one per row ({self.n}); got "
                              f"shape {c.shape}, dtype {c.dtype}.")
+        _check_draws(c)
         g = self._values.size
         rows = c if marked else np.where(self._id, c, 0)
         w = rows.astype(np.float64)
@@ -194,3 +196,10 @@ class TableResampler:
 def _weighted(group: NDArray[np.intp], weights: F64, size: int) -> F64:
     """Per-group sums of float weights (in row order)."""
     return np.bincount(group, weights=weights, minlength=size).astype(np.float64, copy=False)
+
+
+def _check_draws(counts: NDArray[np.integer]) -> None:
+    """Refuse a negative count: a row is drawn a whole number of times, at least 0."""
+    if counts.dtype.kind == "i" and counts.size and int(counts.min()) < 0:
+        raise ValueError(f"counts must be at least 0 (how many times each row is drawn); got "
+                         f"{int(counts.min())}.")

@@ -417,6 +417,43 @@ class ScoreTable(ParamsMixin):
                 raise ValueError("fitted.loss_counts must add up to the ID rows (fitted.counts "
                                  "less fitted.ood_counts, where the table has OOD marks); got "
                                  f"{n_loss} losses for {n_id} ID rows.")
+        self._check_loss_fields()
+
+    def _check_loss_fields(self) -> None:
+        """Refuse a loaded table whose 0/1 flag, largest loss and loss distribution
+        contradict each other or its loss sums (each is derived from the same rows)."""
+        lv, lc = self.loss_values, self.loss_counts
+        sums = [("loss_sums", self.loss_sums, 1)]
+        if self.sq_loss_sums is not None:
+            sums.append(("sq_loss_sums", self.sq_loss_sums, 2))
+        if lv is None or lc is None:
+            if self.binary:  # 0/1 losses: whole sums, squares equal to the losses
+                if not (np.all(self.loss_sums == np.rint(self.loss_sums))
+                        and self.max_loss in (0.0, 1.0)
+                        and (self.max_loss == 1.0 or not np.any(self.loss_sums))
+                        and (self.sq_loss_sums is None
+                             or np.array_equal(self.sq_loss_sums, self.loss_sums))):
+                    raise ValueError("fitted.binary is true, so fitted.loss_sums must be whole "
+                                     "numbers equal to fitted.sq_loss_sums and fitted.max_loss "
+                                     "1 (0 without a loss); the fields contradict it.")
+            return
+        top = float(lv.max()) if lv.size else 0.0
+        if self.max_loss != top:
+            raise ValueError(f"fitted.max_loss must be the largest of fitted.loss_values "
+                             f"({plain(top)}); got {plain(self.max_loss)}.")
+        if self.binary != bool(np.all((lv == 0.0) | (lv == 1.0))):
+            raise ValueError(f"fitted.binary must say whether every one of fitted.loss_values "
+                             f"is 0 or 1; got {str(self.binary).lower()}.")
+        n = float(lc.sum())
+        slack = 4.0 * (n + 2.0) * float(np.finfo(np.float64).eps)
+        with np.errstate(over="ignore"):
+            for name, got, power in sums:
+                want = float(np.sum(lv**power * lc))
+                total = float(got.sum())
+                if np.isfinite(want) and abs(total - want) > slack * max(want, total):
+                    raise ValueError(f"fitted.{name} must add up to the sum over "
+                                     f"fitted.loss_values{'**2' if power == 2 else ''} times "
+                                     f"fitted.loss_counts ({plain(want)}); got {plain(total)}.")
 
 
 def as_totals(values: ArrayLike, name: str, n: int, *, whole: bool = False) -> F64:
