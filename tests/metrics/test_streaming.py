@@ -50,6 +50,27 @@ def test_streaming_metric_refuses_misuse() -> None:
         StreamingMetric("aurc", ties="index")  # refused at construction, not at compute
 
 
+def test_a_batch_without_rows_adds_nothing() -> None:
+    whole = StreamingMetric("aurc").update([0.0, 1.0], [0.1, 0.9])
+    parts = StreamingMetric("aurc").update([], []).update([0.0, 1.0], [0.1, 0.9]).update([], [])
+    assert parts.compute() == whole.compute() == 0.25
+    ood = StreamingMetric("auroc").update([], [], is_ood=[]).update(
+        [0, 0], [0.1, 0.9], is_ood=[0, 1])
+    assert ood.compute() == 1.0
+    table = ScoreTable.from_arrays([0.1, 0.9], [0.0, 1.0])
+    assert table.update([], []) == ScoreTable.from_arrays([0.1, 0.9], [0.0, 1.0])
+    with pytest.raises(ValueError, match="must not be empty"):  # one empty, one not
+        StreamingMetric("aurc").update([], [0.1])
+
+
+def test_a_table_of_ood_rows_only_is_rebuilt_from_its_totals() -> None:
+    t = ScoreTable.from_arrays([0.9, 0.8], [np.nan, np.nan], is_ood=[1, 1])
+    again = ScoreTable.from_totals(t.values, t.counts, t.loss_sums, ood_counts=t.ood_counts,
+                                   loss_values=t.loss_values, loss_counts=t.loss_counts,
+                                   sq_loss_sums=t.sq_loss_sums)
+    assert again == t and again.loss_values.size == 0
+
+
 @pytest.mark.parametrize(("metric", "options", "error", "match"), [
     ("aurc", {"ties": "first"}, ValueError,
      r"^ties must be one of 'mean', 'index'; got 'first'\.$"),

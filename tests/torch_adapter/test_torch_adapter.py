@@ -353,6 +353,18 @@ def test_save_state_refuses_bfloat16(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", ["allow_pickle", "file", "fix_imports"])
+def test_save_state_keeps_a_parameter_named_as_a_keyword_of_savez(name, tmp_path) -> None:
+    class One(nn.Module):
+        def __init__(self, value: float) -> None:
+            super().__init__()
+            self.register_parameter(name, nn.Parameter(torch.full((2,), value)))
+
+    save_state(One(3.0), tmp_path / "w.npz")
+    loaded = load_state(One(0.0), tmp_path / "w.npz")
+    assert getattr(loaded, name).tolist() == [3.0, 3.0]
+
+
 # --------------------------------------------------------------------------- missing torch
 
 

@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchmetrics")
 
+from abstain import ScoreTable  # noqa: E402
 from abstain import metrics as m  # noqa: E402
 from abstain.torch import metrics as tm  # noqa: E402
 
@@ -173,3 +174,43 @@ def test_the_binned_state_is_fixed_and_gives_the_binned_tables_bound(cls):
         tm.EAURC(edges=edges)
     with pytest.raises(ValueError, match="bounded\\(\\) needs the binned state"):
         cls().bounded()
+
+
+@pytest.mark.parametrize("edges", [None, torch.linspace(0, 1, 11)])
+def test_a_batch_without_rows_adds_nothing(edges):
+    # docs/torch.md's pattern: update(probs[ind], y[ind]) with ind the ID rows of a batch,
+    # which is empty for a batch of OOD rows only
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(8, 3, generator=g), dim=1)
+    y = torch.randint(0, 3, (8,), generator=g)
+    whole, parts = tm.AURC(edges=edges), tm.AURC(edges=edges)
+    whole.update(probs, y)
+    parts.update(probs[:8][:0], y[:0])
+    parts.update(probs, y)
+    parts.update(probs[:0], y[:0])
+    assert float(parts.compute()) == float(whole.compute())
+
+
+def test_ood_metrics_take_a_first_batch_of_ood_rows_only():
+    scores = torch.tensor([0.9, 0.8, 0.1, 0.3])
+    is_ood = torch.tensor([1, 1, 0, 0])
+    for cls in (tm.AUROC, tm.FPRAtTPR):
+        metric = cls()
+        metric.update(scores[:2], is_ood[:2])
+        with pytest.raises(ValueError, match="must contain both ID .* and OOD"):
+            metric.compute()
+        metric.update(scores[2:], is_ood[2:])
+        whole = cls()
+        whole.update(scores, is_ood)
+        assert float(metric.compute()) == float(whole.compute())
+    assert float(tm.AUROC()._value(ScoreTable.from_arrays(
+        scores.numpy(), np.zeros(4), is_ood=is_ood.numpy()))) == 1.0
+
+
+@pytest.mark.parametrize("labels", [[0, 7, 1, 1], [0, -1, 1, 1], [0.0, 0.5, 1.0, 1.0],
+                                    [0.0, float("nan"), 1.0, 1.0]])
+def test_labels_that_are_no_class_of_the_probabilities_are_refused(labels):
+    probs = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]])
+    with pytest.raises(ValueError, match=r"^target must hold class indices in 0\.\.1 \(one "
+                                         r"per column of preds\); got "):
+        tm.AURC().update(probs, torch.tensor(labels))

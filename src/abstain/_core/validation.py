@@ -17,6 +17,7 @@ F64 = NDArray[np.float64]
 
 __all__ = [
     "as_class_labels",
+    "empty_batch",
     "as_label_indices",
     "as_features",
     "as_is_ood",
@@ -783,3 +784,9 @@ def validate_params(constraints: Constraints) -> Any:
         return wrapper
 
     return decorate
+
+
+def empty_batch(*arrays: Any) -> bool:
+    """Whether every array given (None: not given) is empty: a batch of a stream with no
+    rows, which an update takes as adding nothing."""
+    return all(np.size(a) == 0 for a in arrays if a is not None)

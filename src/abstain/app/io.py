@@ -31,6 +31,7 @@ from .._core.files import (
     atomic_path_and_files,
     is_standard_output,
     os_error,
+    save_npz,
     write_text,
     writes_in_place,
 )
@@ -640,16 +641,6 @@ def _write_columns(path: str, fmt: str, columns: Mapping[str, NDArray[Any]]) -> 
         import pandas as pd
 
         pd.DataFrame(dict(columns)).to_parquet(path, index=False)
-
-
-def save_npz(path: str, arrays: Mapping[str, NDArray[Any]]) -> None:
-    """Write ``arrays`` to ``path`` as ``numpy.savez`` does (a zip of ``NAME.npy``
-    members, no pickle), for any names: ``numpy.savez`` takes its own keywords (``file``,
-    ``allow_pickle``) out of the names of the arrays."""
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for name, arr in arrays.items():
-            with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
-                np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
 
 
 def _cell(v: Any) -> str:

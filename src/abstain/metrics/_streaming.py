@@ -16,7 +16,7 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
-from .._core.validation import plain
+from .._core.validation import empty_batch, plain
 from ..tables._score import ScoreTable
 from ._registry import DATA_ARGUMENTS, METRICS
 
@@ -114,6 +114,8 @@ class StreamingMetric:
         if not self._needs_ood and is_ood is not None:
             raise ValueError(f"is_ood must be omitted for {self.metric}, a selective metric; "
                              "got OOD marks.")
+        if empty_batch(losses, uncertainty, is_ood):  # a batch without rows adds nothing
+            return self
         # only an oracle metric (E-AuRC) needs the distinct losses; the others skip that part
         batch = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood, oracle=self._oracle)
         self.table = ScoreTable.merge(self.table, batch)

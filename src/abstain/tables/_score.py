@@ -25,6 +25,7 @@ from .._core.validation import (
     as_scores,
     check_nan_only_on_ood,
     check_same_length,
+    empty_batch,
     plain,
 )
 
@@ -222,7 +223,8 @@ class ScoreTable(ParamsMixin):
         ls = as_totals(loss_sums, "loss_sums", n)
         sq = None if sq_loss_sums is None else as_totals(sq_loss_sums, "sq_loss_sums", n)
         oc = None if ood_counts is None else as_totals(ood_counts, "ood_counts", n, whole=True)
-        lv = as_losses(loss_values, "loss_values")
+        # no loss at all: a table of OOD rows only (as from_arrays builds it)
+        lv = (as_losses(loss_values, "loss_values") if np.size(loss_values) else np.zeros(0))
         lc = as_totals(loss_counts, "loss_counts", lv.size, whole=True)
         if oc is not None and np.any(oc > c):
             raise ValueError("ood_counts must be at most counts at every score; got more OOD "
@@ -314,6 +316,8 @@ class ScoreTable(ParamsMixin):
         The table keeps its oracle part only while every batch keeps it: this method
         builds the batch with ``oracle`` on exactly when the table has it.
         """
+        if empty_batch(uncertainty, losses, is_ood):  # adds nothing
+            return self
         batch = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood,
                                        oracle=self.loss_values is not None)
         merged = ScoreTable.merge(self, batch)

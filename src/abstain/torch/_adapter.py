@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 from torch import nn
 from torch.nn import functional as F
 
-from .._core.files import atomic_path
+from .._core.files import atomic_path, save_npz
 from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive, plain
 
@@ -550,7 +550,7 @@ def save_state(model: nn.Module, path: str | os.PathLike[str], *,
         meta["dtypes"][key] = arr.dtype.str
     arrays[_META_KEY] = np.array(json.dumps(meta, sort_keys=True))
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)  # type: ignore[arg-type]
+        save_npz(fh, arrays)  # any key, also "file" or "allow_pickle"
 
 
 def _torch_dtype(dtype: np.dtype[Any]) -> torch.dtype | None:

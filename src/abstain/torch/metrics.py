@@ -51,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.optional import require
-from .._core.validation import Interval, check_params
+from .._core.validation import Interval, check_params, empty_batch, plain
 from ..metrics import (
     augrc,
     aupr_in,
@@ -175,6 +175,10 @@ class _TableMetric(Metric):
             if t.shape != (p.shape[0],):
                 raise ValueError(f"target must be class labels of shape ({p.shape[0]},) with "
                                  f"preds of class probabilities; got shape {t.shape}.")
+            bad = (t != np.rint(t)) | (t < 0) | (t >= p.shape[1])  # never a silent error
+            if bad.any():
+                raise ValueError(f"target must hold class indices in 0..{p.shape[1] - 1} (one "
+                                 f"per column of preds); got {plain(t[bad][0])}.")
             return ScoreTable.from_arrays(1.0 - p.max(axis=1),
                                           (p.argmax(axis=1) != t).astype(np.float64))
         if p.ndim != 1:
@@ -195,7 +199,10 @@ class _TableMetric(Metric):
             ood_counts=get.get("ood_counts"))
 
     def update(self, preds: Any, target: Any) -> None:
-        """Add a batch (see the module docstring for ``preds`` and ``target``)."""
+        """Add a batch (see the module docstring for ``preds`` and ``target``); a batch
+        without rows adds nothing."""
+        if empty_batch(_numpy(preds), _numpy(target)):
+            return
         if self.edges is not None:
             self._binned_update(self._rows(preds, target))
             return
