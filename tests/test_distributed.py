@@ -191,3 +191,21 @@ def test_pair_table_refuses_text_as_the_array_api_does(client, rows) -> None:
                                          r"or bool dtype\); got dtype \w+, such as 'abc'\.$"):
         pair_table(frame, dd.from_array(losses, chunksize=20), is_ood=dd.from_array(ood,
                                                                                     chunksize=20))
+
+
+def test_rows_kept_by_a_mask_have_unknown_chunks_and_give_their_table(client) -> None:
+    # U[keep], the usual way to keep the ID rows, has chunk sizes Dask does not know yet
+    rng = np.random.default_rng(0)
+    n = 1000
+    u = np.round(rng.random(n), 2)
+    losses = (rng.random(n) < u).astype(float)
+    ood = rng.random(n) < 0.2
+    U, L, M = (da.from_array(a, chunks=100) for a in (u, losses, ood))
+    keep = ~M
+    assert np.isnan(U[keep].chunks[0][0])
+    table = score_table(U[keep], L[keep], oracle=True)
+    assert table == ScoreTable.from_arrays(u[~ood], losses[~ood])
+    s = np.c_[u, np.round(rng.random(n), 1)]
+    S = da.from_array(s, chunks=(100, 2))
+    pairs = pair_table(S[keep], L[keep], is_ood=M[keep] | (U[keep] > 0.9))
+    assert pairs == PairTable.from_arrays(s[~ood], losses[~ood], is_ood=u[~ood] > 0.9)

@@ -87,6 +87,17 @@ def _pieces(x: Any, name: str) -> tuple[list[Any], tuple[int, ...] | None]:
     return [np.asarray(x)], None
 
 
+def _known(arr: Any) -> Any:
+    """A Dask array whose chunk sizes are unknown (rows kept by a boolean mask, the usual
+    way to keep the ID rows) with its chunk sizes computed (one pass over it); anything
+    else as it is."""
+    import dask.array as da
+
+    if isinstance(arr, da.Array) and any(math.isnan(c) for cs in arr.chunks for c in cs):
+        return arr.compute_chunk_sizes()
+    return arr
+
+
 def _aligned(u: Any, other: Any, name: str, u_name: str) -> Any:
     """``other`` with the chunks of ``u`` (the rows of the argument ``u_name``) when both
     are Dask arrays."""
@@ -195,7 +206,8 @@ def score_table(
         array is taken as one partition.
     losses : same kind and partitions as ``uncertainty``
         Non-negative losses (with ``is_ood``, NaN on OOD rows is accepted). Dask arrays with
-        other chunks are rechunked to those of ``uncertainty``.
+        other chunks are rechunked to those of ``uncertainty``; chunk sizes Dask does not
+        know yet (``u[keep]`` for a boolean Dask mask) are computed first, one pass.
     is_ood : same kind and partitions, optional
         0/1 or bool OOD marks, for the OOD metrics and OOD rules.
     max_groups : int >= 1, default 1_000_000
@@ -236,6 +248,7 @@ def score_table(
     fan_in = check_int("fan_in", fan_in, 2)
     if n_ranges is not None:
         n_ranges = check_int("n_ranges", n_ranges, 2)
+    uncertainty, losses, is_ood = (_known(a) for a in (uncertainty, losses, is_ood))
     losses = _aligned(uncertainty, losses, "losses", "uncertainty")
     is_ood = None if is_ood is None else _aligned(uncertainty, is_ood, "is_ood", "uncertainty")
     u_parts, u_sizes = _pieces(uncertainty, "uncertainty")
@@ -404,6 +417,7 @@ def pair_table(
     if is_ood is None:
         raise ValueError("is_ood must be a Dask array or Series of 0/1 OOD marks; got None "
                          "(the double-score fits need both classes).")
+    scores, losses, is_ood = (_known(a) for a in (scores, losses, is_ood))
     s_parts, s_sizes = _pair_pieces(scores)
     if isinstance(scores, da.Array):
         rows = scores[:, 0]

@@ -60,3 +60,10 @@ def test_curves_take_line_properties_and_two_score_columns():
     assert (roc.get_linestyle(), roc.get_color(), roc.get_label()) == ("--", "k", "pair")
     assert pr.get_linewidth() == 3
     assert (risk.get_linestyle(), rc.get_linestyle()) == (":", "-.")
+
+
+@pytest.mark.parametrize("groups", [[0, 2, 1], [0.0, 0.5, 1.0], [0.0, np.nan, 1.0],
+                                    ["a", "b", "a"]])
+def test_histogram_groups_are_0_1_or_bool(groups):
+    with pytest.raises(ValueError, match=r"^groups must hold 0/1 or False/True"):
+        plot_score_histograms([0.1, 0.2, 0.9], groups, ax=Figure().subplots())

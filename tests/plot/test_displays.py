@@ -193,3 +193,15 @@ def test_labels_and_predictions_as_scikit_learn_passes_them():
     with pytest.raises(ValueError, match="y_true"):
         RiskCoverageDisplay.from_predictions(np.arange(N) * 1.0, SCORES, y_pred=y_true,
                                              ax=_ax())
+
+
+@pytest.mark.parametrize("display", [OODRocDisplay, OODPrecisionRecallDisplay,
+                                     RiskAtFPRDisplay])
+@pytest.mark.parametrize("marks", [[0, 2, 0, 2], [0, 0.5, 1, 1], [0, np.nan, 1, 1]])
+def test_ood_displays_check_the_marks_as_the_metrics_do(display, marks):
+    scores = np.array([0.1, 0.7, 0.4, 0.9])
+    with pytest.raises(ValueError, match="^is_ood must (hold only 0/1 or False/True|be finite)"):
+        if display is RiskAtFPRDisplay:
+            display.from_predictions(np.zeros(4), marks, scores, ax=Figure().subplots())
+        else:
+            display.from_predictions(marks, scores, ax=Figure().subplots())

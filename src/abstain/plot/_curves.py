@@ -144,7 +144,12 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     'count'
     """
     s = np.asarray(scores, dtype=np.float64)
-    g = np.asarray(groups, dtype=bool)
+    raw = np.asarray(groups)
+    if raw.dtype.kind not in "biuf" or (raw.dtype.kind != "b" and not np.all(
+            (raw == 0) | (raw == 1))):
+        raise ValueError("groups must hold 0/1 or False/True (the second group's rows); got "
+                         "other values.")
+    g = raw.astype(bool)
     if s.shape != g.shape or s.ndim != 1:
         raise ValueError(f"scores and groups must be 1-D of one length; got shapes {s.shape} "
                          f"and {g.shape}.")

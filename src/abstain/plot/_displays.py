@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 from .. import metrics as m
 from .._core.optional import axes
 from .._core.validation import (
+    as_is_ood,
     as_labels,
     as_losses_and_scores,
     check_choice,
@@ -53,7 +54,8 @@ _REFERENCE_STYLE = {"random": {"color": "0.6", "ls": ":", "lw": 1.0},
 
 
 def _is_ood_array(is_ood: ArrayLike) -> NDArray[np.bool_]:
-    return np.asarray(is_ood).astype(bool)
+    """The OOD marks checked as the metrics check them (0/1 or bool, both classes)."""
+    return as_is_ood(is_ood)
 
 
 def _rule_accept(rule: Any, scores: ArrayLike) -> NDArray[np.float64]:
