@@ -116,6 +116,35 @@ def test_shuffled_criterion_keeps_each_column_and_is_seeded():
     assert a.scores[1] == auroc(np.repeat([False, True], 100), s)
 
 
+@pytest.mark.parametrize("criterion", ["held_out_classes", "shuffled"])
+@pytest.mark.parametrize("seed", [0, "generator"])
+def test_a_detector_that_draws_is_tuned_the_same_way_for_one_seed(criterion, seed):
+    # a KNN with a bank draws its bank: every candidate takes one seed from random_state
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 300)
+    F = np.eye(4)[y] * 3 + rng.normal(size=(300, 4))
+    runs = [tune_detector(KNN(normalize=False, bank_size=50), {"k": [1, 5, 20]},
+                          {"features": F[200:]}, train_outputs={"features": F[:200]},
+                          y=y[:200], criterion=criterion,
+                          random_state=np.random.default_rng(1) if seed == "generator" else seed)
+            for _ in range(3)]
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r.scores, runs[0].scores)
+        assert r.best_params == runs[0].best_params
+        np.testing.assert_array_equal(r.detector.score(F[200:]), runs[0].detector.score(F[200:]))
+
+
+def test_labels_of_another_length_than_the_outputs_are_refused():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 300)
+    F = np.eye(4)[y] * 3 + rng.normal(size=(300, 4))
+    for n in (100, 250):
+        with pytest.raises(ValueError, match=rf"^y must have one label per row of the outputs' "
+                                             rf"features \(200 rows\); got {n} labels\."):
+            tune_detector(KNN(normalize=False), {"k": [1, 5]}, {"features": F[200:]},
+                          train_outputs={"features": F[:200]}, y=y[:n], random_state=0)
+
+
 def test_bad_input():
     train, val, ood, _ = _data(4)
     with pytest.raises(ValueError, match="detector must be a detector"):

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
 from .._core.serialize import Int, Nested, dumps, serializable
-from .._core.validation import Interval, RandomState, plain
+from .._core.validation import Interval, RandomState, derived_seeds, plain
 from ..detectors import LeaveClassesOut
 from ._guarantee import GuaranteedDetector, far_guarantee
 from ._pipeline import ScoreCombiner, check_epsilon_method
@@ -300,14 +300,7 @@ def seeded_bank(bank: Any, random_state: Any) -> Any:
     seed of their own from ``random_state`` (an int, or a Generator's seed sequence, whose
     stream it does not advance); with None they stay unseeded."""
     detectors = bank.get_params(deep=False)["detectors"] or []
-    seeds: list[int] | None = None
-    if isinstance(random_state, np.random.Generator):
-        seq = random_state.bit_generator.seed_seq
-        if isinstance(seq, np.random.SeedSequence):
-            seeds = [int(c.generate_state(1)[0]) for c in seq.spawn(len(detectors))]
-    elif isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        seeds = [int(v) for v in
-                 np.random.SeedSequence(int(random_state)).generate_state(len(detectors))]
+    seeds = derived_seeds(random_state, len(detectors))
     copies = []
     for i, det in enumerate(detectors):
         params = det.get_params(deep=False)

@@ -188,6 +188,12 @@ class LeaveClassesOut(ParamsMixin):
         and proxy outliers, restricted to the kept classes by :func:`restrict_outputs`.
         Integer labels are the logit columns' indices; other labels keep every column."""
         labels = as_labels(y)
+        for f in ("logits", "features"):  # one label per row of every output
+            has = f in outputs if isinstance(outputs, Mapping) else hasattr(outputs, f)
+            rows = np.shape(pick_output(outputs, f))[:1] if has else None
+            if rows and rows[0] != labels.size:
+                raise ValueError(f"y must have one label per row of the outputs' {f} "
+                                 f"({rows[0]} rows); got {labels.size} labels.")
         for split in self.split(labels):
             kept = split.kept if labels.dtype.kind in "iu" else None
             fit, w, b = restrict_outputs(outputs, split.fit, kept, weight=weight, bias=bias)

@@ -12,7 +12,13 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import Options, check_random_state, plain, validate_params
+from .._core.validation import (
+    Options,
+    check_random_state,
+    derived_seeds,
+    plain,
+    validate_params,
+)
 from ..detectors import Detector, LeaveClassesOut
 from ..detectors._base import pick_output
 from ..detectors._proxy import shuffle_columns, shuffle_table
@@ -141,6 +147,10 @@ def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
     ``UserWarning`` says so (for example KNN's ``k`` on features where every proxy
     outlier is far from every inlier).
 
+    ``random_state`` seeds the splits and the shuffles, and a detector that draws (a
+    ``KNN`` with ``bank_size``) and has no seed of its own: every candidate gets the same
+    seed from it, so one ``random_state`` gives one result.
+
     ``id_outputs`` and ``ood_outputs`` are what the detector scores: a dict or object with
     ``logits`` / ``features`` (as :meth:`Detector.score_outputs` reads them), or, with
     ``model`` given, the model's inputs, scored by ``detector.score_inputs(model, X)``
@@ -188,8 +198,14 @@ def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
     crit = _criterion(str(criterion), ood_outputs, train_outputs, y, model)
     rng = np.random.default_rng(random_state)
 
+    # a detector that draws (a KNN bank) and has no seed of its own: every candidate gets
+    # one seed from random_state, so the candidates differ in their parameters only
+    own_seed = (derived_seeds(random_state, 1) if detector.get_params(deep=False).get(
+        "random_state", 0) is None else None)
+
     def make(cand: dict[str, Any]) -> Detector:
-        return type(detector)(**{**detector.get_params(deep=False), **cand})
+        seeded = {"random_state": own_seed[0]} if own_seed is not None else {}
+        return type(detector)(**{**detector.get_params(deep=False), **seeded, **cand})
 
     def fit(det: Detector, outputs: Any, labels: Any, w: Any, b: Any) -> Detector:
         if fitted_kind:
