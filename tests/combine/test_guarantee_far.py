@@ -36,6 +36,37 @@ def test_far_guarantee_matches_algorithm_2(n, alpha, delta):
             assert stats.beta.sf(alpha, g.rank + 1, n - g.rank) > delta
 
 
+def _exact_rank(n, alpha, delta):
+    """The largest rank l with Pr{FAR > alpha} <= delta, in rationals: the FAR of the l-th
+    largest calibration value is Beta(l, n + 1 - l), and Pr{Beta(l, n + 1 - l) > alpha} =
+    Pr{Binomial(n, alpha) <= l - 1}."""
+    from fractions import Fraction
+
+    a, d = Fraction(alpha), Fraction(delta)
+    cdf = Fraction(0)
+    for k in range(n):  # cdf = Pr{Binomial <= k}: the rank k + 1 is ok while it is <= delta
+        cdf += math.comb(n, k) * a**k * (1 - a) ** (n - k)
+        if cdf > d:
+            return k
+    return n
+
+
+@pytest.mark.parametrize(("n", "alpha", "delta"), [
+    (2000, 0.5, 1 - 2.0**-53), (2000, 0.5, 0.999999), (300, 0.25, 1 - 2.0**-50),
+    (1000, 0.05, 0.1)])
+def test_far_guarantee_is_the_exact_rank_near_delta_1(n, alpha, delta):
+    # the upper tail near 1 rounds; the lower one does not
+    g = far_guarantee(n, alpha, delta)
+    assert g.rank == _exact_rank(n, alpha, delta)
+    assert g.achieved_alpha <= alpha
+
+
+def test_achieved_alpha_is_at_most_alpha_on_the_boundary():
+    delta = float(stats.beta.sf(0.05, 41, 960))  # the rank 41 exactly at delta
+    g = far_guarantee(1000, 0.05, delta)
+    assert g.rank == 41 and g.achieved_alpha <= 0.05
+
+
 def test_min_n_is_the_smallest_feasible_size():
     for alpha, delta in [(0.05, 0.1), (0.01, 0.01), (0.3, 0.5), (0.1, 0.9)]:
         need = far_guarantee(10, alpha, delta).min_n

@@ -130,6 +130,10 @@ def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
     need = _min_n(a, d)
 
     def ok(rank: int) -> bool:
+        # Pr{FAR > alpha} <= delta, from the smaller tail, which is accurate: near delta = 1
+        # the upper tail is 1 less a tiny number and rounds (1 - delta is exact there)
+        if d > 0.5:
+            return bool(stats.beta.cdf(a, rank, n + 1 - rank) >= 1.0 - d)
         return bool(stats.beta.sf(a, rank, n + 1 - rank) <= d)
 
     if n < need or not ok(1):
@@ -143,7 +147,9 @@ def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
             lo = mid
         else:
             hi = mid
-    achieved = float(stats.beta.isf(d, lo, n + 1 - lo))
+    # the (1 - delta)-quantile of the FAR, at most alpha since ok(lo) holds (isf may round
+    # it an ulp above)
+    achieved = min(float(stats.beta.isf(d, lo, n + 1 - lo)), a)
     return FARGuarantee(True, lo, lo / (n + 1.0), achieved, need)
 
 
