@@ -76,6 +76,11 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"at least 6 for the z-values .* split 4 \+ 36"):
         BankDetector(bank, alpha=0.2, delta=0.2, z_fraction=0.1).fit(
             train, calibration_outputs=cal, outlier_outputs=cal)
+    # one row of z-values: the same message, not that of the inner EmpiricalZ (S_train)
+    with pytest.raises(ValueError, match=r"^calibration_outputs must have enough rows for both "
+                                         r"parts: at least 2 for the z-values .* split 1 \+ 39"):
+        BankDetector(bank, method="glrt", alpha=0.2, delta=0.2, z_fraction=0.02).fit(
+            train, calibration_outputs=cal)
     with pytest.raises(ValueError, match="method='auto' chooses what to combine on proxy "
                                          "outliers: pass y"):
         BankDetector(bank).fit(train, calibration_outputs=cal)
@@ -104,6 +109,36 @@ def test_a_document_whose_parts_disagree_is_refused():
     doc = json.loads(det.to_json())
     doc["fitted"]["n_calibration_"] = 7
     with pytest.raises(ValueError, match="fitted.guarantee_ must be calibrated on fitted"):
+        load_json(json.dumps(doc))
+    for section, edits, message in (
+            ("params", {"alpha": 0.001, "delta": 0.5}, r"params\.alpha must be that of the "
+                                                      r"fitted GuaranteedDetector \(0\.2\)"),
+            ("params", {"epsilon": 50.0}, r"params\.epsilon must be that of the fitted "
+                                          r"ScoreCombiner \(None\)"),
+            ("fitted", {"n_z_": 3}, r"fitted\.n_z_ must be the rows of the combiner's z-values "
+                                    r"\(30\)")):
+        doc = json.loads(det.to_json())
+        doc[section].update(edits)
+        with pytest.raises(ValueError, match="^" + message):
+            load_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize(("edits", "message"), [
+    ({"params": {"alpha": 0.001}}, r"fitted\.n_calibration_ = 1000 is below the 2302 rows"),
+    ({"fitted": {"rank_": 500, "level_": 0.9}}, r"fitted\.rank_, level_ and achieved_alpha_ "
+                                                 r"must be those of far_guarantee\(1000"),
+    ({"fitted": {"achieved_alpha_": 0.01}}, r"fitted\.rank_, level_ and achieved_alpha_"),
+])
+def test_a_guarantee_that_its_parameters_do_not_give_is_refused(edits, message):
+    import json
+
+    det = GuaranteedDetector(alpha=0.05, delta=0.1).fit(np.random.default_rng(0).normal(
+        size=1000))
+    assert load_json(det.to_json()).rank_ == 41
+    doc = json.loads(det.to_json())
+    for section, values in edits.items():
+        doc[section].update(values)
+    with pytest.raises(ValueError, match="^" + message):
         load_json(json.dumps(doc))
 
 

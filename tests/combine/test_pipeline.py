@@ -188,3 +188,28 @@ def test_extreme_training_scores_load_without_overflow_warnings():
         warnings.simplefilter("error")
         again = load_json(ez.to_json())
     np.testing.assert_array_equal(again.sorted_train_, ez.sorted_train_)
+
+
+def test_a_selection_record_that_contradicts_the_choice_is_refused():
+    rng = np.random.default_rng(0)
+    S_in, S_out = rng.normal(size=(300, 3)), rng.normal(size=(100, 3)) + [1.5, 0, 0]
+    doc = json.loads(ScoreCombiner(random_state=1, n_bootstrap=100).fit(S_in, S_out).to_json())
+    sel = doc["fitted"]["selection_"]
+    assert sel["method"] == "single" and sel["win_fraction"] < 0.9
+    other = json.loads(json.dumps(doc))  # another column than the best single one
+    other["fitted"]["selection_"]["columns"] = other["fitted"]["columns_"] = [2]
+    with pytest.raises(ValueError, match=r"^fitted\.selection_\.columns must be \[single\] = "
+                                         r"\[0\] for method 'single'; got \[2\]\."):
+        load_json(json.dumps(other))
+    kept = json.loads(json.dumps(doc))  # the combination marked as kept, with 0 % of wins
+    s = kept["fitted"]["selection_"]
+    s["method"], s["columns"] = s["combination_method"], s["combination_columns"]
+    kept["fitted"]["method_"], kept["fitted"]["columns_"] = s["method"], s["columns"]
+    with pytest.raises(ValueError, match=r"^fitted\.selection_ must keep the combination "
+                                         r"exactly when its win_fraction reaches params\."
+                                         r"confidence = 0\.9; got win_fraction 0\.0"):
+        load_json(json.dumps(kept))
+    kept["params"]["confidence"] = 1e-9  # where that combination would have been kept
+    kept["fitted"]["selection_"]["win_fraction"] = 0.5
+    kept["fitted"]["selection_"]["kind_win_fractions"] = [0.5]
+    assert load_json(json.dumps(kept)).method_ == s["method"]

@@ -207,7 +207,7 @@ class BankDetector(ParamsMixin):
         n_z = int(round(float(self.z_fraction) * n))
         n_cal = n - n_z
         g = far_guarantee(max(n_cal, 1), float(self.alpha), float(self.delta))
-        least_z = 2 + MIN_ROWS if auto and outlier_outputs is not None else 1
+        least_z = 2 + MIN_ROWS if auto and outlier_outputs is not None else 2  # z: 2 rows
         if n_z < least_z or not g.feasible or n_cal < g.min_n:
             raise ValueError(
                 f"calibration_outputs must have enough rows for both parts: at least "
@@ -293,6 +293,21 @@ class BankDetector(ParamsMixin):
         if self.guarantee_.n_calibration_ != self.n_calibration_:
             raise ValueError("fitted.guarantee_ must be calibrated on fitted.n_calibration_ = "
                              f"{self.n_calibration_} rows; got {self.guarantee_.n_calibration_}.")
+        # the nested objects are built from these parameters, and the rows split by z_fraction
+        for part, names in ((self.guarantee_, ("alpha", "delta")),
+                            (self.combiner_, ("epsilon", "confidence", "n_bootstrap",
+                                              "subsets"))):
+            for name in names:
+                if getattr(part, name) != getattr(self, name):
+                    raise ValueError(f"params.{name} must be that of the fitted "
+                                     f"{type(part).__name__} ({getattr(part, name)!r}); got "
+                                     f"{getattr(self, name)!r}.")
+        n = self.n_z_ + self.n_calibration_
+        if self.combiner_.empirical_z_.n_train_ != self.n_z_ or self.n_z_ != int(
+                round(float(self.z_fraction) * n)):
+            raise ValueError(f"fitted.n_z_ must be the rows of the combiner's z-values "
+                             f"({self.combiner_.empirical_z_.n_train_}) and z_fraction of the "
+                             f"{n} calibration rows; got {self.n_z_}.")
 
 
 def seeded_bank(bank: Any, random_state: Any) -> Any:

@@ -316,3 +316,14 @@ class GuaranteedDetector(ParamsMixin):
         if self.rank_ > self.n_calibration_:
             raise ValueError(f"fitted.rank_ must be at most fitted.n_calibration_ = "
                              f"{self.n_calibration_}; got {self.rank_}.")
+        # the guarantee is a function of (n, alpha, delta): a document claims only that one
+        g = far_guarantee(self.n_calibration_, float(self.alpha), float(self.delta))
+        if not g.feasible:
+            raise ValueError(f"fitted.n_calibration_ = {self.n_calibration_} is below the "
+                             f"{g.min_n} rows that params.alpha and params.delta need.")
+        if (self.rank_, self.level_) != (g.rank, g.level) or not math.isclose(
+                self.achieved_alpha_, g.achieved_alpha, rel_tol=1e-9, abs_tol=1e-300):
+            raise ValueError(f"fitted.rank_, level_ and achieved_alpha_ must be those of "
+                             f"far_guarantee({self.n_calibration_}, alpha, delta) = {g.rank}, "
+                             f"{g.level!r}, {g.achieved_alpha!r}; got {self.rank_}, "
+                             f"{self.level_!r}, {self.achieved_alpha_!r}.")

@@ -328,7 +328,7 @@ class ScoreCombiner(ParamsMixin):
                 else (sel["method"], [int(c) for c in sel["columns"]]))
         if sel is not None:
             try:
-                check_record(sel, m)
+                check_record(sel, m, float(self.confidence))
             except ValueError as exc:
                 raise ValueError(str(exc)) from None
         if (self.method_, self.columns_) != want:

@@ -292,13 +292,35 @@ def describe(record: dict[str, Any]) -> str:
     return f"{combo}, which {won} against the {single}{apart}"
 
 
-def check_record(record: Any, n_scores: int) -> None:
-    """Raise unless a loaded selection record is consistent with itself."""
+def check_record(record: Any, n_scores: int, confidence: float | None = None) -> None:
+    """Raise unless a loaded selection record is consistent with itself (and, given the
+    ``confidence`` of its combiner, with the rule that chose: the combination is kept when
+    its win fraction reaches ``confidence``, else the best single score)."""
     cols = record["columns"]
     if any(c >= n_scores for c in cols) or (record["method"] == "single") != (len(cols) == 1):
         raise ValueError(f"fitted.selection_.columns must be 1 column for method 'single' and "
                          f"2 or more otherwise, each below {n_scores}; got {plain(cols)} with "
                          f"method {record['method']!r}.")
+    combo = record["combination_method"], record["combination_columns"]
+    won = record["win_fraction"]
+    if (combo[0] is None) != (combo[1] is None) or (combo[0] is None) != (won is None):
+        raise ValueError("fitted.selection_.combination_method, combination_columns and "
+                         "win_fraction must all be null (no combination tried) or all be given.")
+    if record["single"] >= n_scores:
+        raise ValueError(f"fitted.selection_.single must be a column below {n_scores}; got "
+                         f"{record['single']}.")
+    chose_single = record["method"] == "single"
+    if chose_single and cols != [record["single"]]:
+        raise ValueError(f"fitted.selection_.columns must be [single] = [{record['single']}] "
+                         f"for method 'single'; got {plain(cols)}.")
+    if not chose_single and (record["method"], cols) != (combo[0], combo[1]):
+        raise ValueError(f"fitted.selection_.method and columns must be the combination tried "
+                         f"({combo[0]!r}, {plain(combo[1])}); got {record['method']!r}, "
+                         f"{plain(cols)}.")
+    if confidence is not None and won is not None and (won >= confidence) == chose_single:
+        raise ValueError(f"fitted.selection_ must keep the combination exactly when its "
+                         f"win_fraction reaches params.confidence = {plain(confidence)}; got "
+                         f"win_fraction {plain(won)} with method {record['method']!r}.")
     tasks = record.get("task_win_fractions")
     if tasks is not None and len(tasks) != record["n_tasks"]:
         raise ValueError(f"fitted.selection_.task_win_fractions must hold one fraction per "
