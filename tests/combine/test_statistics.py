@@ -216,3 +216,16 @@ def test_glrt_refuses_z_values_whose_statistic_leaves_the_float64_range():
         combine(Z, "glrt_cov", cov=np.eye(2))
     # p = 1 is z = -inf: the statistic -inf is its exact value, not an overflow
     assert combine([[1.0, 0.5]], "glrt", scale="p")[0] == -np.inf
+
+
+@pytest.mark.parametrize("method", [m for m in STATISTICS if m != "glrt_cov"])
+@pytest.mark.parametrize("scale", ["z", "p"])
+def test_every_column_order_gives_the_same_statistic_to_the_last_bit(method, scale):
+    # the docs say the combiners are invariant to permuting the columns: so are their bits
+    rng = np.random.default_rng(7)
+    Z = rng.normal(size=(2000, 6)) * rng.choice([0.1, 1.0, 3.0], 6)
+    values = Z if scale == "z" else stats.norm.sf(Z)
+    want = combine(values, method, scale=scale)
+    for _ in range(5):
+        perm = rng.permutation(6)
+        np.testing.assert_array_equal(combine(values[:, perm], method, scale=scale), want)

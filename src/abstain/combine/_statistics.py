@@ -56,13 +56,19 @@ _ROWS_PER_CHUNK = 1 << 15  # rows combined at once: bounds the temporaries to a 
 
 
 # --------------------------------------------------------------------------- combiners
+def _row_sums(terms: F64) -> F64:
+    """Each row's sum, of its terms sorted: the same for the columns in any order (a sum
+    in column order changes in its last bits with it)."""
+    return np.sort(terms, axis=1).sum(axis=1)
+
+
 def _glrt(Z: F64, eps: float) -> F64:
     """Eq. (20) negated: sum of ``(z - z_plus / 2) * z_plus``, ``z_plus = max(z, eps)``."""
     if eps == 0.0:
         zp = np.maximum(Z, 0.0)
-        return 0.5 * np.einsum("ij,ij->i", zp, zp)
+        return 0.5 * _row_sums(zp * zp)
     zp = np.maximum(Z, eps)
-    return np.einsum("ij,ij->i", Z - 0.5 * zp, zp)
+    return _row_sums((Z - 0.5 * zp) * zp)
 
 
 def _log_sf(z: F64) -> F64:
@@ -109,10 +115,10 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
         return _glrt(z, eps)
     if method == "stouffer":
         z = block if scale == "z" else -special.ndtri(block)
-        return z.sum(axis=1) / math.sqrt(m)
+        return _row_sums(z) / math.sqrt(m)
     if method == "fisher":
         logp = _log_sf(block) if scale == "z" else np.log(block)
-        return -2.0 * logp.sum(axis=1)
+        return -2.0 * _row_sums(logp)
     if method == "bonferroni":
         if scale == "z":
             logp1 = special.log_ndtr(-block.max(axis=1))
@@ -182,7 +188,8 @@ def combine(
 
     Ties: the sorting combiners (Simes, HC, BJ, ALR) sort each row's p-values; tied
     values are interchangeable, so the statistic does not depend on their order. All
-    methods but ``glrt_cov`` are invariant to permuting the columns and non-decreasing in
+    methods but ``glrt_cov`` are invariant to permuting the columns, to the last bit (the
+    sums of GLRT, Stouffer and Fisher add each row's terms sorted), and non-decreasing in
     every z (``glrt`` strictly increasing for ``epsilon > 0``).
 
     ``glrt_cov`` solves ``min_{x >= 0} (w - x)' cov^{-1} (w - x)``, ``w = z - eps``, per
