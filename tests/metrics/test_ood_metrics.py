@@ -141,3 +141,18 @@ def test_double_score_area_is_at_least_each_column():
         assert both_o >= M.oscr(losses, is_ood, s[:, j]) - 1e-3
     with pytest.raises(ValueError, match="n_points"):
         M.auroc(is_ood, s, n_points=1)
+
+
+@pytest.mark.parametrize("pair", [False, True])
+@pytest.mark.parametrize("search", ["grid", "exact"])
+def test_curve_bounds_outside_their_range_are_refused(pair, search):
+    rng = np.random.default_rng(0)
+    ood = np.r_[np.zeros(20), np.ones(10)]
+    s = rng.normal(size=(30, 2)) if pair else rng.normal(size=30)
+    for bad in ([2.0], [-1.0], [np.nan], [0.5, 1.5]):
+        with pytest.raises(ValueError, match=r"^fpr must be in \[0, 1\]; got "):
+            M.ood_roc_curve(ood, s, fpr=bad, search=search)
+    for bad in ([0.0], [2.0], [np.nan], [-0.5]):  # precision at recall 0 is undefined
+        with pytest.raises(ValueError, match=r"^recall must be in \(0, 1\]; got "):
+            M.ood_pr_curve(ood, s, recall=bad, search=search)
+    assert M.ood_roc_curve(ood, s, fpr=[0.0, 1.0], search=search).tpr[-1] == 1.0

@@ -45,7 +45,7 @@ from .._core.validation import (
     check_choice,
     check_fraction,
     check_int,
-    check_probability,
+    plain,
     validate_params,
 )
 from .._ood_search import envelope as env
@@ -393,10 +393,8 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike 
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1 and fpr is None:
         return _roc_knots(sample)
-    grid = np.linspace(0.0, 1.0, 201) if fpr is None else as_real_array(fpr, "fpr")
+    grid = np.linspace(0.0, 1.0, 201) if fpr is None else _bounds(fpr, "fpr", 0.0)
     if search == "exact" and sample.s.shape[1] == 2:
-        for b in grid:
-            check_probability("fpr", float(b))
         lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
         return ROCCurve(grid, env.value_at(lines, grid * sample.n_ood) / sample.n_id)
     return ROCCurve(grid, envelopes_on_grid(sample, ("id",), grid, n_directions)[0])
@@ -426,7 +424,8 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike |
     search, n_directions = check_search(search, n_directions)
     sample = _sample(is_ood, scores)
     pi = ood_fraction(sample) if ood_prior is None else float(ood_prior)
-    grid = np.linspace(0.01, 1.0, 100) if recall is None else as_real_array(recall, "recall")
+    grid = (np.linspace(0.01, 1.0, 100) if recall is None
+            else _bounds(recall, "recall", None))
     best = np.zeros(grid.size)
     if search == "exact" and sample.s.shape[1] == 2:
         lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
@@ -454,6 +453,17 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike |
         vals[ok] = np.maximum(at, suffix[q])
         best = np.maximum(best, vals)
     return PRCurve(grid, best)
+
+
+def _bounds(values: ArrayLike, name: str, low: float | None) -> NDArray[np.float64]:
+    """The bounds of a curve: in ``[0, 1]`` (``low=0.0``) or ``(0, 1]`` (``low=None``: a
+    precision at recall 0 is undefined)."""
+    arr = as_real_array(values, name)
+    bad = ~((arr >= 0.0) & (arr <= 1.0)) if low is not None else ~((arr > 0.0) & (arr <= 1.0))
+    if bad.any():
+        where = "[0, 1]" if low is not None else "(0, 1]"
+        raise ValueError(f"{name} must be in {where}; got {plain(arr[bad].flat[0])}.")
+    return arr
 
 
 #: FPR values at which :func:`auroc` and :func:`oscr` integrate a pair's grid envelope.
