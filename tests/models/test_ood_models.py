@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -330,3 +331,22 @@ def test_attainable_rates_check_their_arguments():
         most_recall_at_precision(s, is_ood, 0.5, ood_prior=1)
     with pytest.raises(ValueError, match="is_ood must contain both ID"):
         least_fpr_at_tpr(s, [0, 0, 0], 0.5)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e155, 1e-170, 3.0])
+def test_an_exact_fit_at_a_tie_of_two_points_loads_and_applies_its_rule(scale):
+    # the best rule sits where two points tie: its direction is their exact normal, scaled by
+    # a power of two (no projection overflows or underflows; the points still tie)
+    s = np.array([[1, 1], [0, 0], [1, 0], [1, 1], [0, 0], [1, 1], [0, 0], [0, 0], [0, 0.]]) * scale
+    ood = np.array([1, 0, 0, 0, 1, 0, 0, 0, 0], bool)
+    loss = np.array([0, 1, 0, 1, 0, 0, 1, 0, 1.])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rule = BoundedTPRFPR(0.5, 0.5, search="exact").fit(s, ood, loss)
+    assert 0.5 <= max(abs(v) for v in rule.weights_) < 1.0
+    assert (rule.tpr_, rule.fpr_) == (0.5, 5 / 12)
+    p = rule.accept_proba(s)
+    assert p[~ood].mean() == pytest.approx(rule.tpr_) and p[ood].mean() == pytest.approx(
+        rule.fpr_)
+    loaded = load_json(rule.to_json())
+    np.testing.assert_array_equal(loaded.accept_proba(s), p)

@@ -402,7 +402,8 @@ def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
     """Weight vector and angle of state ``col`` of anchor ``e`` (layout of :func:`exact_search`).
 
     A critical state's vector is the exact normal of its first tied pair (so integer or
-    dyadic scores tie exactly); an open state's is the unit vector halfway between the
+    dyadic scores tie exactly) times the power of two that brings its largest entry into
+    ``[0.5, 1)``; an open state's is the unit vector halfway between the
     normals of the swaps around it; all from basic operations, the same on every CPU.
     """
     m = points.shape[0]
@@ -421,6 +422,9 @@ def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
     if 1 <= col <= m:  # critical: the exact normal of the first tied pair
         first = int(starts[np.searchsorted(starts, col - 1, side="right") - 1])
         w = swap_normal(float(dr[0, o[first]]), float(dg[0, o[first]]))
+        # times a power of two (exact: the pair still ties) to a largest entry in [0.5, 1):
+        # a normal of scores near 1e155 or 1e-170 would overflow or underflow projections
+        w = np.ldexp(w, -int(np.frexp(float(np.max(np.abs(w))))[1]))
     else:
         j = col - m - 2  # the open state after sorted swap j (-1: before the first)
         lo = np.array([1.0, 0.0]) if j < 0 else normal(j)

@@ -149,17 +149,20 @@ class _OODRule(ParamsMixin):
 
     def _after_load(self) -> None:
         check_infeasible_rule(bool(self.feasible_), float(self.threshold_))
-        # The direction is one of the fit's: a unit vector (cos a, sin a), or the plug-in
-        # rule's (1, mu); its angle and mu must agree with it.
+        # The direction is one of the fit's: a unit vector (cos a, sin a), an exact normal
+        # of a tied pair scaled to a largest entry in [0.5, 1), or the plug-in rule's
+        # (1, mu); its angle and mu must agree with it.
         w = [float(v) for v in self.weights_]
         if len(w) == 1:
             if w != [1.0]:
                 raise ValueError(f"fitted.weights_ must be [1.0] for one score; got {w}.")
             return
         unit = math.isclose(math.hypot(*w), 1.0, rel_tol=1e-9)
+        normal = 0.5 <= max(abs(w[0]), abs(w[1])) < 1.0
         plug_in = w[0] == 1.0 and math.isclose(w[1], self.mu_, rel_tol=1e-12)
-        if not (unit or plug_in):
-            raise ValueError(f"fitted.weights_ must be a unit vector or [1, mu_]; got {w}.")
+        if not (unit or normal or plug_in):
+            raise ValueError(f"fitted.weights_ must be a unit vector, a vector of largest "
+                             f"entry in [0.5, 1) or [1, mu_]; got {w}.")
         if not math.isclose(math.atan2(w[1], w[0]), self.angle_, rel_tol=1e-9, abs_tol=1e-12):
             raise ValueError(f"fitted.angle_ must be the angle of fitted.weights_ "
                              f"({plain(math.atan2(w[1], w[0]))}); got {plain(self.angle_)}.")
@@ -233,7 +236,9 @@ class BoundedTPRFPR(_OODRule):
     Attributes
     ----------
     weights_ : list of float
-        ``[1.0]`` for one score; ``[cos a, sin a]`` (or a positive multiple) for two.
+        ``[1.0]`` for one score; ``[cos a, sin a]`` for two, or at a direction where two
+        points tie, their exact normal times a power of two (largest entry in
+        ``[0.5, 1)``), so that they tie exactly.
     angle_, mu_ : float
         ``a`` and ``mu = w_g / w_r`` (inf at ``a = pi/2``, NaN for ``a > pi/2``); NaN
         for one score.
