@@ -350,3 +350,22 @@ def test_an_exact_fit_at_a_tie_of_two_points_loads_and_applies_its_rule(scale):
         rule.fpr_)
     loaded = load_json(rule.to_json())
     np.testing.assert_array_equal(loaded.accept_proba(s), p)
+
+
+@pytest.mark.parametrize(("scores", "ood", "loss", "kw"), [
+    (np.array([0., 0., 1., 1., 1., 1.]), [0, 1, 1, 1, 1, 1], np.zeros(6), {}),
+    (np.c_[[0., 0., 1., 1., 1., 1.], [0., 0., 1., 1., 1., 1.]], [0, 1, 1, 1, 1, 1], np.zeros(6),
+     {}),
+    (np.c_[[0., 0., 1., 1., 1., 1.], [0., 0., 1., 1., 1., 1.]], [0, 1, 1, 1, 1, 1], np.zeros(6),
+     {"search": "exact"}),
+    (np.array([[0., 2.], [2., 2.], [0., 0.], [1., 1.], [2., 2.], [0., 2.]]), [1, 0, 1, 1, 1, 1],
+     [0, 0, 1, 1, 0, 1], {"search": "exact"}),
+])
+def test_cost_based_ood_takes_the_largest_coverage_on_an_exact_tie_of_costs(scores, ood, loss,
+                                                                          kw):
+    # rejecting all and accepting the first group both cost exactly 1/4: the objective left
+    # without its constant sits near 0, where a tolerance relative to it decided nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rule = CostBasedOOD(0.25, 0.5, 0.25, **kw).fit(scores, ood, loss)
+    assert (rule.tpr_, rule.fpr_) == (1.0, 0.2) and rule.cost_ == pytest.approx(0.25)

@@ -44,6 +44,9 @@ class Best(NamedTuple):
     O: float  # noqa: E741
     L: float
     objective: float
+    #: The magnitude of the terms that sum to ``objective`` (0 where it is a ratio): the
+    #: round-off of a linear objective near 0 is relative to it, not to the objective.
+    scale: float = 0.0
 
 
 def same_mass(a: Any, b: Any) -> Any:
@@ -65,11 +68,12 @@ def ahead(i_new: float, o_new: float, i_old: float, o_old: float) -> bool | None
 
 def better(new: Best, crit: bool, old: Best | None, old_crit: bool) -> bool:
     """Whether ``new`` (a critical state where ``crit``) beats ``old``: a smaller objective
-    (beyond a relative ``RTOL``), then :func:`ahead`, then an open state over a critical
-    one; on a full tie the first one found stays."""
+    (beyond a relative ``RTOL`` of the objectives or of the terms that sum to them), then
+    :func:`ahead`, then an open state over a critical one; on a full tie the first one
+    found stays."""
     if old is None:
         return True
-    tol = RTOL * max(abs(old.objective), 1e-300)
+    tol = RTOL * max(abs(old.objective), abs(new.objective), old.scale, new.scale, 1e-300)
     if new.objective < old.objective - tol:
         return True
     if new.objective > old.objective + tol:
@@ -92,10 +96,12 @@ class RowsBest(NamedTuple):
     O: F64  # noqa: E741
     L: F64
     objective: F64
+    scale: F64 | None = None  # of a linear objective: see Best.scale
 
     def best(self, r: int) -> Best:
         return Best(int(self.at[r]), float(self.nu[r]), float(self.I[r]), float(self.O[r]),
-                    float(self.L[r]), float(self.objective[r]))
+                    float(self.L[r]), float(self.objective[r]),
+                    0.0 if self.scale is None else float(self.scale[r]))
 
 
 def _row_least(v: F64, row: NDArray[np.intp]) -> F64:
@@ -183,7 +189,7 @@ def rows_best_ratio(
     r = rw[first]
     out.found[r] = True
     out.at[r] = at[seg[first]]
-    for dst, src in zip(out[2:], (nu, ci, co, cl, risk), strict=True):
+    for dst, src in zip(out[2:7], (nu, ci, co, cl, risk), strict=True):
         dst[r] = src[first]
     return out
 
@@ -212,5 +218,8 @@ def rows_best_linear(
         first = np.lexsort((-rank, r))[starts]  # stable: the first column of a rank leads
         j[r[first], 0] = c[first]
     take = lambda a: np.take_along_axis(a, j, axis=1)[:, 0]  # noqa: E731
-    return RowsBest(np.isfinite(best[:, 0]), j[:, 0], np.ones(i1.shape[0]), take(i1),
-                    take(o1), take(l1), take(cost))
+    li, oi, ll = take(i1), take(o1), take(l1)
+    with np.errstate(invalid="ignore"):  # rows without a valid point: not found
+        scale = abs(slope_l) * ll + abs(slope_i) * li + abs(slope_o) * oi
+    return RowsBest(np.isfinite(best[:, 0]), j[:, 0], np.ones(i1.shape[0]), li, oi, ll,
+                    take(cost), scale)
