@@ -309,7 +309,7 @@ class GuaranteedDetector(ParamsMixin):
         "rank_": Int(1),
         "level_": Number(0.0, 1.0, low_open=True, high_open=True),
         "achieved_alpha_": Number(0.0, 1.0),
-        "n_calibration_": Int(1),
+        "n_calibration_": Int(1, 2**53),
     }
 
     def _after_load(self) -> None:
