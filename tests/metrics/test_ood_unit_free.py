@@ -157,3 +157,47 @@ def test_the_scaled_grid_of_a_column_near_the_float_range_is_the_same(scale):
     same = PairTable.from_arrays(s, losses, is_ood=is_ood)
     with np.errstate(all="raise"):
         assert auroc(table) == auroc(same)
+
+
+@pytest.mark.parametrize("search", ["exact", "grid"])
+def test_scores_near_the_float_maximum_give_the_metrics_of_the_scores_halved(search):
+    # differences (1e308 - -1e308) and projections (at 45 degrees) of such scores overflow:
+    # the sample divides them by a power of two first, which changes no order
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        n = int(rng.integers(4, 12))
+        s = rng.choice([-1.7e308, -1e308, 0.0, 1.0, 1e308, 1.7e308, 3.0], size=(n, 2))
+        ood = rng.integers(0, 2, n)
+        ood[:2] = [0, 1]
+        small = s * 2.0**-20
+        assert auroc(ood, s, search=search) == auroc(ood, small, search=search)
+        assert fpr_at_tpr(ood, s, 0.5, search=search) == fpr_at_tpr(ood, small, 0.5,
+                                                                     search=search)
+
+
+def test_a_pair_rule_fitted_near_the_float_maximum_applies_the_rule_it_reports():
+    import warnings
+
+    from abstain.models import BoundedTPRFPR
+
+    rng = np.random.default_rng(1)
+    refused = applied = 0
+    for _ in range(40):
+        n = 12
+        s = rng.choice([1.0e308, 1.2e308, 1.5e308, 1.7e308], size=(n, 2))
+        ood = np.r_[np.zeros(6), np.ones(6)].astype(bool)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                rule = BoundedTPRFPR(0.5, 0.5, search="exact").fit(s, ood, np.zeros(n))
+            except ValueError as exc:  # a threshold beyond the float range: refused
+                assert "combined score at the fitted rule exceeds the float64" in str(exc)
+                refused += 1
+                continue
+        if not rule.feasible_:
+            continue
+        applied += 1
+        p = rule.accept_proba(s)
+        assert p[~ood].mean() == pytest.approx(rule.tpr_) and p[ood].mean() == pytest.approx(
+            rule.fpr_)
+    assert applied > 10 and refused > 0

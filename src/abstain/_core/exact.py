@@ -214,7 +214,16 @@ def orient(ax: F64, ay: F64, bx: F64, by: F64, cx: F64, cy: F64) -> I8:
         hard = hard[~small]
     if hard.size:
         t = [v[hard] for v in (ax, ay, bx, by, cx, cy)]
-        d = [_diff(t[2], t[0]), _diff(t[3], t[1]), _diff(t[4], t[0]), _diff(t[5], t[1])]
+        with np.errstate(over="ignore", invalid="ignore"):
+            d = [_diff(t[2], t[0]), _diff(t[3], t[1]), _diff(t[4], t[0]), _diff(t[5], t[1])]
+        # a difference beyond the float64 range (1e308 - -1e308): the rows in rationals
+        wide = ~np.logical_and.reduce([np.isfinite(x) for v in d for x in v])
+        for i in np.flatnonzero(wide).tolist():
+            q = [Fraction(float(v[i])) for v in t]
+            out[hard[i]] = _frac_sign((q[2] - q[0]) * (q[5] - q[1]) - (q[3] - q[1]) * (q[4] - q[0]))
+        if wide.any():
+            keep = ~wide
+            hard, d = hard[keep], [[x[keep] for x in v] for v in d]
         # rows whose four differences are exact need 4 terms, not 16
         short = (d[0][1] == 0) & (d[1][1] == 0) & (d[2][1] == 0) & (d[3][1] == 0)
         for rows, parts in ((np.flatnonzero(short), 1), (np.flatnonzero(~short), 2)):

@@ -186,6 +186,25 @@ _MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
 Found = tuple[Best, NDArray[np.float64], float]  # best point, weights, threshold
 
 
+#: Two score columns reaching this are divided by :data:`UNIT` (exactly, where no score
+#: becomes subnormal): differences and projections of such scores overflow float64.
+TOP = 2.0**1020
+UNIT = 16.0
+
+
+def _unit_of(s: NDArray[np.float64]) -> float:
+    """:data:`UNIT` where two score columns reach :data:`TOP` and dividing them by it is
+    exact (no nonzero score below ``2**-1018``), else 1 (order, ties and every metric are
+    the same for scores divided by a power of two)."""
+    if s.shape[1] != 2 or s.size == 0:
+        return 1.0
+    a = np.abs(s)
+    if float(a.max()) < TOP:
+        return 1.0
+    small = a[a > 0.0]
+    return UNIT if small.size == 0 or float(small.min()) >= 2.0**-1018 else 1.0
+
+
 class Sample:
     """A validated sample with its searches over rules: one score, the grid of directions, or
     all directions (``search="exact"``, two scores).
@@ -204,6 +223,11 @@ class Sample:
         if s.shape[1] == 1 and not grouped:
             values, _, (w_id, w_ood, w_loss) = group_totals(s[:, 0], w_id, w_ood, w_loss)
             s = values[:, None]
+        #: the power of two the scores were divided by (:func:`_unit_of`): a threshold on
+        #: ``s`` is ``unit`` times smaller than on the scores given
+        self.unit = _unit_of(s)
+        if self.unit != 1.0:
+            s = s / self.unit
         self.s, self.w_id, self.w_ood, self.w_loss = s, w_id, w_ood, w_loss
         self.n_id = float(w_id.sum())
         self.n_ood = float(w_ood.sum())
@@ -348,10 +372,13 @@ class Sample:
         drawn = c > 0
         above = bool(np.any(drawn & (self.w_loss > self.w_id)))
         if not self._orders:
-            return Sample(self.s[drawn], (self.w_id * c)[drawn], (self.w_ood * c)[drawn],
-                          (self.w_loss * c)[drawn], loss_above_one=above, grouped=True)
+            out = Sample(self.s[drawn], (self.w_id * c)[drawn], (self.w_ood * c)[drawn],
+                         (self.w_loss * c)[drawn], loss_above_one=above, grouped=True)
+            out.unit = self.unit  # the scores were divided already
+            return out
         out = Sample(self.s, self.w_id * c, self.w_ood * c, self.w_loss * c,
                      loss_above_one=above, grouped=True)
+        out.unit = self.unit
         out._orders = {d: [o.drawn(drawn) for o in batches]
                        for d, batches in self._orders.items()}
         out._drawn = drawn

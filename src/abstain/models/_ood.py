@@ -44,6 +44,8 @@ from .._ood_search import search as core
 from .._ood_search.sample import (
     N_DIRECTIONS,
     NO_LOSSES,
+    TOP,
+    UNIT,
     Found,
     Sample,
     as_score_matrix,
@@ -91,7 +93,12 @@ class _OODRule(ParamsMixin):
                 thr, nu = (float(below.max()), 1.0) if below.size else (-math.inf, 1.0)
             self.feasible_ = True
             self.weights_ = [float(v) for v in w]
-            self.threshold_, self.accept_prob_ = float(thr), float(nu)
+            # on the scores given (the sample's may be divided by a power of two)
+            self.threshold_, self.accept_prob_ = float(thr) * fit.unit, float(nu)
+            if math.isfinite(thr) and not math.isfinite(self.threshold_):
+                raise ValueError("the scores' combined score at the fitted rule exceeds the "
+                                 "float64 range; divide the scores by a power of two (such "
+                                 "as 2**10) and fit again.")
             self.risk_ = best.L / best.I if best.I > 0 else math.nan
             self.tpr_ = best.I / fit.n_id
             self.fpr_ = best.O / fit.n_ood
@@ -117,9 +124,20 @@ class _OODRule(ParamsMixin):
         return core.project(s, np.asarray(self.weights_))
 
     def accept_proba(self, scores: ArrayLike) -> NDArray[np.float64]:
-        """Acceptance probability: 1 below ``threshold_``, ``accept_prob_`` at it, 0 above."""
-        s = self.score(scores)
-        return threshold_proba(s, self.threshold_, self.accept_prob_)
+        """Acceptance probability: 1 below ``threshold_``, ``accept_prob_`` at it, 0 above.
+
+        Two score columns near the float maximum (or a threshold near it) are compared
+        divided by 16, as the fit searched them: their combined score may overflow."""
+        self._check_fitted("threshold_")
+        raw = as_score_matrix(scores)
+        thr = float(self.threshold_)
+        if raw.shape[1] == 2 and raw.size and (float(np.max(np.abs(raw))) >= TOP
+                                               or abs(thr) >= TOP / UNIT):
+            s = self.score(raw / UNIT)
+            thr /= UNIT
+        else:
+            s = self.score(raw)
+        return threshold_proba(s, thr, self.accept_prob_)
 
     def accept(self, scores: ArrayLike) -> NDArray[np.bool_]:
         """Randomised accept decisions; ties drawn from ``default_rng(random_state)``."""
