@@ -401,8 +401,8 @@ def between(w0: F64, w1: F64) -> F64:
 def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
     """Weight vector and angle of state ``col`` of anchor ``e`` (layout of :func:`exact_search`).
 
-    A critical state's vector is the exact normal of its first tied pair (so integer or
-    dyadic scores tie exactly) times the power of two that brings its largest entry into
+    A critical state's vector is the exact normal of its first tied pair (so integer
+    scores, and dyadic ones of few significant bits, tie exactly) times the power of two that brings its largest entry into
     ``[0.5, 1)``; an open state's is the unit vector halfway between the
     normals of the swaps around it; all from basic operations, the same on every CPU.
     """
@@ -588,9 +588,9 @@ def exact_search(
     they do not depend on the CPU): between two events the set of points below ``e`` is
     fixed (an *open* state, whose weight vector is the unit vector halfway between the two
     swaps), at an event the points tied with ``e`` join its group (a *critical* state,
-    whose weight vector is the exact normal of the tied pair, so integer or dyadic scores
-    tie exactly). Angles 0 and pi are states too. Every rule of every direction is a point
-    of one of these segments, so the optimum is exact.
+    whose weight vector is the exact normal of the tied pair, so integer scores, and dyadic
+    ones of few significant bits, tie exactly). Angles 0 and pi are states too. Every rule
+    of every direction is a point of one of these segments, so the optimum is exact.
 
     Anchors are processed in batches of B rows: one (B, m) matrix of event keys,
     sorted row by row and refined exactly, running totals by cumulative sums, and the best segment
