@@ -402,9 +402,10 @@ def _state_direction(points: F64, e: int, col: int) -> tuple[F64, float]:
     """Weight vector and angle of state ``col`` of anchor ``e`` (layout of :func:`exact_search`).
 
     A critical state's vector is the exact normal of its first tied pair (so integer
-    scores, and dyadic ones of few significant bits, tie exactly) times the power of two that brings its largest entry into
-    ``[0.5, 1)``; an open state's is the unit vector halfway between the
-    normals of the swaps around it; all from basic operations, the same on every CPU.
+    scores, and dyadic ones of few significant bits, tie exactly) times the power of two
+    that brings its largest entry into ``[0.5, 1)``; an open state's is the unit vector
+    halfway between the normals of the swaps around it; all from basic operations, the
+    same on every CPU.
     """
     m = points.shape[0]
     if col == 0:
