@@ -125,3 +125,17 @@ def accuracy(y: Any, prediction: NDArray[Any], sample_weight: Any = None) -> flo
         raise ValueError("sample_weight must have a positive sum; got all weights 0.")
     weight = weight / top  # weights near the float maximum cannot overflow the sum
     return float(np.sum(weight[correct]) / np.sum(weight))
+
+
+def derived_seeds(random_state: Any, k: int) -> list[int] | None:
+    """``k`` seeds for the estimators inside one that takes ``random_state``: from an int,
+    or a Generator's seed sequence (whose stream is not advanced); None for None (they stay
+    unseeded) or a generator without a seed sequence."""
+    if isinstance(random_state, np.random.Generator):
+        seq = random_state.bit_generator.seed_seq
+        if isinstance(seq, np.random.SeedSequence):
+            return [int(c.generate_state(1)[0]) for c in seq.spawn(k)]
+        return None
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return [int(v) for v in np.random.SeedSequence(int(random_state)).generate_state(k)]
+    return None

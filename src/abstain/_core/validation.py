@@ -18,7 +18,6 @@ F64 = NDArray[np.float64]
 __all__ = [
     "as_class_labels",
     "empty_batch",
-    "derived_seeds",
     "as_label_indices",
     "as_features",
     "as_is_ood",
@@ -792,16 +791,3 @@ def empty_batch(*arrays: Any) -> bool:
     rows, which an update takes as adding nothing."""
     return all(np.size(a) == 0 for a in arrays if a is not None)
 
-
-def derived_seeds(random_state: Any, k: int) -> list[int] | None:
-    """``k`` seeds for the estimators inside one that takes ``random_state``: from an int,
-    or a Generator's seed sequence (whose stream is not advanced); None for None (they stay
-    unseeded) or a generator without a seed sequence."""
-    if isinstance(random_state, np.random.Generator):
-        seq = random_state.bit_generator.seed_seq
-        if isinstance(seq, np.random.SeedSequence):
-            return [int(c.generate_state(1)[0]) for c in seq.spawn(k)]
-        return None
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return [int(v) for v in np.random.SeedSequence(int(random_state)).generate_state(k)]
-    return None

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import ParamsMixin
+from .._core.base import ParamsMixin, derived_seeds
 from .._core.serialize import Int, Nested, dumps, serializable
-from .._core.validation import Interval, RandomState, derived_seeds, plain
+from .._core.validation import Interval, RandomState, plain
 from ..detectors import LeaveClassesOut
 from ._guarantee import GuaranteedDetector, far_guarantee
 from ._pipeline import ScoreCombiner, check_epsilon_method
