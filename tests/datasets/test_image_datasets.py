@@ -410,3 +410,20 @@ def test_real_animal_mnist():
     X, y = _load_or_skip(load_animal_mnist)
     check_mnist_like(X, y, 10000, per_class=1000)
     assert np.all(np.diff(y) >= 0)  # sorted by class
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"random_state": -1}, r"^random_state must be an integer >= 0; got -1\."),
+    ({"random_state": 1.5}, r"^random_state must be an integer >= 0; got 1\.5\."),
+    ({"n_noise": -3}, r"^n_noise must be an integer >= 0; got -3\."),
+])
+def test_the_benchmark_checks_its_arguments_before_loading_anything(kwargs, message,
+                                                                    monkeypatch):
+    import abstain.datasets._images as images
+
+    def never(*args, **kw):  # pragma: no cover - reached only if the check comes too late
+        raise AssertionError("an image set was loaded before the arguments were checked")
+
+    monkeypatch.setattr(images, "load_fashion_mnist", never)
+    with pytest.raises(ValueError, match=message):
+        load_ood_benchmark(**kwargs)

@@ -174,3 +174,13 @@ def test_an_exact_risk_tie_with_a_larger_rule_is_no_equivalent_target():
     assert rule.risk_ == pytest.approx(7 / 18, rel=1e-15)
     assert BoundedImprovement(rule.risk_).fit(u, losses).coverage_ == 1.0
     assert rule.equivalent_.target_risk is None
+
+
+@pytest.mark.parametrize("cost", [0.2, 0.1, 1 / 3, 0.7])
+@pytest.mark.parametrize("n", [1, 3, 7, 10])
+def test_cost_based_cost_is_the_reject_cost_or_the_mean_loss_to_the_last_bit(cost, n):
+    rejected = CostBased(cost).fit(np.arange(float(n)), np.full(n, 1e300))
+    assert rejected.coverage_ == 0.0 and rejected.cost_ == cost
+    losses = np.full(n, 0.01)
+    accepted = CostBased(cost).fit(np.arange(float(n)), losses)
+    assert accepted.coverage_ == 1.0 and accepted.cost_ == float(np.sum(losses) / n)

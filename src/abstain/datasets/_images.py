@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.validation import check_choice, plain
+from .._core.validation import check_choice, check_int, plain
 from ..datasets._sources import data_home, package_file, require_source
 from ..exceptions import MissingDataSourceError
 
@@ -625,6 +625,9 @@ def load_ood_benchmark(
         When a source is missing; ``make data-ood`` installs all of them.
     """
     check_choice("in_distribution", in_distribution, ("fashion_mnist", "mnist"))
+    # checked before any image set is loaded
+    random_state = check_int("random_state", random_state, 0)
+    n_noise = check_int("n_noise", n_noise, 0)
     loaders = {"fashion_mnist": load_fashion_mnist, "mnist": load_mnist}
     X_train, y_train = loaders[in_distribution]("train")
     X_test, y_test = loaders[in_distribution]("test")

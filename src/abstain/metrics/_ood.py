@@ -227,9 +227,9 @@ def selective_risk_at_tpr_fpr(
     Examples
     --------
     >>> from abstain.metrics import selective_risk_at_tpr_fpr
-    >>> selective_risk_at_tpr_fpr([0, 1, 0, 0, 0, 0], [0, 0, 1, 0, 1, 1],
-    ...                           [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], tpr=0.6, fpr=0.0)
-    0.5
+    >>> round(selective_risk_at_tpr_fpr([0, 1, 0, 0, 0, 0], [0, 0, 1, 0, 1, 1],
+    ...                                 [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], tpr=0.6, fpr=0.0), 4)
+    0.4444
     """
     t, f = float(tpr), float(fpr)  # type: ignore[arg-type]
     search, d = check_search(search, n_directions)

@@ -349,9 +349,12 @@ class CostBased(_RejectRule):
         self._set_rule(groups, best - 1, 1.0, True)
         # (accepted loss + eps * rejected rows) / n, not cost[best] + eps: with a reject cost
         # far above the losses that sum would cancel to 0.
+        # (the rejected share is exact at coverage 0 and 1: the cost is then the reject
+        # cost, or the mean loss, to the last bit)
         accepted = groups.knots_x[best]
-        unit_cost = groups.unit_knots_y[best] + unit_eps * (groups.n - accepted)
-        self.cost_ = float(unit_cost / groups.n) * groups.scale
+        unit_cost = (groups.unit_knots_y[best] / groups.n
+                     + unit_eps * ((groups.n - accepted) / groups.n))
+        self.cost_ = float(unit_cost) * groups.scale
         return self
 
 
@@ -562,7 +565,7 @@ class BoundedImprovement(_RejectRule):
     >>> loss = (rng.random(2000) < u / 4).astype(float)   # risk of accepting u <= t: t / 8
     >>> rule = BoundedImprovement(0.05, delta=0.1).fit(u, loss)
     >>> rule.bound_, bool(rule.risk_bound_ <= 0.05), round(rule.coverage_, 2)
-    ('binomial', True, 0.3)
+    ('binomial', True, 0.25)
     >>> joint = BoundedImprovement(0.05, guarantee="expected_joint").fit(u, loss)
     >>> joint.bound_, round(joint.risk_bound_, 6), round(joint.coverage_ * joint.risk_, 4)
     ('crc', 0.05, 0.0495)

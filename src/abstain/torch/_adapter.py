@@ -470,7 +470,7 @@ def images_to_tensor(
     >>> import numpy as np
     >>> from abstain.torch import images_to_tensor
     >>> x = images_to_tensor(np.array([[[0, 255], [51, 102]]], dtype=np.uint8))
-    >>> x.shape, x.dtype, x.flatten().tolist()
+    >>> x.shape, x.dtype, [round(v, 6) for v in x.flatten().tolist()]
     (torch.Size([1, 1, 2, 2]), torch.float32, [0.0, 1.0, 0.2, 0.4])
     >>> images_to_tensor(np.full((1, 2, 2), 255, np.uint8), mean=0.5, std=0.25).flatten()
     tensor([2., 2., 2., 2.])
