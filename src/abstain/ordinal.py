@@ -477,7 +477,10 @@ class SVOR(ParamsMixin):
     thresholds_ : ndarray of shape (K - 1,)
     objective_ : float
     gap_ : float
-        Certified upper bound on ``objective_ - min F``.
+        Upper bound on ``objective_ - min F`` from the dual certificate, whose threshold
+        equations hold to ``1e-10 * C``: a bound for ``C`` up to about 1e7; above (1e8 and
+        more, near a hard margin) that residual can hide a gap of about 1e-5 relative, and
+        ``gap_`` may read 0 where it is not.
     n_iter_ : int
 
     Examples
