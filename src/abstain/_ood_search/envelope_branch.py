@@ -54,7 +54,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.exact import swap_slots
+from .._core.exact import sums_exact, swap_slots
 from .branch import (
     INTERVALS_PER_POINT,
     MIN_WIDTH,
@@ -117,14 +117,11 @@ class _Envelope(IntervalSearch):
         super().__init__(points, x4[:, :3], None, None, 1.0, 1.0)
         self.n_ood, self.n_gain = n_ood, n_gain
         self.gain_cols = (0, 2)[:n_gain]
-        # With gains that are multiples of 2^-10 every sum is exact: a segment that reaches
-        # L without exceeding it is dropped (it changes no value). Otherwise L must exceed
+        # Where every sum of the gains is exact (sums_exact) a segment that reaches L
+        # without exceeding it is dropped (it changes no value). Otherwise L must exceed
         # the reach by more than the round-off of either side.
-        self.margin = []
-        for c in self.gain_cols:
-            v = x4[:, c] * 1024.0
-            exact = bool(np.all(v == np.rint(v))) and float(np.sum(np.abs(v))) < 2.0**52
-            self.margin.append(-0.0 if exact else 1e-9 * float(np.sum(np.abs(x4[:, c]))))
+        self.margin = [-0.0 if sums_exact(x4[:, c]) else 1e-9 * float(np.sum(np.abs(x4[:, c])))
+                       for c in self.gain_cols]
         self.low = [np.full(n_ood + 1, -np.inf) for _ in self.gain_cols]
         self.cols = [np.ascontiguousarray(x4[:, c]) for c in range(4)]
 
