@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._core.exact import sum_round_off
 from .._core.groups import TieGroups
 
 
@@ -130,7 +131,7 @@ def crc_search(groups: TieGroups, target: float, loss_bound: float,
     # what the accepted losses may sum to, in rationals
     budget = Fraction(target) * int(n1) - Fraction(loss_bound)
     if not exact:  # lowered by the round-off of the sums
-        budget -= Fraction(_crc_round_off(groups.n) * (target * n1 + loss_bound))
+        budget -= Fraction(sum_round_off(groups.n) * (target * n1 + loss_bound))
     k = int(np.searchsorted(cum, float(budget), side="right"))  # then to the last bit
     while k > 0 and Fraction(float(cum[k - 1])) > budget:
         k -= 1
@@ -157,11 +158,6 @@ def crc_search(groups: TieGroups, target: float, loss_bound: float,
     return g, nu, min((accepted + loss_bound) / n1, target)
 
 
-def _crc_round_off(n: float) -> float:
-    """The relative round-off of sums of up to ``n`` losses in float64, with room to spare."""
-    return 4.0 * (n + 2.0) * float(np.finfo(np.float64).eps)
-
-
 def crc_least(groups: TieGroups, loss_bound: float, above: float, exact: bool) -> float:
     """The least float target at least ``above`` at which :func:`crc_search` accepts
     anything: ``B / (n + 1)`` where the lowest group has no loss and the sums are exact,
@@ -169,7 +165,7 @@ def crc_least(groups: TieGroups, loss_bound: float, above: float, exact: bool) -
     n1 = groups.n + 1.0
     start = loss_bound / n1
     if not exact:  # where the budget lowered by its round-off is 0
-        r = _crc_round_off(groups.n)
+        r = sum_round_off(groups.n)
         start = loss_bound * (1.0 + r) / (n1 * (1.0 - r))
     least = max(start * (1.0 - 2.0**-50), above)
     while crc_search(groups, least, loss_bound, exact)[0] < 0:  # a few ulps at most

@@ -46,6 +46,20 @@ _TINY, _HUGE = 2.0**-480, 2.0**480
 _ABS = 2.0**-960
 
 
+def sum_round_off(n: float) -> float:
+    """A bound, with room to spare, on the relative round-off of a float64 sum of up to
+    ``n`` non-negative terms in any order: ``4 (n + 2) eps``. Two such sums that differ by
+    less than it times their magnitude are equal for the tie rules of the library.
+
+    Examples
+    --------
+    >>> from abstain._core.exact import sum_round_off
+    >>> sum_round_off(1000) < 1e-12
+    True
+    """
+    return 4.0 * (float(n) + 2.0) * float(np.finfo(np.float64).eps)
+
+
 def sums_exact(values: F64) -> bool:
     """Whether every sum of some of the finite ``values`` is exact in float64, in any order
     and grouping: each value is a whole multiple of the least unit in the last place among

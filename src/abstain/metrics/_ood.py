@@ -393,7 +393,7 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike 
     sample = _sample(is_ood, scores)
     if sample.s.shape[1] == 1 and fpr is None:
         return _roc_knots(sample)
-    grid = np.linspace(0.0, 1.0, 201) if fpr is None else _bounds(fpr, "fpr", 0.0)
+    grid = np.linspace(0.0, 1.0, 201) if fpr is None else _bounds(fpr, "fpr")
     if search == "exact" and sample.s.shape[1] == 2:
         lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
         return ROCCurve(grid, env.value_at(lines, grid * sample.n_ood) / sample.n_id)
@@ -425,7 +425,7 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike |
     sample = _sample(is_ood, scores)
     pi = ood_fraction(sample) if ood_prior is None else float(ood_prior)
     grid = (np.linspace(0.01, 1.0, 100) if recall is None
-            else _bounds(recall, "recall", None))
+            else _bounds(recall, "recall", open_low=True))
     best = np.zeros(grid.size)
     if search == "exact" and sample.s.shape[1] == 2:
         lines = env.envelope_lines(sample.s, sample.w_ood, sample.w_id)
@@ -455,14 +455,14 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike |
     return PRCurve(grid, best)
 
 
-def _bounds(values: ArrayLike, name: str, low: float | None) -> NDArray[np.float64]:
-    """The bounds of a curve: in ``[0, 1]`` (``low=0.0``) or ``(0, 1]`` (``low=None``: a
-    precision at recall 0 is undefined)."""
+def _bounds(values: ArrayLike, name: str, *, open_low: bool = False) -> NDArray[np.float64]:
+    """The bounds of a curve: in ``[0, 1]``, or ``(0, 1]`` with ``open_low`` (a precision
+    at recall 0 is undefined)."""
     arr = as_real_array(values, name)
-    bad = ~((arr >= 0.0) & (arr <= 1.0)) if low is not None else ~((arr > 0.0) & (arr <= 1.0))
+    bad = ~(((arr > 0.0) if open_low else (arr >= 0.0)) & (arr <= 1.0))  # NaN is bad too
     if bad.any():
-        where = "[0, 1]" if low is not None else "(0, 1]"
-        raise ValueError(f"{name} must be in {where}; got {plain(arr[bad].flat[0])}.")
+        raise ValueError(f"{name} must be in {'(' if open_low else '['}0, 1]; got "
+                         f"{plain(arr[bad].flat[0])}.")
     return arr
 
 

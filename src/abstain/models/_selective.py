@@ -34,6 +34,7 @@ from .._certify.ltt import LTT_BOUNDS
 from .._certify.risk_bounds import crc_least, crc_search
 from .._core.base import ParamsMixin
 from .._core.decision import check_infeasible_rule, draw_accept, threshold_proba
+from .._core.exact import sum_round_off
 from .._core.groups import TieGroups, coverage_count, validated_groups
 from .._core.serialize import (
     Field,
@@ -363,7 +364,7 @@ def _cost_round_off(groups: TieGroups, unit_eps: float) -> NDArray[np.float64]:
     ``0..G``, in units of ``groups.scale``): ``4 (n + 2) eps`` times the losses and reject
     costs summed up to it."""
     magnitude = groups.unit_knots_y + unit_eps * groups.knots_x
-    return 4.0 * (groups.n + 2.0) * float(np.finfo(np.float64).eps) * magnitude
+    return sum_round_off(groups.n) * magnitude
 
 
 @serializable("rule")

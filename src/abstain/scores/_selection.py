@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.exact import sum_round_off
 from .._core.validation import (
     Boolean,
     Interval,
@@ -86,8 +87,8 @@ def bootstrap_win_fraction(
     Each resample draws ``n`` rows with replacement and computes the AuRC
     (``ties='mean'``; a row drawn twice ties with itself) of both scores on the same
     rows; a resample counts as a win where ``uncertainty``'s AuRC is below the
-    baseline's by more than the round-off of the two sums (``4 n eps`` times the largest
-    loss, eps the float64 epsilon). Two AuRCs that are equal in exact arithmetic (the
+    baseline's by more than the round-off of the two sums (``4 (n + 2) eps`` times the
+    largest loss, eps the float64 epsilon). Two AuRCs that are equal in exact arithmetic (the
     same order of the rows up to ties of equal losses, or every loss the same) are
     thus no win, however their last bits fall.
 
@@ -113,7 +114,7 @@ def bootstrap_win_fraction(
     wins = 0
     n = len(ls)
     # a difference within the round-off of the AuRCs' sums of up to n losses is a tie
-    tol = 4.0 * n * float(np.finfo(np.float64).eps) * float(ls.max(initial=0.0))
+    tol = sum_round_off(n) * float(ls.max(initial=0.0))
     for start in range(0, n_boot, _WIN_BLOCK):
         # the same draws as one resample at a time, computed a block at once
         block = np.stack([rng.integers(0, n, n)

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.exact import sum_round_off
 from .._core.groups import TieGroups, group_totals, groups_from_totals
 from .._core.schema import Array, Field, Flag, Number
 from .._core.serialize import dumps, serializable
@@ -449,7 +450,7 @@ class ScoreTable(ParamsMixin):
             raise ValueError(f"fitted.binary must say whether every one of fitted.loss_values "
                              f"is 0 or 1; got {str(self.binary).lower()}.")
         n = float(lc.sum())
-        slack = 4.0 * (n + 2.0) * float(np.finfo(np.float64).eps)
+        slack = sum_round_off(n)
         with np.errstate(over="ignore"):
             for name, got, power in sums:
                 want = float(np.sum(lv**power * lc))
