@@ -157,3 +157,17 @@ def test_small_detectors_take_bool_int_and_float32_logits(dtype) -> None:
     as64 = np.asarray(z, dtype=np.float64)
     for det in (Energy(), MSP(), MaxLogit()):
         np.testing.assert_array_equal(det.score(z), det.score(as64))
+
+
+@pytest.mark.parametrize("top_m", [1, 2, 100])
+def test_gen_keeps_one_minus_p_of_a_top_probability_that_rounds_to_one(top_m):
+    """A top probability that rounds to 1 keeps its 1 - p, and a probability below the
+    float range its term: rows of growing margins keep distinct, exact scores (60-digit
+    reference), not a score of 0 or one without the (1 - p) factor."""
+    L = np.array([[40.0, 0.0, 0.0], [50.0, 0.0, 0.0], [60.0, 0.0, 0.0],
+                  [800.0, 0.0, -5.0], [900.0, 0.0, -5.0], [0.0, -1000.0, -1000.0],
+                  [3.0, 3.0, -2000.0], [7.0, 1.0, 2.0]])
+    got = GEN(top_m=top_m).score(L)
+    np.testing.assert_allclose(got, R.gen(L, 0.1, top_m), rtol=1e-13)
+    assert np.all(got > 0)
+    assert np.all(np.diff(got[:3]) < 0) and got[4] < got[3]

@@ -16,6 +16,7 @@ Plain loops over samples and classes, ``math`` functions and explicit matrix inv
 
 from __future__ import annotations
 
+import decimal
 import math
 
 import numpy as np
@@ -41,10 +42,20 @@ def energy(logits, T=1.0):
 
 
 def gen(logits, gamma=0.1, top_m=100):
+    """In 60-digit decimal arithmetic: a probability that rounds to 1 in float64 keeps its
+    ``1 - p``, and one below the float range its term."""
     out = []
-    for r in logits:
-        p = sorted(softmax_row(list(r)), reverse=True)[:top_m]
-        out.append(sum(v**gamma * (1 - v) ** gamma for v in p))
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        g = decimal.Decimal(gamma)
+        for r in logits:
+            e = [decimal.Decimal(float(v)).exp() for v in r]
+            total = sum(e)
+            # p_k and 1 - p_k, the latter as the sum of the other terms over the total
+            pq = [(e[k] / total, sum(e[:k] + e[k + 1:], decimal.Decimal(0)) / total)
+                  for k in sorted(range(len(e)), key=lambda k: -e[k])[:top_m]]
+            out.append(float(sum((p * q) ** g if q > 0 else decimal.Decimal(0)
+                                 for p, q in pq)))
     return np.array(out)
 
 

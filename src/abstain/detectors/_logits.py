@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import special
 
 from .._core.optional import require
 from .._core.serialize import serializable
@@ -17,6 +19,9 @@ from ._base import Detector
 #: costs more than ``np.exp`` itself (0.46 ms for a sum over 10,000 rows of 10, 0.02 ms
 #: transposed).
 _TRANSPOSE_UP_TO = 32
+#: The least normal float64 and its logarithm.
+_TINY = float(np.finfo(np.float64).tiny)
+_LOG_TINY = math.log(_TINY)
 
 
 def _peak_and_rest(z: NDArray[np.float64], temperature: float = 1.0,
@@ -285,15 +290,52 @@ class GEN(Detector):
                               "top_m": [Interval(int, 1, None, closed="left")]}
 
     def score(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Scores of logits ``X``, shape (n, K) -> (n,)."""
+        """Scores of logits ``X``, shape (n, K) -> (n,).
+
+        Each term is ``exp(gamma (log p_k + log(1 - p_k)))`` with the logarithms taken from
+        the logits, not from the rounded ``p``: a row whose top probability rounds to 1
+        keeps its ``1 - p`` (``rest / (1 + rest)``, ``rest`` the sum of the other terms),
+        and a probability below the float range keeps its term."""
         self._validate_params()
         gamma, m = float(self.gamma), int(self.top_m)
-        p, axis = softmax_rows(self._inputs(X))
-        n_classes = p.shape[axis]
-        if m < n_classes:  # the top_m largest of each row
-            top = -np.partition(-p, m - 1, axis=axis)
-            p = top[:m] if axis == 0 else top[:, :m]
-        term = 1.0 - p
+        z = self._inputs(X)
+        n, n_classes = z.shape
+        rows = np.arange(n)
+        top = z.argmax(axis=1)
+        peak, rest = _peak_and_rest(z)  # rest: the sum of every term but one peak's
+        d = z - peak[:, None]
+        # where rest is below the normal range its float sum lost digits: take its log from
+        # the logits (the log-sum-exp of every entry but one peak)
+        log_rest = np.log(rest, out=np.full(n, -np.inf), where=rest > 0)
+        low = np.flatnonzero(rest < _TINY)
+        if low.size:
+            others = d[low]
+            others[np.arange(low.size), top[low]] = -np.inf
+            with np.errstate(divide="ignore"):
+                log_rest[low] = special.logsumexp(others, axis=1)
+        log_total = np.logaddexp(0.0, log_rest)  # log(1 + rest)
+        if m < n_classes:  # the top_m largest of each row (the peak among them)
+            keep = np.argpartition(-d, m - 1, axis=1)[:, :m]
+            d = np.take_along_axis(d, keep, axis=1)
+            at_top = keep == top[:, None]
+        else:
+            at_top = np.zeros(d.shape, dtype=bool)
+            at_top[rows, top] = True
+        d -= log_total[:, None]  # log p
+        p = np.exp(d)
+        term = 1.0 - p  # at most 1/2 but at the peak, whose 1 - p is rest / (1 + rest)
+        r, c = np.nonzero(at_top)
+        log_q = log_rest[r] - log_total[r]
+        term[r, c] = np.exp(log_q)
         term *= p
-        np.power(term, gamma, out=term)  # p**gamma (1 - p)**gamma, one power
-        return term.sum(axis=axis)
+        # a p (or the peak's 1 - p) below the normal range: the term from the logarithms
+        small = d < _LOG_TINY
+        log_pq = np.log1p(-p[small])
+        log_pq += d[small]
+        term[small] = np.exp(log_pq * gamma)
+        tiny = log_q < _LOG_TINY
+        r, c = r[tiny], c[tiny]
+        small[r, c] = True
+        term[r, c] = np.exp((d[r, c] + log_q[tiny]) * gamma)
+        np.power(term, gamma, out=term, where=~small)
+        return term.sum(axis=1)
