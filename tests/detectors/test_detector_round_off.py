@@ -5,12 +5,23 @@ clipped logits overflow, NaN labels, and a seeded BankDetector fitted twice."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 from abstain import load_json
 from abstain.combine import BankDetector
-from abstain.detectors import KNN, MSP, DetectorBank, Energy, Mahalanobis, ReAct, ViM
+from abstain.detectors import (
+    KNN,
+    MSP,
+    DetectorBank,
+    Energy,
+    Mahalanobis,
+    ReAct,
+    ShiftedBaseScores,
+    ViM,
+)
 
 
 @pytest.mark.parametrize("temperature", [1e-3, 1e-300, 0.5, 1.0, 1e3])
@@ -116,3 +127,34 @@ def test_features_whose_covariance_overflows_are_refused_in_one_line(dtype, scal
         with pytest.raises(ValueError, match=r"the covariance of the training features "
                                              rf"overflows in {dtype}"):
             fit()
+
+
+@pytest.mark.parametrize(("dtype", "scales"), [("float32", (1e20, 1e-25)),
+                                               ("float64", (1e155, 1e-170, 1e300))])
+def test_cosine_knn_is_scale_invariant_where_the_sum_of_squares_leaves_the_float_range(
+        dtype, scales):
+    """KNN(normalize=True) divides each row by its norm: rows whose squares overflow (all
+    scores 0.0 before) or underflow (refused as of norm 0) score as the unscaled ones."""
+    rng = np.random.default_rng(3)
+    F, Q = rng.normal(size=(50, 4)), rng.normal(size=(6, 4))
+    want = KNN(k=3, dtype="float64").fit(F).score(Q)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for scale in scales:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = KNN(k=3, dtype=dtype).fit(F * scale).score(Q * scale)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    with pytest.raises(ValueError, match="norm 0"):
+        KNN(k=1, dtype=dtype).fit(np.vstack([F, np.zeros(4)]) * scales[0])
+
+
+def test_cosine_base_score_is_scale_invariant_at_huge_features():
+    rng = np.random.default_rng(4)
+    G, Gq = rng.normal(size=(1, 40, 3)) + 2, rng.normal(size=(1, 3, 3)) + 2
+    y = np.repeat([0, 1], 20)
+    det = ShiftedBaseScores(kinds=("cos",), shifts=(0,))
+    want = det.fit(G, y).score(Gq)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = ShiftedBaseScores(kinds=("cos",), shifts=(0,)).fit(G * 1e160, y).score(Gq * 1e160)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -53,7 +53,6 @@ __all__ = [
     "check_same_length",
     "nonfinite",
     "plain",
-    "unit_rows",
     "validate_params",
 ]
 
@@ -331,15 +330,6 @@ def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str =
     if got is not None and want is not None and got != want:
         raise ValueError(f"{name} must hold labels of the type that the model predicts "
                          f"({want}, dtype {prediction.dtype}); got {got}, dtype {labels.dtype}.")
-
-
-def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
-    """``F`` with every row (last axis) scaled to unit L2 norm; a zero row is an error."""
-    norm = np.linalg.norm(F, axis=-1, keepdims=True)
-    if np.any(norm == 0):
-        raise ValueError(f"{who} cannot scale a feature vector of norm 0; "
-                         f"got {int(np.count_nonzero(norm == 0))} such row(s).")
-    return F / norm
 
 
 def as_scores(

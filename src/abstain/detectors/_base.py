@@ -33,6 +33,30 @@ def linear_layer(weight: ArrayLike | None, bias: ArrayLike | None, n_features: i
     return W, as_scores(b, "bias")  # the finiteness check, with its count of NaN and inf
 
 
+def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
+    """``F`` with every row (last axis) scaled to unit L2 norm; a zero row is an error.
+    A row whose sum of squares leaves the normal range of ``F``'s type (it overflows, or
+    underflows and loses digits) is divided by its largest entry first."""
+    with np.errstate(over="ignore", under="ignore"):  # such rows are taken again below
+        norm = np.linalg.norm(F, axis=-1, keepdims=True)
+    info = np.finfo(F.dtype)
+    odd = ~(norm >= np.sqrt(info.tiny) / info.eps) | ~np.isfinite(norm)
+    if np.any(odd):
+        rows = np.flatnonzero(odd.reshape(-1))
+        flat = F.reshape(-1, F.shape[-1])
+        top = np.max(np.abs(flat[rows]), axis=-1, keepdims=True)
+        if np.any(top == 0):
+            raise ValueError(f"{who} cannot scale a feature vector of norm 0; "
+                             f"got {int(np.count_nonzero(top == 0))} such row(s).")
+        scaled = flat[rows] / top
+        norm = norm.reshape(-1, 1).copy()
+        norm[rows] = 1.0
+        out = flat / norm
+        out[rows] = scaled / np.linalg.norm(scaled, axis=-1, keepdims=True)
+        return out.reshape(F.shape)
+    return F / norm
+
+
 class Detector(ParamsMixin):
     """Shared protocol of the detectors; see the module docstring."""
 

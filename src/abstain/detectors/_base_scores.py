@@ -63,8 +63,8 @@ from .._core.validation import (
     as_class_labels,
     as_real_array,
     plain,
-    unit_rows,
 )
+from ._base import unit_rows
 from ._logits import logsumexp_rows, neg_max_softmax
 
 __all__ = [

@@ -19,9 +19,8 @@ from .._core.validation import (
     RandomState,
     as_features,
     check_float_dtype,
-    unit_rows,
 )
-from ._base import Detector, linear_layer
+from ._base import Detector, linear_layer, unit_rows
 from ._logits import logsumexp_rows, neg_energy
 
 
