@@ -5,6 +5,8 @@ tests/reference/ood_ref.py and against the OOD reject models."""
 from __future__ import annotations
 
 import math
+import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -156,3 +158,70 @@ def test_curve_bounds_outside_their_range_are_refused(pair, search):
         with pytest.raises(ValueError, match=r"^recall must be in \(0, 1\]; got "):
             M.ood_pr_curve(ood, s, recall=bad, search=search)
     assert M.ood_roc_curve(ood, s, fpr=[0.0, 1.0], search=search).tpr[-1] == 1.0
+
+
+def _least_risk_at_precision_recall(losses, is_ood, s, precision, recall, prior):
+    """Least selective risk over the randomised threshold rules of one score with
+    ``precision`` and ``recall`` met exactly, in rationals: per group (ascending score),
+    the acceptances ``nu`` of the group that meet both constraints form an interval and the
+    risk is monotone along it, so its ends are the candidates."""
+    kap, rec, pi = (Fraction(str(v)) for v in (precision, recall, prior))  # as written
+    n_i, n_o = sum(not o for o in is_ood), sum(bool(o) for o in is_ood)
+    best = None
+    for v in sorted(set(s)):
+        below = [k for k in range(len(s)) if s[k] < v]
+        at = [k for k in range(len(s)) if s[k] == v]
+        ib, ia = (sum(not is_ood[k] for k in g) for g in (below, at))
+        ob, oa = (sum(bool(is_ood[k]) for k in g) for g in (below, at))
+        lb, la = (sum((Fraction(losses[k]) for k in g if not is_ood[k]), Fraction(0))
+                  for g in (below, at))
+        lo, hi = Fraction(0), Fraction(1)
+        # c0 + nu * c1 >= 0 for each constraint (recall; precision as TP (1 - kap) >= kap FP)
+        for c0, c1 in ((ib - rec * n_i, Fraction(ia)),
+                       ((1 - pi) * (1 - kap) * Fraction(ib, n_i) - kap * pi * Fraction(ob, n_o),
+                        (1 - pi) * (1 - kap) * Fraction(ia, n_i) - kap * pi * Fraction(oa, n_o))):
+            if c1 > 0:
+                lo = max(lo, -c0 / c1)
+            elif c1 < 0:
+                hi = min(hi, -c0 / c1)
+            elif c0 < 0:
+                hi = Fraction(-1)
+        for nu in ((lo, hi) if lo <= hi else ()):
+            if ib + nu * ia > 0:
+                r = (lb + nu * la) / (ib + nu * ia)
+                best = r if best is None else min(best, r)
+    return best
+
+
+def test_selective_risk_at_precision_recall_keeps_the_best_end_where_precision_is_at_its_target():
+    """At prior 0.1, precision 0.9 is TPR >= FPR, met exactly along the group at score 3 for
+    every acceptance; the least risk is at full acceptance (0.5625), not at the least
+    acceptance that meets the recall (4/7, where round-off of the target dropped the end)."""
+    is_ood = [True, True, False, False, False, False]
+    s = [3.0, 1.0, 3.0, 2.0, 3.0, 1.0]
+    losses = [np.nan, 0.0, 0.0, 0.25, 1.0, 1.0]
+    got = M.selective_risk_at_precision_recall(losses, is_ood, s, precision=0.9, recall=0.875,
+                                               ood_prior=0.1)
+    assert got == 0.5625
+    from abstain.models import BoundedPrecisionRecall
+    rule = BoundedPrecisionRecall(0.9, 0.875, ood_prior=0.1).fit(s, is_ood, losses)
+    assert (rule.risk_, rule.accept_prob_) == (0.5625, 1.0)
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(3, 8))
+        is_ood = rng.random(n) < 0.4
+        if is_ood.all() or not is_ood.any():
+            continue
+        s = rng.integers(0, 4, n).astype(float)
+        losses = np.where(is_ood, np.nan, rng.choice([0.0, 0.25, 0.5, 1.0], n))
+        prior = float(rng.choice([0.1, 0.2, 0.25, 0.5]))
+        prec, rec = float(rng.choice([0.5, 0.8, 0.9])), float(rng.choice([0.25, 0.5, 0.875]))
+        ref = _least_risk_at_precision_recall(losses, is_ood, list(s), prec, rec, prior)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = M.selective_risk_at_precision_recall(losses, is_ood, s, precision=prec,
+                                                       recall=rec, ood_prior=prior)
+        if ref is None:
+            assert math.isnan(got)
+        else:
+            assert got == pytest.approx(float(ref), abs=1e-12)

@@ -148,10 +148,14 @@ def rows_best_ratio(
         # the interval [lo, hi] meets the constraints up to ``tol``; its ends are taken where
         # ``O - k I`` meets ``b`` exactly (without ``tol``), so that the round-off of the end
         # never pushes it past the check below (an end placed at ``b + tol`` failed it about
-        # one time in two, and the segment's best point was lost)
+        # one time in two, and the segment's best point was lost). An exact end outside
+        # [lo, hi] is round-off (``e`` and ``room`` near zero: ``O - k I`` at ``b`` along the
+        # whole segment, such as a precision at its target along a tie group); there the
+        # end with ``tol`` is kept (clipped, the other end was taken: the best point lost)
         exact = room[idx] / np.where(e[idx] != 0, e[idx], 1.0)
-        lo_c = np.where(down[idx], np.clip(exact, lo[idx], hi[idx]), lo[idx])
-        hi_c = np.where(up[idx], np.clip(exact, lo[idx], hi[idx]), hi[idx])
+        inside = (exact >= lo[idx]) & (exact <= hi[idx])
+        lo_c = np.where(down[idx] & inside, exact, lo[idx])
+        hi_c = np.where(up[idx] & inside, exact, hi[idx])
         # candidates interleaved as (segment, end): the lower end of a segment comes first
         nu = np.stack((lo_c, hi_c), axis=1).reshape(-1)
         seg = np.repeat(idx, 2)
