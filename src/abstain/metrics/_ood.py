@@ -101,7 +101,10 @@ F64 = NDArray[np.float64]
 
 
 class ROCCurve(NamedTuple):
-    """ROC points: ``tpr[j]`` is the largest TPR at FPR ``<= fpr[j]``."""
+    """ROC points. At bounds (``ood_roc_curve(..., fpr=)``, and for two scores)
+    ``tpr[j]`` is the largest TPR at FPR ``<= fpr[j]``; for one score without bounds, the
+    knots of its threshold rules in order from (0, 0) to (1, 1), joined linearly (two
+    knots may share an FPR: the first of them is not the largest TPR there)."""
 
     fpr: F64
     tpr: F64
