@@ -205,3 +205,21 @@ def test_validate_params_keeps_the_function_and_checks_before_the_body() -> None
         checked()  # a missing argument is the call's own TypeError
     with pytest.raises(ValueError, match="constraints must name parameters of rate; got fpr"):
         validate_params({"fpr": [Boolean()]})(rate)
+
+
+@pytest.mark.parametrize("values", [np.array([2**53 + 1, 2**53], dtype=np.int64),
+                                    np.array([-(2**53) - 1, 0], dtype=np.int64),
+                                    np.array([2**64 - 1, 1], dtype=np.uint64),
+                                    np.array([2**62 + 512, 2**62], dtype=np.int64)])
+def test_integers_that_float64_cannot_hold_are_refused(values):
+    """As floats they would tie (an AUROC of 0.5 for two distinct scores)."""
+    with pytest.raises(ValueError, match=r"^scores holds integers that float64 cannot hold"):
+        auroc([False, True], values)
+
+
+@pytest.mark.parametrize("values", [np.array([2**53, -(2**53)], dtype=np.int64),
+                                    np.array([2**60, 2**61], dtype=np.int64),
+                                    np.array([-(2**63), 0], dtype=np.int64),
+                                    np.array([2**63, 0], dtype=np.uint64)])
+def test_large_integers_that_float64_holds_exactly_convert(values):
+    assert auroc([False, True], values) == float(values[1] > values[0])

@@ -121,8 +121,24 @@ def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDAr
             f"{name} must be an array of real numbers (int, float or bool dtype); "
             f"got dtype {arr.dtype}."
         )
+    if arr.dtype.kind in "iu" and arr.dtype.itemsize == 8 and np.dtype(dtype) == np.float64:
+        _check_exact_integers(arr, name)
     with np.errstate(over="ignore"):  # an overflow becomes inf, refused by the finite check
         return arr.astype(dtype, copy=False)
+
+
+def _check_exact_integers(arr: NDArray[Any], name: str) -> None:
+    """Refuse 64-bit integers beyond 2**53 that float64 does not hold exactly (as floats
+    two of them would tie, or swap their order)."""
+    big = arr[(arr > 2**53) | (arr < -(2**53))] if arr.dtype.kind == "i" else arr[arr > 2**53]
+    f = big.astype(np.float64)
+    fits = f < 2.0**63 if arr.dtype.kind == "i" else f < 2.0**64  # else it rounded past
+    same = np.zeros(big.shape, dtype=bool)
+    same[fits] = f[fits].astype(arr.dtype) == big[fits]
+    if not same.all():
+        raise ValueError(f"{name} holds integers that float64 cannot hold exactly (beyond "
+                         f"2**53, e.g. {int(big[~same][0])}), so distinct values would "
+                         "tie; subtract an offset first, or pass floats on purpose.")
 
 
 def _refuse_table(values: Any, name: str) -> None:
