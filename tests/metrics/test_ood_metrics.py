@@ -225,3 +225,12 @@ def test_selective_risk_at_precision_recall_keeps_the_best_end_where_precision_i
             assert math.isnan(got)
         else:
             assert got == pytest.approx(float(ref), abs=1e-12)
+
+
+@pytest.mark.parametrize("c", [1.0, 2.0**-1000, 2.0**-1040, 2.0**-1060])
+def test_selective_risk_at_tpr_fpr_scales_with_subnormal_losses(c):
+    """The risks compare relative to their size down to the subnormal range (below about
+    1e-312 every risk compared equal and the largest ID mass won: 4/3 for 1/2)."""
+    losses = np.array([0.5, 1.0, 3.0]) * c
+    risk = M.selective_risk_at_tpr_fpr(losses, [0, 1, 0], [2.0, 3.0, 3.0], tpr=1 / 3, fpr=0.5)
+    assert risk == 0.5 * c

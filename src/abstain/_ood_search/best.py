@@ -73,7 +73,7 @@ def better(new: Best, crit: bool, old: Best | None, old_crit: bool) -> bool:
     found stays."""
     if old is None:
         return True
-    tol = RTOL * max(abs(old.objective), abs(new.objective), old.scale, new.scale, 1e-300)
+    tol = RTOL * max(abs(old.objective), abs(new.objective), old.scale, new.scale)
     if new.objective < old.objective - tol:
         return True
     if new.objective > old.objective + tol:
@@ -179,7 +179,7 @@ def rows_best_ratio(
         vn = v[near]
         least = _row_least(vn, rw[near])
         if v is risk:
-            near = near[vn <= least + RTOL * np.maximum(np.abs(least), 1e-300)]
+            near = near[vn <= least + RTOL * np.abs(least)]
         else:
             near = near[same_mass(vn, least)]
     # then an open state over a critical one, then the first (lexsort is stable)
