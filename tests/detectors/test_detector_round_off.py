@@ -66,8 +66,30 @@ def test_mahalanobis_refuses_nan_labels():
     F, rng = _rank_two(0)
     y = rng.integers(0, 2, F.shape[0]).astype(float)
     y[:2] = np.nan
-    with pytest.raises(ValueError, match=r"^y must hold class labels, not NaN or inf; got 2"):
+    with pytest.raises(ValueError, match=r"^y must hold finite labels; got 2 NaN"):
         Mahalanobis().fit(F, y)
+
+
+@pytest.mark.parametrize(("y", "match"), [
+    (np.array(["a", 1] * 3, dtype=object), r"^y must hold class labels of one kind.*'a'"),
+    ([None] * 6, r"^y must hold class labels of one kind.*None"),
+    (np.array([1 + 1j] * 6), r"^y must hold class labels \(numbers or strings\); got dtype "
+                             r"complex128"),
+    (np.array(["2020-01-01"] * 6, dtype="datetime64[D]"), r"got dtype datetime64"),
+])
+def test_mahalanobis_refuses_labels_it_could_not_save(y, match):
+    """Mixed labels failed in NumPy's sort; complex and datetime ones were fitted, and the
+    fitted detector could then not be saved."""
+    F = np.random.default_rng(0).normal(size=(6, 2))
+    with pytest.raises(ValueError, match=match):
+        Mahalanobis().fit(F, y)
+
+
+def test_mahalanobis_rcond_is_below_one():
+    """rcond >= 1 drops every eigenvalue; it was refused as a zero covariance."""
+    F = np.random.default_rng(1).normal(size=(30, 3))
+    with pytest.raises(ValueError, match=r"^rcond must be in \[0, 1\); got 1\.0\.$"):
+        Mahalanobis(rcond=1.0).fit(F, np.zeros(30))
 
 
 @pytest.mark.parametrize(("dtype", "scale"), [("float64", 1e200), ("float32", 2e19)])

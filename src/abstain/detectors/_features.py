@@ -18,6 +18,7 @@ from .._core.validation import (
     Options,
     RandomState,
     as_features,
+    as_labels,
     check_float_dtype,
 )
 from ._base import Detector, linear_layer, unit_rows
@@ -148,9 +149,11 @@ class KNN(Detector):
     block : int, default 1024
         Test rows per block.
     dtype : {"float32", "float64"}, default "float32"
-        Type of the distances. In float32 a distance carries an absolute error of about
-        ``1e-7 * max |x|^2`` (from the expansion ``|q|^2 + |t|^2 - 2 q.t``), which only
-        reorders inputs whose distances agree to that precision.
+        Type of the distances. In float32 a squared distance carries an absolute error of
+        about ``1e-7 * max |x|^2`` (from the expansion ``|q|^2 + |t|^2 - 2 q.t``), so a
+        distance near 0 one of about ``sqrt(1e-7) * max |x|`` (a test row equal to a bank
+        row of unit norm may score 6e-4): it reorders only inputs whose squared distances
+        agree to that precision.
     bank_size : int >= 1 or None, default None
         Keep a uniformly random subset of this many training rows (all rows when None or
         when the training set is not larger).
@@ -532,7 +535,8 @@ class Mahalanobis(Detector):
 
     Parameters
     ----------
-    rcond : float >= 0, default 1e-10
+    rcond : float in [0, 1), default 1e-10
+        Eigenvalues at most ``rcond`` times the largest are dropped (1 would drop them all).
     dtype : {"float32", "float64"}, default "float32"
         Type of the matrix products (class means and the eigendecomposition are in
         float64; scores are returned as float64).
@@ -565,7 +569,7 @@ class Mahalanobis(Detector):
         self.rcond = rcond
         self.dtype = dtype
 
-    _parameter_constraints = {"rcond": [Interval(float, 0, None, closed="left")],
+    _parameter_constraints = {"rcond": [Interval(float, 0, 1, closed="left")],
                               "dtype": [Options(FLOAT_DTYPES)]}
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
@@ -577,14 +581,19 @@ class Mahalanobis(Detector):
         rcond = float(self.rcond)
         dt = check_float_dtype("dtype", self.dtype)
         F = as_features(X, "features", dt)
-        labels = np.asarray(y)
+        labels = as_labels(y)
         if labels.shape != (F.shape[0],):
             raise ValueError(f"y must have shape ({F.shape[0]},) to match X; got "
                              f"{labels.shape}.")
-        if labels.dtype.kind in "fc" and not np.all(np.isfinite(labels)):
-            raise ValueError(f"y must hold class labels, not NaN or inf; got "
-                             f"{int(np.sum(~np.isfinite(labels)))} such value(s).")
-        classes, inv = np.unique(labels, return_inverse=True)
+        odd = [v for v in labels.tolist() if not isinstance(v, (str, int, float))]
+        try:
+            if odd:
+                raise TypeError
+            classes, inv = np.unique(labels, return_inverse=True)
+        except TypeError:
+            raise ValueError("y must hold class labels of one kind, all numbers or all "
+                             f"strings; got {labels.dtype.name} values such as "
+                             f"{(odd or labels.tolist())[0]!r}.") from None
         inv = inv.reshape(-1)
         counts = np.bincount(inv)
         order = np.argsort(inv, kind="stable")
