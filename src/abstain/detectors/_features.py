@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -25,7 +26,7 @@ from ._base import Detector, linear_layer, unit_rows
 from ._logits import logsumexp_rows, neg_energy
 
 
-def _as_dtype(arr: NDArray[np.float64], dtype: np.dtype) -> NDArray:  # type: ignore[type-arg]
+def _as_dtype(arr: NDArray[Any], dtype: np.dtype) -> NDArray:  # type: ignore[type-arg]
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
@@ -351,10 +352,36 @@ def _gram(C: NDArray[np.floating]) -> NDArray[np.float64]:
     return upper + np.triu(upper, 1).T
 
 
-def _centred(F: NDArray[np.floating], origin: NDArray[np.float64]) -> NDArray[np.floating]:
-    """``F - origin`` in ``F``'s type; ``F`` itself where the origin is zero (a last layer
-    without bias), which saves a pass over the features."""
-    return F - _as_dtype(origin, F.dtype) if origin.any() else F
+def _work(X: ArrayLike, dt: np.dtype, convert: Any) -> NDArray[np.floating]:  # type: ignore[type-arg]
+    """``convert(X, dtype)``: in float32 where ``X`` is float32 already and ``dt`` float32,
+    else in float64, so that :func:`_minus` subtracts a reference point before rounding."""
+    keep = dt == np.float32 and getattr(X, "dtype", None) == np.float32
+    return convert(X, dt if keep else np.float64)  # type: ignore[no-any-return]
+
+
+def _minus(F: NDArray[np.floating], ref: NDArray[np.float64], dt: np.dtype,  # type: ignore[type-arg]
+           ) -> tuple[NDArray[np.floating], NDArray[np.float64]]:
+    """``F - ref`` in ``dt`` and the reference point used, in float64: ``ref`` itself, or
+    rounded to float32 where ``F`` is float32 (both sides then move by the same point).
+
+    Features far from the origin (a mean of 100, a spread of 1) lose their spread in a
+    float32 product of the raw features (``|x|^2 - 2 x.m + |m|^2`` cancels); centred on a
+    point near them, a product keeps about 1e-7 of the spread."""
+    if F.dtype == np.float32:
+        r32 = ref.astype(np.float32)
+        return F - r32, r32.astype(np.float64)
+    return _as_dtype(F - ref, dt), ref
+
+
+def _finite_scores(s: NDArray[np.float64], F: NDArray, dt: np.dtype,  # type: ignore[type-arg]
+                   who: str) -> NDArray[np.float64]:
+    """``s``, refused where a product overflowed (features near 1e38 in float32)."""
+    if not np.all(np.isfinite(s)):
+        raise ValueError(
+            f"{who}: the scores overflow in {dt.name} (features of magnitude up to "
+            f"{float(np.max(np.abs(F))):.4g}); scale the features"
+            + (" or use dtype='float64'." if dt == np.float32 else "."))
+    return s
 
 
 def _row_norms(A: NDArray[np.floating]) -> NDArray[np.float64]:
@@ -384,15 +411,30 @@ def _eigen_floor(evals: NDArray, d: int, dt: np.dtype,  # type: ignore[type-arg]
     return max(rcond, d * float(np.finfo(dt).eps)) * max(float(evals.max()), 0.0)
 
 
-def _finite_cov(cov: NDArray, F: NDArray, who: str) -> NDArray:  # type: ignore[type-arg]
+def _finite_cov(cov: NDArray, F: NDArray, who: str,  # type: ignore[type-arg]
+                dt: np.dtype | None = None) -> NDArray:  # type: ignore[type-arg]
     """``cov``, refused where it overflowed (features near 1e160, or 1e20 in float32: the
     eigendecomposition then fails with NumPy's "Eigenvalues did not converge")."""
+    dt = F.dtype if dt is None else dt
     if not np.all(np.isfinite(cov)):
         raise ValueError(
-            f"{who}: the covariance of the training features overflows in {F.dtype.name} "
+            f"{who}: the covariance of the training features overflows in {dt.name} "
             f"(features of magnitude up to {float(np.max(np.abs(F))):.4g}); scale the "
-            "features" + (" or use dtype='float64'." if F.dtype == np.float32 else "."))
+            "features" + (" or use dtype='float64'." if dt == np.float32 else "."))
     return cov
+
+
+def _vim_parts(C: NDArray, R: NDArray, W: NDArray, b: NDArray,  # type: ignore[type-arg]
+               center: NDArray, off: NDArray, dt: np.dtype,  # type: ignore[type-arg]
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """ViM's residual norms and logits of the features ``C`` centred on ``center``, whose
+    offset from the origin is ``off``: the products of ``C`` in ``dt``, the terms of
+    ``center`` added in float64."""
+    Y = (C @ _as_dtype(R, dt)).astype(np.float64)
+    Y += off @ R
+    logits = (C @ _as_dtype(W.T, dt)).astype(np.float64)
+    logits += center @ W.T + b
+    return _row_norms(Y), logits
 
 
 @serializable("detector")
@@ -419,6 +461,10 @@ class ViM(Detector):
     Attributes
     ----------
     origin_ : ndarray (d,)
+    center_ : ndarray (d,)
+        The training features' mean: the products of ``fit`` and ``score`` (in ``dtype``)
+        take the features centred on it, and its own terms are added in float64, so that
+        float32 keeps features far from the origin to about 1e-7 of their spread.
     residual_basis_ : ndarray (d, d - D)
     alpha_ : float in (0, 2**512]
         ``fit`` refuses training data that give a non-positive ``alpha`` (the virtual logit
@@ -444,6 +490,7 @@ class ViM(Detector):
         "weight_": Array(("K", "d")),
         "bias_": Array(("K",)),
         "origin_": Array(("d",)),
+        "center_": Array(("d",)),
         "residual_basis_": Array(("d", None)),
         # positive, as fit makes it; at most 2**512, the square root of the largest float,
         # so that alpha_ times the residual norm of any input below that bound is finite
@@ -470,7 +517,7 @@ class ViM(Detector):
             raise ValueError("ViM.fit needs the ID training features X.")
         self._validate_params()
         dt = check_float_dtype("dtype", self.dtype)
-        F = as_features(X, "features", dt)
+        F = _work(X, dt, lambda a, t: as_features(a, "features", t))
         d = F.shape[1]
         if d < 2:
             raise ValueError("ViM needs at least 2 feature dimensions; got 1.")
@@ -479,17 +526,22 @@ class ViM(Detector):
             raise ValueError(f"dim must be smaller than the feature dimension {d}; got {D}.")
         W, b = linear_layer(weight, bias, d, "ViM")
         u = -np.linalg.pinv(W) @ b
-        C = _centred(F, u)
-        cov = _finite_cov(_gram(C) / C.shape[0], F, "ViM")
+        # the uncentred covariance of F - u, as the covariance of F around its mean (in dt,
+        # which keeps the spread) plus the outer product of (mean - u) (in float64)
+        C, ref = _minus(F, F.mean(axis=0, dtype=np.float64), dt)
+        off = ref - u
+        spread = _finite_cov(_gram(C) / C.shape[0], F, "ViM", dt)
+        cov = spread + np.outer(off, off)
         evals, evecs = np.linalg.eigh(cov)
         order = np.argsort(-evals, kind="stable")
-        R = evecs[:, order[D:]]
-        vlogit = _row_norms(C @ _as_dtype(R, dt))
-        logits = F @ _as_dtype(W.T, dt) + _as_dtype(b, dt)
+        R = np.ascontiguousarray(evecs[:, order[D:]])
+        vlogit, logits = _vim_parts(C, R, W, b, ref, off, dt)
         mean_v = float(vlogit.mean(dtype=np.float64))
         # eigenvalues within the round-off of the covariance are no residual: the scores
-        # would be made of round-off
-        if mean_v <= 0 or float(evals[order[D:]].max()) <= _eigen_floor(evals, d, dt):
+        # would be made of round-off (that of the spread in dt, of the sum in float64)
+        floor = max(_eigen_floor(np.linalg.eigvalsh(spread), d, dt),
+                    _eigen_floor(evals, d, np.dtype(np.float64)))
+        if mean_v <= 0 or float(evals[order[D:]].max()) <= floor:
             raise ValueError("ViM: the training features have no residual beyond the "
                              f"{D}-dimensional principal subspace; choose a smaller dim.")
         alpha = float(logits.max(axis=1).mean(dtype=np.float64)) / mean_v
@@ -504,7 +556,7 @@ class ViM(Detector):
                 f"ViM needs alpha = mean max-logit / mean residual norm <= 2**512; got {alpha!r}"
                 f" (a residual norm of {mean_v!r}): choose a smaller dim.")
         self.weight_, self.bias_, self.origin_, self.residual_basis_ = W, b, u, R
-        self.alpha_ = alpha
+        self.center_, self.alpha_ = ref, alpha
         self.dim_ = D
         self.n_features_in_ = d
         return self
@@ -514,11 +566,13 @@ class ViM(Detector):
         self._check_fitted("alpha_")
         self._validate_params()
         dt = check_float_dtype("dtype", self.dtype)
-        F = self._inputs(X, dt)
-        vlogit = _row_norms(_centred(F, self.origin_) @ _as_dtype(self.residual_basis_, dt))
-        logits = F @ _as_dtype(self.weight_.T, dt) + _as_dtype(self.bias_, dt)
-        energy = logsumexp_rows(logits.astype(np.float64))
-        return self.alpha_ * vlogit - energy
+        F = _work(X, dt, self._inputs)
+        C = _minus(F, self.center_, dt)[0]
+        vlogit, logits = _vim_parts(C, self.residual_basis_, self.weight_, self.bias_,
+                                    self.center_, self.center_ - self.origin_, dt)
+        _finite_scores(logits, F, dt, "ViM")
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _finite_scores(self.alpha_ * vlogit - logsumexp_rows(logits), F, dt, "ViM")
 
 
 @serializable("detector")
@@ -580,7 +634,7 @@ class Mahalanobis(Detector):
         self._validate_params()
         rcond = float(self.rcond)
         dt = check_float_dtype("dtype", self.dtype)
-        F = as_features(X, "features", dt)
+        F = _work(X, dt, lambda a, t: as_features(a, "features", t))
         labels = as_labels(y)
         if labels.shape != (F.shape[0],):
             raise ValueError(f"y must have shape ({F.shape[0]},) to match X; got "
@@ -604,9 +658,9 @@ class Mahalanobis(Detector):
         # np.add.reduceat over axis 0, and the same sums)
         means = np.stack([rows.sum(axis=0, dtype=np.float64) for rows in blocks])
         means /= counts[:, None]
-        for rows, mean in zip(blocks, _as_dtype(means, dt), strict=True):
+        for rows, mean in zip(blocks, _as_dtype(means, F.dtype), strict=True):
             rows -= mean  # centred in place: the covariance sums over rows in any order
-        cov = _finite_cov(_gram(C) / F.shape[0], F, "Mahalanobis")
+        cov = _finite_cov(_gram(_as_dtype(C, dt)) / F.shape[0], F, "Mahalanobis", dt)
         evals, evecs = np.linalg.eigh(cov)
         # below rcond, or within the round-off of the covariance (a float32 covariance of
         # rank-deficient features has null eigenvalues near 1e-7 of the largest, which
@@ -626,9 +680,13 @@ class Mahalanobis(Detector):
         self._check_fitted("whitener_")
         self._validate_params()
         dt = check_float_dtype("dtype", self.dtype)
-        Z = self._inputs(X, dt) @ _as_dtype(self.whitener_, dt)
-        M = self.means_ @ self.whitener_
-        d2 = Z @ _as_dtype(-2.0 * M.T, dt) + _as_dtype(np.einsum("ij,ij->i", M, M), dt)
-        d2min = d2.min(axis=1).astype(np.float64)
-        d2min += np.einsum("ij,ij->i", Z, Z, dtype=np.float64)
-        return np.maximum(d2min, 0.0)
+        # centred on the mean of the class means: the expansion below cancels far less
+        F = _work(X, dt, self._inputs)
+        C, ref = _minus(F, self.means_.mean(axis=0), dt)
+        Z = C @ _as_dtype(self.whitener_, dt)
+        M = (self.means_ - ref) @ self.whitener_
+        with np.errstate(over="ignore", invalid="ignore"):
+            d2 = Z @ _as_dtype(-2.0 * M.T, dt) + _as_dtype(np.einsum("ij,ij->i", M, M), dt)
+            d2min = d2.min(axis=1).astype(np.float64)
+            d2min += np.einsum("ij,ij->i", Z, Z, dtype=np.float64)
+        return np.maximum(_finite_scores(d2min, F, dt, "Mahalanobis"), 0.0)
