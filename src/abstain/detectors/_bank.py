@@ -99,6 +99,22 @@ class DetectorBank(ParamsMixin):
         if len(self.detectors_) != n:
             raise ValueError(f"fitted.detectors_ must hold one detector per params.detectors "
                              f"({n}); got {len(self.detectors_)}.")
+        for i, (det, fitted) in enumerate(zip(self.detectors or [], self.detectors_,
+                                              strict=True)):
+            if type(fitted) is not type(det):
+                raise ValueError(f"fitted.detectors_[{i}] must be params.detectors[{i}] fitted, "
+                                 f"a {type(det).__name__}; got a {type(fitted).__name__}.")
+            mine, theirs = det.get_params(deep=False), fitted.get_params(deep=False)
+            differ = [k for k in mine if mine[k] != theirs[k]]
+            if differ:
+                raise ValueError(f"fitted.detectors_[{i}] must have the parameters of "
+                                 f"params.detectors[{i}]; {differ[0]} is "
+                                 f"{plain(theirs[differ[0]])}, not {plain(mine[differ[0]])}.")
+        names = (list(self.names) if self.names is not None
+                 else _default_names(list(self.detectors or [])))
+        if list(self.names_) != names:
+            raise ValueError(f"fitted.names_ must be {plain(names)} (params.names, or the "
+                             f"detectors' names); got {plain(list(self.names_))}.")
 
     def fit(self, outputs: Any, y: ArrayLike | None = None, *, weight: ArrayLike | None = None,
             bias: ArrayLike | None = None) -> DetectorBank:

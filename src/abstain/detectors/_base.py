@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.schema import Int
 from .._core.serialize import Field, dumps
 from .._core.validation import as_features, as_real_array, as_scores, check_columns
 
@@ -61,7 +62,8 @@ class Detector(ParamsMixin):
     """Shared protocol of the detectors; see the module docstring."""
 
     inputs: ClassVar[str] = "logits"
-    _FIELDS: ClassVar[dict[str, Field]] = {}
+    # a logit detector fitted on logits refuses another width, after a round trip too
+    _FIELDS: ClassVar[dict[str, Field]] = {"n_features_in_": Int(1, optional=True)}
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Detector:

@@ -21,6 +21,7 @@ from .._core.validation import (
     as_features,
     as_labels,
     check_float_dtype,
+    plain,
 )
 from ._base import Detector, linear_layer, unit_rows
 from ._logits import logsumexp_rows, neg_energy
@@ -206,6 +207,19 @@ class KNN(Detector):
         if self.k > n_bank:
             raise ValueError(f"params.k must be an integer in [1, {n_bank}] (fitted.bank_ has "
                              f"{n_bank} rows); got {self.k!r}.")
+        B = self.bank_
+        if self.normalize:  # a fit stores unit rows
+            norm = _row_norms(B)
+            if not np.allclose(norm, 1.0, rtol=0.0, atol=1e-6):
+                raise ValueError("fitted.bank_ must hold rows of unit norm (normalize=True); "
+                                 f"got norms from {norm.min():.6g} to {norm.max():.6g}.")
+        else:
+            limit = math.sqrt(float(np.finfo(np.dtype(self.dtype)).max) / (4.0 * B.shape[1]))
+            top = float(np.max(np.abs(B)))
+            if not top <= limit:
+                raise ValueError(f"fitted.bank_ must hold features of magnitude at most "
+                                 f"{limit:.4g} for dtype={self.dtype!r} (their squared distances "
+                                 f"must be finite); got {top:.4g}.")
 
     def _prepare(self, F: NDArray) -> NDArray:  # type: ignore[type-arg]
         if self.normalize:
@@ -350,6 +364,26 @@ def _gram(C: NDArray[np.floating]) -> NDArray[np.float64]:
     C = np.ascontiguousarray(C)
     upper = np.triu(C.T @ C).astype(np.float64)
     return upper + np.triu(upper, 1).T
+
+
+def _in_range(dtype: str, **arrays: NDArray[np.float64]) -> None:
+    """Refuse a loaded array that the products of ``dtype`` cannot hold (an entry beyond
+    float32's range becomes inf there: NaN scores). A fit never stores one."""
+    top = float(np.finfo(np.dtype(dtype)).max)
+    for name, a in arrays.items():
+        if a.size and not float(np.max(np.abs(a))) <= top:
+            raise ValueError(f"fitted.{name} must hold values of magnitude at most "
+                             f"{top:.4g} for dtype={dtype!r}; got {float(np.max(np.abs(a))):.4g}.")
+
+
+def _orthonormal(name: str, A: NDArray[np.float64], scale: NDArray[np.float64] | None = None,
+                 ) -> None:
+    """Refuse loaded columns that are not orthonormal (``A`` divided by ``scale`` per
+    column), as the eigenvectors a fit stores are."""
+    B = A if scale is None else A / scale
+    if not np.allclose(B.T @ B, np.eye(B.shape[1]), rtol=0.0, atol=1e-6):
+        raise ValueError(f"fitted.{name} must hold orthonormal columns, as a fit stores "
+                         "(eigenvectors); got others.")
 
 
 def _work(X: ArrayLike, dt: np.dtype, convert: Any) -> NDArray[np.floating]:  # type: ignore[type-arg]
@@ -509,6 +543,16 @@ class ViM(Detector):
         if self.residual_basis_.shape[1] != d - self.dim_:
             raise ValueError(f"fitted.residual_basis_ must have shape ({d}, {d - self.dim_}) "
                              f"for fitted.dim_ = {self.dim_}; got {self.residual_basis_.shape}.")
+        want = _default_vim_dim(d) if self.dim is None else self.dim
+        if self.dim_ != want:
+            raise ValueError(f"fitted.dim_ must be {want}, the dimension params.dim = "
+                             f"{plain(self.dim)} gives for {d} features; got {self.dim_}.")
+        _orthonormal("residual_basis_", self.residual_basis_)
+        _in_range(self.dtype, weight_=self.weight_, residual_basis_=self.residual_basis_)
+        u = -np.linalg.pinv(self.weight_) @ self.bias_
+        if not np.allclose(self.origin_, u, rtol=1e-6, atol=1e-9 * (1.0 + np.abs(u).max())):
+            raise ValueError("fitted.origin_ must be -pinv(weight_) @ bias_, as a fit stores; "
+                             "got another point.")
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> ViM:
@@ -622,6 +666,17 @@ class Mahalanobis(Detector):
     def __init__(self, rcond: float = 1e-10, dtype: str = "float32") -> None:
         self.rcond = rcond
         self.dtype = dtype
+
+    def _after_load(self) -> None:
+        W = self.whitener_
+        if W.shape[1] > W.shape[0]:
+            raise ValueError(f"fitted.whitener_ must have at most {W.shape[0]} columns (one "
+                             f"per kept eigenvalue); got {W.shape[1]}.")
+        norm = np.sqrt(np.einsum("ij,ij->j", W, W))
+        if not np.all(norm > 0):
+            raise ValueError("fitted.whitener_ must not hold a zero column.")
+        _orthonormal("whitener_", W, norm)  # eigenvectors over the roots of eigenvalues
+        _in_range(self.dtype, whitener_=W, means_=self.means_)
 
     _parameter_constraints = {"rcond": [Interval(float, 0, 1, closed="left")],
                               "dtype": [Options(FLOAT_DTYPES)]}
