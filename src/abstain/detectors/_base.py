@@ -63,7 +63,7 @@ class Detector(ParamsMixin):
 
     inputs: ClassVar[str] = "logits"
     # a logit detector fitted on logits refuses another width, after a round trip too
-    _FIELDS: ClassVar[dict[str, Field]] = {"n_features_in_": Int(1, optional=True)}
+    _FIELDS: ClassVar[dict[str, Field]] = {"n_features_in_": Int(1, 2**31 - 1, optional=True)}
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Detector:
