@@ -411,3 +411,28 @@ def test_a_loaded_table_is_checked_as_from_arrays_checks_it() -> None:
                        r"\(fitted\.counts less fitted\.ood_counts, where the table has OOD "
                        r"marks\); got 1 losses for 2 ID rows\.$"):
         abstain.load_json(json.dumps(marked))
+
+
+def test_merge_called_on_a_table_merges_that_table_too():
+    """``a.merge(b)`` is ``ScoreTable.merge(a, b)`` (as a plain classmethod it returned b's
+    rows alone and dropped a's), for the three tables."""
+    from abstain import BinnedTable, PairTable
+
+    rng = np.random.default_rng(0)
+    u, losses = rng.integers(0, 5, 30).astype(float), rng.integers(0, 2, 30).astype(float)
+    ood = rng.random(30) < 0.3
+    parts = [slice(0, 10), slice(10, 25), slice(25, 30)]
+    tables = [ScoreTable.from_arrays(u[p], losses[p], is_ood=ood[p]) for p in parts]
+    whole = ScoreTable.from_arrays(u, losses, is_ood=ood)
+    assert tables[0].merge(tables[1], tables[2]) == whole == ScoreTable.merge(*tables)
+    assert tables[0].merge() == tables[0]
+    edges = np.arange(6) - 0.5
+    binned = [BinnedTable.from_arrays(u[p], losses[p], edges=edges) for p in parts]
+    got, want = binned[0].merge(*binned[1:]), BinnedTable.merge(*binned)
+    for field in ("counts", "ood_counts", "loss_sums", "lows", "highs"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+    assert got.counts.sum() == 30
+    s2 = np.c_[u, rng.integers(0, 3, 30)]
+    pairs = [PairTable.from_arrays(s2[p], losses[p], is_ood=ood[p]) for p in parts]
+    assert pairs[0].merge(*pairs[1:]) == PairTable.merge(*pairs)
+    assert pairs[0].merge(*pairs[1:]).n == 30

@@ -139,3 +139,15 @@ def derived_seeds(random_state: Any, k: int) -> list[int] | None:
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         return [int(v) for v in np.random.SeedSequence(int(random_state)).generate_state(k)]
     return None
+
+
+class merging(classmethod):  # type: ignore[type-arg]  # noqa: N801 - a decorator, like classmethod
+    """A classmethod ``merge(cls, *tables)`` that merges the instance too when called on
+    one: ``Table.merge(a, b)`` and ``a.merge(b)`` are the same table (as a plain
+    classmethod, ``a.merge(b)`` returned ``b``'s rows alone and dropped ``a``'s)."""
+
+    def __get__(self, obj: Any, cls: type | None = None) -> Any:
+        if obj is None:
+            return super().__get__(obj, cls)
+        bound = functools.partial(self.__func__, type(obj), obj)
+        return functools.update_wrapper(bound, self.__func__)

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.base import merging
 from .._core.groups import group_totals
 from .._core.prefix import harmonic_difference
 from .._core.validation import as_real_array, nonfinite, plain
@@ -157,8 +158,8 @@ class BinnedTable:
         table = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood, oracle=False)
         return cls(edges).add(table)
 
-    @classmethod
-    def merge(cls, *tables: BinnedTable) -> BinnedTable:
+    @merging
+    def merge(cls: type[BinnedTable], *tables: BinnedTable) -> BinnedTable:
         """The sum of tables on the same edges."""
         if not tables:
             raise ValueError("merge needs at least one BinnedTable; got none.")

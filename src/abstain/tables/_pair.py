@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import ParamsMixin
+from .._core.base import ParamsMixin, merging
 from .._core.schema import Array, Field, Number
 from .._core.serialize import dumps, serializable
 from .._core.validation import (
@@ -200,8 +200,8 @@ class PairTable(ParamsMixin):
         table.max_loss = top
         return table
 
-    @classmethod
-    def merge(cls, *tables: PairTable) -> PairTable:
+    @merging
+    def merge(cls: type[PairTable], *tables: PairTable) -> PairTable:
         """One table of the rows of all ``tables`` (which are left unchanged)."""
         for i, t in enumerate(tables):
             if not isinstance(t, PairTable):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import ParamsMixin
+from .._core.base import ParamsMixin, merging
 from .._core.exact import sum_round_off
 from .._core.groups import TieGroups, group_totals, groups_from_totals
 from .._core.schema import Array, Field, Flag, Number
@@ -266,8 +266,8 @@ class ScoreTable(ParamsMixin):
         table._check_total()
         return table
 
-    @classmethod
-    def merge(cls, *tables: ScoreTable) -> ScoreTable:
+    @merging
+    def merge(cls: type[ScoreTable], *tables: ScoreTable) -> ScoreTable:
         """One table of the rows of all ``tables`` (which are left unchanged).
 
         Counts add exactly; see the class docstring for the loss totals. Tables with and
