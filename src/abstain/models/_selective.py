@@ -371,7 +371,10 @@ def _cost_round_off(groups: TieGroups, unit_eps: float) -> NDArray[np.float64]:
 class BoundedAbstention(_RejectRule):
     """Bounded-abstention model, Problem 5 of Franc et al. (2023).
 
-    Minimal selective risk at coverage at least ``target_coverage``. The fitted rule
+    Minimal selective risk at coverage at least ``target_coverage``, by the paper's
+    optimal strategy with the score in place of the conditional risk (so minimal when the
+    score orders the inputs as their conditional risk does; a score that does not may
+    reach a lower risk at a larger coverage). The fitted rule
     has expected coverage exactly ``target_coverage`` on the calibration data: it
     accepts the lowest scores and randomises on the tie group at the boundary
     (eqs. 22-24), which for untied scores means accepting one sample with a
@@ -387,7 +390,7 @@ class BoundedAbstention(_RejectRule):
     ----------
     threshold_, accept_prob_ : float
     coverage_, risk_ : float
-        ``coverage_ == target_coverage``; ``risk_`` is the minimal selective risk.
+        ``coverage_ == target_coverage``; ``risk_`` is the rule's selective risk there.
     feasible_ : bool
         Always True.
     equivalent_ : EquivalentModels
