@@ -183,7 +183,9 @@ def one_sample_per_table() -> Iterator[None]:
 _MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
 
 
-Found = tuple[Best, NDArray[np.float64], float]  # best point, weights, threshold
+#: best point, weights, threshold and, for the exact search of two scores, the anchor: the
+#: score pair whose group is the threshold's (None for the grid)
+Found = tuple[Best, NDArray[np.float64], float, NDArray[np.float64] | None]
 
 
 #: Two score columns reaching this are divided by :data:`UNIT` (exactly, where no score
@@ -387,7 +389,7 @@ class Sample:
     def run(self, search: str, n_directions: int, ratio: Constraint | None,
             slopes: tuple[float, float, float] | None,
             record: Callable[[F64, F64], None] | None = None) -> Found | None:
-        """Best ``(point, weights, angle)``; the point's ``index`` is a threshold value.
+        """Best ``(point, weights, threshold, anchor)`` (:data:`Found`).
 
         ``record`` is given the knots of every direction that the sweep visits (one score,
         or the grid; not the exact search, which visits directions by branch and bound):
@@ -405,7 +407,7 @@ class Sample:
                 continue
             r, thr = f
             if best is None or better(r, False, best[0], False):
-                best = (r, w, thr)
+                best = (r, w, thr, None)
         return best
 
     def pairs(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -425,7 +427,7 @@ class Sample:
             return None
         e = state.best.at
         threshold = float(project(pts[e : e + 1], state.weights)[0])
-        return state.best, state.weights, threshold
+        return state.best, state.weights, threshold, pts[e].copy()
 
 
 def check_search(search: Any, n_directions: Any) -> tuple[str, int]:

@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._certify.ltt import certified_tpr_fpr
 from .._core.base import ParamsMixin
 from .._core.decision import check_infeasible_rule, draw_accept, threshold_proba
+from .._core.exact import dot_sign
 from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
 from .._core.validation import (
     Interval,
@@ -69,6 +70,28 @@ __all__ = [
 ]
 
 
+def _exact_below(s: NDArray[np.float64], w: NDArray[np.float64],
+                 anchor: NDArray[np.float64]) -> NDArray[np.float64] | None:
+    """The highest of the score pairs ``s`` strictly below ``anchor`` along ``w``, in exact
+    order (None where none is): the anchor of the next lower group."""
+    n = s.shape[0]
+    below = s[dot_sign(s[:, 0], s[:, 1], np.full(n, anchor[0]), np.full(n, anchor[1]),
+                       float(w[0]), float(w[1])) < 0]
+    if below.shape[0] == 0:
+        return None
+    # the float projections order them up to their round-off; the exact order among those
+    # within it of the largest
+    p = core.project(below, w)
+    eps = float(np.finfo(np.float64).eps)
+    reach = 8.0 * eps * (np.abs(w[0] * below[:, 0]) + np.abs(w[1] * below[:, 1]))
+    top = below[p >= float(p.max()) - 2.0 * float(reach.max()) - 1e-300]
+    best = top[0]
+    for q in top[1:]:
+        if dot_sign(q[:1], q[1:], best[:1], best[1:], float(w[0]), float(w[1]))[0] > 0:
+            best = q
+    return best.copy()
+
+
 class _OODRule(ParamsMixin):
     """Shared fitted state, decisions and serialisation of the OOD selectors."""
 
@@ -81,16 +104,23 @@ class _OODRule(ParamsMixin):
         self.n_scores_ = int(fit.s.shape[1])
         if found is None:
             self.feasible_ = False
+            self.anchor_ = None
             self.weights_ = [1.0] if fit.s.shape[1] == 1 else [1.0, 0.0]
             self.threshold_, self.accept_prob_ = -math.inf, 1.0
             self.risk_ = self.tpr_ = self.fpr_ = self.precision_ = math.nan
         else:
-            best, w, thr = found
+            best, w, thr, anchor = found
             nu = best.nu
-            if nu <= 0.0:  # accepts only the scores below thr: the next lower group, fully
+            if nu <= 0.0 and anchor is not None:  # the next lower group, fully, exactly
+                anchor = _exact_below(fit.s, w, anchor)
+                thr, nu = ((float(core.project(anchor[None, :], w)[0]), 1.0)
+                           if anchor is not None else (-math.inf, 1.0))
+            elif nu <= 0.0:  # accepts only the scores below thr: the next lower group, fully
                 s = core.project(fit.s, w)
                 below = s[s < thr]
                 thr, nu = (float(below.max()), 1.0) if below.size else (-math.inf, 1.0)
+            # the exact search's rule is the sign of (x - anchor) . w, decided exactly
+            self.anchor_ = None if anchor is None else [float(v) * fit.unit for v in anchor]
             self.feasible_ = True
             self.weights_ = [float(v) for v in w]
             # on the scores given (the sample's may be divided by a power of two)
@@ -126,10 +156,25 @@ class _OODRule(ParamsMixin):
     def accept_proba(self, scores: ArrayLike) -> NDArray[np.float64]:
         """Acceptance probability: 1 below ``threshold_``, ``accept_prob_`` at it, 0 above.
 
-        Two score columns near the float maximum (or a threshold near it) are compared
-        divided by 16, as the fit searched them: their combined score may overflow."""
+        A rule of the exact search of two scores (``anchor_`` set) compares each input with
+        its anchor exactly, by the sign of ``(x - anchor_) . weights_``, as the fit did: the
+        combined score in floating point could tie inputs it separates (scores rounded to
+        decimals) or separate inputs it ties. Two score columns near the float maximum (or
+        a threshold near it) are compared divided by 16, as the fit searched them: their
+        combined score may overflow."""
         self._check_fitted("threshold_")
         raw = as_score_matrix(scores)
+        anchor = getattr(self, "anchor_", None)
+        if anchor is not None:
+            if raw.shape[1] != 2:
+                raise ValueError(f"scores must have 2 column(s) as in fit; got {raw.shape[1]}.")
+            a = np.asarray(anchor, dtype=np.float64)
+            if raw.size and max(float(np.max(np.abs(raw))), float(np.max(np.abs(a)))) >= TOP:
+                raw, a = raw / UNIT, a / UNIT  # exact: the differences may overflow
+            wr, wg = self.weights_
+            sign = dot_sign(raw[:, 0], raw[:, 1], np.full(raw.shape[0], a[0]),
+                            np.full(raw.shape[0], a[1]), float(wr), float(wg))
+            return np.where(sign < 0, 1.0, np.where(sign == 0, float(self.accept_prob_), 0.0))
         thr = float(self.threshold_)
         if raw.shape[1] == 2 and raw.size and (float(np.max(np.abs(raw))) >= TOP
                                                or abs(thr) >= TOP / UNIT):
@@ -163,10 +208,20 @@ class _OODRule(ParamsMixin):
         "feasible_": Flag(),
         "n_id_": Number(0.0),
         "n_ood_": Number(0.0),
+        "anchor_": Seq(Number(), length=2, none=True, optional=True),
     }
 
     def _after_load(self) -> None:
         check_infeasible_rule(bool(self.feasible_), float(self.threshold_))
+        anchor = getattr(self, "anchor_", None)
+        if anchor is not None:  # the exact search's anchor projects onto threshold_
+            at = (float(self.weights_[0]) * (anchor[0] / UNIT)
+                  + float(self.weights_[1]) * (anchor[1] / UNIT)) if len(anchor) == 2 else None
+            if (self.n_scores_ != 2 or at is None
+                    or not math.isclose(at, float(self.threshold_) / UNIT, rel_tol=1e-12,
+                                        abs_tol=1e-300)):
+                raise ValueError("fitted.anchor_ must be the score pair at fitted.threshold_ "
+                                 "along fitted.weights_ (two scores); got one that is not.")
         # The direction is one of the fit's: a unit vector (cos a, sin a), an exact normal
         # of a tied pair scaled to a largest entry in [0.5, 1), or the plug-in rule's
         # (1, mu); its angle and mu must agree with it.
@@ -262,6 +317,10 @@ class BoundedTPRFPR(_OODRule):
         for one score.
     threshold_, accept_prob_ : float
         The rule on ``score(scores)``.
+    anchor_ : list of 2 floats, or None
+        For a rule of ``search="exact"`` on two scores, the score pair of the threshold's
+        group: :meth:`accept_proba` compares inputs with it by the exact sign of
+        ``(x - anchor_) . weights_``, as the fit ordered them (None otherwise).
     risk_, tpr_, fpr_, precision_ : float
         Attained on the validation sample (precision with the sample's OOD fraction).
     feasible_ : bool
@@ -366,7 +425,7 @@ class BoundedTPRFPR(_OODRule):
         if found is None:
             return None
         k, o, loss, risk, w, thr = found
-        return (core.Best(0, 1.0, k, o, loss, risk), w, thr)
+        return (core.Best(0, 1.0, k, o, loss, risk), w, thr, None)
 
 
 @serializable("ood")
@@ -522,7 +581,7 @@ class CostBasedOOD(_OODRule):
             self.weights_ = [1.0, float(mu)]
             self.angle_ = float(math.atan2(mu, 1.0))
             self.mu_ = float(mu)
-            self.threshold_, self.accept_prob_ = e1, 1.0
+            self.threshold_, self.accept_prob_, self.anchor_ = e1, 1.0, None
             self.risk_ = self.tpr_ = self.fpr_ = self.precision_ = self.cost_ = math.nan
             self.feasible_ = True
             self.n_id_ = self.n_ood_ = 0.0
