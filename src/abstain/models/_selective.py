@@ -72,30 +72,30 @@ __all__ = [
 
 
 class EquivalentModels(NamedTuple):
-    """The parameters under which the other reject models return the same rule.
+    """The parameters under which the other reject models have the same rule as optimum.
 
-    Section 2.4 of Franc et al. (2023): the three models share one optimal strategy.
-    On a calibration sample a fitted rule with coverage ``phi`` and selective risk
-    ``rho`` is returned by
+    Section 2.4 of Franc et al. (2023): the three models share one optimal strategy. For a
+    fitted rule with coverage ``phi`` and selective risk ``rho`` on a calibration sample:
 
     Attributes
     ----------
     target_coverage : float
-        ``BoundedAbstention(target_coverage=phi)`` (always; 0.0 for the rule that
+        ``BoundedAbstention(target_coverage=phi)`` returns it (0.0 for the rule that
         rejects everything, which no bounded-abstention model returns).
     target_risk : tuple of float or None
-        ``BoundedImprovement(target_risk=r)`` for every ``r`` in the closed interval
-        ``[low, high]``. The bounded-improvement optimum grows continuously with
-        its target, so the interval is the single point ``[rho, rho]``, or
-        ``[rho, inf]`` for the rule that accepts everything. ``None`` when no target
-        risk gives this rule: a larger coverage has a selective risk as low, or the
-        rule rejects everything (the model's infeasible answer).
+        ``BoundedImprovement(target_risk=r)`` returns it for every ``r`` in ``[low, high]``:
+        the single point ``[rho, rho]``, or ``[rho, inf]`` for the rule that accepts
+        everything (a ``rho`` of 0 is no valid target: the model takes ``r > 0``). ``None``
+        when no target gives this rule: a larger coverage has a selective risk as low, or
+        the rule rejects everything (the model's infeasible answer).
     reject_cost : tuple of float or None
         The closed interval ``[low, high]`` of reject costs ``e`` for which this rule
-        minimises the empirical cost of ``CostBased(reject_cost=e)``; at an end (within
-        the round-off of the costs, see :class:`CostBased`) it ties with a neighbouring
-        rule, and ``CostBased`` returns the one of larger coverage: this rule at the low
-        end. ``None`` when the rule is optimal for no reject cost.
+        minimises the empirical cost of ``CostBased(reject_cost=e)``; at an end (within the
+        round-off of the costs) it ties with a neighbouring rule and ``CostBased`` returns the
+        one of larger coverage, so it returns this rule inside the interval and at its low
+        end, but not where the interval is one point (the larger neighbour ties there) nor
+        for a rule that randomises a group (a minimiser at its group's mean loss, where
+        ``CostBased`` returns a whole group). ``None`` when no reject cost makes it optimal.
     """
 
     target_coverage: float
