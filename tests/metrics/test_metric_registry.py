@@ -165,3 +165,18 @@ def test_register_metric_refuses_a_bad_entry(spec, match):
     with pytest.raises(ValueError, match=match):
         register_metric(spec)
     assert "half_aurc" not in METRICS
+
+
+@pytest.mark.parametrize(("extra", "match"), [
+    ({"key": "aurc"}, r"^spec\.key must be new; got 'aurc'"),
+    ({"column": "auroc"}, r"^spec\.column must be new; got 'auroc'")])
+def test_a_key_or_column_in_use_is_refused(extra, match):
+    """A registered metric of the same key or evaluate_ood column had its value replaced."""
+    from abstain.metrics import METRICS, MetricSpec, register_metric
+
+    def zero_metric(losses, uncertainty):
+        return 0.0
+
+    with pytest.raises(ValueError, match=match):
+        register_metric(MetricSpec(zero_metric, "selective", label="Zero", **extra))
+    assert "zero_metric" not in METRICS

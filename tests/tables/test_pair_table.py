@@ -160,3 +160,12 @@ def test_loss_sums_beyond_the_float64_range_are_refused_when_built_not_when_load
     with pytest.raises(ValueError, match=r"^fitted\.loss_sums must have a sum within the "
                        "float64 range"):
         abstain.load_json(json.dumps(doc))
+
+
+def test_update_with_a_batch_without_rows_adds_nothing():
+    from abstain import PairTable
+
+    t = PairTable.from_arrays([[0.1, 0.2], [0.3, 0.1]], [0.0, 1.0], is_ood=[False, True])
+    before = t.to_json()
+    assert t.update(np.zeros((0, 2)), [], is_ood=[]) is t
+    assert t.to_json() == before

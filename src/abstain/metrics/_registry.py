@@ -227,6 +227,13 @@ def register_metric(spec: MetricSpec) -> MetricSpec:
     if spec.pair not in (None, "envelope", "rule") or (spec.pair and spec.kind != "ood"):
         raise ValueError("spec.pair must be None, 'envelope' or 'rule' (None for a selective "
                          f"metric); got {spec.pair!r} for a {spec.kind} metric.")
+    for what, mine, theirs in (("key", spec.key or spec.name,
+                                {m.key or m.name for m in METRICS.values()}),
+                               ("column", spec.column or spec.name,
+                                {m.column or m.name for m in METRICS.values()})):
+        if mine in theirs:  # the registered metric's value would be replaced in its place
+            raise ValueError(f"spec.{what} must be new; got {mine!r}, which a registered "
+                             "metric uses.")
     METRICS[spec.name] = spec
     return spec
 

@@ -24,6 +24,7 @@ from .._core.validation import (
     as_scores,
     check_nan_only_on_ood,
     check_same_length,
+    empty_batch,
 )
 from ._score import as_ood_marks, as_totals, check_loss_sums, whole_counts
 
@@ -219,7 +220,10 @@ class PairTable(ParamsMixin):
         return out
 
     def update(self, scores: ArrayLike, losses: ArrayLike, *, is_ood: ArrayLike) -> PairTable:
-        """Add rows to this table (a batch of a stream); return ``self``."""
+        """Add rows to this table (a batch of a stream); return ``self``. A batch without
+        rows adds nothing."""
+        if empty_batch(scores, losses, is_ood):
+            return self
         merged = PairTable.merge(self, PairTable.from_arrays(scores, losses, is_ood=is_ood))
         self.__dict__.update(merged.__dict__)
         return self
