@@ -234,3 +234,17 @@ def test_selective_risk_at_tpr_fpr_scales_with_subnormal_losses(c):
     losses = np.array([0.5, 1.0, 3.0]) * c
     risk = M.selective_risk_at_tpr_fpr(losses, [0, 1, 0], [2.0, 3.0, 3.0], tpr=1 / 3, fpr=0.5)
     assert risk == 0.5 * c
+
+
+def test_a_rate_bound_is_not_exceeded_by_its_slack():
+    """0.58 * 50 rounds below 29: the tolerant end of the group above the bound (an
+    acceptance of about 2e-12) is round-off of no flat constraint, so the exact end, clipped,
+    is kept; the applied FPR stays at or below 0.58."""
+    from abstain.models import BoundedTPRFPR
+
+    s = np.r_[np.full(10, -1.0), np.zeros(29), np.ones(21), np.ones(10)]
+    is_ood = np.r_[np.zeros(10), np.ones(29), np.ones(21), np.zeros(10)].astype(bool)
+    losses = np.r_[np.ones(10), np.zeros(29), np.zeros(21), np.zeros(10)]
+    rule = BoundedTPRFPR(tpr=0.5, fpr=0.58).fit(s, is_ood, losses)
+    applied = sum(Fraction(float(v)) for v in rule.accept_proba(s)[is_ood]) / 50
+    assert applied <= Fraction(58, 100) and rule.fpr_ <= 0.58

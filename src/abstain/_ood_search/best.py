@@ -151,11 +151,18 @@ def rows_best_ratio(
         # one time in two, and the segment's best point was lost). An exact end outside
         # [lo, hi] is round-off (``e`` and ``room`` near zero: ``O - k I`` at ``b`` along the
         # whole segment, such as a precision at its target along a tie group); there the
-        # end with ``tol`` is kept (clipped, the other end was taken: the best point lost)
+        # end with ``tol`` is kept where it misses ``b`` by round-off only
         exact = room[idx] / np.where(e[idx] != 0, e[idx], 1.0)
-        inside = (exact >= lo[idx]) & (exact <= hi[idx])
-        lo_c = np.where(down[idx] & inside, exact, lo[idx])
-        hi_c = np.where(up[idx] & inside, exact, hi[idx])
+        lo_i, hi_i, e_i, room_i = lo[idx], hi[idx], e[idx], room[idx]
+        clipped = np.clip(exact, lo_i, hi_i)
+        # the tolerant end only where ``O - k I`` misses ``b`` there by round-off alone (a
+        # flat constraint); elsewhere it would place the rule at the bound plus the slack
+        ro = 16 * np.finfo(np.float64).eps * (scale_o + con.k * scale_i)
+        outside = (exact < lo_i) | (exact > hi_i)
+        lo_c = np.where(down[idx], np.where(outside & (np.abs(e_i * lo_i - room_i) <= ro),
+                                            lo_i, clipped), lo_i)
+        hi_c = np.where(up[idx], np.where(outside & (np.abs(e_i * hi_i - room_i) <= ro),
+                                          hi_i, clipped), hi_i)
         # candidates interleaved as (segment, end): the lower end of a segment comes first
         nu = np.stack((lo_c, hi_c), axis=1).reshape(-1)
         seg = np.repeat(idx, 2)
