@@ -149,14 +149,13 @@ def rows_best_ratio(
         # ``O - k I`` meets ``b`` exactly (without ``tol``), so that the round-off of the end
         # never pushes it past the check below (an end placed at ``b + tol`` failed it about
         # one time in two, and the segment's best point was lost). An exact end outside
-        # [lo, hi] is round-off (``e`` and ``room`` near zero: ``O - k I`` at ``b`` along the
-        # whole segment, such as a precision at its target along a tie group); there the
-        # end with ``tol`` is kept where it misses ``b`` by round-off only
+        # [lo, hi] is clipped, unless ``O - k I`` meets ``b`` along the whole segment up to
+        # round-off (a precision at its target along a tie group): then the end with ``tol``
+        # is kept, where it misses ``b`` by round-off alone (elsewhere it would place the
+        # rule at the bound plus the slack)
         exact = room[idx] / np.where(e[idx] != 0, e[idx], 1.0)
         lo_i, hi_i, e_i, room_i = lo[idx], hi[idx], e[idx], room[idx]
         clipped = np.clip(exact, lo_i, hi_i)
-        # the tolerant end only where ``O - k I`` misses ``b`` there by round-off alone (a
-        # flat constraint); elsewhere it would place the rule at the bound plus the slack
         ro = 16 * np.finfo(np.float64).eps * (scale_o + con.k * scale_i)
         outside = (exact < lo_i) | (exact > hi_i)
         lo_c = np.where(down[idx], np.where(outside & (np.abs(e_i * lo_i - room_i) <= ro),

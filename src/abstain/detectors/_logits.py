@@ -89,22 +89,6 @@ def logsumexp_rows(z: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
-def softmax_rows(z: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
-    """The softmax of each row of a finite matrix and the axis of its classes: up to
-    ``_TRANSPOSE_UP_TO`` columns transposed, shape (K, n) and axis 0, else (n, K) and
-    axis 1. Each row is shifted by its largest entry and divided by its sum of terms."""
-    if z.shape[1] <= _TRANSPOSE_UP_TO:
-        axis = 0
-        e = z.T.copy()
-        e -= e.max(axis=0)
-    else:
-        axis = 1
-        e = z - z.max(axis=1)[:, None]
-    np.exp(e, out=e)
-    e /= e.sum(axis=axis) if axis == 0 else e.sum(axis=1)[:, None]
-    return e, axis
-
-
 def neg_max_softmax(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
     """``-max_k softmax(logits / T)_k``, computed as ``-1 / sum_k exp(z_k - max z)``."""
     rest = _peak_and_rest(logits, temperature)[1]
