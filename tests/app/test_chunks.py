@@ -66,6 +66,18 @@ def test_fit_on_parts_writes_the_rule_of_the_whole_file(write_parts, tmp_path, t
     assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
 
 
+def test_a_file_whose_name_holds_glob_characters_is_that_file(tmp_path):
+    write_table(tmp_path / "run[1].csv", {"loss": np.array([0.0, 1, 0, 1]),
+                                          "risk": np.array([0.1, 0.9, 0.2, 0.8])})
+    write_table(tmp_path / "run1.csv", {"loss": np.array([0.0, 1, 0, 1]),
+                                        "risk": np.array([0.9, 0.1, 0.8, 0.2])})
+    assert part_files(str(tmp_path / "run[1].csv")) == [tmp_path / "run[1].csv"]
+    assert part_files(str(tmp_path / "run?.csv")) == [tmp_path / "run1.csv"]
+    ranked = _evaluate(tmp_path / "run[1].csv", tmp_path, "--score", "risk")
+    assert ranked == _evaluate(tmp_path / "run[[]1].csv", tmp_path, "--score", "risk")
+    assert ranked != _evaluate(tmp_path / "run1.csv", tmp_path, "--score", "risk")
+
+
 def test_the_dask_engine_gives_the_same_metrics(write_parts, tmp_path):
     pytest.importorskip("distributed")
     cols = _columns(n=800)

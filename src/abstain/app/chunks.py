@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -108,6 +109,12 @@ class Summary(NamedTuple):
         return self
 
 
+def is_glob(source: str) -> bool:
+    """Whether ``source`` is read as a glob: it holds ``*``, ``?`` or ``[`` and names no
+    existing file or directory (``run[1].csv`` that exists is that file, not ``run1.csv``)."""
+    return any(c in source for c in "*?[") and not os.path.lexists(source)
+
+
 def part_files(source: str) -> list[Path]:
     """The files of ``source``: one file, the files a glob matches, or the CSV and Parquet
     files under a directory (sorted; parts written by Dask or Spark included)."""
@@ -119,7 +126,7 @@ def part_files(source: str) -> list[Path]:
         if not files:
             raise FileNotFoundError(f"directory {source!r} holds no .csv, .parquet or .pq file.")
         return files
-    if any(c in source for c in "*?["):
+    if is_glob(source):
         files = sorted(input_file(f) for f in glob.glob(source, recursive=True)
                        if not Path(f).is_dir())
         if not files:

@@ -21,7 +21,7 @@ import numpy as np
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
 from ..metrics import AUTO_EXACT_ROWS
-from .chunks import MAX_PAIRS, Summary, part_files, summarise
+from .chunks import MAX_PAIRS, Summary, is_glob, part_files, summarise
 from .console import (
     Interrupted,
     console,
@@ -258,7 +258,7 @@ def _chunked(args: argparse.Namespace) -> bool:
     if args.max_pairs < 1:
         raise _Fail(f"--max-pairs must be at least 1; got {args.max_pairs}.")
     return (args.engine in ("dask", "spark") or args.chunk_rows is not None
-            or Path(args.file).is_dir() or any(c in args.file for c in "*?["))
+            or Path(args.file).is_dir() or is_glob(args.file))
 
 
 def _summary(args: argparse.Namespace, *, wrong: bool = False) -> Summary:
