@@ -76,6 +76,26 @@ def test_a_stored_pandas_index_is_a_column_in_the_files_order(tmp_path):
         "day,risk,id,accept", "3,0.1,a,1", "1,0.5,b,0", "2,0.3,c,"]
 
 
+def test_parquet_columns_pass_through_with_their_types_nulls_and_big_integers(tmp_path):
+    _parquet()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "in.parquet"
+    ids = [2**53 + 1, None, 3]
+    pq.write_table(pa.table({"risk": pa.array([0.1, 0.5, 0.3]), "id": pa.array(ids, pa.int64()),
+                             "n": pa.array([1, 2, None], pa.uint8())}), src)
+    write_with_column(src, tmp_path / "out.parquet", "risk", np.array([1.0, 0.0, np.nan]))
+    got = pq.read_table(tmp_path / "out.parquet")
+    assert got.schema.names == ["risk", "id", "n"]
+    assert (got.column("id").type, got.column("n").type) == (pa.int64(), pa.uint8())
+    assert got.column("id").to_pylist() == ids
+    assert got.column("risk").to_pylist() == [1.0, 0.0, None]
+    write_with_column(src, tmp_path / "out.csv", "accept", np.array([1.0, 0.0, np.nan]))
+    assert (tmp_path / "out.csv").read_text().splitlines() == [
+        "risk,id,n,accept", "0.1,9007199254740993,1,1", "0.5,,2,0", "0.3,3,,"]
+
+
 def test_a_stored_multi_index_keeps_each_level(tmp_path):
     src = _indexed(tmp_path, index=["id", "day"])
     assert list(read_table(src)) == ["risk", "id", "day"]

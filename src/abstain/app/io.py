@@ -106,16 +106,17 @@ def _open_parquet(p: Path, read: Callable[[Path], _T]) -> _T:
                          "pandas.DataFrame.to_parquet or pyarrow.") from None
 
 
-def _parquet_frame(p: Path) -> Any:
+def _parquet_frame(p: Path, nullable: bool = False) -> Any:
     """The whole Parquet file as a pandas DataFrame, every column of the file a column of
     the frame in the file's order (an index that pandas stored is one, under its stored
-    name)."""
+    name); ``nullable``: with pandas' nullable dtypes (integers with nulls stay integers)."""
     import pandas as pd
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(p)
     _unique_names(schema.names, p)
-    return with_index_columns(pd.read_parquet(p), schema)
+    frame = pd.read_parquet(p, dtype_backend="numpy_nullable") if nullable else pd.read_parquet(p)
+    return with_index_columns(frame, schema)
 
 
 class _DuplicateColumn(ValueError):
@@ -667,7 +668,8 @@ def write_with_column(
     byte-order mark and blank lines after the last row are kept byte for byte and the new
     cell is appended to each record (a blank line between rows gets empty cells). To
     Parquet or NPZ, the CSV's columns go as the text written in the cells. A Parquet
-    source keeps its columns and dtypes (pandas), an NPZ source its arrays.
+    source written to Parquet keeps every column's Arrow type and nulls and the file's
+    metadata (to CSV, integers with nulls stay integers); an NPZ source keeps its arrays.
 
     Parameters
     ----------
@@ -704,22 +706,42 @@ def write_with_column(
     elif src_fmt == "npz":
         columns = _npz_arrays(src)
         _check_rows(src, len(next(iter(columns.values()))) if columns else 0, values)
+    elif fmt == "parquet":
+        _parquet_with_column(src, out, name, values)
+        return
     else:
-        frame = _open_parquet(src, _parquet_frame)
+        # nullable dtypes: an integer column with empty cells stays integers in CSV
+        frame = _open_parquet(src, lambda p: _parquet_frame(p, nullable=fmt == "csv"))
         _check_rows(src, len(frame), values)
         # in CSV the new column's cells are written as from a CSV source (1, 0, empty)
         frame[name] = [_accept_cell(v) for v in values] if fmt == "csv" else values
         with atomic_path(out) as tmp:
             if fmt == "csv":
                 frame.to_csv(tmp, index=False, lineterminator="\n")
-            elif fmt == "npz":
-                save_npz(tmp, {str(k): _plain(frame[k].to_numpy()) for k in frame.columns})
             else:
-                frame.to_parquet(tmp, index=False)
+                save_npz(tmp, {str(k): _plain(frame[k].to_numpy()) for k in frame.columns})
         return
     columns[name] = values
     with atomic_path(out) as tmp:
         _write_columns(tmp, fmt, columns)
+
+
+def _parquet_with_column(src: Path, out: Path, name: str, values: NDArray[np.float64]) -> None:
+    """The Parquet ``src`` written to ``out`` with the float64 column ``name`` added (or
+    replaced, in its place): every other column with its Arrow type, values and nulls, the
+    schema's metadata kept."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = _open_parquet(src, lambda p: pq.read_table(p))
+    _unique_names(table.schema.names, src)
+    _check_rows(src, table.num_rows, values)
+    column = pa.array(values, type=pa.float64(), from_pandas=True)  # NaN as a null
+    at = table.schema.get_field_index(name)
+    table = (table.set_column(at, name, column) if at >= 0
+             else table.append_column(name, column))
+    with atomic_path(out) as tmp:
+        pq.write_table(table, tmp)
 
 
 def _plain(arr: NDArray[Any]) -> NDArray[Any]:
