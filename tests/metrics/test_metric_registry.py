@@ -80,6 +80,11 @@ def test_instances_keys_labels_and_matching():
     assert METRICS["selective_risk_at_coverage"].matches("risk@0.8")
     assert not METRICS["aurc"].matches("e_aurc") and not METRICS["aurc"].matches("aurc2")
     assert not METRICS["risk_coverage_curve"].matches("risk_coverage_curve")  # no column
+    # settings that differ beyond six digits get keys and labels of their own
+    near = METRICS["selective_risk_at_coverage"].instances({"coverage": (0.8, 0.8000001)})
+    assert [(k, label) for k, label, _ in near] == [
+        ("risk@0.8", "risk at coverage 80%"), ("risk@0.8000001", "risk at coverage 80.00001%")]
+    assert all(METRICS["selective_risk_at_coverage"].matches(k) for k, _, _ in near)
     assert METRICS["auroc"].truth == ("is_ood",)
     assert METRICS["oscr"].truth == ("losses", "is_ood")
     assert METRICS["aurc"].truth == ("losses",)

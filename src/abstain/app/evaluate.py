@@ -193,10 +193,6 @@ def _settings(coverages: Sequence[float], tpr: float,
     return {"coverage": tuple(coverages), "tpr": (tpr,), "fpr": (fpr,)}
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:g}%"
-
-
 def _one_score(src: Rows | Tables, name: str, *, settings: dict[str, Sequence[float]],
                bounded: bool, search: str) -> tuple[dict[str, float], str | None]:
     """Every metric of one score column (or a pair's two columns) of these rows or tables,

@@ -150,7 +150,7 @@ class MetricSpec:
         out = []
         for values in itertools.product(*(settings[p] for p in self.params)):
             options = dict(zip(self.params, values, strict=True))
-            key = (self.key or self.name).format(**{p: f"{v:g}" for p, v in options.items()})
+            key = (self.key or self.name).format(**{p: _shortest(v) for p, v in options.items()})
             out.append((key, self._percent(self.label, options), options))
         return out
 
@@ -161,14 +161,24 @@ class MetricSpec:
 
     @staticmethod
     def _percent(template: str, options: Mapping[str, float]) -> str:
-        return template.format(**{p: f"{100 * v:g}%" for p, v in options.items()})
+        return template.format(**{p: f"{_shortest(v, 100)}%" for p, v in options.items()})
 
     def matches(self, key: str) -> bool:
         """Whether ``key`` is an entry of this metric in a table (its key pattern with a
-        number written by ``:g`` in each field)."""
+        number in each field)."""
         parts = [re.escape(text) + (_NUMBER if field is not None else "")
                  for text, field, _, _ in string.Formatter().parse(self.key or self.name)]
         return self.table and re.fullmatch("".join(parts), key) is not None
+
+
+def _shortest(v: float, scale: int = 1) -> str:
+    """``scale * v`` in the fewest significant digits, from 6 (as ``:g`` writes it), that
+    give ``v`` back: 0.8 and 0.8000001 never share a key or a label."""
+    for digits in range(6, 18):
+        text = f"{scale * v:.{digits}g}"
+        if float(text) / scale == v:
+            return text
+    return f"{scale * v:.17g}"
 
 
 #: Every metric by name, in table order: the selective metrics of one score, then the OOD
