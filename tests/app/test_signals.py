@@ -269,17 +269,28 @@ def test_dev_full_is_one_line_and_exit_1(folder, capsys):
     assert Path("/dev/full").is_char_device()
 
 
-def test_a_closed_standard_output_ends_the_command_quietly(folder):
-    # `abstain evaluate ... | head -0`: the reader leaves before the table is written
+@pytest.mark.parametrize("argv", [["evaluate", "small.csv"],
+                                  ["apply", "rule.json", "small.csv", "-o", "/dev/stdout"],
+                                  ["evaluate", "small.csv", "--json", "/dev/stdout"]],
+                         ids=["table", "apply", "json"])
+def test_a_closed_standard_output_ends_the_command_quietly(folder, argv):
+    # `abstain evaluate ... | head -0`: the reader leaves before the output is written
     read, write = os.pipe()
     os.close(read)
     try:
-        proc = subprocess.run([sys.executable, "-m", "abstain", "evaluate", "small.csv"],
+        proc = subprocess.run([sys.executable, "-m", "abstain", *argv],
                               cwd=folder, env=_env(), stdout=write, stderr=subprocess.PIPE,
                               text=True, timeout=120)
     finally:
         os.close(write)
-    assert proc.returncode == 128 + signal.SIGPIPE and proc.stderr == ""
+    assert proc.returncode == 128 + signal.SIGPIPE
+    assert "error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_report_on_standard_output_is_the_page(folder):
+    run = _cli("report", "small.csv", "-o", "/dev/stdout", "--quiet", cwd=folder)
+    assert run.returncode == 0 and run.stdout.startswith("<!DOCTYPE html>")
+    assert run.stdout.rstrip().endswith("</html>")
 
 
 def test_a_report_on_workers_ends_quietly(folder):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import os
 import shlex
 import sys
 from collections.abc import Collection, Sequence
@@ -43,6 +45,7 @@ from .io import (
     type_columns,
     write_text,
     write_with_column,
+    writes_in_place,
 )
 from .rules import (
     InfeasibleTargetError,
@@ -392,7 +395,8 @@ def _report(args: argparse.Namespace) -> int:
     # every file read: the page and the PNGs must overwrite none of them
     protected = [*inputs, *([args.rule] if args.rule else [])]
     check_not_input(args.output, protected)
-    if Path(args.output).suffix.lower() not in (".html", ".htm"):
+    if Path(args.output).suffix.lower() not in (".html", ".htm") and not writes_in_place(
+            args.output):  # standard output, a FIFO or a device takes the page as it is
         raise _Fail(f"the report is an HTML page: -o must end in .html or .htm; got "
                     f"{args.output!r}.")
     if args.png:
@@ -489,6 +493,9 @@ def _main(argv: list[str]) -> int:
         raise
     except OSError as exc:
         reraise_interrupt(exc)
+        if exc.errno == errno.EPIPE and any(
+                p and is_standard_output(p) for p in (getattr(args, d, None) for d in _OUTPUTS)):
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)) from exc
         print(f"abstain {args.command}: error: {_os_message(exc)}", file=sys.stderr)
         return 1
     except (_Fail, ColumnError, InfeasibleTargetError, ValueError, ImportError) as exc:
