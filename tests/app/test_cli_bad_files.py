@@ -154,6 +154,17 @@ def test_apply_refuses_a_new_column_without_a_name(name, csv_file, rule_file, tm
     assert not out.exists()
 
 
+@pytest.mark.parametrize("name", ["risk ", " accept", "new\t"])
+def test_apply_refuses_a_new_column_that_a_reader_would_read_without_its_spaces(
+        name, csv_file, rule_file, tmp_path, capsys):
+    out = tmp_path / "out.csv"
+    line = one_line(*run(capsys, "apply", rule_file, csv_file, "-o", out, "--column",
+                         name)[::2])
+    assert line == ("abstain apply: error: --column must not begin or end with spaces (a "
+                    f"header is read without them); got {name!r}.")
+    assert not out.exists()
+
+
 # -- a bad file: one line naming the file, the row or column, and what to do -------------------
 
 

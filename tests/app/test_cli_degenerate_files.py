@@ -78,6 +78,20 @@ CASES: dict[str, tuple[bytes, dict[str, str | None]]] = {
         {"evaluate": "column 'is_ood' of '{path}' holds numbers (line 2: '0') but line 6 has "
                      "the text 'yes'",
          "fit": "the text 'yes'", "evaluate+dropna": "the text 'yes'"}),
+    "every row empty": (
+        b"id,loss,risk,note\n1,0,,a\n2,1,,b\n",
+        {"*": "have NaN or empty values in column(s) 'risk'",
+         "evaluate+dropna": "every row of {path} has a NaN or empty value in a column used, so "
+                            "--dropna dropped them all", "apply+dropna": None}),
+    "negative loss": (
+        HEAD + ROWS[0] + b"015,-1,0.5,g\n" + b"".join(ROWS[1:]),
+        {"evaluate": "the loss column 'loss' must be non-negative; got -1 on line 3 (1 such "
+                     "row(s)).",
+         "fit": "got -1 on line 3", "apply": None, "apply+dropna": None}),
+    "every row OOD": (
+        b"id,loss,risk,is_ood\n1,,0.1,1\n2,,0.5,1\n",
+        {"evaluate": "the table must have in-distribution rows; got only OOD rows.",
+         "fit": "in-distribution rows", "apply": None, "apply+dropna": None}),
     "header only": (HEAD, {"*": "'{path}' has no data rows (only a header)"}),
     "blank header line": (b"\n" + GOOD, {"*": "line 1 of '{path}' is blank; the header row"}),
     "a row too short": (HEAD + ROWS[0] + b"8,1\n" + ROWS[1],

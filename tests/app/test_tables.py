@@ -128,7 +128,7 @@ def test_ood_score_pairs_with_every_other_score_column():
     ({"loss": [1.0], "u": np.array(["x"])}, {"scores": ["u"]}, ValueError,
      "column 'u' must be numeric; got text values such as 'x' (row index 0)."),
     ({"loss": [1.0, -0.5], "u": [1, 2]}, {}, ValueError,
-     "the loss must be non-negative; got minimum -0.5."),
+     "the loss column 'loss' must be non-negative; got -0.5 on row index 1 (1 such row(s))."),
     ({"loss": [1.0, 0.0], "u": [1, 2], "is_ood": [0, 2]}, {}, ValueError,
      "column 'is_ood' must hold only 0/1 or true/false (or an empty cell); got 2 on row index "
      "1 (1 such row(s)); correct the OOD marks."),

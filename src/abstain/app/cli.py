@@ -232,19 +232,23 @@ def _load(args: argparse.Namespace) -> TableData:
                "pair_with": args.pair_with}
     # the columns not used are not read as numbers: never refused
     read = _read(args.file, columns_read(**options))
-    return _prepare(read, dropna=args.dropna, **options)
+    return _prepare(read, dropna=args.dropna, where=args.file, **options)
 
 
 def _prepare(read: TableRows, *, dropped: str = "dropped {n} row(s) with NaN or empty values.",
-             **options: Any) -> TableData:
+             where: str | None = None, **options: Any) -> TableData:
     """``prepare`` with its NaN error as one CLI line naming the file's line, and a note of
-    the rows not used (``dropped``, formatted with their number ``n``)."""
+    the rows not used (``dropped``, formatted with their number ``n``). With ``where`` (the
+    file), a table that --dropna left without rows is refused."""
     try:
         data = prepare(read.columns, rows=read.rows, **options)
     except MissingValuesError as exc:
         raise _Fail(f"{exc.n_rows} row(s) have NaN or empty values in column(s) "
                     f"{', '.join(map(repr, exc.columns))} (first at {exc.where}); "
                     "pass --dropna to drop them.") from exc
+    if where is not None and data.keep.size and not data.keep.any():
+        raise _Fail(f"every row of {where} has a NaN or empty value in a column used, so "
+                    "--dropna dropped them all; fill the values or name other columns.")
     if data.n_dropped:
         print(dropped.format(n=data.n_dropped), file=sys.stderr)
     for note in data.notes:
@@ -332,6 +336,9 @@ def _fit(args: argparse.Namespace) -> int:
 def _apply(args: argparse.Namespace) -> int:
     if not args.column.strip():  # a column without a name no reader of the output takes
         raise _Fail(f"--column must name the new column; got {args.column!r}.")
+    if args.column != args.column.strip():  # a header cell is read without its spaces
+        raise _Fail(f"--column must not begin or end with spaces (a header is read without "
+                    f"them); got {args.column!r}.")
     path = input_file(args.rule)
     check_not_input(args.output, [args.file, args.rule])
     rule, cols = load_rule(path)
@@ -351,8 +358,8 @@ def _apply(args: argparse.Namespace) -> int:
     cells = np.full(data.keep.size, np.nan)
     cells[data.keep] = accept
     write_with_column(args.file, args.output, args.column, cells, protect=[args.rule])
-    print(f"accepted {int(accept.sum())} of {accept.size} rows ({accept.mean():.2%}); "
-          f"wrote {args.output}")
+    share = f" ({accept.mean():.2%})" if accept.size else ""
+    print(f"accepted {int(accept.sum())} of {accept.size} rows{share}; wrote {args.output}")
     for line in _apply_summary(read, scores, cells, args.file):
         print(line)
     return 0

@@ -183,6 +183,9 @@ def _fit_data(data: TableData | Summary, spec: RuleSpec,
     if len(view.names) != 1:
         raise ValueError(f"the {spec.name} model takes one score column; got "
                          f"{len(view.names)}: {', '.join(map(repr, view.names))}.")
+    if view.n_id == 0:
+        raise ValueError(f"the {spec.name} model is fitted on the in-distribution rows; every "
+                         "row is marked OOD.")
     return view.names, view.fit_args(view.names, ood=False)
 
 

@@ -382,7 +382,10 @@ def prepare(
     if ood is not None:
         losses = np.where(ood, 0.0, losses)
     if np.any(losses < 0):
-        raise ValueError(f"the loss must be non-negative; got minimum {float(losses.min())}.")
+        i = int(np.flatnonzero(keep)[np.argmax(losses < 0)])
+        raise ValueError(f"the loss column {next(iter(loss_cols))!r} must be non-negative; got "
+                         f"{_shown(losses[np.argmax(losses < 0)])} on {rows.name(i)} "
+                         f"({int(np.sum(losses < 0))} such row(s)).")
     return TableData(losses, {k: v[keep] for k, v in score_cols.items()}, ood,
                      int(bad.sum()) if dropna else 0, keep, ood_score, tuple(notes), paired)
 
