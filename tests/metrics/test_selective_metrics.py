@@ -30,6 +30,7 @@ from reference.strategies import (
     random_case,
 )
 
+from abstain import BoundedImprovement
 from abstain.metrics import (
     augrc,
     aurc,
@@ -156,6 +157,28 @@ def test_coverage_at_risk_matches_reference(random_cases):
             ref = bounded_improvement_ref(u, losses, lam)
             assert_close(coverage_at_risk(losses, u, lam), ref.coverage,
                          f"coverage_at_risk(target_risk={lam!r})", losses, u)
+
+
+def test_coverage_at_risk_opens_the_next_group_by_a_slack_of_a_few_ulps():
+    """Distinct scores, so the group sums are the losses: the first rows lie a few ulps
+    below the target, the next a hair above it (beyond the 1e-12 that meets a target); the
+    largest coverage accepts that row with the probability whose risk is exactly the
+    target, computed in rationals. The slack is within the round-off of the running sums,
+    and was taken as none."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        lam = float(rng.uniform(0.05, 0.95))
+        k = int(rng.integers(1, 4))
+        first = [lam - int(rng.integers(1, 9)) * math.ulp(lam) for _ in range(k)]
+        nxt = lam * (1 + float(rng.uniform(1.5, 50)) * (k + 1) * 1e-12)
+        losses, u = [*first, nxt, 1.0], [*range(k + 2)]
+        slack = Fraction(lam) * k - sum(map(Fraction, first))
+        nu = slack / (Fraction(nxt) - Fraction(lam))
+        expected = float((k + min(nu, Fraction(1))) / (k + 2))
+        got = coverage_at_risk(losses, u, lam)
+        assert got == pytest.approx(expected, rel=1e-12, abs=0), (lam, first, nxt)
+        rule = BoundedImprovement(lam).fit(u, losses)
+        assert rule.coverage_ == pytest.approx(expected, rel=1e-12, abs=0)
 
 
 @given(losses_and_uncertainty(max_size=6), st.floats(0.001, 1.0), st.floats(0.01, 2.0))

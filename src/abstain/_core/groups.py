@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
@@ -160,8 +161,13 @@ class TieGroups:
         group up to the point where the risk of the partial acceptance hits the target.
         The acceptance ``nu`` of that group is computed as such, not recovered from ``x``
         (``(x - before) / count`` keeps only about 1e-16 of ``x`` in ``nu``: with a target of
-        1e-9 the risk came out 8e-8 relative above it). A slack of the knot within the
-        round-off of its terms is none: the rule is the knot. Computed in units of ``scale``
+        1e-9 the risk came out 8e-8 relative above it). A knot's risk within a relative
+        1e-12 above the target meets it (so a target equal to an attainable risk, such as
+        1/6 for 1 error in 6 rows, is met); where the slack ``target_risk * N_g - C_g`` of
+        the last such knot, or the excess of the next group, is within the round-off of
+        the running sums, it is taken from the exact group sums (correctly rounded), so a
+        slack of a few ulps still opens the next group as far as it allows, and a knot that
+        meets the target only through the 1e-12 opens none. Computed in units of ``scale``
         (enlarged for a target near the float64 maximum).
         """
         groups = self.rescaled(target_risk)
@@ -174,13 +180,30 @@ class TieGroups:
             return -1, 1.0
         g = int(ok[-1])
         if g + 1 < groups.counts.size:
+            excess = _exact_difference(groups.unit_sums[g + 1 : g + 2], lam,
+                                       float(groups.counts[g + 1]))
+            if excess <= 0:
+                return g, 1.0
             allowed = lam * float(groups.cum_counts[g])
             spent = float(groups.unit_cum_sums[g])
             slack = allowed - spent
-            excess = float(groups.unit_sums[g + 1] - lam * groups.counts[g + 1])
-            if excess > 0 and slack > 4 * _EPS * (allowed + abs(spent)):
+            # the running sum of g + 1 terms is off by at most (g + 1) eps of itself: within
+            # a margin of that, the slack is the exact one of the group sums (math.fsum)
+            if abs(slack) <= 64 * _EPS * (allowed + (g + 2) * spent):
+                slack = -_exact_difference(groups.unit_sums[: g + 1], lam,
+                                           float(groups.cum_counts[g]))
+            if slack > 0:
                 return g + 1, min(slack / excess, 1.0)
         return g, 1.0
+
+
+def _exact_difference(sums: NDArray[np.float64], lam: float, count: float) -> float:
+    """``sum(sums) - lam * count`` of the exact values, correctly rounded (``count`` a whole
+    number below 2**53): the product is split into two floats whose sum it is exactly, and
+    :func:`math.fsum` adds the terms without intermediate rounding."""
+    product = lam * count
+    rest = float(Fraction(lam) * int(count) - Fraction(product))  # exact: a product's error
+    return math.fsum([*sums.tolist(), -product, -rest])
 
 
 def coverage_count(coverage: float, n: float) -> float:

@@ -471,7 +471,8 @@ class BoundedImprovement(_RejectRule):
     With ``delta=None`` the fit is the exact optimum on the calibration data: the
     largest expected coverage of any randomised threshold rule with empirical
     selective risk ``<= target_risk`` (Theorem 3; the tie group at the boundary is
-    accepted with the probability that makes the risk exactly the target).
+    accepted with the probability that makes the risk exactly the target; a risk within
+    a relative 1e-12 above the target meets it, as in ``coverage_at_risk``).
 
     With ``delta`` set, the rule carries a guarantee: with probability at least
     ``1 - delta`` over the calibration sample (i.i.d. rows, not used to train the score),
