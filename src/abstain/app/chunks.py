@@ -24,10 +24,10 @@ from .io import (
     ColumnError,
     TableRows,
     input_file,
-    parquet_names,
     read_chunks,
     table_format,
 )
+from .parquet_files import parquet_names
 from .tables import MissingValuesError, TableData, columns_read, prepare, unnamed_column
 
 __all__ = ["MAX_PAIRS", "Summary", "part_files", "summarise"]

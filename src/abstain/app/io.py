@@ -18,9 +18,9 @@ import os
 import re
 import stat
 import zipfile
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,8 +35,16 @@ from .._core.files import (
     write_text,
     writes_in_place,
 )
-from .._core.optional import missing_extra
 from .csv_records import BOM, Record, csv_body, csv_header, csv_records, is_blank, split_record
+from .parquet_files import (
+    check_rows,
+    open_parquet,
+    parquet_error,
+    parquet_file,
+    parquet_frame,
+    parquet_with_column,
+    with_index_columns,
+)
 
 __all__ = [
     "ColumnError",
@@ -56,13 +64,11 @@ __all__ = [
     "os_error",
     "is_standard_output",
     "read_chunks",
-    "parquet_names",
     "input_file",
 ]
 
 _FORMATS = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
 _MISSING = {"", "na", "nan", "null", "none"}
-_T = TypeVar("_T")
 
 
 class ColumnError(KeyError):
@@ -83,77 +89,6 @@ def table_format(path: str | os.PathLike[str]) -> str:
             f"path must end in one of {', '.join(sorted(_FORMATS))}; got {str(path)!r}."
         )
     return _FORMATS[suffix]
-
-
-def _parquet_error() -> ImportError:
-    return missing_extra("Parquet files", "io")
-
-
-def _open_parquet(p: Path, read: Callable[[Path], _T]) -> _T:
-    """``read(p)``, with the two errors of a Parquet file that cannot be read.
-
-    ``read`` imports pandas or pyarrow itself: its ``ImportError`` is the missing extra
-    ``io``; any other error means that the file is not Parquet.
-    """
-    try:
-        return read(p)
-    except ImportError as exc:
-        raise _parquet_error() from exc
-    except _DuplicateColumn:
-        raise
-    except Exception as exc:  # pyarrow's errors for a file that is not Parquet
-        raise ValueError(f"{str(p)!r} is not a Parquet file ({exc}); write it with "
-                         "pandas.DataFrame.to_parquet or pyarrow.") from None
-
-
-def _parquet_frame(p: Path, nullable: bool = False) -> Any:
-    """The whole Parquet file as a pandas DataFrame, every column of the file a column of
-    the frame in the file's order (an index that pandas stored is one, under its stored
-    name); ``nullable``: with pandas' nullable dtypes (integers with nulls stay integers)."""
-    import pandas as pd
-    import pyarrow.parquet as pq
-
-    schema = pq.read_schema(p)
-    _unique_names(schema.names, p)
-    frame = pd.read_parquet(p, dtype_backend="numpy_nullable") if nullable else pd.read_parquet(p)
-    return with_index_columns(frame, schema)
-
-
-class _DuplicateColumn(ValueError):
-    """A Parquet file with two columns of one name."""
-
-
-def _unique_names(names: list[str], p: Path) -> None:
-    """Refuse a Parquet file with two columns of one name, as a CSV header is refused."""
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise _DuplicateColumn(f"{str(p)!r} has two columns named {name!r}; rename one (every "
-                             "column needs its own name) and try again.")
-        seen.add(name)
-
-
-def with_index_columns(frame: Any, schema: Any) -> Any:
-    """``frame`` (read by pandas from a Parquet file of Arrow ``schema``) with the index
-    columns that pandas stored in the file (``df.set_index("id").to_parquet()``) back
-    among the columns, under their stored names, in the file's order of columns."""
-    meta = schema.pandas_metadata or {}
-    stored = [c for c in meta.get("index_columns", []) if isinstance(c, str)]
-    if not stored or frame.index.nlevels != len(stored):
-        return frame
-    frame = frame.reset_index()
-    frame.columns = [*stored, *frame.columns[len(stored):]]
-    order = [n for n in schema.names if n in set(frame.columns)]
-    return frame[order] if len(order) == frame.shape[1] else frame
-
-
-def _parquet_file(p: Path) -> Any:
-    """The Parquet file opened for reading in batches (``pyarrow.parquet.ParquetFile``)."""
-    import pyarrow.parquet as pq
-
-    parquet = pq.ParquetFile(p)
-    _unique_names(parquet.schema_arrow.names, p)
-    return parquet
 
 
 def input_file(path: str | os.PathLike[str]) -> Path:
@@ -182,17 +117,6 @@ def input_file(path: str | os.PathLike[str]) -> Path:
         raise OSError(f"cannot read {str(p)!r}: it is not a regular file (a pipe, socket or "
                       "device), and inputs are read from files only; save it to a file first.")
     return p
-
-
-def parquet_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
-    """The column names of the schema of a Parquet file (as Spark reads them), read from
-    its footer only."""
-    def names(p: Path) -> tuple[str, ...]:
-        import pyarrow.parquet as pq
-
-        return tuple(pq.read_schema(p).names)
-
-    return _open_parquet(Path(path), names)
 
 
 # A number as a CSV cell writes it: digits with an optional point and exponent, or inf.
@@ -377,7 +301,7 @@ def read_table_rows(path: str | os.PathLike[str],
     if fmt == "npz":
         table = _npz_arrays(p)
     else:
-        frame = _open_parquet(p, _parquet_frame)
+        frame = open_parquet(p, parquet_frame)
         table = {str(k): frame[k].to_numpy() for k in frame.columns}
     columns = _normalise(table, str(p))
     n = len(next(iter(columns.values()))) if columns else 0
@@ -474,7 +398,7 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
             table, lines = _csv_columns(header, chunk, p, kinds, columns)
             yield TableRows(_normalise(table, str(p)), Rows("line", lines))
     else:
-        parquet = _open_parquet(p, _parquet_file)
+        parquet = open_parquet(p, parquet_file)
         seen = 0
         for batch in parquet.iter_batches(batch_size=rows):
             frame = with_index_columns(batch.to_pandas(), parquet.schema_arrow)
@@ -623,7 +547,7 @@ def write_table(
             import pandas  # noqa: F401
             import pyarrow  # noqa: F401
         except ImportError as exc:
-            raise _parquet_error() from exc
+            raise parquet_error() from exc
     with atomic_path(p) as tmp:
         _write_columns(tmp, fmt, table)
 
@@ -700,19 +624,19 @@ def write_with_column(
         records = csv_records(src)
         header = csv_header(next(records, None), src)
         body = list(csv_body(records, len(header)))
-        _check_rows(src, len(body), values)
+        check_rows(src, len(body), values)
         columns: dict[str, Any] = {h: np.asarray([r.cells[j] for r in body], dtype=str)
                                    for j, h in enumerate(header)}
     elif src_fmt == "npz":
         columns = _npz_arrays(src)
-        _check_rows(src, len(next(iter(columns.values()))) if columns else 0, values)
+        check_rows(src, len(next(iter(columns.values()))) if columns else 0, values)
     elif fmt == "parquet":
-        _parquet_with_column(src, out, name, values)
+        parquet_with_column(src, out, name, values)
         return
     else:
         # nullable dtypes: an integer column with empty cells stays integers in CSV
-        frame = _open_parquet(src, lambda p: _parquet_frame(p, nullable=fmt == "csv"))
-        _check_rows(src, len(frame), values)
+        frame = open_parquet(src, lambda p: parquet_frame(p, nullable=fmt == "csv"))
+        check_rows(src, len(frame), values)
         # in CSV the new column's cells are written as from a CSV source (1, 0, empty)
         frame[name] = [_accept_cell(v) for v in values] if fmt == "csv" else values
         with atomic_path(out) as tmp:
@@ -726,35 +650,11 @@ def write_with_column(
         _write_columns(tmp, fmt, columns)
 
 
-def _parquet_with_column(src: Path, out: Path, name: str, values: NDArray[np.float64]) -> None:
-    """The Parquet ``src`` written to ``out`` with the float64 column ``name`` added (or
-    replaced, in its place): every other column with its Arrow type, values and nulls, the
-    schema's metadata kept."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = _open_parquet(src, lambda p: pq.read_table(p))
-    _unique_names(table.schema.names, src)
-    _check_rows(src, table.num_rows, values)
-    column = pa.array(values, type=pa.float64(), from_pandas=True)  # NaN as a null
-    at = table.schema.get_field_index(name)
-    table = (table.set_column(at, name, column) if at >= 0
-             else table.append_column(name, column))
-    with atomic_path(out) as tmp:
-        pq.write_table(table, tmp)
-
-
 def _plain(arr: NDArray[Any]) -> NDArray[Any]:
     """An array that ``np.savez`` writes without pickle (an object column as text)."""
     if arr.dtype.kind != "O":
         return arr
     return np.asarray(["" if _is_missing_object(v) else str(v) for v in arr], dtype=str)
-
-
-def _check_rows(src: Path, n: int, values: NDArray[Any]) -> None:
-    if n != values.size:
-        raise ValueError(f"{str(src)!r} has {n} rows but {values.size} values were given for "
-                         "them (did the file change while it was read?); run again.")
 
 
 def _accept_cell(v: float) -> str:
@@ -792,7 +692,7 @@ def _copy_csv(src: Path, out: Path, name: str, values: NDArray[np.float64]) -> N
                     continue
                 for b in [*tail, r]:
                     if n >= values.size:
-                        _check_rows(src, n + 1, values)
+                        check_rows(src, n + 1, values)
                     text = "," * (len(header) - 1) if is_blank(b) else b.text
                     end = b.end or ("\n" if b is not r else "")
                     fh.write(line(text, _accept_cell(values[n]), len(header)) + end)
@@ -800,4 +700,4 @@ def _copy_csv(src: Path, out: Path, name: str, values: NDArray[np.float64]) -> N
                 tail = []
             for b in tail:  # blank lines after the last row: not rows, kept as written
                 fh.write(b.text + b.end)
-        _check_rows(src, n, values)
+        check_rows(src, n, values)
