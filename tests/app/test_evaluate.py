@@ -399,8 +399,24 @@ def test_with_a_bootstrap_auto_takes_the_scaled_grid_for_a_pair():
     assert plain.metrics["u+g"]["auroc"] == m.auroc(ood, s, search="exact")
 
 
-def test_bootstrap_intervals_of_continuous_losses_do_not_depend_on_the_row_order():
-    # the resampled tables' sums once added the losses in row order: last bits differed
+def test_bootstrap_intervals_of_a_pair_do_not_depend_on_the_row_order():
+    # a pair on the grid: its resampler was built on the rows as given
+    rng = np.random.default_rng(7)
+    n = 70
+    ood = rng.random(n) < 0.4
+    cols = {"loss": np.where(ood, np.nan, np.round(rng.random(n), 2)),
+            "a": np.round(rng.normal(size=n) + ood, 1), "g": np.round(rng.normal(size=n), 1),
+            "is_ood": ood}
+    runs = [evaluate(prepare({k: v[p] for k, v in cols.items()}, ood_score="g"), tpr=0.8,
+                     fpr=0.4, n_bootstrap=60, random_state=11).intervals
+            for p in (np.arange(n), np.random.default_rng(0).permutation(n))]
+    assert json.dumps(runs[0], sort_keys=True) == json.dumps(runs[1], sort_keys=True)
+
+
+@pytest.mark.parametrize("ood_score", [None, "g"], ids=["columns", "pair"])
+def test_bootstrap_intervals_of_continuous_losses_do_not_depend_on_the_row_order(ood_score):
+    # the resampled tables' sums once added the losses in row order, and so did a pair's
+    # grid resampler: last bits differed
     rng = np.random.default_rng(5)
     n = 200
     ood = rng.random(n) < 0.25
@@ -408,11 +424,11 @@ def test_bootstrap_intervals_of_continuous_losses_do_not_depend_on_the_row_order
     g = rng.normal(ood * 1.0, 1).round(2)
     rng.random(n)  # skipped: the losses of a draw whose sums showed the difference
     cols = {"loss": np.where(ood, np.nan, rng.random(n)), "u": u, "g": g, "is_ood": ood}
-    a = evaluate(prepare(cols), n_bootstrap=50, random_state=3)
+    a = evaluate(prepare(cols, ood_score=ood_score), n_bootstrap=50, random_state=3)
     for seed in range(3):
         perm = np.random.default_rng(seed).permutation(n)
-        b = evaluate(prepare({k: v[perm] for k, v in cols.items()}), n_bootstrap=50,
-                     random_state=3)
+        b = evaluate(prepare({k: v[perm] for k, v in cols.items()}, ood_score=ood_score),
+                     n_bootstrap=50, random_state=3)
         # bit for bit (repr of every float; NaN where a metric has no interval)
         assert json.dumps(a.intervals, sort_keys=True) == json.dumps(b.intervals,
                                                                      sort_keys=True)

@@ -52,3 +52,25 @@ def test_losses_near_the_float_maximum_keep_the_rows() -> None:
     want = _loop(losses, is_ood, {"s": s}, 20, 0)
     np.testing.assert_allclose(got.low, want.low.reshape(got.low.shape), rtol=1e-12)
     np.testing.assert_allclose(got.high, want.high.reshape(got.high.shape), rtol=1e-12)
+
+
+def test_intervals_depend_neither_on_the_row_order_nor_on_the_losses_of_ood_rows() -> None:
+    # the resamplers were built on the rows as given (continuous losses summed in row order
+    # differed in their last bits), and an OOD row's loss, which no metric reads, entered
+    # the order the resamples draw from
+    rng = np.random.default_rng(7)
+    n = 70
+    ood = rng.random(n) < 0.4
+    losses = np.round(rng.random(n), 2)
+    s, g = np.round(rng.normal(size=n) + ood, 1), np.round(rng.normal(size=n), 1)
+
+    def intervals(perm, ood_losses):  # type: ignore[no-untyped-def]
+        ls = np.where(ood, ood_losses, losses)[perm]
+        got = evaluate_ood(ls, ood[perm], {"a": s[perm], "a+g": np.column_stack([s, g])[perm]},
+                           n_bootstrap=100, random_state=11, tpr=0.8, fpr=0.4)
+        return got.low.tobytes() + got.high.tobytes()
+
+    given = intervals(np.arange(n), np.nan)
+    for seed in (0, 8):
+        assert intervals(np.random.default_rng(seed).permutation(n), np.nan) == given
+    assert intervals(np.arange(n), (rng.random(n) < 0.3) * 1.0) == given

@@ -275,14 +275,10 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
     names = [*src.names, *src.pairs]
     cells = [(name, key) for name in names for key in point[name]]
     n = src.data.losses.size
-    data = src.data
-    ood = src.ood if src.has_ood else None
-    strata = ood if ood is not None else np.zeros(n, dtype=bool)
-    values = np.column_stack([data.losses, strata,
-                              *(src.columns(name).reshape(n, -1) for name in names)])
+    strata, values = _strata_and_values(src)
     # the single columns grouped once, from the rows sorted by their values: a group's sums
     # then add the same numbers in the same order whatever the rows' order (continuous
-    # losses summed in row order differed in their last bits)
+    # losses summed in row order differed in their last bits); ``grids`` are built so
     order = np.lexsort(values.T[::-1])
     resamplers = Resampled.resamplers(src.take(order))
     entries = {key: (spec, opts) for spec in m.METRICS.values() if spec.table
@@ -302,7 +298,7 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
             else:  # a pair: on its grid's kept orders, or on the drawn rows
                 for r, idx in enumerate(block):
                     got, _ = _one_score(
-                        Resampled(counts[r], src.has_ood, grids) if name in grids  # type: ignore[arg-type]
+                        Resampled(sorted_counts[r], src.has_ood, grids) if name in grids  # type: ignore[arg-type]
                         else src.take(idx), name, **options)
                     out[r, col : col + width] = [got[key] for key in point[name]]
             col += width
@@ -316,6 +312,16 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
     for (name, key), lo, hi in zip(cells, ci.low, ci.high, strict=True):
         out.setdefault(name, {})[key] = (float(lo), float(hi))
     return out
+
+
+def _strata_and_values(src: Rows) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    """The strata of a bootstrap of ``src`` (the OOD marks; one stratum without them) and
+    the values of each row that its metrics read: the loss, the mark, every score column."""
+    n = src.data.losses.size
+    strata = src.ood if src.has_ood and src.ood is not None else np.zeros(n, dtype=bool)
+    names = [*src.names, *src.pairs]
+    return strata, np.column_stack([src.data.losses, strata,
+                                    *(src.columns(name).reshape(n, -1) for name in names)])
 
 
 def _labels(settings: dict[str, Sequence[float]], has_ood: bool,
@@ -436,7 +442,10 @@ def evaluate(
     if n_bootstrap:
         assert isinstance(src, Rows)
         (t,), (f,) = settings["tpr"], settings["fpr"]
-        grids = Resampled.pair_resamplers(src, tpr=t, fpr=f, search=search, bounded=bounded)
+        # built on the rows sorted by their values, as the bootstrap's single columns are
+        ordered = src.take(np.lexsort(_strata_and_values(src)[1].T[::-1]))
+        grids = Resampled.pair_resamplers(ordered, tpr=t, fpr=f, search=search,
+                                          bounded=bounded)
         whole = Resampled(np.ones(src.data.losses.size, dtype=np.int64), src.has_ood,
                           grids)
     for i, name in enumerate([*src.names, *pairs]):

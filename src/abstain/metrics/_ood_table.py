@@ -330,10 +330,11 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     With ``n_bootstrap > 0``, each value gets a percentile bootstrap interval
     (:func:`bootstrap_interval`): the rows are resampled with replacement within ID and
     within OOD (so both stay present), and every metric of every score is computed on the
-    same resamples (a pair's on its grid's kept orders, see ``search``). The resamples draw
-    from the rows sorted by their values (``key`` of :func:`bootstrap_interval`: the loss,
-    the OOD mark, then every score column in the order of ``scores``), so the intervals do
-    not depend on the row order.
+    same resamples (a pair's on its grid's kept orders, see ``search``). The rows are first
+    sorted by what the metrics read (``key`` of :func:`bootstrap_interval`: an ID row's
+    loss, the OOD mark, then every score column in the order of ``scores``), and the
+    resamples draw from them in that order, so the intervals depend neither on the row
+    order nor on the ignored losses of OOD rows, bit for bit.
 
     Parameters
     ----------
@@ -395,6 +396,14 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
             raise ValueError(f"losses must have the shape of is_ood ({n},); got {ls.shape}.")
     bounded = not np.any(np.nan_to_num(ls, nan=0.0)[~ood] > 1.0)
     applicable = _applicable([s.ndim == 2 for s in cols.values()], bounded)
+    if b:
+        # with a bootstrap, the rows in the order of what the metrics read (an OOD row's
+        # loss is not read), so every total adds them in one order whatever the row order
+        key = np.column_stack([np.where(ood, 0.0, ls), ood,
+                               *(s.reshape(n, -1) for s in cols.values())])
+        perm = np.lexsort(key.T[::-1])
+        ls, ood, key = ls[perm], ood[perm], key[perm]
+        cols = {name: s[perm] for name, s in cols.items()}
     # with a bootstrap, a pair on the grid: each direction's order sorted once, for its value
     # and every resample (the exact search: its rows)
     pairs = {name: PairResampler(ls, ood, s, tpr=t, fpr=f, search=search, n_directions=d,
@@ -439,8 +448,7 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         ci = bootstrap_interval(
             statistic,
             ood, n_bootstrap=b, confidence=confidence, random_state=random_state,
-            key=np.column_stack([ls, ood, *(s.reshape(n, -1) for s in cols.values())]),
-            n_jobs=jobs, vectorized=True)
+            key=key, n_jobs=jobs, vectorized=True)
         low, high, conf = ci.low, ci.high, ci.confidence
     return OODEvaluation(list(cols), [_column(s) for s in table_metrics("ood")], values,
                          applicable, low, high, conf, b, hows)
