@@ -179,6 +179,27 @@ def test_bootstrap_count_is_checked(n):
         evaluate(prepare(_table()), n_bootstrap=n)
 
 
+def test_a_numpy_level_is_a_level_and_the_options_name_themselves(tmp_path, capsys):
+    from abstain.app.cli import main
+
+    data = prepare(_table())
+    a = evaluate(data, n_bootstrap=4, level=np.float32(0.9), random_state=0)
+    assert a.level == float(np.float32(0.9))
+    for bad in (True, 1.0, np.float64(0.0)):
+        with pytest.raises(ValueError, match="level must be in"):
+            evaluate(data, n_bootstrap=4, level=bad)
+    path = tmp_path / "t.csv"
+    path.write_text("loss,u\n0,0.1\n1,0.2\n0,0.3\n")
+    for args, line in ((["--bootstrap", "1"], "argument --bootstrap: must be 0 (no interval) "
+                                              "or a whole number >= 2; got '1'"),
+                       (["--bootstrap", "3", "--random-state", "-1"],
+                        "argument --random-state: must be a whole number >= 0; got '-1'")):
+        with pytest.raises(SystemExit) as info:
+            main(["evaluate", str(path), *args])
+        assert info.value.code == 2
+        assert f"abstain evaluate: error: {line}" in capsys.readouterr().err
+
+
 def test_bootstrap_on_workers_gives_the_same_intervals_and_progress(tmp_path, capsys):
     """``n_jobs`` (``--jobs``): the same resamples on forked workers, the same intervals,
     a pair's included; the progress counts every score, pair and resample here."""

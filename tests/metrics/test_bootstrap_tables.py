@@ -107,3 +107,22 @@ def test_a_vectorized_statistic_gets_the_same_resamples_in_blocks() -> None:
     with pytest.raises(ValueError, match=r"a vectorized statistic must return one value per "
                        r"resample, shape \(\d+, \.\.\.\); got shape \(\)"):
         bootstrap_interval(lambda block: 0.0, ood, n_bootstrap=10, vectorized=True)
+
+
+def test_an_infinite_replicate_is_a_value_like_any_other() -> None:
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+
+    def ratio(i):  # type: ignore[no-untyped-def]
+        with np.errstate(divide="ignore"):
+            return np.float64(1.0) / np.float64(x[i].min())  # inf where row 0 is drawn
+
+    got = bootstrap_interval(ratio, np.zeros(4), n_bootstrap=200, random_state=0,
+                             confidence=0.9)
+    reps = np.sort(got.replicates)
+    assert np.isinf(reps).mean() > 0.5 and np.isfinite(reps).any()
+    # the 5 % quantile NumPy's way (finite replicates only), the 95 % one infinite
+    assert got.low == np.quantile(np.where(np.isinf(reps), 1e300, reps), 0.05)
+    assert got.high == np.inf
+    both = bootstrap_interval(lambda i: np.array([np.inf, -np.inf, 1.0]), np.zeros(4),
+                              n_bootstrap=5, random_state=0)
+    assert both.low.tolist() == [np.inf, -np.inf, 1.0] == both.high.tolist()

@@ -74,3 +74,9 @@ def test_intervals_depend_neither_on_the_row_order_nor_on_the_losses_of_ood_rows
     for seed in (0, 8):
         assert intervals(np.random.default_rng(seed).permutation(n), np.nan) == given
     assert intervals(np.arange(n), (rng.random(n) < 0.3) * 1.0) == given
+
+
+@pytest.mark.parametrize("confidence", [1.5, -1.0, float("nan"), 1.0])
+def test_confidence_is_checked_without_a_bootstrap_too(confidence: float) -> None:
+    with pytest.raises(ValueError, match=r"confidence must be in \(0, 1\)"):
+        evaluate_ood(None, [0, 0, 1], {"a": [0.1, 0.2, 0.3]}, confidence=confidence)

@@ -196,6 +196,17 @@ def test_baseline_errors():
                               baseline_val=u0, safe=True, confidence=1.0)
     with pytest.raises(ValueError, match="n_bootstrap must be an integer >= 1"):
         bootstrap_win_fraction(losses, u0, u0, n_bootstrap=0)
+    # bounded before any work, as bootstrap_interval bounds it
+    huge = r"n_bootstrap must be at most \d+ for \d+ rows"
+    with pytest.raises(ValueError, match=huge):
+        bootstrap_win_fraction(losses, u0, u0, n_bootstrap=10**9)
+    fits = []
+    learner = LossRegression()
+    learner.fit = lambda *a, **k: fits.append(1)  # type: ignore[method-assign]
+    with pytest.raises(ValueError, match=huge):
+        select_regularization(learner, X, y_pred, losses, X, y_pred, losses,
+                              baseline_val=u0, safe=True, n_bootstrap=10**9)
+    assert fits == []
 
 
 # ---------------------------------------------------------------- safe selection

@@ -96,11 +96,34 @@ def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
 
 
 def _bootstrap_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bootstrap", type=int, default=0, metavar="N",
+    p.add_argument("--bootstrap", type=_resamples, default=0, metavar="N",
                    help="a 95%% percentile interval of each metric from N resamples of the "
                         "rows (ID and OOD apart; default 0: none)")
-    p.add_argument("--random-state", type=int, default=0,
+    p.add_argument("--random-state", type=_seed, default=0,
                    help="seed of the bootstrap resamples (default 0)")
+
+
+def _resamples(text: str) -> int:
+    """``--bootstrap``: 0 (no interval) or a whole number >= 2."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0 or value == 1:
+        raise argparse.ArgumentTypeError(f"must be 0 (no interval) or a whole number >= 2; "
+                                         f"got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """``--random-state``: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0; got {text!r}")
+    return value
 
 
 def _jobs(text: str) -> int:
@@ -180,7 +203,7 @@ def _parser() -> argparse.ArgumentParser:
     for target in rule_options():
         g.add_argument("--" + target.name.replace("_", "-"), dest=target.name,
                        type=target.type, metavar=target.metavar, help=target.help)
-    p.add_argument("--random-state", type=int, default=0,
+    p.add_argument("--random-state", type=_seed, default=0,
                    help="seed of the randomised decisions on ties (default 0)")
     p.add_argument("-o", "--output", required=True, help="rule file to write (JSON)")
     _chunk_options(p)
@@ -212,7 +235,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="run the end-to-end demo that 'make demo' runs")
     p.add_argument("--out", type=Path, default=Path("out"), help="folder for the PNG")
-    p.add_argument("--random-state", type=int, default=0)
+    p.add_argument("--random-state", type=_seed, default=0)
     return parser
 
 

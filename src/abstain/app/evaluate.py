@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -422,7 +423,7 @@ def evaluate(
     if n_bootstrap:  # before any work; the command line's option is --bootstrap
         assert isinstance(src, Rows)
         m.check_bootstrap(n_bootstrap, src.data.losses.size, "n_bootstrap (--bootstrap)")
-    if not (isinstance(level, float | int) and 0.0 < level < 1.0):
+    if isinstance(level, bool) or not (isinstance(level, numbers.Real) and 0.0 < level < 1.0):
         raise ValueError(f"level must be in (0, 1); got {level!r}.")
     if src.n_id == 0:
         raise ValueError("the table must have in-distribution rows; got only OOD rows.")

@@ -26,7 +26,8 @@ class BootstrapInterval(NamedTuple):
     low, high : ndarray of the statistic's shape
         The ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the replicates
         (``numpy.nanquantile``, linear interpolation; a replicate where the statistic is NaN
-        is left out, and a value NaN in every replicate gets NaN).
+        is left out, and a value NaN in every replicate gets NaN; a quantile between a
+        finite and an infinite replicate is that infinity).
     replicates : ndarray of shape (n_bootstrap, *statistic's shape)
         The statistic on each resample, for other intervals or tests.
     confidence : float
@@ -260,9 +261,26 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
                              done=None if progress is None else tick)
         got += [row for block in values for row in block] if vectorized else values
     reps = np.array(got)
-    all_nan = np.all(np.isnan(reps), axis=0)
-    # a value NaN in every replicate is filled for nanquantile (no warning), then NaN again
-    q = np.nanquantile(np.where(all_nan, 0.0, reps), [(1 - c) / 2, (1 + c) / 2], axis=0)
-    low = np.where(all_nan, np.nan, q[0])
-    high = np.where(all_nan, np.nan, q[1])
+    low, high = _quantiles(reps, [(1 - c) / 2, (1 + c) / 2])
     return BootstrapInterval(low, high, reps, c)
+
+
+def _quantiles(reps: NDArray[np.float64], qs: list[float]) -> NDArray[np.float64]:
+    """``numpy.nanquantile(reps, qs, axis=0)`` (linear interpolation), where an infinite
+    replicate is a value like any other: a quantile between two replicates of which one is
+    infinite is that infinity (NumPy's interpolation gives NaN), and a value NaN in every
+    replicate gets NaN without a warning."""
+    all_nan = np.all(np.isnan(reps), axis=0)
+    big = np.finfo(np.float64).max
+    # infinities as the largest floats: interpolation between two finite replicates is
+    # NumPy's to the last bit; every other case is read from the two replicates themselves
+    finite = np.clip(np.where(all_nan, 0.0, reps), -big, big)
+    q = np.nanquantile(finite, qs, axis=0)
+    if np.isinf(reps).any():
+        filled = np.where(all_nan, 0.0, reps)
+        below = np.nanquantile(filled, qs, axis=0, method="lower")
+        above = np.nanquantile(filled, qs, axis=0, method="higher")
+        with np.errstate(invalid="ignore"):
+            ends = np.where(below == above, below, below + above)  # -inf + inf: NaN
+        q = np.where(np.isinf(below) | np.isinf(above), ends, q)
+    return np.where(all_nan, np.nan, q)

@@ -15,12 +15,15 @@ from numpy.typing import ArrayLike, NDArray
 from .._core.optional import require
 from .._core.parallel import check_jobs
 from .._core.validation import (
+    Interval,
+    RandomState,
     as_is_ood,
     as_real_array,
     check_fraction,
     check_int,
     check_probability,
     plain,
+    validate_params,
 )
 from .._ood_search.sample import (
     AUTO_EXACT_ROWS,
@@ -281,6 +284,8 @@ def _applicable(pair: list[bool], bounded: bool) -> NDArray[np.bool_]:
                      for p in pair], dtype=bool).reshape(len(pair), len(specs))
 
 
+@validate_params({"confidence": [Interval(float, 0, 1, closed="neither")],
+                  "random_state": [RandomState()]})
 def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
                  scores: Mapping[str, ArrayLike], *, tpr: float = 0.95, fpr: float = 0.05,
                  search: str = "auto", n_directions: int = N_DIRECTIONS,

@@ -30,7 +30,7 @@ from .._core.validation import (
     validate_params,
 )
 from ..exceptions import ConvergenceWarning
-from ..metrics import METRICS, aurc, metric_replicates, resample_counts
+from ..metrics import METRICS, aurc, check_bootstrap, metric_replicates, resample_counts
 from ..tables import TableResampler
 from ._learned import PAPER_C_GRID, SELE, TCP, LossRegression
 
@@ -106,7 +106,8 @@ def bootstrap_win_fraction(
     u = as_scores(uncertainty)
     u0 = as_scores(baseline, "baseline")
     check_same_length(losses=ls, uncertainty=u, baseline=u0)
-    n_boot = int(n_bootstrap)
+    # bounded before any work, as every bootstrap request is
+    n_boot = check_bootstrap(n_bootstrap, ls.size)
     rng = np.random.default_rng(random_state)
     # each score grouped once; a resample is the rows' draw counts, its AuRC that of the
     # score table weighted by them (the AuRC of the resampled rows, without sorting them)
@@ -207,6 +208,8 @@ def select_regularization(
                          "the baseline as an input); got None.")
     if safe and u0_val is None:
         raise ValueError("baseline_val must be given with safe=True; got None.")
+    if safe:  # before any fit
+        check_bootstrap(n_bootstrap, losses_v.size)
     fit_kw = {} if baseline is None else {"baseline": baseline}
     score_kw = {} if baseline is None else {"baseline": u0_val}
     order = sorted(range(len(values)), key=lambda i: -values[i])
