@@ -132,3 +132,20 @@ def test_resamples_with_other_id_and_ood_totals_each_get_their_own_constraint() 
         warnings.simplefilter("ignore", InfeasibleTargetWarning)
         want = [spec.function(r.table(c), tpr=0.7, fpr=0.4) for c in counts]
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("top", [1e300, 1e305, 1e307])
+def test_losses_near_the_float_maximum_give_the_metrics_of_the_drawn_rows(top: float) -> None:
+    # the totals were summed unscaled: inf or NaN where each resample's metric is finite
+    rng = np.random.default_rng(0)
+    n = 100
+    u = np.repeat(np.arange(25.0), 4)
+    losses = (rng.random(n) < 0.5) * top
+    rows = rng.integers(0, n, (3, n))
+    specs = [(METRICS["aurc"], {}), (METRICS["augrc"], {}), (METRICS["e_aurc"], {}),
+             (METRICS["selective_risk_at_coverage"], {"coverage": 0.5})]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = metric_replicates(TableResampler(u, losses), resample_counts(rows, n), specs)
+    want = [[spec.function(losses[r], u[r], **opts) for spec, opts in specs] for r in rows]
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -206,6 +206,11 @@ BATCHED: Mapping[Callable[..., Any], Callable[..., F64]] = {
 }
 
 
+#: The batched metrics whose value is in the units of the loss: computed on totals in units
+#: of the resampler's ``scale``, then multiplied by it (a power of two: exact).
+_IN_LOSS_UNITS = (aurc, e_aurc, augrc, selective_risk_at_coverage, selective_risk_at_tpr_fpr)
+
+
 def resample_counts(rows: NDArray[np.integer], n: int) -> NDArray[np.int64]:
     """How often each of ``n`` rows is drawn by each resample of ``rows``, shape (m, k) of
     row indices (a block of :func:`bootstrap_indices`): shape (m, n).
@@ -285,6 +290,9 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
         if fast is not None:
             with np.errstate(divide="ignore", invalid="ignore"):
                 out[:, j] = fast(block, **options)
+            if spec.function in _IN_LOSS_UNITS and resampler.scale != 1.0:
+                with np.errstate(over="ignore"):  # a value beyond float64 is inf
+                    out[:, j] *= resampler.scale
             continue
         marked = spec.kind == "ood"
         with warnings.catch_warnings():

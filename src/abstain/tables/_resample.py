@@ -36,9 +36,11 @@ class ResampleTotals(NamedTuple):
         Rows drawn per score (as floats, whole numbers), in-distribution and OOD (zeros
         without OOD marks).
     loss_sums : ndarray of shape (m, G)
-        The drawn ID rows' losses per score, summed in row order (as the table's).
+        The drawn ID rows' losses per score, summed in row order (as the table's), in
+        units of the resampler's ``scale`` (1 unless the losses are near the float64
+        maximum).
     loss_values : ndarray of shape (K,)
-        The distinct ID losses of the rows, ascending.
+        The distinct ID losses of the rows, ascending, in the same units.
     loss_counts : ndarray of shape (m, K)
         Drawn ID rows per distinct loss (the oracle's table of ``e_aurc``).
     """
@@ -69,6 +71,10 @@ class TableResampler:
         Whether every resample's loss sums stay far inside the float64 range (``n`` times
         the largest loss below ``2**1016``, as for the plain sums of the metrics); where
         not, a table of a resample could overflow and the resampled rows are the path.
+    scale : float
+        The power of two that :meth:`totals` divides the losses by (exact): 1 while ``n**2``
+        times the largest loss is below ``2**1016``, so that a count times a running loss
+        sum stays finite.
 
     Examples
     --------
@@ -98,6 +104,10 @@ class TableResampler:
         self._id = ~ood
         top = float(ls.max()) if ls.size else 0.0
         self.fits = loss_scale(top, float(u.size)) == 1.0
+        # the unit of the loss totals of :meth:`totals`: a power of two that keeps a
+        # resample's running sums, and their products with row counts, inside float64
+        self.scale = loss_scale(top, float(u.size) ** 2)
+        self._unit_losses = ls / self.scale if self.scale != 1.0 else ls
 
     @classmethod
     def of_columns(cls, columns: Mapping[str, ArrayLike], losses: ArrayLike,
@@ -146,8 +156,9 @@ class TableResampler:
         loss_counts = np.asarray(np.bincount(loss_flat, weights=id_w.reshape(-1),
                                              minlength=m * k), dtype=np.float64).reshape(m, k)
         ood = per_group(np.where(self._ood, w, 0.0)) if self.marked else np.zeros((m, g))
+        unit = self._loss_values / self.scale if self.scale != 1.0 else self._loss_values
         return ResampleTotals(self._values, per_group(id_w), ood,
-                              per_group(id_w * self._losses), self._loss_values, loss_counts)
+                              per_group(id_w * self._unit_losses), unit, loss_counts)
 
     def table(self, counts: NDArray[np.integer], *, marked: bool | None = None) -> ScoreTable:
         """The :class:`ScoreTable` of the resample that draws row ``i`` ``counts[i]`` times.
