@@ -369,3 +369,32 @@ def test_cost_based_ood_takes_the_largest_coverage_on_an_exact_tie_of_costs(scor
         warnings.simplefilter("ignore")
         rule = CostBasedOOD(0.25, 0.5, 0.25, **kw).fit(scores, ood, loss)
     assert (rule.tpr_, rule.fpr_) == (1.0, 0.2) and rule.cost_ == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_cost_based_ood_is_the_same_rule_in_any_units_of_cost(seed, random_sample):
+    # an absolute floor of 1e-12 in the tie of costs made every rule a tie once costs and
+    # losses were scaled by 2**-40; weights scaled by any power of two change nothing either
+    rng = np.random.default_rng(900 + seed)
+    s2, is_ood, losses = random_sample(rng)
+    w = rng.integers(1, 4, is_ood.size).astype(float)
+    for search in ("exact", "grid"):
+        base = CostBasedOOD(0.25, 1.0, 0.1, ood_prior=0.3, search=search).fit(
+            s2, is_ood, losses, sample_weight=w)
+        c = 2.0**-40
+        small = CostBasedOOD(0.25 * c, c, 0.1 * c, ood_prior=0.3, search=search).fit(
+            s2, is_ood, losses * c, sample_weight=w)
+        assert (small.cost_ / c, small.tpr_, small.fpr_) == (base.cost_, base.tpr_, base.fpr_)
+        for k in (-1060, -300, 300):
+            scaled = CostBasedOOD(0.25, 1.0, 0.1, ood_prior=0.3, search=search).fit(
+                s2, is_ood, losses, sample_weight=np.ldexp(w, k))
+            assert (scaled.cost_, scaled.tpr_, scaled.fpr_) == (base.cost_, base.tpr_,
+                                                                 base.fpr_), k
+
+
+def test_most_recall_at_precision_keeps_the_target_at_a_tiny_prior():
+    # an absolute 1e-12 slack let a precision of 1 - 1e-12 meet a target of 1
+    for prior in (1e-6, 1e-12, 1e-200):
+        got = most_recall_at_precision([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], precision=1.0,
+                                       ood_prior=prior)
+        assert got == 0.5, prior

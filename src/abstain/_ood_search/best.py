@@ -216,7 +216,11 @@ def rows_best_linear(
     """
     cost = np.where(valid, slope_l * l1 + slope_i * i1 + slope_o * o1, np.inf)
     best = np.min(cost, axis=1, keepdims=True)
-    near = valid & (cost <= best + RTOL * np.maximum(np.abs(best), 1.0))
+    # equal up to the round-off of the terms: relative to their size, in any units (an
+    # absolute floor of 1e-12 made every rule of costs scaled by 2**-40 a tie)
+    with np.errstate(invalid="ignore"):
+        terms = abs(slope_l) * l1 + abs(slope_i) * i1 + abs(slope_o) * o1
+    near = valid & (cost <= best + RTOL * np.maximum(np.abs(best), terms))
     # the few points within the least cost, row-major: the first of the best rank per row
     r, c = np.nonzero(near)
     j = np.zeros((i1.shape[0], 1), dtype=np.intp)

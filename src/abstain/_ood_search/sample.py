@@ -9,6 +9,7 @@ Shared by the OOD reject models (:mod:`abstain.models`) and the OOD metrics
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -104,6 +105,11 @@ def validate_sample(
     else:
         w = as_losses(sample_weight, "sample_weight")
         check_same_length(scores=s, sample_weight=w)
+        top = float(w.max()) if w.size else 0.0
+        if top > 0.0 and not 2.0**-200 <= top <= 2.0**200:
+            # the rules depend on the weights' ratios alone: a power of two brings them
+            # near 1 exactly (subnormal weights gave NaN masses)
+            w = np.ldexp(w, -math.frexp(top)[1])
         w_id = np.where(ood, 0.0, w)
         w_ood = np.where(ood, w, 0.0)
     if not (w_id.sum() > 0 and w_ood.sum() > 0):

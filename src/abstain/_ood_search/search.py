@@ -87,8 +87,9 @@ def most_recall(i: F64, o: F64, n_id: float, n_ood: float, precision: float,
     the answer is at the last knot meeting it or where the next segment crosses it.
     """
     fpr, tpr = o / n_ood, i / n_id
-    g = precision * prior * fpr - (1 - precision) * (1 - prior) * tpr
-    ok = np.flatnonzero(g <= 1e-12)
+    a, b = precision * prior * fpr, (1 - precision) * (1 - prior) * tpr
+    g = a - b
+    ok = np.flatnonzero(g <= 1e-12 * (a + b))  # up to the round-off of the terms, any prior
     j = int(ok[-1])
     if j == tpr.size - 1:
         return float(tpr[j])
