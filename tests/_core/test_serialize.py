@@ -123,6 +123,18 @@ def test_a_generator_random_state_is_written_as_null():
     assert _strict_loads(rule.to_json())["params"]["random_state"] is None
 
 
+def test_a_seed_sequence_of_an_integer_is_written_as_that_integer():
+    u = [0.0] * 16
+    rule = BoundedAbstention(0.5, random_state=np.random.SeedSequence(1)).fit(u, [0, 1] * 8)
+    assert _strict_loads(rule.to_json())["params"]["random_state"] == 1
+    assert np.array_equal(load_json(rule.to_json()).accept(u), rule.accept(u))
+    assert np.array_equal(BoundedAbstention(0.5, random_state=1).fit(u, [0, 1] * 8).accept(u),
+                          rule.accept(u))
+    for other in (np.random.SeedSequence(1, spawn_key=(2,)), np.random.PCG64(1)):
+        rule = BoundedAbstention(0.5, random_state=other).fit(u, [0, 1] * 8)
+        assert _strict_loads(rule.to_json())["params"]["random_state"] is None
+
+
 def test_unfitted_rule_refuses():
     for rule in (CostBased(0.1), BoundedAbstention(0.5), BoundedImprovement(0.1)):
         with pytest.raises(NotFittedError, match="not fitted"):
@@ -310,7 +322,8 @@ HOSTILE = [
     ("param out of range", _with(["params", "target_coverage"], 1.5),
      r"^params\.target_coverage must be in \(0, 1\]; got 1\.5\.$"),
     ("random_state garbage", _with(["params", "random_state"], "abc"),
-     r"^params\.random_state must be None, an integer >= 0 or a numpy Generator; got 'abc'\.$"),
+     r"^params\.random_state must be None, an integer >= 0 or a numpy Generator, BitGenerator "
+     r"or SeedSequence; got 'abc'\.$"),
     ("param a nested list", _with(["params", "random_state"], [[1]]),
      r"^params\.random_state\[0\] must be a JSON scalar or a document \(params lists are "
      r"flat\); got \[1\]\.$"),

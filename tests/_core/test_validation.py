@@ -64,7 +64,8 @@ def test_plain_shows_numpy_values_as_python_values(value: Any, shown: str) -> No
     (lambda v: check_choice("search", v, ("grid", "exact")), np.str_("all"),
      r"^search must be one of 'grid', 'exact'; got 'all'\.$"),
     (lambda v: check_random_state("random_state", v), np.int64(-1),
-     r"^random_state must be None, an integer >= 0 or a numpy Generator; got -1\.$"),
+     r"^random_state must be None, an integer >= 0 or a numpy Generator, BitGenerator or "
+     r"SeedSequence; got -1\.$"),
     (lambda v: as_losses(v), np.array([0.5, -0.25]), r"^losses must be non-negative; got minimum "
                                                      r"-0\.25\.$"),
     (lambda v: as_class_labels(v, "y"), np.array([1, -2]),

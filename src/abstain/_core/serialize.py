@@ -187,7 +187,13 @@ def _dump_param(value: Any, where: str, *, name: str = "") -> Any:
             raise ValueError(f"{where} must be finite to be written as JSON; got {plain(value)}.")
         return float(value)
     if name == "random_state":
-        return None  # a Generator's state is not stored: the loaded object draws afresh
+        # a SeedSequence of an integer alone seeds as that integer does; a Generator's or
+        # BitGenerator's state is not stored: the loaded object draws afresh
+        if (isinstance(value, np.random.SeedSequence) and isinstance(value.entropy, int)
+                and 0 <= value.entropy < 2**63 and not value.spawn_key
+                and value.pool_size == np.random.SeedSequence().pool_size):
+            return int(value.entropy)
+        return None
     if type(value).__name__ in _KINDS and _KINDS[type(value).__name__].cls is type(value):
         return _document(value, where, params_only=True)
     if isinstance(value, (list, tuple, np.ndarray)):

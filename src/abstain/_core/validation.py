@@ -495,8 +495,8 @@ def check_random_state(name: str, value: Any) -> None:
             value, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
         return
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name} must be None, an integer >= 0 or a numpy Generator; "
-                         f"got {plain(value)}.")
+        raise ValueError(f"{name} must be None, an integer >= 0 or a numpy Generator, "
+                         f"BitGenerator or SeedSequence; got {plain(value)}.")
 
 
 # --- Parameter constraints as data -------------------------------------------------------
@@ -642,13 +642,14 @@ class RandomState(Constraint):
     """What seeds ``numpy.random.default_rng``: None, an int >= 0, a ``Generator``, a
     ``BitGenerator`` or a ``SeedSequence``."""
 
-    condition = "be None, an integer >= 0 or a numpy Generator"
+    condition = "be None, an integer >= 0 or a numpy Generator, BitGenerator or SeedSequence"
 
     def __init__(self, *, legacy: bool = False) -> None:
         # legacy: a ``numpy.random.RandomState`` too, which scikit-learn's estimators take
         self.legacy = legacy
         if legacy:
-            self.condition = "be None, an integer >= 0, a numpy Generator or RandomState"
+            self.condition = ("be None, an integer >= 0 or a numpy Generator, BitGenerator, "
+                              "SeedSequence or RandomState")
 
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` seeds a generator."""
