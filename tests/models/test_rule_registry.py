@@ -51,3 +51,37 @@ def test_the_name_of_a_rule_joins_its_targets():
     assert [s.name for s in REJECT_RULES.values()] == [
         "target_coverage", "target_risk", "reject_cost", "tpr/fpr", "precision/recall",
         "reject_id_cost/predict_ood_cost"]
+
+
+def test_register_rule_refuses_a_spec_the_command_line_cannot_offer():
+    class Clash(CostBased):
+        def __init__(self, reject_cost=0.5, score=0.0, random_state=None):
+            super().__init__(reject_cost, random_state=random_state)
+            self.score_ = score
+
+    summary = lambda r, c: []  # noqa: E731
+    for spec, error, match in (
+        ("CostBased", TypeError, r"^register_rule takes a RuleSpec; got str\.$"),
+        (RuleSpec(CostBased, (), summary), ValueError,
+         r"^the spec of CostBased must name at least one target\.$"),
+        (RuleSpec(CostBased, (RuleTarget("not_a_param", "x"),), summary), ValueError,
+         r"^'not_a_param' is no parameter of CostBased; a target, a companion and "
+         r"random_state must be keywords of its class\.$"),
+        (RuleSpec(Clash, (RuleTarget("score", "x"),), summary), ValueError,
+         r"^the target 'score' of Clash would be the option --score, which abstain fit "
+         r"already has; rename it\.$"),
+    ):
+        with pytest.raises(error, match=match):
+            register_rule(spec)  # type: ignore[arg-type]
+    assert "Clash" not in REJECT_RULES
+
+
+def test_the_reserved_names_are_the_options_of_abstain_fit():
+    from abstain.app.cli import _parser
+    from abstain.models._registry import FIT_OPTIONS
+
+    sub = next(a for a in _parser()._actions if a.dest == "command")
+    fit = sub.choices["fit"]
+    targets = {t.name for s in REJECT_RULES.values() for t in (*s.targets, *s.companions)}
+    options = {a.dest for a in fit._actions} - targets
+    assert options <= FIT_OPTIONS, options - FIT_OPTIONS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -113,6 +114,13 @@ class RuleSpec:
         return "/".join(t.name for t in self.targets)
 
 
+#: The options of ``abstain fit`` besides the rules' targets (as parameter names): no target
+#: or companion may take one (``tests/app/test_rules.py`` checks them against the parser).
+FIT_OPTIONS = frozenset({
+    "file", "loss", "label", "prediction", "is_ood", "ood_score", "pair_with", "score",
+    "scores", "dropna", "progress", "quiet", "output", "chunk_rows", "engine", "scheduler",
+    "max_pairs", "help", "random_state"})
+
 #: Every reject rule that ``abstain fit`` offers, by class name, in the order of its options.
 REJECT_RULES: dict[str, RuleSpec] = {}
 
@@ -121,7 +129,11 @@ def register_rule(spec: RuleSpec) -> RuleSpec:
     """Add ``spec`` to :data:`REJECT_RULES` under its class's name and return it.
 
     A target or companion shared with a registered rule must be the same
-    :class:`RuleTarget` (one option of ``abstain fit``, one help text).
+    :class:`RuleTarget` (one option of ``abstain fit``, one help text). A spec that
+    ``abstain fit`` could not offer is refused in one line: not a :class:`RuleSpec`, no
+    target, a target, companion or ``random_state`` that is no keyword of the class, or a
+    target named as another option of ``abstain fit`` (:data:`FIT_OPTIONS`: ``score``,
+    ``loss``, ``output``...).
 
     Examples
     --------
@@ -129,7 +141,20 @@ def register_rule(spec: RuleSpec) -> RuleSpec:
     >>> register_rule(REJECT_RULES["CostBased"]) is REJECT_RULES["CostBased"]
     True
     """
+    if not isinstance(spec, RuleSpec):
+        raise TypeError(f"register_rule takes a RuleSpec; got {type(spec).__name__}.")
+    if not spec.targets:
+        raise ValueError(f"the spec of {spec.model.__name__} must name at least one target.")
+    params = set(inspect.signature(spec.model).parameters)
     mine = {t.name: t for t in (*spec.targets, *spec.companions)}
+    for name in [*mine, "random_state"]:
+        if name not in params:
+            raise ValueError(f"{name!r} is no parameter of {spec.model.__name__}; a target, a "
+                             "companion and random_state must be keywords of its class.")
+        if name in FIT_OPTIONS and name in mine:
+            raise ValueError(f"the target {name!r} of {spec.model.__name__} would be the option "
+                             f"--{name.replace('_', '-')}, which abstain fit already has; "
+                             "rename it.")
     for other in REJECT_RULES.values():
         if other.model is spec.model:
             continue
