@@ -92,8 +92,8 @@ def test_callable_score_and_clone(digits):
         ({"loss": np.ones((3, 3))}, "loss must be 10 x 10"),
         ({"loss": "zero-one"}, "^loss must be an array-like; got 'zero-one'"),
         ({"prefit": "yes"}, "^prefit must be True or False; got 'yes'"),
-        ({"random_state": -1}, "^random_state must be None, an integer >= 0, a numpy "
-                               "Generator or RandomState; got -1"),
+        ({"random_state": -1}, "^random_state must be None, an integer >= 0 or a numpy "
+                               "Generator, BitGenerator, SeedSequence or RandomState; got -1"),
     ],
 )
 def test_bad_parameters(digits, kwargs, match):

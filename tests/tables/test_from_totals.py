@@ -107,3 +107,41 @@ def test_pair_loss_sums_beyond_the_rows_and_the_largest_loss_are_refused(counts,
     with pytest.raises(ValueError, match=r"^loss_sums must be at most the ID rows of each "
                                          r"group times max_loss \(1\.0\)"):
         PairTable.from_totals([[0.0, 1.0], [1.0, 0.0]], counts, ood, sums, max_loss=1.0)
+
+
+def test_totals_that_contradict_their_loss_distribution_are_refused_as_load_json_does():
+    import abstain
+
+    ok = dict(values=[0.1, 0.5, 0.9], counts=[4, 4, 4], loss_sums=[1.0, 2.0, 3.0],
+              loss_values=[0.0, 1.0], loss_counts=[6, 6], sq_loss_sums=[1.0, 2.0, 3.0])
+    t = ScoreTable.from_totals(**ok)
+    assert abstain.load_json(t.to_json()) == t
+    for change, message in (
+        ({"loss_sums": [1.0, 2.0, 4.0], "sq_loss_sums": [1.0, 2.0, 4.0]},
+         r"^loss_sums must add up to the sum over loss_values times loss_counts \(6\.0\); "
+         r"got 7\.0\.$"),
+        ({"sq_loss_sums": [0.0, 2.0, 3.0]},
+         r"^sq_loss_sums must lie between the square of each group's loss sum over its ID "
+         r"rows and max_loss times its loss sum; got 0\.0 for 4 ID row\(s\) with loss sum 1\.0 "
+         r"in group 0\.$"),
+        ({"loss_values": [0.0, 0.5], "loss_counts": [6, 6],
+          "loss_sums": [0.5, 1.0, 1.5], "sq_loss_sums": [0.5, 1.0, 1.5]},
+         r"^sq_loss_sums must lie between"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            ScoreTable.from_totals(**{**ok, **change})
+    # a loaded document with squares no losses give: refused as well
+    bad = ScoreTable.from_arrays([0.1, 0.1, 0.5], [1.0, 0.0, 0.5])
+    bad.sq_loss_sums = bad.sq_loss_sums * 0.0
+    with pytest.raises(ValueError, match=r"^fitted\.sq_loss_sums must lie between"):
+        abstain.load_json(bad.to_json())
+
+
+def test_a_table_without_sums_of_squares_says_so_for_a_risk_bound():
+    from abstain import BoundedImprovement
+
+    t = ScoreTable.from_totals([0.1, 0.5], [2, 2], [0.5, 0.5], loss_values=[0.0, 0.5],
+                               loss_counts=[2, 2])
+    with pytest.raises(ValueError, match=r"^this ScoreTable holds no sums of squared losses: "
+                                         r"built by from_totals without sq_loss_sums"):
+        BoundedImprovement(0.5, delta=0.1, bound="sgr").fit(t)

@@ -203,9 +203,12 @@ class ScoreTable(ParamsMixin):
         distinct losses and their rows (repeats added up too), which give the table's
         largest loss, its 0/1 flag and the oracle of :func:`~abstain.metrics.e_aurc`.
         ``sq_loss_sums`` (summed squared losses) is needed only by
-        ``BoundedImprovement(delta=...)``; ``ood_counts`` marks OOD rows. A loss sum above
+        ``BoundedImprovement(delta=...)``; ``ood_counts`` marks OOD rows. Totals that no
+        rows give are refused, as :func:`abstain.load_json` refuses them: a loss sum above
         its score's ID rows times the largest of ``loss_values`` (a loss on a score of no
-        rows, say) is refused, as :func:`abstain.load_json` refuses it.
+        rows, say), loss sums (or squared sums) that do not add up to ``loss_values``
+        (squared) times ``loss_counts``, and a squared sum outside ``[S**2 / k, M S]`` for
+        a score's ``k`` ID rows of loss sum ``S`` and largest loss ``M``.
 
         Examples
         --------
@@ -264,6 +267,7 @@ class ScoreTable(ParamsMixin):
             if table.ood_counts is not None:
                 table.ood_counts = table.ood_counts[keep]
         table._check_total()
+        table._check_loss_fields("")  # as load_json checks them
         return table
 
     @merging
@@ -367,8 +371,10 @@ class ScoreTable(ParamsMixin):
     def square_groups(self) -> TieGroups:
         """The tie groups with the summed squared losses in place of the losses."""
         if self.sq_loss_sums is None:
-            raise ValueError("the squared losses of this ScoreTable exceed the float64 range; "
-                             "scale the losses down for a risk bound.")
+            raise ValueError("this ScoreTable holds no sums of squared losses: built by "
+                             "from_totals without sq_loss_sums (pass them), or with squares "
+                             "beyond the float64 range (scale the losses down) for a risk "
+                             "bound.")
         return groups_from_totals(self.values, self.counts, self.sq_loss_sums)
 
     def __eq__(self, other: object) -> bool:
@@ -424,9 +430,11 @@ class ScoreTable(ParamsMixin):
                                  f"{n_loss} losses for {n_id} ID rows.")
         self._check_loss_fields()
 
-    def _check_loss_fields(self) -> None:
-        """Refuse a loaded table whose 0/1 flag, largest loss and loss distribution
-        contradict each other or its loss sums (each is derived from the same rows)."""
+    def _check_loss_fields(self, prefix: str = "fitted.") -> None:
+        """Refuse a loaded table (or one of :meth:`from_totals`, ``prefix`` ""), whose 0/1
+        flag, largest loss, loss distribution and sums of squares contradict each other or
+        its loss sums (each is derived from the same rows)."""
+        self._check_squares(prefix)
         lv, lc = self.loss_values, self.loss_counts
         sums = [("loss_sums", self.loss_sums, 1)]
         if self.sq_loss_sums is not None:
@@ -456,9 +464,30 @@ class ScoreTable(ParamsMixin):
                 want = float(np.sum(lv**power * lc))
                 total = float(got.sum())
                 if np.isfinite(want) and abs(total - want) > slack * max(want, total):
-                    raise ValueError(f"fitted.{name} must add up to the sum over "
-                                     f"fitted.loss_values{'**2' if power == 2 else ''} times "
-                                     f"fitted.loss_counts ({plain(want)}); got {plain(total)}.")
+                    raise ValueError(f"{prefix}{name} must add up to the sum over "
+                                     f"{prefix}loss_values{'**2' if power == 2 else ''} times "
+                                     f"{prefix}loss_counts ({plain(want)}); got {plain(total)}.")
+
+    def _check_squares(self, prefix: str) -> None:
+        """Refuse sums of squared losses that no losses of the groups give: each group's
+        ``k`` losses ``l <= M`` with sum ``S`` have ``S**2 / k <= sum(l**2) <= M S`` (up to
+        the round-off of the sums)."""
+        sq = self.sq_loss_sums
+        if sq is None:
+            return
+        k = self.id_counts.astype(np.float64)
+        s, slack = self.loss_sums, 4 * sum_round_off(float(max(k.max(initial=0.0), 1.0)))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            low = np.where(k > 0, s / np.maximum(k, 1.0) * s, 0.0)
+            high = self.max_loss * s
+            bad = (sq < low * (1 - slack)) | (sq > high * (1 + slack))
+        if np.any(bad):
+            g = int(np.argmax(bad))
+            raise ValueError(
+                f"{prefix}sq_loss_sums must lie between the square of each group's loss sum "
+                f"over its ID rows and {prefix}max_loss times its loss sum; got "
+                f"{plain(float(sq[g]))} for {int(k[g])} ID row(s) with loss sum "
+                f"{plain(float(s[g]))} in group {g}.")
 
 
 def as_totals(values: ArrayLike, name: str, n: int, *, whole: bool = False) -> F64:
