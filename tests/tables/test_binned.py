@@ -182,3 +182,19 @@ def test_edges_across_the_whole_float_range_are_checked_without_overflow() -> No
         table = BinnedTable.from_arrays([-1e308, 0.0, 1e308], [0.0, 1.0, 0.0],
                                         edges=[-1e308, 0.0, 1e308])
     assert table.counts.tolist() == [1, 2]
+
+
+def test_the_ood_metrics_and_models_say_what_a_binned_table_offers():
+    from abstain import metrics as m
+    from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, CostBasedOOD
+
+    b = ScoreTable.from_arrays([0.1, 0.2, 0.9, 0.5], [0, 1, 0, 0], is_ood=[0, 0, 1, 1]).binned(2)
+    calls = [lambda: m.auroc(b), lambda: m.aupr_in(b), lambda: m.aupr_out(b),
+             lambda: m.fpr_at_tpr(b, tpr=0.5), lambda: m.oscr(b),
+             lambda: m.selective_risk_at_tpr_fpr(b, tpr=0.5, fpr=0.5),
+             lambda: CostBasedOOD().fit(b), lambda: BoundedTPRFPR(0.5, 0.5).fit(b),
+             lambda: BoundedPrecisionRecall(0.5, 0.5).fit(b)]
+    for call in calls:
+        with pytest.raises(ValueError, match="^a BinnedTable gives its metrics with their "
+                                             "certified error through its own methods"):
+            call()

@@ -248,7 +248,8 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
     their table formulas along the resamples: the values of
     ``metric(resampler.table(counts[r]))``, equal for counts and whole-number totals
     (AUROC, FPR at TPR, the risks at a coverage and at TPR/FPR with 0/1 losses) and to a
-    relative 1e-12 otherwise (sums over more terms, in another order). Any other metric
+    relative 1e-12 otherwise (sums over more terms, in another order); E-AuRC, a
+    difference of two areas, to 1e-12 of the AuRC (1e-17 where the table's is 0). Any other metric
     is called on each resample's table. An infeasible target gives NaN, without a warning.
 
     Returns

@@ -1,9 +1,10 @@
 """A metric accumulated over batches: ``update``, ``merge``, ``compute`` (re-exported by
 :mod:`abstain.metrics`).
 
-The state is one :class:`~abstain.ScoreTable`, so the value is exact (the same as the
-metric on all rows at once) however the rows were split into batches or processes, and
-the state stays as small as the number of distinct scores.
+The state is one :class:`~abstain.ScoreTable`, so the value is that of the metric on all
+rows at once however the rows were split into batches or processes (bit for bit for counts
+and whole-number losses; with other losses a tie group's sum adds the batches' sums, so its
+last bits may differ), and the state stays as small as the number of distinct scores.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ class StreamingMetric:
 
     ``update`` adds a batch, ``merge`` adds the state of other instances (other workers,
     other processes after sending ``table.to_json()``), ``compute`` returns the metric on
-    every row seen, exactly as the metric on the concatenated arrays, and ``reset`` starts
-    over. Nothing is transformed: scores and losses are taken as given.
+    every row seen, as the metric on the concatenated arrays (bit for bit for counts and
+    whole-number losses, else up to the last bits of a tie group's loss sum), and
+    ``reset`` starts over. Nothing is transformed: scores and losses are taken as given.
 
     Parameters
     ----------

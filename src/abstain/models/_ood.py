@@ -587,6 +587,7 @@ class CostBasedOOD(_OODRule):
             self.n_id_ = self.n_ood_ = 0.0
             self.n_scores_ = 2
             return self
+        table_or_none(scores, {})  # a BinnedTable: what it offers instead, in one line
         if not all(given) and not isinstance(scores, (ScoreTable, PairTable)):
             raise ValueError("scores, is_ood and losses must be given together, or all omitted "
                              "(or a ScoreTable or PairTable as scores).")
