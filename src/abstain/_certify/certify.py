@@ -21,7 +21,8 @@ from ..tables._score import selective_table, table_or_none
 from .ltt import LTT_BOUNDS, ltt_least, ltt_search
 from .risk_bounds import sgr_search
 
-__all__ = ["BOUNDS", "certified_search", "fit_groups", "least_target", "resolve_bound"]
+__all__ = ["BOUNDS", "certified_search", "check_crc_losses", "fit_groups", "least_target",
+           "refuse_delta_with_guarantee", "refuse_expected", "resolve_bound"]
 
 #: The values of ``bound``: ``"auto"``, SGR and the Learn-then-Test procedures.
 BOUNDS = ("auto", "sgr", *LTT_BOUNDS)
@@ -136,3 +137,27 @@ def _procedure(uncertainty: Any, losses: Any, top: float, binary: bool, loss_bou
             f"{plain(loss_bound)}. Divide the losses, the target and loss_bound by one factor."
         )
     return procedure, table
+
+
+def refuse_expected(guarantee: Any) -> None:
+    """Explain why ``guarantee="expected"`` is not offered."""
+    if isinstance(guarantee, str) and guarantee == "expected":
+        raise ValueError(
+            "guarantee='expected' is not offered: the selective risk E[loss | accepted] "
+            "is not monotone in the threshold, so conformal risk control does not bound "
+            "it in expectation. guarantee='expected_joint' bounds the joint risk "
+            "E[loss * 1{accepted}]; delta bounds the selective risk with high probability.")
+
+
+def refuse_delta_with_guarantee(guarantee: Any, delta: Any) -> None:
+    """A guarantee in expectation takes no ``delta``."""
+    if guarantee is not None and delta is not None:
+        raise ValueError(f"guarantee={plain(guarantee)} is a statement in expectation "
+                         f"and takes no delta; got delta={plain(delta)}.")
+
+
+def check_crc_losses(top: float, loss_bound: float) -> None:
+    """Refuse losses above ``loss_bound`` for conformal risk control."""
+    if top > loss_bound:
+        raise ValueError(f"losses must be at most loss_bound={plain(loss_bound)} for conformal "
+                         f"risk control; got maximum {plain(top)}.")

@@ -67,7 +67,7 @@ from .._ood_search.sample import (
 )
 from ..exceptions import InfeasibleTargetWarning
 from ..tables._pair import PairTable
-from ..tables._score import ScoreTable, table_or_none
+from ..tables._score import ScoreTable, refuse_binned, table_or_none
 from ._columns import (
     average_precision,
     column_auroc,
@@ -130,8 +130,7 @@ def _sample(is_ood: Any, scores: Any, losses: Any = NO_LOSSES) -> Sample:
     metrics that take the OOD marks first) or as ``losses`` (those that take the losses
     first)."""
     no_losses = losses is NO_LOSSES  # the metrics of the OOD marks alone (auroc, ...)
-    for given in (is_ood, losses):
-        table_or_none(given, {})  # a BinnedTable: what it offers instead, in one line
+    refuse_binned(is_ood, losses)
     if isinstance(losses, (ScoreTable, PairTable)):
         first, rest = losses, {"is_ood": is_ood, "scores": scores}
     elif isinstance(is_ood, (ScoreTable, PairTable)):

@@ -16,6 +16,7 @@ from ._classifier import (
 from ._double_score import (
     DoubleScoreDetector,
 )
+from ._least_risk import least_risk_bound
 from ._ood import (
     BoundedPrecisionRecall,
     BoundedTPRFPR,
@@ -34,7 +35,6 @@ from ._selective import (
     BoundedImprovement,
     CostBased,
     EquivalentModels,
-    least_risk_bound,
 )
 from ._tuning import (
     DetectorTuning,

@@ -59,7 +59,7 @@ from .._ood_search.sample import (
 from ..exceptions import InfeasibleTargetWarning
 from ..metrics import fpr_at_tpr
 from ..tables._pair import PairTable
-from ..tables._score import ScoreTable, check_whole_table, table_or_none
+from ..tables._score import ScoreTable, check_whole_table, refuse_binned, table_or_none
 
 __all__ = [
     "BoundedTPRFPR",
@@ -587,7 +587,7 @@ class CostBasedOOD(_OODRule):
             self.n_id_ = self.n_ood_ = 0.0
             self.n_scores_ = 2
             return self
-        table_or_none(scores, {})  # a BinnedTable: what it offers instead, in one line
+        refuse_binned(scores)
         if not all(given) and not isinstance(scores, (ScoreTable, PairTable)):
             raise ValueError("scores, is_ood and losses must be given together, or all omitted "
                              "(or a ScoreTable or PairTable as scores).")

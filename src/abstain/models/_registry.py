@@ -14,6 +14,7 @@ from ..exceptions import InfeasibleTargetWarning
 from ..metrics import ood_pr_curve, ood_roc_curve
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable
+from ._least_risk import least_risk_bound
 from ._ood import (
     BoundedPrecisionRecall,
     BoundedTPRFPR,
@@ -21,7 +22,7 @@ from ._ood import (
     least_fpr_at_tpr,
     most_recall_at_precision,
 )
-from ._selective import BoundedAbstention, BoundedImprovement, CostBased, least_risk_bound
+from ._selective import BoundedAbstention, BoundedImprovement, CostBased
 
 __all__ = ["REJECT_RULES", "RuleSpec", "RuleTarget", "register_rule"]
 

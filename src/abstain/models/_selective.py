@@ -26,12 +26,14 @@ from numpy.typing import ArrayLike, NDArray
 from .._certify.certify import (
     BOUNDS,
     certified_search,
+    check_crc_losses,
     crc_sums_exact,
     fit_groups,
-    least_target,
+    refuse_delta_with_guarantee,
+    refuse_expected,
 )
 from .._certify.ltt import LTT_BOUNDS
-from .._certify.risk_bounds import crc_least, crc_search
+from .._certify.risk_bounds import crc_search
 from .._core.base import ParamsMixin
 from .._core.decision import check_infeasible_rule, draw_accept, threshold_proba
 from .._core.exact import sum_round_off
@@ -51,12 +53,7 @@ from .._core.validation import (
     Options,
     RandomState,
     as_scores,
-    check_choice,
-    check_open_unit,
-    check_params,
-    check_positive,
     plain,
-    validate_params,
 )
 from ..exceptions import InfeasibleTargetWarning
 from ..tables._binned import BinnedTable
@@ -67,7 +64,6 @@ __all__ = [
     "CostBased",
     "BoundedImprovement",
     "BoundedAbstention",
-    "least_risk_bound",
 ]
 
 
@@ -445,23 +441,6 @@ class BoundedAbstention(_RejectRule):
         return self
 
 
-def _refuse_expected(guarantee: Any) -> None:
-    """Explain why ``guarantee="expected"`` is not offered."""
-    if isinstance(guarantee, str) and guarantee == "expected":
-        raise ValueError(
-            "guarantee='expected' is not offered: the selective risk E[loss | accepted] "
-            "is not monotone in the threshold, so conformal risk control does not bound "
-            "it in expectation. guarantee='expected_joint' bounds the joint risk "
-            "E[loss * 1{accepted}]; delta bounds the selective risk with high probability.")
-
-
-def _refuse_delta_with_guarantee(guarantee: Any, delta: Any) -> None:
-    """A guarantee in expectation takes no ``delta``."""
-    if guarantee is not None and delta is not None:
-        raise ValueError(f"guarantee={plain(guarantee)} is a statement in expectation "
-                         f"and takes no delta; got delta={plain(delta)}.")
-
-
 @serializable("rule")
 class BoundedImprovement(_RejectRule):
     """Bounded-improvement model, Problem 3 of Franc et al. (2023).
@@ -608,9 +587,9 @@ class BoundedImprovement(_RejectRule):
                               "random_state": [RandomState()]}
 
     def _validate_params(self) -> None:
-        _refuse_expected(self.guarantee)
+        refuse_expected(self.guarantee)
         super()._validate_params()
-        _refuse_delta_with_guarantee(self.guarantee, self.delta)
+        refuse_delta_with_guarantee(self.guarantee, self.delta)
 
     def _after_load(self) -> None:
         super()._after_load()
@@ -658,7 +637,7 @@ class BoundedImprovement(_RejectRule):
         self.bound_ = None
         theta = least = math.nan
         if self.guarantee is not None:
-            _check_crc_losses(top, self.loss_bound)
+            check_crc_losses(top, self.loss_bound)
             g, nu, bound = crc_search(groups, lam, float(self.loss_bound),
                                       crc_sums_exact(uncertainty, losses))
             if whole and nu < 1.0:  # down to the last whole bin: a smaller rule stays valid
@@ -699,92 +678,6 @@ class BoundedImprovement(_RejectRule):
                 "the rule rejects everything.",
                 attainable=None if math.isnan(attainable) else attainable), stacklevel=2)
         return self
-
-
-@validate_params({"above": [Interval(float, 0, None, closed="left")]})
-def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
-                     loss_bound: float = 1.0, bound: str = "auto",
-                     guarantee: str | None = None, above: float = 0.0) -> float:
-    """The least ``target_risk`` (at or above ``above``) at which
-    ``BoundedImprovement(target_risk, delta=delta, bound=bound, loss_bound=loss_bound)``
-    finds a rule on these data, or with ``guarantee="expected_joint"`` (and no ``delta``)
-    conformal risk control.
-
-    The value returned is feasible and the float below it is not (unless it is ``above``).
-    ``"sgr"`` binary-searches the ``G`` tie groups with ``K = ceil(log2(G + 1))`` tests at
-    level ``delta / K``. It fails only when every test fails, and then it has tested the
-    fixed chain of prefixes ``g_1 = (G - 1) // 2``, ``g_{i+1} = (g_i - 1) // 2``, ..., ``0``;
-    a larger target only turns tests into passes. So the fit is feasible exactly when the
-    target is at least the smallest upper confidence bound on that chain, which is returned.
-
-    The Learn-then-Test procedures (``"binomial"``, ``"hb"``, ``"wsr"``) are feasible when
-    the first test of their sequence passes, and the learning rows choose where the
-    sequence starts *from the target*: a larger target may start it at a lower threshold,
-    on fewer rows, whose test fails. Their feasibility is then **not monotone** in the
-    target: every target from the value returned up to some larger one is feasible, but
-    a larger target may not be (``above`` asks for the least feasible target at or above
-    a given one). The value is computed from that exact criterion: the targets are cut into
-    the pieces on which the start is one grid point, whose test passes from a least target
-    on (:func:`abstain._certify.ltt.ltt_least`).
-
-    Conformal risk control (``guarantee="expected_joint"``) accepts anything only when
-    ``(S + loss_bound) / (n + 1) <= target_risk`` for the accepted losses ``S >= 0``, so its
-    least target is ``loss_bound / (n + 1)``: met there when the lowest tie group has no
-    loss; otherwise only a larger target accepts a share of that group, and the least
-    float at which the fit accepts anything is returned.
-
-    Parameters
-    ----------
-    uncertainty : array-like of shape (n,), or ScoreTable
-        Scores, or a :class:`~abstain.ScoreTable` of the rows (then ``losses`` is omitted).
-    losses : array-like of shape (n,), in ``[0, loss_bound]``
-    delta : float in (0, 1), or None with ``guarantee``
-    loss_bound : float > 0, default 1.0
-    bound : {"auto", "sgr", "binomial", "hb", "wsr"}, default "auto"
-    guarantee : {None, "expected_joint"}, default None
-    above : float >= 0, default 0.0
-        The least feasible target at or above this one is returned.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> from abstain import BoundedImprovement
-    >>> from abstain.models import least_risk_bound
-    >>> u, loss = list(range(40)), [0] * 30 + [1] * 10
-    >>> least = least_risk_bound(u, loss, delta=0.1, bound="sgr")
-    >>> round(least, 4)
-    0.1851
-    >>> BoundedImprovement(least, delta=0.1, bound="sgr").fit(u, loss).feasible_
-    True
-    >>> least_risk_bound(u, loss, guarantee="expected_joint") == 1 / 41
-    True
-    """
-    above = float(above)
-    if guarantee is not None:
-        _refuse_expected(guarantee)
-        known = BoundedImprovement._parameter_constraints
-        check_params({"delta": delta, "bound": bound, "guarantee": guarantee,
-                      "loss_bound": loss_bound},
-                     {name: known[name] for name in ("delta", "bound", "guarantee", "loss_bound")})
-        _refuse_delta_with_guarantee(guarantee, delta)
-        groups, top, _, _ = fit_groups(uncertainty, losses)
-        _check_crc_losses(top, loss_bound)
-        return crc_least(groups, loss_bound, above, crc_sums_exact(uncertainty, losses))
-    check_open_unit("delta", delta)
-    check_choice("bound", bound, BOUNDS)
-    check_positive("loss_bound", loss_bound)
-    groups, top, binary, squares = fit_groups(uncertainty, losses)
-    return least_target(uncertainty, losses, groups, top, binary, squares, delta, loss_bound,
-                        bound, above)
-
-
-def _check_crc_losses(top: float, loss_bound: float) -> None:
-    if top > loss_bound:
-        raise ValueError(f"losses must be at most loss_bound={plain(loss_bound)} for conformal "
-                         f"risk control; got maximum {plain(top)}.")
 
 
 def _whole_bins(uncertainty: Any, losses: Any) -> tuple[Any, bool]:

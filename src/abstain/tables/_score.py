@@ -559,14 +559,19 @@ def as_ood_marks(is_ood: ArrayLike) -> NDArray[np.bool_]:
     return as_is_ood(is_ood)  # the one message of a bad is_ood (or both classes: fine)
 
 
+def refuse_binned(*given: Any) -> None:
+    """Refuse a BinnedTable among ``given`` in one line that says what it offers instead."""
+    if any(type(x).__name__ == "BinnedTable" for x in given):
+        raise ValueError("a BinnedTable gives its metrics with their certified error through "
+                         "its own methods (aurc(), augrc(), auroc()) and is fitted by "
+                         "CostBased, BoundedImprovement and BoundedAbstention; pass an exact "
+                         "ScoreTable here.")
+
+
 def table_or_none(first: Any, rest: dict[str, Any]) -> ScoreTable | None:
     """``first`` when it is a table (then every argument named in ``rest`` must be None)."""
     if not isinstance(first, ScoreTable):
-        if type(first).__name__ == "BinnedTable":
-            raise ValueError("a BinnedTable gives its metrics with their certified error "
-                             "through its own methods (aurc(), augrc(), auroc()) and is fitted "
-                             "by CostBased, BoundedImprovement and BoundedAbstention; pass an "
-                             "exact ScoreTable here.")
+        refuse_binned(first)
         return None
     check_whole_table(first, rest)
     return first
