@@ -381,6 +381,30 @@ HOSTILE = [
     ("cross-field check", _with(["fitted", "rank_"], 10**6,
                                 GuaranteedDetector().fit(RNG.normal(size=60))),
      r"^fitted\.rank_ must be at most fitted\.n_calibration_ = 60; got 1000000\.$"),
+    ("risk above the target", _with(["fitted", "risk_"], 0.9, _fit(BoundedImprovement(0.3))),
+     r"^fitted\.risk_ must be at most params\.target_risk \(0\.3\) as a fit makes it; got "
+     r"0\.9\.$"),
+    ("least risk above the risk", _with(["fitted", "min_risk_"], 0.9,
+                                        _fit(BoundedImprovement(0.3))),
+     r"^fitted\.min_risk_ must be at most fitted\.risk_ \(0\.3\) as a fit makes it; got "
+     r"0\.9\.$"),
+    ("certified bound above the target",
+     _with(["fitted", "risk_bound_"], 0.9, _fit(BoundedImprovement(0.3, delta=0.2))),
+     r"^fitted\.risk_bound_ must be at most params\.target_risk \(0\.3\) as a fit makes "
+     r"it; got 0\.9\.$"),
+    ("certified rule randomising",
+     _with(["fitted", "accept_prob_"], 0.5, _fit(BoundedImprovement(0.3, delta=0.2))),
+     r"^fitted\.accept_prob_ must be 1 for a certified rule \(it accepts whole tie groups\); "
+     r"got 0\.5\.$"),
+    ("coverage other than the target", _with(["params", "target_coverage"], 0.9),
+     r"^params\.target_coverage must be fitted\.coverage_ \(0\.5\) as a fit makes it; got "
+     r"0\.9\.$"),
+    ("equivalent interval reversed", _with(["fitted", "equivalent_"], [0.5, [0.3, 0.2], None]),
+     r"^fitted\.equivalent_\.target_risk must be an interval \[low, high\] with low <= "
+     r"high; got \[0\.3, 0\.2\]\.$"),
+    ("cost-based rule randomising", _with(["fitted", "accept_prob_"], 0.5,
+                                          _fit(CostBased(0.3))),
+     r"^fitted\.accept_prob_ must be a finite number in \[1, 1\]; got 0\.5\.$"),
     ("not a path nor JSON", "no-such-file.json",
      r"^text_or_path must be a JSON document or the path of an existing file; got "
      r"'no-such-file\.json', which is neither\.$"),

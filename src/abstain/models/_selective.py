@@ -150,6 +150,16 @@ class _RejectRule(ParamsMixin):
 
     def _after_load(self) -> None:
         check_infeasible_rule(bool(self.feasible_), float(self.threshold_))
+        eq = self.equivalent_
+        if eq is None:
+            return
+        for name in ("target_risk", "reject_cost"):
+            pair = getattr(eq, name)
+            if pair is not None and not pair[0] <= pair[1]:
+                raise ValueError(f"fitted.equivalent_.{name} must be an interval [low, high] "
+                                 f"with low <= high; got {list(pair)!r}.")
+        _at_most("fitted.equivalent_.target_coverage", eq.target_coverage, "fitted.coverage_",
+                 self.coverage_, both=True)
 
     def _set_rule(self, groups: TieGroups | None, g: int, nu: float, feasible: bool) -> None:
         if groups is None:
@@ -291,7 +301,8 @@ class CostBased(_RejectRule):
 
     _FIELDS: dict[str, Field] = {
         "coverage_": Number(0.0, 1.0, special=("nan",)),
-        "cost_": Number(special=("nan",)),
+        "cost_": Number(0.0, special=("nan",)),
+        "accept_prob_": Number(1.0, 1.0),  # every fit accepts whole tie groups
     }
 
     _parameter_constraints = {"reject_cost": [Interval(float, 0, None, closed="neither")],
@@ -363,6 +374,16 @@ def _cost_round_off(groups: TieGroups, unit_eps: float) -> NDArray[np.float64]:
     return sum_round_off(groups.n) * magnitude
 
 
+def _at_most(name: str, value: float, bound_name: str, bound: float, *,
+             both: bool = False) -> None:
+    """Refuse a loaded ``value`` above ``bound`` (``both``: other than it) beyond a relative
+    1e-9, the round-off a fit leaves between fields derived from the same sums."""
+    slack = 1e-9 * abs(bound)
+    if value > bound + slack or (both and value < bound - slack):
+        raise ValueError(f"{name} must be {'' if both else 'at most '}{bound_name} ({bound!r}) "
+                         f"as a fit makes it; got {value!r}.")
+
+
 @serializable("rule")
 class BoundedAbstention(_RejectRule):
     """Bounded-abstention model, Problem 5 of Franc et al. (2023).
@@ -407,6 +428,12 @@ class BoundedAbstention(_RejectRule):
 
     _parameter_constraints = {"target_coverage": [Interval(float, 0, 1, closed="right")],
                               "random_state": [RandomState()]}
+
+    def _after_load(self) -> None:
+        super()._after_load()
+        # the target coverage exactly, or at least it where a BinnedTable's bin is whole
+        _at_most("params.target_coverage", self.target_coverage, "fitted.coverage_",
+                 self.coverage_, both=self.accept_prob_ < 1.0)
 
     def fit(self, uncertainty: ArrayLike | ScoreTable,
             losses: ArrayLike | None = None) -> BoundedAbstention:
@@ -609,6 +636,18 @@ class BoundedImprovement(_RejectRule):
         if self.bound_ is None and not math.isnan(self.risk_bound_):
             raise ValueError("fitted.risk_bound_ must be \"nan\" for a rule fitted without delta "
                              f"or guarantee; got {self.risk_bound_!r}.")
+        if not math.isnan(self.risk_):
+            _at_most("fitted.min_risk_", self.min_risk_, "fitted.risk_", self.risk_)
+        if not self.feasible_:
+            return
+        target = float(self.target_risk)
+        if self.bound_ is None and not math.isnan(self.risk_):
+            _at_most("fitted.risk_", self.risk_, "params.target_risk", target)
+        if self.bound_ is not None:
+            _at_most("fitted.risk_bound_", self.risk_bound_, "params.target_risk", target)
+        if self.bound_ not in (None, "crc") and self.accept_prob_ != 1.0:
+            raise ValueError("fitted.accept_prob_ must be 1 for a certified rule (it accepts "
+                             f"whole tie groups); got {self.accept_prob_!r}.")
 
     def fit(self, uncertainty: ArrayLike | ScoreTable,
             losses: ArrayLike | None = None) -> BoundedImprovement:
