@@ -176,3 +176,18 @@ def test_least_target_is_the_least_the_reference_search_meets(bound):
         # in the units of a loss bound of 2: the least target of the search on x = loss / 2
         scaled = ltt_least(u, x, d, bound, scale=2.0)
         assert meets(scaled, 2.0) and not meets(math.nextafter(scaled, 0.0), 2.0)
+
+
+@pytest.mark.parametrize("bound", ["binomial", "hb", "wsr"])
+def test_the_bound_of_a_rule_at_its_least_target_is_at_most_the_target(bound):
+    # the bisection's upper end once lay up to a relative 1e-12 above the target its
+    # threshold had passed at: a feasible rule reported a bound above its own target
+    from abstain import BoundedImprovement
+    from abstain.models import least_risk_bound
+
+    u = np.arange(60) / 60.0
+    ls = np.zeros(60)
+    ls[[5, 17, 29, 41, 44, 47, 50, 53, 56, 58, 59]] = 1.0
+    t = least_risk_bound(u, ls, 0.1, bound=bound)
+    m = BoundedImprovement(t, delta=0.1, bound=bound).fit(u, ls)
+    assert m.feasible_ and m.risk_bound_ <= t

@@ -165,13 +165,16 @@ def _pvalue_at(bound: str, xa: NDArray[np.float64], alpha: float, delta: float) 
 
 
 def upper_bound(bound: str, u: NDArray[np.float64], x: NDArray[np.float64], threshold: float,
-                delta: float) -> float:
+                delta: float, passed: float = 1.0) -> float:
     """The least ``alpha`` in ``[0, 1]`` whose p-value at ``threshold`` is at most ``delta``:
     the level-``delta`` upper confidence bound that the test inverts (bisection to a relative
-    1e-12; the value returned passes the test; 1.0 when nothing passes)."""
+    1e-12; the value returned passes the test; 1.0 when nothing passes). ``passed``: a
+    level known to pass (the target the threshold was certified at), so the bound found
+    is at most it."""
     xa = x[u <= threshold]
-    top = 1.0 - 1e-12
-    if _pvalue_at(bound, xa, top, delta) > delta:
+    top = next((t for t in (min(1.0 - 1e-12, passed), 1.0 - 1e-12)
+                if _pvalue_at(bound, xa, t, delta) <= delta), None)
+    if top is None:
         return 1.0
     lo, hi = 0.0, top
     while hi - lo > 1e-12 * max(hi, 1e-3):
@@ -287,7 +290,7 @@ def ltt_search(u: NDArray[np.float64], x: NDArray[np.float64], alpha: float, del
     if run == 0:
         return LttResult(math.nan, math.nan)
     theta = float(tail[run - 1])
-    return LttResult(theta, upper_bound(bound, ut, xt, theta, delta))
+    return LttResult(theta, upper_bound(bound, ut, xt, theta, delta, passed=alpha))
 
 
 def ltt_least(u: NDArray[np.float64], x: NDArray[np.float64], delta: float, bound: str, *,
