@@ -181,6 +181,19 @@ def test_coverage_at_risk_opens_the_next_group_by_a_slack_of_a_few_ulps():
         assert rule.coverage_ == pytest.approx(expected, rel=1e-12, abs=0)
 
 
+def test_coverage_at_risk_is_the_same_in_subnormal_units():
+    # losses and targets scaled by 2**-1070 (exact: whole numbers times a power of two);
+    # the risks, divided as subnormals, kept too few bits: a risk above its target met it
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        n = int(rng.integers(2, 12))
+        losses = rng.integers(0, 4, n).astype(float)
+        u = rng.integers(0, 4, n).astype(float)
+        lam = float(rng.integers(1, 48)) / 16
+        tiny = coverage_at_risk(np.ldexp(losses, -1070), u, math.ldexp(lam, -1070))
+        assert tiny == coverage_at_risk(losses, u, lam), (losses, u, lam)
+
+
 @given(losses_and_uncertainty(max_size=6), st.floats(0.001, 1.0), st.floats(0.01, 2.0))
 def test_all_metrics_match_references_hypothesis(case, coverage, target_risk):
     losses, u = case

@@ -168,10 +168,18 @@ class TieGroups:
         the running sums, it is taken from the exact group sums (correctly rounded), so a
         slack of a few ulps still opens the next group as far as it allows, and a knot that
         meets the target only through the 1e-12 opens none. Computed in units of ``scale``
-        (enlarged for a target near the float64 maximum).
+        (enlarged for a target near the float64 maximum, reduced for one below ``2**-900``:
+        subnormal risks keep too few bits for the comparison).
         """
         groups = self.rescaled(target_risk)
         lam = target_risk / groups.scale
+        if 0.0 < lam < 2.0**-900:  # exact: a sum that overflows is of an infeasible knot
+            k = -math.frexp(lam)[1]
+            with np.errstate(over="ignore"):
+                groups = TieGroups(groups.values, groups.cum_counts,
+                                   np.ldexp(groups.unit_cum_sums, k), math.ldexp(groups.scale, -k),
+                                   np.ldexp(groups.unit_sums, k))
+            lam = math.ldexp(lam, k)
         # A relative 1e-12 absorbs round-off in the running sums, so a target equal to
         # an attainable risk is met.
         risk = groups.unit_cum_sums / groups.cum_counts
