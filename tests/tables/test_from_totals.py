@@ -145,3 +145,11 @@ def test_a_table_without_sums_of_squares_says_so_for_a_risk_bound():
     with pytest.raises(ValueError, match=r"^this ScoreTable holds no sums of squared losses: "
                                          r"built by from_totals without sq_loss_sums"):
         BoundedImprovement(0.5, delta=0.1, bound="sgr").fit(t)
+
+
+def test_squares_that_underflow_are_no_contradiction():
+    import abstain
+
+    t = ScoreTable.from_arrays([0.1] * 5, np.full(5, 1.0031132051443412e-162))
+    assert t.sq_loss_sums.tolist() == [0.0]
+    assert abstain.load_json(t.to_json()) == t

@@ -480,7 +480,8 @@ class ScoreTable(ParamsMixin):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             low = np.where(k > 0, s / np.maximum(k, 1.0) * s, 0.0)
             high = self.max_loss * s
-            bad = (sq < low * (1 - slack)) | (sq > high * (1 + slack))
+            tiny = 2 * k * 2.0**-1074  # squares that underflow: each off by a subnormal
+            bad = (sq < low * (1 - slack) - tiny) | (sq > high * (1 + slack) + tiny)
         if np.any(bad):
             g = int(np.argmax(bad))
             raise ValueError(
