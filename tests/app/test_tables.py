@@ -220,6 +220,32 @@ def test_class_ids_past_two_to_the_53_are_refused_not_read_as_equal():
     assert prepare(ood).losses.tolist() == [0.0, 0.0, 1.0]
 
 
+def test_integer_scores_past_two_to_the_53_are_refused_not_tied(tmp_path, capsys):
+    from abstain.app.cli import main
+
+    big = np.array([2**53, 2**53 + 1, 2**53 - 2, 2**53 + 3], dtype=np.int64)
+    loss = np.array([0.0, 1.0, 0.0, 1.0])
+    message = (r"^column 'risk' holds integers that float64 cannot hold exactly \(beyond "
+               r"2\*\*53, such as 9007199254740993 on row index 1\), so distinct values would "
+               r"tie; subtract an offset first, or write them as floats\.$")
+    for kwargs in ({}, {"scores": ["risk"]}):
+        with pytest.raises(ValueError, match=message):
+            prepare({"loss": loss, "risk": big}, **kwargs)
+    with pytest.raises(ValueError, match=message.replace("'risk'", "'loss'")):
+        prepare({"loss": big, "risk": loss}, loss="loss", scores=["risk"])
+    # an id column of such integers is not taken as a score, and says so
+    data = prepare({"loss": loss, "id": big, "u": np.arange(4.0)})
+    assert list(data.scores) == ["u"]
+    assert data.notes == ("column 'id' holds integers beyond 2**53, which float64 cannot hold "
+                          "exactly; it is not taken as a score.",)
+    # up to 2**53 every integer is exact: read
+    assert list(prepare({"loss": loss, "risk": big - 3}).scores) == ["risk"]
+    np.savez(tmp_path / "s.npz", loss=loss, risk=big)
+    assert main(["evaluate", str(tmp_path / "s.npz"), "--quiet"]) == 1
+    assert capsys.readouterr().err.startswith("abstain evaluate: error: column 'risk' holds "
+                                              "integers that float64 cannot hold exactly")
+
+
 @pytest.mark.parametrize(("kw", "role"), [
     ({"loss": "u", "scores": ["u"]}, "loss"),
     ({"scores": ["loss", "u"]}, "loss"),

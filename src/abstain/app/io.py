@@ -437,7 +437,9 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
             raise ValueError(
                 f"column {name!r} must be one-dimensional; got shape {arr.shape} in {where!r}."
             )
-        if arr.dtype.kind in "biuf":
+        if _beyond_float(arr):
+            pass  # integers kept as written: prepare refuses them as a score or loss
+        elif arr.dtype.kind in "biuf":
             arr = arr.astype(np.float64)
         elif arr.dtype.kind == "O":
             arr = _object_column(str(name), arr, where)
@@ -449,6 +451,15 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
         raise ValueError(f"every column must have the same length; got lengths "
                          f"{sorted(lengths)} in {where!r}.")
     return out
+
+
+def _beyond_float(arr: NDArray[Any]) -> bool:
+    """Whether an integer column holds a value that float64 cannot hold exactly (kept as
+    written: ``prepare`` refuses it as a score or loss, and it passes through)."""
+    if arr.dtype.kind not in "iu" or not arr.size:
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.any(arr.astype(np.float64).astype(arr.dtype) != arr))
 
 
 def get_column(table: Mapping[str, NDArray[Any]], name: str, what: str = "column") -> NDArray[Any]:

@@ -121,6 +121,18 @@ def _numeric(name: str, col: NDArray[Any], rows: Rows) -> NDArray[np.float64]:
     return col
 
 
+def _exact_column(name: str, inexact: Mapping[str, NDArray[Any]], rows: Rows) -> None:
+    """Refuse a score or loss column of integers that float64 cannot hold exactly: two
+    distinct ids beyond 2**53 would read as one number (9007199254740993 as
+    9007199254740992) and tie."""
+    if name in inexact:
+        v = inexact[name]
+        i = int(np.argmax(v.astype(np.float64).astype(v.dtype) != v))
+        raise ValueError(f"column {name!r} holds integers that float64 cannot hold exactly "
+                         f"(beyond 2**53, such as {int(v[i])} on {rows.name(i)}), so distinct "
+                         "values would tie; subtract an offset first, or write them as floats.")
+
+
 def _shown(v: Any) -> str:
     """A cell as a message quotes it: a whole float without its point, text in quotes."""
     if isinstance(v, (float, np.floating)):
@@ -275,10 +287,15 @@ def prepare(
     ([0.0, 0.0, 1.0], ['u'])
     """
     table = {k: np.asarray(v) for k, v in table.items()}
-    if table:
-        for k, v in table.items():
-            if v.dtype.kind in "biu":
-                table[k] = v.astype(np.float64)
+    # integer columns that float64 cannot hold exactly (beyond 2**53): never a score or loss
+    inexact: dict[str, NDArray[Any]] = {}
+    for k, v in table.items():
+        if v.dtype.kind in "biu":
+            table[k] = v.astype(np.float64)
+            if v.dtype.kind != "b" and np.any(table[k] >= 2.0**53) | np.any(table[k] <= -2.0**53):
+                with np.errstate(invalid="ignore"):
+                    if np.any(table[k].astype(v.dtype) != v):
+                        inexact[k] = v
     n = len(next(iter(table.values()))) if table else 0
     if rows is None:
         rows = Rows.range(n)
@@ -294,6 +311,7 @@ def prepare(
     if not need_loss:
         pass
     elif loss is not None:
+        _exact_column(loss, inexact, rows)
         loss_cols[loss] = _numeric(loss, get_column(table, loss, "loss column"), rows)
     elif label is not None or prediction is not None:
         for name, what in ((label or "label", "label column"),
@@ -316,7 +334,13 @@ def prepare(
         if "" in table:
             notes.append(unnamed_column(table))
             taken.add("")
-        names = [k for k, v in table.items() if k not in taken and v.dtype.kind == "f"]
+        names = [k for k, v in table.items()
+                 if k not in taken and v.dtype.kind == "f" and k not in inexact]
+        skipped = [k for k in inexact if k not in taken]
+        if skipped and not names:  # what the only candidate holds, rather than "no column"
+            _exact_column(skipped[0], inexact, rows)
+        notes += [f"column {k!r} holds integers beyond 2**53, which float64 cannot hold "
+                  "exactly; it is not taken as a score." for k in skipped]
         if not names:
             raise ColumnError("found no score column: the table has no numeric column besides "
                               f"the loss, label, prediction and OOD columns; columns are: "
@@ -347,6 +371,8 @@ def prepare(
         clash = [f"{r}+{ood_score}" for r in paired or names if f"{r}+{ood_score}" in names]
         if clash:
             raise ValueError(f"the pair name {clash[0]!r} is also a score column; rename it.")
+    for name in names:
+        _exact_column(name, inexact, rows)
     score_cols = {s: _numeric(s, get_column(table, s, "score column"), rows) for s in names}
     # Missing values: OOD rows need no loss, label or prediction.
     bad = np.zeros(n, dtype=bool)
