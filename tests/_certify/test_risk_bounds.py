@@ -58,3 +58,11 @@ def test_sgr_certifies_low_variance_losses_at_the_bernstein_bound_of_its_level()
     want = min(_hoeffding(loss, level / 2), _bernstein(loss, level / 2))
     assert want == _bernstein(loss, level / 2)
     assert rule.risk_bound_ == pytest.approx(want, rel=1e-12)
+
+
+def test_the_clopper_pearson_bound_at_tiny_levels():
+    # beta.ppf(1 - level) took 1 - 5e-17 as 1: a bound of 1.0 for 2,000 rows without a loss
+    for level, m, k in ((5e-17, 2000, 0), (1.6666666666666666e-10, 500, 3), (1e-300, 10**6, 7)):
+        got = risk_upper_bound(float(k), float(m), level, 1.0, True, float(k))
+        want = stats.beta.isf(level, k + 1, m - k)
+        assert got == pytest.approx(want, rel=1e-12), (level, m, k)

@@ -80,19 +80,22 @@ def binomial_pvalue(errors: NDArray[np.float64], m: NDArray[np.float64],
     return np.where(m > 0, _binom_cdf(errors, m, alpha), 1.0)
 
 
-def hb_pvalue(mean: NDArray[np.float64], m: NDArray[np.float64],
+def hb_pvalue(total: NDArray[np.float64], m: NDArray[np.float64],
               alpha: float) -> NDArray[np.float64]:
     """Hoeffding-Bentkus p-value of ``mean > alpha`` for ``m`` losses in ``[0, 1]`` with the
-    given sample mean (1 where ``m == 0``; 0 where ``alpha >= 1``)."""
-    mean, m = np.asarray(mean, float), np.asarray(m, float)
+    given loss total (1 where ``m == 0``; 0 where ``alpha >= 1``)."""
+    total, m = np.asarray(total, float), np.asarray(m, float)
     if alpha >= 1.0:
-        return np.zeros(np.broadcast(mean, m).shape)
+        return np.zeros(np.broadcast(total, m).shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(m > 0, total / np.maximum(m, 1.0), 0.0)
     a = np.minimum(mean, alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
         h = np.where(a > 0, a * np.log(a / alpha), 0.0) + (1 - a) * np.log((1 - a) / (1 - alpha))
         hoeffding = np.exp(-m * h)
-        # ceil of the loss sum: round-off can only raise it, which is conservative
-        bentkus = math.e * _binom_cdf(np.ceil(m * mean), m, alpha)
+        # the ceil of the loss total itself (m times the mean rounded 26 up to 26.000...04,
+        # and the ceil to 27: a p-value 60 % too large)
+        bentkus = math.e * _binom_cdf(np.ceil(total), m, alpha)
     return np.where(m > 0, np.minimum(np.minimum(hoeffding, bentkus), 1.0), 1.0)
 
 
@@ -135,8 +138,10 @@ def _pvalues(bound: str, u: NDArray[np.float64], x: NDArray[np.float64],
 
 def _accepted_totals(u: NDArray[np.float64], x: NDArray[np.float64],
                      grid: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Accepted rows ``m`` and their summed loss at each threshold of ``grid``."""
-    order = np.argsort(u, kind="stable")
+    """Accepted rows ``m`` and their summed loss at each threshold of ``grid``: the running
+    sum of the losses ordered by score, then by loss, whatever the row order (the one total
+    of the search and of :func:`upper_bound`)."""
+    order = np.lexsort((x, u))
     us = u[order]
     sums = np.concatenate(([0.0], np.cumsum(x[order])))
     m = np.searchsorted(us, grid, side="right").astype(np.float64)
@@ -148,20 +153,7 @@ def _count_pvalues(bound: str, m: NDArray[np.float64], total: NDArray[np.float64
     """The ``"binomial"`` or ``"hb"`` p-values from the accepted counts and loss totals."""
     if bound == "binomial":
         return binomial_pvalue(np.round(total).astype(np.float64), m, alpha)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(m > 0, total / np.maximum(m, 1.0), 0.0)
-    return hb_pvalue(mean, m, alpha)
-
-
-def _pvalue_at(bound: str, xa: NDArray[np.float64], alpha: float, delta: float) -> float:
-    """p-value of ``mean > alpha`` from the accepted losses ``xa`` of one threshold (row order)."""
-    m = np.array(float(xa.size))
-    if bound == "wsr":
-        return float(wsr_pvalue(xa, np.ones((1, xa.size), bool), alpha, delta)[0])
-    total = float(np.sum(xa))
-    if bound == "binomial":
-        return float(binomial_pvalue(np.array(round(total)), m, alpha))
-    return float(hb_pvalue(np.array(total / xa.size if xa.size else 0.0), m, alpha))
+    return hb_pvalue(total, m, alpha)
 
 
 def upper_bound(bound: str, u: NDArray[np.float64], x: NDArray[np.float64], threshold: float,
@@ -170,16 +162,26 @@ def upper_bound(bound: str, u: NDArray[np.float64], x: NDArray[np.float64], thre
     the level-``delta`` upper confidence bound that the test inverts (bisection to a relative
     1e-12; the value returned passes the test; 1.0 when nothing passes). ``passed``: a
     level known to pass (the target the threshold was certified at), so the bound found
-    is at most it."""
-    xa = x[u <= threshold]
-    top = next((t for t in (min(1.0 - 1e-12, passed), 1.0 - 1e-12)
-                if _pvalue_at(bound, xa, t, delta) <= delta), None)
+    is at most it; the test reads the loss total of :func:`_accepted_totals`, as the
+    search did."""
+    if bound == "wsr":
+        xa = x[u <= threshold]
+
+        def pvalue(a: float) -> float:
+            return float(wsr_pvalue(xa, np.ones((1, xa.size), bool), a, delta)[0])
+    else:
+        m, total = _accepted_totals(u, x, np.array([threshold]))
+
+        def pvalue(a: float) -> float:
+            return float(_count_pvalues(bound, m, total, a)[0])
+    top = next((t for t in (min(1.0 - 1e-12, passed), 1.0 - 1e-12) if pvalue(t) <= delta),
+               None)
     if top is None:
         return 1.0
     lo, hi = 0.0, top
     while hi - lo > 1e-12 * max(hi, 1e-3):
         mid = 0.5 * (lo + hi)
-        if _pvalue_at(bound, xa, mid, delta) <= delta:
+        if pvalue(mid) <= delta:
             hi = mid
         else:
             lo = mid

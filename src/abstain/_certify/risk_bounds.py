@@ -33,7 +33,9 @@ def risk_upper_bound(
             return 1.0
         from scipy import stats  # imported on first use: the command line starts faster
 
-        return float(stats.beta.ppf(1.0 - level, k + 1, m - k))
+        # the upper tail's quantile: beta.ppf(1 - level) rounded 1 - 5e-17 to 1 (bound 1.0)
+        # and lost the last digits of tiny levels
+        return float(stats.beta.isf(level, k + 1, m - k))
     mean = total / m / bound
     # each of the two bounds at level / 2: Hoeffding's one-sided tail at confidence d has
     # ln(1 / d), the empirical Bernstein bound (Maurer and Pontil 2009, theorem 4) ln(2 / d)
