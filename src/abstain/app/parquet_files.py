@@ -48,7 +48,10 @@ def parquet_frame(p: Path, nullable: bool = False) -> Any:
 
     schema = pq.read_schema(p)
     unique_names(schema.names, p)
-    frame = pd.read_parquet(p, dtype_backend="numpy_nullable") if nullable else pd.read_parquet(p)
+    # pyarrow's own conversion: pandas.read_parquet left threads that aborted the
+    # interpreter's exit now and then ("terminate called without an active exception")
+    frame = (pd.read_parquet(p, dtype_backend="numpy_nullable") if nullable
+             else pq.read_table(p).to_pandas())
     return with_index_columns(frame, schema)
 
 
