@@ -52,6 +52,18 @@ def test_bad_input():
         restrict_outputs({"logits": np.zeros((4, 3))}, [0], [0, 3])
     with pytest.raises(ValueError, match="outputs must have 'logits' or 'features'"):
         restrict_outputs({"x": np.zeros(3)}, [0])
+    # a row index out of range: -1 was the last row, 4 an IndexError
+    logits = np.arange(12.0).reshape(4, 3)
+    for rows, got in (([-1], "-1 to -1"), ([0, 4], "0 to 4")):
+        with pytest.raises(ValueError, match=rf"^rows must hold row indices in 0\.\.3; got "
+                                             rf"values from {got}\.$"):
+            restrict_outputs({"logits": logits}, rows, [0, 2])
+    with pytest.raises(ValueError, match=r"^weight must have one row per logit column \(3\); "
+                                         r"got shape \(2, 3\)\.$"):
+        restrict_outputs({"logits": logits}, [0], [2], weight=np.ones((2, 3)))
+    for y in (np.array([1, "a", 2, 1, "a", 2], dtype=object), [None, 1, 2, None, 1, 2]):
+        with pytest.raises(ValueError, match="^y must hold class labels of one kind"):
+            list(LeaveClassesOut().split(y))
 
 
 def test_restricted_outputs_score_as_a_network_of_the_kept_classes():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 import pytest
 
 import abstain.models
@@ -85,3 +86,22 @@ def test_the_reserved_names_are_the_options_of_abstain_fit():
     targets = {t.name for s in REJECT_RULES.values() for t in (*s.targets, *s.companions)}
     options = {a.dest for a in fit._actions} - targets
     assert options <= FIT_OPTIONS, options - FIT_OPTIONS
+
+
+def test_the_infeasibility_message_of_tiny_losses_and_of_a_binned_table():
+    import warnings
+
+    from abstain import BoundedImprovement, ScoreTable
+    from abstain.models._registry import _round
+
+    # 10.0**k overflowed for values below about 1e-305
+    for x in (1.5e-306, 5e-324, 1.7e308, 0.12345678):
+        assert float(_round(x, down=True)) <= x <= float(_round(x, down=False))
+    assert _round(1.5e-306, down=False) == "1.5e-306"
+    spec = REJECT_RULES["BoundedImprovement"]
+    rng = np.random.default_rng(0)
+    binned = ScoreTable.from_arrays(rng.random(100), (rng.random(100) < 0.44) * 1.0).binned(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rule = BoundedImprovement(0.01).fit(binned)
+    assert "attainable on these 100 rows" in spec.infeasible(rule, (binned,), ["u"], None)

@@ -98,6 +98,22 @@ class Detector(ParamsMixin):
         return dumps(self)
 
 
+def label_classes(labels: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
+    """The sorted distinct labels and each row's index among them, or a one-line
+    ``ValueError`` for labels of mixed kinds (numbers beside strings, None), which have no
+    order."""
+    odd = [v for v in labels.tolist() if not isinstance(v, (str, int, float))]
+    try:
+        if odd:
+            raise TypeError
+        classes, inv = np.unique(labels, return_inverse=True)
+    except TypeError:
+        raise ValueError("y must hold class labels of one kind, all numbers or all "
+                         f"strings; got {labels.dtype.name} values such as "
+                         f"{(odd or labels.tolist())[0]!r}.") from None
+    return classes, inv.reshape(-1)
+
+
 def pick_output(outputs: Any, field: str) -> Any:
     if isinstance(outputs, Mapping):
         if field not in outputs:

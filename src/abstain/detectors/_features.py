@@ -23,7 +23,7 @@ from .._core.validation import (
     check_float_dtype,
     plain,
 )
-from ._base import Detector, linear_layer, unit_rows
+from ._base import Detector, label_classes, linear_layer, unit_rows
 from ._logits import logsumexp_rows, neg_energy
 
 
@@ -690,16 +690,7 @@ class Mahalanobis(Detector):
         if labels.shape != (F.shape[0],):
             raise ValueError(f"y must have shape ({F.shape[0]},) to match X; got "
                              f"{labels.shape}.")
-        odd = [v for v in labels.tolist() if not isinstance(v, (str, int, float))]
-        try:
-            if odd:
-                raise TypeError
-            classes, inv = np.unique(labels, return_inverse=True)
-        except TypeError:
-            raise ValueError("y must hold class labels of one kind, all numbers or all "
-                             f"strings; got {labels.dtype.name} values such as "
-                             f"{(odd or labels.tolist())[0]!r}.") from None
-        inv = inv.reshape(-1)
+        classes, inv = label_classes(labels)
         counts = np.bincount(inv)
         order = np.argsort(inv, kind="stable")
         ends = np.cumsum(counts)

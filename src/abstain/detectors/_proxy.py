@@ -20,7 +20,7 @@ from .._core.validation import (
     nonfinite,
     plain,
 )
-from ._base import pick_output
+from ._base import label_classes, pick_output
 
 __all__ = ["LeaveClassesOut", "ProxyOutputs", "ProxySplit", "restrict_outputs",
            "shuffled_columns"]
@@ -159,7 +159,8 @@ class LeaveClassesOut(ParamsMixin):
         """
         self._validate_params()
         labels = as_labels(y)
-        classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+        classes, inverse = label_classes(labels)
+        counts = np.bincount(inverse)
         if counts.min() < 2:
             raise ValueError(f"y must hold at least 2 rows of every class (one proxy inlier, "
                              f"one to fit on); class {plain(classes[counts.argmin()])} has 1.")
@@ -240,7 +241,12 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
     if not fields:
         raise ValueError("outputs must have 'logits' or 'features' (a dict key or an "
                          f"attribute); got {type(outputs).__name__}.")
-    out = {f: np.asarray(pick_output(outputs, f))[idx] for f in fields}
+    full = {f: np.asarray(pick_output(outputs, f)) for f in fields}
+    n = min(a.shape[0] if a.ndim else 0 for a in full.values())
+    if idx.size and (idx.min() < 0 or idx.max() >= n):  # -1 is no last row here
+        raise ValueError(f"rows must hold row indices in 0..{n - 1}; got values from "
+                         f"{plain(idx.min())} to {plain(idx.max())}.")
+    out = {f: a[idx] for f, a in full.items()}
     if kept is None:
         return out, weight, bias
     cols = np.asarray(kept)
@@ -252,6 +258,11 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
     if k is not None and (cols.min() < 0 or cols.max() >= k):
         raise ValueError(f"kept must hold class indices in 0..{k - 1} (the logit columns); "
                          f"got values from {plain(cols.min())} to {plain(cols.max())}.")
+    for name, layer in (("weight", weight), ("bias", bias)):
+        shape = None if layer is None else np.asarray(layer).shape
+        if shape is not None and k is not None and shape[:1] != (k,):
+            raise ValueError(f"{name} must have one row per logit column ({k}); got shape "
+                             f"{shape}.")
     if "logits" in out:
         out["logits"] = out["logits"][:, cols]
     w = None if weight is None else np.asarray(weight)[cols]

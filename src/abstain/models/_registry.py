@@ -7,11 +7,12 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 from ..exceptions import InfeasibleTargetWarning
 from ..metrics import ood_pr_curve, ood_roc_curve
+from ..tables._binned import BinnedTable
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable
 from ._least_risk import least_risk_bound
@@ -220,12 +221,12 @@ def _round(x: float, *, down: bool, digits: int = 4) -> str:
     """
     if not math.isfinite(x) or x == 0.0:
         return f"{x:g}"
-    k = digits - 1 - math.floor(math.log10(abs(x)))
+    exp = Decimal(x).adjusted() - (digits - 1)  # in decimals: no power of ten overflows
 
     def val(q: int) -> float:
-        return q / 10.0**k if k >= 0 else q * 10.0**-k
+        return float(Decimal(q).scaleb(exp))
 
-    q = math.floor(x * 10.0**k) if down else math.ceil(x * 10.0**k)
+    q = int(Decimal(x).scaleb(-exp).to_integral_value(ROUND_FLOOR if down else ROUND_CEILING))
     if down:
         while val(q) > x:
             q -= 1
@@ -294,7 +295,7 @@ def _risk_infeasible(rule: BoundedImprovement, fit_args: tuple[Any, ...],
         return refit(target_risk=target)
 
     table = fit_args[0]
-    n_rows = table.n if isinstance(table, ScoreTable) else len(table)
+    n_rows = table.n if isinstance(table, (ScoreTable, BinnedTable)) else len(table)
     target = float(rule.target_risk)
     if rule.delta is None:
         lowest = rule.min_risk_ if attainable is None else attainable
