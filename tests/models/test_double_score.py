@@ -81,3 +81,38 @@ def test_double_score_errors(double_setup):
     det = DoubleScoreDetector(ood=KNN(k=3)).fit(train)
     with pytest.raises(ValueError, match="same inputs"):
         det.scores({"logits": val["logits"], "features": val["features"][:5]})
+
+
+def test_a_file_whose_fitted_parts_are_not_its_parameters_is_refused():
+    import copy
+    import json
+
+    rng = np.random.default_rng(0)
+
+    def outputs(f):  # type: ignore[no-untyped-def]
+        return {"features": f, "logits": f.copy()}
+
+    det = DoubleScoreDetector(MSP(), KNN(k=5), BoundedTPRFPR(tpr=0.8, fpr=0.2)).fit(
+        outputs(rng.normal(size=(300, 2)) + [2.0, 0.0]))
+    val = np.vstack([rng.normal(size=(200, 2)) + [2.0, 0.0],
+                     rng.normal(size=(200, 2)) * 0.3 + [-3.0, 4.0]])
+    det = det.tune(outputs(val), np.repeat([False, True], 200),
+                   (val[:, 1] > val[:, 0]).astype(float))
+    doc = json.loads(det.to_json())
+    assert np.array_equal(load_json(json.dumps(doc)).accept_proba(outputs(val)),
+                          det.accept_proba(outputs(val)))
+    swapped = copy.deepcopy(doc)
+    fitted = swapped["fitted"]
+    fitted["misclassification_"], fitted["ood_"] = fitted["ood_"], fitted["misclassification_"]
+    other_k = copy.deepcopy(doc)
+    other_k["fitted"]["ood_"]["params"]["k"] = 1
+    other_tpr = copy.deepcopy(doc)
+    other_tpr["fitted"]["selector_"]["params"]["tpr"] = 0.3
+    for bad, message in (
+            (swapped, r"^fitted\.misclassification_ must be params\.misclassification fitted, "
+                      r"a MSP; got a KNN\.$"),
+            (other_k, r"^fitted\.ood_ must have the parameters of params\.ood; k is 1, not 5\.$"),
+            (other_tpr, r"^fitted\.selector_ must have the parameters of params\.selector; tpr "
+                        r"is 0\.3, not 0\.8\.$")):
+        with pytest.raises(ValueError, match=message):
+            load_json(json.dumps(bad))

@@ -63,6 +63,7 @@ __all__ = [
     "Seq",
     "Text",
     "Tup",
+    "check_fitted_copy",
     "dumps",
     "read_document",
     "registered_kinds",
@@ -415,6 +416,20 @@ def read_document(text_or_path: str | bytes | os.PathLike[str]) -> Any:
 
 class _DuplicateKey(ValueError):
     """A JSON object that holds one key twice."""
+
+
+def check_fitted_copy(fitted: Any, given: Any, where: str, what: str) -> None:
+    """Refuse a loaded fitted part (``where``, such as ``fitted.ood_``) that is not the
+    estimator ``given`` as a parameter (``what``) fitted: another class, or another value
+    of one of its parameters."""
+    if type(fitted) is not type(given):
+        raise ValueError(f"{where} must be {what} fitted, a {type(given).__name__}; got a "
+                         f"{type(fitted).__name__}.")
+    mine, theirs = given.get_params(deep=False), fitted.get_params(deep=False)
+    differ = [k for k in mine if mine[k] != theirs[k]]
+    if differ:
+        raise ValueError(f"{where} must have the parameters of {what}; {differ[0]} is "
+                         f"{plain(theirs[differ[0]])}, not {plain(mine[differ[0]])}.")
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

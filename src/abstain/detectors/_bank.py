@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
-from .._core.serialize import Nested, Seq, Text, dumps, serializable
+from .._core.serialize import Nested, Seq, Text, check_fitted_copy, dumps, serializable
 from .._core.validation import plain
 from ._base import Detector, pick_output
 from ._registry import DETECTORS
@@ -101,15 +101,7 @@ class DetectorBank(ParamsMixin):
                              f"({n}); got {len(self.detectors_)}.")
         for i, (det, fitted) in enumerate(zip(self.detectors or [], self.detectors_,
                                               strict=True)):
-            if type(fitted) is not type(det):
-                raise ValueError(f"fitted.detectors_[{i}] must be params.detectors[{i}] fitted, "
-                                 f"a {type(det).__name__}; got a {type(fitted).__name__}.")
-            mine, theirs = det.get_params(deep=False), fitted.get_params(deep=False)
-            differ = [k for k in mine if mine[k] != theirs[k]]
-            if differ:
-                raise ValueError(f"fitted.detectors_[{i}] must have the parameters of "
-                                 f"params.detectors[{i}]; {differ[0]} is "
-                                 f"{plain(theirs[differ[0]])}, not {plain(mine[differ[0]])}.")
+            check_fitted_copy(fitted, det, f"fitted.detectors_[{i}]", f"params.detectors[{i}]")
         names = (list(self.names) if self.names is not None
                  else _default_names(list(self.detectors or [])))
         if list(self.names_) != names:

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
-from .._core.serialize import Array, Field, Nested, dumps, serializable
+from .._core.serialize import Array, Field, Nested, check_fitted_copy, dumps, serializable
 from .._core.validation import InstanceOf
 from ..detectors._base import Detector, pick_output
 from ..detectors._features import KNN
@@ -175,6 +175,16 @@ class DoubleScoreDetector(ParamsMixin):
     }
 
     def _after_load(self) -> None:
+        from ._ood import BoundedTPRFPR
+
+        # each fitted part is its parameter (or the default) fitted, as fit and tune make it
+        for where, fitted, given, what in (
+                ("misclassification_", self.misclassification_, self.misclassification or MSP(),
+                 "params.misclassification"),
+                ("ood_", self.ood_, self.ood or KNN(), "params.ood"),
+                ("selector_", self.selector_, self.selector or BoundedTPRFPR(),
+                 "params.selector")):
+            check_fitted_copy(fitted, given, f"fitted.{where}", what)
         if self.selector_.n_scores_ != 2:
             raise ValueError("fitted.selector_ must be tuned on the two scores (n_scores_ = 2); "
                              f"got n_scores_ = {self.selector_.n_scores_}.")
