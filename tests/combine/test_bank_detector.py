@@ -121,6 +121,17 @@ def test_a_document_whose_parts_disagree_is_refused():
         doc[section].update(edits)
         with pytest.raises(ValueError, match="^" + message):
             load_json(json.dumps(doc))
+    # parts that read the bank's scores the other way round: every decision changes
+    for paths in ([("guarantee_",)], [("combiner_",), ("combiner_", "fitted", "empirical_z_")]):
+        doc = json.loads(det.to_json())
+        for path in paths:
+            node = doc["fitted"]
+            for key in path:
+                node = node[key]
+            node["params"]["higher_is_inlier"] = True
+        with pytest.raises(ValueError, match=r"must take the bank's scores as they are "
+                                             r"\(higher_is_inlier false\); got true\.$"):
+            load_json(json.dumps(doc))
 
 
 @pytest.mark.parametrize(("edits", "message"), [

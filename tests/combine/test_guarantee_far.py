@@ -97,6 +97,16 @@ def test_conformal_threshold_is_the_order_statistic(rng):
         assert (n + 1 - k) / (n + 1) <= alpha + 1e-12
 
 
+def test_an_alpha_set_just_below_a_whole_count_is_kept(rng):
+    # an absolute slack of 1e-9 took alpha = 0.1 - 1e-11 for 0.1 (n = 39: the 36th value,
+    # where ceil((n + 1)(1 - alpha)) is 37); alpha = 0.07 still needs its rounding forgiven
+    cal = np.arange(1.0, 40.0)
+    assert conformal_threshold(cal, 0.1 - 1e-11) == 37.0
+    assert conformal_threshold(cal, 0.05 - 1e-11) == 39.0
+    assert conformal_threshold(cal, 0.1) == 36.0
+    assert conformal_threshold(np.arange(1.0, 100.0), 0.07) == 93.0
+
+
 def test_guaranteed_is_more_conservative_than_conformal(rng):
     cal = rng.normal(size=1000)
     det = GuaranteedDetector(alpha=0.05, delta=0.1).fit(cal)

@@ -141,6 +141,11 @@ def test_json_errors(rng):
         np.array([2.0, 1.0]).tobytes()).decode()}
     with pytest.raises(ValueError, match="fitted.sorted_train_ must be sorted ascending"):
         load_json(json.dumps(doc))
+    doc["fitted"]["sorted_train_"] = {"shape": [2, 1], "float64_le_base64": base64.b64encode(
+        np.array([1.0, 2.0]).tobytes()).decode()}
+    with pytest.raises(ValueError, match=r"^fitted\.sorted_train_ must hold at least 2 "
+                                         r"training rows; got 1\.$"):
+        load_json(json.dumps(doc))
     doc = json.loads(GuaranteedDetector().fit(rng.normal(size=50)).to_json())
     del doc["fitted"]["rank_"]
     with pytest.raises(ValueError, match="fitted.rank_ is missing"):

@@ -197,6 +197,17 @@ def test_auto_round_trips_and_a_disagreeing_document_is_refused():
     doc["fitted"]["selection_"]["columns"] = [0, 7]
     with pytest.raises(ValueError, match="columns must be 1 column for method 'single' and 2 or"):
         load_json(json.dumps(doc))
+    # a negative column counted from the end: another column, used twice
+    doc = json.loads(comb.to_json())
+    record = doc["fitted"]["selection_"]
+    if record["method"] != "single":
+        cols = [-1, *record["columns"][1:]]
+        doc["fitted"]["columns_"] = record["columns"] = record["combination_columns"] = cols
+    else:
+        doc["fitted"]["columns_"] = record["columns"] = [-1]
+        record["single"] = -1
+    with pytest.raises(ValueError, match=r"in 0\.\.2; got \[-1"):
+        load_json(json.dumps(doc))
     doc = json.loads(comb.to_json())
     assert len(doc["fitted"]["selection_"]["task_win_fractions"]) == 1
     doc["fitted"]["selection_"]["task_win_fractions"] = [1.0, 0.5]

@@ -187,7 +187,10 @@ def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
     if n < need:
         raise ValueError(f"cal_stat must hold at least ceil(1/alpha) = {need} values for "
                          f"alpha={plain(alpha)}; got {n}.")
-    k = n + 1 - math.floor((n + 1) * a + 1e-9)  # = ceil((n + 1)(1 - alpha))
+    # = ceil((n + 1)(1 - alpha)); a relative 1e-12 forgives the rounding of alpha (an
+    # absolute 1e-9 also swallowed an alpha set 1e-11 below 0.1 on purpose)
+    x = (n + 1) * a
+    k = n + 1 - (round(x) if abs(x - round(x)) <= 1e-12 * x else math.floor(x))
     return float(np.partition(cal, k - 1)[k - 1])
 
 

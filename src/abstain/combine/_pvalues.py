@@ -111,6 +111,9 @@ class EmpiricalZ(ParamsMixin):
 
     def _after_load(self) -> None:
         s = self.sorted_train_
+        if s.shape[1] < 2:  # as fit refuses fewer rows
+            raise ValueError(f"fitted.sorted_train_ must hold at least 2 training rows; got "
+                             f"{s.shape[1]}.")
         if np.any(s[:, 1:] < s[:, :-1]):  # compared, not subtracted: no overflow
             raise ValueError("fitted.sorted_train_ must be sorted ascending along each row.")
         self.n_scores_, self.n_train_ = self.sorted_train_.shape

@@ -297,17 +297,18 @@ def check_record(record: Any, n_scores: int, confidence: float | None = None) ->
     ``confidence`` of its combiner, with the rule that chose: the combination is kept when
     its win fraction reaches ``confidence``, else the best single score)."""
     cols = record["columns"]
-    if any(c >= n_scores for c in cols) or (record["method"] == "single") != (len(cols) == 1):
+    if any(not 0 <= c < n_scores for c in cols) or (
+            record["method"] == "single") != (len(cols) == 1):
         raise ValueError(f"fitted.selection_.columns must be 1 column for method 'single' and "
-                         f"2 or more otherwise, each below {n_scores}; got {plain(cols)} with "
+                         f"2 or more otherwise, each in 0..{n_scores - 1}; got {plain(cols)} with "
                          f"method {record['method']!r}.")
     combo = record["combination_method"], record["combination_columns"]
     won = record["win_fraction"]
     if (combo[0] is None) != (combo[1] is None) or (combo[0] is None) != (won is None):
         raise ValueError("fitted.selection_.combination_method, combination_columns and "
                          "win_fraction must all be null (no combination tried) or all be given.")
-    if record["single"] >= n_scores:
-        raise ValueError(f"fitted.selection_.single must be a column below {n_scores}; got "
+    if not 0 <= record["single"] < n_scores:
+        raise ValueError(f"fitted.selection_.single must be a column in 0..{n_scores - 1}; got "
                          f"{record['single']}.")
     chose_single = record["method"] == "single"
     if chose_single and cols != [record["single"]]:
