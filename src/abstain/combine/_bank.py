@@ -302,10 +302,11 @@ class BankDetector(ParamsMixin):
                     raise ValueError(f"params.{name} must be that of the fitted "
                                      f"{type(part).__name__} ({getattr(part, name)!r}); got "
                                      f"{getattr(self, name)!r}.")
-        for part in (self.combiner_, self.combiner_.empirical_z_, self.guarantee_):
-            if getattr(part, "higher_is_inlier", False):  # fit builds them on the bank's scores
-                raise ValueError(f"fitted {type(part).__name__} must take the bank's scores as "
-                                 "they are (higher_is_inlier false); got true.")
+        parts: tuple[Any, ...] = (self.combiner_, self.combiner_.empirical_z_, self.guarantee_)
+        for reader in parts:  # fit builds them on the bank's scores as they are
+            if getattr(reader, "higher_is_inlier", False):
+                raise ValueError(f"fitted {type(reader).__name__} must take the bank's scores "
+                                 "as they are (higher_is_inlier false); got true.")
         n = self.n_z_ + self.n_calibration_
         if self.combiner_.empirical_z_.n_train_ != self.n_z_ or self.n_z_ != int(
                 round(float(self.z_fraction) * n)):
