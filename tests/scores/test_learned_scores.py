@@ -378,3 +378,26 @@ def test_bad_input_specific_to_one_learner():
         select_regularization(
             LossRegression(), X, None, [0, 1, 0, 1], X, None, [0, 1, 0, 1], grid=(1.0, -1.0)
         )
+
+
+def test_least_squares_scores_do_not_depend_on_the_units_of_a_feature():
+    # C = 0: the cut-off of small singular values dropped the intercept beside features in
+    # units of 1e15 (30 rows), or of 1e14 (20,000 rows in one block)
+    from abstain.scores import TCP, LossRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    yp = rng.integers(0, 3, 30)
+    losses = rng.uniform(size=30)
+    ref = LossRegression(C=0).fit(X, yp, losses).score(X, yp)
+    for scale in (1e15, 1e16, 1e150, np.array([1.0, 1e16])):
+        got = LossRegression(C=0).fit(X * scale, yp, losses).score(X * scale, yp)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+    Z = rng.normal(size=(20000, 2))
+    target = (rng.uniform(size=20000) < 0.6).astype(float)
+    one = LossRegression(C=0, features="shared").fit(Z, None, target)
+    big = LossRegression(C=0, features="shared").fit(Z * 1e14, None, target)
+    assert big.intercept_[0] == pytest.approx(one.intercept_[0], rel=1e-12)
+    p = rng.uniform(size=30)
+    tcp = TCP(C=0).fit(X * 1e15, yp, p).score(X * 1e15, yp)
+    np.testing.assert_allclose(tcp, TCP(C=0).fit(X, yp, p).score(X, yp), rtol=0, atol=1e-12)

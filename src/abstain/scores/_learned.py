@@ -290,7 +290,9 @@ def _ridge(
 
     The feature map is block-diagonal, so each block is its own ridge problem
     ``(A_k + n C / 2 I) theta_k = Phi_k^T t_k``; ``C = 0`` gives the least-squares
-    solution of minimum norm. A block with no rows keeps ``theta_k = 0``.
+    solution of minimum norm in units where every column has a norm near 1 (powers of
+    two, so the fit does not depend on the units of a feature). A block with no rows
+    keeps ``theta_k = 0``.
 
     With a baseline column ``z`` (coefficient ``a``, not regularised) every block's
     solution is affine in ``a``, ``theta_k = P_k - a Q_k`` (right-hand sides ``t_k`` and
@@ -311,7 +313,12 @@ def _ridge(
         if rows.shape[0] == 0:
             continue
         if C == 0.0:
-            sol[k] = scipy.linalg.lstsq(rows, t, cond=None)[0]
+            # columns brought near a norm of 1 by powers of two first: the cut-off of small
+            # singular values is relative to the largest, so features in units of 1e15
+            # beside the intercept lost the intercept
+            norms = np.linalg.norm(rows, axis=0)
+            unit = np.where(norms > 0, np.ldexp(1.0, np.frexp(norms)[1]), 1.0)
+            sol[k] = scipy.linalg.lstsq(rows / unit, t, cond=None)[0] / unit[:, None]
             continue
         gram = rows.T @ rows
         gram[np.diag_indices(dim)] += n * C / 2.0

@@ -11,7 +11,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.validation import (
     Options,
-    as_features,
     as_label_indices,
     as_proba,
     as_real_array,
@@ -273,6 +272,6 @@ def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64
     >>> true_class_probability([[0.7, 0.3], [0.4, 0.6]], [0, 0]).tolist()
     [0.7, 0.4]
     """
-    p = as_features(proba, "proba")
+    p = as_proba(proba, "proba")  # rows of probabilities, as conditional_risk takes them
     labels = as_label_indices(y, "y", p.shape[0], p.shape[1])
     return p[np.arange(p.shape[0]), labels]
