@@ -632,8 +632,8 @@ class SVOR(ParamsMixin):
         "classes_": Labels(min_length=2),
         "coef_": Array((None,)),
         "thresholds_": Array((None,)),
-        "objective_": Number(),
-        "gap_": Number(),
+        "objective_": Number(0.0),  # hinge losses and a squared norm
+        "gap_": Number(0.0),
         "n_iter_": Int(0),
     }
 

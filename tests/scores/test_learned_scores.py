@@ -401,3 +401,31 @@ def test_least_squares_scores_do_not_depend_on_the_units_of_a_feature():
     p = rng.uniform(size=30)
     tcp = TCP(C=0).fit(X * 1e15, yp, p).score(X * 1e15, yp)
     np.testing.assert_allclose(tcp, TCP(C=0).fit(X, yp, p).score(X, yp), rtol=0, atol=1e-12)
+
+
+def test_a_document_that_no_fit_writes_is_refused():
+    from abstain.ordinal import SVOR
+    from abstain.scores import SELE, LossRegression
+
+    rng = np.random.default_rng(0)
+    X, yp = rng.normal(size=(40, 2)), rng.integers(0, 3, 40)
+    losses = rng.uniform(size=40)
+    reg = LossRegression(C=0.1, classes=[0, 1, 2, 3]).fit(X, yp, losses)
+    doc = json.loads(reg.to_json())
+    doc["fitted"]["classes_"] = [0, 1, 2, 5]  # scored label 5, refused label 3
+    with pytest.raises(ValueError, match=r"^fitted\.classes_ must be the sorted distinct "
+                                         r"params\.classes \[0, 1, 2, 3\]; got \[0, 1, 2, 5\]"):
+        load_json(json.dumps(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sele = SELE(C=0.1, random_state=0).fit(X, yp, (losses > 0.5) * 1.0)
+    doc = json.loads(sele.to_json())
+    doc["fitted"]["objective_"] = -5.0
+    with pytest.raises(ValueError, match=r"^fitted\.objective_ must be a finite number >= 0"):
+        load_json(json.dumps(doc))
+    svor = SVOR(C=1.0).fit(X, rng.integers(0, 3, 40))
+    for name in ("objective_", "gap_"):
+        doc = json.loads(svor.to_json())
+        doc["fitted"][name] = -1.0
+        with pytest.raises(ValueError, match=rf"^fitted\.{name} must be a finite number >= 0"):
+            load_json(json.dumps(doc))

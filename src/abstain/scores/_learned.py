@@ -233,6 +233,11 @@ class _LinearScore(ParamsMixin):
                 ("baseline_coef_", "baseline_mean_", "baseline_scale_")}) > 1:
             raise ValueError("fitted.baseline_coef_, baseline_mean_ and baseline_scale_ must "
                              "all be numbers or all be null; got a mix.")
+        if self.classes is not None and self.features != "shared" and (
+                np.unique(self.classes).tolist() != np.asarray(self.classes_).tolist()):
+            raise ValueError(f"fitted.classes_ must be the sorted distinct params.classes "
+                             f"{plain(np.unique(self.classes).tolist())}; got "
+                             f"{plain(np.asarray(self.classes_).tolist())}.")
         blocks = 1 if self.features == "shared" else len(self.classes_)
         if self.coef_.shape[0] != blocks:
             raise ValueError(f"fitted.coef_ must have {blocks} row(s): one per class of "
@@ -654,7 +659,7 @@ class SELE(_LinearScore):
     """
 
     _FIELDS: dict[str, Field] = {
-        "objective_": Number(),
+        "objective_": Number(0.0),  # a mean of non-negative terms
         "gap_bound_": Number(0.0, special=("inf",)),
         "n_iter_": Int(0),
         "converged_": Flag(),
