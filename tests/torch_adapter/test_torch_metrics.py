@@ -214,3 +214,36 @@ def test_labels_that_are_no_class_of_the_probabilities_are_refused(labels):
     with pytest.raises(ValueError, match=r"^target must hold class indices in 0\.\.1 \(one "
                                          r"per column of preds\); got "):
         tm.AURC().update(probs, torch.tensor(labels))
+
+
+@pytest.mark.parametrize("edges", [None, torch.linspace(0, 1, 11)])
+def test_forward_on_a_batch_it_cannot_evaluate_keeps_every_row(edges):
+    # torchmetrics' forward set the rows seen aside for the batch and lost them when the
+    # batch raised (no rows; OOD rows only): the Lightning step pattern metric(p[ind], y[ind])
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(8, 3, generator=g), dim=1)
+    y = torch.randint(0, 3, (8,), generator=g)
+    whole, steps = tm.AURC(edges=edges), tm.AURC(edges=edges)
+    whole.update(probs, y)
+    steps(probs[:5], y[:5])
+    assert torch.isnan(steps(probs[:0], y[:0]))
+    steps(probs[5:], y[5:])
+    assert float(steps.compute()) == float(whole.compute())
+    scores, is_ood = torch.tensor([0.9, 0.2, 0.8, 0.1, 0.3]), torch.tensor([1, 0, 1, 0, 0])
+    auroc, every = tm.AUROC(), tm.AUROC()
+    every.update(scores, is_ood)
+    auroc(scores[:2], is_ood[:2])
+    assert torch.isnan(auroc(scores[2:3], is_ood[2:3]))  # one class: no batch value
+    auroc(scores[3:], is_ood[3:])
+    assert float(auroc.compute()) == float(every.compute())
+
+
+def test_integer_scores_beyond_float64_and_probabilities_outside_0_1_are_refused():
+    with pytest.raises(ValueError, match="integers that float64 cannot hold exactly"):
+        tm.AUROC().update(torch.tensor([2**53, 2**53 + 1]), torch.tensor([0, 1]))
+    for bad in (-float("inf"), -0.1, 3.0):
+        with pytest.raises(ValueError, match=r"^preds of shape \(N, C\) must be class "
+                                             r"probabilities in \[0, 1\]"):
+            tm.AURC().update(torch.tensor([[0.7, bad], [0.4, 0.6]]), torch.tensor([0, 1]))
+    assert all(getattr(tm.AURC(), name) == [] for name in ("values", "counts"))
+    assert tm.AURC().dtype == torch.float64  # what an empty process sends in a sync

@@ -45,13 +45,14 @@ True
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._core.optional import require
-from .._core.validation import Interval, check_params, empty_batch, plain
+from .._core.validation import Interval, as_real_array, check_params, empty_batch, plain
 from ..metrics import (
     augrc,
     aupr_in,
@@ -75,6 +76,17 @@ __all__ = ["AURC", "AUGRC", "AUPRIn", "AUPROut", "AUROC", "EAURC", "FPRAtTPR",
 #: The fields of a ScoreTable kept as states, one total per distinct score (or loss).
 _GROUP_FIELDS = ("values", "counts", "loss_sums", "sq_loss_sums")
 _LOSS_FIELDS = ("loss_values", "loss_counts")
+
+
+def _raw(x: Any) -> NDArray[Any]:
+    """An input as a NumPy array of its own dtype (integers and complex numbers kept, so
+    that the library's checks see them: an int64 beyond 2**53 is refused, not rounded)."""
+    if isinstance(x, torch.Tensor):
+        t = x.detach().to("cpu")
+        if t.dtype in (torch.bfloat16, torch.float16):  # no NumPy bfloat16: widen, exactly
+            t = t.to(torch.float64)
+        return np.asarray(t.numpy())
+    return np.asarray(x)
 
 
 def _numpy(x: Any) -> NDArray[Any]:
@@ -124,6 +136,9 @@ class _TableMetric(Metric):
         fields = (*_GROUP_FIELDS, *_LOSS_FIELDS) + (("ood_counts",) if self.ood else ())
         for name in fields:  # list states: processes may hold tables of different sizes
             self.add_state(name, default=[], dist_reduce_fx="cat")
+        # a process without rows sends an empty state of the metric's dtype: float64, as
+        # the others' (float32 made the gathered sizes disagree and aborted the sync)
+        self.set_dtype(torch.float64)
 
     def _binned_update(self, batch: ScoreTable) -> None:
         assert self.edges is not None
@@ -166,12 +181,17 @@ class _TableMetric(Metric):
         return getattr(b, self._binned_name)()  # type: ignore[no-any-return]
 
     def _rows(self, preds: Any, target: Any) -> ScoreTable:
-        p, t = _numpy(preds), _numpy(target)
+        p, t = _raw(preds), _numpy(target)
         if self.ood:
             if p.ndim != 1:
                 raise ValueError(f"preds must be OOD scores of shape (N,); got shape {p.shape}.")
             return ScoreTable.from_arrays(p, np.zeros(p.size), is_ood=t)
         if p.ndim == 2:  # class probabilities and labels: MSP uncertainty, 0/1 error
+            p = as_real_array(p, "preds")
+            outside = ~((p >= 0.0) & (p <= 1.0))  # NaN, -inf, logits, log-probabilities
+            if outside.any():
+                raise ValueError(f"preds of shape (N, C) must be class probabilities in "
+                                 f"[0, 1]; got {plain(p[outside][0])}.")
             if t.shape != (p.shape[0],):
                 raise ValueError(f"target must be class labels of shape ({p.shape[0]},) with "
                                  f"preds of class probabilities; got shape {t.shape}.")
@@ -217,6 +237,24 @@ class _TableMetric(Metric):
             state["ood_counts"] = merged.ood_counts
         for name, value in state.items():
             setattr(self, name, [torch.as_tensor(np.asarray(value, dtype=np.float64))])
+
+    def forward(self, preds: Any, target: Any) -> torch.Tensor:
+        """Add the batch to the rows seen (as :meth:`update`) and return the metric of the
+        batch alone: NaN for a batch without rows or one the metric cannot evaluate (OOD
+        rows only, say), whose rows still count. (torchmetrics' own forward set the rows
+        seen aside while it computed the batch, and lost them when that raised.)"""
+        self.update(preds, target)
+        value = math.nan
+        if not empty_batch(_numpy(preds), _numpy(target)):
+            batch = self._rows(preds, target)
+            try:
+                value = (getattr(BinnedTable(self.edges).add(batch), self._binned_name)().value
+                         if self.edges is not None else self._value(batch))
+            except ValueError:  # the batch alone: one class, say
+                pass
+        out = torch.tensor(value, dtype=torch.float64)
+        self._forward_cache = out  # type: ignore[assignment]
+        return out
 
     def compute(self) -> torch.Tensor:
         """The metric of every row seen, as a float64 scalar tensor (with ``edges``: its
