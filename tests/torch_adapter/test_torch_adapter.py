@@ -345,6 +345,20 @@ def test_load_state_mismatch_errors(tmp_path) -> None:
         load_state(nn.Linear(2, 2), text)
     with pytest.raises(FileNotFoundError):
         load_state(nn.Linear(2, 2), tmp_path / "missing.npz")
+    # damaged files: a zipfile or EOF error escaped before
+    good = tmp_path / "linear.npz"
+    save_state(nn.Linear(2, 2), good)
+    raw = good.read_bytes()
+    (tmp_path / "empty.npz").write_bytes(b"")
+    (tmp_path / "cut.npz").write_bytes(raw[: len(raw) // 2])
+    flipped = bytearray(raw)
+    at = raw.index(b"weight.npy") + 200
+    flipped[at] ^= 0xFF
+    (tmp_path / "flipped.npz").write_bytes(bytes(flipped))
+    for name in ("empty.npz", "cut.npz", "flipped.npz"):
+        with pytest.raises(ValueError, match=r"(must be an \.npz file written by save_state|"
+                                             r"is damaged)"):
+            load_state(nn.Linear(2, 2), tmp_path / name)
 
 
 def test_save_state_refuses_bfloat16(tmp_path) -> None:

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import warnings
+import zipfile
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -566,7 +567,7 @@ def _open_state(path: str | os.PathLike[str]) -> Any:
         data = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # empty, truncated
         raise ValueError(
             f"path must be an .npz file written by save_state; got {str(path)!r}."
         ) from exc
@@ -643,8 +644,12 @@ def load_state(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module:
     See :func:`save_state`.
     """
     data, _ = _open_state(path)
-    with data:
-        arrays = {k: data[k] for k in data.files if k != _META_KEY}
+    try:
+        with data:
+            arrays = {k: data[k] for k in data.files if k != _META_KEY}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # a damaged entry
+        raise ValueError(f"{str(path)!r} is damaged ({exc}); save the state again with "
+                         "save_state.") from None
     target = model.state_dict()
     problems = []
     missing = [k for k in target if k not in arrays]
