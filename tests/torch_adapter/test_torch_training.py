@@ -74,8 +74,16 @@ def test_train_classifier_errors() -> None:
         train_classifier(model, x, y + 0.5)
     with pytest.raises(ValueError, match="y must hold labels 0, ..., K-1; got minimum -1"):
         train_classifier(model, x, y - 1)
-    with pytest.raises(ValueError, match="K = 2 outputs; got label 2"):
-        train_classifier(model, x, y + 1)
+    before = [p.detach().clone() for p in model.parameters()]
+    late = np.array(y, copy=True)
+    late[-1] = 7  # in the last batch: refused before any step, the model untouched
+    for labels in (y + 1, late):
+        with pytest.raises(ValueError, match="K = 2 outputs; got label"):
+            train_classifier(model, x, labels, batch_size=2)
+        assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    for huge in (float("inf"), 1e30):
+        with pytest.raises(ValueError, match="non-integer, infinite or huge values"):
+            train_classifier(model, x, np.where(np.asarray(y) > 0, huge, 0.0))
     with pytest.raises(ValueError, match="epochs must be a non-negative integer"):
         train_classifier(model, x, y, epochs=-1)
     with pytest.raises(ValueError, match="lr must be a finite number"):

@@ -126,8 +126,10 @@ def _as_labels(y: ArrayLike | torch.Tensor, n: int) -> torch.Tensor:
             f"{tuple(t.shape)}."
         )
     if t.is_floating_point():
-        if not bool((t == t.round()).all()):
-            raise ValueError("y must hold integer class labels; got non-integer values.")
+        if not bool((t == t.round()).all()) or not bool(torch.isfinite(t).all()) or (
+                t.numel() and float(t.abs().max()) >= 2.0**62):
+            raise ValueError("y must hold integer class labels; got non-integer, infinite or "
+                             "huge values.")
     elif t.dtype == torch.bool or t.is_complex():
         raise ValueError(f"y must hold integer class labels; got dtype {t.dtype}.")
     t = t.to(torch.int64)
@@ -219,6 +221,13 @@ def train_classifier(
     deterministic = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     generator = torch.Generator().manual_seed(int(random_state))
+    if int(epochs) and n:  # every label a class of the outputs, before any step
+        model.eval()
+        with torch.no_grad():
+            k = model(Xt[:1].to(device))
+        if isinstance(k, torch.Tensor) and k.ndim == 2 and int(yt.max()) >= k.shape[1]:
+            raise ValueError(f"y must hold labels 0, ..., K-1 with K = {k.shape[1]} outputs; "
+                             f"got label {int(yt.max())}.")
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     model.train()
     try:
