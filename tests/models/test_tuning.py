@@ -40,8 +40,10 @@ def test_auroc_criterion_equals_a_loop_over_the_grid():
 
 def test_ties_go_to_the_first_candidate_and_lists_of_dicts():
     train, val, ood, _ = _data(1)
-    with pytest.warns(UserWarning, match="cannot tell the candidates apart .* kept the first"):
+    with pytest.warns(UserWarning, match="cannot tell the candidates apart .* kept the first"
+                      ) as caught:
         tuned = tune_detector(ODIN(), [{"temperature": 1.0}, {"temperature": 1.0}], val, ood)
+    assert caught[0].filename == __file__  # the caller's line, not validate_params'
     assert tuned.scores[0] == tuned.scores[1] and tuned.best_params is tuned.params[0]
     assert tuned.flat
 

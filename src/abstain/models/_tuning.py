@@ -239,7 +239,7 @@ def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
             f"tune_detector: the {crit!r} criterion cannot tell the candidates apart (every "
             f"value within {FLAT_TOLERANCE:g} of {scores.max():.4f}); kept "
             f"{'the detector' + chr(39) + 's own parameters' if default else 'the first'}: "
-            f"{cands[best]}.", UserWarning, stacklevel=2)
+            f"{cands[best]}.", UserWarning, stacklevel=3)  # past validate_params
     chosen = fit(make(cands[best]), train_outputs, y, weight, bias)
     return DetectorTuning(chosen, cands[best], float(scores[best]), cands, scores, crit, flat)
 
