@@ -281,3 +281,22 @@ def test_random_state_seeds_the_predictor_and_reports_non_convergence():
     done = evaluate_scores(X, y, svm.LinearSVC(max_iter=10_000), {"REG": LossRegression()},
                            n_splits=1, model_grid=(1.0,), score_grid=(0.0,), random_state=0)
     assert done.model_converged.tolist() == [True]
+
+
+def test_ties_of_the_predictors_loss_go_to_the_smaller_c_in_any_grid_order():
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    from abstain.evaluation import evaluate_scores
+    from abstain.scores import LossRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)  # separable: every C has no error on Val1
+    for grid in [(1.0, 10.0, 100.0), (100.0, 10.0, 1.0)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = evaluate_scores(X, y, LogisticRegression(), {"REG": LossRegression()},
+                                model_grid=grid, n_splits=2, random_state=0)
+        assert r.model_C.tolist() == [1.0, 1.0], grid

@@ -374,7 +374,7 @@ def _fit_predictor(
             candidate.fit(x[split.trn1], y[split.trn1])
         ok = not any(type(w.message).__name__ == "ConvergenceWarning" for w in caught)
         error = float(loss(y[split.val1], candidate.predict(x[split.val1])).mean())
-        if best is None or error < best[0]:
+        if best is None or (error, float(c)) < best[:2]:  # ties: the smaller C, as documented
             best = (error, float(c), candidate, ok)
     assert best is not None
     return best[2], best[1], best[3]

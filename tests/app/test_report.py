@@ -209,6 +209,15 @@ def test_score_names_that_sanitise_alike_get_one_png_each(tmp_path):
         assert (tmp_path / files[f"histograms_{s}"]).read_bytes() == embedded[f"histograms_{s}"]
 
 
+def test_names_with_dollars_are_drawn_as_written(tmp_path):
+    # matplotlib parsed "$...$" in legends and titles as a formula: "$\\frac{$" stopped the
+    # report with a parse error
+    scores = ["$\\frac{$", "cost $5 and $6"]
+    data = prepare({"loss": LOSS, **{s: U + i for i, s in enumerate(scores)}})
+    page = html_report(data, evaluate(data), png_dir=tmp_path)
+    assert "cost $5 and $6" in page and len(list(tmp_path.iterdir())) >= 2
+
+
 def test_a_report_with_no_tpr_reachable_at_the_fpr_bound_says_so(tmp_path):
     from abstain.app.report import NO_TPR
 

@@ -163,7 +163,7 @@ def _chunk_options(p: argparse.ArgumentParser) -> None:
         "CSV and Parquet are then read in chunks into score tables, with bounded memory, and "
         "every metric, rule and report figure of one score column is computed on the tables; "
         "a double-score pair (--ood-score) is kept as a table of its distinct score pairs, "
-        "for the OOD rules and the risk at TPR/FPR (no envelope AUROC/OSCR, no bootstrap).")
+        "for its envelope metrics, the OOD rules and the risk at TPR/FPR (no bootstrap).")
     g.add_argument("--chunk-rows", type=int, metavar="N", help="read in chunks of N rows "
                    f"(default {CHUNK_ROWS:,} for a directory, a glob or --engine dask)")
     g.add_argument("--engine", choices=("numpy", "dask", "spark"), default="numpy",

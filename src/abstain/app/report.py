@@ -317,6 +317,15 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
     return makers
 
 
+def _drawn(make: Any) -> bytes:
+    """The PNG of the figure ``make()`` builds, with every text as written: a column named
+    ``cost $5 and $6`` is no formula (and ``$\frac{$`` no parse error)."""
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return _png(make())
+
+
 def _png(fig: Any) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
@@ -646,7 +655,7 @@ def _render(data: TableData | Summary, evaluation: Evaluation, *, fpr: float = 0
     makers = _figure_makers(data, fpr=fpr, rule=rule, rule_columns=rule_columns,
                             search=search, resampled=bool(evaluation.intervals))
     names = list(makers)
-    drawn = ordered_map(lambda name: _png(makers[name]()), names, check_jobs(n_jobs),
+    drawn = ordered_map(lambda name: _drawn(makers[name]), names, check_jobs(n_jobs),
                         done=None if progress is None else lambda k: progress(k, len(names)))
     files = png_names(names)
     parts = []
