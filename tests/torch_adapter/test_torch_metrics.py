@@ -176,13 +176,18 @@ def test_the_binned_state_is_fixed_and_gives_the_binned_tables_bound(cls):
         cls().bounded()
 
 
+def _probability_batch():  # type: ignore[no-untyped-def]
+    """Eight rows of class probabilities over three classes and their labels, seeded."""
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(8, 3, generator=g), dim=1)
+    return probs, torch.randint(0, 3, (8,), generator=g)
+
+
 @pytest.mark.parametrize("edges", [None, torch.linspace(0, 1, 11)])
 def test_a_batch_without_rows_adds_nothing(edges):
     # docs/torch.md's pattern: update(probs[ind], y[ind]) with ind the ID rows of a batch,
     # which is empty for a batch of OOD rows only
-    g = torch.Generator().manual_seed(0)
-    probs = torch.softmax(torch.randn(8, 3, generator=g), dim=1)
-    y = torch.randint(0, 3, (8,), generator=g)
+    probs, y = _probability_batch()
     whole, parts = tm.AURC(edges=edges), tm.AURC(edges=edges)
     whole.update(probs, y)
     parts.update(probs[:8][:0], y[:0])
@@ -220,9 +225,7 @@ def test_labels_that_are_no_class_of_the_probabilities_are_refused(labels):
 def test_forward_on_a_batch_it_cannot_evaluate_keeps_every_row(edges):
     # torchmetrics' forward set the rows seen aside for the batch and lost them when the
     # batch raised (no rows; OOD rows only): the Lightning step pattern metric(p[ind], y[ind])
-    g = torch.Generator().manual_seed(0)
-    probs = torch.softmax(torch.randn(8, 3, generator=g), dim=1)
-    y = torch.randint(0, 3, (8,), generator=g)
+    probs, y = _probability_batch()
     whole, steps = tm.AURC(edges=edges), tm.AURC(edges=edges)
     whole.update(probs, y)
     steps(probs[:5], y[:5])
