@@ -437,7 +437,7 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
             raise ValueError(
                 f"column {name!r} must be one-dimensional; got shape {arr.shape} in {where!r}."
             )
-        if _beyond_float(arr):
+        if beyond_float(arr):
             pass  # integers kept as written: prepare refuses them as a score or loss
         elif arr.dtype.kind in "biuf":
             arr = arr.astype(np.float64)
@@ -453,9 +453,10 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
     return out
 
 
-def _beyond_float(arr: NDArray[Any]) -> bool:
+def beyond_float(arr: NDArray[Any]) -> bool:
     """Whether an integer column holds a value that float64 cannot hold exactly (kept as
-    written: ``prepare`` refuses it as a score or loss, and it passes through)."""
+    written by the readers: ``prepare`` refuses it as a score or loss, and it passes
+    through)."""
     if arr.dtype.kind not in "iu" or not arr.size:
         return False
     with np.errstate(invalid="ignore"):

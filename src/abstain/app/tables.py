@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .io import ColumnError, Rows, get_column
+from .io import ColumnError, Rows, beyond_float, get_column
 
 Progress = Callable[[int, int], None]
 
@@ -127,7 +127,8 @@ def _exact_column(name: str, inexact: Mapping[str, NDArray[Any]], rows: Rows) ->
     9007199254740992) and tie."""
     if name in inexact:
         v = inexact[name]
-        i = int(np.argmax(v.astype(np.float64).astype(v.dtype) != v))
+        with np.errstate(invalid="ignore"):  # a cast back past the int64 range
+            i = int(np.argmax(v.astype(np.float64).astype(v.dtype) != v))
         raise ValueError(f"column {name!r} holds integers that float64 cannot hold exactly "
                          f"(beyond 2**53, such as {int(v[i])} on {rows.name(i)}), so distinct "
                          "values would tie; subtract an offset first, or write them as floats.")
@@ -291,11 +292,9 @@ def prepare(
     inexact: dict[str, NDArray[Any]] = {}
     for k, v in table.items():
         if v.dtype.kind in "biu":
+            if beyond_float(v):
+                inexact[k] = v
             table[k] = v.astype(np.float64)
-            if v.dtype.kind != "b" and np.any(table[k] >= 2.0**53) | np.any(table[k] <= -2.0**53):
-                with np.errstate(invalid="ignore"):
-                    if np.any(table[k].astype(v.dtype) != v):
-                        inexact[k] = v
     n = len(next(iter(table.values()))) if table else 0
     if rows is None:
         rows = Rows.range(n)
