@@ -47,6 +47,19 @@ def test_risk_coverage_plot_draws_the_curve_points():
 def test_histograms_check_shapes():
     with pytest.raises(ValueError, match="scores and groups must be 1-D of one length"):
         plot_score_histograms([0.1, 0.2], [True], ax=Figure().add_subplot())
+    for kwargs, message in (({"bins": 0}, "bins must be an integer >= 1; got 0"),
+                            ({"bins": 2.5}, "bins must be an integer >= 1; got 2.5"),
+                            ({"labels": ("ID",)}, "labels must be a pair of names")):
+        with pytest.raises(ValueError, match=message):
+            plot_score_histograms([0.1, 0.2], [True, False], ax=Figure().add_subplot(),
+                                  **kwargs)
+
+
+def test_histograms_of_a_range_beyond_float64_are_drawn_in_a_smaller_unit():
+    # max - min overflowed: NumPy's message about bins, and no report
+    ax = plot_score_histograms([-1.7e308, 1e300, 1.7e308, 0.0], [False, True, False, True],
+                               ax=Figure().add_subplot())
+    assert len(ax.patches) == 2 and ax.get_xlabel().startswith("score / 2**")
 
 
 def test_curves_take_line_properties_and_two_score_columns():

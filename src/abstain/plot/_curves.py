@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core.optional import axes
+from .._core.validation import check_int, plain
 from ..metrics import PRCurve, RiskCoverageCurve, RiskTPRCurve, ROCCurve
 
 __all__ = [
@@ -143,6 +144,10 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     >>> ax.get_ylabel()
     'count'
     """
+    bins = check_int("bins", bins, 1)
+    if isinstance(labels, str) or len(labels) != 2:
+        raise ValueError(f"labels must be a pair of names (the first group's, the second's); "
+                         f"got {plain(labels)}.")
     s = np.asarray(scores, dtype=np.float64)
     raw = np.asarray(groups)
     if raw.dtype.kind not in "biuf" or (raw.dtype.kind != "b" and not np.all(
@@ -161,7 +166,13 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     s, g, w = s[w > 0], g[w > 0], w[w > 0]
     ax = _axes(ax)
     lo, hi = (float(s.min()), float(s.max())) if s.size else (0.0, 1.0)
-    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    hi = hi if hi > lo else lo + 1.0
+    # a range beyond float64 (scores near -1e308 and 1e308): drawn in units of a power of
+    # two in which the edges, and matplotlib's sum of them, stay finite
+    shift = 0 if np.isfinite(hi - lo) else int(np.frexp(float(bins + 1))[1]) + 1
+    if shift:
+        s, lo, hi = np.ldexp(s, -shift), float(np.ldexp(lo, -shift)), float(np.ldexp(hi, -shift))
+    edges = np.linspace(lo, hi, bins + 1)
     drawn = [(mask, name) for mask, name in ((~g, labels[0]), (g, labels[1])) if mask.any()]
     few = [0 < int(w[mask].sum()) < small for mask, _ in drawn]
     density = not any(few)
@@ -174,7 +185,8 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
             color = patch.get_facecolor()
             ax.plot(s[mask], np.zeros(int(mask.sum())), "|", ms=12, mew=1.5, color=color,
                     alpha=1.0, transform=ax.get_xaxis_transform(), clip_on=False)
-    ax.set_xlabel("score (higher is rejected first)")
+    ax.set_xlabel("score (higher is rejected first)" if not shift
+                  else f"score / 2**{shift} (higher is rejected first)")
     ax.set_ylabel("density" if density else "count")
     ax.legend(fontsize=8)
     return ax
