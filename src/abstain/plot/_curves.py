@@ -123,8 +123,9 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
         False rows are drawn as ``labels[0]``, True rows as ``labels[1]``: ``is_ood``
         for ID/OOD, or ``losses > 0`` for correct/wrong.
     labels : pair of str
-    bins : int
-        Number of common bins over the range of ``scores``.
+    bins : int >= 1
+        Number of common bins over the range of ``scores`` (a range beyond float64 is
+        drawn in units of a power of two, which the x-axis label names).
     ax : matplotlib Axes, optional
     small : int, default 0
         When a non-empty group has fewer rows than this, both groups are drawn in
