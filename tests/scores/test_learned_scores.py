@@ -429,3 +429,9 @@ def test_a_document_that_no_fit_writes_is_refused():
         doc["fitted"][name] = -1.0
         with pytest.raises(ValueError, match=rf"^fitted\.{name} must be a finite number >= 0"):
             load_json(json.dumps(doc))
+
+
+def test_sele_objective_refuses_nan_chunk_labels():
+    # np.unique keeps each NaN apart and labels == nan selects no row: a ZeroDivisionError
+    with pytest.raises(ValueError, match="^groups must hold finite chunk labels"):
+        sele_objective([0.1, 0.2, 0.3], [0.0, 1.0, 0.0], groups=[np.nan, np.nan, 0.0])

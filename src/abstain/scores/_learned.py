@@ -584,6 +584,8 @@ def sele_objective(
         raise ValueError(f"scores must have the shape of losses {ls.shape}; got {s.shape}.")
     labels = np.zeros(len(ls), dtype=np.intp) if groups is None else np.asarray(groups)
     check_same_length(losses=ls, groups=labels)
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():  # NaN is no chunk
+        raise ValueError("groups must hold finite chunk labels; got NaN or infinite values.")
     total = 0.0
     uniq = np.unique(labels)
     for label in uniq:
