@@ -374,6 +374,10 @@ def test_bad_input_specific_to_one_learner():
         select_regularization(
             LossRegression(), X, None, [0, 1, 0, 1], X, None, [0, 1, 0, 1], grid=()
         )
+    with pytest.raises(ValueError, match=r"^grid must be a sequence of values of C; got 1\.0"):
+        select_regularization(
+            LossRegression(), X, None, [0, 1, 0, 1], X, None, [0, 1, 0, 1], grid=1.0
+        )
     with pytest.raises(ValueError, match="grid value must be a finite number"):
         select_regularization(
             LossRegression(), X, None, [0, 1, 0, 1], X, None, [0, 1, 0, 1], grid=(1.0, -1.0)

@@ -195,6 +195,8 @@ def select_regularization(
     >>> safe.chosen, safe.win_fraction
     ('learned', 1.0)
     """
+    if isinstance(grid, (str, bytes)) or not hasattr(grid, "__iter__"):
+        raise ValueError(f"grid must be a sequence of values of C; got {grid!r}.")
     values = tuple(float(check_positive("grid value", c, allow_zero=True)) for c in grid)
     if not values:
         raise ValueError("grid must hold at least one value; got an empty grid.")
