@@ -487,3 +487,12 @@ def test_fit_rule_refuses_a_keyword_that_no_rule_takes():
     with pytest.raises(TypeError, match=r"^fit_rule got unknown target\(s\) 'coverage'; known: "
                                         r"bound, delta, fpr, "):
         fit_rule(prepare(T, scores=["u"]), coverage=0.5)
+
+
+def test_messages_keep_quoted_column_names_as_written():
+    # columns named like the options of abstain fit came out as '--delta', '--tpr'
+    data = prepare({"loss": np.array([0.0, 1.0, 0.0]), "delta": np.array([0.1, 0.2, 0.3]),
+                    "tpr": np.array([0.3, 0.2, 0.1])})
+    with pytest.raises(ValueError, match=r"^the --target-coverage model takes one score "
+                                         r"column; got 2: 'delta', 'tpr'\.$"):
+        fit_rule(data, target_coverage=0.5, options=True)

@@ -215,11 +215,20 @@ def _as_options(text: str) -> str:
     message (``bound must be one of ...``) as its option."""
     keywords = _keywords()
     names = "|".join(sorted(keywords, key=len, reverse=True))
+    # quoted names (columns such as 'delta') are the user's: set aside, put back as written
+    quoted: list[str] = []
+
+    def aside(m: re.Match[str]) -> str:
+        quoted.append(m[0])
+        return f"\x00{len(quoted) - 1}\x00"
+
+    text = re.sub(r"(?<!=)'[^']*'", aside, text)
     text = re.sub(rf"(?<![-\w])({names})=('?)([^'\s,;)]*)\2",
                   lambda m: f"{_flag(m[1])} {m[3]}", text)
     text = re.sub(rf"^({names}) must ", lambda m: f"{_flag(m[1])} must ", text)
     words = "|".join(n for n in keywords if "_" in n or n in ("delta", "tpr", "fpr"))
-    return re.sub(rf"(?<![-\w])({words})(?![-\w])", lambda m: _flag(m[1]), text)
+    text = re.sub(rf"(?<![-\w])({words})(?![-\w])", lambda m: _flag(m[1]), text)
+    return re.sub("\x00(\\d+)\x00", lambda m: quoted[int(m[1])], text)
 
 
 def _ood_columns(view: Rows | Tables, kind: str) -> list[str]:
