@@ -219,10 +219,12 @@ def _as_options(text: str) -> str:
     quoted: list[str] = []
 
     def aside(m: re.Match[str]) -> str:
+        if m[0].startswith("="):  # a keyword's value (bound='sgr'): rewritten below
+            return m[0]
         quoted.append(m[0])
         return f"\x00{len(quoted) - 1}\x00"
 
-    text = re.sub(r"(?<!=)'[^']*'", aside, text)
+    text = re.sub(r"='[^']*'|'[^']*'", aside, text)  # left to right: each quote pair once
     text = re.sub(rf"(?<![-\w])({names})=('?)([^'\s,;)]*)\2",
                   lambda m: f"{_flag(m[1])} {m[3]}", text)
     text = re.sub(rf"^({names}) must ", lambda m: f"{_flag(m[1])} must ", text)
