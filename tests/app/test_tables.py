@@ -238,8 +238,11 @@ def test_integer_scores_past_two_to_the_53_are_refused_not_tied(tmp_path, capsys
     assert list(data.scores) == ["u"]
     assert data.notes == ("column 'id' holds integers beyond 2**53, which float64 cannot hold "
                           "exactly; it is not taken as a score.",)
-    # up to 2**53 every integer is exact: read
+    # up to 2**53 every integer is exact: read; 2**63 - 1 rounds past the int64 range,
+    # where casting the float back differs between CPUs: refused without that cast
     assert list(prepare({"loss": loss, "risk": big - 3}).scores) == ["risk"]
+    with pytest.raises(ValueError, match="such as 9223372036854775807 on row index 0"):
+        prepare({"loss": loss[:2], "risk": np.array([2**63 - 1, 0], dtype=np.int64)})
     np.savez(tmp_path / "s.npz", loss=loss, risk=big)
     assert main(["evaluate", str(tmp_path / "s.npz"), "--quiet"]) == 1
     assert capsys.readouterr().err.startswith("abstain evaluate: error: column 'risk' holds "

@@ -437,7 +437,7 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
             raise ValueError(
                 f"column {name!r} must be one-dimensional; got shape {arr.shape} in {where!r}."
             )
-        if beyond_float(arr):
+        if beyond_float(arr).any():
             pass  # integers kept as written: prepare refuses them as a score or loss
         elif arr.dtype.kind in "biuf":
             arr = arr.astype(np.float64)
@@ -453,14 +453,22 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
     return out
 
 
-def beyond_float(arr: NDArray[Any]) -> bool:
-    """Whether an integer column holds a value that float64 cannot hold exactly (kept as
-    written by the readers: ``prepare`` refuses it as a score or loss, and it passes
-    through)."""
-    if arr.dtype.kind not in "iu" or not arr.size:
-        return False
-    with np.errstate(invalid="ignore"):
-        return bool(np.any(arr.astype(np.float64).astype(arr.dtype) != arr))
+def beyond_float(arr: NDArray[Any]) -> NDArray[np.bool_]:
+    """Where an integer column holds values that float64 cannot hold exactly (all False for
+    other dtypes). Such a column is kept as written by the readers: ``prepare`` refuses it
+    as a score or loss, and it passes through. As the library's own check
+    (``_core.validation``, which the command line does not import), a float is cast back
+    only where it fits the dtype: that cast differs between CPUs."""
+    out = np.zeros(arr.shape, dtype=bool)
+    if arr.dtype.kind not in "iu":
+        return out
+    big = (arr > 2**53) | (arr < -(2**53)) if arr.dtype.kind == "i" else arr > 2**53
+    f = arr[big].astype(np.float64)
+    fits = f < (2.0**63 if arr.dtype.kind == "i" else 2.0**64)  # else it rounded past
+    same = np.zeros(f.shape, dtype=bool)
+    same[fits] = f[fits].astype(arr.dtype) == arr[big][fits]
+    out[big] = ~same
+    return out
 
 
 def get_column(table: Mapping[str, NDArray[Any]], name: str, what: str = "column") -> NDArray[Any]:

@@ -127,8 +127,7 @@ def _exact_column(name: str, inexact: Mapping[str, NDArray[Any]], rows: Rows) ->
     9007199254740992) and tie."""
     if name in inexact:
         v = inexact[name]
-        with np.errstate(invalid="ignore"):  # a cast back past the int64 range
-            i = int(np.argmax(v.astype(np.float64).astype(v.dtype) != v))
+        i = int(np.argmax(beyond_float(v)))
         raise ValueError(f"column {name!r} holds integers that float64 cannot hold exactly "
                          f"(beyond 2**53, such as {int(v[i])} on {rows.name(i)}), so distinct "
                          "values would tie; subtract an offset first, or write them as floats.")
@@ -292,7 +291,7 @@ def prepare(
     inexact: dict[str, NDArray[Any]] = {}
     for k, v in table.items():
         if v.dtype.kind in "biu":
-            if beyond_float(v):
+            if beyond_float(v).any():
                 inexact[k] = v
             table[k] = v.astype(np.float64)
     n = len(next(iter(table.values()))) if table else 0
