@@ -263,8 +263,8 @@ def _notes(labels: dict[str, str], metrics: dict[str, dict[str, float]], *,
     return out
 
 
-def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
-               progress: Progress | None, done: int, total: int,
+def _bootstrap(src: Rows, by_value: _ByValue, *, n_bootstrap: int, level: float,
+               random_state: Any, progress: Progress | None, done: int, total: int,
                point: dict[str, dict[str, float]], grids: dict[str, Any], n_jobs: int | None,
                **options: Any) -> dict[str, dict[str, tuple[float, float]]]:
     """Percentile intervals of every metric of every score over the same ``n_bootstrap``
@@ -272,16 +272,14 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
     workers), ID and OOD rows resampled apart so that every resample has both, drawn from
     the rows sorted by their values (loss, OOD mark, every score column in table order), so
     that the intervals do not depend on the row order. ``grids``: the pairs resampled on
-    their grid's kept orders; any other pair is computed on the drawn rows."""
+    their grid's kept orders; any other pair is computed on the drawn rows. ``by_value``:
+    the rows in the order of their values (:func:`_by_value`), which ``grids`` were built
+    on too."""
     names = [*src.names, *src.pairs]
     cells = [(name, key) for name in names for key in point[name]]
     n = src.data.losses.size
-    strata, values = _strata_and_values(src)
-    # the single columns grouped once, from the rows sorted by their values: a group's sums
-    # then add the same numbers in the same order whatever the rows' order (continuous
-    # losses summed in row order differed in their last bits); ``grids`` are built so
-    order = np.lexsort(values.T[::-1])
-    resamplers = Resampled.resamplers(src.take(order))
+    strata, values, order, _ = by_value
+    resamplers = Resampled.resamplers(by_value.rows)
     entries = {key: (spec, opts) for spec in m.METRICS.values() if spec.table
                for key, _, opts in spec.instances(options["settings"])}
     wanted = {name: [entries[key] for key in point[name]] for name in resamplers}
@@ -315,14 +313,28 @@ def _bootstrap(src: Rows, *, n_bootstrap: int, level: float, random_state: Any,
     return out
 
 
-def _strata_and_values(src: Rows) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    """The strata of a bootstrap of ``src`` (the OOD marks; one stratum without them) and
-    the values of each row that its metrics read: the loss, the mark, every score column."""
+class _ByValue(NamedTuple):
+    """The rows of a bootstrap in the order of their values (:func:`_by_value`)."""
+
+    strata: NDArray[np.bool_]
+    values: NDArray[np.float64]
+    order: NDArray[np.intp]
+    rows: Rows
+
+
+def _by_value(src: Rows) -> _ByValue:
+    """The strata of a bootstrap of ``src`` (the OOD marks; one stratum without them), the
+    values of each row that its metrics read (the loss, the mark, every score column), the
+    order that sorts them and the rows in that order. The resamplers are built on these
+    rows: a group's sums then add the same numbers in the same order whatever the rows'
+    order (continuous losses summed in row order differed in their last bits)."""
     n = src.data.losses.size
     strata = src.ood if src.has_ood and src.ood is not None else np.zeros(n, dtype=bool)
     names = [*src.names, *src.pairs]
-    return strata, np.column_stack([src.data.losses, strata,
-                                    *(src.columns(name).reshape(n, -1) for name in names)])
+    values = np.column_stack([src.data.losses, strata,
+                              *(src.columns(name).reshape(n, -1) for name in names)])
+    order = np.lexsort(values.T[::-1])
+    return _ByValue(strata, values, order, src.take(order))
 
 
 def _labels(settings: dict[str, Sequence[float]], has_ood: bool,
@@ -443,9 +455,8 @@ def evaluate(
     if n_bootstrap:
         assert isinstance(src, Rows)
         (t,), (f,) = settings["tpr"], settings["fpr"]
-        # built on the rows sorted by their values, as the bootstrap's single columns are
-        ordered = src.take(np.lexsort(_strata_and_values(src)[1].T[::-1]))
-        grids = Resampled.pair_resamplers(ordered, tpr=t, fpr=f, search=search,
+        by_value = _by_value(src)  # the pairs' grids and the columns' tables built on it
+        grids = Resampled.pair_resamplers(by_value.rows, tpr=t, fpr=f, search=search,
                                           bounded=bounded)
         whole = Resampled(np.ones(src.data.losses.size, dtype=np.int64), src.has_ood,
                           grids)
@@ -459,7 +470,7 @@ def evaluate(
     intervals = {}
     if n_bootstrap:
         assert isinstance(src, Rows)
-        intervals = _bootstrap(src, n_bootstrap=n_bootstrap, level=float(level),
+        intervals = _bootstrap(src, by_value, n_bootstrap=n_bootstrap, level=float(level),
                                random_state=random_state, progress=progress,
                                done=len(src.names) + len(pairs), total=total, point=out,
                                grids=grids, n_jobs=n_jobs, **options)
