@@ -14,7 +14,7 @@ import errno
 import os
 import shlex
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,39 +103,24 @@ def _bootstrap_options(p: argparse.ArgumentParser) -> None:
                    help="seed of the bootstrap resamples (default 0)")
 
 
-def _resamples(text: str) -> int:
-    """``--bootstrap``: 0 (no interval) or a whole number >= 2."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0 or value == 1:
-        raise argparse.ArgumentTypeError(f"must be 0 (no interval) or a whole number >= 2; "
-                                         f"got {text!r}")
-    return value
+def _whole_number(accepts: Callable[[int], bool], what: str) -> Callable[[str], int]:
+    """The ``type`` of an option that takes a whole number that ``accepts`` (``what`` says
+    which, in argparse's message)."""
+    def parse(text: str) -> int:
+        try:
+            value: int | None = int(text)
+        except ValueError:
+            value = None
+        if value is None or not accepts(value):
+            raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}")
+        return value
+    return parse
 
 
-def _seed(text: str) -> int:
-    """``--random-state``: a whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0; got {text!r}")
-    return value
-
-
-def _jobs(text: str) -> int:
-    """``--jobs``: -1 or a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1 and value != -1:
-        raise argparse.ArgumentTypeError(f"must be -1 (every core) or a whole number >= 1; "
-                                         f"got {text!r}")
-    return value
+#: ``--bootstrap``, ``--random-state`` and ``--jobs``.
+_resamples = _whole_number(lambda v: v == 0 or v >= 2, "0 (no interval) or a whole number >= 2")
+_seed = _whole_number(lambda v: v >= 0, "a whole number >= 0")
+_jobs = _whole_number(lambda v: v >= 1 or v == -1, "-1 (every core) or a whole number >= 1")
 
 
 def _jobs_option(p: argparse.ArgumentParser, what: str) -> None:
