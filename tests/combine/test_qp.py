@@ -70,3 +70,16 @@ def test_inlier_covariance_is_eq_34(rng):
     np.testing.assert_allclose(inlier_covariance(Z), ref)
     comb = ScoreCombiner(method="glrt_cov", sigma=1e-3).fit(Z)
     np.testing.assert_allclose(comb.cov_, inlier_covariance(comb.transform(Z), 1e-3))
+
+
+def test_glrt_cov_of_a_row_does_not_depend_on_the_rows_scored_with_it(rng, random_cov):
+    # a BLAS product of many rows may take other kernels (other last bits) than one row: the
+    # row that sets a calibrated threshold must score the same alone and in any batch
+    m = 5
+    cov = random_cov(rng, m, "random")
+    Z = rng.multivariate_normal(np.zeros(m), cov, size=1000)
+    batch = combine(Z, "glrt_cov", cov=cov)
+    alone = np.array([combine(Z[i:i + 1], "glrt_cov", cov=cov)[0] for i in range(len(Z))])
+    assert np.array_equal(alone, batch)
+    pairs = np.concatenate([combine(Z[i:i + 2], "glrt_cov", cov=cov) for i in range(0, 1000, 2)])
+    assert np.array_equal(pairs, batch)

@@ -58,6 +58,19 @@ def as_covariance(cov: ArrayLike, m: int) -> F64:
     return 0.5 * (c + c.T)
 
 
+def _times(A: F64, M: F64) -> F64:
+    """``A @ M`` row by row, summed over the columns of ``A`` in their order.
+
+    Each row's value depends on that row alone, never on how many rows are multiplied with
+    it (a BLAS product may take another kernel, and other last bits, for another batch
+    size), so a row scores the same alone as in any batch.
+    """
+    out = A[:, :1] * M[0]
+    for j in range(1, M.shape[0]):
+        out += A[:, j:j + 1] * M[j]
+    return out
+
+
 def _solve_restricted(A: F64, mask: NDArray[np.bool_], R: F64) -> F64:
     """Per row r: ``u[S] = A[S, S]^{-1} R[r, S]`` on ``S = mask[r]``, 0 elsewhere.
 
@@ -98,14 +111,14 @@ def _partition_solution(
     if primal.any():
         fp = free[primal]
         xp = _solve_restricted(Q, fp, C[primal])
-        yp = xp @ Q - C[primal]
+        yp = _times(xp, Q) - C[primal]
         yp[fp] = 0.0
         x[primal], y[primal] = xp, yp
     dual = ~primal
     if dual.any():
         bound = ~free[dual]
         v = _solve_restricted(cov, bound, W[dual])
-        xd = W[dual] - v @ cov
+        xd = W[dual] - _times(v, cov)
         xd[bound] = 0.0
         x[dual], y[dual] = xd, -v
     return x, y
@@ -118,10 +131,10 @@ def _nonneg_qp(Q: F64, cov: F64, W: F64, *, max_iter: int | None = None,
     Returns the solutions and the number of rows handed to the Lawson-Hanson fallback.
     """
     k, m = W.shape
-    C = W @ Q
+    C = _times(W, Q)
     # starting active set: a few sweeps of projected coordinate descent from max(w, 0)
     xt = np.maximum(W, 0.0).T.copy()  # (m, k): one contiguous row per coordinate
-    gt = Q @ (xt - W.T)
+    gt = _times(xt.T - W, Q).T.copy()  # Q is symmetric
     qd = np.diag(Q)
     for _ in range(sweeps):
         for j in range(m):
@@ -180,5 +193,9 @@ def glrt_cov(Z: F64, cov: F64, eps: float) -> F64:
         x, _ = _nonneg_qp(Q, cov, Zc - eps)
         mu = x + eps
         # log GLR = z' Q mu - mu' Q mu / 2 = mu' Q (z - mu / 2)
-        out[start:start + 8192] = np.einsum("ij,ij->i", mu, (Zc - 0.5 * mu) @ Q)
+        half = _times(Zc - 0.5 * mu, Q) * mu
+        total = half[:, 0].copy()
+        for j in range(1, m):
+            total += half[:, j]
+        out[start:start + 8192] = total
     return out

@@ -200,6 +200,8 @@ def combine(
     bound set, the conditional-mean formula) form, whichever is smaller, and stops when
     the KKT conditions hold to 1e-10 relative. Rows still open after the iteration cap
     are solved by Lawson-Hanson (``scipy.optimize.nnls``) after Cholesky whitening.
+    Every product of a row with ``cov`` or its inverse is summed in column order, row by
+    row, so a row's statistic is the same to the last bit alone and in any batch.
 
     Parameters
     ----------
