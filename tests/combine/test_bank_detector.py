@@ -73,9 +73,18 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"calibration_outputs must have enough rows .* 45 for "
                                          r"FAR <= alpha=0.05 .* got 40 rows, split 20 \+ 20"):
         BankDetector(bank, method="glrt").fit(train, calibration_outputs=cal)
-    with pytest.raises(ValueError, match=r"at least 6 for the z-values .* split 4 \+ 36"):
-        BankDetector(bank, alpha=0.2, delta=0.2, z_fraction=0.1).fit(
+    # auto halves the z-value rows: the smaller half (>= 2) fits the z-values, the larger
+    # (>= 4) are proxy inliers, so 6 rows are too few and 7 the least
+    with pytest.raises(ValueError, match=r"at least 7 for the z-values .* split 6 \+ 34"):
+        BankDetector(bank, alpha=0.2, delta=0.2, z_fraction=0.15).fit(
             train, calibration_outputs=cal, outlier_outputs=cal)
+    BankDetector(bank, alpha=0.2, delta=0.2, z_fraction=0.175, n_bootstrap=20).fit(
+        train, calibration_outputs=cal, outlier_outputs=cal)
+    # proxy outliers too few: named as passed, not as an inner proxy task
+    with pytest.raises(ValueError, match=r"^outlier_outputs\[1\] must hold at least 4 rows "
+                                         r"\(half choose, half test\); got 3\.$"):
+        BankDetector(bank, alpha=0.2, delta=0.2).fit(
+            train, calibration_outputs=cal, outlier_outputs=[cal, _outputs(3, rng)])
     # one row of z-values: the same message, not that of the inner EmpiricalZ (S_train)
     with pytest.raises(ValueError, match=r"^calibration_outputs must have enough rows for both "
                                          r"parts: at least 2 for the z-values .* split 1 \+ 39"):

@@ -234,8 +234,16 @@ def test_bad_input():
     with pytest.raises(ValueError, match="proxy outlier rows of proxy task 1 must have 3 "
                                          "columns"):
         select_statistic([(S, S, S), (S, S, S[:, :2])], rng=np.random.default_rng(0))
-    with pytest.raises(ValueError, match="S_train must hold at least 6 rows"):
-        ScoreCombiner().fit(S[:5], S)
+    # half of S_train (the smaller, >= 2) fits the z-values, the other (>= 4) are proxy inliers
+    with pytest.raises(ValueError, match=r"S_train must hold at least 7 rows .* got 6\."):
+        ScoreCombiner().fit(S[:6], S)
+    ScoreCombiner(n_bootstrap=20, random_state=0).fit(S[:7], S)
+    # auto with sigma=0 on two equal columns: the user's sigma, not an inner call's, is named
+    twin = np.c_[S[:, :1], S]
+    with pytest.raises(ValueError, match=r"^the inlier covariance of the z-value rows \(with "
+                                         r"sigma=0.0\) must be symmetric positive definite.*"
+                                         r"give sigma > 0"):
+        ScoreCombiner(sigma=0.0, n_bootstrap=20, random_state=0).fit(twin, twin + 1)
     bad = S.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):

@@ -14,7 +14,7 @@ from .._core.validation import Interval, RandomState, plain
 from ..detectors import LeaveClassesOut
 from ._guarantee import GuaranteedDetector, far_guarantee
 from ._pipeline import ScoreCombiner, check_epsilon_method
-from ._select import MIN_ROWS
+from ._select import MIN_HALVED, MIN_ROWS
 
 
 @serializable("combine")
@@ -207,7 +207,7 @@ class BankDetector(ParamsMixin):
         n_z = int(round(float(self.z_fraction) * n))
         n_cal = n - n_z
         g = far_guarantee(max(n_cal, 1), float(self.alpha), float(self.delta))
-        least_z = 2 + MIN_ROWS if auto and outlier_outputs is not None else 2  # z: 2 rows
+        least_z = MIN_HALVED if auto and outlier_outputs is not None else 2  # z: 2 rows
         if n_z < least_z or not g.feasible or n_cal < g.min_n:
             raise ValueError(
                 f"calibration_outputs must have enough rows for both parts: at least "
@@ -235,8 +235,13 @@ class BankDetector(ParamsMixin):
                     names = ([f"outlier_outputs[{i}]" for i in range(len(kinds_out))]
                              if len(kinds_out) > 1 else ["outlier_outputs"])
                     kinds = ["held-out classes"] * len(tasks) + names
-                for other in kinds_out:
-                    tasks.append((S_z[: n_z // 2], S_z[n_z // 2:], bank.score(other)))
+                for i, other in enumerate(kinds_out):
+                    S_out = bank.score(other)
+                    if S_out.shape[0] < MIN_ROWS:
+                        name = f"outlier_outputs[{i}]" if len(kinds_out) > 1 else "outlier_outputs"
+                        raise ValueError(f"{name} must hold at least {MIN_ROWS} rows (half "
+                                         f"choose, half test); got {S_out.shape[0]}.")
+                    tasks.append((S_z[: n_z // 2], S_z[n_z // 2:], S_out))
             if self.per_task:  # every held-out split and the outliers given: a kind each
                 kinds = list(range(len(tasks)))
             record = combiner.choose(tasks, rng, weights=weights, kinds=kinds)

@@ -32,8 +32,8 @@ from .._core.validation import (
     plain,
 )
 from ._pvalues import EmpiricalZ
-from ._qp import as_covariance, inlier_covariance
-from ._select import MIN_ROWS, check_record, describe, select_statistic
+from ._qp import as_covariance, check_positive_definite, inlier_covariance
+from ._select import MIN_HALVED, MIN_ROWS, check_record, describe, select_statistic
 from ._statistics import GLRT_METHODS, METHODS, STATISTICS, combine
 
 # --------------------------------------------------------------------------- pipeline
@@ -50,16 +50,6 @@ def check_epsilon_method(epsilon: object, method: object) -> None:
     if epsilon is not None and method not in (*GLRT_METHODS, "auto"):
         raise ValueError(f"epsilon is used only by methods 'glrt', 'glrt_cov' and 'auto'; "
                          f"got epsilon={plain(epsilon)} with method={plain(method)}.")
-
-
-def _check_positive_definite(cov: F64, what: str, fix: str = "") -> None:
-    """Raise unless ``cov`` (symmetric) has a Cholesky factor, as ``glrt_cov`` needs."""
-    try:
-        np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        low = float(np.linalg.eigvalsh(cov).min())
-        raise ValueError(f"{what} must be symmetric positive definite (its Cholesky "
-                         f"factorisation fails); got smallest eigenvalue {low:.4g}{fix}.") from None
 
 
 #: The schema of ``selection_``: what ``method="auto"`` chose, and on what.
@@ -226,10 +216,10 @@ class ScoreCombiner(ParamsMixin):
         if out.shape[0] < MIN_ROWS:
             raise ValueError(f"S_outliers must hold at least {MIN_ROWS} rows (half choose, "
                              f"half test); got {out.shape[0]}.")
-        if S.shape[0] < 2 + MIN_ROWS:
-            raise ValueError(f"S_train must hold at least {2 + MIN_ROWS} rows with "
-                             f"method='auto' (half fit the z-values, half are proxy inliers); "
-                             f"got {S.shape[0]}.")
+        if S.shape[0] < MIN_HALVED:
+            raise ValueError(f"S_train must hold at least {MIN_HALVED} rows with "
+                             f"method='auto' (half fit the z-values, half, at least {MIN_ROWS}, "
+                             f"are proxy inliers); got {S.shape[0]}.")
         rng = np.random.default_rng(self.random_state)  # type: ignore[arg-type]
         rows = rng.permutation(S.shape[0])
         half = S.shape[0] // 2
@@ -268,7 +258,7 @@ class ScoreCombiner(ParamsMixin):
         self.cov_ = None
         if name == "glrt_cov":
             self.cov_ = inlier_covariance(ez.transform(S)[:, cols], self.sigma)
-            _check_positive_definite(
+            check_positive_definite(
                 self.cov_, f"the inlier covariance of S_train (with sigma={self.sigma!r})",
                 "; give sigma > 0, a ridge (the paper uses 1e-6)")
         self.empirical_z_, self.method_, self.columns_ = ez, name, cols
@@ -343,4 +333,4 @@ class ScoreCombiner(ParamsMixin):
                 cov = as_covariance(self.cov_, len(self.columns_))
             except ValueError as exc:
                 raise ValueError(f"fitted.cov_: {exc}") from None
-            _check_positive_definite(cov, "fitted.cov_")
+            check_positive_definite(cov, "fitted.cov_")

@@ -46,6 +46,16 @@ def inlier_covariance(Z_train: ArrayLike, sigma: float = 1e-6) -> F64:
     return cov
 
 
+def check_positive_definite(cov: F64, what: str, fix: str = "") -> None:
+    """Raise unless ``cov`` (symmetric) has a Cholesky factor, as ``glrt_cov`` needs."""
+    try:
+        np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        low = float(np.linalg.eigvalsh(cov).min())
+        raise ValueError(f"{what} must be symmetric positive definite (its Cholesky "
+                         f"factorisation fails); got smallest eigenvalue {low:.4g}{fix}.") from None
+
+
 def as_covariance(cov: ArrayLike, m: int) -> F64:
     c = as_real_array(cov, "cov")
     if c.shape != (m, m):

@@ -46,11 +46,14 @@ from numpy.typing import NDArray
 from .._core.validation import F64, as_matrix, plain
 from ..metrics import auroc
 from ._pvalues import EmpiricalZ
-from ._qp import inlier_covariance
+from ._qp import check_positive_definite, inlier_covariance
 from ._statistics import GLRT_METHODS, STATISTICS, combine
 
 #: The least inlier and outlier rows of a task: two to choose and two to test.
 MIN_ROWS = 4
+#: The least inlier rows that ``auto`` halves into z-value rows (the smaller half, at least
+#: 2) and proxy inliers (the larger half, at least :data:`MIN_ROWS`).
+MIN_HALVED = 2 * MIN_ROWS - 1
 
 
 class _Half:
@@ -63,9 +66,12 @@ class _Half:
 
 class _Task:
     def __init__(self, S_z: F64, S_in: F64, S_out: F64, sign: float, sigma: float,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, task: str) -> None:
         ez = EmpiricalZ().fit(sign * S_z)
         self.cov = inlier_covariance(ez.transform(sign * S_z), sigma)
+        check_positive_definite(  # glrt_cov, a candidate, needs it
+            self.cov, f"the inlier covariance of the z-value rows{task} (with "
+            f"sigma={sigma!r})", "; give sigma > 0, a ridge (the paper uses 1e-6)")
         a, b = rng.permutation(S_in.shape[0]), rng.permutation(S_out.shape[0])
         ha, hb = S_in.shape[0] // 2, S_out.shape[0] // 2
         halves = []
@@ -185,7 +191,9 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
     # equal weights: the plain mean (and unscaled differences in the test), as without any
     share = np.ones(len(checked)) if w is None else w / w.sum()
     sign = -1.0 if higher_is_inlier else 1.0
-    prepared = [_Task(S_z, S_in, S_out, sign, sigma, rng) for S_z, S_in, S_out in checked]
+    prepared = [_Task(S_z, S_in, S_out, sign, sigma, rng,
+                      f" of proxy task {t}" if len(checked) > 1 else "")
+                for t, (S_z, S_in, S_out) in enumerate(checked)]
     values: dict[tuple[str, tuple[int, ...]], float] = {}
     order: list[tuple[str, tuple[int, ...]]] = []
 
