@@ -70,6 +70,8 @@ def test_bad_input():
         BankDetector(bank).fit(train)
     with pytest.raises(ValueError, match="bank must be a DetectorBank"):
         BankDetector().fit(train, calibration_outputs=cal)
+    with pytest.raises(ValueError, match="^bank must be a DetectorBank .*; got MSP"):
+        BankDetector(MSP(), method="glrt").fit(train, calibration_outputs=cal)
     with pytest.raises(ValueError, match=r"calibration_outputs must have enough rows .* 45 for "
                                          r"FAR <= alpha=0.05 .* got 40 rows, split 20 \+ 20"):
         BankDetector(bank, method="glrt").fit(train, calibration_outputs=cal)
@@ -141,6 +143,40 @@ def test_a_document_whose_parts_disagree_is_refused():
         with pytest.raises(ValueError, match=r"must take the bank's scores as they are "
                                              r"\(higher_is_inlier false\); got true\.$"):
             load_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("random_state", [0, None, np.random.SeedSequence(5),
+                                          np.random.default_rng(3)])
+def test_a_bank_that_params_bank_does_not_give_is_refused(random_state):
+    import json
+
+    rng = np.random.default_rng(6)
+    bank = DetectorBank([MSP(), KNN(k=5, normalize=False)])
+    det = BankDetector(bank, method="glrt", alpha=0.2, delta=0.2,
+                       random_state=random_state).fit(_outputs(60, rng),
+                                                      calibration_outputs=_outputs(60, rng))
+    test = _outputs(20, rng)
+    assert np.array_equal(load_json(det.to_json()).score(test), det.score(test))
+    doc = json.loads(det.to_json())
+    doc["params"]["bank"]["params"]["detectors"][1]["params"]["k"] = 50  # fitted with k=5
+    with pytest.raises(ValueError, match=r"^fitted\.bank_\.detectors\[1\] must have the "
+                                         r"parameters of params\.bank\.detectors\[1\] .*; k is "
+                                         r"5, not 50\.$"):
+        load_json(json.dumps(doc))
+    doc = json.loads(det.to_json())
+    doc["params"]["bank"]["params"]["names"] = ["a", "b"]
+    with pytest.raises(ValueError, match=r"^fitted\.bank_ must be params\.bank fitted"):
+        load_json(json.dumps(doc))
+
+
+def test_a_seed_sequence_seeds_the_bank_as_its_integer_does():
+    rng = np.random.default_rng(7)
+    train, cal = _outputs(60, rng), _outputs(60, rng)
+    bank = DetectorBank([MSP(), KNN(k=5, normalize=False)])
+    fitted = [BankDetector(bank, method="glrt", alpha=0.2, delta=0.2, random_state=rs).fit(
+        train, calibration_outputs=cal).bank_ for rs in (np.random.SeedSequence(5), 5)]
+    seeds = [b.get_params(deep=False)["detectors"][1].random_state for b in fitted]
+    assert seeds[0] is not None and seeds[0] == seeds[1]
 
 
 @pytest.mark.parametrize(("edits", "message"), [

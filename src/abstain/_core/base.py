@@ -128,9 +128,12 @@ def accuracy(y: Any, prediction: NDArray[Any], sample_weight: Any = None) -> flo
 
 
 def derived_seeds(random_state: Any, k: int) -> list[int] | None:
-    """``k`` seeds for the estimators inside one that takes ``random_state``: from an int,
-    or a Generator's seed sequence (whose stream is not advanced); None for None (they stay
-    unseeded) or a generator without a seed sequence."""
+    """``k`` seeds for the estimators inside one that takes ``random_state``: from an int or
+    a SeedSequence (``SeedSequence(n)`` gives the seeds of ``n``, as it seeds as ``n``
+    does), or a Generator's seed sequence (whose stream is not advanced); None for None
+    (they stay unseeded) or a generator without a seed sequence."""
+    if isinstance(random_state, np.random.SeedSequence):
+        return [int(v) for v in random_state.generate_state(k)]
     if isinstance(random_state, np.random.Generator):
         seq = random_state.bit_generator.seed_seq
         if isinstance(seq, np.random.SeedSequence):

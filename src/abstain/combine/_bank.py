@@ -9,9 +9,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin, derived_seeds
-from .._core.serialize import Int, Nested, dumps, serializable
+from .._core.serialize import Int, Nested, check_fitted_copy, dumps, serializable
 from .._core.validation import Interval, RandomState, plain
-from ..detectors import LeaveClassesOut
+from ..detectors import DetectorBank, LeaveClassesOut
 from ._guarantee import GuaranteedDetector, far_guarantee
 from ._pipeline import ScoreCombiner, check_epsilon_method
 from ._select import MIN_HALVED, MIN_ROWS
@@ -170,8 +170,7 @@ class BankDetector(ParamsMixin):
         "random_state": [RandomState()]}
 
     def _validate_params(self) -> None:
-        if not (hasattr(self.bank, "fit") and hasattr(self.bank, "score")
-                and hasattr(self.bank, "get_params")):
+        if not isinstance(self.bank, DetectorBank):
             raise ValueError("bank must be a DetectorBank of abstain.detectors; got "
                              f"{type(self.bank).__name__}.")
         super()._validate_params()
@@ -292,6 +291,7 @@ class BankDetector(ParamsMixin):
         return dumps(self)
 
     def _after_load(self) -> None:
+        self._validate_params()
         if self.combiner_.method != self.method:
             raise ValueError(f"fitted.combiner_ must use params.method {self.method!r}; got "
                              f"{self.combiner_.method!r}.")
@@ -312,6 +312,20 @@ class BankDetector(ParamsMixin):
             if getattr(reader, "higher_is_inlier", False):
                 raise ValueError(f"fitted {type(reader).__name__} must take the bank's scores "
                                  "as they are (higher_is_inlier false); got true.")
+        # fit fits seeded_bank(bank, random_state): the same detectors, seeded alike
+        given = seeded_bank(self.bank, self.random_state)
+        mine, theirs = given.get_params(deep=False), self.bank_.get_params(deep=False)
+        if type(self.bank_) is not type(given) or len(mine["detectors"] or []) != len(
+                theirs["detectors"] or []) or mine["names"] != theirs["names"]:
+            raise ValueError("fitted.bank_ must be params.bank fitted: the same detectors "
+                             "and names.")
+        for i, (det, fitted) in enumerate(zip(mine["detectors"] or [],
+                                              theirs["detectors"] or [], strict=True)):
+            if self.random_state is None and "random_state" in det.get_params(deep=False):
+                # a Generator's state is not stored: its seeds cannot be derived again
+                det.set_params(random_state=fitted.get_params(deep=False)["random_state"])
+            check_fitted_copy(fitted, det, f"fitted.bank_.detectors[{i}]",
+                              f"params.bank.detectors[{i}] (seeded by params.random_state)")
         n = self.n_z_ + self.n_calibration_
         if self.combiner_.empirical_z_.n_train_ != self.n_z_ or self.n_z_ != int(
                 round(float(self.z_fraction) * n)):
