@@ -265,6 +265,21 @@ def test_select_regularization_prefers_the_larger_C_on_ties():
     assert search.C == 10.0
 
 
+def test_select_regularization_seeds_an_unseeded_sele_from_its_random_state():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y_pred = rng.integers(0, 2, 400)
+    losses = (rng.uniform(size=400) < 1 / (1 + np.exp(-X[:, 0]))).astype(float)
+    tr, va = slice(0, 250), slice(250, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        runs = [select_regularization(SELE(chunk_size=50), X[tr], y_pred[tr], losses[tr],
+                                      X[va], y_pred[va], losses[va], grid=(1.0, 100.0),
+                                      random_state=0) for _ in range(2)]
+    assert np.array_equal(runs[0].validation_aurc, runs[1].validation_aurc)
+    assert runs[0].best.random_state == runs[1].best.random_state is not None
+
+
 # ---------------------------------------------------------------- serialisation and API
 
 

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.base import derived_seeds
 from .._core.exact import sum_round_off
 from .._core.validation import (
     Boolean,
@@ -157,7 +158,9 @@ def select_regularization(
     the larger ``C``. ``target`` is what the learner's ``fit`` takes (losses, or
     true-class probabilities for :class:`TCP`); validation is always by losses.
     :class:`SELE` fits the grid from the largest ``C`` down, each warm-started from
-    the previous solution.
+    the previous solution. ``random_state`` also seeds a learner whose own
+    ``random_state`` is None (SELE's random chunks), with a seed derived from it, so
+    two calls with the same ``random_state`` give the same search.
 
     **Baseline.** With ``baseline`` (the predictor's own uncertainty on the training
     rows) the learner is fitted with it as an input (``fit(..., baseline=...)``, see
@@ -218,6 +221,10 @@ def select_regularization(
     fitted: list[Any] = [None] * len(values)
     scores = np.full(len(values), np.nan)
     current = copy.deepcopy(learner)
+    own = current.get_params(deep=False)
+    seeds = derived_seeds(random_state, 1)
+    if seeds is not None and own.get("random_state", 0) is None:  # SELE's chunks
+        current.set_params(random_state=seeds[0])
     if isinstance(current, SELE):
         current.set_params(warm_start=True)
     for i in order:
