@@ -84,6 +84,26 @@ def test_conditional_risk_decimal_median_ties_take_the_lowest_index():
     np.testing.assert_array_equal(pred, [1, 1, 1, 1, 1, 1, 0, 0])
 
 
+def test_conditional_risk_near_ties_take_the_lowest_index_whatever_the_loss_form():
+    # one ulp apart: the 0/1 sums round to one value in one form and not in the other
+    rng = np.random.default_rng(13)
+    for k in (2, 3, 5):
+        top = rng.integers(0, k, 200)
+        other = (top + 1 + rng.integers(0, k - 1, 200)) % k
+        a = rng.uniform(0.4, 0.5, 200) if k > 2 else np.full(200, 0.5)
+        proba = np.zeros((200, k))
+        proba += ((1 - 2 * a) / max(k - 2, 1))[:, None]
+        proba[np.arange(200), top] = a
+        proba[np.arange(200), other] = np.nextafter(a, rng.choice([-1.0, 2.0], 200))
+        first = np.minimum(top, other)
+        for loss in (None, zero_one_loss(k)):
+            np.testing.assert_array_equal(conditional_risk(proba, loss).prediction, first)
+    p = np.array([[0.45, np.nextafter(0.45, 1.0), 0.1]])
+    assert conditional_risk(p).prediction.tolist() == [0]
+    assert conditional_risk(p, zero_one_loss(3)).prediction.tolist() == [0]
+    assert conditional_risk(p[:, [1, 0, 2]]).prediction.tolist() == [0]
+
+
 def test_mcp_is_the_zero_one_conditional_risk():
     rng = np.random.default_rng(12)
     for k in range(2, 7):

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.exact import sum_round_off
 from .._core.validation import (
     Options,
     as_label_indices,
@@ -56,6 +57,19 @@ def _expected_loss(p: NDArray[np.float64], mat: NDArray[np.float64] | None,
     return out
 
 
+def _plugin_prediction(p: NDArray[np.float64], mat: NDArray[np.float64] | None,
+                       expected: NDArray[np.float64]) -> NDArray[np.intp]:
+    """``argmin_yhat`` of the ``expected`` losses, the lowest class index among those
+    within the round-off of the sums of the least (:func:`~abstain._core.exact.sum_round_off`
+    of ``2K`` terms times the sum of the terms' magnitudes, the library's tie rule for sums):
+    a near tie is a tie, whichever the loss matrix and the order of the additions."""
+    k = p.shape[1]
+    size = p.sum(axis=1, keepdims=True) if mat is None else _expected_loss(p, np.abs(mat))
+    slack = sum_round_off(2 * k) * size + k * 2.0**-1070
+    least = np.min(expected, axis=1, keepdims=True)
+    return np.argmax(expected - slack <= least, axis=1)
+
+
 def conditional_risk(
     proba: ArrayLike, loss: ArrayLike | None = None, prediction: ArrayLike | None = None,
     *, classes: ArrayLike | None = None,
@@ -64,7 +78,11 @@ def conditional_risk(
 
     ``r(x) = sum_y p_hat(y | x) * loss[y, h(x)]``. With ``prediction=None`` the
     prediction is the plug-in Bayes classifier ``h(x) = argmin_yhat sum_y p_hat(y|x)
-    loss[y, yhat]`` (ties: the lowest class index); otherwise the risk of the given
+    loss[y, yhat]`` (ties: the lowest class index; classes whose expected losses differ by
+    less than the round-off of their sums, a relative ``4 (2K + 2) eps``, are tied: the
+    0/1 loss given as a matrix predicts as ``loss=None``, and probabilities that tie in
+    decimals, ``[0.5, 0.1, 0.4]`` under the absolute error, tie); otherwise the risk of
+    the given
     predictions. With an exact posterior, ``r`` is a proper uncertainty score, so
     thresholding it solves all three reject models.
 
@@ -99,10 +117,11 @@ def conditional_risk(
     """
     p = as_proba(proba)
     k = p.shape[1]
-    expected = _expected_loss(p, None if loss is None else check_loss_matrix(loss, k))
+    mat = None if loss is None else check_loss_matrix(loss, k)
+    expected = _expected_loss(p, mat)
     labels = None if classes is None else _as_classes(classes, k)
     if prediction is None:
-        pred = np.argmin(expected, axis=1)
+        pred = _plugin_prediction(p, mat, expected)
     elif labels is not None:
         pred = _label_index(labels, prediction, p.shape[0])
     else:
