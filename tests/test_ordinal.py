@@ -37,11 +37,44 @@ def test_matches_qp_reference(n, d, k, C, seed):
     assert ours == pytest.approx(ref, rel=1e-6)
     assert model.gap_ <= 1e-8 * ours
     np.testing.assert_allclose(model.coef_, w_ref, atol=1e-4)
-    # Decision values far from every threshold get the reference's prediction.
+    # Decision values far from every threshold get the reference's prediction; where the
+    # objective is flat in a threshold, the reference's and ours (the middle of the flat)
+    # may differ, and a row between the two is predicted either way by an optimum.
     f_ref = X @ w_ref
-    clear = np.abs(f_ref[:, None] - b_ref[None, :]).min(axis=1) > 1e-3
+    lo = np.minimum(b_ref, model.thresholds_)[None, :] - 1e-3
+    hi = np.maximum(b_ref, model.thresholds_)[None, :] + 1e-3
+    clear = ~((f_ref[:, None] >= lo) & (f_ref[:, None] <= hi)).any(axis=1)
     pred_ref = (f_ref[:, None] > b_ref[None, :]).sum(axis=1)
     np.testing.assert_array_equal(model.predict(X)[clear], pred_ref[clear])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_thresholds_are_the_middle_of_their_flat_and_do_not_depend_on_row_order(seed):
+    # given w the objective is flat in a threshold where no hinge bends; the fit takes the
+    # middle of the minimising interval, found here by brute force over the hinge knots
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(30, 2))
+    r = np.clip(np.round(X[:, 0] + 1), 0, 2).astype(int)
+    model = SVOR(C=10).fit(X, r)
+    f = X @ model.coef_
+    for j, b in enumerate(model.thresholds_):
+        knots = np.unique(np.concatenate([f[r > j] - 1, f[r <= j] + 1]))
+        b_rest = list(model.thresholds_)
+
+        def F(t, j=j, b_rest=b_rest):
+            return svor_objective_ref(X, r, model.coef_, b_rest[:j] + [t] + b_rest[j + 1:], 10)
+
+        values = np.array([F(t) for t in knots])
+        best = knots[values <= values.min() * (1 + 1e-12)]
+        assert F(b) <= values.min() * (1 + 1e-12)
+        assert b == pytest.approx(0.5 * (best.min() + best.max()), abs=1e-9)
+    for _ in range(3):
+        p = rng.permutation(30)
+        other = SVOR(C=10).fit(X[p], r[p])
+        np.testing.assert_allclose(other.thresholds_, model.thresholds_, atol=1e-12)
+        Xt = rng.normal(size=(500, 2))
+        clear = np.abs(Xt @ model.coef_ - model.thresholds_[:, None]).min(axis=0) > 1e-9
+        np.testing.assert_array_equal(other.predict(Xt)[clear], model.predict(Xt)[clear])
 
 
 def test_objective_matches_double_loop(rng):

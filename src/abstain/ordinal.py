@@ -372,6 +372,26 @@ def solve_svor(
     return SVORSolution(w, b, objective, gap, n_iter)
 
 
+def _centred_thresholds(f: NDArray[np.float64], ranks: NDArray[np.intp],
+                       n_classes: int) -> NDArray[np.float64]:
+    """Each threshold at the middle of the values that minimise ``F`` given the
+    projections ``f = X w``: ``F`` is convex and piecewise linear in ``b_j``, with slope
+    ``(C / n) (#{y_i > j: f_i - 1 < b} - #{y_i <= j: f_i + 1 > b})``, and flat on an
+    interval where that count is 0 (then any point of it is optimal, and the solver's
+    depends on the row order). Both sides of every threshold hold rows."""
+    out = np.empty(n_classes - 1)
+    for j in range(n_classes - 1):
+        up = np.sort(f[ranks > j] - 1.0)
+        low = np.sort(f[ranks <= j] + 1.0)
+        knots = np.unique(np.concatenate([up, low]))
+        # the slope just right of each knot, without the factor C / n
+        right = (np.searchsorted(up, knots, side="right")
+                 - (low.size - np.searchsorted(low, knots, side="right")))
+        k = int(np.argmax(right >= 0))  # the least minimiser; the last knot's slope is > 0
+        out[j] = knots[k] if right[k] > 0 else 0.5 * knots[k] + 0.5 * knots[k + 1]
+    return out
+
+
 def _svor_features(X: Any) -> NDArray[np.float64]:
     """``X`` as a finite 2-D float64 array, with scikit-learn's wording for its refusals."""
     if sparse.issparse(X):
@@ -448,8 +468,11 @@ class SVOR(ParamsMixin):
     thresholds carry no ordering constraint and are not regularised. The loss counts
     every threshold on the wrong side of ``<w, x_i>``, an upper bound on the absolute
     error ``|h(x_i) - y_i|``. Prediction counts the thresholds below ``<w, x>`` and does
-    not depend on their order; ``thresholds_`` is the solver's vector sorted (at the
-    optimum Chu and Keerthi show it is already ordered).
+    not depend on their order; ``thresholds_`` is sorted (at the optimum Chu and Keerthi
+    show it is already ordered). ``coef_`` is the unique optimum's; given it, ``F`` is
+    flat in a threshold over an interval where no hinge changes slope, and each threshold
+    is the middle of that interval (or its one point), so the fit does not depend on the
+    row order beyond the last bits of ``X @ coef_``.
 
     Labels may be integers (or integral floats) or strings: they are mapped to ranks
     ``0..K-1`` through ``classes_`` (``np.unique``'s sort order, so strings rank
@@ -548,9 +571,12 @@ class SVOR(ParamsMixin):
                          max_iter=int(self.max_iter))
         self.classes_ = classes
         self.coef_ = sol.coef
-        self.thresholds_ = np.sort(sol.thresholds)
-        self.objective_ = sol.objective
-        self.gap_ = sol.gap
+        thresholds = _centred_thresholds(x @ sol.coef, ranks.astype(np.intp), classes.size)
+        objective = svor_objective(x, ranks, sol.coef, thresholds, C)
+        self.thresholds_ = np.sort(thresholds)
+        # the centred thresholds minimise F given coef_: no higher than the solver's
+        self.objective_ = min(objective, sol.objective)
+        self.gap_ = max(sol.gap - (sol.objective - self.objective_), 0.0)
         self.n_iter_ = sol.n_iter
         self.n_features_in_ = x.shape[1]
         return self
