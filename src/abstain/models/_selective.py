@@ -83,7 +83,10 @@ class EquivalentModels(NamedTuple):
         the single point ``[rho, rho]``, or ``[rho, inf]`` for the rule that accepts
         everything (a ``rho`` of 0 is no valid target: the model takes ``r > 0``). ``None``
         when no target gives this rule: a larger coverage has a selective risk as low, or
-        the rule rejects everything (the model's infeasible answer).
+        the rule rejects everything (the model's infeasible answer). ``rho`` is a float:
+        where it lies above the exact risk (``0.4`` is 2.2e-17 above 2 losses in 5 rows),
+        the model meets the target exactly and so also accepts the next tie group, with a
+        probability of that order (1.4e-16 there): the same rule but for that acceptance.
     reject_cost : tuple of float or None
         The closed interval ``[low, high]`` of reject costs ``e`` for which this rule
         minimises the empirical cost of ``CostBased(reject_cost=e)``; at an end (within the
