@@ -122,6 +122,20 @@ def test_unknown_calibration_labels(digits):
         SelectiveClassifier(model, prefit=True).fit(X, y)
 
 
+def test_a_class_of_one_row_is_refused_whatever_the_seed():
+    # the split would put its row in the fitting or the calibration part by chance
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = np.r_[(X[:-1, 0] > 0).astype(int), 2]
+    for seed in range(6):
+        with pytest.raises(ValueError, match=r"^y holds 1 sample of class 2: the split into "
+                                             r"fitting and calibration rows .* prefit=True\.$"):
+            SelectiveClassifier(LogisticRegression(), random_state=seed).fit(X, y)
+    # two rows: stratified, one in each part
+    y[-2] = 2
+    SelectiveClassifier(LogisticRegression(), random_state=0).fit(X, y)
+
+
 def test_prefit_refuses_an_unfitted_estimator(digits):
     X, y, _, _ = digits
     with pytest.raises(NotFittedError, match=r"prefit=True needs a fitted estimator; this "

@@ -17,6 +17,7 @@ from .._core.validation import (
     IsCallable,
     Options,
     RandomState,
+    plain,
 )
 from ..scores._losses import check_loss_matrix
 from ..scores._plugin import conditional_risk, margin
@@ -79,7 +80,8 @@ class SelectiveClassifier(ParamsMixin):
     loss : array-like of shape (K, K), optional
         ``loss[y_true, y_pred]`` over ``estimator.classes_``; default 0/1.
     calibration_size : float in (0, 1), default 0.3
-        Fraction of ``X`` held out to fit the reject model (stratified when possible).
+        Fraction of ``X`` held out to fit the reject model, stratified by class (every
+        class needs at least 2 rows).
     prefit : bool, default False
         Use ``estimator`` as already fitted; calibrate on all of ``X, y``.
     random_state : int, numpy Generator or RandomState, or None
@@ -223,17 +225,24 @@ class SelectiveClassifier(ParamsMixin):
             X_cal, y_cal = X, y
         else:
             size = float(self.calibration_size)
-            _, counts = np.unique(y, return_counts=True)
-            stratify = y if counts.min() >= 2 else None
+            sklearn.utils.multiclass.check_classification_targets(y)
+            labels, counts = np.unique(y, return_counts=True)
+            if counts.min() < 2:  # the split would put its row in one part, by chance
+                raise ValueError(
+                    f"y holds 1 sample of class {plain(labels[int(np.argmin(counts))].item())}: "
+                    f"the split into fitting and calibration rows (stratified) needs at least "
+                    f"2 rows of every class; drop the class, add rows, or fit the estimator "
+                    f"yourself and pass prefit=True.")
             X_fit, X_cal, y_fit, y_cal = sklearn.model_selection.train_test_split(
-                X, y, test_size=size, random_state=_split_seed(self.random_state),
-                stratify=stratify
-            )
+                X, y, test_size=size, random_state=_split_seed(self.random_state), stratify=y)
             self.estimator_ = sklearn.base.clone(self.estimator).fit(X_fit, y_fit)
         self.classes_ = np.asarray(self.estimator_.classes_)
         pred, uncertainty = self._predict_and_score(X_cal)
-        if not np.all(np.isin(y_cal, self.classes_)):
-            raise ValueError("y holds labels the estimator was not trained on.")
+        unknown = ~np.isin(y_cal, self.classes_)
+        if unknown.any():
+            raise ValueError(f"y holds labels the estimator was not trained on (such as "
+                             f"{plain(np.asarray(y_cal)[unknown][0].item())}): every class "
+                             f"must have rows in its fitting part.")
         true = np.searchsorted(self.classes_, y_cal)
         self.loss_matrix_ = self._loss_matrix()
         losses = self.loss_matrix_[true, pred]
