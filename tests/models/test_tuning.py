@@ -174,3 +174,8 @@ def test_bad_input():
         tune_detector(KNN(), {"k": [1]}, val, ood, train_outputs=train, criterion="shuffled")
     with pytest.raises(ValueError, match="y must hold at least 3 classes"):
         tune_detector(KNN(), {"k": [1]}, val, train_outputs=train, y=np.arange(200) % 2)
+    # a k that the training rows allow but a split's fitting rows do not: the split is named
+    with pytest.raises(ValueError, match=r"^candidate \{'k': 190\} cannot be fitted on "
+                                         r"held-out-class split 0 \(\d+ fitting rows of its "
+                                         r"kept classes\): k must be at most"):
+        tune_detector(KNN(), {"k": [5, 190]}, val, train_outputs=train, y=np.arange(200) % 3)

@@ -211,11 +211,19 @@ def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
         is_out = np.r_[np.zeros(s_id.size, bool), np.ones(s_out.size, bool)]
         return float(auroc(is_out, np.r_[s_id, s_out]))
 
+    def split_auroc(c: dict[str, Any], t: int, task: tuple[Any, ...]) -> float:
+        f, lab, w, b, i, out = task
+        try:
+            det = fit(make(c), f, lab, w, b)
+        except ValueError as exc:  # the split's fitting rows: fewer than train_outputs'
+            raise ValueError(f"candidate {c} cannot be fitted on held-out-class split {t} "
+                             f"({len(lab)} fitting rows of its kept classes): {exc}") from None
+        return pair_auroc(det.score_outputs(i), det.score_outputs(out))
+
     if crit == "held_out_classes":
         tasks = _class_tasks(train_outputs, y, weight, bias, rng)
-        scores = np.array([np.mean([
-            pair_auroc(*(fit(make(c), f, lab, w, b).score_outputs(o) for o in (i, out)))
-            for f, lab, w, b, i, out in tasks]) for c in cands])
+        scores = np.array([np.mean([split_auroc(c, t, task) for t, task in enumerate(tasks)])
+                           for c in cands])
     else:
         other = (ood_outputs if crit == "auroc" else _shuffled_outputs(
             id_outputs, rng, ("inputs",) if model is not None else (detector.inputs,)))
