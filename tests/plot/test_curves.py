@@ -55,11 +55,17 @@ def test_histograms_check_shapes():
                                   **kwargs)
 
 
-def test_histograms_of_a_range_beyond_float64_are_drawn_in_a_smaller_unit():
-    # max - min overflowed: NumPy's message about bins, and no report
-    ax = plot_score_histograms([-1.7e308, 1e300, 1.7e308, 0.0], [False, True, False, True],
-                               ax=Figure().add_subplot())
+@pytest.mark.parametrize("scores", [[-1.7e308, 1e300, 1.7e308, 0.0],
+                                    [-1.7e308, 1e300, -1e300, 0.0],  # a finite range
+                                    [1e308, 1.5e308, 1.2e308, 1.7e308]])
+def test_histograms_of_scores_near_the_float64_maximum_are_drawn_in_a_smaller_unit(scores):
+    # max - min overflowed: NumPy's message about bins; near it, matplotlib's ticks failed
+    # when the figure was drawn ("arange: cannot compute length"), and no report
+    import io
+
+    ax = plot_score_histograms(scores, [False, True, False, True], ax=Figure().add_subplot())
     assert len(ax.patches) == 2 and ax.get_xlabel().startswith("score / 2**")
+    ax.figure.savefig(io.BytesIO(), format="png")
 
 
 def test_curves_take_line_properties_and_two_score_columns():

@@ -86,6 +86,24 @@ def test_roc_and_pr_displays_are_the_metric_curves_with_their_areas():
     assert pr.references["random"][1].tolist() == [ID.mean()] * 2
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_the_drawn_pr_curve_has_the_area_of_its_legend(seed):
+    # a step per tie group: the area under the line drawn is the AUPR-In (the average
+    # precision), from rows and from a table, for scores worse than chance too
+    from abstain.tables import ScoreTable
+
+    g = np.random.default_rng(seed)
+    n = int(g.integers(2, 60))
+    ood = g.random(n) < 0.4
+    ood[:2] = [False, True]
+    s = g.integers(0, 6, n) * (1.0 if seed % 2 else -1.0) + ood
+    for source in ((ood, s), (ScoreTable.from_arrays(s, np.zeros(n), is_ood=ood),)):
+        d = OODPrecisionRecallDisplay.from_predictions(*source, ax=_ax()) if len(source) == 2 \
+            else OODPrecisionRecallDisplay.from_table(source[0], ax=_ax())
+        assert np.trapezoid(d.y, d.x) == pytest.approx(m.aupr_in(ood, s), abs=1e-12)
+        assert d.x[0] == 0.0 and d.x[-1] == 1.0 and np.all(np.diff(d.x) >= 0)
+
+
 def test_ood_rule_point_is_its_tpr_and_fpr():
     rule = BoundedTPRFPR(tpr=0.8, fpr=0.6, random_state=0).fit(SCORES, IS_OOD, LOSSES)
     roc = OODRocDisplay.from_predictions(IS_OOD, SCORES, rule=rule, ax=_ax())

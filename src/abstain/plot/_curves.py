@@ -124,8 +124,9 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
         for ID/OOD, or ``losses > 0`` for correct/wrong.
     labels : pair of str
     bins : int >= 1
-        Number of common bins over the range of ``scores`` (a range beyond float64 is
-        drawn in units of a power of two, which the x-axis label names).
+        Number of common bins over the range of ``scores`` (scores beyond ``2**1000``
+        in magnitude, about 1e301, are drawn in units of a power of two, which the x-axis
+        label names, so that the range, the margins and the ticks stay finite).
     ax : matplotlib Axes, optional
     small : int, default 0
         When a non-empty group has fewer rows than this, both groups are drawn in
@@ -168,9 +169,10 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     ax = _axes(ax)
     lo, hi = (float(s.min()), float(s.max())) if s.size else (0.0, 1.0)
     hi = hi if hi > lo else lo + 1.0
-    # a range beyond float64 (scores near -1e308 and 1e308): drawn in units of a power of
-    # two in which the edges, and matplotlib's sum of them, stay finite
-    shift = 0 if np.isfinite(hi - lo) else int(np.frexp(float(bins + 1))[1]) + 1
+    # scores near the float64 maximum (1e308): drawn in units of a power of two in which
+    # the edges, matplotlib's margins and its tick steps stay finite (below 2**1000)
+    top = max(abs(lo), abs(hi))
+    shift = max(int(np.frexp(top)[1]) - 1000, 0)
     if shift:
         s, lo, hi = np.ldexp(s, -shift), float(np.ldexp(lo, -shift)), float(np.ldexp(hi, -shift))
     edges = np.linspace(lo, hi, bins + 1)

@@ -483,6 +483,11 @@ class OODPrecisionRecallDisplay(_OODDisplay):
     """PR curve of an OOD score with ID positive: precision against recall (TPR),
     area AUPR-In (see :func:`abstain.metrics.aupr_in`).
 
+    One score: a step curve, each tie group's precision over the recall it adds, whose
+    area is the AUPR-In of the legend (the average precision). A double-score pair: the
+    largest precision at recall ``>= r`` over the directions
+    (:func:`abstain.metrics.ood_pr_curve`), an envelope without an area.
+
     Examples
     --------
     >>> from abstain.plot import OODPrecisionRecallDisplay
@@ -499,15 +504,19 @@ class OODPrecisionRecallDisplay(_OODDisplay):
     def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
                      name: str | None, search: str = "auto") -> OODPrecisionRecallDisplay:
         args, kw = _curve_args(ood, scores, search)
-        curve = m.ood_pr_curve(*args, **kw)
         two = ood is not None and np.ndim(scores) == 2
+        base = float((~ood).mean()) if ood is not None else \
+            float(scores.id_counts.sum()) / scores.n
+        if two:  # the envelope over directions: no area
+            curve = m.ood_pr_curve(*args, **kw)
+            x, y = curve.recall, curve.precision
+        else:
+            x, y = _precision_steps(m.ood_roc_curve(*args), base)
         point = None
         if rule is not None:
             tpr, _, precision = cls._rates(rule, scores, ood)
             point = (tpr, precision)
-        base = float((~ood).mean()) if ood is not None else \
-            float(scores.id_counts.sum()) / scores.n
-        return cls(curve.recall, curve.precision, area=None if two else m.aupr_in(*args),
+        return cls(x, y, area=None if two else m.aupr_in(*args),
                    name=name, point=point,
                    references={"random": ([0.0, 1.0], [base, base]),
                                "oracle": ([0.0, 1.0], [1.0, 1.0])})
@@ -610,6 +619,21 @@ class RiskAtFPRDisplay(_Display):
     def _point_text(self) -> str:
         assert self.point is not None
         return f"TPR {self.point[0]:.3f}, risk {self.point[1]:.4f}"
+
+
+def _precision_steps(roc: Any, id_fraction: float) -> tuple[NDArray[np.float64],
+                                                             NDArray[np.float64]]:
+    """The average precision's step curve from the ROC knots (ID positive, the tie groups
+    in acceptance order) and the sample's ID fraction: precision
+    ``f TPR_t / (f TPR_t + (1 - f) FPR_t)`` on recall ``(TPR_{t-1}, TPR_t]``, so the area
+    under the drawn line is ``sum_t (R_t - R_{t-1}) P_t``."""
+    fpr, tpr = np.asarray(roc.fpr, dtype=float), np.asarray(roc.tpr, dtype=float)
+    tp, fp = id_fraction * tpr[1:], (1.0 - id_fraction) * fpr[1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(tp > 0, tp / np.where(tp > 0, tp + fp, 1.0), 0.0)
+    x = np.repeat(tpr, 2)[1:-1]  # R_0, R_1, R_1, R_2, ..., R_T
+    y = np.repeat(precision, 2)  # P_1, P_1, P_2, P_2, ..., P_T
+    return x, y
 
 
 def _curve_args(ood: NDArray[np.bool_] | None, scores: Any,
