@@ -14,6 +14,7 @@ from abstain.scores import (
     conditional_risk,
     margin,
     mcp,
+    ordinal_margin,
     true_class_probability,
     zero_one_loss,
 )
@@ -267,3 +268,15 @@ def test_conditional_risk_of_a_row_does_not_depend_on_its_batch(k):
             assert one.risk[0] == risk[i] and one.prediction[0] == pred[i]
         half = conditional_risk(p[::2], loss)
         assert np.array_equal(half.risk, risk[::2])
+
+
+def test_margins_beyond_the_float64_range_are_refused_not_infinite():
+    # an infinite score, which the metrics then refuse: the gap is refused by name
+    with pytest.raises(ValueError, match=r"^the gap between the two largest decision values "
+                                         r"of row 0 exceeds the float64 range; divide"):
+        margin([[1e308, -1e308], [1.0, 0.0]], kind="top2")
+    with pytest.raises(ValueError, match=r"^the distance of the decision value to its nearest "
+                                         r"threshold of row 1 exceeds the float64 range"):
+        ordinal_margin([0.5, -1e308], [1e308])
+    assert margin([[1e308, -1e307]], kind="top2").tolist() == [-1.1e308]
+    assert ordinal_margin([1e308, 0.5], [-1e308, 0.0]).tolist() == [-1e308, -0.5]

@@ -227,7 +227,18 @@ def margin(decision: ArrayLike, kind: str = "max") -> NDArray[np.float64]:
     if kind == "max":
         return -d.max(axis=1)
     top = np.partition(d, d.shape[1] - 2, axis=1)[:, -2:]
-    return -(top[:, 1] - top[:, 0])
+    with np.errstate(over="ignore"):
+        gap = top[:, 1] - top[:, 0]
+    _check_finite_gap(gap, "the gap between the two largest decision values")
+    return -gap
+
+
+def _check_finite_gap(gap: NDArray[np.float64], what: str) -> None:
+    """Refuse a difference of finite values that overflows float64 (an infinite score)."""
+    if not np.all(np.isfinite(gap)):
+        row = int(np.flatnonzero(~np.isfinite(gap))[0])
+        raise ValueError(f"{what} of row {row} exceeds the float64 range; divide the "
+                         f"decision values by a constant (the scores' order is unchanged).")
 
 
 def ordinal_margin(decision: ArrayLike, thresholds: ArrayLike) -> NDArray[np.float64]:
@@ -268,9 +279,12 @@ def ordinal_margin(decision: ArrayLike, thresholds: ArrayLike) -> NDArray[np.flo
     b = np.sort(b)
     # The nearest threshold is one of the two neighbours of f in the sorted thresholds.
     pos = np.searchsorted(b, d)
-    below = np.abs(d - b[np.maximum(pos - 1, 0)])
-    above = np.abs(d - b[np.minimum(pos, b.size - 1)])
-    return -np.minimum(below, above)
+    with np.errstate(over="ignore"):
+        below = np.abs(d - b[np.maximum(pos - 1, 0)])
+        above = np.abs(d - b[np.minimum(pos, b.size - 1)])
+    nearest = np.minimum(below, above)
+    _check_finite_gap(nearest, "the distance of the decision value to its nearest threshold")
+    return -nearest
 
 
 def true_class_probability(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
