@@ -149,3 +149,21 @@ def test_losses_near_the_float_maximum_give_the_metrics_of_the_drawn_rows(top: f
         got = metric_replicates(TableResampler(u, losses), resample_counts(rows, n), specs)
     want = [[spec.function(losses[r], u[r], **opts) for spec, opts in specs] for r in rows]
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("name", "options", "message"), [
+    ("aurc", {"ties": "index"}, "ties='index' needs the row order"),
+    ("e_aurc", {"ties": "index"}, "ties='index' needs the row order"),
+    ("augrc", {"ties": "bogus"}, "ties must be one of"),
+    ("selective_risk_at_coverage", {"coverage": 1.5}, r"coverage must be in \(0, 1\]"),
+    ("selective_risk_at_coverage", {"coverage": 0.0}, r"coverage must be in \(0, 1\]"),
+    ("selective_risk_at_coverage", {"coverage": -0.5}, r"coverage must be in \(0, 1\]"),
+])
+def test_the_batched_metrics_check_their_options_as_the_metrics_do(name, options, message):
+    # the batched formulas dropped ties and never read the coverage's range: a number came
+    # back (the ties="mean" value, a risk at coverage 1.5) where the metric refuses
+    from abstain.metrics import METRICS
+
+    r = TableResampler([0.5, 0.5, 0.5, 0.5], [1.0, 1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match=message):
+        metric_replicates(r, np.ones((2, 4), dtype=int), [(METRICS[name], options)])
