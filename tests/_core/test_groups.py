@@ -165,3 +165,32 @@ def test_expected_prefix_areas_of_a_single_row_after_many() -> None:
     inverse, _ = prefix.expected_prefix_areas(counts, sums)
     # the group of 10**8 rows: sum_k (k S / m) / k = S; the single row: (3 + 1) / (10**8 + 1)
     assert inverse == pytest.approx(3.0 + 4.0 / (10**8 + 1), rel=1e-15)
+
+
+@pytest.mark.parametrize("m", [2, 3, 7, 64, 65, 200, 5000])
+@pytest.mark.parametrize("before", [0, 1, 10, 63, 1000, 10**6, 10**9, 10**12])
+def test_tie_excess_is_the_sum_of_its_terms_without_cancellation(m, before):
+    # m - B dH = sum_k k / (B + k); the difference of floats kept only m / (2 B eps) of it
+    from fractions import Fraction
+
+    from abstain._core.prefix import harmonic_difference, tie_excess
+
+    b, mm = np.array([float(before)]), np.array([float(m)])
+    got = tie_excess(b, mm, harmonic_difference(b, mm))[0]
+    k_max = min(m, 5000)
+    exact = sum(Fraction(k, before + k) for k in range(1, k_max + 1))
+    assert got == pytest.approx(float(exact), rel=1e-13, abs=0.0)
+
+
+def test_aurc_of_a_small_tie_group_after_many_rows_keeps_its_digits():
+    from fractions import Fraction
+
+    from abstain.metrics import aurc
+    from abstain.tables import ScoreTable
+
+    for n in (10**6, 10**9, 10**12):  # correct rows, then 2 errors tied at the top
+        # E[L(n + 1)] = 1, E[L(n + 2)] = 2: the mean of E[L(i)] / i over the n + 2 rows
+        exact = (Fraction(1, n + 1) + Fraction(2, n + 2)) / (n + 2)
+        table = ScoreTable.from_totals([0.0, 1.0], [n, 2], [0.0, 2.0], loss_values=[0.0, 1.0],
+                                       loss_counts=[n, 2])
+        assert aurc(table) == pytest.approx(float(exact), rel=1e-13, abs=0.0)

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.groups import coverage_count
-from .._core.prefix import harmonic_difference
+from .._core.prefix import harmonic_difference, tie_excess
 from .._core.validation import check_int
 from .._ood_search.best import Constraint
 from .._ood_search.search import GridOrders, grid_best
@@ -62,7 +62,7 @@ def _prefix_areas(counts: F64, sums: F64) -> tuple[F64, F64]:
         b, m = before.reshape(-1)[many], counts.reshape(-1)[many]
         dh = harmonic_difference(b, m)
         inverse.reshape(-1)[many] = (prior.reshape(-1)[many] * dh
-                                     + (sums.reshape(-1)[many] / m) * (m - b * dh))
+                                     + (sums.reshape(-1)[many] / m) * tie_excess(b, m, dh))
     return inverse.sum(axis=1), plain.sum(axis=1)
 
 
