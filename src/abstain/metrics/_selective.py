@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.exact import sum_round_off
 from .._core.groups import (
     TieGroups,
     coverage_count,
@@ -290,7 +291,9 @@ def e_aurc(
 
     The oracle score ranks the samples by their own loss, which gives the smallest
     AuRC any score can reach on this sample (Geifman et al. 2019). The result is
-    non-negative and zero for a score that orders the samples like the loss does.
+    non-negative and zero for a score that orders the samples like the loss does (a
+    difference of the two areas within the round-off of their sums, a relative
+    ``4 (n + 2) eps``, is taken as none).
 
     Parameters
     ----------
@@ -315,7 +318,11 @@ def e_aurc(
     """
     score_area, c = _unit_area(losses, uncertainty, ties, generalized=False)
     oracle = _area(*_oracle_totals(losses, uncertainty, c), generalized=False)
-    return max(score_area - oracle, 0.0) * c
+    # the two areas are summed by different formulas (row by row, tie group by tie group):
+    # a difference within their round-off is none, so an oracle order gives 0 exactly
+    n = losses.n if isinstance(losses, ScoreTable) else len(np.asarray(losses))
+    excess = score_area - oracle
+    return excess * c if excess > sum_round_off(n) * score_area else 0.0
 
 
 @validate_params({"ties": [Options(_TIES)]})
