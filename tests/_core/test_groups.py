@@ -45,6 +45,25 @@ def test_float16_path_gives_the_groups_of_the_sort(seed) -> None:
     assert c[g] == total
 
 
+def test_float16_path_sums_the_zero_group_in_row_order_whatever_the_zeros_sign() -> None:
+    # +0.0 and -0.0 were two bins added at the end: the group's sum depended on the signs
+    rng = np.random.default_rng(3)
+    u = _fp16_rows(rng)
+    u[rng.random(N) < 0.05] = 0.0
+    continuous = rng.random(N)
+    mixed = u.copy()
+    zeros = np.flatnonzero(u == 0.0)
+    mixed[zeros[rng.random(zeros.size) < 0.5]] = -0.0
+    values, _, (c,) = groups.group_totals(u, continuous)
+    _, _, (c_mixed,) = groups.group_totals(mixed, continuous)
+    assert np.array_equal(c_mixed, c)
+    total = 0.0
+    for x in continuous[u == 0.0].tolist():
+        total += x
+    assert c[np.flatnonzero(values == 0.0)[0]] == total
+    assert aurc(continuous, mixed) == aurc(continuous, u)
+
+
 def test_float16_path_applies_only_where_it_can() -> None:
     rng = np.random.default_rng(2)
     u = _fp16_rows(rng)

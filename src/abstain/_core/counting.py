@@ -43,11 +43,10 @@ def half_totals(
             return None
     idx = half.view(np.uint16).astype(np.intp)
     del half
+    idx[idx == 0x8000] = 0  # -0.0 is the group of 0.0: its rows summed in row order with it
     size = 1 << 16
     counts = np.bincount(idx, minlength=size)
     sums = [np.bincount(idx, weights=w, minlength=size) for w in weights]
-    for col in (counts, *sums):
-        col[0] += col[0x8000]
     keep = _HALF_ORDER[counts[_HALF_ORDER] > 0]
     totals = [s[keep] if w.dtype == np.float64 else s[keep].astype(np.int64)
               for s, w in zip(sums, weights, strict=True)]
