@@ -87,11 +87,12 @@ def bootstrap_win_fraction(
 
     Each resample draws ``n`` rows with replacement and computes the AuRC
     (``ties='mean'``; a row drawn twice ties with itself) of both scores on the same
-    rows; a resample counts as a win where ``uncertainty``'s AuRC is below the
-    baseline's by more than the round-off of the two sums (``4 (n + 2) eps`` times the
-    largest loss, eps the float64 epsilon). Two AuRCs that are equal in exact arithmetic (the
-    same order of the rows up to ties of equal losses, or every loss the same) are
-    thus no win, however their last bits fall.
+    rows (drawn from the rows sorted by their three values, so a seed gives the same
+    fraction whatever the row order); a resample counts as a win where ``uncertainty``'s
+    AuRC is below the baseline's by more than the round-off of the two sums
+    (``4 (n + 2) eps`` times the largest loss, eps the float64 epsilon). Two AuRCs that
+    are equal in exact arithmetic (the same order of the rows up to ties of equal losses,
+    or every loss the same) are thus no win, however their last bits fall.
 
     Examples
     --------
@@ -110,6 +111,10 @@ def bootstrap_win_fraction(
     # bounded before any work, as every bootstrap request is
     n_boot = check_bootstrap(n_bootstrap, ls.size)
     rng = np.random.default_rng(random_state)
+    # the draws index the rows sorted by their values, so a seed gives the same fraction
+    # whatever the row order (rows of equal values are interchangeable)
+    order = np.lexsort((ls, u0, u))
+    ls, u, u0 = ls[order], u[order], u0[order]
     # each score grouped once; a resample is the rows' draw counts, its AuRC that of the
     # score table weighted by them (the AuRC of the resampled rows, without sorting them)
     ours, theirs = TableResampler(u, ls), TableResampler(u0, ls)
