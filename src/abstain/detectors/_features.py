@@ -124,7 +124,8 @@ class ReAct(Detector):
         dt = check_float_dtype("dtype", self.dtype)
         F = np.minimum(self._inputs(X, dt), dt.type(self.threshold_))
         logits = F @ _as_dtype(self.weight_.T, dt) + _as_dtype(self.bias_, dt)
-        return neg_energy(logits.astype(np.float64), T)
+        # clipped from above only: features far below 0 can overflow the logits (NaN energy)
+        return neg_energy(_finite_scores(logits.astype(np.float64), F, dt, "ReAct"), T)
 
 
 @serializable("detector")
