@@ -220,9 +220,9 @@ def test_float32_products_that_overflow_are_refused_in_one_line():
     assert np.all(np.isfinite(ViM(dim=1, dtype="float64").fit(
         F, weight=W, bias=10.0 - F.mean(axis=0) @ W.T).score(Q)))
     # ReAct clips from above only: features far below 0 overflowed the logits to a NaN score
-    react = ReAct().fit(F, weight=W, bias=np.zeros(2))
+    react = ReAct().fit(F, weight=np.ones((2, 3)), bias=np.zeros(2))
     with pytest.raises(ValueError, match=r"^ReAct: the scores overflow in float32"):
-        react.score(np.full((1, 3), -1e38))
+        react.score(np.full((1, 3), -2e38))
     with pytest.raises(ValueError, match=r"^ReAct: the scores overflow in float64"):
         ReAct(dtype="float64").fit(F, weight=np.ones((2, 3)), bias=np.zeros(2)).score(
             np.full((1, 3), -1e308))
