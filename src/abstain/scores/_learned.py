@@ -612,8 +612,11 @@ class SELE(_LinearScore):
     ``C > 0`` the objective is ``C``-strongly convex and ``gap_bound_ =
     ||grad F||^2 / (2 C)`` bounds ``F(theta) - min F`` (not with a baseline, whose
     coefficient is not regularised: then ``inf``). With ``C = 0`` the minimum
-    may not be attained (when the losses can be ranked perfectly); the solver then
-    stops at ``max_iter`` with a :class:`~abstain.exceptions.ConvergenceWarning`.
+    may not be attained (when a linear score puts every row with a loss above every
+    row without one); the gradient then shrinks as the coefficients grow, so the
+    relative stopping rule usually stops with ``converged_ = True`` at coefficients
+    that grow with a smaller ``tol`` (only a very small ``tol`` reaches ``max_iter``,
+    with a :class:`~abstain.exceptions.ConvergenceWarning`): use ``C > 0``.
 
     Cost per evaluation is ``O(#{loss > 0} * chunk_size)`` exponentials: zero-loss
     rows add no pair row. Memory holds those pair curvatures in float32.
