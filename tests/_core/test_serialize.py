@@ -130,6 +130,11 @@ def test_a_seed_sequence_of_an_integer_is_written_as_that_integer():
     assert np.array_equal(load_json(rule.to_json()).accept(u), rule.accept(u))
     assert np.array_equal(BoundedAbstention(0.5, random_state=1).fit(u, [0, 1] * 8).accept(u),
                           rule.accept(u))
+    for big in (2**63, 2**70):  # an integer of any size seeds as its SeedSequence does
+        rule = BoundedAbstention(0.5, random_state=np.random.SeedSequence(big)).fit(
+            u, [0, 1] * 8)
+        assert _strict_loads(rule.to_json())["params"]["random_state"] == big
+        assert np.array_equal(load_json(rule.to_json()).accept(u), rule.accept(u))
     for other in (np.random.SeedSequence(1, spawn_key=(2,)), np.random.PCG64(1)):
         rule = BoundedAbstention(0.5, random_state=other).fit(u, [0, 1] * 8)
         assert _strict_loads(rule.to_json())["params"]["random_state"] is None

@@ -191,7 +191,7 @@ def _dump_param(value: Any, where: str, *, name: str = "") -> Any:
         # a SeedSequence of an integer alone seeds as that integer does; a Generator's or
         # BitGenerator's state is not stored: the loaded object draws afresh
         if (isinstance(value, np.random.SeedSequence) and isinstance(value.entropy, int)
-                and 0 <= value.entropy < 2**63 and not value.spawn_key
+                and value.entropy >= 0 and not value.spawn_key
                 and value.pool_size == np.random.SeedSequence().pool_size):
             return int(value.entropy)
         return None
