@@ -466,3 +466,28 @@ def test_junk_in_any_field_is_a_value_error_or_a_valid_object(name):
         except ValueError as exc:
             assert type(exc) is ValueError, what
             assert str(exc).startswith(("params", "fitted")), (what, str(exc))
+
+
+@pytest.mark.parametrize("classes", [[1, "2", 3], [True, 2, 3], ["a", 1.5]])
+def test_class_labels_of_mixed_kinds_are_refused(classes):
+    # a fit never writes them; np.asarray turned [1, "2", 3] into strings, so a loaded SVOR
+    # predicted '2' where the fitted one predicts 2
+    import json
+
+    from abstain.ordinal import SVOR
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = np.clip(np.round(X[:, 0] + 2), 1, 3).astype(int)
+    doc = json.loads(SVOR().fit(X, y).to_json())
+    doc["fitted"]["classes_"] = classes
+    with pytest.raises(ValueError, match=r"^fitted\.classes_ must hold labels of one kind "
+                                         r"\(strings, numbers or booleans\); got a"):
+        load_json(json.dumps(doc))
+    doc["fitted"]["classes_"] = [1, 2, 3]
+    assert list(load_json(json.dumps(doc)).classes_) == [1, 2, 3]
+    # labels of one kind, booleans included, load as written
+    from abstain.detectors import Mahalanobis
+
+    det = Mahalanobis().fit(X, X[:, 0] > 0)
+    assert load_json(det.to_json()).classes_.tolist() == [False, True]

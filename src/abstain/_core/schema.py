@@ -310,6 +310,15 @@ class Labels(Field):
             if not self._item_ok(v):
                 raise bad_value(f"{where}[{i}]", "an integer" if self.integer
                            else "a string or a finite number", v)
+        # one kind of label, as every fit takes them: strings, numbers or booleans (a mix
+        # would load as strings, or compare unlike the labels of the data)
+        kinds = ["a string" if isinstance(v, str) else "a boolean" if isinstance(v, bool)
+                 else "a number" for v in items]
+        other = next((i for i, k in enumerate(kinds) if k != kinds[0]), None)
+        if other is not None:
+            raise ValueError(f"{where} must hold labels of one kind (strings, numbers or "
+                             f"booleans); got {kinds[0]} ({items[0]!r}) at [0] and "
+                             f"{kinds[other]} ({items[other]!r}) at [{other}].")
         _check_length(where, len(items), self.length, self.min_length, ctx)
         if self.unique_sorted and len(items) > 1:
             arr = np.asarray(items)
