@@ -490,4 +490,4 @@ def test_class_labels_of_mixed_kinds_are_refused(classes):
     from abstain.detectors import Mahalanobis
 
     det = Mahalanobis().fit(X, X[:, 0] > 0)
-    assert load_json(det.to_json()).classes_.tolist() == [False, True]
+    assert list(load_json(det.to_json()).classes_) == [False, True]
