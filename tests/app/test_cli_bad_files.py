@@ -307,6 +307,31 @@ def test_apply_keeps_parquet_dtypes_and_npz_arrays(rule_file, tmp_path, capsys):
         assert got_npz["accept"].tolist() == [1.0, 0.0, 1.0]
 
 
+def test_apply_from_parquet_to_npz_keeps_integers_or_refuses_their_nulls(rule_file, tmp_path,
+                                                                         capsys):
+    # int64 with a null came out as float64 (9007199254740993 as ...992), booleans with a
+    # null as the strings 'True', '', 'False'
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    risk = pa.array([0.1, 0.5, 0.3])
+    pq.write_table(pa.table({"risk": risk, "id": pa.array([2**53 + 1, 2, 3], pa.int64()),
+                             "w": pa.array([0.5, None, 1.0], pa.float32())}),
+                   tmp_path / "full.parquet")
+    out = tmp_path / "o.npz"
+    assert run(capsys, "apply", rule_file, tmp_path / "full.parquet", "-o", out)[0] == 0
+    with np.load(out) as got:
+        assert got["id"].dtype == np.int64 and got["id"].tolist() == [2**53 + 1, 2, 3]
+        assert got["w"].dtype == np.float32 and np.isnan(got["w"][1])
+    for column in (pa.array([2**53 + 1, None, 3], pa.int64()), pa.array([True, None, False])):
+        pq.write_table(pa.table({"risk": risk, "c": column}), tmp_path / "nulls.parquet")
+        out.unlink(missing_ok=True)
+        line = one_line(*run(capsys, "apply", rule_file, tmp_path / "nulls.parquet", "-o",
+                             out)[::2])
+        assert "column 'c' holds 1 null(s) among its" in line and "write the output as CSV" \
+            in line
+        assert not out.exists()
+
+
 def test_apply_never_writes_fewer_rows_than_it_reads(rule_file, tmp_path, capsys):
     path = _bad_file(tmp_path, "b.csv", "risk\n0.1\n\n0.9\n0.3\n")
     out = tmp_path / "o.csv"

@@ -654,20 +654,40 @@ def write_with_column(
         parquet_with_column(src, out, name, values)
         return
     else:
-        # nullable dtypes: an integer column with empty cells stays integers in CSV
-        frame = open_parquet(src, lambda p: parquet_frame(p, nullable=fmt == "csv"))
+        # nullable dtypes: an integer column with empty cells stays integers in CSV, and
+        # is refused in NPZ rather than written as floats
+        frame = open_parquet(src, lambda p: parquet_frame(p, nullable=True))
         check_rows(src, len(frame), values)
         # in CSV the new column's cells are written as from a CSV source (1, 0, empty)
         frame[name] = [_accept_cell(v) for v in values] if fmt == "csv" else values
+        arrays = None if fmt == "csv" else {str(k): _npz_column(frame[k], str(k), src)
+                                            for k in frame.columns}
         with atomic_path(out) as tmp:
-            if fmt == "csv":
+            if arrays is None:
                 frame.to_csv(tmp, index=False, lineterminator="\n")
             else:
-                save_npz(tmp, {str(k): _plain(frame[k].to_numpy()) for k in frame.columns})
+                save_npz(tmp, arrays)
         return
     columns[name] = values
     with atomic_path(out) as tmp:
         _write_columns(tmp, fmt, columns)
+
+
+def _npz_column(col: Any, name: str, src: Path) -> NDArray[Any]:
+    """A column of a Parquet frame (pandas' nullable dtypes) as an NPZ array: integers and
+    booleans as such, refused where they hold nulls (a float or a text cell would change
+    them); floats with NaN for nulls; text as text."""
+    kind = getattr(col.dtype, "numpy_dtype", None)
+    if kind is not None and kind.kind in "iub":
+        nulls = int(col.isna().sum())
+        if nulls:
+            raise ValueError(f"{str(src)!r}: column {name!r} holds {nulls} null(s) among its "
+                             f"{col.dtype} values, which an NPZ array cannot hold without "
+                             f"changing them; write the output as CSV or Parquet.")
+        return col.to_numpy(dtype=kind)
+    if kind is not None and kind.kind == "f":
+        return col.to_numpy(dtype=kind, na_value=np.nan)
+    return _plain(col.to_numpy())
 
 
 def _plain(arr: NDArray[Any]) -> NDArray[Any]:
