@@ -238,6 +238,15 @@ def test_integer_scores_past_two_to_the_53_are_refused_not_tied(tmp_path, capsys
     assert list(data.scores) == ["u"]
     assert data.notes == ("column 'id' holds integers beyond 2**53, which float64 cannot hold "
                           "exactly; it is not taken as a score.",)
+    # a number column whose first cell is text was read as text and dropped without a word
+    data = prepare({"loss": loss, "u": np.arange(4.0),
+                    "dist": np.array(["n/a", "0.2", "0.5", "1"])})
+    assert list(data.scores) == ["u"]
+    assert data.notes == ("column 'dist' holds numbers and text ('n/a' on row index 0); it is "
+                          "not taken as a score: correct or empty that cell, or name the "
+                          "scores with --score.",)
+    data = prepare({"loss": loss, "u": np.arange(4.0), "id": np.array(["a", "b", "", "c"])})
+    assert data.notes == ()  # text alone: no note
     # up to 2**53 every integer is exact: read; 2**63 - 1 rounds past the int64 range,
     # where casting the float back differs between CPUs: refused without that cast
     assert list(prepare({"loss": loss, "risk": big - 3}).scores) == ["risk"]

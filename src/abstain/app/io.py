@@ -184,6 +184,25 @@ def _number(s: str) -> float | None:
     return x
 
 
+def text_among_numbers(col: NDArray[Any]) -> int | None:
+    """For a column read as text (its first cell text): the row of that first text cell
+    when another cell is a number (a number column with a stray text cell first, such as
+    ``n/a``), else None."""
+    if col.dtype.kind != "U":
+        return None
+    first = None
+    number = False
+    for i, cell in enumerate(col.tolist()):
+        x = _number(cell)
+        if x is None:
+            first = i if first is None else first
+        elif not np.isnan(x):
+            number = True
+        if number and first is not None:
+            return first
+    return None
+
+
 _NOT_PLAIN = re.compile(r"[^0-9eE.+\- \t]")
 
 

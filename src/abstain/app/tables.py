@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .io import ColumnError, Rows, beyond_float, get_column
+from .io import ColumnError, Rows, beyond_float, get_column, text_among_numbers
 
 Progress = Callable[[int, int], None]
 
@@ -339,6 +339,12 @@ def prepare(
             _exact_column(skipped[0], inexact, rows)
         notes += [f"column {k!r} holds integers beyond 2**53, which float64 cannot hold "
                   "exactly; it is not taken as a score." for k in skipped]
+        for k, v in table.items():  # a number column whose first cell is text (n/a)
+            i = None if k in taken else text_among_numbers(v)
+            if i is not None:
+                notes.append(f"column {k!r} holds numbers and text ({str(v[i]).strip()!r} on "
+                             f"{rows.name(i)}); it is not taken as a score: correct or empty "
+                             "that cell, or name the scores with --score.")
         if not names:
             raise ColumnError("found no score column: the table has no numeric column besides "
                               f"the loss, label, prediction and OOD columns; columns are: "
