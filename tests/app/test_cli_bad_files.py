@@ -410,3 +410,42 @@ def test_apply_names_a_rule_that_is_a_loop_of_links(csv_file, tmp_path, capsys):
     line = one_line(*run(capsys, "apply", loop, csv_file, "-o", tmp_path / "o.csv")[::2])
     assert f"cannot read {str(loop)!r}: Too many levels of symbolic links" in line
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_npz_arrays_that_are_not_columns_are_refused_in_one_line(rule_file, tmp_path, capsys):
+    import io
+    import warnings
+    import zipfile
+
+    def npy(a):
+        buf = io.BytesIO()
+        np.save(buf, a)
+        return buf.getvalue()
+
+    # a zip holding one name twice (appending with zipfile): one of them was read silently
+    dup = tmp_path / "dup.npz"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name
+        with zipfile.ZipFile(dup, "w") as z:
+            z.writestr("loss.npy", npy(np.array([0.0, 1, 0, 1])))
+            z.writestr("risk.npy", npy(np.array([0.1, 0.9, 0.2, 0.8])))
+            z.writestr("risk.npy", npy(np.array([0.9, 0.1, 0.8, 0.2])))
+    line = one_line(*run(capsys, "evaluate", dup)[::2])
+    assert "holds two arrays named 'risk'; write the file again with numpy.savez" in line
+    # a record array or raw bytes: a traceback, or NumPy's message naming no array
+    for name, arr in (("st", np.zeros(4, dtype=[("a", "i4"), ("b", "f4")])),
+                      ("v", np.zeros(4, dtype="V3"))):
+        path = tmp_path / f"{name}.npz"
+        np.savez(path, loss=np.array([0.0, 1, 0, 1]), risk=np.arange(4.0), **{name: arr})
+        line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
+        assert f"array '{name}' of" in line and "which is not a column; save each field" in line
+    # a complex array written to Parquet: pyarrow's traceback, now refused before writing
+    src = tmp_path / "c.npz"
+    np.savez(src, risk=np.array([0.1, 0.9]), c=np.array([1 + 2j, 3j]))
+    out = tmp_path / "o.parquet"
+    line = one_line(*run(capsys, "apply", rule_file, src, "-o", out)[::2])
+    assert "array 'c' has the dtype complex128, which Parquet cannot store" in line
+    assert not out.exists()
+    assert run(capsys, "apply", rule_file, src, "-o", tmp_path / "o.npz")[0] == 0
+    with np.load(tmp_path / "o.npz") as got:
+        assert got["c"].tolist() == [1 + 2j, 3j]

@@ -355,6 +355,10 @@ def _npz_arrays(p: Path) -> dict[str, NDArray[Any]]:
                          "with numpy.savez.")
     table = {}
     with data:
+        twice = next((k for i, k in enumerate(data.files) if k in data.files[:i]), None)
+        if twice is not None:  # the zip holds two members of one name: which one is read?
+            raise ValueError(f"{str(p)!r} holds two arrays named {twice!r}; write the file "
+                             "again with numpy.savez (one array per name).")
         for k in data.files:
             try:
                 value = data[k]
@@ -462,6 +466,10 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
             arr = arr.astype(np.float64)
         elif arr.dtype.kind == "O":
             arr = _object_column(str(name), arr, where)
+        elif arr.dtype.kind == "V":  # fields of a record, or raw bytes: no one value per row
+            raise ValueError(f"array {str(name)!r} of {where!r} has the dtype {arr.dtype} "
+                             "(fields or raw bytes), which is not a column; save each field as "
+                             "an array of its own.")
         elif arr.dtype.kind != "U":
             arr = arr.astype(str)
         out[str(name)] = arr
@@ -604,6 +612,10 @@ def _write_columns(path: str, fmt: str, columns: Mapping[str, NDArray[Any]]) -> 
     else:
         import pandas as pd
 
+        for name, arr in columns.items():
+            if arr.dtype.kind in "cV":  # Parquet has no such type: refused before writing
+                raise ValueError(f"array {name!r} has the dtype {arr.dtype}, which Parquet "
+                                 "cannot store; write the output as NPZ, which keeps it.")
         pd.DataFrame(dict(columns)).to_parquet(path, index=False)
 
 
