@@ -56,6 +56,18 @@ def test_dot_sign_is_the_sign_of_the_exact_projection(kind):
         assert got.tolist() == [R.dot(p[i, 0], p[i, 1], w) for i in range(len(p))]
 
 
+def test_dot_sign_takes_differences_beyond_float64_in_rationals():
+    # 1e308 - -1e308 overflowed: the rational fallback was given inf (OverflowError)
+    px = np.array([1e308, 5e-324, -1e308, 1e308])
+    py = np.array([0.0, 1e308, 1e308, -1e308])
+    qx = np.array([-1e308, 0.0, 1e308, -1e308])
+    qy = np.array([5e-324, -1e308, 0.0, 1e308])
+    for w in ((1.0, 0.0), (0.0, 1.0), (math.cos(0.7), math.sin(0.7)), (1.0, -1.0)):
+        got = X.dot_sign(px, py, qx, qy, *w)
+        want = [R.dot((px[i], py[i]), (qx[i], qy[i]), w) for i in range(4)]
+        assert got.tolist() == want
+
+
 # factors of an exact product: 0 or magnitudes in [2^-480, 2^480] (exact.py's range)
 _factor = st.one_of(st.just(0.0), st.floats(2.0**-480, 2.0**480),
                     st.floats(-(2.0**480), -(2.0**-480)))

@@ -352,6 +352,32 @@ def test_an_exact_fit_at_a_tie_of_two_points_loads_and_applies_its_rule(scale):
     np.testing.assert_array_equal(loaded.accept_proba(s), p)
 
 
+@pytest.mark.parametrize("big", [1e300, 1e308])
+def test_a_rule_on_scores_near_the_float_maximum_with_a_subnormal_applies_as_fitted(big):
+    # the fit keeps such scores undivided (5e-324 / 16 is 0); accept_proba divided them by
+    # 16 all the same, tied the OOD row at 5e-324 with the ID row at 0 and accepted it
+    S = np.array([[big, 0.0], [5e-324, 0.0], [0.0, 0.0], [-big, 0.0]])
+    ood = np.array([True, True, False, False])
+    loss = np.array([np.nan, np.nan, 0.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rule = BoundedTPRFPR(tpr=0.5, fpr=0.0, search="grid").fit(S, ood, loss)
+    p = rule.accept_proba(S)
+    assert (rule.tpr_, rule.fpr_) == (1.0, 0.0) and p.tolist() == [0.0, 0.0, 1.0, 1.0]
+    # the exact search cannot divide them either: the offsets overflow, refused in one line
+    if big > 2.0**1020:
+        for model in (BoundedTPRFPR(0.5, 0.5, search="exact"),
+                      CostBasedOOD(0.5, 0.5, search="exact")):
+            with pytest.raises(ValueError, match=r"^the scores reach 2\*\*1020 .* use "
+                                                 r"search='grid'\.$"):
+                model.fit(S, ood, loss)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exact = BoundedTPRFPR(tpr=0.5, fpr=0.0, search="exact").fit(S, ood, loss)
+        assert exact.accept_proba(S).tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
 @pytest.mark.parametrize(("scores", "ood", "loss", "kw"), [
     (np.array([0., 0., 1., 1., 1., 1.]), [0, 1, 1, 1, 1, 1], np.zeros(6), {}),
     (np.c_[[0., 0., 1., 1., 1., 1.], [0., 0., 1., 1., 1., 1.]], [0, 1, 1, 1, 1, 1], np.zeros(6),

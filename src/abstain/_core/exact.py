@@ -264,8 +264,21 @@ def dot_sign(px: F64, py: F64, qx: F64, qy: F64, wx: float | F64, wy: float | F6
         h = hard
         wxa = np.broadcast_to(np.asarray(wx, dtype=np.float64), det.shape)[h]
         wya = np.broadcast_to(np.asarray(wy, dtype=np.float64), det.shape)[h]
-        out[h] = _exact_products_sign([(_diff(px[h], qx[h]), [wxa], 1),
-                                       (_diff(py[h], qy[h]), [wya], 1)], h.size)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ex, ey = _diff(px[h], qx[h]), _diff(py[h], qy[h])
+        # a difference beyond the float64 range (1e308 - -1e308): the rows in rationals
+        wide = ~np.logical_and.reduce([np.isfinite(x) for x in (*ex, *ey)])
+        for i in np.flatnonzero(wide).tolist():
+            g = h[i]
+            out[g] = _frac_sign((Fraction(float(px[g])) - Fraction(float(qx[g])))
+                                * Fraction(float(wxa[i]))
+                                + (Fraction(float(py[g])) - Fraction(float(qy[g])))
+                                * Fraction(float(wya[i])))
+        keep = np.flatnonzero(~wide)
+        if keep.size:
+            out[h[keep]] = _exact_products_sign(
+                [([x[keep] for x in ex], [wxa[keep]], 1),
+                 ([x[keep] for x in ey], [wya[keep]], 1)], keep.size)
     return out
 
 

@@ -402,6 +402,13 @@ class Sample:
         see :func:`~abstain._ood_search.search.grid_search`.
         """
         if search == "exact" and self.s.shape[1] == 2:
+            if self.unit == 1.0 and self.s.size and float(np.max(np.abs(self.s))) >= TOP:
+                # not divided by 16 (a subnormal score would be lost): the offsets between
+                # points overflow, and the directions found from them are not numbers
+                raise ValueError(
+                    "the scores reach 2**1020 (about 1.1e307) and also hold values below "
+                    "2**-1018, so the exact search cannot divide them to keep the offsets "
+                    "between points finite; scale the score columns, or use search='grid'.")
             return self._exact(ratio, slopes)
         best: Found | None = None
         dirs = self.directions(search, n_directions)

@@ -45,7 +45,6 @@ from .._ood_search import search as core
 from .._ood_search.sample import (
     N_DIRECTIONS,
     NO_LOSSES,
-    TOP,
     UNIT,
     Found,
     Sample,
@@ -159,30 +158,35 @@ class _OODRule(ParamsMixin):
         A rule of the exact search of two scores (``anchor_`` set) compares each input with
         its anchor exactly, by the sign of ``(x - anchor_) . weights_``, as the fit did: the
         combined score in floating point could tie inputs it separates (scores rounded to
-        decimals) or separate inputs it ties. Two score columns near the float maximum (or
-        a threshold near it) are compared divided by 16, as the fit searched them: their
-        combined score may overflow."""
+        decimals) or separate inputs it ties. A row whose combined score overflows (two
+        score columns near the float maximum) is compared divided by 16, as the fit
+        searched such scores; the other rows as they are (a subnormal score divided by 16
+        would be 0)."""
         self._check_fitted("threshold_")
         raw = as_score_matrix(scores)
         anchor = getattr(self, "anchor_", None)
         if anchor is not None:
             if raw.shape[1] != 2:
                 raise ValueError(f"scores must have 2 column(s) as in fit; got {raw.shape[1]}.")
+            # dot_sign takes differences beyond the float64 range in rationals: no scaling,
+            # which would lose subnormal scores (5e-324 / 16 is 0)
             a = np.asarray(anchor, dtype=np.float64)
-            if raw.size and max(float(np.max(np.abs(raw))), float(np.max(np.abs(a)))) >= TOP:
-                raw, a = raw / UNIT, a / UNIT  # exact: the differences may overflow
             wr, wg = self.weights_
             sign = dot_sign(raw[:, 0], raw[:, 1], np.full(raw.shape[0], a[0]),
                             np.full(raw.shape[0], a[1]), float(wr), float(wg))
             return np.where(sign < 0, 1.0, np.where(sign == 0, float(self.accept_prob_), 0.0))
         thr = float(self.threshold_)
-        if raw.shape[1] == 2 and raw.size and (float(np.max(np.abs(raw))) >= TOP
-                                               or abs(thr) >= TOP / UNIT):
-            s = self.score(raw / UNIT)
-            thr /= UNIT
-        else:
+        with np.errstate(over="ignore", invalid="ignore"):
             s = self.score(raw)
-        return threshold_proba(s, thr, self.accept_prob_)
+        out = threshold_proba(np.nan_to_num(s), thr, self.accept_prob_)
+        wide = np.flatnonzero(~np.isfinite(s))
+        if wide.size:
+            # a combined score beyond the float64 range: those rows divided by 16, exactly
+            # for scores of such size (the rows that fit unscaled stay so: a subnormal
+            # score divided by 16 would be 0)
+            out[wide] = threshold_proba(self.score(raw[wide] / UNIT), thr / UNIT,
+                                        self.accept_prob_)
+        return out
 
     def accept(self, scores: ArrayLike) -> NDArray[np.bool_]:
         """Randomised accept decisions; ties drawn from ``default_rng(random_state)``."""
