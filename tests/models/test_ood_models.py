@@ -352,6 +352,40 @@ def test_an_exact_fit_at_a_tie_of_two_points_loads_and_applies_its_rule(scale):
     np.testing.assert_array_equal(loaded.accept_proba(s), p)
 
 
+def test_ood_rules_that_no_fit_writes_are_refused_on_load():
+    rng = np.random.default_rng(3)
+    s = np.round(rng.normal(size=300), 1)
+    ood = rng.random(300) < 0.3
+    s[ood] += 2
+    loss = (rng.random(300) < 0.2).astype(float)
+    pair = np.c_[s, np.round(rng.normal(size=300), 1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = {"plain": BoundedTPRFPR(0.8, 0.3).fit(s, ood, loss),
+                "certified": BoundedTPRFPR(0.8, 0.3, delta=0.1).fit(s, ood, loss),
+                "certified pair": BoundedTPRFPR(0.7, 0.4, delta=0.1).fit(pair, ood, loss),
+                "pr": BoundedPrecisionRecall(0.5, 0.5).fit(s, ood, loss)}
+    for rule in fits.values():
+        assert rule.feasible_
+        load_json(rule.to_json())
+    for name, section, edits, message in (
+            ("plain", "fitted", {"fpr_": 0.5}, r"fitted\.fpr_ must be <= params\.fpr = 0\.3"),
+            ("plain", "fitted", {"tpr_": 0.1}, r"fitted\.tpr_ must be >= params\.tpr = 0\.8"),
+            ("plain", "params", {"fpr": 0.0}, r"fitted\.fpr_ must be <= params\.fpr = 0\.0"),
+            ("pr", "fitted", {"precision_": 0.1}, r"fitted\.precision_ must be >= params\."
+                                                  r"precision"),
+            ("certified", "fitted", {"accept_prob_": 0.5}, r"fitted\.accept_prob_ must be 1 "
+                                                           r"for a rule certified"),
+            ("certified pair", "params", {"search": "exact"}, r"params\.search must be 'grid' "
+                                                               r"with params\.delta"),
+            ("plain", "fitted", {"angle_": 1e300, "mu_": -7.0}, r"fitted\.angle_ and fitted\."
+                                                                r"mu_ must be NaN for one score")):
+        doc = json.loads(fits[name].to_json())
+        doc[section].update(edits)
+        with pytest.raises(ValueError, match="^" + message):
+            load_json(json.dumps(doc))
+
+
 @pytest.mark.parametrize("big", [1e300, 1e308])
 def test_a_rule_on_scores_near_the_float_maximum_with_a_subnormal_applies_as_fitted(big):
     # the fit keeps such scores undivided (5e-324 / 16 is 0); accept_proba divided them by

@@ -229,10 +229,14 @@ class _OODRule(ParamsMixin):
         # The direction is one of the fit's: a unit vector (cos a, sin a), an exact normal
         # of a tied pair scaled to a largest entry in [0.5, 1), or the plug-in rule's
         # (1, mu); its angle and mu must agree with it.
+        self._rates_meet_targets()
         w = [float(v) for v in self.weights_]
         if len(w) == 1:
             if w != [1.0]:
                 raise ValueError(f"fitted.weights_ must be [1.0] for one score; got {w}.")
+            if not (math.isnan(self.angle_) and math.isnan(self.mu_)):
+                raise ValueError(f"fitted.angle_ and fitted.mu_ must be NaN for one score (no "
+                                 f"direction); got {plain(self.angle_)} and {plain(self.mu_)}.")
             return
         unit = math.isclose(math.hypot(*w), 1.0, rel_tol=1e-9)
         normal = 0.5 <= max(abs(w[0]), abs(w[1])) < 1.0
@@ -249,6 +253,21 @@ class _OODRule(ParamsMixin):
         if not same:
             raise ValueError(f"fitted.mu_ must be fitted.weights_[1] / fitted.weights_[0] "
                              f"({plain(mu)}); got {plain(self.mu_)}.")
+
+    #: ``(fitted rate, parameter, at least)`` of the constraints a feasible rule meets.
+    _TARGETS: tuple[tuple[str, str, bool], ...] = ()
+
+    def _rates_meet_targets(self) -> None:
+        """Refuse a feasible rule whose fitted rates break its own constraints (the fit's
+        rates are fractions of the sample: within 1e-9 of them)."""
+        if not self.feasible_:
+            return
+        for rate, param, at_least in self._TARGETS:
+            got, target = float(getattr(self, rate)), float(getattr(self, param))
+            if not (got >= target - 1e-9 if at_least else got <= target + 1e-9):
+                raise ValueError(f"fitted.{rate} must be {'>=' if at_least else '<='} "
+                                 f"params.{param} = {plain(target)} for a feasible rule; got "
+                                 f"{plain(got)}.")
 
     def _validate_search(self) -> None:
         self._search_args()
@@ -365,10 +384,23 @@ class BoundedTPRFPR(_OODRule):
     _parameter_constraints = {"tpr": [Interval(float, 0, 1, closed="right")],
                               "fpr": [Interval(float, 0, 1, closed="both")],
                               "delta": [Interval(float, 0, 1, closed="neither"), None]}
+    _TARGETS = (("tpr_", "tpr", True), ("fpr_", "fpr", False))
 
     def _validate_params(self) -> None:
         super()._validate_params()
         self._validate_search()
+
+    def _after_load(self) -> None:
+        super()._after_load()
+        if self.delta is None:
+            return
+        # as fit: a certified rule of whole tie groups, over a grid fixed before the data
+        if self.n_scores_ == 2 and self.search == "exact":
+            raise ValueError("params.search must be 'grid' with params.delta: the exact "
+                             "search picks its directions from the data; got 'exact'.")
+        if self.feasible_ and float(self.accept_prob_) != 1.0:
+            raise ValueError(f"fitted.accept_prob_ must be 1 for a rule certified with "
+                             f"params.delta (whole tie groups); got {plain(self.accept_prob_)}.")
 
     def fit(self, scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
             losses: ArrayLike | None = None, *,
@@ -477,6 +509,7 @@ class BoundedPrecisionRecall(_OODRule):
     _parameter_constraints = {"precision": [Interval(float, 0, 1, closed="right")],
                               "recall": [Interval(float, 0, 1, closed="right")],
                               "ood_prior": [Interval(float, 0, 1, closed="neither"), None]}
+    _TARGETS = (("tpr_", "recall", True), ("precision_", "precision", True))
 
     def _validate_params(self) -> None:
         super()._validate_params()
