@@ -153,6 +153,15 @@ class _RejectRule(ParamsMixin):
 
     def _after_load(self) -> None:
         check_infeasible_rule(bool(self.feasible_), float(self.threshold_))
+        if self.n_samples_ > 0:  # fitted on rows (CostBased's plug-in rule has none)
+            if math.isnan(self.coverage_):
+                raise ValueError("fitted.coverage_ must be a number for a rule fitted on "
+                                 f"{self.n_samples_} rows; got \"nan\".")
+            # a fit has a risk exactly where it accepts something
+            if math.isnan(self.risk_) != (self.coverage_ == 0.0):
+                raise ValueError(f"fitted.risk_ must be \"nan\" exactly where fitted.coverage_ "
+                                 f"is 0; got {plain(self.risk_)} at coverage "
+                                 f"{plain(self.coverage_)}.")
         eq = self.equivalent_
         if eq is None:
             return
@@ -311,6 +320,31 @@ class CostBased(_RejectRule):
     _parameter_constraints = {"reject_cost": [Interval(float, 0, None, closed="neither")],
                               "random_state": [RandomState()]}
 
+    def _after_load(self) -> None:
+        super()._after_load()
+        eps = float(self.reject_cost)
+        if self.n_samples_ == 0:  # the plug-in rule of fit() without data
+            if (float(self.threshold_) != eps or not math.isnan(self.coverage_)
+                    or not math.isnan(self.risk_) or not math.isnan(self.cost_)
+                    or self.equivalent_ is not None):
+                raise ValueError(f"fitted.threshold_ must be params.reject_cost ({eps!r}), "
+                                 f"and fitted.coverage_, risk_, cost_ and equivalent_ absent, "
+                                 f"for the rule fitted without data (fitted.n_samples_ 0); got "
+                                 f"threshold_ {plain(self.threshold_)}.")
+            return
+        # its cost is its risk and coverage at this reject cost
+        cov = float(self.coverage_)
+        cost = (0.0 if cov == 0.0 else float(self.risk_) * cov) + eps * (1.0 - cov)
+        _at_most("fitted.cost_", float(self.cost_), "fitted.risk_ times fitted.coverage_ plus "
+                 "params.reject_cost times the rest", cost, both=True)
+        eq = self.equivalent_
+        if eq is not None and eq.reject_cost is not None:
+            low, high = eq.reject_cost
+            if not low * (1 - 1e-9) <= eps <= high * (1 + 1e-9):
+                raise ValueError(f"params.reject_cost must lie in fitted.equivalent_.reject_cost "
+                                 f"[{plain(low)}, {plain(high)}], the costs at which the rule is "
+                                 f"optimal; got {plain(eps)}.")
+
     def fit(
         self, uncertainty: ArrayLike | None = None, losses: ArrayLike | None = None
     ) -> CostBased:
@@ -434,6 +468,8 @@ class BoundedAbstention(_RejectRule):
 
     def _after_load(self) -> None:
         super()._after_load()
+        if self.n_samples_ == 0:
+            raise ValueError("fitted.n_samples_ must be at least 1 (a fit on rows); got 0.")
         # the target coverage exactly, or at least it where a BinnedTable's bin is whole
         _at_most("params.target_coverage", self.target_coverage, "fitted.coverage_",
                  self.coverage_, both=self.accept_prob_ < 1.0)
@@ -639,6 +675,15 @@ class BoundedImprovement(_RejectRule):
         if self.bound_ is None and not math.isnan(self.risk_bound_):
             raise ValueError("fitted.risk_bound_ must be \"nan\" for a rule fitted without delta "
                              f"or guarantee; got {self.risk_bound_!r}.")
+        if self.bound_ is not None and self.feasible_:
+            if math.isnan(self.risk_bound_):
+                raise ValueError(f"fitted.risk_bound_ must be a number for a rule fitted with "
+                                 f"the {self.bound_!r} bound; got \"nan\".")
+            if self.bound_ != "crc" and not math.isnan(self.risk_):
+                # an upper confidence bound on the selective risk is above its sample's
+                _at_most("fitted.risk_", self.risk_, "fitted.risk_bound_", self.risk_bound_)
+        if self.n_samples_ == 0:
+            raise ValueError("fitted.n_samples_ must be at least 1 (a fit on rows); got 0.")
         if not math.isnan(self.risk_):
             _at_most("fitted.min_risk_", self.min_risk_, "fitted.risk_", self.risk_)
         if not self.feasible_:
