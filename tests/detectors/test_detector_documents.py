@@ -66,6 +66,15 @@ def _bank_row(doc, value):
     (lambda: KNN(k=3).fit(F),
      lambda d: d["fitted"].update(bank_=_enc(2 * _dec(d["fitted"]["bank_"]))),
      r"fitted\.bank_ must hold rows of unit norm \(normalize=True\); got norms from 2 to 2"),
+    (lambda: KNN(k=3, bank_size=20, random_state=0).fit(F),
+     lambda d: d["params"].update(bank_size=10),
+     r"fitted\.bank_ must hold at most params\.bank_size = 10 rows, as a fit keeps; got 20"),
+    (lambda: ViM(dim=2).fit(F, weight=W, bias=B),
+     lambda d: d["fitted"].update(origin_=_enc(_dec(d["fitted"]["origin_"]) + 5.0)),
+     r"fitted\.origin_ must be -pinv\(fitted\.weight_\) @ fitted\.bias_"),
+    (lambda: ViM(dim=2).fit(F, weight=W, bias=B),
+     lambda d: d["fitted"].update(center_=_enc(np.full(D, 1e300))),
+     r"fitted\.center_ must hold values of magnitude at most"),
 ])
 def test_edited_feature_detectors_are_refused(make, edit, match):
     det = make()
@@ -101,3 +110,27 @@ def test_a_logit_detector_keeps_its_width_across_a_round_trip(cls):
             d.score(np.zeros((2, 4)))
     unfitted = load_json(cls().to_json())
     assert unfitted.score(np.zeros((2, 4))).shape == (2,)
+
+
+def test_edited_shifted_base_scores_and_csi_are_refused():
+    from abstain.detectors import CSI, ShiftedBaseScores
+
+    rng = np.random.default_rng(4)
+    T, n, p = 2, 40, 4
+    feats = rng.normal(size=(T, n, p)) + 1.0
+    labels = rng.integers(0, 2, n)
+    csi = CSI(shifts=(0, 1)).fit(feats, rng.normal(size=(T, n, T)) + 2.0)
+    base = ShiftedBaseScores(kinds=("cos", "supmah"), shifts=(0, 1)).fit(feats, labels)
+    for det in (csi, base):
+        load_json(det.to_json())
+    for det, edit, match in (
+            (csi, lambda d: d["fitted"].update(bank_=_enc(3 * _dec(d["fitted"]["bank_"]))),
+             r"fitted\.bank_ must hold rows of unit norm, as a fit stores them; got norms from 3"),
+            (csi, lambda d: d["fitted"].update(lambda_con_=_enc(
+                -_dec(d["fitted"]["lambda_con_"]))), r"fitted\.lambda_con_ must hold positive"),
+            (base, lambda d: d["fitted"].update(bank_=_enc(0 * _dec(d["fitted"]["bank_"]))),
+             r"fitted\.bank_ must hold rows of unit norm"),
+            (base, lambda d: d["fitted"].update(logdets_=_enc(_dec(d["fitted"]["logdets_"]) + 50)),
+             r"fitted\.logdets_ must be -2 log \|det W\| of each whitener")):
+        with pytest.raises(ValueError, match=match):
+            load_json(_edited(det, edit))

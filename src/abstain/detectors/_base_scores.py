@@ -481,12 +481,28 @@ class ShiftedBaseScores(ParamsMixin):
                 raise ValueError(f"fitted.{name} must be absent: kinds_ has no {kind!r}.")
             if not hasattr(self, name) and kind in kinds:
                 raise ValueError(f"fitted.{name} is missing: the kind {kind!r} needs it.")
+        if hasattr(self, "bank_"):
+            _check_unit_rows("bank_", self.bank_)
+        if hasattr(self, "logdets_"):
+            # fit's log-determinant of each class covariance: -2 log |det W| of its whitener
+            _, logabs = np.linalg.slogdet(self.whiteners_)
+            if not np.allclose(self.logdets_, -2.0 * logabs, rtol=1e-9, atol=1e-9):
+                raise ValueError("fitted.logdets_ must be -2 log |det W| of each whitener W of "
+                                 "fitted.whiteners_, as a fit computes them; got other values.")
 
     def to_json(self) -> str:
         """Serialise to plain JSON; load with :func:`abstain.load_json`. Arrays are base64
         of little-endian float64 bytes; the OC-SVMs are stored as support vectors, dual
         coefficients, ``rho`` and ``gamma`` (no pickle)."""
         return dumps(self)
+
+
+def _check_unit_rows(name: str, bank: F64) -> None:
+    """Refuse a loaded bank whose rows are not of unit norm, as a fit stores them."""
+    norm = np.sqrt(np.sum(bank * bank, axis=-1))
+    if norm.size and not np.allclose(norm, 1.0, rtol=0.0, atol=1e-6):
+        raise ValueError(f"fitted.{name} must hold rows of unit norm, as a fit stores them; got "
+                         f"norms from {float(norm.min()):.6g} to {float(norm.max()):.6g}.")
 
 
 # --------------------------------------------------------------------------- kernels
@@ -544,6 +560,13 @@ class _ShiftedDetector(ParamsMixin):
         if self.n_shifts_ != len(_check_shifts(self.shifts)):
             raise ValueError(f"fitted.n_shifts_ must be {len(_check_shifts(self.shifts))}, the "
                              f"length of params.shifts; got {self.n_shifts_}.")
+        bank = getattr(self, "bank_", None)
+        if bank is not None:  # CSI: the training projections as unit rows
+            _check_unit_rows("bank_", bank)
+        weights = getattr(self, "lambda_con_", None)
+        if weights is not None and not np.all(weights > 0):
+            raise ValueError("fitted.lambda_con_ must hold positive weights (1 / the mean norm "
+                             "of the training projections); got a value <= 0.")
 
     def to_json(self) -> str:
         """Serialise to plain JSON; load with :func:`abstain.load_json`."""

@@ -208,6 +208,9 @@ class KNN(Detector):
         if self.k > n_bank:
             raise ValueError(f"params.k must be an integer in [1, {n_bank}] (fitted.bank_ has "
                              f"{n_bank} rows); got {self.k!r}.")
+        if self.bank_size is not None and n_bank > self.bank_size:
+            raise ValueError(f"fitted.bank_ must hold at most params.bank_size = "
+                             f"{self.bank_size} rows, as a fit keeps; got {n_bank}.")
         B = self.bank_
         if self.normalize:  # a fit stores unit rows
             norm = _row_norms(B)
@@ -549,7 +552,14 @@ class ViM(Detector):
             raise ValueError(f"fitted.dim_ must be {want}, the dimension params.dim = "
                              f"{plain(self.dim)} gives for {d} features; got {self.dim_}.")
         _orthonormal("residual_basis_", self.residual_basis_)
-        _in_range(self.dtype, weight_=self.weight_, residual_basis_=self.residual_basis_)
+        _in_range(self.dtype, weight_=self.weight_, residual_basis_=self.residual_basis_,
+                  center_=self.center_)
+        # the origin is the layer's, as fit computes it (to the round-off of a pseudo-inverse)
+        u = -np.linalg.pinv(self.weight_) @ self.bias_
+        if not np.allclose(self.origin_, u, rtol=1e-6,
+                           atol=1e-9 * max(1.0, float(np.max(np.abs(u), initial=0.0)))):
+            raise ValueError("fitted.origin_ must be -pinv(fitted.weight_) @ fitted.bias_, as a "
+                             "fit computes it; got another vector.")
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> ViM:
