@@ -167,9 +167,10 @@ def test_json_round_trip_with_a_baseline(name):
         with pytest.raises(ValueError, match=r"^fitted\.baseline_scale_ must be a finite "
                                              r"number > 0 or null; got "):
             load_json(json.dumps(doc))
-    for key in ("baseline_coef_", "baseline_mean_", "baseline_scale_"):
-        del doc["fitted"][key]  # a document written before baselines were inputs
-    assert load_json(json.dumps(doc)).baseline_coef_ is None
+    doc["fitted"]["baseline_scale_"] = model.baseline_scale_
+    del doc["fitted"]["baseline_coef_"]  # every fit writes the three (null without one)
+    with pytest.raises(ValueError, match=r"^fitted\.baseline_coef_ is missing"):
+        load_json(json.dumps(doc))
 
 
 def test_baseline_errors():

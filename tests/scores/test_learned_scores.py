@@ -310,6 +310,18 @@ def test_json_of_unregularised_sele_keeps_the_infinite_gap_bound():
         )
     assert json.loads(model.to_json())["fitted"]["gap_bound_"] == "inf"
     assert load_json(model.to_json()).gap_bound_ == np.inf
+    # a finite bound where no minimum need exist claims an optimality that no fit shows
+    doc = json.loads(model.to_json())
+    doc["fitted"]["gap_bound_"] = 1e-20
+    with pytest.raises(ValueError, match=r"^fitted\.gap_bound_ must be inf for params\.C = 0"):
+        load_json(json.dumps(doc))
+    rng = np.random.default_rng(5)
+    X, y_pred, losses = random_problem(rng)
+    doc = json.loads(SELE(C=1.0, random_state=0).fit(X, y_pred, losses).to_json())
+    doc["fitted"]["gap_bound_"] = "inf"
+    with pytest.raises(ValueError, match=r"^fitted\.gap_bound_ must be finite for params\.C = "
+                                         r"1\.0 without a baseline"):
+        load_json(json.dumps(doc))
 
 
 def test_json_refuses_other_documents():

@@ -220,15 +220,12 @@ class _LinearScore(ParamsMixin):
         "coef_": Array(("blocks", "d")),
         "intercept_": Array(("blocks",)),
         "n_features_in_": Int(1, dim="d"),
-        "baseline_coef_": Number(none=True, optional=True),
-        "baseline_mean_": Number(none=True, optional=True),
-        "baseline_scale_": Number(0.0, low_open=True, none=True, optional=True),
+        "baseline_coef_": Number(none=True),
+        "baseline_mean_": Number(none=True),
+        "baseline_scale_": Number(0.0, low_open=True, none=True),
     }
 
     def _after_load(self) -> None:
-        for name in ("baseline_coef_", "baseline_mean_", "baseline_scale_"):
-            if not hasattr(self, name):  # a document written before baselines were inputs
-                setattr(self, name, None)
         if len({getattr(self, name) is None for name in
                 ("baseline_coef_", "baseline_mean_", "baseline_scale_")}) > 1:
             raise ValueError("fitted.baseline_coef_, baseline_mean_ and baseline_scale_ must "
@@ -699,6 +696,16 @@ class SELE(_LinearScore):
         "max_iter": [Interval(int, 1, None, closed="left", condition="be a positive integer")],
         "warm_start": [Boolean()],
         "random_state": [RandomState()]}
+
+    def _after_load(self) -> None:
+        super()._after_load()
+        # fit bounds the gap where the objective is strongly convex, and only there
+        bounded = float(self.C) > 0 and self.baseline_coef_ is None
+        if bounded != math.isfinite(self.gap_bound_):
+            raise ValueError(
+                f"fitted.gap_bound_ must be {'finite' if bounded else 'inf'} for params.C = "
+                f"{plain(self.C)} {'without' if self.baseline_coef_ is None else 'with'} a "
+                f"baseline, as a fit computes it; got {plain(self.gap_bound_)}.")
 
     def fit(
         self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike, *,
