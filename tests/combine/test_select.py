@@ -218,6 +218,20 @@ def test_auto_round_trips_and_a_disagreeing_document_is_refused():
     doc["params"]["method"] = "fisher"
     with pytest.raises(ValueError, match="fitted.selection_ must be a record for method 'auto'"):
         load_json(json.dumps(doc))
+    # numbers of the summary that are not the candidates' or the kinds' own
+    for key, value, message in (
+            ("single_auroc", 1.0, r"single_auroc must be the AUROC of the candidate of method "
+                                  r"'single'"),
+            ("combination_auroc", 0.0, r"combination_auroc must be the AUROC of the candidate"),
+            ("win_fraction", 0.0, r"win_fraction must be the least of kind_win_fractions"),
+            ("candidates", [{"method": "fisher", "columns": [0, 1, 3], "auroc": 0.5}],
+             r"candidates and combination_columns must name columns in 0\.\.2")):
+        doc = json.loads(comb.to_json())
+        if key == "candidates":
+            value = doc["fitted"]["selection_"]["candidates"] + value
+        doc["fitted"]["selection_"][key] = value
+        with pytest.raises(ValueError, match=message):
+            load_json(json.dumps(doc))
 
 
 def test_bad_input():

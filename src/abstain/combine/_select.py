@@ -326,10 +326,30 @@ def check_record(record: Any, n_scores: int, confidence: float | None = None) ->
         raise ValueError(f"fitted.selection_.method and columns must be the combination tried "
                          f"({combo[0]!r}, {plain(combo[1])}); got {record['method']!r}, "
                          f"{plain(cols)}.")
+    kinds = record.get("kind_win_fractions")
+    if won is not None and kinds is not None and won != min(kinds):
+        raise ValueError(f"fitted.selection_.win_fraction must be the least of "
+                         f"kind_win_fractions ({plain(min(kinds))}); got {plain(won)}.")
     if confidence is not None and won is not None and (won >= confidence) == chose_single:
         raise ValueError(f"fitted.selection_ must keep the combination exactly when its "
                          f"win_fraction reaches params.confidence = {plain(confidence)}; got "
                          f"win_fraction {plain(won)} with method {record['method']!r}.")
+    tried = {(c["method"], tuple(sorted(c["columns"]))): c["auroc"]
+             for c in record["candidates"]}
+    named = [j for _, c in tried for j in c] + list(combo[1] or [])
+    if any(not 0 <= j < n_scores for j in named):
+        raise ValueError(f"fitted.selection_ candidates and combination_columns must name "
+                         f"columns in 0..{n_scores - 1}; got one outside.")
+    # the numbers summarised are the candidates' own, as select_statistic copies them
+    if tried.get(("single", (record["single"],))) != record["single_auroc"]:
+        raise ValueError(f"fitted.selection_.single_auroc must be the AUROC of the candidate "
+                         f"of method 'single' and columns [{record['single']}] in "
+                         f"fitted.selection_.candidates; got {plain(record['single_auroc'])}.")
+    if combo[0] is not None and tried.get((combo[0], tuple(sorted(combo[1])))) != record[
+            "combination_auroc"]:
+        raise ValueError(f"fitted.selection_.combination_auroc must be the AUROC of the "
+                         f"candidate of method {combo[0]!r} and columns {plain(combo[1])} in "
+                         f"fitted.selection_.candidates; got another value.")
     tasks = record.get("task_win_fractions")
     if tasks is not None and len(tasks) != record["n_tasks"]:
         raise ValueError(f"fitted.selection_.task_win_fractions must hold one fraction per "
