@@ -107,6 +107,10 @@ def test_binned_tables_refuse_what_they_cannot_do() -> None:
         aurc(b)
     with pytest.raises(ValueError, match="has no OOD marks; AUROC"):
         b.auroc()
+    only_id = BinnedTable.from_arrays([0.1, 0.5], [0.0, 1.0], is_ood=[0, 0], edges=[0, 1])
+    with pytest.raises(ValueError, match=r"^is_ood must contain both ID \(False\) and OOD "
+                                         r"\(True\) samples; got only ID in the BinnedTable"):
+        only_id.auroc()  # marked, but no OOD row yet: not "no OOD marks"
     marked = BinnedTable.from_arrays([0.1, 0.5], [0.0, 1.0], is_ood=[0, 1], edges=[0, 1])
     with pytest.raises(ValueError, match="has OOD marks; the selective"):
         marked.aurc()

@@ -172,6 +172,10 @@ def test_the_binned_state_is_fixed_and_gives_the_binned_tables_bound(cls):
     assert abs(exact - got.value) <= got.error
     with pytest.raises(ValueError, match="edges is taken by AURC, AUGRC and AUROC"):
         tm.EAURC(edges=edges)
+    # plain lists and tuples of numbers are edges too (a list was read as a list state)
+    for given in (edges.tolist(), tuple(edges.tolist())):
+        c = cls(edges=given)
+        np.testing.assert_array_equal(c.edges, edges)
     with pytest.raises(ValueError, match="bounded\\(\\) needs the binned state"):
         cls().bounded()
 

@@ -277,9 +277,12 @@ class BinnedTable:
         """AUROC (OOD positive, ties one half) on the bins, with its certified error: the ID
         and OOD pairs inside one bin count one half but may be ordered either way."""
         t = self.whole_bin_table()
-        if t.ood_counts is None:
+        if t.ood_counts is None and not self.ood_marked:
             raise ValueError("this BinnedTable has no OOD marks; AUROC needs one built with "
                              "is_ood.")
+        if t.ood_counts is None:  # marked, but no OOD row added yet
+            raise ValueError("is_ood must contain both ID (False) and OOD (True) samples; got "
+                             "only ID in the BinnedTable.")
         ood = t.ood_counts.astype(np.float64)
         idc = t.counts - ood
         n_id, n_ood = float(idc.sum()), float(ood.sum())

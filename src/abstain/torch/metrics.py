@@ -124,7 +124,10 @@ class _TableMetric(Metric):
                 raise ValueError(f"edges is taken by AURC, AUGRC and AUROC (the metrics with a "
                                  f"certified error on bins); got edges for "
                                  f"{type(self).__name__}.")
-            self.edges = BinnedTable(_numpy(edges)).edges  # checks the edges
+            # a list or tuple of numbers as the edges, not as a list state of tensors
+            given = (np.asarray(edges, dtype=np.float64) if isinstance(edges, (list, tuple))
+                     else _numpy(edges))
+            self.edges = BinnedTable(given).edges  # checks the edges
             k = self.edges.size - 1
             for name, fx in _BIN_STATES.items():
                 size = () if name in ("bin_max_loss", "bin_binary") else (k,)
