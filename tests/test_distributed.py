@@ -58,6 +58,19 @@ def test_both_plans_give_the_table_of_the_rows(client, rows, scores, plan) -> No
                                                                 on_rows.accept_prob_)
 
 
+@pytest.mark.parametrize("plan", ["tree", "range"])
+def test_both_plans_check_the_totals_as_a_table_of_the_rows_does(client, plan) -> None:
+    # the range plan joined its ranges unchecked: a table whose own document is refused
+    u = da.from_array(np.array([0.1, 0.2, 0.3, 0.4]), chunks=1)
+    with pytest.raises(ValueError, match="losses must have a sum within the float64 range"):
+        score_table(u, da.from_array(np.array([1e308, 0.0, 0.0, 1e308]), chunks=1), plan=plan,
+                    n_ranges=2)
+    losses = np.array([1e154, 0.0, 0.0, 1e154])  # their squares' sum overflows
+    table = score_table(u, da.from_array(losses, chunks=1), plan=plan, n_ranges=2, oracle=True)
+    assert table.sq_loss_sums is None
+    assert table == ScoreTable.from_arrays(u.compute(), losses)
+
+
 def test_dataframe_columns_ood_marks_and_the_auto_plan(client, rows) -> None:
     quantised, fp32, losses, is_ood = rows
     frame = dd.from_dict({"u": quantised[:200_000], "loss": losses[:200_000],
