@@ -115,3 +115,19 @@ def test_every_metric_constructs_with_its_valid_options_and_a_bad_name_is_plain(
         StreamingMetric(["aurc"])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"; got 'x'\.$"):
         StreamingMetric(np.str_("x"))
+
+
+def test_many_small_batches_give_the_table_of_the_rows_merged_as_a_binary_counter() -> None:
+    # the state is merged as a binary counter (O(n log n) in all), not once per batch: the
+    # same table and metric as the rows, for 0/1 losses bit for bit
+    rng = np.random.default_rng(7)
+    u = rng.random(3000).astype(np.float32).astype(float)
+    losses = (rng.random(3000) < 0.3).astype(float)
+    tracker = StreamingMetric("aurc")
+    for start in range(0, 3000, 10):
+        tracker.update(losses[start:start + 10], u[start:start + 10])
+        assert tracker.n == start + 10
+    assert len(tracker._parts) <= 12  # about log2(300) tables pending, not 300
+    assert tracker.compute() == aurc(losses, u)
+    assert tracker.table == ScoreTable.from_arrays(u, losses, oracle=False)
+    assert repr(tracker) == "StreamingMetric('aurc', n=3000)"

@@ -78,6 +78,8 @@ class StreamingMetric:
     ----------
     table : ScoreTable
         The state: every row seen, summarised.
+    n : int
+        Number of rows seen.
 
     Examples
     --------
@@ -101,8 +103,18 @@ class StreamingMetric:
         spec = METRICS[metric]
         self._function, self._needs_ood = spec.function, spec.kind == "ood"
         self._oracle = spec.oracle
-        self.table = ScoreTable()
+        # the batches' tables, merged as a binary counter: a table is merged into the one
+        # before it while that one holds at most twice its groups, so n rows in batches cost
+        # O(n log n) in all, not a merge of the whole state per batch (O(n^2 / batch))
+        self._parts: list[ScoreTable] = []
         _check_options(metric, self._function, self._needs_ood, options)
+
+    @property
+    def table(self) -> ScoreTable:
+        """The state: every row seen, summarised (the pending batches merged on access)."""
+        if len(self._parts) != 1:
+            self._parts = [ScoreTable.merge(*self._parts) if self._parts else ScoreTable()]
+        return self._parts[0]
 
     def update(self, losses: ArrayLike, uncertainty: ArrayLike, *,
                is_ood: ArrayLike | None = None) -> StreamingMetric:
@@ -120,7 +132,10 @@ class StreamingMetric:
             return self
         # only an oracle metric (E-AuRC) needs the distinct losses; the others skip that part
         batch = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood, oracle=self._oracle)
-        self.table = ScoreTable.merge(self.table, batch)
+        parts = self._parts
+        parts.append(batch)
+        while len(parts) > 1 and parts[-2].n_groups <= 2 * parts[-1].n_groups:
+            parts[-2:] = [ScoreTable.merge(parts[-2], parts[-1])]
         return self
 
     def merge(self, *others: StreamingMetric | ScoreTable) -> StreamingMetric:
@@ -137,19 +152,24 @@ class StreamingMetric:
             else:
                 raise TypeError(f"others[{i}] must be a StreamingMetric or a ScoreTable; got "
                                 f"{type(other).__name__}.")
-        self.table = ScoreTable.merge(*tables)
+        self._parts = [ScoreTable.merge(*tables)]
         return self
 
     def compute(self) -> Any:
         """The metric on every row seen so far (what it returns on the concatenated rows)."""
-        if self.table.n == 0:
+        if self.n == 0:
             raise ValueError(f"{self.metric} has no rows yet; call update first.")
         return self._function(self.table, **self.options)
 
     def reset(self) -> StreamingMetric:
         """Forget every row; return ``self``."""
-        self.table = ScoreTable()
+        self._parts = []
         return self
 
+    @property
+    def n(self) -> int:
+        """Number of rows seen."""
+        return sum(t.n for t in self._parts)
+
     def __repr__(self) -> str:
-        return f"StreamingMetric({self.metric!r}, n={self.table.n})"
+        return f"StreamingMetric({self.metric!r}, n={self.n})"
