@@ -218,6 +218,20 @@ def test_integers_that_float64_cannot_hold_are_refused(values):
         auroc([False, True], values)
 
 
+@pytest.mark.skipif(np.finfo(np.longdouble).eps >= np.finfo(np.float64).eps,
+                    reason="long double is float64 on this platform")
+def test_long_doubles_that_float64_cannot_hold_are_refused():
+    # 1 + 2**-60 rounded to 1 silently: two distinct scores tied (AuRC 0.5, not 0.75)
+    from abstain.metrics import aurc
+
+    u = np.array([1.0, 1.0], dtype=np.longdouble)
+    u[1] += np.longdouble(2.0) ** -60
+    with pytest.raises(ValueError, match=r"^uncertainty holds float\d+ values that float64 "
+                                         r"cannot hold exactly"):
+        aurc([1.0, 0.0], u)
+    assert aurc([1.0, 0.0], np.array([0.25, 0.5], dtype=np.longdouble)) == 0.75
+
+
 @pytest.mark.parametrize("values", [np.array([2**53, -(2**53)], dtype=np.int64),
                                     np.array([2**60, 2**61], dtype=np.int64),
                                     np.array([-(2**63), 0], dtype=np.int64),

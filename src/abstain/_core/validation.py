@@ -16,44 +16,13 @@ from numpy.typing import ArrayLike, NDArray
 F64 = NDArray[np.float64]
 
 __all__ = [
-    "as_class_labels",
-    "empty_batch",
-    "as_label_indices",
-    "as_features",
-    "as_is_ood",
-    "as_labels",
-    "as_losses",
-    "as_losses_and_scores",
-    "as_matrix",
-    "as_proba",
-    "as_real_array",
-    "as_pvalues",
-    "as_scores",
-    "Boolean",
-    "Constraint",
-    "Constraints",
-    "InstanceOf",
-    "Interval",
-    "IsArray",
-    "IsCallable",
-    "Options",
-    "RandomState",
-    "check_bool",
-    "check_params",
-    "check_choice",
-    "check_float_dtype",
-    "check_columns",
-    "check_fraction",
-    "check_int",
-    "check_label_type",
-    "check_open_unit",
-    "check_positive",
-    "check_probability",
-    "check_random_state",
-    "check_same_length",
-    "nonfinite",
-    "plain",
-    "validate_params",
+    "as_class_labels", "empty_batch", "as_label_indices", "as_features", "as_is_ood", "as_labels",
+    "as_losses", "as_losses_and_scores", "as_matrix", "as_proba", "as_real_array", "as_pvalues",
+    "as_scores", "Boolean", "Constraint", "Constraints", "InstanceOf", "Interval", "IsArray",
+    "IsCallable", "Options", "RandomState", "check_bool", "check_params", "check_choice",
+    "check_float_dtype", "check_columns", "check_fraction", "check_int", "check_label_type",
+    "check_open_unit", "check_positive", "check_probability", "check_random_state",
+    "check_same_length", "nonfinite", "plain", "validate_params",
 ]
 
 
@@ -121,15 +90,24 @@ def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDAr
             f"{name} must be an array of real numbers (int, float or bool dtype); "
             f"got dtype {arr.dtype}."
         )
-    if arr.dtype.kind in "iu" and arr.dtype.itemsize == 8 and np.dtype(dtype) == np.float64:
+    if np.dtype(dtype) == np.float64 and (arr.dtype.itemsize > 8 if arr.dtype.kind == "f"
+                                          else arr.dtype.itemsize == 8):
         _check_exact_integers(arr, name)
     with np.errstate(over="ignore"):  # an overflow becomes inf, refused by the finite check
         return arr.astype(dtype, copy=False)
 
 
 def _check_exact_integers(arr: NDArray[Any], name: str) -> None:
-    """Refuse 64-bit integers beyond 2**53 that float64 does not hold exactly (as floats
-    two of them would tie, or swap their order)."""
+    """Refuse 64-bit integers beyond 2**53, or long doubles, that float64 does not hold
+    exactly (as floats two of them would tie, or swap their order)."""
+    if arr.dtype.kind == "f":
+        with np.errstate(over="ignore", invalid="ignore"):  # inf: the finite check's
+            wide = arr[(arr.astype(np.float64).astype(arr.dtype) != arr) & np.isfinite(arr)]
+        if wide.size:
+            raise ValueError(f"{name} holds {arr.dtype} values that float64 cannot hold "
+                             f"exactly (e.g. {wide[0]}), so distinct values could tie; "
+                             "subtract an offset first, or pass float64 on purpose.")
+        return
     big = arr[(arr > 2**53) | (arr < -(2**53))] if arr.dtype.kind == "i" else arr[arr > 2**53]
     f = big.astype(np.float64)
     fits = f < 2.0**63 if arr.dtype.kind == "i" else f < 2.0**64  # else it rounded past
