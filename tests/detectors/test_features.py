@@ -239,8 +239,17 @@ def test_feature_detector_errors():
         KNN(backend="annoy").fit(F)
     with pytest.raises(ValueError, match="backend='faiss' needs dtype='float32'"):
         KNN(k=2, backend="faiss", dtype="float64").fit(F).score(F)
+    # finite but beyond float32: said so (it read "must be finite; got 1 infinite value")
+    for call in (lambda: KNN(k=2).fit(F).score([[1e39, 0.0, 0.0]]),
+                 lambda: KNN(k=2).fit(np.vstack([F, [[1e39, 0.0, 0.0]]])),
+                 lambda: ReAct().fit(F, weight=np.ones((2, 3)), bias=np.zeros(2)).score(
+                     [[1e39, 0.0, 0.0]])):
+        with pytest.raises(ValueError, match=r"^features holds values beyond the float32 range "
+                                             r"\(up to 1e\+39\); scale them, or use "
+                                             r"dtype='float64'\.$"):
+            call()
     with pytest.raises(ValueError, match="features must be finite"):
-        KNN(k=2).fit(F).score([[1e39, 0.0, 0.0]])  # overflows float32
+        KNN(k=2).fit(F).score([[np.inf, 0.0, 0.0]])
 
 
 # ------------------------------------------------------------- loaded documents

@@ -171,8 +171,8 @@ def as_matrix(
     ``(n_samples, <columns>)``.
 
     NaN is always refused; infinite values too unless ``finite=False``; fewer than
-    ``min_rows`` rows too. Values that overflow ``dtype`` (float32 beyond 3.4e38) are
-    refused as infinite.
+    ``min_rows`` rows too. Finite values that overflow ``dtype`` (float32 beyond 3.4e38)
+    are refused as beyond its range.
     """
     arr = as_real_array(values, name, dtype)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
@@ -185,6 +185,11 @@ def as_matrix(
         raise ValueError(f"{name} must have at least {min_rows} rows; got {arr.shape[0]}.")
     if finite:
         if not np.isfinite(arr).all():
+            wide = as_real_array(values, name) if np.dtype(dtype) != np.float64 else arr
+            if np.isfinite(wide).all():  # finite values the narrower dtype cannot hold
+                raise ValueError(f"{name} holds values beyond the {np.dtype(dtype).name} range "
+                                 f"(up to {float(np.max(np.abs(wide))):.4g}); scale them, or "
+                                 f"use dtype='float64'.")
             raise ValueError(f"{name} must be finite; got {nonfinite(arr)}.")
     elif np.isnan(arr).any():
         n_nan = int(np.isnan(arr).sum())
