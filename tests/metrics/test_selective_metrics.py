@@ -443,3 +443,29 @@ def test_the_three_areas_check_ties_and_tables_alike_and_scale_losses_alike():
         for ties in TIES:  # losses scaled by a power of two: the metric scales exactly
             small = f([0.0, 1.0, 0.5], [0.3, 0.1, 0.2], ties=ties)
             assert f([0.0, 2.0**1000, 2.0**999], [0.3, 0.1, 0.2], ties=ties) == small * 2.0**1000
+
+
+def test_risk_at_coverage_is_the_risk_bounded_abstention_reports():
+    # the docstring's claim, to the last bit: 92 of 1,200 such cases differed by one ulp
+    from abstain import BoundedAbstention
+
+    rng = np.random.default_rng(21)
+    for _ in range(300):
+        n = int(rng.integers(1, 30))
+        u = rng.integers(0, 5, n) / 4.0
+        losses = rng.choice([0.0, 1.0, 0.3, 0.7], n)
+        for c in (rng.uniform(0.01, 1.0), (int(rng.integers(1, n + 1))) / n):
+            rule = BoundedAbstention(c).fit(u, losses)
+            assert selective_risk_at_coverage(losses, u, c) == rule.risk_
+
+
+def test_risk_at_a_subnormal_coverage_is_the_first_groups_mean_loss():
+    # coverage * n * loss underflowed: 0.0, or 0.5 above the largest loss
+    from abstain import BoundedAbstention
+
+    for losses, u, want in (([0.3], [0.1], 0.3), ([0.3, 0.0], [0.1, 0.2], 0.3),
+                            ([1e-300, 0.0], [0.1, 0.2], 1e-300),
+                            ([1e-300, 1e-300, 0.0], [0.1, 0.1, 0.2], 1e-300)):
+        for c in (5e-324, 1e-300, 1e-17):
+            assert selective_risk_at_coverage(losses, u, c) == want
+            assert BoundedAbstention(c).fit(u, losses).risk_ == want

@@ -94,8 +94,9 @@ class TieGroups:
     def risk_of(self, g: int, nu: float) -> float:
         """Selective risk of the rule ``(values[g], nu)`` (``g >= 0``): its expected accepted
         loss over its expected accepted count, each from ``nu`` itself (through ``x`` a
-        tiny ``nu`` keeps only about 1e-16 of ``x``)."""
-        if nu >= 1.0:
+        tiny ``nu`` keeps only about 1e-16 of ``x``). Part of the first group is that group's
+        mean loss, whatever ``nu`` (a subnormal share of its loss would underflow)."""
+        if nu >= 1.0 or self.cum_counts[g] == self.counts[g]:
             return float(self.unit_cum_sums[g] / self.cum_counts[g]) * self.scale
         loss = self.unit_knots_y[g] + nu * self.unit_sums[g]
         return float(loss / self.accepted_at(g, nu)) * self.scale

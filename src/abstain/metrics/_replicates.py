@@ -108,14 +108,22 @@ def _e_aurc(b: _Block) -> F64:
 
 
 def _risk_at_coverage(b: _Block, coverage: float) -> F64:
-    """``np.interp`` of the accepted loss at ``coverage`` of the ID rows, per resample: the
-    knots of groups of no rows repeat the one before, which ``np.interp`` never takes as the
-    left end of its segment."""
+    """The risk of the rule accepting ``coverage`` of the ID rows, per resample, as
+    ``TieGroups.risk_of`` gives it: the group reached first (groups of no rows repeat the
+    knot before them, which ``searchsorted`` passes), its share ``nu``, and the loss and
+    count accepted each from ``nu`` (part of the first group: its mean)."""
     x, y = b.run("id_rows"), b.run("loss_sums")
+    counts, sums = b.t.id_rows, b.t.loss_sums
     out = np.empty(x.shape[0])
     for r in range(x.shape[0]):
         at = coverage_count(coverage, float(x[r, -1]))
-        out[r] = float(np.interp(at, x[r], y[r])) / at
+        j = int(np.searchsorted(x[r, 1:], at, side="left"))  # the group of knot j + 1
+        c, before = float(counts[r, j]), float(x[r, j])
+        nu = min(max((at - before) / c, 0.0), 1.0)
+        if nu >= 1.0 or before == 0.0:
+            out[r] = float(y[r, j + 1] / x[r, j + 1])
+        else:
+            out[r] = float((y[r, j] + nu * sums[r, j]) / (before + c * nu))
     return out
 
 

@@ -395,7 +395,8 @@ def selective_risk_at_coverage(
     """
     cov = float(coverage)  # type: ignore[arg-type]
     groups = _groups(losses, uncertainty)
-    return groups.risk_at(coverage_count(cov, groups.n))
+    # the rule of that coverage and its risk, as BoundedAbstention fits and reports them
+    return groups.risk_of(*groups.rule_at(coverage_count(cov, groups.n)))
 
 
 @validate_params({"target_risk": [Interval(float, 0, None, closed="neither")]})
