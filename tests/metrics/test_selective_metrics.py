@@ -469,3 +469,19 @@ def test_risk_at_a_subnormal_coverage_is_the_first_groups_mean_loss():
         for c in (5e-324, 1e-300, 1e-17):
             assert selective_risk_at_coverage(losses, u, c) == want
             assert BoundedAbstention(c).fit(u, losses).risk_ == want
+
+
+def test_a_tables_target_given_in_the_place_of_uncertainty_is_named():
+    # "coverage must be a real number; got None" for the natural call f(table, 0.5)
+    from abstain import ScoreTable
+
+    table = ScoreTable.from_arrays([0.1, 0.2], [0.0, 1.0])
+    with pytest.raises(ValueError, match=r"^coverage must be given by name with a ScoreTable "
+                                         r".*selective_risk_at_coverage\(table, coverage=0\.5\)"):
+        selective_risk_at_coverage(table, 0.5)
+    with pytest.raises(ValueError, match=r"^target_risk must be given by name .*"
+                                         r"coverage_at_risk\(table, target_risk=0\.5\)"):
+        coverage_at_risk(table, 0.5)
+    with pytest.raises(ValueError, match=r"^coverage must be given; got None\.$"):
+        selective_risk_at_coverage([0.0, 1.0], [0.1, 0.2])
+    assert selective_risk_at_coverage(table, coverage=0.5) == 0.0

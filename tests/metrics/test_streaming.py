@@ -82,7 +82,7 @@ def test_a_table_of_ood_rows_only_is_rebuilt_from_its_totals() -> None:
                                                 r"'uncertainty'\.$"),
     ("selective_risk_at_coverage", {"coverage": np.float64(1.5)}, ValueError,
      r"^coverage must be in \(0, 1\]; got 1\.5\.$"),
-    ("selective_risk_at_coverage", {}, ValueError, r"^coverage must be a real number; got None\.$"),
+    ("selective_risk_at_coverage", {}, ValueError, r"^coverage must be given; got None\.$"),
     ("coverage_at_risk", {"target_risk": -1}, ValueError,
      r"^target_risk must be a finite number in \(0, inf\); got -1\.$"),
     ("fpr_at_tpr", {"tpr": 0}, ValueError, r"^tpr must be in \(0, 1\]; got 0\.$"),

@@ -41,6 +41,7 @@ from .._core.validation import (
     Interval,
     Options,
     as_losses_and_scores,
+    plain,
     validate_params,
 )
 from ..tables._score import ScoreTable, as_groups, selective_table, table_or_none
@@ -359,7 +360,19 @@ def augrc(
     return area * c
 
 
-@validate_params({"coverage": [Interval(float, 0, 1, closed="right")]})
+def _named_target(func: str, name: str, value: Any, losses: Any, uncertainty: Any) -> float:
+    """The target ``value``, or the message for one left out: a table's target given in
+    the place of ``uncertainty`` is named as such."""
+    if value is None:
+        table = isinstance(losses, ScoreTable) and np.ndim(uncertainty) == 0
+        raise ValueError(f"{name} must be given" + (
+            f" by name with a ScoreTable (the second place is uncertainty's): {func}(table, "
+            f"{name}={plain(uncertainty)})" if table and uncertainty is not None else "")
+            + "; got None.")
+    return float(value)
+
+
+@validate_params({"coverage": [Interval(float, 0, 1, closed="right"), None]})
 def selective_risk_at_coverage(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None,
     coverage: float | None = None,
@@ -393,13 +406,13 @@ def selective_risk_at_coverage(
     >>> selective_risk_at_coverage([0, 1, 1, 0], [0.2, 0.2, 0.2, 0.2], 0.25)
     0.5
     """
-    cov = float(coverage)  # type: ignore[arg-type]
+    cov = _named_target("selective_risk_at_coverage", "coverage", coverage, losses, uncertainty)
     groups = _groups(losses, uncertainty)
     # the rule of that coverage and its risk, as BoundedAbstention fits and reports them
     return groups.risk_of(*groups.rule_at(coverage_count(cov, groups.n)))
 
 
-@validate_params({"target_risk": [Interval(float, 0, None, closed="neither")]})
+@validate_params({"target_risk": [Interval(float, 0, None, closed="neither"), None]})
 def coverage_at_risk(
     losses: ArrayLike | ScoreTable, uncertainty: ArrayLike | None = None,
     target_risk: float | None = None,
@@ -434,7 +447,7 @@ def coverage_at_risk(
     >>> coverage_at_risk([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], 0.25)
     0.6666666666666666
     """
-    lam = float(target_risk)  # type: ignore[arg-type]
+    lam = _named_target("coverage_at_risk", "target_risk", target_risk, losses, uncertainty)
     groups = _groups(losses, uncertainty)
     return groups.max_accepted_at_risk(lam) / groups.n
 
