@@ -13,9 +13,11 @@ again) at 5,000 and 200,000 rows, the table holds the SHA-1 (first 12 hex digits
 and the values of ``aurc`` (0/1 losses), ``auroc``, ``aupr_in``, ``aupr_out`` and
 ``fpr_at_tpr(0.95)``, printed with ``repr``. The data are drawn without libm (weights are
 uniforms times powers of two: ``np.exp`` differs in the last bit between CPUs and NumPy
-versions), so every machine starts from the same bits. The stored table was computed on a
+versions), so every machine starts from the same bits. An earlier table was computed on a
 2-core AVX2 machine with NumPy 2.4.6 and, identically, on a 16-core AVX-512 machine with NumPy
-2.5.2; ``make bench-check`` reruns it and compares. Run: ``python benchmarks/fingerprints.py
+2.5.2; the stored one was recomputed on a 2-core AVX-512 AMD EPYC with NumPy 2.4.6 when a tie
+group's term of the AuRC became a direct sum (the ``aurc family`` of two tied families at
+5,000 rows changed in the last bits); ``make bench-check`` reruns it and compares. Run: ``python benchmarks/fingerprints.py
 [--out FOLDER]``.
 """
 
