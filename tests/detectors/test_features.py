@@ -367,3 +367,41 @@ def test_knn_auto_picks_the_backend_measured_faster(faster, monkeypatch) -> None
     np.testing.assert_allclose(got, R.knn(test, train, 3, normalize=False), atol=1e-5)
     assert KNN(k=3, normalize=False, dtype="float64").fit(train).score(test).shape == (30,)
     assert len(_features._KNN_BACKEND) == 1  # float64 never probes
+
+
+def test_float64_vim_keeps_a_small_spread_far_from_the_origin():
+    # the outer product of the offset swamped the spread's eigenvalues in the sum: scores
+    # moved by 0.7 % with the row order, and a spread of 1e-8 was refused as no residual
+    mp = pytest.importorskip("mpmath")
+    rng = np.random.default_rng(1)
+    n, d, K, D = 40, 6, 3, 3
+    F0 = rng.normal(size=(n, d))
+    W, b = np.abs(rng.normal(size=(K, d))), np.abs(rng.normal(size=K))
+    F, Q = 1 + 1e-6 * F0, 1 + 1e-6 * rng.normal(size=(8, d))
+    s = ViM(dim=D, dtype="float64").fit(F, weight=W, bias=b).score(Q)
+    for _ in range(3):
+        p = rng.permutation(n)
+        other = ViM(dim=D, dtype="float64").fit(F[p], weight=W, bias=b).score(Q)
+        np.testing.assert_allclose(other, s, rtol=0, atol=1e-7 * np.max(np.abs(s)))
+    # the paper's definition in 50 digits (the uncentred covariance of F - u)
+    mp.mp.dps = 50
+    Wm, bm = mp.matrix(W.tolist()), mp.matrix(b.tolist())
+    u = -(Wm.T * mp.inverse(Wm * Wm.T) * bm)
+    X = mp.matrix([[mp.mpf(float(v)) - u[j] for j, v in enumerate(r)] for r in F])
+    ev, V = mp.eigsy(X.T * X / n)
+    idx = sorted(range(d), key=lambda i: -ev[i])[D:]
+    R = mp.matrix([[V[j, i] for i in idx] for j in range(d)])
+
+    def norms(rows):
+        return [mp.norm(mp.matrix([[mp.mpf(float(v)) - u[j] for j, v in enumerate(r)]]) * R)
+                for r in rows]
+
+    def logits(rows):
+        return [[sum(mp.mpf(float(r[j])) * Wm[k, j] for j in range(d)) + bm[k]
+                 for k in range(K)] for r in rows]
+
+    alpha = (sum(max(z) for z in logits(F)) / n) / (sum(norms(F)) / n)
+    ref = [float(alpha * v - mp.log(sum(mp.e ** x for x in z)))
+           for v, z in zip(norms(Q), logits(Q), strict=True)]
+    np.testing.assert_allclose(s, ref, rtol=0, atol=1e-7 * np.max(np.abs(ref)))
+    ViM(dim=D, dtype="float64").fit(1 + 1e-8 * F0, weight=W, bias=b)  # full rank: a residual
