@@ -462,16 +462,15 @@ def _finite_cov(cov: NDArray, F: NDArray, who: str,  # type: ignore[type-arg]
     return cov
 
 
-def _stacked_eigh(C: NDArray[np.float64], off: NDArray[np.float64],
+def _stacked_eigh(C: NDArray[np.floating], off: NDArray[np.float64],  # type: ignore[type-arg]
                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The eigenpairs of ``C' C / n + off off'`` from the singular values of the rows of
     ``C`` stacked with ``sqrt(n) off`` (through the QR factor of the stack when it has more
     rows than columns): accurate to the spread's own round-off, not to that of the sum."""
     n, d = C.shape
-    M = np.vstack([C, math.sqrt(n) * off[None, :]])
-    if M.shape[0] > d:
-        M = np.linalg.qr(M, mode="r")
-    _, sv, vt = np.linalg.svd(M, full_matrices=True)
+    M = np.vstack([C, math.sqrt(n) * off[None, :]]).astype(np.float64)
+    top = np.linalg.qr(M, mode="r") if M.shape[0] > d else M  # the stack's R factor
+    _, sv, vt = np.linalg.svd(np.asarray(top), full_matrices=True)
     evals = np.zeros(d)
     evals[: sv.size] = sv * sv / n
     return evals, vt.T
