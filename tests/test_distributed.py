@@ -184,6 +184,11 @@ def test_a_mismatch_names_the_arguments_passed_and_a_2d_column_its_shape() -> No
         pair_table(pairs, da.zeros(10, chunks=5), is_ood=da.zeros(11, chunks=5))
     with pytest.raises(ValueError, match=r"^losses must be a one-dimensional Dask array"):
         pair_table(pairs, da.zeros((10, 2), chunks=5), is_ood=marks)
+    # a NumPy array beside a Dask one: only the arguments given, the array named as such
+    with pytest.raises(ValueError, match=r"^uncertainty and losses must have the same "
+                                         r"partitions; got 1 \(a NumPy array\) and 2 "
+                                         r"partitions \(give every argument as a Dask"):
+        score_table(np.linspace(0, 1, 10), da.zeros(10, chunks=5))
 
 
 def test_pair_table_refuses_text_as_the_array_api_does(client, rows) -> None:

@@ -156,6 +156,19 @@ def _slice(table: ScoreTable, low: float, high: float) -> ScoreTable:
     return out
 
 
+def _partition_mismatch(given: dict[str, tuple[Any, int]]) -> None:
+    """Raise the message for arguments split into different partitions, naming only the
+    arguments passed and which of them are NumPy arrays (one partition each)."""
+    names = list(given)
+    counts = [f"{n}" + (" (a NumPy array)" if isinstance(a, np.ndarray) else "")
+              for a, n in given.values()]
+    fix = ("give every argument as a Dask collection of the same chunks"
+           if any(isinstance(a, np.ndarray) for a, _ in given.values())
+           else "rechunk them alike")
+    raise ValueError(f"{', '.join(names[:-1])} and {names[-1]} must have the same partitions; "
+                     f"got {', '.join(counts[:-1])} and {counts[-1]} partitions ({fix}).")
+
+
 def _join(ranges: list[ScoreTable]) -> ScoreTable:
     """Tables of disjoint, ascending score ranges as one table (a concatenation, no sort).
 
@@ -262,8 +275,9 @@ def score_table(
     l_parts, l_sizes = _pieces(losses, "losses")
     o_parts = [None] * len(u_parts) if is_ood is None else _pieces(is_ood, "is_ood")[0]
     if not (len(u_parts) == len(l_parts) == len(o_parts)):
-        raise ValueError("uncertainty, losses and is_ood must have the same partitions; got "
-                         f"{len(u_parts)}, {len(l_parts)} and {len(o_parts)} partitions.")
+        _partition_mismatch({"uncertainty": (uncertainty, len(u_parts)),
+                             "losses": (losses, len(l_parts)),
+                             **({} if is_ood is None else {"is_ood": (is_ood, len(o_parts))})})
     delayed = dask.delayed
     tables = [delayed(_partition_table)(u, ls, o, oracle)
               for u, ls, o in zip(u_parts, l_parts, o_parts, strict=True)]
@@ -433,8 +447,8 @@ def pair_table(
     l_parts, _ = _pieces(losses, "losses")
     o_parts, _ = _pieces(is_ood, "is_ood")
     if not (len(s_parts) == len(l_parts) == len(o_parts)):
-        raise ValueError("scores, losses and is_ood must have the same partitions; got "
-                         f"{len(s_parts)}, {len(l_parts)} and {len(o_parts)} partitions.")
+        _partition_mismatch({"scores": (scores, len(s_parts)), "losses": (losses, len(l_parts)),
+                             "is_ood": (is_ood, len(o_parts))})
     delayed = dask.delayed
     level = [delayed(_merge_pairs)(max_pairs, delayed(_partition_pairs)(s, ls, o))
              for s, ls, o in zip(s_parts, l_parts, o_parts, strict=True)]
