@@ -5,6 +5,7 @@ clipped logits overflow, NaN labels, and a seeded BankDetector fitted twice."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -36,6 +37,19 @@ def test_a_small_temperature_on_huge_logits_stays_finite(temperature):
     x = logits[3] / temperature
     expected = -temperature * (x.max() + np.log(np.exp(x - x.max()).sum()))
     assert energy[3] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("temperature", [1e308, 4e307])
+def test_a_huge_temperature_brings_a_difference_beyond_float64_back_in_range(temperature):
+    # z - peak overflowed to -inf before the division by T: that term of exp(-2) was lost
+    logits = np.array([[1e308, -1e308], [-1e308, 1e308]])
+    gap = 1e308 / temperature * 2.0  # (z - peak) / T, the difference itself beyond float64
+    z = 1e308 / temperature
+    want_energy = -temperature * (z + math.log1p(math.exp(-gap)))
+    got = Energy(temperature).fit().score(logits)
+    np.testing.assert_allclose(got, [want_energy] * 2, rtol=1e-12)
+    np.testing.assert_allclose(MSP(temperature).fit().score(logits),
+                               [-1.0 / (1.0 + math.exp(-gap))] * 2, rtol=1e-12)
 
 
 def _rank_two(seed):

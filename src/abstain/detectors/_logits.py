@@ -34,18 +34,24 @@ def _peak_and_rest(z: NDArray[np.float64], temperature: float = 1.0,
     one dominant entry keeps its small terms to full precision. The differences are divided
     by ``T``, not the logits: ``1e306 / 1e-3`` would overflow (``inf - inf`` is NaN).
     """
-    if z.shape[1] <= _TRANSPOSE_UP_TO:
-        axis = 0
-        d = z.T.copy()  # C order: K rows of n (a copy, as the input is not to be written)
-        peak = d.max(axis=0)
-        np.subtract(d, peak, out=d)
-    else:
-        axis = 1
-        peak = z.max(axis=1)
-        d = z - peak[:, None]
+    with np.errstate(over="ignore"):  # a difference beyond float64 is -inf: a term of 0
+        if z.shape[1] <= _TRANSPOSE_UP_TO:
+            axis = 0
+            d = z.T.copy()  # C order: K rows of n (a copy, as the input is not to be written)
+            peak = d.max(axis=0)
+            np.subtract(d, peak, out=d)
+        else:
+            axis = 1
+            peak = z.max(axis=1)
+            d = z - peak[:, None]
     top = d == 0.0
     if temperature != 1.0:
+        wide = np.isinf(d) if temperature > 2.0 else None  # a difference beyond float64
         np.divide(d, temperature, out=d)
+        if wide is not None and wide.any():  # halved first, it may come back within range
+            zz = z.T if axis == 0 else z
+            pk = peak[None, :] if axis == 0 else peak[:, None]
+            d[wide] = ((zz / 2.0 - pk / 2.0) / temperature * 2.0)[wide]
     np.exp(d, out=d)
     np.subtract(d, top, out=d)  # the peak entries' terms, exactly 1, become exactly 0
     rest = d.sum(axis=axis)
