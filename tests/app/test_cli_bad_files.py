@@ -412,6 +412,19 @@ def test_apply_names_a_rule_that_is_a_loop_of_links(csv_file, tmp_path, capsys):
     assert not (tmp_path / "o.csv").exists()
 
 
+def test_npz_float32_columns_go_to_csv_in_their_own_shortest_digits(rule_file, tmp_path,
+                                                                    capsys):
+    # float32 0.1 was written through float64: 0.10000000149011612
+    src = tmp_path / "f.npz"
+    np.savez(src, risk=np.array([0.1, 0.5]), f32=np.array([0.1, 1.5], dtype=np.float32),
+             f16=np.array([0.1, 2.0], dtype=np.float16))
+    out = tmp_path / "o.csv"
+    assert run(capsys, "apply", rule_file, src, "-o", out)[0] == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "risk,f32,f16,accept" and lines[1].startswith("0.1,0.1,0.1,")
+    assert lines[2].startswith("0.5,1.5,2,")
+
+
 def test_npz_arrays_that_are_not_columns_are_refused_in_one_line(rule_file, tmp_path, capsys):
     import io
     import warnings

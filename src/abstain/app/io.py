@@ -624,7 +624,8 @@ def _cell(v: Any) -> str:
         f = float(v)
         if f.is_integer() and abs(f) < 1e15:
             return str(int(f))
-        return repr(f)
+        # float32 and float16 in their own shortest digits (0.1, not 0.10000000149011612)
+        return str(v) if isinstance(v, np.floating) and v.dtype.itemsize < 8 else repr(f)
     return str(v)
 
 
