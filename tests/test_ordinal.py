@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -283,3 +285,19 @@ def test_degenerate_optimum_at_w_zero_is_certified():
         model = SVOR(C=10.0).fit(X, r)
     np.testing.assert_allclose(model.coef_, 0.0, atol=1e-12)
     assert 0.0 <= model.gap_ <= 1e-8 * model.objective_
+
+
+def test_features_in_large_units_or_a_large_C_never_crash_nor_end_above_w_zero():
+    # the Newton system went singular (LinAlgError), or the steps ended far above w = 0
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.clip(np.round(X[:, 0] * 1.5 + 1.5 + rng.normal(size=40) * 0.5), 0, 3).astype(int)
+    for scale, C in ((1e7, 10.0), (1e20, 10.0), (1.0, 1e10), (5e6, 1.0)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = SVOR(C=C).fit(X * scale, y)
+        zero = svor_objective(X * scale, y, np.zeros(3), np.zeros(3), C)
+        assert model.objective_ <= zero
+        assert model.objective_ == pytest.approx(
+            svor_objective(X * scale, y, model.coef_, model.thresholds_, C), rel=1e-9)
+        assert 0.0 <= model.gap_ <= model.objective_ + 1e-12

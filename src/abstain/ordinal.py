@@ -294,6 +294,7 @@ def solve_svor(
     mu = 1.0
     n_iter = 0
     objective = gap = math.inf
+    best = (math.inf, w, b)  # the lowest objective passed (from w = 0: never above it)
     while n_iter < max_iter:
         n_iter += 1
         f = X @ w
@@ -303,6 +304,8 @@ def solve_svor(
         beta = A.sum(axis=1)
         Xb = X.T @ beta
         objective = float(0.5 * w @ w + c * np.maximum(Z, 0.0).sum())
+        if objective < best[0]:
+            best = (objective, w, b)
         dual = float(c * slope.sum() - 0.5 * Xb @ Xb)
         g_w = w - Xb
         g_b = A.sum(axis=0)
@@ -327,7 +330,10 @@ def solve_svor(
         # ridge keeps the system solvable and the line search sets the step length.
         H[d:, d:].flat[:: n_classes] += 1e-9 * max(c / mu, 1.0)
         g = np.concatenate([g_w, g_b])
-        step = np.linalg.solve(H, -g)
+        try:
+            step = np.linalg.solve(H, -g)
+        except np.linalg.LinAlgError:  # singular in floats (large units, a large C)
+            step = np.linalg.lstsq(H, -g, rcond=None)[0]
         decrement = -float(g @ step)
         if decrement <= 1e-3 * tol * scale:
             support = 2 * (d + n_classes) + 20
@@ -369,7 +375,20 @@ def solve_svor(
             ConvergenceWarning,
             stacklevel=3,
         )
-    return SVORSolution(w, b, objective, gap, n_iter)
+    if best[0] < objective - 1e-12 * abs(objective):
+        # the steps ended above a point they passed (an ill-conditioned Newton system):
+        # that point, certified by a dual fitted to it, or by D(0) = 0 <= min F
+        w, b = best[1], best[2]
+        primal, dual, residual = _certificate(X, S, c, w, b, _dual_for(X, S, c, w, b))
+        valid = residual <= 1e-10 * max(c * n, 1.0) and dual <= primal
+        objective, gap = primal, (primal - dual if valid else primal)
+        warnings.warn(
+            f"SVOR's Newton steps ended above the best point they passed (features in large "
+            f"units or a large C make its system ill-conditioned); that point is returned, "
+            f"with a relative gap of {gap / max(objective, 1e-300):.3g}: scale the features.",
+            ConvergenceWarning, stacklevel=3)
+    # F >= 0 = D(0): the gap is never above the objective itself
+    return SVORSolution(w, b, objective, min(gap, objective), n_iter)
 
 
 def _centred_thresholds(f: NDArray[np.float64], ranks: NDArray[np.intp],
