@@ -466,3 +466,25 @@ def test_sele_objective_refuses_nan_chunk_labels():
     # np.unique keeps each NaN apart and labels == nan selects no row: a ZeroDivisionError
     with pytest.raises(ValueError, match="^groups must hold finite chunk labels"):
         sele_objective([0.1, 0.2, 0.3], [0.0, 1.0, 0.0], groups=[np.nan, np.nan, 0.0])
+
+
+def test_features_and_scores_beyond_the_float64_range_are_refused_in_one_line():
+    # SciPy's "array must not contain infs or NaNs", or a constant SELE score whose own
+    # document load_json refused (an infinite gap bound with C > 0)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y_pred = rng.integers(0, 3, 60)
+    losses = (rng.uniform(size=60) < 0.3).astype(float)
+    for scale in (1e150, 1e160):
+        with pytest.raises(ValueError, match=r"^X holds features of magnitude up to .* overflow "
+                                             r"float64 in the SELE objective's derivatives"):
+            SELE(C=1.0, chunk_size=None).fit(X * scale, y_pred, losses)
+    with pytest.raises(ValueError, match=r"^X holds features of magnitude up to .* Gram "
+                                         r"matrix; scale the features \(C=0 scales them"):
+        LossRegression(C=1.0).fit(X * 1e160, y_pred, losses)
+    LossRegression(C=0.0).fit(X * 1e160, y_pred, losses)  # scales the columns itself
+    with pytest.raises(ValueError, match=r"^scores must differ by less than the float64 range"):
+        sele_objective([1.5e308, -1.5e308], [0.0, 1e-10])
+    with pytest.raises(ValueError, match=r"^groups must be a 1-D array of chunk labels, one per "
+                                         r"score; got shape \(2, 2\)\.$"):
+        sele_objective([0.1, 0.2], [0.0, 1.0], groups=[[0, 1], [1, 0]])

@@ -323,6 +323,11 @@ def _ridge(
             sol[k] = scipy.linalg.lstsq(rows / unit, t, cond=None)[0] / unit[:, None]
             continue
         gram = rows.T @ rows
+        if not np.isfinite(gram).all():
+            raise ValueError(f"X holds features of magnitude up to "
+                             f"{float(np.max(np.abs(rows))):.4g}, whose products overflow "
+                             f"float64 in the ridge's Gram matrix; scale the features (C=0 "
+                             f"scales them itself).")
         gram[np.diag_indices(dim)] += n * C / 2.0
         sol[k] = scipy.linalg.solve(gram, rows.T @ t, assume_a="pos")
     if design.extra is None:
@@ -580,6 +585,9 @@ def sele_objective(
     if s.shape != ls.shape:
         raise ValueError(f"scores must have the shape of losses {ls.shape}; got {s.shape}.")
     labels = np.zeros(len(ls), dtype=np.intp) if groups is None else np.asarray(groups)
+    if labels.ndim != 1:
+        raise ValueError(f"groups must be a 1-D array of chunk labels, one per score; got "
+                         f"shape {labels.shape}.")
     check_same_length(losses=ls, groups=labels)
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():  # NaN is no chunk
         raise ValueError("groups must hold finite chunk labels; got NaN or infinite values.")
@@ -587,7 +595,11 @@ def sele_objective(
     uniq = np.unique(labels)
     for label in uniq:
         idx = np.flatnonzero(labels == label)
-        z = s[idx][None, :] - s[idx][:, None]
+        with np.errstate(over="ignore"):
+            z = s[idx][None, :] - s[idx][:, None]
+        if not np.isfinite(z).all():  # a difference of scores beyond float64
+            raise ValueError("scores must differ by less than the float64 range (1.8e308) "
+                             "within a chunk; divide them by a constant.")
         total += float(ls[idx] @ np.logaddexp(0.0, z).sum(axis=1)) / len(idx) ** 2
     return total / len(uniq)
 
@@ -731,6 +743,13 @@ class SELE(_LinearScore):
         if previous is not None and previous.shape == theta0.shape:
             theta0 = previous
         _, g0 = problem.value_grad(np.zeros(theta0.size))
+        top = float(np.max(np.abs(design.rows), initial=0.0))
+        # the Hessian products hold squares of the features times steps: beyond 2**400 they
+        # overflow (inside SciPy's solver, or as an infinite gradient norm: a constant score)
+        if not (top <= 2.0**400 and np.isfinite(np.linalg.norm(g0))):
+            raise ValueError(f"X holds features of magnitude up to {top:.4g}, which overflow "
+                             f"float64 in the SELE objective's derivatives (beyond 2**400, "
+                             f"about 2.6e120); scale the features.")
         gtol = float(self.tol) * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
         result = scipy.optimize.minimize(
             problem.value_grad,
