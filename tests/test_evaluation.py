@@ -42,6 +42,10 @@ def test_paper_splits_partition_the_rows():
         ({"n_samples": 100, "ratios": (0.3, 0.1, 0.3, 0.1, 0.3)}, "summing to 1"),
         ({"n_samples": 100, "n_splits": 0}, "n_splits must be a positive integer"),
         ({"n_samples": 10.5}, "n_samples must be an integer"),
+        # the Tst part empty: the ratios sum to 1 within the tolerance
+        ({"n_samples": 100, "ratios": (0.25, 0.25, 0.25, 0.25, 5e-10)},
+         "every part at least one row"),
+        ({"n_samples": 100, "random_state": -1}, "random_state must be None, an integer >= 0"),
     ],
 )
 def test_paper_splits_bad_input(kwargs, match):

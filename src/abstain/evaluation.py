@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ._core.optional import figure
-from ._core.validation import as_features, check_fraction, plain
+from ._core.validation import as_features, check_fraction, check_random_state, plain
 from .metrics import aurc
 from .scores._learned import PAPER_C_GRID, TCP, true_class_probability
 from .scores._plugin import conditional_risk, margin, ordinal_margin
@@ -80,10 +80,12 @@ def paper_splits(
     if r.shape != (5,) or np.any(r <= 0) or not math.isclose(float(r.sum()), 1.0, abs_tol=1e-9):
         raise ValueError(f"ratios must be 5 positive numbers summing to 1; "
                          f"got {plain(list(ratios))}.")
-    if n_samples < 5 or np.any(np.floor(n_samples * r[:4]) < 1):
+    sizes = np.floor(n_samples * r[:4])
+    if n_samples < 5 or np.any(sizes < 1) or n_samples - sizes.sum() < 1:  # Tst too
         raise ValueError(f"n_samples must give every part at least one row; got {n_samples}.")
     if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
         raise ValueError(f"n_splits must be a positive integer; got {plain(n_splits)}.")
+    check_random_state("random_state", random_state)
     rng = np.random.default_rng(random_state)
     cuts = np.cumsum(np.floor(r[:4] * n_samples).astype(int))
     return [Split(*np.split(rng.permutation(n_samples), cuts)) for _ in range(n_splits)]

@@ -244,3 +244,35 @@ def test_ordinal_dataset_takes_n_classes(info):
     if info.name != "abalone":  # abalone rings are too tied for a uniform prior
         sizes = np.bincount(y)
         assert sizes.max() < 1.2 * sizes.min()
+
+
+def test_the_synthetic_example_in_its_tails_takes_scalars_and_checks_its_arguments():
+    # densities underflowed together: NaN for r_bayes and g beyond |x| of about 40
+    from abstain.datasets import synthetic_ood_1d
+
+    ex = synthetic_ood_1d()
+    x = np.array([-40.0, 42.0, 45.0])
+    r = ex.r_bayes(x)
+    assert np.all(np.isfinite(r)) and np.all(r > 0) and np.all(r < 1e-30)
+    assert np.all(ex.g(x) == 0.0)
+    mid = np.linspace(-5, 7, 13)
+    np.testing.assert_allclose(ex.r_bayes(mid), 1 - ex.joint_id(mid).max(axis=1)
+                               / ex.joint_id(mid).sum(axis=1), rtol=1e-12, atol=1e-15)
+    # a scalar is a point (an IndexError before)
+    assert ex.r_bayes(3.0) == pytest.approx(float(ex.r_bayes([3.0])[0]), rel=1e-15)
+    assert ex.h_bayes(3.0) == 3 and ex.p_id(3.0) == pytest.approx(ex.p_id([3.0])[0])
+    for kwargs, match in (({"n": -1}, "n must be a non-negative integer"),
+                          ({"n": 2.5}, "n must be a non-negative integer"),
+                          ({"n": 5, "random_state": -1}, "random_state must be None")):
+        with pytest.raises(ValueError, match=match):
+            ex.sample(**kwargs)
+
+
+def test_fetch_shuttle_errors_are_one_line(capsys, tmp_path):
+    bad = tmp_path / "not.deb"
+    bad.write_bytes(b"plain text")
+    for deb in (bad, tmp_path / "missing.deb"):
+        assert main(["fetch-shuttle", "--deb", str(deb)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("python -m abstain.datasets fetch-shuttle: error: ")
+        assert err.count("\n") == 1

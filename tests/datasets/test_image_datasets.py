@@ -97,6 +97,14 @@ def test_idx_parser_refuses_bad_files(raw, match):
         _images._parse_idx(raw, "f")
 
 
+def test_a_damaged_gzip_is_named(tmp_path):
+    # EOFError naming no file
+    path = tmp_path / "t10k-labels-idx1-ubyte.gz"
+    path.write_bytes(gzip.compress(b"\x00\x00\x08\x01" + bytes(20))[:-6])
+    with pytest.raises(ValueError, match=r"^t10k-labels-idx1-ubyte\.gz is a damaged gzip file"):
+        _images._read_idx(path, 2049)
+
+
 def test_fashion_loader_checks_magic_numbers(tmp_path):
     # Labels where images are expected: magic 2049 instead of 2051.
     write_fashion(tmp_path, "train", np.zeros(3, dtype=np.uint8), np.zeros(3, dtype=np.uint8))
@@ -246,6 +254,8 @@ def test_render_letters_is_cached_by_font_list(cache, two_fonts, monkeypatch):
 def test_render_letters_options(cache, two_fonts):
     X, y = render_letters("XO", fonts=two_fonts[:1], size=16)
     assert X.shape == (2, 16, 16) and y.tolist() == [0, 1]
+    # one path, not a list of its characters ("got '/'")
+    assert np.array_equal(render_letters("XO", fonts=str(two_fonts[0]), size=16)[0], X)
     # The same typeface listed twice is kept once.
     X, _ = render_letters("AB", fonts=[two_fonts[0], two_fonts[0]])
     assert X.shape == (2, 28, 28)

@@ -26,7 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{d.n_classes:>2} classes  {d.source}"
             )
     else:
-        print(f"SHUTTLE cached in {fetch_shuttle(args.deb)}")
+        try:
+            print(f"SHUTTLE cached in {fetch_shuttle(args.deb)}")
+        except (ValueError, OSError) as exc:  # a bad .deb, a missing file, no apt-get
+            print(f"python -m abstain.datasets fetch-shuttle: error: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -23,6 +23,7 @@ import os
 import pickle
 import secrets
 import warnings
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.validation import check_choice, check_int, plain
+from .._core.validation import check_choice, check_int, check_random_state, plain
 from ..datasets._sources import data_home, package_file, require_source
 from ..exceptions import MissingDataSourceError
 
@@ -111,7 +112,11 @@ def _read_idx(path: Path, magic: int) -> NDArray[Any]:
     """Read a (possibly gzipped) IDX file and check its magic number (2051 images, 2049 labels)."""
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise ValueError(f"{path.name} is a damaged gzip file ({exc}); delete it and fetch "
+                             "it again (make data-ood).") from None
     found = int.from_bytes(raw[:4], "big")
     if found != magic:
         raise ValueError(
@@ -488,7 +493,8 @@ def render_letters(
     if fonts is None:
         paths = find_fonts(FONT_DIRS)
     else:
-        paths = [Path(f) for f in fonts]
+        # one path, as find_fonts takes it, not its characters
+        paths = [Path(f) for f in ([fonts] if isinstance(fonts, (str, os.PathLike)) else fonts)]
         for p in paths:
             if not p.is_file():
                 raise ValueError(f"fonts must be paths of existing font files; got {str(p)!r}.")
@@ -559,6 +565,7 @@ def noise_images(n: int, kind: str = "gaussian", random_state: Any = None) -> Im
     check_choice("kind", kind, ("gaussian", "uniform"))
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative integer; got {plain(n)}.")
+    check_random_state("random_state", random_state)
     rng = np.random.default_rng(random_state)
     shape = (int(n), 28, 28)
     if kind == "uniform":

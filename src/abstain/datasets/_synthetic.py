@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+from scipy import special, stats
 
-from .._core.validation import check_choice
+from .._core.validation import check_choice, check_random_state, plain
 
 F64 = NDArray[np.float64]
 
@@ -40,14 +40,19 @@ class SyntheticOOD1D:
     ood_std: float = math.sqrt(0.2)
     ood_prior: float = 0.25
 
+    def _log_joint(self, x: ArrayLike) -> F64:
+        """``log p_I(x, y)`` for y = 1, 2, 3, shape ``x.shape + (3,)``."""
+        x = np.asarray(x, dtype=np.float64)[..., None]
+        return np.log(np.asarray(self.weights)) + stats.norm.logpdf(
+            x, np.asarray(self.means), self.id_std)
+
     def joint_id(self, x: ArrayLike) -> F64:
-        """``p_I(x, y)`` for y = 1, 2, 3, shape (n, 3)."""
-        x = np.asarray(x, dtype=np.float64)[:, None]
-        return np.asarray(self.weights) * stats.norm.pdf(x, np.asarray(self.means), self.id_std)
+        """``p_I(x, y)`` for y = 1, 2, 3, shape ``x.shape + (3,)`` ((n, 3) for n inputs)."""
+        return np.exp(self._log_joint(x))
 
     def p_id(self, x: ArrayLike) -> F64:
         """ID marginal density ``p_I(x)``."""
-        return self.joint_id(x).sum(axis=1)
+        return self.joint_id(x).sum(axis=-1)
 
     def p_ood(self, x: ArrayLike) -> F64:
         """OOD density ``p_O(x)``."""
@@ -55,17 +60,24 @@ class SyntheticOOD1D:
 
     def h_bayes(self, x: ArrayLike) -> NDArray[np.int64]:
         """Bayes ID classifier ``h_B(x)`` under the 0/1 loss (labels 1, 2, 3)."""
-        return np.argmax(self.joint_id(x), axis=1) + 1
+        return np.argmax(self._log_joint(x), axis=-1) + 1
 
     def r_bayes(self, x: ArrayLike) -> F64:
-        """Conditional risk of ``h_B``: ``1 - max_y p_I(y | x)``."""
-        j = self.joint_id(x)
-        return 1.0 - j.max(axis=1) / j.sum(axis=1)
+        """Conditional risk of ``h_B``: ``1 - max_y p_I(y | x)``, computed as the posterior
+        of the other classes in log space (finite and accurate in the tails, where the
+        densities underflow)."""
+        lj = self._log_joint(x)
+        post = np.exp(lj - special.logsumexp(lj, axis=-1, keepdims=True))
+        top = np.argmax(lj, axis=-1)[..., None]
+        return np.where(np.arange(lj.shape[-1]) == top, 0.0, post).sum(axis=-1)
 
     def g(self, x: ArrayLike) -> F64:
-        """OOD/ID likelihood ratio ``p_O(x) / p_I(x)`` (inf where ``p_I(x) = 0``)."""
-        with np.errstate(divide="ignore"):
-            return self.p_ood(x) / self.p_id(x)
+        """OOD/ID likelihood ratio ``p_O(x) / p_I(x)``, computed in log space (finite where
+        both densities underflow; inf only beyond the float64 range)."""
+        log_ood = stats.norm.logpdf(np.asarray(x, dtype=np.float64), self.ood_mean,
+                                    self.ood_std)
+        with np.errstate(over="ignore"):
+            return np.exp(log_ood - special.logsumexp(self._log_joint(x), axis=-1))
 
     def sample(self, n: int, *, random_state: Any = None) -> tuple[F64, NDArray[np.int64]]:
         """Draw ``n`` inputs of the mixture; labels 1..3 for ID and 0 for OOD.
@@ -75,6 +87,9 @@ class SyntheticOOD1D:
         x : ndarray of shape (n,)
         y : ndarray of shape (n,), int; ``y == 0`` marks OOD
         """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"n must be a non-negative integer; got {plain(n)}.")
+        check_random_state("random_state", random_state)
         rng = np.random.default_rng(random_state)
         ood = rng.random(n) < self.ood_prior
         y = np.where(ood, 0, rng.choice(3, size=n, p=np.asarray(self.weights)) + 1)
