@@ -108,6 +108,9 @@ def _kl_plus(t: F64, logp: F64, log1mp: F64) -> F64:
 
 
 def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
+    # row-major: NumPy reduces along a row of a column-major (Fortran, column-sliced) array
+    # in another order, so a row's last bits would depend on the array's layout
+    block = np.ascontiguousarray(block)
     m = block.shape[1]
     k = max(1, m // 2)  # order statistics used by HC, BJ and ALR: i <= m / 2
     if method == "glrt":
@@ -133,7 +136,12 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
     if method == "hc":
         p = np.exp(logp)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            hc = math.sqrt(m) * (t - p) / np.exp(0.5 * (logp + log1mp))
+            low = (t - p) / np.exp(0.5 * (logp + log1mp))
+            # p near 1: t - p = (1 - p) - (1 - t) from log(1 - p), in log space (t - p
+            # cancelled, and p (1 - p) underflowed to 0/0 for z below about -38)
+            high = np.exp(0.5 * (log1mp - logp)) - np.where(
+                t < 1.0, (1.0 - t) * np.exp(-0.5 * (logp + log1mp)), 0.0)
+            hc = math.sqrt(m) * np.where(p > 0.5, high, low)
         hc = np.where(np.isfinite(log1mp), hc, np.where(t < 1.0, -np.inf, 0.0))
         return hc.max(axis=1)
     kl = m * _kl_plus(t, logp, log1mp)
