@@ -227,3 +227,44 @@ def test_conformal_threshold_names_the_exact_count_a_tiny_alpha_needs(alpha):
                                          rf"{need} values for alpha={alpha!r}; got 3\."):
         conformal_threshold([1.0, 2.0, 3.0], alpha)
     assert conformal_threshold([1.0, 2.0, 3.0], 1 / 3) == 3.0  # the rounding of 1/3 forgiven
+
+
+def _exact_rank(n, alpha, delta):
+    """The largest rank l with Pr{Bin(n, alpha) <= l - 1} <= delta, in exact arithmetic."""
+    from fractions import Fraction
+    from math import comb
+
+    a, d = Fraction(alpha), Fraction(delta)
+    cdf, best = Fraction(0), 0
+    for rank in range(1, n + 1):
+        cdf += comb(n, rank - 1) * a ** (rank - 1) * (1 - a) ** (n - rank + 1)
+        if cdf <= d:
+            best = rank
+    return best
+
+
+@pytest.mark.parametrize(("n", "alpha"), [(78, 0.1), (47, 0.067), (14, 0.05), (30, 0.2),
+                                          (60, 0.05)])
+def test_a_delta_at_a_rounded_binomial_tail_gets_the_exact_rank(n, alpha):
+    # the float tail compared with delta: one rank too many (the promise broken by 1e-17) or
+    # one too few, and a min_n one row short
+    from fractions import Fraction
+    from math import comb
+
+    a = Fraction(alpha)
+    for k in range(0, 6):
+        exact_tail = sum(comb(n, j) * a**j * (1 - a) ** (n - j) for j in range(k + 1))
+        for delta in (float(exact_tail), np.nextafter(float(exact_tail), 0.0),
+                      np.nextafter(float(exact_tail), 1.0)):
+            if not 0.0 < delta < 1.0:
+                continue
+            g = far_guarantee(n, alpha, delta)
+            assert g.rank == _exact_rank(n, alpha, delta), (n, alpha, delta)
+            need = next(m for m in range(1, 10**4) if (1 - a) ** m <= Fraction(delta))
+            assert g.min_n == need and g.feasible == (n >= need)
+
+
+def test_a_tail_that_scipy_cannot_compute_is_refused():
+    with pytest.raises(ValueError, match=r"^the binomial tail of n = 9007199254740992 rows at "
+                                         r"alpha = 0\.5 is not computable in float64"):
+        far_guarantee(2**53, 0.5, 0.5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import decimal
 import fractions
 import math
+from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
@@ -46,6 +47,18 @@ class FARGuarantee(NamedTuple):
     min_n: int
 
 
+#: Up to this many rows a tail within round-off of delta is settled in exact arithmetic.
+_EXACT_N = 5000
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _binomial_cdf(n: int, p: Fraction, k: int) -> Fraction:
+    """``Pr{Bin(n, p) <= k}`` exactly (``p`` a rational)."""
+    q = 1 - p
+    return sum((Fraction(math.comb(n, j)) * p**j * q ** (n - j) for j in range(k + 1)),
+               Fraction(0))
+
+
 def _min_n(alpha: float, delta: float) -> int:
     """The least ``n`` with ``(1 - alpha)^n <= delta`` (``l = 1`` feasible), in closed form.
 
@@ -63,6 +76,13 @@ def _min_n(alpha: float, delta: float) -> int:
         n -= 1
     while n * log_q > log_d:
         n += 1
+    if n <= _EXACT_N and abs(n * log_q - log_d) <= 64 * _EPS * abs(log_d) + 1e-300:
+        # (1 - alpha)^n within round-off of delta: the least n in exact arithmetic
+        q, dd = 1 - Fraction(alpha), Fraction(delta)
+        while n > 1 and q ** (n - 1) <= dd:
+            n -= 1
+        while q**n > dd:
+            n += 1
     return n
 
 
@@ -132,9 +152,16 @@ def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
     def ok(rank: int) -> bool:
         # Pr{FAR > alpha} <= delta, from the smaller tail, which is accurate: near delta = 1
         # the upper tail is 1 less a tiny number and rounds (1 - delta is exact there)
-        if d > 0.5:
-            return bool(stats.beta.cdf(a, rank, n + 1 - rank) >= 1.0 - d)
-        return bool(stats.beta.sf(a, rank, n + 1 - rank) <= d)
+        tail = (stats.beta.cdf(a, rank, n + 1 - rank) if d > 0.5
+                else stats.beta.sf(a, rank, n + 1 - rank))
+        if not math.isfinite(tail):
+            raise ValueError(f"the binomial tail of n = {n} rows at alpha = {plain(a)} is not "
+                             "computable in float64 (SciPy returns NaN); use fewer rows.")
+        bound = 1.0 - d if d > 0.5 else d
+        if abs(tail - bound) <= 64 * _EPS * bound and n <= _EXACT_N:
+            # within round-off of delta: Pr{Bin(n, alpha) <= rank - 1} <= delta, exactly
+            return _binomial_cdf(n, Fraction(a), rank - 1) <= Fraction(d)
+        return bool(tail >= bound) if d > 0.5 else bool(tail <= bound)
 
     if n < need or not ok(1):
         return FARGuarantee(False, 0, 0.0, 0.0, need)
