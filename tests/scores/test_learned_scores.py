@@ -488,3 +488,15 @@ def test_features_and_scores_beyond_the_float64_range_are_refused_in_one_line():
     with pytest.raises(ValueError, match=r"^groups must be a 1-D array of chunk labels, one per "
                                          r"score; got shape \(2, 2\)\.$"):
         sele_objective([0.1, 0.2], [0.0, 1.0], groups=[[0, 1], [1, 0]])
+
+
+def test_chunked_sele_does_not_depend_on_the_row_order():
+    # the seeded permutation indexed the rows as given: other chunks for another row order
+    rng = np.random.default_rng(3)
+    X, y_pred, losses = random_problem(rng, n=400)
+    model = SELE(C=1.0, chunk_size=50, random_state=0).fit(X, y_pred, losses)
+    for _ in range(3):
+        p = rng.permutation(400)
+        other = SELE(C=1.0, chunk_size=50, random_state=0).fit(X[p], y_pred[p], losses[p])
+        np.testing.assert_allclose(other.coef_, model.coef_, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(other.objective_, model.objective_, rtol=1e-12)

@@ -486,14 +486,19 @@ class _Chunk(NamedTuple):
 
 
 def _chunks(
-    losses: NDArray[np.float64], chunk_size: int | None, rng: np.random.Generator
+    losses: NDArray[np.float64], chunk_size: int | None, rng: np.random.Generator,
+    canonical: NDArray[np.intp] | None = None,
 ) -> list[_Chunk]:
+    """The random partition of the rows into chunks; ``canonical``: the rows in an order
+    of their values, which the random permutation indexes (so the partition, and the fit,
+    do not depend on the order the rows were given in)."""
     n = len(losses)
     if chunk_size is None:
         parts = [np.arange(n)]
     else:
         n_parts = max(1, round(n / chunk_size))
-        parts = np.array_split(rng.permutation(n), n_parts)
+        drawn = rng.permutation(n)
+        parts = np.array_split(drawn if canonical is None else canonical[drawn], n_parts)
     out = []
     for rows in parts:
         rows = np.sort(rows)
@@ -610,7 +615,9 @@ class SELE(_LinearScore):
 
     ``F(theta) = C/2 ||theta||^2 + (1/P) sum_k psi_sele(s_theta, T_k)`` where
     ``T_1..T_P`` is a random partition of the data into ``P = round(n / chunk_size)``
-    chunks, as in the paper (``chunk_size=None``: one chunk, the exact O(n^2)
+    chunks, as in the paper, drawn from ``random_state`` over the rows sorted by their
+    values (so the same seed gives the same fit whatever the row order) (``chunk_size=None``:
+    one chunk, the exact O(n^2)
     objective). ``psi_sele`` replaces the step function of the SELE loss (eq. 29,
     :func:`abstain.metrics.sele_loss`) by ``log(1 + exp(.))``; its minimiser ranks
     like the conditional risk (Fisher consistency, Theorem 9).
@@ -735,9 +742,12 @@ class SELE(_LinearScore):
         if len(target) < 2:
             raise ValueError(f"X must have at least 2 samples for SELE; got {len(target)}.")
         n_blocks = len(design.bounds) - 1
-        chunks = _chunks(
-            target[design.order], self.chunk_size, np.random.default_rng(self.random_state)
-        )
+        # the design's rows in the order of their values (block, features, baseline, loss)
+        keys = [target[design.order], *([] if design.extra is None else [design.extra]),
+                *design.rows[:, ::-1].T]
+        chunks = _chunks(target[design.order], self.chunk_size,
+                         np.random.default_rng(self.random_state),
+                         None if self.chunk_size is None else np.lexsort(keys))
         problem = _SeleProblem(design, chunks, float(self.C), n_blocks)
         theta0 = np.zeros(problem.size)
         if previous is not None and previous.shape == theta0.shape:
