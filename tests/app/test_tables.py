@@ -47,6 +47,10 @@ def test_label_prediction_and_loss_columns_are_never_default_scores():
     assert list(prepare(table).scores) == ["u"]
     named = {"err": [1, 0, 0], "loss": [0, 0, 0], "y": [1, 2, 3], "u": [0.1, 0.2, 0.3]}
     assert list(prepare(named, loss="err", label="y").scores) == ["u"]
+    # a loss column and a label and prediction pair are two losses: the labels were ignored
+    with pytest.raises(ColumnError, match=r"^the loss is given twice: the loss column 'err' and "
+                                         r"the label and prediction columns"):
+        prepare({**named, "p": [1, 1, 3]}, loss="err", label="y", prediction="p")
 
 
 def test_ood_rows_have_loss_zero_whatever_their_loss_cells_hold():

@@ -306,6 +306,9 @@ def prepare(
     if ood_name is not None:
         used[ood_name] = _ood_marks(ood_name, get_column(table, ood_name, "OOD column"), rows)
     loss_cols: dict[str, NDArray[Any]] = {}
+    if need_loss and loss is not None and label is not None and prediction is not None:
+        raise ColumnError(f"the loss is given twice: the loss column {loss!r} and the label and "
+                          "prediction columns (their disagreement is a 0/1 loss); name one.")
     if not need_loss:
         pass
     elif loss is not None:

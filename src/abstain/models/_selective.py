@@ -134,14 +134,19 @@ def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
             target_risk = (rho, rho)
     # Reject cost: optimal knots from the convex-hull test; a partial group is
     # optimal only when both of its ends are, at the cost equal to its mean loss.
+    # Chords that are equal in exact arithmetic (collinear knots; a group's mean and its
+    # chord) differ in floats by the round-off of the sums: within it they are equal.
+    tol = sum_round_off(n)
     reject_cost: tuple[float, float] | None
     if g < 0 or full:
         low, high_c = _knot_cost_interval(groups, g + 1)
-        reject_cost = (low, high_c) if low <= high_c else None
+        reject_cost = ((min(low, high_c), max(low, high_c))
+                       if low <= high_c + tol * abs(high_c) else None)
     else:
         mean = float(groups.unit_sums[g] / groups.counts[g]) * groups.scale
         ends = [_knot_cost_interval(groups, i) for i in (g, g + 1)]
-        reject_cost = (mean, mean) if all(lo <= mean <= hi for lo, hi in ends) else None
+        reject_cost = ((mean, mean) if all(lo <= mean + tol * mean and mean <= hi + tol * hi
+                                           for lo, hi in ends) else None)
     return EquivalentModels(x / n, target_risk, reject_cost)
 
 
