@@ -255,3 +255,16 @@ def test_swap_slots_refuse_directions_too_close_to_tell_apart():
 ])
 def test_sums_exact_says_whether_every_sum_is_exact(values, exact):
     assert X.sums_exact(np.asarray(values, dtype=float)) is exact
+
+
+def test_offsets_beyond_float64_raise_no_numpy_warning():
+    # the exact search computed the differences first: 12 lines of RuntimeWarning (an
+    # error under warnings-as-errors) before its own result or message
+    import warnings
+
+    from abstain.metrics import auroc
+
+    s = np.array([[1e308, 5e-324], [-1e308, 0.0], [0.0, -1e308], [5e-324, 1e308]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert 0.0 <= auroc(np.array([1, 1, 0, 0], bool), s, search="exact") <= 1.0

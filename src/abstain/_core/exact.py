@@ -294,7 +294,7 @@ def pseudo_angle(dr: F64, dg: F64) -> F64:
     """
     a = np.abs(dr)
     b = np.where(dr < 0, -dg, dg)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         k = b / (a + np.abs(b))
     return np.where(dr == 0, np.inf, k)
 
@@ -377,7 +377,8 @@ def sorted_events(row: NDArray[np.intp], er: F64, eg: F64, pr: F64, pg: F64,
     of this many, one after another (``row`` is then ``repeat(arange(n // width), width)``),
     sorted row by row.
     """
-    key = pseudo_angle(pr - er, pg - eg)
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: decided exactly
+        key = pseudo_angle(pr - er, pg - eg)
     if width:
         order = np.argsort(key.reshape(-1, width), axis=1, kind="stable")
         order = (order + (np.arange(order.shape[0]) * width)[:, None]).reshape(-1)
@@ -415,7 +416,8 @@ def _sharpen(order: NDArray[np.intp], near: NDArray[np.bool_], er: F64, eg: F64,
     if pos.size == 0:
         return
     el = order[pos]
-    dr, dg = _diff(pr[el], er[el]), _diff(pg[el], eg[el])
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: the runs are kept
+        dr, dg = _diff(pr[el], er[el]), _diff(pg[el], eg[el])
     runs = int(cid[-1]) + 1
     rounded = np.bincount(cid, weights=((dr[1] != 0) | (dg[1] != 0)), minlength=runs) > 0
     take = np.flatnonzero(rounded[cid])

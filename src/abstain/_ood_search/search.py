@@ -367,8 +367,9 @@ def _anchor_events(points: F64, e: NDArray[np.intp],
     """
     rows, m = e.size, points.shape[0]
     er, eg = points[e, 0][:, None], points[e, 1][:, None]
-    dr = points[None, :, 0] - er
-    dg = points[None, :, 1] - eg
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float64: decided exactly
+        dr = points[None, :, 0] - er
+        dg = points[None, :, 1] - eg
     zero_r = dr == 0
     shape = (rows, m)
     order, new = sorted_events(np.repeat(np.arange(rows), m), np.broadcast_to(er, shape).ravel(),
