@@ -30,6 +30,7 @@ import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,10 +47,11 @@ _TINY, _HUGE = 2.0**-480, 2.0**480
 _ABS = 2.0**-960
 
 
-def sum_round_off(n: float) -> float:
+def sum_round_off(n: Any) -> Any:
     """A bound, with room to spare, on the relative round-off of a float64 sum of up to
-    ``n`` non-negative terms in any order: ``4 (n + 2) eps``. Two such sums that differ by
-    less than it times their magnitude are equal for the tie rules of the library.
+    ``n`` non-negative terms in any order: ``4 (n + 2) eps`` (``n`` a number, or an array
+    of them: one bound each). Two such sums that differ by less than it times their
+    magnitude are equal for the tie rules of the library.
 
     Examples
     --------
@@ -57,7 +59,9 @@ def sum_round_off(n: float) -> float:
     >>> sum_round_off(1000) < 1e-12
     True
     """
-    return 4.0 * (float(n) + 2.0) * float(np.finfo(np.float64).eps)
+    eps = float(np.finfo(np.float64).eps)
+    return 4.0 * (np.asarray(n, dtype=np.float64) + 2.0) * eps if np.ndim(n) else (
+        4.0 * (float(n) + 2.0) * eps)
 
 
 def sums_exact(values: F64) -> bool:

@@ -92,12 +92,12 @@ def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDAr
         )
     if np.dtype(dtype) == np.float64 and (arr.dtype.itemsize > 8 if arr.dtype.kind == "f"
                                           else arr.dtype.itemsize == 8):
-        _check_exact_integers(arr, name)
+        _check_exact_in_float64(arr, name)
     with np.errstate(over="ignore"):  # an overflow becomes inf, refused by the finite check
         return arr.astype(dtype, copy=False)
 
 
-def _check_exact_integers(arr: NDArray[Any], name: str) -> None:
+def _check_exact_in_float64(arr: NDArray[Any], name: str) -> None:
     """Refuse 64-bit integers beyond 2**53, or long doubles, that float64 does not hold
     exactly (as floats two of them would tie, or swap their order)."""
     if arr.dtype.kind == "f":

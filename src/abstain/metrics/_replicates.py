@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._core.exact import sum_round_off
 from .._core.groups import coverage_count
 from .._core.prefix import harmonic_difference, tie_excess
 from .._core.validation import check_int
@@ -102,9 +103,8 @@ def _e_aurc(b: _Block) -> F64:
     oracle, _ = _prefix_areas(t.loss_counts, t.loss_values * t.loss_counts)
     area = b.areas[0] / b.n_id
     excess = area - oracle / b.n_id
-    # within the round-off of the two sums (sum_round_off of n_id rows): none, as e_aurc
-    return np.where(excess > 4.0 * (b.n_id + 2.0) * np.finfo(np.float64).eps * area,
-                    excess, 0.0)
+    # within the round-off of the two sums: none, as e_aurc takes it
+    return np.where(excess > sum_round_off(b.n_id) * area, excess, 0.0)
 
 
 def _risk_at_coverage(b: _Block, coverage: float) -> F64:
