@@ -13,13 +13,13 @@ from ._learned import (
     SELE,
     TCP,
     LossRegression,
-    sele_objective,
     true_class_probability,
 )
 from ._losses import (
     absolute_error_loss,
     check_loss_matrix,
     sample_losses,
+    sele_objective,
     zero_one_loss,
 )
 from ._plugin import (

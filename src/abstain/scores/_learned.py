@@ -47,7 +47,6 @@ __all__ = [
     "LossRegression",
     "SELE",
     "TCP",
-    "sele_objective",
     "true_class_probability",
 ]
 
@@ -567,46 +566,6 @@ class _SeleProblem:
             out[ch.rows] = r
         hv = _rmatvec(self.design, out, self.n_blocks) / len(self.chunks)
         return hv + self.C * self.penalised * v
-
-
-def sele_objective(
-    scores: ArrayLike, losses: ArrayLike, *, groups: ArrayLike | None = None
-) -> float:
-    """The smooth SELE proxy ``psi_sele`` of eq. (30), averaged over chunks.
-
-    ``psi_sele(s, T) = (1/m^2) sum_{i, j in T} loss_i * log(1 + exp(s_j - s_i))``
-    over all ordered pairs of a chunk ``T`` of size ``m`` (``i = j`` included), and
-    the mean of that over the chunks given by ``groups`` (one chunk by default).
-    It is convex in ``s`` and bounds ``log(2) * sele_loss`` from above.
-
-    Examples
-    --------
-    >>> from abstain.scores import sele_objective
-    >>> round(sele_objective([0.0, 0.0], [1.0, 0.0]), 6)  # log(2) / 2
-    0.346574
-    """
-    s = as_scores(scores, "scores")
-    ls = as_losses(losses)
-    if s.shape != ls.shape:
-        raise ValueError(f"scores must have the shape of losses {ls.shape}; got {s.shape}.")
-    labels = np.zeros(len(ls), dtype=np.intp) if groups is None else np.asarray(groups)
-    if labels.ndim != 1:
-        raise ValueError(f"groups must be a 1-D array of chunk labels, one per score; got "
-                         f"shape {labels.shape}.")
-    check_same_length(losses=ls, groups=labels)
-    if labels.dtype.kind == "f" and not np.isfinite(labels).all():  # NaN is no chunk
-        raise ValueError("groups must hold finite chunk labels; got NaN or infinite values.")
-    total = 0.0
-    uniq = np.unique(labels)
-    for label in uniq:
-        idx = np.flatnonzero(labels == label)
-        with np.errstate(over="ignore"):
-            z = s[idx][None, :] - s[idx][:, None]
-        if not np.isfinite(z).all():  # a difference of scores beyond float64
-            raise ValueError("scores must differ by less than the float64 range (1.8e308) "
-                             "within a chunk; divide them by a constant.")
-        total += float(ls[idx] @ np.logaddexp(0.0, z).sum(axis=1)) / len(idx) ** 2
-    return total / len(uniq)
 
 
 @serializable("score")

@@ -1,13 +1,23 @@
-"""Loss matrices ``loss[y_true, y_pred]`` for plug-in rules and per-sample losses."""
+"""Loss matrices ``loss[y_true, y_pred]`` for plug-in rules, per-sample losses, and the
+SELE proxy objective of a score (:func:`sele_objective`)."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.validation import Interval, as_real_array, plain, validate_params
+from .._core.validation import (
+    Interval,
+    as_losses,
+    as_real_array,
+    as_scores,
+    check_same_length,
+    plain,
+    validate_params,
+)
 
-__all__ = ["zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses"]
+__all__ = ["zero_one_loss", "absolute_error_loss", "check_loss_matrix", "sample_losses",
+           "sele_objective"]
 
 
 @validate_params({"n_classes": [Interval(int, 2, None, closed="left")]})
@@ -95,3 +105,43 @@ def sample_losses(
         if not np.issubdtype(y.dtype, np.integer) or (y.size and (y.min() < 0 or y.max() >= k)):
             raise ValueError(f"{name} must hold integer labels in 0..{k - 1} to index loss.")
     return mat[yt, yp]
+
+
+def sele_objective(
+    scores: ArrayLike, losses: ArrayLike, *, groups: ArrayLike | None = None
+) -> float:
+    """The smooth SELE proxy ``psi_sele`` of eq. (30), averaged over chunks.
+
+    ``psi_sele(s, T) = (1/m^2) sum_{i, j in T} loss_i * log(1 + exp(s_j - s_i))``
+    over all ordered pairs of a chunk ``T`` of size ``m`` (``i = j`` included), and
+    the mean of that over the chunks given by ``groups`` (one chunk by default).
+    It is convex in ``s`` and bounds ``log(2) * sele_loss`` from above.
+
+    Examples
+    --------
+    >>> from abstain.scores import sele_objective
+    >>> round(sele_objective([0.0, 0.0], [1.0, 0.0]), 6)  # log(2) / 2
+    0.346574
+    """
+    s = as_scores(scores, "scores")
+    ls = as_losses(losses)
+    if s.shape != ls.shape:
+        raise ValueError(f"scores must have the shape of losses {ls.shape}; got {s.shape}.")
+    labels = np.zeros(len(ls), dtype=np.intp) if groups is None else np.asarray(groups)
+    if labels.ndim != 1:
+        raise ValueError(f"groups must be a 1-D array of chunk labels, one per score; got "
+                         f"shape {labels.shape}.")
+    check_same_length(losses=ls, groups=labels)
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():  # NaN is no chunk
+        raise ValueError("groups must hold finite chunk labels; got NaN or infinite values.")
+    total = 0.0
+    uniq = np.unique(labels)
+    for label in uniq:
+        idx = np.flatnonzero(labels == label)
+        with np.errstate(over="ignore"):
+            z = s[idx][None, :] - s[idx][:, None]
+        if not np.isfinite(z).all():  # a difference of scores beyond float64
+            raise ValueError("scores must differ by less than the float64 range (1.8e308) "
+                             "within a chunk; divide them by a constant.")
+        total += float(ls[idx] @ np.logaddexp(0.0, z).sum(axis=1)) / len(idx) ** 2
+    return total / len(uniq)
