@@ -17,8 +17,8 @@ versions), so every machine starts from the same bits. An earlier table was comp
 2-core AVX2 machine with NumPy 2.4.6 and, identically, on a 16-core AVX-512 machine with NumPy
 2.5.2; the stored one was recomputed on a 2-core AVX-512 AMD EPYC with NumPy 2.4.6 when a tie
 group's term of the AuRC became a direct sum (the ``aurc family`` of two tied families at
-5,000 rows changed in the last bits); ``make bench-check`` reruns it and compares. Run: ``python benchmarks/fingerprints.py
-[--out FOLDER]``.
+5,000 rows changed in the last bits); ``make bench-check`` reruns it and compares. Run:
+``python benchmarks/fingerprints.py [--out FOLDER]``.
 """
 
 from __future__ import annotations
