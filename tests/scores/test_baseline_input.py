@@ -315,3 +315,15 @@ def test_safe_selection_keeps_the_baseline_when_the_features_know_nothing():
                                    losses[trn], X[val], None, losses[val],
                                    baseline_val=u0[val], safe=True, random_state=0)
     assert search.chosen == "learned" and search.win_fraction >= 0.9
+
+
+@pytest.mark.parametrize("unit", [1e-200, 1e-100, 1e100, 1e200])
+def test_the_baseline_is_standardised_in_any_unit(unit):
+    # its spread under- or overflowed in the squares: replaced by 1, the column then dropped
+    rng = np.random.default_rng(4)
+    X, y_pred, u0, losses = problem_with_baseline(rng, n=80)
+    base = LossRegression(C=1000.0).fit(X, y_pred, losses, baseline=u0)
+    scaled = LossRegression(C=1000.0).fit(X, y_pred, losses, baseline=u0 * unit)
+    assert scaled.baseline_coef_ == pytest.approx(base.baseline_coef_, rel=1e-12)
+    np.testing.assert_allclose(scaled.score(X, y_pred, baseline=u0 * unit),
+                               base.score(X, y_pred, baseline=u0), rtol=1e-10, atol=1e-12)

@@ -134,12 +134,15 @@ class _LinearScore(ParamsMixin):
                              "baseline; got an array.")
         u = as_scores(baseline, "baseline")
         check_same_length(X=np.empty(n), baseline=u)
-        if fitting:
-            scale = float(u.std())
-            self.baseline_mean_ = float(u.mean())
+        if fitting:  # in units of a power of two near the largest |u0|: no square of a
+            # baseline in units of 1e-200 underflows, nor of one near 1e308 overflows
+            unit = math.ldexp(1.0, math.frexp(float(np.max(np.abs(u), initial=0.0)) or 1.0)[1])
+            scale = float((u / unit).std()) * unit
+            self.baseline_mean_ = float((u / unit).mean()) * unit
             self.baseline_scale_ = scale if scale > 0 and np.isfinite(scale) else 1.0
         mean, sd = float(self.baseline_mean_), float(self.baseline_scale_)  # type: ignore[arg-type]
-        return (u - mean) / sd
+        unit = math.ldexp(1.0, math.frexp(sd)[1])  # u0 - mean may overflow unscaled
+        return (u / unit - mean / unit) / (sd / unit)
 
     def _design(
         self, X: ArrayLike, y_pred: ArrayLike | None, fitting: bool,
