@@ -500,3 +500,15 @@ def test_chunked_sele_does_not_depend_on_the_row_order():
         other = SELE(C=1.0, chunk_size=50, random_state=0).fit(X[p], y_pred[p], losses[p])
         np.testing.assert_allclose(other.coef_, model.coef_, rtol=0, atol=1e-9)
         np.testing.assert_allclose(other.objective_, model.objective_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("C", [0.0, 1.0])
+def test_sele_on_equal_losses_converges_at_its_start(C):
+    # the tolerance came from the first gradient, which is round-off there: a warning and
+    # converged_ False at the optimum
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = SELE(C=C, chunk_size=None).fit(X, rng.integers(0, 3, 300), np.ones(300))
+    assert model.converged_ and np.abs(model.coef_).max() < 1e-12

@@ -722,7 +722,11 @@ class SELE(_LinearScore):
             raise ValueError(f"X holds features of magnitude up to {top:.4g}, which overflow "
                              f"float64 in the SELE objective's derivatives (beyond 2**400, "
                              f"about 2.6e120); scale the features.")
-        gtol = float(self.tol) * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
+        # relative to the first gradient, but not below its round-off: with every loss
+        # equal, 0 is the optimum and the first gradient is round-off itself
+        eps = float(np.finfo(float).eps)
+        floor = 64 * eps * max(top, 1.0) * max(float(np.mean(target)), np.finfo(float).tiny)
+        gtol = max(float(self.tol) * float(np.linalg.norm(g0)), floor)
         result = scipy.optimize.minimize(
             problem.value_grad,
             theta0.ravel(),
