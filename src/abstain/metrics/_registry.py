@@ -9,15 +9,18 @@ and "best score" lines from here. Adding a metric to all of them is its function
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import re
 import string
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._core.validation import plain
+from ..tables._score import ScoreTable
 from ._ood import (
     aupr_in,
     aupr_out,
@@ -246,6 +249,30 @@ def register_metric(spec: MetricSpec) -> MetricSpec:
                              "metric uses.")
     METRICS[spec.name] = spec
     return spec
+
+
+@functools.cache
+def _probe(needs_ood: bool) -> ScoreTable:
+    """Two ID rows (and two OOD rows for the OOD metrics) on which every metric is defined."""
+    if needs_ood:
+        return ScoreTable.from_arrays([0.0, 1.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0],
+                                      is_ood=[0, 1, 0, 1])
+    return ScoreTable.from_arrays([0.0, 1.0], [0.0, 1.0])
+
+
+def check_options(metric: str, function: Callable[..., Any], needs_ood: bool,
+                  options: Mapping[str, Any]) -> None:
+    """Raise at construction what ``compute`` would raise for ``options``: an unknown name,
+    or a value the metric refuses (its own message, from the metric run on a probe table)."""
+    known = [p for p in inspect.signature(function).parameters if p not in DATA_ARGUMENTS]
+    unknown = [name for name in options if name not in known]
+    if unknown:
+        allowed = f"be among {', '.join(known)}" if known else "be omitted (it takes none)"
+        raise TypeError(f"options of {metric} must {allowed}; got "
+                        f"{', '.join(map(repr, unknown))}.")
+    with warnings.catch_warnings():  # a target the probe cannot meet warns: not an error
+        warnings.simplefilter("ignore")
+        function(_probe(needs_ood), **options)
 
 
 def table_metrics(kind: str) -> list[MetricSpec]:

@@ -28,8 +28,9 @@ from .._core.validation import check_int
 from .._ood_search.best import Constraint
 from .._ood_search.search import GridOrders, grid_best
 from ..exceptions import InfeasibleTargetWarning
-from ..tables import ResampleTotals, ScoreTable, TableResampler
+from ..tables import ResampleTotals, TableResampler
 from ._ood import aupr_in, aupr_out, auroc, fpr_at_tpr, oscr, selective_risk_at_tpr_fpr
+from ._registry import check_options
 from ._selective import augrc, aurc, e_aurc, selective_risk_at_coverage
 
 if TYPE_CHECKING:
@@ -218,10 +219,6 @@ BATCHED: Mapping[Callable[..., Any], Callable[..., F64]] = {
 }
 
 
-#: Tables of two rows (two ID; one ID and one OOD) on which the options are checked.
-_PROBE = {False: ScoreTable.from_arrays([0.0, 1.0], [0.0, 1.0]),
-          True: ScoreTable.from_arrays([0.0, 1.0], [0.0, 1.0], is_ood=[False, True])}
-
 #: The batched metrics whose value is in the units of the loss: computed on totals in units
 #: of the resampler's ``scale``, then multiplied by it (a power of two: exact).
 _IN_LOSS_UNITS = (aurc, e_aurc, augrc, selective_risk_at_coverage, selective_risk_at_tpr_fpr)
@@ -306,10 +303,8 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
         fast = BATCHED.get(spec.function)
         if fast is not None:
             # the options checked as the metric checks them (ties, a coverage outside its
-            # range...): called once on a table of two rows
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", InfeasibleTargetWarning)
-                spec.function(_PROBE[spec.kind == "ood"], **options)
+            # range...), as StreamingMetric checks them
+            check_options(spec.name, spec.function, spec.kind == "ood", options)
             with np.errstate(divide="ignore", invalid="ignore"):
                 out[:, j] = fast(block, **options)
             if spec.function in _IN_LOSS_UNITS and resampler.scale != 1.0:

@@ -9,43 +9,15 @@ last bits may differ), and the state stays as small as the number of distinct sc
 
 from __future__ import annotations
 
-import functools
-import inspect
-import warnings
-from collections.abc import Callable
 from typing import Any
 
 from numpy.typing import ArrayLike
 
 from .._core.validation import empty_batch, plain
 from ..tables._score import ScoreTable
-from ._registry import DATA_ARGUMENTS, METRICS
+from ._registry import METRICS, check_options
 
 __all__ = ["StreamingMetric"]
-
-@functools.cache
-def _probe(needs_ood: bool) -> ScoreTable:
-    """Two ID rows (and two OOD rows for the OOD metrics) on which every metric is defined."""
-    if needs_ood:
-        return ScoreTable.from_arrays([0.0, 1.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0],
-                                      is_ood=[0, 1, 0, 1])
-    return ScoreTable.from_arrays([0.0, 1.0], [0.0, 1.0])
-
-
-def _check_options(metric: str, function: Callable[..., Any], needs_ood: bool,
-                   options: dict[str, Any]) -> None:
-    """Raise at construction what ``compute`` would raise for ``options``: an unknown name,
-    or a value the metric refuses (its own message, from the metric run on a probe table)."""
-    known = [p for p in inspect.signature(function).parameters if p not in DATA_ARGUMENTS]
-    unknown = [name for name in options if name not in known]
-    if unknown:
-        allowed = f"be among {', '.join(known)}" if known else "be omitted (it takes none)"
-        raise TypeError(f"options of {metric} must {allowed}; got "
-                        f"{', '.join(map(repr, unknown))}.")
-    with warnings.catch_warnings():  # a target the probe cannot meet warns: not an error
-        warnings.simplefilter("ignore")
-        function(_probe(needs_ood), **options)
-
 
 class StreamingMetric:
     """A metric of :mod:`abstain.metrics` accumulated batch by batch (the torchmetrics habit).
@@ -107,7 +79,7 @@ class StreamingMetric:
         # before it while that one holds at most twice its groups, so n rows in batches cost
         # O(n log n) in all, not a merge of the whole state per batch (O(n^2 / batch))
         self._parts: list[ScoreTable] = []
-        _check_options(metric, self._function, self._needs_ood, options)
+        check_options(metric, self._function, self._needs_ood, options)
 
     @property
     def table(self) -> ScoreTable:
