@@ -138,8 +138,8 @@ def test_loss_sums_are_kept_in_units_of_a_power_of_two_only_when_they_could_over
     g = tie_groups(np.array([big, big, 1.0]), np.array([0.1, 0.1, 0.2]))
     assert g.scale == 2.0**10 and np.all(np.isfinite(g.unit_cum_sums))
     assert np.isinf(g.cum_sums[0])  # the loss sum itself exceeds float64; the risks do not
-    assert g.risk_at(2.0) == big
-    assert g.risk_at(3.0) == (2 * (big / 2**10) + 2.0**-10) / 3 * 2**10
+    assert g.risk_of(*g.rule_at(2.0)) == big
+    assert g.risk_of(*g.rule_at(3.0)) == (2 * (big / 2**10) + 2.0**-10) / 3 * 2**10
     assert g.rescaled(1.0) is g and g.rescaled(big * 0.5).scale == g.scale
     ordinary = tie_groups(np.array([0.5, 1.0, 0.0]), np.array([0.1, 0.1, 0.2]))
     assert ordinary.scale == 1.0 and ordinary.cum_sums is ordinary.unit_cum_sums

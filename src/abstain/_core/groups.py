@@ -86,11 +86,6 @@ class TieGroups:
     def n(self) -> float:
         return float(self.cum_counts[-1])
 
-    def unit_loss_at(self, x: float) -> float:
-        """``C(x) / scale``: the expected accepted loss when ``x`` samples are accepted in
-        expectation, in units of ``scale``."""
-        return float(np.interp(x, self.knots_x, self.unit_knots_y))
-
     def risk_of(self, g: int, nu: float) -> float:
         """Selective risk of the rule ``(values[g], nu)`` (``g >= 0``): its expected accepted
         loss over its expected accepted count, each from ``nu`` itself (through ``x`` a
@@ -100,11 +95,6 @@ class TieGroups:
             return float(self.unit_cum_sums[g] / self.cum_counts[g]) * self.scale
         loss = self.unit_knots_y[g] + nu * self.unit_sums[g]
         return float(loss / self.accepted_at(g, nu)) * self.scale
-
-    def risk_at(self, x: float) -> float:
-        """Selective risk ``C(x) / x`` of accepting ``x > 0`` samples in expectation, computed
-        in units of ``scale``: it is at most the largest loss, so it never overflows."""
-        return self.unit_loss_at(x) / x * self.scale
 
     @cached_property
     def knots_x(self) -> NDArray[np.float64]:
