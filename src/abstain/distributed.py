@@ -183,13 +183,12 @@ def _join(ranges: list[ScoreTable]) -> ScoreTable:
     out.loss_sums = cat([t.loss_sums for t in full])
     squares = all(t.sq_loss_sums is not None for t in full)
     out.sq_loss_sums = cat([t.sq_loss_sums for t in full]) if squares else None  # type: ignore[misc]
-    # the checks of ScoreTable.merge: a total loss within float64, squares while finite
+    # the checks of ScoreTable.merge: squares while their sum is finite, a total loss
+    # within float64 (the table's own check, as TableResampler calls it too)
     with np.errstate(over="ignore"):
-        if not np.isfinite(out.loss_sums.sum()):
-            raise ValueError("losses must have a sum within the float64 range (scale them "
-                             "down; the metrics are linear in the losses).")
         if out.sq_loss_sums is not None and not np.isfinite(out.sq_loss_sums.sum()):
             out.sq_loss_sums = None
+    out._check_total()
     out.ood_counts = (None if full[0].ood_counts is None
                       else cat([t.ood_counts for t in full]))  # type: ignore[misc]
     out.max_loss = max(t.max_loss for t in ranges)
