@@ -72,6 +72,7 @@ RUNS: tuple[Run, ...] = (
 
 SKIPPED = {
     "bench_combine.md": "timings only",
+    "bench_table_update.md": "timings (its equality column is tests/tables)",
     "bench_detectors.md": "timings only (and peers in their own environment)",
     "bench_detectors_avx512.md": "timings only, on a 16-core CPU with AVX-512",
     "bench_detectors_avx512_2core.md": "timings only, on a 2-core CPU with AVX-512",

@@ -169,3 +169,24 @@ def test_update_with_a_batch_without_rows_adds_nothing():
     before = t.to_json()
     assert t.update(np.zeros((0, 2)), [], is_ood=[]) is t
     assert t.to_json() == before
+
+
+def test_update_refuses_an_overflowing_batch_at_once_and_keeps_its_rows():
+    import copy
+
+    from abstain import PairTable
+
+    rng = np.random.default_rng(3)
+    s, ood = rng.integers(0, 9, (400, 2)) / 8.0, rng.random(400) < 0.3
+    loss = (rng.random(400) < 0.2).astype(float)
+    t = PairTable()
+    for i in range(0, 400, 10):
+        t.update(s[i : i + 10], loss[i : i + 10], is_ood=ood[i : i + 10])
+    whole = PairTable.from_arrays(s, loss, is_ood=ood)
+    assert copy.deepcopy(t) == whole
+    assert abstain.load_json(t.to_json()) == whole
+    big = PairTable.from_arrays([[0.1, 0.2]], [6e307], is_ood=[False])
+    big.update([[0.3, 0.2]], [6e307], is_ood=[False])  # finite alone, not with the table
+    with pytest.raises(ValueError, match="losses of the merged tables must have a sum"):
+        big.update([[0.2, 0.1]], [6e307], is_ood=[False])
+    assert big.n == 2 and big.loss_sums.tolist() == [6e307, 6e307]

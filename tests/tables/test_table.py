@@ -257,6 +257,52 @@ def test_update_and_merge_keep_the_parts_and_empty_tables() -> None:
     assert aurc(no_oracle) == aurc(ls, u)
 
 
+def test_update_merges_batches_lazily_and_refuses_at_once() -> None:
+    # many batches: a binary counter of parts (O(n log k)), merged when a field is read
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(4)
+    u, ls = rng.random(3000), (rng.random(3000) < 0.3).astype(float)
+    ood = rng.random(3000) < 0.2
+    table = ScoreTable()
+    for p in np.array_split(np.arange(u.size), 60):
+        table.update(u[p], ls[p], is_ood=ood[p])
+    assert "_pending" in vars(table) and len(vars(table)["_pending"].parts) > 1
+    twin = copy.deepcopy(table)
+    pickled = pickle.loads(pickle.dumps(table))
+    assert repr(table) == f"ScoreTable(n=3000, groups=3000, ood={ood.sum()})"
+    whole = ScoreTable.from_arrays(u, ls, is_ood=ood)
+    assert table == whole and twin == whole and pickled == whole
+    assert abstain.load_json(table.to_json()) == whole and "_pending" not in vars(table)
+    assert auroc(table) == auroc(whole)
+    # a batch that cannot join is refused by update itself, and the table keeps its rows
+    with pytest.raises(ValueError, match="all have OOD marks or all have none"):
+        table.update([0.5], [1.0])
+    big = ScoreTable.from_arrays([0.1], [6e307])
+    big.update([0.3], [6e307])
+    with pytest.raises(ValueError, match="within the float64 range"):
+        big.update([0.2], [6e307])  # finite alone, not with the table
+    assert big.n == 2 and big.loss_sums.tolist() == [6e307, 6e307]
+    with pytest.raises(ValueError, match="finite"):
+        table.update([np.nan], [1.0], is_ood=[False])
+    assert table == whole
+    # continuous losses: to the round-off of the group sums
+    cont = ScoreTable()
+    w = rng.random(3000)
+    for p in np.array_split(np.arange(u.size), 37):
+        cont.update(np.round(u[p], 2), w[p])
+    ref = ScoreTable.from_arrays(np.round(u, 2), w)
+    assert np.array_equal(cont.counts, ref.counts)
+    assert np.allclose(cont.loss_sums, ref.loss_sums, rtol=1e-13, atol=0.0)
+    # an empty part that carries a loss distribution keeps it
+    empty = ScoreTable()
+    empty.max_loss, empty.binary = 2.0, False
+    empty.loss_values, empty.loss_counts = np.array([2.0]), np.array([1], dtype=np.int64)
+    empty.update([0.1], [0.0])
+    assert empty.max_loss == 2.0 and empty.loss_values.tolist() == [0.0, 2.0]
+
+
 def test_json_round_trip_and_refused_documents() -> None:
     _, u, ls, ood = _ood_rows(2, "grid")
     for table in (ScoreTable.from_arrays(u, ls, is_ood=ood),

@@ -75,18 +75,22 @@ class StreamingMetric:
         spec = METRICS[metric]
         self._function, self._needs_ood = spec.function, spec.kind == "ood"
         self._oracle = spec.oracle
-        # the batches' tables, merged as a binary counter: a table is merged into the one
-        # before it while that one holds at most twice its groups, so n rows in batches cost
-        # O(n log n) in all, not a merge of the whole state per batch (O(n^2 / batch))
-        self._parts: list[ScoreTable] = []
+        # the rows seen: ScoreTable.update keeps the batches as pending parts, merged as a
+        # binary counter (O(n log n) in all) and into one table when the state is read
+        self._table = self._empty()
         check_options(metric, self._function, self._needs_ood, options)
 
     @property
     def table(self) -> ScoreTable:
         """The state: every row seen, summarised (the pending batches merged on access)."""
-        if len(self._parts) != 1:
-            self._parts = [ScoreTable.merge(*self._parts) if self._parts else ScoreTable()]
-        return self._parts[0]
+        return self._table
+
+    def _empty(self) -> ScoreTable:
+        """A table without rows that keeps the oracle part only for an oracle metric."""
+        table = ScoreTable()
+        if not self._oracle:  # only E-AuRC needs the distinct losses; the others skip them
+            table.loss_values = table.loss_counts = None
+        return table
 
     def update(self, losses: ArrayLike, uncertainty: ArrayLike, *,
                is_ood: ArrayLike | None = None) -> StreamingMetric:
@@ -102,12 +106,7 @@ class StreamingMetric:
                              "got OOD marks.")
         if empty_batch(losses, uncertainty, is_ood):  # a batch without rows adds nothing
             return self
-        # only an oracle metric (E-AuRC) needs the distinct losses; the others skip that part
-        batch = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood, oracle=self._oracle)
-        parts = self._parts
-        parts.append(batch)
-        while len(parts) > 1 and parts[-2].n_groups <= 2 * parts[-1].n_groups:
-            parts[-2:] = [ScoreTable.merge(parts[-2], parts[-1])]
+        self._table.update(uncertainty, losses, is_ood=is_ood)
         return self
 
     def merge(self, *others: StreamingMetric | ScoreTable) -> StreamingMetric:
@@ -124,7 +123,7 @@ class StreamingMetric:
             else:
                 raise TypeError(f"others[{i}] must be a StreamingMetric or a ScoreTable; got "
                                 f"{type(other).__name__}.")
-        self._parts = [ScoreTable.merge(*tables)]
+        self._table = ScoreTable.merge(*tables)
         return self
 
     def compute(self) -> Any:
@@ -135,13 +134,13 @@ class StreamingMetric:
 
     def reset(self) -> StreamingMetric:
         """Forget every row; return ``self``."""
-        self._parts = []
+        self._table = self._empty()
         return self
 
     @property
     def n(self) -> int:
         """Number of rows seen."""
-        return sum(t.n for t in self._parts)
+        return self._table.n
 
     def __repr__(self) -> str:
         return f"StreamingMetric({self.metric!r}, n={self.n})"

@@ -10,6 +10,7 @@ pairs are few (two quantised scores); with raw float scores nearly every row is 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,14 @@ from .._core.validation import (
     check_same_length,
     empty_batch,
 )
-from ._score import as_ood_marks, as_totals, check_loss_sums, whole_counts
+from ._score import (
+    LazyUpdates,
+    PendingParts,
+    as_ood_marks,
+    as_totals,
+    check_loss_sums,
+    whole_counts,
+)
 
 __all__ = ["PairTable"]
 
@@ -64,7 +72,7 @@ def _check_total(loss_sums: F64, what: str) -> None:
 
 
 @serializable("table")
-class PairTable(ParamsMixin):
+class PairTable(LazyUpdates, ParamsMixin):
     """Distinct pairs of two scores with their ID and OOD rows and ID loss: the summary of
     a validation sample that the double-score fits need.
 
@@ -224,9 +232,15 @@ class PairTable(ParamsMixin):
         rows adds nothing."""
         if empty_batch(scores, losses, is_ood):
             return self
-        merged = PairTable.merge(self, PairTable.from_arrays(scores, losses, is_ood=is_ood))
-        self.__dict__.update(merged.__dict__)
+        self._add_part(lambda: PairTable.from_arrays(scores, losses, is_ood=is_ood))
         return self
+
+    def _refuse_join(self, pending: PendingParts, batch: PairTable) -> None:
+        """Refuse a batch whose losses :meth:`merge` would refuse beside ``pending``'s."""
+        if not math.isfinite(pending.total + float(batch.loss_sums.sum())):
+            raise ValueError("the losses of the merged tables must have a sum within the "
+                             "float64 range; got a sum that overflows (scale the losses "
+                             "down, and the costs with them).")
 
     @property
     def n(self) -> int:

@@ -9,6 +9,7 @@ per batch of a stream, per file of a directory, per partition of a cluster.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -61,8 +62,63 @@ def whole_counts(arr: NDArray[Any], where: str, low: int) -> I64:
     return arr.astype(np.int64)
 
 
+class PendingParts:
+    """The parts of a table that its ``update`` has not merged yet: a binary counter, whose
+    top two parts merge while the lower one has at most twice the groups of the upper, so
+    ``k`` batches of ``n`` rows in all cost O(n log k), not a merge of the whole table per
+    batch (O(n^2 / batch)). ``total``: the loss total of the parts, for the overflow check."""
+
+    def __init__(self, first: Any) -> None:
+        self.parts = [first]
+        self.total = float(first.loss_sums.sum())
+
+    def add(self, batch: Any) -> None:
+        parts = self.parts
+        parts.append(batch)
+        self.total += float(batch.loss_sums.sum())
+        while len(parts) > 1 and parts[-2].loss_sums.size <= 2 * parts[-1].loss_sums.size:
+            parts[-2:] = [type(batch).merge(parts[-2], parts[-1])]
+
+    def merged(self) -> Any:
+        return self.parts[0] if len(self.parts) == 1 else type(self.parts[0]).merge(*self.parts)
+
+
+class LazyUpdates:
+    """``update`` of a mergeable table that adds each batch as a part of
+    :class:`PendingParts` and merges the parts when a field (``_FIELDS``) is read: the
+    fields leave the instance's ``__dict__`` while parts are pending, and
+    :meth:`__getattr__` puts the merged fields back. A class defines ``_refuse_join(pending,
+    batch)``, which raises at once what its ``merge`` would raise later."""
+
+    _FIELDS: dict[str, Field]
+
+    def _add_part(self, make_batch: Any) -> None:
+        """Add the table ``make_batch()`` (built, and so checked, before it joins)."""
+        pending = self.__dict__.pop("_pending", None)
+        if pending is None:  # the table as it is becomes the first part
+            first = type(self).__new__(type(self))
+            first.__dict__.update({k: self.__dict__.pop(k) for k in self._FIELDS})
+            pending = PendingParts(first)
+        try:
+            batch = make_batch()
+            self._refuse_join(pending, batch)  # type: ignore[attr-defined]
+            pending.add(batch)
+        finally:
+            self.__dict__["_pending"] = pending
+
+    def __getattr__(self, name: str) -> Any:
+        # reached only for an attribute not set: a field while parts are pending
+        pending = self.__dict__.get("_pending")
+        if pending is None or name not in type(self)._FIELDS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        merged = pending.merged()
+        del self.__dict__["_pending"]
+        self.__dict__.update({k: merged.__dict__[k] for k in self._FIELDS})
+        return getattr(self, name)
+
+
 @serializable("table")
-class ScoreTable(ParamsMixin):
+class ScoreTable(LazyUpdates, ParamsMixin):
     """Sorted distinct scores with the row count and loss totals of each: a mergeable summary.
 
     ``ScoreTable()`` is the empty table; :meth:`from_arrays` builds one from rows,
@@ -319,15 +375,33 @@ class ScoreTable(ParamsMixin):
         """Add rows to this table (a batch of a stream); return ``self``.
 
         The table keeps its oracle part only while every batch keeps it: this method
-        builds the batch with ``oracle`` on exactly when the table has it.
+        builds the batch with ``oracle`` on exactly when the table has it. A batch that
+        cannot join the table (OOD marks where it has none, losses whose total overflows) is
+        refused here. The batches are kept as pending parts, merged as a binary counter and
+        into one table when a field is read (:class:`LazyUpdates`), so ``k`` batches of ``n``
+        rows in all cost O(n log k); reading a field after each batch merges each time.
         """
         if empty_batch(uncertainty, losses, is_ood):  # adds nothing
             return self
-        batch = ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood,
-                                       oracle=self.loss_values is not None)
-        merged = ScoreTable.merge(self, batch)
-        self.__dict__.update(merged.__dict__)
+        oracle = self._pending_oracle()
+        self._add_part(lambda: ScoreTable.from_arrays(uncertainty, losses, is_ood=is_ood,
+                                                     oracle=oracle))
         return self
+
+    def _pending_oracle(self) -> bool:
+        """Whether the table keeps its oracle part (read without merging pending parts)."""
+        pending = self.__dict__.get("_pending")
+        return (pending.parts[0] if pending is not None else self).loss_values is not None
+
+    def _refuse_join(self, pending: PendingParts, batch: Any) -> None:
+        """Refuse a batch that :meth:`merge` would refuse beside ``pending``'s parts."""
+        marks = {t.ood_counts is not None for t in (*pending.parts, batch) if t.n > 0}
+        if len(marks) > 1:
+            raise ValueError("tables must all have OOD marks or all have none; got a mix "
+                             "(build every part with is_ood, or every part without).")
+        if not math.isfinite(pending.total + float(batch.loss_sums.sum())):
+            raise ValueError("losses must have a sum within the float64 range (scale them "
+                             "down; the metrics are linear in the losses).")
 
     def _check_total(self) -> None:
         with np.errstate(over="ignore"):
@@ -340,6 +414,9 @@ class ScoreTable(ParamsMixin):
     @property
     def n(self) -> int:
         """Number of rows."""
+        pending = self.__dict__.get("_pending")
+        if pending is not None:  # counted without merging the pending parts
+            return sum(int(t.counts.sum()) for t in pending.parts)
         return int(self.counts.sum())
 
     @property
