@@ -170,3 +170,23 @@ def test_bad_input_is_refused() -> None:
     net = CSINetwork(width=4, projection_dim=8)
     with pytest.raises(ValueError, match="shifts must be the network's 4 shifts"):
         csi_outputs(net, images, shifts=(0, 1))
+
+
+def test_the_history_is_the_mean_loss_of_the_images_trained_on(monkeypatch) -> None:
+    # a lone last image of an epoch has no negative and is skipped: it is not in the mean
+    import abstain.torch._contrastive as contrastive
+
+    seen: list[float] = []
+    loss = contrastive.contrastive_loss
+
+    def recorded(*args, **kwargs):
+        out = loss(*args, **kwargs)
+        seen.append(float(out.detach()))
+        return out
+
+    monkeypatch.setattr(contrastive, "contrastive_loss", recorded)
+    images, _ = _images(5)
+    net = train_csi(images, epochs=1, batch_size=4, width=2, projection_dim=4, head_weight=0.0)
+    assert len(seen) == 1 and net.history_ == [pytest.approx(seen[0], rel=1e-12, abs=0.0)]
+    with pytest.raises(ValueError, match="images must hold at least 2 images"):
+        train_csi(images[:1])

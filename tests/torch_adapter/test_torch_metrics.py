@@ -254,3 +254,33 @@ def test_integer_scores_beyond_float64_and_probabilities_outside_0_1_are_refused
             tm.AURC().update(torch.tensor([[0.7, bad], [0.4, 0.6]]), torch.tensor([0, 1]))
     assert all(getattr(tm.AURC(), name) == [] for name in ("values", "counts"))
     assert tm.AURC().dtype == torch.float64  # what an empty process sends in a sync
+
+
+def test_a_dtype_conversion_moves_no_state_off_float64_and_merge_state_recomputes():
+    # Module.to(dtype), as a precision setting converts a parent module, rounded the exact
+    # state (torchmetrics guards .half() and .float() only); merge_state kept a stale value
+    rng = np.random.default_rng(0)
+    u, loss = torch.tensor(rng.random(200)), torch.tensor((rng.random(200) < 0.3) * 1.0)
+    metric = tm.AURC()
+    metric.update(u, loss)
+    metric.to(torch.bfloat16)
+    parent = torch.nn.Module()
+    parent.metric = tm.AUROC()
+    parent.metric.update(u, loss)
+    parent.to(torch.float16)
+    assert metric.dtype == torch.float64 and parent.metric.dtype == torch.float64
+    assert float(metric.compute()) == m.aurc(loss.numpy(), u.numpy())
+    assert float(parent.metric.compute()) == m.auroc(loss.numpy(), u.numpy())
+    first, second = tm.AURC(), tm.AURC()
+    first.update(u[:100], loss[:100])
+    first.compute()
+    second.update(u[100:], loss[100:])
+    first.merge_state(second)
+    assert float(first.compute()) == m.aurc(loss.numpy(), u.numpy())
+
+
+def test_inputs_given_as_lists_of_numbers():
+    metric = tm.AURC()
+    metric.update([0.1, 0.4, 0.9], [0.0, 1.0, 1.0])
+    metric.update(torch.tensor([0.2]), [0.0])
+    assert float(metric.compute()) == m.aurc([0, 1, 1, 0], [0.1, 0.4, 0.9, 0.2])

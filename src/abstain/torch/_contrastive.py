@@ -274,7 +274,8 @@ def train_csi(images: ArrayLike | torch.Tensor, labels: ArrayLike | None = None,
     Returns
     -------
     CSINetwork
-        In eval mode, on ``device``; ``history_`` holds the mean loss of each epoch.
+        In eval mode, on ``device``; ``history_`` holds the mean loss of each epoch
+        (over the images trained on: a lone last image of an epoch is skipped).
 
     Examples
     --------
@@ -289,6 +290,9 @@ def train_csi(images: ArrayLike | torch.Tensor, labels: ArrayLike | None = None,
     turns = _shifts(shifts)
     x = _as_images(images)
     n = int(x.shape[0])
+    if n < 2:
+        raise ValueError(f"images must hold at least 2 images (a contrastive batch needs "
+                         f"negatives); got {n}.")
     epochs = _positive_int("epochs", epochs)
     batch_size = check_batch_size(batch_size)
     if batch_size < 2:
@@ -324,7 +328,7 @@ def train_csi(images: ArrayLike | torch.Tensor, labels: ArrayLike | None = None,
     try:
         for epoch in range(epochs):
             order = torch.randperm(n, generator=g)
-            total = 0.0
+            total, trained = 0.0, 0
             for s in range(steps):
                 idx = order[s * batch_size:(s + 1) * batch_size]
                 if idx.numel() < 2:  # a lone image has no negative
@@ -342,8 +346,9 @@ def train_csi(images: ArrayLike | torch.Tensor, labels: ArrayLike | None = None,
                 loss.backward()
                 optimizer.step()
                 total += float(loss.detach()) * b
+                trained += b
                 bar(epoch * steps + s + 1, epochs * steps)
-            history.append(total / n)
+            history.append(total / trained)  # a lone last image is not trained on
     finally:
         net.eval()
         bar.close()

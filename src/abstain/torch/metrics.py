@@ -92,9 +92,13 @@ def _raw(x: Any) -> NDArray[Any]:
 def _numpy(x: Any) -> NDArray[Any]:
     """An input or a state as a float64 NumPy array; a list state (its tensors, gathered
     from processes) concatenated."""
-    if isinstance(x, list):
+    if isinstance(x, list) and all(isinstance(t, torch.Tensor) and t.ndim == 1 for t in x):
         return (np.concatenate([_numpy(t) for t in x]) if x
                 else np.zeros(0, dtype=np.float64))
+    if isinstance(x, list):  # an input given as a list of numbers (or of 0-d tensors)
+        return np.asarray([float(v) for v in x], dtype=np.float64) if all(
+            isinstance(v, (int, float, np.number, torch.Tensor)) and np.ndim(v) == 0
+            for v in x) else np.asarray(x, dtype=np.float64)
     if isinstance(x, torch.Tensor):
         return np.asarray(x.detach().to("cpu", torch.float64).numpy())
     return np.asarray(x, dtype=np.float64)
@@ -142,6 +146,29 @@ class _TableMetric(Metric):
         # a process without rows sends an empty state of the metric's dtype: float64, as
         # the others' (float32 made the gathered sizes disagree and aborted the sync)
         self.set_dtype(torch.float64)
+
+    def _apply(self, fn: Any, exclude_state: Any = "") -> Any:
+        # The states are exact float64 tables: a conversion to another dtype (Module.to(
+        # dtype), as a parent module converted by a precision setting) would round them, and
+        # a process without rows would then send an empty state of another dtype. Only the
+        # device of such a conversion is applied (torchmetrics itself guards .half() and
+        # .float(), not .to(dtype)).
+        # torchmetrics takes the metric's dtype from a float32 probe after any move, so a
+        # plain .to(device) made it float32 too: it is set back to the states' float64.
+        probe = fn(torch.zeros(1, dtype=torch.float64, device=self.device))
+        if probe.dtype != torch.float64:
+            device = probe.device
+            fn = lambda t: t.to(device)  # noqa: E731
+        out = super()._apply(fn, exclude_state)
+        out._dtype = torch.float64  # type: ignore[assignment]
+        return out
+
+    def merge_state(self, incoming_state: Any) -> None:
+        """Add the states of another metric of this class (or a dict of them), as
+        torchmetrics does; a value computed before is dropped, so ``compute`` is of the
+        merged rows."""
+        super().merge_state(incoming_state)
+        self._computed = None
 
     def _binned_update(self, batch: ScoreTable) -> None:
         assert self.edges is not None
