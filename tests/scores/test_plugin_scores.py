@@ -280,3 +280,30 @@ def test_margins_beyond_the_float64_range_are_refused_not_infinite():
         ordinal_margin([0.5, -1e308], [1e308])
     assert margin([[1e308, -1e307]], kind="top2").tolist() == [-1.1e308]
     assert ordinal_margin([1e308, 0.5], [-1e308, 0.0]).tolist() == [-1e308, -0.5]
+
+
+@pytest.mark.parametrize("k", [3, 4, 10])
+def test_conditional_risk_does_not_depend_on_the_order_of_the_classes(k):
+    """Rows whose terms are the same numbers in another order get the same risks, so they
+    tie: ``[0.1, 0.2, 0.7]`` and ``[0.7, 0.2, 0.1]`` under the 0/1 loss (loss=None or as a
+    matrix) had risks 0.30000000000000004 and 0.29999999999999993, and the classes of a
+    matrix relabelled with the rows and columns of the loss give the same risks."""
+    from abstain.metrics import aurc
+    from abstain.scores import conditional_risk
+
+    rng = np.random.default_rng(k)
+    base = np.round(rng.dirichlet(np.ones(k)), 1)
+    base[-1] = 1.0 - base[:-1].sum()
+    rows = np.array([rng.permutation(base) for _ in range(40)])
+    for loss in (None, 1.0 - np.eye(k)):
+        risk = conditional_risk(rows, loss).risk
+        assert np.all(risk == risk[0])
+        assert aurc(np.arange(40) % 2, risk) == 0.5
+    mat = rng.random((k, k))
+    p = rng.dirichlet(np.ones(k), 30)
+    ref = conditional_risk(p, mat)
+    for _ in range(5):
+        perm = rng.permutation(k)
+        got = conditional_risk(p[:, perm], mat[np.ix_(perm, perm)])
+        assert np.array_equal(got.risk, ref.risk)
+        assert np.array_equal(perm[got.prediction], ref.prediction)

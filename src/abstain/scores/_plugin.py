@@ -46,14 +46,23 @@ class ConditionalRisk(NamedTuple):
 def _expected_loss(p: NDArray[np.float64], mat: NDArray[np.float64] | None,
                    ) -> NDArray[np.float64]:
     """``expected[i, yhat] = sum_y p[i, y] * loss[y, yhat]`` (the 0/1 loss if ``mat`` is
-    None), summed over ``y`` in a fixed order, so a row's risks do not depend on the batch it
-    is scored in or on the CPU (a BLAS product adds in an order that depends on both, which
-    would move tie groups of the uncertainty and the prediction's tie rule)."""
+    None), each sum taken over its terms in ascending order, so a row's risks do not depend
+    on the batch it is scored in, on the CPU (a BLAS product adds in an order that depends
+    on both, which would move tie groups of the uncertainty and the prediction's tie rule),
+    or on the order of the classes: rows whose terms are the same numbers in another order
+    (``[0.1, 0.2, 0.7]`` and ``[0.7, 0.2, 0.1]`` under the 0/1 loss) get the same risks and
+    tie."""
+    k = p.shape[1]
+    if mat is not None and np.array_equal(mat, 1.0 - np.eye(k)):
+        mat = None  # the 0/1 loss given as a matrix: the same sums as loss=None
     if mat is None:  # sum over y != yhat: the row total less p[yhat]
-        return p.sum(axis=1, keepdims=True) - p
-    out = p[:, :1] * mat[0]
-    for y in range(1, mat.shape[0]):
-        out += p[:, y : y + 1] * mat[y]
+        return np.sort(p, axis=1).sum(axis=1, keepdims=True) - p
+    out = np.empty(p.shape)
+    step = max(1, (1 << 22) // (k * k))  # rows per block of (rows, K, K) terms
+    for i in range(0, p.shape[0], step):
+        terms = p[i : i + step, :, None] * mat[None, :, :]
+        terms.sort(axis=1)
+        out[i : i + step] = terms.sum(axis=1)
     return out
 
 
