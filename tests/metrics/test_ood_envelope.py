@@ -229,3 +229,27 @@ def test_one_sweep_of_several_gains_equals_one_sweep_each(seed, random_sample):
             "fpr_at_tpr": M.fpr_at_tpr(is_ood, s, 0.7, search="exact"),
             "oscr": M.oscr(losses, is_ood, s, search="exact")}
     assert exact_envelope_metrics(losses, is_ood, s, 0.7, True) == want
+
+
+def test_the_grid_ties_exact_projections_so_it_never_rises_above_the_exact_envelope():
+    # at 45 degrees the float direction is (0.7071067811865476, 0.7071067811865475): rounded
+    # projections tied (2, 2) with (1, 3) and not with (3, 1), an order no direction gives,
+    # and the grid's FPR at TPR 0.3 (0.2143) fell below the exact optimum (0.2857)
+    from abstain.metrics import auroc, fpr_at_tpr
+
+    pts = np.array([[4, 4], [2, 2], [3, 1], [3, 2], [4, 3], [1, 3], [2, 4], [5, 4], [3, 1],
+                    [1, 1], [3, 3], [0, 1]], dtype=float)
+    y = np.array([1, 0, 1, 0, 0, 1, 0, 1, 1, 0, 1, 1], dtype=bool)
+    for scale in (1.0, 3.0):
+        assert fpr_at_tpr(y, scale * pts, 0.3, search="grid") >= fpr_at_tpr(
+            y, pts, 0.3, search="exact") == 2 / 7
+        assert auroc(y, scale * pts, search="grid") <= auroc(y, pts, search="exact") + 1 / 1999
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        lattice = rng.integers(0, 5, (40, 2)).astype(float)
+        y = rng.random(40) < 0.5
+        y[:2] = [True, False]
+        assert fpr_at_tpr(y, lattice, 0.5, search="grid") >= fpr_at_tpr(
+            y, lattice, 0.5, search="exact") * (1 - 1e-12)  # interpolated: its round-off
+        # the grid's area joins n_points FPR values by trapezoids: above by at most 1/1999
+        assert auroc(y, lattice, search="grid") <= auroc(y, lattice, search="exact") + 1 / 1999

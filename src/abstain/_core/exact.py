@@ -486,6 +486,28 @@ def sorted_projection(pr: F64, pg: F64, w: F64) -> tuple[NDArray[np.intp], NDArr
     return order, refine(order, near, compare)
 
 
+def refine_projections(pr: F64, pg: F64, w: F64, proj: F64, order: NDArray[np.intp],
+                       change: NDArray[np.bool_]) -> None:
+    """Make the stable orders of rounded projections exact, in place: ``proj`` (d, n) holds
+    ``pr * w[k, 0] + pg * w[k, 1]`` rounded, ``order`` its rows sorted stably and ``change``
+    (d, n - 1) True where a sorted row's next value differs. Each row then orders the points
+    as :func:`sorted_projection` does on direction ``w[k]``, with ``change`` True where a
+    group of exactly equal projections starts: neighbours farther apart than the error bound
+    of their projections are ordered and unequal as rounded; the runs of nearer ones are
+    ordered exactly (:func:`refine`), in the rows that have such runs only."""
+    a, b = np.abs(pr[None, :] * w[:, :1]), np.abs(pg[None, :] * w[:, 1:])
+    mag = np.take_along_axis(a + b, order, axis=1)
+    ss = np.take_along_axis(proj, order, axis=1)
+    near = ss[:, 1:] - ss[:, :-1] <= 4.0 * _U * (mag[:, 1:] + mag[:, :-1]) + _ABS
+    for k in np.flatnonzero(near.any(axis=1)):
+        wx, wy = float(w[k, 0]), float(w[k, 1])
+
+        def compare(piv: NDArray[np.intp], el: NDArray[np.intp]) -> I8:
+            return dot_sign(pr[el], pg[el], pr[piv], pg[piv], wx, wy)  # noqa: B023
+
+        change[k] = refine(order[k], near[k], compare)[1:]
+
+
 def refine(order: NDArray[np.intp], near: NDArray[np.bool_], compare: Compare,
            ) -> NDArray[np.bool_]:
     """Order the runs of ``near`` neighbours of ``order`` exactly, in place, and return

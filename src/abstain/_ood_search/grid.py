@@ -123,7 +123,7 @@ def _grid_knots(sample: Sample, n_directions: int,
     out = []
     wanted = [i for i, k in enumerate(_RUNNING[:3])
               if k in names or (k in ("id", "loss") and "ccr" in names)]
-    for orders, cum in sample.grid(n_directions):
+    for orders, cum in sample.grid(n_directions, exact=True):
         d, n = orders.order.shape
         if orders.change.all():  # no ties: every position is a knot
             sizes = np.full(d, n + 1)

@@ -240,9 +240,9 @@ class Sample:
         self.n_id = float(w_id.sum())
         self.n_ood = float(w_ood.sum())
         # the rows in each grid direction's order (:meth:`keep_orders`), and those with the
-        # running masses (:meth:`grid`), per number of directions
-        self._orders: dict[int, list[GridOrders]] = {}
-        self._grid: dict[int, list[tuple[GridOrders, list[F64]]]] = {}
+        # running masses (:meth:`grid`), per number of directions and tie rule (rounded, or exact)
+        self._orders: dict[tuple[int, bool], list[GridOrders]] = {}
+        self._grid: dict[tuple[int, bool], list[tuple[GridOrders, list[F64]]]] = {}
         self._drawn: NDArray[np.bool_] | None = None  # a resample's rows drawn at least once
 
     @classmethod
@@ -326,20 +326,29 @@ class Sample:
             return np.ones((1, 1))
         return grid_weights(n_directions)
 
-    def grid(self, n_directions: int) -> Iterator[tuple[GridOrders, list[F64]]]:
+    def grid(self, n_directions: int, exact: bool = False,
+             ) -> Iterator[tuple[GridOrders, list[F64]]]:
         """Per batch of the grid's directions (one score: the score itself), the rows in
         each direction's order and the running ID, OOD and loss masses in it
         (:func:`~abstain._ood_search.search.running_rows`, leading 0 included). Kept by the
         sample where all batches together hold at most ``GRID_CACHE`` entries, so the
-        metrics of one sample share them; else sorted again on each call."""
-        cached = self._grid.get(n_directions)
+        metrics of one sample share them; else sorted again on each call.
+
+        The tie groups are those of the rounded projections, as a rule fitted on the grid
+        applies them; with ``exact`` (the metrics' envelopes) those of the exact
+        projections (:func:`~abstain._core.exact.refine_projections`): rounding can tie a
+        point with one neighbour on a line and not with the other (``(2, 2)`` with
+        ``(1, 3)``, not with ``(3, 1)``, at 45 degrees), an order no direction gives, and an
+        envelope of such orders rose above the exact one."""
+        key = (n_directions, exact)
+        cached = self._grid.get(key)
         if cached is not None:
             yield from cached
             return
         w = self.directions("grid", n_directions)
         n = self.s.shape[0]
         keep = n * w.shape[0] <= GRID_CACHE
-        orders = self._orders.get(n_directions)
+        orders = self._orders.get(key)
         out = []
         for k, (b0, b1) in enumerate(grid_batches(n, w.shape[0])):
             if orders is not None:
@@ -347,7 +356,7 @@ class Sample:
             elif self.s.shape[1] == 1:  # one score: its groups, ascending and distinct
                 o = GridOrders(np.arange(n)[None, :], self.s.T, np.ones((1, max(n - 1, 0)), bool))
             else:
-                o = grid_orders(self.s, w[b0:b1])
+                o = grid_orders(self.s, w[b0:b1], exact)
                 if self._drawn is not None:  # a resample: its drawn rows alone
                     o = o.drawn(self._drawn)
             item = (o, [running_rows(o, v) for v in (self.w_id, self.w_ood, self.w_loss)])
@@ -355,18 +364,20 @@ class Sample:
                 out.append(item)
             yield item
         if keep:
-            self._grid[n_directions] = out
+            self._grid[key] = out
 
-    def keep_orders(self, n_directions: int) -> bool:
+    def keep_orders(self, n_directions: int, exact: bool = False) -> bool:
         """Sort the grid's directions once and keep their orders for :meth:`resampled`
-        (where they fit in ``GRID_CACHE`` entries); whether they are kept."""
+        (where they fit in ``GRID_CACHE`` entries); whether they are kept. ``exact``: as
+        for :meth:`grid`."""
         w = self.directions("grid", n_directions)
         n = self.s.shape[0]
         if n * w.shape[0] > GRID_CACHE:
             return False
-        if n_directions not in self._orders:
-            self._orders[n_directions] = [grid_orders(self.s, w[b0:b1]).grouped()
-                                          for b0, b1 in grid_batches(n, w.shape[0])]
+        if (n_directions, exact) not in self._orders:
+            self._orders[n_directions, exact] = [
+                grid_orders(self.s, w[b0:b1], exact).grouped()
+                for b0, b1 in grid_batches(n, w.shape[0])]
         return True
 
     def resampled(self, counts: NDArray[np.integer]) -> Sample:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.exact import cos_sin, sorted_events, sorted_projection
+from .._core.exact import cos_sin, refine_projections, sorted_events
 from .._core.groups import group_totals, stable_orders
 from .best import F64, RTOL, Best, Constraint, better, rows_best_linear, rows_best_ratio
 
@@ -202,11 +202,9 @@ def grid_orders(scores: F64, w: F64, exact: bool = False) -> GridOrders:
         s = scores[None, :, 0] * w[:, 0:1]
         for j in range(1, scores.shape[1]):
             s = s + scores[None, :, j] * w[:, j : j + 1]
-    if exact:
-        ranked = [sorted_projection(scores[:, 0], scores[:, 1], wk) for wk in w]
-        order = np.stack([o for o, _ in ranked])
-        return GridOrders(order, s, np.stack([g for _, g in ranked])[:, 1:])
     order, change = stable_orders(s)  # tie order fixes the sums
+    if exact:
+        refine_projections(scores[:, 0], scores[:, 1], w, s, order, change)
     return GridOrders(order, s, change)
 
 
