@@ -153,3 +153,30 @@ def test_squares_that_underflow_are_no_contradiction():
     t = ScoreTable.from_arrays([0.1] * 5, np.full(5, 1.0031132051443412e-162))
     assert t.sq_loss_sums.tolist() == [0.0]
     assert abstain.load_json(t.to_json()) == t
+
+
+def test_zero_one_losses_with_a_loss_distribution_need_whole_sums_and_counts_below_2_53():
+    import base64
+    import json
+
+    import abstain
+    from abstain import PairTable
+
+    # one row of a 0/1 loss cannot sum to 0.5, with or without the distribution of losses
+    t = ScoreTable.from_arrays([0.1, 0.2, 0.2, 0.9, 0.9, 0.9], [0, 1, 0, 1, 1, 0])
+    doc = json.loads(t.to_json())
+    half = {"float64_le_base64": base64.b64encode(
+        np.array([0.5, 0.5, 2.0], dtype="<f8").tobytes()).decode(), "shape": [3]}
+    doc["fitted"]["loss_sums"] = doc["fitted"]["sq_loss_sums"] = half
+    with pytest.raises(ValueError, match=r"^fitted\.binary is true, so fitted\.loss_sums must"):
+        abstain.load_json(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"^loss_values are 0 or 1, so loss_sums must be whole"):
+        ScoreTable.from_totals([0.1, 0.2, 0.9], [1, 2, 3], [0.5, 0.5, 2.0],
+                               loss_values=[0.0, 1.0], loss_counts=[3, 3])
+    # counts at or beyond 2**53 are not exact in float64 (1e19 wrapped to a negative count)
+    with pytest.raises(ValueError, match=r"^counts must be whole numbers below 2\*\*53"):
+        PairTable.from_totals([[0.1, 0.2], [0.3, 0.1]], [1e19, 1], [0, 1], [0.0, 0.0],
+                              max_loss=1.0)
+    with pytest.raises(ValueError, match=r"^counts must be whole numbers below 2\*\*53"):
+        ScoreTable.from_totals([0.1, 0.2], [2**53 + 2, 1], [0.0, 0.0], loss_values=[0.0],
+                               loss_counts=[2**53 + 3])

@@ -516,24 +516,28 @@ class ScoreTable(LazyUpdates, ParamsMixin):
         sums = [("loss_sums", self.loss_sums, 1)]
         if self.sq_loss_sums is not None:
             sums.append(("sq_loss_sums", self.sq_loss_sums, 2))
+        if lv is not None and lc is not None:
+            top = float(lv.max()) if lv.size else 0.0
+            if self.max_loss != top:
+                raise ValueError(f"fitted.max_loss must be the largest of fitted.loss_values "
+                                 f"({plain(top)}); got {plain(self.max_loss)}.")
+            if self.binary != bool(np.all((lv == 0.0) | (lv == 1.0))):
+                raise ValueError(f"fitted.binary must say whether every one of "
+                                 f"fitted.loss_values is 0 or 1; got "
+                                 f"{str(self.binary).lower()}.")
+        # 0/1 losses: whole sums, squares equal to the losses (with or without the
+        # distribution of the losses, which checks only their totals)
+        if self.binary and not (np.all(self.loss_sums == np.rint(self.loss_sums))
+                                and self.max_loss in (0.0, 1.0)
+                                and (self.max_loss == 1.0 or not np.any(self.loss_sums))
+                                and (self.sq_loss_sums is None
+                                     or np.array_equal(self.sq_loss_sums, self.loss_sums))):
+            flag = f"{prefix}binary is true" if prefix else "loss_values are 0 or 1"
+            raise ValueError(f"{flag}, so {prefix}loss_sums must be whole numbers equal to "
+                             f"{prefix}sq_loss_sums and {prefix}max_loss 1 (0 without a "
+                             "loss); the fields contradict it.")
         if lv is None or lc is None:
-            if self.binary:  # 0/1 losses: whole sums, squares equal to the losses
-                if not (np.all(self.loss_sums == np.rint(self.loss_sums))
-                        and self.max_loss in (0.0, 1.0)
-                        and (self.max_loss == 1.0 or not np.any(self.loss_sums))
-                        and (self.sq_loss_sums is None
-                             or np.array_equal(self.sq_loss_sums, self.loss_sums))):
-                    raise ValueError("fitted.binary is true, so fitted.loss_sums must be whole "
-                                     "numbers equal to fitted.sq_loss_sums and fitted.max_loss "
-                                     "1 (0 without a loss); the fields contradict it.")
             return
-        top = float(lv.max()) if lv.size else 0.0
-        if self.max_loss != top:
-            raise ValueError(f"fitted.max_loss must be the largest of fitted.loss_values "
-                             f"({plain(top)}); got {plain(self.max_loss)}.")
-        if self.binary != bool(np.all((lv == 0.0) | (lv == 1.0))):
-            raise ValueError(f"fitted.binary must say whether every one of fitted.loss_values "
-                             f"is 0 or 1; got {str(self.binary).lower()}.")
         n = float(lc.sum())
         slack = sum_round_off(n)
         with np.errstate(over="ignore"):
@@ -581,6 +585,9 @@ def as_totals(values: ArrayLike, name: str, n: int, *, whole: bool = False) -> F
     if whole and np.any(arr != np.round(arr)):
         raise ValueError(f"{name} must be whole numbers; got "
                          f"{plain(arr[arr != np.round(arr)][0])}.")
+    if whole and np.any(arr >= 2.0**53):  # beyond, counts are not exact in float64
+        raise ValueError(f"{name} must be whole numbers below 2**53; got "
+                         f"{plain(arr[arr >= 2.0**53][0])}.")
     return arr.astype(np.float64)
 
 
