@@ -458,3 +458,40 @@ def test_most_recall_at_precision_keeps_the_target_at_a_tiny_prior():
         got = most_recall_at_precision([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], precision=1.0,
                                        ood_prior=prior)
         assert got == 0.5, prior
+
+
+def test_ood_rules_whose_fields_contradict_each_other_are_refused_on_load():
+    # the plug-in CostBasedOOD rule decides by its parameters alone; a fit on rows has
+    # finite rates, a risk where it accepts ID rows, their precision and extended risk
+    from abstain.models import CostBasedOOD
+
+    rng = np.random.default_rng(5)
+    s = np.round(rng.normal(size=200), 1)
+    ood = rng.random(200) < 0.3
+    s[ood] += 1.5
+    loss = (rng.random(200) < 0.2).astype(float)
+    plug = CostBasedOOD(0.2, 1.0, 0.0, ood_prior=0.3).fit()
+    cost = CostBasedOOD(0.2, 1.0, 0.1).fit(np.c_[s, -s], ood, loss)
+    plain = BoundedTPRFPR(0.8, 0.5).fit(s, ood, loss)
+    for rule in (plug, cost, plain):
+        again = load_json(rule.to_json())
+        assert np.array_equal(again.accept_proba(np.c_[s, -s] if rule is not plain else s),
+                              rule.accept_proba(np.c_[s, -s] if rule is not plain else s))
+    for rule, edits, message in (
+            (plug, {"threshold_": 2.0}, "a plug-in rule .fitted without rows. must have"),
+            (plug, {"weights_": [1.0, 5.0], "mu_": 5.0, "angle_": math.atan2(5.0, 1.0)},
+             "a plug-in rule"),
+            (cost, {"cost_": -1.0}, r"fitted\.cost_ must be the extended risk"),
+            (cost, {"cost_": 0.9}, r"fitted\.cost_ must be the extended risk"),
+            (cost, {"risk_": "nan"}, r"fitted\.risk_ must be \"nan\" exactly where"),
+            (cost, {"tpr_": "nan"}, r"fitted\.tpr_ and fitted\.fpr_ must be numbers"),
+            (plain, {"precision_": 0.5}, r"fitted\.precision_ must be the precision of"),
+            (plain, {"risk_": "nan"}, r"fitted\.risk_ must be \"nan\" exactly where")):
+        doc = json.loads(rule.to_json())
+        doc["fitted"].update(edits)
+        with pytest.raises(ValueError, match="^" + message):
+            load_json(json.dumps(doc))
+    doc = json.loads(plug.to_json())
+    doc["params"]["ood_prior"] = None
+    with pytest.raises(ValueError, match=r"^params\.ood_prior must be given for the plug-in"):
+        load_json(json.dumps(doc))

@@ -230,6 +230,7 @@ class _OODRule(ParamsMixin):
         # of a tied pair scaled to a largest entry in [0.5, 1), or the plug-in rule's
         # (1, mu); its angle and mu must agree with it.
         self._rates_meet_targets()
+        self._rates_agree()
         w = [float(v) for v in self.weights_]
         if len(w) == 1:
             if w != [1.0]:
@@ -253,6 +254,37 @@ class _OODRule(ParamsMixin):
         if not same:
             raise ValueError(f"fitted.mu_ must be fitted.weights_[1] / fitted.weights_[0] "
                              f"({plain(mu)}); got {plain(self.mu_)}.")
+
+    def _ood_prior(self) -> float:
+        """The OOD prior of the fitted precision: ``ood_prior``, else the sample's share."""
+        prior = getattr(self, "ood_prior", None)
+        if prior is not None:
+            return float(prior)
+        return float(self.n_ood_) / (float(self.n_id_) + float(self.n_ood_))
+
+    def _rates_agree(self) -> None:
+        """Refuse a feasible rule fitted on rows whose rates contradict each other: a fit
+        has finite rates, a risk exactly where it accepts ID rows, and the precision of its
+        rates at its prior (within a relative 1e-9: sums of the same numbers)."""
+        if not self.feasible_ or float(self.n_id_) == 0.0:  # the plug-in rule has no rates
+            return
+        tpr, fpr, risk = float(self.tpr_), float(self.fpr_), float(self.risk_)
+        if math.isnan(tpr) or math.isnan(fpr):
+            raise ValueError(f"fitted.tpr_ and fitted.fpr_ must be numbers for a rule fitted "
+                             f"on rows; got {plain(tpr)} and {plain(fpr)}.")
+        if math.isnan(risk) != (tpr == 0.0):
+            raise ValueError(f"fitted.risk_ must be \"nan\" exactly where fitted.tpr_ is 0 (a "
+                             f"rule that accepts ID rows has their risk); got {plain(risk)} at "
+                             f"TPR {plain(tpr)}.")
+        prior = self._ood_prior()
+        den = (1 - prior) * tpr + prior * fpr
+        want = (1 - prior) * tpr / den if den > 0 else math.nan
+        got = float(self.precision_)
+        if not ((math.isnan(want) and math.isnan(got))
+                or math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15)):
+            raise ValueError(f"fitted.precision_ must be the precision of fitted.tpr_ and "
+                             f"fitted.fpr_ at the OOD prior {plain(prior)} ({plain(want)}); got "
+                             f"{plain(got)}.")
 
     #: ``(fitted rate, parameter, at least)`` of the constraints a feasible rule meets.
     _TARGETS: tuple[tuple[str, str, bool], ...] = ()
@@ -604,6 +636,35 @@ class CostBasedOOD(_OODRule):
             raise ValueError(f"predict_ood_cost must be greater than reject_ood_cost; got "
                              f"{plain(self.predict_ood_cost)} <= {plain(self.reject_ood_cost)}.")
         self._validate_search()
+
+    def _after_load(self) -> None:
+        super()._after_load()
+        e1, e2, e3 = (float(self.reject_id_cost), float(self.predict_ood_cost),
+                      float(self.reject_ood_cost))
+        if float(self.n_id_) == 0.0 and float(self.n_ood_) == 0.0:  # the plug-in rule of fit()
+            if self.ood_prior is None:
+                raise ValueError("params.ood_prior must be given for the plug-in rule (fitted "
+                                 "without rows); got null.")
+            prior = float(self.ood_prior)
+            mu = float((e2 - e3) * prior / (1 - prior))
+            if ([float(v) for v in self.weights_] != [1.0, mu] or float(self.threshold_) != e1
+                    or float(self.accept_prob_) != 1.0 or self.anchor_ is not None
+                    or not math.isnan(self.cost_)):
+                raise ValueError(f"a plug-in rule (fitted without rows) must have the weights "
+                                 f"[1, {plain(mu)}], the threshold params.reject_id_cost = "
+                                 f"{plain(e1)}, accept_prob_ 1, no anchor_ and a cost_ of "
+                                 "\"nan\", as fit() sets them; got others.")
+            return
+        pi = self._ood_prior()
+        tpr, fpr, risk = float(self.tpr_), float(self.fpr_), float(self.risk_)
+        terms = [(1 - pi) * (risk * tpr if tpr > 0 else 0.0), (1 - pi) * e1 * (1 - tpr),
+                 pi * e2 * fpr, pi * e3 * (1 - fpr)]
+        want = math.fsum(terms)
+        if not math.isclose(float(self.cost_), want, rel_tol=1e-9,
+                            abs_tol=1e-12 * max(map(abs, terms))):
+            raise ValueError(f"fitted.cost_ must be the extended risk of fitted.risk_, tpr_ "
+                             f"and fpr_ at the costs and the OOD prior {plain(pi)} "
+                             f"({plain(want)}); got {plain(self.cost_)}.")
 
     def fit(self, scores: ArrayLike | ScoreTable | PairTable | None = None,
             is_ood: ArrayLike | None = None, losses: ArrayLike | None = None, *,
