@@ -176,6 +176,14 @@ def test_evaluate_scores_bad_input():
     with pytest.raises(ValueError, match="distinct names other than 'baseline'"):
         evaluate_scores(X, y, model, {"REG": LossRegression()},
                         plugin_scores={"REG": lambda m, x: x[:, 0]})
+    # an empty grid ended in a bare AssertionError; "10" was read as the Cs '1' and '0'
+    for grid, match in (((), "model_grid must hold at least one value of C"),
+                        ("10", "model_grid must be a sequence of values of C"),
+                        ((0.0,), r"model_grid value must be a finite number in \(0, inf\)")):
+        with pytest.raises(ValueError, match=match):
+            evaluate_scores(X, y, model, {"REG": LossRegression()}, model_grid=grid)
+    with pytest.raises(ValueError, match="score_grid must hold at least one value of C"):
+        evaluate_scores(X, y, model, {"REG": LossRegression()}, score_grid=[])
 
 
 def ranks_ref(row):
@@ -304,3 +312,27 @@ def test_ties_of_the_predictors_loss_go_to_the_smaller_c_in_any_grid_order():
             r = evaluate_scores(X, y, LogisticRegression(), {"REG": LossRegression()},
                                 model_grid=grid, n_splits=2, random_state=0)
         assert r.model_C.tolist() == [1.0, 1.0], grid
+
+
+def test_the_friedman_statistic_is_tie_corrected_as_scipy_computes_it():
+    # with ties, datasets that all rank the methods alike gave 4.5 < N (k - 1) = 6 and an
+    # Iman-Davenport p-value of 0.0625 (documented 0); scipy's statistic is tie-corrected
+    from scipy.stats import friedmanchisquare
+
+    from abstain.evaluation import compare_methods
+
+    same = compare_methods([[1.0, 1.0, 2.0]] * 3)
+    assert same.friedman_statistic == pytest.approx(6.0, rel=1e-12)
+    assert same.iman_davenport_pvalue == 0.0
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        n, k = int(rng.integers(2, 12)), int(rng.integers(3, 6))  # scipy takes k >= 3
+        table = rng.integers(0, 3, (n, k)).astype(float)
+        if np.all(table == table[:, :1]):
+            continue
+        got = compare_methods(table)
+        want = friedmanchisquare(*table.T)
+        assert got.friedman_statistic == pytest.approx(want.statistic, rel=1e-12, abs=1e-12)
+        assert got.friedman_pvalue == pytest.approx(want.pvalue, rel=1e-9, abs=1e-15)
+    flat = compare_methods([[1.0, 1.0], [2.0, 2.0]])
+    assert flat.friedman_statistic == 0.0 and flat.friedman_pvalue == 1.0

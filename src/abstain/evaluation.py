@@ -20,7 +20,13 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from ._core.optional import figure
-from ._core.validation import as_features, check_fraction, check_random_state, plain
+from ._core.validation import (
+    as_features,
+    check_fraction,
+    check_positive,
+    check_random_state,
+    plain,
+)
 from .metrics import aurc
 from .scores._learned import PAPER_C_GRID, TCP, true_class_probability
 from .scores._plugin import conditional_risk, margin, ordinal_margin
@@ -259,6 +265,8 @@ def evaluate_scores(
         raise ValueError(f"y must have shape ({x.shape[0]},); got {labels.shape}.")
     if len(np.unique(labels)) < 2:
         raise ValueError("y must hold at least 2 classes; got 1.")
+    model_grid = _grid("model_grid", model_grid, allow_zero=False)
+    score_grid = _grid("score_grid", score_grid, allow_zero=True)
     if not learners:
         raise ValueError("learners must name at least one score learner; got none.")
     for r in ratios:
@@ -382,6 +390,17 @@ def _fit_predictor(
     return best[2], best[1], best[3]
 
 
+def _grid(name: str, values: Any, *, allow_zero: bool) -> tuple[float, ...]:
+    """A non-empty sequence of values of C (``> 0``, or ``>= 0`` with ``allow_zero``)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a sequence of values of C; got {values!r}.")
+    out = tuple(float(check_positive(f"{name} value", c, allow_zero=allow_zero))
+                for c in values)
+    if not out:
+        raise ValueError(f"{name} must hold at least one value of C; got an empty sequence.")
+    return out
+
+
 class MethodComparison(NamedTuple):
     """Rank statistics of several methods over several datasets (Demsar 2006).
 
@@ -391,13 +410,17 @@ class MethodComparison(NamedTuple):
     average_rank : ndarray of shape (k,)
         Mean rank over datasets; rank 1 is the lowest value, ties get their mean rank.
     friedman_statistic : float
-        ``chi2_F = 12 N / (k (k + 1)) * (sum_j R_j^2 - k (k + 1)^2 / 4)``.
+        ``chi2_F = 12 N / (k (k + 1)) * (sum_j R_j^2 - k (k + 1)^2 / 4)`` (Demsar's form)
+        divided by the tie correction ``1 - sum (t^3 - t) / (N (k^3 - k))`` over the groups
+        of ``t`` tied values in each dataset, as ``scipy.stats.friedmanchisquare``: without
+        ties the two are one; with them, datasets that all rank the methods alike give the
+        largest value ``N (k - 1)``. 0 when every dataset ties every method.
     friedman_pvalue : float
         From the chi-square distribution with ``k - 1`` degrees of freedom.
     iman_davenport_pvalue : float
         The less conservative F form, ``(N - 1) chi2_F / (N (k - 1) - chi2_F)`` with
         ``(k - 1, (k - 1)(N - 1))`` degrees of freedom; 0 when every dataset ranks
-        the methods alike (F is infinite), NaN for a single dataset.
+        the methods alike, ties included (F is infinite), NaN for a single dataset.
     critical_difference : float
         Nemenyi ``q_alpha * sqrt(k (k + 1) / (6 N))`` with ``q_alpha`` the studentised
         range quantile divided by ``sqrt(2)``.
@@ -446,6 +469,13 @@ def compare_methods(
     ranks = stats.rankdata(t, axis=1)
     avg = ranks.mean(axis=0)
     chi2 = 12.0 * n / (k * (k + 1)) * (float(np.sum(avg**2)) - k * (k + 1) ** 2 / 4.0)
+    # tie correction: the groups of equal values in each dataset (integers, exact)
+    tied = 0
+    for row in np.sort(t, axis=1):
+        _, sizes = np.unique(row, return_counts=True)
+        tied += int(np.sum(sizes.astype(np.int64) ** 3 - sizes))
+    correction = 1.0 - tied / (n * (k**3 - k))
+    chi2 = chi2 / correction if correction > 0 else 0.0  # every method tied everywhere: 0
     p_chi2 = float(stats.chi2.sf(chi2, k - 1))
     denom = n * (k - 1) - chi2
     if n < 2:

@@ -247,6 +247,12 @@ def test_conditional_risk_refuses_bad_classes():
         conditional_risk(proba, classes=["a", "a"])
     with pytest.raises(ValueError, match="prediction must hold labels of classes; got 'z'"):
         conditional_risk(proba, prediction=["a", "z"], classes=["a", "b"])
+    # numbers beside strings have no order: NumPy's TypeError before
+    with pytest.raises(ValueError, match="classes must hold labels of one kind"):
+        conditional_risk(proba, classes=np.array(["a", 1], dtype=object))
+    with pytest.raises(ValueError, match="prediction must hold labels of classes; got 1"):
+        conditional_risk(proba, prediction=np.array([1, "a"], dtype=object),
+                         classes=["a", "b"])
 
 
 @pytest.mark.parametrize("k", [3, 10, 100])

@@ -145,7 +145,12 @@ def _as_classes(classes: ArrayLike, k: int) -> NDArray[Any]:
     if labels.shape != (k,):
         raise ValueError(f"classes must hold one label per column of proba ({k}); got shape "
                          f"{labels.shape}.")
-    if np.unique(labels).size != k:
+    try:
+        distinct = np.unique(labels).size
+    except TypeError:  # numbers beside strings (an object array) have no order
+        raise ValueError(f"classes must hold labels of one kind, all numbers or all strings; "
+                         f"got {labels.dtype.name} values such as {labels.tolist()}.") from None
+    if distinct != k:
         raise ValueError("classes must hold distinct labels; got a repeated label.")
     return labels
 
@@ -156,7 +161,11 @@ def _label_index(labels: NDArray[Any], prediction: ArrayLike, n: int) -> NDArray
     if pred.shape != (n,):
         raise ValueError(f"prediction must have shape ({n},); got {pred.shape}.")
     order = np.argsort(labels, kind="stable")
-    pos = np.searchsorted(labels[order], pred)
+    try:
+        pos = np.searchsorted(labels[order], pred)
+    except TypeError:  # labels of another kind than the classes': none is a class
+        raise ValueError(f"prediction must hold labels of classes; got {pred.tolist()[0]!r}, "
+                         f"not comparable with the classes {labels.tolist()}.") from None
     pos = np.minimum(pos, labels.size - 1)
     found = labels[order][pos] == pred
     if not np.all(found):
