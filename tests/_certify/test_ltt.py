@@ -216,3 +216,28 @@ def test_hb_takes_the_ceil_of_the_loss_total_itself():
     m, k, a = 398.0, 26.0, 0.1
     bentkus = math.e * stats.binom.cdf(k, m, a)
     assert hb_pvalue(np.array(k), np.array(m), a) == pytest.approx(min(bentkus, 1.0), rel=1e-9)
+
+
+def test_hb_takes_the_ceil_of_the_exact_loss_total_of_the_rows():
+    # twenty 1.0s, twenty 0.1s and sixty 0s: the float 0.1 is above 1/10, so the exact total
+    # is above 22, but the running sum rounds to 22.0; its ceil, 22, made the Bentkus term
+    # too small and certified targets that the exact test rejects
+    from fractions import Fraction
+
+    from abstain.models import least_risk_bound
+
+    n = 112  # rows 0, 10, ..., 110 fix the grid; the other 100 test it
+    test = np.arange(n) % 10 != 0
+    loss = np.zeros(n)
+    loss[test] = [1.0] * 20 + [0.1] * 20 + [0.0] * 60
+    total = sum(Fraction(v) for v in loss[test].tolist())
+    assert total > 22 and float(np.cumsum(np.sort(loss[test]))[-1]) == 22.0
+
+    def exact_pvalue(a: float) -> float:
+        r = float(total / 100)
+        h = r * math.log(r / a) + (1 - r) * math.log((1 - r) / (1 - a))
+        return min(math.exp(-100 * h), math.e * stats.binom.cdf(math.ceil(total), 100, a), 1.0)
+
+    least = least_risk_bound(np.zeros(n), loss, delta=0.1, bound="hb")
+    assert exact_pvalue(least) <= 0.1 * (1 + 1e-12)  # the reference's own round-off
+    assert least > 0.3165  # not the 0.30581 of the rounded total

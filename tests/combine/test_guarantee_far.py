@@ -268,3 +268,18 @@ def test_a_tail_that_scipy_cannot_compute_is_refused():
     with pytest.raises(ValueError, match=r"^the binomial tail of n = 9007199254740992 rows at "
                                          r"alpha = 0\.5 is not computable in float64"):
         far_guarantee(2**53, 0.5, 0.5)
+
+
+@pytest.mark.parametrize("n", [3, 10, 24])
+def test_a_delta_equal_to_the_tail_of_rank_one_gives_that_size(n):
+    # delta = 0.75**n exactly: rank 1 is feasible at n rows; the float quotient stepped one
+    # past it (min_n n + 1, and n calibration rows refused)
+    from fractions import Fraction
+
+    from abstain.combine import GuaranteedDetector
+
+    delta = 0.75**n
+    assert Fraction(3, 4) ** n == Fraction(delta)
+    g = far_guarantee(n, 0.25, delta)
+    assert g.feasible and g.rank == 1 and g.min_n == n
+    GuaranteedDetector(alpha=0.25, delta=delta).fit(np.arange(float(n)))

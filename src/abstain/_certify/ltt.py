@@ -34,11 +34,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
+
+from .._core.exact import sums_exact
 
 __all__ = [
     "GRID_SIZE",
@@ -143,9 +146,33 @@ def _accepted_totals(u: NDArray[np.float64], x: NDArray[np.float64],
     of the search and of :func:`upper_bound`)."""
     order = np.lexsort((x, u))
     us = u[order]
-    sums = np.concatenate(([0.0], np.cumsum(x[order])))
+    xs = x[order]
+    sums = np.concatenate(([0.0], np.cumsum(xs)))
     m = np.searchsorted(us, grid, side="right").astype(np.float64)
-    return m, sums[m.astype(np.intp)]
+    return m, _ceil_exact(sums[m.astype(np.intp)], m, xs)
+
+
+def _ceil_exact(total: NDArray[np.float64], m: NDArray[np.float64],
+                xs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``total`` (running sums of ``xs`` at ``m`` rows) with each total within its round-off
+    of a whole number replaced by the least float at or above the exact sum, so that its
+    ceiling, the count of the Hoeffding-Bentkus bound, is the exact sum's: a sum just above
+    22 that rounds to 22.0 took the ceiling 22 for 23 (a p-value too small, a target
+    certified that the exact test rejects). Exact sums (0/1 losses) are left as they are."""
+    if sums_exact(xs):
+        return total
+    out = total.copy()
+    near = np.flatnonzero(np.abs(total - np.rint(total)) <= 4 * m * 2.0**-53 * total)
+    if near.size == 0:
+        return out
+    acc, done = Fraction(0), 0
+    for j in near[np.argsort(m[near], kind="stable")]:  # one pass over the rows, in order
+        upto = int(m[j])
+        acc += sum((Fraction(v) for v in xs[done:upto].tolist()), Fraction(0))
+        done = upto
+        f = float(acc)
+        out[j] = f if Fraction(f) >= acc else math.nextafter(f, math.inf)
+    return out
 
 
 def _count_pvalues(bound: str, m: NDArray[np.float64], total: NDArray[np.float64],

@@ -76,8 +76,10 @@ def _min_n(alpha: float, delta: float) -> int:
         n -= 1
     while n * log_q > log_d:
         n += 1
-    if n <= _EXACT_N and abs(n * log_q - log_d) <= 64 * _EPS * abs(log_d) + 1e-300:
-        # (1 - alpha)^n within round-off of delta: the least n in exact arithmetic
+    tol = 64 * _EPS * abs(log_d) + 1e-300
+    if n <= _EXACT_N and min(abs(k * log_q - log_d) for k in (n - 1, n)) <= tol:
+        # (1 - alpha)^n or (1 - alpha)^(n - 1) within round-off of delta (the float steps
+        # above may have stopped one past an exact equality): the least n in exact arithmetic
         q, dd = 1 - Fraction(alpha), Fraction(delta)
         while n > 1 and q ** (n - 1) <= dd:
             n -= 1
