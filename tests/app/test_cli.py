@@ -526,7 +526,8 @@ def test_report_draws_the_double_score_curves(csv_file, tmp_path, capsys):
     assert "<th>risk+distance</th>" in text
     row = re.search(r"<tr><th>AUROC</th>(.*?)</tr>", text).group(1)
     _, ood, loss, both = _ood_sample()
-    assert re.findall(r"<td>(.*?)</td>", row)[-1].startswith(
+    # the pair's cell (last) carries the note that it is an envelope
+    assert re.findall(r"<td[^>]*>(.*?)</td>", row)[-1].startswith(
         f"{auroc(ood, both, search='exact'):.4f}")
     data = prepare(read_table(csv_file), scores=["risk"], ood_score="distance")
     # the pair's curves search the directions as its table does (auto: exact here), so the
@@ -846,3 +847,16 @@ def test_a_registered_rule_is_an_option_of_fit_and_applies(tmp_path, capsys, mon
     code, out, err = run(capsys, "fit", path, "--reject-share", "0.3", "--target-coverage",
                          "0.5", "-o", tmp_path / "r.json")
     assert code == 1 and "--reject-share); got --target-coverage, --reject-share." in err
+
+
+def test_a_library_message_names_the_search_option_as_the_command_takes_it(tmp_path, capsys):
+    # the exact search refuses scores that reach 2**1020 beside subnormal ones, and told a
+    # command-line user to "use search='grid'" (the Python keyword)
+    path = tmp_path / "extreme.csv"
+    big = "1.7976931348623157e308"
+    path.write_text(f"loss,a,b,is_ood\n0,5e-324,-{big},0\n1,1e-323,{big},0\n0,0,{big},1\n"
+                    f"1,1.5e-323,-{big},1\n0,5e-324,0,0\n")
+    assert main(["evaluate", str(path), "--ood-score", "b", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "use --search grid." in err and "search='grid'" not in err
+    assert main(["evaluate", str(path), "--ood-score", "b", "--quiet", "--search", "grid"]) == 0

@@ -370,6 +370,12 @@ def test_a_pairs_envelope_is_never_named_the_best_score():
                 "point, chosen on these rows, not one rule): <strong>u+g</strong> with "
                 f"{ev.metrics['u+g']['auroc']:.4f}</li>")
     assert envelope in page
+    # and in the metrics table, the pair's envelope cells carry the note that says so (the
+    # notes were given to empty cells only)
+    cell = ('<td class="note" title="a pair&#x27;s envelope: at each FPR (or TPR) the best '
+            'direction for it')
+    assert page.count(cell) == 3  # AUROC, FPR at TPR, OSCR
+    assert f"{ev.metrics['u+g']['auroc']:.4f} <sup>[<a href=\"#note-" in page
 
 
 def test_a_pair_rules_own_auroc_is_given_beside_the_envelope():

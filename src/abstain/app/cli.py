@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import errno
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Collection, Sequence
@@ -515,7 +516,10 @@ def _main(argv: list[str]) -> int:
         return 1
     except (_Fail, ColumnError, InfeasibleTargetError, ValueError, ImportError) as exc:
         reraise_interrupt(exc)
-        print(f"abstain {args.command}: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if hasattr(args, "search"):  # the library's keyword, as this command's option
+            message = re.sub(r"(?<![-\w])search='(\w+)'", r"--search \1", message)
+        print(f"abstain {args.command}: error: {message}", file=sys.stderr)
         return 1
 
 

@@ -369,19 +369,23 @@ def _cell(ev: Evaluation, score: str, key: str, notes: list[str]) -> str:
     """One table cell: the value with its interval, or a marked explanation."""
     v = ev.metrics[score].get(key)
     why = ev.notes.get(score, {}).get(key)
+    mark = ""
+    if why is not None:  # why a cell is empty, or what a value is (a pair's envelope)
+        if why not in notes:
+            notes.append(why)
+        k = notes.index(why) + 1
+        mark = f' <sup>[<a href="#note-{k}">note {k}</a>]</sup>'
     if v is None or math.isnan(v):
         text = "n/a" if v is None else "nan"  # not applicable, or undefined / infeasible
         if why is None:
             return f"<td>{text}</td>"
-        if why not in notes:
-            notes.append(why)
-        k = notes.index(why) + 1
-        return (f'<td class="note" title="{html.escape(why)}">{text} '
-                f'<sup>[<a href="#note-{k}">note {k}</a>]</sup></td>')
+        return f'<td class="note" title="{html.escape(why)}">{text}{mark}</td>'
     iv = ev.intervals.get(score, {}).get(key)
     ci = "" if iv is None or math.isnan(iv[0]) else \
         f'<br><span class="ci">[{iv[0]:.4f}, {iv[1]:.4f}]</span>'
-    return f"<td>{v:.4f}{ci}</td>"
+    if why is None:
+        return f"<td>{v:.4f}{ci}</td>"
+    return f'<td class="note" title="{html.escape(why)}">{v:.4f}{mark}{ci}</td>'
 
 
 def _html_table(ev: Evaluation) -> str:
