@@ -462,3 +462,21 @@ def test_npz_arrays_that_are_not_columns_are_refused_in_one_line(rule_file, tmp_
     assert run(capsys, "apply", rule_file, src, "-o", tmp_path / "o.npz")[0] == 0
     with np.load(tmp_path / "o.npz") as got:
         assert got["c"].tolist() == [1 + 2j, 3j]
+
+
+@pytest.mark.parametrize("chunk", [None, 3])
+def test_parquet_integers_beyond_2_53_with_a_null_are_not_rounded(tmp_path, capsys, chunk):
+    # pyarrow reads int64 with nulls as float64: 2**53 + 1 became 2**53 and tied with it, and
+    # such a column was evaluated as a score (or taken as one by default)
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    ids = pa.array([2**53, 2**53 + 1, None, 2**53 + 3], pa.int64())
+    path = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"id": ids, "loss": [0.0, 1.0, 0.0, 1.0],
+                             "u": [0.1, 0.2, 0.3, 0.4]}), path)
+    more = [] if chunk is None else ["--chunk-rows", str(chunk)]
+    code, _, err = run(capsys, "evaluate", path, "--score", "id", "--dropna", *more)
+    assert code == 1 and "column 'id' holds integers that float64 cannot hold exactly" in err
+    if chunk is None:  # by default it is no score (read whole: the note says why)
+        code, _, err = run(capsys, "evaluate", path, "--quiet")
+        assert code == 0 and "column 'id' holds integers beyond 2**53" in err

@@ -37,6 +37,7 @@ from .._core.files import (
 )
 from .csv_records import BOM, Record, csv_body, csv_header, csv_records, is_blank, split_record
 from .parquet_files import (
+    arrow_frame,
     check_rows,
     open_parquet,
     parquet_error,
@@ -424,7 +425,7 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
         parquet = open_parquet(p, parquet_file)
         seen = 0
         for batch in parquet.iter_batches(batch_size=rows):
-            frame = with_index_columns(batch.to_pandas(), parquet.schema_arrow)
+            frame = with_index_columns(arrow_frame(batch), parquet.schema_arrow)
             table = _normalise({str(k): frame[k].to_numpy() for k in frame.columns}, str(p))
             yield TableRows(table, Rows.range(len(frame), seen))
             seen += len(frame)
@@ -482,11 +483,16 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
 
 def beyond_float(arr: NDArray[Any]) -> NDArray[np.bool_]:
     """Where an integer column holds values that float64 cannot hold exactly (all False for
-    other dtypes). Such a column is kept as written by the readers: ``prepare`` refuses it
-    as a score or loss, and it passes through. As the library's own check
-    (``_core.validation``, which the command line does not import), a float is cast back
-    only where it fits the dtype: that cast differs between CPUs."""
+    other dtypes; for an object column, its Python integers: a Parquet integer column with
+    nulls). Such a column is kept as written by the readers: ``prepare`` refuses it as a
+    score or loss, and it passes through. As the library's own check (``_core.validation``,
+    which the command line does not import), a float is cast back only where it fits the
+    dtype: that cast differs between CPUs."""
     out = np.zeros(arr.shape, dtype=bool)
+    if arr.dtype.kind == "O":
+        return np.fromiter((isinstance(v, int) and not isinstance(v, bool)
+                            and abs(v) > 2**53 and int(float(v)) != v for v in arr.tolist()),
+                           dtype=bool, count=arr.size)
     if arr.dtype.kind not in "iu":
         return out
     big = (arr > 2**53) | (arr < -(2**53)) if arr.dtype.kind == "i" else arr > 2**53

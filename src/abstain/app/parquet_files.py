@@ -51,8 +51,28 @@ def parquet_frame(p: Path, nullable: bool = False) -> Any:
     # pyarrow's own conversion: pandas.read_parquet left threads that aborted the
     # interpreter's exit now and then ("terminate called without an active exception")
     frame = (pd.read_parquet(p, dtype_backend="numpy_nullable") if nullable
-             else pq.read_table(p).to_pandas())
+             else arrow_frame(pq.read_table(p)))
     return with_index_columns(frame, schema)
+
+
+def arrow_frame(table: Any) -> Any:
+    """A pyarrow table (or record batch) as a pandas DataFrame, as pyarrow converts it, but
+    for an integer column with nulls holding values beyond 2**53: pyarrow turns such a
+    column into float64 and rounds them (ids 2**53 and 2**53 + 1 would tie), so it is taken
+    as Python integers and None instead, which the readers keep as written."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    frame = table.to_pandas()
+    for j, field in enumerate(table.schema):
+        column = table.column(j)
+        if not pa.types.is_integer(field.type) or column.null_count == 0:
+            continue
+        low, high = pc.min_max(column).values()
+        if (high.is_valid and high.as_py() > 2**53) or (low.is_valid and low.as_py() < -2**53):
+            frame[frame.columns[j]] = pd.Series(column.to_pylist(), dtype=object)
+    return frame
 
 
 class DuplicateColumn(ValueError):

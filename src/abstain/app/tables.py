@@ -290,10 +290,11 @@ def prepare(
     # integer columns that float64 cannot hold exactly (beyond 2**53): never a score or loss
     inexact: dict[str, NDArray[Any]] = {}
     for k, v in table.items():
-        if v.dtype.kind in "biu":
+        if v.dtype.kind in "biu" or (v.dtype.kind == "O" and beyond_float(v).any()):
             if beyond_float(v).any():
                 inexact[k] = v
-            table[k] = v.astype(np.float64)
+            table[k] = (v.astype(np.float64) if v.dtype.kind != "O" else  # integers and None
+                        np.array([np.nan if x is None else float(x) for x in v.tolist()]))
     n = len(next(iter(table.values()))) if table else 0
     if rows is None:
         rows = Rows.range(n)
