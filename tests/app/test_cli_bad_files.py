@@ -480,3 +480,26 @@ def test_parquet_integers_beyond_2_53_with_a_null_are_not_rounded(tmp_path, caps
     if chunk is None:  # by default it is no score (read whole: the note says why)
         code, _, err = run(capsys, "evaluate", path, "--quiet")
         assert code == 0 and "column 'id' holds integers beyond 2**53" in err
+
+
+def test_npz_bytes_and_negative_zero_go_to_csv_as_written(rule_file, tmp_path, capsys):
+    # bytes cells were written as b'x', and -0.0 as 0 (read back as +0.0)
+    np.savez(tmp_path / "in.npz", risk=np.array([0.1, 0.9, 0.2]),
+             tag=np.array([b"x", b"yz", b"007"]), z=np.array([-0.0, 1.0, 2.0]))
+    out = tmp_path / "o.csv"
+    assert run(capsys, "apply", rule_file, tmp_path / "in.npz", "-o", out)[0] == 0
+    lines = out.read_text().splitlines()
+    assert [row.split(",")[1:3] for row in lines[1:]] == [["x", "-0.0"], ["yz", "1"],
+                                                        ["007", "2"]]
+
+
+@pytest.mark.parametrize("chunk", [[], ["--chunk-rows", "5"]])
+def test_an_npz_file_without_rows_or_arrays_says_so_in_chunks_too(tmp_path, capsys, chunk):
+    # in chunks, a file without rows was said to hold "only OOD rows", and one without
+    # arrays to have "no loss ... The columns are: ."
+    np.savez(tmp_path / "rows0.npz", loss=np.zeros(0), u=np.zeros(0))
+    np.savez(tmp_path / "cols0.npz")
+    code, _, err = run(capsys, "evaluate", tmp_path / "rows0.npz", *chunk)
+    assert code == 1 and "has no data rows (only a header)" in err
+    code, _, err = run(capsys, "evaluate", tmp_path / "cols0.npz", *chunk)
+    assert code == 1 and "has no columns; write one column per score" in err

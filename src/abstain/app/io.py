@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import difflib
 import errno
+import math
 import os
 import re
 import stat
@@ -406,7 +407,12 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
     fmt = table_format(path)
     p = input_file(path)
     if fmt == "npz":
-        yield read_table_rows(p, columns)
+        read = read_table_rows(p, columns)
+        if not read.columns:
+            raise ValueError(f"{str(p)!r} has no columns; write one column per score, loss and "
+                             "label.")
+        if len(next(iter(read.columns.values()))):  # no rows: no chunk, as a CSV header alone
+            yield read
     elif fmt == "csv":
         records = csv_records(p)
         header = csv_header(next(records, None), p)
@@ -628,10 +634,16 @@ def _write_columns(path: str, fmt: str, columns: Mapping[str, NDArray[Any]]) -> 
 def _cell(v: Any) -> str:
     if isinstance(v, (float, np.floating)):
         f = float(v)
-        if f.is_integer() and abs(f) < 1e15:
-            return str(int(f))
+        if f.is_integer() and abs(f) < 1e15 and not (f == 0.0 and math.copysign(1.0, f) < 0):
+            return str(int(f))  # -0.0 keeps its sign below
         # float32 and float16 in their own shortest digits (0.1, not 0.10000000149011612)
         return str(v) if isinstance(v, np.floating) and v.dtype.itemsize < 8 else repr(f)
+    if isinstance(v, bytes):  # an NPZ array of bytes: its text, not Python's b'...'
+        try:
+            return v.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"a bytes cell ({v!r}) is not UTF-8 text, so it has no CSV cell; "
+                             "save the array as strings (dtype=str) or write NPZ.") from None
     return str(v)
 
 
