@@ -275,3 +275,22 @@ def test_an_unnamed_first_column_is_accepted_or_refused_whatever_the_chunk_size(
     assert whole[0] == chunked[0]
     assert whole[1].err == chunked[1].err  # the refusal or the note of a skipped index
     assert whole[0] == (0 if first in ("0,1,2,3", "5,6,7,8") else 1)
+
+
+@pytest.mark.parametrize("rows", [5, 10, 11, 1000])
+def test_a_text_column_empty_in_the_first_chunk_is_no_score_at_any_chunk_size(tmp_path,
+                                                                               capsys, rows):
+    # a column with no value in the first chunk was read as numbers (NaN) there and taken as
+    # a default score, so the file was refused by one chunk size and accepted whole
+    rng = np.random.default_rng(0)
+    lines = ["loss,risk,note"] + [
+        f"{int(rng.random() < 0.3)},{rng.random():.3f},{'ok' if i >= 10 and i % 2 else ''}"
+        for i in range(40)]
+    path = tmp_path / "notes.csv"
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "o.json"
+    assert main(["evaluate", str(path), "--quiet", "--json", str(out)]) == 0
+    whole = json.loads(out.read_text())
+    assert main(["evaluate", str(path), "--quiet", "--chunk-rows", str(rows), "--json",
+                 str(out)]) == 0
+    assert json.loads(out.read_text()) == whole

@@ -249,13 +249,42 @@ def _same_columns(header: _Header, path: Path, columns: dict[str, Any]) -> None:
                          "columns (or name the score columns with --score).")
 
 
+def _kinds_ahead(first: TableRows, chunks: Iterator[TableRows]) -> TableRows:
+    """``first``, the first chunk of a file whose scores are taken by default, with each
+    column that holds no value in it (read as numbers: NaN) read as text where the first
+    value of the file in it is text. Such a column is text read whole, so it is no score;
+    decided on the first chunk alone, it was taken as one (and its empty cells refused) by
+    one chunk size and not by another. Reads on in ``chunks`` only as far as needed."""
+    empty = [k for k, v in first.columns.items()
+             if v.dtype.kind == "f" and v.size and bool(np.all(np.isnan(v)))]
+    text: list[str] = []
+    for chunk in chunks if empty else ():
+        for k in list(empty):
+            v = chunk.columns.get(k)
+            if v is None or (v.dtype.kind == "f" and bool(np.all(np.isnan(v)))):
+                continue  # still no value
+            empty.remove(k)
+            if v.dtype.kind != "f":
+                text.append(k)
+        if not empty:
+            break
+    if not text:
+        return first
+    columns = {k: (np.full(v.size, "", dtype=str) if k in text else v)
+               for k, v in first.columns.items()}
+    return TableRows(columns, first.rows)
+
+
 def _first_chunk(files: list[Path], rows: int, options: dict[str, Any],
                  ) -> tuple[TableData, _Header]:
     """The columns of the first chunk of the first file: the score columns of every part,
     and the part's columns."""
     for path in files:
         with _naming(path, len(files) > 1):
-            for chunk in read_chunks(path, rows, columns_read(**options)):
+            chunks = read_chunks(path, rows, columns_read(**options))
+            for chunk in chunks:
+                if options.get("scores") is None:
+                    chunk = _kinds_ahead(chunk, chunks)
                 return (_chunk_data(chunk, options, repr(str(path))),
                         _Header(path, tuple(chunk.columns)))
     if len(files) == 1:
