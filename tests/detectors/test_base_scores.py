@@ -142,9 +142,13 @@ def test_bad_input():
         bs.score(Ft[:, :, :3], Lt)
     with pytest.raises(ValueError, match="at least 2 training rows per class"):
         ShiftedBaseScores(shifts=(0, 1), kinds=("supmah",)).fit(F[:, :4], y[:4])
+    flat = F.copy()
+    flat[..., 0] = 1.0  # one feature without spread: a singular covariance without a ridge
     with pytest.raises(ValueError, match="covariance of class 0 under shift 0 is singular"):
-        ShiftedBaseScores(shifts=(0, 1), kinds=("supmah",), ridge=0.0).fit(
-            np.ones_like(F), y)
+        ShiftedBaseScores(shifts=(0, 1), kinds=("supmah",), ridge=0.0).fit(flat, y)
+    # no spread at all: no ridge (relative to the spread) helps, and the message says so
+    with pytest.raises(ValueError, match="class 0 under shift 0 are all equal .no spread."):
+        ShiftedBaseScores(shifts=(0, 1), kinds=("supmah",)).fit(np.ones_like(F), y)
     with pytest.raises(ValueError, match="norm 0"):
         ShiftedBaseScores(shifts=(0, 1), kinds=("cos",)).fit(np.zeros_like(F), y)
     with pytest.raises(ValueError, match="images must have shape"):

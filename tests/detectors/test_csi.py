@@ -97,3 +97,23 @@ def test_bad_input_is_refused() -> None:
     nan[0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="logits must be finite"):
         SupCSI().fit(nan)
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e-170])
+def test_csi_and_the_norm_score_do_not_depend_on_the_units_of_the_projections(scale):
+    # np.linalg.norm overflowed near 1e160 (NaN scores, a bank of zeros its own document
+    # refused) and underflowed near 1e-170 (a "zero row" refused, cosines of -1)
+    from abstain.detectors import ShiftedBaseScores
+
+    rng = np.random.default_rng(1)
+    out, test = _outputs(40, rng), _outputs(6, rng, shift=1.0)
+    Z, L = out["projections"], out["logits"]
+    Zt, Lt = test["projections"], test["logits"]
+    ref = CSI().fit(Z, L).score(Zt, Lt)
+    scaled = CSI().fit(Z * scale, L)
+    np.testing.assert_allclose(scaled.score(Zt * scale, Lt), ref, rtol=1e-12)
+    assert np.array_equal(load_json(scaled.to_json()).score(Zt * scale, Lt),
+                          scaled.score(Zt * scale, Lt))
+    norm = ShiftedBaseScores(kinds=("norm",)).fit(Z * scale, np.arange(40) % 2)
+    np.testing.assert_allclose(norm.score(Zt * scale),
+                               -np.linalg.norm(Zt, axis=2).T * scale, rtol=1e-12)

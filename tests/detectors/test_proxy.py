@@ -64,6 +64,23 @@ def test_bad_input():
     for y in (np.array([1, "a", 2, 1, "a", 2], dtype=object), [None, 1, 2, None, 1, 2]):
         with pytest.raises(ValueError, match="^y must hold class labels of one kind"):
             list(LeaveClassesOut().split(y))
+        with pytest.raises(ValueError, match="^y must hold class labels of one kind"):
+            LeaveClassesOut().get_n_splits(y)
+    # no rows ([] is float64), 1-d logits, logits and features of other rows, a class twice
+    sub, _, _ = restrict_outputs({"logits": logits}, [], [0, 2])
+    assert sub["logits"].shape == (0, 2)
+    with pytest.raises(ValueError, match=r"^outputs' logits must be a 2-d array"):
+        restrict_outputs({"logits": np.zeros(4)}, [0], [0])
+    with pytest.raises(ValueError, match=r"^outputs' logits and features must have the same "
+                                         r"rows; got 4 and 2\.$"):
+        restrict_outputs({"logits": logits, "features": np.zeros((2, 5))}, [0])
+    with pytest.raises(ValueError, match=r"^kept must name each class once; got \[0, 0\]\.$"):
+        restrict_outputs({"logits": logits}, [0], [0, 0])
+    from abstain.detectors import joint_labels
+
+    for n_shifts in (2.5, True, "3", 0):
+        with pytest.raises(ValueError, match="^n_shifts must be an integer >= 1"):
+            joint_labels([0, 1], n_shifts)
 
 
 def test_restricted_outputs_score_as_a_network_of_the_kept_classes():

@@ -34,6 +34,22 @@ def linear_layer(weight: ArrayLike | None, bias: ArrayLike | None, n_features: i
     return W, as_scores(b, "bias")  # the finiteness check, with its count of NaN and inf
 
 
+def row_norms(F: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The L2 norm of every row (last axis) of ``F``, finite wherever the norm itself is: a
+    row whose sum of squares leaves the normal range (it overflows, or underflows and loses
+    digits) is divided by its largest entry first (``np.linalg.norm`` returned inf near
+    1e160 and 0 near 1e-170)."""
+    with np.errstate(over="ignore", under="ignore"):
+        norm = np.linalg.norm(F, axis=-1)
+        info = np.finfo(F.dtype)
+        odd = ~(norm >= np.sqrt(info.tiny) / info.eps) | ~np.isfinite(norm)
+        if np.any(odd):
+            top = np.max(np.abs(F[odd]), axis=-1)
+            safe = np.where(top > 0, top, 1.0)
+            norm[odd] = top * np.linalg.norm(F[odd] / safe[..., None], axis=-1)
+    return norm
+
+
 def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
     """``F`` with every row (last axis) scaled to unit L2 norm; a zero row is an error.
     A row whose sum of squares leaves the normal range of ``F``'s type (it overflows, or

@@ -62,9 +62,10 @@ from .._core.validation import (
     RandomState,
     as_class_labels,
     as_real_array,
+    check_int,
     plain,
 )
-from ._base import unit_rows
+from ._base import row_norms, unit_rows
 from ._logits import logsumexp_rows, neg_max_softmax
 
 __all__ = [
@@ -142,9 +143,7 @@ def joint_labels(labels: ArrayLike, n_shifts: int) -> tuple[NDArray[np.int64], .
     [[0, 8], [1, 9], [2, 10], [3, 11]]
     """
     y = as_class_labels(labels, "labels")
-    T = int(n_shifts)
-    if T < 1:
-        raise ValueError(f"n_shifts must be >= 1; got {plain(n_shifts)}.")
+    T = check_int("n_shifts", n_shifts, 1)
     return tuple(y * T + j for j in range(T))
 
 
@@ -356,15 +355,28 @@ class ShiftedBaseScores(ParamsMixin):
                 Fk = F[j, labels == k]
                 mu = Fk.mean(axis=0)
                 C = Fk - mu
-                S = C.T @ C / Fk.shape[0]
+                # in units of a power of two near the spread (exact): the covariance of
+                # features near 1e160 overflowed (LAPACK failed), near 1e-170 underflowed
+                top = float(np.max(np.abs(C)))
+                if not np.isfinite(top):
+                    raise ValueError(f"supmah: the features of class {k} under shift {j} "
+                                     "spread beyond the float64 range; scale them down.")
+                if top == 0.0:
+                    raise ValueError(f"supmah: the features of class {k} under shift {j} are "
+                                     "all equal (no spread), so no covariance can whiten "
+                                     "them, whatever the ridge (it is relative to the "
+                                     "spread); give rows that differ.")
+                e = int(np.frexp(top)[1])
+                Cs = np.ldexp(C, -e)
+                S = Cs.T @ Cs / Fk.shape[0]
                 S = S + ridge * (np.trace(S) / d) * np.eye(d)
                 evals, evecs = np.linalg.eigh(S)
                 if not evals.min() > 0.0:
                     raise ValueError(f"supmah: the covariance of class {k} under shift {j} "
                                      "is singular; use ridge > 0.")
                 means[j, k] = mu
-                whiteners[j, k] = evecs / np.sqrt(evals)
-                logdets[j, k] = float(np.sum(np.log(evals)))
+                whiteners[j, k] = np.ldexp(evecs / np.sqrt(evals), -e)
+                logdets[j, k] = float(np.sum(np.log(evals))) + 2.0 * d * e * np.log(2.0)
         self.means_, self.whiteners_, self.logdets_ = means, whiteners, logdets
 
     def _fit_ocsvm(self, F: F64, labels: NDArray[np.int64], K: int) -> None:
@@ -420,7 +432,7 @@ class ShiftedBaseScores(ParamsMixin):
     def _column(self, kind: str, j: int, Fj: F64, Lj: F64 | None) -> F64:
         T = self.n_shifts_
         if kind == "norm":
-            return -np.linalg.norm(Fj, axis=1)
+            return -row_norms(Fj)
         if kind == "cos":
             return -_max_cosine(unit_rows(Fj, "features: the cosine score"), self.bank_[j],
                                 int(self.block))
@@ -634,8 +646,10 @@ class CSI(_ShiftedDetector):
         if L.shape[1] != Z.shape[1]:
             raise ValueError(f"logits must have the rows of projections ({Z.shape[1]}); got "
                              f"{L.shape[1]}.")
-        norm = np.linalg.norm(Z, axis=2).T
-        unit = Z / np.maximum(norm.T[:, :, None], np.finfo(float).tiny)
+        norm = row_norms(Z).T
+        unit = np.zeros(Z.shape)  # a zero projection has no direction: cosine 0
+        nonzero = norm.T > 0
+        unit[nonzero] = unit_rows(Z[nonzero], "projections: the cosine score")
         cos = np.stack([_max_cosine(unit[j], self.bank_[j], int(self.block))
                         for j in range(T)], axis=1)
         shift = np.stack([L[j, :, j] for j in range(T)], axis=1)
@@ -650,17 +664,21 @@ class CSI(_ShiftedDetector):
         if L.shape[1] != Z.shape[1]:
             raise ValueError(f"logits must have the rows of projections ({Z.shape[1]}); got "
                              f"{L.shape[1]}.")
-        norm = np.linalg.norm(Z, axis=2)  # (T, n)
+        norm = row_norms(Z)  # (T, n), finite for projections near 1e160 and 1e-170
         if np.any(norm == 0):
             raise ValueError("projections must be non-zero (a cosine needs a direction); got "
                              "a zero row.")
+        if not np.all(np.isfinite(norm)):
+            raise ValueError("projections must have norms within the float64 range; got a "
+                             "row whose norm overflows (scale them down).")
         shift_mean = np.array([L[j, :, j].mean() for j in range(T)])
         if np.any(shift_mean == 0):
             raise ValueError("the training inputs' mean shift logit s_shift,j must be non-zero "
                              "for eq. 7's weight 1 / mean; got 0.")
         self.n_shifts_, self.n_features_in_ = T, int(Z.shape[2])
-        self.bank_ = Z / norm[:, :, None]
-        self.lambda_con_ = 1.0 / norm.mean(axis=1)
+        self.bank_ = unit_rows(Z, "projections: the cosine score")
+        top = norm.max(axis=1)  # the mean of the norms in their largest's units: no overflow
+        self.lambda_con_ = 1.0 / (top * (norm / top[:, None]).mean(axis=1))
         self.lambda_shift_ = 1.0 / shift_mean
         return self
 

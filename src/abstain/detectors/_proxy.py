@@ -149,7 +149,7 @@ class LeaveClassesOut(ParamsMixin):
     def get_n_splits(self, y: ArrayLike) -> int:
         """The number of splits that :meth:`split` yields for labels ``y``."""
         self._validate_params()
-        classes = np.unique(as_labels(y))
+        classes, _ = label_classes(as_labels(y))
         return len(self._groups(classes, np.random.default_rng(0)))
 
     def split(self, y: ArrayLike) -> Iterator[ProxySplit]:
@@ -230,7 +230,9 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
     ([[3.0, 5.0], [9.0, 11.0]], None, None)
     """
     idx = np.asarray(rows)
-    if idx.size and idx.dtype.kind not in "iu":
+    if idx.size == 0:
+        idx = idx.astype(np.intp)  # no rows: [] is float64
+    if idx.dtype.kind not in "iu":
         what = (nonfinite(idx) if idx.dtype.kind == "f" and not np.isfinite(idx).all()
                 else f"dtype {idx.dtype}")
         raise ValueError(f"rows must hold integer row indices; got {what}.")
@@ -242,7 +244,14 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
         raise ValueError("outputs must have 'logits' or 'features' (a dict key or an "
                          f"attribute); got {type(outputs).__name__}.")
     full = {f: np.asarray(pick_output(outputs, f)) for f in fields}
-    n = min(a.shape[0] if a.ndim else 0 for a in full.values())
+    for f, a in full.items():
+        if a.ndim != 2:
+            raise ValueError(f"outputs' {f} must be a 2-d array (rows, columns); got shape "
+                             f"{a.shape}.")
+    if len({a.shape[0] for a in full.values()}) > 1:
+        raise ValueError(f"outputs' logits and features must have the same rows; got "
+                         f"{full['logits'].shape[0]} and {full['features'].shape[0]}.")
+    n = min(a.shape[0] for a in full.values())
     if idx.size and (idx.min() < 0 or idx.max() >= n):  # -1 is no last row here
         raise ValueError(f"rows must hold row indices in 0..{n - 1}; got values from "
                          f"{plain(idx.min())} to {plain(idx.max())}.")
@@ -253,6 +262,8 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
     if cols.ndim != 1 or cols.size == 0 or cols.dtype.kind not in "iu":
         raise ValueError(f"kept must be a non-empty list of class indices (the logit "
                          f"columns); got {plain(kept)}.")
+    if np.unique(cols).size != cols.size:  # a class twice would change every softmax
+        raise ValueError(f"kept must name each class once; got {cols.tolist()}.")
     k = out["logits"].shape[1] if "logits" in out else (
         None if weight is None else np.asarray(weight).shape[0])
     if k is not None and (cols.min() < 0 or cols.max() >= k):
