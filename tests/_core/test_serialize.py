@@ -386,7 +386,8 @@ HOSTILE = [
     ("cross-field check", _with(["fitted", "rank_"], 10**6,
                                 GuaranteedDetector().fit(RNG.normal(size=60))),
      r"^fitted\.rank_ must be at most fitted\.n_calibration_ = 60; got 1000000\.$"),
-    ("risk above the target", _with(["fitted", "risk_"], 0.9, _fit(BoundedImprovement(0.3))),
+    ("risk above the target", _with(["fitted", "risk_"], 0.9, load_json(_with(
+        ["fitted", "equivalent_"], None, _fit(BoundedImprovement(0.3))))),
      r"^fitted\.risk_ must be at most params\.target_risk \(0\.3\) as a fit makes it; got "
      r"0\.9\.$"),
     ("least risk above the risk", _with(["fitted", "min_risk_"], 0.9,
@@ -428,6 +429,15 @@ HOSTILE = [
      r"^fitted\.risk_ must be at most fitted\.risk_bound_ \(0\.0\) as a fit makes it"),
     ("no rows", _with(["fitted", "n_samples_"], 0, _fit(BoundedImprovement(0.3))),
      r"^fitted\.n_samples_ must be at least 1 \(a fit on rows\); got 0\.$"),
+    # a threshold that contradicts the coverage changed every decision
+    ("rejects all but covers", _with(["fitted", "threshold_"], "-inf", _fit(CostBased(0.3))),
+     r"^fitted\.threshold_ must be -inf exactly where the rule accepts no row"),
+    ("accepts all uncertified", _with(["fitted", "threshold_"], "inf",
+                                      _fit(BoundedImprovement(0.3))),
+     r"^fitted\.threshold_ may be inf \(accept every new row\) only for a rule certified"),
+    ("risk off its equivalent", _with(["fitted", "risk_"], 0.05,
+                                      _fit(BoundedImprovement(0.3))),
+     r"^fitted\.equivalent_\.target_risk must start at fitted\.risk_ = 0\.05; got "),
     ("not a path nor JSON", "no-such-file.json",
      r"^text_or_path must be a JSON document or the path of an existing file; got "
      r"'no-such-file\.json', which is neither\.$"),

@@ -158,10 +158,20 @@ class _RejectRule(ParamsMixin):
 
     def _after_load(self) -> None:
         check_infeasible_rule(bool(self.feasible_), float(self.threshold_))
+        thr = float(self.threshold_)
+        if thr == math.inf and getattr(self, "bound_", None) is None:
+            raise ValueError("fitted.threshold_ may be inf (accept every new row) only for a "
+                             "rule certified with delta or conformal risk control; got inf.")
         if self.n_samples_ > 0:  # fitted on rows (CostBased's plug-in rule has none)
             if math.isnan(self.coverage_):
                 raise ValueError("fitted.coverage_ must be a number for a rule fitted on "
                                  f"{self.n_samples_} rows; got \"nan\".")
+            # -inf accepts no row; a finite one with accept_prob_ 1 accepts its group whole
+            if (thr == -math.inf and self.coverage_ > 0.0) or (
+                    thr > -math.inf and self.coverage_ == 0.0 and self.accept_prob_ == 1.0):
+                raise ValueError(f"fitted.threshold_ must be -inf exactly where the rule "
+                                 f"accepts no row (fitted.coverage_ 0); got {plain(thr)} at "
+                                 f"coverage {plain(self.coverage_)}.")
             # a fit has a risk exactly where it accepts something
             if math.isnan(self.risk_) != (self.coverage_ == 0.0):
                 raise ValueError(f"fitted.risk_ must be \"nan\" exactly where fitted.coverage_ "
@@ -175,6 +185,9 @@ class _RejectRule(ParamsMixin):
             if pair is not None and not pair[0] <= pair[1]:
                 raise ValueError(f"fitted.equivalent_.{name} must be an interval [low, high] "
                                  f"with low <= high; got {list(pair)!r}.")
+        if eq.target_risk is not None and eq.target_risk[0] != float(self.risk_):
+            raise ValueError(f"fitted.equivalent_.target_risk must start at fitted.risk_ = "
+                             f"{plain(self.risk_)}; got {list(eq.target_risk)!r}.")
         _at_most("fitted.equivalent_.target_coverage", eq.target_coverage, "fitted.coverage_",
                  self.coverage_, both=True)
 
