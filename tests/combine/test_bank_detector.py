@@ -8,6 +8,7 @@ import pytest
 
 from abstain import NotFittedError, load_json
 from abstain.combine import BankDetector, GuaranteedDetector, ScoreCombiner
+from abstain.combine._select import canonical_rows
 from abstain.detectors import KNN, MSP, DetectorBank, Energy, LeaveClassesOut, restrict_outputs
 
 
@@ -24,7 +25,7 @@ def test_equals_the_three_steps_done_by_hand():
                        random_state=3).fit(train, calibration_outputs=cal)
     fitted = DetectorBank([MSP(), KNN(k=3, normalize=False)]).fit(train)
     S = fitted.score(cal)
-    order = np.random.default_rng(3).permutation(300)
+    order = canonical_rows(S)[np.random.default_rng(3).permutation(300)]
     comb = ScoreCombiner(method="fisher").fit(S[order[:120]])
     guar = GuaranteedDetector(alpha=0.1, delta=0.1).fit(comb.score(S[order[120:]]))
     assert (det.n_z_, det.n_calibration_) == (120, 180)
@@ -241,12 +242,12 @@ def test_auto_held_out_classes_equal_the_splits_done_by_hand():
     # by hand: the same generator, drawn in the same order
     gen = np.random.default_rng(0)
     S = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y).score(cal)
-    order = gen.permutation(200)
+    order = canonical_rows(S)[gen.permutation(200)]
     split = next(LeaveClassesOut(2, n_splits=1, random_state=gen).split(y))
     fit_out, w, b = restrict_outputs(train, split.fit, split.kept)
     part = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(fit_out, y[split.fit])
     S_in = part.score(restrict_outputs(train, split.inliers, split.kept)[0])
-    S_in = S_in[gen.permutation(split.inliers.size)]
+    S_in = S_in[canonical_rows(S_in)[gen.permutation(split.inliers.size)]]
     S_out = part.score(restrict_outputs(train, split.outliers, split.kept)[0])
     h = S_in.shape[0] // 2
     comb = ScoreCombiner(n_bootstrap=50)
@@ -273,7 +274,7 @@ def test_held_out_classes_and_outliers_given_weigh_half_each():
     # by hand: the class tasks, then the outliers' task, the same generator in that order
     gen = np.random.default_rng(0)
     S = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y).score(cal)
-    order = gen.permutation(200)
+    order = canonical_rows(S)[gen.permutation(200)]
     tasks = det._class_tasks(train, y, None, None, gen)
     S_z = S[order[:100]]
     fitted = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y)
@@ -306,7 +307,7 @@ def test_a_list_of_outlier_outputs_gives_one_kind_each():
     # by hand: the class tasks, then one task per kind given, in order
     gen = np.random.default_rng(0)
     S = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y).score(cal)
-    order = gen.permutation(200)
+    order = canonical_rows(S)[gen.permutation(200)]
     tasks = det._class_tasks(train, y, None, None, gen)
     S_z = S[order[:100]]
     tasks += [(S_z[:50], S_z[50:], det.bank_.score(o)) for o in (far, odd)]
@@ -323,8 +324,8 @@ def test_a_list_of_outlier_outputs_gives_one_kind_each():
     alone = BankDetector(bank, **kw).fit(train, calibration_outputs=cal,
                                          outlier_outputs=[far, odd]).combiner_.selection_
     gen = np.random.default_rng(0)
-    order = gen.permutation(200)
-    S_z = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train).score(cal)[order[:100]]
+    S = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train).score(cal)
+    S_z = S[canonical_rows(S)[gen.permutation(200)][:100]]
     tasks = [(S_z[:50], S_z[50:], det.bank_.score(o)) for o in (far, odd)]
     assert alone == ScoreCombiner(n_bootstrap=50).choose(tasks, gen, weights=[0.5, 0.5],
                                                          kinds=["far", "odd"])
@@ -358,7 +359,7 @@ def test_per_task_tests_every_proxy_task_apart():
     # by hand: the same tasks and generator, one kind per task
     gen = np.random.default_rng(0)
     S = DetectorBank([MSP(), KNN(k=5, normalize=False)]).fit(train, y).score(cal)
-    order = gen.permutation(200)
+    order = canonical_rows(S)[gen.permutation(200)]
     tasks = det._class_tasks(train, y, None, None, gen)
     S_z = S[order[:100]]
     tasks.append((S_z[:50], S_z[50:], det.bank_.score(far)))

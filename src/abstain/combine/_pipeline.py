@@ -33,7 +33,14 @@ from .._core.validation import (
 )
 from ._pvalues import EmpiricalZ
 from ._qp import as_covariance, check_positive_definite, inlier_covariance
-from ._select import MIN_HALVED, MIN_ROWS, check_record, describe, select_statistic
+from ._select import (
+    MIN_HALVED,
+    MIN_ROWS,
+    canonical_rows,
+    check_record,
+    describe,
+    select_statistic,
+)
 from ._statistics import GLRT_METHODS, METHODS, STATISTICS, combine
 
 # --------------------------------------------------------------------------- pipeline
@@ -221,7 +228,7 @@ class ScoreCombiner(ParamsMixin):
                              f"method='auto' (half fit the z-values, half, at least {MIN_ROWS}, "
                              f"are proxy inliers); got {S.shape[0]}.")
         rng = np.random.default_rng(self.random_state)  # type: ignore[arg-type]
-        rows = rng.permutation(S.shape[0])
+        rows = canonical_rows(S)[rng.permutation(S.shape[0])]
         half = S.shape[0] // 2
         record = self.choose([(S[rows[:half]], S[rows[half:]], out)], rng)
         return self.fit_chosen(S, record)

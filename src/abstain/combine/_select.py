@@ -56,6 +56,13 @@ MIN_ROWS = 4
 MIN_HALVED = 2 * MIN_ROWS - 1
 
 
+def canonical_rows(S: F64) -> NDArray[np.intp]:
+    """The rows of ``S`` sorted by their values (first column first): seeded draws index
+    this order, so the same rows in another order give the same choice (drawn by position,
+    a shuffle of the rows changed what a fixed ``random_state`` chose)."""
+    return np.lexsort(S.T[::-1]) if S.shape[0] else np.zeros(0, dtype=np.intp)
+
+
 class _Half:
     """One half of one task: raw base scores, their z-values and OOD labels."""
 
@@ -72,7 +79,8 @@ class _Task:
         check_positive_definite(  # glrt_cov, a candidate, needs it
             self.cov, f"the inlier covariance of the z-value rows{task} (with "
             f"sigma={sigma!r})", "; give sigma > 0, a ridge (the paper uses 1e-6)")
-        a, b = rng.permutation(S_in.shape[0]), rng.permutation(S_out.shape[0])
+        a = canonical_rows(S_in)[rng.permutation(S_in.shape[0])]
+        b = canonical_rows(S_out)[rng.permutation(S_out.shape[0])]
         ha, hb = S_in.shape[0] // 2, S_out.shape[0] // 2
         halves = []
         for rows_in, rows_out in ((a[:ha], b[:hb]), (a[ha:], b[hb:])):
