@@ -327,3 +327,18 @@ def test_the_baseline_is_standardised_in_any_unit(unit):
     assert scaled.baseline_coef_ == pytest.approx(base.baseline_coef_, rel=1e-12)
     np.testing.assert_allclose(scaled.score(X, y_pred, baseline=u0 * unit),
                                base.score(X, y_pred, baseline=u0), rtol=1e-10, atol=1e-12)
+
+
+def test_ridge_keeps_a_baseline_a_little_outside_the_span_of_the_features():
+    # a baseline 1e-7 (relative) outside the span was taken as inside it and dropped: the
+    # fit's squared error was 2.5 times the least-squares minimum
+    from abstain.scores import LossRegression
+
+    rng = np.random.default_rng(7)
+    x0, e = rng.normal(size=200), rng.normal(size=200)
+    losses, u0 = (e > 0).astype(float), x0 + 1e-7 * e
+    model = LossRegression(C=0, features="shared").fit(x0[:, None], None, losses, baseline=u0)
+    free = LossRegression(C=0, features="shared").fit(np.column_stack([x0, u0]), None, losses)
+    got = np.mean((losses - model.score(x0[:, None], baseline=u0)) ** 2)
+    want = np.mean((losses - free.score(np.column_stack([x0, u0]))) ** 2)
+    assert model.baseline_coef_ != 0.0 and got == pytest.approx(want, rel=1e-6)

@@ -339,7 +339,9 @@ def _ridge(
     r_z = design.extra - _block_matvec(design, Q)
     num = 2.0 / n * float(r_z @ r_t) + C * float(np.sum(Q * P))
     den = 2.0 / n * float(r_z @ r_z) + C * float(np.sum(Q * Q))
-    a = num / den if den > 1e-12 * (2.0 / n * float(design.extra @ design.extra)) else 0.0
+    # the baseline's part outside the features' span, kept unless it is round-off (a
+    # relative 1e-12 of the squares dropped a baseline 1e-7 outside the span)
+    a = num / den if den > 1e-24 * (2.0 / n * float(design.extra @ design.extra)) else 0.0
     return np.append((P - a * Q).ravel(), a)
 
 
