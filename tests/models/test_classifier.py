@@ -247,3 +247,18 @@ def test_every_random_state_the_check_accepts_fits_and_repeats(seed, prefit):
         fitted.append((clf.reject_model_.threshold_, clf.predict(X).tolist(),
                        clf.accept(X).tolist()))
     assert fitted[0] == fitted[1]
+
+
+def test_random_state_seeds_the_estimator_where_it_has_none():
+    # a random forest without its own seed fitted differently on every call
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    X, y = make_classification(n_samples=300, random_state=0)
+    fits = [SelectiveClassifier(ensemble.RandomForestClassifier(n_estimators=5),
+                                BoundedAbstention(0.7), random_state=0).fit(X, y)
+            for _ in range(2)]
+    assert fits[0].score(X, y) == fits[1].score(X, y)
+    np.testing.assert_array_equal(fits[0].uncertainty(X), fits[1].uncertainty(X))
+    assert fits[0].estimator_.random_state == 0
+    own = SelectiveClassifier(ensemble.RandomForestClassifier(n_estimators=5, random_state=7),
+                              random_state=0).fit(X, y)
+    assert own.estimator_.random_state == 7  # its own seed is kept

@@ -61,7 +61,9 @@ class SelectiveClassifier(ParamsMixin):
     The uncertainty score is the plug-in conditional risk (section 3.2) for an
     estimator with ``predict_proba`` (the MCP rule under the 0/1 loss), and the
     margin score for one with only ``decision_function``. With a ``loss`` matrix and
-    ``predict_proba`` the predictions are the plug-in Bayes decisions for that loss.
+    ``predict_proba`` the conditional risk predicts the plug-in Bayes decisions for that
+    loss; with ``score_func="margin"`` or a callable the predictions are the estimator's
+    own (``predict``), priced by the loss matrix.
 
     The verbs follow scikit-learn's contract for classifiers: :meth:`score` ``(X, y)`` is
     the accuracy, a float, so model selection works without ``scoring``;
@@ -85,10 +87,11 @@ class SelectiveClassifier(ParamsMixin):
     prefit : bool, default False
         Use ``estimator`` as already fitted; calibrate on all of ``X, y``.
     random_state : int, numpy Generator or RandomState, or None
-        Seed of the split and of the randomised accept decisions (of a reject model
-        given without its own). An int seeds both as it is; a ``Generator`` or a
-        ``RandomState`` is drawn from for the split's seed and seeds the reject model's
-        draws, so one seeded generator reproduces the whole fit.
+        Seed of the split, of the estimator (each ``random_state`` of its parameters that
+        is None: a random forest, say) and of the randomised accept decisions (of a reject
+        model given without its own). An int seeds all three as it is; a ``Generator`` or
+        a ``RandomState`` is drawn from for the split's and the estimator's seeds and seeds
+        the reject model's draws, so one seeded generator reproduces the whole fit.
 
     Attributes
     ----------
@@ -235,7 +238,8 @@ class SelectiveClassifier(ParamsMixin):
                     f"yourself and pass prefit=True.")
             X_fit, X_cal, y_fit, y_cal = sklearn.model_selection.train_test_split(
                 X, y, test_size=size, random_state=_split_seed(self.random_state), stratify=y)
-            self.estimator_ = sklearn.base.clone(self.estimator).fit(X_fit, y_fit)
+            self.estimator_ = _seeded(sklearn.base.clone(self.estimator),
+                                      _split_seed(self.random_state)).fit(X_fit, y_fit)
         self.classes_ = np.asarray(self.estimator_.classes_)
         pred, uncertainty = self._predict_and_score(X_cal)
         unknown = ~np.isin(y_cal, self.classes_)
@@ -369,6 +373,16 @@ class SelectiveClassifier(ParamsMixin):
         return SelectivePrediction(
             self._out(self.classes_[pred], X, "prediction"),
             self._out(self.reject_model_.accept(uncertainty), X, "accept"))
+
+
+def _seeded(estimator: Any, seed: Any) -> Any:
+    """``estimator`` with every ``random_state`` among its parameters (nested ones too)
+    that is None set to ``seed`` (nothing where ``seed`` is None)."""
+    if seed is None:
+        return estimator
+    unset = {k: seed for k, v in estimator.get_params(deep=True).items()
+             if (k == "random_state" or k.endswith("__random_state")) and v is None}
+    return estimator.set_params(**unset) if unset else estimator
 
 
 def _split_seed(random_state: Any) -> Any:
