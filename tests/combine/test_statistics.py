@@ -3,6 +3,8 @@ statistic against brute-force references, scipy, properties and the error messag
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -258,3 +260,17 @@ def test_higher_criticism_of_one_low_z_is_accurate_monotone_and_finite():
     assert np.all(np.diff(got) > 0)
     far = combine(np.array([[-55.0], [-60.0], [-1000.0]]), "hc")
     assert np.all(np.isfinite(far)) and np.all(far >= 0.0)
+
+
+def test_stouffer_of_z_values_near_the_float_maximum_is_finite_where_it_is():
+    # the row sum overflowed first: inf for 1.414e308
+    import warnings
+
+    Z = np.array([[1e308, 1e308], [-1e308, -1e308], [1.2e308, -5e307], [0.5, 1.5]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = combine(Z, "stouffer")
+    np.testing.assert_allclose(got, [1e308 * math.sqrt(2.0), -1e308 * math.sqrt(2.0),
+                                     (1.2e308 - 5e307) / math.sqrt(2.0), math.sqrt(2.0)],
+                               rtol=1e-15)
+    assert got[3] == 2.0 / math.sqrt(2.0)  # rows that do not overflow: as before

@@ -126,3 +126,17 @@ def test_an_infinite_replicate_is_a_value_like_any_other() -> None:
     both = bootstrap_interval(lambda i: np.array([np.inf, -np.inf, 1.0]), np.zeros(4),
                               n_bootstrap=5, random_state=0)
     assert both.low.tolist() == [np.inf, -np.inf, 1.0] == both.high.tolist()
+
+
+def test_quantiles_between_finite_replicates_near_the_float_maximum_stay_finite() -> None:
+    # -1.5e308 and 1.5e308: their difference overflowed in the interpolation, and the
+    # interval came out (inf, -inf)
+    import warnings
+
+    from abstain.metrics._bootstrap import _quantiles
+
+    reps = np.array([[-1.5e308], [1.5e308]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        low, high = _quantiles(reps, [0.25, 0.75])[:, 0]
+    assert (low, high) == (-7.5e307, 7.5e307)

@@ -155,6 +155,11 @@ def test_bad_input():
         tune_detector(KNN(), {"kk": [1]}, val, ood, train_outputs=train)
     with pytest.raises(ValueError, match=r"grid\['k'\] must be a non-empty list"):
         tune_detector(KNN(), {"k": []}, val, ood, train_outputs=train)
+    # a 1-d array of values is a list of them (it was refused, its message showing a list)
+    arrays = tune_detector(KNN(normalize=False), {"k": np.array([1, 5])}, val, ood,
+                           train_outputs=train)
+    lists = tune_detector(KNN(normalize=False), {"k": [1, 5]}, val, ood, train_outputs=train)
+    assert arrays.best_params == lists.best_params and type(arrays.best_params["k"]) is int
     with pytest.raises(ValueError, match="grid must be a dict"):
         tune_detector(KNN(), [], val, ood, train_outputs=train)
     with pytest.raises(ValueError, match="pass train_outputs="):

@@ -118,7 +118,12 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
         return _glrt(z, eps)
     if method == "stouffer":
         z = block if scale == "z" else -special.ndtri(block)
-        return _row_sums(z) / math.sqrt(m)
+        with np.errstate(over="ignore"):
+            out = _row_sums(z) / math.sqrt(m)
+        wide = np.flatnonzero(~np.isfinite(out) & np.isfinite(z).all(axis=1))
+        if wide.size:  # a sum beyond the float64 range: those rows summed in halves
+            out[wide] = _row_sums(z[wide] * 0.5) * (2.0 / math.sqrt(m))
+        return out
     if method == "fisher":
         logp = _log_sf(block) if scale == "z" else np.log(block)
         return -2.0 * _row_sums(logp)

@@ -275,7 +275,12 @@ def _quantiles(reps: NDArray[np.float64], qs: list[float]) -> NDArray[np.float64
     # infinities as the largest floats: interpolation between two finite replicates is
     # NumPy's to the last bit; every other case is read from the two replicates themselves
     finite = np.clip(np.where(all_nan, 0.0, reps), -big, big)
-    q = np.nanquantile(finite, qs, axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        q = np.nanquantile(finite, qs, axis=0)
+    if not np.all(np.isfinite(q)):  # two replicates near -max and max: b - a overflowed
+        with np.errstate(over="ignore", invalid="ignore"):
+            half = np.nanquantile(finite * 0.5, qs, axis=0) * 2.0  # exact halving there
+        q = np.where(np.isfinite(q), q, half)
     if np.isinf(reps).any():
         filled = np.where(all_nan, 0.0, reps)
         below = np.nanquantile(filled, qs, axis=0, method="lower")

@@ -67,10 +67,13 @@ CRITERIA = ("auto", "auroc", "held_out_classes", "shuffled")
 def _candidates(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
                 names: list[str]) -> list[dict[str, Any]]:
     if isinstance(grid, Mapping):
+        # a 1-d NumPy array of values is a list of them (as scikit-learn's grids take it)
+        grid = {key: values.tolist() if isinstance(values, np.ndarray) and values.ndim == 1
+                else values for key, values in grid.items()}
         for key, values in grid.items():
             if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
-                raise ValueError(f"grid[{key!r}] must be a non-empty list of values; got "
-                                 f"{plain(values)}.")
+                raise ValueError(f"grid[{key!r}] must be a non-empty list (or 1-d array) of "
+                                 f"values; got {type(values).__name__} {plain(values)}.")
         out = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
     elif isinstance(grid, Sequence) and grid and all(isinstance(g, Mapping) for g in grid):
         out = [dict(g) for g in grid]
