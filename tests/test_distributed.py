@@ -184,6 +184,21 @@ def test_a_mismatch_names_the_arguments_passed_and_a_2d_column_its_shape() -> No
         pair_table(pairs, da.zeros(10, chunks=5), is_ood=da.zeros(11, chunks=5))
     with pytest.raises(ValueError, match=r"^losses must be a one-dimensional Dask array"):
         pair_table(pairs, da.zeros((10, 2), chunks=5), is_ood=marks)
+    # Series of one length and partition count, split at other rows: said so (the rows of
+    # one partition were quoted as the columns' lengths; an is_ood partition beside empty
+    # ones was dropped without a word)
+    import pandas as pd
+
+    with dask.config.set(scheduler="synchronous"):
+        su = dd.from_pandas(pd.Series(np.linspace(0, 1, 200)), npartitions=4)
+        sl = da.from_array(np.zeros(200), chunks=(20, 60, 60, 60)).to_dask_dataframe()
+        with pytest.raises(ValueError, match=r"^the arguments' partitions must hold the same "
+                                             r"rows; one holds uncertainty 50, losses 20 rows"):
+            score_table(su, sl)
+        empty = da.from_array(np.zeros(100), chunks=(0, 100)).to_dask_dataframe()
+        extra = da.from_array(np.zeros(130), chunks=(30, 100)).to_dask_dataframe()
+        with pytest.raises(ValueError, match=r"is_ood 30 rows"):
+            score_table(empty, empty, is_ood=extra)
     # a NumPy array beside a Dask one: only the arguments given, the array named as such
     with pytest.raises(ValueError, match=r"^uncertainty and losses must have the same "
                                          r"partitions; got 1 \(a NumPy array\) and 2 "

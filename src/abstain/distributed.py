@@ -116,11 +116,24 @@ def _aligned(u: Any, other: Any, name: str, u_name: str) -> Any:
     return other
 
 
+def _partition_rows(**parts: Any) -> None:
+    """Refuse partitions of the arguments that hold different numbers of rows: collections
+    split alike in number but not in rows (Dask Series of other divisions); the per-row
+    check that follows would name one partition's rows as if they were the columns'."""
+    rows = {name: int(np.shape(a)[0]) if np.ndim(a) else 1 for name, a in parts.items()
+            if a is not None}
+    if len(set(rows.values())) > 1:
+        got = ", ".join(f"{name} {n}" for name, n in rows.items())
+        raise ValueError(f"the arguments' partitions must hold the same rows; one holds {got} "
+                         "rows (split them alike: repartition or rechunk them the same way).")
+
+
 def _partition_table(u: Any, losses: Any, is_ood: Any, oracle: bool) -> ScoreTable:
     u, losses = np.asarray(u), np.asarray(losses)
-    if u.size == 0 and losses.size == 0:
-        return ScoreTable() if oracle else _without_oracle(ScoreTable())
     marks = None if is_ood is None else np.asarray(is_ood)
+    _partition_rows(uncertainty=u, losses=losses, is_ood=marks)
+    if u.size == 0:
+        return ScoreTable() if oracle else _without_oracle(ScoreTable())
     return ScoreTable.from_arrays(u, losses, is_ood=marks, oracle=oracle)
 
 
@@ -361,7 +374,8 @@ def _pair_block(scores: Any) -> NDArray[np.float64]:
 
 def _partition_pairs(scores: Any, losses: Any, is_ood: Any) -> PairTable:
     s, ls, o = _pair_block(scores), np.asarray(losses), np.asarray(is_ood)
-    if s.shape[0] == 0 and ls.size == 0 and o.size == 0:
+    _partition_rows(scores=s, losses=ls, is_ood=o)
+    if s.shape[0] == 0:
         return PairTable()
     return PairTable.from_arrays(s, ls, is_ood=o)
 
