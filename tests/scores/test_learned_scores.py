@@ -402,8 +402,9 @@ def test_bad_input_specific_to_one_learner():
             LossRegression(), X, None, [0, 1, 0, 1], X, None, [0, 1, 0, 1], grid=()
         )
     # validation rows that disagree are named as given (the message named X and y_pred)
-    with pytest.raises(ValueError, match=r"^X_val must have one row per entry of losses_val "
-                                         r"\(4\); got 2\.$"):
+    with pytest.raises(ValueError, match=r"^X_val and losses_val must have the same length "
+                                         r"\(one row per validation sample\); got X_val has 2, "
+                                         r"losses_val has 4\.$"):
         select_regularization(LossRegression(), X, None, [0, 1, 0, 1], X[:2], None,
                               [0, 1, 0, 1])
     with pytest.raises(ValueError, match=r"^grid must be a sequence of values of C; got 1\.0"):

@@ -255,12 +255,14 @@ class _OODRule(ParamsMixin):
             raise ValueError(f"fitted.mu_ must be fitted.weights_[1] / fitted.weights_[0] "
                              f"({plain(mu)}); got {plain(self.mu_)}.")
 
-    def _ood_prior(self) -> float:
-        """The OOD prior of the fitted precision: ``ood_prior``, else the sample's share."""
+    def _ood_prior(self) -> tuple[float, str]:
+        """The OOD prior of the fitted precision and cost, and where it comes from:
+        ``ood_prior``, else the sample's OOD share."""
         prior = getattr(self, "ood_prior", None)
         if prior is not None:
-            return float(prior)
-        return float(self.n_ood_) / (float(self.n_id_) + float(self.n_ood_))
+            return float(prior), f"params.ood_prior = {plain(prior)}"
+        share = float(self.n_ood_) / (float(self.n_id_) + float(self.n_ood_))
+        return share, f"fitted.n_ood_ / (fitted.n_id_ + fitted.n_ood_) = {plain(share)}"
 
     def _rates_agree(self) -> None:
         """Refuse a feasible rule fitted on rows whose rates contradict each other: a fit
@@ -276,14 +278,14 @@ class _OODRule(ParamsMixin):
             raise ValueError(f"fitted.risk_ must be \"nan\" exactly where fitted.tpr_ is 0 (a "
                              f"rule that accepts ID rows has their risk); got {plain(risk)} at "
                              f"TPR {plain(tpr)}.")
-        prior = self._ood_prior()
+        prior, source = self._ood_prior()
         den = (1 - prior) * tpr + prior * fpr
         want = (1 - prior) * tpr / den if den > 0 else math.nan
         got = float(self.precision_)
         if not ((math.isnan(want) and math.isnan(got))
                 or math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-15)):
             raise ValueError(f"fitted.precision_ must be the precision of fitted.tpr_ and "
-                             f"fitted.fpr_ at the OOD prior {plain(prior)} ({plain(want)}); got "
+                             f"fitted.fpr_ at the OOD prior {source} ({plain(want)}); got "
                              f"{plain(got)}.")
 
     #: ``(fitted rate, parameter, at least)`` of the constraints a feasible rule meets.
@@ -655,7 +657,7 @@ class CostBasedOOD(_OODRule):
                                  f"{plain(e1)}, accept_prob_ 1, no anchor_ and a cost_ of "
                                  "\"nan\", as fit() sets them; got others.")
             return
-        pi = self._ood_prior()
+        pi, source = self._ood_prior()
         tpr, fpr, risk = float(self.tpr_), float(self.fpr_), float(self.risk_)
         terms = [(1 - pi) * (risk * tpr if tpr > 0 else 0.0), (1 - pi) * e1 * (1 - tpr),
                  pi * e2 * fpr, pi * e3 * (1 - fpr)]
@@ -663,7 +665,7 @@ class CostBasedOOD(_OODRule):
         if not math.isclose(float(self.cost_), want, rel_tol=1e-9,
                             abs_tol=1e-12 * max(map(abs, terms))):
             raise ValueError(f"fitted.cost_ must be the extended risk of fitted.risk_, tpr_ "
-                             f"and fpr_ at the costs and the OOD prior {plain(pi)} "
+                             f"and fpr_ at the costs and the OOD prior {source} "
                              f"({plain(want)}); got {plain(self.cost_)}.")
 
     def fit(self, scores: ArrayLike | ScoreTable | PairTable | None = None,

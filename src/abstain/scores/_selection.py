@@ -211,8 +211,9 @@ def select_regularization(
     losses_v = as_losses(losses_val, "losses_val")
     for name, arr in (("X_val", X_val), ("y_pred_val", y_pred_val)):  # named as given here
         if arr is not None and np.ndim(arr) >= 1 and np.shape(arr)[0] != losses_v.size:
-            raise ValueError(f"{name} must have one row per entry of losses_val "
-                             f"({losses_v.size}); got {np.shape(arr)[0]}.")
+            raise ValueError(f"{name} and losses_val must have the same length (one row per "
+                             f"validation sample); got {name} has {np.shape(arr)[0]}, "
+                             f"losses_val has {losses_v.size}.")
     u0_val = None
     if baseline_val is not None:
         u0_val = as_scores(baseline_val, "baseline_val")
