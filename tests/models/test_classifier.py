@@ -262,3 +262,16 @@ def test_random_state_seeds_the_estimator_where_it_has_none():
     own = SelectiveClassifier(ensemble.RandomForestClassifier(n_estimators=5, random_state=7),
                               random_state=0).fit(X, y)
     assert own.estimator_.random_state == 7  # its own seed is kept
+
+
+def test_clone_keeps_the_output_container():
+    # the choice lived in a private attribute that clone does not copy, so model selection
+    # (GridSearchCV, cross_validate) silently went back to arrays
+    pd = pytest.importorskip("pandas")
+    X, y = make_classification(n_samples=120, random_state=0)
+    X = pd.DataFrame(X)
+    clf = SelectiveClassifier(LogisticRegression(), random_state=0).set_output(transform="pandas")
+    again = clone(clf).fit(X, y)
+    assert isinstance(again.accept(X), pd.Series)
+    assert isinstance(clone(again).set_output(transform="default").fit(X, y).accept(X),
+                      np.ndarray)

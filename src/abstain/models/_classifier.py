@@ -323,13 +323,13 @@ class SelectiveClassifier(ParamsMixin):
                              f"{transform!r}.")
         if transform == "pandas":
             require("pandas", "io", "SelectiveClassifier.set_output")
-        if transform is not None:
-            self._output = transform
+        if transform is not None:  # where scikit-learn keeps it, so that clone copies it
+            self._sklearn_output_config = {"transform": transform}
         return self
 
     def _out(self, values: Any, X: Any, name: str) -> Any:
         """``values`` as the container that :meth:`set_output` chose."""
-        if getattr(self, "_output", "default") != "pandas":
+        if getattr(self, "_sklearn_output_config", {}).get("transform") != "pandas":
             return values
         pd = require("pandas", "io", "SelectiveClassifier.set_output")
         index = X.index if isinstance(X, pd.DataFrame) else None
