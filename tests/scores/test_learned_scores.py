@@ -401,6 +401,12 @@ def test_bad_input_specific_to_one_learner():
         select_regularization(
             LossRegression(), X, None, [0, 1, 0, 1], X, None, [0, 1, 0, 1], grid=()
         )
+    # NaN is no class (the message listed NaN among classes_ and then said it was not one),
+    # and labels of mixed kinds ended in NumPy's TypeError
+    with pytest.raises(ValueError, match=r"^y_pred must hold class labels, not NaN"):
+        LossRegression().fit(X, [0.0, 1.0, np.nan, 1.0], [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"^y_pred must hold class labels of one kind"):
+        LossRegression().fit(X, np.array([0, "a", 0, "a"], dtype=object), [0, 1, 0, 1])
     # validation rows that disagree are named as given (the message named X and y_pred)
     with pytest.raises(ValueError, match=r"^X_val and losses_val must have the same length "
                                          r"\(one row per validation sample\); got X_val has 2, "

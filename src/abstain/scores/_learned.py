@@ -104,6 +104,16 @@ class _LinearScore(ParamsMixin):
         if labels.ndim != 1:
             raise ValueError(f"y_pred must be one-dimensional; got shape {labels.shape}.")
         check_same_length(X=np.empty(n), y_pred=labels)
+        if labels.dtype.kind == "f" and np.isnan(labels).any():  # NaN is no class
+            raise ValueError(f"y_pred must hold class labels, not NaN; got NaN in "
+                             f"{int(np.isnan(labels).sum())} row(s).")
+        if labels.dtype.kind == "O":  # labels of mixed kinds (None, numbers beside text)
+            try:
+                np.unique(labels)
+            except TypeError:
+                raise ValueError("y_pred must hold class labels of one kind, all numbers or "
+                                 f"all strings; got values such as {labels.tolist()[:3]}."
+                                 ) from None
         if fitting:
             known = np.unique(labels) if self.classes is None else np.unique(self.classes)
             self.classes_ = known
