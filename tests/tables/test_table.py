@@ -482,3 +482,25 @@ def test_merge_called_on_a_table_merges_that_table_too():
     pairs = [PairTable.from_arrays(s2[p], losses[p], is_ood=ood[p]) for p in parts]
     assert pairs[0].merge(*pairs[1:]) == PairTable.merge(*pairs)
     assert pairs[0].merge(*pairs[1:]).n == 30
+
+
+def test_a_copy_or_a_field_set_while_batches_are_pending_keeps_what_it_is_given() -> None:
+    # a shallow copy shared the pending parts, and a field set before the merge was then
+    # overwritten by it (the scaled grid copies a PairTable and sets its values)
+    import copy
+
+    rng = np.random.default_rng(2)
+    u, ls = rng.random(60), (rng.random(60) < 0.4).astype(float)
+    table = ScoreTable()
+    for p in np.array_split(np.arange(60), 6):
+        table.update(u[p], ls[p])
+    twin = copy.copy(table)
+    twin.update([0.5], [1.0])
+    assert table.n == 60 and twin.n == 61
+    table.values = table.values * 2.0  # set while nothing is pending any more
+    assert np.array_equal(table.values, np.sort(u) * 2.0)
+    again = ScoreTable()
+    for p in np.array_split(np.arange(60), 6):
+        again.update(u[p], ls[p])
+    again.max_loss = 3.0  # set while parts are pending: the merge comes first
+    assert again.max_loss == 3.0 and again.n == 60

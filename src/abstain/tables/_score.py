@@ -106,15 +106,31 @@ class LazyUpdates:
         finally:
             self.__dict__["_pending"] = pending
 
+    def _settle(self) -> None:
+        """Merge the pending parts into the fields (nothing where none are pending)."""
+        pending = self.__dict__.pop("_pending", None)
+        if pending is not None:
+            merged = pending.merged()
+            self.__dict__.update({k: merged.__dict__[k] for k in self._FIELDS})
+
     def __getattr__(self, name: str) -> Any:
         # reached only for an attribute not set: a field while parts are pending
-        pending = self.__dict__.get("_pending")
-        if pending is None or name not in type(self)._FIELDS:
+        if "_pending" not in self.__dict__ or name not in type(self)._FIELDS:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        merged = pending.merged()
-        del self.__dict__["_pending"]
-        self.__dict__.update({k: merged.__dict__[k] for k in self._FIELDS})
+        self._settle()
         return getattr(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in type(self)._FIELDS:  # a field set while parts are pending: merged first,
+            self._settle()              # so that the merge does not overwrite it later
+        object.__setattr__(self, name, value)
+
+    def __copy__(self) -> Any:
+        # a shallow copy shares no pending parts, which either table's update would change
+        self._settle()
+        out = type(self).__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        return out
 
 
 @serializable("table")
