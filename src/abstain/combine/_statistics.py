@@ -89,21 +89,43 @@ def _log_sf(z: F64) -> F64:
     return np.asarray(out, dtype=np.float64)
 
 
-def _log_tails(block: F64, scale: str, k: int | None = None) -> tuple[F64, F64]:
-    """Row-wise ascending p-values as ``(log p_(i), log(1 - p_(i)))``, first ``k`` columns."""
+def _log_tails(block: F64, scale: str, k: int | None = None) -> tuple[F64, F64, F64]:
+    """Row-wise ascending p-values as ``(log p_(i), log(1 - p_(i)), p_(i))``, first ``k``
+    columns."""
     if scale == "z":
         zs = np.sort(block, axis=1)[:, ::-1][:, :k]  # descending z = ascending p
-        return _log_sf(zs), _log_sf(-zs)
+        return _log_sf(zs), _log_sf(-zs), special.ndtr(-zs)
     ps = np.sort(block, axis=1)[:, :k]
     with np.errstate(divide="ignore"):  # p = 1: log(1 - p) = -inf, handled by the callers
-        return np.log(ps), np.log1p(-ps)
+        return np.log(ps), np.log1p(-ps), ps
 
 
-def _kl_plus(t: F64, logp: F64, log1mp: F64) -> F64:
-    """One-sided binomial Kullback-Leibler divergence ``K+(t, p)`` (0 where p >= t)."""
+def _log1p_minus(x: F64) -> F64:
+    """``log1p(x) - x`` to a relative 1e-14 (its series where the difference cancels)."""
     with np.errstate(invalid="ignore", divide="ignore"):
+        direct = np.log1p(x) - x
+    series = x * x * (-1 / 2 + x * (1 / 3 + x * (-1 / 4 + x * (1 / 5 + x * (
+        -1 / 6 + x * (1 / 7 + x * (-1 / 8)))))))
+    return np.where(np.abs(x) < 1e-2, series, direct)
+
+
+def _kl_plus(t: F64, logp: F64, log1mp: F64, p: F64) -> F64:
+    """One-sided binomial Kullback-Leibler divergence ``K+(t, p)`` (0 where p >= t).
+
+    Where ``p`` is near ``t`` (``t / 2 < p < t``) the terms ``t log(t / p)`` and ``(1 - t)
+    log((1 - t) / (1 - p))`` nearly cancel (a divergence of 1e-19 came out as 2e-16 or 0, and
+    lower for a smaller p), so it is taken as ``d^2 / (p (1 - p)) + t g(d / p) + (1 - t)
+    g(-d / (1 - p))`` with ``d = t - p`` (exact there, from ``p`` itself) and ``g(x) =
+    log1p(x) - x``: the first-order terms cancelled in closed form."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore", under="ignore"):
         kl = special.xlogy(t, t) - t * logp + special.xlogy(1.0 - t, 1.0 - t) \
             - np.where(t < 1.0, (1.0 - t) * log1mp, 0.0)
+        q = 1.0 - p
+        d = t - p
+        near = (p > 0.5 * t) & (d > 0) & (q > 0)
+        close = d * d / (p * q) + t * _log1p_minus(d / p) + np.where(
+            t < 1.0, (1.0 - t) * _log1p_minus(-d / q), 0.0)  # t = 1: the term is 0
+        kl = np.where(near, close, kl)
         return np.where(logp < np.log(t), np.maximum(kl, 0.0), 0.0)
 
 
@@ -136,7 +158,7 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
     if method == "simes":
         logp = np.sort(_log_sf(block) if scale == "z" else np.log(block), axis=1)
         return np.max(np.log(np.arange(1, m + 1) / m) - logp, axis=1)
-    logp, log1mp = _log_tails(block, scale, k)
+    logp, log1mp, p_sorted = _log_tails(block, scale, k)
     t = np.arange(1, k + 1) / m
     if method == "hc":
         p = np.exp(logp)
@@ -149,7 +171,7 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
             hc = math.sqrt(m) * np.where(p > 0.5, high, low)
         hc = np.where(np.isfinite(log1mp), hc, np.where(t < 1.0, -np.inf, 0.0))
         return hc.max(axis=1)
-    kl = m * _kl_plus(t, logp, log1mp)
+    kl = m * _kl_plus(t, logp, log1mp, p_sorted)
     if method == "bj":
         return kl.max(axis=1)
     # alr: log of sum_i w_i exp(m K+(i/m, p_(i))), w_i proportional to 1/i, summing to 1
