@@ -471,19 +471,14 @@ def sorted_projection(pr: F64, pg: F64, w: F64) -> tuple[NDArray[np.intp], NDArr
     ``w`` (shape (2,)), and ``new``: True where a group of exactly equal projections starts.
 
     The rounded projections are sorted (stable); runs within their error bound are ordered
-    exactly by :func:`dot_sign` (:func:`refine`)."""
-    wx, wy = float(w[0]), float(w[1])
-    a, b = pr * wx, pg * wy
-    s = a + b
-    order = np.argsort(s, kind="stable")
-    mag = (np.abs(a) + np.abs(b))[order]
-    ss = s[order]
-    near = ss[1:] - ss[:-1] <= 4.0 * _U * (mag[1:] + mag[:-1]) + _ABS
-
-    def compare(piv: NDArray[np.intp], el: NDArray[np.intp]) -> I8:
-        return dot_sign(pr[el], pg[el], pr[piv], pg[piv], wx, wy)
-
-    return order, refine(order, near, compare)
+    exactly by :func:`dot_sign` (:func:`refine_projections` of this one direction)."""
+    wk = np.array([[float(w[0]), float(w[1])]])
+    s = pr[None, :] * wk[:, :1] + pg[None, :] * wk[:, 1:]
+    order = np.argsort(s, axis=1, kind="stable")
+    ss = np.take_along_axis(s, order, axis=1)
+    change = ss[:, 1:] != ss[:, :-1]
+    refine_projections(pr, pg, wk, s, order, change)
+    return order[0], np.concatenate((np.ones(min(pr.size, 1), dtype=bool), change[0]))
 
 
 def refine_projections(pr: F64, pg: F64, w: F64, proj: F64, order: NDArray[np.intp],
@@ -491,10 +486,11 @@ def refine_projections(pr: F64, pg: F64, w: F64, proj: F64, order: NDArray[np.in
     """Make the stable orders of rounded projections exact, in place: ``proj`` (d, n) holds
     ``pr * w[k, 0] + pg * w[k, 1]`` rounded, ``order`` its rows sorted stably and ``change``
     (d, n - 1) True where a sorted row's next value differs. Each row then orders the points
-    as :func:`sorted_projection` does on direction ``w[k]``, with ``change`` True where a
-    group of exactly equal projections starts: neighbours farther apart than the error bound
+    exactly on direction ``w[k]``, with ``change`` True where a group of exactly equal
+    projections starts: neighbours farther apart than the error bound
     of their projections are ordered and unequal as rounded; the runs of nearer ones are
-    ordered exactly (:func:`refine`), in the rows that have such runs only."""
+    ordered exactly (:func:`refine`), in the rows that have such runs only (the grid's
+    directions in one pass, :func:`sorted_projection` one direction)."""
     a, b = np.abs(pr[None, :] * w[:, :1]), np.abs(pg[None, :] * w[:, 1:])
     mag = np.take_along_axis(a + b, order, axis=1)
     ss = np.take_along_axis(proj, order, axis=1)

@@ -195,7 +195,7 @@ def grid_orders(scores: F64, w: F64, exact: bool = False) -> GridOrders:
     """The :class:`GridOrders` of the directions ``w`` (rows): the rounded projections
     sorted stably (ties in row order, :func:`~abstain._core.groups.stable_orders`), or with
     ``exact`` (two columns) the exact order and tie groups of
-    :func:`~abstain._core.exact.sorted_projection`."""
+    :func:`~abstain._core.exact.refine_projections`."""
     if scores.shape[1] == 2:
         s = along(scores[None, :, 0], scores[None, :, 1], w[:, 0:1], w[:, 1:2])
     else:

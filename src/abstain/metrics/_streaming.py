@@ -13,7 +13,7 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
-from .._core.validation import empty_batch, plain
+from .._core.validation import plain
 from ..tables._score import ScoreTable
 from ._registry import METRICS, check_options
 
@@ -104,9 +104,7 @@ class StreamingMetric:
         if not self._needs_ood and is_ood is not None:
             raise ValueError(f"is_ood must be omitted for {self.metric}, a selective metric; "
                              "got OOD marks.")
-        if empty_batch(losses, uncertainty, is_ood):  # a batch without rows adds nothing
-            return self
-        self._table.update(uncertainty, losses, is_ood=is_ood)
+        self._table.update(uncertainty, losses, is_ood=is_ood)  # no rows: adds nothing
         return self
 
     def merge(self, *others: StreamingMetric | ScoreTable) -> StreamingMetric:
