@@ -478,6 +478,9 @@ def test_sele_objective_refuses_nan_chunk_labels():
     # np.unique keeps each NaN apart and labels == nan selects no row: a ZeroDivisionError
     with pytest.raises(ValueError, match="^groups must hold finite chunk labels"):
         sele_objective([0.1, 0.2, 0.3], [0.0, 1.0, 0.0], groups=[np.nan, np.nan, 0.0])
+    # None beside a number has no order: NumPy's TypeError from sorting the labels
+    with pytest.raises(ValueError, match=r"^groups must hold chunk labels of one kind"):
+        sele_objective([0.0, 1.0], [1.0, 1.0], groups=[None, 1])
 
 
 def test_features_and_scores_beyond_the_float64_range_are_refused_in_one_line():

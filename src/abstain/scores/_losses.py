@@ -134,8 +134,12 @@ def sele_objective(
     check_same_length(losses=ls, groups=labels)
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():  # NaN is no chunk
         raise ValueError("groups must hold finite chunk labels; got NaN or infinite values.")
+    try:
+        uniq = np.unique(labels)
+    except TypeError:  # labels of mixed kinds (None, numbers beside text) have no order
+        raise ValueError("groups must hold chunk labels of one kind, all numbers or all "
+                         f"strings; got values such as {labels.tolist()[:3]}.") from None
     total = 0.0
-    uniq = np.unique(labels)
     for label in uniq:
         idx = np.flatnonzero(labels == label)
         with np.errstate(over="ignore"):
