@@ -71,7 +71,7 @@ CASES: dict[str, tuple[bytes, dict[str, str | None]]] = {
     "is_ood of 2": (
         OOD + b"012,1,0.7,2\n013,0,0.3,0\n",
         {"evaluate": "column 'is_ood' must hold only 0/1 or true/false (or an empty cell); "
-                     "got 2 on line 5 (1 such row(s))",
+                     "got 2 on line 5 (1 such row(s)",  # "in lines 4 to 5" in chunks
          "fit": "got 2 on line 5", "evaluate+dropna": "got 2 on line 5"}),
     "is_ood of text": (
         OOD + b"012,1,0.7,0\n013,0,0.3,yes\n",
@@ -86,7 +86,7 @@ CASES: dict[str, tuple[bytes, dict[str, str | None]]] = {
     "negative loss": (
         HEAD + ROWS[0] + b"015,-1,0.5,g\n" + b"".join(ROWS[1:]),
         {"evaluate": "the loss column 'loss' must be non-negative; got -1 on line 3 (1 such "
-                     "row(s)).",
+                     "row(s)",
          "fit": "got -1 on line 3", "apply": None, "apply+dropna": None}),
     "every row OOD": (
         b"id,loss,risk,is_ood\n1,,0.1,1\n2,,0.5,1\n",
@@ -213,3 +213,17 @@ def test_chunks_accept_and_refuse_what_the_whole_file_does(case, tmp_path, capsy
         runs.append((code, stdout.splitlines()[:1]))
     assert len(set(code for code, _ in runs)) == 1, runs
     assert all(first == runs[0][1] for _, first in runs)
+
+
+def test_a_refusal_in_chunks_counts_the_rows_of_its_chunk_as_such(tmp_path, capsys):
+    # read in chunks, the later chunks are not read yet: "1 such row(s)" for a file with
+    # two such rows said of the whole file what held for one chunk
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"loss,risk\n0,inf\n1,-inf\n0,0.5\n")
+    for extra, count in (([], "(2 such row(s));"),
+                         (["--chunk-rows", "1"], "(1 such row(s) in lines 2 to 2);"),
+                         (["--chunk-rows", "2"], "(2 such row(s) in lines 2 to 3);")):
+        assert main(["evaluate", str(path), *extra]) == 1
+        line = capsys.readouterr().err.strip()
+        assert line.startswith("abstain evaluate: error: column 'risk' must hold finite "
+                               f"numbers; got inf on line 2 {count}"), line

@@ -142,6 +142,16 @@ class Rows(NamedTuple):
 
     unit: str
     numbers: NDArray[np.int64]
+    whole: bool = True
+
+    def such(self, n: int) -> str:
+        """``n`` rows of a check as a message counts them: ``"2 such row(s)"`` in a whole
+        file, ``"1 such row(s) in lines 2 to 9"`` in one chunk of it (later chunks are
+        not read yet)."""
+        if self.whole or not self.numbers.size:
+            return f"{n} such row(s)"
+        return (f"{n} such row(s) in {self.unit}s {int(self.numbers[0])} to "
+                f"{int(self.numbers[-1])}")
 
     @classmethod
     def range(cls, n: int, start: int = 0) -> Rows:
@@ -418,22 +428,25 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
         header = csv_header(next(records, None), p)
         kinds: dict[str, _Kind] = {}
         chunk: list[Record] = []
-        for r in csv_body(records, len(header)):
-            chunk.append(r)
-            if len(chunk) >= rows:
+        body = csv_body(records, len(header))
+        ahead = next(body, None)  # one record ahead: a chunk knows whether it is the last
+        first = True
+        while ahead is not None:
+            chunk.append(ahead)
+            ahead = next(body, None)
+            if len(chunk) >= rows or ahead is None:
                 table, lines = _csv_columns(header, chunk, p, kinds, columns)
-                yield TableRows(_normalise(table, str(p)), Rows("line", lines))
-                chunk = []
-        if chunk:
-            table, lines = _csv_columns(header, chunk, p, kinds, columns)
-            yield TableRows(_normalise(table, str(p)), Rows("line", lines))
+                yield TableRows(_normalise(table, str(p)),
+                                Rows("line", lines, first and ahead is None))
+                chunk, first = [], False
     else:
         parquet = open_parquet(p, parquet_file)
-        seen = 0
+        seen, total = 0, parquet.metadata.num_rows
         for batch in parquet.iter_batches(batch_size=rows):
             frame = with_index_columns(arrow_frame(batch), parquet.schema_arrow)
             table = _normalise({str(k): frame[k].to_numpy() for k in frame.columns}, str(p))
-            yield TableRows(table, Rows.range(len(frame), seen))
+            yield TableRows(table, Rows.range(len(frame), seen)._replace(
+                whole=len(frame) == total))
             seen += len(frame)
 
 

@@ -116,7 +116,7 @@ def _numeric(name: str, col: NDArray[Any], rows: Rows) -> NDArray[np.float64]:
     if inf.any():
         i = int(np.argmax(inf))
         raise ValueError(f"column {name!r} must hold finite numbers; got {_shown(col[i])} on "
-                         f"{rows.name(i)} ({int(inf.sum())} such row(s)); correct the value "
+                         f"{rows.name(i)} ({rows.such(int(inf.sum()))}); correct the value "
                          "or remove the row.")
     return col
 
@@ -148,8 +148,8 @@ def _ood_marks(name: str, col: NDArray[Any], rows: Rows) -> NDArray[np.float64]:
     if wrong.any():
         i = int(np.argmax(wrong))
         raise ValueError(f"column {name!r} must hold only 0/1 or true/false (or an empty "
-                         f"cell); got {_shown(col[i])} on {rows.name(i)} ({int(wrong.sum())} "
-                         "such row(s)); correct the OOD marks.")
+                         f"cell); got {_shown(col[i])} on {rows.name(i)} "
+                         f"({rows.such(int(wrong.sum()))}); correct the OOD marks.")
     return col
 
 
@@ -187,8 +187,8 @@ def _exact_classes(cols: dict[str, NDArray[Any]], rows_used: NDArray[np.bool_],
             i = int(np.argmax(big))
             raise ValueError(
                 f"column {name!r} holds class ids too large to compare exactly as numbers "
-                f"(about {float(col[i]):.4g} on {rows.name(i)}, {int(big.sum())} such "
-                "row(s): 2**53 or more); write the labels and predictions as text (e.g. "
+                f"(about {float(col[i]):.4g} on {rows.name(i)}, {rows.such(int(big.sum()))}: "
+                "2**53 or more); write the labels and predictions as text (e.g. "
                 "'id123') or give a loss column.")
 
 
@@ -419,7 +419,7 @@ def prepare(
         i = int(np.flatnonzero(keep)[np.argmax(losses < 0)])
         raise ValueError(f"the loss column {next(iter(loss_cols))!r} must be non-negative; got "
                          f"{_shown(losses[np.argmax(losses < 0)])} on {rows.name(i)} "
-                         f"({int(np.sum(losses < 0))} such row(s)).")
+                         f"({rows.such(int(np.sum(losses < 0)))}).")
     return TableData(losses, {k: v[keep] for k, v in score_cols.items()}, ood,
                      int(bad.sum()) if dropna else 0, keep, ood_score, tuple(notes), paired)
 
