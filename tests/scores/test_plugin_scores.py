@@ -313,3 +313,45 @@ def test_conditional_risk_does_not_depend_on_the_order_of_the_classes(k):
         got = conditional_risk(p[:, perm], mat[np.ix_(perm, perm)])
         assert np.array_equal(got.risk, ref.risk)
         assert np.array_equal(perm[got.prediction], ref.prediction)
+
+
+def test_a_confident_row_keeps_its_risk_under_the_zero_one_loss():
+    """The 0/1 risk was the row total less ``p[yhat]``: ``[1e-17, 1.0]`` and
+    ``[3e-17, 1.0]`` both got 0 (one tie group with ``[0, 1]``: AuRC 0.375 for 0.2083),
+    and ``[1e-10, 1 - 1e-10]`` 1.0000000827e-10. It is the sum of the other classes'
+    probabilities, as a scaled 0/1 matrix gives it (eq. 3), and equal for given
+    predictions."""
+    from fractions import Fraction
+
+    from abstain.metrics import aurc
+
+    p = np.array([[1e-17, 1.0], [3e-17, 1.0], [0.0, 1.0], [1e-10, 1 - 1e-10],
+                  [0.2, 1e-18, 0.8]], dtype=object)
+    exact = [float(sum(map(Fraction, r)) - Fraction(max(r))) for r in p]
+    for k, rows in ((2, slice(0, 4)), (3, slice(4, 5))):
+        q = np.array(p[rows].tolist(), dtype=np.float64)
+        for loss in (None, zero_one_loss(k)):
+            got = conditional_risk(q, loss)
+            assert got.risk.tolist() == exact[rows]
+            again = conditional_risk(q, loss, prediction=got.prediction).risk
+            assert again.tolist() == exact[rows]
+    q = np.array(p[:4].tolist(), dtype=np.float64)
+    assert aurc([0.0, 1.0, 0.0, 1.0], conditional_risk(q).risk) == pytest.approx(5 / 24)
+
+
+def test_near_tied_classes_get_the_least_risk_in_any_class_order():
+    """The plug-in prediction takes the lowest index among classes tied up to round-off,
+    and its risk was that class's: ``[a, b]`` and ``[b, a]`` (a, b = 0.5 -+ 1 ulp) got
+    0.5000000000000001 and 0.4999999999999999, mirror rows under the absolute error 0.95
+    and 0.9500000000000001, so they did not tie. The risk is now the least expected
+    loss."""
+    from abstain.metrics import aurc
+
+    a, b = 0.4999999999999999, 0.5000000000000001
+    risk = conditional_risk(np.array([[a, b], [b, a]])).risk
+    assert risk.tolist() == [a, a]
+    assert risk.tolist() == mcp(np.array([[a, b], [b, a]])).tolist()
+    rows = np.array([[0.5, 0.05, 0.45], [0.45, 0.05, 0.5]] * 2)
+    got = conditional_risk(rows, absolute_error_loss(3))
+    assert np.all(got.risk == 0.95)
+    assert aurc([0.0, 1.0, 0.0, 1.0], got.risk) == 0.5

@@ -46,15 +46,14 @@ class ConditionalRisk(NamedTuple):
 def _expected_loss(p: NDArray[np.float64], mat: NDArray[np.float64] | None,
                    ) -> NDArray[np.float64]:
     """``expected[i, yhat] = sum_y p[i, y] * loss[y, yhat]`` (the 0/1 loss if ``mat`` is
-    None), each sum taken over its terms in ascending order, so a row's risks do not depend
+    None: the row total less ``p[i, yhat]``, which serves the prediction's ties only; the
+    risk is :func:`_zero_one_risk`), each sum taken over its terms in ascending order, so a row's risks do not depend
     on the batch it is scored in, on the CPU (a BLAS product adds in an order that depends
     on both, which would move tie groups of the uncertainty and the prediction's tie rule),
     or on the order of the classes: rows whose terms are the same numbers in another order
     (``[0.1, 0.2, 0.7]`` and ``[0.7, 0.2, 0.1]`` under the 0/1 loss) get the same risks and
     tie."""
     k = p.shape[1]
-    if mat is not None and np.array_equal(mat, 1.0 - np.eye(k)):
-        mat = None  # the 0/1 loss given as a matrix: the same sums as loss=None
     if mat is None:  # sum over y != yhat: the row total less p[yhat]
         return np.sort(p, axis=1).sum(axis=1, keepdims=True) - p
     out = np.empty(p.shape)
@@ -64,6 +63,17 @@ def _expected_loss(p: NDArray[np.float64], mat: NDArray[np.float64] | None,
         terms.sort(axis=1)
         out[i : i + step] = terms.sum(axis=1)
     return out
+
+
+def _zero_one_risk(p: NDArray[np.float64], pred: NDArray[np.intp]) -> NDArray[np.float64]:
+    """``sum_{y != pred} p[y]`` of each row under the 0/1 loss, over the other classes'
+    probabilities in ascending order (the predicted class's taken as 0 and sorted first),
+    so that a confident row keeps its small risk (``[1e-17, 1.0]``: 1e-17, where the row
+    total less ``p[pred]`` is 0) and rows with the same other terms tie."""
+    rest = p.copy()
+    rest[np.arange(p.shape[0]), pred] = 0.0
+    rest.sort(axis=1)
+    return rest.sum(axis=1)
 
 
 def _plugin_prediction(p: NDArray[np.float64], mat: NDArray[np.float64] | None,
@@ -90,10 +100,13 @@ def conditional_risk(
     loss[y, yhat]`` (ties: the lowest class index; classes whose expected losses differ by
     less than the round-off of their sums, a relative ``4 (2K + 2) eps``, are tied: the
     0/1 loss given as a matrix predicts as ``loss=None``, and probabilities that tie in
-    decimals, ``[0.5, 0.1, 0.4]`` under the absolute error, tie); otherwise the risk of
-    the given
-    predictions. With an exact posterior, ``r`` is a proper uncertainty score, so
-    thresholding it solves all three reject models.
+    decimals, ``[0.5, 0.1, 0.4]`` under the absolute error, tie) and the risk is the least
+    expected loss (the tied classes' risks differ by round-off only); otherwise the risk of
+    the given predictions. Each sum is taken over its terms in ascending order (under the
+    0/1 loss, the other classes' probabilities), so rows that hold the same numbers in
+    another class order get the same risk, and a confident row keeps a risk far below the
+    round-off of 1 (``[1e-17, 1.0]``: 1e-17). With an exact posterior, ``r`` is a proper
+    uncertainty score, so thresholding it solves all three reject models.
 
     Parameters
     ----------
@@ -127,6 +140,8 @@ def conditional_risk(
     p = as_proba(proba)
     k = p.shape[1]
     mat = None if loss is None else check_loss_matrix(loss, k)
+    if mat is not None and np.array_equal(mat, 1.0 - np.eye(k)):
+        mat = None  # the 0/1 loss given as a matrix: the sums of loss=None
     expected = _expected_loss(p, mat)
     labels = None if classes is None else _as_classes(classes, k)
     if prediction is None:
@@ -135,7 +150,16 @@ def conditional_risk(
         pred = _label_index(labels, prediction, p.shape[0])
     else:
         pred = as_label_indices(prediction, "prediction", p.shape[0], k)
-    risk = np.take_along_axis(expected, pred[:, None], axis=1)[:, 0]
+    if prediction is None:
+        # the least expected loss, which the near-tied classes reach up to round-off: the
+        # tied class of the lowest index may be one ulp above it in one class order and
+        # not in another
+        risk = (_zero_one_risk(p, np.argmax(p, axis=1)) if mat is None
+                else np.min(expected, axis=1))
+    elif mat is None:
+        risk = _zero_one_risk(p, pred)
+    else:
+        risk = np.take_along_axis(expected, pred[:, None], axis=1)[:, 0]
     out = pred.astype(np.intp) if labels is None else labels[pred]
     return ConditionalRisk(out, np.maximum(risk, 0.0))
 
