@@ -86,3 +86,27 @@ def test_curves_take_line_properties_and_two_score_columns():
 def test_histogram_groups_are_0_1_or_bool(groups):
     with pytest.raises(ValueError, match=r"^groups must hold 0/1 or False/True"):
         plot_score_histograms([0.1, 0.2, 0.9], groups, ax=Figure().subplots())
+
+
+@pytest.mark.parametrize("scores", [[5.0, 5.0, 5.0], [1 - 2**-53, 1.0, 1.0],
+                                    [1e17, 1e17, 1e17], [1e-310, 2e-310, 3e-310]])
+def test_histograms_of_a_few_float_steps_draw_each_group_whole(scores):
+    # edges repeated (a range of a few steps, lo + 1 == lo at 1e17) or densities beyond
+    # float64 (subnormal widths): NaN or inf heights and an empty plot
+    ax = plot_score_histograms(scores, [False, True, True], ax=Figure().add_subplot())
+    for patch in ax.patches:
+        heights, edges = patch.get_data().values, patch.get_data().edges
+        assert np.all(np.isfinite(heights)) and np.all(np.diff(edges) > 0)
+        assert float(np.sum(heights * np.diff(edges))) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_histograms_refuse_non_finite_scores_and_count_rows_beyond_int64():
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match=r"^scores must be finite numbers; got 1 NaN or "
+                                             r"infinite value\(s\)\.$"):
+            plot_score_histograms([0.0, bad, 1.0], [False, True, True],
+                                  ax=Figure().add_subplot())
+    ax = plot_score_histograms([0.1, 0.2, 0.3], [False, False, True], ax=Figure().add_subplot(),
+                               weights=np.array([2**62, 2**62, 1], dtype=np.int64))
+    labels = [p.get_label() for p in ax.patches]
+    assert labels == ["ID (9223372036854775808)", "OOD (1)"]

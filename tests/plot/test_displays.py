@@ -223,3 +223,47 @@ def test_ood_displays_check_the_marks_as_the_metrics_do(display, marks):
             display.from_predictions(np.zeros(4), marks, scores, ax=Figure().subplots())
         else:
             display.from_predictions(marks, scores, ax=Figure().subplots())
+
+
+def test_a_one_column_score_matrix_is_drawn_as_its_column():
+    # (n, 1) was taken as a pair: the envelope's interpolated PR curve, no AUPR-In
+    pr = OODPrecisionRecallDisplay.from_predictions(IS_OOD, SCORES[:, None], ax=_ax())
+    one = OODPrecisionRecallDisplay.from_predictions(IS_OOD, SCORES, ax=_ax())
+    assert pr.area == one.area == m.aupr_in(IS_OOD, SCORES)
+    assert pr.x.tolist() == one.x.tolist() and pr.y.tolist() == one.y.tolist()
+
+
+def test_references_and_points_of_losses_near_the_float64_maximum_are_finite():
+    # the mean loss and the rule's accepted sum overflowed to inf
+    losses = np.array([1e308, 1e308, 0.0, 1e308])
+    u = np.array([0.1, 0.2, 0.3, 0.4])
+    rule = BoundedAbstention(target_coverage=1.0).fit(u, losses)
+    d = RiskCoverageDisplay.from_predictions(losses, u, rule=rule, ax=_ax())
+    assert d.references["random"][1].tolist() == [7.5e307, 7.5e307]
+    assert d.point == (1.0, 7.5e307) and d.risk[-1] == 7.5e307
+    g = GeneralizedRiskCoverageDisplay.from_predictions(losses, u, ax=_ax())
+    assert g.references["random"][1].tolist() == [0.0, 7.5e307]
+
+
+def test_from_estimator_checks_y_against_x():
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import load_iris
+    from sklearn.linear_model import LogisticRegression
+
+    from abstain import SelectiveClassifier
+
+    X, y = load_iris(return_X_y=True)
+    clf = SelectiveClassifier(LogisticRegression(max_iter=500), random_state=0).fit(X, y)
+    # NumPy's IndexError about broadcast shapes; an (n, n) array of "losses"
+    with pytest.raises(ValueError, match=r"^X and y must have the same length; got X has "
+                                         r"150, y has 149\.$"):
+        RiskCoverageDisplay.from_estimator(clf, X, y[:-1], ax=_ax())
+    with pytest.raises(ValueError, match=r"^y must be one-dimensional, one label per row of "
+                                         r"X; got shape \(150, 1\)\.$"):
+        GeneralizedRiskCoverageDisplay.from_estimator(clf, X, y[:, None], ax=_ax())
+
+
+def test_one_reference_may_be_named_alone():
+    # "references must be one of 'random', 'oracle'; got 'r'": the name's letters
+    d = RiskCoverageDisplay.from_predictions(LOSSES, SCORES, references="random", ax=_ax())
+    assert list(d.reference_lines_) == ["random"]

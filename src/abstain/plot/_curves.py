@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .._core.optional import axes
 from .._core.validation import check_int, plain
@@ -109,6 +109,13 @@ def plot_risk_at_fpr(curve: RiskTPRCurve, *, label: str | None = None, ax: Any =
     return ax
 
 
+def _rows_of(w: NDArray[Any]) -> int:
+    """The sum of the whole counts ``w``, exact beyond the int64 range."""
+    if float(np.sum(w, dtype=np.float64)) < 2.0**62:
+        return int(np.sum(w))
+    return sum(int(v) for v in w.tolist())
+
+
 def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
                           labels: Sequence[str] = ("ID", "OOD"), bins: int = 40,
                           ax: Any = None, small: int = 0,
@@ -124,9 +131,12 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
         for ID/OOD, or ``losses > 0`` for correct/wrong.
     labels : pair of str
     bins : int >= 1
-        Number of common bins over the range of ``scores`` (scores beyond ``2**1000``
-        in magnitude, about 1e301, are drawn in units of a power of two, which the x-axis
-        label names, so that the range, the margins and the ticks stay finite).
+        Number of common bins over the range of ``scores``, each at least four float
+        steps wide (a range of one value or of a few steps is widened). Scores beyond
+        ``2**1000`` in magnitude (about 1e301), or all below ``2**-900`` (about 1e-271),
+        are drawn in units of a power of two, which the x-axis label names, so that the
+        range, the densities, the margins and the ticks stay finite. NaN or infinite
+        scores are refused.
     ax : matplotlib Axes, optional
     small : int, default 0
         When a non-empty group has fewer rows than this, both groups are drawn in
@@ -165,31 +175,42 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
                                           or w.min() < 0)):
         raise ValueError(f"weights must be non-negative whole counts of the shape of scores "
                          f"{s.shape}; got {w.dtype} of shape {w.shape}.")
+    bad = int(np.count_nonzero(~np.isfinite(s)))
+    if bad:
+        raise ValueError(f"scores must be finite numbers; got {bad} NaN or infinite "
+                         "value(s).")
     s, g, w = s[w > 0], g[w > 0], w[w > 0]
     ax = _axes(ax)
     lo, hi = (float(s.min()), float(s.max())) if s.size else (0.0, 1.0)
-    hi = hi if hi > lo else lo + 1.0
-    # scores near the float64 maximum (1e308): drawn in units of a power of two in which
-    # the edges, matplotlib's margins and its tick steps stay finite (below 2**1000)
+    # scores near the float64 maximum (1e308) or all below 2**-900 (1e-271): drawn in units
+    # of a power of two in which the edges, the densities, matplotlib's margins and its
+    # tick steps stay finite
     top = max(abs(lo), abs(hi))
-    shift = max(int(np.frexp(top)[1]) - 1000, 0)
+    exponent = int(np.frexp(top)[1])
+    shift = exponent - 1000 if exponent > 1000 else exponent if 0 < top < 2.0**-900 else 0
     if shift:
         s, lo, hi = np.ldexp(s, -shift), float(np.ldexp(lo, -shift)), float(np.ldexp(hi, -shift))
+    # bins at least four float steps wide: a range of a few steps (saturated scores such as
+    # 1 - 2**-53 and 1) or one value (1e17, where lo + 1 is lo) would repeat edges
+    least = 4 * bins * float(np.spacing(max(abs(lo), abs(hi))))
+    if hi - lo < least:
+        hi = lo + (max(1.0, least) if hi == lo else least)
     edges = np.linspace(lo, hi, bins + 1)
     drawn = [(mask, name) for mask, name in ((~g, labels[0]), (g, labels[1])) if mask.any()]
-    few = [0 < int(w[mask].sum()) < small for mask, _ in drawn]
+    rows = [_rows_of(w[mask]) for mask, _ in drawn]
+    few = [0 < r < small for r in rows]
     density = not any(few)
-    for (mask, name), is_few in zip(drawn, few, strict=True):
+    for (mask, name), is_few, r in zip(drawn, few, rows, strict=True):
         # one filled step patch per group (what ax.hist draws as one bar patch per bin)
-        heights, _ = np.histogram(s[mask], bins=edges, weights=w[mask], density=density)
-        patch = ax.stairs(heights, edges, fill=True, alpha=0.5,
-                          label=f"{name} ({int(w[mask].sum())})")
+        heights, _ = np.histogram(s[mask], bins=edges, weights=w[mask].astype(np.float64),
+                                  density=density)
+        patch = ax.stairs(heights, edges, fill=True, alpha=0.5, label=f"{name} ({r})")
         if is_few:
             color = patch.get_facecolor()
             ax.plot(s[mask], np.zeros(int(mask.sum())), "|", ms=12, mew=1.5, color=color,
                     alpha=1.0, transform=ax.get_xaxis_transform(), clip_on=False)
-    ax.set_xlabel("score (higher is rejected first)" if not shift
-                  else f"score / 2**{shift} (higher is rejected first)")
+    unit = "" if not shift else f" / 2**{shift}" if shift > 0 else f" x 2**{-shift}"
+    ax.set_xlabel(f"score{unit} (higher is rejected first)")
     ax.set_ylabel("density" if density else "count")
     ax.legend(fontsize=8)
     return ax

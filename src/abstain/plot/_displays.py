@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import metrics as m
+from .._core.groups import loss_scale
 from .._core.optional import axes
 from .._core.validation import (
     as_is_ood,
@@ -112,7 +113,7 @@ class _Display:
         name : str, optional
             The legend name; the display's own ``name`` when None. The area follows
             it in the legend.
-        references : sequence of {"random", "oracle"}
+        references : sequence of {"random", "oracle"}, or one of them
             Reference curves to draw beside it (computed by ``from_predictions``).
         legend : bool, default True
             Draw the axes' legend of every labelled line so far; False leaves it as it
@@ -120,6 +121,8 @@ class _Display:
         **line
             Matplotlib line properties of the curve (``ls``, ``marker``, ``color``).
         """
+        if isinstance(references, str):  # one name, not its letters
+            references = (references,)
         for ref in references:
             check_choice("references", ref, _REFERENCES)
             if ref not in self.references:
@@ -228,12 +231,16 @@ class RiskCoverageDisplay(_Display):
                  rule: Any) -> dict[str, Any]:
         curve = m.risk_coverage_curve(losses, u)
         oracle = m.risk_coverage_curve(losses, losses)
-        mean = float(losses.mean())
+        # sums in units of a power of two where losses near the float64 maximum would
+        # overflow them (1.0, the plain sums, for every realistic loss)
+        scale = loss_scale(float(losses.max(initial=0.0)), losses.size)
+        mean = float(np.mean(losses / scale)) * scale
         point = None
         if rule is not None:
             c = _rule_accept(rule, u)
             kept = float(c.sum())
-            point = (kept / c.size, float(c @ losses) / kept if kept > 0 else float("nan"))
+            point = (kept / c.size,
+                     float(c @ (losses / scale)) / kept * scale if kept > 0 else float("nan"))
         return {"curve": curve, "oracle": oracle, "mean": mean, "point": point,
                 "aurc": m.aurc(losses, u), "augrc": m.augrc(losses, u), "n": losses.size}
 
@@ -322,9 +329,14 @@ def _estimator_losses(estimator: Any, X: Any, y: ArrayLike) -> NDArray[np.float6
                          f"{type(estimator).__name__}.")
     classes = np.asarray(estimator.classes_)
     y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, one label per row of X; got shape "
+                         f"{y.shape}.")
+    predicted = np.asarray(estimator.predict(X))
+    check_same_length(X=predicted, y=y)
     if not np.all(np.isin(y, classes)):
         raise ValueError("y holds labels the estimator was not trained on.")
-    pred = np.searchsorted(classes, estimator.predict(X))
+    pred = np.searchsorted(classes, predicted)
     return np.asarray(estimator.loss_matrix_[np.searchsorted(classes, y), pred],
                       dtype=np.float64)
 
@@ -504,7 +516,7 @@ class OODPrecisionRecallDisplay(_OODDisplay):
     def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
                      name: str | None, search: str = "auto") -> OODPrecisionRecallDisplay:
         args, kw = _curve_args(ood, scores, search)
-        two = ood is not None and np.ndim(scores) == 2
+        two = bool(kw)  # two score columns: a one-column (n, 1) array is one score
         base = float((~ood).mean()) if ood is not None else \
             float(scores.id_counts.sum()) / scores.n
         if two:  # the envelope over directions: no area
