@@ -171,7 +171,8 @@ def evaluate(bench, outs, scores, random_state: int) -> dict:
         for m, (r, g) in DOUBLE.items():
             S = np.stack([cols[r], cols[g]], axis=1)
             risk = {d: M.selective_risk_at_tpr_fpr(losses, is_ood, S, TPR, fpr_bound,
-                                                   n_directions=d) for d in (360, 1602)}
+                                                   search="grid", n_directions=d)
+                    for d in (360, 1602)}
             t0 = time.perf_counter()
             exact = M.evaluate_ood(losses, is_ood, {m: S}, tpr=TPR, fpr=fpr_bound,
                                    search="exact").row(m)

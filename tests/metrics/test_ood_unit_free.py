@@ -1,9 +1,11 @@
 """The default search of the two-score metrics does not change with the units of a column.
 
 ``search="auto"`` (the default of :func:`auroc`, :func:`oscr`, :func:`fpr_at_tpr`,
-:func:`tnr_at_tpr`, :func:`detection_rate_at_false_alarm` and :func:`ood_roc_curve`) is the
-exact envelope up to ``AUTO_EXACT_ROWS`` rows and the grid of the standardised columns
-above; both give the same value when a column is multiplied by a positive constant."""
+:func:`tnr_at_tpr`, :func:`detection_rate_at_false_alarm`, :func:`ood_roc_curve`,
+:func:`ood_pr_curve`, :func:`risk_coverage_curve_at_fpr`, :func:`selective_risk_at_tpr_fpr`
+and :func:`selective_risk_at_precision_recall`) is the exact search up to
+``AUTO_EXACT_ROWS`` rows and the grid of the standardised columns above; both give the same
+value when a column is multiplied by a positive constant."""
 
 from __future__ import annotations
 
@@ -18,8 +20,12 @@ from abstain.metrics import (
     auroc,
     detection_rate_at_false_alarm,
     fpr_at_tpr,
+    ood_pr_curve,
     ood_roc_curve,
     oscr,
+    risk_coverage_curve_at_fpr,
+    selective_risk_at_precision_recall,
+    selective_risk_at_tpr_fpr,
     tnr_at_tpr,
 )
 
@@ -33,6 +39,16 @@ def _metrics(losses, is_ood, s):
          fpr_at_tpr(is_ood, s, 0.5), tnr_at_tpr(is_ood, s, 0.8),
          detection_rate_at_false_alarm(is_ood, s, 0.1)],
         ood_roc_curve(is_ood, s, fpr=np.linspace(0, 1, 11)).tpr,
+    ])
+
+
+def _rule_metrics(losses, is_ood, s):
+    """The risk metrics and the PR curve, which defaulted to the grid of the raw columns."""
+    return np.concatenate([
+        [selective_risk_at_tpr_fpr(losses, is_ood, s, 0.5, 1.0),
+         selective_risk_at_precision_recall(losses, is_ood, s, 0.01, 0.5)],
+        risk_coverage_curve_at_fpr(losses, is_ood, s, 1.0, tpr=[0.5, 1.0]).risk,
+        ood_pr_curve(is_ood, s, recall=[0.25, 0.5, 1.0]).precision,
     ])
 
 
@@ -70,6 +86,8 @@ def test_default_is_unit_free(sample, scale, column):
     t[:, column] *= scale
     np.testing.assert_allclose(_metrics(losses, is_ood, t), _metrics(losses, is_ood, s),
                                rtol=0, atol=1e-12)
+    np.testing.assert_allclose(_rule_metrics(losses, is_ood, t),
+                               _rule_metrics(losses, is_ood, s), rtol=0, atol=1e-12)
 
 
 def test_default_is_exact_up_to_the_auto_rows_and_the_scaled_grid_above():
@@ -82,6 +100,10 @@ def test_default_is_exact_up_to_the_auto_rows_and_the_scaled_grid_above():
     assert auroc(is_ood, s) == auroc(is_ood, s, search="exact")
     assert oscr(losses, is_ood, s) == oscr(losses, is_ood, s, search="exact")
     assert fpr_at_tpr(is_ood, s) == fpr_at_tpr(is_ood, s, search="exact")
+    args = (losses, is_ood, s, 0.8, 0.6)
+    assert selective_risk_at_tpr_fpr(*args) == selective_risk_at_tpr_fpr(*args, search="exact")
+    assert np.array_equal(ood_pr_curve(is_ood, s).precision,
+                          ood_pr_curve(is_ood, s, search="exact").precision)
     n = AUTO_EXACT_ROWS + 1
     s = rng.normal(size=(n, 2)) * [1.0, 50.0]
     is_ood = rng.random(n) < 0.4
@@ -89,6 +111,11 @@ def test_default_is_exact_up_to_the_auto_rows_and_the_scaled_grid_above():
     z = s / s.std(axis=0)
     assert auroc(is_ood, s) == auroc(is_ood, z, search="grid")
     assert fpr_at_tpr(is_ood, s) == fpr_at_tpr(is_ood, z, search="grid")
+    assert np.array_equal(ood_pr_curve(is_ood, s).precision,
+                          ood_pr_curve(is_ood, z, search="grid").precision)
+    losses = (rng.random(n) < 0.2).astype(float)
+    assert selective_risk_at_tpr_fpr(losses, is_ood, s, 0.8, 0.6) == \
+        selective_risk_at_tpr_fpr(losses, is_ood, z, 0.8, 0.6, search="grid")
     assert auroc(is_ood, s, search="grid") != auroc(is_ood, z, search="grid")
 
 

@@ -57,7 +57,6 @@ from .._ood_search.sample import (
     PAIR_SEARCH,
     Sample,
     as_score_matrix,
-    check_search,
     ood_fraction,
     precision_recall_constraint,
     resolve_search,
@@ -190,6 +189,17 @@ def _pair_args(is_ood: Any, scores: Any, search: Any,
     return is_ood, scores, search, n_directions
 
 
+def _losses_pair_args(losses: Any, scores: Any, search: Any,
+                      n_directions: Any) -> tuple[Any, Any, str, int]:
+    """:func:`_pair_search` for the metrics that take the losses first (a table given as
+    ``losses``): ``(losses, scores, search, n_directions)``."""
+    if isinstance(losses, PairTable):
+        losses, search, n_directions = _pair_search(losses, search, n_directions)
+    else:
+        scores, search, n_directions = _pair_search(scores, search, n_directions)
+    return losses, scores, search, n_directions
+
+
 def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions: int) -> float:
     """Selective risk ``L / I`` of the best rule under ``con``; NaN with a warning if none."""
     found = sample.run(search, n_directions, con, None)
@@ -206,12 +216,13 @@ def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions:
 def selective_risk_at_tpr_fpr(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, tpr: float | None = None, fpr: float | None = None, *,
-    search: str = "grid", n_directions: int = N_DIRECTIONS,
+    search: str = "auto", n_directions: int = N_DIRECTIONS,
 ) -> float:
     """Least selective risk at TPR >= ``tpr`` and FPR <= ``fpr``: the metric of problem (13).
 
-    The risk of :class:`abstain.models.BoundedTPRFPR` fitted on the same data (see its
-    tie rule). An infeasible target returns NaN with an
+    The risk of :class:`abstain.models.BoundedTPRFPR` fitted on the same data with the
+    same search (see its tie rule; the model's own default is the paper's grid, this
+    metric's the unit-free ``"auto"``). An infeasible target returns NaN with an
     :class:`~abstain.InfeasibleTargetWarning` (the paper's "unable").
 
     Parameters
@@ -221,8 +232,13 @@ def selective_risk_at_tpr_fpr(
     scores : array-like of shape (n,) or (n, 2)
     tpr : float in (0, 1]
     fpr : float in [0, 1]
-    search, n_directions
-        Direction search for two score columns.
+    search : {"auto", "exact", "grid"}, default "auto"
+        Direction search for two score columns (ignored for one): ``"auto"`` is
+        ``"exact"`` up to ``AUTO_EXACT_ROWS`` (2,000) rows and, above, ``"grid"`` on the
+        columns divided by their standard deviations over the rows, so that a positive
+        rescaling of a column leaves the value unchanged, as for :func:`auroc`.
+    n_directions : int, default 360
+        The grid's number of directions.
 
     Returns
     -------
@@ -236,7 +252,7 @@ def selective_risk_at_tpr_fpr(
     0.4444
     """
     t, f = float(tpr), float(fpr)  # type: ignore[arg-type]
-    search, d = check_search(search, n_directions)
+    losses, scores, search, d = _losses_pair_args(losses, scores, search, n_directions)
     sample = _sample(is_ood, scores, losses)
     return _least_risk(sample, tpr_fpr_constraint(sample, t, f), search, d)
 
@@ -247,14 +263,16 @@ def selective_risk_at_tpr_fpr(
 def selective_risk_at_precision_recall(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, precision: float | None = None,
-    recall: float | None = None, *, ood_prior: float | None = None, search: str = "grid",
+    recall: float | None = None, *, ood_prior: float | None = None, search: str = "auto",
     n_directions: int = N_DIRECTIONS,
 ) -> float:
     """Least selective risk at recall >= ``recall`` and precision >= ``precision`` (problem 14).
 
-    The risk of :class:`abstain.models.BoundedPrecisionRecall` on the same data;
-    precision uses ``ood_prior`` (default: the sample's OOD fraction). NaN with an
-    :class:`~abstain.InfeasibleTargetWarning` when infeasible.
+    The risk of :class:`abstain.models.BoundedPrecisionRecall` on the same data with the
+    same search; precision uses ``ood_prior`` (default: the sample's OOD fraction). NaN
+    with an :class:`~abstain.InfeasibleTargetWarning` when infeasible. ``search`` and
+    ``n_directions`` as for :func:`selective_risk_at_tpr_fpr` (default ``"auto"``,
+    unit-free).
 
     Examples
     --------
@@ -265,7 +283,7 @@ def selective_risk_at_precision_recall(
     """
     kappa, r = float(precision), float(recall)  # type: ignore[arg-type]
     prior = None if ood_prior is None else float(ood_prior)
-    search, d = check_search(search, n_directions)
+    losses, scores, search, d = _losses_pair_args(losses, scores, search, n_directions)
     sample = _sample(is_ood, scores, losses)
     pi = ood_fraction(sample) if prior is None else prior
     return _least_risk(sample, precision_recall_constraint(sample, kappa, r, pi), search, d)
@@ -305,7 +323,7 @@ def _path_at_fpr(kn: core.Knots, b: float, targets: F64) -> F64:
 def risk_coverage_curve_at_fpr(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
     scores: ArrayLike | None = None, fpr: float | None = None, *,
-    tpr: ArrayLike | None = None, search: str = "grid", n_directions: int = N_DIRECTIONS,
+    tpr: ArrayLike | None = None, search: str = "auto", n_directions: int = N_DIRECTIONS,
 ) -> RiskTPRCurve:
     """Risk-coverage curve at an FPR bound (Figure 1a of the paper's appendix).
 
@@ -318,7 +336,10 @@ def risk_coverage_curve_at_fpr(
     target with its own direction (an oracle over directions, as the envelope of
     :func:`auroc`):
 
-    - ``search="grid"`` (default): the ``n_directions`` grid ``k pi / n_directions``.
+    - ``search="grid"``: the ``n_directions`` grid ``k pi / n_directions``.
+    - ``search="auto"`` (default): ``"exact"`` up to ``AUTO_EXACT_ROWS`` (2,000) rows,
+      above it ``"grid"`` on the columns divided by their standard deviations over the
+      rows (unit-free, as for :func:`auroc`).
     - ``search="exact"``: every direction, ``a`` in ``[0, pi]`` as in the exact fits
       (the angle ``pi`` included, unlike the envelope metrics' half-circle). Every rule of
       every direction lies on one segment of an anchor state of the exact search, and the
@@ -336,7 +357,7 @@ def risk_coverage_curve_at_fpr(
     fpr : float in [0, 1]
     tpr : array-like, optional
         TPR targets in (0, 1]; default ``0.01, 0.02, ..., 1``.
-    search : {"grid", "exact"}, default "grid"
+    search : {"auto", "exact", "grid"}, default "auto"
     n_directions : int, default 360
 
     Returns
@@ -352,7 +373,8 @@ def risk_coverage_curve_at_fpr(
     >>> curve.risk.tolist()
     [0.0, 0.333..., nan]
     """
-    search, n_directions = check_search(search, n_directions)
+    losses, scores, search, n_directions = _losses_pair_args(losses, scores, search,
+                                                             n_directions)
     b = float(fpr)  # type: ignore[arg-type]
     sample = _sample(is_ood, scores, losses)
     targets = np.linspace(0.01, 1.0, 100) if tpr is None else as_real_array(tpr, "tpr")
@@ -407,17 +429,19 @@ def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike 
 @validate_params({"ood_prior": [Interval(float, 0, 1, closed="neither"), None]})
 def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
                  recall: ArrayLike | None = None, ood_prior: float | None = None,
-                 search: str = "grid", n_directions: int = N_DIRECTIONS) -> PRCurve:
+                 search: str = "auto", n_directions: int = N_DIRECTIONS) -> PRCurve:
     """PR curve (ID positive): the largest precision at recall (TPR) >= each bound.
 
     Precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with ``pi = ood_prior``
     (default the sample's OOD fraction). Along a segment of a randomised rule the
     precision is monotone, so its maximum at recall >= r is at the point with recall
     r or at a later tie-group point. Bounds default to 100 points on (0, 1]. Two
-    scores: the largest over the directions, the ``n_directions`` grid or, with
-    ``search="exact"``, every direction of the half-circle (read off the ROC envelope of
-    :func:`ood_roc_curve`: at each FPR its TPR is the largest, so its points hold the
-    best precision).
+    scores: the largest over the directions, the ``n_directions`` grid (``search="grid"``)
+    or, with ``search="exact"``, every direction of the half-circle (read off the ROC
+    envelope of :func:`ood_roc_curve`: at each FPR its TPR is the largest, so its points
+    hold the best precision); ``search="auto"`` (default) is exact up to
+    ``AUTO_EXACT_ROWS`` (2,000) rows and the grid of the columns divided by their
+    standard deviations above (unit-free, as for :func:`auroc`).
 
     Examples
     --------
@@ -425,7 +449,7 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike |
     >>> ood_pr_curve([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], recall=[0.5, 1.0]).precision.tolist()
     [1.0, 0.666...]
     """
-    search, n_directions = check_search(search, n_directions)
+    is_ood, scores, search, n_directions = _pair_args(is_ood, scores, search, n_directions)
     sample = _sample(is_ood, scores)
     pi = ood_fraction(sample) if ood_prior is None else float(ood_prior)
     grid = (np.linspace(0.01, 1.0, 100) if recall is None
@@ -721,10 +745,8 @@ def oscr(losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = 
     >>> oscr([0, 0, 1, 0], [0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4])
     0.5
     """
-    if isinstance(losses, PairTable):
-        losses, search, n_directions = _pair_search(losses, search, n_directions)
-    else:
-        scores, search, n_directions = _pair_search(scores, search, n_directions)
+    losses, scores, search, n_directions = _losses_pair_args(losses, scores, search,
+                                                             n_directions)
     n_points = int(n_points)
     sample = _sample(is_ood, scores, losses)
     if sample.s.shape[1] == 2:
