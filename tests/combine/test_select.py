@@ -39,6 +39,44 @@ def test_weighted_auroc_is_the_auroc_of_the_repeated_rows(seed):
     assert got == pytest.approx(_pair_auroc(rows_in, rows_out), abs=1e-12)
 
 
+def test_paired_wins_count_no_exact_tie_of_the_mean_auroc_as_a_win():
+    """With two proxy tasks the weighted gaps were summed in floats: a resample where the
+    mean AUROCs tie exactly could sum just above 0 and count as a win (0.895 for 0.88 on
+    these rows: five exact ties). Against the same draws in fractions."""
+    from fractions import Fraction
+    from types import SimpleNamespace
+
+    from abstain.combine._select import _Half, _paired_wins
+
+    def exact(s_in, s_out, w_in, w_out):
+        num = sum(Fraction(int(a) * int(b)) * (1 if y > x else Fraction(1, 2) if y == x else 0)
+                  for x, a in zip(s_in, w_in) for y, b in zip(s_out, w_out))
+        return num / (int(w_in.sum()) * int(w_out.sum()))
+
+    rng0 = np.random.default_rng(0)
+    tasks = []
+    for _ in range(2):
+        raw = rng0.integers(0, 3, (6, 2)).astype(float)
+        tasks.append(SimpleNamespace(test=_Half(raw, raw, 3), cov=None))
+    share = np.array([0.5, 0.5])
+    got, _ = _paired_wins(tasks, ("single", (0,)), ("single", (1,)), None, 200,
+                          np.random.default_rng(2), share)
+    rng = np.random.default_rng(2)
+    wins = ties = 0
+    for _ in range(200):
+        d = Fraction(0)
+        for t in tasks:
+            raw = t.test.raw
+            w_in = np.bincount(rng.integers(0, 3, 3), minlength=3)
+            w_out = np.bincount(rng.integers(0, 3, 3), minlength=3)
+            d += Fraction(1, 2) * (exact(raw[:3, 1], raw[3:, 1], w_in, w_out)
+                                   - exact(raw[:3, 0], raw[3:, 0], w_in, w_out))
+        wins += d > 0
+        ties += d == 0
+    assert ties > 0
+    assert got == wins / 200
+
+
 def _reference(S_z, S_in, S_out, seed, n_boot, confidence=0.9):
     """The protocol of the module docstring, written out with the double-loop AUROC."""
     gen = np.random.default_rng(seed)

@@ -38,6 +38,7 @@ else, so a guarantee calibrated afterwards on its own rows still holds.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -112,10 +113,18 @@ def weighted_auroc(g_in: NDArray[np.intp], g_out: NDArray[np.intp], n_groups: in
     """AUROC of rows weighted by draw counts: ``P(out > in) + P(out == in) / 2`` over the
     weighted pairs, from the tie groups of the statistic (group ids ascending in value).
     Equal to :func:`abstain.metrics.auroc` on the rows repeated by their counts."""
+    return weighted_pairs(g_in, g_out, n_groups, w_in, w_out) / float(w_in.sum() * w_out.sum())
+
+
+def weighted_pairs(g_in: NDArray[np.intp], g_out: NDArray[np.intp], n_groups: int,
+                   w_in: NDArray[np.float64], w_out: NDArray[np.float64]) -> float:
+    """The numerator of :func:`weighted_auroc`: the weighted (inlier, outlier) pairs with the
+    outlier above, ties counted one half. Exact for whole draw counts (every term and
+    partial sum is a multiple of 1/2 below ``2**52`` while the draws' pairs are)."""
     a = np.bincount(g_in, weights=w_in, minlength=n_groups)
     b = np.bincount(g_out, weights=w_out, minlength=n_groups)
     below = np.cumsum(a) - a
-    return float(np.dot(b, below + 0.5 * a) / (a.sum() * b.sum()))
+    return float(np.dot(b, below + 0.5 * a))
 
 
 def _as_tasks(tasks: list[tuple[Any, Any, Any]]) -> tuple[list[tuple[F64, F64, F64]], int]:
@@ -267,24 +276,28 @@ def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
                  ) -> tuple[float, NDArray[np.float64]]:
     """Fraction of paired resamples of the test halves where ``combo``'s mean AUROC
     (weighted by ``share``) is above ``single``'s, and the fraction of the same resamples
-    where it is above on each task alone."""
+    where it is above on each task alone. An equal AUROC is no win: the tasks' gaps are
+    exact (differences of whole pair counts) and their weighted sum is compared in
+    fractions, where a sum of rounded gaps could leave an exact tie a little above 0."""
     groups = []
     for t in prepared:
         h = t.test
         groups.append([_groups(statistic(h, *cand, t.cov, epsilon), h.n_in)
                        for cand in (single, combo)])
     wins, task_wins = 0, np.zeros(len(prepared))
+    weights = [Fraction(float(part)) for part in share]
     for _ in range(n_boot):
-        diff = 0.0
-        for i, (t, g, part) in enumerate(zip(prepared, groups, share, strict=True)):
+        diff = Fraction(0)
+        for i, (t, g, part) in enumerate(zip(prepared, groups, weights, strict=True)):
             n_in, n_out = t.test.n_in, t.test.raw.shape[0] - t.test.n_in
             w_in = np.bincount(rng.integers(0, n_in, n_in), minlength=n_in).astype(np.float64)
             w_out = np.bincount(rng.integers(0, n_out, n_out),
                                 minlength=n_out).astype(np.float64)
-            gap = weighted_auroc(*g[1], w_in, w_out) - weighted_auroc(*g[0], w_in, w_out)
+            gap = weighted_pairs(*g[1], w_in, w_out) - weighted_pairs(*g[0], w_in, w_out)
             task_wins[i] += gap > 0.0
-            diff += part * gap
-        wins += diff > 0.0
+            if gap:
+                diff += part * Fraction(gap) / (n_in * n_out)
+        wins += diff > 0
     return wins / n_boot, task_wins / n_boot
 
 
