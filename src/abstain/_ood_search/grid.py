@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .sample import Sample
-from .search import F64, least_fpr_rows
+from .search import F64, Knots, knots, least_fpr_rows, project
 
 #: Queries per block of :func:`_interp_max`: a direction is interpolated inside a block only
 #: where its value at the next block's first query can reach the best value at its first.
@@ -174,3 +174,47 @@ def least_fpr_on_grid(sample: Sample, t: float, n_directions: int) -> float:
     """The least FPR at TPR ``t`` over the grid's directions."""
     return min(float(least_fpr_rows(i, o, starts, sizes, sample.n_id, sample.n_ood, t).min())
                for starts, sizes, (i, o) in _grid_knots(sample, n_directions, ("id", "ood")))
+
+
+def least_risk_at_fpr_on_grid(sample: Sample, fpr: float, targets: F64,
+                              n_directions: int) -> F64:
+    """The least selective risk ``L / I`` of a rule with FPR at most ``fpr`` and TPR at least
+    each of ``targets`` over the ``n_directions`` grid, each target with its own direction
+    (:func:`abstain.metrics.risk_coverage_curve_at_fpr` with ``search="grid"``); NaN where
+    no rule meets both."""
+    best = np.full(targets.size, np.inf)
+    for w in sample.directions("grid", n_directions):
+        kn = knots(project(sample.s, w), sample.w_id, sample.w_ood, sample.w_loss)
+        best = np.fmin(best, _path_at_fpr(kn, fpr * sample.n_ood, targets * sample.n_id))
+    best[~np.isfinite(best)] = np.nan
+    return best
+
+
+def _path_at_fpr(kn: Knots, b: float, targets: F64) -> F64:
+    """Least risk ``L / I`` on the path prefix with ``O <= b`` and ``I >= targets`` (or NaN)."""
+    g = kn.I.size - 1
+    j = int(np.searchsorted(kn.O, b * (1 + 1e-12), side="right")) - 1  # last knot with O <= b
+    pi_, pl = kn.I[j], kn.L[j]
+    if j < g and kn.O[j + 1] > kn.O[j]:
+        f = min((b - kn.O[j]) / (kn.O[j + 1] - kn.O[j]), 1.0)
+        pi_, pl = pi_ + f * (kn.I[j + 1] - kn.I[j]), pl + f * (kn.L[j + 1] - kn.L[j])
+    ki, kl = np.append(kn.I[1 : j + 1], pi_), np.append(kn.L[1 : j + 1], pl)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kr = np.where(ki > 0, kl / ki, np.inf)
+    suffix = np.minimum.accumulate(kr[::-1])[::-1]
+    # the point with I = target exactly, on the segment that reaches it
+    pos = np.searchsorted(ki, targets * (1 - 1e-12), side="left")
+    out = np.full(targets.size, np.nan)
+    ok = pos < ki.size
+    p = pos[ok]
+    prev_i = np.where(p > 0, ki[np.maximum(p - 1, 0)], 0.0)
+    prev_l = np.where(p > 0, kl[np.maximum(p - 1, 0)], 0.0)
+    t = np.maximum(targets[ok], prev_i)
+    di = ki[p] - prev_i
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(di > 0, (t - prev_i) / di, 1.0)
+        li = prev_l + frac * (kl[p] - prev_l)
+        r_at = np.where(t > 0, li / t, np.inf)
+    out[ok] = np.minimum(r_at, suffix[p])
+    out[~np.isfinite(out)] = np.nan
+    return out

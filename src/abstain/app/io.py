@@ -87,9 +87,8 @@ def table_format(path: str | os.PathLike[str]) -> str:
         if Path(path).name.lower() in _FORMATS:  # ".csv" is a hidden file without a suffix
             raise ValueError(f"path must name a file before its extension; got "
                              f"{str(path)!r} (write e.g. 'out{Path(path).name}').")
-        raise ValueError(
-            f"path must end in one of {', '.join(sorted(_FORMATS))}; got {str(path)!r}."
-        )
+        raise ValueError(f"path must end in one of {', '.join(sorted(_FORMATS))}; got "
+                         f"{str(path)!r}.")
     return _FORMATS[suffix]
 
 
@@ -138,6 +137,8 @@ class Rows(NamedTuple):
         starts on), ``"row index"`` for Parquet, NPZ and arrays (from 0).
     numbers : ndarray of int64, shape (n,)
         The line or index of each row, in the whole file (also when read in chunks).
+    whole : bool
+        False for a chunk of a file that holds other rows too.
     """
 
     unit: str
@@ -145,13 +146,9 @@ class Rows(NamedTuple):
     whole: bool = True
 
     def such(self, n: int) -> str:
-        """``n`` rows of a check as a message counts them: ``"2 such row(s)"`` in a whole
-        file, ``"1 such row(s) in lines 2 to 9"`` in one chunk of it (later chunks are
-        not read yet)."""
-        if self.whole or not self.numbers.size:
-            return f"{n} such row(s)"
-        return (f"{n} such row(s) in {self.unit}s {int(self.numbers[0])} to "
-                f"{int(self.numbers[-1])}")
+        """``n`` rows as a message counts them: ``"1 such row(s) in lines 2 to 9"`` in a chunk."""
+        span = f" in {self.unit}s {self.numbers[0]} to {self.numbers[-1]}" if not self.whole else ""
+        return f"{n} such row(s){span}"
 
     @classmethod
     def range(cls, n: int, start: int = 0) -> Rows:
@@ -202,8 +199,7 @@ def text_among_numbers(col: NDArray[Any]) -> int | None:
     ``n/a``), else None."""
     if col.dtype.kind != "U":
         return None
-    first = None
-    number = False
+    first, number = None, False
     for i, cell in enumerate(col.tolist()):
         x = _number(cell)
         if x is None:
@@ -429,16 +425,14 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
         kinds: dict[str, _Kind] = {}
         chunk: list[Record] = []
         body = csv_body(records, len(header))
-        ahead = next(body, None)  # one record ahead: a chunk knows whether it is the last
-        first = True
+        ahead, first = next(body, None), True  # a record ahead: is a chunk the last?
         while ahead is not None:
             chunk.append(ahead)
             ahead = next(body, None)
             if len(chunk) >= rows or ahead is None:
                 table, lines = _csv_columns(header, chunk, p, kinds, columns)
-                yield TableRows(_normalise(table, str(p)),
-                                Rows("line", lines, first and ahead is None))
-                chunk, first = [], False
+                whole, chunk, first = first and ahead is None, [], False
+                yield TableRows(_normalise(table, str(p)), Rows("line", lines, whole))
     else:
         parquet = open_parquet(p, parquet_file)
         seen, total = 0, parquet.metadata.num_rows

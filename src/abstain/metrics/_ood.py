@@ -50,7 +50,12 @@ from .._core.validation import (
 )
 from .._ood_search import envelope as env
 from .._ood_search import search as core
-from .._ood_search.grid import envelopes_and_least_fpr, envelopes_on_grid, least_fpr_on_grid
+from .._ood_search.grid import (
+    envelopes_and_least_fpr,
+    envelopes_on_grid,
+    least_fpr_on_grid,
+    least_risk_at_fpr_on_grid,
+)
 from .._ood_search.sample import (
     N_DIRECTIONS,
     NO_LOSSES,
@@ -289,36 +294,6 @@ def selective_risk_at_precision_recall(
     return _least_risk(sample, precision_recall_constraint(sample, kappa, r, pi), search, d)
 
 
-def _path_at_fpr(kn: core.Knots, b: float, targets: F64) -> F64:
-    """Least risk ``L / I`` on the path prefix with ``O <= b`` and ``I >= targets`` (or NaN)."""
-    g = kn.I.size - 1
-    j = int(np.searchsorted(kn.O, b * (1 + 1e-12), side="right")) - 1  # last knot with O <= b
-    pi_, pl = kn.I[j], kn.L[j]
-    if j < g and kn.O[j + 1] > kn.O[j]:
-        f = min((b - kn.O[j]) / (kn.O[j + 1] - kn.O[j]), 1.0)
-        pi_, pl = pi_ + f * (kn.I[j + 1] - kn.I[j]), pl + f * (kn.L[j + 1] - kn.L[j])
-    ki, kl = np.append(kn.I[1 : j + 1], pi_), np.append(kn.L[1 : j + 1], pl)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kr = np.where(ki > 0, kl / ki, np.inf)
-    suffix = np.minimum.accumulate(kr[::-1])[::-1]
-    # the point with I = target exactly, on the segment that reaches it
-    pos = np.searchsorted(ki, targets * (1 - 1e-12), side="left")
-    out = np.full(targets.size, np.nan)
-    ok = pos < ki.size
-    p = pos[ok]
-    prev_i = np.where(p > 0, ki[np.maximum(p - 1, 0)], 0.0)
-    prev_l = np.where(p > 0, kl[np.maximum(p - 1, 0)], 0.0)
-    t = np.maximum(targets[ok], prev_i)
-    di = ki[p] - prev_i
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(di > 0, (t - prev_i) / di, 1.0)
-        li = prev_l + frac * (kl[p] - prev_l)
-        r_at = np.where(t > 0, li / t, np.inf)
-    out[ok] = np.minimum(r_at, suffix[p])
-    out[~np.isfinite(out)] = np.nan
-    return out
-
-
 @validate_params({"fpr": [Interval(float, 0, 1, closed="both")]})
 def risk_coverage_curve_at_fpr(
     losses: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
@@ -387,13 +362,7 @@ def risk_coverage_curve_at_fpr(
                                      b * sample.n_ood, targets * sample.n_id)
         best[~np.isfinite(best)] = np.nan
         return RiskTPRCurve(targets, best)
-    best = np.full(targets.size, np.inf)
-    for w in sample.directions("grid", n_directions):
-        kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, sample.w_loss)
-        r = _path_at_fpr(kn, b * sample.n_ood, targets * sample.n_id)
-        best = np.fmin(best, r)
-    best[~np.isfinite(best)] = np.nan
-    return RiskTPRCurve(targets, best)
+    return RiskTPRCurve(targets, least_risk_at_fpr_on_grid(sample, b, targets, n_directions))
 
 
 def ood_roc_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None = None, *,
