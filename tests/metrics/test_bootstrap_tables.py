@@ -140,3 +140,11 @@ def test_quantiles_between_finite_replicates_near_the_float_maximum_stay_finite(
         warnings.simplefilter("error")
         low, high = _quantiles(reps, [0.25, 0.75])[:, 0]
     assert (low, high) == (-7.5e307, 7.5e307)
+    # an infinite replicate beside two huge finite ones: NumPy's "overflow encountered in
+    # add" from the sum of ends that no cell reads
+    reps = np.array([[1e308], [1.7e308], [np.inf]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        low, high = _quantiles(reps, [0.25, 0.75])[:, 0]
+    assert low == np.quantile([1e308, 1.7e308, np.finfo(np.float64).max], 0.25)
+    assert high == np.inf

@@ -115,6 +115,10 @@ def test_bad_input_is_refused() -> None:
         resample_counts(np.array([[0, 3]]), 3)
     with pytest.raises(ValueError, match="rows must be a 2-D array"):
         resample_counts(np.array([0, 1]), 3)
+    # a registered curve: NumPy's "setting an array element with a sequence"
+    with pytest.raises(ValueError, match=r"^metrics must each give one number to resample; "
+                                         r"'risk_coverage_curve' gives a curve\.$"):
+        metric_replicates(r, np.ones((1, 2), int), [(METRICS["risk_coverage_curve"], {})])
 
 
 def test_resamples_with_other_id_and_ood_totals_each_get_their_own_constraint() -> None:

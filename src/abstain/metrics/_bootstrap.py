@@ -285,7 +285,9 @@ def _quantiles(reps: NDArray[np.float64], qs: list[float]) -> NDArray[np.float64
         filled = np.where(all_nan, 0.0, reps)
         below = np.nanquantile(filled, qs, axis=0, method="lower")
         above = np.nanquantile(filled, qs, axis=0, method="higher")
-        with np.errstate(invalid="ignore"):
-            ends = np.where(below == above, below, below + above)  # -inf + inf: NaN
+        # -inf + inf: NaN; two huge finite ends may overflow, but only an infinite end's
+        # cell is read from this sum
+        with np.errstate(over="ignore", invalid="ignore"):
+            ends = np.where(below == above, below, below + above)
         q = np.where(np.isinf(below) | np.isinf(above), ends, q)
     return np.where(all_nan, np.nan, q)

@@ -351,7 +351,7 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
         Higher = more OOD (rejected first). Arrays, not tables: the bootstrap resamples
         rows (a :class:`~abstain.ScoreTable` or :class:`~abstain.PairTable` goes to the
         metric functions themselves).
-    tpr : float in [0, 1], default 0.95
+    tpr : float in (0, 1], default 0.95
     fpr : float in [0, 1], default 0.05
     search : {"auto", "exact", "grid"}, default "auto"
     n_directions : int >= 1, default 360
@@ -477,7 +477,7 @@ def evaluate_ood_tables(tables: Mapping[str, ScoreTable | PairTable], *, tpr: fl
     tables : dict of str to ScoreTable or PairTable
         Each with OOD marks (``is_ood`` given when it was built); every metric checks its
         table as it does alone.
-    tpr : float in [0, 1], default 0.95
+    tpr : float in (0, 1], default 0.95
     fpr : float in [0, 1], default 0.05
     search : {"auto", "exact", "grid"}, default "auto"
     n_directions : int >= 1, default 360

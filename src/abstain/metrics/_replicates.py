@@ -283,6 +283,10 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
     ((4, 1), True)
     """
     c = np.asarray(counts)
+    curve = next((spec.name for spec, _ in metrics if spec.higher_is_better is None), None)
+    if curve is not None:
+        raise ValueError(f"metrics must each give one number to resample; {curve!r} gives a "
+                         "curve.")
     if not resampler.marked and any(spec.kind == "ood" for spec, _ in metrics):
         raise ValueError("the OOD metrics take a TableResampler built with is_ood; this one "
                          "has no OOD marks.")
