@@ -276,3 +276,90 @@ def test_fetch_shuttle_errors_are_one_line(capsys, tmp_path):
         err = capsys.readouterr().err
         assert err.startswith("python -m abstain.datasets fetch-shuttle: error: ")
         assert err.count("\n") == 1
+
+
+def test_a_damaged_deb_is_refused_in_one_line(capsys, tmp_path):
+    """A package cut short, a size field that is no number, a data member compressed in a
+    way Python cannot read (zstd before 3.14): tarfile's ReadError, EOFError and int()'s
+    message ended in tracebacks."""
+    good = _fake_deb(_sources.SHUTTLE_MEMBER, b"RDX3 payload")
+    start = good.index(b"data.tar.xz")
+    garbled = good[: start + 48] + b"abcdefghij" + good[start + 58 :]
+    unreadable = good.replace(b"data.tar.xz", b"data.tar.zst")
+    unreadable = unreadable[: unreadable.index(b"`\n", start) + 2] + b"\x28\xb5\x2f\xfd" * 40
+    cases = {"cut short": good[: start + 100], "garbled size": garbled, "zstd": unreadable}
+    for name, deb in cases.items():
+        path = tmp_path / f"{name}.deb"
+        path.write_bytes(deb)
+        with pytest.raises(ValueError, match=r"^deb"):
+            _sources._deb_member(deb, _sources.SHUTTLE_MEMBER)
+        assert main(["fetch-shuttle", "--deb", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("python -m abstain.datasets fetch-shuttle: error: deb"), err
+        assert err.count("\n") == 1, err
+
+
+def test_a_failed_download_or_a_missing_parser_is_one_line(monkeypatch, capsys, tmp_path):
+    import subprocess
+
+    monkeypatch.setenv("ABSTAIN_DATA", str(tmp_path))
+    monkeypatch.setattr(_sources.shutil, "which", lambda name: "/usr/bin/apt-get")
+    monkeypatch.setattr(_sources.subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 100))
+    assert main(["fetch-shuttle"]) == 1  # CalledProcessError's traceback before
+    err = capsys.readouterr().err
+    assert "`apt-get download r-cran-mlbench` failed (exit status 100" in err
+    assert err.count("\n") == 1
+    deb = tmp_path / "p.deb"
+    deb.write_bytes(_fake_deb(_sources.SHUTTLE_MEMBER, b"RDX3 payload"))
+    monkeypatch.setitem(sys.modules, "rdata", None)  # not installed
+    assert main(["fetch-shuttle", "--deb", str(deb)]) == 1  # MissingDataSourceError's traceback
+    err = capsys.readouterr().err
+    assert "import 'rdata' failed" in err and err.count("\n") == 1
+
+
+def test_a_failed_cache_write_keeps_the_cache_that_was_there(monkeypatch, tmp_path):
+    # the cache was written in place: a full disk left a truncated shuttle.npz, refused by
+    # every load after with zipfile's "File is not a zip file"
+    path = tmp_path / "shuttle.npz"
+    _sources.write_npz(path, X=np.ones((3, 2)), y=np.arange(3))
+    before = path.read_bytes()
+
+    def full(f, **arrays):  # type: ignore[no-untyped-def]
+        f.write(b"PK\x03\x04 half")
+        raise OSError(27, "File too large")
+
+    monkeypatch.setattr(_sources.np, "savez_compressed", full)
+    with pytest.raises(OSError, match="File too large"):
+        _sources.write_npz(path, X=np.zeros((3, 2)), y=np.arange(3))
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [
+        "shuttle.npz"]
+
+
+def test_a_damaged_shuttle_cache_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setenv("ABSTAIN_DATA", str(tmp_path))
+    (tmp_path / "shuttle.npz").write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(DataNotCachedError, match=r"^the SHUTTLE cache .*shuttle.npz is damaged "
+                                                 r".*fetch it again with `python -m "
+                                                 r"abstain.datasets fetch-shuttle`"):
+        load_shuttle()
+
+
+def test_the_synthetic_example_checks_its_fields():
+    # no check before: ood_prior 1.5 drew only OOD rows, a negative deviation gave NaN
+    # densities, two classes failed in sample with NumPy's "a and p must have same size"
+    from abstain.datasets import SyntheticOOD1D
+
+    for kwargs, match in (({"ood_prior": 1.5}, r"ood_prior must be in \[0, 1\]; got 1.5"),
+                          ({"ood_prior": math.nan}, r"ood_prior must be in \[0, 1\]"),
+                          ({"id_std": -1.0}, "id_std must be a finite standard deviation > 0"),
+                          ({"ood_std": 0.0}, "ood_std must be a finite standard deviation > 0"),
+                          ({"means": (0.0, 1.0)}, "weights and means must be one per ID class"),
+                          ({"weights": (0.5, 0.6, -0.1)}, "weights must be class priors"),
+                          ({"ood_mean": math.inf}, "means and ood_mean must be finite")):
+        with pytest.raises(ValueError, match="^" + match):
+            SyntheticOOD1D(**kwargs)
+    two = SyntheticOOD1D(weights=(0.5, 0.5), means=(-1.0, 1.0))
+    x, y = two.sample(2000, random_state=0)
+    assert set(np.unique(y).tolist()) == {0, 1, 2}
+    assert two.joint_id(x).shape == (2000, 2)

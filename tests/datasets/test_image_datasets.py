@@ -271,6 +271,19 @@ def test_render_letters_skips_fonts_without_the_letters(cache, two_fonts, tmp_pa
     assert X.shape == (2, 28, 28)
 
 
+def test_letters_no_installed_font_draws_are_not_a_missing_install(cache, two_fonts,
+                                                                    monkeypatch):
+    # "no usable font under /usr/share/fonts ... apt-get install fonts-dejavu-core" where
+    # the fonts are there and the letters are what none of them draws
+    monkeypatch.setattr(_images, "find_fonts", lambda dirs: list(two_fonts))
+    with pytest.raises(ValueError, match=r"^letters must be drawn by an installed font; none "
+                                         r"of the 2 font file\(s\) under .* draws"):
+        render_letters("A\u4e00")
+    monkeypatch.setattr(_images, "find_fonts", lambda dirs: [])
+    with pytest.raises(MissingDataSourceError, match="no usable font under"):
+        render_letters("AB")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         try:
             print(f"SHUTTLE cached in {fetch_shuttle(args.deb)}")
-        except (ValueError, OSError) as exc:  # a bad .deb, a missing file, no apt-get
+        except (ValueError, OSError, ImportError) as exc:  # a bad .deb, no apt-get, no rdata
             print(f"python -m abstain.datasets fetch-shuttle: error: {exc}", file=sys.stderr)
             return 1
     return 0

@@ -16,12 +16,10 @@ Every loader returns images in the MNIST convention: ``X`` uint8 of shape (n, 28
 from __future__ import annotations
 
 import codecs
-import contextlib
 import gzip
 import hashlib
 import os
 import pickle
-import secrets
 import warnings
 import zlib
 from collections.abc import Sequence
@@ -32,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.validation import check_choice, check_int, check_random_state, plain
-from ..datasets._sources import data_home, package_file, require_source
+from ..datasets._sources import data_home, package_file, require_source, write_npz
 from ..exceptions import MissingDataSourceError
 
 __all__ = [
@@ -151,18 +149,12 @@ def _unpickle_arrays(file: Any, **kwargs: Any) -> Any:
 
 
 def _save_npz(path: Path, **arrays: NDArray[Any]) -> None:
-    """Write ``path`` atomically (a temporary file, then a rename); warn if that fails."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    """Write ``path`` atomically (:func:`~abstain.datasets._sources.write_npz`); warn if
+    that fails."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, allow_pickle=False, **arrays)
-        os.replace(tmp, path)
+        write_npz(path, **arrays)
     except OSError as exc:
         warnings.warn(f"could not cache {path.name} in {path.parent}: {exc}", stacklevel=3)
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
 
 
 def _as_images(X: NDArray[Any], labels: NDArray[Any] | None, name: str) -> Images:
@@ -480,7 +472,8 @@ def render_letters(
         installed; ``make data-ood`` installs both.
     ValueError
         When ``letters`` is empty or repeats a character, ``size`` is too small, a
-        given font file does not exist, or none of the given fonts is usable.
+        given font file does not exist, or none of the given (or installed) fonts draws
+        the letters.
     """
     if not isinstance(letters, str) or not letters or len(set(letters)) != len(letters):
         raise ValueError(
@@ -519,9 +512,13 @@ def render_letters(
         stacks.append(stack)
         used.append(str(path))
     if not stacks:
-        if fonts is None:
-            where = " or ".join(map(str, FONT_DIRS))
+        where = " or ".join(map(str, FONT_DIRS))
+        if fonts is None and not paths:
             raise _missing("render_letters", f"no usable font under {where}", FONT_INSTALL)
+        if fonts is None:  # fonts are installed: the letters are what none of them draws
+            raise ValueError(f"letters must be drawn by an installed font; none of the "
+                             f"{len(paths)} font file(s) under {where} draws {letters!r} "
+                             "(pass fonts= with one that does).")
         raise ValueError(
             f"fonts must contain at least one font that draws {letters!r}; got {len(paths)} "
             f"font(s), none usable."

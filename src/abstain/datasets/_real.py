@@ -6,12 +6,14 @@ Each loader returns ``(X, y)``: ``X`` a float64 array of shape (n_samples, n_fea
 
 from __future__ import annotations
 
+import zipfile
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..datasets._sources import require_source, shuttle_cache
+from ..exceptions import DataNotCachedError
 
 __all__ = [
     "load_letter",
@@ -151,9 +153,16 @@ def load_shuttle() -> Dataset:
     Raises
     ------
     DataNotCachedError
-        When SHUTTLE has not been fetched; the message names ``make data``.
+        When SHUTTLE has not been fetched, or its cache file is damaged; the message names
+        the command that fetches it.
     """
-    with np.load(shuttle_cache(), allow_pickle=False) as npz:
-        X = np.asarray(npz["X"], dtype=np.float64)
-        y = np.asarray(npz["y"], dtype=np.int64)
+    path = shuttle_cache()
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            X = np.asarray(npz["X"], dtype=np.float64)
+            y = np.asarray(npz["y"], dtype=np.int64)
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise DataNotCachedError(
+            f"the SHUTTLE cache {path} is damaged ({type(exc).__name__}: {exc}); fetch it "
+            f"again with `python -m abstain.datasets fetch-shuttle`.") from None
     return X, y

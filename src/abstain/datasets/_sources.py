@@ -7,15 +7,19 @@ PyPI packages are imported, and SHUTTLE is read once from the Debian package
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import io
+import lzma
 import os
+import secrets
 import shutil
 import subprocess
 import tarfile
 import tempfile
 import warnings
+import zlib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -102,21 +106,39 @@ def _deb_member(deb: bytes, member: str) -> bytes:
     pos = 8
     while pos + 60 <= len(deb):
         header = deb[pos : pos + 60]
-        name = header[:16].decode("ascii").strip().rstrip("/")
-        size = int(header[48:58].decode("ascii"))
+        name = header[:16].decode("ascii", "replace").strip().rstrip("/")
+        field = header[48:58].decode("ascii", "replace").strip()
+        if not field.isdigit():
+            raise ValueError(f"deb must be a Debian package; the size of its member {name!r} "
+                             f"is {field!r}, not a number (a damaged file: download it again).")
+        size = int(field)
         pos += 60
         if name.startswith("data.tar"):
-            body = deb[pos : pos + size]
-            # tarfile reads gz, bz2 and xz itself; zstd needs Python >= 3.14.
-            with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as tar:
-                for info in tar.getmembers():
-                    if info.name.lstrip("./") == member:
-                        extracted = tar.extractfile(info)
-                        if extracted is not None:
-                            return extracted.read()
-            raise ValueError(f"deb must contain {member}; got a package without it.")
+            found = _tar_member(deb[pos : pos + size], name, member)
+            if found is None:
+                raise ValueError(f"deb must contain {member}; got a package without it.")
+            return found
         pos += size + (size % 2)
     raise ValueError("deb must contain a data.tar member; got a package without one.")
+
+
+def _tar_member(body: bytes, name: str, member: str) -> bytes | None:
+    """``member`` of the tar archive ``body`` (the package's ``name``), None if it has none."""
+    try:
+        # tarfile reads gz, bz2 and xz itself; zstd needs Python >= 3.14.
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as tar:
+            for info in tar.getmembers():
+                if info.name.lstrip("./") == member:
+                    extracted = tar.extractfile(info)
+                    if extracted is not None:
+                        return extracted.read()
+    except (tarfile.TarError, EOFError, OSError, lzma.LZMAError, zlib.error) as exc:
+        why = " ".join(str(exc).split())  # tarfile's message of each method, one per line
+        raise ValueError(f"deb's {name} cannot be read ({type(exc).__name__}: {why}): the file "
+                         "is cut short or damaged (download it again), or compressed with "
+                         "zstd, which Python reads from 3.14 on (take a package of "
+                         "Debian's own mirror, compressed with xz).") from None
+    return None
 
 
 def _apt_download(package: str, folder: Path) -> Path:
@@ -126,7 +148,12 @@ def _apt_download(package: str, folder: Path) -> Path:
             f"Download its .deb from a Debian mirror by hand and run "
             f"`python -m abstain.datasets fetch-shuttle --deb PATH`."
         )
-    subprocess.run(["apt-get", "download", package], cwd=folder, check=True)
+    done = subprocess.run(["apt-get", "download", package], cwd=folder, check=False)
+    if done.returncode != 0:
+        raise DataNotCachedError(
+            f"`apt-get download {package}` failed (exit status {done.returncode}, above). "
+            f"Download its .deb from a Debian mirror by hand and run "
+            f"`python -m abstain.datasets fetch-shuttle --deb PATH`.")
     debs = sorted(folder.glob(f"{package}_*.deb"))
     if not debs:
         raise DataNotCachedError(f"`apt-get download {package}` left no .deb in {folder}.")
@@ -138,13 +165,19 @@ def _read_shuttle_rda(rda: bytes) -> tuple[NDArray[np.float64], NDArray[np.int64
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "Shuttle.rda"
         path.write_bytes(rda)
-        with warnings.catch_warnings():
-            # R files written without an encoding flag; the data are numbers and ASCII levels.
-            warnings.filterwarnings("ignore", message="Unknown encoding")
-            frame: Any = rdata.read_rda(str(path))["Shuttle"]
-    label = frame["Class"]
-    X = frame.drop(columns="Class").to_numpy(dtype=np.float64)
-    y = np.asarray(label.cat.codes, dtype=np.int64)
+        try:
+            with warnings.catch_warnings():
+                # R files written without an encoding flag; the data are numbers and ASCII
+                # levels.
+                warnings.filterwarnings("ignore", message="Unknown encoding")
+                frame: Any = rdata.read_rda(str(path))["Shuttle"]
+            label = frame["Class"]
+            X = frame.drop(columns="Class").to_numpy(dtype=np.float64)
+            y = np.asarray(label.cat.codes, dtype=np.int64)
+        except Exception as exc:  # rdata's own errors: NotImplementedError, KeyError, ...
+            raise ValueError(f"deb's {SHUTTLE_MEMBER} is not the R data of SHUTTLE "
+                             f"({type(exc).__name__}: {exc}); download the package again."
+                             ) from None
     return X, y, [str(c) for c in label.cat.categories]
 
 
@@ -174,8 +207,22 @@ def fetch_shuttle(deb: str | os.PathLike[str] | None = None) -> Path:
     deb_path = Path(deb) if deb is not None else _apt_download(SHUTTLE_DEB, home)
     X, y, classes = _read_shuttle_rda(_deb_member(deb_path.read_bytes(), SHUTTLE_MEMBER))
     out = home / SHUTTLE_NPZ
-    np.savez_compressed(out, X=X, y=y, classes=np.array(classes, dtype=str))
+    write_npz(out, X=X, y=y, classes=np.array(classes, dtype=str))
     return out
+
+
+def write_npz(path: Path, **arrays: NDArray[Any]) -> None:
+    """Write ``path`` atomically: a temporary file beside it, renamed over it once complete,
+    so a failure (a full disk) leaves the file that was there, or none."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, allow_pickle=False, **arrays)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def shuttle_cache() -> Path:

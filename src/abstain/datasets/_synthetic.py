@@ -29,8 +29,11 @@ class SyntheticOOD1D:
     Attributes
     ----------
     weights, means : tuple of float
-        Class priors and means of the three ID classes (labels 1, 2, 3).
+        Class priors (non-negative, summing to 1) and means of the ID classes (labels 1,
+        2, 3 by default: one per weight).
     id_std, ood_mean, ood_std, ood_prior : float
+        Standard deviations above 0, ``ood_prior`` in [0, 1]; each is checked when the
+        example is made.
     """
 
     weights: tuple[float, ...] = (0.3, 0.3, 0.4)
@@ -40,14 +43,34 @@ class SyntheticOOD1D:
     ood_std: float = math.sqrt(0.2)
     ood_prior: float = 0.25
 
+    def __post_init__(self) -> None:
+        w = np.asarray(self.weights, dtype=np.float64)
+        m = np.asarray(self.means, dtype=np.float64)
+        if w.ndim != 1 or w.size == 0 or m.shape != w.shape:
+            raise ValueError(f"weights and means must be one per ID class, of one length; got "
+                             f"{plain(self.weights)} and {plain(self.means)}.")
+        if not (np.all(np.isfinite(w)) and np.all(w >= 0) and abs(w.sum() - 1.0) <= 1e-9):
+            raise ValueError(f"weights must be class priors, non-negative and summing to 1; "
+                             f"got {plain(self.weights)}.")
+        for name in ("id_std", "ood_std"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float, np.number)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a finite standard deviation > 0; got "
+                                 f"{plain(v)}.")
+        if not (np.all(np.isfinite(m)) and math.isfinite(self.ood_mean)):
+            raise ValueError(f"means and ood_mean must be finite; got {plain(self.means)} and "
+                             f"{plain(self.ood_mean)}.")
+        if not 0.0 <= self.ood_prior <= 1.0:
+            raise ValueError(f"ood_prior must be in [0, 1]; got {plain(self.ood_prior)}.")
+
     def _log_joint(self, x: ArrayLike) -> F64:
-        """``log p_I(x, y)`` for y = 1, 2, 3, shape ``x.shape + (3,)``."""
+        """``log p_I(x, y)`` for y = 1..K, shape ``x.shape + (K,)``."""
         x = np.asarray(x, dtype=np.float64)[..., None]
         return np.log(np.asarray(self.weights)) + stats.norm.logpdf(
             x, np.asarray(self.means), self.id_std)
 
     def joint_id(self, x: ArrayLike) -> F64:
-        """``p_I(x, y)`` for y = 1, 2, 3, shape ``x.shape + (3,)`` ((n, 3) for n inputs)."""
+        """``p_I(x, y)`` for y = 1..K, shape ``x.shape + (K,)`` ((n, K) for n inputs)."""
         return np.exp(self._log_joint(x))
 
     def p_id(self, x: ArrayLike) -> F64:
@@ -59,7 +82,7 @@ class SyntheticOOD1D:
         return stats.norm.pdf(np.asarray(x, dtype=np.float64), self.ood_mean, self.ood_std)
 
     def h_bayes(self, x: ArrayLike) -> NDArray[np.int64]:
-        """Bayes ID classifier ``h_B(x)`` under the 0/1 loss (labels 1, 2, 3)."""
+        """Bayes ID classifier ``h_B(x)`` under the 0/1 loss (labels 1..K)."""
         return np.argmax(self._log_joint(x), axis=-1) + 1
 
     def r_bayes(self, x: ArrayLike) -> F64:
@@ -80,7 +103,7 @@ class SyntheticOOD1D:
             return np.exp(log_ood - special.logsumexp(self._log_joint(x), axis=-1))
 
     def sample(self, n: int, *, random_state: Any = None) -> tuple[F64, NDArray[np.int64]]:
-        """Draw ``n`` inputs of the mixture; labels 1..3 for ID and 0 for OOD.
+        """Draw ``n`` inputs of the mixture; labels 1..K for ID and 0 for OOD.
 
         Returns
         -------
@@ -92,7 +115,8 @@ class SyntheticOOD1D:
         check_random_state("random_state", random_state)
         rng = np.random.default_rng(random_state)
         ood = rng.random(n) < self.ood_prior
-        y = np.where(ood, 0, rng.choice(3, size=n, p=np.asarray(self.weights)) + 1)
+        w = np.asarray(self.weights, dtype=np.float64)
+        y = np.where(ood, 0, rng.choice(w.size, size=n, p=w / w.sum()) + 1)
         means = np.where(ood, self.ood_mean, np.asarray(self.means)[np.maximum(y - 1, 0)])
         std = np.where(ood, self.ood_std, self.id_std)
         return means + std * rng.standard_normal(n), y
