@@ -50,7 +50,8 @@ def test_paired_wins_count_no_exact_tie_of_the_mean_auroc_as_a_win():
 
     def exact(s_in, s_out, w_in, w_out):
         num = sum(Fraction(int(a) * int(b)) * (1 if y > x else Fraction(1, 2) if y == x else 0)
-                  for x, a in zip(s_in, w_in) for y, b in zip(s_out, w_out))
+                  for x, a in zip(s_in, w_in, strict=True)
+                  for y, b in zip(s_out, w_out, strict=True))
         return num / (int(w_in.sum()) * int(w_out.sum()))
 
     rng0 = np.random.default_rng(0)

@@ -47,12 +47,12 @@ def _expected_loss(p: NDArray[np.float64], mat: NDArray[np.float64] | None,
                    ) -> NDArray[np.float64]:
     """``expected[i, yhat] = sum_y p[i, y] * loss[y, yhat]`` (the 0/1 loss if ``mat`` is
     None: the row total less ``p[i, yhat]``, which serves the prediction's ties only; the
-    risk is :func:`_zero_one_risk`), each sum taken over its terms in ascending order, so a row's risks do not depend
-    on the batch it is scored in, on the CPU (a BLAS product adds in an order that depends
-    on both, which would move tie groups of the uncertainty and the prediction's tie rule),
-    or on the order of the classes: rows whose terms are the same numbers in another order
-    (``[0.1, 0.2, 0.7]`` and ``[0.7, 0.2, 0.1]`` under the 0/1 loss) get the same risks and
-    tie."""
+    risk is :func:`_zero_one_risk`), each sum taken over its terms in ascending order, so a
+    row's risks do not depend on the batch it is scored in, on the CPU (a BLAS product adds
+    in an order that depends on both, which would move tie groups of the uncertainty and the
+    prediction's tie rule), or on the order of the classes: rows whose terms are the same
+    numbers in another order (``[0.1, 0.2, 0.7]`` and ``[0.7, 0.2, 0.1]`` under the 0/1
+    loss) get the same risks and tie."""
     k = p.shape[1]
     if mat is None:  # sum over y != yhat: the row total less p[yhat]
         return np.sort(p, axis=1).sum(axis=1, keepdims=True) - p
