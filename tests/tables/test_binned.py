@@ -202,3 +202,37 @@ def test_the_ood_metrics_and_models_say_what_a_binned_table_offers():
         with pytest.raises(ValueError, match="^a BinnedTable gives its metrics with their "
                                              "certified error through its own methods"):
             call()
+
+
+@pytest.mark.parametrize("top", [1e307, 1.5e307])
+def test_augrc_of_losses_near_the_float_maximum_is_finite_and_certified(top: float) -> None:
+    # m * prior and s * (m + 1) / 2 overflowed before the division by n**2: inf or NaN
+    u = np.arange(8) / 8.0
+    losses = np.array([1, 0, 1, 1, 0, 1, 1, 1], dtype=float) * top
+    got = BinnedTable.from_arrays(u, losses, edges=[0.0, 0.5, 1.0]).augrc()
+    exact = augrc(losses, u)
+    assert np.isfinite(got.value) and np.isfinite(got.error)
+    assert abs(got.value - exact) <= got.error
+    small = BinnedTable.from_arrays(u, losses / top, edges=[0.0, 0.5, 1.0]).augrc()
+    assert got.value == pytest.approx(small.value * top, rel=1e-12)
+
+
+def test_a_refused_add_or_merge_leaves_the_tables_as_they_were() -> None:
+    # loss sums beyond float64 were taken (aurc inf, error NaN); a refused add had already
+    # marked the table as one of OOD rows, so a valid table was refused after it
+    big = BinnedTable.from_arrays([0.1, 0.2], [6e307, 6e307], edges=[0.0, 1.0])
+    with pytest.raises(ValueError, match="^losses must have a sum within the float64 range"):
+        BinnedTable.merge(big, big)
+    with pytest.raises(ValueError, match="^losses must have a sum within the float64 range"):
+        big.add(ScoreTable.from_arrays([0.3, 0.4], [6e307, 6e307]))
+    assert big.n == 2 and big.loss_sums.tolist() == [1.2e308]
+    b = BinnedTable([0.0, 1.0])
+    with pytest.raises(ValueError, match="within the bin edges"):
+        b.add(ScoreTable.from_arrays([0.2, 3.0], [0.0, 1.0], is_ood=[False, True]))
+    assert b.n == 0 and b.ood_marked is None
+    valid = ScoreTable.from_arrays([0.2, 0.3], [0.0, 1.0])
+    assert b.add(valid).aurc() == BinnedTable([0.0, 1.0]).add(valid).aurc()
+    with pytest.raises(TypeError, match=r"^table must be a ScoreTable; got list\.$"):
+        b.add([0.1])  # type: ignore[arg-type]
+    squares = BinnedTable.from_arrays([0.1, 0.2], [1e200, 1e200], edges=[0.0, 1.0])
+    assert BinnedTable.merge(squares, squares).sq_loss_sums is None  # beyond float64: dropped

@@ -67,3 +67,8 @@ def test_counts_must_be_one_whole_number_per_row() -> None:
         with pytest.raises(ValueError, match=r"^counts must be at least 0 \(how many times "
                                              r"each row is drawn\); got -1\."):
             bad(np.array([-1, 2]))
+    # 2**53 rows or more: int64 counts wrapped to a negative row count, or lost a row
+    for bad, counts in ((r.table, np.array([2**62, 2**62])), (r.totals, np.array([[2**53, 1]]))):
+        with pytest.raises(ValueError, match=r"^counts must draw fewer than 2\*\*53 rows per "
+                                             r"resample"):
+            bad(counts)

@@ -125,31 +125,50 @@ class BinnedTable:
         return np.minimum(k, self.edges.size - 2)
 
     def add(self, table: ScoreTable) -> BinnedTable:
-        """Add the rows of an exact table; return ``self``."""
-        if table.n > 0:
-            self.ood_marked = _same_marks([self.ood_marked, table.ood_counts is not None])
+        """Add the rows of an exact table; return ``self`` (unchanged where it is refused)."""
+        if not isinstance(table, ScoreTable):
+            raise TypeError(f"table must be a ScoreTable; got {type(table).__name__}.")
+        marked = (_same_marks([self.ood_marked, table.ood_counts is not None]) if table.n > 0
+                  else self.ood_marked)
         bins = self._bins(table.values)
         size = self.counts.size
-        self.counts += np.bincount(bins, weights=table.counts, minlength=size).astype(np.int64)
-        if table.ood_counts is not None:
-            self.ood_counts += np.bincount(bins, weights=table.ood_counts,
+        counts = self.counts + np.bincount(bins, weights=table.counts,
                                            minlength=size).astype(np.int64)
+        ood = self.ood_counts
+        if table.ood_counts is not None:
+            ood = ood + np.bincount(bins, weights=table.ood_counts,
+                                    minlength=size).astype(np.int64)
         squares = table.sq_loss_sums is not None and self.sq_loss_sums is not None
         cols: list[F64] = [table.loss_sums]
         if squares:
             cols.append(table.sq_loss_sums)  # type: ignore[arg-type]
         used, _, sums = group_totals(bins.astype(np.float64), *cols)
         used = used.astype(np.intp)
-        self.loss_sums[used] += sums[0]
+        loss_sums = self.loss_sums.copy()
+        loss_sums[used] += sums[0]
+        sq = None
         if squares:
-            self.sq_loss_sums[used] += sums[1]  # type: ignore[index]
-        else:
-            self.sq_loss_sums = None
+            sq = self.sq_loss_sums.copy()  # type: ignore[union-attr]
+            sq[used] += sums[1]
+        self._take(counts, ood, loss_sums, sq)
+        self.ood_marked = marked
         np.minimum.at(self.lows, bins, table.values)
         np.maximum.at(self.highs, bins, table.values)
         self.max_loss = max(self.max_loss, table.max_loss)
         self.binary = self.binary and table.binary
         return self
+
+    def _take(self, counts: NDArray[np.int64], ood: NDArray[np.int64], loss_sums: F64,
+              sq: F64 | None) -> None:
+        """Set the totals, refusing loss sums beyond float64 (the table then unchanged);
+        squares beyond it are dropped, as :meth:`ScoreTable.merge` drops them."""
+        with np.errstate(over="ignore"):
+            total, sq_total = loss_sums.sum(), None if sq is None else sq.sum()
+        if not np.isfinite(total):
+            raise ValueError("losses must have a sum within the float64 range (scale them "
+                             "down; the metrics are linear in the losses).")
+        self.counts, self.ood_counts, self.loss_sums = counts, ood, loss_sums
+        self.sq_loss_sums = sq if sq_total is not None and np.isfinite(sq_total) else None
 
     @classmethod
     def from_arrays(cls, uncertainty: ArrayLike, losses: ArrayLike, *, edges: ArrayLike,
@@ -171,14 +190,16 @@ class BinnedTable:
                                  "on the same edges.")
         out = cls(tables[0].edges)
         out.ood_marked = _same_marks([t.ood_marked for t in tables])
+        counts, ood, loss_sums = out.counts.copy(), out.ood_counts.copy(), out.loss_sums.copy()
+        sq: F64 | None = np.zeros(loss_sums.size)
+        with np.errstate(over="ignore"):
+            for t in tables:
+                counts += t.counts
+                ood += t.ood_counts
+                loss_sums += t.loss_sums
+                sq = None if sq is None or t.sq_loss_sums is None else sq + t.sq_loss_sums
+        out._take(counts, ood, loss_sums, sq)
         for t in tables:
-            out.counts += t.counts
-            out.ood_counts += t.ood_counts
-            out.loss_sums += t.loss_sums
-            if out.sq_loss_sums is not None and t.sq_loss_sums is not None:
-                out.sq_loss_sums += t.sq_loss_sums
-            else:
-                out.sq_loss_sums = None
             np.minimum(out.lows, t.lows, out=out.lows)
             np.maximum(out.highs, t.highs, out=out.highs)
             out.max_loss = max(out.max_loss, t.max_loss)
@@ -258,12 +279,17 @@ class BinnedTable:
         loss of the first ``k`` rows of a bin, summed without the ``1 / (B + k)``)."""
         m, s, _, _, _, _ = self._area_bounds()
         n = float(m.sum())
+        top = self.max_loss
+        # in units of a power of two where the products of losses with n^2 rows would
+        # overflow (1.0, the plain sums, for every realistic table; exact either way)
+        exponent = math.frexp(top)[1] + 2 * math.frexp(n)[1]
+        scale = math.ldexp(1.0, exponent - 1000) if exponent > 1000 else 1.0
+        s, top = s / scale, top / scale
         prior = np.concatenate(([0.0], np.cumsum(s)[:-1]))
         tied = s * (m + 1.0) / 2.0
         value = float(np.sum(m * prior + tied)) / n / n
-        top = self.max_loss
         if top == 0.0:
-            return Bounded(value, 0.0)
+            return Bounded(value * scale, 0.0)
         q = s / top
         j = np.minimum(m, np.floor(q))
         high = top * j * (j + 1.0) / 2.0 + s * (m - j)
@@ -271,7 +297,7 @@ class BinnedTable:
         count = m - k0 + 1.0
         low = np.maximum(count * (s - m * top) + top * count * (k0 + m) / 2.0, 0.0)
         gap = float(np.sum(np.maximum(high - tied, tied - low)))
-        return Bounded(value, gap / n / n * (1 + 1e-9) + 1e-15 * value)
+        return Bounded(value * scale, (gap / n / n * (1 + 1e-9) + 1e-15 * value) * scale)
 
     def auroc(self) -> Bounded:
         """AUROC (OOD positive, ties one half) on the bins, with its certified error: the ID

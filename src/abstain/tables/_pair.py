@@ -194,6 +194,8 @@ class PairTable(LazyUpdates, ParamsMixin):
         if np.any(oc > c):
             raise ValueError("ood_counts must be at most counts at every pair; got more OOD "
                              f"rows than rows at {int(np.sum(oc > c))} pair(s).")
+        if isinstance(max_loss, bool) or not isinstance(max_loss, (int, float, np.number)):
+            raise ValueError(f"max_loss must be a finite number >= 0; got {max_loss!r}.")
         top = float(max_loss)
         if not np.isfinite(top) or top < 0:
             raise ValueError(f"max_loss must be a finite number >= 0; got {max_loss!r}.")

@@ -210,7 +210,13 @@ def _weighted(group: NDArray[np.intp], weights: F64, size: int) -> F64:
 
 
 def _check_draws(counts: NDArray[np.integer]) -> None:
-    """Refuse a negative count: a row is drawn a whole number of times, at least 0."""
+    """Refuse a negative count (a row is drawn a whole number of times, at least 0) and a
+    resample of 2**53 rows or more, which the tables' float64 totals cannot count exactly
+    (a negative row count, or a row lost, beyond it)."""
     if counts.dtype.kind == "i" and counts.size and int(counts.min()) < 0:
         raise ValueError(f"counts must be at least 0 (how many times each row is drawn); got "
                          f"{int(counts.min())}.")
+    total = float(np.max(counts.sum(axis=-1, dtype=np.float64), initial=0.0))
+    if total >= 2.0**53:
+        raise ValueError(f"counts must draw fewer than 2**53 rows per resample (the tables "
+                         f"count rows exactly below it); got {total:.6g}.")
