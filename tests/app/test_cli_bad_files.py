@@ -307,6 +307,22 @@ def test_apply_keeps_parquet_dtypes_and_npz_arrays(rule_file, tmp_path, capsys):
         assert got_npz["accept"].tolist() == [1.0, 0.0, 1.0]
 
 
+def test_apply_from_npz_to_parquet_keeps_nan_a_value_and_dates_dates(rule_file, tmp_path,
+                                                                      capsys):
+    # written through pandas, NaN came out as a null (null_count 1) and datetime64[D] as
+    # timestamp[ms]
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    np.savez(tmp_path / "in.npz", risk=np.array([0.1, 0.5, 0.3]),
+             z=np.array([np.nan, 2.0, 1.0]), d=np.array(["2020-01-01"] * 3, "datetime64[D]"))
+    out = tmp_path / "out.parquet"
+    assert run(capsys, "apply", rule_file, tmp_path / "in.npz", "-o", out)[0] == 0
+    got = pq.read_table(out)
+    assert got.column("z").null_count == 0 and np.isnan(got.column("z").to_pylist()[0])
+    assert got.schema.field("d").type == pa.date32()
+    assert got.column("accept").null_count == 0
+
+
 def test_apply_from_parquet_to_npz_keeps_integers_or_refuses_their_nulls(rule_file, tmp_path,
                                                                          capsys):
     # int64 with a null came out as float64 (9007199254740993 as ...992), booleans with a

@@ -9,11 +9,23 @@ header is line 1) in every error. A cell may be of any length.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-__all__ = ["BOM", "Record", "csv_body", "csv_header", "csv_records", "is_blank", "split_record"]
+from .._core.files import atomic_path
+from .parquet_files import check_rows
+
+__all__ = [
+    "BOM",
+    "Record",
+    "copy_with_column",
+    "csv_body",
+    "csv_header",
+    "csv_records",
+    "is_blank",
+    "split_record",
+]
 
 BOM = b"\xef\xbb\xbf"
 BINARY = re.compile(r"[\x00-\x08\x0e-\x1f]")
@@ -189,3 +201,47 @@ def csv_body(records: Iterator[Record], width: int) -> Iterator[Record]:
         yield from blanks
         blanks = []
         yield r
+
+
+def copy_with_column(src: Path, out: Path, name: str, cells: Sequence[str]) -> None:
+    """The CSV ``src`` copied record by record to ``out`` (written atomically) with the cell
+    of ``name`` added, or replaced, by ``cells`` (one per data row); every other byte as
+    written."""
+    with open(src, "rb") as raw:
+        bom = raw.read(3) == BOM
+    records = csv_records(src)
+    first = next(records, None)
+    header = csv_header(first, src)
+    assert first is not None
+    at = header.index(name) if name in header else None
+    quoted = '"' + name.replace('"', '""') + '"'
+    name_cell = quoted if any(c in name for c in ',"\r\n') or name != name.strip() else name
+
+    def line(text: str, cell: str, width: int) -> str:
+        if at is None:
+            return f"{text},{cell}"
+        raw = split_record(text)[1] if text.strip() else [""] * width
+        raw[at] = cell
+        return ",".join(raw)
+
+    n = 0
+    with atomic_path(out) as tmp:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            fh.write(("\ufeff" if bom else "") + line(first.text, name_cell, len(header))
+                     + (first.end or "\n"))
+            tail: list[Record] = []
+            for r in records:
+                if is_blank(r):
+                    tail.append(r)
+                    continue
+                for b in [*tail, r]:
+                    if n >= len(cells):
+                        check_rows(src, n + 1, cells)
+                    text = "," * (len(header) - 1) if is_blank(b) else b.text
+                    end = b.end or ("\n" if b is not r else "")
+                    fh.write(line(text, cells[n], len(header)) + end)
+                    n += 1
+                tail = []
+            for b in tail:  # blank lines after the last row: not rows, kept as written
+                fh.write(b.text + b.end)
+        check_rows(src, n, cells)

@@ -36,7 +36,13 @@ from .._core.files import (
     write_text,
     writes_in_place,
 )
-from .csv_records import BOM, Record, csv_body, csv_header, csv_records, is_blank, split_record
+from .csv_records import (
+    Record,
+    copy_with_column,
+    csv_body,
+    csv_header,
+    csv_records,
+)
 from .parquet_files import (
     arrow_frame,
     check_rows,
@@ -629,13 +635,17 @@ def _write_columns(path: str, fmt: str, columns: Mapping[str, NDArray[Any]]) -> 
     elif fmt == "npz":
         save_npz(path, columns)
     else:
-        import pandas as pd
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
         for name, arr in columns.items():
             if arr.dtype.kind in "cV":  # Parquet has no such type: refused before writing
                 raise ValueError(f"array {name!r} has the dtype {arr.dtype}, which Parquet "
                                  "cannot store; write the output as NPZ, which keeps it.")
-        pd.DataFrame(dict(columns)).to_parquet(path, index=False)
+        # Arrow's own types: NaN stays NaN (pandas writes it as a null, which Arrow, Spark
+        # and SQL count apart) and datetime64[D] a date; None in an object array a null
+        pq.write_table(pa.table({name: pa.array(arr, from_pandas=arr.dtype.kind == "O")
+                                 for name, arr in columns.items()}), path)
 
 
 def _cell(v: Any) -> str:
@@ -695,7 +705,7 @@ def write_with_column(
     streamed = out.suffix.lower() not in _FORMATS and writes_in_place(out)
     fmt = src_fmt if streamed else table_format(out)
     if src_fmt == "csv" and fmt == "csv":
-        _copy_csv(src, out, name, values)
+        copy_with_column(src, out, name, [_accept_cell(v) for v in values])
         return
     if src_fmt == "csv":
         records = csv_records(src)
@@ -756,45 +766,3 @@ def _plain(arr: NDArray[Any]) -> NDArray[Any]:
 
 def _accept_cell(v: float) -> str:
     return "" if np.isnan(v) else _cell(v)
-
-
-def _copy_csv(src: Path, out: Path, name: str, values: NDArray[np.float64]) -> None:
-    """The CSV ``src`` copied record by record with the cell of ``name`` added or replaced."""
-    with open(src, "rb") as raw:
-        bom = raw.read(3) == BOM
-    records = csv_records(src)
-    first = next(records, None)
-    header = csv_header(first, src)
-    assert first is not None
-    at = header.index(name) if name in header else None
-    quoted = '"' + name.replace('"', '""') + '"'
-    name_cell = quoted if any(c in name for c in ',"\r\n') or name != name.strip() else name
-
-    def line(text: str, cell: str, width: int) -> str:
-        if at is None:
-            return f"{text},{cell}"
-        raw = split_record(text)[1] if text.strip() else [""] * width
-        raw[at] = cell
-        return ",".join(raw)
-
-    n = 0
-    with atomic_path(out) as tmp:
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            fh.write(("\ufeff" if bom else "") + line(first.text, name_cell, len(header))
-                     + (first.end or "\n"))
-            tail: list[Record] = []
-            for r in records:
-                if is_blank(r):
-                    tail.append(r)
-                    continue
-                for b in [*tail, r]:
-                    if n >= values.size:
-                        check_rows(src, n + 1, values)
-                    text = "," * (len(header) - 1) if is_blank(b) else b.text
-                    end = b.end or ("\n" if b is not r else "")
-                    fh.write(line(text, _accept_cell(values[n]), len(header)) + end)
-                    n += 1
-                tail = []
-            for b in tail:  # blank lines after the last row: not rows, kept as written
-                fh.write(b.text + b.end)
-        check_rows(src, n, values)

@@ -5,7 +5,7 @@ column added while every other column keeps its Arrow type, nulls and the file's
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -143,7 +143,7 @@ def parquet_with_column(src: Path, out: Path, name: str, values: NDArray[np.floa
         pq.write_table(table, tmp)
 
 
-def check_rows(src: Path, n: int, values: NDArray[Any]) -> None:
-    if n != values.size:
-        raise ValueError(f"{str(src)!r} has {n} rows but {values.size} values were given for "
+def check_rows(src: Path, n: int, values: Sized) -> None:
+    if n != len(values):
+        raise ValueError(f"{str(src)!r} has {n} rows but {len(values)} values were given for "
                          "them (did the file change while it was read?); run again.")
