@@ -223,3 +223,19 @@ def test_least_risk_bound_on_sums_that_round_is_the_fits_own_edge():
         assert least == pytest.approx(1 / (n + 1), rel=1e-12)
         assert _fit(u, loss, least, 1.0).feasible_
         assert not _fit(u, loss, math.nextafter(least, 0.0), 1.0).feasible_
+
+
+def test_a_loss_free_lowest_group_meets_the_least_target_on_sums_that_round():
+    # the budget was lowered by the round-off of the whole sum, so accepting a group of no
+    # loss, whose sum 0 is exact, was refused 264 ulps above B / (n + 1)
+    u = np.arange(30.0)
+    loss = np.linspace(0.0, 1.0, 30)
+    least = math.nextafter(1 / 31, 1.0)  # the least float at or above the exact 1/31
+    assert Fraction(least) >= Fraction(1, 31) > Fraction(1 / 31)
+    assert least_risk_bound(u, loss, guarantee="expected_joint") == least
+    rule = _fit(u, loss, least, 1.0)
+    assert rule.feasible_ and rule.coverage_ >= 1 / 30
+    nu = Fraction(rule.accept_prob_)
+    S = sum((Fraction(b) if a < rule.threshold_ else nu * Fraction(b)
+             if a == rule.threshold_ else Fraction(0)) for a, b in zip(u, loss, strict=True))
+    assert (S + 1) / 31 <= Fraction(least)

@@ -117,8 +117,9 @@ def crc_search(groups: TieGroups, target: float, loss_bound: float,
     sums are exact (:func:`~abstain._core.exact.sums_exact` of the losses, or a table's
     sums, which are its data); the budget ``(n + 1) target - B`` is then compared in
     rationals and ``nu`` rounded down, so the rule is the largest one to the last bit.
-    Otherwise the sums may be off in their last bits, and the budget is lowered by their
-    round-off, ``4 (n + 2) eps`` times ``(n + 1) target + B``.
+    Otherwise the sums may be off in their last bits, and the budget is divided by one plus
+    their relative round-off, ``4 (n + 2) eps`` (the sums' terms are non-negative), so that
+    accepting groups of no loss meets (*) wherever ``(n + 1) target >= B``.
 
     Returns ``(g, nu, bound)``: accept the groups before ``g`` and group ``g`` with
     probability ``nu`` in (0, 1]; ``g = G - 1, nu = 1`` when (*) holds for the rule that
@@ -132,8 +133,12 @@ def crc_search(groups: TieGroups, target: float, loss_bound: float,
     n1 = groups.n + 1.0
     # what the accepted losses may sum to, in rationals
     budget = Fraction(target) * int(n1) - Fraction(loss_bound)
-    if not exact:  # lowered by the round-off of the sums
-        budget -= Fraction(sum_round_off(groups.n) * (target * n1 + loss_bound))
+    if not exact and budget > 0:
+        # lowered by the round-off of the sums: a float sum of non-negative terms is within
+        # a relative sum_round_off of the exact one, so an accepted sum (a prefix sum plus a
+        # share of the next group's) at most budget / (1 + that) is exactly at most budget
+        # (a sum of no loss, 0, is exact whatever the rest)
+        budget /= 1 + Fraction(sum_round_off(groups.n))
     k = int(np.searchsorted(cum, float(budget), side="right"))  # then to the last bit
     while k > 0 and Fraction(float(cum[k - 1])) > budget:
         k -= 1
@@ -162,13 +167,10 @@ def crc_search(groups: TieGroups, target: float, loss_bound: float,
 
 def crc_least(groups: TieGroups, loss_bound: float, above: float, exact: bool) -> float:
     """The least float target at least ``above`` at which :func:`crc_search` accepts
-    anything: ``B / (n + 1)`` where the lowest group has no loss and the sums are exact,
-    else a little above it."""
-    n1 = groups.n + 1.0
-    start = loss_bound / n1
-    if not exact:  # where the budget lowered by its round-off is 0
-        r = sum_round_off(groups.n)
-        start = loss_bound * (1.0 + r) / (n1 * (1.0 - r))
+    anything: ``B / (n + 1)`` where the lowest group has no loss, else a few ulps above it
+    (the budget, divided by one plus its round-off where the sums are not exact, is 0
+    there either way)."""
+    start = loss_bound / (groups.n + 1.0)
     least = max(start * (1.0 - 2.0**-50), above)
     while crc_search(groups, least, loss_bound, exact)[0] < 0:  # a few ulps at most
         least = math.nextafter(least, math.inf)
