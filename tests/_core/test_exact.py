@@ -252,6 +252,9 @@ def test_swap_slots_refuse_directions_too_close_to_tell_apart():
     ([0.0, 1.0, 0.125, 3.0], True), ([0.1, 0.2], False), ([2.0**60, 1.0], False),
     ([5e-324, 1e-300], False), ([5e-324, 3 * 5e-324], True), ([0.5, 2.0**52], False),
     ([0.5, 2.0**51], True), ([], True), ([0.0, 0.0], True), ([-1.0, 0.25], True),
+    # a unit far below 1 beside 1: the total in units overflowed (math range error)
+    ([5e-324, 1.0], False), ([1e-300, 1.0], False), ([2.0**1000, 2.0**1000], True),
+    ([1e308, 1e308], False),
 ])
 def test_sums_exact_says_whether_every_sum_is_exact(values, exact):
     assert X.sums_exact(np.asarray(values, dtype=float)) is exact

@@ -239,3 +239,12 @@ def test_a_loss_free_lowest_group_meets_the_least_target_on_sums_that_round():
     S = sum((Fraction(b) if a < rule.threshold_ else nu * Fraction(b)
              if a == rule.threshold_ else Fraction(0)) for a, b in zip(u, loss, strict=True))
     assert (S + 1) / 31 <= Fraction(least)
+
+
+def test_a_tiny_loss_beside_an_ordinary_one_is_fitted():
+    # sums_exact ended in OverflowError ("math range error") for 1e-300 beside 1
+    u = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    losses = np.array([1e-300, 0.0, 1.0, 0.5, 0.0, 0.0])
+    assert _fit(u, losses, 0.5, 1.0).feasible_
+    assert least_risk_bound(u, losses, guarantee="expected_joint") == pytest.approx(1 / 7,
+                                                                                   rel=1e-12)

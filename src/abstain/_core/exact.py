@@ -84,7 +84,13 @@ def sums_exact(values: F64) -> bool:
     whole = (m * 2.0**53).astype(np.int64)
     low = np.frexp((whole & -whole).astype(np.float64))[1] - 1  # its trailing zero bits
     unit = int(np.min(e - 53 + low))  # the exponent of the least unit in the last place
-    return bool(math.ldexp(float(np.sum(v)), -unit) * (1.0 + 2.0**-40) < 2.0**53)
+    with np.errstate(over="ignore"):  # a total beyond float64: inf, no exact sum
+        total = float(np.sum(v)) * (1.0 + 2.0**-40)
+    if unit + 53 > 1023:  # 2**53 units lie beyond float64: every finite total is below
+        return math.isfinite(total)
+    # compared in the values' own scale (the total in units overflows for a unit far below
+    # 1, 5e-324 beside 1.0)
+    return total < math.ldexp(2.0**53, unit)
 
 
 def two_sum(a: F64, b: F64) -> tuple[F64, F64]:
