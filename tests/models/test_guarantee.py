@@ -8,6 +8,7 @@ guarantee is really tested.
 """
 
 import json
+import math
 import warnings
 
 import numpy as np
@@ -173,3 +174,16 @@ def test_least_risk_bound_is_the_edge_of_every_procedure(bound):
                 u, loss).feasible_
             assert not BoundedImprovement(least * (1 - 1e-9), delta=0.1, bound=bound).fit(
                 u, loss).feasible_
+
+
+@pytest.mark.parametrize(("losses", "target"), [
+    ([0.5, 0.0, 1.7e308], math.nextafter(0.25, 1.0)),  # the share underflows
+    ([1e-300, 0.0, 1e300], 2e-300),  # the next group's scaled sum beyond float64
+])
+def test_a_share_of_the_next_group_that_underflows_opens_none(losses, target):
+    # the rule accepted the next group with probability 0.0, which load_json refuses in
+    # the model's own document ("must be a finite number in (0, 1]")
+    u = np.array([0.1, 0.2, 0.3])
+    m = BoundedImprovement(target).fit(u, np.array(losses))
+    assert (m.threshold_, m.accept_prob_) == (0.2, 1.0)
+    assert load_json(m.to_json()).accept_proba(u).tolist() == m.accept_proba(u).tolist()

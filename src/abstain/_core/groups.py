@@ -191,8 +191,9 @@ class TieGroups:
             if abs(slack) <= 64 * _EPS * (allowed + (g + 2) * spent):
                 slack = -_exact_difference(groups.unit_sums[: g + 1], lam,
                                            float(groups.cum_counts[g]))
-            if slack > 0:
-                return g + 1, min(slack / excess, 1.0)
+            nu = min(slack / excess, 1.0) if slack > 0 else 0.0
+            if nu > 0:  # a share that underflows (or an excess beyond float64) opens none
+                return g + 1, nu
         return g, 1.0
 
 
