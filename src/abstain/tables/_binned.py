@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import merging
 from .._core.groups import group_totals
-from .._core.prefix import harmonic_difference
+from .._core.prefix import harmonic_difference, tie_excess
 from .._core.validation import as_real_array, nonfinite, plain
 from ._score import ScoreTable
 
@@ -241,21 +241,27 @@ class BinnedTable:
         s = t.loss_sums
         b = np.concatenate(([0.0], np.cumsum(m)[:-1]))
         top = self.max_loss
+        # sum_{k <= m} k / (B + k) as tie_excess takes it: m - B dH kept only about
+        # m / (2 B eps) of it (one row after 10**12 rows: 9e-5 relative)
         h_all = harmonic_difference(b, m)
-        tied = (s / m) * (m - b * h_all)
+        tied = (s / m) * tie_excess(b, m, h_all)
         if top == 0.0:
             zero = np.zeros_like(m)
             return m, s, b, zero, zero, tied
         q = s / top  # the fewest rows that can hold the bin's loss
-        j = np.minimum(m, np.floor(q))  # high: the first j rows carry top each
-        h_j = np.where(j > 0, harmonic_difference(b, np.maximum(j, 1.0)), 0.0)
-        high = top * (j - b * h_j) + s * (h_all - h_j)
+        j = np.minimum(m, np.floor(q))  # high: the first j rows carry top each, then the rest
+        one = np.maximum(j, 1.0)
+        h_j = harmonic_difference(b, one)
+        head = np.where(j > 0, tie_excess(b, one, h_j), 0.0)  # sum_{k <= j} k / (B + k)
+        rest = np.where(m > j, harmonic_difference(b + j, np.maximum(m - j, 1.0)), 0.0)
+        high = top * head + s * rest
         k0 = np.clip(np.floor(m - q) + 1.0, 1.0, m + 1.0)  # low: the last m - k0 + 1 rows
-        count = m - k0 + 1.0
-        h_tail = np.where(count > 0, harmonic_difference(b + k0 - 1.0, np.maximum(count, 1.0)),
-                          0.0)
-        low = (s - m * top) * h_tail + top * (count - b * h_tail)
-        low = np.maximum(low, 0.0)
+        count = np.maximum(m - k0 + 1.0, 1.0)
+        h_tail = harmonic_difference(b + k0 - 1.0, count)
+        # sum_{k = k0}^{m} (loss of the first k rows) / (B + k) with that loss
+        # s - (m - k) top: (s - count top) dH + top sum_{i <= count} i / (B + k0 - 1 + i)
+        low = h_tail * (s - count * top) + top * tie_excess(b + k0 - 1.0, count, h_tail)
+        low = np.where(m - k0 + 1.0 > 0, np.maximum(low, 0.0), 0.0)
         return m, s, b, low, high, tied
 
     def aurc(self) -> Bounded:
