@@ -283,3 +283,11 @@ def test_a_delta_equal_to_the_tail_of_rank_one_gives_that_size(n):
     g = far_guarantee(n, 0.25, delta)
     assert g.feasible and g.rank == 1 and g.min_n == n
     GuaranteedDetector(alpha=0.25, delta=delta).fit(np.arange(float(n)))
+
+
+def test_conformal_threshold_of_an_alpha_within_round_off_of_one_is_the_smallest():
+    # (n + 1) alpha rounded up to n + 1 gave k = 0, which read the largest value: a
+    # threshold that flags nothing where alpha asks to flag nearly everything
+    cal = np.arange(1.0, 10.0)
+    for alpha in (1 - 1e-13, 1 - 2.0**-52):
+        assert conformal_threshold(cal, alpha) == 1.0

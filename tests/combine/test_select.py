@@ -421,3 +421,90 @@ def test_auto_chooses_the_same_on_the_same_rows_in_another_order():
         again = ScoreCombiner(random_state=0).fit(S[a], out[b])
         assert again.selection_ == ref.selection_
         np.testing.assert_array_equal(again.score(new), ref.score(new))
+
+
+def test_exactly_tied_mean_aurocs_go_to_the_first_candidate():
+    """Two tasks on which single scores 0 and 1 both average exactly 2/3: np.mean rounded
+    them to 0.6666666666666666 and 0.6666666666666667, and column 1 was chosen."""
+    from fractions import Fraction
+
+    from abstain.combine._select import _Task
+
+    r = np.random.default_rng(135)
+    tasks = []
+    for _ in range(2):
+        n_in, n_out = int(r.integers(4, 9)), int(r.integers(4, 12))
+        tasks.append((r.integers(0, 5, size=(6, 2)).astype(float),
+                      r.integers(0, 5, size=(n_in, 2)).astype(float),
+                      r.integers(0, 6, size=(n_out, 2)).astype(float)))
+    rec = ScoreCombiner(n_bootstrap=20).choose(tasks, np.random.default_rng(0))
+    rng = np.random.default_rng(0)  # the halves that choose drew
+    prep = [_Task(a, b, c, 1.0, 1e-6, rng, "") for a, b, c in tasks]
+
+    def exact(p, j):
+        s_in, s_out = p.choose.raw[~p.choose.is_ood, j], p.choose.raw[p.choose.is_ood, j]
+        return Fraction(round(2 * len(s_in) * len(s_out) * _pair_auroc(s_in, s_out)),
+                        2 * len(s_in) * len(s_out))
+
+    means = [sum(exact(p, j) for p in prep) / 2 for j in range(2)]
+    assert means[0] == means[1] and rec["single"] == 0
+
+
+def test_weighted_tasks_count_no_exact_tie_as_a_win():
+    """Weights 2 and 3 gave shares 0.4 and 0.6 in floats, not in the ratio 2:3, so a
+    weighted tie of the two tasks' gaps summed above 0 (0.805 for 0.785)."""
+    from fractions import Fraction
+    from types import SimpleNamespace
+
+    from abstain.combine._select import _Half, _paired_wins
+
+    rng0 = np.random.default_rng(0)
+    tasks = []
+    for _ in range(2):
+        raw = rng0.integers(0, 3, (6, 2)).astype(float)
+        tasks.append(SimpleNamespace(test=_Half(raw, raw, 3), cov=None))
+    got, _ = _paired_wins(tasks, ("single", (0,)), ("single", (1,)), None, 200,
+                          np.random.default_rng(2), [Fraction(2, 5), Fraction(3, 5)])
+    rng = np.random.default_rng(2)
+    wins = 0
+    for _ in range(200):
+        d = Fraction(0)
+        for t, part in zip(tasks, (Fraction(2, 5), Fraction(3, 5)), strict=True):
+            raw = t.test.raw
+            w_in = np.bincount(rng.integers(0, 3, 3), minlength=3)
+            w_out = np.bincount(rng.integers(0, 3, 3), minlength=3)
+            for j, sign in ((1, 1), (0, -1)):
+                num = sum(Fraction(int(a) * int(b)) * (1 if y > x else Fraction(1, 2)
+                                                       if y == x else 0)
+                          for x, a in zip(raw[:3, j], w_in, strict=True)
+                          for y, b in zip(raw[3:, j], w_out, strict=True))
+                d += sign * part * num / (int(w_in.sum()) * int(w_out.sum()))
+        wins += d > 0
+    assert got == wins / 200
+
+
+def test_a_record_whose_choice_is_not_its_candidates_best_is_refused():
+    # a document naming column 2 (AUROC 0.53 among its own candidates) the best single
+    # score, where column 0 has 0.94, loaded and scored with column 2
+    rng = np.random.default_rng(0)
+    S_in = rng.normal(size=(600, 3))
+    S_out = rng.normal(size=(300, 3)) + [2.0, 0.0, 0.0]
+    comb = ScoreCombiner(random_state=0, n_bootstrap=50).fit(S_in, S_out)
+    doc = json.loads(comb.to_json())
+    sel = doc["fitted"]["selection_"]
+    assert sel["method"] == "single" and sel["single"] == 0
+    two = next(c for c in sel["candidates"] if c["method"] == "single" and c["columns"] == [2])
+    sel["single"], sel["columns"], sel["single_auroc"] = 2, [2], two["auroc"]
+    doc["fitted"]["columns_"] = [2]
+    with pytest.raises(ValueError, match=r"fitted\.selection_\.single_auroc must be the largest "
+                                         r"AUROC of the single candidates"):
+        load_json(json.dumps(doc))
+    doc = json.loads(comb.to_json())
+    sel = doc["fitted"]["selection_"]
+    worst = min((c for c in sel["candidates"] if c["method"] != "single"),
+                key=lambda c: c["auroc"])
+    sel["combination_method"], sel["combination_columns"] = worst["method"], worst["columns"]
+    sel["combination_auroc"] = worst["auroc"]
+    with pytest.raises(ValueError, match=r"combination_auroc must be the largest AUROC of the "
+                                         r"combination candidates"):
+        load_json(json.dumps(doc))

@@ -220,6 +220,9 @@ def conformal_threshold(cal_stat: ArrayLike, alpha: float) -> float:
     # absolute 1e-9 also swallowed an alpha set 1e-11 below 0.1 on purpose)
     x = (n + 1) * a
     k = n + 1 - (round(x) if abs(x - round(x)) <= 1e-12 * x else math.floor(x))
+    # at least the smallest: an alpha within 1e-12 of 1 rounds (n + 1) alpha up to n + 1,
+    # and k = 0 read the largest value, which flags nothing
+    k = max(k, 1)
     return float(np.partition(cal, k - 1)[k - 1])
 
 

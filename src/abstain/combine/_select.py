@@ -45,7 +45,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.validation import F64, as_matrix, plain
-from ..metrics import auroc
 from ._pvalues import EmpiricalZ
 from ._qp import check_positive_definite, inlier_covariance
 from ._statistics import GLRT_METHODS, STATISTICS, combine
@@ -106,6 +105,15 @@ def _groups(stat: F64, n_in: int) -> tuple[NDArray[np.intp], NDArray[np.intp], i
     """Tie-group ids of the inlier and the outlier rows of one statistic."""
     _, inverse = np.unique(stat, return_inverse=True)
     return inverse[:n_in], inverse[n_in:], int(inverse.max()) + 1
+
+
+def _exact_auroc(half: _Half, stat: F64) -> Fraction:
+    """The AUROC of ``stat`` on ``half`` (inlier rows first), OOD positive and ties one
+    half, as a fraction of pair counts."""
+    g_in, g_out, n_groups = _groups(stat, half.n_in)
+    n_out = stat.size - half.n_in
+    pairs = weighted_pairs(g_in, g_out, n_groups, np.ones(half.n_in), np.ones(n_out))
+    return Fraction(pairs) / (half.n_in * n_out)
 
 
 def weighted_auroc(g_in: NDArray[np.intp], g_out: NDArray[np.intp], n_groups: int,
@@ -205,36 +213,46 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
     checked, m = _as_tasks(tasks)
     w = check_weights(weights, len(checked))
     groups = check_kinds(kinds, len(checked))
-    # equal weights: the plain mean (and unscaled differences in the test), as without any
-    share = np.ones(len(checked)) if w is None else w / w.sum()
+    # each task's share of the mean, exact: equal weights give the plain mean (and unscaled
+    # differences in the test); float shares w / w.sum() of weights 2 and 3 are not in the
+    # ratio 2:3, and a weighted tie would not sum to 0
+    if w is None:
+        share, norm = [Fraction(1)] * len(checked), len(checked)
+    else:
+        total = sum(Fraction(float(x)) for x in w)
+        share, norm = [Fraction(float(x)) / total for x in w], 1
     sign = -1.0 if higher_is_inlier else 1.0
     prepared = [_Task(S_z, S_in, S_out, sign, sigma, rng,
                       f" of proxy task {t}" if len(checked) > 1 else "")
                 for t, (S_z, S_in, S_out) in enumerate(checked)]
-    values: dict[tuple[str, tuple[int, ...]], float] = {}
+    # the mean AUROC of each candidate on the choosing halves, exact (a fraction of pair
+    # counts), so that equal means tie and ties go to the first candidate: rounded means of
+    # 2/3 came out 0.6666666666666666 and 0.6666666666666667
+    exact: dict[tuple[str, tuple[int, ...]], Fraction] = {}
     order: list[tuple[str, tuple[int, ...]]] = []
 
-    def value(method: str, columns: tuple[int, ...]) -> float:
+    def value(method: str, columns: tuple[int, ...]) -> Fraction:
         key = (method, tuple(sorted(columns)))
-        if key not in values:
-            each = [auroc(t.choose.is_ood, statistic(t.choose, *key, t.cov, epsilon))
-                    for t in prepared]
-            values[key] = float(np.mean(each) if w is None else np.dot(share, each))
-        return values[key]
+        if key not in exact:
+            exact[key] = sum((part * _exact_auroc(t.choose, statistic(t.choose, *key, t.cov,
+                                                                       epsilon))
+                              for t, part in zip(prepared, share, strict=True)),
+                             Fraction(0)) / norm
+        return exact[key]
 
     singles = [value("single", (j,)) for j in range(m)]
-    best_j = int(np.argmax(singles))  # the first of equal values
+    best_j = max(range(m), key=lambda j: (singles[j], -j))  # the first of equal values
     order += [("single", (j,)) for j in range(m)]
     combos: list[tuple[str, tuple[int, ...]]] = []
     if m >= 2:
         for method in STATISTICS:
             cols: tuple[int, ...] = (best_j,)
-            current = -np.inf
+            current = Fraction(-1)
             # glrt_cov: a QP per row, every column only
             while subsets and len(cols) < m and method != "glrt_cov":
                 rest = [c for c in range(m) if c not in cols]
                 gains = [value(method, (*cols, c)) for c in rest]
-                k = int(np.argmax(gains))
+                k = max(range(len(rest)), key=lambda i: (gains[i], -i))
                 if gains[k] <= current:
                     break
                 cols, current = tuple(sorted((*cols, rest[k]))), gains[k]
@@ -243,23 +261,24 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
             combos.append((method, tuple(range(m))))
             value(method, tuple(range(m)))
     order += combos
+    values = {key: float(v) for key, v in exact.items()}
     record: dict[str, Any] = {
         "criterion": "auroc", "n_tasks": len(prepared), "method": "single",
-        "columns": [best_j], "single": best_j, "single_auroc": singles[best_j],
+        "columns": [best_j], "single": best_j, "single_auroc": values[("single", (best_j,))],
         "combination_method": None, "combination_columns": None, "combination_auroc": None,
         "win_fraction": None, "kind_win_fractions": None, "task_win_fractions": None,
         "candidates": [{"method": meth, "columns": list(cols), "auroc": values[(meth, cols)]}
                        for meth, cols in order]}
     if not combos:
         return record
-    best_c = max(combos, key=lambda c: (values[c], -combos.index(c)))
+    best_c = max(combos, key=lambda c: (exact[c], -combos.index(c)))
     record.update(combination_method=best_c[0], combination_columns=list(best_c[1]),
                   combination_auroc=values[best_c])
     single = ("single", (best_j,))
     each, per_task = [], np.zeros(len(prepared))
     for ts in groups:
         kind, tasks_won = _paired_wins([prepared[t] for t in ts], single, best_c, epsilon,
-                                       int(n_bootstrap), rng, share[ts])
+                                       int(n_bootstrap), rng, [share[t] for t in ts])
         each.append(kind)
         per_task[ts] = tasks_won
     wins = min(each)
@@ -272,7 +291,7 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
 
 def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
                  combo: tuple[str, tuple[int, ...]], epsilon: float | None, n_boot: int,
-                 rng: np.random.Generator, share: NDArray[np.float64],
+                 rng: np.random.Generator, share: list[Fraction],
                  ) -> tuple[float, NDArray[np.float64]]:
     """Fraction of paired resamples of the test halves where ``combo``'s mean AUROC
     (weighted by ``share``) is above ``single``'s, and the fraction of the same resamples
@@ -285,7 +304,7 @@ def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
         groups.append([_groups(statistic(h, *cand, t.cov, epsilon), h.n_in)
                        for cand in (single, combo)])
     wins, task_wins = 0, np.zeros(len(prepared))
-    weights = [Fraction(float(part)) for part in share]
+    weights = share
     for _ in range(n_boot):
         diff = Fraction(0)
         for i, (t, g, part) in enumerate(zip(prepared, groups, weights, strict=True)):
@@ -371,6 +390,15 @@ def check_record(record: Any, n_scores: int, confidence: float | None = None) ->
         raise ValueError(f"fitted.selection_.combination_auroc must be the AUROC of the "
                          f"candidate of method {combo[0]!r} and columns {plain(combo[1])} in "
                          f"fitted.selection_.candidates; got another value.")
+    # the choice is the candidates' best (their AUROCs are the exact means correctly
+    # rounded, so the best's is the largest float among them)
+    for what, field, pick in (("single", "single_auroc", True),
+                              ("combination", "combination_auroc", False)):
+        pool = [v for (meth, _), v in tried.items() if (meth == "single") == pick]
+        if record[field] is not None and pool and record[field] != max(pool):
+            raise ValueError(f"fitted.selection_.{field} must be the largest AUROC of the "
+                             f"{what} candidates ({plain(max(pool))}); got "
+                             f"{plain(record[field])}.")
     tasks = record.get("task_win_fractions")
     if tasks is not None and len(tasks) != record["n_tasks"]:
         raise ValueError(f"fitted.selection_.task_win_fractions must hold one fraction per "

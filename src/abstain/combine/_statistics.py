@@ -225,7 +225,9 @@ def combine(
     values are interchangeable, so the statistic does not depend on their order. All
     methods but ``glrt_cov`` are invariant to permuting the columns, to the last bit (the
     sums of GLRT, Stouffer and Fisher add each row's terms sorted), and non-decreasing in
-    every z (``glrt`` strictly increasing for ``epsilon > 0``).
+    every z (``glrt`` strictly increasing for ``epsilon > 0``) up to the round-off of their
+    formulas: stepping a p-value down one float at a time can lower Fisher, Simes, HC, BJ
+    or ALR by a few units in the last place.
 
     ``glrt_cov`` solves ``min_{x >= 0} (w - x)' cov^{-1} (w - x)``, ``w = z - eps``, per
     row: projected coordinate descent finds a starting active set, then a batched block
