@@ -253,3 +253,25 @@ def test_the_certified_aurc_holds_after_many_rows(errors: int) -> None:
     exact = sum(Fraction(k * errors, errors) / (big + k) for k in range(1, errors + 1)) / n
     assert abs(Fraction(got.value) - exact) <= Fraction(got.error)
     assert got.value == pytest.approx(aurc(table), rel=1e-12)
+
+
+def test_the_certified_error_covers_the_round_off_of_large_bins() -> None:
+    # bins of 1,000 rows after 999,000: the tie terms are accurate to about 2 (B / m) eps,
+    # 4e-13, but the error allowed 1e-15 of the value, and the docs' check failed
+    n, errors = 1_000_000, 1_000
+    u = np.arange(n, dtype=float)
+    losses = (u >= n - errors).astype(float)
+    est = BinnedTable.from_arrays(u, losses, edges=np.linspace(0.0, n, 1001)).aurc()
+    assert abs(est.value - aurc(losses, u)) <= est.error
+    two = BinnedTable.from_arrays(u, losses, edges=[0.0, n - errors - 0.5, n]).aurc()
+    assert abs(two.value - aurc(losses, u)) <= two.error
+
+
+@pytest.mark.parametrize(("losses", "edges"), [([1e308, 5e307, 0.0], [0.0, 0.15, 1.0]),
+                                               ([0.0, 0.0, 1e308], [0.0, 1.0])])
+def test_aurc_of_losses_near_the_float_maximum_is_finite_and_certified(losses, edges) -> None:
+    # base + the tie terms overflowed before the division by n: inf, error NaN
+    u = np.array([0.1, 0.2, 0.9])
+    est = BinnedTable.from_arrays(u, np.array(losses), edges=edges).aurc()
+    assert np.isfinite(est.value) and np.isfinite(est.error)
+    assert abs(est.value - aurc(np.array(losses), u)) <= est.error

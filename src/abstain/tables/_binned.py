@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import merging
+from .._core.exact import sum_round_off
 from .._core.groups import group_totals
 from .._core.prefix import harmonic_difference, tie_excess
 from .._core.validation import as_real_array, nonfinite, plain
@@ -229,18 +230,19 @@ class BinnedTable:
         return out
 
     # ------------------------------------------------------------------ bounded metrics
-    def _area_bounds(self) -> tuple[F64, F64, F64, F64, F64, F64]:
+    def _area_bounds(self, scale: float = 1.0) -> tuple[F64, F64, F64, F64, F64, F64]:
         """Per bin: m, S, B (rows before), and the lowest and highest possible sum over
         ``k = 1..m`` of ``(loss of the first k rows of the bin) / (B + k)``, plus the
-        binned (tied) value of that sum."""
+        binned (tied) value of that sum; the losses in units of ``scale`` (a power of
+        two)."""
         t = self.whole_bin_table()
         if t.ood_counts is not None:
             raise ValueError("this BinnedTable has OOD marks; the selective areas take one "
                              "built without is_ood.")
         m = t.counts.astype(np.float64)
-        s = t.loss_sums
+        s = t.loss_sums / scale
         b = np.concatenate(([0.0], np.cumsum(m)[:-1]))
-        top = self.max_loss
+        top = self.max_loss / scale
         # sum_{k <= m} k / (B + k) as tie_excess takes it: m - B dH kept only about
         # m / (2 B eps) of it (one row after 10**12 rows: 9e-5 relative)
         h_all = harmonic_difference(b, m)
@@ -272,25 +274,27 @@ class BinnedTable:
         whatever their scores; the exact and the binned AuRC both lie between the areas
         with those extremes, so their distance is at most the sum of the gaps over ``n``.
         """
-        m, s, b, low, high, tied = self._area_bounds()
-        n = float(m.sum())
+        n = float(self.counts.sum())
+        # in units of a power of two where n rows of losses near max_loss, times a harmonic
+        # sum, would overflow (1.0, the plain sums, for every realistic table)
+        scale = _units(self.max_loss, n, 1)
+        m, s, b, low, high, tied = self._area_bounds(scale)
         prior = np.concatenate(([0.0], np.cumsum(s)[:-1]))
         base = float(np.sum(prior * harmonic_difference(b, m)))
         value = (base + float(np.sum(tied))) / n
         gap = float(np.sum(np.maximum(high - tied, tied - low)))
-        return Bounded(value, gap / n * (1 + 1e-9) + 1e-15 * value)
+        return Bounded(value * scale, (gap / n * (1 + 1e-9) + _round_off(m.size) * value)
+                       * scale)
 
     def augrc(self) -> Bounded:
         """AUGRC on the bins, with its certified error (the bounds of :meth:`aurc` on the
         loss of the first ``k`` rows of a bin, summed without the ``1 / (B + k)``)."""
-        m, s, _, _, _, _ = self._area_bounds()
-        n = float(m.sum())
-        top = self.max_loss
+        n = float(self.counts.sum())
         # in units of a power of two where the products of losses with n^2 rows would
         # overflow (1.0, the plain sums, for every realistic table; exact either way)
-        exponent = math.frexp(top)[1] + 2 * math.frexp(n)[1]
-        scale = math.ldexp(1.0, exponent - 1000) if exponent > 1000 else 1.0
-        s, top = s / scale, top / scale
+        scale = _units(self.max_loss, n, 2)
+        m, s, _, _, _, _ = self._area_bounds(scale)
+        top = self.max_loss / scale
         prior = np.concatenate(([0.0], np.cumsum(s)[:-1]))
         tied = s * (m + 1.0) / 2.0
         value = float(np.sum(m * prior + tied)) / n / n
@@ -303,7 +307,8 @@ class BinnedTable:
         count = m - k0 + 1.0
         low = np.maximum(count * (s - m * top) + top * count * (k0 + m) / 2.0, 0.0)
         gap = float(np.sum(np.maximum(high - tied, tied - low)))
-        return Bounded(value * scale, (gap / n / n * (1 + 1e-9) + 1e-15 * value) * scale)
+        return Bounded(value * scale, (gap / n / n * (1 + 1e-9) + _round_off(m.size) * value)
+                       * scale)
 
     def auroc(self) -> Bounded:
         """AUROC (OOD positive, ties one half) on the bins, with its certified error: the ID
@@ -329,6 +334,21 @@ class BinnedTable:
 
     def __repr__(self) -> str:
         return f"BinnedTable(n={self.n}, bins={self.counts.size})"
+
+
+def _units(top: float, n: float, power: int) -> float:
+    """The power of two that keeps products of ``top`` with ``n ** power`` rows (and a
+    harmonic sum) below about ``2**1000``: 1.0 for every realistic table."""
+    exponent = math.frexp(top)[1] + power * math.frexp(n)[1] + 6
+    return math.ldexp(1.0, exponent - 1000) if exponent > 1000 else 1.0
+
+
+def _round_off(bins: int) -> float:
+    """A relative bound on the round-off of a binned area: its sums over the bins
+    (:func:`~abstain._core.exact.sum_round_off`) and the tie terms of
+    :func:`~abstain._core.prefix.tie_excess` (about ``2 (B / m) eps`` with ``B / m`` up to
+    1024, 5e-13, for bins of more than 64 rows)."""
+    return 1e-12 + 2.0 * sum_round_off(bins)
 
 
 def _same_marks(marks: list[bool | None]) -> bool | None:
