@@ -238,3 +238,14 @@ def test_long_doubles_that_float64_cannot_hold_are_refused():
                                     np.array([2**63, 0], dtype=np.uint64)])
 def test_large_integers_that_float64_holds_exactly_convert(values):
     assert auroc([False, True], values) == float(values[1] > values[0])
+
+
+def test_a_long_double_beyond_float64_is_named_with_its_own_digits():
+    # "float128 values that float64 cannot hold exactly (e.g. 1.0)": float64 holds 1.0
+    from abstain.metrics import aurc
+
+    x = np.array([1, 1 + np.longdouble(2.0**-62)], dtype=np.longdouble)
+    if x[1] == x[0]:
+        pytest.skip("this platform's long double is float64")
+    with pytest.raises(ValueError, match=r"cannot hold exactly \(e\.g\. 1\.000000000000000000"):
+        aurc([1, 0], x)

@@ -149,6 +149,21 @@ def test_bad_parameters_are_refused_when_the_scorer_is_made(make, value, message
         make(value)
 
 
+def test_a_column_of_predictions_and_targets_given_as_numbers_of_any_type():
+    # predict(X) of shape (n, 1) broadcast against y: "losses must be one-dimensional; got
+    # an array of shape (4, 4)"; a 0-d array or a Fraction was "not a real number; got 0.5"
+    from fractions import Fraction
+
+    est = Fixed(np.array([[0], [1], [0], [0]]), [0.1, 0.2, 0.3, 0.4])
+    est.uncertainty = lambda X: np.array([0.1, 0.2, 0.3, 0.4])
+    with pytest.raises(ValueError, match=r"^predict\(X\) must return one label per row "
+                                         r"\(one-dimensional\); got shape \(4, 1\)\.$"):
+        neg_aurc_scorer(est, np.arange(4)[:, None], [0, 1, 1, 0])
+    for coverage in (np.array(0.5), Fraction(1, 2)):
+        neg_selective_risk_scorer(coverage)  # taken when the scorer is made
+        assert selective_risk_at_coverage([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], coverage) == 0.5
+
+
 def test_cross_val_score_with_a_scorer_is_the_scorer_on_each_fold(iris):
     X, y = iris
     clf = SelectiveClassifier(LogisticRegression(C=0.05, max_iter=1000), BoundedAbstention(0.8),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -105,7 +106,8 @@ def _check_exact_in_float64(arr: NDArray[Any], name: str) -> None:
             wide = arr[(arr.astype(np.float64).astype(arr.dtype) != arr) & np.isfinite(arr)]
         if wide.size:
             raise ValueError(f"{name} holds {arr.dtype} values that float64 cannot hold "
-                             f"exactly (e.g. {wide[0]}), so distinct values could tie; "
+                             f"exactly (e.g. {np.format_float_positional(wide[0])}), so "
+                             "distinct values could tie; "
                              "subtract an offset first, or pass float64 on purpose.")
         return
     big = arr[(arr > 2**53) | (arr < -(2**53))] if arr.dtype.kind == "i" else arr[arr > 2**53]
@@ -378,13 +380,15 @@ def check_same_length(**arrays: NDArray[Any]) -> None:
 
 
 def _as_real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]  # a 0-d array of a number is that number
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number; got {plain(value)}.")
     try:
         return float(value)
     except OverflowError:  # an int beyond the float range
         raise ValueError(f"{name} must be a finite real number; got an integer of "
-                         f"{int(value).bit_length()} bits.") from None
+                         f"{int(math.floor(value)).bit_length()} bits.") from None
 
 
 def check_fraction(name: str, value: Any) -> float:
@@ -510,8 +514,10 @@ class Constraint:
 
 
 def _is_real(value: Any) -> bool:
-    return not isinstance(value, (bool, np.bool_)) and isinstance(
-        value, (int, float, np.integer, np.floating))
+    """A real number (a ``Fraction`` or a 0-d array of one too), not a bool."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        return True
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
 
 
 class Interval(Constraint):

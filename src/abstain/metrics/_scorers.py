@@ -53,6 +53,9 @@ def _errors_and_uncertainty(
         )
     labels = as_labels(y, "y")
     prediction = np.asarray(estimator.predict(X))
+    if prediction.ndim != 1:  # a column of labels compared with y broadcasts to (n, n)
+        raise ValueError(f"predict(X) must return one label per row (one-dimensional); got "
+                         f"shape {prediction.shape}.")
     uncertainty = as_scores(method(X), "uncertainty(X)")
     check_same_length(X=prediction, y=labels)
     check_label_type(labels, prediction)
