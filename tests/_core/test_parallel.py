@@ -8,7 +8,7 @@ import os
 import pytest
 
 from abstain._core import parallel
-from abstain._core.parallel import check_jobs, ordered_map, resolve_jobs
+from abstain._core.parallel import can_fork, check_jobs, ordered_map, resolve_jobs
 
 forks = pytest.mark.skipif(not parallel.can_fork(), reason="this system runs work in the "
                            "calling process (no safe fork)")
@@ -91,3 +91,24 @@ def test_each_worker_keeps_its_freed_memory_and_the_caller_is_left_alone(
     got = ordered_map(lambda _: list(kept), [0, 1, 2], 2)
     assert all(len(k) == 1 and k[0] != os.getpid() for k in got)
     assert kept == []  # ... never the calling process
+
+
+class _TwoArgumentError(Exception):
+    def __init__(self, message, detail):  # pickles, but cannot be rebuilt from its args
+        super().__init__(message)
+        self.detail = detail
+
+
+def _fails(i):
+    raise _TwoArgumentError("statistic failed", i)
+
+
+def test_an_exception_that_cannot_be_rebuilt_is_raised_not_waited_for():
+    # the pool's result thread died rebuilding it and imap waited forever
+    if not can_fork():
+        pytest.skip("no fork here: the work runs in one process")
+    with pytest.raises(RuntimeError, match=r"^a worker process failed: .*_TwoArgumentError: "
+                                           r"statistic failed$"):
+        ordered_map(_fails, [1, 2, 3], 2)
+    with pytest.raises(ZeroDivisionError):  # one that can is raised as it is
+        ordered_map(lambda i: 1 / 0, [1, 2], 2)

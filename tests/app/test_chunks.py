@@ -294,3 +294,22 @@ def test_a_text_column_empty_in_the_first_chunk_is_no_score_at_any_chunk_size(tm
     assert main(["evaluate", str(path), "--quiet", "--chunk-rows", str(rows), "--json",
                  str(out)]) == 0
     assert json.loads(out.read_text()) == whole
+
+
+def test_bad_input_in_a_part_read_by_dask_is_one_line(tmp_path):
+    # Dask's worker logged "Compute Failed" with a traceback before the command's one line
+    pytest.importorskip("distributed")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "part-0.csv").write_text("loss,risk\n0,0.1\n1,0.2\n")
+    (parts / "part-1.csv").write_text("loss,risk\n0,0.1\n1,nan\n")
+    # in a process of its own: pytest's logging capture hides the worker's log here
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "abstain", "evaluate", str(parts), "--score",
+                           "risk", "--quiet", "--engine", "dask"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("abstain evaluate: error: rows of "), done.stderr

@@ -13,8 +13,10 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -123,10 +125,26 @@ def _init(mask: set[int]) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
+class _Failed:
+    """A worker's exception, sent back as one that the calling process can rebuild."""
+
+    def __init__(self, exc: Exception) -> None:
+        try:  # an exception whose class takes other arguments cannot be rebuilt there, and
+            # the pool's result thread would die on it and leave the caller waiting forever
+            pickle.loads(pickle.dumps(exc))
+            self.exc: Exception = exc
+        except Exception:
+            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            self.exc = RuntimeError(f"a worker process failed: {text}")
+
+
 def _run(i: int) -> Any:
     assert _WORK is not None
     func, items = _WORK
-    return func(items[i])
+    try:
+        return func(items[i])
+    except Exception as exc:
+        return _Failed(exc)
 
 
 def ordered_map(func: Callable[[Any], T], items: Sequence[Any], n_jobs: int | None, *,
@@ -155,6 +173,8 @@ def ordered_map(func: Callable[[Any], T], items: Sequence[Any], n_jobs: int | No
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal held back arrives now
     try:
         for result in pool.imap(_run, range(len(items)), chunksize=chunksize):
+            if isinstance(result, _Failed):
+                raise result.exc
             out.append(result)
             if done is not None:
                 done(len(out))

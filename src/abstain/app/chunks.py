@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -446,7 +447,10 @@ class _client:
     def __enter__(self) -> Any:
         d = self.distributed
         if self.scheduler is None:
-            self.cluster = d.LocalCluster(processes=False, dashboard_address=":0")
+            # the workers' logs stay quiet: an error in a part is the command's one line,
+            # not also Dask's "Compute Failed" block with its traceback
+            self.cluster = d.LocalCluster(processes=False, dashboard_address=":0",
+                                          silence_logs=logging.CRITICAL)
             self.client = d.Client(self.cluster)
         else:
             try:
