@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -301,3 +302,65 @@ def test_features_in_large_units_or_a_large_C_never_crash_nor_end_above_w_zero()
         assert model.objective_ == pytest.approx(
             svor_objective(X * scale, y, model.coef_, model.thresholds_, C), rel=1e-9)
         assert 0.0 <= model.gap_ <= model.objective_ + 1e-12
+
+
+def test_a_small_c_is_certified_to_its_tol():
+    # the threshold equations were checked to an absolute 1e-10, 1e-4 of C at C = 1e-6: the
+    # fit reported gap_ 0 at a point 7.9e-12 (relative) above another fit's, with tol 1e-12
+    from fractions import Fraction
+
+    def exact(X, ranks, w, b, C):
+        wf, bf, tot = [Fraction(x) for x in w], [Fraction(x) for x in b], Fraction(0)
+        for i in range(len(ranks)):
+            f = sum(Fraction(X[i, k]) * wf[k] for k in range(len(wf)))
+            for j, bj in enumerate(bf):
+                tot += max(Fraction(0), 1 - (1 if j < ranks[i] else -1) * (f - bj))
+        return sum(x * x for x in wf) / 2 + Fraction(C) / len(ranks) * tot
+
+    n, d, K, C = 60, 3, 4, 1e-6
+    r = np.random.default_rng(1)
+    for _ in range(5):
+        X = r.integers(-2, 3, size=(n, d)).astype(float)
+        y = np.clip((X @ [1, 0.5, -0.3] + r.normal(size=n)).round().astype(int) + 1, 0, K - 1)
+        p = r.permutation(n)
+    a = SVOR(C=C, tol=1e-12).fit(X, y)
+    b = SVOR(C=C, tol=1e-12).fit(X[p], y[p])
+    for one, other in ((a, b), (b, a)):
+        excess = (exact(X, y, one.coef_, one.thresholds_, C)
+                  - exact(X, y, other.coef_, other.thresholds_, C))
+        assert excess <= Fraction(one.gap_) + Fraction(1e-12) * Fraction(one.objective_)
+
+
+def test_a_separable_problem_of_many_classes_is_certified_without_running_out():
+    # two points a few ulps apart, taken in turn at the smallest smoothing width, ran out
+    # max_iter (500 Newton steps, 5 s), and the warning gave a relative gap above 1
+    X = np.arange(180.0)[:, None]
+    y = np.arange(180) // 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = SVOR(C=100.0).fit(X, y)
+    assert m.n_iter_ < 100 and m.gap_ <= 1e-8 * m.objective_
+    assert m.objective_ == pytest.approx(2.0, rel=1e-9)
+
+
+def test_documents_no_fit_writes_and_bad_objective_inputs_are_refused():
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    m = SVOR().fit(X, [0, 0, 1, 1])
+    doc = json.loads(m.to_json())
+    for field, value, match in (("gap_", 1e9, r"fitted\.gap_ must be at most fitted\."
+                                              r"objective_"),
+                                ("classes_", [0.5, 1.5], "Unknown label type: continuous"),
+                                ("classes_", [False, True], "Unknown label type")):
+        bad = json.loads(json.dumps(doc))
+        bad["fitted"][field] = value
+        with pytest.raises(ValueError, match=match):
+            load_json(json.dumps(bad))
+    w, b = m.coef_, m.thresholds_
+    for args, match in (((X, [0, 0, 1, 1], w, b, -1.0), r"^C must be a finite number > 0"),
+                        ((X, [0.7, 0, 1, 1], w, b, 1.0), r"^ranks must be whole class ranks"),
+                        ((X, [0, 0, 1, 5], w, b, 1.0), r"^ranks must be whole class ranks"),
+                        ((X[:0], [], w, b, 1.0), r"^X must be a non-empty"),
+                        ((X, [0, 0, 1], w, b, 1.0), r"^X and ranks must have the same length"),
+                        ((X * np.nan, [0, 0, 1, 1], w, b, 1.0), r"^X must be finite")):
+        with pytest.raises(ValueError, match=match):
+            svor_objective(*args)

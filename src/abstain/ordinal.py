@@ -24,7 +24,9 @@ from ._core.validation import (
     Interval,
     RandomState,
     as_features,
+    as_real_array,
     check_same_length,
+    plain,
 )
 from .exceptions import ConvergenceWarning
 from .scores._plugin import ordinal_margin
@@ -76,10 +78,23 @@ def svor_objective(
     >>> svor_objective([[0.0], [2.0]], [0, 1], [1.0], [1.0], C=1.0)
     0.5
     """
-    x = np.asarray(X, dtype=np.float64)
-    r = np.asarray(ranks, dtype=np.intp)
-    w = np.asarray(coef, dtype=np.float64)
-    b = np.asarray(thresholds, dtype=np.float64)
+    x = _svor_features(X)
+    w = as_real_array(coef, "coef")
+    b = as_real_array(thresholds, "thresholds")
+    raw = np.asarray(ranks)
+    if raw.ndim != 1 or raw.dtype.kind not in "iu" or (raw.size and (
+            raw.min() < 0 or raw.max() > b.size)):
+        raise ValueError(f"ranks must be whole class ranks in 0..{b.size} (one more class than "
+                         f"thresholds), one per row of X; got {plain(ranks)}.")
+    check_same_length(X=x, ranks=raw)
+    if w.shape != (x.shape[1],) or b.ndim != 1 or not np.all(np.isfinite(w)) or not np.all(
+            np.isfinite(b)):
+        raise ValueError(f"coef must hold {x.shape[1]} finite values (one per feature) and "
+                         f"thresholds a 1-D array of finite values; got shapes {w.shape} and "
+                         f"{b.shape}.")
+    if isinstance(C, bool) or not isinstance(C, numbers.Real) or not 0 < float(C) < math.inf:
+        raise ValueError(f"C must be a finite number > 0; got {plain(C)}.")
+    r = raw.astype(np.intp)
     S = _signs(r, b.size + 1)
     slack = 1.0 - S * ((x @ w)[:, None] - b[None, :])
     return float(0.5 * w @ w + C / len(r) * np.maximum(slack, 0.0).sum())
@@ -294,6 +309,11 @@ def solve_svor(
     mu = 1.0
     n_iter = 0
     objective = gap = math.inf
+    # the threshold equations sum_i alpha_ij s_ij = 0, alpha in [0, C / n], hold to 1e-10 C
+    # (an absolute 1e-10 for C < 1 left 1e-4 of C at C = 1e-6: a gap of 0 for a point 8e-12
+    # above the optimum, relative)
+    residual_tol = 1e-10 * C
+    stuck = False  # the last step left w and b as they were (a step below their ulps)
     best = (math.inf, w, b)  # the lowest objective passed (from w = 0: never above it)
     while n_iter < max_iter:
         n_iter += 1
@@ -312,7 +332,7 @@ def solve_svor(
         # Weak duality makes the gap >= 0; a negative difference is rounding.
         gap = max(objective - dual, 0.0)
         scale = max(objective, 1e-300)
-        stationary = float(np.abs(g_b).max()) <= 1e-10 * max(c * n, 1.0)
+        stationary = float(np.abs(g_b).max()) <= residual_tol
         if gap <= tol * scale and stationary:
             break
         zone = (Z > 0.0) & (Z < mu)
@@ -335,14 +355,13 @@ def solve_svor(
         except np.linalg.LinAlgError:  # singular in floats (large units, a large C)
             step = np.linalg.lstsq(H, -g, rcond=None)[0]
         decrement = -float(g @ step)
-        if decrement <= 1e-3 * tol * scale:
+        if decrement <= 1e-3 * tol * scale or stuck:
+            stuck = False
             support = 2 * (d + n_classes) + 20
             exact = _polish(X, S, c, Z, mu, b, max_support=support, max_rounds=50)
             if exact is not None:
                 primal, dual, residual = _certificate(X, S, c, *exact)
-                if primal - dual <= tol * max(primal, 1e-300) and residual <= 1e-10 * max(
-                    c * n, 1.0
-                ):
+                if primal - dual <= tol * max(primal, 1e-300) and residual <= residual_tol:
                     w, b = exact[0], exact[1]
                     objective, gap = primal, max(primal - dual, 0.0)
                     break
@@ -350,13 +369,13 @@ def solve_svor(
                 # Smoothing is exhausted: certify the point with dual variables fitted
                 # to its KKT conditions, keeping the smoothed certificate if better.
                 primal, dual, residual = _certificate(X, S, c, w, b, _dual_for(X, S, c, w, b))
-                if residual <= 1e-10 * max(c * n, 1.0) and primal - dual < gap:
+                if residual <= residual_tol and primal - dual < gap:
                     objective, gap = primal, max(primal - dual, 0.0)
                 if gap > tol * max(objective, 1e-300):
                     warnings.warn(
                         f"SVOR stopped at the smallest smoothing width without reaching "
                         f"the relative duality gap tol={tol:g}; the gap is "
-                        f"{gap / max(objective, 1e-300):.3g}.",
+                        f"{min(gap, objective) / max(objective, 1e-300):.3g}.",
                         ConvergenceWarning,
                         stacklevel=3,
                     )
@@ -366,12 +385,16 @@ def solve_svor(
         dw, db = step[:d], step[d:]
         dZ = -S * ((X @ dw)[:, None] - db[None, :])
         t = _line_search(w, dw, Z, dZ, c, mu)
-        w = w + t * dw
-        b = b + t * db
+        # a step within a few ulps of w and b moves nothing: this smoothing width is done, as
+        # when the decrement is small (two points a few ulps apart, in turn, ran out max_iter)
+        ulps = 4.0 * np.finfo(np.float64).eps
+        stuck = bool(np.all(np.abs(t * dw) <= ulps * np.abs(w))
+                     and np.all(np.abs(t * db) <= ulps * np.abs(b)))
+        w, b = w + t * dw, b + t * db
     else:
         warnings.warn(
             f"SVOR did not reach the relative duality gap tol={tol:g} in max_iter={max_iter} "
-            f"iterations; the gap is {gap / max(objective, 1e-300):.3g}.",
+            f"iterations; the gap is {min(gap, objective) / max(objective, 1e-300):.3g}.",
             ConvergenceWarning,
             stacklevel=3,
         )
@@ -380,7 +403,7 @@ def solve_svor(
         # that point, certified by a dual fitted to it, or by D(0) = 0 <= min F
         w, b = best[1], best[2]
         primal, dual, residual = _certificate(X, S, c, w, b, _dual_for(X, S, c, w, b))
-        valid = residual <= 1e-10 * max(c * n, 1.0) and dual <= primal
+        valid = residual <= residual_tol and dual <= primal
         objective, gap = primal, (primal - dual if valid else primal)
         warnings.warn(
             f"SVOR's Newton steps ended above the best point they passed (features in large "
@@ -683,6 +706,10 @@ class SVOR(ParamsMixin):
     }
 
     def _after_load(self) -> None:
+        if self.gap_ > self.objective_:  # F >= 0 = D(0): a fit caps the gap there
+            raise ValueError(f"fitted.gap_ must be at most fitted.objective_ "
+                             f"({self.objective_!r}), as a fit makes it; got {self.gap_!r}.")
+        _svor_labels(self.classes_)  # the labels a fit takes: no continuous values, no bools
         k = self.classes_.size - 1
         if self.thresholds_.size != k:
             raise ValueError(f"fitted.thresholds_ must hold {k} values, one fewer than "
