@@ -364,3 +364,14 @@ def test_documents_no_fit_writes_and_bad_objective_inputs_are_refused():
                         ((X * np.nan, [0, 0, 1, 1], w, b, 1.0), r"^X must be finite")):
         with pytest.raises(ValueError, match=match):
             svor_objective(*args)
+
+
+def test_a_c_too_large_for_the_features_is_refused_at_fit():
+    # C = 1e300 fitted with objective_ inf, which to_json then refused; 1.7e308 gave NaN
+    # coefficients without a word
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    for C in (1e300, 1.7e308):
+        m = SVOR(C=C)
+        with pytest.raises(ValueError, match=r"^C=.* is too large for these features"):
+            m.fit(X, [0, 0, 1, 1])
+        assert not hasattr(m, "coef_")

@@ -611,10 +611,16 @@ class SVOR(ParamsMixin):
             raise ValueError(f"y must hold at least 2 classes; got {classes.size} class.")
         sol = solve_svor(x, ranks.astype(np.intp), classes.size, C, tol=tol,
                          max_iter=int(self.max_iter))
-        self.classes_ = classes
-        self.coef_ = sol.coef
         thresholds = _centred_thresholds(x @ sol.coef, ranks.astype(np.intp), classes.size)
-        objective = svor_objective(x, ranks, sol.coef, thresholds, C)
+        if not (np.all(np.isfinite(sol.coef)) and np.all(np.isfinite(thresholds))):
+            objective = math.inf
+        else:
+            objective = svor_objective(x, ranks, sol.coef, thresholds, C)
+        if not math.isfinite(min(objective, sol.objective)):
+            raise ValueError(f"C={C!r} is too large for these features: the SVOR objective "
+                             "goes beyond float64; take a smaller C, or scale the features "
+                             "down.")
+        self.classes_, self.coef_ = classes, sol.coef
         self.thresholds_ = np.sort(thresholds)
         # the centred thresholds minimise F given coef_: no higher than the solver's
         self.objective_ = min(objective, sol.objective)

@@ -534,3 +534,15 @@ def test_a_certified_bound_below_the_rules_risk_loads(bound, delta, losses):
     rule = BoundedImprovement(target_risk=1.0, delta=delta, bound=bound).fit(u, losses)
     assert rule.feasible_ and rule.risk_bound_ < rule.risk_
     assert load_json(rule.to_json()).accept_proba(u).tolist() == rule.accept_proba(u).tolist()
+
+
+def test_a_document_with_a_byte_order_mark_loads_from_a_file_and_a_string(tmp_path):
+    # as bytes it loaded; a file (as Windows editors save it) and a str were refused
+    from abstain import CostBased, load_json
+
+    rule = CostBased(0.3).fit([0.1, 0.2, 0.6, 0.9], [0, 0, 1, 1])
+    bom = b"\xef\xbb\xbf" + rule.to_json().encode()
+    path = tmp_path / "rule.json"
+    path.write_bytes(bom)
+    for given in (bom, path, str(path), bom.decode("utf-8")):
+        assert load_json(given).to_json() == rule.to_json()

@@ -495,3 +495,18 @@ def test_ood_rules_whose_fields_contradict_each_other_are_refused_on_load():
     doc["params"]["ood_prior"] = None
     with pytest.raises(ValueError, match=r"^params\.ood_prior must be given for the plug-in"):
         load_json(json.dumps(doc))
+
+
+def test_a_precision_near_the_least_float_is_no_division_by_zero():
+    # prior * precision underflowed to 0: ZeroDivisionError
+    from abstain import load_json
+    from abstain.models import BoundedPrecisionRecall
+
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=200)
+    is_ood = rng.random(200) < 0.3
+    losses = np.where(is_ood, 0.0, (rng.random(200) < 0.2).astype(float))
+    tiny = BoundedPrecisionRecall(precision=5e-324, recall=0.9).fit(s, is_ood, losses)
+    small = BoundedPrecisionRecall(precision=1e-300, recall=0.9).fit(s, is_ood, losses)
+    assert tiny.feasible_ and tiny.tpr_ == small.tpr_ and tiny.risk_ == small.risk_
+    load_json(tiny.to_json())

@@ -527,3 +527,17 @@ def test_sele_on_equal_losses_converges_at_its_start(C):
         warnings.simplefilter("error", ConvergenceWarning)
         model = SELE(C=C, chunk_size=None).fit(X, rng.integers(0, 3, 300), np.ones(300))
     assert model.converged_ and np.abs(model.coef_).max() < 1e-12
+
+
+def test_a_tiny_c_whose_gap_bound_overflows_writes_a_document_that_loads():
+    # grad_norm**2 / (2 C) overflowed to inf, and load_json refused the fit's own document
+    from estimators import TRAIN
+
+    X, y_pred, losses = TRAIN["F"], TRAIN["pred"], TRAIN["losses"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SELE(C=1e-315, max_iter=1, random_state=0).fit(X, y_pred, losses)
+    assert model.gap_bound_ == np.inf
+    again = load_json(model.to_json())
+    assert again.decision_function(X, y_pred).tolist() == \
+        model.decision_function(X, y_pred).tolist()

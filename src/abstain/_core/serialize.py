@@ -367,7 +367,7 @@ def _refuse_constant(name: str) -> Any:
 
 def _read_file(path: Any) -> str:
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark first is no text
             return fh.read()
     except FileNotFoundError:
         raise ValueError(f"text_or_path names no file: {str(path)!r}.") from None
@@ -397,7 +397,7 @@ def read_document(text_or_path: str | bytes | os.PathLike[str]) -> Any:
     elif isinstance(text_or_path, (bytes, bytearray)):
         text = bytes(text_or_path)
     elif isinstance(text_or_path, str):
-        text = text_or_path
+        text = text_or_path.removeprefix("\ufeff")  # as bytes with a byte-order mark load
         if text.lstrip()[:1] not in ("{", "[") and _is_file(text):
             source, text = text, _read_file(text)
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -581,5 +582,7 @@ def precision_recall_constraint(sample: Sample, precision: float, recall: float,
     ``precision >= kappa`` is ``FPR <= (1 - pi)(1 - kappa) / (pi kappa) * TPR``: linear in
     the accepted masses.
     """
-    k = (1 - prior) * (1 - precision) / (prior * precision) * sample.n_ood / sample.n_id
-    return Constraint(recall * sample.n_id, 0.0, k)
+    # divided in turn: prior * precision underflows to 0 for a precision near 5e-324; a slope
+    # beyond float64 is the largest float (the precision bound then binds nothing accepted)
+    k = (1 - prior) * (1 - precision) / prior / precision * sample.n_ood / sample.n_id
+    return Constraint(recall * sample.n_id, 0.0, min(k, sys.float_info.max))

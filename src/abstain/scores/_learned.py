@@ -692,9 +692,11 @@ class SELE(_LinearScore):
 
     def _after_load(self) -> None:
         super()._after_load()
-        # fit bounds the gap where the objective is strongly convex, and only there
+        # fit bounds the gap where the objective is strongly convex, and only there; the
+        # bound grad_norm**2 / (2 C) of a C below 1e-290 may overflow to inf (no bound)
         bounded = float(self.C) > 0 and self.baseline_coef_ is None
-        if bounded != math.isfinite(self.gap_bound_):
+        overflows = 0 < float(self.C) < 1e-290 and math.isinf(self.gap_bound_)
+        if bounded != math.isfinite(self.gap_bound_) and not overflows:
             raise ValueError(
                 f"fitted.gap_bound_ must be {'finite' if bounded else 'inf'} for params.C = "
                 f"{plain(self.C)} {'without' if self.baseline_coef_ is None else 'with'} a "
@@ -754,7 +756,9 @@ class SELE(_LinearScore):
         self._set_theta(theta, design)
         self.objective_ = value
         strongly_convex = self.C > 0 and design.extra is None
-        self.gap_bound_ = grad_norm**2 / (2.0 * self.C) if strongly_convex else math.inf
+        with np.errstate(over="ignore"):  # a tiny C: a bound beyond float64 is none
+            self.gap_bound_ = (float(np.float64(grad_norm) ** 2 / (2.0 * self.C))
+                               if strongly_convex else math.inf)
         self.n_iter_ = int(result.nit) + polish
         self.converged_ = bool(grad_norm <= gtol)
         if not self.converged_:
