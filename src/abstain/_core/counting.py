@@ -1,7 +1,9 @@
 """Group totals by counting instead of sorting, where the scores allow it: float16 numbers
 (a count of the 65,536 bit patterns) and heavily tied scores (equal bins of their span).
 Each path returns :func:`~abstain._core.groups.group_totals`' tuple, or None where it
-does not apply; each group's weights are added one by one, in row order."""
+does not apply; each group's float weights are added in two parts (:func:`_bin_sums`), so
+that a group of millions of rows keeps its sum to about one unit in the last place (one
+by one, 4,000,000 losses of 0.1 summed to 1.3e-11 relative off)."""
 
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ def half_totals(
 
     Applies to finite float64 scores that are all float16 numbers (checked on the first
     rows, then on all), with float64 or int64 weights and at least ``_HALF_MIN_ROWS``
-    rows: a ``bincount`` over the 65,536 patterns replaces the sort, and each group's
-    weights are summed in row order.
+    rows: a ``bincount`` over the 65,536 patterns replaces the sort (each group's float
+    weights summed as :func:`_bin_sums` sums them).
     """
     n = uncertainty.size
     if (n < _HALF_MIN_ROWS or uncertainty.dtype != np.float64 or uncertainty.ndim != 1
@@ -46,11 +48,29 @@ def half_totals(
     idx[idx == 0x8000] = 0  # -0.0 is the group of 0.0: its rows summed in row order with it
     size = 1 << 16
     counts = np.bincount(idx, minlength=size)
-    sums = [np.bincount(idx, weights=w, minlength=size) for w in weights]
+    sums = [_bin_sums(idx, w, size) for w in weights]
     keep = _HALF_ORDER[counts[_HALF_ORDER] > 0]
     totals = [s[keep] if w.dtype == np.float64 else s[keep].astype(np.int64)
               for s, w in zip(sums, weights, strict=True)]
     return _HALF_VALUES[keep], counts[keep].astype(np.int64), totals
+
+
+def _bin_sums(idx: NDArray[np.intp], w: NDArray[Any], size: int) -> NDArray[Any]:
+    """``np.bincount(idx, weights=w, minlength=size)``, each bin's float sum nearly
+    correctly rounded: ``w`` is split into a part on a grid of ``u`` (a power of two so
+    coarse that ``n`` of them sum exactly, in any order) and the rest (below ``u / 2``
+    each, whose sum's round-off is about ``n^2 eps^2`` of the largest weight)."""
+    if w.dtype != np.float64 or w.size == 0:
+        return np.bincount(idx, weights=w, minlength=size)
+    top = float(np.max(np.abs(w)))
+    if top == 0.0 or not math.isfinite(top):
+        return np.bincount(idx, weights=w, minlength=size)
+    # n multiples of u, each at most top + u / 2 in magnitude, sum below 2**52 units
+    u = math.ldexp(1.0, math.frexp(top)[1] + math.frexp(float(w.size))[1] + 1 - 52)
+    head = np.round(w / u) * u
+    rest = w - head  # exact: w rounded to a coarser grid differs from it by its own ulps
+    return (np.bincount(idx, weights=head, minlength=size)
+            + np.bincount(idx, weights=rest, minlength=size))
 
 
 # Below this many rows a sort is as fast as the bins of :func:`binned_totals`.
@@ -72,7 +92,7 @@ def binned_totals(
     ``floor((s - min) * (bins - 1) / span)``, which never decreases as the score grows.
     Where every bin holds one value (checked on every row: a value read back per bin
     equals each row's), the bins in use are the tie groups in ascending order, and
-    ``bincount`` gives the counts and each group's weights summed in row order, as
+    ``bincount`` gives the counts and each group's weights (:func:`_bin_sums`), as
     :func:`half_totals` does: O(n), no sort. Where two distinct values share a bin (a
     gap smaller than those rows show), None: the sort path then.
     """
@@ -105,7 +125,7 @@ def binned_totals(
         return None  # two values in one bin
     counts = np.bincount(idx, minlength=size + 1)
     keep = np.flatnonzero(counts)
-    totals = [np.bincount(idx, weights=w, minlength=size + 1)[keep] for w in weights]
+    totals = [_bin_sums(idx, w, size + 1)[keep] for w in weights]
     totals = [t if w.dtype == np.float64 else t.astype(np.int64)
               for t, w in zip(totals, weights, strict=True)]
     return value[keep] + 0.0, counts[keep].astype(np.int64), totals
