@@ -541,3 +541,18 @@ def test_a_tiny_c_whose_gap_bound_overflows_writes_a_document_that_loads():
     again = load_json(model.to_json())
     assert again.decision_function(X, y_pred).tolist() == \
         model.decision_function(X, y_pred).tolist()
+
+
+def test_least_squares_in_small_units_is_the_least_squares_fit():
+    # columns in units of 1e-200 had a norm that underflowed to 0: left tiny, cut off by
+    # the solver (squared error 13.55 against 10.728); C = 1e308 ended in SciPy's message
+    rng = np.random.default_rng(3)
+    X, y_pred, losses = random_problem(rng, n=90)
+    want = LossRegression(C=0.0).fit(X, y_pred, losses).decision_function(X, y_pred)
+    for scale in (1e-200, 1e-300):
+        got = LossRegression(C=0.0).fit(X * scale, y_pred, losses).decision_function(
+            X * scale, y_pred)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match=r"^C must be below the float64 range divided by the "
+                                         r"rows"):
+        LossRegression(C=1e308).fit(X, y_pred, losses)

@@ -10,6 +10,7 @@ AuRC, or by ridge regression of the true-class probability (TCP). Re-exported by
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from typing import NamedTuple
 
@@ -96,10 +97,8 @@ class _LinearScore(ParamsMixin):
                 self.classes_ = np.zeros(0)
             return np.zeros(n, dtype=np.intp)
         if y_pred is None:
-            raise ValueError(
-                "y_pred must be given with features='predicted_class'; got None "
-                "(use features='shared' for a score of X alone)."
-            )
+            raise ValueError("y_pred must be given with features='predicted_class'; got None "
+                             "(use features='shared' for a score of X alone).")
         labels = np.asarray(y_pred)
         if labels.ndim != 1:
             raise ValueError(f"y_pred must be one-dimensional; got shape {labels.shape}.")
@@ -115,17 +114,14 @@ class _LinearScore(ParamsMixin):
                                  f"all strings; got values such as {labels.tolist()[:3]}."
                                  ) from None
         if fitting:
-            known = np.unique(labels) if self.classes is None else np.unique(self.classes)
-            self.classes_ = known
-        pos = np.searchsorted(self.classes_, labels)
-        pos = np.minimum(pos, len(self.classes_) - 1)
+            self.classes_ = np.unique(labels if self.classes is None else self.classes)
+        pos = np.minimum(np.searchsorted(self.classes_, labels), len(self.classes_) - 1)
         unknown = self.classes_[pos] != labels
         if np.any(unknown):
             bad = np.unique(labels[unknown])[:5].tolist()
-            raise ValueError(
-                f"y_pred must hold labels in classes_ {self.classes_.tolist()}; got {bad} "
-                "(pass classes=... to list every label the predictor can output)."
-            )
+            raise ValueError(f"y_pred must hold labels in classes_ {self.classes_.tolist()}; got "
+                             f"{bad} (pass classes=... to list every label the predictor can "
+                             "output).")
         return pos.astype(np.intp)
 
     def _baseline_column(
@@ -327,10 +323,10 @@ def _ridge(
         if rows.shape[0] == 0:
             continue
         if C == 0.0:
-            # columns brought near a norm of 1 by powers of two first: the cut-off of small
-            # singular values is relative to the largest, so features in units of 1e15
-            # beside the intercept lost the intercept
-            norms = np.linalg.norm(rows, axis=0)
+            # columns brought near 1 by powers of two of their largest magnitude first: the
+            # cut-off of small singular values is relative to the largest, so features in
+            # units of 1e15 lost the intercept (and a norm of units of 1e-200 underflowed)
+            norms = np.max(np.abs(rows), axis=0)
             unit = np.where(norms > 0, np.ldexp(1.0, np.frexp(norms)[1]), 1.0)
             sol[k] = scipy.linalg.lstsq(rows / unit, t, cond=None)[0] / unit[:, None]
             continue
@@ -340,6 +336,10 @@ def _ridge(
                              f"{float(np.max(np.abs(rows))):.4g}, whose products overflow "
                              f"float64 in the ridge's Gram matrix; scale the features (C=0 "
                              f"scales them itself).")
+        if not math.isfinite(n * C / 2.0):
+            raise ValueError(f"C must be below the float64 range divided by the rows "
+                             f"({n} rows: C below {sys.float_info.max / n * 2:.3g}); got "
+                             f"{C!r}.")
         gram[np.diag_indices(dim)] += n * C / 2.0
         sol[k] = scipy.linalg.solve(gram, rows.T @ t, assume_a="pos")
     if design.extra is None:
