@@ -510,3 +510,19 @@ def test_a_precision_near_the_least_float_is_no_division_by_zero():
     small = BoundedPrecisionRecall(precision=1e-300, recall=0.9).fit(s, is_ood, losses)
     assert tiny.feasible_ and tiny.tpr_ == small.tpr_ and tiny.risk_ == small.risk_
     load_json(tiny.to_json())
+
+
+def test_the_cost_of_a_large_reject_cost_is_the_rules_own_and_loads():
+    # cost_ was the search's objective plus (1 - pi) e1 + pi e3, which cancelled: 0.0500002
+    # for 0.05 at reject_id_cost 1e10, and load_json refused the document
+    from estimators import TRAIN
+
+    from abstain import load_json
+    from abstain.models import CostBasedOOD
+
+    s, ood, losses = TRAIN["s2"], TRAIN["is_ood"], TRAIN["ood_losses"]
+    for cost in (0.5, 1e10, 1e30):
+        m = CostBasedOOD(reject_id_cost=cost).fit(s, ood, losses)
+        load_json(m.to_json())
+    assert CostBasedOOD(reject_id_cost=1e10).fit(s, ood, losses).cost_ == \
+        CostBasedOOD(reject_id_cost=0.5).fit(s, ood, losses).cost_

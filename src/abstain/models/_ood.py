@@ -703,7 +703,11 @@ class CostBasedOOD(_OODRule):
         found = fit.run(search, d, None, slopes)
         assert found is not None
         self._set(fit, found, pi)
-        self.cost_ = float(found[0].objective + (1 - pi) * e1 + pi * e3)
+        # from the rule's own rates, term by term: the search's objective plus the constant
+        # (1 - pi) e1 + pi e3 cancelled (0.0500002 for 0.05 at reject_id_cost 1e10)
+        tpr, fpr, risk = float(self.tpr_), float(self.fpr_), float(self.risk_)
+        self.cost_ = math.fsum([(1 - pi) * (risk * tpr if tpr > 0 else 0.0),
+                                (1 - pi) * e1 * (1 - tpr), pi * e2 * fpr, pi * e3 * (1 - fpr)])
         return self
 
 
