@@ -433,8 +433,8 @@ def group_totals(
     (``counting.binned_totals``); these add a group's float weights in two parts (a
     coarse grid whose sums are exact, then the rest), ``reduceat`` below in blocks, so
     each path keeps a continuous total to about its last digit, and its last bits depend
-    on the path, which the data alone choose. Integer weights give integer totals (exact below 2**53). -0.0 and +0.0 are
-    one group, whose value is +0.0. Where every weight is 0 or 1 (0/1 losses, ID and OOD
+    on the path, which the data alone choose. Integer weights give integer totals (exact
+    below 2**53). -0.0 and +0.0 are one group, whose value is +0.0. Where every weight is 0 or 1 (0/1 losses, ID and OOD
     marks) the rows fall into a few classes and the totals are counts: one sort of packed
     integer keys gives them (:func:`_class_totals`), no argsort of the rows. Otherwise the
     rows are put in :func:`stable_order` and each group's weights summed with

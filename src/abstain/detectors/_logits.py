@@ -54,7 +54,15 @@ def _peak_and_rest(z: NDArray[np.float64], temperature: float = 1.0,
             d[wide] = ((zz / 2.0 - pk / 2.0) / temperature * 2.0)[wide]
     np.exp(d, out=d)
     np.subtract(d, top, out=d)  # the peak entries' terms, exactly 1, become exactly 0
-    rest = d.sum(axis=axis)
+    if axis == 0:
+        # row after row, for any number of columns: NumPy sums a (K, 1) array pairwise
+        # (contiguous along the axis), so a row scored alone got other last bits than in a
+        # batch, where the K rows are added one after another
+        rest = d[0].copy()
+        for row in d[1:]:
+            rest += row
+    else:
+        rest = d.sum(axis=1)
     if np.count_nonzero(top) != z.shape[0]:  # a row with a tied peak: count its ties back
         rest += np.count_nonzero(top, axis=axis) - 1
     return peak, rest
