@@ -425,20 +425,20 @@ def group_totals(
     The one grouping of rows that the metrics, the reject models and
     :class:`~abstain.ScoreTable` share: the same rows give the same totals, bit for bit,
     whichever of them asks. Every group total is the sum of the group's weights in row
-    order, so it does not depend on how a CPU's sort kernel orders tied values (SIMD
-    sorts differ between CPUs); for scores that are all float16 numbers (fp16 softmax
-    outputs, at most 65,536 distinct values) and at least ``counting._HALF_MIN_ROWS`` rows the
-    groups come from counting bit patterns (``counting.half_totals``, O(n) instead of a
-    sort), and for heavily tied scores from counting equal bins of the span
-    (``counting.binned_totals``); these add a group's float weights in two parts (a
-    coarse grid whose sums are exact, then the rest), ``reduceat`` below in blocks, so
-    each path keeps a continuous total to about its last digit, and its last bits depend
-    on the path, which the data alone choose. Integer weights give integer totals (exact
-    below 2**53). -0.0 and +0.0 are one group, whose value is +0.0. Where every weight is 0 or 1 (0/1 losses, ID and OOD
-    marks) the rows fall into a few classes and the totals are counts: one sort of packed
-    integer keys gives them (:func:`_class_totals`), no argsort of the rows. Otherwise the
-    rows are put in :func:`stable_order` and each group's weights summed with
-    ``np.add.reduceat``. ``values=False`` may return an empty array in place of the
+    order, so it does not depend on how a CPU's sort kernel orders tied values (SIMD sorts
+    differ between CPUs); for scores that are all float16 numbers (fp16 softmax outputs, at
+    most 65,536 distinct values) and at least ``counting._HALF_MIN_ROWS`` rows the groups
+    come from counting bit patterns (``counting.half_totals``, O(n) instead of a sort), and
+    for heavily tied scores from counting equal bins of the span
+    (``counting.binned_totals``); these add a group's float weights in two parts (a coarse
+    grid whose sums are exact, then the rest), ``reduceat`` below in blocks, so each path
+    keeps a continuous total to about its last digit, and its last bits depend on the path,
+    which the data alone choose. Integer weights give integer totals (exact below 2**53).
+    -0.0 and +0.0 are one group, whose value is +0.0. Where every weight is 0 or 1 (0/1
+    losses, ID and OOD marks) the rows fall into a few classes and the totals are counts:
+    one sort of packed integer keys gives them (:func:`_class_totals`), no argsort of the
+    rows. Otherwise the rows are put in :func:`stable_order` and each group's weights summed
+    with ``np.add.reduceat``. ``values=False`` may return an empty array in place of the
     values, for callers that need the totals only (it saves a gather).
     """
     if _ascending(uncertainty):  # already one row per value, in order (a table's values)
