@@ -375,3 +375,21 @@ def test_a_c_too_large_for_the_features_is_refused_at_fit():
         with pytest.raises(ValueError, match=r"^C=.* is too large for these features"):
             m.fit(X, [0, 0, 1, 1])
         assert not hasattr(m, "coef_")
+
+
+def test_a_gap_one_ulp_above_the_objective_is_capped_and_whole_float_ranks_taken():
+    # gap_ came out one ulp above objective_ and load_json refused the fit's document;
+    # ranks 0.0, 1.0 were refused as not whole
+    rng = np.random.default_rng(27)
+    for _ in range(40):
+        X = rng.normal(size=(5, 2))
+        y = rng.integers(0, 3, 5)
+        if np.unique(y).size < 2:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = SVOR(C=0.1, max_iter=3).fit(X, y)
+        assert m.gap_ <= m.objective_
+        load_json(m.to_json())
+    X = np.array([[0.0], [2.0]])
+    assert svor_objective(X, np.array([0.0, 1.0]), [1.0], [1.0], C=1.0) == 0.5

@@ -82,6 +82,8 @@ def svor_objective(
     w = as_real_array(coef, "coef")
     b = as_real_array(thresholds, "thresholds")
     raw = np.asarray(ranks)
+    if raw.dtype.kind == "f" and raw.size and np.all(raw == np.round(raw)):
+        raw = raw.astype(np.int64)  # whole ranks written as floats
     if raw.ndim != 1 or raw.dtype.kind not in "iu" or (raw.size and (
             raw.min() < 0 or raw.max() > b.size)):
         raise ValueError(f"ranks must be whole class ranks in 0..{b.size} (one more class than "
@@ -624,7 +626,8 @@ class SVOR(ParamsMixin):
         self.thresholds_ = np.sort(thresholds)
         # the centred thresholds minimise F given coef_: no higher than the solver's
         self.objective_ = min(objective, sol.objective)
-        self.gap_ = max(sol.gap - (sol.objective - self.objective_), 0.0)
+        # at most the objective (F >= 0 = D(0)), which the difference can pass by an ulp
+        self.gap_ = min(max(sol.gap - (sol.objective - self.objective_), 0.0), self.objective_)
         self.n_iter_ = sol.n_iter
         self.n_features_in_ = x.shape[1]
         return self

@@ -120,3 +120,17 @@ def test_the_counting_paths_sum_a_large_group_to_its_last_digits(scores):
     table = ScoreTable.from_arrays(u, losses)
     exact = np.bincount(np.unique(u, return_inverse=True)[1].ravel()) * 0.1
     np.testing.assert_allclose(table.loss_sums, exact, rtol=4e-16)
+
+
+def test_subnormal_weights_on_the_counting_paths_are_summed():
+    # the grid of the two-part sums underflowed to 0 for weights near the subnormals: NaN
+    from abstain import ScoreTable
+    from abstain.metrics import aurc
+
+    rng = np.random.default_rng(0)
+    u = rng.integers(0, 50, 40_000).astype(float)
+    losses = (rng.random(40_000) < 0.3) * 1e-315
+    want = aurc(losses * 2.0**900, u) / 2.0**900
+    assert aurc(losses, u) == pytest.approx(want, rel=1e-9)
+    assert ScoreTable.from_arrays(u, losses).loss_sums.sum() == pytest.approx(
+        math.fsum(losses.tolist()), rel=1e-9)

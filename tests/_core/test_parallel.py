@@ -107,8 +107,9 @@ def test_an_exception_that_cannot_be_rebuilt_is_raised_not_waited_for():
     # the pool's result thread died rebuilding it and imap waited forever
     if not can_fork():
         pytest.skip("no fork here: the work runs in one process")
-    with pytest.raises(RuntimeError, match=r"^a worker process failed: .*_TwoArgumentError: "
-                                           r"statistic failed$"):
+    # (where a library has taught pickle to rebuild any exception, as distributed's tblib
+    # does once imported, the exception itself comes back)
+    with pytest.raises((RuntimeError, _TwoArgumentError), match=r"statistic failed$"):
         ordered_map(_fails, [1, 2, 3], 2)
     with pytest.raises(ZeroDivisionError):  # one that can is raised as it is
         ordered_map(lambda i: 1 / 0, [1, 2], 2)

@@ -546,3 +546,17 @@ def test_a_document_with_a_byte_order_mark_loads_from_a_file_and_a_string(tmp_pa
     path.write_bytes(bom)
     for given in (bom, path, str(path), bom.decode("utf-8")):
         assert load_json(given).to_json() == rule.to_json()
+
+
+def test_numbers_given_as_0d_arrays_or_fractions_are_written_as_numbers():
+    # fit took them, and to_json ended in "TypeError: 'float' object is not iterable"
+    from fractions import Fraction
+
+    from abstain import BoundedImprovement, load_json
+
+    u, losses = [0.1, 0.2, 0.3, 0.4], [0.0, 1.0, 0.0, 1.0]
+    for target in (np.array(0.5), Fraction(1, 2)):
+        rule = BoundedImprovement(target_risk=target).fit(u, losses)
+        assert json.loads(rule.to_json())["params"]["target_risk"] == 0.5
+        assert load_json(rule.to_json()).accept_proba(u).tolist() == \
+            rule.accept_proba(u).tolist()

@@ -556,3 +556,12 @@ def test_least_squares_in_small_units_is_the_least_squares_fit():
     with pytest.raises(ValueError, match=r"^C must be below the float64 range divided by the "
                                          r"rows"):
         LossRegression(C=1e308).fit(X, y_pred, losses)
+
+
+def test_features_too_small_for_float64_coefficients_are_refused():
+    # the least-squares coefficient of features near 1e-310 is beyond float64: every score
+    # came out inf with only a RuntimeWarning
+    X = np.array([[1.0], [2.0], [3.0], [4.0]]) * 1e-310
+    with pytest.raises(ValueError, match=r"^X holds features so small that the least-squares "
+                                         r"coefficients go beyond float64"):
+        LossRegression(C=0.0).fit(X, [0, 0, 0, 0], [0.0, 1.0, 0.0, 2.0])

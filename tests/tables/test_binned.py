@@ -275,3 +275,24 @@ def test_aurc_of_losses_near_the_float_maximum_is_finite_and_certified(losses, e
     est = BinnedTable.from_arrays(u, np.array(losses), edges=edges).aurc()
     assert np.isfinite(est.value) and np.isfinite(est.error)
     assert abs(est.value - aurc(np.array(losses), u)) <= est.error
+
+
+def test_the_certified_error_holds_among_the_subnormals() -> None:
+    # the relative allowance underflowed to 0: value 0.0 with error 0.0 for an AuRC of
+    # 5e-324 / 16
+    import itertools
+    from fractions import Fraction
+
+    def exact(order, area):  # the rows in this order: one order the bins allow
+        prefix, total = Fraction(0), Fraction(0)
+        for i, loss in enumerate(order, 1):
+            prefix += Fraction(loss)
+            total += prefix / i if area == "aurc" else prefix
+        return total / len(order) / (1 if area == "aurc" else len(order))
+
+    u = np.array([0.5, 0.5, 1.5, 1.5])
+    for losses in itertools.product([0.0, 5e-324, 1e-323], repeat=4):
+        table = BinnedTable.from_arrays(u, np.array(losses), edges=[0.0, 1.0, 2.0])
+        for area in ("aurc", "augrc"):
+            est = getattr(table, area)()
+            assert abs(Fraction(est.value) - exact(losses, area)) <= Fraction(est.error)

@@ -81,9 +81,11 @@ def test_pair_totals_of_parts_give_the_pair_table_of_all_rows(seed):
         PairTable.from_totals([1.0], [1], [0], [0.0], max_loss=0.0)
     with pytest.raises(ValueError, match="ood_counts must be at most counts"):
         PairTable.from_totals([[1.0, 2.0]], [1], [2], [0.0], max_loss=0.0)
-    for bad in (-1.0, "a", None):  # float()'s own messages for the last two
+    for bad in (-1.0, "a", None, 10**400):  # float()'s own messages for the last three
         with pytest.raises(ValueError, match="max_loss must be a finite number >= 0"):
             PairTable.from_totals([[1.0, 2.0]], [1], [0], [0.0], max_loss=bad)
+    for fine in (np.array(1.0), __import__("fractions").Fraction(1)):  # real numbers
+        assert PairTable.from_totals([[1.0, 2.0]], [1], [0], [0.0], max_loss=fine).max_loss == 1
 
 
 @pytest.mark.parametrize(("counts", "sums", "ood"), [

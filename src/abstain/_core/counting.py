@@ -8,6 +8,7 @@ by one, 4,000,000 losses of 0.1 summed to 1.3e-11 relative off)."""
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,8 @@ def _bin_sums(idx: NDArray[np.intp], w: NDArray[Any], size: int) -> NDArray[Any]
         return np.bincount(idx, weights=w, minlength=size)
     # n multiples of u, each at most top + u / 2 in magnitude, sum below 2**52 units
     u = math.ldexp(1.0, math.frexp(top)[1] + math.frexp(float(w.size))[1] + 1 - 52)
+    if u < sys.float_info.min:  # weights near the subnormals: no coarser grid to take
+        return np.bincount(idx, weights=w, minlength=size)
     head = np.round(w / u) * u
     rest = w - head  # exact: w rounded to a coarser grid differs from it by its own ulps
     return (np.bincount(idx, weights=head, minlength=size)

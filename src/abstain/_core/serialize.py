@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -181,8 +182,12 @@ def _dump_param(value: Any, where: str, *, name: str = "") -> Any:
         return value
     if isinstance(value, np.bool_):
         return bool(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]  # a number given as a 0-d array is that number
     if isinstance(value, (int, np.integer)):
         return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):  # Fraction too
+        value = float(value)
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(float(value)):
             raise ValueError(f"{where} must be finite to be written as JSON; got {plain(value)}.")

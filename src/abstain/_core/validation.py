@@ -106,7 +106,7 @@ def _check_exact_in_float64(arr: NDArray[Any], name: str) -> None:
             wide = arr[(arr.astype(np.float64).astype(arr.dtype) != arr) & np.isfinite(arr)]
         if wide.size:
             raise ValueError(f"{name} holds {arr.dtype} values that float64 cannot hold "
-                             f"exactly (e.g. {np.format_float_positional(wide[0])}), so "
+                             f"exactly (e.g. {str(wide[0])}), so "
                              "distinct values could tie; "
                              "subtract an offset first, or pass float64 on purpose.")
         return

@@ -52,6 +52,7 @@ from .parquet_files import (
     parquet_frame,
     parquet_with_column,
     with_index_columns,
+    write_parquet,
 )
 
 __all__ = [
@@ -624,8 +625,10 @@ def write_table(
         _write_columns(tmp, fmt, table)
 
 
-def _write_columns(path: str, fmt: str, columns: Mapping[str, NDArray[Any]]) -> None:
-    """Write ``columns`` to ``path`` (a temporary of :func:`atomic_path`) in ``fmt``."""
+def _write_columns(path: str, fmt: str, columns: Mapping[str, NDArray[Any]],
+                   nulls: Collection[str] = ()) -> None:
+    """Write ``columns`` to ``path`` (a temporary of :func:`atomic_path`) in ``fmt``
+    (Parquet: NaN of the columns ``nulls`` as nulls)."""
     if fmt == "csv":
         with open(path, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
@@ -635,17 +638,7 @@ def _write_columns(path: str, fmt: str, columns: Mapping[str, NDArray[Any]]) -> 
     elif fmt == "npz":
         save_npz(path, columns)
     else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        for name, arr in columns.items():
-            if arr.dtype.kind in "cV":  # Parquet has no such type: refused before writing
-                raise ValueError(f"array {name!r} has the dtype {arr.dtype}, which Parquet "
-                                 "cannot store; write the output as NPZ, which keeps it.")
-        # Arrow's own types: NaN stays NaN (pandas writes it as a null, which Arrow, Spark
-        # and SQL count apart) and datetime64[D] a date; None in an object array a null
-        pq.write_table(pa.table({name: pa.array(arr, from_pandas=arr.dtype.kind == "O")
-                                 for name, arr in columns.items()}), path)
+        write_parquet(path, columns, nulls)
 
 
 def _cell(v: Any) -> str:
@@ -736,8 +729,8 @@ def write_with_column(
                 save_npz(tmp, arrays)
         return
     columns[name] = values
-    with atomic_path(out) as tmp:
-        _write_columns(tmp, fmt, columns)
+    with atomic_path(out) as tmp:  # a row left out: an empty accept cell, null in Parquet
+        _write_columns(tmp, fmt, columns, nulls=(name,))
 
 
 def _npz_column(col: Any, name: str, src: Path) -> NDArray[Any]:

@@ -5,7 +5,7 @@ column added while every other column keeps its Arrow type, nulls and the file's
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sized
+from collections.abc import Callable, Collection, Mapping, Sized
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -147,3 +147,26 @@ def check_rows(src: Path, n: int, values: Sized) -> None:
     if n != len(values):
         raise ValueError(f"{str(src)!r} has {n} rows but {len(values)} values were given for "
                          "them (did the file change while it was read?); run again.")
+
+
+def write_parquet(path: str, columns: Mapping[str, NDArray[Any]],
+                  nulls: Collection[str] = ()) -> None:
+    """Write ``columns`` to the Parquet ``path`` with Arrow's own types: NaN stays NaN
+    (pandas writes it as a null, which Arrow, Spark and SQL count apart) but in the columns
+    ``nulls``, datetime64[D] is a date, None in an object array a null; dates and times in
+    units Arrow does not take (months, hours...) in seconds, which hold them exactly."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays = {}
+    for name, arr in columns.items():
+        if arr.dtype.kind in "cV":  # Parquet has no such type: refused before writing
+            raise ValueError(f"array {name!r} has the dtype {arr.dtype}, which Parquet "
+                             "cannot store; write the output as NPZ, which keeps it.")
+        if arr.dtype.kind in "mM":
+            unit = np.datetime_data(arr.dtype)[0]
+            if unit not in ("s", "ms", "us", "ns") and not (arr.dtype.kind == "M"
+                                                            and unit == "D"):
+                arr = arr.astype(arr.dtype.str[:-len(unit) - 2] + "[s]")
+        arrays[name] = pa.array(arr, from_pandas=arr.dtype.kind == "O" or name in nulls)
+    pq.write_table(pa.table(arrays), path)

@@ -1,10 +1,9 @@
 """Uncertainty scores learned from examples for a black-box predictor.
 
-Franc, Prusa and Voracek (2023), sections 3.3-3.4 and 5.1: a linear score
-``s(x) = <theta, psi(x)>`` is fitted to the observed losses of a fixed predictor,
-by ridge regression of the loss (REG), by minimising the smooth SELE proxy of the
-AuRC, or by ridge regression of the true-class probability (TCP). Re-exported by
-:mod:`abstain.scores`.
+Franc, Prusa and Voracek (2023), sections 3.3-3.4 and 5.1: a linear score ``s(x) = <theta,
+psi(x)>`` is fitted to the observed losses of a fixed predictor, by ridge regression of the
+loss (REG), by minimising the smooth SELE proxy of the AuRC, or by ridge regression of the
+true-class probability (TCP). Re-exported by :mod:`abstain.scores`.
 """
 
 from __future__ import annotations
@@ -222,7 +221,6 @@ class _LinearScore(ParamsMixin):
         """Serialise parameters and coefficients to JSON; load with :func:`abstain.load_json`."""
         return dumps(self)
 
-    # -- serialisation ----------------------------------------------------------
     _FIELDS: dict[str, Field] = {
         "classes_": Labels(),
         "coef_": Array(("blocks", "d")),
@@ -323,12 +321,15 @@ def _ridge(
         if rows.shape[0] == 0:
             continue
         if C == 0.0:
-            # columns brought near 1 by powers of two of their largest magnitude first: the
-            # cut-off of small singular values is relative to the largest, so features in
-            # units of 1e15 lost the intercept (and a norm of units of 1e-200 underflowed)
+            # columns near 1 by powers of two of their largest magnitude: the singular-value
+            # cut-off is relative, so units of 1e15 lost the intercept (1e-200: a norm of 0)
             norms = np.max(np.abs(rows), axis=0)
             unit = np.where(norms > 0, np.ldexp(1.0, np.frexp(norms)[1]), 1.0)
-            sol[k] = scipy.linalg.lstsq(rows / unit, t, cond=None)[0] / unit[:, None]
+            with np.errstate(over="ignore"):
+                sol[k] = scipy.linalg.lstsq(rows / unit, t, cond=None)[0] / unit[:, None]
+            if not np.isfinite(sol[k]).all():  # features near 1e-310: coefficients beyond
+                raise ValueError("X holds features so small that the least-squares "
+                                 "coefficients go beyond float64; scale the features up.")
             continue
         gram = rows.T @ rows
         if not np.isfinite(gram).all():
@@ -337,9 +338,8 @@ def _ridge(
                              f"float64 in the ridge's Gram matrix; scale the features (C=0 "
                              f"scales them itself).")
         if not math.isfinite(n * C / 2.0):
-            raise ValueError(f"C must be below the float64 range divided by the rows "
-                             f"({n} rows: C below {sys.float_info.max / n * 2:.3g}); got "
-                             f"{C!r}.")
+            raise ValueError(f"C must be below the float64 range divided by the rows ({n} "
+                             f"rows: C below {sys.float_info.max / n * 2:.3g}); got {C!r}.")
         gram[np.diag_indices(dim)] += n * C / 2.0
         sol[k] = scipy.linalg.solve(gram, rows.T @ t, assume_a="pos")
     if design.extra is None:

@@ -283,8 +283,8 @@ class BinnedTable:
         base = float(np.sum(prior * harmonic_difference(b, m)))
         value = (base + float(np.sum(tied))) / n
         gap = float(np.sum(np.maximum(high - tied, tied - low)))
-        return Bounded(value * scale, (gap / n * (1 + 1e-9) + _round_off(m.size) * value)
-                       * scale)
+        return Bounded(value * scale, (gap / n * (1 + 1e-9) + _round_off(m.size) * value
+                                       + _subnormal_slack(m.size)) * scale)
 
     def augrc(self) -> Bounded:
         """AUGRC on the bins, with its certified error (the bounds of :meth:`aurc` on the
@@ -307,8 +307,8 @@ class BinnedTable:
         count = m - k0 + 1.0
         low = np.maximum(count * (s - m * top) + top * count * (k0 + m) / 2.0, 0.0)
         gap = float(np.sum(np.maximum(high - tied, tied - low)))
-        return Bounded(value * scale, (gap / n / n * (1 + 1e-9) + _round_off(m.size) * value)
-                       * scale)
+        return Bounded(value * scale, (gap / n / n * (1 + 1e-9) + _round_off(m.size) * value
+                                       + _subnormal_slack(m.size)) * scale)
 
     def auroc(self) -> Bounded:
         """AUROC (OOD positive, ties one half) on the bins, with its certified error: the ID
@@ -349,6 +349,12 @@ def _round_off(bins: int) -> float:
     :func:`~abstain._core.prefix.tie_excess` (about ``2 (B / m) eps`` with ``B / m`` up to
     1024, 5e-13, for bins of more than 64 rows)."""
     return 1e-12 + 2.0 * sum_round_off(bins)
+
+
+def _subnormal_slack(bins: int) -> float:
+    """An absolute bound on the round-off of a binned area among the subnormals, where a
+    relative one underflows: half the least float per operation, a few per bin."""
+    return 8.0 * (bins + 2) * 5e-324
 
 
 def _same_marks(marks: list[bool | None]) -> bool | None:

@@ -24,6 +24,7 @@ from .._core.validation import (
     as_real_array,
     as_scores,
     check_nan_only_on_ood,
+    check_positive,
     check_same_length,
     empty_batch,
 )
@@ -194,11 +195,11 @@ class PairTable(LazyUpdates, ParamsMixin):
         if np.any(oc > c):
             raise ValueError("ood_counts must be at most counts at every pair; got more OOD "
                              f"rows than rows at {int(np.sum(oc > c))} pair(s).")
-        if isinstance(max_loss, bool) or not isinstance(max_loss, (int, float, np.number)):
-            raise ValueError(f"max_loss must be a finite number >= 0; got {max_loss!r}.")
-        top = float(max_loss)
-        if not np.isfinite(top) or top < 0:
-            raise ValueError(f"max_loss must be a finite number >= 0; got {max_loss!r}.")
+        try:  # any real number (a 0-d array, a Fraction), not text, None or 10**400
+            top = check_positive("max_loss", max_loss, allow_zero=True)
+        except ValueError:
+            raise ValueError(f"max_loss must be a finite number >= 0; got {max_loss!r}."
+                             ) from None
         # a loss of OOD rows only, or of no rows, or above max_loss, as load_json refuses it
         check_loss_sums(ls, (c - oc).astype(np.int64), top, ("loss_sums", "max_loss"))
         table = cls()
