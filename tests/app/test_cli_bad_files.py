@@ -321,6 +321,17 @@ def test_apply_from_npz_to_parquet_keeps_nan_a_value_and_dates_dates(rule_file, 
     assert got.column("z").null_count == 0 and np.isnan(got.column("z").to_pylist()[0])
     assert got.schema.field("d").type == pa.date32()
     assert got.column("accept").null_count == 0
+    # dates and times in units Arrow does not take (months, hours): written in seconds,
+    # not Arrow's ArrowNotImplementedError; a dropped row's accept cell is a null
+    np.savez(tmp_path / "units.npz", risk=np.array([0.1, np.nan, 0.3]),
+             month=np.array(["2020-01", "2020-02", "2020-03"], "datetime64[M]"),
+             hours=np.array([1, 2, 3], "timedelta64[h]"))
+    out.unlink()
+    assert run(capsys, "apply", rule_file, tmp_path / "units.npz", "-o", out, "--dropna")[0] == 0
+    got = pq.read_table(out)
+    assert got.column("month").to_pylist()[1].month == 2
+    assert got.column("hours").to_pylist()[2].total_seconds() == 3 * 3600
+    assert got.column("accept").null_count == 1
 
 
 def test_apply_from_parquet_to_npz_keeps_integers_or_refuses_their_nulls(rule_file, tmp_path,
