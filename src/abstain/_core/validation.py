@@ -380,9 +380,7 @@ def check_same_length(**arrays: NDArray[Any]) -> None:
 
 
 def _as_real(name: str, value: Any) -> float:
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
-        value = value[()]  # a 0-d array of a number is that number
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if not _is_real(value):
         raise ValueError(f"{name} must be a real number; got {plain(value)}.")
     try:
         return float(value)

@@ -7,13 +7,11 @@ PyPI packages are imported, and SHUTTLE is read once from the Debian package
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import io
 import lzma
 import os
-import secrets
 import shutil
 import subprocess
 import tarfile
@@ -27,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._core.files import atomic_path
 from ..exceptions import DataNotCachedError, MissingDataSourceError
 
 __all__ = ["data_home", "fetch_shuttle", "require_source", "package_file"]
@@ -212,17 +211,11 @@ def fetch_shuttle(deb: str | os.PathLike[str] | None = None) -> Path:
 
 
 def write_npz(path: Path, **arrays: NDArray[Any]) -> None:
-    """Write ``path`` atomically: a temporary file beside it, renamed over it once complete,
-    so a failure (a full disk) leaves the file that was there, or none."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, allow_pickle=False, **arrays)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    """Write ``path`` atomically (:func:`~abstain._core.files.atomic_path`), so a failure (a
+    full disk) leaves the file that was there, or none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.savez_compressed(f, allow_pickle=False, **arrays)
 
 
 def shuttle_cache() -> Path:
