@@ -325,12 +325,14 @@ def test_apply_from_npz_to_parquet_keeps_nan_a_value_and_dates_dates(rule_file, 
     # not Arrow's ArrowNotImplementedError; a dropped row's accept cell is a null
     np.savez(tmp_path / "units.npz", risk=np.array([0.1, np.nan, 0.3]),
              month=np.array(["2020-01", "2020-02", "2020-03"], "datetime64[M]"),
-             hours=np.array([1, 2, 3], "timedelta64[h]"))
+             hours=np.array([1, 2, 3], "timedelta64[h]"),
+             tens=np.array([1, 2, 3], "datetime64[10ms]"))
     out.unlink()
     assert run(capsys, "apply", rule_file, tmp_path / "units.npz", "-o", out, "--dropna")[0] == 0
     got = pq.read_table(out)
     assert got.column("month").to_pylist()[1].month == 2
     assert got.column("hours").to_pylist()[2].total_seconds() == 3 * 3600
+    assert got.column("tens").to_pylist()[2].microsecond == 30_000  # in ms, not a bare 3
     assert got.column("accept").null_count == 1
 
 

@@ -163,10 +163,10 @@ def write_parquet(path: str, columns: Mapping[str, NDArray[Any]],
         if arr.dtype.kind in "cV":  # Parquet has no such type: refused before writing
             raise ValueError(f"array {name!r} has the dtype {arr.dtype}, which Parquet "
                              "cannot store; write the output as NPZ, which keeps it.")
-        if arr.dtype.kind in "mM":
-            unit = np.datetime_data(arr.dtype)[0]
-            if unit not in ("s", "ms", "us", "ns") and not (arr.dtype.kind == "M"
-                                                            and unit == "D"):
-                arr = arr.astype(arr.dtype.str[:-len(unit) - 2] + "[s]")
+        if arr.dtype.kind in "mM":  # Arrow's units: s to ns, and days for a date
+            unit, count = np.datetime_data(arr.dtype)
+            taken = unit in ("s", "ms", "us", "ns") or (arr.dtype.kind == "M" and unit == "D")
+            if count != 1 or not taken:  # 10ms in ms, months or hours in seconds
+                arr = arr.astype(f"{arr.dtype.kind}8[{unit if taken else 's'}]")
         arrays[name] = pa.array(arr, from_pandas=arr.dtype.kind == "O" or name in nulls)
     pq.write_table(pa.table(arrays), path)
