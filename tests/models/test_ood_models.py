@@ -526,3 +526,27 @@ def test_the_cost_of_a_large_reject_cost_is_the_rules_own_and_loads():
         load_json(m.to_json())
     assert CostBasedOOD(reject_id_cost=1e10).fit(s, ood, losses).cost_ == \
         CostBasedOOD(reject_id_cost=0.5).fit(s, ood, losses).cost_
+
+
+def test_a_grid_of_more_directions_than_the_limit_is_refused_in_one_line():
+    # 2**63 ended in an AssertionError, 10**30 in NumPy's "Maximum allowed size exceeded",
+    # and load_json took 10**30
+    import json
+
+    from abstain import load_json
+    from abstain.metrics import auroc
+    from abstain.models import CostBasedOOD
+
+    rng = np.random.default_rng(0)
+    s, ood = rng.normal(size=(50, 2)), rng.random(50) < 0.4
+    losses = np.zeros(50)
+    message = r"n_directions must be an integer in \[1, 1000000\]; got "
+    for d in (2**63, 10**30, 1_000_001):
+        with pytest.raises(ValueError, match="^" + message):
+            CostBasedOOD(0.2, n_directions=d).fit(s, ood, losses)
+        with pytest.raises(ValueError, match="^" + message):
+            auroc(ood, s, search="grid", n_directions=d)
+    doc = json.loads(CostBasedOOD(0.2).fit(s, ood, losses).to_json())
+    doc["params"]["n_directions"] = 10**30
+    with pytest.raises(ValueError, match=r"^params\." + message):
+        load_json(json.dumps(doc))

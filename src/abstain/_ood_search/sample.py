@@ -455,9 +455,23 @@ class Sample:
         return state.best, state.weights, threshold, pts[e].copy()
 
 
+#: The most directions a grid takes (a million directions of a few rows already take hours;
+#: beyond, the grid's arrays outgrow memory, and 2**63 ended in an AssertionError).
+MAX_DIRECTIONS = 1_000_000
+
+
+def check_directions(n_directions: Any) -> int:
+    """``n_directions`` as an int in ``[1, MAX_DIRECTIONS]``."""
+    d = check_int("n_directions", n_directions, 1)
+    if d > MAX_DIRECTIONS:
+        raise ValueError(f"n_directions must be an integer in [1, {MAX_DIRECTIONS}]; got {d}.")
+    return d
+
+
 def check_search(search: Any, n_directions: Any) -> tuple[str, int]:
-    """Validate a direction search: ``search`` in :data:`SEARCH`, ``n_directions`` an int >= 1."""
-    return check_choice("search", search, SEARCH), check_int("n_directions", n_directions, 1)
+    """Validate a direction search: ``search`` in :data:`SEARCH`, ``n_directions`` an int in
+    ``[1, MAX_DIRECTIONS]``."""
+    return check_choice("search", search, SEARCH), check_directions(n_directions)
 
 
 #: The ``search`` option of a pair's metrics: :func:`abstain.metrics.evaluate_ood`, the

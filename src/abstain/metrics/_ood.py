@@ -44,7 +44,6 @@ from .._core.validation import (
     as_real_array,
     check_choice,
     check_fraction,
-    check_int,
     plain,
     validate_params,
 )
@@ -62,6 +61,7 @@ from .._ood_search.sample import (
     PAIR_SEARCH,
     Sample,
     as_score_matrix,
+    check_directions,
     ood_fraction,
     precision_recall_constraint,
     resolve_search,
@@ -170,7 +170,7 @@ def _pair_search(held: Any, search: Any, n_directions: Any) -> tuple[Any, str, i
     :data:`AUTO_EXACT_ROWS` rows, above them ``"grid"`` on the columns divided by their
     standard deviations over the rows."""
     search = check_choice("search", search, PAIR_SEARCH)
-    n_directions = check_int("n_directions", n_directions, 1)
+    n_directions = check_directions(n_directions)
     if search != "auto":
         return held, search, n_directions
     if held is not None and not isinstance(held, (ScoreTable, PairTable)):

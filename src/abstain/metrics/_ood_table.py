@@ -29,6 +29,7 @@ from .._ood_search.sample import (
     AUTO_EXACT_ROWS,
     N_DIRECTIONS,
     Sample,
+    check_directions,
     check_pair_search,
     one_sample_per_table,
     resolve_search,
@@ -250,7 +251,7 @@ class PairResampler:
                  tpr: float, fpr: float, search: str = "auto",
                  n_directions: int = N_DIRECTIONS, bounded: bool = True) -> None:
         self.tpr, self.fpr = check_fraction("tpr", tpr), check_probability("fpr", fpr)
-        self.n_directions = check_int("n_directions", n_directions, 1)
+        self.n_directions = check_directions(n_directions)
         pair = as_real_array(scores, "scores")
         if pair.ndim != 2 or pair.shape[1] != 2:
             raise ValueError(f"scores must be two columns, shape (n, 2); got shape {pair.shape}.")
@@ -386,7 +387,7 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
     """
     t, f = check_fraction("tpr", tpr), check_probability("fpr", fpr)
     search = check_pair_search(search)
-    d = check_int("n_directions", n_directions, 1)
+    d = check_directions(n_directions)
     check_int("n_bootstrap", n_bootstrap, 0)
     jobs = check_jobs(n_jobs)
     ood = as_is_ood(is_ood)
@@ -503,7 +504,7 @@ def evaluate_ood_tables(tables: Mapping[str, ScoreTable | PairTable], *, tpr: fl
     """
     t, f = check_fraction("tpr", tpr), check_probability("fpr", fpr)
     search = check_pair_search(search)
-    d = check_int("n_directions", n_directions, 1)
+    d = check_directions(n_directions)
     if not isinstance(tables, Mapping) or not tables:
         raise ValueError("tables must be a non-empty dict of name -> ScoreTable or PairTable; "
                          f"got {type(tables).__name__}"
