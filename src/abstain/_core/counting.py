@@ -61,14 +61,12 @@ def _bin_sums(idx: NDArray[np.intp], w: NDArray[Any], size: int) -> NDArray[Any]
     correctly rounded: ``w`` is split into a part on a grid of ``u`` (a power of two so
     coarse that ``n`` of them sum exactly, in any order) and the rest (below ``u / 2``
     each, whose sum's round-off is about ``n^2 eps^2`` of the largest weight)."""
-    if w.dtype != np.float64 or w.size == 0:
-        return np.bincount(idx, weights=w, minlength=size)
-    top = float(np.max(np.abs(w)))
-    if top == 0.0 or not math.isfinite(top):
-        return np.bincount(idx, weights=w, minlength=size)
-    # n multiples of u, each at most top + u / 2 in magnitude, sum below 2**52 units
-    u = math.ldexp(1.0, math.frexp(top)[1] + math.frexp(float(w.size))[1] + 1 - 52)
-    if u < sys.float_info.min:  # weights near the subnormals: no coarser grid to take
+    top = float(np.max(np.abs(w))) if w.dtype == np.float64 and w.size else 0.0
+    # n multiples of u, each at most top + u / 2 in magnitude, sum below 2**52 units; no
+    # grid for integer, zero or non-finite weights, nor near the subnormals (u underflows)
+    u = (math.ldexp(1.0, math.frexp(top)[1] + math.frexp(float(w.size))[1] + 1 - 52)
+         if 0.0 < top < math.inf else 0.0)
+    if u < sys.float_info.min:
         return np.bincount(idx, weights=w, minlength=size)
     head = np.round(w / u) * u
     rest = w - head  # exact: w rounded to a coarser grid differs from it by its own ulps

@@ -304,10 +304,9 @@ def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
         groups.append([_groups(statistic(h, *cand, t.cov, epsilon), h.n_in)
                        for cand in (single, combo)])
     wins, task_wins = 0, np.zeros(len(prepared))
-    weights = share
     for _ in range(n_boot):
         diff = Fraction(0)
-        for i, (t, g, part) in enumerate(zip(prepared, groups, weights, strict=True)):
+        for i, (t, g, part) in enumerate(zip(prepared, groups, share, strict=True)):
             n_in, n_out = t.test.n_in, t.test.raw.shape[0] - t.test.n_in
             w_in = np.bincount(rng.integers(0, n_in, n_in), minlength=n_in).astype(np.float64)
             w_out = np.bincount(rng.integers(0, n_out, n_out),

@@ -142,24 +142,21 @@ def conditional_risk(
     mat = None if loss is None else check_loss_matrix(loss, k)
     if mat is not None and np.array_equal(mat, 1.0 - np.eye(k)):
         mat = None  # the 0/1 loss given as a matrix: the sums of loss=None
-    expected = _expected_loss(p, mat)
     labels = None if classes is None else _as_classes(classes, k)
     if prediction is None:
+        expected = _expected_loss(p, mat)
         pred = _plugin_prediction(p, mat, expected)
-    elif labels is not None:
-        pred = _label_index(labels, prediction, p.shape[0])
-    else:
-        pred = as_label_indices(prediction, "prediction", p.shape[0], k)
-    if prediction is None:
         # the least expected loss, which the near-tied classes reach up to round-off: the
         # tied class of the lowest index may be one ulp above it in one class order and
         # not in another
         risk = (_zero_one_risk(p, np.argmax(p, axis=1)) if mat is None
                 else np.min(expected, axis=1))
-    elif mat is None:
-        risk = _zero_one_risk(p, pred)
     else:
-        risk = np.take_along_axis(expected, pred[:, None], axis=1)[:, 0]
+        pred = (_label_index(labels, prediction, p.shape[0]) if labels is not None
+                else as_label_indices(prediction, "prediction", p.shape[0], k))
+        # a given prediction under the 0/1 loss needs no expected losses of the others
+        risk = (_zero_one_risk(p, pred) if mat is None else
+                np.take_along_axis(_expected_loss(p, mat), pred[:, None], axis=1)[:, 0])
     out = pred.astype(np.intp) if labels is None else labels[pred]
     return ConditionalRisk(out, np.maximum(risk, 0.0))
 
