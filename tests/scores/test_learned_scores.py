@@ -565,3 +565,69 @@ def test_features_too_small_for_float64_coefficients_are_refused():
     with pytest.raises(ValueError, match=r"^X holds features so small that the least-squares "
                                          r"coefficients go beyond float64"):
         LossRegression(C=0.0).fit(X, [0, 0, 0, 0], [0.0, 1.0, 0.0, 2.0])
+
+
+@pytest.mark.parametrize("unit", [2.0**-700, 1e-300, 1e-200, 1e-170, 1e-100, 1e60, 1e200, 1e300])
+@pytest.mark.parametrize("C", [0.0, 0.5])
+def test_sele_fits_the_same_coefficients_in_any_unit_of_the_losses(unit, C):
+    # multiplying the losses by a constant scales F; with C scaled alike the minimiser is
+    # the same. Far from 1, gradient norms underflowed (a zero score marked converged) or
+    # float32 curvatures overflowed (SciPy's "array must not contain infs")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    losses = (rng.uniform(size=120) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(float)
+    ref = SELE(C=C, chunk_size=None).fit(X, np.zeros(120, int), losses)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning, no ConvergenceWarning
+        fit = SELE(C=C * unit, chunk_size=None).fit(X, np.zeros(120, int), losses * unit)
+    assert fit.converged_
+    np.testing.assert_allclose(fit.coef_, ref.coef_, rtol=1e-6)
+    assert fit.objective_ == pytest.approx(ref.objective_ * unit, rel=1e-9, abs=0.0)
+
+
+def test_sele_refuses_a_C_beyond_float64_against_tiny_losses():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    losses = np.r_[np.ones(10), np.zeros(10)] * 1e-300
+    with pytest.raises(ValueError, match=r"^C = 10000000000\.0 is too large for losses"):
+        SELE(C=1e10, chunk_size=None).fit(X, np.zeros(20, int), losses)
+
+
+def test_nan_labels_of_every_kind_get_one_line():
+    # only float NaN was refused: NaT, complex or object NaN never equal themselves, so a
+    # chunk held no row (ZeroDivisionError) or a label was "unknown" beside itself
+    for groups in (np.array(["2020-01-01", "NaT", "2020-01-01"], dtype="datetime64[D]"),
+                   np.array([1 + 0j, complex(np.nan, 0), 1 + 0j]),
+                   np.array([1, np.nan, 1], dtype=object)):
+        with pytest.raises(ValueError, match="^groups must hold finite chunk labels"):
+            sele_objective([0.1, 0.2, 0.3], [0.0, 1.0, 0.0], groups=groups)
+    X = np.random.default_rng(0).normal(size=(3, 2))
+    for y_pred in (np.array([0, np.nan, 1], dtype=object),
+                   np.array(["2020-01-01", "NaT", "2020-01-02"], dtype="datetime64[D]")):
+        with pytest.raises(ValueError, match=r"^y_pred must hold class labels, not NaN; got "
+                                             r"NaN in 1 row\(s\)\.$"):
+            LossRegression().fit(X, y_pred, [0.0, 1.0, 0.0])
+
+
+def test_select_regularization_refuses_a_bad_seed_before_any_fit():
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(30, 2)), rng.normal(size=(20, 2))
+    losses, losses_val = rng.integers(0, 2, 30) * 1.0, rng.integers(0, 2, 20) * 1.0
+    for seed in ("a", 1.5, -1):
+        with pytest.raises(ValueError, match=r"^random_state must be None, an integer >= 0"):
+            select_regularization(SELE(chunk_size=5), X, None, losses, Xv, None, losses_val,
+                                  random_state=seed)
+
+
+def test_load_json_refuses_learned_scores_no_fit_writes():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    losses = (rng.uniform(size=40) < 0.4).astype(float)
+    doc = json.loads(SELE(C=1.0, chunk_size=None, features="shared").fit(X, None, losses)
+                     .to_json())
+    doc["fitted"]["n_iter_"] = 10**6
+    with pytest.raises(ValueError, match=r"fitted\.n_iter_ must be at most params\.max_iter"):
+        load_json(json.dumps(doc))
+    doc = json.loads(LossRegression(features="shared").fit(X, None, losses).to_json())
+    doc["fitted"]["classes_"] = ["x", "y"]
+    with pytest.raises(ValueError, match=r"fitted\.classes_ must be \[\] with features="):
+        load_json(json.dumps(doc))

@@ -40,6 +40,7 @@ from .._core.validation import (
     plain,
 )
 from ..exceptions import ConvergenceWarning
+from ._losses import newton_polish
 from ._plugin import true_class_probability  # the target of TCP; its home is plugin
 
 __all__ = [
@@ -102,9 +103,10 @@ class _LinearScore(ParamsMixin):
         if labels.ndim != 1:
             raise ValueError(f"y_pred must be one-dimensional; got shape {labels.shape}.")
         check_same_length(X=np.empty(n), y_pred=labels)
-        if labels.dtype.kind == "f" and np.isnan(labels).any():  # NaN is no class
+        nan = labels != labels  # NaN (of any kind: float, object, NaT) is no class
+        if np.any(nan):
             raise ValueError(f"y_pred must hold class labels, not NaN; got NaN in "
-                             f"{int(np.isnan(labels).sum())} row(s).")
+                             f"{int(np.sum(nan))} row(s).")
         if labels.dtype.kind == "O":  # labels of mixed kinds (None, numbers beside text)
             try:
                 np.unique(labels)
@@ -241,6 +243,9 @@ class _LinearScore(ParamsMixin):
             raise ValueError(f"fitted.classes_ must be the sorted distinct params.classes "
                              f"{plain(np.unique(self.classes).tolist())}; got "
                              f"{plain(np.asarray(self.classes_).tolist())}.")
+        if self.features == "shared" and len(self.classes_):
+            raise ValueError(f"fitted.classes_ must be [] with features='shared', as a fit "
+                             f"writes it; got {plain(np.asarray(self.classes_).tolist())}.")
         blocks = 1 if self.features == "shared" else len(self.classes_)
         if self.coef_.shape[0] != blocks:
             raise ValueError(f"fitted.coef_ must have {blocks} row(s): one per class of "
@@ -701,6 +706,9 @@ class SELE(_LinearScore):
                 f"fitted.gap_bound_ must be {'finite' if bounded else 'inf'} for params.C = "
                 f"{plain(self.C)} {'without' if self.baseline_coef_ is None else 'with'} a "
                 f"baseline, as a fit computes it; got {plain(self.gap_bound_)}.")
+        if self.n_iter_ > self.max_iter:
+            raise ValueError(f"fitted.n_iter_ must be at most params.max_iter = "
+                             f"{self.max_iter}, as a fit counts it; got {self.n_iter_}.")
 
     def fit(
         self, X: ArrayLike, y_pred: ArrayLike | None, losses: ArrayLike, *,
@@ -721,10 +729,16 @@ class SELE(_LinearScore):
         # the design's rows in the order of their values (block, features, baseline, loss)
         keys = [target[design.order], *([] if design.extra is None else [design.extra]),
                 *design.rows[:, ::-1].T]
-        chunks = _chunks(target[design.order], self.chunk_size,
+        # F / unit with the losses and C in units of a power of two near the largest loss
+        # (exact): far from 1, gradients and curvatures under- or overflow
+        unit = 2.0 ** (math.frexp(float(np.max(target)))[1] - 1) if np.any(target) else 1.0
+        if math.isinf(float(self.C) / unit):
+            raise ValueError(f"C = {plain(self.C)} is too large for losses of magnitude "
+                             f"{unit:.3g} (C / losses beyond float64); scale the losses up.")
+        chunks = _chunks(target[design.order] / unit, self.chunk_size,
                          np.random.default_rng(self.random_state),
                          None if self.chunk_size is None else np.lexsort(keys))
-        problem = _SeleProblem(design, chunks, float(self.C), n_blocks)
+        problem = _SeleProblem(design, chunks, float(self.C) / unit, n_blocks)
         theta0 = np.zeros(problem.size)
         if previous is not None and previous.shape == theta0.shape:
             theta0 = previous
@@ -739,7 +753,7 @@ class SELE(_LinearScore):
         # relative to the first gradient, but not below its round-off: with every loss
         # equal, 0 is the optimum and the first gradient is round-off itself
         eps = float(np.finfo(float).eps)
-        floor = 64 * eps * max(top, 1.0) * max(float(np.mean(target)), np.finfo(float).tiny)
+        floor = 64 * eps * max(top, 1.0) * max(float(np.mean(target / unit)), 1e-300)
         gtol = max(float(self.tol) * float(np.linalg.norm(g0)), floor)
         result = scipy.optimize.minimize(
             problem.value_grad,
@@ -749,52 +763,23 @@ class SELE(_LinearScore):
             method="trust-ncg",
             options={"gtol": gtol, "maxiter": int(self.max_iter)},
         )
-        theta, grad_norm, polish = _newton_polish(
+        theta, grad_norm, polish = newton_polish(
             problem, result.x, gtol, max(0, int(self.max_iter) - int(result.nit))
         )
         value, _ = problem.value_grad(theta)
         self._set_theta(theta, design)
-        self.objective_ = value
+        self.objective_ = value * unit
         strongly_convex = self.C > 0 and design.extra is None
-        with np.errstate(over="ignore"):  # a tiny C: a bound beyond float64 is none
-            self.gap_bound_ = (float(np.float64(grad_norm) ** 2 / (2.0 * self.C))
+        with np.errstate(over="ignore", under="ignore"):  # a tiny C: beyond float64 is none
+            self.gap_bound_ = (float((np.float64(grad_norm) * unit) ** 2 / (2.0 * self.C))
                                if strongly_convex else math.inf)
         self.n_iter_ = int(result.nit) + polish
         self.converged_ = bool(grad_norm <= gtol)
         if not self.converged_:
             warnings.warn(
                 f"SELE stopped after {self.n_iter_} iterations with gradient norm "
-                f"{grad_norm:.3g} > tolerance {gtol:.3g}; raise max_iter or C.",
+                f"{grad_norm * unit:.3g} > tolerance {gtol * unit:.3g}; raise max_iter or C.",
                 ConvergenceWarning,
                 stacklevel=2,
             )
         return self
-
-
-def _newton_polish(
-    problem: _SeleProblem, theta: NDArray[np.float64], gtol: float, max_steps: int
-) -> tuple[NDArray[np.float64], float, int]:
-    """Full Newton steps while they shrink the gradient norm.
-
-    Near the optimum the trust region can no longer measure a decrease of ``F`` in
-    float64 and stops early; the gradient norm still can, so it judges these steps.
-    """
-    import scipy.sparse.linalg  # on first use: commands start faster
-
-    _, grad = problem.value_grad(theta)
-    norm = float(np.linalg.norm(grad))
-    size = theta.size
-    steps = 0
-    while norm > gtol and steps < max_steps:
-        hess = scipy.sparse.linalg.LinearOperator(
-            (size, size), matvec=lambda v, t=theta: problem.hessp(t, v), dtype=np.float64
-        )
-        step, _ = scipy.sparse.linalg.cg(hess, -grad, rtol=1e-3, atol=0.0, maxiter=10 * size)
-        trial = theta + step
-        _, trial_grad = problem.value_grad(trial)
-        trial_norm = float(np.linalg.norm(trial_grad))
-        if not trial_norm < norm:
-            break
-        theta, grad, norm = trial, trial_grad, trial_norm
-        steps += 1
-    return theta, norm, steps

@@ -1,7 +1,10 @@
-"""Loss matrices ``loss[y_true, y_pred]`` for plug-in rules, per-sample losses, and the
-SELE proxy objective of a score (:func:`sele_objective`)."""
+"""Loss matrices ``loss[y_true, y_pred]`` for plug-in rules, per-sample losses, the
+SELE proxy objective of a score (:func:`sele_objective`) and the last Newton steps of
+:class:`~abstain.scores.SELE`'s fit (:func:`newton_polish`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -132,7 +135,9 @@ def sele_objective(
         raise ValueError(f"groups must be a 1-D array of chunk labels, one per score; got "
                          f"shape {labels.shape}.")
     check_same_length(losses=ls, groups=labels)
-    if labels.dtype.kind == "f" and not np.isfinite(labels).all():  # NaN is no chunk
+    # NaN (of any kind: float, complex, object, NaT; unequal to itself) is no chunk
+    if np.any(labels != labels) or (labels.dtype.kind in "fc"
+                                    and not np.isfinite(labels).all()):
         raise ValueError("groups must hold finite chunk labels; got NaN or infinite values.")
     try:
         uniq = np.unique(labels)
@@ -149,3 +154,33 @@ def sele_objective(
                              "within a chunk; divide them by a constant.")
         total += float(ls[idx] @ np.logaddexp(0.0, z).sum(axis=1)) / len(idx) ** 2
     return total / len(uniq)
+
+
+def newton_polish(
+    problem: Any, theta: NDArray[np.float64], gtol: float, max_steps: int
+) -> tuple[NDArray[np.float64], float, int]:
+    """Full Newton steps while they shrink the gradient norm of ``problem`` (its
+    ``value_grad`` and ``hessp``, as :class:`~abstain.scores.SELE`'s objective has them).
+
+    Near the optimum the trust region can no longer measure a decrease of ``F`` in
+    float64 and stops early; the gradient norm still can, so it judges these steps.
+    """
+    import scipy.sparse.linalg  # on first use: commands start faster
+
+    _, grad = problem.value_grad(theta)
+    norm = float(np.linalg.norm(grad))
+    size = theta.size
+    steps = 0
+    while norm > gtol and steps < max_steps:
+        hess = scipy.sparse.linalg.LinearOperator(
+            (size, size), matvec=lambda v, t=theta: problem.hessp(t, v), dtype=np.float64
+        )
+        step, _ = scipy.sparse.linalg.cg(hess, -grad, rtol=1e-3, atol=0.0, maxiter=10 * size)
+        trial = theta + step
+        _, trial_grad = problem.value_grad(trial)
+        trial_norm = float(np.linalg.norm(trial_grad))
+        if not trial_norm < norm:
+            break
+        theta, grad, norm = trial, trial_grad, trial_norm
+        steps += 1
+    return theta, norm, steps

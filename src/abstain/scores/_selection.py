@@ -137,7 +137,8 @@ def bootstrap_win_fraction(
 
 
 @validate_params({"safe": [Boolean()],
-                  "confidence": [Interval(float, 0, 1, closed="neither")]})
+                  "confidence": [Interval(float, 0, 1, closed="neither")],
+                  "random_state": [RandomState()]})
 def select_regularization(
     learner: LossRegression | SELE | TCP,
     X: ArrayLike,
