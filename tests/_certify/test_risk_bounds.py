@@ -65,4 +65,6 @@ def test_the_clopper_pearson_bound_at_tiny_levels():
     for level, m, k in ((5e-17, 2000, 0), (1.6666666666666666e-10, 500, 3), (1e-300, 10**6, 7)):
         got = risk_upper_bound(float(k), float(m), level, 1.0, True, float(k))
         want = stats.beta.isf(level, k + 1, m - k)
-        assert got == pytest.approx(want, rel=1e-12), (level, m, k)
+        # the quantile at the level lowered by PVALUE_SLACK (1e-9) and one float up: at or
+        # above SciPy's, by far less than the slack itself
+        assert want <= got <= want * (1 + 1e-10), (level, m, k)

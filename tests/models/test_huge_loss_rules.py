@@ -136,8 +136,9 @@ def test_sgr_on_losses_whose_squares_overflow_is_refused_naming_loss_bound():
     rng = np.random.default_rng(0)
     u = rng.random(200)
     losses = (rng.random(200) < u / 2) * 1e308
-    message = (r"^loss_bound must be at most 2\*\*485 = .* for bound='sgr' with losses other than "
-               r"0/1 \(its variance term squares the losses\); got 1\.7e\+308\. Divide")
+    message = (r"^loss_bound must be in \[2\*\*-485, 2\*\*485\] = .* for bound='sgr' with losses "
+               r"other than 0/1 \(its variance term squares the losses\); got 1\.7e\+308\. "
+               r"Multiply")
     with pytest.raises(ValueError, match=message):
         BoundedImprovement(0.5e308, delta=0.1, bound="sgr", loss_bound=1.7e308).fit(u, losses)
     with pytest.raises(ValueError, match=message):

@@ -18,7 +18,7 @@ from .._core.exact import sums_exact
 from .._core.groups import TieGroups, tie_groups
 from .._core.validation import as_losses_and_scores, plain
 from ..tables._score import selective_table, table_or_none
-from .ltt import LTT_BOUNDS, ltt_least, ltt_search
+from .ltt import LTT_BOUNDS, in_units, ltt_least, ltt_search
 from .risk_bounds import sgr_search
 
 __all__ = ["BOUNDS", "certified_search", "check_crc_losses", "fit_groups", "least_target",
@@ -50,6 +50,9 @@ def fit_groups(
                 lambda: None if t.binary else t.square_groups())
     ls, u = as_losses_and_scores(losses, uncertainty)
     binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
+    if not binary:  # the rows in an order of their values: sums whatever the row order
+        order = np.lexsort((ls, u))
+        ls, u = ls[order], u[order]
     return (tie_groups(ls, u), float(ls.max()), binary,
             lambda: None if binary else tie_groups(np.square(ls), u))
 
@@ -81,7 +84,7 @@ def certified_search(uncertainty: Any, losses: Any, groups: TieGroups, top: floa
         return procedure, g, theta, b, least if g < 0 else math.nan
     ls, u = as_losses_and_scores(losses, uncertainty)
     scale = 1.0 if procedure == "binomial" else loss_bound
-    found = ltt_search(u, ls / scale, target / scale, delta, procedure)
+    found = ltt_search(u, ls / scale, in_units(target, scale), delta, procedure)
     if math.isnan(found.threshold):
         return procedure, -1, math.nan, math.nan, math.nan
     g = int(np.searchsorted(groups.values, found.threshold, side="right")) - 1
@@ -109,6 +112,8 @@ def least_target(uncertainty: Any, losses: Any, groups: TieGroups, top: float, b
 #: The largest ``loss_bound`` of ``bound="sgr"`` on losses other than 0/1: squares of
 #: losses up to it, summed over up to 2**53 rows, stay within the float64 range.
 SGR_MAX_LOSS_BOUND = 2.0**485
+#: The least: below it the squares of losses near it lose their bits among the subnormals.
+SGR_MIN_LOSS_BOUND = 2.0**-485
 
 
 def _procedure(uncertainty: Any, losses: Any, top: float, binary: bool, loss_bound: float,
@@ -129,12 +134,15 @@ def _procedure(uncertainty: Any, losses: Any, top: float, binary: bool, loss_bou
             "rows into a part that picks the thresholds and a part that tests them; a "
             "ScoreTable keeps no rows. Give bound='sgr' to fit a table with delta."
         )
-    if procedure == "sgr" and not binary and loss_bound > SGR_MAX_LOSS_BOUND:
-        # its empirical Bernstein term sums squared losses, which overflow float64 there
+    if procedure == "sgr" and not binary and not (
+            SGR_MIN_LOSS_BOUND <= loss_bound <= SGR_MAX_LOSS_BOUND):
+        # its empirical Bernstein term sums squared losses, which overflow float64 above
+        # and underflow below
         raise ValueError(
-            f"loss_bound must be at most 2**485 = {SGR_MAX_LOSS_BOUND:.4g} for bound='sgr' with "
-            f"losses other than 0/1 (its variance term squares the losses); got "
-            f"{plain(loss_bound)}. Divide the losses, the target and loss_bound by one factor."
+            f"loss_bound must be in [2**-485, 2**485] = [{SGR_MIN_LOSS_BOUND:.4g}, "
+            f"{SGR_MAX_LOSS_BOUND:.4g}] for bound='sgr' with losses other than 0/1 (its "
+            f"variance term squares the losses); got {plain(loss_bound)}. Multiply the "
+            f"losses, the target and loss_bound by one factor."
         )
     return procedure, table
 

@@ -175,12 +175,32 @@ def _ceil_exact(total: NDArray[np.float64], m: NDArray[np.float64],
     return out
 
 
+#: The count p-values are raised by this relative amount before they meet ``delta``:
+#: SciPy's ``bdtr`` and ``beta.isf`` are accurate to about 1e-14 (1e-11 in far tails), so a
+#: p-value computed at or just below ``delta`` may be above it exactly
+#: (0.05000000000000026 passed at delta 0.05).
+PVALUE_SLACK = 1e-9
+
+
 def _count_pvalues(bound: str, m: NDArray[np.float64], total: NDArray[np.float64],
                    alpha: float) -> NDArray[np.float64]:
-    """The ``"binomial"`` or ``"hb"`` p-values from the accepted counts and loss totals."""
+    """The ``"binomial"`` or ``"hb"`` p-values from the accepted counts and loss totals,
+    raised by :data:`PVALUE_SLACK` (relative)."""
     if bound == "binomial":
-        return binomial_pvalue(np.round(total).astype(np.float64), m, alpha)
-    return hb_pvalue(total, m, alpha)
+        p = binomial_pvalue(np.round(total).astype(np.float64), m, alpha)
+    else:
+        p = hb_pvalue(total, m, alpha)
+    return p * (1.0 + PVALUE_SLACK)
+
+
+def in_units(target: float, scale: float) -> float:
+    """The largest float ``a`` with ``a * scale <= target`` exactly (``target / scale``
+    rounded down): a bound certified at ``a`` is at most ``target`` in the units of
+    ``scale`` (``target / scale`` rounded to nearest gave a bound one ulp above it)."""
+    a = target / scale
+    while scale != 1.0 and Fraction(a) * Fraction(scale) > Fraction(target):
+        a = math.nextafter(a, -math.inf)
+    return a
 
 
 def upper_bound(bound: str, u: NDArray[np.float64], x: NDArray[np.float64], threshold: float,
@@ -344,7 +364,7 @@ def ltt_least(u: NDArray[np.float64], x: NDArray[np.float64], delta: float, boun
 
     def start(t: float) -> int:
         if t not in start_memo:
-            start_memo[t] = _start(m, k, t / scale, delta)
+            start_memo[t] = _start(m, k, in_units(t, scale), delta)
         return start_memo[t]
 
     if bound != "wsr":  # the counts and totals of every grid point, once
@@ -352,9 +372,9 @@ def ltt_least(u: NDArray[np.float64], x: NDArray[np.float64], delta: float, boun
 
     def passes(j: int, t: float) -> bool:
         if bound == "wsr":
-            p = _pvalues(bound, ut, xt, grid[j:j + 1], t / scale, delta)
+            p = _pvalues(bound, ut, xt, grid[j:j + 1], in_units(t, scale), delta)
         else:
-            p = _count_pvalues(bound, m_test[j:j + 1], total[j:j + 1], t / scale)
+            p = _count_pvalues(bound, m_test[j:j + 1], total[j:j + 1], in_units(t, scale))
         return bool(p[0] <= delta)
 
     lo = max(float(above), 0.0)
