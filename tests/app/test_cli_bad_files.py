@@ -241,6 +241,15 @@ def test_report_refuses_another_suffix(csv_file, tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["pred.csv"]
 
 
+@pytest.mark.parametrize("name", [".html", ".HTM"])
+def test_report_names_a_file_without_a_name_before_its_suffix(name, csv_file, tmp_path,
+                                                               capsys):
+    # Path(".html").suffix is "": the message said -o must end in .html, got '.html'
+    line = one_line(*run(capsys, "report", csv_file, "-o", tmp_path / name, "--quiet")[::2])
+    assert f"-o must name a file before its extension; got '{tmp_path / name}'" in line
+    assert sorted(os.listdir(tmp_path)) == ["pred.csv"]
+
+
 @pytest.mark.parametrize("command", ["evaluate", "fit", "apply"])
 def test_a_write_error_names_the_users_path_not_the_temporary_file(command, csv_file,
                                                                    rule_file, tmp_path, capsys):

@@ -478,3 +478,21 @@ def test_a_bootstrapped_pair_is_drawn_as_the_table_computed_it():
                      if ln.get_label().startswith("rule: "))
         np.testing.assert_array_equal(point.get_xydata(), [expected.point])
     assert ev.metrics["u+g"]["auroc"] != m.auroc(ood, S, search="exact")  # they differ here
+
+
+def test_small_sample_warnings_put_the_plural_on_the_row():
+    # "only 2 ID row with a loss above 0s": the s went on the end of the phrase
+    data = prepare({"loss": [2.5, 0.0, 7.0] + [0.0] * 40, "u": np.linspace(0, 1, 43)})
+    from abstain.app.report import sample_warnings
+
+    assert sample_warnings(data, evaluate(data))[0].startswith(
+        "only 2 ID rows with a loss above 0: the curves and metrics that use them are noisy;")
+
+
+@pytest.mark.parametrize(("level", "text"), [(0.999, "99.9%"), (0.975, "97.5%"), (0.95, "95%")])
+def test_the_page_states_the_bootstrap_level_in_the_digits_it_needs(level, text):
+    # {level:.0%} wrote 0.999 as 100% and 0.975 as 98%
+    rng = np.random.default_rng(0)
+    data = prepare({"loss": (rng.random(60) < 0.3) * 1.0, "u": rng.random(60)})
+    page = html_report(data, evaluate(data, n_bootstrap=20, level=level, random_state=0))
+    assert f"Under each value: its {text} bootstrap percentile interval" in page

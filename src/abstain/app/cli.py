@@ -411,6 +411,9 @@ def _report(args: argparse.Namespace) -> int:
     # every file read: the page and the PNGs must overwrite none of them
     protected = [*inputs, *([args.rule] if args.rule else [])]
     check_not_input(args.output, protected)
+    if Path(args.output).name.lower() in (".html", ".htm"):  # Path(".html").suffix is ""
+        raise _Fail(f"-o must name a file before its extension; got {args.output!r} (write "
+                    f"e.g. 'report.html').")
     if Path(args.output).suffix.lower() not in (".html", ".htm") and not writes_in_place(
             args.output):  # standard output, a FIFO or a device takes the page as it is
         raise _Fail(f"the report is an HTML page: -o must end in .html or .htm; got "

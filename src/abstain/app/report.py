@@ -399,8 +399,8 @@ def _html_table(ev: Evaluation) -> str:
     table = (f'<div class="scroll"><table class="metrics"><thead><tr><th>metric</th>{head}'
              f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
     if ev.intervals:
-        table += (f'<p class="small">Under each value: its {ev.level:.0%} bootstrap percentile '
-                  f"interval (rows resampled, ID and OOD apart).</p>")
+        table += (f'<p class="small">Under each value: its {100 * ev.level:.12g}% bootstrap '
+                  f"percentile interval (rows resampled, ID and OOD apart).</p>")
     if notes:
         items = "".join(f'<li id="note-{k}">{html.escape(t)}</li>'
                         for k, t in enumerate(notes, start=1))
@@ -507,14 +507,15 @@ def sample_warnings(data: TableData | Summary, ev: Evaluation) -> list[str]:
     out = []
     src = as_data(data)
     wrong = src.n_wrong()
-    erring = ("misclassified ID row" if src.binary_losses() else "ID row with a loss above 0")
-    for count, what in ((ev.n_id, "in-distribution row"), (wrong, erring),
-                        (ev.n_ood, "OOD row")):
+    erring = ("misclassified ID row{}" if src.binary_losses()
+              else "ID row{} with a loss above 0")
+    for count, what in ((ev.n_id, "in-distribution row{}"), (wrong, erring),
+                        (ev.n_ood, "OOD row{}")):
         if 0 < count < SMALL_SAMPLE:
-            what += "" if count == 1 else "s"
-            out.append(f"only {count} {what}: the curves and metrics that use them are "
-                       "noisy" + (" and a curve of one row is a single point" if count == 1
-                                  else "") + "; their histograms are drawn in counts.")
+            out.append(f"only {count} {what.format('' if count == 1 else 's')}: the curves "
+                       "and metrics that use them are noisy"
+                       + (" and a curve of one row is a single point" if count == 1 else "")
+                       + "; their histograms are drawn in counts.")
     if wrong == 0:
         out.append("no ID row has a loss: every ranking has the same risk-coverage curve "
                    "(zero risk).")
