@@ -284,3 +284,59 @@ def test_inputs_given_as_lists_of_numbers():
     metric.update([0.1, 0.4, 0.9], [0.0, 1.0, 1.0])
     metric.update(torch.tensor([0.2]), [0.0])
     assert float(metric.compute()) == m.aurc([0, 1, 1, 0], [0.1, 0.4, 0.9, 0.2])
+
+
+def test_binned_states_of_other_edges_are_refused():
+    # a state restored or merged from other edges gave a wrong value with a "certified"
+    # error of 0 (AUROC 0.0 where the rows give 0.5), or a raw torch RuntimeError
+    def seen(edges):
+        a = tm.AUROC(edges=edges)
+        a.persistent(True)
+        a.update(torch.tensor([0.4, 0.9]), torch.tensor([1, 0]))
+        return a
+
+    b = tm.AUROC(edges=[0.0, 0.1, 1.0])
+    b.persistent(True)
+    b.load_state_dict(seen([0.0, 0.5, 1.0]).state_dict())
+    b.update(torch.tensor([0.3]), torch.tensor([0]))
+    with pytest.raises(ValueError, match=r"^AUROC's binned state does not fit its edges \(bin "
+                                         r"0: 1\.0 rows, 1\.0 OOD, scores from 0\.4"):
+        b.bounded()
+    c = tm.AUROC(edges=np.linspace(0, 1, 5))
+    c.persistent(True)
+    c.load_state_dict(seen([0.0, 0.5, 1.0]).state_dict())
+    with pytest.raises(ValueError, match=r"^AUROC's state bin_counts must have shape \(4,\)"):
+        c.update(torch.tensor([0.3]), torch.tensor([0]))
+    with pytest.raises(ValueError, match="merges only a metric on the same bin edges"):
+        seen([0.0, 0.5, 1.0]).merge_state(seen([0.0, 0.1, 1.0]))
+    with pytest.raises(ValueError, match="merges only a metric on the same bin edges"):
+        seen([0.0, 0.5, 1.0]).merge_state(tm.AUROC())
+    with pytest.raises(ValueError, match=r"^AUROC's state bin_counts must have shape \(2,\)"):
+        seen([0.0, 0.5, 1.0]).merge_state(dict(seen(np.linspace(0, 1, 5)).state_dict()))
+    for name, value in (("bin_counts", [-1.0, 1.0]), ("bin_counts", [1.5, 1.0]),
+                        ("bin_ood_counts", [2.0, 0.0])):
+        state = seen([0.0, 0.5, 1.0]).state_dict()
+        state[name] = torch.tensor(value, dtype=torch.float64)
+        d = tm.AUROC(edges=[0.0, 0.5, 1.0])
+        d.persistent(True)
+        d.load_state_dict(state)
+        with pytest.raises(ValueError, match="binned state does not fit its edges"):
+            d.compute()
+    # the same edges still merge, and a state restored on them holds
+    a = seen([0.0, 0.5, 1.0])
+    a.merge_state(seen([0.0, 0.5, 1.0]))
+    assert a.bounded().value == m.auroc([1, 0, 1, 0], [0.4, 0.9, 0.4, 0.9])
+
+
+def test_numpy_entry_points_take_bfloat16_and_grad_tensors():
+    # np.asarray refuses both: "not a rectangular array" for bfloat16 (which widens to
+    # float32 exactly), torch's RuntimeError for a tensor that requires grad
+    from abstain.detectors import MSP
+
+    logits = torch.tensor([[0.5, 1.5], [2.0, -1.0], [0.25, 0.0]])
+    want = MSP().score(logits.numpy())
+    np.testing.assert_array_equal(MSP().score(logits.clone().requires_grad_()), want)
+    half = logits.to(torch.bfloat16)
+    np.testing.assert_array_equal(MSP().score(half), MSP().score(half.float().numpy()))
+    assert m.auroc(torch.tensor([0, 1, 1]), half[:, 0]) == m.auroc([0, 1, 1],
+                                                                    half[:, 0].float().numpy())

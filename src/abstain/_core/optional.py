@@ -17,6 +17,8 @@ EXTRAS = {
     "torch": "PyTorch",
     "faiss": "faiss-cpu",
     "dask": "Dask",
+    "torchmetrics": "torchmetrics",
+    "spark": "PySpark",
 }
 _NOTES = {"torch": " (torch==2.13.0, the CPU wheel)"}
 

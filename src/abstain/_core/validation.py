@@ -71,6 +71,19 @@ def _describe(x: NDArray[Any]) -> str:
     return f"an array of shape {x.shape}"
 
 
+def _asarray(values: Any) -> NDArray[Any]:
+    """``np.asarray(values)``; a PyTorch tensor that NumPy cannot take as it is (bfloat16,
+    which widens exactly to float32; one that requires grad; one on another device) is
+    detached and moved to the CPU first, without importing torch."""
+    try:
+        return np.asarray(values)
+    except (TypeError, ValueError, RuntimeError):
+        if type(values).__module__.split(".")[0] != "torch" or not hasattr(values, "detach"):
+            raise
+    t = values.detach().cpu()
+    return np.asarray(t.float() if str(t.dtype) == "torch.bfloat16" else t)
+
+
 def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDArray[Any]:
     """``values`` as a float64 (or ``dtype``) array of any shape, or the one message for
     what is not.
@@ -79,7 +92,7 @@ def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDAr
     string, bytes and object (e.g. mixed or ragged) input is refused with its dtype.
     """
     try:
-        arr = np.asarray(values)
+        arr = _asarray(values)
     except (TypeError, ValueError) as exc:  # ragged nested sequences
         raise ValueError(
             f"{name} must be an array of real numbers; got {type(values).__name__} "
@@ -302,7 +315,7 @@ def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
     values are refused.
     """
     try:
-        arr = np.asarray(values)
+        arr = _asarray(values)
     except (TypeError, ValueError) as exc:  # ragged nested sequences
         raise ValueError(f"{name} must be a 1-D array of class labels; got "
                          f"{type(values).__name__} that is not a rectangular array.") from exc

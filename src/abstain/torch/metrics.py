@@ -166,12 +166,34 @@ class _TableMetric(Metric):
     def merge_state(self, incoming_state: Any) -> None:
         """Add the states of another metric of this class (or a dict of them), as
         torchmetrics does; a value computed before is dropped, so ``compute`` is of the
-        merged rows."""
+        merged rows. Binned metrics merge only on the same edges."""
+        if isinstance(incoming_state, _TableMetric) and (
+                (incoming_state.edges is None) != (self.edges is None)
+                or (self.edges is not None and incoming_state.edges is not None
+                    and not np.array_equal(incoming_state.edges, self.edges))):
+            raise ValueError(f"{type(self).__name__} merges only a metric on the same bin "
+                             "edges (or none, for both); got other edges.")
+        if isinstance(incoming_state, dict):
+            self._check_bin_shapes(incoming_state)
         super().merge_state(incoming_state)
         self._computed = None
 
+    def _check_bin_shapes(self, states: dict[str, Any]) -> None:
+        """Refuse binned ``states`` of another number of bins than the edges have."""
+        if self.edges is None:
+            return
+        k = self.edges.size - 1
+        for name in _BIN_STATES:
+            if name in states:
+                want = () if name in ("bin_max_loss", "bin_binary") else (k,)
+                if tuple(states[name].shape) != want:
+                    raise ValueError(f"{type(self).__name__}'s state {name} must have shape "
+                                     f"{want} for its {k} bins; got "
+                                     f"{tuple(states[name].shape)} (a state of other edges).")
+
     def _binned_update(self, batch: ScoreTable) -> None:
         assert self.edges is not None
+        self._check_bin_shapes({name: getattr(self, name) for name in _BIN_STATES})
         b = BinnedTable(self.edges).add(batch)
         sq = b.sq_loss_sums if b.sq_loss_sums is not None else np.full(b.counts.size, np.nan)
         new = {"bin_counts": b.counts, "bin_ood_counts": b.ood_counts,
@@ -186,6 +208,7 @@ class _TableMetric(Metric):
     def _binned(self) -> BinnedTable:
         """The binned table of every row seen (after a sync: by every process)."""
         assert self.edges is not None
+        self._check_bin_shapes({name: getattr(self, name) for name in _BIN_STATES})
         b = BinnedTable(self.edges)
         b.counts = np.rint(_numpy(self.bin_counts)).astype(np.int64)
         b.ood_counts = np.rint(_numpy(self.bin_ood_counts)).astype(np.int64)
@@ -196,7 +219,28 @@ class _TableMetric(Metric):
         b.max_loss = float(_numpy(self.bin_max_loss))
         b.binary = bool(float(_numpy(self.bin_binary)) == 1.0)
         b.ood_marked = self.ood if b.n else None
+        self._check_bins(b)
         return b
+
+    def _check_bins(self, b: BinnedTable) -> None:
+        """Refuse a binned state that no rows on these edges give (loaded or merged from a
+        metric on other edges, or corrupted): its certified error would not hold."""
+        counts, ood = _numpy(self.bin_counts), _numpy(self.bin_ood_counts)
+        full = b.counts > 0
+        right = np.where(np.arange(full.size) == full.size - 1, b.highs <= b.edges[1:],
+                         b.highs < b.edges[1:])
+        fits = ((counts == b.counts) & (ood == b.ood_counts) & (b.counts >= 0)
+                & (b.ood_counts >= 0) & (b.ood_counts <= b.counts) & (b.loss_sums >= 0)
+                & np.where(full, (b.edges[:-1] <= b.lows) & (b.lows <= b.highs) & right,
+                           (b.loss_sums == 0) & (b.lows == np.inf) & (b.highs == -np.inf)))
+        if not np.all(fits) or not b.max_loss >= 0:
+            j = int(np.argmin(fits)) if not np.all(fits) else 0
+            raise ValueError(
+                f"{type(self).__name__}'s binned state does not fit its edges (bin {j}: "
+                f"{plain(float(counts[j]))} rows, {plain(float(ood[j]))} OOD, scores from "
+                f"{plain(float(b.lows[j]))} to {plain(float(b.highs[j]))}, in the bin from "
+                f"{plain(float(b.edges[j]))} to {plain(float(b.edges[j + 1]))}): a state of "
+                "a metric on other edges, or a corrupted one.")
 
     def bounded(self) -> Bounded:
         """With ``edges``: the metric on the bins and its certified error (the exact value on
