@@ -81,7 +81,7 @@ def _asarray(values: Any) -> NDArray[Any]:
         if type(values).__module__.split(".")[0] != "torch" or not hasattr(values, "detach"):
             raise
     t = values.detach().cpu()
-    return np.asarray(t.float() if str(t.dtype) == "torch.bfloat16" else t)
+    return np.asarray(t.float() if str(t.dtype).endswith(".bfloat16") else t)
 
 
 def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDArray[Any]:
