@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference.proxy_ref import content_splits
 
 from abstain.detectors import MSP, LeaveClassesOut, restrict_outputs
 
@@ -104,7 +105,7 @@ def test_split_outputs_is_split_then_restrict_outputs():
     outputs = {"logits": rng.normal(size=(80, 4)), "features": rng.normal(size=(80, 3))}
     W, b = rng.normal(size=(4, 3)), rng.normal(size=4)
     got = list(LeaveClassesOut(random_state=5).split_outputs(outputs, y, weight=W, bias=b))
-    splits = list(LeaveClassesOut(random_state=5).split(y))
+    splits = content_splits(LeaveClassesOut(random_state=5), outputs, y)
     assert len(got) == len(splits) == 4
     for p, s in zip(got, splits, strict=True):
         fit, w, bb = restrict_outputs(outputs, s.fit, s.kept, weight=W, bias=b)

@@ -259,9 +259,14 @@ class BankDetector(ParamsMixin):
         proxy = LeaveClassesOut(int(self.n_held_out), n_splits=int(self.n_proxy_splits),
                                 random_state=rng)
         tasks = []
-        for p in proxy.split_outputs(outputs, y, weight=weight, bias=bias):
+        for t, p in enumerate(proxy.split_outputs(outputs, y, weight=weight, bias=bias)):
             part = seeded_bank(self.bank, self.random_state)
-            part.fit(p.fit, p.y_fit, weight=p.weight, bias=p.bias)
+            try:
+                part.fit(p.fit, p.y_fit, weight=p.weight, bias=p.bias)
+            except ValueError as exc:  # the split's fitting rows: fewer than train_outputs'
+                raise ValueError(f"the bank cannot be fitted on held-out-class split {t} "
+                                 f"({len(p.y_fit)} fitting rows of its kept classes): "
+                                 f"{exc}") from None
             S_in = part.score(p.inliers)
             S_in = S_in[canonical_rows(S_in)[rng.permutation(p.split.inliers.size)]]
             half = S_in.shape[0] // 2

@@ -155,7 +155,9 @@ class LeaveClassesOut(ParamsMixin):
     def split(self, y: ArrayLike) -> Iterator[ProxySplit]:
         """Yield one :class:`ProxySplit` per group of held-out classes.
 
-        Each kept class needs at least two rows (one proxy inlier, one to fit on).
+        Each kept class needs at least two rows (one proxy inlier, one to fit on). The
+        draws index the rows by position (:meth:`split_outputs` puts them in an order of
+        their outputs first).
         """
         self._validate_params()
         labels = as_labels(y)
@@ -187,20 +189,59 @@ class LeaveClassesOut(ParamsMixin):
         """:meth:`split` applied to a network's ``outputs`` (labels ``y``, last layer
         ``weight`` and ``bias``): per split, the outputs of the fitting rows, proxy inliers
         and proxy outliers, restricted to the kept classes by :func:`restrict_outputs`.
-        Integer labels are the logit columns' indices; other labels keep every column."""
+        Integer labels (also Python integers in an object array) are the logit columns'
+        indices, 0 to K - 1; other labels keep every column. The draws index the rows in
+        an order of their outputs and labels, so the same rows in another order give the
+        same splits."""
         labels = as_labels(y)
+        if labels.dtype == object and all(isinstance(v, (int, np.integer))
+                                          and not isinstance(v, bool) for v in labels):
+            labels = labels.astype(np.int64)
+        arrays = []
         for f in ("logits", "features"):  # one label per row of every output
             has = f in outputs if isinstance(outputs, Mapping) else hasattr(outputs, f)
-            rows = np.shape(pick_output(outputs, f))[:1] if has else None
-            if rows and rows[0] != labels.size:
+            arr = np.asarray(pick_output(outputs, f)) if has else None
+            if arr is not None and arr.ndim and arr.shape[0] != labels.size:
                 raise ValueError(f"y must have one label per row of the outputs' {f} "
-                                 f"({rows[0]} rows); got {labels.size} labels.")
-        for split in self.split(labels):
+                                 f"({arr.shape[0]} rows); got {labels.size} labels.")
+            if arr is not None and arr.ndim == 2:
+                arrays.append(arr)
+        if labels.dtype.kind in "iu" and has_logits(outputs):
+            k = np.shape(pick_output(outputs, "logits"))[-1]
+            if labels.min() < 0 or labels.max() >= k:
+                raise ValueError(f"y must hold the logit columns' indices 0..{k - 1} (integer "
+                                 f"labels name the columns); got values from "
+                                 f"{plain(labels.min())} to {plain(labels.max())}. Give "
+                                 f"0-based labels, or labels of another kind (such as strings) "
+                                 f"to keep every column.")
+        canon = canonical_order(label_classes(labels)[1], *arrays)
+        for split in self.split(labels[canon]):
+            split = split._replace(fit=np.sort(canon[split.fit]),
+                                   inliers=np.sort(canon[split.inliers]),
+                                   outliers=np.sort(canon[split.outliers]))
             kept = split.kept if labels.dtype.kind in "iu" else None
             fit, w, b = restrict_outputs(outputs, split.fit, kept, weight=weight, bias=bias)
             yield ProxyOutputs(fit, labels[split.fit], w, b,
                                restrict_outputs(outputs, split.inliers, kept)[0],
                                restrict_outputs(outputs, split.outliers, kept)[0], split)
+
+
+def has_logits(outputs: Any) -> bool:
+    """Whether ``outputs`` (a dict or an object) holds logits."""
+    return "logits" in outputs if isinstance(outputs, Mapping) else hasattr(outputs, "logits")
+
+
+def canonical_order(codes: NDArray[np.intp], *arrays: NDArray[Any]) -> NDArray[np.intp]:
+    """The rows in an order of their contents: by the bytes of each row of ``arrays`` (the
+    first array first), then by ``codes``. Seeded draws index this order, so the same rows
+    in another order give the same draws; rows that are equal in every array and code are
+    interchangeable. One sort per array (its rows as single byte strings)."""
+    order = np.argsort(codes, kind="stable")
+    for arr in arrays[::-1]:
+        flat = np.ascontiguousarray(arr.reshape(arr.shape[0], -1)[order])
+        rows = flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
+        order = order[np.argsort(rows, kind="stable")]
+    return order
 
 
 def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = None, *,
@@ -345,8 +386,11 @@ def shuffle_table(values: Any, name: str) -> NDArray[np.float64]:
 
 def shuffle_columns(arr: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.float64]:
     """Each column of ``arr`` (after flattening each row) permuted across rows, apart: the
-    stable argsort of uniform keys, so equal keys keep their order on every CPU."""
+    stable argsort of uniform keys, so equal keys keep their order on every CPU. The keys
+    index the rows in an order of their values (:func:`canonical_order`), so the same rows in
+    another order give the same shuffled rows."""
     flat = arr.reshape(arr.shape[0], -1)
+    flat = flat[canonical_order(np.zeros(flat.shape[0], dtype=np.intp), flat)]
     keys = rng.random(flat.shape)
     out = np.take_along_axis(flat, np.argsort(keys, axis=0, kind="stable"), axis=0)
     return out.reshape(arr.shape)
