@@ -218,3 +218,40 @@ def test_a_selection_record_that_contradicts_the_choice_is_refused():
     kept["fitted"]["selection_"]["win_fraction"] = 0.5
     kept["fitted"]["selection_"]["kind_win_fractions"] = [0.5]
     assert load_json(json.dumps(kept)).method_ == s["method"]
+
+
+def test_load_json_refuses_a_covariance_its_z_values_and_sigma_do_not_give():
+    # a cov_ multiplied by 4 (still positive definite) or a sigma of 5 loaded and scored
+    rng = np.random.default_rng(0)
+    S = rng.normal(size=(300, 3))
+    fitted = ScoreCombiner(method="glrt_cov").fit(S)
+    doc = json.loads(fitted.to_json())
+    for change in ("cov", "sigma"):
+        bad = json.loads(json.dumps(doc))
+        if change == "cov":
+            bad["fitted"]["cov_"]["float64_le_base64"] = base64.b64encode(
+                (4 * fitted.cov_).astype("<f8").tobytes()).decode()
+        else:
+            bad["params"]["sigma"] = 5.0
+        with pytest.raises(ValueError, match=r"fitted\.cov_ must have the diagonal .* of the "
+                                             r"z-values of fitted\.empirical_z_ and params\."
+                                             r"sigma"):
+            load_json(json.dumps(bad))
+    load_json(json.dumps(doc))
+
+
+def test_load_json_refuses_a_bank_whose_combiner_has_another_ridge():
+    from abstain.combine import BankDetector
+    from abstain.detectors import KNN, MSP, DetectorBank
+
+    rng = np.random.default_rng(0)
+    f = rng.normal(size=(600, 4))
+    out = {"features": f, "logits": f[:, :3]}
+    det = BankDetector(DetectorBank([MSP(), KNN(k=5, normalize=False)]), method="fisher",
+                       alpha=0.1, delta=0.1, random_state=0).fit(
+        {k: v[:200] for k, v in out.items()}, calibration_outputs={k: v[200:]
+                                                                   for k, v in out.items()})
+    doc = json.loads(det.to_json())
+    doc["fitted"]["combiner_"]["params"]["sigma"] = 5.0
+    with pytest.raises(ValueError, match=r"fitted\.combiner_ must have sigma = 1e-06"):
+        load_json(json.dumps(doc))

@@ -313,6 +313,10 @@ class BankDetector(ParamsMixin):
                     raise ValueError(f"params.{name} must be that of the fitted "
                                      f"{type(part).__name__} ({getattr(part, name)!r}); got "
                                      f"{getattr(self, name)!r}.")
+        sigma = ScoreCombiner().sigma  # fit builds the combiner with the default ridge
+        if self.combiner_.sigma != sigma:
+            raise ValueError(f"fitted.combiner_ must have sigma = {sigma!r}, as a fit builds "
+                             f"it; got {self.combiner_.sigma!r}.")
         parts: tuple[Any, ...] = (self.combiner_, self.combiner_.empirical_z_, self.guarantee_)
         for reader in parts:  # fit builds them on the bank's scores as they are
             if getattr(reader, "higher_is_inlier", False):

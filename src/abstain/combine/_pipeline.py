@@ -341,3 +341,13 @@ class ScoreCombiner(ParamsMixin):
             except ValueError as exc:
                 raise ValueError(f"fitted.cov_: {exc}") from None
             check_positive_definite(cov, "fitted.cov_")
+            # its diagonal is that of the z-values of the training rows (each column's
+            # values are in empirical_z_) and sigma; fit computes it so, exactly
+            ez = self.empirical_z_
+            z = ez.transform(ez.sorted_train_.T)[:, self.columns_]
+            want = np.diag(inlier_covariance(z, self.sigma))
+            if not np.array_equal(np.diag(cov), want):
+                raise ValueError(f"fitted.cov_ must have the diagonal {plain(want.tolist())} "
+                                 f"of the z-values of fitted.empirical_z_ and params.sigma = "
+                                 f"{plain(self.sigma)}, as a fit computes it; got "
+                                 f"{plain(np.diag(cov).tolist())}.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
@@ -22,7 +24,8 @@ def inlier_covariance(Z_train: ArrayLike, sigma: float = 1e-6) -> F64:
     """The inlier covariance of eq. (34): ``Z' Z / (n - 1) + sigma I``.
 
     Uncentred, as written in the paper (z-values have mean 0 under H0 by construction);
-    the sign convention of z does not matter (``z z'`` is unchanged by negation).
+    the sign convention of z does not matter (``z z'`` is unchanged by negation). Each entry
+    is summed exactly and rounded once, so it does not depend on the order of the rows.
 
     Parameters
     ----------
@@ -41,19 +44,33 @@ def inlier_covariance(Z_train: ArrayLike, sigma: float = 1e-6) -> F64:
     if Z.shape[0] < 2:
         raise ValueError(f"Z_train must have at least 2 rows; got {Z.shape[0]}.")
     s = float(sigma)
-    cov = Z.T @ Z / (Z.shape[0] - 1.0)
+    # each entry the correctly rounded sum of its products (math.fsum): the same bits for
+    # the rows in any order and on any CPU (a BLAS Z' Z sums in row order, by the kernel)
+    m = Z.shape[1]
+    cov = np.empty((m, m))
+    for i in range(m):
+        for j in range(i, m):
+            cov[i, j] = cov[j, i] = math.fsum((Z[:, i] * Z[:, j]).tolist())
+    cov /= Z.shape[0] - 1.0
     cov[np.diag_indices_from(cov)] += s
     return cov
 
 
 def check_positive_definite(cov: F64, what: str, fix: str = "") -> None:
-    """Raise unless ``cov`` (symmetric) has a Cholesky factor, as ``glrt_cov`` needs."""
+    """Raise unless ``cov`` (symmetric) has a Cholesky factor, as ``glrt_cov`` needs, and is
+    not numerically singular: its smallest eigenvalue above ``4 m eps`` times its largest
+    (whether the factorisation of an exactly singular matrix, such as that of two equal
+    columns, fails is up to its last bits and the LAPACK kernel)."""
     try:
         np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
         low = float(np.linalg.eigvalsh(cov).min())
         raise ValueError(f"{what} must be symmetric positive definite (its Cholesky "
                          f"factorisation fails); got smallest eigenvalue {low:.4g}{fix}.") from None
+    eig = np.linalg.eigvalsh(cov)
+    if eig[0] <= 4 * cov.shape[0] * np.finfo(float).eps * eig[-1]:
+        raise ValueError(f"{what} must be symmetric positive definite (not numerically "
+                         f"singular); got eigenvalues from {eig[0]:.4g} to {eig[-1]:.4g}{fix}.")
 
 
 def as_covariance(cov: ArrayLike, m: int) -> F64:
