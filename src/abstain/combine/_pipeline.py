@@ -345,9 +345,9 @@ class ScoreCombiner(ParamsMixin):
             # values are in empirical_z_) and sigma; fit computes it so, exactly
             ez = self.empirical_z_
             z = ez.transform(ez.sorted_train_.T)[:, self.columns_]
-            want = np.diag(inlier_covariance(z, self.sigma))
-            if not np.array_equal(np.diag(cov), want):
-                raise ValueError(f"fitted.cov_ must have the diagonal {plain(want.tolist())} "
+            diag = np.diag(inlier_covariance(z, self.sigma))
+            if not np.array_equal(np.diag(cov), diag):
+                raise ValueError(f"fitted.cov_ must have the diagonal {plain(diag.tolist())} "
                                  f"of the z-values of fitted.empirical_z_ and params.sigma = "
                                  f"{plain(self.sigma)}, as a fit computes it; got "
                                  f"{plain(np.diag(cov).tolist())}.")
