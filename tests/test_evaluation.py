@@ -336,3 +336,58 @@ def test_the_friedman_statistic_is_tie_corrected_as_scipy_computes_it():
         assert got.friedman_pvalue == pytest.approx(want.pvalue, rel=1e-9, abs=1e-15)
     flat = compare_methods([[1.0, 1.0], [2.0, 2.0]])
     assert flat.friedman_statistic == 0.0 and flat.friedman_pvalue == 1.0
+
+
+class _Fixed:
+    """A predictor whose predictions on the rows are fixed per value of C."""
+
+    def __init__(self, table, C=1.0):
+        self.table, self.C = table, C
+
+    def set_params(self, C):
+        self.C = C
+        return self
+
+    def fit(self, x, y):
+        return self
+
+    def predict(self, x):
+        return self.table[self.C][x[:, 0].astype(int)]
+
+
+def test_the_predictor_of_equal_validation_losses_on_other_rows_is_the_smaller_C():
+    # the same losses on other rows: float means 0.20000000000000004 and
+    # 0.19999999999999998, so the larger C was chosen against "ties: the smaller C"
+    from abstain.evaluation import _fit_predictor, paper_splits
+
+    n = 60
+    split = paper_splits(n, n_splits=1, random_state=0)[0]
+    costs = np.array([0.1, 0.2, 0.2, 0.3, 0.3, 0.1] * 20)
+    table = {1.0: np.zeros(n), 10.0: np.zeros(n)}
+    v = split.val1
+    table[1.0][v] = costs[: v.size]
+    table[10.0][v] = costs[: v.size][::-1]
+    assert sum(table[1.0][v].tolist()) != sum(table[10.0][v].tolist())  # in row order
+    x = np.arange(n, dtype=float)[:, None]
+    for grid in ((1.0, 10.0), (10.0, 1.0)):
+        _, c, _ = _fit_predictor(_Fixed(table), x, np.zeros(n), split,
+                                 lambda y, p: np.asarray(p, float), grid)
+        assert c == 1.0
+
+
+def test_evaluate_scores_refuses_names_as_a_string_and_learners_as_a_list():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    from sklearn.linear_model import LogisticRegression
+
+    for key in ("safe", "baseline_input"):
+        with pytest.raises(ValueError, match=rf"^{key} must be a collection of learner names; "
+                                             r"got 'REG' \(write \['REG'\] for one name\)"):
+            evaluate_scores(X, y, LogisticRegression(), {"REG": LossRegression()},
+                            n_splits=1, **{key: "REG"})
+    with pytest.raises(ValueError, match=r"^learners must map names to score learners"):
+        evaluate_scores(X, y, LogisticRegression(), [LossRegression()], n_splits=1)
+    with pytest.raises(ValueError, match=r"^loss must return one loss per sample, shape "):
+        evaluate_scores(X, y, LogisticRegression(), {"REG": LossRegression()}, n_splits=1,
+                        loss=lambda t, p: np.zeros(3))

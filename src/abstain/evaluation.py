@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -22,6 +22,7 @@ from scipy import stats
 from ._core.optional import figure
 from ._core.validation import (
     as_features,
+    as_losses,
     check_fraction,
     check_positive,
     check_random_state,
@@ -267,13 +268,18 @@ def evaluate_scores(
         raise ValueError("y must hold at least 2 classes; got 1.")
     model_grid = _grid("model_grid", model_grid, allow_zero=False)
     score_grid = _grid("score_grid", score_grid, allow_zero=True)
+    if not isinstance(learners, Mapping):
+        raise ValueError(f"learners must map names to score learners, such as "
+                         f"{{'REG': LossRegression()}}; got {type(learners).__name__}.")
     if not learners:
         raise ValueError("learners must name at least one score learner; got none.")
     for r in ratios:
         check_fraction("ratios", r)
     plugins = dict(plugin_scores or {})
-    safe_names = set(learners) if safe is True else set(safe or ())
-    for label, names in (("baseline_input", set(baseline_input)), ("safe", safe_names)):
+    safe_names = (set(learners) if safe is True else set() if safe is False or safe is None
+                  else _names("safe", safe))
+    for label, names in (("baseline_input", _names("baseline_input", baseline_input)),
+                         ("safe", safe_names)):
         unknown = sorted(names - set(learners))
         if unknown:
             raise ValueError(f"{label} must name learners; got {unknown} (learners: "
@@ -299,7 +305,7 @@ def evaluate_scores(
         fitted, model_c[s], converged[s] = _fit_predictor(_seeded(model, seed), x1, labels,
                                                           split, loss, model_grid)
         pred = fitted.predict(x1)
-        losses = loss(labels, pred)
+        losses = _losses(loss, labels, pred)
         result_risk[s] = losses[split.tst].mean()
         u0 = baseline(fitted, x1)
         result_aurc[s, 0] = aurc(losses[split.tst], u0[split.tst])
@@ -383,11 +389,32 @@ def _fit_predictor(
             warnings.simplefilter("always")  # recorded: the result says which fits stopped early
             candidate.fit(x[split.trn1], y[split.trn1])
         ok = not any(type(w.message).__name__ == "ConvergenceWarning" for w in caught)
-        error = float(loss(y[split.val1], candidate.predict(x[split.val1])).mean())
+        # the sum correctly rounded: the same losses on other rows give the same error (a
+        # sum in row order made equal means differ in their last bits)
+        error = math.fsum(_losses(loss, y[split.val1], candidate.predict(x[split.val1]))
+                          .tolist())
         if best is None or (error, float(c)) < best[:2]:  # ties: the smaller C, as documented
             best = (error, float(c), candidate, ok)
     assert best is not None
     return best[2], best[1], best[3]
+
+
+def _losses(loss: Callable[[Any, Any], NDArray[np.float64]], y_true: NDArray[Any],
+            y_pred: NDArray[Any]) -> NDArray[np.float64]:
+    """``loss(y_true, y_pred)``, checked: one finite loss >= 0 per sample."""
+    out = as_losses(loss(y_true, y_pred), "loss(y_true, y_pred)")
+    if out.shape != y_true.shape:
+        raise ValueError(f"loss must return one loss per sample, shape {y_true.shape}; got "
+                         f"shape {out.shape}.")
+    return out
+
+
+def _names(label: str, value: Any) -> set[str]:
+    """The learner names of ``baseline_input`` or ``safe`` (a collection, not a string)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ValueError(f"{label} must be a collection of learner names; got {plain(value)} "
+                         f"(write [{value!r}] for one name).")
+    return set(value)
 
 
 def _grid(name: str, values: Any, *, allow_zero: bool) -> tuple[float, ...]:

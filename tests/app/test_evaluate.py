@@ -453,3 +453,21 @@ def test_bootstrap_intervals_of_continuous_losses_do_not_depend_on_the_row_order
         # bit for bit (repr of every float; NaN where a metric has no interval)
         assert json.dumps(a.intervals, sort_keys=True) == json.dumps(b.intervals,
                                                                      sort_keys=True)
+
+
+def test_tables_of_unequal_columns_or_no_rows_and_bad_coverages_get_one_line():
+    # NumPy's IndexError for unequal columns; "got only OOD rows" for a table of none;
+    # a float, a string or None as coverages ended in Python's own TypeError or ValueError
+    with pytest.raises(ValueError, match=r"^table must hold columns of one length \(1-D "
+                                         r"arrays\); got shapes 'loss': \(4,\), 'u': \(3,\)\."):
+        prepare({"loss": np.array([0, 1, 0, 1.0]), "u": np.array([0.1, 0.2, 0.3])})
+    with pytest.raises(ValueError, match=r"^the table must have rows; got none\.$"):
+        evaluate(prepare({"loss": np.zeros(0), "u": np.zeros(0)}))
+    data = prepare({"loss": np.array([0, 1, 0, 1.0]), "u": np.array([0.1, 0.2, 0.3, 0.4])})
+    for bad in (0.5, "0.5"):
+        with pytest.raises(ValueError, match=r"^coverages must be a sequence of coverages in "):
+            evaluate(data, coverages=bad)
+    with pytest.raises(ValueError, match=r"^coverages value must be a real number; got None"):
+        evaluate(data, coverages=[0.5, None])
+    with pytest.raises(ValueError, match=r"^coverages value must be in \(0, 1\]; got 0"):
+        evaluate(data, coverages=[0])

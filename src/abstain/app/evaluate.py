@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.optional import require
 from .._core.parallel import check_jobs
+from .._core.validation import check_fraction, plain
 from .chunks import Summary
 from .data import Resampled, Rows, Tables, as_data
 from .tables import Progress, TableData
@@ -191,7 +192,11 @@ def glossary_of(key: str) -> str:
 def _settings(coverages: Sequence[float], tpr: float,
               fpr: float) -> dict[str, Sequence[float]]:
     """The table settings that the metrics' parameters take their values from."""
-    return {"coverage": tuple(coverages), "tpr": (tpr,), "fpr": (fpr,)}
+    if isinstance(coverages, (str, bytes)) or not isinstance(coverages, Iterable):
+        raise ValueError(f"coverages must be a sequence of coverages in (0, 1]; got "
+                         f"{plain(coverages)}.")
+    return {"coverage": tuple(check_fraction("coverages value", c) for c in coverages),
+            "tpr": (tpr,), "fpr": (fpr,)}
 
 
 def _one_score(src: Rows | Tables, name: str, *, settings: dict[str, Sequence[float]],
@@ -437,6 +442,8 @@ def evaluate(
         m.check_bootstrap(n_bootstrap, src.data.losses.size, "n_bootstrap (--bootstrap)")
     if isinstance(level, bool) or not (isinstance(level, numbers.Real) and 0.0 < level < 1.0):
         raise ValueError(f"level must be in (0, 1); got {level!r}.")
+    if src.n_id + src.n_ood == 0:
+        raise ValueError("the table must have rows; got none.")
     if src.n_id == 0:
         raise ValueError("the table must have in-distribution rows; got only OOD rows.")
     bounded = src.bounded

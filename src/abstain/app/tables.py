@@ -287,6 +287,10 @@ def prepare(
     ([0.0, 0.0, 1.0], ['u'])
     """
     table = {k: np.asarray(v) for k, v in table.items()}
+    shapes = {k: v.shape for k, v in table.items()}
+    if any(len(s) != 1 for s in shapes.values()) or len({s for s in shapes.values()}) > 1:
+        raise ValueError(f"table must hold columns of one length (1-D arrays); got shapes "
+                         f"{', '.join(f'{k!r}: {s}' for k, s in shapes.items())}.")
     # integer columns that float64 cannot hold exactly (beyond 2**53): never a score or loss
     inexact: dict[str, NDArray[Any]] = {}
     for k, v in table.items():
