@@ -467,7 +467,7 @@ def test_tables_of_unequal_columns_or_no_rows_and_bad_coverages_get_one_line():
     for bad in (0.5, "0.5"):
         with pytest.raises(ValueError, match=r"^coverages must be a sequence of coverages in "):
             evaluate(data, coverages=bad)
-    with pytest.raises(ValueError, match=r"^coverages value must be a real number; got None"):
+    with pytest.raises(ValueError, match=r"^coverages must hold coverages in \(0, 1\]; got None"):
         evaluate(data, coverages=[0.5, None])
-    with pytest.raises(ValueError, match=r"^coverages value must be in \(0, 1\]; got 0"):
+    with pytest.raises(ValueError, match=r"^coverages must hold coverages in \(0, 1\]; got 0\."):
         evaluate(data, coverages=[0])

@@ -14,7 +14,6 @@ from numpy.typing import NDArray
 from .. import metrics as m
 from .._core.optional import require
 from .._core.parallel import check_jobs
-from .._core.validation import check_fraction, plain
 from .chunks import Summary
 from .data import Resampled, Rows, Tables, as_data
 from .tables import Progress, TableData
@@ -194,9 +193,11 @@ def _settings(coverages: Sequence[float], tpr: float,
     """The table settings that the metrics' parameters take their values from."""
     if isinstance(coverages, (str, bytes)) or not isinstance(coverages, Iterable):
         raise ValueError(f"coverages must be a sequence of coverages in (0, 1]; got "
-                         f"{plain(coverages)}.")
-    return {"coverage": tuple(check_fraction("coverages value", c) for c in coverages),
-            "tpr": (tpr,), "fpr": (fpr,)}
+                         f"{coverages!r}.")
+    for c in coverages:
+        if isinstance(c, bool) or not (isinstance(c, numbers.Real) and 0.0 < c <= 1.0):
+            raise ValueError(f"coverages must hold coverages in (0, 1]; got {c!r}.")
+    return {"coverage": tuple(float(c) for c in coverages), "tpr": (tpr,), "fpr": (fpr,)}
 
 
 def _one_score(src: Rows | Tables, name: str, *, settings: dict[str, Sequence[float]],
