@@ -209,6 +209,18 @@ def _dual_for(
     return alpha
 
 
+def _fitted_certificate(X: NDArray[np.float64], S: NDArray[np.float64], c: float,
+                        w: NDArray[np.float64], b: NDArray[np.float64], residual_tol: float,
+                        low: float) -> tuple[float, float]:
+    """``F(w, b)`` and its gap to the larger of ``low`` (a lower bound on ``min F``, such as
+    0 = D(0)) and the dual fitted to the point's KKT conditions (:func:`_dual_for`), where
+    that dual meets the threshold equations."""
+    primal, dual, residual = _certificate(X, S, c, w, b, _dual_for(X, S, c, w, b))
+    if residual <= residual_tol:
+        low = max(low, dual)
+    return primal, max(primal - low, 0.0)
+
+
 def _polish(
     X: NDArray[np.float64],
     S: NDArray[np.float64],
@@ -394,6 +406,9 @@ def solve_svor(
                      and np.all(np.abs(t * db) <= ulps * np.abs(b)))
         w, b = w + t * dw, b + t * db
     else:
+        # objective and gap were of the point before the last step: certify the point
+        # returned, by a dual fitted to it, or by D(0) = 0 <= min F
+        objective, gap = _fitted_certificate(X, S, c, w, b, residual_tol, 0.0)
         warnings.warn(
             f"SVOR did not reach the relative duality gap tol={tol:g} in max_iter={max_iter} "
             f"iterations; the gap is {min(gap, objective) / max(objective, 1e-300):.3g}.",
@@ -401,17 +416,18 @@ def solve_svor(
             stacklevel=3,
         )
     if best[0] < objective - 1e-12 * abs(objective):
-        # the steps ended above a point they passed (an ill-conditioned Newton system):
-        # that point, certified by a dual fitted to it, or by D(0) = 0 <= min F
+        # the steps ended above a point they passed (an ill-conditioned Newton system, or
+        # a degenerate optimum with many terms on the margin): that point, certified by the
+        # best lower bound known (the duals fitted to it and to the last point, D(0) = 0)
+        low = objective - gap
         w, b = best[1], best[2]
-        primal, dual, residual = _certificate(X, S, c, w, b, _dual_for(X, S, c, w, b))
-        valid = residual <= residual_tol and dual <= primal
-        objective, gap = primal, (primal - dual if valid else primal)
-        warnings.warn(
-            f"SVOR's Newton steps ended above the best point they passed (features in large "
-            f"units or a large C make its system ill-conditioned); that point is returned, "
-            f"with a relative gap of {gap / max(objective, 1e-300):.3g}: scale the features.",
-            ConvergenceWarning, stacklevel=3)
+        objective, gap = _fitted_certificate(X, S, c, w, b, residual_tol, low)
+        if gap > tol * max(objective, 1e-300):
+            warnings.warn(
+                f"SVOR's Newton steps ended above the best point they passed (features in "
+                f"large units or a large C make its system ill-conditioned); that point is "
+                f"returned, with a relative gap of {gap / max(objective, 1e-300):.3g}: scale "
+                f"the features.", ConvergenceWarning, stacklevel=3)
     # F >= 0 = D(0): the gap is never above the objective itself
     return SVORSolution(w, b, objective, min(gap, objective), n_iter)
 
@@ -490,7 +506,7 @@ def _svor_labels(y: Any) -> NDArray[Any]:
                 isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in items)):
             raise ValueError("Unknown label type: y of dtype object must hold only strings "
                              "or only integers.")
-    elif kind not in "iuUS":
+    elif kind not in "iuU":  # bytes (S) too: a fitted model could not be written to JSON
         raise ValueError(f"Unknown label type: y has dtype {labels.dtype}; give integer or "
                          f"string labels.")
     return labels
@@ -718,7 +734,11 @@ class SVOR(ParamsMixin):
         if self.gap_ > self.objective_:  # F >= 0 = D(0): a fit caps the gap there
             raise ValueError(f"fitted.gap_ must be at most fitted.objective_ "
                              f"({self.objective_!r}), as a fit makes it; got {self.gap_!r}.")
-        _svor_labels(self.classes_)  # the labels a fit takes: no continuous values, no bools
+        try:  # the labels a fit takes: no continuous values, no bools
+            _svor_labels(self.classes_)
+        except ValueError as exc:
+            raise ValueError(f"fitted.classes_ must hold the labels a fit takes: {exc}"
+                             ) from None
         k = self.classes_.size - 1
         if self.thresholds_.size != k:
             raise ValueError(f"fitted.thresholds_ must hold {k} values, one fewer than "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import sys
 from typing import Any, ClassVar
 
@@ -123,8 +124,11 @@ def accuracy(y: Any, prediction: NDArray[Any], sample_weight: Any = None) -> flo
     top = float(weight.max())
     if top == 0.0:
         raise ValueError("sample_weight must have a positive sum; got all weights 0.")
-    weight = weight / top  # weights near the float maximum cannot overflow the sum
-    return float(np.sum(weight[correct]) / np.sum(weight))
+    # in units of a power of two (exact): weights near the float maximum cannot overflow
+    # the sums, each correctly rounded (whole weights give the exact fraction: 6 / 12 is
+    # 0.5, where weights divided by their maximum summed to 0.4999999999999999)
+    weight = weight / 2.0 ** math.frexp(top)[1]
+    return math.fsum(weight[correct].tolist()) / math.fsum(weight.tolist())
 
 
 def derived_seeds(random_state: Any, k: int) -> list[int] | None:
