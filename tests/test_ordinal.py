@@ -452,7 +452,8 @@ def test_svor_score_of_whole_weights_is_the_exact_fraction():
         labels, pred = rng.integers(0, 2, 9), rng.integers(0, 2, 9)
         w = rng.integers(0, 7, 9).astype(float)
         w[0] += 1
-        want = sum(Fraction(a) for a, ok in zip(w, labels == pred) if ok) / sum(map(Fraction, w))
+        hits = [Fraction(a) for a, ok in zip(w, labels == pred, strict=True) if ok]
+        want = sum(hits, Fraction(0)) / sum(map(Fraction, w))
         assert accuracy(labels, pred, sample_weight=w) == float(want)
 
 
