@@ -3,7 +3,9 @@ their arrays.
 
 Every tie-aware metric and reject-model fit depends on the rows only through their distinct
 scores with per-score totals, so a table built in pieces (per batch of a stream, per file,
-per partition of a cluster) gives the same result as the rows, bit for bit.
+per partition of a cluster) gives the same result as the rows: bit for bit where the loss
+sums are exact (0/1 and whole-number losses, losses on a grid of powers of two), else to the
+rounding of sums added in another order.
 :class:`ScoreTable` holds one score column, :class:`PairTable` the distinct pairs of two
 (for the double-score fits), and :class:`BinnedTable` a score table on a fixed grid of
 bins, whose metrics come with a certified error (:class:`Bounded`). :class:`TableResampler`

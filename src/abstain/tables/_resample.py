@@ -185,7 +185,8 @@ class TableResampler:
         table.counts = counts_g[keep].astype(np.int64)
         table.loss_sums = _weighted(self._group, id_w * self._losses, g)[keep]
         with np.errstate(over="ignore", invalid="ignore"):
-            sq = _weighted(self._group, id_w * self._squares, g)[keep]
+            # rows not drawn add nothing, whatever their square (0 * inf is NaN)
+            sq = _weighted(self._group, np.where(id_w > 0, id_w * self._squares, 0.0), g)[keep]
         table.sq_loss_sums = sq if np.isfinite(sq.sum()) else None
         if marked:
             ood_w = np.where(self._ood, w, 0.0)

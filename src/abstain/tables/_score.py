@@ -305,10 +305,13 @@ class ScoreTable(LazyUpdates, ParamsMixin):
         if oc is not None and np.any(oc > c):
             raise ValueError("ood_counts must be at most counts at every score; got more OOD "
                              f"rows than rows at {int(np.sum(oc > c))} score(s).")
-        if int(c.sum() - (0 if oc is None else oc.sum())) != int(lc.sum()):
-            raise ValueError(f"loss_counts must add up to the ID rows of counts "
-                             f"({int(c.sum() - (0 if oc is None else oc.sum()))}); got "
-                             f"{int(lc.sum())}.")
+        # in Python integers: float64 sums of counts round beyond 2**53
+        n_id = sum(c.astype(np.int64).tolist()) - (0 if oc is None else
+                                                   sum(oc.astype(np.int64).tolist()))
+        n_losses = sum(lc.astype(np.int64).tolist())
+        if n_id != n_losses:
+            raise ValueError(f"loss_counts must add up to the ID rows of counts ({n_id}); "
+                             f"got {n_losses}.")
         table = cls()
         weights: list[NDArray[Any]] = [c, ls, sq if sq is not None else ls]
         if oc is not None:
