@@ -500,16 +500,26 @@ def certified_tpr_fpr(s: NDArray[np.float64], is_ood: NDArray[np.bool_],
         k = np.cumsum(~ood)[last].astype(np.float64)
         o = np.cumsum(ood)[last].astype(np.float64)
         loss = np.cumsum(np.where(ood, 0.0, losses[order]))[last]
-        ok = ((binomial_pvalue(m_id - k, np.full(k.size, m_id), 1.0 - tpr) <= level)
-              & (binomial_pvalue(o, np.full(o.size, m_ood), fpr) <= level) & (k > 0))
+        slack = 1.0 + PVALUE_SLACK  # round-off never certifies a rule (as _count_pvalues)
+        ok = ((binomial_pvalue(m_id - k, np.full(k.size, m_id), 1.0 - tpr) * slack <= level)
+              & (binomial_pvalue(o, np.full(o.size, m_ood), fpr) * slack <= level) & (k > 0))
         if not np.any(ok):
             continue
         idx = np.flatnonzero(ok)
         risk = loss[idx] / k[idx]
-        # least risk, then most ID accepted, then fewest OOD accepted
-        pick = idx[np.lexsort((o[idx], -k[idx], risk))[0]]
+        # least risk (risks within a relative RISK_TIE are equal: sums of the same losses in
+        # another order), then most ID accepted, then fewest OOD accepted
+        near = idx[risk <= risk.min() * (1.0 + RISK_TIE)]
+        pick = near[np.lexsort((o[near], -k[near]))[0]]
         cand = (float(k[pick]), float(o[pick]), float(loss[pick]), float(loss[pick] / k[pick]),
                 w, float(ps[last][pick]))
-        if best is None or (cand[3], -cand[0], cand[1]) < (best[3], -best[0], best[1]):
+        if best is None or cand[3] < best[3] * (1.0 - RISK_TIE) or (
+                cand[3] <= best[3] * (1.0 + RISK_TIE)
+                and (-cand[0], cand[1]) < (-best[0], best[1])):
             best = cand
     return best
+
+
+#: Selective risks within this relative distance are a tie in :func:`certified_tpr_fpr`, as
+#: in the searches without ``delta``.
+RISK_TIE = 1e-12

@@ -66,11 +66,13 @@ def ahead(i_new: float, o_new: float, i_old: float, o_old: float) -> bool | None
     return None
 
 
-def better(new: Best, crit: bool, old: Best | None, old_crit: bool) -> bool:
+def better(new: Best, crit: bool, old: Best | None, old_crit: bool, *,
+           linear: bool = False) -> bool:
     """Whether ``new`` (a critical state where ``crit``) beats ``old``: a smaller objective
     (beyond a relative ``RTOL`` of the objectives or of the terms that sum to them), then
-    :func:`ahead`, then an open state over a critical one; on a full tie the first one
-    found stays."""
+    :func:`ahead` (``linear``: the larger accepted mass ``I + O``, as
+    :func:`rows_best_linear` ranks the points of one direction), then an open state over a
+    critical one; on a full tie the first one found stays."""
     if old is None:
         return True
     tol = RTOL * max(abs(old.objective), abs(new.objective), old.scale, new.scale)
@@ -78,7 +80,11 @@ def better(new: Best, crit: bool, old: Best | None, old_crit: bool) -> bool:
         return True
     if new.objective > old.objective + tol:
         return False
-    won = ahead(new.I, new.O, old.I, old.O)
+    if linear:
+        cover_new, cover_old = new.I + new.O, old.I + old.O
+        won = None if same_mass(cover_new, cover_old) else bool(cover_new > cover_old)
+    else:
+        won = ahead(new.I, new.O, old.I, old.O)
     return (not crit and old_crit) if won is None else won
 
 

@@ -431,7 +431,7 @@ class Sample:
             if f is None:
                 continue
             r, thr = f
-            if best is None or better(r, False, best[0], False):
+            if best is None or better(r, False, best[0], False, linear=slopes is not None):
                 best = (r, w, thr, None)
         return best
 

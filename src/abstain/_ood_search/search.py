@@ -641,7 +641,8 @@ def exact_search(
             col = int(cols_won[k])
             crit = bool(critical[k, col])
             cand_best = r.best(k)._replace(at=int(e[k]))
-            if best is None or better(cand_best, crit, best.best, best.critical):
+            if best is None or better(cand_best, crit, best.best, best.critical,
+                                      linear=con is None):
                 best = State(cand_best, np.zeros(2), 0.0, crit)
                 best_col = col
     if best is None:

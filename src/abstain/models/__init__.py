@@ -16,13 +16,11 @@ from ._classifier import (
 from ._double_score import (
     DoubleScoreDetector,
 )
-from ._least_risk import least_risk_bound
+from ._least_risk import least_fpr_at_tpr, least_risk_bound, most_recall_at_precision
 from ._ood import (
     BoundedPrecisionRecall,
     BoundedTPRFPR,
     CostBasedOOD,
-    least_fpr_at_tpr,
-    most_recall_at_precision,
 )
 from ._registry import (
     REJECT_RULES,

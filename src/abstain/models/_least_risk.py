@@ -1,9 +1,15 @@
-"""The least target risk at which a certified or conformal bounded-improvement rule exists
-on a calibration sample (``least_risk_bound``, re-exported by :mod:`abstain.models`)."""
+"""What the rules can attain on a sample, re-exported by :mod:`abstain.models`: the least
+target risk at which a certified or conformal bounded-improvement rule exists on a
+calibration sample (``least_risk_bound``), the least FPR at a TPR (``least_fpr_at_tpr``) and
+the most recall at a precision (``most_recall_at_precision``) of the OOD threshold rules."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._certify.certify import (
     BOUNDS,
@@ -23,9 +29,14 @@ from .._core.validation import (
     check_positive,
     validate_params,
 )
+from .._ood_search import search as core
+from .._ood_search.sample import N_DIRECTIONS, NO_LOSSES, Sample, check_search
+from ..metrics import fpr_at_tpr
+from ..tables._pair import PairTable
+from ..tables._score import ScoreTable, check_whole_table
 from ._selective import BoundedImprovement
 
-__all__ = ["least_risk_bound"]
+__all__ = ["least_fpr_at_tpr", "least_risk_bound", "most_recall_at_precision"]
 
 
 @validate_params({"above": [Interval(float, 0, None, closed="left")]})
@@ -106,3 +117,84 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
     groups, top, binary, squares = fit_groups(uncertainty, losses)
     return least_target(uncertainty, losses, groups, top, binary, squares, delta, loss_bound,
                         bound, above)
+
+
+def _directions(s: NDArray[np.float64], n_directions: int) -> list[NDArray[np.float64]]:
+    """The combined score of each grid direction (the one column of a single score)."""
+    if s.shape[1] == 1:
+        return [s[:, 0]]
+    return [core.project(s, w) for w in core.grid_weights(n_directions)]
+
+
+@validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
+def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
+                     tpr: float | None = None, *,
+                     n_directions: int = N_DIRECTIONS) -> float:
+    """The lowest FPR of a threshold rule with TPR >= ``tpr``: what :class:`BoundedTPRFPR`
+    can attain at that TPR.
+
+    One score column: :func:`abstain.metrics.fpr_at_tpr`. Two columns (or a
+    :class:`~abstain.tables.PairTable`): the least over the grid of ``n_directions``
+    directions that ``search="grid"`` tries, on the rounded combined scores that such a rule
+    thresholds (:func:`abstain.metrics.fpr_at_tpr` with ``search="grid"`` ties the exact
+    projections instead, and can differ where rounding ties points). Tie rule as in
+    :class:`BoundedTPRFPR` (the tie group at the threshold is accepted with one probability).
+
+    Examples
+    --------
+    >>> from abstain.models import least_fpr_at_tpr
+    >>> least_fpr_at_tpr([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], tpr=1.0)
+    0.5
+    """
+    t = float(tpr)  # type: ignore[arg-type]
+    _, d = check_search("grid", n_directions)
+    if isinstance(scores, ScoreTable):
+        check_whole_table(scores, {"is_ood": is_ood})
+        return float(fpr_at_tpr(scores, tpr=t))
+    if not isinstance(scores, PairTable) and np.ndim(scores) != 2:
+        return float(fpr_at_tpr(is_ood, scores, t))  # type: ignore[arg-type]
+    sample = _roc_sample(scores, is_ood)
+    best = math.inf
+    for c in _directions(sample.s, d):
+        kn = core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
+        best = min(best, core.least_fpr(kn.I, kn.O, sample.n_id, sample.n_ood, t))
+    return best
+
+
+def _roc_sample(scores: Any, is_ood: Any) -> Sample:
+    """The sample behind the ROC curves of arrays or of a table (no losses needed)."""
+    if isinstance(scores, (ScoreTable, PairTable)):
+        return Sample.of(scores, is_ood, None)
+    return Sample.of(scores, is_ood, NO_LOSSES)
+
+
+@validate_params({"precision": [Interval(float, 0, 1, closed="right")]})
+def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
+                             is_ood: ArrayLike | None = None, precision: float | None = None, *,
+                             ood_prior: float | None = None,
+                             n_directions: int = N_DIRECTIONS) -> float:
+    """The highest recall (TPR) of a threshold rule with precision >= ``precision``: what
+    :class:`BoundedPrecisionRecall` can attain at that precision.
+
+    The precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with ``pi = ood_prior``, or
+    the sample's OOD fraction when None. Precision >= p is ``p pi FPR <= (1 - p)(1 - pi)
+    TPR``, linear along each ROC segment, so the answer is at the last ROC knot meeting it
+    or where the next segment crosses it; two columns (or a
+    :class:`~abstain.tables.PairTable`) take the best grid direction.
+
+    Examples
+    --------
+    >>> from abstain.models import most_recall_at_precision
+    >>> most_recall_at_precision([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], precision=1.0)
+    0.5
+    """
+    p = float(precision)  # type: ignore[arg-type]
+    _, d = check_search("grid", n_directions)
+    sample = _roc_sample(scores, is_ood)
+    ood_share = sample.n_ood / (sample.n_id + sample.n_ood)
+    pi = ood_share if ood_prior is None else check_open_unit("ood_prior", ood_prior)
+    best = 0.0
+    for c in _directions(sample.s, d):
+        kn = core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
+        best = max(best, core.most_recall(kn.I, kn.O, sample.n_id, sample.n_ood, p, pi))
+    return best

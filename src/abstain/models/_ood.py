@@ -36,15 +36,12 @@ from .._core.exact import dot_sign
 from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
 from .._core.validation import (
     Interval,
-    check_open_unit,
     check_random_state,
     plain,
-    validate_params,
 )
 from .._ood_search import search as core
 from .._ood_search.sample import (
     N_DIRECTIONS,
-    NO_LOSSES,
     UNIT,
     Found,
     Sample,
@@ -56,16 +53,13 @@ from .._ood_search.sample import (
     validate_sample,
 )
 from ..exceptions import InfeasibleTargetWarning
-from ..metrics import fpr_at_tpr
 from ..tables._pair import PairTable
-from ..tables._score import ScoreTable, check_whole_table, refuse_binned, table_or_none
+from ..tables._score import ScoreTable, refuse_binned, table_or_none
 
 __all__ = [
     "BoundedTPRFPR",
     "BoundedPrecisionRecall",
     "CostBasedOOD",
-    "least_fpr_at_tpr",
-    "most_recall_at_precision",
 ]
 
 
@@ -128,9 +122,11 @@ class _OODRule(ParamsMixin):
                 raise ValueError("the scores' combined score at the fitted rule exceeds the "
                                  "float64 range; divide the scores by a power of two (such "
                                  "as 2**10) and fit again.")
-            self.risk_ = best.L / best.I if best.I > 0 else math.nan
-            self.tpr_ = best.I / fit.n_id
-            self.fpr_ = best.O / fit.n_ood
+            # masses of running sums that were subtracted, or summed in another order than
+            # the totals: within [0, total] (fpr_ -1e-16 and tpr_ 1.0000000000000002 were)
+            i, o = min(max(best.I, 0.0), fit.n_id), min(max(best.O, 0.0), fit.n_ood)
+            self.risk_ = max(best.L, 0.0) / i if i > 0 else math.nan
+            self.tpr_, self.fpr_ = i / fit.n_id, o / fit.n_ood
             den = (1 - prior) * self.tpr_ + prior * self.fpr_
             self.precision_ = (1 - prior) * self.tpr_ / den if den > 0 else math.nan
         if self.n_scores_ == 2:
@@ -220,7 +216,8 @@ class _OODRule(ParamsMixin):
         anchor = getattr(self, "anchor_", None)
         if anchor is not None:  # the exact search's anchor projects onto threshold_
             at = (float(self.weights_[0]) * (anchor[0] / UNIT)
-                  + float(self.weights_[1]) * (anchor[1] / UNIT)) if len(anchor) == 2 else None
+                  + float(self.weights_[1]) * (anchor[1] / UNIT)) if len(anchor) == 2 == len(
+                      self.weights_) else None
             if (self.n_scores_ != 2 or at is None
                     or not math.isclose(at, float(self.threshold_) / UNIT, rel_tol=1e-12,
                                         abs_tol=1e-300)):
@@ -268,6 +265,12 @@ class _OODRule(ParamsMixin):
         """Refuse a feasible rule fitted on rows whose rates contradict each other: a fit
         has finite rates, a risk exactly where it accepts ID rows, and the precision of its
         rates at its prior (within a relative 1e-9: sums of the same numbers)."""
+        rates = [float(getattr(self, r)) for r in ("tpr_", "fpr_", "risk_", "precision_")]
+        if not self.feasible_ and not all(map(math.isnan, rates)):
+            raise ValueError(f"fitted.tpr_, fpr_, risk_ and precision_ must be \"nan\" for an "
+                             f"infeasible rule, as a fit writes them; got {plain(rates)}.")
+        if float(self.n_id_) == 0.0 and self.feasible_ and not isinstance(self, CostBasedOOD):
+            raise ValueError("fitted.n_id_ must be positive for a rule fitted on rows; got 0.")
         if not self.feasible_ or float(self.n_id_) == 0.0:  # the plug-in rule has no rates
             return
         tpr, fpr, risk = float(self.tpr_), float(self.fpr_), float(self.risk_)
@@ -657,6 +660,9 @@ class CostBasedOOD(_OODRule):
                                  f"{plain(e1)}, accept_prob_ 1, no anchor_ and a cost_ of "
                                  "\"nan\", as fit() sets them; got others.")
             return
+        if self.feasible_ and float(self.accept_prob_) != 1.0:  # a linear objective
+            raise ValueError(f"fitted.accept_prob_ must be 1 (whole tie groups: the cost is "
+                             f"linear), as a fit sets it; got {plain(self.accept_prob_)}.")
         pi, source = self._ood_prior()
         tpr, fpr, risk = float(self.tpr_), float(self.fpr_), float(self.risk_)
         terms = [(1 - pi) * (risk * tpr if tpr > 0 else 0.0), (1 - pi) * e1 * (1 - tpr),
@@ -682,6 +688,11 @@ class CostBasedOOD(_OODRule):
             if prior is None:
                 raise ValueError("ood_prior must be given for the plug-in rule fit(); got None.")
             mu = (e2 - e3) * prior / (1 - prior)
+            if not math.isfinite(mu):
+                raise ValueError(f"the plug-in rule's mu = (predict_ood_cost - reject_ood_cost)"
+                                 f" * ood_prior / (1 - ood_prior) is beyond float64; got costs "
+                                 f"up to {plain(e2)} at ood_prior {plain(prior)}: scale the "
+                                 f"costs down.")
             self.weights_ = [1.0, float(mu)]
             self.angle_ = float(math.atan2(mu, 1.0))
             self.mu_ = float(mu)
@@ -709,84 +720,3 @@ class CostBasedOOD(_OODRule):
         self.cost_ = math.fsum([(1 - pi) * (risk * tpr if tpr > 0 else 0.0),
                                 (1 - pi) * e1 * (1 - tpr), pi * e2 * fpr, pi * e3 * (1 - fpr)])
         return self
-
-
-def _directions(s: NDArray[np.float64], n_directions: int) -> list[NDArray[np.float64]]:
-    """The combined score of each grid direction (the one column of a single score)."""
-    if s.shape[1] == 1:
-        return [s[:, 0]]
-    return [core.project(s, w) for w in core.grid_weights(n_directions)]
-
-
-@validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
-def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLike | None = None,
-                     tpr: float | None = None, *,
-                     n_directions: int = N_DIRECTIONS) -> float:
-    """The lowest FPR of a threshold rule with TPR >= ``tpr``: what :class:`BoundedTPRFPR`
-    can attain at that TPR.
-
-    One score column: :func:`abstain.metrics.fpr_at_tpr`. Two columns (or a
-    :class:`~abstain.tables.PairTable`): the least over the grid of ``n_directions``
-    directions that ``search="grid"`` tries, on the rounded combined scores that such a rule
-    thresholds (:func:`abstain.metrics.fpr_at_tpr` with ``search="grid"`` ties the exact
-    projections instead, and can differ where rounding ties points). Tie rule as in
-    :class:`BoundedTPRFPR` (the tie group at the threshold is accepted with one probability).
-
-    Examples
-    --------
-    >>> from abstain.models import least_fpr_at_tpr
-    >>> least_fpr_at_tpr([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], tpr=1.0)
-    0.5
-    """
-    t = float(tpr)  # type: ignore[arg-type]
-    _, d = check_search("grid", n_directions)
-    if isinstance(scores, ScoreTable):
-        check_whole_table(scores, {"is_ood": is_ood})
-        return float(fpr_at_tpr(scores, tpr=t))
-    if not isinstance(scores, PairTable) and np.ndim(scores) != 2:
-        return float(fpr_at_tpr(is_ood, scores, t))  # type: ignore[arg-type]
-    sample = _roc_sample(scores, is_ood)
-    best = math.inf
-    for c in _directions(sample.s, d):
-        kn = core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
-        best = min(best, core.least_fpr(kn.I, kn.O, sample.n_id, sample.n_ood, t))
-    return best
-
-
-def _roc_sample(scores: Any, is_ood: Any) -> Sample:
-    """The sample behind the ROC curves of arrays or of a table (no losses needed)."""
-    if isinstance(scores, (ScoreTable, PairTable)):
-        return Sample.of(scores, is_ood, None)
-    return Sample.of(scores, is_ood, NO_LOSSES)
-
-
-@validate_params({"precision": [Interval(float, 0, 1, closed="right")]})
-def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
-                             is_ood: ArrayLike | None = None, precision: float | None = None, *,
-                             ood_prior: float | None = None,
-                             n_directions: int = N_DIRECTIONS) -> float:
-    """The highest recall (TPR) of a threshold rule with precision >= ``precision``: what
-    :class:`BoundedPrecisionRecall` can attain at that precision.
-
-    The precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with ``pi = ood_prior``, or
-    the sample's OOD fraction when None. Precision >= p is ``p pi FPR <= (1 - p)(1 - pi)
-    TPR``, linear along each ROC segment, so the answer is at the last ROC knot meeting it
-    or where the next segment crosses it; two columns (or a
-    :class:`~abstain.tables.PairTable`) take the best grid direction.
-
-    Examples
-    --------
-    >>> from abstain.models import most_recall_at_precision
-    >>> most_recall_at_precision([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], precision=1.0)
-    0.5
-    """
-    p = float(precision)  # type: ignore[arg-type]
-    _, d = check_search("grid", n_directions)
-    sample = _roc_sample(scores, is_ood)
-    ood_share = sample.n_ood / (sample.n_id + sample.n_ood)
-    pi = ood_share if ood_prior is None else check_open_unit("ood_prior", ood_prior)
-    best = 0.0
-    for c in _directions(sample.s, d):
-        kn = core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
-        best = max(best, core.most_recall(kn.I, kn.O, sample.n_id, sample.n_ood, p, pi))
-    return best

@@ -15,13 +15,11 @@ from ..metrics import ood_pr_curve, ood_roc_curve
 from ..tables._binned import BinnedTable
 from ..tables._pair import PairTable
 from ..tables._score import ScoreTable
-from ._least_risk import least_risk_bound
+from ._least_risk import least_fpr_at_tpr, least_risk_bound, most_recall_at_precision
 from ._ood import (
     BoundedPrecisionRecall,
     BoundedTPRFPR,
     CostBasedOOD,
-    least_fpr_at_tpr,
-    most_recall_at_precision,
 )
 from ._selective import BoundedAbstention, BoundedImprovement, CostBased
 
