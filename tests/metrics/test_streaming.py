@@ -132,3 +132,35 @@ def test_many_small_batches_give_the_table_of_the_rows_merged_as_a_binary_counte
     assert tracker.compute() == aurc(losses, u)
     assert tracker.table == ScoreTable.from_arrays(u, losses, oracle=False)
     assert repr(tracker) == "StreamingMetric('aurc', n=3000)"
+
+
+def test_merge_refuses_tables_the_metric_cannot_take_and_keeps_its_rows():
+    # an OOD-marked table merged into an empty aurc tracker (or an unmarked one into auroc)
+    # stuck the tracker; a table with oracle=False dropped the distinct losses of e_aurc
+    rng = np.random.default_rng(0)
+    u, losses = rng.random(30), (rng.random(30) < 0.3) * 1.0
+    ood = rng.random(30) < 0.4
+    with pytest.raises(ValueError, match=r"^others\[0\] must be a table without OOD marks for "
+                                         r"aurc"):
+        StreamingMetric("aurc").merge(ScoreTable.from_arrays(u, losses, is_ood=ood))
+    with pytest.raises(ValueError, match=r"^others\[0\] must be a table with OOD marks for "
+                                         r"auroc"):
+        StreamingMetric("auroc").merge(ScoreTable.from_arrays(u, losses))
+    tracker = StreamingMetric("e_aurc").update(losses[:20], u[:20])
+    before = tracker.compute()
+    with pytest.raises(ValueError, match=r"must keep its distinct losses for e_aurc"):
+        tracker.merge(ScoreTable.from_arrays(u[20:], losses[20:], oracle=False))
+    assert tracker.n == 20 and tracker.compute() == before
+    tracker.merge(ScoreTable.from_arrays(u[20:], losses[20:]))
+    assert tracker.compute() == e_aurc(losses, u)
+
+
+def test_an_update_whose_merged_total_may_overflow_is_refused_before_it_joins():
+    # the running total in batch order passed, the merge grouped by score overflowed:
+    # the batch had joined and no field of the table could be read again
+    l1 = [float.fromhex(h) for h in ("0x1.0dff83f8f8e1bp+1022", "0x1.d4eb8ec634a67p+1021",
+                                     "0x1.1ebbbd179c2d0p+1022", "0x1.c2b859af72becp+1020")]
+    t = ScoreTable.from_arrays([0.8, 0.1, 0.2, 0.0], l1)
+    with pytest.raises(ValueError, match=r"^losses must have a sum within the float64 range"):
+        t.update([0.6], [float.fromhex("0x1.e0838481cfb95p+1020")])
+    assert t.n == 4 and t.values.tolist() == [0.0, 0.1, 0.2, 0.8]

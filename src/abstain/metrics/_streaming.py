@@ -117,12 +117,28 @@ class StreamingMetric:
                                      "merge trackers of one metric.")
                 tables.append(other.table)
             elif isinstance(other, ScoreTable):
+                self._check_table(other, f"others[{i}]")
                 tables.append(other)
             else:
                 raise TypeError(f"others[{i}] must be a StreamingMetric or a ScoreTable; got "
                                 f"{type(other).__name__}.")
         self._table = ScoreTable.merge(*tables)
         return self
+
+    def _check_table(self, table: ScoreTable, name: str) -> None:
+        """Refuse a table this metric cannot take: OOD marks where it has none (or none
+        where it needs them), and no distinct losses for the oracle of E-AuRC."""
+        if table.n == 0:
+            return
+        if self._needs_ood != (table.ood_counts is not None):
+            raise ValueError(
+                f"{name} must be a table {'with' if self._needs_ood else 'without'} OOD marks "
+                f"for {self.metric} ({'an OOD' if self._needs_ood else 'a selective'} metric: "
+                f"build it {'with' if self._needs_ood else 'without'} is_ood); got one "
+                f"{'without' if self._needs_ood else 'with'}.")
+        if self._oracle and table.loss_values is None:
+            raise ValueError(f"{name} must keep its distinct losses for {self.metric} (the "
+                             "oracle score): build it with oracle=True; got oracle=False.")
 
     def compute(self) -> Any:
         """The metric on every row seen so far (what it returns on the concatenated rows)."""

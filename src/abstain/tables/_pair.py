@@ -10,7 +10,6 @@ pairs are few (two quantised scores); with raw float scores nearly every row is 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -240,7 +239,7 @@ class PairTable(LazyUpdates, ParamsMixin):
 
     def _refuse_join(self, pending: PendingParts, batch: PairTable) -> None:
         """Refuse a batch whose losses :meth:`merge` would refuse beside ``pending``'s."""
-        if not math.isfinite(pending.total + float(batch.loss_sums.sum())):
+        if pending.overflows(batch):
             raise ValueError("the losses of the merged tables must have a sum within the "
                              "float64 range; got a sum that overflows (scale the losses "
                              "down, and the costs with them).")

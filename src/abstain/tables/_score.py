@@ -9,7 +9,6 @@ per batch of a stream, per file of a directory, per partition of a cluster.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -78,6 +77,16 @@ class PendingParts:
         self.total += float(batch.loss_sums.sum())
         while len(parts) > 1 and parts[-2].loss_sums.size <= 2 * parts[-1].loss_sums.size:
             parts[-2:] = [type(batch).merge(parts[-2], parts[-1])]
+
+    def overflows(self, batch: Any) -> bool:
+        """Whether the loss total with ``batch`` may overflow float64 when the parts merge:
+        the merge adds the same losses in another order (grouped by score), whose round-off
+        this running total does not share, so a total within a relative 2**-20 of the
+        largest float is refused as well (it overflowed at the merge, after the batch had
+        joined, and then no field of the table could be read)."""
+        with np.errstate(over="ignore"):
+            total = self.total + float(np.sum(batch.loss_sums))
+        return not abs(total) <= np.finfo(np.float64).max * (1 - 2.0**-20)
 
     def merged(self) -> Any:
         return self.parts[0] if len(self.parts) == 1 else type(self.parts[0]).merge(*self.parts)
@@ -418,7 +427,7 @@ class ScoreTable(LazyUpdates, ParamsMixin):
         if len(marks) > 1:
             raise ValueError("tables must all have OOD marks or all have none; got a mix "
                              "(build every part with is_ood, or every part without).")
-        if not math.isfinite(pending.total + float(batch.loss_sums.sum())):
+        if pending.overflows(batch):
             raise ValueError("losses must have a sum within the float64 range (scale them "
                              "down; the metrics are linear in the losses).")
 
