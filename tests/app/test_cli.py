@@ -860,3 +860,41 @@ def test_a_library_message_names_the_search_option_as_the_command_takes_it(tmp_p
     err = capsys.readouterr().err
     assert "use --search grid." in err and "search='grid'" not in err
     assert main(["evaluate", str(path), "--ood-score", "b", "--quiet", "--search", "grid"]) == 0
+
+
+def test_apply_takes_a_rule_file_with_a_byte_order_mark(tmp_path, capsys):
+    # load_json read it, then the column names were read again without the mark: "Unexpected
+    # UTF-8 BOM", naming no file
+    rng = np.random.default_rng(0)
+    data = tmp_path / "d.csv"
+    write_table(data, {"loss": (rng.random(40) < 0.3) * 1.0, "risk": rng.random(40)})
+    rule = tmp_path / "rule.json"
+    code, _, _ = run(capsys, "fit", data, "--score", "risk", "--target-coverage", "0.8", "-o", rule)
+    assert code == 0
+    marked = tmp_path / "rule_bom.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + rule.read_bytes())
+    code, _, err = run(capsys, "apply", marked, data, "-o", tmp_path / "a.csv")
+    assert code == 0, err
+    assert read_table(tmp_path / "a.csv")["accept"].tolist() == read_table(
+        _applied(capsys, data, rule, tmp_path / "b.csv"))["accept"].tolist()
+
+
+def _applied(capsys, data, rule, out):
+    assert run(capsys, "apply", rule, data, "-o", out)[0] == 0
+    return out
+
+
+def test_an_unused_array_of_bytes_passes_through_apply(tmp_path, capsys):
+    # b"caf\xe9" ended in "'ascii' codec can't decode byte 0xe9", naming neither file nor array
+    rng = np.random.default_rng(0)
+    data = tmp_path / "d.csv"
+    write_table(data, {"loss": (rng.random(40) < 0.3) * 1.0, "risk": rng.random(40)})
+    rule = tmp_path / "rule.json"
+    assert run(capsys, "fit", data, "--score", "risk", "--target-coverage", "0.8", "-o", rule)[0] == 0
+    src = tmp_path / "r.npz"
+    tag = np.array([b"ok", b"caf\xe9", b""])
+    np.savez(src, risk=np.array([0.1, 0.5, 0.9]), tag=tag)
+    code, _, err = run(capsys, "apply", rule, src, "-o", tmp_path / "out.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "out.npz") as out:
+        assert out["tag"].tolist() == tag.tolist()

@@ -491,6 +491,8 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
             raise ValueError(f"array {str(name)!r} of {where!r} has the dtype {arr.dtype} "
                              "(fields or raw bytes), which is not a column; save each field as "
                              "an array of its own.")
+        elif arr.dtype.kind == "S":  # bytes: text where they decode (a column not used is
+            arr = _bytes_text(arr)      # read as text, never refused)
         elif arr.dtype.kind != "U":
             arr = arr.astype(str)
         out[str(name)] = arr
@@ -499,6 +501,15 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
         raise ValueError(f"every column must have the same length; got lengths "
                          f"{sorted(lengths)} in {where!r}.")
     return out
+
+
+def _bytes_text(arr: NDArray[Any]) -> NDArray[Any]:
+    """An array of bytes as text: UTF-8 where every entry decodes so, else Latin-1 (every
+    byte a character: nothing refused, nothing lost)."""
+    try:
+        return np.char.decode(arr, "utf-8")
+    except UnicodeDecodeError:
+        return np.char.decode(arr, "latin-1")
 
 
 def beyond_float(arr: NDArray[Any]) -> NDArray[np.bool_]:

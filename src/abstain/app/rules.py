@@ -300,10 +300,12 @@ def load_rule(text_or_path: str | os.PathLike[str]) -> tuple[Rule, list[str] | N
     from .. import load_json
 
     rule = load_json(text_or_path)
-    if isinstance(text_or_path, str) and text_or_path.lstrip().startswith("{"):
-        text, where = text_or_path, "the rule file"
+    if isinstance(text_or_path, str) and text_or_path.lstrip().lstrip("\ufeff").startswith(
+            "{"):
+        text, where = text_or_path.lstrip().lstrip("\ufeff"), "the rule file"
     else:  # a path: load_json has read and validated the file
-        text, where = Path(text_or_path).read_text(encoding="utf-8"), str(text_or_path)
+        # utf-8-sig: a byte-order mark (as load_json reads it), not part of the document
+        text, where = Path(text_or_path).read_text(encoding="utf-8-sig"), str(text_or_path)
     if _spec(rule) is None:
         names = list(REJECT_RULES)
         raise ValueError(
