@@ -890,7 +890,9 @@ def test_an_unused_array_of_bytes_passes_through_apply(tmp_path, capsys):
     data = tmp_path / "d.csv"
     write_table(data, {"loss": (rng.random(40) < 0.3) * 1.0, "risk": rng.random(40)})
     rule = tmp_path / "rule.json"
-    assert run(capsys, "fit", data, "--score", "risk", "--target-coverage", "0.8", "-o", rule)[0] == 0
+    code, _, _ = run(capsys, "fit", data, "--score", "risk", "--target-coverage", "0.8",
+                     "-o", rule)
+    assert code == 0
     src = tmp_path / "r.npz"
     tag = np.array([b"ok", b"caf\xe9", b""])
     np.savez(src, risk=np.array([0.1, 0.5, 0.9]), tag=tag)
