@@ -463,5 +463,15 @@ def test_svor_refuses_bytes_labels_and_names_classes_in_a_corrupted_document():
         SVOR().fit(X, np.array([b"a", b"a", b"b", b"b", b"c", b"c"]))
     doc = json.loads(SVOR(C=10.0).fit(X, [0, 0, 1, 1, 2, 2]).to_json())
     doc["fitted"]["classes_"] = [0.5, 1, 2]
-    with pytest.raises(ValueError, match=r"fitted\.classes_ must hold the labels a fit takes"):
+    with pytest.raises(ValueError, match=r"^fitted\.classes_ must hold class labels, integers "
+                                         r"or strings, as a fit takes them; got \[0\.5, 1"):
         load_json(json.dumps(doc))
+
+
+def test_svor_accuracy_takes_weights_near_the_float_maximum():
+    # 2.0 ** 1024 (the unit of weights of 2**1023 or more) overflowed
+    X = np.arange(8.0)[:, None]
+    y = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    model = SVOR(C=10.0).fit(X, y)
+    w = np.full(8, 1e308)
+    assert model.score(X, y, sample_weight=w) == model.score(X, y)

@@ -736,8 +736,9 @@ class SVOR(ParamsMixin):
                              f"({self.objective_!r}), as a fit makes it; got {self.gap_!r}.")
         try:  # the labels a fit takes: no continuous values, no bools
             _svor_labels(self.classes_)
-        except ValueError as exc:
-            raise ValueError(f"fitted.classes_ must hold the labels a fit takes: {exc}"
+        except ValueError:
+            raise ValueError(f"fitted.classes_ must hold class labels, integers or strings, as "
+                             f"a fit takes them; got {plain(self.classes_.tolist())}."
                              ) from None
         k = self.classes_.size - 1
         if self.thresholds_.size != k:

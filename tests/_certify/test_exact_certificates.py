@@ -113,3 +113,14 @@ def test_sgr_refuses_a_loss_bound_whose_squares_underflow():
                                loss_bound=2.0**-485).fit(u, losses * 2.0**-485)
     ones = BoundedImprovement(0.3, delta=0.1, bound="sgr", loss_bound=1.0).fit(u, losses)
     assert small.threshold_ == ones.threshold_
+
+
+@pytest.mark.parametrize("bound", ["hb", "wsr"])
+def test_a_target_beyond_float64_in_loss_bound_units_is_feasible(bound):
+    # target / loss_bound overflowed to inf and Fraction(inf) ended in an OverflowError
+    rng = np.random.default_rng(0)
+    u = rng.random(200)
+    losses = np.round(rng.random(200) * u, 2)
+    rule = BoundedImprovement(1e10, delta=0.1, bound=bound, loss_bound=1e-300).fit(
+        u, losses * 1e-300)
+    assert rule.feasible_ and math.isfinite(rule.risk_bound_)

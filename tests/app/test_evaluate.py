@@ -471,3 +471,11 @@ def test_tables_of_unequal_columns_or_no_rows_and_bad_coverages_get_one_line():
         evaluate(data, coverages=[0.5, None])
     with pytest.raises(ValueError, match=r"^coverages must hold coverages in \(0, 1\]; got 0\."):
         evaluate(data, coverages=[0])
+
+
+def test_coverages_given_as_an_iterator_are_all_evaluated():
+    # the check used the iterator up: no risk at coverage at all
+    data = prepare({"loss": np.array([0, 1, 0, 1.0]), "u": np.array([0.1, 0.2, 0.3, 0.4])})
+    want = evaluate(data, coverages=[0.5, 0.75]).metrics
+    assert evaluate(data, coverages=iter([0.5, 0.75])).metrics == want
+    assert evaluate(data, coverages=(c for c in (0.5, 0.75))).metrics == want

@@ -496,3 +496,14 @@ def test_messages_keep_quoted_column_names_as_written():
     with pytest.raises(ValueError, match=r"^the --target-coverage model takes one score "
                                          r"column; got 2: 'delta', 'tpr'\.$"):
         fit_rule(data, target_coverage=0.5, options=True)
+
+
+def test_load_rule_reads_text_with_a_byte_order_mark_and_white_space():
+    # "\ufeff\n{...": the text was taken for a path (File name too long)
+    from abstain import BoundedAbstention
+    from abstain.app.rules import load_rule
+
+    text = BoundedAbstention(0.5).fit([0.1, 0.2, 0.3, 0.4], [0.0, 1.0, 0.0, 1.0]).to_json()
+    for lead in ("\ufeff", "\ufeff\n", "\ufeff\n "):
+        loaded, _ = load_rule(lead + text)
+        assert loaded.threshold_ == load_rule(text)[0].threshold_

@@ -106,3 +106,12 @@ def test_a_bank_that_cannot_fit_a_split_names_the_split():
     with pytest.raises(ValueError, match=r"^the bank cannot be fitted on held-out-class split "
                                          r"0 \(\d+ fitting rows of its kept classes\): k must"):
         BankDetector(DetectorBank([MSP(), KNN(k=150)]), random_state=0).fit(tr, y, va)
+
+
+def test_python_integers_beyond_int64_name_y():
+    # astype(np.int64) of 2**70 ended in an OverflowError
+    tr, y, _ = _data()
+    labels = np.array([int(v) for v in y], dtype=object)
+    labels[0] = 2**70
+    with pytest.raises(ValueError, match=r"^y must hold the logit columns' indices 0\.\.3 "):
+        list(LeaveClassesOut(random_state=0).split_outputs(tr, labels))

@@ -164,3 +164,13 @@ def test_an_update_whose_merged_total_may_overflow_is_refused_before_it_joins():
     with pytest.raises(ValueError, match=r"^losses must have a sum within the float64 range"):
         t.update([0.6], [float.fromhex("0x1.e0838481cfb95p+1020")])
     assert t.n == 4 and t.values.tolist() == [0.0, 0.1, 0.2, 0.8]
+
+
+def test_merging_an_empty_table_keeps_the_oracle_part():
+    # an empty table without distinct losses (any selective tracker's) passed the check,
+    # and the merge dropped the e_aurc tracker's distinct losses
+    rng = np.random.default_rng(0)
+    u, losses = rng.random(30), (rng.random(30) < 0.3) * 1.0
+    tracker = StreamingMetric("e_aurc").update(losses, u)
+    tracker.merge(StreamingMetric("aurc").table)
+    assert tracker.compute() == e_aurc(losses, u)

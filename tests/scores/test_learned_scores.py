@@ -631,3 +631,17 @@ def test_load_json_refuses_learned_scores_no_fit_writes():
     doc["fitted"]["classes_"] = ["x", "y"]
     with pytest.raises(ValueError, match=r"fitted\.classes_ must be \[\] with features="):
         load_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("unit", [2.0**-600, 1e-200, 2.0**600, 1e250])
+def test_sele_gap_bound_is_in_the_units_of_the_losses(unit):
+    # (grad_norm * unit) ** 2 under- or overflowed: a bound of 0.0 (claiming an exact
+    # optimum), or inf, which load_json then refused for C > 0
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    losses = (rng.uniform(size=120) < 1 / (1 + np.exp(-2 * X[:, 0]))).astype(float)
+    ref = SELE(C=0.5, chunk_size=None).fit(X, np.zeros(120, int), losses)
+    fit = SELE(C=0.5 * unit, chunk_size=None).fit(X, np.zeros(120, int), losses * unit)
+    # a bound on the residual of the last step: the same order of magnitude in any unit
+    assert ref.gap_bound_ * unit / 10 <= fit.gap_bound_ <= ref.gap_bound_ * unit * 10
+    load_json(fit.to_json())

@@ -340,3 +340,25 @@ def test_numpy_entry_points_take_bfloat16_and_grad_tensors():
     np.testing.assert_array_equal(MSP().score(half), MSP().score(half.float().numpy()))
     assert m.auroc(torch.tensor([0, 1, 1]), half[:, 0]) == m.auroc([0, 1, 1],
                                                                     half[:, 0].float().numpy())
+
+
+def test_a_bank_chosen_on_held_out_classes_takes_grad_and_bfloat16_tensors():
+    # split_outputs and restrict_outputs read the outputs with np.asarray: torch's error
+    from abstain.combine import BankDetector
+    from abstain.detectors import KNN, MSP, DetectorBank
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 300)
+    F = np.eye(4)[y] * 2 + rng.normal(size=(300, 4))
+    want = None
+    for make in (lambda a: a, lambda a: torch.tensor(a).requires_grad_(),
+                 lambda a: torch.tensor(a).to(torch.bfloat16).double().numpy()):
+        out = {"features": make(F[:200]), "logits": make(F[:200])}
+        det = BankDetector(DetectorBank([MSP(), KNN(k=5, normalize=False)]), alpha=0.2,
+                           n_bootstrap=20, random_state=0).fit(
+            out, y[:200], {"features": F[200:], "logits": F[200:]})
+        if want is None:
+            want = det.combiner_.selection_
+        assert det.combiner_.selection_["method"] in ("single", want["method"])
+    assert m.auroc(torch.tensor([0.0, 1.0, 1.0]).requires_grad_(),
+                   torch.tensor([0.1, 0.9, 0.8])) == 1.0

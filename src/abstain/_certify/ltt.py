@@ -198,7 +198,7 @@ def in_units(target: float, scale: float) -> float:
     rounded down): a bound certified at ``a`` is at most ``target`` in the units of
     ``scale`` (``target / scale`` rounded to nearest gave a bound one ulp above it)."""
     a = target / scale
-    while scale != 1.0 and Fraction(a) * Fraction(scale) > Fraction(target):
+    while scale != 1.0 and math.isfinite(a) and Fraction(a) * Fraction(scale) > Fraction(target):
         a = math.nextafter(a, -math.inf)
     return a
 

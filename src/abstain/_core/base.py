@@ -124,10 +124,13 @@ def accuracy(y: Any, prediction: NDArray[Any], sample_weight: Any = None) -> flo
     top = float(weight.max())
     if top == 0.0:
         raise ValueError("sample_weight must have a positive sum; got all weights 0.")
-    # in units of a power of two (exact): weights near the float maximum cannot overflow
-    # the sums, each correctly rounded (whole weights give the exact fraction: 6 / 12 is
-    # 0.5, where weights divided by their maximum summed to 0.4999999999999999)
-    weight = weight / 2.0 ** math.frexp(top)[1]
+    # each sum correctly rounded (whole weights give the exact fraction: 6 / 12 is 0.5, where
+    # weights divided by their maximum summed to 0.4999999999999999): NumPy's sum where it
+    # is exact (whole weights up to 2**53 in all), else math.fsum in units of a power of two
+    # near the largest weight (exact), so that weights near the float maximum never overflow
+    if top * weight.size <= 2.0**53 and np.all(weight == np.floor(weight)):
+        return float(np.sum(weight[correct]) / np.sum(weight))
+    weight = weight / math.ldexp(1.0, math.frexp(top)[1] - 1)
     return math.fsum(weight[correct].tolist()) / math.fsum(weight.tolist())
 
 

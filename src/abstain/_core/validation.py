@@ -17,7 +17,8 @@ from numpy.typing import ArrayLike, NDArray
 F64 = NDArray[np.float64]
 
 __all__ = [
-    "as_class_labels", "empty_batch", "as_label_indices", "as_features", "as_is_ood", "as_labels",
+    "as_array", "as_class_labels", "empty_batch", "as_label_indices", "as_features",
+    "as_is_ood", "as_labels",
     "as_losses", "as_losses_and_scores", "as_matrix", "as_proba", "as_real_array", "as_pvalues",
     "as_scores", "Boolean", "Constraint", "Constraints", "InstanceOf", "Interval", "IsArray",
     "IsCallable", "Options", "RandomState", "check_bool", "check_params", "check_choice",
@@ -71,7 +72,7 @@ def _describe(x: NDArray[Any]) -> str:
     return f"an array of shape {x.shape}"
 
 
-def _asarray(values: Any) -> NDArray[Any]:
+def as_array(values: Any) -> NDArray[Any]:
     """``np.asarray(values)``; a PyTorch tensor that NumPy cannot take as it is (bfloat16,
     which widens exactly to float32; one that requires grad; one on another device) is
     detached and moved to the CPU first, without importing torch."""
@@ -92,7 +93,7 @@ def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDAr
     string, bytes and object (e.g. mixed or ragged) input is refused with its dtype.
     """
     try:
-        arr = _asarray(values)
+        arr = as_array(values)
     except (TypeError, ValueError) as exc:  # ragged nested sequences
         raise ValueError(
             f"{name} must be an array of real numbers; got {type(values).__name__} "
@@ -315,7 +316,7 @@ def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
     values are refused.
     """
     try:
-        arr = _asarray(values)
+        arr = as_array(values)
     except (TypeError, ValueError) as exc:  # ragged nested sequences
         raise ValueError(f"{name} must be a 1-D array of class labels; got "
                          f"{type(values).__name__} that is not a rectangular array.") from exc
@@ -436,7 +437,8 @@ def check_bool(name: str, value: Any) -> bool:
 def as_is_ood(values: ArrayLike, name: str = "is_ood") -> NDArray[np.bool_]:
     """Return ``values`` as a 1-D boolean array holding both classes (0/1 or bool)."""
     try:
-        kind = np.asarray(values).dtype.kind
+        values = as_array(values)
+        kind = values.dtype.kind
     except (TypeError, ValueError):  # ragged: as_real_array below says so
         kind = "f"
     if kind not in "biuf":

@@ -194,6 +194,7 @@ def _settings(coverages: Sequence[float], tpr: float,
     if isinstance(coverages, (str, bytes)) or not isinstance(coverages, Iterable):
         raise ValueError(f"coverages must be a sequence of coverages in (0, 1]; got "
                          f"{coverages!r}.")
+    coverages = tuple(coverages)  # once: an iterator is used up by the check
     for c in coverages:
         if isinstance(c, bool) or not (isinstance(c, numbers.Real) and 0.0 < c <= 1.0):
             raise ValueError(f"coverages must hold coverages in (0, 1]; got {c!r}.")

@@ -300,9 +300,11 @@ def load_rule(text_or_path: str | os.PathLike[str]) -> tuple[Rule, list[str] | N
     from .. import load_json
 
     rule = load_json(text_or_path)
-    if isinstance(text_or_path, str) and text_or_path.lstrip().lstrip("\ufeff").startswith(
-            "{"):
-        text, where = text_or_path.lstrip().lstrip("\ufeff"), "the rule file"
+    # a byte-order mark and white space before the document, as load_json reads it
+    bare = (text_or_path.lstrip().removeprefix("\ufeff").lstrip()
+            if isinstance(text_or_path, str) else "")
+    if bare.startswith("{"):
+        text, where = bare, "the rule file"
     else:  # a path: load_json has read and validated the file
         # utf-8-sig: a byte-order mark (as load_json reads it), not part of the document
         text, where = Path(text_or_path).read_text(encoding="utf-8-sig"), str(text_or_path)

@@ -32,7 +32,12 @@ from .._core.validation import (
     plain,
 )
 from ._pvalues import EmpiricalZ
-from ._qp import as_covariance, check_positive_definite, inlier_covariance
+from ._qp import (
+    as_covariance,
+    check_positive_definite,
+    covariance_diagonal,
+    inlier_covariance,
+)
 from ._select import (
     MIN_HALVED,
     MIN_ROWS,
@@ -345,7 +350,7 @@ class ScoreCombiner(ParamsMixin):
             # values are in empirical_z_) and sigma; fit computes it so, exactly
             ez = self.empirical_z_
             z = ez.transform(ez.sorted_train_.T)[:, self.columns_]
-            diag = np.diag(inlier_covariance(z, self.sigma))
+            diag = covariance_diagonal(z, float(self.sigma))
             if not np.array_equal(np.diag(cov), diag):
                 raise ValueError(f"fitted.cov_ must have the diagonal {plain(diag.tolist())} "
                                  f"of the z-values of fitted.empirical_z_ and params.sigma = "

@@ -49,11 +49,18 @@ def inlier_covariance(Z_train: ArrayLike, sigma: float = 1e-6) -> F64:
     m = Z.shape[1]
     cov = np.empty((m, m))
     for i in range(m):
-        for j in range(i, m):
-            cov[i, j] = cov[j, i] = math.fsum((Z[:, i] * Z[:, j]).tolist())
-    cov /= Z.shape[0] - 1.0
-    cov[np.diag_indices_from(cov)] += s
+        for j in range(i + 1, m):
+            cov[i, j] = cov[j, i] = math.fsum((Z[:, i] * Z[:, j]).tolist()) / (Z.shape[0] - 1.0)
+    cov[np.diag_indices_from(cov)] = covariance_diagonal(Z, s)
     return cov
+
+
+def covariance_diagonal(Z: F64, sigma: float) -> F64:
+    """The diagonal of :func:`inlier_covariance` of the z-values ``Z`` (n >= 2 rows), with
+    the same bits: each column's sum of squares correctly rounded, over ``n - 1``, plus
+    ``sigma``."""
+    return np.array([math.fsum(np.square(Z[:, j]).tolist()) / (Z.shape[0] - 1.0) + sigma
+                     for j in range(Z.shape[1])])
 
 
 def check_positive_definite(cov: F64, what: str, fix: str = "") -> None:

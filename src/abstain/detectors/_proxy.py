@@ -14,6 +14,7 @@ from .._core.base import ParamsMixin
 from .._core.validation import (
     Interval,
     RandomState,
+    as_array,
     as_labels,
     as_real_array,
     check_random_state,
@@ -196,11 +197,15 @@ class LeaveClassesOut(ParamsMixin):
         labels = as_labels(y)
         if labels.dtype == object and all(isinstance(v, (int, np.integer))
                                           and not isinstance(v, bool) for v in labels):
-            labels = labels.astype(np.int64)
+            items = [int(v) for v in labels.tolist()]  # beyond int64 too: no OverflowError
+            if -2**63 <= min(items) and max(items) < 2**63:
+                labels = labels.astype(np.int64)
+            elif has_logits(outputs):  # no logit column has such an index
+                _refuse_indices(np.shape(pick_output(outputs, "logits"))[-1], items)
         arrays = []
         for f in ("logits", "features"):  # one label per row of every output
             has = f in outputs if isinstance(outputs, Mapping) else hasattr(outputs, f)
-            arr = np.asarray(pick_output(outputs, f)) if has else None
+            arr = as_array(pick_output(outputs, f)) if has else None
             if arr is not None and arr.ndim and arr.shape[0] != labels.size:
                 raise ValueError(f"y must have one label per row of the outputs' {f} "
                                  f"({arr.shape[0]} rows); got {labels.size} labels.")
@@ -209,11 +214,7 @@ class LeaveClassesOut(ParamsMixin):
         if labels.dtype.kind in "iu" and has_logits(outputs):
             k = np.shape(pick_output(outputs, "logits"))[-1]
             if labels.min() < 0 or labels.max() >= k:
-                raise ValueError(f"y must hold the logit columns' indices 0..{k - 1} (integer "
-                                 f"labels name the columns); got values from "
-                                 f"{plain(labels.min())} to {plain(labels.max())}. Give "
-                                 f"0-based labels, or labels of another kind (such as strings) "
-                                 f"to keep every column.")
+                _refuse_indices(k, [int(labels.min()), int(labels.max())])
         canon = canonical_order(label_classes(labels)[1], *arrays)
         for split in self.split(labels[canon]):
             split = split._replace(fit=np.sort(canon[split.fit]),
@@ -224,6 +225,13 @@ class LeaveClassesOut(ParamsMixin):
             yield ProxyOutputs(fit, labels[split.fit], w, b,
                                restrict_outputs(outputs, split.inliers, kept)[0],
                                restrict_outputs(outputs, split.outliers, kept)[0], split)
+
+
+def _refuse_indices(k: int, labels: list[int]) -> None:
+    raise ValueError(f"y must hold the logit columns' indices 0..{k - 1} (integer labels name "
+                     f"the columns); got values from {min(labels)} to {max(labels)}. Give "
+                     f"0-based labels, or labels of another kind (such as strings) to keep "
+                     f"every column.")
 
 
 def has_logits(outputs: Any) -> bool:
@@ -284,7 +292,7 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
     if not fields:
         raise ValueError("outputs must have 'logits' or 'features' (a dict key or an "
                          f"attribute); got {type(outputs).__name__}.")
-    full = {f: np.asarray(pick_output(outputs, f)) for f in fields}
+    full = {f: as_array(pick_output(outputs, f)) for f in fields}
     for f, a in full.items():
         if a.ndim != 2:
             raise ValueError(f"outputs' {f} must be a 2-d array (rows, columns); got shape "

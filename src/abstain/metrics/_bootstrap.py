@@ -259,11 +259,12 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
                              chunksize=1 if vectorized else
                              max(1, batch.shape[0] // (8 * usable_cpus())),
                              done=None if progress is None else tick)
-        got += [row for block in values for row in block] if vectorized else values
-        shapes = {np.shape(v) for v in got}
+        new = [row for block in values for row in block] if vectorized else values
+        shapes = {np.shape(v) for v in (*got[:1], *new)}  # the batch beside the first one
         if len(shapes) > 1:  # checked per batch: before the next one runs
             raise ValueError(f"statistic must return the same shape for every resample; got "
                              f"shapes {sorted(shapes)}.")
+        got += new
     reps = np.array(got)
     low, high = _quantiles(reps, [(1 - c) / 2, (1 + c) / 2])
     return BootstrapInterval(low, high, reps, c)

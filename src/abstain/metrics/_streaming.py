@@ -118,7 +118,8 @@ class StreamingMetric:
                 tables.append(other.table)
             elif isinstance(other, ScoreTable):
                 self._check_table(other, f"others[{i}]")
-                tables.append(other)
+                if other.n:  # an empty table adds no row (nor takes away the oracle part)
+                    tables.append(other)
             else:
                 raise TypeError(f"others[{i}] must be a StreamingMetric or a ScoreTable; got "
                                 f"{type(other).__name__}.")

@@ -771,7 +771,7 @@ class SELE(_LinearScore):
         self.objective_ = value * unit
         strongly_convex = self.C > 0 and design.extra is None
         with np.errstate(over="ignore", under="ignore"):  # a tiny C: beyond float64 is none
-            self.gap_bound_ = (float((np.float64(grad_norm) * unit) ** 2 / (2.0 * self.C))
+            self.gap_bound_ = (float(np.float64(grad_norm) ** 2 / (2.0 * problem.C) * unit)
                                if strongly_convex else math.inf)
         self.n_iter_ = int(result.nit) + polish
         self.converged_ = bool(grad_norm <= gtol)
