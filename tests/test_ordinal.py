@@ -349,8 +349,10 @@ def test_documents_no_fit_writes_and_bad_objective_inputs_are_refused():
     doc = json.loads(m.to_json())
     for field, value, match in (("gap_", 1e9, r"fitted\.gap_ must be at most fitted\."
                                               r"objective_"),
-                                ("classes_", [0.5, 1.5], "Unknown label type: continuous"),
-                                ("classes_", [False, True], "Unknown label type")):
+                                ("classes_", [0.5, 1.5], r"fitted\.classes_ must hold class "
+                                                         r"labels, integers or strings"),
+                                ("classes_", [False, True], r"fitted\.classes_ must hold class "
+                                                            r"labels")):
         bad = json.loads(json.dumps(doc))
         bad["fitted"][field] = value
         with pytest.raises(ValueError, match=match):

@@ -18,13 +18,12 @@ F64 = NDArray[np.float64]
 
 __all__ = [
     "as_array", "as_class_labels", "empty_batch", "as_label_indices", "as_features",
-    "as_is_ood", "as_labels",
-    "as_losses", "as_losses_and_scores", "as_matrix", "as_proba", "as_real_array", "as_pvalues",
-    "as_scores", "Boolean", "Constraint", "Constraints", "InstanceOf", "Interval", "IsArray",
-    "IsCallable", "Options", "RandomState", "check_bool", "check_params", "check_choice",
-    "check_float_dtype", "check_columns", "check_fraction", "check_int", "check_label_type",
-    "check_open_unit", "check_positive", "check_probability", "check_random_state",
-    "check_same_length", "nonfinite", "plain", "validate_params",
+    "as_is_ood", "as_labels", "as_losses", "as_losses_and_scores", "as_matrix", "as_proba",
+    "as_real_array", "as_pvalues", "as_scores", "Boolean", "Constraint", "Constraints",
+    "InstanceOf", "Interval", "IsArray", "IsCallable", "Options", "RandomState", "check_bool",
+    "check_params", "check_choice", "check_float_dtype", "check_columns", "check_fraction",
+    "check_int", "check_label_type", "check_open_unit", "check_positive", "check_probability",
+    "check_random_state", "check_same_length", "nonfinite", "plain", "validate_params",
 ]
 
 
@@ -73,9 +72,8 @@ def _describe(x: NDArray[Any]) -> str:
 
 
 def as_array(values: Any) -> NDArray[Any]:
-    """``np.asarray(values)``; a PyTorch tensor that NumPy cannot take as it is (bfloat16,
-    which widens exactly to float32; one that requires grad; one on another device) is
-    detached and moved to the CPU first, without importing torch."""
+    """``np.asarray(values)``; a PyTorch tensor NumPy cannot take (bfloat16, widened exactly
+    to float32; requiring grad; on another device) detached and moved to the CPU first."""
     try:
         return np.asarray(values)
     except (TypeError, ValueError, RuntimeError):
