@@ -50,9 +50,6 @@ def fit_groups(
                 lambda: None if t.binary else t.square_groups())
     ls, u = as_losses_and_scores(losses, uncertainty)
     binary = bool(np.all((ls == 0.0) | (ls == 1.0)))
-    if not binary:  # the rows in an order of their values: sums whatever the row order
-        order = np.lexsort((ls, u))
-        ls, u = ls[order], u[order]
     return (tie_groups(ls, u), float(ls.max()), binary,
             lambda: None if binary else tie_groups(np.square(ls), u))
 
