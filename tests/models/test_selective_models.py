@@ -539,3 +539,40 @@ def test_an_infeasible_warning_says_what_the_search_attains(delta, bound):
         assert attainable == least_risk_bound(u, loss, delta, bound="sgr")
     else:  # Learn-then-Test tried the sequence of one target only
         assert attainable is None
+
+
+def test_cost_based_cost_is_the_correctly_rounded_fraction():
+    # loss / n + eps * ((n - accepted) / n) rounded three times: 7 / 10 read
+    # 0.7000000000000001; and among the subnormals a one-ulp difference was refused at load
+    from fractions import Fraction
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(2, 15))
+        u = rng.integers(0, 4, n) / 4
+        losses = (rng.random(n) < 0.5) * 1.0
+        eps = float(rng.choice([0.25, 0.5, 0.75]))
+        rule = CostBased(eps).fit(u, losses)
+        acc = u <= rule.threshold_
+        want = (sum(Fraction(x) for x in losses[acc]) + Fraction(eps) * int((~acc).sum())) / n
+        assert rule.cost_ == float(want)
+    u = np.array([0.25, 0.25, 0.25, 0.25, 0.5, 0.25, 0.25])
+    losses = np.ldexp(np.array([0.5, 0.75, 0.0, 0.5, 0.75, 0.0, 0.75]), -1060)
+    abstain.load_json(CostBased(math.ldexp(0.6875, -1060)).fit(u, losses).to_json())
+
+
+def test_selective_classifier_names_empty_and_one_class_y():
+    pytest.importorskip("sklearn")
+    from sklearn.tree import DecisionTreeClassifier
+
+    from abstain.models import SelectiveClassifier
+
+    X = np.random.default_rng(0).normal(size=(18, 2))
+    with pytest.raises(ValueError, match=r"^y must hold at least one row of every class; got "
+                                         r"0 rows\."):
+        SelectiveClassifier(DecisionTreeClassifier()).fit(np.zeros((0, 2)), np.zeros(0))
+    with pytest.raises(ValueError, match=r"^y must hold at least 2 classes; got 1 class"):
+        SelectiveClassifier(DecisionTreeClassifier()).fit(X, np.zeros(18))
+    tree = DecisionTreeClassifier().fit(X, np.arange(18) % 2)
+    with pytest.raises(ValueError, match=r"the prefit estimator must know every class of y"):
+        SelectiveClassifier(tree, prefit=True).fit(X, np.arange(18) % 3)

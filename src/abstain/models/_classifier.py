@@ -215,7 +215,12 @@ class SelectiveClassifier(ParamsMixin):
             raise ValueError("SelectiveClassifier requires y to be passed, but the target y "
                              "is None.")
         self._validate_params()
-        y = sklearn.utils.validation.column_or_1d(y, warn=True)
+        y = np.asarray(sklearn.utils.validation.column_or_1d(y, warn=True))
+        if y.size == 0:
+            raise ValueError("y must hold at least one row of every class; got 0 rows.")
+        if np.unique(y).size < 2:  # a reject rule needs a classifier that can err
+            raise ValueError(f"y must hold at least 2 classes; got 1 class, "
+                             f"{plain(np.asarray(y)[0].item())}.")
         base = self._check_reject_model()
         if self.prefit:
             if not hasattr(self.estimator, "classes_"):
@@ -245,8 +250,10 @@ class SelectiveClassifier(ParamsMixin):
         unknown = ~np.isin(y_cal, self.classes_)
         if unknown.any():
             raise ValueError(f"y holds labels the estimator was not trained on (such as "
-                             f"{plain(np.asarray(y_cal)[unknown][0].item())}): every class "
-                             f"must have rows in its fitting part.")
+                             f"{plain(np.asarray(y_cal)[unknown][0].item())}): "
+                             + ("the prefit estimator must know every class of y (its "
+                                "classes_)." if self.prefit else
+                                "every class must have rows in its fitting part."))
         true = np.searchsorted(self.classes_, y_cal)
         self.loss_matrix_ = self._loss_matrix()
         losses = self.loss_matrix_[true, pred]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from fractions import Fraction
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -414,9 +415,12 @@ class CostBased(_RejectRule):
         # far above the losses that sum would cancel to 0.
         # (the rejected share is exact at coverage 0 and 1: the cost is then the reject
         # cost, or the mean loss, to the last bit)
-        accepted = groups.knots_x[best]
-        unit_cost = (groups.unit_knots_y[best] / groups.n
-                     + unit_eps * ((groups.n - accepted) / groups.n))
+        accepted, n = float(groups.knots_x[best]), float(groups.n)
+        if accepted in (0.0, n):  # the reject cost, or the mean loss, to the last bit
+            unit_cost = unit_eps if accepted == 0.0 else float(groups.unit_knots_y[best]) / n
+        else:  # correctly rounded, in rationals (7 / 10 read 0.7000000000000001)
+            unit_cost = float((Fraction(float(groups.unit_knots_y[best]))
+                               + Fraction(unit_eps) * int(n - accepted)) / int(n))
         self.cost_ = float(unit_cost) * groups.scale
         return self
 
@@ -433,7 +437,7 @@ def _at_most(name: str, value: float, bound_name: str, bound: float, *,
              both: bool = False) -> None:
     """Refuse a loaded ``value`` above ``bound`` (``both``: other than it) beyond a relative
     1e-9, the round-off a fit leaves between fields derived from the same sums."""
-    slack = 1e-9 * abs(bound)
+    slack = max(1e-9 * abs(bound), 2e-323)  # among the subnormals: a few of their ulps
     if value > bound + slack or (both and value < bound - slack):
         raise ValueError(f"{name} must be {'' if both else 'at most '}{bound_name} ({bound!r}) "
                          f"as a fit makes it; got {value!r}.")
