@@ -180,6 +180,9 @@ def _ceil_exact(total: NDArray[np.float64], m: NDArray[np.float64],
 #: p-value computed at or just below ``delta`` may be above it exactly
 #: (0.05000000000000026 passed at delta 0.05).
 PVALUE_SLACK = 1e-9
+#: Selective risks within this relative distance are a tie in :func:`certified_tpr_fpr`, as
+#: in the searches without ``delta``.
+RISK_TIE = 1e-12
 
 
 def _count_pvalues(bound: str, m: NDArray[np.float64], total: NDArray[np.float64],
@@ -489,6 +492,7 @@ def certified_tpr_fpr(s: NDArray[np.float64], is_ood: NDArray[np.bool_],
     level = delta / (2.0 * directions.shape[0])
     m_id, m_ood = float(np.count_nonzero(~is_ood)), float(np.count_nonzero(is_ood))
     best: tuple[float, float, float, float, NDArray[np.float64], float] | None = None
+    slack = 1.0 + PVALUE_SLACK  # round-off never certifies a rule (as _count_pvalues)
     for w in directions:
         proj = s[:, 0] * w[0]
         for j in range(1, s.shape[1]):
@@ -500,7 +504,6 @@ def certified_tpr_fpr(s: NDArray[np.float64], is_ood: NDArray[np.bool_],
         k = np.cumsum(~ood)[last].astype(np.float64)
         o = np.cumsum(ood)[last].astype(np.float64)
         loss = np.cumsum(np.where(ood, 0.0, losses[order]))[last]
-        slack = 1.0 + PVALUE_SLACK  # round-off never certifies a rule (as _count_pvalues)
         ok = ((binomial_pvalue(m_id - k, np.full(k.size, m_id), 1.0 - tpr) * slack <= level)
               & (binomial_pvalue(o, np.full(o.size, m_ood), fpr) * slack <= level) & (k > 0))
         if not np.any(ok):
@@ -518,8 +521,3 @@ def certified_tpr_fpr(s: NDArray[np.float64], is_ood: NDArray[np.bool_],
                 and (-cand[0], cand[1]) < (-best[0], best[1])):
             best = cand
     return best
-
-
-#: Selective risks within this relative distance are a tie in :func:`certified_tpr_fpr`, as
-#: in the searches without ``delta``.
-RISK_TIE = 1e-12
