@@ -158,3 +158,20 @@ def test_bad_input():
     assert rotations(np.zeros((2, 3, 4)), shifts=(0, 2)).shape == (2, 2, 3, 4)
     with pytest.raises(ValueError, match="labels must have length 2"):
         rotation_training_set(np.zeros((2, 3, 3)), [0, 1, 0])
+
+
+def test_shift_share_and_supcsi_mean_do_not_cancel_or_overflow():
+    # -(lse(own) - lse(all)) cancelled to 0 for a confident head ([50, 0]: 1.9e-22) and for
+    # logits of 1e17 and more (log 2 for two equal ones); SupCSI's mean overflowed to NaN
+    from abstain.detectors import SupCSI
+    from abstain.detectors._logits import neg_log_share
+
+    np.testing.assert_allclose(neg_log_share(np.array([[50.0]]), np.array([[0.0]])),
+                               [np.log1p(np.exp(-50.0))], rtol=1e-14)
+    for big in (1e17, 1e300):
+        assert neg_log_share(np.array([[big]]), np.array([[big]]))[0] == np.log(2.0)
+        assert neg_log_share(np.array([[big, big]]), np.array([[big, big, big, big]]))[0] == \
+            pytest.approx(np.log(3.0), rel=1e-15)
+    L = np.full((4, 1, 8), 1e308)  # T = 4 shifts, K = 2 classes
+    fitted = SupCSI().fit(np.random.default_rng(0).normal(size=(4, 20, 8)))
+    assert fitted.score(L).tolist() == [-0.5]

@@ -79,7 +79,10 @@ def test_knn_bank_size_is_a_seeded_subset():
     again = KNN(k=3, bank_size=50, random_state=0, dtype="float64").fit(train)
     np.testing.assert_array_equal(det.bank_, again.bank_)
     # the bank is a subset of the (normalised) training rows, scored exactly on it
-    keep = np.sort(np.random.default_rng(0).choice(200, size=50, replace=False))
+    # drawn from the rows in an order of their bytes (the same rows in another order give
+    # the same bank)
+    canon = np.array(sorted(range(200), key=lambda i: train[i].tobytes()))
+    keep = np.sort(canon[np.random.default_rng(0).choice(200, size=50, replace=False)])
     np.testing.assert_allclose(det.score(test), R.knn(test, train[keep], 3), atol=1e-7)
     full = KNN(k=3, bank_size=500, dtype="float64").fit(train)
     assert full.bank_.shape == (200, 5)
@@ -405,3 +408,13 @@ def test_float64_vim_keeps_a_small_spread_far_from_the_origin():
            for v, z in zip(norms(Q), logits(Q), strict=True)]
     np.testing.assert_allclose(s, ref, rtol=0, atol=1e-7 * np.max(np.abs(ref)))
     ViM(dim=D, dtype="float64").fit(1 + 1e-8 * F0, weight=W, bias=b)  # full rank: a residual
+
+
+def test_knn_bank_of_the_same_rows_in_another_order_is_the_same():
+    # the subset was drawn by position: a permutation of the training rows changed it
+    rng = np.random.default_rng(0)
+    train, test = rng.normal(size=(100, 4)), rng.normal(size=(5, 4))
+    p = rng.permutation(100)
+    a = KNN(k=3, bank_size=20, random_state=0).fit(train).score(test)
+    b = KNN(k=3, bank_size=20, random_state=0).fit(train[p]).score(test)
+    np.testing.assert_array_equal(a, b)

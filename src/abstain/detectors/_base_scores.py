@@ -66,7 +66,7 @@ from .._core.validation import (
     plain,
 )
 from ._base import row_norms, unit_rows
-from ._logits import logsumexp_rows, neg_max_softmax
+from ._logits import neg_log_share, neg_max_softmax
 
 __all__ = [
     "BASE_SCORE_KINDS",
@@ -440,7 +440,7 @@ class ShiftedBaseScores(ParamsMixin):
             assert Lj is not None
             own = Lj[:, j::T]  # the K class logits of rotation j (column l_{:,j})
             if kind == "shift":
-                return -(logsumexp_rows(own) - logsumexp_rows(Lj))
+                return neg_log_share(own, np.delete(Lj, np.s_[j::T], axis=1))
             return neg_max_softmax(own, 1.0)
         if kind == "supmah":
             best = np.full(Fj.shape[0], np.inf)
@@ -776,7 +776,11 @@ class SupCSI(_ShiftedDetector):
         self._check_fitted("n_classes_")
         T = self.n_shifts_
         L = _as_stack(logits, "logits", last=self.n_classes_ * T, shifts=T)
-        mean = np.mean([L[j][:, j::T] for j in range(T)], axis=0)  # (n, K)
+        stack = np.stack([L[j][:, j::T] for j in range(T)])
+        with np.errstate(over="ignore"):
+            mean = stack.mean(axis=0)  # (n, K)
+        if not np.isfinite(mean).all():  # logits near the float maximum: halved 256 times
+            mean = (stack * 2.0**-8).mean(axis=0) * 2.0**8  # (exact) so the sum stays finite
         return neg_max_softmax(np.ascontiguousarray(mean), 1.0)
 
     def score_outputs(self, outputs: Any) -> F64:
@@ -785,4 +789,3 @@ class SupCSI(_ShiftedDetector):
 
     #: at most 2**24 classes: a head of more outputs than that is no network's
     _FIELDS: dict[str, Field] = {"n_shifts_": Int(1), "n_classes_": Int(1, 2**24)}
-

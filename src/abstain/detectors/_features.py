@@ -25,6 +25,7 @@ from .._core.validation import (
 )
 from ._base import Detector, label_classes, linear_layer, unit_rows
 from ._logits import logsumexp_rows, neg_energy
+from ._proxy import canonical_order
 
 
 def _as_dtype(arr: NDArray[Any], dtype: np.dtype) -> NDArray:  # type: ignore[type-arg]
@@ -251,7 +252,10 @@ class KNN(Detector):
         n = F.shape[0]
         if self.bank_size is not None and int(self.bank_size) < n:
             rng = np.random.default_rng(self.random_state)  # type: ignore[arg-type]
-            F = F[np.sort(rng.choice(n, size=int(self.bank_size), replace=False))]
+            # drawn from the rows in an order of their values: the same rows in another order
+            # give the same bank
+            canon = canonical_order(np.zeros(n, dtype=np.intp), F)
+            F = F[np.sort(canon[rng.choice(n, size=int(self.bank_size), replace=False)])]
         if k > F.shape[0]:
             raise ValueError(f"k must be at most the number of bank rows ({F.shape[0]}); "
                              f"got {k}.")

@@ -337,3 +337,19 @@ class GEN(Detector):
         term[r, c] = np.exp((d[r, c] + log_q[tiny]) * gamma)
         np.power(term, gamma, out=term, where=~small)
         return term.sum(axis=1)
+
+
+def neg_log_share(own: NDArray[np.float64],
+                  others: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``-log(sum exp(own) / (sum exp(own) + sum exp(others)))`` of each row, from the
+    difference of the two log-sum-exps taken apart from their maxima: the difference of
+    the two whole log-sum-exps cancelled to 0 for a confident head (``[50, 0]``: 1.9e-22)
+    and for logits of 1e17 and more (log 2 for two equal ones)."""
+    if others.shape[1] == 0:  # one shift: its share is 1
+        return np.zeros(own.shape[0])
+    m_own, m_oth = own.max(axis=1), others.max(axis=1)
+    s_own = np.exp(own - m_own[:, None]).sum(axis=1)
+    s_oth = np.exp(others - m_oth[:, None]).sum(axis=1)
+    with np.errstate(over="ignore"):
+        d = (m_oth - m_own) + (np.log(s_oth) - np.log(s_own))
+    return np.logaddexp(0.0, d)  # type: ignore[no-any-return]
