@@ -175,3 +175,28 @@ def test_shift_share_and_supcsi_mean_do_not_cancel_or_overflow():
     L = np.full((4, 1, 8), 1e308)  # T = 4 shifts, K = 2 classes
     fitted = SupCSI().fit(np.random.default_rng(0).normal(size=(4, 20, 8)))
     assert fitted.score(L).tolist() == [-0.5]
+
+
+def test_csi_weights_near_the_float_limits():
+    # the mean of shift logits of 1e308 overflowed (weight 0: the shift term dropped); a
+    # subnormal mean gave an infinite weight and a document load_json refused
+    import base64
+    import json
+
+    from abstain.detectors import CSI
+
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(2, 6, 3))
+    L = np.ones((2, 6, 2))
+    L[0, :, 0] = 1e308
+    fit = CSI(shifts=(0, 1)).fit(Z, L)
+    assert fit.lambda_shift_[0] == pytest.approx(1e-308, rel=1e-12, abs=0.0)
+    L[0, :, 0] = 1e-310
+    with pytest.raises(ValueError, match=r"^eq\. 7's weights 1 / mean .* must be finite"):
+        CSI(shifts=(0, 1)).fit(Z, L)
+    L[0, :, 0] = 2.0
+    doc = json.loads(CSI(shifts=(0, 1)).fit(Z, L).to_json())
+    doc["fitted"]["lambda_shift_"]["float64_le_base64"] = base64.b64encode(
+        np.zeros(2).astype("<f8").tobytes()).decode()
+    with pytest.raises(ValueError, match=r"fitted\.lambda_shift_ must hold non-zero weights"):
+        load_json(json.dumps(doc))

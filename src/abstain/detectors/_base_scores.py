@@ -579,6 +579,9 @@ class _ShiftedDetector(ParamsMixin):
         if weights is not None and not np.all(weights > 0):
             raise ValueError("fitted.lambda_con_ must hold positive weights (1 / the mean norm "
                              "of the training projections); got a value <= 0.")
+        if not np.all(getattr(self, "lambda_shift_", 1.0) != 0):  # 1 / a mean: never 0
+            raise ValueError("fitted.lambda_shift_ must hold non-zero weights (1 / the mean "
+                             "shift logit of the training inputs); got 0.")
 
     def to_json(self) -> str:
         """Serialise to plain JSON; load with :func:`abstain.load_json`."""
@@ -671,15 +674,21 @@ class CSI(_ShiftedDetector):
         if not np.all(np.isfinite(norm)):
             raise ValueError("projections must have norms within the float64 range; got a "
                              "row whose norm overflows (scale them down).")
-        shift_mean = np.array([L[j, :, j].mean() for j in range(T)])
+        big = [max(float(np.max(np.abs(L[j, :, j]))), 1e-300) for j in range(T)]  # its units:
+        shift_mean = np.array([b * (L[j, :, j] / b).mean() for j, b in enumerate(big)])  # no inf
         if np.any(shift_mean == 0):
             raise ValueError("the training inputs' mean shift logit s_shift,j must be non-zero "
                              "for eq. 7's weight 1 / mean; got 0.")
         self.n_shifts_, self.n_features_in_ = T, int(Z.shape[2])
         self.bank_ = unit_rows(Z, "projections: the cosine score")
         top = norm.max(axis=1)  # the mean of the norms in their largest's units: no overflow
-        self.lambda_con_ = 1.0 / (top * (norm / top[:, None]).mean(axis=1))
-        self.lambda_shift_ = 1.0 / shift_mean
+        with np.errstate(divide="ignore", over="ignore"):
+            lambda_con = 1.0 / (top * (norm / top[:, None]).mean(axis=1))
+            lambda_shift = 1.0 / shift_mean
+        if not (np.all(np.isfinite(lambda_con)) and np.all(np.isfinite(lambda_shift))):
+            raise ValueError("eq. 7's weights 1 / mean (norm of projections, shift logit) must "
+                             "be finite; got a mean below 1 / 1.8e308: scale the inputs up.")
+        self.lambda_con_, self.lambda_shift_ = lambda_con, lambda_shift
         return self
 
     def fit_outputs(self, outputs: Any) -> CSI:
