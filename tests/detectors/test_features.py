@@ -418,3 +418,26 @@ def test_knn_bank_of_the_same_rows_in_another_order_is_the_same():
     a = KNN(k=3, bank_size=20, random_state=0).fit(train).score(test)
     b = KNN(k=3, bank_size=20, random_state=0).fit(train[p]).score(test)
     np.testing.assert_array_equal(a, b)
+
+
+def test_mahalanobis_documents_keep_only_eigenvalues_their_rcond_keeps():
+    # a document whose params.rcond was raised to 0.5 loaded with the three columns a fit
+    # at 0.5 drops to two (scores 26.75 against 2.997)
+    import json
+
+    from abstain import load_json
+
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(200, 3)) * [1.0, 1.0, 0.05]
+    y = np.repeat([0, 1], 100)
+    doc = json.loads(Mahalanobis().fit(F, y).to_json())
+    doc["params"]["rcond"] = 0.5
+    with pytest.raises(ValueError, match=r"fitted\.whitener_ must keep only eigenvalues above "
+                                         r"params\.rcond = 0\.5"):
+        load_json(json.dumps(doc))
+    for dtype in ("float32", "float64"):  # fits load, whatever their rcond
+        for rcond in (0.0, 1e-10, 0.01, 0.3, 0.9):
+            scale = rng.uniform(0.01, 1.0, 4)
+            det = Mahalanobis(rcond=rcond, dtype=dtype).fit(rng.normal(size=(80, 4)) * scale,
+                                                             np.arange(80) % 3)
+            load_json(det.to_json())

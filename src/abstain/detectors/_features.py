@@ -710,6 +710,11 @@ class Mahalanobis(Detector):
             raise ValueError("fitted.whitener_ must not hold a zero column.")
         _orthonormal("whitener_", W, norm)  # eigenvectors over the roots of eigenvalues
         _in_range(self.dtype, whitener_=W, means_=self.means_)
+        evals = 1.0 / norm**2  # the kept eigenvalues: each above rcond times the largest
+        if float(evals.min()) <= float(self.rcond) * float(evals.max()) * (1 - 1e-5):
+            raise ValueError(f"fitted.whitener_ must keep only eigenvalues above params.rcond = "
+                             f"{self.rcond!r} times the largest, as a fit does; got one "
+                             f"{float(evals.min() / evals.max()):.3g} times it.")
 
     _parameter_constraints = {"rcond": [Interval(float, 0, 1, closed="left")],
                               "dtype": [Options(FLOAT_DTYPES)]}
