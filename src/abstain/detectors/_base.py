@@ -139,3 +139,10 @@ def pick_output(outputs: Any, field: str) -> Any:
         raise ValueError(f"outputs must have a {field!r} attribute (e.g. abstain.torch.extract"
                          f"'s result) or key; got {type(outputs).__name__}.")
     return getattr(outputs, field)
+
+
+def row_means(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The mean of each row of ``a``, in the units of its largest magnitude: no overflow
+    near the float maximum (logits or norms of 1e308)."""
+    top = np.maximum(np.max(np.abs(a), axis=1), 1e-300)
+    return top * (a / top[:, None]).mean(axis=1)  # type: ignore[no-any-return]

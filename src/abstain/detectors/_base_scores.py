@@ -65,7 +65,7 @@ from .._core.validation import (
     check_int,
     plain,
 )
-from ._base import row_norms, unit_rows
+from ._base import row_means, row_norms, unit_rows
 from ._logits import neg_log_share, neg_max_softmax
 
 __all__ = [
@@ -674,16 +674,14 @@ class CSI(_ShiftedDetector):
         if not np.all(np.isfinite(norm)):
             raise ValueError("projections must have norms within the float64 range; got a "
                              "row whose norm overflows (scale them down).")
-        big = [max(float(np.max(np.abs(L[j, :, j]))), 1e-300) for j in range(T)]  # its units:
-        shift_mean = np.array([b * (L[j, :, j] / b).mean() for j, b in enumerate(big)])  # no inf
+        shift_mean = row_means(L[np.arange(T), :, np.arange(T)])  # (T, n): s_shift,j
         if np.any(shift_mean == 0):
             raise ValueError("the training inputs' mean shift logit s_shift,j must be non-zero "
                              "for eq. 7's weight 1 / mean; got 0.")
         self.n_shifts_, self.n_features_in_ = T, int(Z.shape[2])
         self.bank_ = unit_rows(Z, "projections: the cosine score")
-        top = norm.max(axis=1)  # the mean of the norms in their largest's units: no overflow
         with np.errstate(divide="ignore", over="ignore"):
-            lambda_con = 1.0 / (top * (norm / top[:, None]).mean(axis=1))
+            lambda_con = 1.0 / row_means(norm)
             lambda_shift = 1.0 / shift_mean
         if not (np.all(np.isfinite(lambda_con)) and np.all(np.isfinite(lambda_shift))):
             raise ValueError("eq. 7's weights 1 / mean (norm of projections, shift logit) must "

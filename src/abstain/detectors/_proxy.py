@@ -200,18 +200,17 @@ class LeaveClassesOut(ParamsMixin):
             items = [int(v) for v in labels.tolist()]  # beyond int64 too: no OverflowError
             if -2**63 <= min(items) and max(items) < 2**63:
                 labels = labels.astype(np.int64)
-            elif has_logits(outputs):  # no logit column has such an index
+            elif has_output(outputs, "logits"):  # no logit column has such an index
                 _refuse_indices(np.shape(pick_output(outputs, "logits"))[-1], items)
         arrays = []
         for f in ("logits", "features"):  # one label per row of every output
-            has = f in outputs if isinstance(outputs, Mapping) else hasattr(outputs, f)
-            arr = as_array(pick_output(outputs, f)) if has else None
+            arr = as_array(pick_output(outputs, f)) if has_output(outputs, f) else None
             if arr is not None and arr.ndim and arr.shape[0] != labels.size:
                 raise ValueError(f"y must have one label per row of the outputs' {f} "
                                  f"({arr.shape[0]} rows); got {labels.size} labels.")
             if arr is not None and arr.ndim == 2:
                 arrays.append(arr)
-        if labels.dtype.kind in "iu" and has_logits(outputs):
+        if labels.dtype.kind in "iu" and has_output(outputs, "logits"):
             k = np.shape(pick_output(outputs, "logits"))[-1]
             if labels.min() < 0 or labels.max() >= k:
                 _refuse_indices(k, [int(labels.min()), int(labels.max())])
@@ -234,9 +233,10 @@ def _refuse_indices(k: int, labels: list[int]) -> None:
                      f"every column.")
 
 
-def has_logits(outputs: Any) -> bool:
-    """Whether ``outputs`` (a dict or an object) holds logits."""
-    return "logits" in outputs if isinstance(outputs, Mapping) else hasattr(outputs, "logits")
+def has_output(outputs: Any, field: str) -> bool:
+    """Whether ``outputs`` (a dict or an object) holds ``field`` (``"logits"``,
+    ``"features"``)."""
+    return field in outputs if isinstance(outputs, Mapping) else hasattr(outputs, field)
 
 
 def canonical_order(codes: NDArray[np.intp], *arrays: NDArray[Any]) -> NDArray[np.intp]:
@@ -288,7 +288,7 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
     if idx.ndim != 1:
         raise ValueError(f"rows must be a 1-d array of row indices; got shape {idx.shape}.")
     fields = [f for f in ("logits", "features")
-              if (f in outputs if isinstance(outputs, Mapping) else hasattr(outputs, f))]
+              if has_output(outputs, f)]
     if not fields:
         raise ValueError("outputs must have 'logits' or 'features' (a dict key or an "
                          f"attribute); got {type(outputs).__name__}.")
