@@ -269,7 +269,7 @@ class _OODRule(ParamsMixin):
         if not self.feasible_ and not all(map(math.isnan, rates)):
             raise ValueError(f"fitted.tpr_, fpr_, risk_ and precision_ must be \"nan\" for an "
                              f"infeasible rule, as a fit writes them; got {plain(rates)}.")
-        if float(self.n_id_) == 0.0 and self.feasible_ and not isinstance(self, CostBasedOOD):
+        if float(self.n_id_) == 0.0 and self.feasible_ and not self._PLUG_IN:
             raise ValueError("fitted.n_id_ must be positive for a rule fitted on rows; got 0.")
         if not self.feasible_ or float(self.n_id_) == 0.0:  # the plug-in rule has no rates
             return
@@ -293,6 +293,8 @@ class _OODRule(ParamsMixin):
 
     #: ``(fitted rate, parameter, at least)`` of the constraints a feasible rule meets.
     _TARGETS: tuple[tuple[str, str, bool], ...] = ()
+    #: Whether a feasible rule may come from no rows (``n_id_ = 0``: the plug-in rule).
+    _PLUG_IN = False
 
     def _rates_meet_targets(self) -> None:
         """Refuse a feasible rule whose fitted rates break its own constraints (the fit's
@@ -615,6 +617,8 @@ class CostBasedOOD(_OODRule):
     >>> rule.accept_proba([[0.1, 0.1], [0.1, 0.5]]).tolist()
     [1.0, 0.0]
     """
+
+    _PLUG_IN = True  # fit() without rows: Theorem 1's rule
 
     def __init__(self, reject_id_cost: float = 0.5, predict_ood_cost: float = 1.0,
                  reject_ood_cost: float = 0.0, *, ood_prior: float | None = None,
