@@ -42,7 +42,7 @@ _HOMES = {
     "BoundedAbstention": ".models._selective",
     "BoundedImprovement": ".models._selective",
     "CostBased": ".models._selective",
-    "EquivalentModels": ".models._selective",
+    "EquivalentModels": ".models._equivalent",
 }
 
 __all__ = [

@@ -450,6 +450,69 @@ def test_hostile_documents_raise_one_value_error_naming_the_field(text, match):
     assert type(info.value) is ValueError
 
 
+def _fit_quiet(rule, u, loss):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        return rule.fit(u, loss)
+
+
+def _edited(obj, fitted=None, params=None):
+    doc = _doc(obj)
+    doc["fitted"].update(fitted or {})
+    doc["params"].update(params or {})
+    return json.dumps(doc)
+
+
+# documents no fit writes, each field within its range but contradicting another
+CONTRADICTIONS = [
+    ("feasible rule that accepts nothing",
+     _edited(BoundedImprovement(0.5).fit([0.1, 0.2, 0.3], [1, 0, 0]),
+             {"threshold_": "-inf", "coverage_": 0.0, "risk_": "nan",
+              "equivalent_": [0.0, None, None]}),
+     r"^fitted\.feasible_ must be true exactly where the rule accepts rows \(fitted\.coverage_ "
+     r"above 0\) for a rule fitted without delta or guarantee; got true at coverage 0\.0\.$"),
+    ("infeasible rule below its target",
+     _edited(_fit_quiet(BoundedImprovement(0.1), [0.1, 0.2, 0.3], [1, 0, 0]), {"min_risk_": 0.05}),
+     r"^fitted\.min_risk_ must be above params\.target_risk \(0\.1\) for an infeasible rule "
+     r"fitted without delta or guarantee \(a rule of that risk meets the target\); got 0\.05\.$"),
+    ("randomised group but every row covered",
+     _edited(BoundedAbstention(0.5).fit([0.1, 0.5, 0.5, 0.9], [0, 0, 1, 1]),
+             {"coverage_": 1.0, "equivalent_": [1.0, [0.25, 0.25], [0.5, 0.5]]},
+             {"target_coverage": 1.0}),
+     r"^fitted\.coverage_ must leave at least 1 - fitted\.accept_prob_ = 0\.5 of a row of the "
+     r"fitted\.n_samples_ = 4 rows rejected \(the rest of the threshold group\); got 1\.0\.$"),
+    ("whole groups but a part of a row",
+     _edited(CostBased(0.3).fit([0.1, 0.5, 0.5, 0.9], [0, 0, 1, 1]),
+             {"coverage_": 0.3, "cost_": 0.21, "equivalent_": [0.3, [0.0, 0.0], [0.0, 0.5]]}),
+     r"^fitted\.coverage_ must be a whole number of the fitted\.n_samples_ = 4 rows for a rule "
+     r"with fitted\.accept_prob_ 1 \(whole tie groups\); got 0\.3 \(1\.2 rows\)\.$"),
+]
+
+
+@pytest.mark.parametrize("text, match", [c[1:] for c in CONTRADICTIONS],
+                         ids=[c[0] for c in CONTRADICTIONS])
+def test_selective_documents_that_contradict_themselves_are_refused(text, match):
+    with pytest.raises(ValueError, match=match):
+        load_json(text)
+
+
+def test_fits_at_the_edges_of_those_rules_load():
+    """Every rule a fit writes loads: randomised groups, whole groups, infeasible fits,
+    coverages that are whole counts only within round-off (0.07 of 100 rows)."""
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 100, 1001):
+        u = rng.integers(0, 5, n).astype(float)
+        loss = rng.integers(0, 2, n).astype(float)
+        for rule in (CostBased(0.3), CostBased(0.7), BoundedAbstention(0.07),
+                     BoundedAbstention(1.0), BoundedAbstention(0.5), BoundedImprovement(0.2),
+                     BoundedImprovement(0.01), BoundedImprovement(0.5, delta=0.2)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", InfeasibleTargetWarning)
+                fitted = rule.fit(u, loss)
+            loaded = load_json(fitted.to_json())
+            assert loaded.accept_proba(u).tolist() == fitted.accept_proba(u).tolist()
+
+
 def test_a_hostile_file_names_its_path(tmp_path):
     path = tmp_path / "rule.json"
     path.write_text(_with(["fitted", "accept_prob_"], 5), encoding="utf-8")

@@ -16,6 +16,7 @@ from ._classifier import (
 from ._double_score import (
     DoubleScoreDetector,
 )
+from ._equivalent import EquivalentModels
 from ._least_risk import least_fpr_at_tpr, least_risk_bound, most_recall_at_precision
 from ._ood import (
     BoundedPrecisionRecall,
@@ -32,7 +33,6 @@ from ._selective import (
     BoundedAbstention,
     BoundedImprovement,
     CostBased,
-    EquivalentModels,
 )
 from ._tuning import (
     DetectorTuning,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -59,6 +59,7 @@ from .._core.validation import (
 from ..exceptions import InfeasibleTargetWarning
 from ..tables._binned import BinnedTable
 from ..tables._score import ScoreTable, as_groups, selective_table, table_or_none
+from ._equivalent import EquivalentModels, equivalent_models
 
 __all__ = [
     "EquivalentModels",
@@ -66,89 +67,6 @@ __all__ = [
     "BoundedImprovement",
     "BoundedAbstention",
 ]
-
-
-class EquivalentModels(NamedTuple):
-    """The parameters under which the other reject models have the same rule as optimum.
-
-    Section 2.4 of Franc et al. (2023): the three models share one optimal strategy. For a
-    fitted rule with coverage ``phi`` and selective risk ``rho`` on a calibration sample:
-
-    Attributes
-    ----------
-    target_coverage : float
-        ``BoundedAbstention(target_coverage=phi)`` returns it (0.0 for the rule that
-        rejects everything, which no bounded-abstention model returns).
-    target_risk : tuple of float or None
-        ``BoundedImprovement(target_risk=r)`` returns it for every ``r`` in ``[low, high]``:
-        the single point ``[rho, rho]``, or ``[rho, inf]`` for the rule that accepts
-        everything (a ``rho`` of 0 is no valid target: the model takes ``r > 0``). ``None``
-        when no target gives this rule: a larger coverage has a selective risk as low, or
-        the rule rejects everything (the model's infeasible answer). ``rho`` is a float:
-        where it lies above the exact risk (``0.4`` is 2.2e-17 above 2 losses in 5 rows),
-        the model meets the target exactly and so also accepts the next tie group, with a
-        probability of that order (1.4e-16 there): the same rule but for that acceptance.
-    reject_cost : tuple of float or None
-        The closed interval ``[low, high]`` of reject costs ``e`` for which this rule
-        minimises the empirical cost of ``CostBased(reject_cost=e)``; at an end (within the
-        round-off of the costs) it ties with a neighbouring rule and ``CostBased`` returns the
-        one of larger coverage, so it returns this rule inside the interval and at its low
-        end, but not where the interval is one point (the larger neighbour ties there) nor
-        for a rule that randomises a group (a minimiser at its group's mean loss, where
-        ``CostBased`` returns a whole group). ``None`` when no reject cost makes it optimal.
-    """
-
-    target_coverage: float
-    target_risk: tuple[float, float] | None
-    reject_cost: tuple[float, float] | None
-
-
-def _knot_cost_interval(groups: TieGroups, i: int) -> tuple[float, float]:
-    """Closed interval of reject costs ``e`` for which accepting exactly the first ``i``
-    groups (knot ``i`` of ``0..G``) minimises the empirical cost ``C_i - e * N_i``.
-
-    Low end: the steepest chord from an earlier knot; high end: the flattest chord
-    to a later one (empty when low > high: the knot is off the lower convex hull).
-    """
-    x = groups.knots_x
-    y = groups.unit_knots_y  # in units of groups.scale: chords of losses near 1e308 are finite
-    low = max(float(np.max((y[i] - y[:i]) / (x[i] - x[:i]))), 0.0) if i > 0 else 0.0
-    high = float(np.min((y[i + 1 :] - y[i]) / (x[i + 1 :] - x[i]))) if i + 1 < x.size else math.inf
-    return low * groups.scale, high * groups.scale
-
-
-def _equivalent(groups: TieGroups, g: int, nu: float) -> EquivalentModels:
-    """Equivalent parameters of the rule accepting groups ``< g`` and ``nu`` of group ``g``
-    (``g = -1`` for the rule that rejects everything)."""
-    n = groups.n
-    full = g >= 0 and nu >= 1.0
-    target_risk: tuple[float, float] | None = None
-    x = groups.accepted_at(g, nu)
-    if g >= 0:
-        rho = groups.risk_of(g, nu)
-        if x >= n:
-            target_risk = (rho, math.inf)
-        elif abs(groups.max_accepted_at_risk(rho) - x) <= 1e-12 * x:
-            # the bounded-improvement optimum at target rho is this rule: every larger
-            # coverage has a larger risk, by more than the slack that model allows (a later
-            # rule of the same risk up to round-off, 7/18 summed two ways, is its optimum)
-            target_risk = (rho, rho)
-    # Reject cost: optimal knots from the convex-hull test; a partial group is
-    # optimal only when both of its ends are, at the cost equal to its mean loss.
-    # Chords that are equal in exact arithmetic (collinear knots; a group's mean and its
-    # chord) differ in floats by the round-off of the sums: within it they are equal.
-    tol = sum_round_off(n)
-    reject_cost: tuple[float, float] | None
-    if g < 0 or full:
-        low, high_c = _knot_cost_interval(groups, g + 1)
-        reject_cost = ((min(low, high_c), max(low, high_c))
-                       if low <= high_c + tol * abs(high_c) else None)
-    else:
-        mean = float(groups.unit_sums[g] / groups.counts[g]) * groups.scale
-        ends = [_knot_cost_interval(groups, i) for i in (g, g + 1)]
-        reject_cost = ((mean, mean) if all(lo <= mean + tol * mean and mean <= hi + tol * hi
-                                           for lo, hi in ends) else None)
-    return EquivalentModels(x / n, target_risk, reject_cost)
 
 
 class _RejectRule(ParamsMixin):
@@ -178,6 +96,7 @@ class _RejectRule(ParamsMixin):
                 raise ValueError(f"fitted.risk_ must be \"nan\" exactly where fitted.coverage_ "
                                  f"is 0; got {plain(self.risk_)} at coverage "
                                  f"{plain(self.coverage_)}.")
+            self._check_rows()
         eq = self.equivalent_
         if eq is None:
             return
@@ -191,6 +110,24 @@ class _RejectRule(ParamsMixin):
                              f"{plain(self.risk_)}; got {list(eq.target_risk)!r}.")
         _at_most("fitted.equivalent_.target_coverage", eq.target_coverage, "fitted.coverage_",
                  self.coverage_, both=True)
+
+    def _check_rows(self) -> None:
+        """Refuse a coverage that no rule on ``n_samples_`` rows has: a rule accepting whole
+        tie groups (``accept_prob_`` 1) covers a whole number of rows; one that accepts a
+        part ``p`` of its threshold group rejects at least ``1 - p`` of a row. Both within the
+        round-off of ``coverage_ * n_samples_`` (a fit's coverage is its count over ``n``;
+        ``BoundedAbstention`` writes its target, a whole count within a relative 1e-12)."""
+        n, cov, p = self.n_samples_, float(self.coverage_), float(self.accept_prob_)
+        rows = cov * n
+        slack = 1e-9 * max(rows, 1.0)
+        if p == 1.0 and abs(rows - round(rows)) > slack:
+            raise ValueError(f"fitted.coverage_ must be a whole number of the "
+                             f"fitted.n_samples_ = {n} rows for a rule with fitted.accept_prob_ "
+                             f"1 (whole tie groups); got {plain(cov)} ({rows!r} rows).")
+        if p < 1.0 and (1.0 - cov) * n < (1.0 - p) - slack:
+            raise ValueError(f"fitted.coverage_ must leave at least 1 - fitted.accept_prob_ = "
+                             f"{plain(1.0 - p)} of a row of the fitted.n_samples_ = {n} "
+                             f"rows rejected (the rest of the threshold group); got {plain(cov)}.")
 
     def _set_rule(self, groups: TieGroups | None, g: int, nu: float, feasible: bool) -> None:
         if groups is None:
@@ -207,7 +144,7 @@ class _RejectRule(ParamsMixin):
         self.risk_ = groups.risk_of(g, nu) if x > 0 else math.nan
         self.feasible_ = bool(feasible)
         self.n_samples_ = int(n)
-        self.equivalent_ = _equivalent(groups, g, nu)
+        self.equivalent_ = equivalent_models(groups, g, nu)
 
     def score(self, uncertainty: ArrayLike) -> NDArray[np.float64]:
         """The score the rule thresholds: the validated ``uncertainty`` itself (a copy).
@@ -705,9 +642,18 @@ class BoundedImprovement(_RejectRule):
             raise ValueError("fitted.n_samples_ must be at least 1 (a fit on rows); got 0.")
         if not math.isnan(self.risk_):
             _at_most("fitted.min_risk_", self.min_risk_, "fitted.risk_", self.risk_)
+        target = float(self.target_risk)
+        if self.bound_ is None and self.feasible_ != (self.coverage_ > 0.0):
+            raise ValueError(f"fitted.feasible_ must be true exactly where the rule accepts rows "
+                             f"(fitted.coverage_ above 0) for a rule fitted without delta or "
+                             f"guarantee; got {str(bool(self.feasible_)).lower()} at coverage "
+                             f"{plain(self.coverage_)}.")
+        if self.bound_ is None and not self.feasible_ and self.min_risk_ < target * (1 - 1e-9):
+            raise ValueError(f"fitted.min_risk_ must be above params.target_risk ({plain(target)}) "
+                             f"for an infeasible rule fitted without delta or guarantee (a rule "
+                             f"of that risk meets the target); got {plain(self.min_risk_)}.")
         if not self.feasible_:
             return
-        target = float(self.target_risk)
         if self.bound_ is None and not math.isnan(self.risk_):
             _at_most("fitted.risk_", self.risk_, "params.target_risk", target)
         if self.bound_ is not None:
