@@ -115,3 +115,23 @@ def test_python_integers_beyond_int64_name_y():
     labels[0] = 2**70
     with pytest.raises(ValueError, match=r"^y must hold the logit columns' indices 0\.\.3 "):
         list(LeaveClassesOut(random_state=0).split_outputs(tr, labels))
+
+
+def test_the_same_values_in_another_dtype_or_with_negative_zeros_give_the_same_proxies():
+    # rows were ordered by their bytes: float32 and float64 copies of the same values, or
+    # zeros written -0.0, drew other proxy rows, another KNN bank, other shuffled columns
+    tr, y, _ = _data()
+    F = np.maximum(tr["features"], 0.0).astype(np.float32)  # ReLU-like: many zeros
+    copies = [F, F.astype(np.float64), np.where(F == 0, -0.0, F).astype(np.float32)]
+    assert all(np.array_equal(F, c) for c in copies)
+    splits = [[(s.split.fit.tolist(), s.split.inliers.tolist(), s.split.outliers.tolist())
+               for s in LeaveClassesOut(random_state=0).split_outputs(
+                   {"features": c, "logits": c}, y)] for c in copies]
+    assert splits[1] == splits[0] and splits[2] == splits[0]
+    banks = [KNN(k=3, bank_size=40, normalize=False, random_state=0).fit(c).score(F)
+             for c in copies]
+    np.testing.assert_array_equal(banks[1], banks[0])
+    np.testing.assert_array_equal(banks[2], banks[0])
+    shuffled = [shuffled_columns(c, random_state=0) for c in copies]
+    np.testing.assert_array_equal(shuffled[1], shuffled[0])
+    np.testing.assert_array_equal(shuffled[2], shuffled[0])

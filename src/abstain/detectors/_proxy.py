@@ -240,13 +240,16 @@ def has_output(outputs: Any, field: str) -> bool:
 
 
 def canonical_order(codes: NDArray[np.intp], *arrays: NDArray[Any]) -> NDArray[np.intp]:
-    """The rows in an order of their contents: by the bytes of each row of ``arrays`` (the
-    first array first), then by ``codes``. Seeded draws index this order, so the same rows
-    in another order give the same draws; rows that are equal in every array and code are
-    interchangeable. One sort per array (its rows as single byte strings)."""
+    """The rows in an order of their values: by the bytes of each row of ``arrays`` as
+    float64 (the first array first), then by ``codes``. Seeded draws index this order, so the
+    same rows in another order give the same draws; rows that are equal in every array and
+    code are interchangeable. One sort per array (its rows as single byte strings). Equal
+    values have equal bytes there: float32 values are widened to float64 and ``-0.0`` is
+    written as ``0.0`` (adding ``0.0`` does), so a copy in another dtype, or with zeros of
+    the other sign, gives the same order."""
     order = np.argsort(codes, kind="stable")
     for arr in arrays[::-1]:
-        flat = np.ascontiguousarray(arr.reshape(arr.shape[0], -1)[order])
+        flat = np.asarray(arr.reshape(arr.shape[0], -1)[order], dtype=np.float64) + 0.0
         rows = flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
         order = order[np.argsort(rows, kind="stable")]
     return order
