@@ -59,19 +59,28 @@ class ParamsMixin:
         return params
 
     def set_params(self, **params: Any) -> ParamsMixin:
-        """Set parameters by name (``estimator__param`` for nested ones); return self."""
+        """Set parameters by name (``estimator__param`` for nested ones); return self.
+
+        As in scikit-learn, the parameters of this object are set first and the nested ones
+        after them, so ``set_params(estimator=e, estimator__C=5)`` sets ``C`` on ``e``
+        whatever the order of the keywords."""
         valid = self._param_names()
-        for key, value in params.items():
-            name, _, sub = key.partition("__")
+        nested: dict[str, dict[str, Any]] = {}
+        for key in params:
+            name = key.partition("__")[0]
             if name not in valid:
                 raise ValueError(
                     f"{key!r} is not a parameter of {type(self).__name__}; "
                     f"valid parameters are {', '.join(valid)}."
                 )
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
             if sub:
-                getattr(self, name).set_params(**{sub: value})
+                nested.setdefault(name, {})[sub] = value
             else:
                 setattr(self, name, value)
+        for name, sub_params in nested.items():
+            getattr(self, name).set_params(**sub_params)
         return self
 
     def __repr__(self) -> str:
@@ -137,15 +146,20 @@ def accuracy(y: Any, prediction: NDArray[Any], sample_weight: Any = None) -> flo
 def derived_seeds(random_state: Any, k: int) -> list[int] | None:
     """``k`` seeds for the estimators inside one that takes ``random_state``: from an int or
     a SeedSequence (``SeedSequence(n)`` gives the seeds of ``n``, as it seeds as ``n``
-    does), or a Generator's seed sequence (whose stream is not advanced); None for None
-    (they stay unseeded) or a generator without a seed sequence."""
+    does), or the seed sequence of a Generator or BitGenerator (whose stream is not
+    advanced); drawn from the stream of one without a seed sequence, or of a legacy
+    ``RandomState``; None for None (they stay unseeded)."""
     if isinstance(random_state, np.random.SeedSequence):
         return [int(v) for v in random_state.generate_state(k)]
+    if isinstance(random_state, np.random.BitGenerator):
+        random_state = np.random.Generator(random_state)
     if isinstance(random_state, np.random.Generator):
         seq = random_state.bit_generator.seed_seq
         if isinstance(seq, np.random.SeedSequence):
             return [int(c.generate_state(1)[0]) for c in seq.spawn(k)]
-        return None
+        return [int(v) for v in random_state.integers(0, 2**32, size=k)]
+    if isinstance(random_state, np.random.RandomState):
+        return [int(v) for v in random_state.randint(0, 2**32, size=k, dtype=np.uint64)]
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         return [int(v) for v in np.random.SeedSequence(int(random_state)).generate_state(k)]
     return None

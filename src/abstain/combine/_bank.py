@@ -346,8 +346,9 @@ class BankDetector(ParamsMixin):
 
 def seeded_bank(bank: Any, random_state: Any) -> Any:
     """An unfitted copy of ``bank`` whose detectors with a ``random_state`` of None take a
-    seed of their own from ``random_state`` (an int, or a Generator's seed sequence, whose
-    stream it does not advance); with None they stay unseeded."""
+    seed of their own from ``random_state`` (:func:`~abstain._core.base.derived_seeds`: an
+    int, or a Generator's or BitGenerator's seed sequence, whose stream it does not
+    advance); with None they stay unseeded."""
     detectors = bank.get_params(deep=False)["detectors"] or []
     seeds = derived_seeds(random_state, len(detectors))
     copies = []
