@@ -477,3 +477,29 @@ def test_svor_accuracy_takes_weights_near_the_float_maximum():
     model = SVOR(C=10.0).fit(X, y)
     w = np.full(8, 1e308)
     assert model.score(X, y, sample_weight=w) == model.score(X, y)
+
+
+def test_column_names_of_a_data_frame_are_kept_checked_and_saved():
+    # SVOR kept no feature_names_in_: columns in another order predicted silently
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60) * 0.01})
+    y = (X.a > 0).astype(int) + (X.a > 1).astype(int)
+    model = SVOR().fit(X, y)
+    assert model.feature_names_in_.tolist() == ["a", "b"]
+    with pytest.raises(ValueError, match=r"^The feature names should match those that were "
+                       r"passed during fit: \['a', 'b'\]; got \['b', 'a'\]\.$"):
+        model.predict(X[["b", "a"]])
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        model.predict(X.to_numpy())
+    loaded = load_json(model.to_json())
+    assert loaded.feature_names_in_.tolist() == ["a", "b"]
+    with pytest.raises(ValueError, match="The feature names should match"):
+        loaded.predict(X[["b", "a"]])
+    doc = json.loads(model.to_json())
+    doc["fitted"]["feature_names_in_"] = ["a"]
+    with pytest.raises(ValueError, match=r"^fitted\.feature_names_in_ must hold 2 strings"):
+        load_json(json.dumps(doc))
+    model.fit(X.to_numpy(), y)
+    assert not hasattr(model, "feature_names_in_")
+    assert "feature_names_in_" not in json.loads(model.to_json())["fitted"]

@@ -275,3 +275,14 @@ def test_clone_keeps_the_output_container():
     assert isinstance(again.accept(X), pd.Series)
     assert isinstance(clone(again).set_output(transform="default").fit(X, y).accept(X),
                       np.ndarray)
+
+
+def test_a_refit_on_an_array_forgets_the_column_names_of_a_data_frame():
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(0).normal(size=(120, 3))
+    y = (X[:, 0] > 0).astype(int)
+    clf = SelectiveClassifier(LogisticRegression(), random_state=0)
+    clf.fit(pd.DataFrame(X, columns=list("abc")), y)
+    assert clf.feature_names_in_.tolist() == ["a", "b", "c"]
+    clf.fit(X, y)  # the names of the earlier fit stayed
+    assert not hasattr(clf, "feature_names_in_") and clf.n_features_in_ == 3

@@ -261,9 +261,11 @@ class SelectiveClassifier(ParamsMixin):
         if params.get("random_state") is None:
             params["random_state"] = _rule_seed(self.random_state)
         self.reject_model_ = type(base)(**params).fit(uncertainty, losses)
-        for name in ("n_features_in_", "feature_names_in_"):
+        for name in ("n_features_in_", "feature_names_in_"):  # the inner fit's, or none
             if hasattr(self.estimator_, name):
                 setattr(self, name, getattr(self.estimator_, name))
+            elif name in self.__dict__:
+                delattr(self, name)
         return self
 
     def _check_reject_model(self) -> CostBased | BoundedImprovement | BoundedAbstention:
