@@ -575,6 +575,10 @@ class SVOR(ParamsMixin):
         more, near a hard margin) that residual can hide a gap of about 1e-5 relative, and
         ``gap_`` may read 0 where it is not.
     n_iter_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        The column names of a data frame ``X`` of the fit (all strings); absent otherwise.
+        ``predict`` and the other methods refuse a frame whose names differ.
 
     Examples
     --------
