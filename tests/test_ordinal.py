@@ -503,3 +503,13 @@ def test_column_names_of_a_data_frame_are_kept_checked_and_saved():
     model.fit(X.to_numpy(), y)
     assert not hasattr(model, "feature_names_in_")
     assert "feature_names_in_" not in json.loads(model.to_json())["fitted"]
+
+
+def test_a_step_count_beyond_max_iter_is_refused_on_load():
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    doc = json.loads(SVOR(max_iter=5).fit(X, [0, 0, 1, 1]).to_json())
+    for bad in (0, 6, 10**400):
+        doc["fitted"]["n_iter_"] = bad
+        with pytest.raises(ValueError, match=r"^fitted\.n_iter_ must be in \[1, "
+                           r"params\.max_iter = 5\], as a fit counts its steps; got \d+\.$"):
+            load_json(json.dumps(doc))

@@ -760,6 +760,9 @@ class SVOR(ParamsMixin):
     }
 
     def _after_load(self) -> None:
+        if not 1 <= self.n_iter_ <= self.max_iter:  # the solver counts its steps from 1
+            raise ValueError(f"fitted.n_iter_ must be in [1, params.max_iter = "
+                             f"{self.max_iter}], as a fit counts its steps; got {self.n_iter_}.")
         if self.gap_ > self.objective_:  # F >= 0 = D(0): a fit caps the gap there
             raise ValueError(f"fitted.gap_ must be at most fitted.objective_ "
                              f"({self.objective_!r}), as a fit makes it; got {self.gap_!r}.")

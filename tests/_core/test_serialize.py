@@ -307,11 +307,15 @@ HOSTILE = [
     ("NaN constant", _with(["fitted", "risk_"], 0.0).replace("0.0", "NaN"),
      r"^the document is not valid JSON: NaN is not standard JSON"),
     ("threshold_ text", _with(["fitted", "threshold_"], "abc", _fit(CostBased(0.3))),
-     r"^fitted\.threshold_ must be a finite number or -inf; got 'abc'\.$"),
+     r"^fitted\.threshold_ must be a finite number or \"-inf\"; got 'abc'\.$"),
     ("threshold_ 1e999", _with(["fitted", "threshold_"], 0.125).replace("0.125", "1e999"),
-     r"^fitted\.threshold_ must be a finite number; got inf\.$"),
+     r"^fitted\.threshold_ must be a finite number; got a number beyond the float64 range\.$"),
+    ("threshold_ -1e999 for -inf", _with(["fitted", "threshold_"], 0.125, _fit(CostBased(0.3)))
+     .replace("0.125", "-1e999"),
+     r"^fitted\.threshold_ must be a finite number or \"-inf\"; got a number beyond the float64 "
+     r"range; write the string \"-inf\" where that is meant\.$"),
     ("threshold_ nan not allowed", _with(["fitted", "threshold_"], "nan", _fit(CostBased(0.3))),
-     r"^fitted\.threshold_ must be a finite number or -inf; got 'nan'\.$"),
+     r"^fitted\.threshold_ must be a finite number or \"-inf\"; got 'nan'\.$"),
     ("threshold_ -inf not allowed", _with(["fitted", "threshold_"], "-inf"),
      r"^fitted\.threshold_ must be a finite number; got '-inf'\.$"),
     ("accept_prob_ 5", _with(["fitted", "accept_prob_"], 5),
@@ -319,7 +323,7 @@ HOSTILE = [
     ("coverage_ negative", _with(["fitted", "coverage_"], -0.1),
      r"^fitted\.coverage_ must be a finite number in \[0, 1\]; got -0\.1\.$"),
     ("n_samples_ a bool", _with(["fitted", "n_samples_"], True),
-     r"^fitted\.n_samples_ must be an integer >= 0; got True\.$"),
+     r"^fitted\.n_samples_ must be an integer in \[0, 9223372036854775807\]; got True\.$"),
     ("equivalent_ short", _with(["fitted", "equivalent_"], [0.5]),
      r"^fitted\.equivalent_ must be a list of 3 items or null; got \[0\.5\]\.$"),
     ("param of the wrong type", _with(["params", "target_coverage"], "abc"),
@@ -486,6 +490,8 @@ CONTRADICTIONS = [
              {"coverage_": 0.3, "cost_": 0.21, "equivalent_": [0.3, [0.0, 0.0], [0.0, 0.5]]}),
      r"^fitted\.coverage_ must be a whole number of the fitted\.n_samples_ = 4 rows for a rule "
      r"with fitted\.accept_prob_ 1 \(whole tie groups\); got 0\.3 \(1\.2 rows\)\.$"),
+    ("rows beyond int64", _edited(_fit(CostBased(0.3)), {"n_samples_": 10**400}),
+     r"^fitted\.n_samples_ must be an integer in \[0, 9223372036854775807\]; got 1000"),
 ]
 
 

@@ -441,3 +441,16 @@ def test_mahalanobis_documents_keep_only_eigenvalues_their_rcond_keeps():
             det = Mahalanobis(rcond=rcond, dtype=dtype).fit(rng.normal(size=(80, 4)) * scale,
                                                              np.arange(80) % 3)
             load_json(det.to_json())
+
+
+def test_a_vim_dimension_at_or_beyond_the_features_is_refused_by_name():
+    # the shape check ran first: "residual_basis_ must have shape (6, -2)"
+    rng = np.random.default_rng(6)
+    train = rng.normal(size=(80, 6)) * [4, 3, 2, 1, 0.5, 0.2] + 1.0
+    W, b = rng.normal(size=(4, 6)), rng.normal(size=4)
+    doc = json.loads(ViM(dim=2).fit(train, weight=W, bias=b).to_json())
+    for bad in (6, 8, 10**40):
+        doc["fitted"]["dim_"] = bad
+        with pytest.raises(ValueError, match=r"^fitted\.dim_ must be smaller than "
+                           r"fitted\.n_features_in_ = 6; got \d+\.$"):
+            load_json(json.dumps(doc))

@@ -550,3 +550,25 @@ def test_a_grid_of_more_directions_than_the_limit_is_refused_in_one_line():
     doc["params"]["n_directions"] = 10**30
     with pytest.raises(ValueError, match=r"^params\." + message):
         load_json(json.dumps(doc))
+
+
+def test_a_grid_rule_off_its_grid_is_refused_on_load(quiet_fit):
+    # angle_, weights_ and mu_ edited together loaded: 36 of 400 decisions changed while
+    # feasible_ and the certified rates stayed
+    rng = np.random.default_rng(0)
+    S = rng.normal(size=(400, 2))
+    ood = rng.random(400) < 0.3
+    S[ood] += 1
+    loss = np.where(ood, 0, rng.random(400) < 0.2).astype(float)
+    for kw in ({}, {"delta": 0.2}):
+        rule = BoundedTPRFPR(0.6, 0.4, n_directions=8, **kw).fit(S, ood, loss)
+        load_json(rule.to_json())
+        doc = json.loads(rule.to_json())
+        a = doc["fitted"]["angle_"] + 0.3
+        doc["fitted"].update(angle_=a, weights_=[math.cos(a), math.sin(a)], mu_=math.tan(a))
+        with pytest.raises(ValueError, match=r"^fitted\.weights_ must be one of the "
+                           r"params\.n_directions = 8 directions \(cos a, sin a\) at a = "
+                           r"k pi / 8 of params\.search = 'grid'; got \["):
+            load_json(json.dumps(doc))
+    plug_in = CostBasedOOD(0.3, 1.0, 0.0, ood_prior=0.2).fit()  # direction (1, mu): no grid
+    assert load_json(plug_in.to_json()).weights_ == plug_in.weights_

@@ -153,7 +153,7 @@ class Number(Field):
 
     def describe(self) -> str:
         base = "a finite number" + _interval(self.low, self.high, self.low_open, self.high_open)
-        parts = [base, *self.special]
+        parts = [base, *(f'"{s}"' for s in self.special)]  # the strings, as written
         return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
     def _check(self, v: float) -> bool:
@@ -181,6 +181,12 @@ class Number(Field):
             v = float(value)
         except OverflowError:
             raise bad_value(where, self.expected(), value) from None
+        if math.isinf(v):  # a literal beyond the float64 range (1e400), which JSON reads as inf
+            name = "inf" if v > 0 else "-inf"
+            hint = f'; write the string "{name}" where that is meant' if name in self.special \
+                else ""
+            raise ValueError(f"{where} must be {self.expected()}; got a number beyond the "
+                             f"float64 range{hint}.")
         if not math.isfinite(v) or not self._check(v):
             raise bad_value(where, self.expected(), value)
         return v

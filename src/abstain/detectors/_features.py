@@ -562,6 +562,9 @@ class ViM(Detector):
 
     def _after_load(self) -> None:
         d = self.n_features_in_
+        if self.dim_ >= d:  # as fit refuses such a dim
+            raise ValueError(f"fitted.dim_ must be smaller than fitted.n_features_in_ = {d}; "
+                             f"got {self.dim_}.")
         if self.residual_basis_.shape[1] != d - self.dim_:
             raise ValueError(f"fitted.residual_basis_ must have shape ({d}, {d - self.dim_}) "
                              f"for fitted.dim_ = {self.dim_}; got {self.residual_basis_.shape}.")

@@ -242,6 +242,14 @@ class _OODRule(ParamsMixin):
         if not (unit or normal or plug_in):
             raise ValueError(f"fitted.weights_ must be a unit vector, a vector of largest "
                              f"entry in [0.5, 1) or [1, mu_]; got {w}.")
+        search, n_dir = self._search_args()
+        on_rows = not (self._PLUG_IN and float(self.n_id_) == 0.0)
+        if search == "grid" and on_rows and not np.any(np.all(
+                core.grid_weights(n_dir) == np.asarray(w), axis=1)):
+            # a fit on rows takes one of the grid's vectors, the same bits on every CPU
+            raise ValueError(f"fitted.weights_ must be one of the params.n_directions = {n_dir} "
+                             f"directions (cos a, sin a) at a = k pi / {n_dir} of "
+                             f"params.search = 'grid'; got {w}.")
         if not math.isclose(math.atan2(w[1], w[0]), self.angle_, rel_tol=1e-9, abs_tol=1e-12):
             raise ValueError(f"fitted.angle_ must be the angle of fitted.weights_ "
                              f"({plain(math.atan2(w[1], w[0]))}); got {plain(self.angle_)}.")

@@ -199,7 +199,7 @@ class _RejectRule(ParamsMixin):
         "coverage_": Number(0.0, 1.0),
         "risk_": Number(0.0, special=("nan",)),
         "feasible_": Flag(),
-        "n_samples_": Int(0),
+        "n_samples_": Int(0, 2**63 - 1),  # rows counted in int64
         "equivalent_": Tup(
             Number(0.0, 1.0),
             Tup(Number(0.0, special=("inf",)), Number(0.0, special=("inf",)), none=True),
