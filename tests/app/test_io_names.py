@@ -5,6 +5,7 @@ of one name) pass through or are refused, never dropped."""
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -141,3 +142,44 @@ def test_an_npz_file_with_a_member_that_is_not_an_array_is_refused_naming_it(tmp
     with pytest.raises(ValueError, match=r"^'.*t\.npz' holds 'notes\.txt', which is not a "
                                          r"\.npy array; write the file with numpy\.savez"):
         read_table(path)
+
+
+def test_nested_and_binary_parquet_columns_are_refused_where_the_output_would_change_them(
+        tmp_path):
+    # a list of 1,500 numbers came out as "[   0    1    2 ... 1497 1498 1499]", a struct's
+    # 9007199254740993 as 9007199254740992.0, bytes as "b'ab'"
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    big = 2**53 + 1
+    columns = {"emb": pa.array([list(range(1500)), [big, 3]]),
+               "meta": pa.array([{"id": big}, None]),
+               "raw": pa.array([b"ab", b"\xff"])}
+    for name, column in columns.items():
+        src = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"risk": [0.1, 0.5], name: column}), src)
+        for fmt, article in (("csv", "a"), ("npz", "an")):
+            out = tmp_path / f"{name}_out.{fmt}"
+            with pytest.raises(ValueError, match=rf"^'.*{name}\.parquet': column '{name}' holds "
+                               rf".* values, which {article} {fmt.upper()} output cannot hold as "
+                               rf"written; write the output as Parquet \(\.parquet\), which "
+                               rf"keeps them\.$"):
+                write_with_column(src, out, "accept", np.array([1.0, 0.0]))
+            assert not out.exists()
+        out = tmp_path / f"{name}_out.parquet"
+        write_with_column(src, out, "accept", np.array([1.0, 0.0]))
+        assert pq.read_table(out).column(name).equals(pq.read_table(src).column(name))
+
+
+def test_a_decimal_parquet_column_is_read_as_numbers(tmp_path):
+    # decimal values came as Python Decimal objects: "column 'risk' must be numeric; got text"
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from abstain.app.io import read_table_rows
+
+    src = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"loss": [0.0, 1.0, 0.0],
+                             "risk": pa.array([Decimal("0.1"), None, Decimal("12.345")],
+                                              pa.decimal128(10, 3))}), src)
+    got = read_table_rows(src).columns["risk"]
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, [0.1, np.nan, 12.345])

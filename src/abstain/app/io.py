@@ -45,6 +45,7 @@ from .csv_records import (
 )
 from .parquet_files import (
     arrow_frame,
+    check_plain_columns,
     check_rows,
     open_parquet,
     parquet_error,
@@ -728,6 +729,7 @@ def write_with_column(
         # nullable dtypes: an integer column with empty cells stays integers in CSV, and
         # is refused in NPZ rather than written as floats
         frame = open_parquet(src, lambda p: parquet_frame(p, nullable=True))
+        check_plain_columns(src, fmt)  # a file pyarrow has read
         check_rows(src, len(frame), values)
         # in CSV the new column's cells are written as from a CSV source (1, 0, empty)
         frame[name] = [_accept_cell(v) for v in values] if fmt == "csv" else values

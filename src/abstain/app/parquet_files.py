@@ -57,7 +57,9 @@ def parquet_frame(p: Path, nullable: bool = False) -> Any:
 
 def arrow_frame(table: Any) -> Any:
     """A pyarrow table (or record batch) as a pandas DataFrame, as pyarrow converts it, but
-    for an integer column with nulls holding values beyond 2**53: pyarrow turns such a
+    for a decimal column, whose values become the nearest float64 (pyarrow gives Python
+    ``Decimal`` objects, which read as text), and an integer column with nulls holding
+    values beyond 2**53: pyarrow turns such a
     column into float64 and rounds them (ids 2**53 and 2**53 + 1 would tie), so it is taken
     as Python integers and None instead, which the readers keep as written."""
     import pandas as pd
@@ -67,6 +69,9 @@ def arrow_frame(table: Any) -> Any:
     frame = table.to_pandas()
     for j, field in enumerate(table.schema):
         column = table.column(j)
+        if pa.types.is_decimal(field.type):  # numbers, each the nearest float64 (as in CSV)
+            frame[frame.columns[j]] = pd.Series(column.to_pylist(), dtype=object).astype(float)
+            continue
         if not pa.types.is_integer(field.type) or column.null_count == 0:
             continue
         low, high = pc.min_max(column).values()
@@ -141,6 +146,23 @@ def parquet_with_column(src: Path, out: Path, name: str, values: NDArray[np.floa
              else table.append_column(name, column))
     with atomic_path(out) as tmp:
         pq.write_table(table, tmp)
+
+
+def check_plain_columns(p: Path, fmt: str) -> None:
+    """Refuse a Parquet file with a column that a CSV or NPZ output (``fmt``) cannot hold as
+    written: nested (list, struct, map) or binary values would come out as their Python
+    text (a long list shortened with ``...``, struct fields through float)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for field in pq.read_schema(p):
+        t = field.type
+        if pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t) \
+                or pa.types.is_fixed_size_binary(t):
+            article = "an" if fmt == "npz" else "a"
+            raise ValueError(f"{str(p)!r}: column {field.name!r} holds {t} values, which "
+                             f"{article} {fmt.upper()} output cannot hold as written; write "
+                             f"the output as Parquet (.parquet), which keeps them.")
 
 
 def check_rows(src: Path, n: int, values: Sized) -> None:
