@@ -183,3 +183,27 @@ def test_a_decimal_parquet_column_is_read_as_numbers(tmp_path):
     got = read_table_rows(src).columns["risk"]
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, [0.1, np.nan, 12.345])
+
+
+def test_npz_arrays_of_other_shapes_are_no_columns_and_pass_through_to_npz(tmp_path):
+    # an embeddings array beside the scores made every command refuse the file
+    src = tmp_path / "t.npz"
+    emb = np.arange(12.0).reshape(3, 4)
+    np.savez(src, risk=np.array([0.1, 0.5, 0.3]), emb=emb, version=np.array(7))
+    assert list(read_table_rows(src).columns) == ["risk"]
+    out = tmp_path / "out.npz"
+    write_with_column(src, out, "accept", np.array([1.0, 0.0, 1.0]))
+    with np.load(out) as got:
+        np.testing.assert_array_equal(got["emb"], emb)
+        assert got["version"].shape == () and int(got["version"]) == 7
+        assert got["accept"].tolist() == [1.0, 0.0, 1.0]
+    for fmt in ("csv", "parquet"):
+        target = tmp_path / f"out.{fmt}"
+        with pytest.raises(ValueError, match=rf"^'.*t\.npz': array 'emb' has shape \(3, 4\), "
+                           rf"which a {fmt.upper()} output cannot hold as a column; write the "
+                           rf"output as NPZ \(\.npz\), which keeps it\.$"):
+            write_with_column(src, target, "accept", np.array([1.0, 0.0, 1.0]))
+        assert not target.exists()
+    np.savez(tmp_path / "only.npz", emb=emb)  # no column at all: refused as before
+    with pytest.raises(ValueError, match=r"column 'emb' must be one-dimensional"):
+        read_table_rows(tmp_path / "only.npz")

@@ -333,8 +333,9 @@ def read_table_rows(path: str | os.PathLike[str],
         body = list(csv_body(records, len(header)))
         table, lines = _csv_columns(header, body, p, typed=columns)
         return TableRows(_normalise(table, str(p)), Rows("line", lines))
-    if fmt == "npz":
-        table = _npz_arrays(p)
+    if fmt == "npz":  # arrays of other shapes (embeddings) are no columns: they pass through
+        arrays = _npz_arrays(p)
+        table = {k: v for k, v in arrays.items() if v.ndim == 1} or arrays
     else:
         frame = open_parquet(p, parquet_frame)
         table = {str(k): frame[k].to_numpy() for k in frame.columns}
@@ -721,7 +722,13 @@ def write_with_column(
                                    for j, h in enumerate(header)}
     elif src_fmt == "npz":
         columns = _npz_arrays(src)
-        check_rows(src, len(next(iter(columns.values()))) if columns else 0, values)
+        flat = [a for a in columns.values() if a.ndim == 1]
+        check_rows(src, len(flat[0]) if flat else 0, values)
+        other = next((k for k, a in columns.items() if a.ndim != 1), None)
+        if other is not None and fmt != "npz":
+            raise ValueError(f"{str(src)!r}: array {other!r} has shape {columns[other].shape}, "
+                             f"which a {fmt.upper()} output cannot hold as a column; write the "
+                             f"output as NPZ (.npz), which keeps it.")
     elif fmt == "parquet":
         parquet_with_column(src, out, name, values)
         return
