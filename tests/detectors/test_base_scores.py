@@ -200,3 +200,27 @@ def test_csi_weights_near_the_float_limits():
         np.zeros(2).astype("<f8").tobytes()).decode()
     with pytest.raises(ValueError, match=r"fitted\.lambda_shift_ must hold non-zero weights"):
         load_json(json.dumps(doc))
+
+
+def test_supocsvm_distances_that_overflow_are_refused_not_nan():
+    # a support vector near 1e308 made |q|^2 - 2 q.sv + |sv|^2 inf - inf: the whole supocsvm
+    # column came back NaN
+    import base64
+    import json
+
+    rng = np.random.default_rng(0)
+    y = np.arange(60) % 3
+    F = 3 + rng.normal(size=(2, 60, 5))
+    F[:, np.arange(60), y] += 2
+    det = ShiftedBaseScores(kinds=("supocsvm",), shifts=(0, 2)).fit(F, y)
+    doc = json.loads(det.to_json())
+    support = doc["fitted"]["svm_"][0][0]["support"]
+    sv = np.frombuffer(base64.b64decode(support["float64_le_base64"])).copy()
+    sv[0] = 1e308
+    support["float64_le_base64"] = base64.b64encode(sv.tobytes()).decode()
+    with pytest.raises(ValueError, match=r"^supocsvm: the squared distances between the "
+                       r"features and the support vectors overflow float64"):
+        load_json(json.dumps(doc)).score(F[:, :4])
+    far = F[:, :4].copy()
+    far[:, 0, 0] = 1e300  # a feature far from every support vector: a kernel of 0, no error
+    assert np.isfinite(det.score(far)).all()

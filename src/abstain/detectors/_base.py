@@ -146,3 +146,38 @@ def row_means(a: NDArray[np.float64]) -> NDArray[np.float64]:
     near the float maximum (logits or norms of 1e308)."""
     top = np.maximum(np.max(np.abs(a), axis=1), 1e-300)
     return top * (a / top[:, None]).mean(axis=1)  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------ kernels of the shifted base scores
+def max_cosine(Q: NDArray[np.float64], bank: NDArray[np.float64],
+               block: int) -> NDArray[np.float64]:
+    """Exact ``max_i <q, bank_i>`` of unit rows, by blocks of the matrix product."""
+    if block < 1:
+        raise ValueError(f"block must be >= 1; got {block}.")
+    out = np.empty(Q.shape[0])
+    for start in range(0, Q.shape[0], block):
+        out[start:start + block] = (Q[start:start + block] @ bank.T).max(axis=1)
+    return np.minimum(out, 1.0)
+
+
+def svm_gamma(F: NDArray[np.float64], gamma: float | str) -> float:
+    if isinstance(gamma, str):
+        var = float(F.var())
+        return 1.0 / (F.shape[1] * var) if var > 0 else 1.0
+    return float(gamma)
+
+
+def ocsvm_decision(X: NDArray[np.float64], part: dict[str, Any], block: int) -> NDArray[np.float64]:
+    """``sum_i a_i exp(-gamma ||sv_i - x||^2) - rho``: sklearn's decision_function."""
+    sv, coef, g = part["support"], part["dual_coef"], part["gamma"]
+    sv_sq = np.einsum("ij,ij->i", sv, sv)
+    out = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], block):
+        q = X[start:start + block]
+        d2 = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] - 2.0 * q @ sv.T + sv_sq, 0.0)
+        out[start:start + block] = np.exp(-g * d2) @ coef
+    if np.isnan(out).any():  # |q|^2 - 2 q.sv + |sv|^2 as inf - inf: no distance to compare
+        raise ValueError("supocsvm: the squared distances between the features and the "
+                         "support vectors overflow float64 (entries beyond about 1e154); "
+                         "scale the features down.")
+    return out - part["rho"]

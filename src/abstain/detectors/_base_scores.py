@@ -65,7 +65,7 @@ from .._core.validation import (
     check_int,
     plain,
 )
-from ._base import row_means, row_norms, unit_rows
+from ._base import max_cosine, ocsvm_decision, row_means, row_norms, svm_gamma, unit_rows
 from ._logits import neg_log_share, neg_max_softmax
 
 __all__ = [
@@ -391,7 +391,7 @@ class ShiftedBaseScores(ParamsMixin):
                 Fk = F[j, labels == k]
                 if cap is not None and Fk.shape[0] > int(cap):
                     Fk = Fk[np.sort(rng.choice(Fk.shape[0], int(cap), replace=False))]
-                g = _svm_gamma(Fk, self.gamma)
+                g = svm_gamma(Fk, self.gamma)
                 model = OneClassSVM(kernel="rbf", nu=nu, gamma=g).fit(Fk)
                 row.append({"support": np.asarray(model.support_vectors_, dtype=np.float64),
                             "dual_coef": np.asarray(model.dual_coef_, np.float64).ravel(),
@@ -434,7 +434,7 @@ class ShiftedBaseScores(ParamsMixin):
         if kind == "norm":
             return -row_norms(Fj)
         if kind == "cos":
-            return -_max_cosine(unit_rows(Fj, "features: the cosine score"), self.bank_[j],
+            return -max_cosine(unit_rows(Fj, "features: the cosine score"), self.bank_[j],
                                 int(self.block))
         if kind in _LOGIT_KINDS:
             assert Lj is not None
@@ -451,7 +451,7 @@ class ShiftedBaseScores(ParamsMixin):
         # supocsvm
         best = np.full(Fj.shape[0], -np.inf)
         for part in self.svm_[j]:
-            best = np.maximum(best, _ocsvm_decision(Fj, part, int(self.block)))
+            best = np.maximum(best, ocsvm_decision(Fj, part, int(self.block)))
         return -best
 
     def fit_score(self, features: ArrayLike, y: ArrayLike,
@@ -515,36 +515,6 @@ def _check_unit_rows(name: str, bank: F64) -> None:
     if norm.size and not np.allclose(norm, 1.0, rtol=0.0, atol=1e-6):
         raise ValueError(f"fitted.{name} must hold rows of unit norm, as a fit stores them; got "
                          f"norms from {float(norm.min()):.6g} to {float(norm.max()):.6g}.")
-
-
-# --------------------------------------------------------------------------- kernels
-def _max_cosine(Q: F64, bank: F64, block: int) -> F64:
-    """Exact ``max_i <q, bank_i>`` of unit rows, by blocks of the matrix product."""
-    if block < 1:
-        raise ValueError(f"block must be >= 1; got {block}.")
-    out = np.empty(Q.shape[0])
-    for start in range(0, Q.shape[0], block):
-        out[start:start + block] = (Q[start:start + block] @ bank.T).max(axis=1)
-    return np.minimum(out, 1.0)
-
-
-def _svm_gamma(F: F64, gamma: float | str) -> float:
-    if isinstance(gamma, str):
-        var = float(F.var())
-        return 1.0 / (F.shape[1] * var) if var > 0 else 1.0
-    return float(gamma)
-
-
-def _ocsvm_decision(X: F64, part: dict[str, Any], block: int) -> F64:
-    """``sum_i a_i exp(-gamma ||sv_i - x||^2) - rho``: sklearn's decision_function."""
-    sv, coef, g = part["support"], part["dual_coef"], part["gamma"]
-    sv_sq = np.einsum("ij,ij->i", sv, sv)
-    out = np.empty(X.shape[0])
-    for start in range(0, X.shape[0], block):
-        q = X[start:start + block]
-        d2 = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] - 2.0 * q @ sv.T + sv_sq, 0.0)
-        out[start:start + block] = np.exp(-g * d2) @ coef
-    return out - part["rho"]
 
 
 # --------------------------------------------------------------------------- CSI, SupCSI
@@ -653,7 +623,7 @@ class CSI(_ShiftedDetector):
         unit = np.zeros(Z.shape)  # a zero projection has no direction: cosine 0
         nonzero = norm.T > 0
         unit[nonzero] = unit_rows(Z[nonzero], "projections: the cosine score")
-        cos = np.stack([_max_cosine(unit[j], self.bank_[j], int(self.block))
+        cos = np.stack([max_cosine(unit[j], self.bank_[j], int(self.block))
                         for j in range(T)], axis=1)
         shift = np.stack([L[j, :, j] for j in range(T)], axis=1)
         return cos, norm, shift
