@@ -32,3 +32,41 @@ def test_a_resample_leaves_out_the_squares_of_rows_it_did_not_draw():
     table = TableResampler(u, losses).table(counts[0])
     want = ScoreTable.from_arrays(np.repeat(u, counts[0]), np.repeat(losses, counts[0]))
     assert table == want and table.sq_loss_sums is not None
+
+
+def test_merges_of_2_53_rows_or_more_at_one_score_are_refused():
+    # a merge counted 2**53 + 2 rows at one score: its own document was refused by
+    # load_json, and 1,025 such parts wrapped int64 counts to negative numbers
+    from abstain import BinnedTable, PairTable
+    from abstain.metrics import StreamingMetric
+
+    big = 2**52 + 1
+    a = ScoreTable.from_totals([0.5], [big], [0.0], loss_values=[0.0], loss_counts=[big])
+    b = ScoreTable.from_totals([0.25], [big], [float(big)], loss_values=[1.0],
+                               loss_counts=[big])
+    c = ScoreTable.from_totals([0.25], [big], [0.0], loss_values=[0.0], loss_counts=[big])
+    message = r"^the merged tables count 9\.0072e\+15 rows at one score, beyond the 2\*\*53"
+    with pytest.raises(ValueError, match=message):
+        ScoreTable.merge(a, a)
+    assert load_json(ScoreTable.merge(a, b).to_json()).counts.tolist() == [big, big]
+    with pytest.raises(ValueError, match=r"^the merged tables count 9\.0072e\+15 rows of one "
+                       r"loss, beyond the 2\*\*53"):  # the oracle's loss distribution
+        ScoreTable.merge(a, c)
+    with pytest.raises(ValueError, match=message):
+        StreamingMetric("aurc").merge(a, a)
+    top = 2**53 - 1
+    stream = ScoreTable.from_totals([0.5], [top], [0.0], loss_values=[0.0], loss_counts=[top])
+    stream.update([0.75], [1.0])  # another score and loss: it joins
+    with pytest.raises(ValueError, match=r"^the merged tables count 9\.0072e\+15 rows at "
+                       r"one score"):
+        stream.update([0.5], [0.0])  # joined lazily, the merge failed when a field was read
+    assert stream.counts.tolist() == [top, 1]
+    p = PairTable.from_totals([[0.5, 1.0]], [big], [0], [0.0], max_loss=1.0)
+    with pytest.raises(ValueError, match=message):
+        PairTable.merge(p, p)
+    many = BinnedTable([0.0, 1.0]).add(ScoreTable.from_totals(
+        [0.5], [2**53 - 1], [0.0], loss_values=[0.0], loss_counts=[2**53 - 1]))
+    with pytest.raises(ValueError, match=r"^the merged tables (could )?count"):
+        BinnedTable.merge(*[many] * 1025)
+    with pytest.raises(ValueError, match=r"^the table with these rows count"):
+        BinnedTable([0.0, 1.0]).add(a).add(a)

@@ -22,7 +22,7 @@ from .._core.exact import sum_round_off
 from .._core.groups import group_totals
 from .._core.prefix import harmonic_difference, tie_excess
 from .._core.validation import as_real_array, nonfinite, plain
-from ._score import ScoreTable
+from ._score import ScoreTable, check_row_counts
 
 __all__ = ["BinnedTable", "Bounded"]
 
@@ -133,8 +133,9 @@ class BinnedTable:
                   else self.ood_marked)
         bins = self._bins(table.values)
         size = self.counts.size
-        counts = self.counts + np.bincount(bins, weights=table.counts,
-                                           minlength=size).astype(np.int64)
+        added = np.bincount(bins, weights=table.counts, minlength=size)  # exact below 2**53
+        check_row_counts([self.counts, added], self.counts + added, "the table with these rows")
+        counts = self.counts + added.astype(np.int64)
         ood = self.ood_counts
         if table.ood_counts is not None:
             ood = ood + np.bincount(bins, weights=table.ood_counts,
@@ -199,6 +200,7 @@ class BinnedTable:
                 ood += t.ood_counts
                 loss_sums += t.loss_sums
                 sq = None if sq is None or t.sq_loss_sums is None else sq + t.sq_loss_sums
+        check_row_counts([t.counts for t in tables], counts, "the merged tables")
         out._take(counts, ood, loss_sums, sq)
         for t in tables:
             np.minimum(out.lows, t.lows, out=out.lows)

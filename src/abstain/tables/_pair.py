@@ -33,6 +33,7 @@ from ._score import (
     as_ood_marks,
     as_totals,
     check_loss_sums,
+    check_row_counts,
     whole_counts,
 )
 
@@ -225,6 +226,7 @@ class PairTable(LazyUpdates, ParamsMixin):
         out.values, (out.counts, out.ood_counts, out.loss_sums) = _pair_totals(
             cat([t.values for t in full]), cat([t.counts for t in full]),
             cat([t.ood_counts for t in full]), cat([t.loss_sums for t in full]))
+        check_row_counts([t.counts for t in full], out.counts, "the merged tables")
         _check_total(out.loss_sums, "the losses of the merged tables")
         out.max_loss = max(t.max_loss for t in full)
         return out
@@ -243,6 +245,7 @@ class PairTable(LazyUpdates, ParamsMixin):
             raise ValueError("the losses of the merged tables must have a sum within the "
                              "float64 range; got a sum that overflows (scale the losses "
                              "down, and the costs with them).")
+        pending.check_rows(batch)
 
     @property
     def n(self) -> int:

@@ -9,6 +9,7 @@ per batch of a stream, per file of a directory, per partition of a cluster.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -57,8 +58,27 @@ def check_loss_sums(loss_sums: F64, id_counts: I64, max_loss: float,
 def whole_counts(arr: NDArray[Any], where: str, low: int) -> I64:
     """Whole numbers >= ``low`` of a loaded array as int64."""
     if not (np.all(arr == np.floor(arr)) and np.all(arr >= low) and np.all(arr < 2.0**53)):
-        raise ValueError(f"{where} must hold whole numbers >= {low}; got other values.")
+        raise ValueError(f"{where} must hold whole numbers >= {low} and below 2**53; got "
+                         f"other values.")
     return arr.astype(np.int64)
+
+
+def check_row_counts(parts: Iterable[NDArray[Any]], merged: NDArray[Any], what: str,
+                     at: str = "at one score") -> None:
+    """Refuse tables whose rows at one score (or bin, or ``at`` one loss value of the
+    oracle's loss distribution) add up to 2**53 or more, beyond what their float64 totals
+    (and a document) hold exactly: ``parts`` the counts added up (each below 2**53),
+    ``merged`` their sums per score. Where the parts' rows reach 2**62, whose int64 sums
+    could wrap, each part's largest count is added instead, as if on one score."""
+    counts = [p for p in parts if p.size]
+    top = sum(float(p.max()) for p in counts)
+    exact = top >= 2.0**53 and sum(float(p.sum(dtype=np.float64)) for p in counts) < 2.0**62
+    if exact:
+        top = float(np.max(merged)) if merged.size else 0.0
+    if top >= 2.0**53:
+        raise ValueError(f"{what} {'count' if exact else 'could count'} {top:.6g} rows {at}, "
+                         f"beyond the 2**53 that a table's totals hold exactly; merge fewer "
+                         f"rows (a sample of them).")
 
 
 class PendingParts:
@@ -87,6 +107,16 @@ class PendingParts:
         with np.errstate(over="ignore"):
             total = self.total + float(np.sum(batch.loss_sums))
         return not abs(total) <= np.finfo(np.float64).max * (1 - 2.0**-20)
+
+    def check_rows(self, batch: Any) -> None:
+        """Raise what :meth:`merged` would raise with ``batch`` for 2**53 rows or more at
+        one score (or of one loss): merged to see only where the largest counts of the
+        parts, added up, reach it (tables of some 4.5e15 rows)."""
+        for field in ("counts", "loss_counts"):
+            parts = [getattr(t, field, None) for t in (*self.parts, batch)]
+            if sum(float(p.max()) for p in parts if p is not None and p.size) >= 2.0**53:
+                type(batch).merge(*self.parts, batch)
+                return
 
     def merged(self) -> Any:
         return self.parts[0] if len(self.parts) == 1 else type(self.parts[0]).merge(*self.parts)
@@ -391,6 +421,7 @@ class ScoreTable(LazyUpdates, ParamsMixin):
             weights.append(cat([t.ood_counts for t in full]))  # type: ignore[misc]
         with np.errstate(over="ignore"):
             out.values, _, sums = group_totals(cat([t.values for t in full]), *weights)
+            check_row_counts([t.counts for t in full], sums[0], "the merged tables")
             out.counts, out.loss_sums = sums[0], sums[1]
             out.sq_loss_sums = sums[2] if squares and np.isfinite(sums[2].sum()) else None
         out.ood_counts = sums[3] if marked == {True} else None
@@ -430,6 +461,7 @@ class ScoreTable(LazyUpdates, ParamsMixin):
         if pending.overflows(batch):
             raise ValueError("losses must have a sum within the float64 range (scale them "
                              "down; the metrics are linear in the losses).")
+        pending.check_rows(batch)
 
     def _check_total(self) -> None:
         with np.errstate(over="ignore"):
@@ -632,6 +664,8 @@ def _merge_losses(out: ScoreTable, tables: tuple[ScoreTable, ...]) -> None:
         if kept:
             lv, _, (lc,) = group_totals(np.concatenate([t.loss_values for t in kept]),  # type: ignore[misc]
                                         np.concatenate([t.loss_counts for t in kept]))  # type: ignore[misc]
+            check_row_counts([t.loss_counts for t in kept], lc, "the merged tables",  # type: ignore[misc]
+                             "of one loss")
             out.loss_values, out.loss_counts = lv, lc
     else:
         out.loss_values = out.loss_counts = None
