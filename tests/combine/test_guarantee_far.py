@@ -291,3 +291,19 @@ def test_conformal_threshold_of_an_alpha_within_round_off_of_one_is_the_smallest
     cal = np.arange(1.0, 10.0)
     for alpha in (1 - 1e-13, 1 - 2.0**-52):
         assert conformal_threshold(cal, alpha) == 1.0
+
+
+def test_min_n_near_1e14_rows_is_the_least_n_in_80_digit_arithmetic():
+    # float products of n near 1e14 and log1p(-alpha) decided n one row off (7 in 3,000
+    # draws): min_n had (1 - alpha)**min_n above delta, or was one past the least n
+    import decimal
+
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        alpha = float(10.0 ** rng.uniform(-15, -12))
+        delta = float(rng.uniform(1e-3, 0.99))
+        with decimal.localcontext() as ctx:
+            ctx.prec = 80
+            q = decimal.Decimal(delta).ln() / (1 - decimal.Decimal(alpha)).ln()
+            least = int(q.to_integral_value(rounding=decimal.ROUND_CEILING))
+        assert far_guarantee(least, alpha, delta).min_n == least

@@ -255,3 +255,12 @@ def test_load_json_refuses_a_bank_whose_combiner_has_another_ridge():
     doc["fitted"]["combiner_"]["params"]["sigma"] = 5.0
     with pytest.raises(ValueError, match=r"fitted\.combiner_ must have sigma = 1e-06"):
         load_json(json.dumps(doc))
+
+
+def test_a_glrt_cov_combiner_of_inlier_scores_loads_its_own_document():
+    # the load check took the stored (negated) training scores through transform, which
+    # negated them again: every glrt_cov combiner with higher_is_inlier=True was refused
+    S = np.random.default_rng(0).normal(size=(300, 3))
+    for higher in (False, True):
+        c = ScoreCombiner(method="glrt_cov", higher_is_inlier=higher).fit(S)
+        np.testing.assert_array_equal(load_json(c.to_json()).score(S), c.score(S))

@@ -508,3 +508,15 @@ def test_a_record_whose_choice_is_not_its_candidates_best_is_refused():
     with pytest.raises(ValueError, match=r"combination_auroc must be the largest AUROC of the "
                                          r"combination candidates"):
         load_json(json.dumps(doc))
+
+
+def test_the_summary_gives_win_fractions_unrounded():
+    # 179 of 200 resamples read "won 90% ..., too few to keep it" at a confidence of 0.9
+    from abstain.combine._select import describe
+
+    record = {"single": 0, "single_auroc": 0.586, "combination_method": "fisher",
+              "combination_columns": [0, 1, 2], "combination_auroc": 0.624,
+              "win_fraction": 179 / 200, "method": "single"}
+    assert "won 89.5% of paired resamples, too few to keep it" in describe(record)
+    record["kind_win_fractions"] = [179 / 200, 0.5]
+    assert "won 89.5% and 50% of paired resamples on the 2 kinds" in describe(record)

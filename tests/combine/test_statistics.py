@@ -297,3 +297,12 @@ def test_berk_jones_and_alr_keep_their_digits_where_p_is_near_i_over_m():
     rows = np.column_stack([0.25 - np.arange(1, 2001) * 1e-11, np.full((2000, 3), 0.9)])
     for method in ("bj", "alr"):
         assert np.all(np.diff(combine(rows, method, scale="p")) >= 0)
+
+
+def test_csi_statistic_keeps_its_terms_near_the_float_maximum():
+    # the training means overflowed to inf: the weight became 0 and the term vanished
+    from abstain.combine import csi_statistic
+
+    got = csi_statistic([[0.5]], [[1e308]], [[1e308]], norm_train=[[1e308], [1e308]],
+                        shift_train=[[1e308], [1e308]])
+    assert got.tolist() == [-1.5]

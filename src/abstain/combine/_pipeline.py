@@ -349,7 +349,10 @@ class ScoreCombiner(ParamsMixin):
             # its diagonal is that of the z-values of the training rows (each column's
             # values are in empirical_z_) and sigma; fit computes it so, exactly
             ez = self.empirical_z_
-            z = ez.transform(ez.sorted_train_.T)[:, self.columns_]
+            # sorted_train_ holds the training scores as transform compares them (negated
+            # for higher_is_inlier): back to the scores' own sign before transform
+            train = -ez.sorted_train_.T if ez.higher_is_inlier else ez.sorted_train_.T
+            z = ez.transform(train)[:, self.columns_]
             diag = covariance_diagonal(z, float(self.sigma))
             if not np.array_equal(np.diag(cov), diag):
                 raise ValueError(f"fitted.cov_ must have the diagonal {plain(diag.tolist())} "

@@ -327,9 +327,11 @@ def describe(record: dict[str, Any]) -> str:
     combo = (f"{record['combination_method']} of columns {record['combination_columns']} "
              f"(AUROC {record['combination_auroc']:.4f})")
     each = record.get("kind_win_fractions") or []
-    won = (f"won {' and '.join(f'{v:.0%}' for v in each)} of paired resamples on the "
+    # shares of resamples as they are, not rounded to whole percents: 0.895 read "90%",
+    # "too few to keep it" at a confidence of 0.9
+    won = (f"won {' and '.join(f'{v * 100:.10g}%' for v in each)} of paired resamples on the "
            f"{len(each)} kinds of proxy" if len(each) > 1 else
-           f"won {record['win_fraction']:.0%} of paired resamples")
+           f"won {record['win_fraction'] * 100:.10g}% of paired resamples")
     tasks = record.get("task_win_fractions") or []
     lost = sum(v < 0.5 for v in tasks)
     apart = (f"; taken alone, {lost} of the {len(tasks)} proxy tasks show it above in "

@@ -21,6 +21,7 @@ from .._core.validation import (
     plain,
     validate_params,
 )
+from ..detectors._base import row_means
 from ._qp import as_covariance, glrt_cov
 
 #: The combined statistics that :func:`combine` computes, in the order of the paper's
@@ -368,7 +369,8 @@ def csi_statistic(
             raise ValueError(f"{name} must have the shape of cos {c.shape}; got {arr.shape}.")
     for name, arr in (("norm_train", nt), ("shift_train", st)):
         check_columns(name, arr, t)
-    mean_norm, mean_shift = nt.mean(axis=0), st.mean(axis=0)
+    # in the units of each column's largest magnitude: no overflow near the float maximum
+    mean_norm, mean_shift = row_means(nt.T), row_means(st.T)
     for name, mean in (("norm_train", mean_norm), ("shift_train", mean_shift)):
         if np.any(mean == 0.0):
             raise ValueError(f"{name} must have non-zero column means (eq. 7 divides by "
