@@ -31,7 +31,7 @@ from ._core.validation import (
 from .metrics import aurc
 from .scores._learned import PAPER_C_GRID, TCP, true_class_probability
 from .scores._plugin import conditional_risk, margin, ordinal_margin
-from .scores._selection import select_regularization
+from .scores._selection import check_learner, select_regularization
 
 __all__ = [
     "PAPER_RATIOS",
@@ -273,6 +273,8 @@ def evaluate_scores(
                          f"{{'REG': LossRegression()}}; got {type(learners).__name__}.")
     if not learners:
         raise ValueError("learners must name at least one score learner; got none.")
+    for key, learner in learners.items():
+        check_learner(learner, f"learners[{key!r}]")
     for r in ratios:
         check_fraction("ratios", r)
     plugins = dict(plugin_scores or {})

@@ -645,3 +645,63 @@ def test_sele_gap_bound_is_in_the_units_of_the_losses(unit):
     # a bound on the residual of the last step: the same order of magnitude in any unit
     assert ref.gap_bound_ * unit / 10 <= fit.gap_bound_ <= ref.gap_bound_ * unit * 10
     load_json(fit.to_json())
+
+
+def test_sele_on_losses_near_1e200_saves_and_loads_its_infinite_gap_bound():
+    # the bound grad**2 / (2 C) in units of such losses overflows: the fit wrote inf, which
+    # load_json refused as "must be finite for params.C = 1.0"
+    rng = np.random.default_rng(5)
+    X, y_pred, losses = random_problem(rng)
+    model = SELE(C=1.0, random_state=0).fit(X, y_pred, losses * 1e200)
+    assert model.gap_bound_ == np.inf
+    loaded = load_json(model.to_json())
+    np.testing.assert_array_equal(loaded.score(X, y_pred), model.score(X, y_pred))
+
+
+@pytest.mark.parametrize("cls", [LossRegression, SELE])
+def test_a_baseline_near_the_float_maximum_is_fitted(cls):
+    # the baseline's unit was 2**1024 (math.ldexp overflowed: OverflowError)
+    rng = np.random.default_rng(0)
+    X, y_pred, losses = random_problem(rng)
+    u0 = rng.uniform(0.5, 1.0, losses.size) * 1.7e308
+    model = cls(C=1.0).fit(X, y_pred, losses, baseline=u0)
+    assert np.isfinite(model.score(X, y_pred, baseline=u0)).all()
+    small = cls(C=1.0).fit(X, y_pred, losses, baseline=u0 * 2.0**-1000)
+    np.testing.assert_array_equal(small.score(X, y_pred, baseline=u0 * 2.0**-1000),
+                                  model.score(X, y_pred, baseline=u0))
+
+
+def test_labels_a_saved_score_cannot_keep_are_refused_at_fit():
+    # bytes, dates and NaN classes were fitted, then to_json refused classes_
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    losses = [0.0, 1.0, 0.0, 1.0]
+    for y_pred in (np.array([b"a", b"a", b"b", b"b"]),
+                   np.array(["2020-01-01"] * 2 + ["2020-01-02"] * 2, dtype="datetime64[D]")):
+        with pytest.raises(ValueError, match=r"^y_pred must hold class labels that a saved "
+                           r"score keeps: strings, integers or finite numbers; got "):
+            LossRegression(C=0).fit(X, y_pred, losses)
+    with pytest.raises(ValueError, match=r"^classes must hold class labels that a saved score "
+                       r"keeps"):
+        LossRegression(classes=[np.nan, 1.0]).fit(X, [1, 1, 1, 1], losses)
+
+
+def test_select_regularization_names_what_it_was_given():
+    # a name or a class as the learner gave AttributeError / TypeError; bad validation rows
+    # were named X and y_pred, the learner's own arguments
+    from abstain.evaluation import evaluate_scores
+
+    rng = np.random.default_rng(0)
+    X, yp, loss = rng.normal(size=(40, 2)), rng.integers(0, 2, 40), rng.integers(0, 2, 40) * 1.0
+    Xv, ypv, lv = rng.normal(size=(20, 2)), rng.integers(0, 2, 20), rng.integers(0, 2, 20) * 1.0
+    for bad, shown in (("REG", "'REG'"), (LossRegression, "the class LossRegression"),
+                       (None, "None")):
+        with pytest.raises(ValueError, match=rf"^learner must be a score learner, an instance "
+                           rf"such as LossRegression\(\), SELE\(\) or TCP\(\); got {shown}\.$"):
+            select_regularization(bad, X, yp, loss, Xv, ypv, lv)
+    with pytest.raises(ValueError, match=r"^learners\['REG'\] must be a score learner"):
+        evaluate_scores(X, yp, None, {"REG": "LossRegression"}, n_splits=1, random_state=0)
+    for args, message in (((Xv[:, 0], ypv), r"^X_val must be a non-empty 2-D array"),
+                          ((Xv[:, :1], ypv), r"^X_val must have 2 features, as in fit; got 1"),
+                          ((Xv, ypv + 5), r"^y_pred_val must hold labels in classes_")):
+        with pytest.raises(ValueError, match=message):
+            select_regularization(LossRegression(), X, yp, loss, *args, lv)

@@ -355,3 +355,12 @@ def test_near_tied_classes_get_the_least_risk_in_any_class_order():
     got = conditional_risk(rows, absolute_error_loss(3))
     assert np.all(got.risk == 0.95)
     assert aurc([0.0, 1.0, 0.0, 1.0], got.risk) == 0.5
+
+
+def test_mcp_keeps_the_risk_of_confident_rows_as_conditional_risk_does():
+    # 1 - max p rounded [1e-17, 1.0] to 0, tying it with [0, 1] (AuRC 0.667 for 0.389)
+    p = np.array([[1e-17, 1.0], [3e-17, 1.0], [0.0, 1.0]])
+    assert mcp(p).tolist() == [1e-17, 3e-17, 0.0]
+    rng = np.random.default_rng(3)
+    proba = random_proba(rng, 200, 4)
+    np.testing.assert_array_equal(mcp(proba), conditional_risk(proba).risk)

@@ -40,7 +40,7 @@ from .._core.validation import (
     plain,
 )
 from ..exceptions import ConvergenceWarning
-from ._losses import newton_polish
+from ._losses import check_class_labels, newton_polish
 from ._plugin import true_class_probability  # the target of TCP; its home is plugin
 
 __all__ = [
@@ -116,6 +116,7 @@ class _LinearScore(ParamsMixin):
                                  ) from None
         if fitting:
             self.classes_ = np.unique(labels if self.classes is None else self.classes)
+            check_class_labels(self.classes_, "y_pred" if self.classes is None else "classes")
         pos = np.minimum(np.searchsorted(self.classes_, labels), len(self.classes_) - 1)
         unknown = self.classes_[pos] != labels
         if np.any(unknown):
@@ -141,14 +142,15 @@ class _LinearScore(ParamsMixin):
                              "baseline; got an array.")
         u = as_scores(baseline, "baseline")
         check_same_length(X=np.empty(n), baseline=u)
-        if fitting:  # in units of a power of two near the largest |u0|: no square of a
-            # baseline in units of 1e-200 underflows, nor of one near 1e308 overflows
-            unit = math.ldexp(1.0, math.frexp(float(np.max(np.abs(u), initial=0.0)) or 1.0)[1])
+        if fitting:  # in units of a power of two at most the largest |u0| (2**1024 is not
+            # a float): no square of a baseline of 1e-200 underflows, nor of 1e308 overflows
+            unit = math.ldexp(1.0, math.frexp(float(np.max(np.abs(u), initial=0.0)) or 1.0)[1]
+                              - 1)
             scale = float((u / unit).std()) * unit
             self.baseline_mean_ = float((u / unit).mean()) * unit
             self.baseline_scale_ = scale if scale > 0 and np.isfinite(scale) else 1.0
         mean, sd = float(self.baseline_mean_), float(self.baseline_scale_)  # type: ignore[arg-type]
-        unit = math.ldexp(1.0, math.frexp(sd)[1])  # u0 - mean may overflow unscaled
+        unit = math.ldexp(1.0, math.frexp(sd)[1] - 1)  # u0 - mean may overflow unscaled
         return (u / unit - mean / unit) / (sd / unit)
 
     def _design(
@@ -640,7 +642,8 @@ class SELE(_LinearScore):
     objective_ : float
         ``F`` at the solution.
     gap_bound_ : float
-        Upper bound on ``F - min F`` (``inf`` when ``C = 0`` or with a baseline).
+        Upper bound on ``F - min F`` (``inf`` when ``C = 0`` or with a baseline, and where
+        the bound exceeds float64: losses near 1e170 and more).
     baseline_coef_, baseline_mean_, baseline_scale_ : float or None
         As in :class:`LossRegression` (the baseline as an input, its *Notes*).
     n_iter_ : int
@@ -699,8 +702,11 @@ class SELE(_LinearScore):
         super()._after_load()
         # fit bounds the gap where the objective is strongly convex, and only there; the
         # bound grad_norm**2 / (2 C) of a C below 1e-290 may overflow to inf (no bound)
+        # (losses near 1e170, an objective far above sqrt(C), square it beyond float64 too)
         bounded = float(self.C) > 0 and self.baseline_coef_ is None
-        overflows = 0 < float(self.C) < 1e-290 and math.isinf(self.gap_bound_)
+        C = float(self.C)
+        overflows = math.isinf(self.gap_bound_) and (
+            0 < C < 1e-290 or self.objective_ >= 1e20 * math.sqrt(C))
         if bounded != math.isfinite(self.gap_bound_) and not overflows:
             raise ValueError(
                 f"fitted.gap_bound_ must be {'finite' if bounded else 'inf'} for params.C = "

@@ -1,6 +1,7 @@
 """Loss matrices ``loss[y_true, y_pred]`` for plug-in rules, per-sample losses, the
-SELE proxy objective of a score (:func:`sele_objective`) and the last Newton steps of
-:class:`~abstain.scores.SELE`'s fit (:func:`newton_polish`)."""
+SELE proxy objective of a score (:func:`sele_objective`), the last Newton steps of
+:class:`~abstain.scores.SELE`'s fit (:func:`newton_polish`) and the check of the learned
+scores' class labels (:func:`check_class_labels`)."""
 
 from __future__ import annotations
 
@@ -184,3 +185,15 @@ def newton_polish(
         theta, grad, norm = trial, trial_grad, trial_norm
         steps += 1
     return theta, norm, steps
+
+
+def check_class_labels(classes: NDArray[Any], name: str) -> None:
+    """Refuse labels that a fitted score's JSON cannot keep: bytes, dates, NaN."""
+    kind = classes.dtype.kind
+    plain_items = kind != "O" or all(isinstance(v, (str, int, float, np.integer, np.floating))
+                                     for v in classes.tolist())
+    finite = kind not in "fc" or bool(np.all(np.isfinite(classes)))
+    if kind in "SVMm" or not plain_items or not finite:
+        raise ValueError(f"{name} must hold class labels that a saved score keeps: strings, "
+                         f"integers or finite numbers; got {classes.dtype} values such as "
+                         f"{classes[:3].tolist()!r}.")

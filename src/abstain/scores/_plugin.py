@@ -198,7 +198,9 @@ def _label_index(labels: NDArray[Any], prediction: ArrayLike, n: int) -> NDArray
 def mcp(proba: ArrayLike) -> NDArray[np.float64]:
     """Maximal class probability score ``1 - max_y p_hat(y | x)`` (Example 1).
 
-    The 0/1-loss case of :func:`conditional_risk`.
+    The 0/1-loss case of :func:`conditional_risk`, to the last bit: summed as the other
+    classes' probabilities in ascending order, so a confident row keeps its risk
+    (``[1e-17, 1.0]``: 1e-17, which ``1 - 1.0`` rounds to 0, tying it with ``[0, 1]``).
 
     Examples
     --------
@@ -207,7 +209,7 @@ def mcp(proba: ArrayLike) -> NDArray[np.float64]:
     [0.3, 0.6]
     """
     p = as_proba(proba)
-    return 1.0 - p.max(axis=1)
+    return np.maximum(_zero_one_risk(p, np.argmax(p, axis=1)), 0.0)
 
 
 @validate_params({"kind": [Options(("max", "top2"))]})

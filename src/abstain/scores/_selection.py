@@ -136,6 +136,32 @@ def bootstrap_win_fraction(
     return wins / n_boot
 
 
+def _validation_score(model: Any, X_val: ArrayLike, y_pred_val: ArrayLike | None,
+                      kw: dict[str, Any]) -> NDArray[np.float64]:
+    """``model.score`` of the validation rows; a refusal names them as given here
+    (``X_val``, not the ``X`` of the learner's own method)."""
+    try:
+        return model.score(X_val, y_pred_val, **kw)  # type: ignore[no-any-return]
+    except ValueError as exc:
+        msg = str(exc)
+        for own, given in (("X ", "X_val "), ("y_pred ", "y_pred_val "),
+                           ("baseline ", "baseline_val ")):
+            if msg.startswith(own):
+                raise ValueError(given + msg[len(own):]) from None
+        raise
+
+
+def check_learner(learner: Any, name: str) -> None:
+    """Refuse anything but a score learner: an instance of ``LossRegression``, ``SELE`` or
+    ``TCP`` (the class itself, a name or None gave Python's own AttributeError)."""
+    if not isinstance(learner, (LossRegression, SELE, TCP)):
+        what = (f"the class {learner.__name__}" if isinstance(learner, type)
+                else repr(learner) if isinstance(learner, (str, type(None)))
+                else type(learner).__name__)
+        raise ValueError(f"{name} must be a score learner, an instance such as "
+                         f"LossRegression(), SELE() or TCP(); got {what}.")
+
+
 @validate_params({"safe": [Boolean()],
                   "confidence": [Interval(float, 0, 1, closed="neither")],
                   "random_state": [RandomState()]})
@@ -204,6 +230,7 @@ def select_regularization(
     >>> safe.chosen, safe.win_fraction
     ('learned', 1.0)
     """
+    check_learner(learner, "learner")
     if isinstance(grid, (str, bytes)) or not hasattr(grid, "__iter__"):
         raise ValueError(f"grid must be a sequence of values of C; got {grid!r}.")
     values = tuple(float(check_positive("grid value", c, allow_zero=True)) for c in grid)
@@ -244,7 +271,7 @@ def select_regularization(
             warnings.simplefilter("ignore", ConvergenceWarning)
             current.fit(X, y_pred, target, **fit_kw)
         fitted[i] = copy.deepcopy(current)
-        u = current.score(X_val, y_pred_val, **score_kw)
+        u = _validation_score(current, X_val, y_pred_val, score_kw)
         check_same_length(losses_val=losses_v, uncertainty=u)
         scores[i] = aurc(losses_v, u)
     best_i = min(order, key=lambda i: scores[i])  # first in order: the larger C wins ties
@@ -256,7 +283,7 @@ def select_regularization(
         base_aurc = aurc(losses_v, u0_val)
     if safe:
         assert u0_val is not None  # checked above
-        u_best = best.score(X_val, y_pred_val, **score_kw)
+        u_best = _validation_score(best, X_val, y_pred_val, score_kw)
         wins = bootstrap_win_fraction(losses_v, u_best, u0_val, n_bootstrap=n_bootstrap,
                                       random_state=random_state)
         chosen = "learned" if wins >= confidence else "baseline"
