@@ -273,8 +273,9 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
 def _quantiles(reps: NDArray[np.float64], qs: list[float]) -> NDArray[np.float64]:
     """``numpy.nanquantile(reps, qs, axis=0)`` (linear interpolation), where an infinite
     replicate is a value like any other: a quantile between two replicates of which one is
-    infinite is that infinity (NumPy's interpolation gives NaN), and a value NaN in every
-    replicate gets NaN without a warning."""
+    infinite is that infinity (NumPy's interpolation gives NaN), a quantile within 1e-9 of a
+    replicate's position is that replicate, and a value NaN in every replicate gets NaN
+    without a warning."""
     all_nan = np.all(np.isnan(reps), axis=0)
     big = np.finfo(np.float64).max
     # infinities as the largest floats: interpolation between two finite replicates is
@@ -295,4 +296,17 @@ def _quantiles(reps: NDArray[np.float64], qs: list[float]) -> NDArray[np.float64
         with np.errstate(over="ignore", invalid="ignore"):
             ends = np.where(below == above, below, below + above)
         q = np.where(np.isinf(below) | np.isinf(above), ends, q)
-    return np.where(all_nan, np.nan, q)
+    q = np.where(all_nan, np.nan, q)
+    # a level whose position q (n - 1) lies within 1e-9 of a whole number k takes the k-th
+    # smallest replicate itself: (1 - 0.9) / 2 is 0.04999999999999999, whose position among
+    # 21 replicates, 0.9999999999999998, interpolated toward an infinite or huge neighbour
+    flat = reps.reshape(reps.shape[0], -1)
+    count = np.sum(~np.isnan(flat), axis=0)
+    ordered = np.sort(flat, axis=0)  # NaN last
+    out = q.reshape(len(qs), -1).copy()
+    for i, level in enumerate(qs):
+        pos = level * (count - 1.0)
+        k = np.rint(pos)
+        snap = np.flatnonzero((count > 0) & (np.abs(pos - k) <= 1e-9))
+        out[i, snap] = ordered[k[snap].astype(np.intp), snap]
+    return out.reshape(q.shape)
