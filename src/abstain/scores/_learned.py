@@ -40,7 +40,7 @@ from .._core.validation import (
     plain,
 )
 from ..exceptions import ConvergenceWarning
-from ._losses import check_class_labels, newton_polish
+from ._losses import ScaledProblem, check_class_labels, newton_polish
 from ._plugin import true_class_probability  # the target of TCP; its home is plugin
 
 __all__ = [
@@ -605,7 +605,8 @@ class SELE(_LinearScore):
 
     The objective is smooth and convex; it is minimised by a trust-region Newton
     method with exact gradients and Hessian-vector products (``scipy.optimize``
-    ``trust-ncg``), stopped when ``||grad F|| <= tol * ||grad F(theta_0)||``. With
+    ``trust-ncg``), stopped when ``||grad F|| <= tol * ||grad F(theta_0)||`` (in units
+    where each feature's largest magnitude is near 1: the rule is unit-free). With
     ``C > 0`` the objective is ``C``-strongly convex and ``gap_bound_ =
     ||grad F||^2 / (2 C)`` bounds ``F(theta) - min F`` (not with a baseline, whose
     coefficient is not regularised: then ``inf``). With ``C = 0`` the minimum
@@ -744,10 +745,14 @@ class SELE(_LinearScore):
         chunks = _chunks(target[design.order] / unit, self.chunk_size,
                          np.random.default_rng(self.random_state),
                          None if self.chunk_size is None else np.lexsort(keys))
-        problem = _SeleProblem(design, chunks, float(self.C) / unit, n_blocks)
+        raw = _SeleProblem(design, chunks, float(self.C) / unit, n_blocks)
+        # solved in units where each coefficient's feature is near 1 (powers of two, exact)
+        mags = np.concatenate((np.tile(np.max(np.abs(design.rows), axis=0), n_blocks),
+                               [] if design.extra is None else [np.max(np.abs(design.extra))]))
+        problem = ScaledProblem(raw, np.where(mags > 0, np.ldexp(1.0, np.frexp(mags)[1] - 1), 1.0))
         theta0 = np.zeros(problem.size)
         if previous is not None and previous.shape == theta0.shape:
-            theta0 = previous
+            theta0 = previous * problem.scale
         _, g0 = problem.value_grad(np.zeros(theta0.size))
         top = float(np.max(np.abs(design.rows), initial=0.0))
         # the Hessian products hold squares of the features times steps: beyond 2**400 they
@@ -759,7 +764,7 @@ class SELE(_LinearScore):
         # relative to the first gradient, but not below its round-off: with every loss
         # equal, 0 is the optimum and the first gradient is round-off itself
         eps = float(np.finfo(float).eps)
-        floor = 64 * eps * max(top, 1.0) * max(float(np.mean(target / unit)), 1e-300)
+        floor = 128 * eps * max(float(np.mean(target / unit)), 1e-300)
         gtol = max(float(self.tol) * float(np.linalg.norm(g0)), floor)
         result = scipy.optimize.minimize(
             problem.value_grad,
@@ -772,13 +777,14 @@ class SELE(_LinearScore):
         theta, grad_norm, polish = newton_polish(
             problem, result.x, gtol, max(0, int(self.max_iter) - int(result.nit))
         )
-        value, _ = problem.value_grad(theta)
+        theta = theta / problem.scale
+        value, grad = raw.value_grad(theta)
         self._set_theta(theta, design)
         self.objective_ = value * unit
         strongly_convex = self.C > 0 and design.extra is None
         with np.errstate(over="ignore", under="ignore"):  # a tiny C: beyond float64 is none
-            self.gap_bound_ = (float(np.float64(grad_norm) ** 2 / (2.0 * problem.C) * unit)
-                               if strongly_convex else math.inf)
+            self.gap_bound_ = (float(np.float64(np.linalg.norm(grad)) ** 2 / (2.0 * raw.C)
+                                     * unit) if strongly_convex else math.inf)
         self.n_iter_ = int(result.nit) + polish
         self.converged_ = bool(grad_norm <= gtol)
         if not self.converged_:

@@ -157,6 +157,24 @@ def sele_objective(
     return total / len(uniq)
 
 
+class ScaledProblem:
+    """``problem`` (its ``value_grad``, ``hessp`` and ``size``) in the coordinates
+    ``theta * scale``: gradients ``g / scale``, curvatures ``H / scale**2``. With ``scale``
+    the powers of two near each coefficient's largest feature, a rule on the gradient norm
+    does not depend on the units of a feature (features of 1e-13 beside an intercept of 1
+    had a first gradient within the intercept's round-off: a fit of zeros, "converged")."""
+
+    def __init__(self, problem: Any, scale: NDArray[np.float64]) -> None:
+        self.problem, self.scale, self.size = problem, scale, problem.size
+
+    def value_grad(self, flat: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        value, grad = self.problem.value_grad(flat / self.scale)
+        return value, grad / self.scale
+
+    def hessp(self, flat: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self.problem.hessp(flat / self.scale, p / self.scale) / self.scale  # type: ignore[no-any-return]
+
+
 def newton_polish(
     problem: Any, theta: NDArray[np.float64], gtol: float, max_steps: int
 ) -> tuple[NDArray[np.float64], float, int]:
