@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import numpy as np
 import pytest
 
@@ -70,3 +73,18 @@ def test_merges_of_2_53_rows_or_more_at_one_score_are_refused():
         BinnedTable.merge(*[many] * 1025)
     with pytest.raises(ValueError, match=r"^the table with these rows count"):
         BinnedTable([0.0, 1.0]).add(a).add(a)
+
+
+def test_a_loss_sum_below_its_rows_times_the_least_loss_is_refused():
+    # every loss 1 or 2, yet one row of loss sum 0.5: AuRC 0.986 from totals no rows give
+    kw = {"loss_values": [1.0, 2.0], "loss_counts": [2, 1]}
+    with pytest.raises(ValueError, match=r"^loss_sums must be at least the ID rows of each "
+                       r"group times the least loss \(1\.0\); got 0\.5 for 1 ID row\(s\) in "
+                       r"group 0\.$"):
+        ScoreTable.from_totals([0.1, 0.9], [1, 2], [0.5, 3.5], **kw)
+    good = ScoreTable.from_totals([0.1, 0.9], [1, 2], [1.0, 3.0], **kw)
+    doc = json.loads(good.to_json())
+    doc["fitted"]["loss_sums"]["float64_le_base64"] = base64.b64encode(
+        np.array([0.5, 3.5]).tobytes()).decode()
+    with pytest.raises(ValueError, match=r"^fitted\.loss_sums must be at least the ID rows"):
+        load_json(json.dumps(doc))

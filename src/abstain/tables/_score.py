@@ -38,20 +38,29 @@ I64 = NDArray[np.int64]
 
 
 def check_loss_sums(loss_sums: F64, id_counts: I64, max_loss: float,
-                    names: tuple[str, str] = ("fitted.loss_sums", "fitted.max_loss")) -> None:
+                    names: tuple[str, str] = ("fitted.loss_sums", "fitted.max_loss"),
+                    min_loss: float = 0.0) -> None:
     """Raise unless every group's loss sum is at most its ID rows times ``fitted.max_loss``
-    (``names``: how the message names the sums and the largest loss).
+    (``names``: how the message names the sums and the largest loss), and at least its ID
+    rows times ``min_loss`` (the least of the table's losses, where it knows them).
 
     A float64 sum of ``k`` terms each at most ``M`` is at most ``k M (1 + k 2**-52)`` in any
-    order of summation (each of the ``k - 1`` additions rounds by a relative ``2**-53``).
+    order of summation (each of the ``k - 1`` additions rounds by a relative ``2**-53``),
+    and one of terms each at least ``m`` at least ``k m (1 - k 2**-52)``.
     """
     k = id_counts.astype(np.float64)
     with np.errstate(over="ignore"):
         over = loss_sums > k * max_loss * (1.0 + k * 2.0**-52)
+        under = loss_sums < k * min_loss * (1.0 - k * 2.0**-52)
     if np.any(over):
         g = int(np.argmax(over))
         raise ValueError(f"{names[0]} must be at most the ID rows of each group times "
                          f"{names[1]} ({max_loss!r}); got {float(loss_sums[g])!r} for "
+                         f"{int(id_counts[g])} ID row(s) in group {g}.")
+    if np.any(under):
+        g = int(np.argmax(under))
+        raise ValueError(f"{names[0]} must be at least the ID rows of each group times the "
+                         f"least loss ({min_loss!r}); got {float(loss_sums[g])!r} for "
                          f"{int(id_counts[g])} ID row(s) in group {g}.")
 
 
@@ -317,9 +326,10 @@ class ScoreTable(LazyUpdates, ParamsMixin):
         ``BoundedImprovement(delta=...)``; ``ood_counts`` marks OOD rows. Totals that no
         rows give are refused, as :func:`abstain.load_json` refuses them: a loss sum above
         its score's ID rows times the largest of ``loss_values`` (a loss on a score of no
-        rows, say), loss sums (or squared sums) that do not add up to ``loss_values``
-        (squared) times ``loss_counts``, and a squared sum outside ``[S**2 / k, M S]`` for
-        a score's ``k`` ID rows of loss sum ``S`` and largest loss ``M``.
+        rows, say) or below them times the least, loss sums (or squared sums) that do not
+        add up to ``loss_values`` (squared) times ``loss_counts``, and a squared sum outside
+        ``[S**2 / k, M S]`` for a score's ``k`` ID rows of loss sum ``S`` and largest loss
+        ``M``.
 
         Examples
         --------
@@ -371,7 +381,8 @@ class ScoreTable(LazyUpdates, ParamsMixin):
         id_counts = table.counts - (0 if table.ood_counts is None else table.ood_counts)
         # the loss of a group is of its ID rows, each at most the largest of loss_values
         check_loss_sums(table.loss_sums, id_counts, table.max_loss,
-                        ("loss_sums", "the largest of loss_values"))
+                        ("loss_sums", "the largest of loss_values"),
+                        float(lvs.min()) if lvs.size else 0.0)
         keep = table.counts > 0
         if not keep.all():  # a score whose rows add up to none is no group
             table.values, table.counts = table.values[keep], table.counts[keep]
@@ -566,6 +577,10 @@ class ScoreTable(LazyUpdates, ParamsMixin):
                                  "less fitted.ood_counts, where the table has OOD marks); got "
                                  f"{n_loss} losses for {n_id} ID rows.")
         self._check_loss_fields()
+        least = self.loss_values  # the oracle's loss distribution, where the table keeps it
+        if least is not None and least.size:  # each group's rows at least the least loss
+            check_loss_sums(self.loss_sums, self.id_counts, self.max_loss,
+                            min_loss=float(least.min()))
 
     def _check_loss_fields(self, prefix: str = "fitted.") -> None:
         """Refuse a loaded table (or one of :meth:`from_totals`, ``prefix`` ""), whose 0/1
