@@ -286,3 +286,56 @@ def test_a_refit_on_an_array_forgets_the_column_names_of_a_data_frame():
     assert clf.feature_names_in_.tolist() == ["a", "b", "c"]
     clf.fit(X, y)  # the names of the earlier fit stayed
     assert not hasattr(clf, "feature_names_in_") and clf.n_features_in_ == 3
+
+
+def test_classes_in_another_order_than_sorted_give_the_losses_of_their_labels():
+    # labels were found by a binary search of classes_, as if sorted: risk_ 0.716 where the
+    # rule's risk is 0 (and an IndexError with 2 classes)
+    from sklearn.datasets import load_iris
+
+    class Reordered:
+        def __init__(self, model, order):
+            self.model, self.order = model, order
+            self.classes_ = model.classes_[order]
+
+        def predict(self, X):
+            return self.model.predict(X)
+
+        def predict_proba(self, X):
+            return self.model.predict_proba(X)[:, self.order]
+
+        def get_params(self, deep=True):
+            return {}
+
+    X, y = load_iris(return_X_y=True)
+    y = np.array(["setosa", "versicolor", "virginica"])[y]
+    model = LogisticRegression(max_iter=2000).fit(X, y)
+    wrapped = Reordered(model, np.array([1, 0, 2]))
+    got = SelectiveClassifier(wrapped, CostBased(0.5), prefit=True).fit(X, y)
+    plain = SelectiveClassifier(model, CostBased(0.5), prefit=True).fit(X, y)
+    assert got.reject_model_.risk_ == plain.reject_model_.risk_
+    np.testing.assert_array_equal(got.predict(X), plain.predict(X))
+
+
+def test_misused_estimators_and_labels_get_one_line():
+    from sklearn.linear_model import LinearRegression
+    from sklearn.svm import SVC
+
+    X = np.random.default_rng(0).normal(size=(150, 4))
+    y = np.repeat([0, 1, 2], 50)
+    with pytest.raises(ValueError, match=r"^score_func='margin' needs one decision column per "
+                       r"class \(3\); this SVC gives pairwise \(one-vs-one\) columns"):
+        SelectiveClassifier(SVC(decision_function_shape="ovo"), random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"^estimator must be a classifier \(with classes_\); "
+                       r"this LinearRegression is fitted but has none\.$"):
+        SelectiveClassifier(LinearRegression().fit(X, y), prefit=True).fit(X, y)
+    with pytest.raises(ValueError, match=r"^estimator must be a classifier \(with classes_\); "
+                       r"this LinearRegression has none after its fit\.$"):
+        SelectiveClassifier(LinearRegression(), random_state=0).fit(X, y)
+    fitted = LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match=r"^X and y must have the same length; got X has 100, "
+                       r"y has 150\.$"):
+        SelectiveClassifier(fitted, prefit=True).fit(X[:100], y)
+    mixed = np.array([1, "a", 2.0] * 50, dtype=object)
+    with pytest.raises(ValueError, match=r"^y must hold class labels of one kind"):
+        SelectiveClassifier(LogisticRegression(), random_state=0).fit(X, mixed)

@@ -189,8 +189,7 @@ class SelectiveClassifier(ParamsMixin):
         est = self.estimator_
         score = self.score_func
         if callable(score):
-            idx = np.searchsorted(self.classes_, est.predict(X))
-            return idx, np.asarray(score(est, X), dtype=np.float64)
+            return self._class_index(est.predict(X)), np.asarray(score(est, X), dtype=np.float64)
         has_proba = hasattr(est, "predict_proba")
         if score == "conditional_risk" or (score == "auto" and has_proba):
             if not has_proba:
@@ -200,8 +199,22 @@ class SelectiveClassifier(ParamsMixin):
             return pred, risk
         if not hasattr(est, "decision_function"):
             raise ValueError("score_func='margin' needs an estimator with decision_function.")
-        idx = np.searchsorted(self.classes_, est.predict(X))
-        return idx, margin(est.decision_function(X))
+        decision = np.asarray(est.decision_function(X))
+        k = len(self.classes_)
+        if getattr(est, "decision_function_shape", None) == "ovo" or (
+                decision.ndim == 2 and decision.shape[1] != k):
+            # pairwise columns (an SVC's "ovo"): minus their largest is no margin of a class
+            raise ValueError(f"score_func='margin' needs one decision column per class ({k}); "
+                             f"this {type(est).__name__} gives pairwise (one-vs-one) columns: "
+                             f"use decision_function_shape='ovr', scikit-learn's default.")
+        return self._class_index(est.predict(X)), margin(decision)
+
+    def _class_index(self, labels: Any) -> NDArray[np.intp]:
+        """The position of each label in ``classes_``, sorted or not (a classifier of our
+        users may keep its classes in another order than scikit-learn's sorted one)."""
+        order = np.argsort(self.classes_, kind="stable")
+        pos = np.minimum(np.searchsorted(self.classes_[order], labels), order.size - 1)
+        return order[pos]  # type: ignore[no-any-return]
 
     def fit(self, X: Any, y: ArrayLike) -> SelectiveClassifier:
         """Fit the classifier (unless ``prefit``) and the reject model.
@@ -218,12 +231,20 @@ class SelectiveClassifier(ParamsMixin):
         y = np.asarray(sklearn.utils.validation.column_or_1d(y, warn=True))
         if y.size == 0:
             raise ValueError("y must hold at least one row of every class; got 0 rows.")
+        try:
+            np.unique(y)
+        except TypeError:  # numbers beside strings have no order
+            raise ValueError(f"y must hold class labels of one kind, all numbers or all "
+                             f"strings; got values such as {y.tolist()[:3]}.") from None
         if np.unique(y).size < 2:  # a reject rule needs a classifier that can err
             raise ValueError(f"y must hold at least 2 classes; got 1 class, "
                              f"{plain(np.asarray(y)[0].item())}.")
         base = self._check_reject_model()
         if self.prefit:
             if not hasattr(self.estimator, "classes_"):
+                if _is_fitted(sklearn, self.estimator):
+                    raise ValueError(f"estimator must be a classifier (with classes_); this "
+                                     f"{type(self.estimator).__name__} is fitted but has none.")
                 raise not_fitted_error(
                     f"prefit=True needs a fitted estimator; this "
                     f"{type(self.estimator).__name__} is not fitted yet: call its 'fit' "
@@ -231,6 +252,10 @@ class SelectiveClassifier(ParamsMixin):
                 )
             self.estimator_ = self.estimator
             X_cal, y_cal = X, y
+            rows = X.shape[0] if hasattr(X, "shape") else len(X)  # a sparse matrix too
+            if rows != y_cal.size:
+                raise ValueError(f"X and y must have the same length; got X has {rows}, y has "
+                                 f"{y_cal.size}.")
         else:
             size = float(self.calibration_size)
             sklearn.utils.multiclass.check_classification_targets(y)
@@ -245,6 +270,9 @@ class SelectiveClassifier(ParamsMixin):
                 X, y, test_size=size, random_state=_split_seed(self.random_state), stratify=y)
             self.estimator_ = _seeded(sklearn.base.clone(self.estimator),
                                       _split_seed(self.random_state)).fit(X_fit, y_fit)
+        if not hasattr(self.estimator_, "classes_"):
+            raise ValueError(f"estimator must be a classifier (with classes_); this "
+                             f"{type(self.estimator_).__name__} has none after its fit.")
         self.classes_ = np.asarray(self.estimator_.classes_)
         pred, uncertainty = self._predict_and_score(X_cal)
         unknown = ~np.isin(y_cal, self.classes_)
@@ -254,7 +282,7 @@ class SelectiveClassifier(ParamsMixin):
                              + ("the prefit estimator must know every class of y (its "
                                 "classes_)." if self.prefit else
                                 "every class must have rows in its fitting part."))
-        true = np.searchsorted(self.classes_, y_cal)
+        true = self._class_index(y_cal)
         self.loss_matrix_ = self._loss_matrix()
         losses = self.loss_matrix_[true, pred]
         params = base.get_params(deep=False)
@@ -409,3 +437,12 @@ def _rule_seed(random_state: Any) -> Any:
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(int(random_state.randint(2**32, dtype=np.uint64)))
     return random_state
+
+
+def _is_fitted(sklearn: Any, estimator: Any) -> bool:
+    """scikit-learn's own test of a fitted estimator."""
+    try:
+        sklearn.utils.validation.check_is_fitted(estimator)
+    except Exception:  # NotFittedError, or an object scikit-learn cannot judge
+        return False
+    return True
