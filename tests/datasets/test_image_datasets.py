@@ -450,3 +450,15 @@ def test_the_benchmark_checks_its_arguments_before_loading_anything(kwargs, mess
     monkeypatch.setattr(images, "load_fashion_mnist", never)
     with pytest.raises(ValueError, match=message):
         load_ood_benchmark(**kwargs)
+
+
+def test_a_damaged_mnist_cache_is_named_with_its_fix(tmp_path, monkeypatch):
+    # zipfile's "File is not a zip file", naming no file (SHUTTLE's cache said which)
+    from abstain.datasets import load_mnist
+    from abstain.datasets._images import MNIST_NPZ
+
+    monkeypatch.setenv("ABSTAIN_DATA", str(tmp_path))
+    (tmp_path / MNIST_NPZ).write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(ValueError, match=r"^the cache '.*' is damaged \(BadZipFile: .*\); "
+                       r"delete it: the next call builds it again from the installed package\.$"):
+        load_mnist("test")

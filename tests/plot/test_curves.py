@@ -110,3 +110,14 @@ def test_histograms_refuse_non_finite_scores_and_count_rows_beyond_int64():
                                weights=np.array([2**62, 2**62, 1], dtype=np.int64))
     labels = [p.get_label() for p in ax.patches]
     assert labels == ["ID (9223372036854775808)", "OOD (1)"]
+
+
+def test_histograms_check_small_as_they_check_bins():
+    # small="30" ended in "'<' not supported between instances of 'int' and 'str'"
+    from matplotlib.figure import Figure
+
+    from abstain.plot import plot_score_histograms
+
+    for bad in ("30", None, 2.5, -5):
+        with pytest.raises(ValueError, match=r"^small must be an integer >= 0; got "):
+            plot_score_histograms([0.1, 0.2], [0, 1], small=bad, ax=Figure().subplots())

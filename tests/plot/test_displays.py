@@ -267,3 +267,23 @@ def test_one_reference_may_be_named_alone():
     # "references must be one of 'random', 'oracle'; got 'r'": the name's letters
     d = RiskCoverageDisplay.from_predictions(LOSSES, SCORES, references="random", ax=_ax())
     assert list(d.reference_lines_) == ["random"]
+
+
+def test_an_estimator_that_is_no_detector_is_named_and_unlabelled_lines_draw_no_legend():
+    # a classifier's score(X, y) ended in "missing 1 required positional argument: 'y'";
+    # a pair's PR envelope without a name warned "No artists with labels found"
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    X = rng.normal(size=(60, 2))
+    clf = LogisticRegression().fit(X, (X[:, 0] > 0).astype(int))
+    for display in (OODRocDisplay, OODPrecisionRecallDisplay):
+        with pytest.raises(ValueError, match=r"^estimator must be a fitted OOD detector whose "
+                           r"score\(X\) gives one score per row .*; got LogisticRegression\.$"):
+            display.from_estimator(clf, X, X[:, 0] > 0, ax=_ax())
+    pair = np.column_stack([SCORES, rng.normal(size=N)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = OODPrecisionRecallDisplay.from_predictions(IS_OOD, pair, ax=_ax())
+    assert d.ax_.get_legend() is None

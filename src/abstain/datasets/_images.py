@@ -21,6 +21,7 @@ import hashlib
 import os
 import pickle
 import warnings
+import zipfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -257,13 +258,25 @@ def load_mnist(split: str = "train") -> tuple[Images, Labels]:
     check_choice("split", split, SPLITS)
     cache = data_home() / MNIST_NPZ
     if cache.is_file():
-        with np.load(cache, allow_pickle=False) as npz:
-            return npz[f"X_{split}"], npz[f"y_{split}"].astype(np.int64)
+        X, y = _read_cache(cache, f"X_{split}", f"y_{split}")
+        return X, y.astype(np.int64)
     arrays = _convert_mnist(
         package_file("mnist", MNIST_PICKLE, MNIST_INSTALL, "MNIST", make=MAKE_DATA_OOD)
     )
     _save_npz(cache, **arrays)
     return arrays[f"X_{split}"], arrays[f"y_{split}"]
+
+
+def _read_cache(cache: Path, *keys: str) -> list[NDArray[Any]]:
+    """The arrays ``keys`` of a cache file this module wrote, or one line naming a damaged
+    one (cut short, or another file of its name) and how to rebuild it."""
+    try:
+        with np.load(cache, allow_pickle=False) as npz:
+            return [npz[k] for k in keys]
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"the cache {str(cache)!r} is damaged ({type(exc).__name__}: {exc}); "
+                         f"delete it: the next call builds it again from the installed "
+                         f"package.") from None
 
 
 def _convert_mnist(path: Path) -> dict[str, NDArray[Any]]:
@@ -496,8 +509,8 @@ def render_letters(
     versions = f"{PIL.__version__}/{features.version('freetype2')}"
     cache = data_home() / f"letters-{_letters_key(letters, paths, size, versions)}.npz"
     if cache.is_file():
-        with np.load(cache, allow_pickle=False) as npz:
-            return npz["X"], npz["y"].astype(np.int64)
+        X, y = _read_cache(cache, "X", "y")
+        return X, y.astype(np.int64)
     stacks: list[Images] = []
     used: list[str] = []
     seen: set[bytes] = set()

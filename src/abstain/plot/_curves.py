@@ -157,6 +157,7 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     'count'
     """
     bins = check_int("bins", bins, 1)
+    small = check_int("small", small, 0)
     if isinstance(labels, str) or len(labels) != 2:
         raise ValueError(f"labels must be a pair of names (the first group's, the second's); "
                          f"got {plain(labels)}.")
@@ -212,5 +213,6 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
     unit = "" if not shift else f" / 2**{shift}" if shift > 0 else f" x 2**{-shift}"
     ax.set_xlabel(f"score{unit} (higher is rejected first)")
     ax.set_ylabel("density" if density else "count")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # none for empty groups
+        ax.legend(fontsize=8)
     return ax

@@ -21,6 +21,7 @@ the rule applies: a coverage and a selective risk, or a TPR and an FPR.
 from __future__ import annotations
 
 import abc
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -151,7 +152,7 @@ class _Display:
         ax.set_xlabel(self._x_label)
         ax.set_ylabel(self._y_label)
         self._limits(ax)
-        if legend:
+        if legend and ax.get_legend_handles_labels()[0]:  # a line without a name has none
             ax.legend(fontsize=8)
         self.ax_ = ax
         self.figure_ = ax.figure
@@ -426,7 +427,16 @@ class _OODDisplay(_Display):
         with a fitted selector, anything with ``accept_proba``), its operating point is
         marked.
         """
-        s = np.asarray(estimator.score(X), dtype=np.float64)
+        score = getattr(estimator, "score", None)
+        try:  # a detector's score(X), not a classifier's score(X, y)
+            takes_x = callable(score) and inspect.signature(score).bind(X) is not None
+        except (TypeError, ValueError):
+            takes_x = False
+        if not takes_x or score is None:
+            raise ValueError(f"estimator must be a fitted OOD detector whose score(X) gives "
+                             f"one score per row (a detector of abstain.detectors, a "
+                             f"DoubleScoreDetector, ...); got {type(estimator).__name__}.")
+        s = np.asarray(score(X), dtype=np.float64)
         ood = _is_ood_array(is_ood)
         point_rule = None
         if rule and hasattr(estimator, "accept_proba"):
