@@ -313,3 +313,18 @@ def test_bad_input_in_a_part_read_by_dask_is_one_line(tmp_path):
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("abstain evaluate: error: rows of "), done.stderr
+
+
+@pytest.mark.parametrize("rows", [None, 1, 2, 100])
+def test_rows_with_empty_cells_are_refused_in_the_same_words_at_every_chunk_size(
+        tmp_path, capsys, rows):
+    # chunks named only the columns of the first chunk holding such a row, and no count
+    path = tmp_path / "t.csv"
+    path.write_text("loss,risk,distance\n0,0.1,\n1,0.9,1\n,0.3,2\n1,0.7,3\n0,0.2,4\n")
+    chunk = [] if rows is None else ["--chunk-rows", str(rows)]
+    code = main(["fit", str(path), "--target-coverage", "0.5", "-o", str(tmp_path / "r.json"),
+                 "--quiet", *chunk])
+    assert code != 0
+    assert capsys.readouterr().err.strip().endswith(
+        "2 row(s) have NaN or empty values in column(s) 'distance', 'loss' (first at line 2); "
+        "pass --dropna to drop them.")

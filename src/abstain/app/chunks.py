@@ -165,13 +165,25 @@ def _naming(path: Path, part: bool) -> Iterator[None]:
         raise named from None
 
 
-def _chunk_data(chunk: TableRows, options: dict[str, Any], where: str) -> TableData:
-    try:
-        return prepare(chunk.columns, rows=chunk.rows, **options)
-    except MissingValuesError as exc:
-        raise ValueError(f"rows of {where} have NaN or empty values in column(s) "
-                         f"{', '.join(map(repr, exc.columns))} (first at {exc.where}); pass "
-                         "--dropna to drop them.") from None
+class _Missing:
+    """The rows with NaN or empty values of the chunks read so far: their count, columns
+    (in the order first met) and the first one's place; refused after the last chunk, in
+    the words of a whole-file read (its count and every column, not the first chunk's)."""
+
+    def __init__(self) -> None:
+        self.n_rows, self.where = 0, ""
+        self.columns: list[str] = []
+
+    def add(self, exc: MissingValuesError) -> None:
+        self.n_rows += exc.n_rows
+        self.columns += [c for c in exc.columns if c not in self.columns]
+        self.where = self.where or exc.where
+
+    def refuse(self) -> None:
+        if self.n_rows:
+            raise ValueError(f"{self.n_rows} row(s) have NaN or empty values in column(s) "
+                             f"{', '.join(map(repr, self.columns))} (first at {self.where}); "
+                             "pass --dropna to drop them.")
 
 
 def _empty(names: list[str], ood: bool, wrong: bool = False,
@@ -214,6 +226,7 @@ def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
     typed = columns_read(**options)
     if index and typed is not None:  # the unnamed column read as numbers, to be checked
         typed = typed | {""}
+    missing = _Missing()
     with _naming(path, part):
         for chunk in read_chunks(path, rows, typed):
             if header is not None:
@@ -221,10 +234,17 @@ def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
                 header = None  # the chunks of one file share its columns
             if index and "" in chunk.columns:
                 last = _index_run(chunk.columns, last)
-            data = _chunk_data(chunk, options, repr(str(path)))
+            try:
+                data = prepare(chunk.columns, rows=chunk.rows, **options)
+            except MissingValuesError as exc:  # the rest is read to count them all
+                missing.add(exc)
+                continue
+            if missing.n_rows:
+                continue
             dropped += data.n_dropped
             _add(summary, data)
             summary.check_pairs(max_pairs, f"in {str(path)!r}")
+        missing.refuse()
     return summary._replace(n_dropped=dropped)
 
 
@@ -286,8 +306,12 @@ def _first_chunk(files: list[Path], rows: int, options: dict[str, Any],
             for chunk in chunks:
                 if options.get("scores") is None:
                     chunk = _kinds_ahead(chunk, chunks)
-                return (_chunk_data(chunk, options, repr(str(path))),
-                        _Header(path, tuple(chunk.columns)))
+                try:
+                    first = prepare(chunk.columns, rows=chunk.rows, **options)
+                except MissingValuesError:  # its columns still: the rows are counted later
+                    first = prepare(chunk.columns, rows=chunk.rows,
+                                    **{**options, "dropna": True})
+                return first, _Header(path, tuple(chunk.columns))
     if len(files) == 1:
         raise ValueError(f"{str(files[0])!r} has no data rows (only a header); add one row per "
                          "sample.")
