@@ -312,7 +312,9 @@ def test_bad_input_in_a_part_read_by_dask_is_one_line(tmp_path):
                           text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith("abstain evaluate: error: rows of "), done.stderr
+    assert done.stderr.startswith("abstain evaluate: error: '"), done.stderr
+    assert done.stderr.endswith("part-1.csv': 1 row(s) have NaN or empty values in column(s) "
+                                "'risk' (first at line 3); pass --dropna to drop them.\n")
 
 
 @pytest.mark.parametrize("rows", [None, 1, 2, 100])
