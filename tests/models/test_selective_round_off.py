@@ -203,3 +203,22 @@ def test_the_reject_cost_of_a_randomised_rule_does_not_depend_on_the_row_order()
         assert low == high == pytest.approx(losses[u == 4].mean(), rel=1e-12)  # 54 of 120
         seen.add(low)
     assert len(seen) <= 3  # the group's sum in another order: its last bits only
+
+
+def test_exact_loss_sums_of_many_rows_keep_costs_apart():
+    # the tie slack grew with the rows (4 (n + 2) eps): at 4.5e14 rows it was 0.4 of the
+    # costs, so accepting a group of mean loss 0.295 tied with rejecting all at 0.15 (and
+    # the document was refused on load); at 1e8 rows a cost 1e-8 above the least tied too
+    from abstain import ScoreTable, load_json
+
+    c, ones = 452202187060705, 133505576105910
+    t = ScoreTable.from_totals([0.0], [c], [float(ones)], loss_values=[0.0, 1.0],
+                               loss_counts=[c - ones, ones])
+    rule = CostBased(reject_cost=0.15).fit(t)
+    assert (rule.coverage_, rule.cost_) == (0.0, 0.15)
+    assert load_json(rule.to_json()).coverage_ == 0.0
+    t = ScoreTable.from_totals([0.0, 1.0, 2.0], [50_000_000, 10, 49_999_990],
+                               [0.0, 6.0, 49_999_990.0], loss_values=[0.0, 1.0],
+                               loss_counts=[50_000_004, 49_999_996])
+    rule = CostBased(0.5).fit(t)
+    assert (rule.threshold_, rule.coverage_, rule.cost_) == (0.0, 0.5, 0.25)

@@ -37,7 +37,7 @@ from .._certify.ltt import LTT_BOUNDS
 from .._certify.risk_bounds import crc_search
 from .._core.base import ParamsMixin
 from .._core.decision import check_infeasible_rule, draw_accept, threshold_proba
-from .._core.exact import sum_round_off
+from .._core.exact import sum_round_off, sums_exact
 from .._core.groups import TieGroups, coverage_count, validated_groups
 from .._core.serialize import (
     Field,
@@ -227,8 +227,10 @@ class CostBased(_RejectRule):
     among rules of equal cost it takes the one with the largest coverage (a
     randomised acceptance never lowers a linear cost, so ``accept_prob_`` is 1). Two
     rules' costs are equal when they differ by less than the round-off of their sums
-    (``4 (n + 2) eps`` times the losses and reject costs that each sums), so the rule
-    does not depend on the order in which a tie group's losses are added.
+    (``4 (n + 2) eps`` times the losses and reject costs that each sums, with ``n`` the
+    rows, or the tie groups where every sum of the losses is exact: whole-number losses
+    below 2**53 in all), so the rule does not depend on the order in which a tie group's
+    losses are added.
     ``fit()`` with no data gives the plug-in rule for a conditional-risk score:
     accept when ``r(x) <= reject_cost`` (eq. 4; at ``r(x) == reject_cost`` any
     acceptance probability is optimal and 1 is used).
@@ -336,6 +338,10 @@ class CostBased(_RejectRule):
             return self
         groups = (validated_groups(losses, uncertainty) if table is None  # type: ignore[arg-type]
                   else selective_table(table).groups())
+        # whole-number losses summed below 2**53: every group's sum is exact, and only the
+        # G groups' terms round (not the n rows': 0.4 of the costs at n = 4.5e14)
+        exact = (table.binary and table.n < 2**53 if table is not None
+                 else sums_exact(np.asarray(losses, dtype=np.float64)))
         # Costs in units of the power of two groups.scale, enlarged for a reject cost near
         # the float64 maximum: exact scaling, so no sum of losses or costs overflows.
         groups = groups.rescaled(eps)
@@ -345,7 +351,7 @@ class CostBased(_RejectRule):
         # order, so their last bits may fall either way: a group of mean loss 0.3 against a
         # reject cost of 0.3); among the least, the largest coverage.
         cost = np.concatenate(([0.0], np.cumsum(groups.unit_sums - unit_eps * groups.counts)))
-        slack = _cost_round_off(groups, unit_eps)
+        slack = _cost_round_off(groups, unit_eps, exact)
         best = int(np.flatnonzero(cost - slack <= np.min(cost + slack))[-1])
         self._set_rule(groups, best - 1, 1.0, True)
         # (accepted loss + eps * rejected rows) / n, not cost[best] + eps: with a reject cost
@@ -362,12 +368,14 @@ class CostBased(_RejectRule):
         return self
 
 
-def _cost_round_off(groups: TieGroups, unit_eps: float) -> NDArray[np.float64]:
+def _cost_round_off(groups: TieGroups, unit_eps: float, exact: bool = False
+                    ) -> NDArray[np.float64]:
     """A bound on the round-off of each of :class:`CostBased`'s prefix costs (knots
     ``0..G``, in units of ``groups.scale``): ``4 (n + 2) eps`` times the losses and reject
-    costs summed up to it."""
+    costs summed up to it, or ``4 (G + 2) eps`` where the groups' loss sums are ``exact``
+    (the G terms of the running cost round, not the n losses)."""
     magnitude = groups.unit_knots_y + unit_eps * groups.knots_x
-    return sum_round_off(groups.n) * magnitude
+    return sum_round_off(groups.counts.size if exact else groups.n) * magnitude
 
 
 def _at_most(name: str, value: float, bound_name: str, bound: float, *,
