@@ -339,3 +339,23 @@ def test_misused_estimators_and_labels_get_one_line():
     mixed = np.array([1, "a", 2.0] * 50, dtype=object)
     with pytest.raises(ValueError, match=r"^y must hold class labels of one kind"):
         SelectiveClassifier(LogisticRegression(), random_state=0).fit(X, mixed)
+
+
+def test_one_vs_one_decisions_are_refused_only_where_they_are_pairwise():
+    # a binary "ovo" SVC decides with one column, as "ovr" does: it was refused; a 3-class
+    # "ovo" SVC inside a pipeline gave 3 pairwise columns and was taken as per class
+    from sklearn.datasets import make_classification
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    X, y = make_classification(300, 5, n_informative=3, n_classes=2, random_state=0)
+    ovr = SelectiveClassifier(SVC(), score_func="margin", random_state=0).fit(X, y)
+    ovo = SelectiveClassifier(SVC(decision_function_shape="ovo"), score_func="margin",
+                              random_state=0).fit(X, y)
+    np.testing.assert_array_equal(ovo.uncertainty(X), ovr.uncertainty(X))
+    X3, y3 = make_classification(300, 5, n_informative=3, n_classes=3, random_state=0)
+    piped = make_pipeline(StandardScaler(), SVC(decision_function_shape="ovo"))
+    with pytest.raises(ValueError, match=r"^score_func='margin' needs one decision column per "
+                       r"class \(3\); this SVC gives pairwise"):
+        SelectiveClassifier(piped, score_func="margin", random_state=0).fit(X3, y3)

@@ -718,3 +718,27 @@ def test_sele_fits_features_in_any_units(unit):
     for X in (r[:, None] * unit, np.column_stack([r * unit, noise])):
         m = SELE(C=0, features="shared", chunk_size=None).fit(X, None, losses)
         assert m.converged_ and m.coef_[0, 0] * unit == pytest.approx(2.27, abs=0.02)
+
+
+def test_sele_with_a_ridge_ignores_a_column_in_tiny_units_as_before():
+    # solving every C in units of each feature gave the ridge a curvature C / 1e-60 on a
+    # column of 1e-30: a stalled fit (coef 1.04 for 1.3165), or SciPy's "must not contain
+    # infs or NaNs"; with C > 0 the problem is solved in the features' own units
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=60)
+    losses = (rng.uniform(size=60) < 1 / (1 + np.exp(-2 * x))).astype(float)
+    alone = SELE(C=1e-3, features="shared", chunk_size=None).fit(x[:, None], None, losses)
+    for e in (30, 100, 200):
+        X = np.column_stack([x, rng.normal(size=60) * 10.0**-e])
+        m = SELE(C=1e-3, features="shared", chunk_size=None).fit(X, None, losses)
+        assert m.converged_
+        assert m.coef_[0, 0] == pytest.approx(alone.coef_[0, 0], rel=1e-6)
+
+
+def test_complex_and_long_double_labels_are_refused_at_fit():
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    kinds = [complex] + ([np.longdouble] if np.dtype(np.longdouble).itemsize > 8 else [])
+    for y_pred in (np.array([0, 1, 0, 1], dtype=kind) for kind in kinds):
+        with pytest.raises(ValueError, match=r"^y_pred must hold class labels that a saved "
+                           r"score keeps"):
+            LossRegression(C=0).fit(X, y_pred, [0.0, 1.0, 0.0, 1.0])

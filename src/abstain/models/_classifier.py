@@ -201,11 +201,12 @@ class SelectiveClassifier(ParamsMixin):
             raise ValueError("score_func='margin' needs an estimator with decision_function.")
         decision = np.asarray(est.decision_function(X))
         k = len(self.classes_)
-        if getattr(est, "decision_function_shape", None) == "ovo" or (
-                decision.ndim == 2 and decision.shape[1] != k):
+        last = est.steps[-1][1] if hasattr(est, "steps") else est  # a pipeline's classifier
+        if decision.ndim == 2 and (decision.shape[1] != k or getattr(
+                last, "decision_function_shape", None) == "ovo"):
             # pairwise columns (an SVC's "ovo"): minus their largest is no margin of a class
             raise ValueError(f"score_func='margin' needs one decision column per class ({k}); "
-                             f"this {type(est).__name__} gives pairwise (one-vs-one) columns: "
+                             f"this {type(last).__name__} gives pairwise (one-vs-one) columns: "
                              f"use decision_function_shape='ovr', scikit-learn's default.")
         return self._class_index(est.predict(X)), margin(decision)
 

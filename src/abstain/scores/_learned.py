@@ -605,8 +605,9 @@ class SELE(_LinearScore):
 
     The objective is smooth and convex; it is minimised by a trust-region Newton
     method with exact gradients and Hessian-vector products (``scipy.optimize``
-    ``trust-ncg``), stopped when ``||grad F|| <= tol * ||grad F(theta_0)||`` (in units
-    where each feature's largest magnitude is near 1: the rule is unit-free). With
+    ``trust-ncg``), stopped when ``||grad F|| <= tol * ||grad F(theta_0)||`` (for
+    ``C = 0`` in units where each feature's largest magnitude is near 1, as the objective
+    itself is then unit-free). With
     ``C > 0`` the objective is ``C``-strongly convex and ``gap_bound_ =
     ||grad F||^2 / (2 C)`` bounds ``F(theta) - min F`` (not with a baseline, whose
     coefficient is not regularised: then ``inf``). With ``C = 0`` the minimum
@@ -746,10 +747,12 @@ class SELE(_LinearScore):
                          np.random.default_rng(self.random_state),
                          None if self.chunk_size is None else np.lexsort(keys))
         raw = _SeleProblem(design, chunks, float(self.C) / unit, n_blocks)
-        # solved in units where each coefficient's feature is near 1 (powers of two, exact)
+        # C = 0 (unit-free): solved in units where each coefficient's feature is near 1
+        # (powers of two, exact); a ridge's curvature C / scale**2 would be ill-conditioned
         mags = np.concatenate((np.tile(np.max(np.abs(design.rows), axis=0), n_blocks),
                                [] if design.extra is None else [np.max(np.abs(design.extra))]))
-        problem = ScaledProblem(raw, np.where(mags > 0, np.ldexp(1.0, np.frexp(mags)[1] - 1), 1.0))
+        problem = ScaledProblem(raw, np.where((mags > 0) & (self.C == 0),
+                                              np.ldexp(1.0, np.frexp(mags)[1] - 1), 1.0))
         theta0 = np.zeros(problem.size)
         if previous is not None and previous.shape == theta0.shape:
             theta0 = previous * problem.scale

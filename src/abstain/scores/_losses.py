@@ -206,12 +206,15 @@ def newton_polish(
 
 
 def check_class_labels(classes: NDArray[Any], name: str) -> None:
-    """Refuse labels that a fitted score's JSON cannot keep: bytes, dates, NaN."""
+    """Refuse labels that a fitted score's JSON cannot keep: bytes, dates, complex or long
+    double numbers, NaN."""
     kind = classes.dtype.kind
-    plain_items = kind != "O" or all(isinstance(v, (str, int, float, np.integer, np.floating))
-                                     for v in classes.tolist())
-    finite = kind not in "fc" or bool(np.all(np.isfinite(classes)))
-    if kind in "SVMm" or not plain_items or not finite:
+    plain_items = kind != "O" or all(
+        isinstance(v, (str, int, float, np.integer)) or (
+            isinstance(v, np.floating) and v.dtype.itemsize <= 8) for v in classes.tolist())
+    finite = kind != "f" or bool(np.all(np.isfinite(classes)))
+    wide = kind == "f" and classes.dtype.itemsize > 8  # long double: no JSON number
+    if kind in "SVMmc" or wide or not plain_items or not finite:
         raise ValueError(f"{name} must hold class labels that a saved score keeps: strings, "
                          f"integers or finite numbers; got {classes.dtype} values such as "
                          f"{classes[:3].tolist()!r}.")
