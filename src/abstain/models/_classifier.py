@@ -233,11 +233,11 @@ class SelectiveClassifier(ParamsMixin):
         if y.size == 0:
             raise ValueError("y must hold at least one row of every class; got 0 rows.")
         try:
-            np.unique(y)
+            distinct = np.unique(y).size
         except TypeError:  # numbers beside strings have no order
             raise ValueError(f"y must hold class labels of one kind, all numbers or all "
                              f"strings; got values such as {y.tolist()[:3]}.") from None
-        if np.unique(y).size < 2:  # a reject rule needs a classifier that can err
+        if distinct < 2:  # a reject rule needs a classifier that can err
             raise ValueError(f"y must hold at least 2 classes; got 1 class, "
                              f"{plain(np.asarray(y)[0].item())}.")
         base = self._check_reject_model()
