@@ -388,3 +388,29 @@ def test_missing_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ImportError, match=r"abstain.torch needs PyTorch: pip install "
                                           r"'abstain\[torch\]' \(torch==2.13.0, the CPU wheel\)"):
         importlib.import_module("abstain.torch")
+
+
+def test_a_damaged_metadata_entry_and_inference_mode_and_a_non_model(tmp_path):
+    # a bad CRC in the metadata entry ended in zipfile.BadZipFile; ODIN under
+    # torch.inference_mode() in "element 0 of tensors does not require grad"; a function
+    # as the model in "'function' object has no attribute 'parameters'"
+    import zipfile
+
+    src = tmp_path / "ok.npz"
+    save_state(nn.Linear(3, 2), src)
+    data = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as z:
+        info = z.getinfo("__abstain_meta__.npy")
+    name, extra = (int.from_bytes(data[info.header_offset + k:info.header_offset + k + 2],
+                                  "little") for k in (26, 28))
+    data[info.header_offset + 30 + name + extra + info.compress_size // 2] ^= 0xFF
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"^the metadata of .* must be the JSON of save_state"):
+        load_state(nn.Linear(3, 2), bad)
+    model, x = _mlp(), _inputs()
+    plain_run = odin_logits(model, x, epsilon=0.01)
+    with torch.inference_mode():
+        np.testing.assert_array_equal(odin_logits(model, x, epsilon=0.01), plain_run)
+    with pytest.raises(ValueError, match=r"^model must be a torch\.nn\.Module .*; got function"):
+        odin_logits(lambda t: t, x)

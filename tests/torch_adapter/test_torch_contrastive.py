@@ -190,3 +190,15 @@ def test_the_history_is_the_mean_loss_of_the_images_trained_on(monkeypatch) -> N
     assert len(seen) == 1 and net.history_ == [pytest.approx(seen[0], rel=1e-12, abs=0.0)]
     with pytest.raises(ValueError, match="images must hold at least 2 images"):
         train_csi(images[:1])
+
+
+def test_training_leaves_the_callers_images_without_gradient_and_refuses_text():
+    # train_csi wrote gradients into an image tensor that required them
+    images = torch.rand(8, 28, 28, requires_grad=True)
+    train_csi(images, epochs=1, batch_size=4, width=2, projection_dim=4, random_state=0)
+    assert images.grad is None
+    with pytest.raises(ValueError, match=r"^images must be a numeric array or tensor of images; "
+                       r"got dtype <U3\.$"):
+        csi_outputs(CSINetwork(width=2, projection_dim=4, random_state=0), np.array(["abc"]))
+    with pytest.raises(ValueError, match=r"^net must be a CSINetwork .*; got Linear\.$"):
+        csi_outputs(torch.nn.Linear(2, 2), np.zeros((2, 28, 28), np.uint8))

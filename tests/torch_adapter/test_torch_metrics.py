@@ -362,3 +362,19 @@ def test_a_bank_chosen_on_held_out_classes_takes_grad_and_bfloat16_tensors():
         assert det.combiner_.selection_["method"] in ("single", want["method"])
     assert m.auroc(torch.tensor([0.0, 1.0, 1.0]).requires_grad_(),
                    torch.tensor([0.1, 0.9, 0.8])) == 1.0
+
+
+def test_targets_are_checked_as_given_not_as_float64():
+    # the target went through float64 first: losses 2**53 + 1 were rounded (EAURC 0.0 for
+    # 0.5), complex losses lost their imaginary part; text gave NumPy's own error
+    u = torch.tensor([0.1, 0.2], dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"^losses holds integers that float64 cannot hold"):
+        tm.EAURC().update(u, torch.tensor([2**53 + 1, 2**53]))
+    with pytest.raises(ValueError, match=r"^target must be an array of real numbers .* got "
+                       r"dtype complex64\.$"):
+        tm.AURC().update(u, torch.tensor([1j, 0.0]))
+    with pytest.raises(ValueError, match=r"^preds must be an array of real numbers .* got "
+                       r"dtype <U1\.$"):
+        tm.AURC().update(["a", "b"], [0.0, 1.0])
+    with pytest.raises(ValueError, match=r"^target must be an array of real numbers"):
+        tm.AUROC().update([0.1, 0.2], ["x", "y"])

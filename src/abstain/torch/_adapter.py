@@ -402,6 +402,9 @@ def odin_logits(
     >>> np.allclose(odin_logits(model, x, epsilon=0.0), model(x).detach().numpy())
     True
     """
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module (ODIN perturbs its inputs by its "
+                         f"gradient); got {type(model).__name__}.")
     temperature = check_positive("temperature", temperature)
     epsilon = check_positive("epsilon", epsilon, allow_zero=True)
     batch_size = check_batch_size(batch_size)
@@ -413,7 +416,8 @@ def odin_logits(
     result: NDArray[np.float64] | None = None
     bar = ProgressBar("odin", show=as_show(progress))
     try:
-        with _eval_mode(model):
+        # inference mode (Lightning's validation step) has no autograd: left for the steps
+        with _eval_mode(model), torch.inference_mode(False):
             for start in range(0, n, batch_size):
                 xb = t[start:start + batch_size]
                 check_finite(xb, start)
@@ -584,7 +588,7 @@ def _open_state(path: str | os.PathLike[str]) -> Any:
         )
     try:
         meta = json.loads(str(data[_META_KEY][()]))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OSError, EOFError, zipfile.BadZipFile) as exc:  # bad CRC
         data.close()
         raise ValueError(f"the metadata of {str(path)!r} must be the JSON of save_state; "
                          "the file is damaged.") from exc

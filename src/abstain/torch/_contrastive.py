@@ -214,7 +214,13 @@ def _augment(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
 def _as_images(images: ArrayLike | torch.Tensor, name: str = "images") -> torch.Tensor:
     """Images (n, 28, 28) or (n, 1, 28, 28), uint8 (scaled to [0, 1]) or float, as a float32
     tensor (n, 1, 28, 28)."""
-    t = images if isinstance(images, torch.Tensor) else from_numpy(np.asarray(images))
+    # detached: the caller's tensor gets no gradient from training or scoring
+    if not isinstance(images, torch.Tensor):
+        arr = np.asarray(images)
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be a numeric array or tensor of images; got dtype "
+                             f"{arr.dtype}.")
+    t = images.detach() if isinstance(images, torch.Tensor) else from_numpy(np.asarray(images))
     if t.ndim == 3:
         t = t.unsqueeze(1)
     if t.ndim != 4 or tuple(t.shape[1:]) != (1, 28, 28) or t.shape[0] == 0:
@@ -380,6 +386,9 @@ def csi_outputs(net: CSINetwork, images: ArrayLike | torch.Tensor, *,
     {'projections': (4, 5, 8), 'features': (4, 5, 16), 'logits': (4, 5, 4)}
     """
     turns = _shifts(shifts)
+    if not isinstance(net, CSINetwork):
+        raise ValueError(f"net must be a CSINetwork (train_csi or load_csi gives one); got "
+                         f"{type(net).__name__}.")
     if len(turns) != net.n_shifts:
         raise ValueError(f"shifts must be the network's {net.n_shifts} shifts; got "
                          f"{plain(shifts)}.")

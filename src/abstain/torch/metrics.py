@@ -255,7 +255,9 @@ class _TableMetric(Metric):
         return getattr(b, self._binned_name)()  # type: ignore[no-any-return]
 
     def _rows(self, preds: Any, target: Any) -> ScoreTable:
-        p, t = _raw(preds), _numpy(target)
+        # the target as given (integer losses beyond 2**53, complex numbers: the library's
+        # checks refuse them; float64 rounded or dropped them)
+        p, t = _raw(preds), _raw(target)
         if self.ood:
             if p.ndim != 1:
                 raise ValueError(f"preds must be OOD scores of shape (N,); got shape {p.shape}.")
@@ -295,6 +297,10 @@ class _TableMetric(Metric):
     def update(self, preds: Any, target: Any) -> None:
         """Add a batch (see the module docstring for ``preds`` and ``target``); a batch
         without rows adds nothing."""
+        for name, x in (("preds", preds), ("target", target)):  # text, objects: one line
+            arr = _raw(x)
+            if arr.dtype.kind not in "biuf":
+                as_real_array(arr, name)
         if empty_batch(_numpy(preds), _numpy(target)):
             return
         if self.edges is not None:
