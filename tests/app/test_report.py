@@ -496,3 +496,44 @@ def test_the_page_states_the_bootstrap_level_in_the_digits_it_needs(level, text)
     data = prepare({"loss": (rng.random(60) < 0.3) * 1.0, "u": rng.random(60)})
     page = html_report(data, evaluate(data, n_bootstrap=20, level=level, random_state=0))
     assert f"Under each value: its {text} bootstrap percentile interval" in page
+
+
+def test_values_a_few_ulps_apart_tie_and_rules_without_a_pair_or_a_direction_say_why():
+    # a pair whose best rule is one column's (the other column constant) was named the best
+    # risk at TPR/FPR alone, one ulp ahead; a pair rule of a report without pairs read "no
+    # such score column"; an infeasible pair rule got the AUROC of its placeholder direction
+    import warnings
+
+    from abstain.models import BoundedTPRFPR
+
+    rng = np.random.default_rng(2)
+    n = 60
+    ood = rng.random(n) < 0.3
+    table = {"loss": np.where(ood, np.nan, rng.random(n) * 0.9), "r": np.zeros(n),
+             "d": rng.normal(size=n) + ood, "is_ood": ood.astype(float)}
+    data = prepare(table, scores=["r", "d"], ood_score="d")
+    ev = evaluate(data, tpr=0.8, fpr=0.4)
+    page = html_report(data, ev)
+    assert re.search(r"<li>best risk at TPR&gt;=80%, FPR&lt;=40%: <strong>d</strong>, "
+                     r"<strong>r\+d</strong> with [0-9.]+ \(tied\)", page), page
+    S = np.column_stack([table["r"], table["d"]])
+    plain = prepare({k: v for k, v in table.items()}, scores=["r", "d"])
+    rule = BoundedTPRFPR(tpr=0.8, fpr=0.5).fit(S, ood, np.nan_to_num(table["loss"]))
+    page = html_report(plain, evaluate(plain), rule=rule, rule_columns=["r", "d"])
+    assert ("BoundedTPRFPR on r, d: the report pairs no columns (a pair needs --ood-score and "
+            "rows marked OOD); it is not marked.") in page
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lost = BoundedTPRFPR(tpr=0.99, fpr=0.01).fit(S, ood, np.nan_to_num(table["loss"]))
+    assert not lost.feasible_
+    page = html_report(data, ev, rule=lost, rule_columns=["r", "d"])
+    assert "it rejects everything" in page and "as one detector" not in page
+
+
+def test_a_pair_may_not_hold_the_ood_or_loss_column():
+    # --pair-with is_ood scored the OOD marks themselves (AUROC 1) and paired them
+    table, _ = _pair_rows(4)
+    for column, role in (("is_ood", "OOD"), ("loss", "loss")):
+        with pytest.raises(ValueError, match=rf"^the score column '{column}' is also the {role} "
+                           r"column; a score must be another column\.$"):
+            prepare(table, scores=["u"], ood_score="g", pair_with=[column])

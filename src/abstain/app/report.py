@@ -443,7 +443,10 @@ def _best(ev: Evaluation) -> list[str]:
                 continue
             pick = max if spec.higher_is_better else min
             best = pick(vals, key=lambda s: vals[s])
-            tied = [s for s, v in vals.items() if v == vals[best]]
+            # values a few ulps apart tie (a pair whose best rule is one column's, summed in
+            # another order): which is named must not hang on their last bits
+            tied = [s for s, v in vals.items()
+                    if math.isclose(v, vals[best], rel_tol=1e-12, abs_tol=1e-300)]
             iv = ev.intervals.get(best, {}).get(key)
             ci = "" if iv is None or math.isnan(iv[0]) else f" [{iv[0]:.4f}, {iv[1]:.4f}]"
             who = ", ".join(f"<strong>{html.escape(s)}</strong>" for s in tied)
@@ -459,8 +462,10 @@ def _rule_line(rule: Any, columns: list[str] | None, src: Rows | Tables,
     on = ", ".join(columns or [])
     target = _rule_target(rule, columns, src)
     if target is None:
-        return (f"{html.escape(kind)} on {html.escape(on)}: the report's table has no such "
-                "score column; it is not marked.")
+        why = ("the report pairs no columns (a pair needs --ood-score and rows marked OOD)"
+               if len(columns or []) == 2 and not src.pairs else
+               "the report's table has no such score column")
+        return f"{html.escape(kind)} on {html.escape(on)}: {why}; it is not marked."
     coverage, risk, ood = src.operating_point(rule, target, list(columns or []))
     parts = [f"coverage of ID rows {coverage:.4f}", f"selective risk {risk:.4f}"]
     if ood is not None:
@@ -468,7 +473,9 @@ def _rule_line(rule: Any, columns: list[str] | None, src: Rows | Tables,
     line = (f"rule {html.escape(kind)} on <strong>{html.escape(on)}</strong>"
             f"{_rule_promise(rule, list(columns or []))}; on these rows (expected over its "
             "random acceptance of tied scores, which apply draws): " + ", ".join(parts))
-    if len(columns or []) == 2 and target in ev.pairs and hasattr(rule, "score"):
+    # an infeasible rule has no fitted direction (it rejects everything): no own score
+    if (len(columns or []) == 2 and target in ev.pairs and hasattr(rule, "score")
+            and getattr(rule, "feasible_", True)):
         line += "; " + _rule_own(rule, list(columns or []), target, src, ev)
     return line
 

@@ -373,12 +373,12 @@ def prepare(
     if ood_name is not None and ood_name in loss_cols:
         raise ValueError(f"the OOD column {ood_name!r} is also the {loss_role} column; mark "
                          "OOD rows in a column of their own.")
+    paired = _paired(table, names, ood_score, pair_with)  # its columns join the scores
     for name in names:  # a score that is the loss (or what gives it) scores the answer
         if name in loss_cols or name == ood_name:
             role = "OOD" if name == ood_name else loss_role
             raise ValueError(f"the score column {name!r} is also the {role} column; a score "
                              "must be another column.")
-    paired = _paired(table, names, ood_score, pair_with)
     if ood_score is not None:
         clash = [f"{r}+{ood_score}" for r in paired or names if f"{r}+{ood_score}" in names]
         if clash:
