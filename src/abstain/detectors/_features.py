@@ -604,12 +604,16 @@ class ViM(Detector):
         off = ref - u
         spread = _finite_cov(_gram(C) / C.shape[0], F, "ViM", dt)
         cov = spread + np.outer(off, off)
-        stacked = dt == np.float64 and float(off @ off) > 1e6 * max(
-            float(np.trace(spread)) / d, 0.0)
+        spread_evals = np.linalg.eigvalsh(spread)
+        spread_floor = _eigen_floor(spread_evals, d, dt)
+        kept = spread_evals[spread_evals > spread_floor]
+        # features far from the origin for their spread: the outer product swamps the
+        # spread's small eigenvalues in the sum's round-off (0.2 % of the scores at a
+        # spread of 1e-6 around 1), in either dtype; measured against the least eigenvalue
+        # kept, not their mean (one large direction hid the small ones); the SVD of the
+        # rows stacked with the offset keeps them
+        stacked = float(off @ off) > 1e6 * (float(kept.min()) if kept.size else 0.0)
         if stacked:
-            # features far from the origin for their spread: the outer product swamps the
-            # spread's small eigenvalues in the sum's round-off (0.2 % of the scores at a
-            # spread of 1e-6 around 1); the SVD of the rows stacked with the offset keeps them
             evals, evecs = _stacked_eigh(C, off)
         else:
             evals, evecs = np.linalg.eigh(cov)
@@ -619,7 +623,7 @@ class ViM(Detector):
         mean_v = float(vlogit.mean(dtype=np.float64))
         # eigenvalues within the round-off of the covariance are no residual: the scores
         # would be made of round-off (that of the spread in dt, of the sum in float64)
-        floor = max(_eigen_floor(np.linalg.eigvalsh(spread), d, dt),
+        floor = max(spread_floor,
                     0.0 if stacked else _eigen_floor(evals, d, np.dtype(np.float64)))
         if mean_v <= 0 or float(evals[order[D:]].max()) <= floor:
             raise ValueError("ViM: the training features have no residual beyond the "
