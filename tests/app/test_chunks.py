@@ -330,3 +330,15 @@ def test_rows_with_empty_cells_are_refused_in_the_same_words_at_every_chunk_size
     assert capsys.readouterr().err.strip().endswith(
         "2 row(s) have NaN or empty values in column(s) 'distance', 'loss' (first at line 2); "
         "pass --dropna to drop them.")
+
+
+@pytest.mark.parametrize("rows", [None, 1, 2, 100])
+def test_the_columns_with_empty_cells_are_named_in_one_order_at_every_chunk_size(
+        tmp_path, capsys, rows):
+    # the chunks named them in the order they were met: 'loss', 'risk' (the file: 'risk',
+    # 'loss'), where the loss's empty cell came first
+    path = tmp_path / "t.csv"
+    path.write_text("loss,risk\n,0.1\n1,0.2\n0,0.3\n1,\n0,0.2\n")
+    chunk = [] if rows is None else ["--chunk-rows", str(rows)]
+    assert main(["evaluate", str(path), "--quiet", *chunk]) != 0
+    assert "in column(s) 'risk', 'loss' (first at line 2)" in capsys.readouterr().err

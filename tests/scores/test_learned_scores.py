@@ -742,3 +742,15 @@ def test_complex_and_long_double_labels_are_refused_at_fit():
         with pytest.raises(ValueError, match=r"^y_pred must hold class labels that a saved "
                            r"score keeps"):
             LossRegression(C=0).fit(X, y_pred, [0.0, 1.0, 0.0, 1.0])
+
+
+def test_sele_with_a_ridge_fits_beside_a_column_in_huge_units():
+    # with C > 0 in raw units, a noise column of 1e8 made the first gradient so large that
+    # the signal's was under the tolerance: coefficient 0, AuRC 0.45, "converged"
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=300)
+    losses = (rng.uniform(size=300) < 1 / (1 + np.exp(-2 * x))).astype(float)
+    X = np.column_stack([x, rng.normal(size=300) * 1e8])
+    m = SELE(C=0.01, features="shared", chunk_size=None).fit(X, None, losses)
+    alone = SELE(C=0.01, features="shared", chunk_size=None).fit(x[:, None], None, losses)
+    assert m.converged_ and m.coef_[0, 0] == pytest.approx(alone.coef_[0, 0], rel=0.05)

@@ -202,3 +202,11 @@ def test_training_leaves_the_callers_images_without_gradient_and_refuses_text():
         csi_outputs(CSINetwork(width=2, projection_dim=4, random_state=0), np.array(["abc"]))
     with pytest.raises(ValueError, match=r"^net must be a CSINetwork .*; got Linear\.$"):
         csi_outputs(torch.nn.Linear(2, 2), np.zeros((2, 28, 28), np.uint8))
+
+
+def test_a_compiled_csi_network_is_taken():
+    net = CSINetwork(width=2, projection_dim=4, random_state=0).eval()
+    compiled = torch.compile(net, backend="eager")
+    images = np.zeros((3, 28, 28), np.uint8)
+    a, b = csi_outputs(net, images), csi_outputs(compiled, images)
+    np.testing.assert_array_equal(a["logits"], b["logits"])

@@ -167,8 +167,9 @@ def _naming(path: Path, part: bool) -> Iterator[None]:
 
 class _Missing:
     """The rows with NaN or empty values of the chunks read so far: their count, columns
-    (in the order first met) and the first one's place; refused after the last chunk, in
-    the words of a whole-file read (its count and every column, not the first chunk's)."""
+    (in the order of the columns checked) and the first one's place; refused after the
+    last chunk, in the words of a whole-file read (its count and every column, not the
+    first chunk's)."""
 
     def __init__(self) -> None:
         self.n_rows, self.where = 0, ""
@@ -176,7 +177,8 @@ class _Missing:
 
     def add(self, exc: MissingValuesError) -> None:
         self.n_rows += exc.n_rows
-        self.columns += [c for c in exc.columns if c not in self.columns]
+        found = {*self.columns, *exc.columns}
+        self.columns = [c for c in exc.checked if c in found]  # the whole-file read's order
         self.where = self.where or exc.where
 
     def refuse(self) -> None:

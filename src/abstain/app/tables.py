@@ -39,11 +39,15 @@ class MissingValuesError(ValueError):
     where : str
         Where the first such row lies in its file: ``"line 7"`` for a CSV file (the header
         is line 1), ``"row index 5"`` otherwise (see :class:`~abstain.app.io.Rows`).
+    checked : list of str
+        Every column checked, in the order ``columns`` follows (the chunks of a file name
+        their columns together in it).
     """
 
     def __init__(self, n_rows: int, columns: list[str], first_row: int,
-                 where: str | None = None) -> None:
+                 where: str | None = None, checked: list[str] | None = None) -> None:
         self.n_rows, self.columns, self.first_row = n_rows, columns, first_row
+        self.checked = list(columns) if checked is None else checked
         self.where = f"row index {first_row}" if where is None else where
         cols = ", ".join(map(repr, columns))
         super().__init__(
@@ -403,7 +407,8 @@ def prepare(
             bad_cols.append(name)
     if bad.any() and not dropna:
         first = int(np.argmax(bad))
-        raise MissingValuesError(int(bad.sum()), bad_cols, first, rows.name(first))
+        raise MissingValuesError(int(bad.sum()), bad_cols, first, rows.name(first),
+                                 [*used, *score_cols, *loss_cols])
     keep = ~bad
     if len(loss_cols) == 2:
         _same_kind(loss_cols, keep & ~ood_rows)

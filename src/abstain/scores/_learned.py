@@ -747,12 +747,12 @@ class SELE(_LinearScore):
                          np.random.default_rng(self.random_state),
                          None if self.chunk_size is None else np.lexsort(keys))
         raw = _SeleProblem(design, chunks, float(self.C) / unit, n_blocks)
-        # C = 0 (unit-free): solved in units where each coefficient's feature is near 1
-        # (powers of two, exact); a ridge's curvature C / scale**2 would be ill-conditioned
+        # in units where each feature is near 1 (powers of two): all for C = 0 (unit-free),
+        # those above 1 for C > 0 (a ridge's C / unit**2 at 1e-30 is ill-conditioned)
         mags = np.concatenate((np.tile(np.max(np.abs(design.rows), axis=0), n_blocks),
                                [] if design.extra is None else [np.max(np.abs(design.extra))]))
-        problem = ScaledProblem(raw, np.where((mags > 0) & (self.C == 0),
-                                              np.ldexp(1.0, np.frexp(mags)[1] - 1), 1.0))
+        unit_of = np.where(mags > 0, np.ldexp(1.0, np.frexp(mags)[1] - 1), 1.0)
+        problem = ScaledProblem(raw, unit_of if self.C == 0 else np.maximum(unit_of, 1.0))
         theta0 = np.zeros(problem.size)
         if previous is not None and previous.shape == theta0.shape:
             theta0 = previous * problem.scale

@@ -386,7 +386,7 @@ def csi_outputs(net: CSINetwork, images: ArrayLike | torch.Tensor, *,
     {'projections': (4, 5, 8), 'features': (4, 5, 16), 'logits': (4, 5, 4)}
     """
     turns = _shifts(shifts)
-    if not isinstance(net, CSINetwork):
+    if not isinstance(getattr(net, "_orig_mod", net), CSINetwork):  # torch.compile's too
         raise ValueError(f"net must be a CSINetwork (train_csi or load_csi gives one); got "
                          f"{type(net).__name__}.")
     if len(turns) != net.n_shifts:
@@ -432,7 +432,7 @@ def save_csi(net: CSINetwork, path: str | os.PathLike[str]) -> None:
     >>> torch.equal(load_csi(path).head.weight, net.head.weight)
     True
     """
-    if not isinstance(net, CSINetwork):
+    if not isinstance(getattr(net, "_orig_mod", net), CSINetwork):  # torch.compile's too
         raise ValueError(f"net must be a CSINetwork; got {type(net).__name__}.")
     save_state(net, path, config={"format": CSI_FORMAT, **net.config()})
 
