@@ -184,3 +184,15 @@ def test_a_row_scored_alone_gets_its_score_in_a_batch(make):
     batch = det.score(logits)
     alone = np.array([det.score(logits[i : i + 1])[0] for i in range(200)])
     assert np.array_equal(alone, batch)
+
+
+def test_an_energy_beyond_float64_is_refused_in_one_line():
+    # -inf came back with NumPy's overflow warning only, against the "finite" docstring
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^the free energy of these logits at temperature "
+                           r"1e\+307 is beyond float64; scale the logits down"):
+            Energy(temperature=1e307).score([[1.7e308] * 10, [0.0] * 10])
+        assert np.isfinite(Energy(temperature=1e300).score([[1e308] * 10])).all()

@@ -112,14 +112,20 @@ def neg_max_softmax(logits: NDArray[np.float64], temperature: float) -> NDArray[
 
 def neg_energy(logits: NDArray[np.float64], temperature: float) -> NDArray[np.float64]:
     """The free energy ``-T logsumexp(logits / T)`` (higher = more OOD), as
-    ``-(max + T log sum exp((logits - max) / T))``: finite for any finite logits and T."""
-    if temperature == 1.0:
-        out = logsumexp_rows(logits)
-    else:
-        peak, rest = _peak_and_rest(logits, temperature)
-        out = _log1p(rest)
-        out *= temperature
-        out += peak
+    ``-(max + T log sum exp((logits - max) / T))``: finite wherever the energy is within
+    float64 (beyond, with logits near the float maximum and a temperature near it too, it
+    is refused in one line)."""
+    with np.errstate(over="ignore"):
+        if temperature == 1.0:
+            out = logsumexp_rows(logits)
+        else:
+            peak, rest = _peak_and_rest(logits, temperature)
+            out = _log1p(rest)
+            out *= temperature
+            out += peak
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"the free energy of these logits at temperature {temperature!r} is "
+                         "beyond float64; scale the logits down or lower the temperature.")
     return np.negative(out, out=out)
 
 
