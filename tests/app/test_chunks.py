@@ -317,28 +317,25 @@ def test_bad_input_in_a_part_read_by_dask_is_one_line(tmp_path):
                                 "'risk' (first at line 3); pass --dropna to drop them.\n")
 
 
+# chunks named only the columns of the first chunk holding such a row, without their count,
+# and in the order they were met ('loss', 'risk' where the file's read says 'risk', 'loss')
+EMPTY_CELLS = [
+    ("loss,risk,distance\n0,0.1,\n1,0.9,1\n,0.3,2\n1,0.7,3\n0,0.2,4\n",
+     ["fit", "--target-coverage", "0.5"], "2 row(s) have NaN or empty values in column(s) "
+     "'distance', 'loss' (first at line 2); pass --dropna to drop them."),
+    ("loss,risk\n,0.1\n1,0.2\n0,0.3\n1,\n0,0.2\n", ["evaluate"],
+     "2 row(s) have NaN or empty values in column(s) 'risk', 'loss' (first at line 2); "
+     "pass --dropna to drop them."),
+]
+
+
 @pytest.mark.parametrize("rows", [None, 1, 2, 100])
+@pytest.mark.parametrize("text, command, message", EMPTY_CELLS)
 def test_rows_with_empty_cells_are_refused_in_the_same_words_at_every_chunk_size(
-        tmp_path, capsys, rows):
-    # chunks named only the columns of the first chunk holding such a row, and no count
+        tmp_path, capsys, rows, text, command, message):
     path = tmp_path / "t.csv"
-    path.write_text("loss,risk,distance\n0,0.1,\n1,0.9,1\n,0.3,2\n1,0.7,3\n0,0.2,4\n")
+    path.write_text(text)
     chunk = [] if rows is None else ["--chunk-rows", str(rows)]
-    code = main(["fit", str(path), "--target-coverage", "0.5", "-o", str(tmp_path / "r.json"),
-                 "--quiet", *chunk])
-    assert code != 0
-    assert capsys.readouterr().err.strip().endswith(
-        "2 row(s) have NaN or empty values in column(s) 'distance', 'loss' (first at line 2); "
-        "pass --dropna to drop them.")
-
-
-@pytest.mark.parametrize("rows", [None, 1, 2, 100])
-def test_the_columns_with_empty_cells_are_named_in_one_order_at_every_chunk_size(
-        tmp_path, capsys, rows):
-    # the chunks named them in the order they were met: 'loss', 'risk' (the file: 'risk',
-    # 'loss'), where the loss's empty cell came first
-    path = tmp_path / "t.csv"
-    path.write_text("loss,risk\n,0.1\n1,0.2\n0,0.3\n1,\n0,0.2\n")
-    chunk = [] if rows is None else ["--chunk-rows", str(rows)]
-    assert main(["evaluate", str(path), "--quiet", *chunk]) != 0
-    assert "in column(s) 'risk', 'loss' (first at line 2)" in capsys.readouterr().err
+    out = ["-o", str(tmp_path / "r.json")] if command[0] == "fit" else []
+    assert main([command[0], str(path), *command[1:], *out, "--quiet", *chunk]) != 0
+    assert capsys.readouterr().err.strip().endswith(message)
