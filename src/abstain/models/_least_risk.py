@@ -6,10 +6,11 @@ the most recall at a precision (``most_recall_at_precision``) of the OOD thresho
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from .._certify.certify import (
     BOUNDS,
@@ -119,11 +120,14 @@ def least_risk_bound(uncertainty: Any, losses: Any = None, delta: Any = None, *,
                         bound, above)
 
 
-def _directions(s: NDArray[np.float64], n_directions: int) -> list[NDArray[np.float64]]:
-    """The combined score of each grid direction (the one column of a single score)."""
-    if s.shape[1] == 1:
-        return [s[:, 0]]
-    return [core.project(s, w) for w in core.grid_weights(n_directions)]
+def _grid_knots(sample: Sample, n_directions: int) -> Iterator[Any]:
+    """The ROC knots of the combined score of each grid direction (of the one column of a
+    single score)."""
+    s = sample.s
+    columns = ([s[:, 0]] if s.shape[1] == 1 else
+               (core.project(s, w) for w in core.grid_weights(n_directions)))
+    for c in columns:
+        yield core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
 
 
 @validate_params({"tpr": [Interval(float, 0, 1, closed="right")]})
@@ -154,11 +158,8 @@ def least_fpr_at_tpr(scores: ArrayLike | ScoreTable | PairTable, is_ood: ArrayLi
     if not isinstance(scores, PairTable) and np.ndim(scores) != 2:
         return float(fpr_at_tpr(is_ood, scores, t))  # type: ignore[arg-type]
     sample = _roc_sample(scores, is_ood)
-    best = math.inf
-    for c in _directions(sample.s, d):
-        kn = core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
-        best = min(best, core.least_fpr(kn.I, kn.O, sample.n_id, sample.n_ood, t))
-    return best
+    return min([math.inf, *(core.least_fpr(kn.I, kn.O, sample.n_id, sample.n_ood, t)
+                            for kn in _grid_knots(sample, d))])
 
 
 def _roc_sample(scores: Any, is_ood: Any) -> Sample:
@@ -193,8 +194,5 @@ def most_recall_at_precision(scores: ArrayLike | ScoreTable | PairTable,
     sample = _roc_sample(scores, is_ood)
     ood_share = sample.n_ood / (sample.n_id + sample.n_ood)
     pi = ood_share if ood_prior is None else check_open_unit("ood_prior", ood_prior)
-    best = 0.0
-    for c in _directions(sample.s, d):
-        kn = core.knots(c, sample.w_id, sample.w_ood, sample.w_loss)
-        best = max(best, core.most_recall(kn.I, kn.O, sample.n_id, sample.n_ood, p, pi))
-    return best
+    return max([0.0, *(core.most_recall(kn.I, kn.O, sample.n_id, sample.n_ood, p, pi)
+                       for kn in _grid_knots(sample, d))])
