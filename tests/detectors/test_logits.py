@@ -196,3 +196,15 @@ def test_an_energy_beyond_float64_is_refused_in_one_line():
                            r"1e\+307 is beyond float64; scale the logits down"):
             Energy(temperature=1e307).score([[1.7e308] * 10, [0.0] * 10])
         assert np.isfinite(Energy(temperature=1e300).score([[1e308] * 10])).all()
+
+
+@pytest.mark.parametrize("det", [MSP(), MSP(temperature=0.01), Energy(temperature=0.01), GEN(),
+                                 GEN(gamma=1.0, top_m=2), MaxLogit()])
+def test_logit_detectors_ignore_the_global_error_state(det):
+    # terms of exp(-800) are 0 by design: np.seterr(all="raise") must not turn them into
+    # a FloatingPointError, nor change a score
+    logits = np.array([[800.0, 0.0, 100.0], [0.5, 0.2, 0.1], [3.0, 3.0, -900.0]])
+    expected = det.fit().score(logits)
+    with np.errstate(all="raise"):
+        got = det.fit().score(logits)
+    np.testing.assert_array_equal(got, expected)

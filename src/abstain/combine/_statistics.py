@@ -162,8 +162,8 @@ def _combine_block(block: F64, method: str, scale: str, eps: float) -> F64:
     logp, log1mp, p_sorted = _log_tails(block, scale, k)
     t = np.arange(1, k + 1) / m
     if method == "hc":
-        p = np.exp(logp)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            p = np.exp(logp)  # a p-value below float64's range is 0
             low = (t - p) / np.exp(0.5 * (logp + log1mp))
             # p near 1: t - p = (1 - p) - (1 - t) from log(1 - p), in log space (t - p
             # cancelled, and p (1 - p) underflowed to 0/0 for z below about -38)
