@@ -44,6 +44,21 @@ def test_an_error_in_a_worker_is_raised_here() -> None:
 
 
 @forks
+def test_calls_from_several_threads_each_run_their_own_work() -> None:
+    # the work a pool's workers inherit is set while they are forked: threads starting
+    # pools at once must neither refuse each other nor run each other's function
+    from concurrent.futures import ThreadPoolExecutor
+
+    def job(c: int) -> list[int]:
+        return ordered_map(lambda x: c * 100 + x, list(range(4)), 2)
+
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(job, range(8)))
+    assert got == [[c * 100 + x for x in range(4)] for c in range(8)]
+    assert parallel._WORK is None
+
+
+@forks
 def test_a_worker_runs_nested_work_itself() -> None:
     assert ordered_map(lambda _: resolve_jobs(4, 10), [0, 1], 2) == [1, 1]
     assert resolve_jobs(4, 10) == 4

@@ -16,6 +16,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -26,8 +27,10 @@ T = TypeVar("T")
 
 #: Set in a worker: work it asks for runs in it, never in a pool of its own.
 _IN_WORKER = False
-#: The work of the pool being run, inherited by its forked workers.
+#: The work of the pool being started, inherited by its forked workers; set and read
+#: under ``_FORKING``, so that calls from several threads each fork with their own.
 _WORK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
+_FORKING = threading.Lock()
 
 
 #: glibc's ``mallopt`` parameters (malloc.h) and the values :func:`keep_freed_memory` sets:
@@ -161,16 +164,15 @@ def ordered_map(func: Callable[[Any], T], items: Sequence[Any], n_jobs: int | No
             if done is not None:
                 done(len(out))
         return out
-    if _WORK is not None:
-        raise RuntimeError("ordered_map is not reentrant in the calling process.")
-    _WORK = (func, items)
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-    try:
-        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_init,
-                                                        initargs=(mask,))
-    finally:
-        _WORK = None  # the workers hold their copy
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal held back arrives now
+    with _FORKING:  # another thread's call waits until these workers are forked
+        _WORK = (func, items)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        try:
+            pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_init,
+                                                            initargs=(mask,))
+        finally:
+            _WORK = None  # the workers hold their copy
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held signal arrives now
     try:
         for result in pool.imap(_run, range(len(items)), chunksize=chunksize):
             if isinstance(result, _Failed):
