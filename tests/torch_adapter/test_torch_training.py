@@ -36,6 +36,36 @@ def _toy_images(n: int = 48) -> tuple[torch.Tensor, np.ndarray]:
     return torch.from_numpy(x), y
 
 
+def test_seeded_work_of_several_threads_runs_one_after_the_other() -> None:
+    # torch's RNG and deterministic mode are process-wide: threads building seeded models
+    # and training at once must get the weights of a serial run and leave both as they were
+    import copy
+    from concurrent.futures import ThreadPoolExecutor
+
+    def weights(m: nn.Module) -> torch.Tensor:
+        return torch.cat([p.detach().flatten() for p in m.parameters()])
+
+    def build(_: int) -> torch.Tensor:
+        return weights(SmallCNN(n_classes=3, width=2, feature_dim=6, random_state=0))
+
+    g = torch.Generator().manual_seed(1)
+    X, y = torch.randn(40, 4, generator=g), torch.arange(40) % 2
+    start = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+
+    def train(_: int) -> torch.Tensor:  # dropout draws from the global RNG
+        return weights(train_classifier(copy.deepcopy(start), X, y, epochs=2, batch_size=8,
+                                        random_state=0))
+
+    built, trained = build(0), train(0)
+    state = torch.get_rng_state()
+    with ThreadPoolExecutor(4) as ex:
+        many = list(ex.map(build, range(12))) + list(ex.map(train, range(8)))
+    assert all(torch.equal(w, built) for w in many[:12])
+    assert all(torch.equal(w, trained) for w in many[12:])
+    assert torch.equal(torch.get_rng_state(), state)
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
 def test_train_classifier_is_deterministic() -> None:
     x, y = _toy_images()
     rng_state = torch.get_rng_state()

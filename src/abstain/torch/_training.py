@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,15 +16,21 @@ from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive, plain
 from ._adapter import as_input, check_batch_size, check_finite, from_numpy
 
+#: Held while a block reseeds torch's one global RNG or switches its deterministic mode:
+#: both are process-wide, so two threads doing so at once drew from each other's seed and
+#: restored each other's state. Such blocks of several threads run one after the other.
+_TORCH_GLOBALS = threading.RLock()
+
 
 @contextlib.contextmanager
 def seeded(random_state: int | None) -> Iterator[None]:
     """Draw from torch's RNG seeded with ``random_state`` inside the block, on a forked RNG
-    so the global one is left as it was; None: the global RNG as it is."""
+    so the global one is left as it was (one thread at a time); None: the global RNG as it
+    is."""
     if random_state is None:
         yield
         return
-    with torch.random.fork_rng(devices=[]):
+    with _TORCH_GLOBALS, torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(random_state))
         yield
 
@@ -156,9 +163,10 @@ def train_classifier(
     with ``random_state``; other torch randomness (dropout) draws from a forked
     global RNG seeded with ``random_state``, so the caller's global RNG state is
     left as it was. ``torch.use_deterministic_algorithms(True, warn_only=True)``
-    holds for the duration (the previous setting is restored). Two runs from the
-    same initial weights and seed give bit-identical weights with the same torch
-    build and thread count.
+    holds for the duration (the previous setting is restored). Both are
+    process-wide, so calls from several threads train one after the other. Two runs
+    from the same initial weights and seed give bit-identical weights with the same
+    torch build and thread count.
 
     Parameters
     ----------
@@ -218,8 +226,6 @@ def train_classifier(
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     n_batches = -(-n // batch_size)
     bar = ProgressBar("train", show=as_show(progress))
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     generator = torch.Generator().manual_seed(int(random_state))
     if int(epochs) and n:  # every label a class of the outputs, before any step
         model.eval()
@@ -230,10 +236,12 @@ def train_classifier(
                              f"got label {int(yt.max())}.")
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     model.train()
+    _TORCH_GLOBALS.acquire()  # the global RNG and mode, one thread at a time
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     try:
         torch.use_deterministic_algorithms(True, warn_only=True)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(random_state))
+        with seeded(int(random_state)):
             for epoch in range(int(epochs)):
                 order = torch.randperm(n, generator=generator)
                 for b in range(n_batches):
@@ -254,6 +262,7 @@ def train_classifier(
                     bar(epoch * n_batches + b + 1, int(epochs) * n_batches)
     finally:
         torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        _TORCH_GLOBALS.release()
         model.eval()
         bar.close()
     return model
