@@ -249,3 +249,38 @@ def test_a_long_double_beyond_float64_is_named_with_its_own_digits():
         pytest.skip("this platform's long double is float64")
     with pytest.raises(ValueError, match=r"cannot hold exactly \(e\.g\. 1\.000000000000000000"):
         aurc([1, 0], x)
+
+
+def test_a_masked_array_with_masked_entries_is_refused_naming_the_argument() -> None:
+    from abstain.combine import conformal_threshold
+    from abstain.metrics import aurc, auroc
+
+    losses = np.ma.array([0.0, 1.0, 0.0, 1.0], mask=[0, 0, 1, 0])
+    scores = np.ma.array([0.1, 0.9, np.nan, 0.8], mask=[0, 0, 1, 0])
+    with pytest.raises(ValueError, match="^losses must not be a masked array with masked "):
+        aurc(losses, np.arange(4.0))
+    with pytest.raises(ValueError, match="^scores must not be a masked array"):
+        auroc(np.array([0, 1, 0, 1]), scores)  # not "1 NaN", a value the user masked
+    with pytest.raises(ValueError, match="^is_ood must not be a masked array"):
+        auroc(np.ma.array([0, 1, 0, 1], mask=[1, 0, 0, 0]), np.arange(4.0))
+    with pytest.raises(ValueError, match="must not be a masked array"):
+        conformal_threshold(np.ma.array([1.0, 2.0, 8.0], mask=[0, 0, 1]), alpha=0.5)
+    # a masked array with nothing masked is its values
+    assert aurc(np.ma.array([0.0, 1.0, 0.0]), np.ma.array([0.2, 0.9, 0.1])) == aurc(
+        np.array([0.0, 1.0, 0.0]), np.array([0.2, 0.9, 0.1]))
+
+
+def test_a_dataframe_of_nullable_columns_reads_as_its_numbers() -> None:
+    pd = pytest.importorskip("pandas")
+    from abstain.combine import combine
+    from abstain.metrics import auroc
+
+    frame = pd.DataFrame({"a": [0.1, 0.5, 0.9, 0.3], "b": [1, 2, 4, 3]})
+    nullable = frame.convert_dtypes()  # Float64 and Int64: as object to np.asarray
+    is_ood = np.array([0, 0, 1, 1])
+    assert auroc(is_ood, nullable) == auroc(is_ood, frame.to_numpy(dtype=float))
+    np.testing.assert_array_equal(combine(nullable), combine(frame.to_numpy(dtype=float)))
+    missing = nullable.copy()
+    missing.loc[1, "a"] = pd.NA
+    with pytest.raises(ValueError, match="must be finite; got 1 NaN"):
+        auroc(is_ood, missing)

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 F64 = NDArray[np.float64]
 
 __all__ = [
-    "as_array", "as_class_labels", "empty_batch", "as_label_indices", "as_features",
+    "as_array", "unmasked", "as_class_labels", "empty_batch", "as_label_indices", "as_features",
     "as_is_ood", "as_labels", "as_losses", "as_losses_and_scores", "as_matrix", "as_proba",
     "as_real_array", "as_pvalues", "as_scores", "Boolean", "Constraint", "Constraints",
     "InstanceOf", "Interval", "IsArray", "IsCallable", "Options", "RandomState", "check_bool",
@@ -71,10 +71,23 @@ def _describe(x: NDArray[Any]) -> str:
     return f"an array of shape {x.shape}"
 
 
-def as_array(values: Any) -> NDArray[Any]:
+def unmasked(values: Any, name: str) -> Any:
+    """``values``, unless it is a masked array with masked entries (NumPy drops the mask)."""
+    if isinstance(values, np.ma.MaskedArray) and np.ma.is_masked(values):
+        raise ValueError(f"{name} must not be a masked array with masked entries (NumPy would "
+                         "read their values); pass the entries kept, e.g. values.compressed().")
+    return values
+
+
+def as_array(values: Any, name: str = "values") -> NDArray[Any]:
     """``np.asarray(values)``; a PyTorch tensor NumPy cannot take (bfloat16, widened exactly
-    to float32; requiring grad; on another device) detached and moved to the CPU first."""
+    to float32; requiring grad; on another device) detached and moved to the CPU first; a
+    pandas DataFrame of nullable columns column by column, as each Series converts."""
+    unmasked(values, name)
     try:
+        if type(values).__name__ == "DataFrame" and values.shape[1] and any(
+                not isinstance(t, np.dtype) for t in values.dtypes):  # not all as object
+            return np.column_stack([np.asarray(values.iloc[:, j]) for j in range(values.shape[1])])
         return np.asarray(values)
     except (TypeError, ValueError, RuntimeError):
         if type(values).__module__.split(".")[0] != "torch" or not hasattr(values, "detach"):
@@ -90,8 +103,9 @@ def as_real_array(values: ArrayLike, name: str, dtype: Any = np.float64) -> NDAr
     Integers, unsigned integers, floats and bools convert; complex, datetime, timedelta,
     string, bytes and object (e.g. mixed or ragged) input is refused with its dtype.
     """
+    values = unmasked(values, name)
     try:
-        arr = as_array(values)
+        arr = as_array(values, name)
     except (TypeError, ValueError) as exc:  # ragged nested sequences
         raise ValueError(
             f"{name} must be an array of real numbers; got {type(values).__name__} "
@@ -145,15 +159,12 @@ def _refuse_table(values: Any, name: str) -> None:
         raise ValueError(f"{name} must be an array of real numbers; got None.")
 
 
-def _as_1d_float(
-    name: str, values: ArrayLike, allow_empty: bool = False
-) -> NDArray[np.float64]:
+def _as_1d_float(name: str, values: ArrayLike, allow_empty: bool = False) -> F64:
     return _as_1d_float_and_min(name, values, allow_empty)[0]
 
 
-def _as_1d_float_and_min(
-    name: str, values: ArrayLike, allow_empty: bool = False
-) -> tuple[NDArray[np.float64], float]:
+def _as_1d_float_and_min(name: str, values: ArrayLike,
+                         allow_empty: bool = False) -> tuple[F64, float]:
     """The finite 1-D float64 array of ``values`` and its smallest value (NaN if empty)."""
     arr = as_real_array(values, name)
     if arr.ndim != 1:
@@ -191,10 +202,8 @@ def as_matrix(
     arr = as_real_array(values, name, dtype)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         hint = " (one sample: pass values.reshape(1, -1))" if arr.ndim == 1 and arr.size else ""
-        raise ValueError(
-            f"{name} must be a non-empty 2-D array (n_samples, {columns}){hint}; "
-            f"got {_describe(arr)}."
-        )
+        raise ValueError(f"{name} must be a non-empty 2-D array (n_samples, {columns}){hint}; "
+                         f"got {_describe(arr)}.")
     if arr.shape[0] < min_rows:
         raise ValueError(f"{name} must have at least {min_rows} rows; got {arr.shape[0]}.")
     if finite:
@@ -212,8 +221,7 @@ def as_matrix(
 
 
 def as_features(X: ArrayLike, name: str = "X", dtype: Any = np.float64) -> NDArray[Any]:
-    """Return ``X`` as a finite, non-empty 2-D float64 (or ``dtype``) array
-    (n_samples, n_features)."""
+    """``X`` as a finite, non-empty 2-D float64 (or ``dtype``) array (n_samples, n_features)."""
     return as_matrix(X, name, dtype=dtype)
 
 
@@ -232,10 +240,8 @@ def as_pvalues(values: ArrayLike, name: str = "P") -> NDArray[np.float64]:
     bad = ~((arr > 0.0) & (arr <= 1.0))
     if bad.any():
         first = arr[bad][0]
-        raise ValueError(
-            f"{name} must hold p-values in (0, 1]; got {int(bad.sum())} outside, e.g. "
-            f"{plain(first)}."
-        )
+        raise ValueError(f"{name} must hold p-values in (0, 1]; got {int(bad.sum())} outside, "
+                         f"e.g. {plain(first)}.")
     return arr
 
 
@@ -243,10 +249,8 @@ def as_proba(proba: ArrayLike, name: str = "proba") -> NDArray[np.float64]:
     """Return ``proba`` as an (n_samples, n_classes >= 2) matrix of probability rows."""
     p = as_real_array(proba, name)
     if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] < 2:
-        raise ValueError(
-            f"{name} must be a 2-D array of shape (n_samples, n_classes >= 2); got shape "
-            f"{p.shape}."
-        )
+        raise ValueError(f"{name} must be a 2-D array of shape (n_samples, n_classes >= 2); "
+                         f"got shape {p.shape}.")
     if not np.all(np.isfinite(p)):
         raise ValueError(f"{name} must be finite; got NaN or infinite entries.")
     if np.any(p < 0) or not np.allclose(p.sum(axis=1), 1.0, atol=1e-6):
@@ -313,8 +317,9 @@ def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
     labels) are kept with their dtype; a column vector, complex, datetime and timedelta
     values are refused.
     """
+    values = unmasked(values, name)
     try:
-        arr = as_array(values)
+        arr = as_array(values, name)
     except (TypeError, ValueError) as exc:  # ragged nested sequences
         raise ValueError(f"{name} must be a 1-D array of class labels; got "
                          f"{type(values).__name__} that is not a rectangular array.") from exc
@@ -434,8 +439,9 @@ def check_bool(name: str, value: Any) -> bool:
 
 def as_is_ood(values: ArrayLike, name: str = "is_ood") -> NDArray[np.bool_]:
     """Return ``values`` as a 1-D boolean array holding both classes (0/1 or bool)."""
+    values = unmasked(values, name)
     try:
-        values = as_array(values)
+        values = as_array(values, name)
         kind = values.dtype.kind
     except (TypeError, ValueError):  # ragged: as_real_array below says so
         kind = "f"
@@ -454,18 +460,15 @@ def as_is_ood(values: ArrayLike, name: str = "is_ood") -> NDArray[np.bool_]:
         out = arr == 1.0
     n_ood = int(np.count_nonzero(out))
     if n_ood == 0 or n_ood == out.size:
-        what = "OOD" if n_ood else "ID"
-        raise ValueError(
-            f"{name} must contain both ID (False) and OOD (True) samples; got only {what}."
-        )
+        raise ValueError(f"{name} must contain both ID (False) and OOD (True) samples; got "
+                         f"only {'OOD' if n_ood else 'ID'}.")
     return out
 
 
 def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a finite float > 0 (or >= 0 with ``allow_zero``)."""
     v = _as_real(name, value)
-    ok = math.isfinite(v) and (v >= 0.0 if allow_zero else v > 0.0)
-    if not ok:
+    if not (math.isfinite(v) and (v >= 0.0 if allow_zero else v > 0.0)):
         interval = "[0, inf)" if allow_zero else "(0, inf)"
         raise ValueError(f"{name} must be a finite number in {interval}; got {plain(value)}.")
     return v
@@ -653,10 +656,8 @@ class RandomState(Constraint):
 
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` seeds a generator."""
-        if value is None or isinstance(
-                value, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
-            return True
-        if self.legacy and isinstance(value, np.random.RandomState):
+        kinds = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+        if value is None or isinstance(value, kinds + ((np.random.RandomState,) * self.legacy)):
             return True
         return Interval(int, 0, None, closed="left").accepts(value)
 
@@ -700,9 +701,8 @@ class IsArray(Constraint):
 
     def accepts(self, value: Any) -> bool:
         """Whether ``value`` is an array or a sequence other than a string."""
-        if isinstance(value, (str, bytes)):
-            return False
-        return hasattr(value, "__array__") or hasattr(value, "__len__")
+        return not isinstance(value, (str, bytes)) and (hasattr(value, "__array__")
+                                                        or hasattr(value, "__len__"))
 
 
 Constraints = dict[str, list[Any]]
