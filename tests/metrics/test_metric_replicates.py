@@ -115,6 +115,9 @@ def test_bad_input_is_refused() -> None:
         resample_counts(np.array([[0, 3]]), 3)
     with pytest.raises(ValueError, match="rows must be a 2-D array"):
         resample_counts(np.array([0, 1]), 3)
+    for dtype in (np.int8, np.uint16, np.uint32, np.uint64):  # uint64 + int64 is float64
+        np.testing.assert_array_equal(resample_counts(np.array([[0, 0, 2], [1, 2, 2]], dtype), 3),
+                                      [[2, 0, 1], [0, 1, 2]])
     # a registered curve: NumPy's "setting an array element with a sequence"
     with pytest.raises(ValueError, match=r"^metrics must each give one number to resample; "
                                          r"'risk_coverage_curve' gives a curve\.$"):

@@ -37,6 +37,14 @@ def test_sample_losses_index_the_matrix():
         (lambda: sample_losses([0, 1], [0]), "same length"),
         (lambda: sample_losses([0, 3], [0, 1], zero_one_loss(3)), "y_true"),
         (lambda: sample_losses([0, 1], [0.5, 1.0], zero_one_loss(3)), "y_pred"),
+        # a missing label or labels of another type would count as errors
+        (lambda: sample_losses([0.0, np.nan, 1.0], [0, 1, 1]), "^y_true must hold finite"),
+        (lambda: sample_losses(np.array([0, None, 1], object), [0, 1, 1]),
+         r"^y_true must not hold missing labels; got 1 \(None, NaN or NA\)\.$"),
+        (lambda: sample_losses([0, 1], np.array(["a", float("nan")], object)),
+         "^y_pred must not hold missing"),
+        (lambda: sample_losses(["0", "1", "1"], [0, 1, 1]),
+         r"^y_true must hold labels of the type that the model predicts \(numbers"),
     ],
 )
 def test_bad_loss_input(call, match):

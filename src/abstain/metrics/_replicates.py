@@ -243,7 +243,8 @@ def resample_counts(rows: NDArray[np.integer], n: int) -> NDArray[np.int64]:
         raise ValueError(f"rows must be a 2-D array of row indices in [0, {size}); got shape "
                          f"{idx.shape}, dtype {idx.dtype}.")
     m = idx.shape[0]
-    flat = (np.arange(m)[:, None] * size + idx).reshape(-1)
+    # in intp: int64 with uint64 indices would promote to float64
+    flat = (np.arange(m)[:, None] * size + idx.astype(np.intp)).reshape(-1)
     return np.bincount(flat, minlength=m * size).reshape(m, size)
 
 

@@ -12,9 +12,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core.validation import (
     Interval,
+    as_labels,
     as_losses,
     as_real_array,
     as_scores,
+    check_label_type,
     check_same_length,
     plain,
     validate_params,
@@ -84,7 +86,9 @@ def sample_losses(
 ) -> NDArray[np.float64]:
     """Per-sample losses ``loss[y_true[i], y_pred[i]]`` for integer labels ``0..K-1``.
 
-    ``loss=None`` is the 0/1 loss (any labels, compared for equality).
+    ``loss=None`` is the 0/1 loss (any labels, compared for equality; a missing label,
+    NaN, None or pandas' NA, and strings against numbers are refused: they would count as
+    errors).
 
     Examples
     --------
@@ -102,6 +106,11 @@ def sample_losses(
             f"got shapes {yt.shape} and {yp.shape}."
         )
     if loss is None:
+        if yt.size:
+            yt, yp = as_labels(yt, "y_true"), as_labels(yp, "y_pred")
+            for name, y in (("y_true", yt), ("y_pred", yp)):
+                _no_missing(y, name)
+            check_label_type(yt, yp, "y_true")
         return (yt != yp).astype(np.float64)
     mat = check_loss_matrix(loss)
     k = mat.shape[0]
@@ -109,6 +118,17 @@ def sample_losses(
         if not np.issubdtype(y.dtype, np.integer) or (y.size and (y.min() < 0 or y.max() >= k)):
             raise ValueError(f"{name} must hold integer labels in 0..{k - 1} to index loss.")
     return mat[yt, yp]
+
+
+def _no_missing(y: NDArray[Any], name: str) -> None:
+    """Refuse missing labels of an object array: None, NaN, pandas' NA or NaT."""
+    if y.dtype.kind != "O":
+        return  # as_labels refused NaN among floats
+    missing = sum(1 for v in y.tolist() if v is None or (isinstance(v, float) and v != v)
+                  or type(v).__name__ in ("NAType", "NaTType"))
+    if missing:
+        raise ValueError(f"{name} must not hold missing labels; got {missing} (None, NaN or "
+                         "NA).")
 
 
 def sele_objective(
