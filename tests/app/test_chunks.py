@@ -136,6 +136,21 @@ def test_bad_sources_get_one_line(write_parts, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="holds no .csv, .parquet or .pq file"):
         part_files(str(tmp_path / "empty"))
+    # a table not read as it is named was skipped without a word (half the rows)
+    table = tmp_path / "kinds"
+    table.mkdir()
+    (table / "part-0.csv").write_text("u,loss\n0.1,0\n")
+    for name in ("README.md", "_SUCCESS", ".part-0.csv.crc", "_tmp/part-9.csv.gz", "notes.json"):
+        (table / name).parent.mkdir(exist_ok=True)
+        (table / name).write_text("x")  # not tables, or hidden: left alone as before
+    assert part_files(str(table)) == [table / "part-0.csv"]
+    for name in ("part-1.csv.gz", "sub/part-2.tsv", "part-3.parquet.bz2"):
+        (table / name).parent.mkdir(exist_ok=True)
+        (table / name).write_text("x")
+        with pytest.raises(ValueError, match=rf"^'{table / name}' in directory '{table}' is a "
+                                             r"table that is not read \(only \.csv"):
+            part_files(str(table))
+        (table / name).unlink()
     (tmp_path / "head.csv").write_text("msp,loss\n")
     assert main(["evaluate", str(tmp_path / "head.csv"), "--chunk-rows", "5"]) == 1
     assert "no data rows" in capsys.readouterr().err
