@@ -311,6 +311,27 @@ def test_a_text_column_empty_in_the_first_chunk_is_no_score_at_any_chunk_size(tm
     assert json.loads(out.read_text()) == whole
 
 
+@pytest.mark.parametrize("rows", [1, 5, 6, 1000])
+@pytest.mark.parametrize("dropna", [False, True])
+def test_a_class_named_na_in_a_text_column_is_a_class_at_any_chunk_size(tmp_path, rows,
+                                                                         dropna):
+    # labels NA (North America), EU, AS: the whole file reads NA as a class of a text
+    # column; a first chunk of NA cells alone read them as missing (refused, or dropped
+    # with --dropna: other numbers)
+    rng = np.random.default_rng(5)
+    lines = ["label,prediction,risk"] + [f"NA,NA,{rng.random():.3f}" for _ in range(5)] + [
+        f"{a},{b},{rng.random():.3f}" for a, b in rng.choice(["NA", "EU", "AS"], (35, 2))]
+    path = tmp_path / "regions.csv"
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "o.json"
+    extra = ["--dropna"] if dropna else []
+    assert main(["evaluate", str(path), "--quiet", "--json", str(out), *extra]) == 0
+    whole = json.loads(out.read_text())
+    assert main(["evaluate", str(path), "--quiet", "--chunk-rows", str(rows), "--json",
+                 str(out), *extra]) == 0
+    assert json.loads(out.read_text()) == whole
+
+
 def test_bad_input_in_a_part_read_by_dask_is_one_line(tmp_path):
     # Dask's worker logged "Compute Failed" with a traceback before the command's one line
     pytest.importorskip("distributed")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import difflib
 import errno
+import itertools
 import math
 import os
 import re
@@ -272,10 +273,9 @@ def _column_from_strings(name: str, values: list[str], lines: NDArray[np.int64],
         return np.asarray([v.strip() for v in values], dtype=str)
     j = next((j for j, x in enumerate(nums) if x is None), None)
     if j is not None:
-        raise ValueError(
-            f"column {name!r} of {where!r} holds numbers (line {first.line}: {first.cell!r}) "
-            f"but line {lines[j]} has the text {values[j].strip()!r}; correct or empty that "
-            "cell.")
+        raise ValueError(f"column {name!r} of {where!r} holds numbers (line {first.line}: "
+                         f"{first.cell!r}) but line {lines[j]} has the text "
+                         f"{values[j].strip()!r}; correct or empty that cell.")
     return np.asarray(nums, dtype=np.float64)
 
 
@@ -397,16 +397,33 @@ def _csv_columns(header: list[str], body: list[Record], p: Path,
                  ) -> tuple[dict[str, NDArray[Any]], NDArray[np.int64]]:
     bad = [r.line for r in body if len(r.cells) != len(header)]
     if bad:
-        raise ValueError(
-            f"every CSV row must have {len(header)} fields like the header; "
-            f"got a different number on line {bad[0]} of {str(p)!r}."
-        )
+        raise ValueError(f"every CSV row must have {len(header)} fields like the header; got "
+                         f"a different number on line {bad[0]} of {str(p)!r}.")
     lines = np.fromiter((r.line for r in body), dtype=np.int64, count=len(body))
     columns = {h: _column_from_strings(h, [r.cells[j] for r in body], lines, str(p), kinds)
                if typed is None or h in typed else
                np.asarray([r.cells[j] for r in body], dtype=str)
                for j, h in enumerate(header)}
     return columns, lines
+
+
+def _kinds_further(p: Path, header: list[str], kinds: dict[str, _Kind],
+                   typed: Collection[str] | None, rows: int) -> bool:
+    """Whether ``kinds`` gained the kind of a column whose cells are all missing in the first
+    chunk (``NA`` as a class name among text labels), read on in ``rows`` records at a time
+    only while such a column is left; that chunk is then read as the whole file is."""
+    todo = [j for j, h in enumerate(header) if (typed is None or h in typed) and h not in kinds]
+    found, body = False, csv_body(csv_records(p), len(header))
+    next(body, None)  # the header
+    while todo and (block := list(itertools.islice(body, rows))):
+        if any(len(r.cells) != len(header) for r in block):
+            break  # refused as its chunk is read
+        lines = np.fromiter((r.line for r in block), dtype=np.int64, count=len(block))
+        for j in todo:
+            _column_from_strings(header[j], [r.cells[j] for r in block], lines, str(p), kinds)
+        found |= any(header[j] in kinds for j in todo)
+        todo = [j for j in todo if header[j] not in kinds]
+    return found
 
 
 def read_chunks(path: str | os.PathLike[str], rows: int,
@@ -440,6 +457,8 @@ def read_chunks(path: str | os.PathLike[str], rows: int,
             ahead = next(body, None)
             if len(chunk) >= rows or ahead is None:
                 table, lines = _csv_columns(header, chunk, p, kinds, columns)
+                if first and ahead is not None and _kinds_further(p, header, kinds, columns, rows):
+                    table, lines = _csv_columns(header, chunk, p, kinds, columns)
                 whole, chunk, first = first and ahead is None, [], False
                 yield TableRows(_normalise(table, str(p)), Rows("line", lines, whole))
     else:
