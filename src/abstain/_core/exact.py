@@ -186,29 +186,90 @@ def _frac_sign(value: Fraction) -> int:
     return (value > 0) - (value < 0)
 
 
-def _exact_products_sign(pairs: list[tuple[list[F64], list[F64], int]], n: int) -> I8:
+Pairs = list[tuple[list[F64], list[F64], int]]
+
+
+def _products_sign(pairs: Pairs) -> I8:
+    """:func:`_exact_products_sign` where every factor is 0 or in ``[_TINY, _HUGE]``."""
+    terms: list[F64] = []
+    for a, b, s in pairs:
+        for x in a:
+            for y in b:
+                p, e = two_prod(x, y)
+                terms += [p, e] if s > 0 else [-p, -e]
+    # terms that are zero on every row add nothing
+    return sign_of_sum([t for t in terms if t.any()] or [terms[0]])
+
+
+def _scaled(pairs: Pairs) -> Pairs:
+    """``pairs`` with the parts of each ``a_k`` times ``2^-e(a_k)`` and those of ``b_k``
+    times ``2^(e(a_k) - E)`` row by row (``e``: the exponent of the largest part, ``E``: the
+    largest ``e(a_k) + e(b_k)`` of the nonzero products): every product is scaled by one
+    power of two, so the sign of the sum is kept; exact where no scaled part is subnormal."""
+    def exponent(parts: list[F64]) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+        top = np.max(np.abs(np.stack(parts)), axis=0)
+        return np.frexp(top)[1].astype(np.intp), top > 0
+
+    ea, eb = zip(*[(exponent(a), exponent(b)) for a, b, _ in pairs], strict=True)
+    e_prod = [np.where(za & zb, xa + xb, np.iinfo(np.intp).min)
+              for (xa, za), (xb, zb) in zip(ea, eb, strict=True)]
+    top = np.maximum.reduce(e_prod)
+    top = np.where(top == np.iinfo(np.intp).min, 0, top)
+    with np.errstate(over="ignore", under="ignore"):  # such rows are out of range: left
+        return [([np.ldexp(x, -xa) for x in a], [np.ldexp(y, xa - top) for y in b], s)
+                for (a, b, s), (xa, _) in zip(pairs, ea, strict=True)]
+
+
+def _exact_products_sign(pairs: Pairs, n: int) -> I8:
     """Sign of ``sum_k s_k * (sum a_k) * (sum b_k)`` for ``pairs`` of (a parts, b parts,
-    sign s_k), every part an exact float array of length ``n``."""
-    factors = [f for a, b, _ in pairs for f in (*a, *b)]
-    ok = _in_range(*factors)
+    sign s_k), every part an exact float array of length ``n``. Rows with a factor out of
+    ``[_TINY, _HUGE]`` are scaled by powers of two first (:func:`_scaled`); only rows still
+    out of it (products far apart: the larger decides) are summed in rationals."""
+    ok = _in_range(*[f for a, b, _ in pairs for f in (*a, *b)])
     out = np.zeros(n, dtype=np.int8)
     if ok.any():
-        terms: list[F64] = []
-        for a, b, s in pairs:
-            for x in a:
-                for y in b:
-                    p, e = two_prod(x[ok], y[ok])
-                    terms += [p, e] if s > 0 else [-p, -e]
-        # terms that are zero on every row add nothing
-        terms = [t for t in terms if t.any()] or [terms[0]]
-        out[ok] = sign_of_sum(terms)
-    for i in np.flatnonzero(~ok).tolist():
-        total = Fraction(0)
-        for a, b, s in pairs:
-            fa = sum((Fraction(float(x[i])) for x in a), Fraction(0))
-            fb = sum((Fraction(float(y[i])) for y in b), Fraction(0))
-            total += s * fa * fb
-        out[i] = _frac_sign(total)
+        out[ok] = _products_sign([([x[ok] for x in a], [y[ok] for y in b], s)
+                                  for a, b, s in pairs])
+    rest = np.flatnonzero(~ok)
+    if rest.size:
+        part = [([x[rest] for x in a], [y[rest] for y in b], s) for a, b, s in pairs]
+        scaled = _scaled(part)
+        fine = _in_range(*[f for a, b, _ in scaled for f in (*a, *b)])
+        for (a, b, _), (sa, sb, _) in zip(part, scaled, strict=True):
+            for x, y in zip((*a, *b), (*sa, *sb), strict=True):
+                fine &= (x == 0) == (y == 0)  # no part scaled away to 0
+        if fine.any():
+            out[rest[fine]] = _products_sign([([x[fine] for x in a], [y[fine] for y in b], s)
+                                              for a, b, s in scaled])
+        ok[rest[fine]] = True
+    left = np.flatnonzero(~ok)
+    if left.size:
+        out[left] = _integer_sign([([x[left] for x in a], [y[left] for y in b], s)
+                                   for a, b, s in pairs])
+    return out
+
+
+def _integer_sign(pairs: Pairs) -> I8:
+    """The sign of :func:`_exact_products_sign` in Python integers, row by row: each part
+    ``m 2^e`` with a 53-bit integer ``m``, each product of parts ``m m' 2^(e + e')``, the
+    sum shifted to the least exponent of the row (products 2,000 binary orders apart)."""
+    terms = []
+    for a, b, s in pairs:
+        for x in a:
+            for y in b:
+                mx, ex = np.frexp(x)
+                my, ey = np.frexp(y)
+                m = (np.ldexp(mx, 53).astype(np.int64).astype(object)
+                     * np.ldexp(my, 53).astype(np.int64).astype(object) * s)
+                terms.append((m, (ex.astype(np.int64) + ey).tolist()))
+    n = terms[0][0].size
+    out = np.zeros(n, dtype=np.int8)
+    for i in range(n):
+        row = [(m[i], e[i]) for m, e in terms if m[i]]
+        if row:
+            low = min(e for _, e in row)
+            total = sum(m << (e - low) for m, e in row)
+            out[i] = (total > 0) - (total < 0)
     return out
 
 
