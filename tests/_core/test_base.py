@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from abstain._core.base import derived_seeds
+from abstain._core.base import derived_seeds, quiet, warn
 from abstain.combine import BankDetector
 from abstain.detectors import KNN, MSP, DetectorBank
 from abstain.models import tune_detector
@@ -63,3 +63,38 @@ def test_nested_parameters_are_set_after_their_parent_whatever_the_order():
     with pytest.raises(ValueError, match=r"^'nope' is not a parameter of SelectiveClassifier"):
         SelectiveClassifier(old).set_params(estimator__C=2.0, nope=1)
     assert old.C == 1.0  # nothing is set when one key is wrong
+
+
+def test_quiet_silences_the_library_warnings_of_this_thread_only() -> None:
+    # catch_warnings saves and restores the filters of the whole process: threads restored
+    # each other's, and an "ignore" filter stayed for good
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from abstain.exceptions import InfeasibleTargetWarning
+    from abstain.metrics import StreamingMetric
+
+    before = list(warnings.filters)
+    with ThreadPoolExecutor(8) as ex:  # each probes its options under quiet(Warning)
+        list(ex.map(lambda _: StreamingMetric("selective_risk_at_tpr_fpr", tpr=0.9, fpr=0.1),
+                    range(64)))
+    assert warnings.filters == before
+    inside, shown = threading.Event(), []
+
+    def other() -> None:
+        inside.wait()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warn("from another thread", InfeasibleTargetWarning)
+        shown.append(len(caught))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = threading.Thread(target=other)
+        t.start()
+        with quiet(InfeasibleTargetWarning):
+            warn("silenced", InfeasibleTargetWarning)
+            inside.set()
+            t.join()
+        warn("shown", InfeasibleTargetWarning)
+    assert [str(w.message) for w in caught] == ["shown"] and shown == [1]

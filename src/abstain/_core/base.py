@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import inspect
 import math
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -175,3 +179,31 @@ class merging(classmethod):  # type: ignore[type-arg]  # noqa: N801 - a decorato
             return super().__get__(obj, cls)
         bound = functools.partial(self.__func__, type(obj), obj)
         return functools.update_wrapper(bound, self.__func__)
+
+
+#: The categories of the library's own warnings that the current call silences.
+_QUIET: contextvars.ContextVar[tuple[type[Warning], ...]] = contextvars.ContextVar(
+    "abstain_quiet", default=())
+
+
+@contextlib.contextmanager
+def quiet(*categories: type[Warning]) -> Iterator[None]:
+    """Silence the library's own warnings of ``categories`` (those issued by :func:`warn`)
+    inside the block, in this thread (or task) only. ``warnings.catch_warnings`` saves and
+    restores the filters of the whole process: calls in several threads restored each
+    other's, and an "ignore" filter stayed for good."""
+    token = _QUIET.set(_QUIET.get() + categories)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
+def warn(message: str | Warning, category: type[Warning] | None = None,
+         stacklevel: int = 1) -> None:
+    """``warnings.warn`` (``stacklevel`` counted from the caller), unless :func:`quiet`
+    silences the warning's category here."""
+    kind = type(message) if isinstance(message, Warning) else category or UserWarning
+    if issubclass(kind, _QUIET.get()):
+        return
+    warnings.warn(message, category, stacklevel=stacklevel + 1)

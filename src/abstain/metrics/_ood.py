@@ -33,12 +33,12 @@ included.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.base import warn
 from .._core.validation import (
     Interval,
     as_real_array,
@@ -209,8 +209,8 @@ def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions:
     """Selective risk ``L / I`` of the best rule under ``con``; NaN with a warning if none."""
     found = sample.run(search, n_directions, con, None)
     if found is None:
-        warnings.warn("the target is infeasible (the paper's 'unable'); returning NaN.",
-                      InfeasibleTargetWarning, stacklevel=3)
+        warn("the target is infeasible (the paper's 'unable'); returning NaN.",
+             InfeasibleTargetWarning, stacklevel=3)
         return math.nan
     best = found[0]
     return best.L / best.I if best.I > 0 else math.nan

@@ -5,13 +5,13 @@ Re-exported by :mod:`abstain.metrics`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.base import quiet
 from .._core.optional import require
 from .._core.parallel import check_jobs
 from .._core.validation import (
@@ -186,8 +186,8 @@ def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fp
     settings = {"tpr": tpr, "fpr": fpr}
     out = np.full(applicable.shape, np.nan)
     hows: list[str | None] = []
-    with warnings.catch_warnings(), one_sample_per_table():  # a table's metrics share its sample
-        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+    # a table's metrics share its sample
+    with quiet(InfeasibleTargetWarning), one_sample_per_table():
         for i, (truth, raw) in enumerate(samples):
             with_oscr = any(applicable[i, j] for j, spec in enumerate(specs)
                             if _column(spec) == "oscr")

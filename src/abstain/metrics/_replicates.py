@@ -14,13 +14,13 @@ TPR/FPR with 0/1 losses), else to the rounding of a sum taken over more terms (a
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .._core.base import quiet
 from .._core.exact import sum_round_off
 from .._core.groups import coverage_count
 from .._core.prefix import harmonic_difference, tie_excess
@@ -317,8 +317,7 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
                     out[:, j] *= resampler.scale
             continue
         marked = spec.kind == "ood"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        with quiet(InfeasibleTargetWarning):
             for r in range(c.shape[0]):
                 out[r, j] = spec.function(resampler.table(c[r], marked=marked), **options)
     return out

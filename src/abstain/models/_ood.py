@@ -23,14 +23,13 @@ precision is ``(1 - pi) TPR / ((1 - pi) TPR + pi FPR)`` with the OOD prior ``pi`
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._certify.ltt import certified_tpr_fpr
-from .._core.base import ParamsMixin
+from .._core.base import ParamsMixin, warn
 from .._core.decision import check_infeasible_rule, draw_accept, threshold_proba
 from .._core.exact import dot_sign
 from .._core.serialize import Field, Flag, Int, Number, Seq, dumps, serializable
@@ -189,7 +188,7 @@ class _OODRule(ParamsMixin):
         return draw_accept(self.accept_proba(scores), self.random_state)
 
     def _warn_infeasible(self, what: str, attainable: float | None = None) -> None:
-        warnings.warn(InfeasibleTargetWarning(
+        warn(InfeasibleTargetWarning(
             f"{what} is infeasible on this data (the paper's 'unable'); the selector rejects "
             "everything.", attainable=attainable), stacklevel=3)
 

@@ -17,7 +17,6 @@ the rule that rejects everything has ``threshold_ = -inf``.
 from __future__ import annotations
 
 import math
-import warnings
 from fractions import Fraction
 from typing import Any
 
@@ -35,7 +34,7 @@ from .._certify.certify import (
 )
 from .._certify.ltt import LTT_BOUNDS
 from .._certify.risk_bounds import crc_search
-from .._core.base import ParamsMixin
+from .._core.base import ParamsMixin, warn
 from .._core.decision import check_infeasible_rule, draw_accept, threshold_proba
 from .._core.exact import sum_round_off, sums_exact
 from .._core.groups import TieGroups, coverage_count, validated_groups
@@ -721,7 +720,7 @@ class BoundedImprovement(_RejectRule):
         if feasible and not math.isnan(theta):
             self.threshold_ = theta
         if not feasible and self.guarantee is not None:
-            warnings.warn(
+            warn(
                 f"target_risk={plain(lam)} is infeasible for conformal risk control: accepting "
                 f"anything needs (accepted losses + loss_bound) / (n + 1) <= target_risk, "
                 f"and n + 1 = {groups.n + 1:g} rows give at least "
@@ -732,7 +731,7 @@ class BoundedImprovement(_RejectRule):
         elif not feasible:
             what = "risk bound" if self.delta is not None else "selective risk"
             attainable = self.min_risk_ if self.delta is None else least
-            warnings.warn(InfeasibleTargetWarning(
+            warn(InfeasibleTargetWarning(
                 f"target_risk={plain(lam)} is infeasible on this data: no threshold rule has a "
                 f"{what} at or below it (lowest empirical selective risk {self.min_risk_:.6g}); "
                 "the rule rejects everything.",

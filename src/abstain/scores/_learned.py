@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import ParamsMixin
+from .._core.base import ParamsMixin, warn
 from .._core.serialize import (
     Array,
     Field,
@@ -791,7 +790,7 @@ class SELE(_LinearScore):
         self.n_iter_ = int(result.nit) + polish
         self.converged_ = bool(grad_norm <= gtol)
         if not self.converged_:
-            warnings.warn(
+            warn(
                 f"SELE stopped after {self.n_iter_} iterations with gradient norm "
                 f"{grad_norm * unit:.3g} > tolerance {gtol * unit:.3g}; raise max_iter or C.",
                 ConvergenceWarning,

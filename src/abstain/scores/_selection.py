@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import derived_seeds
+from .._core.base import derived_seeds, quiet
 from .._core.exact import sum_round_off
 from .._core.validation import (
     Boolean,
@@ -267,8 +266,7 @@ def select_regularization(
         current.set_params(warm_start=True)
     for i in order:
         current.set_params(C=values[i])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
+        with quiet(ConvergenceWarning):
             current.fit(X, y_pred, target, **fit_kw)
         fitted[i] = copy.deepcopy(current)
         u = _validation_score(current, X_val, y_pred_val, score_kw)
