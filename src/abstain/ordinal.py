@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
-from ._core.base import ParamsMixin, accuracy
+from ._core.base import NamedFeatures, ParamsMixin, accuracy
 from ._core.serialize import Array, Field, Int, Labels, Number, dumps, serializable
 from ._core.validation import (
     Interval,
@@ -473,16 +473,6 @@ def _svor_features(X: Any) -> NDArray[np.float64]:
     return as_features(arr)
 
 
-def _column_names(X: Any) -> NDArray[np.object_] | None:
-    """The column names of a data frame ``X`` where all are strings (scikit-learn's rule for
-    ``feature_names_in_``), else None."""
-    columns = getattr(X, "columns", None)
-    if columns is None:
-        return None
-    names = np.asarray(list(columns), dtype=object)
-    return names if names.size and all(isinstance(c, str) for c in names) else None
-
-
 def _column_warning() -> type[Warning]:
     """scikit-learn's ``DataConversionWarning`` if it is installed, else ``UserWarning``."""
     try:
@@ -523,7 +513,7 @@ def _svor_labels(y: Any) -> NDArray[Any]:
 
 
 @serializable("svor")
-class SVOR(ParamsMixin):
+class SVOR(NamedFeatures, ParamsMixin):
     """Support Vector Ordinal Regression with implicit constraints (Chu and Keerthi 2005).
 
     Learns ``w`` and thresholds ``b_0..b_{K-2}`` of the ordinal classifier
@@ -660,23 +650,12 @@ class SVOR(ParamsMixin):
         self.gap_ = min(max(sol.gap - (sol.objective - self.objective_), 0.0), self.objective_)
         self.n_iter_ = sol.n_iter
         self.n_features_in_ = x.shape[1]
-        names = _column_names(X)
-        if names is not None:
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_  # a refit on an array forgets the old names
+        self._fit_names(X)
         return self
 
     def _features(self, X: ArrayLike) -> NDArray[np.float64]:
         self._check_fitted("coef_")
-        names, fitted = _column_names(X), getattr(self, "feature_names_in_", None)
-        if names is not None and fitted is not None and not np.array_equal(names, fitted):
-            raise ValueError(f"The feature names should match those that were passed during "
-                             f"fit: {fitted.tolist()}; got {names.tolist()}.")
-        if (names is None) != (fitted is None):
-            warnings.warn("X has feature names, but SVOR was fitted without feature names"
-                          if fitted is None else "X does not have valid feature names, but "
-                          "SVOR was fitted with feature names", UserWarning, stacklevel=3)
+        self._check_names(X, stacklevel=4)
         x = _svor_features(X)
         if x.shape[1] != self.coef_.size:
             raise ValueError(f"X has {x.shape[1]} features, but SVOR is expecting "
@@ -755,8 +734,6 @@ class SVOR(ParamsMixin):
         "objective_": Number(0.0),  # hinge losses and a squared norm
         "gap_": Number(0.0),
         "n_iter_": Int(0),
-        "feature_names_in_": Labels(unique_sorted=False, optional=True,
-                                    convert=lambda v: np.asarray(v, dtype=object)),
     }
 
     def _after_load(self) -> None:
@@ -779,8 +756,3 @@ class SVOR(ParamsMixin):
         if np.any(np.diff(self.thresholds_) < 0):
             raise ValueError("fitted.thresholds_ must be sorted ascending.")
         self.n_features_in_ = self.coef_.size
-        names = getattr(self, "feature_names_in_", None)
-        if names is not None and (names.size != self.coef_.size
-                                  or not all(isinstance(c, str) for c in names)):
-            raise ValueError(f"fitted.feature_names_in_ must hold {self.coef_.size} strings, "
-                             f"one per entry of fitted.coef_; got {plain(names.tolist())}.")

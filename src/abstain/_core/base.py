@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..exceptions import NotFittedError
+from .schema import Field, Labels
 from .validation import (
     Constraints,
     as_labels,
@@ -23,6 +24,7 @@ from .validation import (
     check_label_type,
     check_params,
     check_same_length,
+    plain,
 )
 
 
@@ -207,3 +209,63 @@ def warn(message: str | Warning, category: type[Warning] | None = None,
     if issubclass(kind, _QUIET.get()):
         return
     warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
+def column_names(X: Any) -> NDArray[np.object_] | None:
+    """The column names of a data frame ``X`` where all are strings (scikit-learn's rule for
+    ``feature_names_in_``), else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None:
+        return None
+    names = np.asarray(list(columns), dtype=object)
+    return names if names.size and all(isinstance(c, str) for c in names) else None
+
+
+class NamedFeatures:
+    """``feature_names_in_`` as scikit-learn keeps it: the column names of a data frame given
+    to ``fit`` (all strings), saved with the fitted object and compared with those of every
+    later input: other names, or the same in another order, are refused (the columns would
+    be used in the wrong places); names on one side only warn."""
+
+    _FIELDS: dict[str, Field] = {
+        "feature_names_in_": Labels(unique_sorted=False, optional=True,
+                                    convert=lambda v: np.asarray(v, dtype=object))}
+
+    def _fit_names(self, X: Any) -> None:
+        names = column_names(X)
+        if names is not None:
+            self.feature_names_in_ = names
+        else:  # a refit on an array forgets the old names
+            self.__dict__.pop("feature_names_in_", None)
+
+    def _check_names(self, X: Any, stacklevel: int = 4) -> None:
+        names, fitted = column_names(X), getattr(self, "feature_names_in_", None)
+        if names is not None and fitted is not None and not np.array_equal(names, fitted):
+            if max(names.size, fitted.size) <= 8:
+                shown = f": {fitted.tolist()}; got {names.tolist()}."
+            else:
+                j = next((i for i in range(min(names.size, fitted.size))
+                          if names[i] != fitted[i]), min(names.size, fitted.size))
+                shown = (f" ({fitted.size} names); got {names.size}, and column {j} is "
+                         f"{names[j] if j < names.size else None!r} where fit had "
+                         f"{fitted[j] if j < fitted.size else None!r}.")
+            raise ValueError("The feature names should match those that were passed during "
+                             "fit" + shown)
+        if (names is None) != (fitted is None):
+            who = type(self).__name__
+            warn(f"X has feature names, but {who} was fitted without feature names"
+                 if fitted is None else "X does not have valid feature names, but "
+                 f"{who} was fitted with feature names", UserWarning, stacklevel=stacklevel)
+
+    def _n_named(self) -> int | None:
+        """The number of columns that ``feature_names_in_`` names (None: not known)."""
+        return getattr(self, "n_features_in_", None)
+
+    def _loaded_names(self) -> None:
+        """Refuse a loaded ``feature_names_in_`` that is not one string per column."""
+        names, n = getattr(self, "feature_names_in_", None), self._n_named()
+        if names is not None and ((n is not None and names.size != n)
+                                  or not all(isinstance(c, str) for c in names)):
+            raise ValueError(f"fitted.feature_names_in_ must hold {n} strings, one per "
+                             f"column of the input, as a fit on a data frame keeps them; got "
+                             f"{plain(names.tolist())}.")

@@ -356,12 +356,13 @@ def _load_document(doc: Any, where: str, ctx: Context, *, param: bool) -> Any:
             raise ValueError(f"{join_path(f_where, key)} is missing: a fitted {kind} needs "
                              f"{', '.join(k for k, g in fields.items() if not g.optional)}.")
         setattr(obj, key, f.load(raw[key], join_path(f_where, key), ctx))
-    after = getattr(obj, "_after_load", None)
-    if after is not None:
-        try:
-            after()
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
-            raise ValueError(_prefix(where, str(exc))) from None
+    for hook in ("_after_load", "_loaded_names"):  # the second: NamedFeatures' check
+        after = getattr(obj, hook, None)
+        if after is not None:
+            try:
+                after()
+            except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+                raise ValueError(_prefix(where, str(exc))) from None
     return obj
 
 

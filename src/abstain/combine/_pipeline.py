@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core.base import ParamsMixin
+from .._core.base import NamedFeatures, ParamsMixin
 from .._core.serialize import (
     Array,
     Field,
@@ -83,7 +83,7 @@ SELECTION = Record({
 
 
 @serializable("combine")
-class ScoreCombiner(ParamsMixin):
+class ScoreCombiner(NamedFeatures, ParamsMixin):
     """Base scores -> empirical z-values -> one combined statistic (Algorithm 1, lines 2-4),
     or, with ``method="auto"`` (the default), the best single base score unless a
     combination beats it with confidence on proxy outliers.
@@ -216,7 +216,7 @@ class ScoreCombiner(ParamsMixin):
             if S_outliers is not None:
                 raise ValueError(f"S_outliers is used only by method='auto'; got outliers "
                                  f"with method={self.method!r}.")
-            return self.fit_chosen(S, None)
+            return self.fit_chosen(S_train, None)
         if S_outliers is None:
             raise ValueError(
                 "S_outliers must be given with method='auto', which chooses on proxy "
@@ -236,7 +236,7 @@ class ScoreCombiner(ParamsMixin):
         rows = canonical_rows(S)[rng.permutation(S.shape[0])]
         half = S.shape[0] // 2
         record = self.choose([(S[rows[:half]], S[rows[half:]], out)], rng)
-        return self.fit_chosen(S, record)
+        return self.fit_chosen(S_train, record)
 
     def choose(self, tasks: list[tuple[Any, Any, Any]], rng: np.random.Generator, *,
                weights: Any = None, kinds: Any = None) -> dict[str, Any]:
@@ -257,6 +257,7 @@ class ScoreCombiner(ParamsMixin):
         ``selection`` record (of :meth:`choose`) chose."""
         self._validate_params()
         S = as_matrix(S_train, "S_train", columns="n_scores", min_rows=2)
+        self._fit_names(S_train)
         if (selection is None) != (self.method != "auto"):
             raise ValueError("selection must be given with method='auto' only; got "
                              f"{'none' if selection is None else 'one'} with method="
@@ -287,7 +288,8 @@ class ScoreCombiner(ParamsMixin):
     def transform(self, S: ArrayLike) -> F64:
         """Empirical z-values of ``S``: shape (n_samples, n_scores), every column."""
         self._check_fitted("empirical_z_")
-        return self.empirical_z_.transform(S)
+        self._check_names(S, stacklevel=3)
+        return self.empirical_z_.transform(as_matrix(S, "S", columns="n_scores"))
 
     def score(self, S: ArrayLike) -> F64:
         """The combined statistic of base scores ``S`` (n_samples, n_scores): shape (n,);
@@ -295,6 +297,7 @@ class ScoreCombiner(ParamsMixin):
         ``higher_is_inlier``)."""
         self._check_fitted("empirical_z_")
         if self.method_ == "single":
+            self._check_names(S, stacklevel=3)
             arr = as_matrix(S, "S", columns="n_scores")
             check_columns("S", arr, self.empirical_z_.n_scores_)
             col = arr[:, self.columns_[0]]
@@ -314,6 +317,9 @@ class ScoreCombiner(ParamsMixin):
         "cov_": Array(("m", "m"), none=True),
         "selection_": SELECTION,
     }
+
+    def _n_named(self) -> int:
+        return int(self.empirical_z_.n_scores_)
 
     def _after_load(self) -> None:
         ez = self.empirical_z_

@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from .._core.base import ParamsMixin
+from .._core.base import NamedFeatures, ParamsMixin
 from .._core.serialize import Array, Field, dumps, serializable
 from .._core.validation import (
     F64,
@@ -20,7 +20,7 @@ from .._core.validation import (
 
 # --------------------------------------------------------------------------- z-values
 @serializable("combine")
-class EmpiricalZ(ParamsMixin):
+class EmpiricalZ(NamedFeatures, ParamsMixin):
     """Empirical z-values of base scores from inlier training data (eq. 21, negated).
 
     Column ``l`` of ``transform(S)`` is ``z_l(s) = Phi^{-1}(1 - p_hat_l(s))`` with the
@@ -70,6 +70,7 @@ class EmpiricalZ(ParamsMixin):
         self._validate_params()
         flip = bool(self.higher_is_inlier)
         S = as_matrix(S_train, "S_train", columns="n_scores", min_rows=2)
+        self._fit_names(S_train)
         if flip:
             S = -S
         self.sorted_train_ = np.sort(S.T, axis=1)
@@ -84,6 +85,7 @@ class EmpiricalZ(ParamsMixin):
         S : array-like of shape (n_samples, n_scores)
         """
         self._check_fitted("sorted_train_")
+        self._check_names(S, stacklevel=3)
         arr = as_matrix(S, "S", columns="n_scores")
         check_columns("S", arr, self.n_scores_)
         if self.higher_is_inlier:
@@ -117,6 +119,9 @@ class EmpiricalZ(ParamsMixin):
         if np.any(s[:, 1:] < s[:, :-1]):  # compared, not subtracted: no overflow
             raise ValueError("fitted.sorted_train_ must be sorted ascending along each row.")
         self.n_scores_, self.n_train_ = self.sorted_train_.shape
+
+    def _n_named(self) -> int:
+        return int(self.n_scores_)
 
 
 # --------------------------------------------------------------------------- p-values

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import ParamsMixin
+from .._core.base import NamedFeatures, ParamsMixin
 from .._core.schema import Int
 from .._core.serialize import Field, dumps
 from .._core.validation import as_features, as_real_array, as_scores, check_columns
@@ -74,12 +74,12 @@ def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
     return F / norm
 
 
-class Detector(ParamsMixin):
+class Detector(NamedFeatures, ParamsMixin):
     """Shared protocol of the detectors; see the module docstring."""
 
     inputs: ClassVar[str] = "logits"
     # a logit detector fitted on logits refuses another width, after a round trip too
-    _FIELDS: ClassVar[dict[str, Field]] = {"n_features_in_": Int(1, 2**31 - 1, optional=True)}
+    _FIELDS: dict[str, Field] = {"n_features_in_": Int(1, 2**31 - 1, optional=True)}
 
     def fit(self, X: ArrayLike | None = None, y: ArrayLike | None = None, *,
             weight: ArrayLike | None = None, bias: ArrayLike | None = None) -> Detector:
@@ -87,11 +87,13 @@ class Detector(ParamsMixin):
         logits of another width in ``score``; returns self."""
         self._validate_params()
         self.__dict__.pop("n_features_in_", None)
+        self._fit_names(X)
         if X is not None:
             self.n_features_in_ = int(self._inputs(X).shape[1])
         return self
 
     def _inputs(self, X: ArrayLike, dtype: Any = np.float64) -> NDArray[Any]:
+        self._check_names(X)
         arr = as_features(X, self.inputs, dtype)
         expected = getattr(self, "n_features_in_", None)
         if expected is not None:

@@ -108,6 +108,7 @@ class ReAct(Detector):
         self._validate_params()
         q = float(self.percentile)
         F = as_features(X, "features", check_float_dtype("dtype", self.dtype))
+        self._fit_names(X)
         self.weight_, self.bias_ = linear_layer(weight, bias, F.shape[1], "ReAct")
         self.threshold_ = float(np.percentile(F, q))
         self.n_features_in_ = int(F.shape[1])
@@ -249,6 +250,7 @@ class KNN(Detector):
         self._validate_params()
         k = int(self.k)
         F = as_features(X, "features", check_float_dtype("dtype", self.dtype))
+        self._fit_names(X)
         n = F.shape[0]
         if self.bank_size is not None and int(self.bank_size) < n:
             rng = np.random.default_rng(self.random_state)  # type: ignore[arg-type]
@@ -590,6 +592,7 @@ class ViM(Detector):
         self._validate_params()
         dt = check_float_dtype("dtype", self.dtype)
         F = _work(X, dt, lambda a, t: as_features(a, "features", t))
+        self._fit_names(X)
         d = F.shape[1]
         if d < 2:
             raise ValueError("ViM needs at least 2 feature dimensions; got 1.")
@@ -735,6 +738,7 @@ class Mahalanobis(Detector):
         rcond = float(self.rcond)
         dt = check_float_dtype("dtype", self.dtype)
         F = _work(X, dt, lambda a, t: as_features(a, "features", t))
+        self._fit_names(X)
         labels = as_labels(y)
         if labels.shape != (F.shape[0],):
             raise ValueError(f"y must have shape ({F.shape[0]},) to match X; got "

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import ParamsMixin, warn
+from .._core.base import NamedFeatures, ParamsMixin, warn
 from .._core.serialize import (
     Array,
     Field,
@@ -66,7 +66,7 @@ class _Design(NamedTuple):
     extra: NDArray[np.float64] | None = None
 
 
-class _LinearScore(ParamsMixin):
+class _LinearScore(NamedFeatures, ParamsMixin):
     """A linear score ``s(x) = <w_b, x> + c_b`` with one block ``b`` per predicted class."""
 
     C: float
@@ -152,17 +152,17 @@ class _LinearScore(ParamsMixin):
         unit = math.ldexp(1.0, math.frexp(sd)[1] - 1)  # u0 - mean may overflow unscaled
         return (u / unit - mean / unit) / (sd / unit)
 
-    def _design(
-        self, X: ArrayLike, y_pred: ArrayLike | None, fitting: bool,
-        baseline: ArrayLike | None = None,
-    ) -> _Design:
+    def _design(self, X: ArrayLike, y_pred: ArrayLike | None, fitting: bool,
+                baseline: ArrayLike | None = None) -> _Design:
         x = as_features(X)
-        if not fitting:
+        if fitting:
+            self._fit_names(X)
+        else:
             self._check_fitted("coef_")
+            self._check_names(X, stacklevel=5)
             if x.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X must have {self.n_features_in_} features, as in fit; got {x.shape[1]}."
-                )
+                raise ValueError(f"X must have {self.n_features_in_} features, as in fit; got "
+                                 f"{x.shape[1]}.")
         blocks = self._blocks(y_pred, x.shape[0], fitting)
         extra = self._baseline_column(baseline, x.shape[0], fitting)
         n_blocks = 1 if self.features == "shared" else len(self.classes_)
