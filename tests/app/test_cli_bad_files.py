@@ -184,6 +184,10 @@ def _bad_file(tmp_path, name, content):
 @pytest.mark.parametrize(("name", "content", "words"), [
     ("dup.csv", "loss,risk,risk\n0,0.1,0.2\n1,0.3,0.4\n",
      ["column 'risk' appears twice in the header", "(columns 2 and 3)", "rename one"]),
+    # Excel's trailing ",,": said as such, not as the name '' twice
+    ("trail.csv", "loss,risk,,\n0,0.1,,\n1,0.3,,\n",
+     ["has more than one column without a name (columns 3 and 4; trailing commas",
+      "name them, or remove the empty ones"]),
     ("text.csv", HEAD + ROWS + "1,high,0.3,0\n",
      ["column 'risk'", "holds numbers (line 2: '0.1') but line 6 has the text 'high'",
       "correct or empty that cell"]),
@@ -224,6 +228,19 @@ def test_a_score_column_of_text_quotes_a_text_cell_not_a_number(tmp_path, capsys
     path = _bad_file(tmp_path, "t.csv", HEAD + "0,0.003726,0.5,0\n1,low,0.2,0\n0,high,0.1,0\n")
     line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
     assert "holds numbers (line 2: '0.003726') but line 3 has the text 'low'" in line
+
+
+def test_a_stray_text_first_cell_of_a_number_column_is_named_with_what_to_do(tmp_path, capsys):
+    # the only candidate score was refused as "no numeric column" without its cause, and
+    # --score said "must be numeric" without what to do
+    path = _bad_file(tmp_path, "one.csv", "loss,risk\n1,n/a\n0,0.2\n1,0.9\n0,0.1\n")
+    line = one_line(*run(capsys, "evaluate", path)[::2])
+    assert line.endswith("error: found no score column: column 'risk' holds numbers and text "
+                         "('n/a' on line 2); it is not taken as a score: correct or empty that "
+                         "cell, or name the scores with --score.")
+    line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
+    assert line.endswith("error: column 'risk' holds numbers and text ('n/a' on line 2); "
+                         "correct or empty that cell.")
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, capsys):

@@ -112,6 +112,11 @@ def _missing(col: NDArray[Any]) -> NDArray[np.bool_]:
 
 def _numeric(name: str, col: NDArray[Any], rows: Rows) -> NDArray[np.float64]:
     if col.dtype.kind != "f":
+        stray = text_among_numbers(col)  # a number column whose first value is text
+        if stray is not None:
+            raise ValueError(f"column {name!r} holds numbers and text "
+                             f"({str(col[stray]).strip()!r} on {rows.name(stray)}); correct or "
+                             "empty that cell.")
         present = np.flatnonzero(~_missing(col))
         i = int(present[0]) if present.size else 0
         raise ValueError(f"column {name!r} must be numeric; got text values such as "
@@ -357,6 +362,8 @@ def prepare(
                 notes.append(f"column {k!r} holds numbers and text ({str(v[i]).strip()!r} on "
                              f"{rows.name(i)}); it is not taken as a score: correct or empty "
                              "that cell, or name the scores with --score.")
+                if not names:  # the only candidate: the refusal says why it is none
+                    raise ColumnError("found no score column: " + notes[-1])
         if not names:
             raise ColumnError("found no score column: the table has no numeric column besides "
                               f"the loss, label, prediction and OOD columns; columns are: "
