@@ -586,6 +586,17 @@ def test_misspelled_column_suggests_the_closest(csv_file, tmp_path, capsys):
     assert "did you mean 'loss'?" in line
 
 
+def test_a_name_in_other_unicode_code_points_is_shown_by_them(tmp_path, capsys):
+    # a header written decomposed (NFD, as macOS tools write it) against a composed --score:
+    # "did you mean 'café'?" looked the same as what was typed
+    path = tmp_path / "nfd.csv"
+    path.write_text("loss,cafe\u0301\n0,0.1\n1,0.9\n", encoding="utf-8")
+    line = _one_error_line(*run(capsys, "evaluate", path, "--score", "caf\u00e9")[::2])
+    assert ("score column 'caf\u00e9' not found; the file has 'cafe\\u0301', the same letters "
+            "in other Unicode code points than 'caf\\xe9': write the name as the file does."
+            ) in line
+
+
 def test_nan_rows_are_refused_or_dropped(tmp_path, capsys):
     cols = _columns()
     cols["risk"][[3, 10, 20]] = np.nan

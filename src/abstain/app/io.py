@@ -14,11 +14,13 @@ from __future__ import annotations
 import csv
 import difflib
 import errno
+import functools
 import itertools
 import math
 import os
 import re
 import stat
+import unicodedata
 import zipfile
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -380,11 +382,9 @@ def _npz_arrays(p: Path) -> dict[str, NDArray[Any]]:
             try:
                 value = data[k]
             except ValueError:
-                raise ValueError(
-                    f"array {k!r} of {str(p)!r} holds Python objects, which are not "
-                    "read (no pickle); save it as numbers or strings (e.g. "
-                    "np.asarray(x, dtype=float) or dtype=str)."
-                ) from None
+                raise ValueError(f"array {k!r} of {str(p)!r} holds Python objects, which are not "
+                                 "read (no pickle); save it as numbers or strings (e.g. "
+                                 "np.asarray(x, dtype=float) or dtype=str).") from None
             if isinstance(value, bytes):  # a member of the zip that is not a .npy array
                 raise ValueError(f"{str(p)!r} holds {k!r}, which is not a .npy array; write "
                                  "the file with numpy.savez (arrays only).")
@@ -413,8 +413,7 @@ def _kinds_further(p: Path, header: list[str], kinds: dict[str, _Kind],
     chunk (``NA`` as a class name among text labels), read on in ``rows`` records at a time
     only while such a column is left; that chunk is then read as the whole file is."""
     todo = [j for j, h in enumerate(header) if (typed is None or h in typed) and h not in kinds]
-    found, body = False, csv_body(csv_records(p), len(header))
-    next(body, None)  # the header
+    found, body = False, itertools.islice(csv_body(csv_records(p), len(header)), 1, None)
     while todo and (block := list(itertools.islice(body, rows))):
         if any(len(r.cells) != len(header) for r in block):
             break  # refused as its chunk is read
@@ -499,9 +498,8 @@ def _normalise(table: Mapping[str, Any], where: str) -> dict[str, NDArray[Any]]:
     for name, values in table.items():
         arr = np.asarray(values)
         if arr.ndim != 1:
-            raise ValueError(
-                f"column {name!r} must be one-dimensional; got shape {arr.shape} in {where!r}."
-            )
+            raise ValueError(f"column {name!r} must be one-dimensional; got shape {arr.shape} "
+                             f"in {where!r}.")
         if beyond_float(arr).any():
             pass  # integers kept as written: prepare refuses them as a score or loss
         elif arr.dtype.kind in "biuf":
@@ -569,15 +567,17 @@ def get_column(table: Mapping[str, NDArray[Any]], name: str, what: str = "column
     """
     if name in table:
         return table[name]
-    names = list(table)
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    names, nfc = list(table), functools.partial(unicodedata.normalize, "NFC")
+    same = [n for n in names if nfc(n) == nfc(name)]  # other code points (a header from macOS)
+    close = same or difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     if not close:  # also match case-insensitively
         lower = {n.lower(): n for n in names}
         close = [lower[m] for m in difflib.get_close_matches(name.lower(), list(lower), n=1)]
-    hint = f"; did you mean {close[0]!r}?" if close else "."
-    raise ColumnError(
-        f"{what} {name!r} not found{hint} The columns are: {', '.join(map(repr, names))}."
-    )
+    hint = (f"; the file has {ascii(same[0])}, the same letters in other Unicode code points "
+            f"than {ascii(name)}: write the name as the file does." if same else
+            f"; did you mean {close[0]!r}?" if close else ".")
+    raise ColumnError(f"{what} {name!r} not found{hint} The columns are: "
+                      f"{', '.join(map(repr, names))}.")
 
 
 def _same_file(a: Path, b: Path) -> bool:
