@@ -218,6 +218,20 @@ def test_names_with_dollars_are_drawn_as_written(tmp_path):
     assert "cost $5 and $6" in page and len(list(tmp_path.iterdir())) >= 2
 
 
+def test_reports_drawn_in_threads_leave_matplotlib_settings_alone(tmp_path):
+    # rc_context is matplotlib's one set of settings: reports drawn at once in threads
+    # restored each other's, and text.parse_math stayed False for the user's own figures
+    from concurrent.futures import ThreadPoolExecutor
+
+    import matplotlib
+
+    data = prepare({"loss": LOSS, "u": U})
+    with ThreadPoolExecutor(4) as ex:
+        pages = list(ex.map(lambda _: html_report(data, evaluate(data)), range(8)))
+    assert matplotlib.rcParams["text.parse_math"] is True
+    assert len({re.sub(r"written [0-9: -]+ UTC", "", p) for p in pages}) == 1
+
+
 def test_a_report_with_no_tpr_reachable_at_the_fpr_bound_says_so(tmp_path):
     from abstain.app.report import NO_TPR
 

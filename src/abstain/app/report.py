@@ -41,6 +41,7 @@ import itertools
 import math
 import os
 import re
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -317,12 +318,18 @@ def _figure_makers(data: TableData | Summary, *, fpr: float, rule: Any,
     return makers
 
 
+#: matplotlib's settings are the process's: reports drawn in several threads at once restored
+#: each other's ``text.parse_math``, which stayed False; they draw one after the other.
+_DRAWING = threading.Lock()
+os.register_at_fork(after_in_child=lambda: globals().update(_DRAWING=threading.Lock()))
+
+
 def _drawn(make: Any) -> bytes:
     """The PNG of the figure ``make()`` builds, with every text as written: a column named
     ``cost $5 and $6`` is no formula (and ``$\frac{$`` no parse error)."""
     import matplotlib
 
-    with matplotlib.rc_context({"text.parse_math": False}):
+    with _DRAWING, matplotlib.rc_context({"text.parse_math": False}):
         return _png(make())
 
 
