@@ -3,6 +3,7 @@ more OOD)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -144,10 +145,13 @@ def pick_output(outputs: Any, field: str) -> Any:
 
 
 def row_means(a: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The mean of each row of ``a``, in the units of its largest magnitude: no overflow
-    near the float maximum (logits or norms of 1e308)."""
-    top = np.maximum(np.max(np.abs(a), axis=1), 1e-300)
-    return top * (a / top[:, None]).mean(axis=1)  # type: ignore[no-any-return]
+    """The mean of each row of ``a``: its correctly rounded sum (``math.fsum``, so the same
+    in any order of the row and any memory layout; a plain mean's last bits changed with
+    both) over its length, in units of a power of two near its largest magnitude (no
+    overflow near the float maximum: logits or norms of 1e308)."""
+    unit = np.ldexp(1.0, np.frexp(np.max(np.abs(a), axis=1))[1] - 1)  # exact scaling
+    sums = np.array([math.fsum(row) for row in (a / unit[:, None]).tolist()])
+    return unit * (sums / a.shape[1])
 
 
 # ------------------------------------------------------ kernels of the shifted base scores
