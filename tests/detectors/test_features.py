@@ -476,3 +476,29 @@ def test_vim_far_from_the_origin_keeps_its_residual_in_either_dtype():
     s64 = ViM(8, "float64").fit(X, weight=Wx, bias=bx).score(X[:50])
     s32 = ViM(8, "float32").fit(X, weight=Wx, bias=bx).score(X[:50])
     assert np.max(np.abs(s32 - s64)) <= 1e-5 * np.max(np.abs(s64))
+
+
+@pytest.mark.parametrize("dtype, scale", [("float64", 1e-150), ("float64", 1e-170),
+                                          ("float32", 1e-20), ("float32", 1e-23)])
+def test_features_whose_squares_leave_the_float_range_are_refused(dtype, scale):
+    # distances and covariances of such features were round-off: KNN 2e-4 off at 1e-160 and
+    # 0 at 1e-165, Mahalanobis "the covariance is zero (every class has identical
+    # features)", ViM in float32 2.4 relative off at 1e-23
+    rng = np.random.default_rng(0)
+    F = (rng.normal(size=(200, 4)) + 1) * scale
+    y = rng.integers(0, 3, 200)
+    W, b = rng.normal(size=(3, 4)) / scale, rng.normal(size=3)
+    for name, fit in (("KNN", lambda: KNN(k=3, normalize=False, dtype=dtype).fit(F)),
+                      ("Mahalanobis", lambda: Mahalanobis(dtype=dtype).fit(F, y)),
+                      ("ViM", lambda: ViM(dim=2, dtype=dtype).fit(F, weight=W, bias=b))):
+        with pytest.raises(ValueError, match=rf"^{name}: the features vary by at most .* so "
+                                             rf"their squares lose digits in {dtype}; "
+                                             r"multiply them by a constant"):
+            fit()
+    # at a spread the squares keep, the scores are those of the features scaled up
+    F = rng.normal(size=(200, 4)) + 1
+    Q = rng.normal(size=(5, 4))
+    small = 1e-120 if dtype == "float64" else 1e-12
+    np.testing.assert_allclose(
+        Mahalanobis(dtype=dtype).fit(F * small, y).score(Q * small),
+        Mahalanobis(dtype=dtype).fit(F, y).score(Q), rtol=1e-12 if dtype == "float64" else 1e-5)

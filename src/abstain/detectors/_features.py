@@ -262,6 +262,8 @@ class KNN(Detector):
             raise ValueError(f"k must be at most the number of bank rows ({F.shape[0]}); "
                              f"got {k}.")
         self.bank_ = self._prepare(F)
+        if not self.normalize:  # unit rows are far apart enough
+            _squares_normal(F - F.mean(axis=0), "KNN", F.dtype, ", or use normalize=True")
         self.n_features_in_ = int(F.shape[1])
         return self
 
@@ -396,6 +398,16 @@ def _orthonormal(name: str, A: NDArray[np.float64], scale: NDArray[np.float64] |
                          "(eigenvectors); got others.")
 
 
+def _squares_normal(C: NDArray[Any], who: str, dt: Any, also: str = "") -> None:
+    """Refuse centred features ``C`` whose squares leave the normal range of ``dt`` with its
+    digits: distances and covariances of round-off (KNN 2e-4 off at 1e-160, 0 at 1e-165)."""
+    low, spread = math.sqrt(np.finfo(dt).tiny / np.finfo(dt).eps), float(np.max(np.abs(C)))
+    if 0.0 < spread < low:
+        raise ValueError(f"{who}: the features vary by at most {spread:.3g} (below {low:.3g}), "
+                         f"so their squares lose digits in {dt.name}; multiply them by a "
+                         f"constant{also}.")
+
+
 def _work(X: ArrayLike, dt: np.dtype, convert: Any) -> NDArray[np.floating]:  # type: ignore[type-arg]
     """``convert(X, dtype)``: in float32 where ``X`` is float32 already and ``dt`` float32,
     else in float64, so that :func:`_minus` subtracts a reference point before rounding."""
@@ -421,10 +433,9 @@ def _finite_scores(s: NDArray[np.float64], F: NDArray, dt: np.dtype,  # type: ig
                    who: str) -> NDArray[np.float64]:
     """``s``, refused where a product overflowed (features near 1e38 in float32)."""
     if not np.all(np.isfinite(s)):
-        raise ValueError(
-            f"{who}: the scores overflow in {dt.name} (features of magnitude up to "
-            f"{float(np.max(np.abs(F))):.4g}); scale the features"
-            + (" or use dtype='float64'." if dt == np.float32 else "."))
+        raise ValueError(f"{who}: the scores overflow in {dt.name} (features of magnitude up "
+                         f"to {float(np.max(np.abs(F))):.4g}); scale the features"
+                         + (" or use dtype='float64'." if dt == np.float32 else "."))
     return s
 
 
@@ -461,10 +472,10 @@ def _finite_cov(cov: NDArray, F: NDArray, who: str,  # type: ignore[type-arg]
     eigendecomposition then fails with NumPy's "Eigenvalues did not converge")."""
     dt = F.dtype if dt is None else dt
     if not np.all(np.isfinite(cov)):
-        raise ValueError(
-            f"{who}: the covariance of the training features overflows in {dt.name} "
-            f"(features of magnitude up to {float(np.max(np.abs(F))):.4g}); scale the "
-            "features" + (" or use dtype='float64'." if dt == np.float32 else "."))
+        raise ValueError(f"{who}: the covariance of the training features overflows in "
+                         f"{dt.name} (features of magnitude up to "
+                         f"{float(np.max(np.abs(F))):.4g}); scale the features"
+                         + (" or use dtype='float64'." if dt == np.float32 else "."))
     return cov
 
 
@@ -604,6 +615,7 @@ class ViM(Detector):
         # the uncentred covariance of F - u, as the covariance of F around its mean (in dt,
         # which keeps the spread) plus the outer product of (mean - u) (in float64)
         C, ref = _minus(F, F.mean(axis=0, dtype=np.float64), dt)
+        _squares_normal(C, "ViM", dt, " (and divide the last layer's weight by it)")
         off = ref - u
         spread = _finite_cov(_gram(C) / C.shape[0], F, "ViM", dt)
         cov = spread + np.outer(off, off)
@@ -639,9 +651,9 @@ class ViM(Detector):
                 f"the residual); got alpha = {alpha!r}. Give the last layer's weight and bias "
                 "of a trained classifier.")
         if not alpha <= ALPHA_MAX:
-            raise ValueError(
-                f"ViM needs alpha = mean max-logit / mean residual norm <= 2**512; got {alpha!r}"
-                f" (a residual norm of {mean_v!r}): choose a smaller dim.")
+            raise ValueError(f"ViM needs alpha = mean max-logit / mean residual norm <= 2**512; "
+                             f"got {alpha!r} (a residual norm of {mean_v!r}): choose a smaller "
+                             "dim.")
         self.weight_, self.bias_, self.origin_, self.residual_basis_ = W, b, u, R
         self.center_, self.alpha_ = ref, alpha
         self.dim_ = D
@@ -755,6 +767,7 @@ class Mahalanobis(Detector):
         means /= counts[:, None]
         for rows, mean in zip(blocks, _as_dtype(means, F.dtype), strict=True):
             rows -= mean  # centred in place: the covariance sums over rows in any order
+        _squares_normal(C, "Mahalanobis", dt)
         cov = _finite_cov(_gram(_as_dtype(C, dt)) / F.shape[0], F, "Mahalanobis", dt)
         evals, evecs = np.linalg.eigh(cov)
         # below rcond, or within the round-off of the covariance (a float32 covariance of
