@@ -655,7 +655,7 @@ class SVOR(NamedFeatures, ParamsMixin):
 
     def _features(self, X: ArrayLike) -> NDArray[np.float64]:
         self._check_fitted("coef_")
-        self._check_names(X, stacklevel=4)
+        self._check_names(X)
         x = _svor_features(X)
         if x.shape[1] != self.coef_.size:
             raise ValueError(f"X has {x.shape[1]} features, but SVOR is expecting "

@@ -911,3 +911,33 @@ def test_an_unused_array_of_bytes_passes_through_apply(tmp_path, capsys):
     assert code == 0, err
     with np.load(tmp_path / "out.npz") as out:
         assert out["tag"].tolist() == tag.tolist()
+
+
+def _strict_run(tmp_path, encoding, *args):
+    """The command in a process of its own whose standard streams encode strictly."""
+    env = {**os.environ, "PYTHONIOENCODING": f"{encoding}:strict"}
+    return subprocess.run([sys.executable, "-m", "abstain", *map(os.fsencode, args)],
+                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="file names are bytes on POSIX only")
+def test_names_the_output_encoding_cannot_hold_are_written_not_refused(tmp_path):
+    # under en_US.UTF-8 (strict streams) a path with a Latin-1 byte stopped evaluate with
+    # "surrogates not allowed", and fit exited 1 after writing its rule; a column named with
+    # a euro sign in a Latin-1 terminal stopped evaluate before its --json was written
+    name = os.fsdecode(b"caf\xe9.csv")
+    write_table(tmp_path / name, {"loss": [0, 1, 0, 1, 0, 1], "risk_\u20ac": [
+        0.1, 0.9, 0.2, 0.8, 0.3, 0.7]})
+    done = _strict_run(tmp_path, "utf-8", "evaluate", name)
+    assert done.returncode == 0 and done.stdout.startswith(b"caf\xe9.csv: 6 ID rows"), done
+    rule = os.fsdecode(b"r\xe8gle.json")
+    done = _strict_run(tmp_path, "utf-8", "fit", name, "--target-coverage", "0.5", "-o", rule)
+    assert done.returncode == 0 and done.stdout.endswith(b"wrote r\xe8gle.json\n"), done
+    done = _strict_run(tmp_path, "latin-1", "evaluate", name, "--json", "m.json")
+    assert done.returncode == 0 and b"risk_\\u20ac" in done.stdout, done
+    assert (tmp_path / "m.json").exists()
+    page = os.fsdecode(b"rapport\xe9.html")
+    before = (sys.stdout.errors, sys.stderr.errors)
+    assert main(["report", str(tmp_path / name), "-o", str(tmp_path / page), "--quiet"]) == 0
+    assert (sys.stdout.errors, sys.stderr.errors) == before  # put back as they were
+    assert "caf\\udce9.csv" in (tmp_path / page).read_text(encoding="utf-8")

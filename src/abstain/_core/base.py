@@ -7,6 +7,7 @@ import contextvars
 import functools
 import inspect
 import math
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -201,12 +202,23 @@ def quiet(*categories: type[Warning]) -> Iterator[None]:
         _QUIET.reset(token)
 
 
+#: The folder of the package: frames of files under it are the library's own.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def warn(message: str | Warning, category: type[Warning] | None = None,
-         stacklevel: int = 1) -> None:
-    """``warnings.warn`` (``stacklevel`` counted from the caller), unless :func:`quiet`
-    silences the warning's category here."""
+         stacklevel: int | None = 1) -> None:
+    """``warnings.warn`` (``stacklevel`` counted from the caller; None: the first frame
+    outside the library, whatever the path through it), unless :func:`quiet` silences the
+    warning's category here."""
     kind = type(message) if isinstance(message, Warning) else category or UserWarning
     if issubclass(kind, _QUIET.get()):
+        return
+    if stacklevel is None:
+        frame, level = sys._getframe(0), 1
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+            frame, level = frame.f_back, level + 1
+        warnings.warn(message, category, stacklevel=level)
         return
     warnings.warn(message, category, stacklevel=stacklevel + 1)
 
@@ -238,7 +250,7 @@ class NamedFeatures:
         else:  # a refit on an array forgets the old names
             self.__dict__.pop("feature_names_in_", None)
 
-    def _check_names(self, X: Any, stacklevel: int = 4) -> None:
+    def _check_names(self, X: Any) -> None:
         names, fitted = column_names(X), getattr(self, "feature_names_in_", None)
         if names is not None and fitted is not None and not np.array_equal(names, fitted):
             if max(names.size, fitted.size) <= 8:
@@ -251,11 +263,12 @@ class NamedFeatures:
                          f"{fitted[j] if j < fitted.size else None!r}.")
             raise ValueError("The feature names should match those that were passed during "
                              "fit" + shown)
-        if (names is None) != (fitted is None):
+        # a detector with nothing to fit (MSP().fit()) was fitted on no columns at all
+        if (names is None) != (fitted is None) and self._n_named() is not None:
             who = type(self).__name__
             warn(f"X has feature names, but {who} was fitted without feature names"
                  if fitted is None else "X does not have valid feature names, but "
-                 f"{who} was fitted with feature names", UserWarning, stacklevel=stacklevel)
+                 f"{who} was fitted with feature names", UserWarning, stacklevel=None)
 
     def _n_named(self) -> int | None:
         """The number of columns that ``feature_names_in_`` names (None: not known)."""

@@ -33,6 +33,7 @@ from .console import (
     pending,
     reraise_interrupt,
     restore_signals,
+    shown_streams,
 )
 from .evaluate import evaluate, inverted_warnings
 from .io import (
@@ -484,7 +485,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     previous = handle_signals()
     try:
-        return _main(argv)
+        with shown_streams():
+            return _main(argv)
     except (Interrupted, KeyboardInterrupt) as exc:
         return interrupted(exc, argv)
     except Exception:  # an error that a signal caused, whatever its type, is the interrupt

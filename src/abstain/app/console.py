@@ -12,11 +12,14 @@ started with ignored (``nohup``, a background job of a script) stays ignored.
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import io
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 __all__ = ["Interrupted", "console", "handle_signals", "interrupted", "pending",
@@ -95,6 +98,44 @@ def interrupted(exc: BaseException, argv: Sequence[str]) -> int:
                                                  "demo") else ""
     print(f"abstain{' ' + command if command else ''}: interrupted", file=sys.stderr)
     return 128 + int(signum)
+
+
+def _shown(exc: UnicodeError) -> tuple[str | bytes, int]:
+    """The encoding error handler of the command's messages: the bytes of a file name that
+    are no text (the surrogates of ``os.fsdecode``) are written back as they were; another
+    character that the output's encoding lacks is escaped (``\\u20ac``)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start:exc.end]
+    if all("\udc80" <= c <= "\udcff" for c in text):
+        return bytes(ord(c) - 0xDC00 for c in text), exc.end
+    return codecs.backslashreplace_errors(exc)
+
+
+codecs.register_error("abstain.shown", _shown)
+
+
+@contextlib.contextmanager
+def shown_streams() -> Iterator[None]:
+    """Standard output and error that write what their encoding cannot hold as
+    :func:`_shown` says, instead of failing (a path with a Latin-1 byte under
+    ``en_US.UTF-8``, a column named with a euro sign in a Latin-1 terminal: the command
+    stopped after its work, and a rule file it had written came with exit status 1); their
+    error handlers are put back when the block ends."""
+    streams = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            old = stream.errors
+            stream.reconfigure(errors="abstain.shown")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, io.UnsupportedOperation):
+            continue  # not a text stream that can be reconfigured: left as it is
+        streams.append((stream, old))
+    try:
+        yield
+    finally:
+        for stream, old in streams:
+            with contextlib.suppress(ValueError, io.UnsupportedOperation):
+                stream.reconfigure(errors=old)  # type: ignore[union-attr]
 
 
 def console() -> None:

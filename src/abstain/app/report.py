@@ -691,7 +691,9 @@ def _render(data: TableData | Summary, evaluation: Evaluation, *, fpr: float = 0
             f"<h2>Metrics</h2>{_html_table(evaluation)}"
             f"<h2>Curves and histograms</h2>{''.join(parts)}"
             f"{_footer(provenance)}</body></html>\n")
-    return page, pngs
+    # a file name's bytes that are no text (os.fsdecode's surrogates) as escapes, so that
+    # the page is UTF-8 (they stopped the report: "surrogates not allowed")
+    return page.encode("utf-8", "backslashreplace").decode("utf-8"), pngs
 
 
 def _check_pngs(png_dir: str | Path, pngs: dict[str, bytes],

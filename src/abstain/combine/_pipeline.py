@@ -288,7 +288,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
     def transform(self, S: ArrayLike) -> F64:
         """Empirical z-values of ``S``: shape (n_samples, n_scores), every column."""
         self._check_fitted("empirical_z_")
-        self._check_names(S, stacklevel=3)
+        self._check_names(S)
         return self.empirical_z_.transform(as_matrix(S, "S", columns="n_scores"))
 
     def score(self, S: ArrayLike) -> F64:
@@ -297,7 +297,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         ``higher_is_inlier``)."""
         self._check_fitted("empirical_z_")
         if self.method_ == "single":
-            self._check_names(S, stacklevel=3)
+            self._check_names(S)
             arr = as_matrix(S, "S", columns="n_scores")
             check_columns("S", arr, self.empirical_z_.n_scores_)
             col = arr[:, self.columns_[0]]

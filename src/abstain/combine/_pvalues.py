@@ -85,7 +85,7 @@ class EmpiricalZ(NamedFeatures, ParamsMixin):
         S : array-like of shape (n_samples, n_scores)
         """
         self._check_fitted("sorted_train_")
-        self._check_names(S, stacklevel=3)
+        self._check_names(S)
         arr = as_matrix(S, "S", columns="n_scores")
         check_columns("S", arr, self.n_scores_)
         if self.higher_is_inlier:

@@ -159,7 +159,7 @@ class _LinearScore(NamedFeatures, ParamsMixin):
             self._fit_names(X)
         else:
             self._check_fitted("coef_")
-            self._check_names(X, stacklevel=5)
+            self._check_names(X)
             if x.shape[1] != self.n_features_in_:
                 raise ValueError(f"X must have {self.n_features_in_} features, as in fit; got "
                                  f"{x.shape[1]}.")
