@@ -94,3 +94,30 @@ def test_many_names_are_shown_by_the_first_difference():
                                          r"passed during fit \(12 names\); got 12, and column 5 "
                                          r"is 'f6' where fit had 'f5'\.$"):
         est.score(swapped)
+
+
+def test_no_warning_where_the_library_makes_the_arrays_or_nothing_was_fitted():
+    # tune_detector scored its shuffled proxy rows, arrays it made itself, with candidates
+    # fitted on the caller's frame; a logit detector fitted on nothing warned on any frame
+    from abstain.models import tune_detector
+
+    logits = pd.DataFrame(rng.normal(size=(60, 3)), columns=["x", "y", "z"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tune_detector(KNN(normalize=False), {"k": [1, 5]}, {"features": X.iloc[:60]},
+                      train_outputs={"features": X.iloc[60:]}, random_state=0)
+        MSP().score(logits)
+        MSP().fit().score(logits)
+        tune_detector(MSP(), {"temperature": [1.0, 2.0]}, {"logits": logits}, random_state=0)
+
+
+def test_the_warning_points_at_the_callers_line():
+    # through score_outputs, _work or transform the warning named a line of the library
+    est = Mahalanobis().fit(X, Y)
+    for call in (lambda: est.score(X.to_numpy()),
+                 lambda: est.score_outputs({"features": X.to_numpy()}),
+                 lambda: ScoreCombiner(method="glrt").fit(X).score(X.to_numpy()),
+                 lambda: LossRegression().fit(X, Y, LOSSES).decision_function(X.to_numpy(), Y)):
+        with pytest.warns(UserWarning, match="does not have valid feature names") as caught:
+            call()
+        assert caught[0].filename == __file__
