@@ -126,6 +126,42 @@ def test_a_registered_metric_is_streamed_and_a_column_of_evaluate_ood(toy):
         StreamingMetric("tnr_at_tpr_plus", coverage=0.5)
 
 
+def strict_risk(losses, uncertainty=None, *, coverage=0.5):
+    """A user's metric: NaN and an InfeasibleTargetWarning of its own past coverage 0.9."""
+    import warnings
+
+    from abstain import InfeasibleTargetWarning
+
+    if coverage > 0.9:
+        warnings.warn(InfeasibleTargetWarning("strict_risk: infeasible"), stacklevel=2)
+        return float("nan")
+    return aurc(losses, uncertainty)
+
+
+def test_a_registered_metric_s_own_infeasible_warning_is_silenced_where_ours_are():
+    # the library silences its own warnings per thread; a registered metric warns through
+    # the process's filters, which replicates and the options' probe ignore as before,
+    # and put back as they were
+    import warnings
+
+    from abstain.metrics import metric_replicates, resample_counts
+    from abstain.tables import TableResampler
+
+    spec = register_metric(MetricSpec(strict_risk, "selective", table=False))
+    try:
+        rng = np.random.default_rng(0)
+        r = TableResampler(rng.random(50), (rng.random(50) < 0.3) * 1.0)
+        counts = resample_counts(rng.integers(0, 50, (5, 50)), 50)
+        before = list(warnings.filters)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert np.isnan(metric_replicates(r, counts, [(spec, {"coverage": 0.95})])).all()
+            StreamingMetric("strict_risk", coverage=0.95)
+        assert warnings.filters == before
+    finally:
+        METRICS.pop(spec.name)
+
+
 @pytest.mark.parametrize("search", ["auto", "exact", "grid"])
 def test_evaluate_ood_tables_equals_evaluate_ood_on_the_rows(search):
     rng = np.random.default_rng(1)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._core.base import quiet
+from .._core.base import silenced
 from .._core.validation import plain
 from ..tables._score import ScoreTable
 from ._ood import (
@@ -270,7 +270,7 @@ def check_options(metric: str, function: Callable[..., Any], needs_ood: bool,
         allowed = f"be among {', '.join(known)}" if known else "be omitted (it takes none)"
         raise TypeError(f"options of {metric} must {allowed}; got "
                         f"{', '.join(map(repr, unknown))}.")
-    with quiet(Warning):  # a target the probe cannot meet warns: not an error
+    with silenced([function], Warning):  # a target the probe cannot meet warns: not an error
         function(_probe(needs_ood), **options)
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.base import quiet
+from .._core.base import silenced
 from .._core.exact import sum_round_off
 from .._core.groups import coverage_count
 from .._core.prefix import harmonic_difference, tie_excess
@@ -317,7 +317,7 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
                     out[:, j] *= resampler.scale
             continue
         marked = spec.kind == "ood"
-        with quiet(InfeasibleTargetWarning):
+        with silenced([spec.function], InfeasibleTargetWarning):
             for r in range(c.shape[0]):
                 out[r, j] = spec.function(resampler.table(c[r], marked=marked), **options)
     return out
