@@ -199,10 +199,10 @@ def test_exact_risk_coverage_curve_at_fpr_is_unit_free_and_checks_its_input():
         M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=0.3, tpr=[[0.5]], search="exact")
     # the bounds of the ROC and PR curves too (a 0-d recall gave a curve of two shapes)
     for scores in (s, s[:, 0]):
-        for bad in (0.5, np.array(0.5), [[0.25], [0.5]]):
-            with pytest.raises(ValueError, match=r"^fpr must be one-dimensional; got an array "):
+        for bad in (0.5, np.array(0.5), [[0.25], [0.5]], []):  # [] ended in an IndexError
+            with pytest.raises(ValueError, match=r"^fpr must be a non-empty 1-D array; got "):
                 M.ood_roc_curve(is_ood, scores, fpr=bad)
-            with pytest.raises(ValueError, match=r"^recall must be one-dimensional; got an "):
+            with pytest.raises(ValueError, match=r"^recall must be a non-empty 1-D array; "):
                 M.ood_pr_curve(is_ood, scores, recall=bad)
     with pytest.raises(ValueError, match="tpr"):
         M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=0.3, tpr=[0.0], search="exact")

@@ -456,8 +456,9 @@ def _bounds(values: ArrayLike, name: str, *, open_low: bool = False) -> NDArray[
     """The bounds of a curve: in ``[0, 1]``, or ``(0, 1]`` with ``open_low`` (a precision
     at recall 0 is undefined)."""
     arr = as_real_array(values, name)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional; got an array of shape {arr.shape}.")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array; got an array of shape "
+                         f"{arr.shape}.")
     bad = ~(((arr > 0.0) if open_low else (arr >= 0.0)) & (arr <= 1.0))  # NaN is bad too
     if bad.any():
         raise ValueError(f"{name} must be in {'(' if open_low else '['}0, 1]; got "
