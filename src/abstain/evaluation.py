@@ -27,6 +27,7 @@ from ._core.validation import (
     check_positive,
     check_random_state,
     plain,
+    unmasked,
 )
 from .metrics import aurc
 from .scores._learned import PAPER_C_GRID, TCP, true_class_probability
@@ -261,7 +262,7 @@ def evaluate_scores(
     (2, 3)
     """
     x = as_features(X)
-    labels = np.asarray(y)
+    labels = np.asarray(unmasked(y, "y"))
     if labels.shape != (x.shape[0],):
         raise ValueError(f"y must have shape ({x.shape[0]},); got {labels.shape}.")
     if len(np.unique(labels)) < 2:

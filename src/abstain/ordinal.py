@@ -27,6 +27,7 @@ from ._core.validation import (
     as_real_array,
     check_same_length,
     plain,
+    unmasked,
 )
 from .exceptions import ConvergenceWarning
 from .scores._plugin import ordinal_margin
@@ -486,7 +487,7 @@ def _svor_labels(y: Any) -> NDArray[Any]:
     """``y`` as a 1-D array of class labels: integers, integral floats or strings."""
     if y is None:
         raise ValueError("SVOR requires y to be passed, but the target y is None.")
-    labels = np.asarray(y)
+    labels = np.asarray(unmasked(y, "y"))
     if labels.ndim == 2 and labels.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; "
                       "it is read as y.ravel().", _column_warning(), stacklevel=3)

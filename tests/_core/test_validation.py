@@ -265,6 +265,19 @@ def test_a_masked_array_with_masked_entries_is_refused_naming_the_argument() -> 
         auroc(np.ma.array([0, 1, 0, 1], mask=[1, 0, 0, 0]), np.arange(4.0))
     with pytest.raises(ValueError, match="must not be a masked array"):
         conformal_threshold(np.ma.array([1.0, 2.0, 8.0], mask=[0, 0, 1]), alpha=0.5)
+    # the label, index and count arguments too (they read through np.asarray)
+    from abstain.metrics import bootstrap_indices, resample_counts
+    from abstain.scores import LossRegression, sample_losses
+
+    masked = np.ma.array([0, 1, 1], mask=[0, 0, 1])
+    for call, name in ((lambda: sample_losses(masked, [0, 1, 0]), "y_true"),
+                       (lambda: resample_counts(np.ma.array([[0, 1]], mask=[[0, 1]]), 2),
+                        "rows"),
+                       (lambda: bootstrap_indices(masked, 2), "strata"),
+                       (lambda: LossRegression(features="predicted_class").fit(
+                           np.eye(3), masked, [0.0, 1.0, 0.0]), "y_pred")):
+        with pytest.raises(ValueError, match=f"^{name} must not be a masked array"):
+            call()
     # a masked array with nothing masked is its values
     assert aurc(np.ma.array([0.0, 1.0, 0.0]), np.ma.array([0.2, 0.9, 0.1])) == aurc(
         np.array([0.0, 1.0, 0.0]), np.array([0.2, 0.9, 0.1]))

@@ -21,8 +21,10 @@ def test_sample_losses_index_the_matrix():
     )
     user = [[0, 1, 5], [1, 0, 1], [9, 1, 0]]
     np.testing.assert_array_equal(sample_losses(y_true, y_pred, user), [0, 9, 1, 0])
-    # The 0/1 loss needs no integer labels.
+    # The 0/1 loss needs no integer labels: strings, dates.
     np.testing.assert_array_equal(sample_losses(["a", "b"], ["a", "c"]), [0, 1])
+    days = np.array(["2026-01-01", "2026-01-02"], "datetime64[D]")
+    np.testing.assert_array_equal(sample_losses(days, days[::-1]), [1, 1])
 
 
 @pytest.mark.parametrize(
@@ -40,11 +42,21 @@ def test_sample_losses_index_the_matrix():
         # a missing label or labels of another type would count as errors
         (lambda: sample_losses([0.0, np.nan, 1.0], [0, 1, 1]), "^y_true must hold finite"),
         (lambda: sample_losses(np.array([0, None, 1], object), [0, 1, 1]),
-         r"^y_true must not hold missing labels; got 1 \(None, NaN or NA\)\.$"),
+         r"^y_true must not hold missing labels; got 1 \(None, NaN, NaT or NA\)\.$"),
         (lambda: sample_losses([0, 1], np.array(["a", float("nan")], object)),
          "^y_pred must not hold missing"),
         (lambda: sample_losses(["0", "1", "1"], [0, 1, 1]),
          r"^y_true must hold labels of the type that the model predicts \(numbers"),
+        # text kept as objects (pandas), a NumPy NaN among objects
+        (lambda: sample_losses(np.array(["a", "b"], object), [0, 1]),
+         r"^y_true must hold labels of the type that the model predicts \(numbers"),
+        (lambda: sample_losses([0, 1], np.array(["a", "b"], object)),
+         r"^y_true must hold labels of the type that the model predicts \(strings"),
+        (lambda: sample_losses(np.array([0, np.float32("nan")], object), [0, 1]),
+         "^y_true must not hold missing labels"),
+        (lambda: sample_losses(np.array(["2026-01-01", "NaT"], "datetime64[D]"),
+                               np.array(["2026-01-01", "2026-01-02"], "datetime64[D]")),
+         r"^y_true must not hold missing labels; got 1 \(None, NaN, NaT or NA\)\.$"),
     ],
 )
 def test_bad_loss_input(call, match):

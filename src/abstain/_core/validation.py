@@ -159,10 +159,6 @@ def _refuse_table(values: Any, name: str) -> None:
         raise ValueError(f"{name} must be an array of real numbers; got None.")
 
 
-def _as_1d_float(name: str, values: ArrayLike, allow_empty: bool = False) -> F64:
-    return _as_1d_float_and_min(name, values, allow_empty)[0]
-
-
 def _as_1d_float_and_min(name: str, values: ArrayLike,
                          allow_empty: bool = False) -> tuple[F64, float]:
     """The finite 1-D float64 array of ``values`` and its smallest value (NaN if empty)."""
@@ -339,10 +335,14 @@ def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str =
     """Raise when ``labels`` are strings and ``prediction`` numbers, or the reverse.
 
     Such labels never equal a prediction, so every comparison would count as an error.
-    Object arrays (mixed labels) are compared as they are.
+    Object arrays of one kind (all strings, as pandas keeps text, or all numbers) are of it.
     """
     def kind(a: NDArray[Any]) -> str | None:
-        return "strings" if a.dtype.kind in "US" else "numbers" if a.dtype.kind in "biuf" else None
+        v = a.tolist() if a.dtype.kind == "O" else None
+        k = a.dtype.kind if v is None else "U" if all(isinstance(x, str) for x in v) else (
+            "f" if all(isinstance(x, (int, float, np.number)) and not isinstance(
+                x, (bool, np.bool_)) for x in v) else "O")
+        return "strings" if k in "US" else "numbers" if k in "biuf" else None
 
     got, want = kind(labels), kind(prediction)
     if got is not None and want is not None and got != want:
@@ -354,7 +354,7 @@ def as_scores(
     values: ArrayLike, name: str = "uncertainty", *, allow_empty: bool = False
 ) -> NDArray[np.float64]:
     """Return ``values`` as a finite 1-D float64 array (non-empty unless ``allow_empty``)."""
-    return _as_1d_float(name, values, allow_empty)
+    return _as_1d_float_and_min(name, values, allow_empty)[0]
 
 
 def check_nan_only_on_ood(losses: NDArray[np.float64],
@@ -454,7 +454,7 @@ def as_is_ood(values: ArrayLike, name: str = "is_ood") -> NDArray[np.bool_]:
     if marks is not None and marks.ndim == 1 and marks.size:
         out = marks.copy()  # bool marks: nothing to convert or check but both classes
     else:
-        arr = _as_1d_float(name, values)
+        arr = _as_1d_float_and_min(name, values)[0]
         if not np.all((arr == 0.0) | (arr == 1.0)):
             raise ValueError(f"{name} must hold only 0/1 or False/True; got other values.")
         out = arr == 1.0

@@ -64,6 +64,7 @@ from .._core.validation import (
     as_real_array,
     check_int,
     plain,
+    unmasked,
 )
 from ._base import max_cosine, ocsvm_decision, row_means, row_norms, svm_gamma, unit_rows
 from ._logits import neg_log_share, neg_max_softmax
@@ -120,7 +121,7 @@ def rotations(images: ArrayLike, shifts: Sequence[int] = (0, 1, 2, 3)) -> NDArra
     >>> R.shape, R[1, 0].tolist()
     ((4, 1, 2, 2), [[2, 4], [1, 3]])
     """
-    X = np.asarray(images)
+    X = np.asarray(unmasked(images, "images"))
     if X.ndim != 3 or X.shape[0] == 0:
         raise ValueError(f"images must have shape (n, H, W) with n >= 1; got {X.shape}.")
     turns = _check_shifts(shifts)

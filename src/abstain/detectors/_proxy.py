@@ -20,6 +20,7 @@ from .._core.validation import (
     check_random_state,
     nonfinite,
     plain,
+    unmasked,
 )
 from ._base import label_classes, pick_output
 
@@ -281,7 +282,7 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
     >>> sub["logits"].tolist(), w, b
     ([[3.0, 5.0], [9.0, 11.0]], None, None)
     """
-    idx = np.asarray(rows)
+    idx = np.asarray(unmasked(rows, "rows"))
     if idx.size == 0:
         idx = idx.astype(np.intp)  # no rows: [] is float64
     if idx.dtype.kind not in "iu":
@@ -310,7 +311,7 @@ def restrict_outputs(outputs: Any, rows: ArrayLike, kept: ArrayLike | None = Non
     out = {f: a[idx] for f, a in full.items()}
     if kept is None:
         return out, weight, bias
-    cols = np.asarray(kept)
+    cols = np.asarray(unmasked(kept, "kept"))
     if cols.ndim != 1 or cols.size == 0 or cols.dtype.kind not in "iu":
         raise ValueError(f"kept must be a non-empty list of class indices (the logit "
                          f"columns); got {plain(kept)}.")

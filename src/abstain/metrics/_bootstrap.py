@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.parallel import check_jobs, ordered_map, resolve_jobs, usable_cpus
-from .._core.validation import Interval, RandomState, check_int, validate_params
+from .._core.validation import Interval, RandomState, check_int, unmasked, validate_params
 
 __all__ = ["BootstrapInterval", "MAX_BOOTSTRAP", "MAX_BOOTSTRAP_ROWS", "bootstrap_indices",
            "bootstrap_interval", "check_bootstrap"]
@@ -96,7 +96,7 @@ resamples and 2147483648 rows drawn in all, resamples times rows); got 1000000.
 def _strata_rows(strata: ArrayLike, key: ArrayLike | None) -> list[NDArray[np.intp]]:
     """The rows of each stratum (strata in the order of ``numpy.unique``), each listed in
     the order that sorts ``key`` (stable), or in row order without a key."""
-    labels = np.asarray(strata)
+    labels = np.asarray(unmasked(strata, "strata"))
     if labels.ndim != 1 or labels.size == 0:
         raise ValueError(f"strata must be a non-empty 1-D array; got shape {labels.shape}.")
     n = labels.size

@@ -24,7 +24,7 @@ from .._core.base import silenced
 from .._core.exact import sum_round_off
 from .._core.groups import coverage_count
 from .._core.prefix import harmonic_difference, tie_excess
-from .._core.validation import check_int
+from .._core.validation import check_int, unmasked
 from .._ood_search.best import Constraint
 from .._ood_search.search import GridOrders, grid_best
 from ..exceptions import InfeasibleTargetWarning
@@ -236,7 +236,7 @@ def resample_counts(rows: NDArray[np.integer], n: int) -> NDArray[np.int64]:
     array([[2, 0, 1],
            [0, 1, 2]])
     """
-    idx = np.asarray(rows)
+    idx = np.asarray(unmasked(rows, "rows"))
     size = check_int("n", n, 0)
     if idx.ndim != 2 or idx.dtype.kind not in "iu" or (idx.size and (
             idx.min() < 0 or idx.max() >= size)):
@@ -283,7 +283,7 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
     >>> got.shape, bool(np.isclose(got[2, 0], aurc(r.table(counts[2])), rtol=1e-12))
     ((4, 1), True)
     """
-    c = np.asarray(counts)
+    c = np.asarray(unmasked(counts, "counts"))
     curve = next((spec.name for spec, _ in metrics if spec.higher_is_better is None), None)
     if curve is not None:
         raise ValueError(f"metrics must each give one number to resample; {curve!r} gives a "

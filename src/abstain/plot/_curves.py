@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.optional import axes
-from .._core.validation import check_int, plain
+from .._core.validation import check_int, plain, unmasked
 from ..metrics import PRCurve, RiskCoverageCurve, RiskTPRCurve, ROCCurve
 
 __all__ = [
@@ -162,7 +162,7 @@ def plot_score_histograms(scores: ArrayLike, groups: ArrayLike, *,
         raise ValueError(f"labels must be a pair of names (the first group's, the second's); "
                          f"got {plain(labels)}.")
     s = np.asarray(scores, dtype=np.float64)
-    raw = np.asarray(groups)
+    raw = np.asarray(unmasked(groups, "groups"))
     if raw.dtype.kind not in "biuf" or (raw.dtype.kind != "b" and not np.all(
             (raw == 0) | (raw == 1))):
         raise ValueError("groups must hold 0/1 or False/True (the second group's rows); got "

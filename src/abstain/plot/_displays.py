@@ -38,6 +38,7 @@ from .._core.validation import (
     check_choice,
     check_label_type,
     check_same_length,
+    unmasked,
 )
 from .._ood_search.sample import resolve_search
 from ..tables._score import ScoreTable
@@ -329,7 +330,7 @@ def _estimator_losses(estimator: Any, X: Any, y: ArrayLike) -> NDArray[np.float6
         raise ValueError(f"estimator must be a fitted SelectiveClassifier; got "
                          f"{type(estimator).__name__}.")
     classes = np.asarray(estimator.classes_)
-    y = np.asarray(y)
+    y = np.asarray(unmasked(y, "y"))
     if y.ndim != 1:
         raise ValueError(f"y must be one-dimensional, one label per row of X; got shape "
                          f"{y.shape}.")

@@ -37,6 +37,7 @@ from .._core.validation import (
     as_scores,
     check_same_length,
     plain,
+    unmasked,
 )
 from ..exceptions import ConvergenceWarning
 from ._losses import ScaledProblem, check_class_labels, newton_polish
@@ -98,7 +99,7 @@ class _LinearScore(NamedFeatures, ParamsMixin):
         if y_pred is None:
             raise ValueError("y_pred must be given with features='predicted_class'; got None "
                              "(use features='shared' for a score of X alone).")
-        labels = np.asarray(y_pred)
+        labels = np.asarray(unmasked(y_pred, "y_pred"))
         if labels.ndim != 1:
             raise ValueError(f"y_pred must be one-dimensional; got shape {labels.shape}.")
         check_same_length(X=np.empty(n), y_pred=labels)

@@ -19,6 +19,7 @@ from .._core.validation import (
     check_label_type,
     check_same_length,
     plain,
+    unmasked,
     validate_params,
 )
 
@@ -98,8 +99,8 @@ def sample_losses(
     >>> sample_losses([0, 1, 2], [0, 2, 0], absolute_error_loss(3)).tolist()
     [0.0, 1.0, 2.0]
     """
-    yt = np.asarray(y_true)
-    yp = np.asarray(y_pred)
+    yt = np.asarray(unmasked(y_true, "y_true"))
+    yp = np.asarray(unmasked(y_pred, "y_pred"))
     if yt.ndim != 1 or yp.shape != yt.shape:
         raise ValueError(
             "y_true and y_pred must be 1-D of the same length; "
@@ -107,9 +108,7 @@ def sample_losses(
         )
     if loss is None:
         if yt.size:
-            yt, yp = as_labels(yt, "y_true"), as_labels(yp, "y_pred")
-            for name, y in (("y_true", yt), ("y_pred", yp)):
-                _no_missing(y, name)
+            yt, yp = _labels(yt, "y_true"), _labels(yp, "y_pred")
             check_label_type(yt, yp, "y_true")
         return (yt != yp).astype(np.float64)
     mat = check_loss_matrix(loss)
@@ -120,15 +119,20 @@ def sample_losses(
     return mat[yt, yp]
 
 
-def _no_missing(y: NDArray[Any], name: str) -> None:
-    """Refuse missing labels of an object array: None, NaN, pandas' NA or NaT."""
-    if y.dtype.kind != "O":
-        return  # as_labels refused NaN among floats
-    missing = sum(1 for v in y.tolist() if v is None or (isinstance(v, float) and v != v)
-                  or type(v).__name__ in ("NAType", "NaTType"))
+def _labels(y: NDArray[Any], name: str) -> NDArray[Any]:
+    """``y`` as labels compared for equality, a missing one refused: NaN, NaT, None or
+    pandas' NA (it would count as an error)."""
+    if y.dtype.kind in "Mm":  # dates and durations compare as they are
+        missing = int(np.count_nonzero(np.isnat(y)))
+    else:
+        y = as_labels(y, name)  # NaN among floats refused there
+        missing = 0 if y.dtype.kind != "O" else sum(
+            1 for v in y.tolist() if v is None or (isinstance(v, (float, np.floating)) and v != v)
+            or type(v).__name__ in ("NAType", "NaTType"))
     if missing:
-        raise ValueError(f"{name} must not hold missing labels; got {missing} (None, NaN or "
-                         "NA).")
+        raise ValueError(f"{name} must not hold missing labels; got {missing} (None, NaN, NaT "
+                         "or NA).")
+    return y
 
 
 def sele_objective(

@@ -15,6 +15,7 @@ from .._core.validation import (
     as_label_indices,
     as_proba,
     as_real_array,
+    unmasked,
     validate_params,
 )
 from ._losses import check_loss_matrix
@@ -162,7 +163,7 @@ def conditional_risk(
 
 
 def _as_classes(classes: ArrayLike, k: int) -> NDArray[Any]:
-    labels = np.asarray(classes)
+    labels = np.asarray(unmasked(classes, "classes"))
     if labels.shape != (k,):
         raise ValueError(f"classes must hold one label per column of proba ({k}); got shape "
                          f"{labels.shape}.")
@@ -178,7 +179,7 @@ def _as_classes(classes: ArrayLike, k: int) -> NDArray[Any]:
 
 def _label_index(labels: NDArray[Any], prediction: ArrayLike, n: int) -> NDArray[np.intp]:
     """Column index of each predicted label in ``labels``."""
-    pred = np.asarray(prediction)
+    pred = np.asarray(unmasked(prediction, "prediction"))
     if pred.shape != (n,):
         raise ValueError(f"prediction must have shape ({n},); got {pred.shape}.")
     order = np.argsort(labels, kind="stable")

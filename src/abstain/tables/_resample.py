@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.groups import loss_scale
+from .._core.validation import unmasked
 from ._score import ScoreTable, table_rows
 
 F64 = NDArray[np.float64]
@@ -137,7 +138,7 @@ class TableResampler:
         array([[0., 0., 1.],
                [0., 0., 4.]])
         """
-        c = np.asarray(counts)
+        c = np.asarray(unmasked(counts, "counts"))
         if c.ndim != 2 or c.shape[1] != self.n or c.dtype.kind not in "iu":
             raise ValueError(f"counts must be whole numbers of shape (m, {self.n}), one row "
                              f"per resample; got shape {c.shape}, dtype {c.dtype}.")
@@ -169,7 +170,7 @@ class TableResampler:
         table).
         """
         marked = self.marked if marked is None else marked
-        c = np.asarray(counts)
+        c = np.asarray(unmasked(counts, "counts"))
         if c.shape != (self.n,) or c.dtype.kind not in "iu":
             raise ValueError(f"counts must be whole numbers, one per row ({self.n}); got "
                              f"shape {c.shape}, dtype {c.dtype}.")

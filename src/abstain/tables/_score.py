@@ -29,6 +29,7 @@ from .._core.validation import (
     check_same_length,
     empty_batch,
     plain,
+    unmasked,
 )
 
 __all__ = ["ScoreTable"]
@@ -713,7 +714,7 @@ def table_rows(uncertainty: ArrayLike, losses: ArrayLike, is_ood: ArrayLike | No
 
 def as_ood_marks(is_ood: ArrayLike) -> NDArray[np.bool_]:
     """0/1 marks of a batch, which may hold one class only (the whole table is checked later)."""
-    arr = np.asarray(is_ood)
+    arr = np.asarray(unmasked(is_ood, "is_ood"))
     if arr.dtype.kind in "biuf" and arr.ndim == 1 and arr.size:
         arr = arr.astype(np.float64)
         if np.all((arr == 0.0) | (arr == 1.0)):
