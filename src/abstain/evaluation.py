@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from ._core.arrays import unmasked
 from ._core.optional import figure
 from ._core.validation import (
     as_features,
@@ -27,7 +28,6 @@ from ._core.validation import (
     check_positive,
     check_random_state,
     plain,
-    unmasked,
 )
 from .metrics import aurc
 from .scores._learned import PAPER_C_GRID, TCP, true_class_probability

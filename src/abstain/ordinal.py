@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
+from ._core.arrays import unmasked
 from ._core.base import NamedFeatures, ParamsMixin, accuracy
 from ._core.serialize import Array, Field, Int, Labels, Number, dumps, serializable
 from ._core.validation import (
@@ -27,7 +28,6 @@ from ._core.validation import (
     as_real_array,
     check_same_length,
     plain,
-    unmasked,
 )
 from .exceptions import ConvergenceWarning
 from .scores._plugin import ordinal_margin

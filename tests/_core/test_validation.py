@@ -285,7 +285,7 @@ def test_a_masked_array_with_masked_entries_is_refused_naming_the_argument() -> 
 
 def test_a_dataframe_of_nullable_columns_reads_as_its_numbers() -> None:
     pd = pytest.importorskip("pandas")
-    from abstain.combine import combine
+    from abstain.combine import EmpiricalZ, combine
     from abstain.metrics import auroc
 
     frame = pd.DataFrame({"a": [0.1, 0.5, 0.9, 0.3], "b": [1, 2, 4, 3]})
@@ -293,6 +293,13 @@ def test_a_dataframe_of_nullable_columns_reads_as_its_numbers() -> None:
     is_ood = np.array([0, 0, 1, 1])
     assert auroc(is_ood, nullable) == auroc(is_ood, frame.to_numpy(dtype=float))
     np.testing.assert_array_equal(combine(nullable), combine(frame.to_numpy(dtype=float)))
+    # an integer column beyond 2**53 beside a float one: read as float64, 2**53 + 1 became
+    # 2**53 (two distinct rows tied) without a word; refused as the column alone is
+    for wide in (pd.DataFrame({"n": [2**53 + 1, 2**53], "x": [0.5, 0.25]}),
+                 pd.DataFrame({"n": [2**53 + 1, 2**53], "x": [0.5, 0.25]}).convert_dtypes()):
+        with pytest.raises(ValueError, match=r"^S_train\[:, 0\] holds integers that float64 "
+                                             r"cannot hold exactly"):
+            EmpiricalZ().fit(wide)
     missing = nullable.copy()
     missing.loc[1, "a"] = pd.NA
     with pytest.raises(ValueError, match="must be finite; got 1 NaN"):

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import unmasked
 from .._core.base import ParamsMixin
 from .._core.optional import require
 from .._core.serialize import (
@@ -64,7 +65,6 @@ from .._core.validation import (
     as_real_array,
     check_int,
     plain,
-    unmasked,
 )
 from ._base import max_cosine, ocsvm_decision, row_means, row_norms, svm_gamma, unit_rows
 from ._logits import neg_log_share, neg_max_softmax

@@ -10,17 +10,16 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import as_array, unmasked
 from .._core.base import ParamsMixin
 from .._core.validation import (
     Interval,
     RandomState,
-    as_array,
     as_labels,
     as_real_array,
     check_random_state,
     nonfinite,
     plain,
-    unmasked,
 )
 from ._base import label_classes, pick_output
 

@@ -11,8 +11,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import unmasked
 from .._core.parallel import check_jobs, ordered_map, resolve_jobs, usable_cpus
-from .._core.validation import Interval, RandomState, check_int, unmasked, validate_params
+from .._core.validation import Interval, RandomState, check_int, validate_params
 
 __all__ = ["BootstrapInterval", "MAX_BOOTSTRAP", "MAX_BOOTSTRAP_ROWS", "bootstrap_indices",
            "bootstrap_interval", "check_bootstrap"]

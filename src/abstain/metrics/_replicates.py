@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._core.arrays import unmasked
 from .._core.base import silenced
 from .._core.exact import sum_round_off
 from .._core.groups import coverage_count
 from .._core.prefix import harmonic_difference, tie_excess
-from .._core.validation import check_int, unmasked
+from .._core.validation import check_int
 from .._ood_search.best import Constraint
 from .._ood_search.search import GridOrders, grid_best
 from ..exceptions import InfeasibleTargetWarning

@@ -12,8 +12,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import as_array
 from .._core.base import derived_seeds
-from .._core.validation import Options, as_array, check_random_state, plain, validate_params
+from .._core.validation import Options, check_random_state, plain, validate_params
 from ..detectors import Detector, LeaveClassesOut
 from ..detectors._base import pick_output
 from ..detectors._proxy import shuffle_columns, shuffle_table

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import unmasked
 from .._core.optional import axes
-from .._core.validation import check_int, plain, unmasked
+from .._core.validation import check_int, plain
 from ..metrics import PRCurve, RiskCoverageCurve, RiskTPRCurve, ROCCurve
 
 __all__ = [

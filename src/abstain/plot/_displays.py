@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import metrics as m
+from .._core.arrays import unmasked
 from .._core.groups import loss_scale
 from .._core.optional import axes
 from .._core.validation import (
@@ -38,7 +39,6 @@ from .._core.validation import (
     check_choice,
     check_label_type,
     check_same_length,
-    unmasked,
 )
 from .._ood_search.sample import resolve_search
 from ..tables._score import ScoreTable

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import unmasked
 from .._core.base import NamedFeatures, ParamsMixin, warn
 from .._core.serialize import (
     Array,
@@ -37,7 +38,6 @@ from .._core.validation import (
     as_scores,
     check_same_length,
     plain,
-    unmasked,
 )
 from ..exceptions import ConvergenceWarning
 from ._losses import ScaledProblem, check_class_labels, newton_polish

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import unmasked
 from .._core.validation import (
     Interval,
     as_labels,
@@ -19,7 +20,6 @@ from .._core.validation import (
     check_label_type,
     check_same_length,
     plain,
-    unmasked,
     validate_params,
 )
 

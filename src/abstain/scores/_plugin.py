@@ -9,13 +9,13 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import unmasked
 from .._core.exact import sum_round_off
 from .._core.validation import (
     Options,
     as_label_indices,
     as_proba,
     as_real_array,
-    unmasked,
     validate_params,
 )
 from ._losses import check_loss_matrix

@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import unmasked
 from .._core.groups import loss_scale
-from .._core.validation import unmasked
 from ._score import ScoreTable, table_rows
 
 F64 = NDArray[np.float64]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import unmasked
 from .._core.base import ParamsMixin, merging
 from .._core.exact import sum_round_off
 from .._core.groups import TieGroups, group_totals, groups_from_totals
@@ -29,7 +30,6 @@ from .._core.validation import (
     check_same_length,
     empty_batch,
     plain,
-    unmasked,
 )
 
 __all__ = ["ScoreTable"]

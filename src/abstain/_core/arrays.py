@@ -1,0 +1,73 @@
+"""Array-likes as NumPy arrays, with what ``np.asarray`` would get wrong refused or
+converted: masked arrays (their mask dropped), pandas data frames of nullable columns (all
+read as objects), integer columns beside float ones (beyond 2**53 rounded), PyTorch tensors
+NumPy cannot take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["as_array", "check_exact_in_float64", "exact_frame", "unmasked"]
+
+
+def unmasked(values: Any, name: str) -> Any:
+    """``values``, unless it is a masked array with masked entries (NumPy drops the mask)."""
+    if isinstance(values, np.ma.MaskedArray) and np.ma.is_masked(values):
+        raise ValueError(f"{name} must not be a masked array with masked entries (NumPy would "
+                         "read their values); pass the entries kept, e.g. values.compressed().")
+    return values
+
+
+def as_array(values: Any, name: str = "values") -> NDArray[Any]:
+    """``np.asarray(values)``; a PyTorch tensor NumPy cannot take (bfloat16, widened exactly
+    to float32; requiring grad; on another device) detached and moved to the CPU first; a
+    pandas DataFrame of nullable columns column by column, as each Series converts."""
+    unmasked(values, name)
+    try:
+        if type(values).__name__ == "DataFrame" and values.shape[1] and any(
+                not isinstance(t, np.dtype) for t in values.dtypes):  # not all as object
+            return np.column_stack([np.asarray(values.iloc[:, j]) for j in range(values.shape[1])])
+        return np.asarray(values)
+    except (TypeError, ValueError, RuntimeError):
+        if type(values).__module__.split(".")[0] != "torch" or not hasattr(values, "detach"):
+            raise
+    t = values.detach().cpu()
+    return np.asarray(t.float() if str(t.dtype).endswith(".bfloat16") else t)
+
+
+def check_exact_in_float64(arr: NDArray[Any], name: str) -> None:
+    """Refuse 64-bit integers beyond 2**53, or long doubles, that float64 does not hold
+    exactly (as floats two of them would tie, or swap their order)."""
+    if arr.dtype.kind == "f":
+        with np.errstate(over="ignore", invalid="ignore"):  # inf: the finite check's
+            wide = arr[(arr.astype(np.float64).astype(arr.dtype) != arr) & np.isfinite(arr)]
+        if wide.size:
+            raise ValueError(f"{name} holds {arr.dtype} values that float64 cannot hold "
+                             f"exactly (e.g. {str(wide[0])}), so "
+                             "distinct values could tie; "
+                             "subtract an offset first, or pass float64 on purpose.")
+        return
+    big = arr[(arr > 2**53) | (arr < -(2**53))] if arr.dtype.kind == "i" else arr[arr > 2**53]
+    f = big.astype(np.float64)
+    fits = f < 2.0**63 if arr.dtype.kind == "i" else f < 2.0**64  # else it rounded past
+    same = np.zeros(big.shape, dtype=bool)
+    same[fits] = f[fits].astype(arr.dtype) == big[fits]
+    if not same.all():
+        raise ValueError(f"{name} holds integers that float64 cannot hold exactly (beyond "
+                         f"2**53, e.g. {int(big[~same][0])}), so distinct values would "
+                         "tie; subtract an offset first, or pass floats on purpose.")
+
+
+def exact_frame(values: Any, arr: NDArray[Any], name: str) -> None:
+    """Refuse a data frame ``values`` read as the float array ``arr`` where one of its integer
+    columns holds values float64 cannot hold exactly (beside float columns, 2**53 + 1 was
+    read as 2**53, and two distinct rows tied)."""
+    if type(values).__name__ != "DataFrame" or arr.dtype.kind != "f":
+        return
+    for j in range(values.shape[1]):
+        col = np.asarray(values.iloc[:, j])
+        if col.dtype.kind in "iu":
+            check_exact_in_float64(col, f"{name}[:, {j}]")
