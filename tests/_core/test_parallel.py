@@ -59,6 +59,21 @@ def test_calls_from_several_threads_each_run_their_own_work() -> None:
 
 
 @forks
+def test_a_process_forked_while_a_pool_is_being_started_gets_a_free_lock() -> None:
+    # the lock held while workers are forked was inherited held by a process that another
+    # thread forked at that moment: its own parallel work then hung for ever
+    with parallel._FORKING:
+        pid = os.fork()
+        if pid == 0:  # the child: its lock is free, and its work runs
+            ok = parallel._FORKING.acquire(blocking=False)
+            if ok:
+                parallel._FORKING.release()
+            os._exit(0 if ok and ordered_map(abs, [-1, 2], 2) == [1, 2] else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+@forks
 def test_a_worker_runs_nested_work_itself() -> None:
     assert ordered_map(lambda _: resolve_jobs(4, 10), [0, 1], 2) == [1, 1]
     assert resolve_jobs(4, 10) == 4

@@ -31,6 +31,8 @@ _IN_WORKER = False
 #: under ``_FORKING``, so that calls from several threads each fork with their own.
 _WORK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
 _FORKING = threading.Lock()
+# a process forked while another thread holds it (a fork of the user's own) gets a free one
+os.register_at_fork(after_in_child=lambda: globals().update(_FORKING=threading.Lock()))
 
 
 #: glibc's ``mallopt`` parameters (malloc.h) and the values :func:`keep_freed_memory` sets:

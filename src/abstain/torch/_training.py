@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
 
@@ -20,6 +21,7 @@ from ._adapter import as_input, check_batch_size, check_finite, from_numpy
 #: both are process-wide, so two threads doing so at once drew from each other's seed and
 #: restored each other's state. Such blocks of several threads run one after the other.
 _TORCH_GLOBALS = threading.RLock()
+os.register_at_fork(after_in_child=lambda: globals().update(_TORCH_GLOBALS=threading.RLock()))
 
 
 @contextlib.contextmanager
