@@ -251,7 +251,8 @@ def test_fit_in_chunks_certifies_with_sgr_by_default_and_says_so(tmp_path, conti
 
 @pytest.mark.parametrize(("second", "message"), [
     ("loss,risk,id\n0,0.2,x\n1,0.7,y\n", "column 'id' must be numeric; got text values such "
-                                         "as 'x' (line 2)."),
+                                         "as 'x' (line 2): a column whose first value is "
+                                         "text is read as text; correct or empty such cells."),
     ("loss\n0\n1\n", "lacks 'risk', 'id', which "),
     ("loss,risk,id\n0,inf,1\n", "column 'risk' must hold finite numbers; got inf on line 2"),
 ])
@@ -330,6 +331,20 @@ def test_a_class_named_na_in_a_text_column_is_a_class_at_any_chunk_size(tmp_path
     assert main(["evaluate", str(path), "--quiet", "--chunk-rows", str(rows), "--json",
                  str(out), *extra]) == 0
     assert json.loads(out.read_text()) == whole
+
+
+@pytest.mark.parametrize("rows", [None, 1, 2, 3, 7])
+def test_the_look_ahead_for_a_column_kind_leaves_errors_to_the_file_order(tmp_path, capsys,
+                                                                          rows):
+    # column b, empty in the first chunk, was read ahead for its kind, and its own error
+    # (line 7) came before column a's (line 4), which the whole file reports
+    path = tmp_path / "t.csv"
+    path.write_text("score,label,prediction,a,b\n0.9,1,1,1,\n0.8,0,1,2,\n0.7,1,1,x,\n"
+                    "0.6,0,0,3,\n0.5,0,0,4,5\n0.4,0,0,5,y\n")
+    chunk = [] if rows is None else ["--chunk-rows", str(rows)]
+    assert main(["evaluate", str(path), "--quiet", *chunk]) == 1
+    assert capsys.readouterr().err.strip().endswith(
+        "holds numbers (line 2: '1') but line 4 has the text 'x'; correct or empty that cell.")
 
 
 def test_bad_input_in_a_part_read_by_dask_is_one_line(tmp_path):

@@ -224,7 +224,8 @@ def test_an_object_array_npz_is_refused_in_one_line(tmp_path, capsys):
 def test_a_score_column_of_text_quotes_a_text_cell_not_a_number(tmp_path, capsys):
     path = _bad_file(tmp_path, "t.csv", HEAD + "0,,0.5,0\n1,low,0.2,0\n0,high,0.1,0\n")
     line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
-    assert "column 'risk' must be numeric; got text values such as 'low' (line 3)." in line
+    assert ("column 'risk' must be numeric; got text values such as 'low' (line 3): a column "
+            "whose first value is text is read as text; correct or empty such cells.") in line
     path = _bad_file(tmp_path, "t.csv", HEAD + "0,0.003726,0.5,0\n1,low,0.2,0\n0,high,0.1,0\n")
     line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
     assert "holds numbers (line 2: '0.003726') but line 3 has the text 'low'" in line
@@ -234,13 +235,15 @@ def test_a_stray_text_first_cell_of_a_number_column_is_named_with_what_to_do(tmp
     # the only candidate score was refused as "no numeric column" without its cause, and
     # --score said "must be numeric" without what to do
     path = _bad_file(tmp_path, "one.csv", "loss,risk\n1,n/a\n0,0.2\n1,0.9\n0,0.1\n")
-    line = one_line(*run(capsys, "evaluate", path)[::2])
-    assert line.endswith("error: found no score column: column 'risk' holds numbers and text "
-                         "('n/a' on line 2); it is not taken as a score: correct or empty that "
-                         "cell, or name the scores with --score.")
-    line = one_line(*run(capsys, "evaluate", path, "--score", "risk")[::2])
-    assert line.endswith("error: column 'risk' holds numbers and text ('n/a' on line 2); "
-                         "correct or empty that cell.")
+    for rows in ([], ["--chunk-rows", "1"], ["--chunk-rows", "2"]):  # the same words
+        line = one_line(*run(capsys, "evaluate", path, *rows)[::2])
+        assert line.endswith("columns are: 'loss', 'risk'. A column whose first value is text "
+                             "is read as text: 'risk' ('n/a' on line 2); correct or empty such a "
+                             "cell, or name the scores with --score."), line
+        line = one_line(*run(capsys, "evaluate", path, "--score", "risk", *rows)[::2])
+        assert line.endswith("error: column 'risk' must be numeric; got text values such as "
+                             "'n/a' (line 2): a column whose first value is text is read as "
+                             "text; correct or empty such cells."), line
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, capsys):

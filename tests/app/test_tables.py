@@ -126,11 +126,14 @@ def test_ood_score_pairs_with_every_other_score_column():
      "name them. The columns are: 'u'."),
     ({"loss": [1.0], "t": np.array(["x"])}, {}, ColumnError,
      "found no score column: the table has no numeric column besides the loss, label, "
-     "prediction and OOD columns; columns are: 'loss', 't'."),
+     "prediction and OOD columns; columns are: 'loss', 't'. A column whose first value is "
+     "text is read as text: 't' ('x' on row index 0); correct or empty such a cell, or name "
+     "the scores with --score."),
     ({"loss": [1.0, 0.0], "u": [1, 2]}, {"loss": "los"}, ColumnError,
      "loss column 'los' not found; did you mean 'loss'? The columns are: 'loss', 'u'."),
     ({"loss": [1.0], "u": np.array(["x"])}, {"scores": ["u"]}, ValueError,
-     "column 'u' must be numeric; got text values such as 'x' (row index 0)."),
+     "column 'u' must be numeric; got text values such as 'x' (row index 0): a column whose "
+     "first value is text is read as text; correct or empty such cells."),
     ({"loss": [1.0, -0.5], "u": [1, 2]}, {}, ValueError,
      "the loss column 'loss' must be non-negative; got -0.5 on row index 1 (1 such row(s))."),
     ({"loss": [1.0, 0.0], "u": [1, 2], "is_ood": [0, 2]}, {}, ValueError,
@@ -168,7 +171,9 @@ def test_ood_marks_other_than_0_1_are_refused_with_or_without_dropna():
                                              r"\(1 such row\(s\)\); correct the OOD marks\.$"):
             prepare(table, dropna=dropna, rows=rows)
     with pytest.raises(ValueError, match=r"^column 'is_ood' must be numeric; got text values "
-                                         r"such as 'yes' \(line 3\)\.$"):
+                                         r"such as 'yes' \(line 3\): a column whose first "
+                                         r"value is text is read as text; correct or empty "
+                                         r"such cells\.$"):
         prepare({**table, "is_ood": np.array(["", "yes", "no"])}, dropna=True, rows=rows)
     with pytest.raises(MissingValuesError, match=r"\(first at line 5\)") as exc:
         prepare({**table, "is_ood": [0.0, 1.0, np.nan]}, rows=rows)

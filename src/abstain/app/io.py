@@ -11,6 +11,7 @@ a device (``/dev/stdout``) is written in place once the content is complete.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import errno
@@ -418,8 +419,10 @@ def _kinds_further(p: Path, header: list[str], kinds: dict[str, _Kind],
         if any(len(r.cells) != len(header) for r in block):
             break  # refused as its chunk is read
         lines = np.fromiter((r.line for r in block), dtype=np.int64, count=len(block))
-        for j in todo:
-            _column_from_strings(header[j], [r.cells[j] for r in block], lines, str(p), kinds)
+        for j in todo:  # an error is the chunk read's to give, in the file's order
+            with contextlib.suppress(ValueError):
+                _column_from_strings(header[j], [r.cells[j] for r in block], lines, str(p),
+                                     kinds)
         found |= any(header[j] in kinds for j in todo)
         todo = [j for j in todo if header[j] not in kinds]
     return found
@@ -592,9 +595,8 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_not_input(
-    output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]]
-) -> None:
+def check_not_input(output: str | os.PathLike[str],
+                    inputs: Iterable[str | os.PathLike[str]]) -> None:
     """Raise ``ValueError`` when ``output`` is one of ``inputs``.
 
     The same path, a symbolic link to an input (or from one) and a hard link of an
@@ -619,12 +621,8 @@ def _to_frame_dict(columns: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
     return _normalise({k: np.asarray(v) for k, v in columns.items()}, "columns")
 
 
-def write_table(
-    path: str | os.PathLike[str],
-    columns: Mapping[str, Iterable[Any]],
-    *,
-    protect: Iterable[str | os.PathLike[str]] = (),
-) -> None:
+def write_table(path: str | os.PathLike[str], columns: Mapping[str, Iterable[Any]], *,
+                protect: Iterable[str | os.PathLike[str]] = ()) -> None:
     """Write columns to a CSV, NPZ or Parquet file, through :func:`atomic_path`.
 
     The table goes to a temporary file in the target's folder, which is renamed

@@ -110,17 +110,18 @@ def _missing(col: NDArray[Any]) -> NDArray[np.bool_]:
     return np.char.strip(col.astype(str)) == ""
 
 
+def _first_value(col: NDArray[Any]) -> int:
+    """The row of the first cell of ``col`` that is not empty (0 if none is)."""
+    present = np.flatnonzero(~_missing(col))
+    return int(present[0]) if present.size else 0
+
+
 def _numeric(name: str, col: NDArray[Any], rows: Rows) -> NDArray[np.float64]:
     if col.dtype.kind != "f":
-        stray = text_among_numbers(col)  # a number column whose first value is text
-        if stray is not None:
-            raise ValueError(f"column {name!r} holds numbers and text "
-                             f"({str(col[stray]).strip()!r} on {rows.name(stray)}); correct or "
-                             "empty that cell.")
-        present = np.flatnonzero(~_missing(col))
-        i = int(present[0]) if present.size else 0
+        i = _first_value(col)
         raise ValueError(f"column {name!r} must be numeric; got text values such as "
-                         f"{str(col[i]).strip()!r} ({rows.name(i)}).")
+                         f"{str(col[i]).strip()!r} ({rows.name(i)}): a column whose first value "
+                         "is text is read as text; correct or empty such cells.")
     inf = np.isinf(col)
     if inf.any():
         i = int(np.argmax(inf))
@@ -362,12 +363,17 @@ def prepare(
                 notes.append(f"column {k!r} holds numbers and text ({str(v[i]).strip()!r} on "
                              f"{rows.name(i)}); it is not taken as a score: correct or empty "
                              "that cell, or name the scores with --score.")
-                if not names:  # the only candidate: the refusal says why it is none
-                    raise ColumnError("found no score column: " + notes[-1])
         if not names:
+            # what each text column starts with: a stray "n/a" makes a number column text
+            texts = [f"{k!r} ({str(v[j]).strip()!r} on {rows.name(j)})"
+                     for k, v in table.items() if k not in taken and v.dtype.kind == "U"
+                     for j in (_first_value(v),)][:3]
             raise ColumnError("found no score column: the table has no numeric column besides "
                               f"the loss, label, prediction and OOD columns; columns are: "
-                              f"{', '.join(map(repr, table))}.")
+                              f"{', '.join(map(repr, table))}." + (
+                                  " A column whose first value is text is read as text: "
+                                  f"{', '.join(texts)}; correct or empty such a cell, or name "
+                                  "the scores with --score." if texts else ""))
     else:
         names = list(scores)
     if ood_score is not None:
