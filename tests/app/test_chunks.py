@@ -140,9 +140,10 @@ def test_bad_sources_get_one_line(write_parts, tmp_path, capsys):
     table = tmp_path / "kinds"
     table.mkdir()
     (table / "part-0.csv").write_text("u,loss\n0.1,0\n")
-    for name in ("README.md", "_SUCCESS", ".part-0.csv.crc", "_tmp/part-9.csv.gz", "notes.json"):
-        (table / name).parent.mkdir(exist_ok=True)
-        (table / name).write_text("x")  # not tables, or hidden: left alone as before
+    for name in ("README.md", "_SUCCESS", ".part-0.csv.crc", "_tmp/part-9.csv.gz", "notes.json",
+                 "_temporary/0/part-0.csv", ".hidden/part-1.csv"):  # Spark's attempts, ...
+        (table / name).parent.mkdir(parents=True, exist_ok=True)
+        (table / name).write_text("x")  # not tables, or hidden: left alone
     assert part_files(str(table)) == [table / "part-0.csv"]
     for name in ("part-1.csv.gz", "sub/part-2.tsv", "part-3.parquet.bz2"):
         (table / name).parent.mkdir(exist_ok=True)

@@ -123,17 +123,18 @@ def part_files(source: str) -> list[Path]:
     if p.is_dir():
         # a part that cannot be read (a broken link, a pipe) is refused, not skipped; so is
         # a table that is not read as it is named (part-1.csv.gz, part-2.tsv)
-        found = [f for f in p.rglob("*") if not f.is_dir()]
+        # files and folders named .* or _* are not parts (_SUCCESS, checksums, Spark's
+        # _temporary/ of attempts, whose rows a finished job holds in its parts already)
+        found = [f for f in p.rglob("*") if not f.is_dir() and not any(
+            q.startswith((".", "_")) for q in f.relative_to(p).parts)]
         for f in found:
             kinds = [x.lower() for x in f.suffixes]
             if f.suffix.lower() not in _SUFFIXES and (
-                    kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds)) and not any(
-                    q.startswith((".", "_")) for q in f.relative_to(p).parts):
+                    kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds)):
                 raise ValueError(f"{str(f)!r} in directory {source!r} is a table that is not "
                                  "read (only .csv, .parquet and .pq parts are): decompress or "
                                  "convert it, or move it out of the directory.")
-        files = sorted(input_file(f) for f in found if f.suffix.lower() in _SUFFIXES
-                       and not f.name.startswith((".", "_")))
+        files = sorted(input_file(f) for f in found if f.suffix.lower() in _SUFFIXES)
         if not files:
             raise FileNotFoundError(f"directory {source!r} holds no .csv, .parquet or .pq file.")
         return files
