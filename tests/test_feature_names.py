@@ -111,6 +111,21 @@ def test_no_warning_where_the_library_makes_the_arrays_or_nothing_was_fitted():
         tune_detector(MSP(), {"temperature": [1.0, 2.0]}, {"logits": logits}, random_state=0)
 
 
+def test_tune_detector_checks_the_names_of_the_outlier_frame():
+    # the candidates were compared on arrays: an OOD frame of the same columns in another
+    # order was scored by position (AUROC 0.912 for 0.98)
+    from abstain.detectors import shuffled_columns
+    from abstain.models import tune_detector
+
+    ood = X.iloc[:60] + 3.0
+    with pytest.raises(ValueError, match="The feature names should match"):
+        tune_detector(KNN(normalize=False), {"k": [1, 5]}, {"features": X.iloc[60:]},
+                      ood_outputs={"features": ood[["b", "a", "c"]]},
+                      train_outputs={"features": X.iloc[:60]}, criterion="auroc")
+    # the shuffled rows of a frame are a frame of its columns
+    assert list(shuffled_columns(X, random_state=0).columns) == ["a", "b", "c"]
+
+
 def test_the_warning_points_at_the_callers_line():
     # through score_outputs, _work or transform the warning named a line of the library
     est = Mahalanobis().fit(X, Y)

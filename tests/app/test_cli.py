@@ -941,3 +941,21 @@ def test_names_the_output_encoding_cannot_hold_are_written_not_refused(tmp_path)
     assert main(["report", str(tmp_path / name), "-o", str(tmp_path / page), "--quiet"]) == 0
     assert (sys.stdout.errors, sys.stderr.errors) == before  # put back as they were
     assert "caf\\udce9.csv" in (tmp_path / page).read_text(encoding="utf-8")
+
+
+def test_the_output_streams_are_put_back_once_each_and_mixed_names_written_by_character(
+        monkeypatch):
+    # a stream given as both stdout and stderr kept the handler; a euro sign beside a byte
+    # that is no text had the byte escaped with it
+    import io
+
+    from abstain.app.console import shown_streams
+
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="latin-1", errors="strict")
+    monkeypatch.setattr(sys, "stdout", stream)
+    monkeypatch.setattr(sys, "stderr", stream)
+    with shown_streams():
+        print("b\u20ac" + os.fsdecode(b"\xff.csv"), file=stream)
+        stream.flush()
+    assert stream.errors == "strict"
+    assert stream.buffer.getvalue() == b"b\\u20ac\xff.csv\n"

@@ -138,12 +138,13 @@ def strict_risk(losses, uncertainty=None, *, coverage=0.5):
     return aurc(losses, uncertainty)
 
 
-def test_a_registered_metric_s_own_infeasible_warning_is_silenced_where_ours_are():
-    # the library silences its own warnings per thread; a registered metric warns through
-    # the process's filters, which replicates and the options' probe ignore as before,
-    # and put back as they were
+def test_the_library_silences_its_own_warnings_and_leaves_the_filters_alone():
+    # silencing by the process's filters (catch_warnings) is not thread-safe: a registered
+    # metric's own warnings pass through, the library's are silenced for this call only,
+    # and a metric of the user's is not run on the probe table at construction
     import warnings
 
+    from abstain import InfeasibleTargetWarning
     from abstain.metrics import metric_replicates, resample_counts
     from abstain.tables import TableResampler
 
@@ -153,11 +154,17 @@ def test_a_registered_metric_s_own_infeasible_warning_is_silenced_where_ours_are
         r = TableResampler(rng.random(50), (rng.random(50) < 0.3) * 1.0)
         counts = resample_counts(rng.integers(0, 50, (5, 50)), 50)
         before = list(warnings.filters)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             assert np.isnan(metric_replicates(r, counts, [(spec, {"coverage": 0.95})])).all()
-            StreamingMetric("strict_risk", coverage=0.95)
-        assert warnings.filters == before
+            StreamingMetric("strict_risk", coverage=0.95)  # not run on the probe
+            ood = rng.random(50) < 0.3
+            marked = TableResampler(rng.random(50), np.where(ood, np.nan, 0.0), is_ood=ood)
+            got = metric_replicates(marked, counts, [(METRICS["selective_risk_at_tpr_fpr"],
+                                                      {"tpr": 1.0, "fpr": 0.0})])
+        assert [str(w.message) for w in caught] == ["strict_risk: infeasible"] * 5
+        assert all(w.category is InfeasibleTargetWarning for w in caught)
+        assert got.shape == (5, 1) and warnings.filters == before
     finally:
         METRICS.pop(spec.name)
 

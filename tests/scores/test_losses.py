@@ -54,6 +54,9 @@ def test_sample_losses_index_the_matrix():
          r"^y_true must hold labels of the type that the model predicts \(strings"),
         (lambda: sample_losses(np.array([0, np.float32("nan")], object), [0, 1]),
          "^y_true must not hold missing labels"),
+        (lambda: sample_losses(np.array(["2026-01-01"], "datetime64[D]"), ["2026-01-01"]),
+         r"^y_true must hold labels of the type that the model predicts \(strings, dtype "
+         r"<U10\); got dates"),
         (lambda: sample_losses(np.array(["2026-01-01", "NaT"], "datetime64[D]"),
                                np.array(["2026-01-01", "2026-01-02"], "datetime64[D]")),
          r"^y_true must not hold missing labels; got 1 \(None, NaN, NaT or NA\)\.$"),

@@ -9,9 +9,8 @@ import inspect
 import math
 import os
 import sys
-import threading
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -201,28 +200,6 @@ def quiet(*categories: type[Warning]) -> Iterator[None]:
         yield
     finally:
         _QUIET.reset(token)
-
-
-#: Held while ``warnings.catch_warnings`` changes the process's filters around a function
-#: that is not the library's own (:func:`silenced`): one thread at a time.
-_FILTERS = threading.RLock()
-os.register_at_fork(after_in_child=lambda: globals().update(_FILTERS=threading.RLock()))
-
-
-@contextlib.contextmanager
-def silenced(funcs: Iterable[Any], *categories: type[Warning]) -> Iterator[None]:
-    """:func:`quiet` around calls of ``funcs``; where one of them is not the library's own
-    (a metric or rule that a user registered, whose warnings do not pass through
-    :func:`warn`), the process's filters ignore ``categories`` too, under a lock, as
-    ``catch_warnings`` saves and restores them for every thread."""
-    if all(str(getattr(f, "__module__", "")).startswith("abstain.") for f in funcs):
-        with quiet(*categories):
-            yield
-        return
-    with _FILTERS, quiet(*categories), warnings.catch_warnings():
-        for category in categories:
-            warnings.simplefilter("ignore", category)
-        yield
 
 
 #: The folder of the package: frames of files under it are the library's own.

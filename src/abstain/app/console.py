@@ -106,10 +106,9 @@ def _shown(exc: UnicodeError) -> tuple[str | bytes, int]:
     character that the output's encoding lacks is escaped (``\\u20ac``)."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
-    text = exc.object[exc.start:exc.end]
-    if all("\udc80" <= c <= "\udcff" for c in text):
-        return bytes(ord(c) - 0xDC00 for c in text), exc.end
-    return codecs.backslashreplace_errors(exc)
+    return b"".join(bytes([ord(c) - 0xDC00]) if "\udc80" <= c <= "\udcff"
+                    else c.encode("ascii", "backslashreplace")
+                    for c in exc.object[exc.start:exc.end]), exc.end
 
 
 codecs.register_error("abstain.shown", _shown)
@@ -123,7 +122,7 @@ def shown_streams() -> Iterator[None]:
     stopped after its work, and a rule file it had written came with exit status 1); their
     error handlers are put back when the block ends."""
     streams = []
-    for stream in (sys.stdout, sys.stderr):
+    for stream in dict.fromkeys((sys.stdout, sys.stderr)):  # the same stream once
         try:
             old = stream.errors
             stream.reconfigure(errors="abstain.shown")  # type: ignore[union-attr]
@@ -133,8 +132,8 @@ def shown_streams() -> Iterator[None]:
     try:
         yield
     finally:
-        for stream, old in streams:
-            with contextlib.suppress(ValueError, io.UnsupportedOperation):
+        for stream, old in reversed(streams):
+            with contextlib.suppress(ValueError, OSError):  # a closed pipe flushed
                 stream.reconfigure(errors=old)  # type: ignore[union-attr]
 
 

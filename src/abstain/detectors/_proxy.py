@@ -360,6 +360,7 @@ def shuffled_columns(X: ArrayLike, *, n_rows: int | None = None,
     Returns
     -------
     ndarray of shape (n_rows, ...), float64
+        A pandas DataFrame of the same columns where ``X`` is one.
 
     Examples
     --------
@@ -382,7 +383,14 @@ def shuffled_columns(X: ArrayLike, *, n_rows: int | None = None,
         raise ValueError(f"X must be finite; got {nonfinite(arr)}.")
     check_random_state("random_state", random_state)
     out = shuffle_columns(arr, np.random.default_rng(random_state))
-    return out if n_rows is None else out[:int(n_rows)]
+    return like_frame(X, out if n_rows is None else out[:int(n_rows)])
+
+
+def like_frame(values: Any, arr: NDArray[np.float64]) -> Any:
+    """``arr`` as a data frame of the columns of ``values`` where ``values`` is one: rows made
+    from a frame keep its column names, which a detector fitted on the frame checks."""
+    columns = getattr(values, "columns", None)
+    return arr if columns is None or arr.ndim != 2 else type(values)(arr, columns=columns)
 
 
 def shuffle_table(values: Any, name: str) -> NDArray[np.float64]:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.base import silenced
+from .._core.base import quiet
 from .._core.optional import require
 from .._core.parallel import check_jobs
 from .._core.validation import (
@@ -187,7 +187,7 @@ def _table(samples: list[_Sample], applicable: NDArray[np.bool_], tpr: float, fp
     out = np.full(applicable.shape, np.nan)
     hows: list[str | None] = []
     # a table's metrics share its sample
-    with silenced([s.function for s in specs], InfeasibleTargetWarning), one_sample_per_table():
+    with quiet(InfeasibleTargetWarning), one_sample_per_table():
         for i, (truth, raw) in enumerate(samples):
             with_oscr = any(applicable[i, j] for j, spec in enumerate(specs)
                             if _column(spec) == "oscr")

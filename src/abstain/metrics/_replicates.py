@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.arrays import unmasked
-from .._core.base import silenced
+from .._core.base import quiet
 from .._core.exact import sum_round_off
 from .._core.groups import coverage_count
 from .._core.prefix import harmonic_difference, tie_excess
@@ -265,7 +265,8 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
     (AUROC, FPR at TPR, the risks at a coverage and at TPR/FPR with 0/1 losses) and to a
     relative 1e-12 otherwise (sums over more terms, in another order); E-AuRC, a
     difference of two areas, to 1e-12 of the AuRC (1e-17 where the table's is 0). Any other metric
-    is called on each resample's table. An infeasible target gives NaN, without a warning.
+    is called on each resample's table. An infeasible target gives NaN, without a warning
+    of the library's (a registered metric's own warnings are its own).
 
     Returns
     -------
@@ -318,7 +319,7 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
                     out[:, j] *= resampler.scale
             continue
         marked = spec.kind == "ood"
-        with silenced([spec.function], InfeasibleTargetWarning):
+        with quiet(InfeasibleTargetWarning):
             for r in range(c.shape[0]):
                 out[r, j] = spec.function(resampler.table(c[r], marked=marked), **options)
     return out

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from .._core.base import silenced
+from .._core.base import quiet
 from ..exceptions import InfeasibleTargetWarning
 from ..metrics import ood_pr_curve, ood_roc_curve
 from ..tables._binned import BinnedTable
@@ -179,7 +179,7 @@ def _refit(rule: Any, fit_args: tuple[Any, ...]) -> Callable[..., bool]:
     def meets(**targets: float) -> bool:
         try:
             trial = type(rule)(**{**rule.get_params(), **targets})
-            with silenced([type(rule)], InfeasibleTargetWarning):
+            with quiet(InfeasibleTargetWarning):
                 return bool(trial.fit(*fit_args).feasible_)
         except ValueError:  # beyond the range of the parameter
             return False

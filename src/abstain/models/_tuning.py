@@ -12,12 +12,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.arrays import as_array
 from .._core.base import derived_seeds
 from .._core.validation import Options, check_random_state, plain, validate_params
 from ..detectors import Detector, LeaveClassesOut
 from ..detectors._base import pick_output
-from ..detectors._proxy import shuffle_columns, shuffle_table
+from ..detectors._proxy import like_frame, shuffle_columns, shuffle_table
 from ..metrics import auroc
 
 __all__ = ["DetectorTuning", "tune_detector"]
@@ -96,10 +95,11 @@ def _shuffle_columns(values: Any, rng: np.random.Generator, name: str) -> NDArra
 
 
 def _shuffled_outputs(outputs: Any, rng: np.random.Generator, fields: tuple[str, ...]) -> Any:
+    """The shuffled rows of each field (a frame's as a frame of its columns)."""
     if fields == ("inputs",):
         return _shuffle_columns(outputs, rng, "id_outputs")
-    return {f: _shuffle_columns(pick_output(outputs, f), rng, f"id_outputs.{f}")
-            for f in fields}
+    return {f: like_frame(pick_output(outputs, f), _shuffle_columns(
+        pick_output(outputs, f), rng, f"id_outputs.{f}")) for f in fields}
 
 
 @validate_params({"criterion": [Options(CRITERIA)]})
@@ -231,18 +231,15 @@ def tune_detector(detector: Detector, grid: Mapping[str, Sequence[Any]] |
     else:
         other = (ood_outputs if crit == "auroc" else _shuffled_outputs(
             id_outputs, rng, ("inputs",) if model is not None else (detector.inputs,)))
-        ident, trained, field = id_outputs, train_outputs, detector.inputs
-        if model is None:  # compared on arrays: the shuffled rows have no column names
-            ident, other, trained = ({field: as_array(pick_output(o, field))} if o is not None
-                                     else None for o in (id_outputs, other, train_outputs))
         values = []
         for c in cands:
-            det: Any = fit(make(c), trained, y, weight, bias)
+            det: Any = fit(make(c), train_outputs, y, weight, bias)
             if model is not None:  # a detector with score_inputs (checked above)
-                values.append(pair_auroc(det.score_inputs(model, ident),
+                values.append(pair_auroc(det.score_inputs(model, id_outputs),
                                          det.score_inputs(model, other)))
             else:
-                values.append(pair_auroc(det.score_outputs(ident), det.score_outputs(other)))
+                values.append(pair_auroc(det.score_outputs(id_outputs),
+                                         det.score_outputs(other)))
         scores = np.array(values)
     tied = np.flatnonzero(scores >= scores.max() - FLAT_TOLERANCE)
     own = detector.get_params(deep=False)
