@@ -348,6 +348,18 @@ def test_the_look_ahead_for_a_column_kind_leaves_errors_to_the_file_order(tmp_pa
         "holds numbers (line 2: '1') but line 4 has the text 'x'; correct or empty that cell.")
 
 
+@pytest.mark.parametrize("rows", [None, 1, 2])
+def test_dropna_that_drops_every_row_is_said_so_at_every_chunk_size(tmp_path, capsys, rows):
+    # read in chunks, a table left without rows was refused as "only OOD rows"
+    path = tmp_path / "t.csv"
+    path.write_text("loss,risk\n,0.1\n,0.2\n")
+    chunk = [] if rows is None else ["--chunk-rows", str(rows)]
+    assert main(["evaluate", str(path), "--quiet", "--dropna", *chunk]) == 1
+    assert capsys.readouterr().err.strip().endswith(
+        f"every row of {path} has a NaN or empty value in a column used, so --dropna dropped "
+        "them all; fill the values or name other columns.")
+
+
 def test_bad_input_in_a_part_read_by_dask_is_one_line(tmp_path):
     # Dask's worker logged "Compute Failed" with a traceback before the command's one line
     pytest.importorskip("distributed")

@@ -360,13 +360,14 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
     ood = first.is_ood is not None
     columns = first.pairs
     if engine == "dask":
-        return _on_dask(files, rows, options, ood, wrong, scheduler, progress, columns,
-                        max_pairs, index, header)._replace(notes=tuple(first.notes))
+        return _checked(_on_dask(files, rows, options, ood, wrong, scheduler, progress,
+                                 columns, max_pairs, index, header),
+                        source)._replace(notes=tuple(first.notes))
     if engine == "spark":
         summary = _on_spark(files, options, ood, wrong, columns, max_pairs, header)
         if progress is not None:
             progress(len(files), len(files))
-        return _checked(summary)._replace(notes=tuple(first.notes))
+        return _checked(summary, source)._replace(notes=tuple(first.notes))
     summary = _empty(options["scores"], ood, wrong, columns)
     for i, path in enumerate(files):
         summary = summary.merge(_file_summary(path, rows, options, ood, wrong, columns,
@@ -374,10 +375,13 @@ def summarise(source: str, *, rows: int, options: dict[str, Any],
         summary.check_pairs(max_pairs, f"up to {str(path)!r}")
         if progress is not None:
             progress(i + 1, len(files))
-    return _checked(summary)._replace(notes=tuple(first.notes))
+    return _checked(summary, source)._replace(notes=tuple(first.notes))
 
 
-def _checked(summary: Summary) -> Summary:
+def _checked(summary: Summary, source: str) -> Summary:
+    if summary.n_id == 0 and summary.n_ood == 0 and summary.n_dropped:  # as a whole file
+        raise ValueError(f"every row of {source} has a NaN or empty value in a column used, so "
+                         "--dropna dropped them all; fill the values or name other columns.")
     if summary.n_id == 0:
         raise ValueError("the table must have in-distribution rows; got only OOD rows.")
     return summary
@@ -405,7 +409,7 @@ def _on_dask(files: list[Path], rows: int, options: dict[str, Any], ood: bool, w
         (summary,) = dask.compute(level[0])
     if progress is not None:
         progress(len(files), len(files))
-    return _checked(summary)
+    return summary
 
 
 #: The loss column that ``--engine spark`` adds to the DataFrame (never a score).
