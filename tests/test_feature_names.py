@@ -122,8 +122,10 @@ def test_tune_detector_checks_the_names_of_the_outlier_frame():
         tune_detector(KNN(normalize=False), {"k": [1, 5]}, {"features": X.iloc[60:]},
                       ood_outputs={"features": ood[["b", "a", "c"]]},
                       train_outputs={"features": X.iloc[:60]}, criterion="auroc")
-    # the shuffled rows of a frame are a frame of its columns
+    # the shuffled rows of a frame are a frame of its columns; other tables give an array
     assert list(shuffled_columns(X, random_state=0).columns) == ["a", "b", "c"]
+    pa = pytest.importorskip("pyarrow")
+    assert isinstance(shuffled_columns(pa.Table.from_pandas(X), random_state=0), np.ndarray)
 
 
 def test_the_warning_points_at_the_callers_line():

@@ -296,7 +296,8 @@ def test_a_dataframe_of_nullable_columns_reads_as_its_numbers() -> None:
     # an integer column beyond 2**53 beside a float one: read as float64, 2**53 + 1 became
     # 2**53 (two distinct rows tied) without a word; refused as the column alone is
     for wide in (pd.DataFrame({"n": [2**53 + 1, 2**53], "x": [0.5, 0.25]}),
-                 pd.DataFrame({"n": [2**53 + 1, 2**53], "x": [0.5, 0.25]}).convert_dtypes()):
+                 pd.DataFrame({"n": [2**53 + 1, 2**53], "x": [0.5, 0.25]}).convert_dtypes(),
+                 pd.DataFrame({"n": pd.Categorical([2**53 + 1, 2**53]), "x": [0.5, 0.25]})):
         with pytest.raises(ValueError, match=r"^S_train\[:, 0\] holds integers that float64 "
                                              r"cannot hold exactly"):
             EmpiricalZ().fit(wide)

@@ -959,3 +959,10 @@ def test_the_output_streams_are_put_back_once_each_and_mixed_names_written_by_ch
         stream.flush()
     assert stream.errors == "strict"
     assert stream.buffer.getvalue() == b"b\\u20ac\xff.csv\n"
+    # an escape is text that the stream's own code writes (EBCDIC is no ASCII)
+    ebcdic = io.TextIOWrapper(io.BytesIO(), encoding="cp037", errors="strict")
+    monkeypatch.setattr(sys, "stdout", ebcdic)
+    with shown_streams():
+        print("b\u20ac.csv", file=ebcdic)
+        ebcdic.flush()
+    assert ebcdic.buffer.getvalue().decode("cp037") == "b\\u20ac.csv\n"

@@ -25,6 +25,9 @@ def test_sample_losses_index_the_matrix():
     np.testing.assert_array_equal(sample_losses(["a", "b"], ["a", "c"]), [0, 1])
     days = np.array(["2026-01-01", "2026-01-02"], "datetime64[D]")
     np.testing.assert_array_equal(sample_losses(days, days[::-1]), [1, 1])
+    # durations compare with integers (counts of their unit), as NumPy compares them
+    np.testing.assert_array_equal(
+        sample_losses(np.array([1, 2, 3], "timedelta64[D]"), [1, 2, 4]), [0, 0, 1])
 
 
 @pytest.mark.parametrize(

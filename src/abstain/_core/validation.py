@@ -288,7 +288,7 @@ def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
 
 def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str = "y") -> None:
     """Raise when ``labels`` are strings and ``prediction`` numbers, or any other two kinds
-    of labels (numbers, strings, dates, durations) that never compare equal.
+    of labels (numbers, strings, dates) that never compare equal.
 
     Such labels never equal a prediction, so every comparison would count as an error.
     Object arrays of one kind (all strings, as pandas keeps text, or all numbers) are of it.
@@ -298,8 +298,9 @@ def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str =
         k = a.dtype.kind if v is None else "U" if all(isinstance(x, str) for x in v) else (
             "f" if all(isinstance(x, (int, float, np.number)) and not isinstance(
                 x, (bool, np.bool_)) for x in v) else "O")
-        return ("strings" if k in "US" else "numbers" if k in "biuf" else "dates" if k == "M"
-                else "durations" if k == "m" else None)
+        # durations compare with integers (as counts of their unit); dates with neither
+        return ("strings" if k in "US" else "numbers" if k in "biuf"
+                else "dates" if k == "M" else None)
 
     got, want = kind(labels), kind(prediction)
     if got is not None and want is not None and got != want:

@@ -106,9 +106,10 @@ def _shown(exc: UnicodeError) -> tuple[str | bytes, int]:
     character that the output's encoding lacks is escaped (``\\u20ac``)."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
-    return b"".join(bytes([ord(c) - 0xDC00]) if "\udc80" <= c <= "\udcff"
-                    else c.encode("ascii", "backslashreplace")
-                    for c in exc.object[exc.start:exc.end]), exc.end
+    c = exc.object[exc.start]  # one character at a time: the encoder asks again for more
+    if "\udc80" <= c <= "\udcff":
+        return bytes([ord(c) - 0xDC00]), exc.start + 1
+    return c.encode("ascii", "backslashreplace").decode("ascii"), exc.start + 1  # its code
 
 
 codecs.register_error("abstain.shown", _shown)

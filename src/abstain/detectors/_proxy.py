@@ -389,8 +389,10 @@ def shuffled_columns(X: ArrayLike, *, n_rows: int | None = None,
 def like_frame(values: Any, arr: NDArray[np.float64]) -> Any:
     """``arr`` as a data frame of the columns of ``values`` where ``values`` is one: rows made
     from a frame keep its column names, which a detector fitted on the frame checks."""
-    columns = getattr(values, "columns", None)
-    return arr if columns is None or arr.ndim != 2 else type(values)(arr, columns=columns)
+    if (type(values).__name__ != "DataFrame" or arr.ndim != 2
+            or not type(values).__module__.startswith("pandas")):
+        return arr  # other tables (pyarrow, dask) give an array, as before
+    return type(values)(arr, columns=values.columns)
 
 
 def shuffle_table(values: Any, name: str) -> NDArray[np.float64]:

@@ -44,7 +44,9 @@ class StreamingMetric:
         Keyword arguments of the metric (``coverage=0.8``, ``tpr=0.95``, ...), passed to it
         by ``compute``. ``ties`` may only be ``"mean"``: the order of rows is not kept.
         Checked here, with the metric's own messages: an unknown name raises ``TypeError``,
-        a value the metric refuses (or a required target left out) ``ValueError``.
+        a value the metric refuses (or a required target left out) ``ValueError``; for a
+        metric added with ``register_metric``, the names here and the values at ``compute``
+        (the library runs only its own metrics on a probe table).
 
     Attributes
     ----------
