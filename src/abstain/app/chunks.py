@@ -121,10 +121,10 @@ def part_files(source: str) -> list[Path]:
     files under a directory (sorted; parts written by Dask or Spark included)."""
     p = Path(source)
     if p.is_dir():
-        # a part that cannot be read (a broken link, a pipe) is refused, not skipped; so is
-        # a table that is not read as it is named (part-1.csv.gz, part-2.tsv)
         # files and folders named .* or _* are not parts (_SUCCESS, checksums, Spark's
-        # _temporary/ of attempts, whose rows a finished job holds in its parts already)
+        # _temporary/ of attempts, whose rows a finished job holds in its parts already); a
+        # part that cannot be read (a broken link, a pipe) is refused, not skipped, and so is
+        # a table that is not read as it is named (part-1.csv.gz, part-2.tsv)
         found = [f for f in p.rglob("*") if not f.is_dir() and not any(
             q.startswith((".", "_")) for q in f.relative_to(p).parts)]
         for f in found:
