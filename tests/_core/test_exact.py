@@ -63,8 +63,8 @@ def test_dot_sign_is_the_sign_of_the_exact_projection(kind):
         assert got.tolist() == [R.dot(p[i, 0], p[i, 1], w) for i in range(len(p))]
 
 
-def test_dot_sign_takes_differences_beyond_float64_in_rationals():
-    # 1e308 - -1e308 overflowed: the rational fallback was given inf (OverflowError)
+def test_dot_sign_takes_differences_beyond_float64_exactly():
+    # 1e308 - -1e308 overflowed: the exact fallback was given inf (OverflowError)
     px = np.array([1e308, 5e-324, -1e308, 1e308])
     py = np.array([0.0, 1e308, 1e308, -1e308])
     qx = np.array([-1e308, 0.0, 1e308, -1e308])

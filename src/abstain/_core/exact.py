@@ -11,8 +11,8 @@ Here every decision is the sign of an exact expression of the float inputs:
 * elsewhere the expression is evaluated without rounding error: differences by ``TwoSum``,
   products by Dekker's ``TwoProduct`` (Veltkamp splitting), the sum of the resulting terms
   as a nonoverlapping expansion (Shewchuk's Grow-Expansion, whose sign is the sign of its
-  largest component). Inputs whose products could overflow or underflow fall back to
-  rational arithmetic (``fractions.Fraction``).
+  largest component). Inputs whose products could overflow or underflow are scaled by
+  powers of two, and those still out of range summed in Python integers.
 
 Only IEEE-754 additions, subtractions, multiplications, divisions, square roots and
 comparisons are used; each ufunc call is one correctly rounded operation, so the bits are
@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -182,11 +181,12 @@ def _in_range(*factors: F64) -> NDArray[np.bool_]:
     return ok
 
 
-def _frac_sign(value: Fraction) -> int:
-    return (value > 0) - (value < 0)
-
-
 Pairs = list[tuple[list[F64], list[F64], int]]
+
+
+def _take(pairs: Pairs, rows: NDArray[Any]) -> Pairs:
+    """``pairs`` at ``rows`` (indices or a mask) only."""
+    return [([x[rows] for x in a], [y[rows] for y in b], s) for a, b, s in pairs]
 
 
 def _products_sign(pairs: Pairs) -> I8:
@@ -224,28 +224,25 @@ def _exact_products_sign(pairs: Pairs, n: int) -> I8:
     """Sign of ``sum_k s_k * (sum a_k) * (sum b_k)`` for ``pairs`` of (a parts, b parts,
     sign s_k), every part an exact float array of length ``n``. Rows with a factor out of
     ``[_TINY, _HUGE]`` are scaled by powers of two first (:func:`_scaled`); only rows still
-    out of it (products far apart: the larger decides) are summed in rationals."""
+    out of it (products far apart) are summed in integers (:func:`_integer_sign`)."""
     ok = _in_range(*[f for a, b, _ in pairs for f in (*a, *b)])
     out = np.zeros(n, dtype=np.int8)
     if ok.any():
-        out[ok] = _products_sign([([x[ok] for x in a], [y[ok] for y in b], s)
-                                  for a, b, s in pairs])
+        out[ok] = _products_sign(_take(pairs, ok))
     rest = np.flatnonzero(~ok)
     if rest.size:
-        part = [([x[rest] for x in a], [y[rest] for y in b], s) for a, b, s in pairs]
+        part = _take(pairs, rest)
         scaled = _scaled(part)
         fine = _in_range(*[f for a, b, _ in scaled for f in (*a, *b)])
         for (a, b, _), (sa, sb, _) in zip(part, scaled, strict=True):
             for x, y in zip((*a, *b), (*sa, *sb), strict=True):
                 fine &= (x == 0) == (y == 0)  # no part scaled away to 0
         if fine.any():
-            out[rest[fine]] = _products_sign([([x[fine] for x in a], [y[fine] for y in b], s)
-                                              for a, b, s in scaled])
+            out[rest[fine]] = _products_sign(_take(scaled, fine))
         ok[rest[fine]] = True
     left = np.flatnonzero(~ok)
     if left.size:
-        out[left] = _integer_sign([([x[left] for x in a], [y[left] for y in b], s)
-                                   for a, b, s in pairs])
+        out[left] = _integer_sign(_take(pairs, left))
     return out
 
 
@@ -301,12 +298,13 @@ def orient(ax: F64, ay: F64, bx: F64, by: F64, cx: F64, cy: F64) -> I8:
         t = [v[hard] for v in (ax, ay, bx, by, cx, cy)]
         with np.errstate(over="ignore", invalid="ignore"):
             d = [_diff(t[2], t[0]), _diff(t[3], t[1]), _diff(t[4], t[0]), _diff(t[5], t[1])]
-        # a difference beyond the float64 range (1e308 - -1e308): the rows in rationals
+        # a difference beyond the float64 range (1e308 - -1e308): the rows in integers, as
+        # (b_x - a_x)(c_y - a_y) - (b_y - a_y)(c_x - a_x) of the coordinates themselves
         wide = ~np.logical_and.reduce([np.isfinite(x) for v in d for x in v])
-        for i in np.flatnonzero(wide).tolist():
-            q = [Fraction(float(v[i])) for v in t]
-            out[hard[i]] = _frac_sign((q[2] - q[0]) * (q[5] - q[1]) - (q[3] - q[1]) * (q[4] - q[0]))
         if wide.any():
+            w = [v[wide] for v in t]
+            out[hard[wide]] = _integer_sign([([w[2], -w[0]], [w[5], -w[1]], 1),
+                                             ([w[3], -w[1]], [w[4], -w[0]], -1)])
             keep = ~wide
             hard, d = hard[keep], [[x[keep] for x in v] for v in d]
         # rows whose four differences are exact need 4 terms, not 16
@@ -337,14 +335,13 @@ def dot_sign(px: F64, py: F64, qx: F64, qy: F64, wx: float | F64, wy: float | F6
         wya = np.broadcast_to(np.asarray(wy, dtype=np.float64), det.shape)[h]
         with np.errstate(over="ignore", invalid="ignore"):
             ex, ey = _diff(px[h], qx[h]), _diff(py[h], qy[h])
-        # a difference beyond the float64 range (1e308 - -1e308): the rows in rationals
+        # a difference beyond the float64 range (1e308 - -1e308): the rows in integers, as
+        # (p_x - q_x) w_x + (p_y - q_y) w_y of the coordinates themselves
         wide = ~np.logical_and.reduce([np.isfinite(x) for x in (*ex, *ey)])
-        for i in np.flatnonzero(wide).tolist():
-            g = h[i]
-            out[g] = _frac_sign((Fraction(float(px[g])) - Fraction(float(qx[g])))
-                                * Fraction(float(wxa[i]))
-                                + (Fraction(float(py[g])) - Fraction(float(qy[g])))
-                                * Fraction(float(wya[i])))
+        if wide.any():
+            g = h[wide]
+            out[g] = _integer_sign([([px[g], -qx[g]], [wxa[wide]], 1),
+                                    ([py[g], -qy[g]], [wya[wide]], 1)])
         keep = np.flatnonzero(~wide)
         if keep.size:
             out[h[keep]] = _exact_products_sign(
