@@ -302,50 +302,54 @@ class GEN(Detector):
         keeps its ``1 - p`` (``rest / (1 + rest)``, ``rest`` the sum of the other terms),
         and a probability below the float range keeps its term."""
         self._validate_params()
-        gamma, m = float(self.gamma), int(self.top_m)
         z = self._inputs(X)
-        n, n_classes = z.shape
         # terms below float64's range are 0 by design (whatever np.seterr says)
         with np.errstate(under="ignore"):
-            rows = np.arange(n)
-            top = z.argmax(axis=1)
-            peak, rest = _peak_and_rest(z)  # rest: the sum of every term but one peak's
-            d = z - peak[:, None]
-            # where rest is below the normal range its float sum lost digits: take its log from
-            # the logits (the log-sum-exp of every entry but one peak)
-            log_rest = np.log(rest, out=np.full(n, -np.inf), where=rest > 0)
-            low = np.flatnonzero(rest < _TINY)
-            if low.size:
-                others = d[low]
-                others[np.arange(low.size), top[low]] = -np.inf
-                with np.errstate(divide="ignore"):
-                    log_rest[low] = special.logsumexp(others, axis=1)
-            log_total = np.logaddexp(0.0, log_rest)  # log(1 + rest)
-            if m < n_classes:  # the top_m largest of each row (the peak among them)
-                keep = np.argpartition(-d, m - 1, axis=1)[:, :m]
-                d = np.take_along_axis(d, keep, axis=1)
-                at_top = keep == top[:, None]
-            else:
-                at_top = np.zeros(d.shape, dtype=bool)
-                at_top[rows, top] = True
-            d -= log_total[:, None]  # log p
-            p = np.exp(d)
-            term = 1.0 - p  # at most 1/2 but at the peak, whose 1 - p is rest / (1 + rest)
-            r, c = np.nonzero(at_top)
-            log_q = log_rest[r] - log_total[r]
-            term[r, c] = np.exp(log_q)
-            term *= p
-            # a p (or the peak's 1 - p) below the normal range: the term from the logarithms
-            small = d < _LOG_TINY
-            log_pq = np.log1p(-p[small])
-            log_pq += d[small]
-            term[small] = np.exp(log_pq * gamma)
-            tiny = log_q < _LOG_TINY
-            r, c = r[tiny], c[tiny]
-            small[r, c] = True
-            term[r, c] = np.exp((d[r, c] + log_q[tiny]) * gamma)
-            np.power(term, gamma, out=term, where=~small)
-            return term.sum(axis=1)
+            return _gen(z, float(self.gamma), int(self.top_m))
+
+
+def _gen(z: NDArray[np.float64], gamma: float, m: int) -> NDArray[np.float64]:
+    """GEN's scores of logits ``z`` (see :meth:`GEN.score`)."""
+    n, n_classes = z.shape
+    rows = np.arange(n)
+    top = z.argmax(axis=1)
+    peak, rest = _peak_and_rest(z)  # rest: the sum of every term but one peak's
+    d = z - peak[:, None]
+    # where rest is below the normal range its float sum lost digits: take its log from
+    # the logits (the log-sum-exp of every entry but one peak)
+    log_rest = np.log(rest, out=np.full(n, -np.inf), where=rest > 0)
+    low = np.flatnonzero(rest < _TINY)
+    if low.size:
+        others = d[low]
+        others[np.arange(low.size), top[low]] = -np.inf
+        with np.errstate(divide="ignore"):
+            log_rest[low] = special.logsumexp(others, axis=1)
+    log_total = np.logaddexp(0.0, log_rest)  # log(1 + rest)
+    if m < n_classes:  # the top_m largest of each row (the peak among them)
+        keep = np.argpartition(-d, m - 1, axis=1)[:, :m]
+        d = np.take_along_axis(d, keep, axis=1)
+        at_top = keep == top[:, None]
+    else:
+        at_top = np.zeros(d.shape, dtype=bool)
+        at_top[rows, top] = True
+    d -= log_total[:, None]  # log p
+    p = np.exp(d)
+    term = 1.0 - p  # at most 1/2 but at the peak, whose 1 - p is rest / (1 + rest)
+    r, c = np.nonzero(at_top)
+    log_q = log_rest[r] - log_total[r]
+    term[r, c] = np.exp(log_q)
+    term *= p
+    # a p (or the peak's 1 - p) below the normal range: the term from the logarithms
+    small = d < _LOG_TINY
+    log_pq = np.log1p(-p[small])
+    log_pq += d[small]
+    term[small] = np.exp(log_pq * gamma)
+    tiny = log_q < _LOG_TINY
+    r, c = r[tiny], c[tiny]
+    small[r, c] = True
+    term[r, c] = np.exp((d[r, c] + log_q[tiny]) * gamma)
+    np.power(term, gamma, out=term, where=~small)
+    return term.sum(axis=1)
 
 
 def neg_log_share(own: NDArray[np.float64],
