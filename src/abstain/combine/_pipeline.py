@@ -216,7 +216,8 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
             if S_outliers is not None:
                 raise ValueError(f"S_outliers is used only by method='auto'; got outliers "
                                  f"with method={self.method!r}.")
-            return self.fit_chosen(S_train, None)
+            self._fit_names(S_train)
+            return self._fit_z(S, None)
         if S_outliers is None:
             raise ValueError(
                 "S_outliers must be given with method='auto', which chooses on proxy "
@@ -236,7 +237,8 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         rows = canonical_rows(S)[rng.permutation(S.shape[0])]
         half = S.shape[0] // 2
         record = self.choose([(S[rows[:half]], S[rows[half:]], out)], rng)
-        return self.fit_chosen(S_train, record)
+        self._fit_names(S_train)
+        return self._fit_z(S, record)
 
     def choose(self, tasks: list[tuple[Any, Any, Any]], rng: np.random.Generator, *,
                weights: Any = None, kinds: Any = None) -> dict[str, Any]:
@@ -258,6 +260,10 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         self._validate_params()
         S = as_matrix(S_train, "S_train", columns="n_scores", min_rows=2)
         self._fit_names(S_train)
+        return self._fit_z(S, selection)
+
+    def _fit_z(self, S: F64, selection: dict[str, Any] | None) -> ScoreCombiner:
+        """:meth:`fit_chosen` on the rows ``S`` already read (``fit`` reads them once)."""
         if (selection is None) != (self.method != "auto"):
             raise ValueError("selection must be given with method='auto' only; got "
                              f"{'none' if selection is None else 'one'} with method="
