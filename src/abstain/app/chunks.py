@@ -284,7 +284,7 @@ def _same_columns(header: _Header, path: Path, columns: dict[str, Any]) -> None:
 
 
 def _kinds_ahead(first: TableRows, chunks: Iterator[TableRows]) -> TableRows:
-    """``first``, the first chunk of a file whose scores are taken by default, with each
+    """``first``, the first chunk of a Parquet file whose scores are taken by default, with each
     column that holds no value in it (read as numbers: NaN) read as text where the first
     value of the file in it is text. Such a column is text read whole, so it is no score;
     decided on the first chunk alone, it was taken as one (and its empty cells refused) by
@@ -317,7 +317,9 @@ def _first_chunk(files: list[Path], rows: int, options: dict[str, Any],
         with _naming(path, len(files) > 1):
             chunks = read_chunks(path, rows, columns_read(**options))
             for chunk in chunks:
-                if options.get("scores") is None:
+                # a CSV reader looks ahead for the kind of a column empty in its first
+                # chunk itself (io.read_chunks); a Parquet batch's nulls tell no kind
+                if options.get("scores") is None and table_format(path) == "parquet":
                     chunk = _kinds_ahead(chunk, chunks)
                 try:
                     first = prepare(chunk.columns, rows=chunk.rows, **options)
