@@ -30,6 +30,37 @@ def test_sample_losses_index_the_matrix():
         sample_losses(np.array([1, 2, 3], "timedelta64[D]"), [1, 2, 4]), [0, 0, 1])
 
 
+def test_dates_kept_as_objects_compare_by_instant():
+    """pandas keeps dates as objects (a column of Timestamps, ``datetime``): they compare
+    with NumPy's dates of any unit by the instant, not as unequal objects."""
+    import datetime
+
+    import pandas as pd
+
+    days = np.array(["2026-01-01", "2026-01-02"], "datetime64[D]")
+    stamps = np.array([pd.Timestamp("2026-01-01"), pd.Timestamp("2026-01-03")], object)
+    np.testing.assert_array_equal(sample_losses(stamps, days), [0, 1])
+    np.testing.assert_array_equal(sample_losses(days, stamps), [0, 1])
+    # a nanosecond past midnight is not the day; datetime.date and datetime mixed
+    late = np.array([pd.Timestamp("2026-01-01 00:00:00.000000001")], object)
+    np.testing.assert_array_equal(sample_losses(late, days[:1]), [1])
+    mixed = np.array([datetime.date(2026, 1, 1), datetime.datetime(2026, 1, 2)], object)
+    np.testing.assert_array_equal(sample_losses(mixed, days), [0, 0])
+    spans = np.array([pd.Timedelta(1, "D"), datetime.timedelta(days=3)], object)
+    np.testing.assert_array_equal(
+        sample_losses(spans, np.array([1, 2], "timedelta64[D]")), [0, 1])
+    # dates with a time zone compare among themselves, never with dates without one
+    aware = np.array([pd.Timestamp("2026-01-01", tz="UTC")] * 2, object)
+    np.testing.assert_array_equal(sample_losses(aware, aware[::-1].copy()), [0, 0])
+    with pytest.raises(ValueError, match=r"\(dates, dtype datetime64\[D\]\); got dates "
+                       "with a time zone, dtype object"):
+        sample_losses(aware, days)
+    # the classifiers' score compares the same way
+    from abstain._core.base import accuracy
+
+    assert accuracy(stamps, days) == 0.5
+
+
 @pytest.mark.parametrize(
     "call, match",
     [

@@ -5,6 +5,7 @@ One message format everywhere: ``"<argument> must <condition>; got <what>."``
 
 from __future__ import annotations
 
+import datetime
 import functools
 import inspect
 import math
@@ -24,7 +25,7 @@ __all__ = [
     "as_real_array", "as_pvalues", "as_scores", "Boolean", "Constraint", "Constraints",
     "InstanceOf", "Interval", "IsArray", "IsCallable", "Options", "RandomState", "check_bool",
     "check_params", "check_choice", "check_float_dtype", "check_columns", "check_fraction",
-    "check_int", "check_label_type", "check_open_unit", "check_positive", "check_probability",
+    "check_int", "comparable_labels", "check_open_unit", "check_positive", "check_probability",
     "check_random_state", "check_same_length", "nonfinite", "plain", "validate_params",
 ]
 
@@ -286,26 +287,56 @@ def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
     return arr
 
 
-def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str = "y") -> None:
-    """Raise when ``labels`` are strings and ``prediction`` numbers, or any other two kinds
-    of labels (numbers, strings, dates) that never compare equal.
+def comparable_labels(labels: NDArray[Any], prediction: NDArray[Any],
+                      name: str = "y") -> tuple[NDArray[Any], NDArray[Any]]:
+    """``labels`` and ``prediction`` ready to compare for equality: object arrays of dates or
+    durations without a time zone (``datetime``, pandas' ``Timestamp``) as ``datetime64`` or
+    ``timedelta64``, which equal NumPy's dates of any unit at the same instant.
 
-    Such labels never equal a prediction, so every comparison would count as an error.
-    Object arrays of one kind (all strings, as pandas keeps text, or all numbers) are of it.
+    Raise when ``labels`` are strings and ``prediction`` numbers, or any other two kinds of
+    labels (numbers, strings, dates, dates with a time zone) that never compare equal: every
+    comparison would count as an error. Object arrays of one kind (all strings, as pandas
+    keeps text, or all numbers) are of it.
     """
+    labels, prediction = _as_dates(labels), _as_dates(prediction)
+
     def kind(a: NDArray[Any]) -> str | None:
         v = a.tolist() if a.dtype.kind == "O" else None
         k = a.dtype.kind if v is None else "U" if all(isinstance(x, str) for x in v) else (
             "f" if all(isinstance(x, (int, float, np.number)) and not isinstance(
-                x, (bool, np.bool_)) for x in v) else "O")
+                x, (bool, np.bool_)) for x in v) else "z" if v and all(
+                isinstance(x, datetime.datetime) and x.tzinfo is not None for x in v) else "O")
         # durations compare with integers (as counts of their unit); dates with neither
         return ("strings" if k in "US" else "numbers" if k in "biuf"
-                else "dates" if k == "M" else None)
+                else "dates" if k == "M" else "dates with a time zone" if k == "z" else None)
 
     got, want = kind(labels), kind(prediction)
     if got is not None and want is not None and got != want:
         raise ValueError(f"{name} must hold labels of the type that the model predicts "
                          f"({want}, dtype {prediction.dtype}); got {got}, dtype {labels.dtype}.")
+    return labels, prediction
+
+
+def _as_dates(a: NDArray[Any]) -> NDArray[Any]:
+    """An object array of dates (or of durations) without a time zone and none missing as
+    ``datetime64`` (``timedelta64``) of the finest unit among them; else ``a`` itself."""
+    if a.dtype.kind != "O" or a.size == 0:
+        return a
+    v = a.tolist()
+    if all(isinstance(x, (datetime.date, np.datetime64)) for x in v):
+        if any(getattr(x, "tzinfo", None) is not None for x in v):
+            return a
+        # pandas' Timestamp keeps nanoseconds that datetime64(x) would drop
+        got = [x.to_datetime64() if hasattr(x, "to_datetime64") else np.datetime64(x)
+               for x in v]
+    elif all(isinstance(x, (datetime.timedelta, np.timedelta64)) for x in v):
+        got = [x.to_timedelta64() if hasattr(x, "to_timedelta64") else np.timedelta64(x)
+               for x in v]
+    else:
+        return a
+    out = np.array(got)
+    # NaT among them (pandas' NaT is a datetime too) stays as it was: refused or compared
+    return a if out.dtype.kind not in "Mm" or np.isnat(out).any() else out
 
 
 def as_scores(
