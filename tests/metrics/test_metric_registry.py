@@ -68,6 +68,27 @@ def test_the_table_keeps_its_columns_and_order():
             assert spec.higher_is_better in (True, False), spec.name
 
 
+def test_pair_says_which_metrics_take_a_score_pair():
+    """``MetricSpec.pair`` is set exactly for the OOD metrics that take two score columns."""
+    rng = np.random.default_rng(0)
+    ood = np.arange(60) % 3 == 0
+    s = rng.normal(size=(60, 2))
+    losses = (rng.random(60) < 0.3).astype(float)
+    targets = {"tpr": 0.5, "fpr": 0.5, "precision": 0.5, "recall": 0.5, "false_alarm": 0.5,
+               "coverage": 0.5}
+    for spec in METRICS.values():
+        if spec.kind != "ood":
+            continue
+        params = inspect.signature(spec.function).parameters
+        kw = {k: v for k, v in targets.items() if k in params}
+        args = (losses, ood) if "losses" in params else (ood,)
+        if spec.pair:
+            assert np.all(np.isfinite(spec.function(*args, s, **kw))), spec.name
+        else:
+            with pytest.raises(ValueError, match="must be one column"):
+                spec.function(*args, s, **kw)
+
+
 def test_instances_keys_labels_and_matching():
     spec = METRICS["selective_risk_at_tpr_fpr"]
     settings = {"coverage": (0.8,), "tpr": (0.95,), "fpr": (1e-05,)}

@@ -316,10 +316,11 @@ def _builtin() -> None:
                    headline=True, column="risk_at_tpr_fpr", short="the risk at TPR/FPR",
                    infeasible="infeasible: no rule on these rows keeps TPR >= {tpr} with FPR "
                    "<= {fpr}"),
-        MetricSpec(tnr_at_tpr, ood, higher_is_better=True, table=False),
-        MetricSpec(detection_rate_at_false_alarm, ood, higher_is_better=True, table=False),
+        MetricSpec(tnr_at_tpr, ood, higher_is_better=True, table=False, pair="envelope"),
+        MetricSpec(detection_rate_at_false_alarm, ood, higher_is_better=True, table=False,
+                   pair="envelope"),
         MetricSpec(ccr_at_fpr, ood, higher_is_better=True, table=False),
-        MetricSpec(selective_risk_at_precision_recall, ood, table=False),
+        MetricSpec(selective_risk_at_precision_recall, ood, table=False, pair="rule"),
     ):
         register_metric(spec)
 
