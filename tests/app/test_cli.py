@@ -126,6 +126,25 @@ def test_cli_progress_option(csv_file, capsys, monkeypatch, tty_stream):
     assert exc.value.code == 2
 
 
+def test_progress_and_score_help_say_what_each_command_does(capsys):
+    """``fit`` draws a bar only while it reads in chunks and says so; ``apply`` draws none,
+    so it takes no --progress; its --score defaults to the rule file's columns."""
+    helps = {}
+    for command in ("evaluate", "fit", "apply"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        helps[command] = " ".join(capsys.readouterr().out.split())
+    assert "progress bar on stderr: 'auto'" in helps["evaluate"]
+    assert "progress bar on stderr while a source is read in chunks" in helps["fit"]
+    assert "--progress" not in helps["apply"] and "--quiet" not in helps["apply"]
+    assert "(default: every other numeric column)" in helps["evaluate"]
+    assert "(default: the columns the rule file names)" in helps["apply"]
+    for flag in ("--progress", "--quiet"):
+        with pytest.raises(SystemExit) as exc:
+            main(["apply", "rule.json", "data.csv", "-o", "out.csv", flag])
+        assert exc.value.code == 2
+
+
 # -- fit and apply ----------------------------------------------------------------------------
 
 

@@ -68,7 +68,11 @@ class _Fail(Exception):
     """An error already phrased for the command line."""
 
 
-def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
+def _data_options(p: argparse.ArgumentParser, *, columns: bool = True,
+                  bar: str | None = "") -> None:
+    """The options that name the input's columns; ``columns=False`` for ``apply`` (its rule
+    file names them). ``bar``: what the progress bar shows, after "progress bar on stderr"
+    (None: the command draws none, and takes no --progress or --quiet)."""
     p.add_argument("file", help="CSV, Parquet or NPZ file of per-sample columns")
     if columns:
         p.add_argument("--loss", help="loss column (default: 'loss', else label != prediction)")
@@ -85,15 +89,19 @@ def _data_options(p: argparse.ArgumentParser, *, columns: bool = True) -> None:
                             "more (default: every other score column)")
     p.add_argument("--score", action="append", dest="scores", metavar="COLUMN",
                    help="uncertainty score column, higher rejected first; repeat for more "
-                        "(default: every other numeric column)")
+                        "(default: every other numeric column)" if columns else
+                        "score column of the rule, higher rejected first; repeat for a "
+                        "double-score rule (default: the columns the rule file names)")
     p.add_argument("--dropna", action="store_true",
                    help="drop rows with NaN or empty values in the columns used" if columns
                    else "keep rows with a NaN or empty score and leave their accept cell empty "
                         "(without it such rows are refused); every row is written")
+    if bar is None:
+        return
     g = p.add_mutually_exclusive_group()
     g.add_argument("--progress", choices=SHOW, default="auto",
-                   help="progress bar on stderr: 'auto' (default) draws it only when stderr is "
-                        "a terminal, 'always' draws it anyway, 'never' not at all")
+                   help=f"progress bar on stderr{bar}: 'auto' (default) draws it only when "
+                        "stderr is a terminal, 'always' draws it anyway, 'never' not at all")
     g.add_argument("--quiet", action="store_true", help="no progress bar (--progress never)")
 
 
@@ -185,7 +193,8 @@ def _parser() -> argparse.ArgumentParser:
     _chunk_options(p)
 
     p = sub.add_parser("fit", help="fit a reject model and write it as a JSON rule file")
-    _data_options(p)
+    _data_options(p, bar=" while a source is read in chunks (--chunk-rows, a directory of "
+                         "parts, --engine)")
     g = p.add_argument_group("reject model (exactly one)")
     for target in rule_options():
         g.add_argument("--" + target.name.replace("_", "-"), dest=target.name,
@@ -197,7 +206,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("apply", help="add an accept column to new data")
     p.add_argument("rule", help="rule file written by 'abstain fit'")
-    _data_options(p, columns=False)
+    _data_options(p, columns=False, bar=None)
     p.add_argument("-o", "--output", required=True,
                    help="output table (CSV, Parquet or NPZ; never the input file)")
     p.add_argument("--column", default="accept", help="name of the new column (default "
