@@ -479,7 +479,8 @@ def test_vim_far_from_the_origin_keeps_its_residual_in_either_dtype():
 
 
 @pytest.mark.parametrize("dtype, scale", [("float64", 1e-150), ("float64", 1e-170),
-                                          ("float32", 1e-20), ("float32", 1e-23)])
+                                          ("float32", 1e-20), ("float32", 1e-23),
+                                          ("float32", 1e-50)])
 def test_features_whose_squares_leave_the_float_range_are_refused(dtype, scale):
     # distances and covariances of such features were round-off: KNN 2e-4 off at 1e-160 and
     # 0 at 1e-165, Mahalanobis "the covariance is zero (every class has identical

@@ -23,7 +23,7 @@ from .._core.validation import (
     check_float_dtype,
     plain,
 )
-from ._base import Detector, label_classes, linear_layer, unit_rows
+from ._base import Detector, label_classes, linear_layer, squares_normal, unit_rows
 from ._logits import logsumexp_rows, neg_energy
 from ._proxy import canonical_order
 
@@ -64,12 +64,8 @@ class ReAct(Detector):
     """
 
     inputs = "features"
-    _FIELDS = {
-        "n_features_in_": Int(1, dim="d"),
-        "weight_": Array(("K", "d")),
-        "bias_": Array(("K",)),
-        "threshold_": Number(),
-    }
+    _FIELDS = {"n_features_in_": Int(1, dim="d"), "weight_": Array(("K", "d")),
+               "bias_": Array(("K",)), "threshold_": Number()}
 
     def __init__(self, percentile: float = 90.0, temperature: float = 1.0,
                  dtype: str = "float32") -> None:
@@ -263,7 +259,8 @@ class KNN(Detector):
                              f"got {k}.")
         self.bank_ = self._prepare(F)
         if not self.normalize:  # unit rows are far apart enough
-            _squares_normal(F - F.mean(axis=0), "KNN", F.dtype, ", or use normalize=True")
+            squares_normal(F - F.mean(axis=0), "KNN", F.dtype, ", or use normalize=True",
+                            lambda: as_features(X, "features", np.float64))
         self.n_features_in_ = int(F.shape[1])
         return self
 
@@ -396,16 +393,6 @@ def _orthonormal(name: str, A: NDArray[np.float64], scale: NDArray[np.float64] |
     if not np.allclose(B.T @ B, np.eye(B.shape[1]), rtol=0.0, atol=1e-6):
         raise ValueError(f"fitted.{name} must hold orthonormal columns, as a fit stores "
                          "(eigenvectors); got others.")
-
-
-def _squares_normal(C: NDArray[Any], who: str, dt: Any, also: str = "") -> None:
-    """Refuse centred features ``C`` whose squares leave the normal range of ``dt`` with its
-    digits: distances and covariances of round-off (KNN 2e-4 off at 1e-160, 0 at 1e-165)."""
-    low, spread = math.sqrt(np.finfo(dt).tiny / np.finfo(dt).eps), float(np.max(np.abs(C)))
-    if 0.0 < spread < low:
-        raise ValueError(f"{who}: the features vary by at most {spread:.3g} (below {low:.3g}), "
-                         f"so their squares lose digits in {dt.name}; multiply them by a "
-                         f"constant{also}.")
 
 
 def _work(X: ArrayLike, dt: np.dtype, convert: Any) -> NDArray[np.floating]:  # type: ignore[type-arg]
@@ -615,7 +602,7 @@ class ViM(Detector):
         # the uncentred covariance of F - u, as the covariance of F around its mean (in dt,
         # which keeps the spread) plus the outer product of (mean - u) (in float64)
         C, ref = _minus(F, F.mean(axis=0, dtype=np.float64), dt)
-        _squares_normal(C, "ViM", dt, " (and divide the last layer's weight by it)")
+        squares_normal(C, "ViM", dt, " (and divide the last layer's weight by it)", lambda: F)
         off = ref - u
         spread = _finite_cov(_gram(C) / C.shape[0], F, "ViM", dt)
         cov = spread + np.outer(off, off)
@@ -767,7 +754,7 @@ class Mahalanobis(Detector):
         means /= counts[:, None]
         for rows, mean in zip(blocks, _as_dtype(means, F.dtype), strict=True):
             rows -= mean  # centred in place: the covariance sums over rows in any order
-        _squares_normal(C, "Mahalanobis", dt)
+        squares_normal(C, "Mahalanobis", dt)
         cov = _finite_cov(_gram(_as_dtype(C, dt)) / F.shape[0], F, "Mahalanobis", dt)
         evals, evecs = np.linalg.eigh(cov)
         # below rcond, or within the round-off of the covariance (a float32 covariance of
