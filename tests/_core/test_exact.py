@@ -35,23 +35,38 @@ def _points(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:
         return rng.random((n, 3, 2)) * 10.0 ** rng.integers(-60, 60, (n, 3, 2))
     if kind == 4:
         return 10.0 ** rng.uniform(-300, 300, (n, 3, 2)) * rng.choice([-1, 1], (n, 3, 2))
-    # a few values from 1e300 down to subnormals: differences and products 2,000 binary
-    # orders apart, whose large parts cancel exactly (points on one line), so the small ones
-    # decide (they were summed in rationals, 240 times slower than the rest)
-    pool = np.array([0.0, 1.0, -1.0, 0.5, 1e300, -1e300, 3e299, 1e-300, -1e-300, 2e-300,
-                     5e-324, 1e-310, 0.75])
-    return rng.choice(pool, (n, 3, 2))
+    if kind == 5:
+        # a few values from 1e300 down to subnormals: differences and products 2,000 binary
+        # orders apart, whose large parts cancel exactly (points on one line), so the small
+        # ones decide (they were summed in rationals, 240 times slower than the rest)
+        pool = np.array([0.0, 1.0, -1.0, 0.5, 1e300, -1e300, 3e299, 1e-300, -1e-300, 2e-300,
+                         5e-324, 1e-310, 0.75])
+        return rng.choice(pool, (n, 3, 2))
+    # decided without expansions: a coordinate shared by two or three points (a constant
+    # score; tiny offsets whose products underflow, huge ones whose differences overflow),
+    # and points whose coordinates are equal or opposite (a score paired with itself)
+    v = rng.normal(size=(n, 3, 2)) * 10.0 ** rng.choice([-200, -160, 0, 150, 307], (n, 3, 1))
+    share = rng.integers(0, 4, (n, 1))
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        col = rng.integers(0, 2, n)
+        same = (share[:, 0] == 3) | ((share[:, 0] == a) & (rng.random(n) < 0.5))
+        v[same, b, col[same]] = v[same, a, col[same]]
+    line = rng.random(n) < 0.3
+    v[line, :, 1] = v[line, :, 0] * rng.choice([-1.0, 1.0], (line.sum(), 1))
+    return v
 
 
-@pytest.mark.parametrize("kind", range(6))
+@pytest.mark.parametrize("kind", range(7))
 def test_orient_is_the_sign_of_the_exact_cross_product(kind):
     rng = np.random.default_rng(kind)
     p = _points(rng, 3000, kind)
     got = X.orient(*(p[:, i, j] for i in range(3) for j in range(2)))
     ref = [R.orient(*p[i]) for i in range(len(p))]
     assert got.tolist() == ref
-    if kind in (0, 2):
+    if kind in (0, 2, 6):
         assert ref.count(0) > 100  # many collinear triples: the exact path decides
+    if kind == 6:
+        assert min(ref.count(1), ref.count(-1)) > 300
 
 
 @pytest.mark.parametrize("kind", [0, 1, 2, 3, 5])

@@ -288,6 +288,8 @@ def orient(ax: F64, ay: F64, bx: F64, by: F64, cx: F64, cy: F64) -> I8:
     out = np.sign(np.nan_to_num(det)).astype(np.int8)
     hard = np.flatnonzero(~(np.abs(det) > bound))
     if hard.size:
+        hard = _orient_degenerate(out, hard, (ax, ay, bx, by, cx, cy), (ux, uy, vx, vy))
+    if hard.size:
         # whole numbers up to 2^25: the differences and products above were exact
         small = np.ones(hard.size, dtype=bool)
         for v in (ax, ay, bx, by, cx, cy):
@@ -315,6 +317,27 @@ def orient(ax: F64, ay: F64, bx: F64, by: F64, cx: F64, cy: F64) -> I8:
                 out[hard[rows]] = _exact_products_sign([(dux, dvy, 1), (duy, dvx, -1)],
                                                        rows.size)
     return out
+
+
+def _orient_degenerate(out: I8, hard: NDArray[np.intp], pts: tuple[F64, ...],
+                       diffs: tuple[F64, ...]) -> NDArray[np.intp]:
+    """Decide the rows ``hard`` of :func:`orient` that need no expansions, in ``out``; return
+    the others. A rounded difference is 0 exactly where its coordinates are equal and has
+    the sign of the exact one, so a product with a zero factor is 0 and one without has the
+    sign of its factors' product (a constant score: every offset (u, 0)); and three points
+    whose two coordinates are equal (or opposite) lie on one line (a score paired with
+    itself)."""
+    ux, uy, vx, vy = (d[hard] for d in diffs)
+    left0, right0 = (ux == 0) | (vy == 0), (uy == 0) | (vx == 0)
+    with np.errstate(invalid="ignore"):
+        sign = np.where(left0, -np.sign(uy) * np.sign(vx), np.sign(ux) * np.sign(vy))
+    done = left0 | right0
+    ax, ay, bx, by, cx, cy = (v[hard] for v in pts)
+    same = ((ax == ay) & (bx == by) & (cx == cy)) | ((ax == -ay) & (bx == -by) & (cx == -cy))
+    sign[same] = 0
+    done |= same
+    out[hard[done]] = sign[done]
+    return hard[~done]
 
 
 def dot_sign(px: F64, py: F64, qx: F64, qy: F64, wx: float | F64, wy: float | F64,
