@@ -31,6 +31,7 @@ from ._core.validation import (
 )
 from .metrics import aurc
 from .scores._learned import PAPER_C_GRID, TCP, true_class_probability
+from .scores._losses import sample_losses
 from .scores._plugin import conditional_risk, margin, ordinal_margin
 from .scores._selection import check_learner, select_regularization
 
@@ -100,8 +101,10 @@ def paper_splits(
 
 
 def zero_one_losses(y_true: ArrayLike, y_pred: ArrayLike) -> NDArray[np.float64]:
-    """Per-sample 0/1 loss ``[y_true != y_pred]``."""
-    return (np.asarray(y_true) != np.asarray(y_pred)).astype(np.float64)
+    """Per-sample 0/1 loss ``[y_true != y_pred]``: :func:`abstain.scores.sample_losses`
+    with ``loss=None``, which refuses missing labels and labels of kinds that never compare
+    equal (strings against numbers: every row would count as an error)."""
+    return sample_losses(y_true, y_pred)
 
 
 def absolute_losses(y_true: ArrayLike, y_pred: ArrayLike) -> NDArray[np.float64]:

@@ -139,9 +139,9 @@ def test_progress_and_score_help_say_what_each_command_does(capsys):
     assert "--progress" not in helps["apply"] and "--quiet" not in helps["apply"]
     assert "(default: every other numeric column)" in helps["evaluate"]
     assert "(default: the columns the rule file names)" in helps["apply"]
-    for flag in ("--progress", "--quiet"):
+    for flags in (["--progress", "always"], ["--quiet"]):
         with pytest.raises(SystemExit) as exc:
-            main(["apply", "rule.json", "data.csv", "-o", "out.csv", flag])
+            main(["apply", "rule.json", "data.csv", "-o", "out.csv", *flags])
         assert exc.value.code == 2
 
 

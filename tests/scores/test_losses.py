@@ -30,35 +30,50 @@ def test_sample_losses_index_the_matrix():
         sample_losses(np.array([1, 2, 3], "timedelta64[D]"), [1, 2, 4]), [0, 0, 1])
 
 
-def test_dates_kept_as_objects_compare_by_instant():
-    """pandas keeps dates as objects (a column of Timestamps, ``datetime``): they compare
-    with NumPy's dates of any unit by the instant, not as unequal objects."""
+def test_dates_kept_as_objects_are_refused_against_datetime64():
+    """pandas keeps dates as objects (a column of Timestamps, ``datetime``): they never
+    equal NumPy's ``datetime64``, so every row counted as an error; such labels are refused
+    with what to do, and dates as objects on both sides compare as Python compares them."""
     import datetime
 
     import pandas as pd
 
+    from abstain._core.base import accuracy
+    from abstain.evaluation import zero_one_losses
+
     days = np.array(["2026-01-01", "2026-01-02"], "datetime64[D]")
     stamps = np.array([pd.Timestamp("2026-01-01"), pd.Timestamp("2026-01-03")], object)
-    np.testing.assert_array_equal(sample_losses(stamps, days), [0, 1])
-    np.testing.assert_array_equal(sample_losses(days, stamps), [0, 1])
-    # a nanosecond past midnight is not the day; datetime.date and datetime mixed
-    late = np.array([pd.Timestamp("2026-01-01 00:00:00.000000001")], object)
-    np.testing.assert_array_equal(sample_losses(late, days[:1]), [1])
-    mixed = np.array([datetime.date(2026, 1, 1), datetime.datetime(2026, 1, 2)], object)
-    np.testing.assert_array_equal(sample_losses(mixed, days), [0, 0])
-    spans = np.array([pd.Timedelta(1, "D"), datetime.timedelta(days=3)], object)
-    np.testing.assert_array_equal(
-        sample_losses(spans, np.array([1, 2], "timedelta64[D]")), [0, 1])
-    # dates with a time zone compare among themselves, never with dates without one
+    with_nat = np.array([pd.Timestamp("2026-01-01"), pd.NaT], object)
     aware = np.array([pd.Timestamp("2026-01-01", tz="UTC")] * 2, object)
-    np.testing.assert_array_equal(sample_losses(aware, aware[::-1].copy()), [0, 0])
-    with pytest.raises(ValueError, match=r"\(dates, dtype datetime64\[D\]\); got dates "
-                       "with a time zone, dtype object"):
-        sample_losses(aware, days)
-    # the classifiers' score compares the same way
-    from abstain._core.base import accuracy
-
-    assert accuracy(stamps, days) == 0.5
+    mixed = np.array([pd.Timestamp("2026-01-01", tz="UTC"), pd.Timestamp("2026-01-02")],
+                     object)
+    plain_days = np.array([datetime.date(2026, 1, 1), datetime.date(2026, 1, 2)], object)
+    for y, got, calls in ((stamps, "dates as objects", (sample_losses, zero_one_losses,
+                                                         accuracy)),
+                          (with_nat, "dates as objects", (accuracy,)),  # else: missing
+                          (aware, "dates with a time zone", (sample_losses, accuracy)),
+                          (mixed, "dates of mixed kinds", (sample_losses, accuracy)),
+                          (plain_days, "days as objects", (sample_losses, accuracy))):
+        for call in calls:
+            with pytest.raises(ValueError, match=rf"^y(_true)? must hold labels of the type "
+                               rf"that the model predicts \(dates, dtype datetime64\[D\]\); "
+                               rf"got {got}, dtype object; convert both to datetime64"):
+                call(y, days)
+    with pytest.raises(ValueError, match=r"\(dates as objects, dtype object\); got days as "
+                       "objects"):
+        sample_losses(plain_days, stamps)  # datetime.date never equals a datetime
+    with pytest.raises(ValueError, match=r"\(numbers, dtype int64\); got durations as "
+                       "objects"):
+        sample_losses(np.array([datetime.timedelta(days=1)], object), np.array([1]))
+    # the same kinds compare: objects as Python does, datetime64 among themselves
+    np.testing.assert_array_equal(sample_losses(stamps, stamps[::-1].copy()), [1, 1])
+    np.testing.assert_array_equal(sample_losses(aware, aware.copy()), [0, 0])
+    np.testing.assert_array_equal(
+        sample_losses(np.array([np.datetime64("2026-01-01")], object), days[:1]), [0])
+    np.testing.assert_array_equal(
+        sample_losses(np.array([datetime.timedelta(days=1)], object),
+                      np.array([1], "timedelta64[D]")), [0])
+    assert accuracy(np.array(["a", "b"], object), np.array(["a", "c"])) == 0.5
 
 
 @pytest.mark.parametrize(

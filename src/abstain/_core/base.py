@@ -22,9 +22,9 @@ from .validation import (
     Constraints,
     as_labels,
     as_losses,
+    check_label_type,
     check_params,
     check_same_length,
-    comparable_labels,
     plain,
 )
 
@@ -131,7 +131,7 @@ def accuracy(y: Any, prediction: NDArray[Any], sample_weight: Any = None) -> flo
     """
     labels = as_labels(y, "y")
     check_same_length(X=prediction, y=labels)
-    labels, prediction = comparable_labels(labels, prediction)
+    check_label_type(labels, prediction)
     correct = np.asarray(labels == prediction, dtype=bool)
     if sample_weight is None:
         return float(np.count_nonzero(correct) / correct.size)

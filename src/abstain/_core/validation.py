@@ -25,7 +25,7 @@ __all__ = [
     "as_real_array", "as_pvalues", "as_scores", "Boolean", "Constraint", "Constraints",
     "InstanceOf", "Interval", "IsArray", "IsCallable", "Options", "RandomState", "check_bool",
     "check_params", "check_choice", "check_float_dtype", "check_columns", "check_fraction",
-    "check_int", "comparable_labels", "check_open_unit", "check_positive", "check_probability",
+    "check_int", "check_label_type", "check_open_unit", "check_positive", "check_probability",
     "check_random_state", "check_same_length", "nonfinite", "plain", "validate_params",
 ]
 
@@ -287,56 +287,50 @@ def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
     return arr
 
 
-def comparable_labels(labels: NDArray[Any], prediction: NDArray[Any],
-                      name: str = "y") -> tuple[NDArray[Any], NDArray[Any]]:
-    """``labels`` and ``prediction`` ready to compare for equality: object arrays of dates or
-    durations without a time zone (``datetime``, pandas' ``Timestamp``) as ``datetime64`` or
-    ``timedelta64``, which equal NumPy's dates of any unit at the same instant.
+def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str = "y") -> None:
+    """Raise when ``labels`` are strings and ``prediction`` numbers, or any other two kinds
+    of labels (numbers, strings, dates) that never compare equal.
 
-    Raise when ``labels`` are strings and ``prediction`` numbers, or any other two kinds of
-    labels (numbers, strings, dates, dates with a time zone) that never compare equal: every
-    comparison would count as an error. Object arrays of one kind (all strings, as pandas
-    keeps text, or all numbers) are of it.
+    Such labels never equal a prediction, so every comparison would count as an error.
+    Object arrays of one kind (all strings, as pandas keeps text, or all numbers) are of it;
+    dates kept as objects (``datetime``, pandas' ``Timestamp``, as a data frame's object
+    column holds them) never equal NumPy's ``datetime64``, nor dates with a time zone
+    those without one, nor days (``datetime.date``) dates with a time of day.
     """
-    labels, prediction = _as_dates(labels), _as_dates(prediction)
-
-    def kind(a: NDArray[Any]) -> str | None:
-        v = a.tolist() if a.dtype.kind == "O" else None
-        k = a.dtype.kind if v is None else "U" if all(isinstance(x, str) for x in v) else (
-            "f" if all(isinstance(x, (int, float, np.number)) and not isinstance(
-                x, (bool, np.bool_)) for x in v) else "z" if v and all(
-                isinstance(x, datetime.datetime) and x.tzinfo is not None for x in v) else "O")
-        # durations compare with integers (as counts of their unit); dates with neither
-        return ("strings" if k in "US" else "numbers" if k in "biuf"
-                else "dates" if k == "M" else "dates with a time zone" if k == "z" else None)
-
-    got, want = kind(labels), kind(prediction)
+    got, want = _label_kind(labels), _label_kind(prediction)
     if got is not None and want is not None and got != want:
+        pair = got + want
+        hint = ("; convert both to timedelta64" if "durations" in pair else
+                "; convert both to datetime64 (numpy.asarray(y, 'datetime64[ns]'), or "
+                "pandas.to_datetime)" if "objects" in pair or "kinds" in pair
+                or "zone" in pair else "")
         raise ValueError(f"{name} must hold labels of the type that the model predicts "
-                         f"({want}, dtype {prediction.dtype}); got {got}, dtype {labels.dtype}.")
-    return labels, prediction
+                         f"({want}, dtype {prediction.dtype}); got {got}, dtype "
+                         f"{labels.dtype}{hint}.")
 
 
-def _as_dates(a: NDArray[Any]) -> NDArray[Any]:
-    """An object array of dates (or of durations) without a time zone and none missing as
-    ``datetime64`` (``timedelta64``) of the finest unit among them; else ``a`` itself."""
-    if a.dtype.kind != "O" or a.size == 0:
-        return a
+def _label_kind(a: NDArray[Any]) -> str | None:
+    """The kind of labels ``a`` holds, None for a kind that compares with several."""
+    if a.dtype.kind != "O":  # durations compare with integers (as counts of their unit)
+        k = a.dtype.kind
+        return ("strings" if k in "US" else "numbers" if k in "biuf"
+                else "dates" if k == "M" else None)
     v = a.tolist()
-    if all(isinstance(x, (datetime.date, np.datetime64)) for x in v):
-        if any(getattr(x, "tzinfo", None) is not None for x in v):
-            return a
-        # pandas' Timestamp keeps nanoseconds that datetime64(x) would drop
-        got = [x.to_datetime64() if hasattr(x, "to_datetime64") else np.datetime64(x)
-               for x in v]
-    elif all(isinstance(x, (datetime.timedelta, np.timedelta64)) for x in v):
-        got = [x.to_timedelta64() if hasattr(x, "to_timedelta64") else np.timedelta64(x)
-               for x in v]
-    else:
-        return a
-    out = np.array(got)
-    # NaT among them (pandas' NaT is a datetime too) stays as it was: refused or compared
-    return a if out.dtype.kind not in "Mm" or np.isnat(out).any() else out
+    if all(isinstance(x, str) for x in v):
+        return "strings"
+    if all(isinstance(x, (int, float, np.number)) and not isinstance(x, (bool, np.bool_))
+           for x in v):
+        return "numbers"
+    if all(isinstance(x, np.datetime64) for x in v):
+        return "dates"
+    if all(isinstance(x, datetime.timedelta) for x in v):  # np.timedelta64 equals them
+        return "durations as objects"
+    if not v or not all(isinstance(x, datetime.date) for x in v):
+        return None
+    kinds = {"dates with a time zone" if getattr(x, "tzinfo", None) is not None
+             else "dates as objects" if isinstance(x, datetime.datetime)
+             else "days as objects" for x in v}  # pandas' NaT is a datetime
+    return kinds.pop() if len(kinds) == 1 else "dates of mixed kinds"
 
 
 def as_scores(

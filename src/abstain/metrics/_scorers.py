@@ -23,8 +23,8 @@ from .._core.validation import (
     Interval,
     as_labels,
     as_scores,
+    check_label_type,
     check_same_length,
-    comparable_labels,
     validate_params,
 )
 from ._selective import aurc, coverage_at_risk, selective_risk_at_coverage
@@ -58,7 +58,7 @@ def _errors_and_uncertainty(
                          f"shape {prediction.shape}.")
     uncertainty = as_scores(method(X), "uncertainty(X)")
     check_same_length(X=prediction, y=labels)
-    labels, prediction = comparable_labels(labels, prediction)
+    check_label_type(labels, prediction)
     check_same_length(**{"predict(X)": prediction, "uncertainty(X)": uncertainty})
     errors = np.asarray(prediction != labels, dtype=np.float64)
     return errors, uncertainty

@@ -37,8 +37,8 @@ from .._core.validation import (
     as_labels,
     as_losses_and_scores,
     check_choice,
+    check_label_type,
     check_same_length,
-    comparable_labels,
 )
 from .._ood_search.sample import resolve_search
 from ..tables._score import ScoreTable
@@ -178,7 +178,7 @@ def _errors(y_true: ArrayLike, y_pred: ArrayLike,
     keep = np.ones(t_all.size, bool) if rows is None else rows
     t, p = as_labels(t_all[keep], "y_true"), as_labels(p_all[keep], "y_pred")
     check_same_length(y_true=t, y_pred=p)
-    t, p = comparable_labels(t, p, "y_true")
+    check_label_type(t, p, "y_true")
     out = np.full(t_all.size, np.nan)
     out[keep] = (t != p).astype(np.float64)
     return out

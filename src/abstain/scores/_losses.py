@@ -17,8 +17,8 @@ from .._core.validation import (
     as_losses,
     as_real_array,
     as_scores,
+    check_label_type,
     check_same_length,
-    comparable_labels,
     plain,
     validate_params,
 )
@@ -109,7 +109,7 @@ def sample_losses(
     if loss is None:
         if yt.size:
             yt, yp = _labels(yt, "y_true"), _labels(yp, "y_pred")
-            yt, yp = comparable_labels(yt, yp, "y_true")
+            check_label_type(yt, yp, "y_true")
         return (yt != yp).astype(np.float64)
     mat = check_loss_matrix(loss)
     k = mat.shape[0]
