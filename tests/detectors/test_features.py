@@ -496,6 +496,13 @@ def test_features_whose_squares_leave_the_float_range_are_refused(dtype, scale):
                                              rf"their squares lose digits in {dtype}; "
                                              r"multiply them by a constant"):
             fit()
+    # features that are one value in the dtype are accepted: equal rows (whose float64
+    # mean is not exactly their value), rows that float32 rounds to one value
+    rows = np.full((200, 2), 0.5)
+    rows[0, 0] = np.nextafter(0.5, 1.0)
+    for same in (np.full((6, 4), 0.1), np.full((50, 3), 0.7), rows):
+        KNN(k=1, normalize=False, dtype=dtype).fit(same)
+        KNN(k=1, normalize=False, dtype=dtype, bank_size=5, random_state=0).fit(same)
     # at a spread the squares keep, the scores are those of the features scaled up
     F = rng.normal(size=(200, 4)) + 1
     Q = rng.normal(size=(5, 4))

@@ -122,11 +122,11 @@ def squares_normal(C: NDArray[Any], who: str, dt: Any, also: str = "",
     """Refuse centred features ``C`` whose squares leave the normal range of ``dt`` with its
     digits: distances and covariances of round-off (KNN 2e-4 off at 1e-160, 0 at 1e-165).
     ``wider``: the features before ``dt`` rounded them, whose spread counts where ``C`` is
-    all zero (equal features, or features below the range of ``dt`` that it made 0)."""
+    all zero (given where ``dt`` made every feature 0: features below its range)."""
     low, spread = math.sqrt(np.finfo(dt).tiny / np.finfo(dt).eps), float(np.max(np.abs(C)))
     if spread == 0.0 and wider is not None:
-        W = np.asarray(wider(), dtype=np.float64)
-        spread = float(np.max(np.abs(W - W.mean(axis=0))))
+        W = np.asarray(wider(), dtype=np.float64)  # max - min: no round-off of a mean
+        spread = float(np.max(np.ptp(W, axis=0)))
     if 0.0 < spread < low:
         raise ValueError(f"{who}: the features vary by at most {spread:.3g} (below {low:.3g}), "
                          f"so their squares lose digits in {dt.name}; multiply them by a "

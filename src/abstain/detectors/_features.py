@@ -260,7 +260,7 @@ class KNN(Detector):
         self.bank_ = self._prepare(F)
         if not self.normalize:  # unit rows are far apart enough
             squares_normal(F - F.mean(axis=0), "KNN", F.dtype, ", or use normalize=True",
-                            lambda: as_features(X, "features", np.float64))
+                           None if np.any(F) else lambda: as_features(X, "", np.float64))
         self.n_features_in_ = int(F.shape[1])
         return self
 
