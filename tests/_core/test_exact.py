@@ -45,7 +45,9 @@ def _points(rng: np.random.Generator, n: int, kind: int) -> np.ndarray:
     # decided without expansions: a coordinate shared by two or three points (a constant
     # score; tiny offsets whose products underflow, huge ones whose differences overflow),
     # and points whose coordinates are equal or opposite (a score paired with itself)
-    v = rng.normal(size=(n, 3, 2)) * 10.0 ** rng.choice([-200, -160, 0, 150, 307], (n, 3, 1))
+    scale = 10.0 ** rng.choice([-200, -160, 0, 150, 307], (n, 3, 1))
+    with np.errstate(over="ignore"):  # finite, with differences that overflow
+        v = np.clip(rng.normal(size=(n, 3, 2)) * 10 * scale, -1.7e308, 1.7e308)
     share = rng.integers(0, 4, (n, 1))
     for a, b in ((0, 1), (0, 2), (1, 2)):
         col = rng.integers(0, 2, n)

@@ -321,7 +321,7 @@ def risk_coverage_curve_at_fpr(
       risk is monotone along it, so each target's optimum is at a segment's start, its last
       point within the FPR bound, or its point at the target TPR: all of them are
       examined, in O(m^2 log m) for m distinct score pairs. Invariant to a positive
-      rescaling of either column.
+      rescaling of either column that rounds no score (a power of two, say).
 
     Parameters
     ----------
@@ -518,7 +518,8 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
     - ``search="exact"``: every direction of the half-circle. The order of the projected
       rows changes only where two score pairs swap, so the envelope is the maximum of
       finitely many curves; its area is computed exactly (O(m^2 log m) for m distinct
-      pairs). Invariant to a positive rescaling of either column; at least the value of
+      pairs). Invariant to a positive rescaling of either column that rounds no score (a
+      power of two, say); at least the value of
       every grid and of each column alone, up to the round-off of the final sums and
       divisions, computed in another order (a few units in the last place).
     - ``search="grid"``: the ``n_directions`` grid ``k pi / n_directions``, evaluated at
@@ -619,7 +620,8 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     Two scores ``(s_r, s_g)``: the least such FPR over the directions
     ``cos(a) s_r + sin(a) s_g``, ``a`` in ``[0, pi)`` (the best direction for this TPR, an
     oracle like the envelope of :func:`auroc`): every direction with ``search="exact"``
-    (invariant to a positive rescaling of either column), the ``n_directions`` grid with
+    (invariant to a positive rescaling of either column that rounds no score), the
+    ``n_directions`` grid with
     ``search="grid"``, and with ``search="auto"`` (default) exact up to ``AUTO_EXACT_ROWS``
     (2,000) rows and the grid of the columns divided by their standard deviations above
     them (unchanged by a positive rescaling of a column), as :func:`auroc`.

@@ -311,11 +311,11 @@ def evaluate_ood(losses: ArrayLike | None, is_ood: ArrayLike,
 
     ``search`` says how a pair's directions are searched:
 
-    - ``"exact"``: every direction. Unit-free (a positive rescaling of either column changes
-      nothing), but it costs O(m^2 log m) for m distinct pairs: the AUROC, OSCR and FPR at
-      TPR are read off one sweep of the directions (the envelopes of TPR and of CCR
-      against FPR, computed together), the risk comes from the branch and bound of the
-      exact fits. See docs/ood.md for measured times.
+    - ``"exact"``: every direction. Unit-free (a positive rescaling of either column that
+      rounds no score changes nothing), but it costs O(m^2 log m) for m distinct pairs:
+      the AUROC, OSCR and FPR at TPR are read off one sweep of the directions (the
+      envelopes of TPR and of CCR against FPR, computed together), the risk comes from
+      the branch and bound of the exact fits. See docs/ood.md for measured times.
     - ``"grid"``: the ``n_directions`` grid ``k pi / n_directions`` on the columns as given
       (the metric functions' default): fast, but the value depends on the units of the
       columns and is at most (for FPR at TPR at least) the exact one.
