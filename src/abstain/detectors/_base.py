@@ -118,7 +118,7 @@ class Detector(NamedFeatures, ParamsMixin):
 
 
 def squares_normal(C: NDArray[Any], who: str, dt: Any, also: str = "",
-                    wider: Callable[[], NDArray[Any]] | None = None) -> None:
+                   wider: Callable[[], NDArray[Any]] | None = None) -> None:
     """Refuse centred features ``C`` whose squares leave the normal range of ``dt`` with its
     digits: distances and covariances of round-off (KNN 2e-4 off at 1e-160, 0 at 1e-165).
     ``wider``: the features before ``dt`` rounded them, whose spread counts where ``C`` is

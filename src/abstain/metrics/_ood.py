@@ -519,9 +519,9 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
       rows changes only where two score pairs swap, so the envelope is the maximum of
       finitely many curves; its area is computed exactly (O(m^2 log m) for m distinct
       pairs). Invariant to a positive rescaling of either column that rounds no score (a
-      power of two, say); at least the value of
-      every grid and of each column alone, up to the round-off of the final sums and
-      divisions, computed in another order (a few units in the last place).
+      power of two, say); at least the value of every grid and of each column alone, up
+      to the round-off of the final sums and divisions, computed in another order (a few
+      units in the last place).
     - ``search="grid"``: the ``n_directions`` grid ``k pi / n_directions``, evaluated at
       ``n_points`` equally spaced FPR values and integrated by trapezoids (every
       direction's curve is piecewise linear, so the error is below ``1 / (n_points - 1)``).
@@ -621,10 +621,10 @@ def fpr_at_tpr(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | N
     ``cos(a) s_r + sin(a) s_g``, ``a`` in ``[0, pi)`` (the best direction for this TPR, an
     oracle like the envelope of :func:`auroc`): every direction with ``search="exact"``
     (invariant to a positive rescaling of either column that rounds no score), the
-    ``n_directions`` grid with
-    ``search="grid"``, and with ``search="auto"`` (default) exact up to ``AUTO_EXACT_ROWS``
-    (2,000) rows and the grid of the columns divided by their standard deviations above
-    them (unchanged by a positive rescaling of a column), as :func:`auroc`.
+    ``n_directions`` grid with ``search="grid"``, and with ``search="auto"`` (default)
+    exact up to ``AUTO_EXACT_ROWS`` (2,000) rows and the grid of the columns divided by
+    their standard deviations above them (unchanged by a positive rescaling of a column),
+    as :func:`auroc`.
 
     Examples
     --------
