@@ -591,6 +591,10 @@ def refine_projections(pr: F64, pg: F64, w: F64, proj: F64, order: NDArray[np.in
         change[k] = refine(order[k], near[k], compare)[1:]
 
 
+#: Rounds of pivots :func:`refine` takes before a comparison sort orders what is left.
+ROUNDS = 64
+
+
 def refine(order: NDArray[np.intp], near: NDArray[np.bool_], compare: Compare,
            ) -> NDArray[np.bool_]:
     """Order the runs of ``near`` neighbours of ``order`` exactly, in place, and return
@@ -600,21 +604,26 @@ def refine(order: NDArray[np.intp], near: NDArray[np.bool_], compare: Compare,
     may be misordered or equal (their keys are within the keys' error bound), so entries in
     different runs are ordered, and unequal, as their keys say. ``compare(pivot, entries)``
     is the exact sign of ``entry - pivot``. Each run is split by the exact order against its
-    middle entry (before it, with it, after it: a stable sort keeps the key order within each
-    part); the parts before and after it are runs again, until none is left (after 64
-    rounds, a comparison sort finishes what is left).
+    pivot (before it, with it, after it: a stable sort keeps the key order within each
+    part); the parts before and after it are runs again, until none is left (after
+    :data:`ROUNDS` rounds, a comparison sort finishes what is left).
     """
     n = order.size
     brk = ~near  # brk[i]: sorted entries i and i + 1 lie in different groups (where known)
     pos, cid = _clusters(np.arange(n), near)
-    for _ in range(64):
+    for rnd in range(ROUNDS):
         if pos.size == 0:
             break
         first = np.flatnonzero(np.concatenate(([True], cid[1:] != cid[:-1])))
         size = np.diff(np.append(first, cid.size))
         el = order[pos]
-        # the middle entry of each run as its pivot: runs halve, as in a quicksort
-        s = compare(np.repeat(el[first + size // 2], size), el)
+        # a pivot per run at a scrambled place, not the middle: keys of nearly aligned
+        # points carry round-off rather than order, and the middle entry was the run's
+        # least or largest round after round (a pair (r, 3r + 1): 64 rounds ended with
+        # runs of 130, then a comparison sort took seconds). The order found is exact
+        # whichever pivots are taken.
+        at = (first * 2654435761 + rnd * 40503 + 97) % size
+        s = compare(np.repeat(el[first + at], size), el)
         o = np.lexsort((s, cid))
         order[pos] = el[o]
         s = s[o]
