@@ -30,50 +30,20 @@ def test_sample_losses_index_the_matrix():
         sample_losses(np.array([1, 2, 3], "timedelta64[D]"), [1, 2, 4]), [0, 0, 1])
 
 
-def test_dates_kept_as_objects_are_refused_against_datetime64():
-    """pandas keeps dates as objects (a column of Timestamps, ``datetime``): they never
-    equal NumPy's ``datetime64``, so every row counted as an error; such labels are refused
-    with what to do, and dates as objects on both sides compare as Python compares them."""
-    import datetime
-
-    import pandas as pd
-
-    from abstain._core.base import accuracy
+def test_zero_one_losses_is_sample_losses():
+    """``abstain.evaluation.zero_one_losses``, the default loss of ``evaluate_scores``,
+    compared labels with ``!=``: text labels against numbers, or a missing label, counted as
+    errors without a word. It is ``sample_losses``, which refuses them."""
     from abstain.evaluation import zero_one_losses
 
-    days = np.array(["2026-01-01", "2026-01-02"], "datetime64[D]")
-    stamps = np.array([pd.Timestamp("2026-01-01"), pd.Timestamp("2026-01-03")], object)
-    with_nat = np.array([pd.Timestamp("2026-01-01"), pd.NaT], object)
-    aware = np.array([pd.Timestamp("2026-01-01", tz="UTC")] * 2, object)
-    mixed = np.array([pd.Timestamp("2026-01-01", tz="UTC"), pd.Timestamp("2026-01-02")],
-                     object)
-    plain_days = np.array([datetime.date(2026, 1, 1), datetime.date(2026, 1, 2)], object)
-    for y, got, calls in ((stamps, "dates as objects", (sample_losses, zero_one_losses,
-                                                         accuracy)),
-                          (with_nat, "dates as objects", (accuracy,)),  # else: missing
-                          (aware, "dates with a time zone", (sample_losses, accuracy)),
-                          (mixed, "dates of mixed kinds", (sample_losses, accuracy)),
-                          (plain_days, "days as objects", (sample_losses, accuracy))):
-        for call in calls:
-            with pytest.raises(ValueError, match=rf"^y(_true)? must hold labels of the type "
-                               rf"that the model predicts \(dates, dtype datetime64\[D\]\); "
-                               rf"got {got}, dtype object; convert both to datetime64"):
-                call(y, days)
-    with pytest.raises(ValueError, match=r"\(dates as objects, dtype object\); got days as "
-                       "objects"):
-        sample_losses(plain_days, stamps)  # datetime.date never equals a datetime
-    with pytest.raises(ValueError, match=r"\(numbers, dtype int64\); got durations as "
-                       "objects"):
-        sample_losses(np.array([datetime.timedelta(days=1)], object), np.array([1]))
-    # the same kinds compare: objects as Python does, datetime64 among themselves
-    np.testing.assert_array_equal(sample_losses(stamps, stamps[::-1].copy()), [1, 1])
-    np.testing.assert_array_equal(sample_losses(aware, aware.copy()), [0, 0])
-    np.testing.assert_array_equal(
-        sample_losses(np.array([np.datetime64("2026-01-01")], object), days[:1]), [0])
-    np.testing.assert_array_equal(
-        sample_losses(np.array([datetime.timedelta(days=1)], object),
-                      np.array([1], "timedelta64[D]")), [0])
-    assert accuracy(np.array(["a", "b"], object), np.array(["a", "c"])) == 0.5
+    np.testing.assert_array_equal(zero_one_losses([0, 1, 2], [0, 2, 2]), [0, 1, 0])
+    np.testing.assert_array_equal(zero_one_losses(["a", "b"], np.array(["a", "c"], object)),
+                                  [0, 1])
+    with pytest.raises(ValueError, match=r"^y_true must hold labels of the type that the "
+                       r"model predicts \(numbers"):
+        zero_one_losses(["0", "1"], [0, 1])
+    with pytest.raises(ValueError, match="^y_true must not hold missing labels"):
+        zero_one_losses(np.array([0, None], object), [0, 1])
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ One message format everywhere: ``"<argument> must <condition>; got <what>."``
 
 from __future__ import annotations
 
-import datetime
 import functools
 import inspect
 import math
@@ -292,45 +291,21 @@ def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str =
     of labels (numbers, strings, dates) that never compare equal.
 
     Such labels never equal a prediction, so every comparison would count as an error.
-    Object arrays of one kind (all strings, as pandas keeps text, or all numbers) are of it;
-    dates kept as objects (``datetime``, pandas' ``Timestamp``, as a data frame's object
-    column holds them) never equal NumPy's ``datetime64``, nor dates with a time zone
-    those without one, nor days (``datetime.date``) dates with a time of day.
+    Object arrays of one kind (all strings, as pandas keeps text, or all numbers) are of it.
     """
-    got, want = _label_kind(labels), _label_kind(prediction)
-    if got is not None and want is not None and got != want:
-        pair = got + want
-        hint = ("; convert both to timedelta64" if "durations" in pair else
-                "; convert both to datetime64 (numpy.asarray(y, 'datetime64[ns]'), or "
-                "pandas.to_datetime)" if "objects" in pair or "kinds" in pair
-                or "zone" in pair else "")
-        raise ValueError(f"{name} must hold labels of the type that the model predicts "
-                         f"({want}, dtype {prediction.dtype}); got {got}, dtype "
-                         f"{labels.dtype}{hint}.")
-
-
-def _label_kind(a: NDArray[Any]) -> str | None:
-    """The kind of labels ``a`` holds, None for a kind that compares with several."""
-    if a.dtype.kind != "O":  # durations compare with integers (as counts of their unit)
-        k = a.dtype.kind
+    def kind(a: NDArray[Any]) -> str | None:
+        v = a.tolist() if a.dtype.kind == "O" else None
+        k = a.dtype.kind if v is None else "U" if all(isinstance(x, str) for x in v) else (
+            "f" if all(isinstance(x, (int, float, np.number)) and not isinstance(
+                x, (bool, np.bool_)) for x in v) else "O")
+        # durations compare with integers (as counts of their unit); dates with neither
         return ("strings" if k in "US" else "numbers" if k in "biuf"
                 else "dates" if k == "M" else None)
-    v = a.tolist()
-    if all(isinstance(x, str) for x in v):
-        return "strings"
-    if all(isinstance(x, (int, float, np.number)) and not isinstance(x, (bool, np.bool_))
-           for x in v):
-        return "numbers"
-    if all(isinstance(x, np.datetime64) for x in v):
-        return "dates"
-    if all(isinstance(x, datetime.timedelta) for x in v):  # np.timedelta64 equals them
-        return "durations as objects"
-    if not v or not all(isinstance(x, datetime.date) for x in v):
-        return None
-    kinds = {"dates with a time zone" if getattr(x, "tzinfo", None) is not None
-             else "dates as objects" if isinstance(x, datetime.datetime)
-             else "days as objects" for x in v}  # pandas' NaT is a datetime
-    return kinds.pop() if len(kinds) == 1 else "dates of mixed kinds"
+
+    got, want = kind(labels), kind(prediction)
+    if got is not None and want is not None and got != want:
+        raise ValueError(f"{name} must hold labels of the type that the model predicts "
+                         f"({want}, dtype {prediction.dtype}); got {got}, dtype {labels.dtype}.")
 
 
 def as_scores(
