@@ -489,7 +489,9 @@ def test_features_whose_squares_leave_the_float_range_are_refused(dtype, scale):
     F = (rng.normal(size=(200, 4)) + 1) * scale
     y = rng.integers(0, 3, 200)
     W, b = rng.normal(size=(3, 4)) / scale, rng.normal(size=3)
+    beside = np.column_stack([np.ones(200), F])  # a constant column besides
     for name, fit in (("KNN", lambda: KNN(k=3, normalize=False, dtype=dtype).fit(F)),
+                      ("KNN", lambda: KNN(k=3, normalize=False, dtype=dtype).fit(beside)),
                       ("Mahalanobis", lambda: Mahalanobis(dtype=dtype).fit(F, y)),
                       ("ViM", lambda: ViM(dim=2, dtype=dtype).fit(F, weight=W, bias=b))):
         with pytest.raises(ValueError, match=rf"^{name}: the features vary by at most .* so "

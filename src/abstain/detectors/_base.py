@@ -121,8 +121,8 @@ def squares_normal(C: NDArray[Any], who: str, dt: Any, also: str = "",
                    wider: Callable[[], NDArray[Any]] | None = None) -> None:
     """Refuse centred features ``C`` whose squares leave the normal range of ``dt`` with its
     digits: distances and covariances of round-off (KNN 2e-4 off at 1e-160, 0 at 1e-165).
-    ``wider``: the features before ``dt`` rounded them, whose spread counts where ``C`` is
-    all zero (given where ``dt`` made every feature 0: features below its range)."""
+    ``wider``: features before ``dt`` rounded them (those it made 0: below its range),
+    whose spread counts where ``C`` is all zero."""
     low, spread = math.sqrt(np.finfo(dt).tiny / np.finfo(dt).eps), float(np.max(np.abs(C)))
     if spread == 0.0 and wider is not None:
         W = np.asarray(wider(), dtype=np.float64)  # max - min: no round-off of a mean

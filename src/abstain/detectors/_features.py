@@ -259,8 +259,10 @@ class KNN(Detector):
                              f"got {k}.")
         self.bank_ = self._prepare(F)
         if not self.normalize:  # unit rows are far apart enough
+            zero = ~np.any(F, axis=0)  # columns all 0 in float32: maybe below its range
             squares_normal(F - F.mean(axis=0), "KNN", F.dtype, ", or use normalize=True",
-                           None if np.any(F) else lambda: as_features(X, "", np.float64))
+                           (lambda: as_features(X, "", np.float64)[:, zero]) if zero.any()
+                           else None)
         self.n_features_in_ = int(F.shape[1])
         return self
 
