@@ -71,7 +71,7 @@ def _handles_sigterm(pid: int) -> bool:
 def _default_signals() -> None:
     """In the child: SIGINT and SIGTERM as in a terminal, even when the tests run in the
     background (where SIGINT is ignored, and the command keeps it so)."""
-    for s in (signal.SIGINT, signal.SIGTERM):
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, signal.SIG_DFL)
 
 
@@ -105,7 +105,7 @@ def _interrupt(argv, folder, sig, when, watch):
 # (signal, when): 0.0 as the command's handler is installed (the library is being
 # imported), 0.6 s later (importing or reading), and as soon as a temporary appears (writing)
 APPLY_POINTS = [(signal.SIGINT, 0.0), (signal.SIGTERM, 0.0), (signal.SIGINT, 0.6),
-                (signal.SIGTERM, "write"), (signal.SIGINT, "write")]
+                (signal.SIGTERM, "write"), (signal.SIGINT, "write"), (signal.SIGHUP, "write")]
 
 
 @pytest.mark.parametrize(("sig", "when"), APPLY_POINTS,
@@ -255,6 +255,20 @@ def test_dev_stdout_gets_the_json_alone_and_the_messages_go_to_stderr(folder, ca
     piped = _cli("apply", "rule.json", "small.csv", "-o", "/dev/stdout", cwd=folder)
     assert piped.returncode == 0 and piped.stdout.splitlines()[0].endswith(",accept")
     assert len(piped.stdout.splitlines()) == 301 and "wrote /dev/stdout" in piped.stderr
+
+
+def test_dev_stderr_gets_the_output_alone_and_the_messages_go_to_stdout(folder):
+    # `abstain apply ... -o /dev/stderr 2> out.csv`: the notes of the command went into the
+    # table before it (its first line a sentence), and warnings into --json's file
+    folder.joinpath("gap.csv").write_text("risk,loss\n0.1,0\n,1\n0.9,1\n")
+    proc = _cli("apply", "rule.json", "gap.csv", "-o", "/dev/stderr", "--dropna", cwd=folder)
+    assert proc.returncode == 0 and proc.stderr.splitlines() == [
+        "risk,loss,accept", "0.1,0,1", ",1,", "0.9,1,0"]
+    assert "left the accept cell empty on 1 row(s)" in proc.stdout
+    proc = _cli("evaluate", "small.csv", "--json", "/dev/stderr", cwd=folder)
+    assert proc.returncode == 0 and json.loads(proc.stderr)["n_id"] == 300
+    assert proc.stdout.startswith("small.csv: 300 ID rows")
+    assert proc.stdout.endswith("wrote /dev/stderr\n")
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")

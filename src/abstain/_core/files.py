@@ -14,7 +14,7 @@
   of the folder that the run did not write are never touched. A file and a folder's files
   land together through :func:`atomic_path_and_files`.
 
-Temporaries are created and removed with SIGINT and SIGTERM held back until their
+Temporaries are created and removed with SIGINT, SIGTERM and SIGHUP held back until their
 clean-up is armed, so a signal turned into an exception (as the command line does) at
 any moment removes every temporary.
 Every ``OSError`` names the path the user gave and says what to do.
@@ -90,7 +90,8 @@ def os_error(path: str | os.PathLike[str], exc: OSError, doing: str = "write") -
 
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while a temporary is created and recorded, or removed.
+    """Hold SIGINT, SIGTERM and SIGHUP back while a temporary is created and recorded, or
+    removed.
 
     Python runs signal handlers in the main thread only, between bytecodes; blocking the
     signals there would not hold them back when another thread (a BLAS pool) receives
@@ -117,8 +118,9 @@ def _signals_deferred() -> Iterator[None]:
             _deliver(noted[0], previous[noted[0]])
 
 
-#: The signals that :func:`_signals_deferred` holds back.
-_HELD = (signal.SIGINT, signal.SIGTERM)
+#: The signals that :func:`_signals_deferred` holds back (those of the command line's
+#: interrupt, ``app.console.SIGNALS``).
+_HELD = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
 def _deliver(signum: int, handler: Any) -> None:
@@ -166,10 +168,12 @@ def _in_place_fd_or_none(path: str | os.PathLike[str]) -> int | None:
         return None
 
 
-def is_standard_output(path: str | os.PathLike[str]) -> bool:
-    """Whether writing ``path`` writes to this process's standard output (``/dev/stdout``,
-    ``/proc/self/fd/1``, or the file or pipe that standard output is open on)."""
-    return _in_place_fd_or_none(path) == 1
+def standard_stream(path: str | os.PathLike[str]) -> int | None:
+    """1 where writing ``path`` writes to this process's standard output (``/dev/stdout``,
+    ``/proc/self/fd/1``, or the file or pipe that standard output is open on), 2 where to
+    its standard error, else None."""
+    fd = _in_place_fd_or_none(path)
+    return fd if fd in (1, 2) else None
 
 
 def writes_in_place(path: str | os.PathLike[str]) -> bool:
@@ -290,7 +294,7 @@ def atomic_files(folder: str | os.PathLike[str],
     before ``commit()``, removes every file moved in, puts back the files they replaced
     and removes ``folder`` if this call created it and it is empty. Other files of
     ``folder`` are never touched. ``commit(then)`` also calls ``then()`` in the same step
-    (SIGINT and SIGTERM held back from the first move to its return): once it returns,
+    (SIGINT, SIGTERM and SIGHUP held back from the first move to its return): once it returns,
     nothing is taken back, so that the files and what ``then`` wrote land together.
 
     Parameters
@@ -395,8 +399,8 @@ def atomic_path_and_files(path: str | os.PathLike[str], folder: str | os.PathLik
     nothing: yield the temporary path to write; on success ``path`` and the files land
     together, on an exception (an interrupt included) neither does.
 
-    A regular ``path`` is renamed in the same step as the files are moved in, with SIGINT
-    and SIGTERM held back, so a signal lands before both or after both. A ``path``
+    A regular ``path`` is renamed in the same step as the files are moved in, with SIGINT,
+    SIGTERM and SIGHUP held back, so a signal lands before both or after both. A ``path``
     written in place (a FIFO, a device, standard output) cannot be taken back once
     written: it is written first, and the files are moved in once it is complete.
     """

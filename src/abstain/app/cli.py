@@ -41,9 +41,9 @@ from .io import (
     TableRows,
     check_not_input,
     input_file,
-    is_standard_output,
     os_error,
     read_table_rows,
+    standard_stream,
     type_columns,
     write_text,
     write_with_column,
@@ -514,17 +514,19 @@ def _main(argv: list[str]) -> int:
             if getattr(args, dest, None) == "":
                 raise _Fail(f"{flag} must name {what} to write; got an empty path ''.")
         # an output on standard output (--json /dev/stdout) gets it to itself: the command's
-        # messages go to standard error, so that the output can be piped as it is
-        outputs = [getattr(args, dest, None) for dest in _OUTPUTS]
-        to_stdout = any(p and is_standard_output(p) for p in outputs)
-        with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+        # messages go to standard error, so that the output can be piped as it is; and an
+        # output on standard error sends them to standard output
+        streams = {standard_stream(p) for dest in _OUTPUTS if (p := getattr(args, dest, None))}
+        with (contextlib.redirect_stdout(sys.stderr) if 1 in streams else
+              contextlib.redirect_stderr(sys.stdout) if 2 in streams
+              else contextlib.nullcontext()):
             return int(_COMMANDS[args.command](args))
     except BrokenPipeError:  # standard output closed by its reader: no message to give
         raise
     except OSError as exc:
         reraise_interrupt(exc)
         if exc.errno == errno.EPIPE and any(
-                p and is_standard_output(p) for p in (getattr(args, d, None) for d in _OUTPUTS)):
+                p and standard_stream(p) == 1 for p in (getattr(args, d, None) for d in _OUTPUTS)):
             raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)) from exc
         print(f"abstain {args.command}: error: {_os_message(exc)}", file=sys.stderr)
         return 1

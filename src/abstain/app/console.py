@@ -2,11 +2,12 @@
 one line, with every temporary file removed.
 
 The console script and ``python -m abstain`` enter at :func:`console`, which installs the
-handlers before the library (NumPy, SciPy) is imported. SIGINT (Ctrl-C) and SIGTERM
-(``kill``) raise :class:`Interrupted`, so that the ``finally`` clauses of the file writers
-remove their temporaries; a second signal during that clean-up is ignored. The command
-then prints ``abstain <command>: interrupted`` on standard error and exits with
-128 + the signal number: 130 for SIGINT, 143 for SIGTERM. A signal that the command was
+handlers before the library (NumPy, SciPy) is imported. SIGINT (Ctrl-C), SIGTERM
+(``kill``) and SIGHUP (a closed terminal or SSH session) raise :class:`Interrupted`, so that
+the ``finally`` clauses of the file writers remove their temporaries; a second signal
+during that clean-up is ignored. The command then prints ``abstain <command>:
+interrupted`` on standard error and exits with 128 + the signal number: 130 for SIGINT,
+143 for SIGTERM, 129 for SIGHUP. A signal that the command was
 started with ignored (``nohup``, a background job of a script) stays ignored.
 """
 
@@ -25,14 +26,15 @@ from typing import Any
 __all__ = ["Interrupted", "console", "handle_signals", "interrupted", "pending",
            "reraise_interrupt"]
 
-#: The signals turned into :class:`Interrupted`.
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The signals turned into :class:`Interrupted`: Ctrl-C, ``kill``, and the hang-up of a
+#: closed terminal or SSH session (where the system has it).
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 _received: list[int] = []
 
 
 class Interrupted(BaseException):
-    """Raised in the main thread by SIGINT or SIGTERM while the command runs.
+    """Raised in the main thread by SIGINT, SIGTERM or SIGHUP while the command runs.
 
     A ``BaseException``, as ``KeyboardInterrupt`` is: only clean-up code sees it.
     """

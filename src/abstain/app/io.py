@@ -34,9 +34,9 @@ from .._core.files import (
     atomic_files,
     atomic_path,
     atomic_path_and_files,
-    is_standard_output,
     os_error,
     save_npz,
+    standard_stream,
     write_text,
     writes_in_place,
 )
@@ -76,7 +76,7 @@ __all__ = [
     "get_column",
     "check_not_input",
     "os_error",
-    "is_standard_output",
+    "standard_stream",
     "read_chunks",
     "input_file",
 ]
