@@ -344,3 +344,52 @@ def test_a_replaced_file_keeps_its_permissions_and_a_new_one_gets_the_umasks(tmp
         assert stat.S_IMODE(os.stat(fresh).st_mode) == 0o644
     finally:
         os.umask(umask)
+
+
+def test_the_files_of_a_folder_keep_their_permissions_too(tmp_path):
+    """``atomic_files`` (a report's PNGs) gave a replaced file the umask's permissions: a
+    private 0600 figure became readable by all."""
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    (figs / "roc.png").write_bytes(b"old")
+    os.chmod(figs / "roc.png", 0o600)
+    umask = os.umask(0o022)
+    try:
+        with atomic_files(figs, {"roc.png": b"new", "pr.png": b"x"}) as commit:
+            commit()
+    finally:
+        os.umask(umask)
+    assert (figs / "roc.png").read_bytes() == b"new"
+    assert stat.S_IMODE(os.stat(figs / "roc.png").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(figs / "pr.png").st_mode) == 0o644
+
+
+def test_a_read_only_file_is_not_replaced(tmp_path, monkeypatch):
+    """A rename needs only the folder's permission, so a file its owner made read-only was
+    replaced without a word; it is refused, as ``cp`` and a shell's ``>`` refuse it (the
+    superuser, for whom every file is writable, replaces it as they do)."""
+    kept = tmp_path / "kept.csv"
+    kept.write_text("the user's")
+    os.chmod(kept, 0o444)
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: not (
+        mode & os.W_OK and not stat.S_IMODE(os.stat(p).st_mode) & 0o222))
+    with pytest.raises(OSError, match=r"^cannot write '.*kept.csv': the file is read-only; "
+                       r"make it writable \(chmod u\+w\) or write to another path\.$"):
+        with atomic_path(kept) as tmp:
+            Path(tmp).write_text("new")
+    with pytest.raises(OSError, match="the file is read-only"), atomic_files(
+            tmp_path, {"kept.csv": b"new"}) as commit:
+        commit()
+    assert kept.read_text() == "the user's" and sorted(os.listdir(tmp_path)) == ["kept.csv"]
+
+
+def test_a_temporary_of_a_long_name_stays_within_a_file_name(tmp_path):
+    """The temporary is named after the output with 15 more bytes: an output (or folder)
+    name of 242 to 255 bytes, which the system takes, was refused as too long."""
+    name = "o" * 251 + ".csv"
+    write_text(tmp_path / name, "x")
+    assert os.listdir(tmp_path) == [name]
+    folder = tmp_path / ("f" * 255)
+    with atomic_files(folder, {"a.png": b"x"}) as commit:
+        commit()
+    assert os.listdir(folder) == ["a.png"]

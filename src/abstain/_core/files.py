@@ -220,13 +220,15 @@ def _staged(path: str | os.PathLike[str]) -> Iterator[tuple[str, Callable[[], No
     target = p
     if fd_target is None and p.is_symlink():
         target = Path(os.path.realpath(p))
+    if fd_target is None:
+        _check_writable(target, p)
     tmp: str | None = None
     try:
         try:
             with _signals_deferred():
                 if fd_target is None:
-                    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                               dir=target.parent)
+                    fd, tmp = tempfile.mkstemp(prefix=f".{_short(target.name)}.",
+                                               suffix=".tmp", dir=target.parent)
                 else:
                     fd, tmp = tempfile.mkstemp(prefix="abstain-", suffix=".tmp")
                 os.close(fd)
@@ -249,6 +251,23 @@ def _staged(path: str | os.PathLike[str]) -> Iterator[tuple[str, Callable[[], No
         with _signals_deferred():
             if tmp is not None and os.path.lexists(tmp):
                 os.unlink(tmp)
+
+
+def _check_writable(target: Path, shown: Path) -> None:
+    """Refuse to replace a regular file that its owner made read-only (``chmod a-w``): a
+    rename needs only the folder's permission, so it would be lost without a word."""
+    if target.is_file() and not target.is_symlink() and not os.access(target, os.W_OK):
+        out = OSError(f"cannot write {os.fspath(shown)!r}: the file is read-only; make it "
+                      "writable (chmod u+w) or write to another path.")
+        out.errno = errno.EACCES
+        raise out
+
+
+def _short(name: str, room: int = 240) -> str:
+    """``name`` cut to at most ``room`` bytes, so that a temporary named after it (15 bytes
+    more) stays within the 255 bytes of a file name."""
+    raw = os.fsencode(name)
+    return name if len(raw) <= room else os.fsdecode(raw[:room])
 
 
 def _mode_of(target: Path) -> int:
@@ -337,18 +356,19 @@ def atomic_files(folder: str | os.PathLike[str],
             if os.path.lexists(dest) and not (dest.is_symlink() or dest.is_file()):
                 code = errno.EISDIR if dest.is_dir() else errno.EEXIST
                 raise os_error(dest, OSError(code, os.strerror(code)))
+            _check_writable(dest, dest)
         try:
             with _signals_deferred():
-                stage = tempfile.mkdtemp(prefix=f".{base.name or 'out'}.", suffix=".tmp",
-                                         dir=base)
+                stage = tempfile.mkdtemp(prefix=f".{_short(base.name or 'out')}.",
+                                         suffix=".tmp", dir=base)
             os.mkdir(os.path.join(stage, "new"))
             os.mkdir(os.path.join(stage, "old"))
-            mode = 0o666 & ~_umask()
             for name, content in files.items():
                 with _signals_deferred():
                     fd = os.open(os.path.join(stage, "new", name), os.O_WRONLY | os.O_CREAT |
-                                 os.O_EXCL, mode)
+                                 os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as fh:
+                    os.fchmod(fh.fileno(), _mode_of(base / name))  # a replaced file's own
                     fh.write(content)
         except OSError as exc:
             raise os_error(base, exc) from None
