@@ -78,6 +78,29 @@ def test_a_file_whose_name_holds_glob_characters_is_that_file(tmp_path):
     assert ranked != _evaluate(tmp_path / "run1.csv", tmp_path, "--score", "risk")
 
 
+def test_an_output_that_would_become_a_part_of_its_source_is_refused(write_parts, tmp_path,
+                                                                      capsys):
+    """``fit parts -o parts/rule.csv`` wrote a table-named file among the parts, and the next
+    read of ``parts`` failed on it; outputs a directory or glob would read are refused."""
+    folder = write_parts(_columns(n=200), tmp_path / "parts", formats=("csv",))
+    before = sorted(p.name for p in folder.iterdir())
+    for argv, out in ((["fit", str(folder), "--target-coverage", "0.7", "-o"], "rule.csv"),
+                      (["evaluate", str(folder), "--json"], "m.pq"),
+                      (["report", str(folder), "-o"], "r.tsv"),
+                      (["fit", str(folder / "*.csv"), "--target-coverage", "0.7", "-o"],
+                       "x.csv")):
+        code = main([*argv, str(folder / out), "--score", "msp", "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 1 and "would be read as a part of the source" in err, err
+    assert sorted(p.name for p in folder.iterdir()) == before
+    # a rule beside the parts that no read takes (JSON), or in a folder named _*, is written
+    for out in ("rule.json", "_rules/rule.csv"):
+        (folder / out).parent.mkdir(exist_ok=True)
+        assert main(["fit", str(folder), "--target-coverage", "0.7", "--score", "msp", "-o",
+                     str(folder / out), "--quiet"]) == 0
+    assert main(["evaluate", str(folder), "--quiet"]) == 0
+
+
 def test_the_dask_engine_gives_the_same_metrics(write_parts, tmp_path):
     pytest.importorskip("distributed")
     cols = _columns(n=800)

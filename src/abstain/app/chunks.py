@@ -10,6 +10,7 @@ scores, not by the number of rows.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import glob
 import logging
 import os
@@ -114,6 +115,26 @@ def is_glob(source: str) -> bool:
     """Whether ``source`` is read as a glob: it holds ``*``, ``?`` or ``[`` and names no
     existing file or directory (``run[1].csv`` that exists is that file, not ``run1.csv``)."""
     return any(c in source for c in "*?[") and not os.path.lexists(source)
+
+
+def check_not_a_part(output: str | None, source: str) -> None:
+    """Raise ``ValueError`` when ``output`` would be read as a part of the directory or glob
+    ``source`` the next time it is read: a table under the directory (not in a ``.``/``_``
+    folder), or a path that the glob matches."""
+    if not output:
+        return
+    out, p = os.path.abspath(output), Path(source)
+    if p.is_dir():
+        rel = os.path.relpath(out, os.path.abspath(p))
+        kinds = [x.lower() for x in Path(out).suffixes]
+        inside = not rel.startswith(os.pardir) and not any(
+            q.startswith((".", "_")) for q in Path(rel).parts)
+        if not (inside and (kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds))):
+            return
+    elif not (is_glob(source) and fnmatch.fnmatchcase(out, os.path.abspath(source))):
+        return
+    raise ValueError(f"output {output!r} would be read as a part of the source {source!r} "
+                     "the next time it is read; write it outside the source.")
 
 
 def part_files(source: str) -> list[Path]:

@@ -24,7 +24,7 @@ import numpy as np
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
 from ..metrics import AUTO_EXACT_ROWS
-from .chunks import MAX_PAIRS, Summary, is_glob, part_files, summarise
+from .chunks import MAX_PAIRS, Summary, check_not_a_part, is_glob, part_files, summarise
 from .console import (
     Interrupted,
     console,
@@ -315,6 +315,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                         "keeps only score tables.")
         if args.json:
             check_not_input(args.json, part_files(args.file))
+            check_not_a_part(args.json, args.file)
         data: TableData | Summary = _summary(args)
         ev = evaluate(data, coverages=args.coverage, tpr=args.tpr, fpr=args.fpr,
                       search=args.search)
@@ -340,6 +341,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _fit(args: argparse.Namespace) -> int:
     chunked = _chunked(args)
     check_not_input(args.output, part_files(args.file) if chunked else [args.file])
+    if chunked:
+        check_not_a_part(args.output, args.file)
     data: TableData | Summary = _summary(args) if chunked else _load(args)
     targets = {t.name: getattr(args, t.name) for t in rule_options()}
     rule = fit_rule(data, random_state=args.random_state, options=True, **targets)
@@ -421,6 +424,8 @@ def _report(args: argparse.Namespace) -> int:
     # every file read: the page and the PNGs must overwrite none of them
     protected = [*inputs, *([args.rule] if args.rule else [])]
     check_not_input(args.output, protected)
+    if chunked:
+        check_not_a_part(args.output, args.file)
     if Path(args.output).name.lower() in (".html", ".htm"):  # Path(".html").suffix is ""
         raise _Fail(f"-o must name a file before its extension; got {args.output!r} (write "
                     f"e.g. 'report.html').")
