@@ -73,6 +73,12 @@ def test_zero_one_losses_is_sample_losses():
          r"^y_true must hold labels of the type that the model predicts \(strings"),
         (lambda: sample_losses(np.array([0, np.float32("nan")], object), [0, 1]),
          "^y_true must not hold missing labels"),
+        # bytes never equal text (NumPy's b"a" != "a"), kept as such or as objects
+        (lambda: sample_losses(np.array([b"a", b"b"]), ["a", "b"]),
+         r"^y_true must hold labels of the type that the model predicts \(strings, dtype "
+         r"<U1\); got bytes, dtype \|S1\.$"),
+        (lambda: sample_losses(np.array(["a"], object), np.array([b"a"], object)),
+         r"^y_true must hold labels of the type that the model predicts \(bytes"),
         (lambda: sample_losses(np.array(["2026-01-01"], "datetime64[D]"), ["2026-01-01"]),
          r"^y_true must hold labels of the type that the model predicts \(strings, dtype "
          r"<U10\); got dates"),

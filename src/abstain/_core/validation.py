@@ -288,18 +288,20 @@ def as_labels(values: Any, name: str = "y") -> NDArray[Any]:
 
 def check_label_type(labels: NDArray[Any], prediction: NDArray[Any], name: str = "y") -> None:
     """Raise when ``labels`` are strings and ``prediction`` numbers, or any other two kinds
-    of labels (numbers, strings, dates) that never compare equal.
+    of labels (numbers, strings, bytes, dates) that never compare equal.
 
     Such labels never equal a prediction, so every comparison would count as an error.
-    Object arrays of one kind (all strings, as pandas keeps text, or all numbers) are of it.
+    Object arrays of one kind (all strings, as pandas keeps text, all bytes, or all numbers)
+    are of it.
     """
     def kind(a: NDArray[Any]) -> str | None:
         v = a.tolist() if a.dtype.kind == "O" else None
         k = a.dtype.kind if v is None else "U" if all(isinstance(x, str) for x in v) else (
-            "f" if all(isinstance(x, (int, float, np.number)) and not isinstance(
-                x, (bool, np.bool_)) for x in v) else "O")
+            "S" if all(isinstance(x, bytes) for x in v) else "f" if all(
+                isinstance(x, (int, float, np.number)) and not isinstance(x, (bool, np.bool_))
+                for x in v) else "O")
         # durations compare with integers (as counts of their unit); dates with neither
-        return ("strings" if k in "US" else "numbers" if k in "biuf"
+        return ("strings" if k == "U" else "bytes" if k == "S" else "numbers" if k in "biuf"
                 else "dates" if k == "M" else None)
 
     got, want = kind(labels), kind(prediction)
