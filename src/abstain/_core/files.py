@@ -368,8 +368,9 @@ def atomic_files(folder: str | os.PathLike[str],
                     fd = os.open(os.path.join(stage, "new", name), os.O_WRONLY | os.O_CREAT |
                                  os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as fh:
-                    os.fchmod(fh.fileno(), _mode_of(base / name))  # a replaced file's own
                     fh.write(content)
+                # the permissions of the file it replaces, else the umask's
+                os.chmod(os.path.join(stage, "new", name), _mode_of(base / name))
         except OSError as exc:
             raise os_error(base, exc) from None
 
