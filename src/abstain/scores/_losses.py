@@ -141,7 +141,7 @@ def _none_missing(y: NDArray[Any]) -> bool:
     one label at a time). A vectorised pass: 0.04 s on a million labels, where the loop
     that counts took 0.65 s."""
     try:
-        return not (np.any(np.equal(y, None)) or np.any(y != y))
+        return not (np.any(np.equal(y, np.array(None, dtype=object))) or np.any(y != y))
     except (TypeError, ValueError):  # NA's truth value, labels that are arrays
         return False
 
