@@ -385,11 +385,50 @@ def test_a_read_only_file_is_not_replaced(tmp_path, monkeypatch):
 
 def test_a_temporary_of_a_long_name_stays_within_a_file_name(tmp_path):
     """The temporary is named after the output with 15 more bytes: an output (or folder)
-    name of 242 to 255 bytes, which the system takes, was refused as too long."""
+    name of 242 to 255 bytes, which the system takes, was refused as too long. The name is
+    cut a character at a time (a 4-byte character at the cut stays whole or goes)."""
+    for name in ("o" * 251 + ".csv", "a" * 238 + "\U0001F600" * 3 + ".csv"):
+        write_text(tmp_path / name, "x")
+        assert os.listdir(tmp_path) == [name]
+        os.unlink(tmp_path / name)
     name = "o" * 251 + ".csv"
-    write_text(tmp_path / name, "x")
-    assert os.listdir(tmp_path) == [name]
     folder = tmp_path / ("f" * 255)
     with atomic_files(folder, {"a.png": b"x"}) as commit:
         commit()
     assert os.listdir(folder) == ["a.png"]
+
+
+def test_a_file_that_may_be_written_by_its_mode_is_not_refused(tmp_path, monkeypatch):
+    """Only a file with no write permission for anyone counts as made read-only: a writable
+    file that this user may not write (a read-only disk, another user's file) is left to
+    the write itself, whose error gives the system's reason."""
+    out = tmp_path / "out.csv"
+    out.write_text("old")
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False)
+    write_text(out, "new")
+    assert out.read_text() == "new"
+
+
+@posix_only
+def test_an_ignored_signal_held_back_never_hides_another():
+    """Under nohup SIGHUP is ignored: noted first while signals were held back, it was the
+    one handed on (to be ignored), and a SIGTERM noted after it was lost."""
+    from abstain._core.files import _signals_deferred
+
+    class Stop(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stop
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGHUP, signal.SIGTERM)}
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(Stop), _signals_deferred():
+            os.kill(os.getpid(), signal.SIGHUP)
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)

@@ -4,6 +4,8 @@ same metrics and rules as the whole file, and a clear line for every bad part.""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -99,6 +101,45 @@ def test_an_output_that_would_become_a_part_of_its_source_is_refused(write_parts
         assert main(["fit", str(folder), "--target-coverage", "0.7", "--score", "msp", "-o",
                      str(folder / out), "--quiet"]) == 0
     assert main(["evaluate", str(folder), "--quiet"]) == 0
+
+
+def test_check_not_a_part_refuses_what_the_next_read_takes_and_only_that(tmp_path,
+                                                                         monkeypatch):
+    """Each output is refused exactly when ``part_files`` of the source, read after it is
+    written, lists it or fails on it: links to the source and from it, ``..`` after a link,
+    ``**`` matching no folder, ``*`` within one folder, hidden names."""
+    from abstain.app.chunks import check_not_a_part
+
+    monkeypatch.chdir(tmp_path)
+    for folder in ("parts/sub", "parts2", "runs"):
+        os.makedirs(folder)
+    for part in ("parts/p0.csv", "runs/r0.csv"):
+        Path(part).write_text("loss,score\n0,1\n")
+    os.symlink("parts", "alias")
+    os.symlink("parts/sub", "deep")
+    cases = [("parts", "parts/rule.csv", True), ("parts", "parts2/rule.csv", False),
+             ("parts", "parts/RULE.CSV", True), ("parts", "parts/_x/rule.csv", False),
+             ("parts", "parts/rule.json", False), ("alias", "parts/rule.csv", True),
+             ("parts", "alias/rule.csv", True), ("parts", "deep/../rule.csv", True),
+             ("parts/**/*.csv", "parts/rule.csv", True), ("**/*.csv", "rule.csv", True),
+             ("runs/**/*", "runs/rule.json", True), ("parts/*.csv", "parts/sub/r.csv", False),
+             ("parts/*.csv", "parts/.rule.csv", False), ("parts/*", "parts/rule.json", True),
+             ("parts/**/*.csv", "parts/sub/rule.csv", True), ("alias/*.csv", "parts/r.csv", True)]
+    for source, output, refused in cases:
+        real = os.path.realpath(output)
+        Path(real).parent.mkdir(exist_ok=True)
+        Path(real).write_text("{}\n")
+        try:
+            read = any(os.path.samefile(f, real) for f in part_files(source))
+        except ValueError:  # the next read fails on it
+            read = True
+        os.unlink(real)
+        assert read == refused, (source, output)
+        if refused:
+            with pytest.raises(ValueError, match="would be read as a part of the source"):
+                check_not_a_part(output, source)
+        else:
+            check_not_a_part(output, source)
 
 
 def test_the_dask_engine_gives_the_same_metrics(write_parts, tmp_path):

@@ -108,8 +108,9 @@ def _signals_deferred() -> Iterator[None]:
 
     previous: dict[int, Any] = {}
     try:
-        for s in _HELD:
-            previous[s] = signal.signal(s, note)
+        for s in _HELD:  # one ignored (SIGHUP under nohup) stays so, and never hides another
+            if signal.getsignal(s) is not signal.SIG_IGN:
+                previous[s] = signal.signal(s, note)
         yield
     finally:
         for signum, handler in previous.items():
@@ -254,9 +255,16 @@ def _staged(path: str | os.PathLike[str]) -> Iterator[tuple[str, Callable[[], No
 
 
 def _check_writable(target: Path, shown: Path) -> None:
-    """Refuse to replace a regular file that its owner made read-only (``chmod a-w``): a
-    rename needs only the folder's permission, so it would be lost without a word."""
-    if target.is_file() and not target.is_symlink() and not os.access(target, os.W_OK):
+    """Refuse to replace a regular file that its owner made read-only (``chmod a-w``: no
+    write permission for anyone) where this user may not write it: a rename needs only the
+    folder's permission, so it would be lost without a word. (A file on a read-only disk
+    fails as it is written, with the system's reason.)"""
+    try:
+        st = os.lstat(target)
+    except OSError:
+        return
+    if (stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222
+            and not os.access(target, os.W_OK)):
         out = OSError(f"cannot write {os.fspath(shown)!r}: the file is read-only; make it "
                       "writable (chmod u+w) or write to another path.")
         out.errno = errno.EACCES
@@ -264,10 +272,11 @@ def _check_writable(target: Path, shown: Path) -> None:
 
 
 def _short(name: str, room: int = 240) -> str:
-    """``name`` cut to at most ``room`` bytes, so that a temporary named after it (15 bytes
-    more) stays within the 255 bytes of a file name."""
-    raw = os.fsencode(name)
-    return name if len(raw) <= room else os.fsdecode(raw[:room])
+    """``name`` cut, a character at a time, to at most ``room`` bytes, so that a temporary
+    named after it (15 bytes more) stays within the 255 bytes of a file name."""
+    while len(os.fsencode(name)) > room:
+        name = name[:-1]
+    return name
 
 
 def _mode_of(target: Path) -> int:

@@ -120,21 +120,63 @@ def is_glob(source: str) -> bool:
 def check_not_a_part(output: str | None, source: str) -> None:
     """Raise ``ValueError`` when ``output`` would be read as a part of the directory or glob
     ``source`` the next time it is read: a table under the directory (not in a ``.``/``_``
-    folder), or a path that the glob matches."""
+    folder), or a path that the glob matches (as ``glob`` matches, ``**`` recursive), by
+    the paths as written or with their links resolved."""
     if not output:
         return
-    out, p = os.path.abspath(output), Path(source)
-    if p.is_dir():
-        rel = os.path.relpath(out, os.path.abspath(p))
-        kinds = [x.lower() for x in Path(out).suffixes]
-        inside = not rel.startswith(os.pardir) and not any(
-            q.startswith((".", "_")) for q in Path(rel).parts)
-        if not (inside and (kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds))):
+    outs = {os.path.abspath(output),  # and the folder's links resolved before its ".."
+            os.path.join(os.path.realpath(os.path.dirname(output) or os.curdir),
+                         os.path.basename(output))}
+    if os.path.isdir(source):
+        roots = {os.path.abspath(source), os.path.realpath(source)}
+        kinds = [x.lower() for x in Path(output).suffixes]
+        if not (kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds)):
             return
-    elif not (is_glob(source) and fnmatch.fnmatchcase(out, os.path.abspath(source))):
+        hit = any(_under(o, r) for o in outs for r in roots)
+    elif is_glob(source):
+        pats = {os.path.abspath(source), _resolved(source)}
+        hit = any(_glob_match(Path(o).parts, Path(q).parts) for o in outs for q in pats)
+    else:
         return
-    raise ValueError(f"output {output!r} would be read as a part of the source {source!r} "
-                     "the next time it is read; write it outside the source.")
+    if hit:
+        raise ValueError(f"output {output!r} would be read as a part of the source {source!r} "
+                         "the next time it is read; write it outside the source.")
+
+
+def _resolved(path: str) -> str:
+    """``path`` with the links of its longest leading part without glob characters (and
+    that exists) resolved."""
+    parts = Path(os.path.abspath(path)).parts
+    k = next((i for i, q in enumerate(parts) if any(c in q for c in "*?[")), len(parts))
+    head = Path(*parts[:k])
+    while not head.exists() and head != head.parent:
+        head, k = head.parent, k - 1
+    return os.path.join(os.path.realpath(head), *parts[k:])
+
+
+def _under(path: str, root: str) -> bool:
+    """Whether ``path`` lies under the folder ``root``, in no ``.`` or ``_`` folder and
+    not named so itself (a directory source skips those)."""
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:  # another drive
+        return False
+    parts = Path(rel).parts
+    return bool(parts) and parts[0] != os.pardir and not any(
+        q.startswith((".", "_")) for q in parts)
+
+
+def _glob_match(path: tuple[str, ...], pat: tuple[str, ...]) -> bool:
+    """Whether ``glob.glob(pattern, recursive=True)`` would list ``path``, by parts: ``*``
+    and ``?`` within one part, ``**`` any number of parts, and a name starting with ``.``
+    only by a part that starts with ``.``."""
+    if not pat:
+        return not path
+    if pat[0] == "**":
+        return any(_glob_match(path[i:], pat[1:]) for i in range(len(path) + 1)
+                   if not any(q.startswith(".") for q in path[:i]))
+    return bool(path) and (not path[0].startswith(".") or pat[0].startswith(".")) and (
+        fnmatch.fnmatchcase(path[0], pat[0]) and _glob_match(path[1:], pat[1:]))
 
 
 def part_files(source: str) -> list[Path]:
