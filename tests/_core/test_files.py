@@ -398,14 +398,22 @@ def test_a_temporary_of_a_long_name_stays_within_a_file_name(tmp_path):
     assert os.listdir(folder) == ["a.png"]
 
 
-def test_a_file_that_may_be_written_by_its_mode_is_not_refused(tmp_path, monkeypatch):
-    """Only a file with no write permission for anyone counts as made read-only: a writable
-    file that this user may not write (a read-only disk, another user's file) is left to
-    the write itself, whose error gives the system's reason."""
+@posix_only
+def test_another_user_s_file_is_refused_and_a_read_only_disk_left_to_the_write(tmp_path,
+                                                                              monkeypatch):
+    """A file this user may not write for another reason than its mode (another user's 0644
+    file in a shared folder) is refused too; on a read-only disk the write itself fails,
+    with the system's reason (it is not said to be the file's permissions)."""
     out = tmp_path / "out.csv"
     out.write_text("old")
     monkeypatch.setattr(os, "access", lambda p, mode, **kw: False)
-    write_text(out, "new")
+    with pytest.raises(OSError, match=r"^cannot write '.*out.csv': you may not write this "
+                       r"file \(its permissions, or another user's file\) or write to another"):
+        write_text(out, "new")
+    real = os.statvfs
+    monkeypatch.setattr(os, "statvfs", lambda p: type("V", (), {
+        "f_flag": real(p).f_flag | os.ST_RDONLY})())
+    write_text(out, "new")  # the disk is writable after all: the write is not refused first
     assert out.read_text() == "new"
 
 

@@ -255,20 +255,23 @@ def _staged(path: str | os.PathLike[str]) -> Iterator[tuple[str, Callable[[], No
 
 
 def _check_writable(target: Path, shown: Path) -> None:
-    """Refuse to replace a regular file that its owner made read-only (``chmod a-w``: no
-    write permission for anyone) where this user may not write it: a rename needs only the
-    folder's permission, so it would be lost without a word. (A file on a read-only disk
-    fails as it is written, with the system's reason.)"""
+    """Refuse to replace a regular file that this user may not write (made read-only with
+    ``chmod a-w``, or another user's): a rename needs only the folder's permission, so it
+    would be lost without a word. A file on a read-only disk is left to the write, whose
+    error gives the system's reason."""
     try:
         st = os.lstat(target)
-    except OSError:
+        if not stat.S_ISREG(st.st_mode) or os.access(target, os.W_OK) or (
+                os.statvfs(target.parent).f_flag & os.ST_RDONLY):
+            return
+    except (OSError, AttributeError):  # no statvfs (Windows): the write decides
         return
-    if (stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222
-            and not os.access(target, os.W_OK)):
-        out = OSError(f"cannot write {os.fspath(shown)!r}: the file is read-only; make it "
-                      "writable (chmod u+w) or write to another path.")
-        out.errno = errno.EACCES
-        raise out
+    why = ("the file is read-only; make it writable (chmod u+w)"
+           if st.st_uid == os.geteuid() and not st.st_mode & stat.S_IWUSR
+           else "you may not write this file (its permissions, or another user's file)")
+    out = OSError(f"cannot write {os.fspath(shown)!r}: {why} or write to another path.")
+    out.errno = errno.EACCES
+    raise out
 
 
 def _short(name: str, room: int = 240) -> str:

@@ -120,38 +120,21 @@ def is_glob(source: str) -> bool:
 def check_not_a_part(output: str | None, source: str) -> None:
     """Raise ``ValueError`` when ``output`` would be read as a part of the directory or glob
     ``source`` the next time it is read: a table under the directory (not in a ``.``/``_``
-    folder), or a path that the glob matches (as ``glob`` matches, ``**`` recursive), by
-    the paths as written or with their links resolved."""
+    folder; links resolved, as the written file is where they lead), or a file in one of the
+    folders that the glob reaches whose name it matches (as ``glob`` reads, ``**``
+    recursive)."""
     if not output:
         return
-    outs = {os.path.abspath(output),  # and the folder's links resolved before its ".."
-            os.path.join(os.path.realpath(os.path.dirname(output) or os.curdir),
-                         os.path.basename(output))}
+    parent, name = os.path.dirname(output) or os.curdir, os.path.basename(output)
     if os.path.isdir(source):
-        roots = {os.path.abspath(source), os.path.realpath(source)}
-        kinds = [x.lower() for x in Path(output).suffixes]
-        if not (kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds)):
-            return
-        hit = any(_under(o, r) for o in outs for r in roots)
-    elif is_glob(source):
-        pats = {os.path.abspath(source), _resolved(source)}
-        hit = any(_glob_match(Path(o).parts, Path(q).parts) for o in outs for q in pats)
+        kinds = [x.lower() for x in Path(name).suffixes]
+        hit = (kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds)) and _under(
+            os.path.join(os.path.realpath(parent), name), os.path.realpath(source))
     else:
-        return
+        hit = is_glob(source) and _glob_reaches(parent, name, source)
     if hit:
         raise ValueError(f"output {output!r} would be read as a part of the source {source!r} "
                          "the next time it is read; write it outside the source.")
-
-
-def _resolved(path: str) -> str:
-    """``path`` with the links of its longest leading part without glob characters (and
-    that exists) resolved."""
-    parts = Path(os.path.abspath(path)).parts
-    k = next((i for i, q in enumerate(parts) if any(c in q for c in "*?[")), len(parts))
-    head = Path(*parts[:k])
-    while not head.exists() and head != head.parent:
-        head, k = head.parent, k - 1
-    return os.path.join(os.path.realpath(head), *parts[k:])
 
 
 def _under(path: str, root: str) -> bool:
@@ -166,17 +149,25 @@ def _under(path: str, root: str) -> bool:
         q.startswith((".", "_")) for q in parts)
 
 
-def _glob_match(path: tuple[str, ...], pat: tuple[str, ...]) -> bool:
-    """Whether ``glob.glob(pattern, recursive=True)`` would list ``path``, by parts: ``*``
-    and ``?`` within one part, ``**`` any number of parts, and a name starting with ``.``
-    only by a part that starts with ``.``."""
-    if not pat:
-        return not path
-    if pat[0] == "**":
-        return any(_glob_match(path[i:], pat[1:]) for i in range(len(path) + 1)
-                   if not any(q.startswith(".") for q in path[:i]))
-    return bool(path) and (not path[0].startswith(".") or pat[0].startswith(".")) and (
-        fnmatch.fnmatchcase(path[0], pat[0]) and _glob_match(path[1:], pat[1:]))
+def _glob_reaches(parent: str, name: str, pattern: str) -> bool:
+    """Whether ``glob.glob(pattern, recursive=True)`` would list a file ``name`` in the
+    folder ``parent``: ``parent`` is (the same folder as) one that the pattern's folder part
+    lists, and ``name`` matches its last part (a trailing ``**``: any name in a folder that
+    the whole pattern lists); a name starting with ``.`` only by a part starting with
+    ``.``."""
+    if not os.path.isdir(parent):
+        return False
+    head, last = os.path.split(pattern)
+    # ("**" lists the folders below a folder, not the folder itself: "**/x.csv" reads ./x.csv)
+    folders = glob.glob(head, recursive=True) if head else [os.curdir]
+    if os.path.basename(head) == "**":
+        folders.append(os.path.dirname(head) or os.curdir)
+    if last == "**":
+        folders, last = folders + glob.glob(pattern, recursive=True), "*"
+    if not fnmatch.fnmatchcase(name, last) or (name.startswith(".") and
+                                               not last.startswith(".")):
+        return False
+    return any(os.path.isdir(d) and os.path.samefile(d, parent) for d in folders)
 
 
 def part_files(source: str) -> list[Path]:

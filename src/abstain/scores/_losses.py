@@ -142,7 +142,7 @@ def _none_missing(y: NDArray[Any]) -> bool:
     that counts took 0.65 s."""
     try:
         return not (np.any(np.equal(y, np.array(None, dtype=object))) or np.any(y != y))
-    except (TypeError, ValueError):  # NA's truth value, labels that are arrays
+    except Exception:  # NA's truth value, labels that are arrays or that compare oddly
         return False
 
 
