@@ -113,6 +113,23 @@ def test_json_round_trip():
         load_json('{"format": "x"}')
 
 
+def test_a_refit_with_other_kinds_keeps_nothing_of_the_first_and_no_global_draws():
+    """A refit with fewer kinds kept the first fit's arrays (its JSON then failed to load:
+    "fitted.means_ must be absent"); and the one-class SVMs drew their libsvm seed from
+    NumPy's global generator, moving a user's ``np.random`` stream."""
+    F, y, _, _ = _data(3)
+    det = ShiftedBaseScores(shifts=(0, 1)).fit(F, y)
+    det.set_params(kinds=("cos",)).fit(F, y)
+    fresh = ShiftedBaseScores(kinds=("cos",), shifts=(0, 1)).fit(F, y)
+    assert det.to_json() == fresh.to_json()
+    load_json(det.to_json())
+    np.random.seed(0)
+    ShiftedBaseScores(kinds=("supocsvm",), shifts=(0, 1), random_state=0).fit(F, y)
+    after = np.random.random()
+    np.random.seed(0)
+    assert after == np.random.random()
+
+
 def test_bad_input():
     F, y, Ft, Lt = _data()
     with pytest.raises(NotFittedError):

@@ -83,6 +83,16 @@ def test_double_score_errors(double_setup):
         det.scores({"logits": val["logits"], "features": val["features"][:5]})
 
 
+def test_a_refit_drops_the_selector_tuned_on_the_previous_fit(double_setup):
+    """``fit`` replaces both detectors and the scales: the selector tuned on the old scores
+    accepted everything on the new ones; the refitted object needs ``tune`` again."""
+    train, y, W, b, val, is_ood, losses = double_setup(17)
+    det = DoubleScoreDetector().fit(train, y).tune(val, is_ood, losses)
+    det.fit({"logits": train["logits"][:, :2] * 1e-12, "features": train["features"]}, y)
+    with pytest.raises(NotFittedError):
+        det.accept_proba(val)
+
+
 def test_a_file_whose_fitted_parts_are_not_its_parameters_is_refused():
     import copy
     import json

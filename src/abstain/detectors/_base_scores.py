@@ -330,6 +330,8 @@ class ShiftedBaseScores(ParamsMixin):
         if np.any(counts == 0):
             raise ValueError(f"y must use every class 0..{K - 1}; class "
                              f"{int(np.argmin(counts))} has no rows.")
+        for name in ("bank_", "means_", "whiteners_", "logdets_", "svm_"):  # a refit's kinds
+            self.__dict__.pop(name, None)
         self.kinds_ = kinds
         self.n_shifts_, self.n_classes_, self.n_features_in_ = T, K, d
         self.names_ = [f"{k}_{90 * (s % 4)}" for k in kinds for s in shifts]
@@ -393,7 +395,11 @@ class ShiftedBaseScores(ParamsMixin):
                 if cap is not None and Fk.shape[0] > int(cap):
                     Fk = Fk[np.sort(rng.choice(Fk.shape[0], int(cap), replace=False))]
                 g = svm_gamma(Fk, self.gamma)
-                model = OneClassSVM(kernel="rbf", nu=nu, gamma=g).fit(Fk)
+                model = OneClassSVM(kernel="rbf", nu=nu, gamma=g)
+                # its libsvm seed, else drawn from NumPy's global generator (the one-class
+                # fit does not use it: only the global state would change)
+                model.random_state = 0
+                model.fit(Fk)
                 row.append({"support": np.asarray(model.support_vectors_, dtype=np.float64),
                             "dual_coef": np.asarray(model.dual_coef_, np.float64).ravel(),
                             "rho": float(-model.intercept_[0]), "gamma": g})

@@ -103,6 +103,7 @@ class DoubleScoreDetector(ParamsMixin):
         reads the one it needs.
         """
         self._validate_params()
+        self.__dict__.pop("selector_", None)  # tuned on the previous fit's scores: tune again
         r = MSP() if self.misclassification is None else self.misclassification
         g = KNN() if self.ood is None else self.ood
         self.misclassification_ = copy.deepcopy(r).fit(pick_output(outputs, r.inputs), labels,
