@@ -436,13 +436,16 @@ class Sample:
         return best
 
     def pairs(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The distinct score pairs (m, 2), ascending, and their ID, OOD and loss masses (m, 3)."""
+        """The distinct score pairs (m, 2), ascending, and their ID, OOD and loss masses
+        (m, 3); pairs of rows of weight 0 alone are left out (no anchor of the exact search,
+        which would otherwise pick among equal rules by them)."""
         pts, inv = np.unique(self.s, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
         x = np.zeros((pts.shape[0], 3))
         for j, w in enumerate((self.w_id, self.w_ood, self.w_loss)):
             x[:, j] = np.bincount(inv, weights=w, minlength=pts.shape[0])
-        return pts, x
+        mass = (x[:, 0] > 0) | (x[:, 1] > 0)
+        return (pts, x) if mass.all() else (pts[mass], x[mass])
 
     def _exact(self, ratio: Constraint | None,
                slopes: tuple[float, float, float] | None) -> Found | None:
