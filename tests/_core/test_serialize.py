@@ -629,3 +629,20 @@ def test_numbers_given_as_0d_arrays_or_fractions_are_written_as_numbers():
         assert json.loads(rule.to_json())["params"]["target_risk"] == 0.5
         assert load_json(rule.to_json()).accept_proba(u).tolist() == \
             rule.accept_proba(u).tolist()
+
+
+def test_a_document_that_load_json_would_refuse_is_never_written():
+    """``set_params`` after a fit takes effect at the next fit; ``to_json`` in between
+    wrote the new parameters beside the old fitted state, a document that ``load_json``
+    refused, so a saved model could not be read back. It is refused as it is saved."""
+    rng = np.random.default_rng(0)
+    u, losses = rng.random(50), (rng.random(50) < 0.3).astype(float)
+    for model, change in ((CostBased(0.5).fit(u, losses), {"reject_cost": 0.25}),
+                          (KNN(k=5).fit(rng.normal(size=(20, 3))), {"k": 50})):
+        text = model.to_json()
+        model.set_params(**change)
+        with pytest.raises(ValueError, match=rf"^this {type(model).__name__} cannot be saved: "
+                           r"load_json would refuse its document \(.*\) If its parameters "
+                           r"changed after fit \(set_params\), fit it again"):
+            model.to_json()
+        assert load_json(text).to_json() == text  # what was saved before still loads

@@ -229,11 +229,22 @@ def _document(obj: Any, where: str = "", *, params_only: bool = False) -> dict[s
 
 
 def dumps(obj: Any, *, indent: int | None = None) -> str:
-    """The JSON document of a fitted registered object (the body of every ``to_json``).
+    """The JSON document of a fitted registered object (the body of every ``to_json``),
+    read back before it is returned, so that no document is written that
+    :func:`abstain.load_json` refuses.
 
-    Raises :class:`~abstain.NotFittedError` when a required fitted attribute is missing.
+    Raises :class:`~abstain.NotFittedError` when a required fitted attribute is missing, and
+    ``ValueError`` when the document would be refused: parameters changed after the fit
+    (``set_params``) that its fitted state no longer matches.
     """
-    return json.dumps(_document(obj), sort_keys=True, allow_nan=False, indent=indent)
+    text = json.dumps(_document(obj), sort_keys=True, allow_nan=False, indent=indent)
+    try:
+        _parse_and_load(text)
+    except ValueError as exc:
+        raise ValueError(f"this {type(obj).__name__} cannot be saved: load_json would refuse "
+                         f"its document ({exc}) If its parameters changed after fit "
+                         "(set_params), fit it again or set them back first.") from None
+    return text
 
 
 # --------------------------------------------------------------------------- reading
