@@ -3,6 +3,8 @@ a group-by elsewhere) give the table of all their rows."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -136,8 +138,13 @@ def test_totals_that_contradict_their_loss_distribution_are_refused_as_load_json
     # a loaded document with squares no losses give: refused as well
     bad = ScoreTable.from_arrays([0.1, 0.1, 0.5], [1.0, 0.0, 0.5])
     bad.sq_loss_sums = bad.sq_loss_sums * 0.0
+    from abstain._core.serialize import _document  # the document, before to_json reads it
+
     with pytest.raises(ValueError, match=r"^fitted\.sq_loss_sums must lie between"):
-        abstain.load_json(bad.to_json())
+        abstain.load_json(json.dumps(_document(bad)))
+    with pytest.raises(ValueError, match=r"cannot be saved: load_json would refuse its "
+                       r"document \(fitted\.sq_loss_sums must lie between"):
+        bad.to_json()  # and such a table is never written
 
 
 def test_a_table_without_sums_of_squares_says_so_for_a_risk_bound():
