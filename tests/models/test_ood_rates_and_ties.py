@@ -123,3 +123,18 @@ def test_rows_of_weight_zero_are_rows_dropped_in_the_exact_search(seed):
             b = clone(model).fit(s[keep], is_ood[keep], loss[keep], sample_weight=w[keep])
         assert a.to_json() == b.to_json()
         np.testing.assert_array_equal(a.accept_proba(grid), b.accept_proba(grid))
+
+
+def test_a_row_of_weight_zero_far_away_does_not_refuse_the_exact_search():
+    """The exact search refuses scores that reach 2**1020 beside subnormal ones; a row of
+    weight 0 there refused a fit that the rows without it allow."""
+    rng = np.random.default_rng(0)
+    is_ood = rng.random(40) < 0.3
+    s = np.round(rng.normal(size=(40, 2)) + 1.5 * is_ood[:, None], 1)
+    s[0] = [2.0**-1070, 1.0]
+    loss = (rng.random(40) < 0.3).astype(float)
+    without = CostBasedOOD(search="exact").fit(s, is_ood, loss)
+    far = CostBasedOOD(search="exact").fit(
+        np.vstack([s, [[1.7e308, 1.7e308]]]), np.append(is_ood, True), np.append(loss, 0.0),
+        sample_weight=np.append(np.ones(40), 0.0))
+    assert far.to_json() == without.to_json()

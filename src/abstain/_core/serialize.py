@@ -241,9 +241,10 @@ def dumps(obj: Any, *, indent: int | None = None) -> str:
     try:
         _parse_and_load(text)
     except ValueError as exc:
+        hint = (" If its parameters changed after fit (set_params), fit it again or set them "
+                "back first." if hasattr(obj, "set_params") else "")
         raise ValueError(f"this {type(obj).__name__} cannot be saved: load_json would refuse "
-                         f"its document ({exc}) If its parameters changed after fit "
-                         "(set_params), fit it again or set them back first.") from None
+                         f"its document ({exc}){hint}") from None
     return text
 
 

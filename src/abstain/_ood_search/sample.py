@@ -414,7 +414,8 @@ class Sample:
         see :func:`~abstain._ood_search.search.grid_search`.
         """
         if search == "exact" and self.s.shape[1] == 2:
-            if self.unit == 1.0 and self.s.size and float(np.max(np.abs(self.s))) >= TOP:
+            rows = self.s[(self.w_id > 0) | (self.w_ood > 0)]  # those of weight 0 are no rows
+            if self.unit == 1.0 and rows.size and float(np.max(np.abs(rows))) >= TOP:
                 # not divided by 16 (a subnormal score would be lost): the offsets between
                 # points overflow, and the directions found from them are not numbers
                 raise ValueError(
