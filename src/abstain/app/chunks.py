@@ -127,8 +127,7 @@ def check_not_a_part(output: str | None, source: str) -> None:
         return
     parent, name = os.path.dirname(output) or os.curdir, os.path.basename(output)
     if os.path.isdir(source):
-        kinds = [x.lower() for x in Path(name).suffixes]
-        hit = (kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds)) and _under(
+        hit = _named_as_table(Path(name)) and _under(
             os.path.join(os.path.realpath(parent), name), os.path.realpath(source))
     else:
         hit = is_glob(source) and _glob_reaches(parent, name, source)
@@ -145,8 +144,20 @@ def _under(path: str, root: str) -> bool:
     except ValueError:  # another drive
         return False
     parts = Path(rel).parts
-    return bool(parts) and parts[0] != os.pardir and not any(
-        q.startswith((".", "_")) for q in parts)
+    return bool(parts) and parts[0] != os.pardir and not _skipped(parts)
+
+
+def _skipped(parts: tuple[str, ...]) -> bool:
+    """Whether a directory source skips the file at the path ``parts`` (relative to it):
+    files and folders named ``.*`` or ``_*``."""
+    return any(q.startswith((".", "_")) for q in parts)
+
+
+def _named_as_table(path: Path) -> bool:
+    """Whether ``path`` is named as a table (``.csv``, ``.parquet``, ``.pq`` among its
+    suffixes, or ``.tsv`` last): a part of a directory source, or refused there."""
+    kinds = [x.lower() for x in path.suffixes]
+    return kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds)
 
 
 def _glob_reaches(parent: str, name: str, pattern: str) -> bool:
@@ -179,12 +190,10 @@ def part_files(source: str) -> list[Path]:
         # _temporary/ of attempts, whose rows a finished job holds in its parts already); a
         # part that cannot be read (a broken link, a pipe) is refused, not skipped, and so is
         # a table that is not read as it is named (part-1.csv.gz, part-2.tsv)
-        found = [f for f in p.rglob("*") if not f.is_dir() and not any(
-            q.startswith((".", "_")) for q in f.relative_to(p).parts)]
+        found = [f for f in p.rglob("*")
+                 if not f.is_dir() and not _skipped(f.relative_to(p).parts)]
         for f in found:
-            kinds = [x.lower() for x in f.suffixes]
-            if f.suffix.lower() not in _SUFFIXES and (
-                    kinds[-1:] == [".tsv"] or any(k in _SUFFIXES for k in kinds)):
+            if f.suffix.lower() not in _SUFFIXES and _named_as_table(f):
                 raise ValueError(f"{str(f)!r} in directory {source!r} is a table that is not "
                                  "read (only .csv, .parquet and .pq parts are): decompress or "
                                  "convert it, or move it out of the directory.")
