@@ -414,7 +414,7 @@ class Sample:
         see :func:`~abstain._ood_search.search.grid_search`.
         """
         if search == "exact" and self.s.shape[1] == 2:
-            rows = self.s[(self.w_id > 0) | (self.w_ood > 0)]  # those of weight 0 are no rows
+            rows = self.weighted_rows()
             if self.unit == 1.0 and rows.size and float(np.max(np.abs(rows))) >= TOP:
                 # not divided by 16 (a subnormal score would be lost): the offsets between
                 # points overflow, and the directions found from them are not numbers
@@ -435,6 +435,10 @@ class Sample:
             if best is None or better(r, False, best[0], False, linear=slopes is not None):
                 best = (r, w, thr, None)
         return best
+
+    def weighted_rows(self) -> F64:
+        """The scores of the rows of positive weight (a row of weight 0 is no row)."""
+        return self.s[(self.w_id > 0) | (self.w_ood > 0)]
 
     def pairs(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The distinct score pairs (m, 2), ascending, and their ID, OOD and loss masses

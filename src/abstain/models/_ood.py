@@ -103,13 +103,12 @@ class _OODRule(ParamsMixin):
         else:
             best, w, thr, anchor = found
             nu = best.nu
-            rows = fit.s[(fit.w_id > 0) | (fit.w_ood > 0)]  # a row of weight 0 is no row
             if nu <= 0.0 and anchor is not None:  # the next lower group, fully, exactly
-                anchor = _exact_below(rows, w, anchor)
+                anchor = _exact_below(fit.weighted_rows(), w, anchor)
                 thr, nu = ((float(core.project(anchor[None, :], w)[0]), 1.0)
                            if anchor is not None else (-math.inf, 1.0))
             elif nu <= 0.0:  # accepts only the scores below thr: the next lower group, fully
-                s = core.project(rows, w)
+                s = core.project(fit.weighted_rows(), w)
                 below = s[s < thr]
                 thr, nu = (float(below.max()), 1.0) if below.size else (-math.inf, 1.0)
             # the exact search's rule is the sign of (x - anchor) . w, decided exactly
