@@ -182,16 +182,15 @@ def csv_header(first: Record | None, p: Path) -> list[str]:
                          "must be line 1.")
     header = [h.strip() for h in first.cells]
     for j, h in enumerate(header):
-        if h in header[:j] and not h:  # each column is read by its name: two without one
+        if h not in header[:j]:
+            continue
+        if not h:  # each column is read by its name: two without one
             raise ValueError(f"{str(p)!r} has more than one column without a name (columns "
                              f"{header.index(h) + 1} and {j + 1}; trailing commas make them): "
                              "name them, or remove the empty ones, even where they are not "
                              "read.")
-        if h in header[:j]:
-            raise ValueError(
-                f"column {h!r} appears twice in the header of {str(p)!r} (columns "
-                f"{header.index(h) + 1} and {j + 1}); rename one of them."
-            )
+        raise ValueError(f"column {h!r} appears twice in the header of {str(p)!r} (columns "
+                         f"{header.index(h) + 1} and {j + 1}); rename one of them.")
     return header
 
 

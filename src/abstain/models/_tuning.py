@@ -98,8 +98,8 @@ def _shuffled_outputs(outputs: Any, rng: np.random.Generator, fields: tuple[str,
     """The shuffled rows of each field (a frame's as a frame of its columns)."""
     if fields == ("inputs",):
         return _shuffle_columns(outputs, rng, "id_outputs")
-    return {f: like_frame(pick_output(outputs, f), _shuffle_columns(
-        pick_output(outputs, f), rng, f"id_outputs.{f}")) for f in fields}
+    return {f: like_frame(x, _shuffle_columns(x, rng, f"id_outputs.{f}"))
+            for f in fields for x in (pick_output(outputs, f),)}
 
 
 @validate_params({"criterion": [Options(CRITERIA)]})
