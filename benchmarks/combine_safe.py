@@ -102,6 +102,8 @@ ALPHA, DELTA = 0.05, 0.1
 CONFIDENCE = BankDetector().confidence
 #: ``auto`` with ``subsets=False``: each statistic on every base score only.
 WHOLE = "auto, every score"
+#: ``auto`` with ``veto=False``: the paired test on each kind's mean alone decides.
+NO_VETO = "auto, no veto"
 
 
 def _bank() -> DetectorBank:
@@ -169,8 +171,20 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
     res["proxy_single"] = names[j]
     res["win_fraction"] = sel["win_fraction"]
     res["task_win_fractions"] = sel["task_win_fractions"]
+    res["task_loss_fractions"] = sel["task_loss_fractions"]
     res["far"] = float(1.0 - auto.accept(test_id).mean())
     stats["single (proxy)"] = (S_id[:, j], S_out[:, j])
+    # without the veto: the same record but for the rule, so a fit only where it vetoed
+    res["vetoed"] = _vetoed(sel)
+    free_sel = sel
+    stats[NO_VETO] = stats["auto"]
+    if res["vetoed"]:
+        free = BankDetector(_bank(), veto=False, alpha=ALPHA, delta=DELTA,
+                            random_state=seed).fit(X_out, y_idx, cal, **kw)
+        free_sel = free.combiner_.selection_
+        assert free_sel["combination_method"] == sel["combination_method"]
+        stats[NO_VETO] = (free.score(test_id), free.score(outliers))
+    res["chosen_no_veto"] = _chosen(free_sel, names)
     whole = BankDetector(_bank(), subsets=False, alpha=ALPHA, delta=DELTA,
                          random_state=seed).fit(X_out, y_idx, cal, **kw)
     sel_w = whole.combiner_.selection_
@@ -188,8 +202,9 @@ def run_case(name: str, net: Network, train: tuple, cal: dict, test_id: dict,
     res["oracle_single"] = names[int(np.argmax(singles))]
     res["verdict"] = {}
     base = stats["single (proxy)"]
-    for k in ("auto", WHOLE, *STATISTICS):
-        same = {"auto": sel, WHOLE: sel_w}.get(k, {}).get("method") == "single"
+    for k in ("auto", NO_VETO, WHOLE, *STATISTICS):
+        same = {"auto": sel, NO_VETO: free_sel, WHOLE: sel_w}.get(k, {}).get(
+            "method") == "single"
         res["verdict"][k] = versus(stats[k], base, same)
     if second is not None:  # held-out classes and the second kind, half each
         kind, other = second
@@ -222,8 +237,9 @@ def _on_kinds(train: dict, y: np.ndarray, cal: dict, test_id: dict, outliers: di
     got = (det.score(test_id), det.score(outliers))
     own = (base_scores[0][:, j], base_scores[1][:, j])
     lab = np.r_[np.zeros(len(got[0]), bool), np.ones(len(got[1]), bool)]
-    res = {"chosen": _chosen(sel, names), "proxy_single": names[j],
+    res = {"chosen": _chosen(sel, names), "proxy_single": names[j], "vetoed": _vetoed(sel),
            "win_fraction": sel["win_fraction"], "task_win_fractions": sel["task_win_fractions"],
+           "task_loss_fractions": sel["task_loss_fractions"],
            "auroc": float(auroc(lab, np.r_[got])), "single_auroc": float(auroc(lab, np.r_[own])),
            "far": float(1.0 - det.accept(test_id).mean())}
     for ref, pair in (("own", own), ("auto", base)):
@@ -233,10 +249,18 @@ def _on_kinds(train: dict, y: np.ndarray, cal: dict, test_id: dict, outliers: di
 
 def _chosen(sel: dict, names: list[str]) -> str:
     """What a selection record chose, by the base scores' names: ``vim`` or
-    ``stouffer(mls+vim)``."""
+    ``stouffer(mls+vim)``; a vetoed combination follows in brackets."""
     if sel["method"] == "single":
-        return names[sel["single"]]
+        vetoed = (f" (veto: {sel['combination_method']}"
+                  f"({'+'.join(names[c] for c in sel['combination_columns'])}))"
+                  if _vetoed(sel) else "")
+        return names[sel["single"]] + vetoed
     return f"{sel['method']}({'+'.join(names[c] for c in sel['columns'])})"
+
+
+def _vetoed(sel: dict) -> bool:
+    """Whether the veto kept the single score (the combination passed the test)."""
+    return sel["method"] == "single" and (sel["win_fraction"] or 0.0) >= CONFIDENCE
 
 
 def _per_task(train: dict, y: np.ndarray, cal: dict, test_id: dict, outliers: dict,
@@ -427,7 +451,7 @@ def _shuffled(images: np.ndarray) -> np.ndarray:
     return shuffled_columns(X, random_state=0).astype(X.dtype)
 
 
-COLUMNS = ("auto", WHOLE, "single (proxy)", "single (oracle)", *STATISTICS)
+COLUMNS = ("auto", NO_VETO, WHOLE, "single (proxy)", "single (oracle)", *STATISTICS)
 
 
 def render(raw: dict) -> str:
@@ -454,7 +478,7 @@ def render(raw: dict) -> str:
                  + " | | |")
     lines += ["", "Win / tie / loss against `single (proxy)`, per method (the same "
               "interval rule):", "", "| method | win | tie | loss |", "|---|---|---|---|"]
-    for k in ("auto", WHOLE, *STATISTICS):
+    for k in ("auto", NO_VETO, WHOLE, *STATISTICS):
         counts = tally(r["verdict"][k]["verdict"] for r in cases)
         lines.append(f"| {k} | " + " | ".join(map(str, counts)) + " |")
     both = [r for r in cases if "both" in r]
@@ -585,15 +609,18 @@ def _per_task_lines(cases: list[dict]) -> list[str]:
              f"when it wins in at least {CONFIDENCE:.0%} of the resamples of each. `each task, "
              "%`: the fraction of `auto`'s own resamples in which its best combination is "
              "above the proxy's single score on each task alone "
-             "(`selection_[\"task_win_fractions\"]`). Verdicts against the single score "
-             "the same proxies ranked best (the same interval rule).", "",
-             "| case | proxies | auto | each task, % | per_task=True | verdict |",
-             "|---|---|---|---|---|---|"]
+             "(`selection_[\"task_win_fractions\"]`), and `lost, %` below it "
+             "(`task_loss_fractions`: `auto`'s veto keeps the single score where one of them "
+             f"reaches {CONFIDENCE:.0%}). Verdicts against the single score the same proxies "
+             "ranked best (the same interval rule).", "",
+             "| case | proxies | auto | each task, % | lost, % | per_task=True | verdict |",
+             "|---|---|---|---|---|---|---|"]
     by_proxies: dict[str, dict[str, list]] = {}
     for case, proxies, q, a_auto, v in runs:
         p = q["per_task"]
-        each = " ".join(f"{100 * f:.0f}" for f in q["task_win_fractions"] or [])
-        lines.append(f"| {case} | {proxies} | {a_auto:.4f} {v['verdict']} | {each} | "
+        each, lost = (" ".join(f"{100 * f:.0f}" for f in q[k] or [])
+                      for k in ("task_win_fractions", "task_loss_fractions"))
+        lines.append(f"| {case} | {proxies} | {a_auto:.4f} {v['verdict']} | {each} | {lost} | "
                      f"{p['auroc']:.4f} | {p['verdict']['verdict']} |")
         t = by_proxies.setdefault(proxies, {"auto": [], "per_task=True": []})
         t["auto"].append((v["verdict"], a_auto))

@@ -26,6 +26,16 @@ def _rule(v: dict) -> str:
     return "win" if v["low"] > 0 else "loss" if v["high"] < 0 else "tie"
 
 
+def test_a_vetoed_choice_names_the_combination(bench):
+    sel = {"method": "single", "single": 1, "win_fraction": bench.CONFIDENCE,
+           "combination_method": "glrt", "combination_columns": [0, 2]}
+    assert bench._vetoed(sel)
+    assert bench._chosen(sel, ["a", "b", "c"]) == "b (veto: glrt(a+c))"
+    assert bench._chosen(sel | {"win_fraction": 0.5}, ["a", "b", "c"]) == "b"
+    assert bench._chosen(sel | {"method": "glrt", "columns": [0, 2]}, ["a", "b", "c"]) == (
+        "glrt(a+c)")
+
+
 def test_a_case_end_to_end(bench, monkeypatch):
     pytest.importorskip("sklearn")
     # the verdicts are combine_ood's (one rule for every combining page)
@@ -41,6 +51,9 @@ def test_a_case_end_to_end(bench, monkeypatch):
     res = bench.run_case("toy", net, (net.outputs(Xi[tr]), yi[tr]), net.outputs(Xi[ca]),
                          net.outputs(Xi[te]), net.outputs(X[ood]), 0)
     assert set(res["auroc"]) == set(bench.COLUMNS)
+    # without the veto: auto itself unless the veto kept the single score
+    assert res["vetoed"] or res["auroc"][bench.NO_VETO] == res["auroc"]["auto"]
+    assert len(res["task_loss_fractions"]) == len(res["task_win_fractions"])
     assert all(0.0 <= v <= 1.0 for v in res["auroc"].values())
     assert res["auroc"]["single (oracle)"] >= res["auroc"]["single (proxy)"]
     for k, v in res["verdict"].items():

@@ -212,12 +212,29 @@ def test_a_selection_record_that_contradicts_the_choice_is_refused():
     kept["fitted"]["method_"], kept["fitted"]["columns_"] = s["method"], s["columns"]
     with pytest.raises(ValueError, match=r"^fitted\.selection_ must keep the combination "
                                          r"exactly when its win_fraction reaches params\."
-                                         r"confidence = 0\.9; got win_fraction 0\.0"):
+                                         r"confidence = 0\.9 and no task_loss_fractions entry "
+                                         r"reaches it; got win_fraction 0\.0"):
         load_json(json.dumps(kept))
     kept["params"]["confidence"] = 1e-9  # where that combination would have been kept
     kept["fitted"]["selection_"]["win_fraction"] = 0.5
     kept["fitted"]["selection_"]["kind_win_fractions"] = [0.5]
+    kept["fitted"]["selection_"]["task_loss_fractions"] = [0.25]
+    with pytest.raises(ValueError, match=r"no task_loss_fractions entry reaches it"):
+        load_json(json.dumps(kept))  # the veto: a task lost in 25 % >= 1e-9 of resamples
+    kept["params"]["veto"] = False
     assert load_json(json.dumps(kept)).method_ == s["method"]
+    kept["params"]["veto"] = True
+    kept["fitted"]["selection_"]["task_loss_fractions"] = [0.0]
+    assert load_json(json.dumps(kept)).method_ == s["method"]
+    for field, value, why in (("task_loss_fractions", None, r"must be null exactly when "
+                               r"win_fraction is"),
+                              ("task_loss_fractions", [0.0, 0.0], r"must hold one fraction per "
+                               r"proxy task \(n_tasks=1\); got 2"),
+                              ("task_loss_fractions", [1.0], r"must not sum to more than 1")):
+        bad = json.loads(json.dumps(kept))
+        bad["fitted"]["selection_"][field] = value
+        with pytest.raises(ValueError, match=why):
+            load_json(json.dumps(bad))
 
 
 def test_load_json_refuses_a_covariance_its_z_values_and_sigma_do_not_give():

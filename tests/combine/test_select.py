@@ -60,22 +60,29 @@ def test_paired_wins_count_no_exact_tie_of_the_mean_auroc_as_a_win():
         raw = rng0.integers(0, 3, (6, 2)).astype(float)
         tasks.append(SimpleNamespace(test=_Half(raw, raw, 3), cov=None))
     share = np.array([0.5, 0.5])
-    got, _ = _paired_wins(tasks, ("single", (0,)), ("single", (1,)), None, 200,
-                          np.random.default_rng(2), share)
+    got, won, lost = _paired_wins(tasks, ("single", (0,)), ("single", (1,)), None, 200,
+                                  np.random.default_rng(2), share)
     rng = np.random.default_rng(2)
     wins = ties = 0
+    above, below = np.zeros(2), np.zeros(2)
     for _ in range(200):
         d = Fraction(0)
-        for t in tasks:
+        for i, t in enumerate(tasks):
             raw = t.test.raw
             w_in = np.bincount(rng.integers(0, 3, 3), minlength=3)
             w_out = np.bincount(rng.integers(0, 3, 3), minlength=3)
-            d += Fraction(1, 2) * (exact(raw[:3, 1], raw[3:, 1], w_in, w_out)
-                                   - exact(raw[:3, 0], raw[3:, 0], w_in, w_out))
+            gap = (exact(raw[:3, 1], raw[3:, 1], w_in, w_out)
+                   - exact(raw[:3, 0], raw[3:, 0], w_in, w_out))
+            above[i] += gap > 0
+            below[i] += gap < 0  # an exact tie on a task is neither
+            d += Fraction(1, 2) * gap
         wins += d > 0
         ties += d == 0
     assert ties > 0
     assert got == wins / 200
+    np.testing.assert_array_equal(won, above / 200)
+    np.testing.assert_array_equal(lost, below / 200)
+    assert np.all(won + lost < 1)  # the tasks tie exactly in some resamples
 
 
 def _reference(S_z, S_in, S_out, seed, n_boot, confidence=0.9):
@@ -334,7 +341,7 @@ def test_a_combination_must_win_on_every_kind_of_proxy():
     on kind "b" alone refuses it."""
     tasks = _kind_tasks(0, ([1.0, 1.0], [1.0, 0.2]))
     kw = {"n_bootstrap": 200, "subsets": False}
-    mean = select_statistic(tasks, rng=np.random.default_rng(1), **kw)
+    mean = select_statistic(tasks, rng=np.random.default_rng(1), veto=False, **kw)
     apart = select_statistic(tasks, rng=np.random.default_rng(1), kinds=["a", "b"], **kw)
     assert mean["method"] != "single" and mean["kind_win_fractions"] == [mean["win_fraction"]]
     assert apart["method"] == "single" and apart["single"] == mean["single"] == 0
@@ -350,6 +357,28 @@ def test_a_combination_must_win_on_every_kind_of_proxy():
     assert "on the 2 kinds of proxy" in comb.summary() and "too few to keep it" in comb.summary()
     assert comb.summary().endswith("; taken alone, 1 of the 2 proxy tasks show it above in "
                                    "under half of the resamples")
+
+
+def test_a_combination_that_one_task_shows_losing_is_vetoed():
+    """One kind of proxy, two tasks: the combination gains on "a" and loses on "b", and the
+    mean favours it. With the veto (the default) task "b" keeps the single score; without
+    it the mean decides. The resamples, and so every fraction, are the same."""
+    tasks = _kind_tasks(0, ([1.0, 1.0], [1.0, 0.2]))
+    kw = {"n_bootstrap": 200, "subsets": False}
+    vetoed = select_statistic(tasks, rng=np.random.default_rng(1), **kw)
+    free = ScoreCombiner(veto=False, **kw).choose(tasks, np.random.default_rng(1))
+    assert vetoed["method"] == "single" and free["method"] == vetoed["combination_method"]
+    assert {k: v for k, v in vetoed.items() if k not in ("method", "columns")} == {
+        k: v for k, v in free.items() if k not in ("method", "columns")}
+    assert vetoed["win_fraction"] >= 0.9
+    loss_a, loss_b = vetoed["task_loss_fractions"]
+    assert loss_b >= 0.9 > 0.1 > loss_a
+    comb = ScoreCombiner(**kw).fit_chosen(tasks[0][0], vetoed)
+    assert comb.method_ == "single" and comb.summary().endswith(
+        f"but proxy task 1 alone shows it below in {loss_b * 100:.10g}% of them (veto)")
+    with pytest.raises(ValueError, match=r"reaches params\.confidence = 0\.9; got "
+                                         r"win_fraction 0\.\d+ with method 'single'"):
+        load_json(comb.to_json().replace('"veto": true', '"veto": false'))
 
 
 def test_one_kind_is_the_mean_and_kinds_are_checked():
@@ -388,7 +417,7 @@ def test_each_kind_is_tested_by_its_own_paired_resamples():
         kw = {"cov": cov[np.ix_(cols, cols)]} if method == "glrt_cov" else {}
         halves.append((raw[:, record["single"]], combine(ez.transform(raw)[:, cols], method,
                                                          **kw), len(S_in) - ha))
-    want, per_task = [], [0, 0, 0]
+    want, per_task, per_loss = [], [0, 0, 0], [0, 0, 0]
     for kind in ("c", "r"):
         wins = 0
         for _ in range(n_boot):
@@ -399,13 +428,15 @@ def test_each_kind_is_tested_by_its_own_paired_resamples():
                 o = n + gen.integers(0, single.size - n, single.size - n)
                 gap = _pair_auroc(combo[i], combo[o]) - _pair_auroc(single[i], single[o])
                 per_task[t] += gap > 0.0
+                per_loss[t] += gap < 0.0
                 diff += weights[t] * gap
             wins += diff > 0.0
         want.append(wins / n_boot)
     assert record["kind_win_fractions"] == want
     assert record["win_fraction"] == min(want)
-    # each task alone, from the same resamples (a diagnostic the rule does not use)
+    # each task alone, from the same resamples (the losses decide the veto)
     assert record["task_win_fractions"] == [w / n_boot for w in per_task]
+    assert record["task_loss_fractions"] == [w / n_boot for w in per_loss]
 
 
 def test_auto_chooses_the_same_on_the_same_rows_in_another_order():
@@ -463,8 +494,8 @@ def test_weighted_tasks_count_no_exact_tie_as_a_win():
     for _ in range(2):
         raw = rng0.integers(0, 3, (6, 2)).astype(float)
         tasks.append(SimpleNamespace(test=_Half(raw, raw, 3), cov=None))
-    got, _ = _paired_wins(tasks, ("single", (0,)), ("single", (1,)), None, 200,
-                          np.random.default_rng(2), [Fraction(2, 5), Fraction(3, 5)])
+    got, _, _ = _paired_wins(tasks, ("single", (0,)), ("single", (1,)), None, 200,
+                             np.random.default_rng(2), [Fraction(2, 5), Fraction(3, 5)])
     rng = np.random.default_rng(2)
     wins = 0
     for _ in range(200):

@@ -60,7 +60,8 @@ class BankDetector(ParamsMixin):
     class) weigh the same in the choice, however many splits the classes give: half each
     with one outputs, ``1 / (k + 1)`` each with a list of ``k``. A combination is kept only
     when it beats the best single score with confidence on each kind apart (the outliers
-    to come may be of any kind); with only one kind, on it alone.
+    to come may be of any kind; with only one kind, on it alone) and, with ``veto``, no
+    proxy task (a held-out split, or one kind of outputs) shows it below with confidence.
     The choice (:class:`ScoreCombiner`'s ``auto``: the best single base score unless a
     combination beats it in at least ``confidence`` of ``n_bootstrap`` paired resamples)
     is in ``combiner_.selection_``; ``combiner_.summary()`` says it in one line. Without
@@ -81,6 +82,7 @@ class BankDetector(ParamsMixin):
     confidence : float in (0, 1), default 0.9
     n_bootstrap : int >= 1, default 500
     subsets : bool, default True
+    veto : bool, default True
         ``auto``'s test and candidates (see above and :class:`ScoreCombiner`).
     n_held_out : int >= 1, default 1
     n_proxy_splits : int >= 1, default 5
@@ -90,8 +92,9 @@ class BankDetector(ParamsMixin):
     per_task : bool, default False
         ``auto``'s paired test on every proxy task apart (each held-out split, and the
         ``outlier_outputs``) instead of on each kind: a combination is kept only when it
-        wins on every one. Measured on the benchmark of docs/combining.md, it almost never
-        loses to the single score and almost never combines.
+        wins on every one (stricter than ``veto``, which only bars a combination that
+        some task shows losing). Measured on the benchmark of docs/combining.md, it never
+        lost to the single score and almost never combines.
     random_state : None, int or numpy Generator
         Seeds the split of the calibration rows and ``auto``'s proxies and resamples, and
         every detector of the bank that has a ``random_state`` of None (a ``KNN`` with a
@@ -137,8 +140,8 @@ class BankDetector(ParamsMixin):
     def __init__(self, bank: Any = None, *, method: str = "auto", epsilon: float | None = None,
                  alpha: float = 0.05, delta: float = 0.1, z_fraction: float = 0.5,
                  confidence: float = 0.9, n_bootstrap: int = 500, subsets: bool = True,
-                 n_held_out: int = 1, n_proxy_splits: int = 5, per_task: bool = False,
-                 random_state: Any = None) -> None:
+                 veto: bool = True, n_held_out: int = 1, n_proxy_splits: int = 5,
+                 per_task: bool = False, random_state: Any = None) -> None:
         self.bank = bank
         self.method = method
         self.epsilon = epsilon
@@ -148,6 +151,7 @@ class BankDetector(ParamsMixin):
         self.confidence = confidence
         self.n_bootstrap = n_bootstrap
         self.subsets = subsets
+        self.veto = veto
         self.n_held_out = n_held_out
         self.n_proxy_splits = n_proxy_splits
         self.per_task = per_task
@@ -164,6 +168,7 @@ class BankDetector(ParamsMixin):
         "confidence": ScoreCombiner._parameter_constraints["confidence"],
         "n_bootstrap": ScoreCombiner._parameter_constraints["n_bootstrap"],
         "subsets": ScoreCombiner._parameter_constraints["subsets"],
+        "veto": ScoreCombiner._parameter_constraints["veto"],
         "n_held_out": [Interval(int, 1, None, closed="left")],
         "n_proxy_splits": [Interval(int, 1, None, closed="left")],
         "per_task": ScoreCombiner._parameter_constraints["subsets"],
@@ -217,7 +222,7 @@ class BankDetector(ParamsMixin):
         order = canonical_rows(S)[rng.permutation(n)]  # the same rows: the same split
         combiner = ScoreCombiner(method=self.method, epsilon=self.epsilon,
                                  confidence=self.confidence, n_bootstrap=self.n_bootstrap,
-                                 subsets=self.subsets)
+                                 subsets=self.subsets, veto=self.veto)
         record = None
         if auto:
             tasks = [] if y is None else self._class_tasks(train_outputs, y, weight, bias, rng)
@@ -307,7 +312,7 @@ class BankDetector(ParamsMixin):
         # the nested objects are built from these parameters, and the rows split by z_fraction
         for part, names in ((self.guarantee_, ("alpha", "delta")),
                             (self.combiner_, ("epsilon", "confidence", "n_bootstrap",
-                                              "subsets"))):
+                                              "subsets", "veto"))):
             for name in names:
                 if getattr(part, name) != getattr(self, name):
                     raise ValueError(f"params.{name} must be that of the fitted "

@@ -79,6 +79,7 @@ SELECTION = Record({
     "win_fraction": Number(0, 1, none=True),
     "kind_win_fractions": Seq(Number(0, 1), min_length=1, none=True),
     "task_win_fractions": Seq(Number(0, 1), min_length=1, none=True),
+    "task_loss_fractions": Seq(Number(0, 1), min_length=1, none=True),
     "candidates": Seq(_CANDIDATE, min_length=1)}, none=True)
 
 
@@ -133,6 +134,13 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
     subsets : bool, default True
         ``auto`` also tries each statistic on a greedy subset of the base scores; False:
         on every base score only (fewer choices made on the proxy).
+    veto : bool, default True
+        ``auto`` keeps no combination that some proxy task alone shows below the best
+        single score in at least ``confidence`` of the same paired resamples, whatever its
+        mean (with one task and ``confidence`` above 1/2, none that passes the test).
+        False: the test on the mean of each kind alone decides: more combinations kept,
+        and more of them losing to the single score on the real outliers
+        (docs/combining.md).
     random_state : None, int or numpy Generator
         Seeds ``auto``'s split of the rows and its resamples.
 
@@ -151,9 +159,10 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         single score (``single``, ``single_auroc``), the best combination
         (``combination_method``, ``combination_columns``, ``combination_auroc``),
         ``win_fraction`` (the least over the kinds of proxy), ``kind_win_fractions``
-        (one per kind), ``task_win_fractions`` (one per proxy task, from the same
-        resamples: a diagnostic, not part of the rule) and every ``candidates`` entry
-        with its AUROC on the choosing halves; :meth:`summary` says it in one line.
+        (one per kind), ``task_win_fractions`` and ``task_loss_fractions`` (one per
+        proxy task, from the same resamples: shares above and below the single score;
+        the losses decide the veto) and every ``candidates`` entry with its AUROC on the
+        choosing halves; :meth:`summary` says it in one line.
 
     Examples
     --------
@@ -181,7 +190,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
     def __init__(self, *, method: str = "auto", epsilon: float | None = None,
                  sigma: float = 1e-6, higher_is_inlier: bool = False,
                  confidence: float = 0.9, n_bootstrap: int = 500, subsets: bool = True,
-                 random_state: Any = None) -> None:
+                 veto: bool = True, random_state: Any = None) -> None:
         self.method = method
         self.epsilon = epsilon
         self.sigma = sigma
@@ -189,6 +198,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         self.confidence = confidence
         self.n_bootstrap = n_bootstrap
         self.subsets = subsets
+        self.veto = veto
         self.random_state = random_state
 
     _parameter_constraints = {
@@ -201,6 +211,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         "confidence": [Interval(float, 0, 1, closed="neither")],
         "n_bootstrap": [Interval(int, 1, None, closed="left")],
         "subsets": [Boolean()],
+        "veto": [Boolean()],
         "random_state": [RandomState()]}
 
     def _validate_params(self) -> None:
@@ -251,8 +262,8 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
                                 epsilon=self.epsilon, sigma=float(self.sigma),
                                 confidence=float(self.confidence),
                                 n_bootstrap=int(self.n_bootstrap),
-                                subsets=bool(self.subsets), rng=rng, weights=weights,
-                                kinds=kinds)
+                                subsets=bool(self.subsets), veto=bool(self.veto), rng=rng,
+                                weights=weights, kinds=kinds)
 
     def fit_chosen(self, S_train: ArrayLike, selection: dict[str, Any] | None) -> ScoreCombiner:
         """Fit the z-values on ``S_train`` for ``method``, or (``auto``) for what the
@@ -289,7 +300,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         self._check_fitted("empirical_z_")
         if self.selection_ is None:
             return f"{self.method_} of every base score ({len(self.columns_)} columns)"
-        return "auto: " + describe(self.selection_)
+        return "auto: " + describe(self.selection_, float(self.confidence))
 
     def transform(self, S: ArrayLike) -> F64:
         """Empirical z-values of ``S``: shape (n_samples, n_scores), every column."""
@@ -342,7 +353,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
                 else (sel["method"], [int(c) for c in sel["columns"]]))
         if sel is not None:
             try:
-                check_record(sel, m, float(self.confidence))
+                check_record(sel, m, float(self.confidence), bool(self.veto))
             except ValueError as exc:
                 raise ValueError(str(exc)) from None
         if (self.method_, self.columns_) != want:

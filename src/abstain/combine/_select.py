@@ -26,11 +26,16 @@ first halves choose, the second halves test.
    rotated images, say), the test is run on each kind apart (its tasks weighted as
    in the choice) and the combination must pass it on every kind: a mean over kinds can
    favour a combination that one kind of outlier shows losing, and the real outliers may
-   be of that kind. The same resamples also give the fraction won on each task alone
-   (``task_win_fractions``): a diagnostic of how the gain varies between proxy tasks.
-   Requiring the win on every task (each task a kind of its own:
-   ``BankDetector(per_task=True)``) was measured and is not the default: it avoids the few
-   losses but forgoes most wins (docs/combining.md).
+   be of that kind.
+3. **Veto** (``veto=True``, the default). The same resamples give, on each task alone,
+   the fraction where the combination is above the single score (``task_win_fractions``)
+   and the fraction where it is below (``task_loss_fractions``; an equal AUROC is
+   neither). A combination below on some task in at least ``confidence`` of the resamples
+   is not kept, whatever its mean: a task is one proxy for the real outliers, and a
+   combination that one of them shows losing with confidence can lose on the real ones
+   (the three losses of the benchmark of docs/combining.md without the veto). Requiring
+   the *win* on every task instead (each task a kind of its own:
+   ``BankDetector(per_task=True)``) forgoes most wins.
 
 The statistics of the final object are computed afresh on rows that calibrate nothing
 else, so a guarantee calibrated afterwards on its own rows still holds.
@@ -192,7 +197,7 @@ def check_kinds(kinds: Any, n_tasks: int) -> list[NDArray[np.intp]]:
 def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: bool = False,
                      epsilon: float | None = None, sigma: float = 1e-6,
                      confidence: float = 0.9, n_bootstrap: int = 500, subsets: bool = True,
-                     rng: np.random.Generator, weights: Any = None,
+                     veto: bool = True, rng: np.random.Generator, weights: Any = None,
                      kinds: Any = None) -> dict[str, Any]:
     """The choice of ``method="auto"`` on proxy ``tasks`` (see the module docstring).
 
@@ -205,10 +210,11 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
     (``combination_method``, ``combination_columns``, ``combination_auroc``; None with
     one column), ``win_fraction`` (the least over the kinds; None with one column),
     ``kind_win_fractions`` (one per kind, in order of first appearance; None with one
-    column), ``task_win_fractions`` (one per task, in task order: the fraction of the same
-    resamples where the combination is above on that task alone; a diagnostic that the
-    rule does not use; None with one column) and ``candidates`` (every candidate tried
-    with its AUROC on the choosing halves).
+    column), ``task_win_fractions`` and ``task_loss_fractions`` (one per task, in task
+    order: the fractions of the same resamples where the combination is above, and below,
+    the single score on that task alone; with ``veto``, a loss fraction at ``confidence``
+    or more keeps the single score; None with one column) and ``candidates`` (every
+    candidate tried with its AUROC on the choosing halves).
     """
     checked, m = _as_tasks(tasks)
     w = check_weights(weights, len(checked))
@@ -267,6 +273,7 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
         "columns": [best_j], "single": best_j, "single_auroc": values[("single", (best_j,))],
         "combination_method": None, "combination_columns": None, "combination_auroc": None,
         "win_fraction": None, "kind_win_fractions": None, "task_win_fractions": None,
+        "task_loss_fractions": None,
         "candidates": [{"method": meth, "columns": list(cols), "auroc": values[(meth, cols)]}
                        for meth, cols in order]}
     if not combos:
@@ -275,35 +282,46 @@ def select_statistic(tasks: list[tuple[Any, Any, Any]], *, higher_is_inlier: boo
     record.update(combination_method=best_c[0], combination_columns=list(best_c[1]),
                   combination_auroc=values[best_c])
     single = ("single", (best_j,))
-    each, per_task = [], np.zeros(len(prepared))
+    each, won, lost = [], np.zeros(len(prepared)), np.zeros(len(prepared))
     for ts in groups:
-        kind, tasks_won = _paired_wins([prepared[t] for t in ts], single, best_c, epsilon,
-                                       int(n_bootstrap), rng, [share[t] for t in ts])
+        kind, won[ts], lost[ts] = _paired_wins([prepared[t] for t in ts], single, best_c,
+                                               epsilon, int(n_bootstrap), rng,
+                                               [share[t] for t in ts])
         each.append(kind)
-        per_task[ts] = tasks_won
     wins = min(each)
     record.update(win_fraction=wins, kind_win_fractions=each,
-                  task_win_fractions=[float(v) for v in per_task])
-    if wins >= float(confidence):
+                  task_win_fractions=[float(v) for v in won],
+                  task_loss_fractions=[float(v) for v in lost])
+    if keeps(wins, record["task_loss_fractions"], float(confidence), veto):
         record.update(method=best_c[0], columns=list(best_c[1]))
     return record
+
+
+def keeps(win_fraction: float, task_loss_fractions: list[float], confidence: float,
+          veto: bool) -> bool:
+    """The rule of ``auto``: whether the best combination is kept (its least win fraction
+    over the kinds reaches ``confidence`` and, with ``veto``, no task shows it below the
+    single score in ``confidence`` of the resamples or more)."""
+    return win_fraction >= confidence and not (
+        veto and max(task_loss_fractions, default=0.0) >= confidence)
 
 
 def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
                  combo: tuple[str, tuple[int, ...]], epsilon: float | None, n_boot: int,
                  rng: np.random.Generator, share: list[Fraction],
-                 ) -> tuple[float, NDArray[np.float64]]:
+                 ) -> tuple[float, F64, F64]:
     """Fraction of paired resamples of the test halves where ``combo``'s mean AUROC
-    (weighted by ``share``) is above ``single``'s, and the fraction of the same resamples
-    where it is above on each task alone. An equal AUROC is no win: the tasks' gaps are
-    exact (differences of whole pair counts) and their weighted sum is compared in
-    fractions, where a sum of rounded gaps could leave an exact tie a little above 0."""
+    (weighted by ``share``) is above ``single``'s, and the fractions of the same resamples
+    where it is above, and below, on each task alone. An equal AUROC is neither a win nor
+    a loss: the tasks' gaps are exact (differences of whole pair counts) and their weighted
+    sum is compared in fractions, where a sum of rounded gaps could leave an exact tie a
+    little above 0."""
     groups = []
     for t in prepared:
         h = t.test
         groups.append([_groups(statistic(h, *cand, t.cov, epsilon), h.n_in)
                        for cand in (single, combo)])
-    wins, task_wins = 0, np.zeros(len(prepared))
+    wins, task_wins, task_losses = 0, np.zeros(len(prepared)), np.zeros(len(prepared))
     for _ in range(n_boot):
         diff = Fraction(0)
         for i, (t, g, part) in enumerate(zip(prepared, groups, share, strict=True)):
@@ -313,14 +331,16 @@ def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
                                 minlength=n_out).astype(np.float64)
             gap = weighted_pairs(*g[1], w_in, w_out) - weighted_pairs(*g[0], w_in, w_out)
             task_wins[i] += gap > 0.0
+            task_losses[i] += gap < 0.0
             if gap:
                 diff += part * Fraction(gap) / (n_in * n_out)
         wins += diff > 0
-    return wins / n_boot, task_wins / n_boot
+    return wins / n_boot, task_wins / n_boot, task_losses / n_boot
 
 
-def describe(record: dict[str, Any]) -> str:
-    """One line on what ``method="auto"`` chose and why."""
+def describe(record: dict[str, Any], confidence: float | None = None) -> str:
+    """One line on what ``method="auto"`` chose and why (``confidence``: the rule's, to
+    name a veto)."""
     single = f"single score {record['single']} (AUROC {record['single_auroc']:.4f})"
     if record["combination_method"] is None:
         return f"{single}: one base score, nothing to combine"
@@ -337,14 +357,19 @@ def describe(record: dict[str, Any]) -> str:
     apart = (f"; taken alone, {lost} of the {len(tasks)} proxy tasks show it above in "
              f"under half of the resamples" if lost and len(tasks) > 1 else "")
     if record["method"] == "single":
+        losses = record.get("task_loss_fractions") or []
+        if confidence is not None and record["win_fraction"] >= confidence and losses:
+            t = max(range(len(losses)), key=lambda i: (losses[i], -i))
+            return (f"{single}; the best combination, {combo}, {won}, but proxy task {t} "
+                    f"alone shows it below in {losses[t] * 100:.10g}% of them (veto)")
         return f"{single}; the best combination, {combo}, {won}, too few to keep it{apart}"
     return f"{combo}, which {won} against the {single}{apart}"
 
 
-def check_record(record: Any, n_scores: int, confidence: float | None = None) -> None:
+def check_record(record: Any, n_scores: int, confidence: float | None = None,
+                 veto: bool = True) -> None:
     """Raise unless a loaded selection record is consistent with itself (and, given the
-    ``confidence`` of its combiner, with the rule that chose: the combination is kept when
-    its win fraction reaches ``confidence``, else the best single score)."""
+    ``confidence`` and ``veto`` of its combiner, with the rule that chose: :func:`keeps`)."""
     cols = record["columns"]
     if any(not 0 <= c < n_scores for c in cols) or (
             record["method"] == "single") != (len(cols) == 1):
@@ -371,10 +396,27 @@ def check_record(record: Any, n_scores: int, confidence: float | None = None) ->
     if won is not None and kinds is not None and won != min(kinds):
         raise ValueError(f"fitted.selection_.win_fraction must be the least of "
                          f"kind_win_fractions ({plain(min(kinds))}); got {plain(won)}.")
-    if confidence is not None and won is not None and (won >= confidence) == chose_single:
+    losses = record.get("task_loss_fractions")
+    if (won is None) != (losses is None):
+        raise ValueError("fitted.selection_.task_loss_fractions must be null exactly when "
+                         "win_fraction is.")
+    for field in ("task_win_fractions", "task_loss_fractions"):
+        tasks = record.get(field)
+        if tasks is not None and len(tasks) != record["n_tasks"]:
+            raise ValueError(f"fitted.selection_.{field} must hold one fraction per proxy "
+                             f"task (n_tasks={record['n_tasks']}); got {len(tasks)}.")
+    won_each, lost_each = record.get("task_win_fractions"), record.get("task_loss_fractions")
+    if won_each is not None and lost_each is not None and any(
+            a + b > 1.0 + 1e-12 for a, b in zip(won_each, lost_each, strict=True)):
+        raise ValueError("fitted.selection_.task_win_fractions and task_loss_fractions must "
+                         "not sum to more than 1 on a task (shares of the same resamples).")
+    if confidence is not None and won is not None and keeps(
+            won, losses, confidence, veto) == chose_single:
+        rule = (" and no task_loss_fractions entry reaches it" if veto else "")
         raise ValueError(f"fitted.selection_ must keep the combination exactly when its "
-                         f"win_fraction reaches params.confidence = {plain(confidence)}; got "
-                         f"win_fraction {plain(won)} with method {record['method']!r}.")
+                         f"win_fraction reaches params.confidence = {plain(confidence)}"
+                         f"{rule}; got win_fraction {plain(won)} with method "
+                         f"{record['method']!r}.")
     tried = {(c["method"], tuple(sorted(c["columns"]))): c["auroc"]
              for c in record["candidates"]}
     named = [j for _, c in tried for j in c] + list(combo[1] or [])
@@ -400,7 +442,3 @@ def check_record(record: Any, n_scores: int, confidence: float | None = None) ->
             raise ValueError(f"fitted.selection_.{field} must be the largest AUROC of the "
                              f"{what} candidates ({plain(max(pool))}); got "
                              f"{plain(record[field])}.")
-    tasks = record.get("task_win_fractions")
-    if tasks is not None and len(tasks) != record["n_tasks"]:
-        raise ValueError(f"fitted.selection_.task_win_fractions must hold one fraction per "
-                         f"proxy task (n_tasks={record['n_tasks']}); got {len(tasks)}.")
