@@ -504,3 +504,30 @@ def test_a_copy_or_a_field_set_while_batches_are_pending_keeps_what_it_is_given(
         again.update(u[p], ls[p])
     again.max_loss = 3.0  # set while parts are pending: the merge comes first
     assert again.max_loss == 3.0 and again.n == 60
+
+
+def test_loaded_counts_that_add_up_past_int64_are_refused() -> None:
+    """2048 groups of 2**52 rows each pass the bound on one count, but their int64 total
+    wrapped to -2**63, and the AURC came out -0.4988 instead of 0.4989."""
+    g = 2048
+    table = ScoreTable.from_arrays(np.arange(g) / g, (np.arange(g) % 2).astype(float))
+    no_oracle = {"loss_values": None, "loss_counts": None, "sq_loss_sums": None}
+    doc = _edited(table, counts=[2.0**52] * g,
+                  loss_sums=np.where(np.arange(g) % 2, 2.0**52, 0.0).tolist(), **no_oracle)
+    with pytest.raises(ValueError, match=r"^fitted\.counts must add up to fewer than 2\*\*62 "
+                                         r"rows; got about 9\.22337e\+18\.$"):
+        abstain.load_json(doc)
+    pairs = abstain.PairTable.from_arrays(np.c_[np.arange(g), np.arange(g)],
+                                          np.zeros(g), is_ood=np.arange(g) % 2 == 1)
+    pdoc = json.loads(pairs.to_json())
+    for field, value in (("counts", 2.0**52), ("ood_counts", 0.0)):
+        a = np.full(g, value, "<f8")
+        pdoc["fitted"][field] = {"float64_le_base64": base64.b64encode(a.tobytes()).decode(),
+                                 "shape": [g]}
+    with pytest.raises(ValueError, match=r"^fitted\.counts must add up to fewer than 2\*\*62"):
+        abstain.load_json(json.dumps(pdoc))
+    # just below the bound: loaded, with the row count in int64
+    ok = _edited(table, counts=[2.0**52] * 1023 + [1.0] * 1025,
+                 loss_sums=np.where(np.arange(g) % 2, [2.0**52] * 1023 + [1.0] * 1025,
+                                    0.0).tolist(), **no_oracle)
+    assert abstain.load_json(ok).n == 1023 * 2**52 + 1025

@@ -66,10 +66,16 @@ def check_loss_sums(loss_sums: F64, id_counts: I64, max_loss: float,
 
 
 def whole_counts(arr: NDArray[Any], where: str, low: int) -> I64:
-    """Whole numbers >= ``low`` of a loaded array as int64."""
+    """Whole numbers >= ``low`` of a loaded array as int64, adding up to fewer than 2**62
+    (each below 2**53, so 2**53 rows or more at one score are refused, and the int64 sums
+    of the row counts, and of two such tables, never wrap)."""
     if not (np.all(arr == np.floor(arr)) and np.all(arr >= low) and np.all(arr < 2.0**53)):
         raise ValueError(f"{where} must hold whole numbers >= {low} and below 2**53; got "
                          f"other values.")
+    total = float(np.sum(arr, dtype=np.float64))
+    if total >= 2.0**62:
+        raise ValueError(f"{where} must add up to fewer than 2**62 rows; got about "
+                         f"{total:.6g}.")
     return arr.astype(np.int64)
 
 
