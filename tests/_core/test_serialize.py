@@ -341,6 +341,9 @@ HOSTILE = [
     ("unknown param", _with(["params", "evil"], 1),
      r"^params\.evil is not a parameter of BoundedAbstention; the parameters are "
      r"target_coverage, random_state\.$"),
+    ("a kind without parameters", _with(["kind"], "ScoreTable"),
+     r"^params\.\w+ is not a parameter of ScoreTable; a ScoreTable has no "
+     r"parameters\.$"),
     ("params not an object", _with(["params"], [1]),
      r"^params must be an object of parameters; got \[1\]\.$"),
     ("unknown kind", _with(["kind"], "os.system"),

@@ -320,6 +320,27 @@ def test_apply_rule_refuses_the_wrong_number_of_columns():
         apply_rule(single, prepare(T, scores=["u", "g"], need_loss=False))
 
 
+@pytest.mark.parametrize("ood_score, held", [
+    ("g", {"scores": ["u", "g", "u"]}),  # three names, one repeated: applied as two before
+    ("g", {"scores": ["u", "u"]}), ("g", {"scores": ["u"]}), (None, {"scores": ["u", "g"]}),
+    (None, {"scores": [""]})])
+def test_load_rule_refuses_column_names_that_do_not_fit_the_rule(ood_score, held):
+    import json
+
+    data = prepare(T, scores=["u"], ood_score=ood_score)
+    rule = fit_rule(data, **({"tpr": 0.8, "fpr": 0.5} if ood_score else
+                             {"target_coverage": 0.7}))
+    doc = json.loads(rule_to_json(rule, rule_columns(rule, data)))
+    assert load_rule(json.dumps(doc))[1] == ["u", "g"][: 2 if ood_score else 1]
+    doc["columns"] = held
+    k = 2 if ood_score else 1
+    with pytest.raises(ValueError, match=rf"^the rule file: columns\.scores must name the "
+                                         rf"rule's {k} score column\(s\), each once; got "
+                                         rf"{re.escape(json.dumps(held))}\. Write the rule again "
+                                         rf"with abstain fit\.$"):
+        load_rule(json.dumps(doc))
+
+
 def test_load_rule_names_what_is_not_a_rule():
     from abstain.detectors import KNN
 

@@ -336,8 +336,9 @@ def _load_document(doc: Any, where: str, ctx: Context, *, param: bool) -> Any:
     names = cls._param_names()
     for key in raw:
         if key not in names:
-            raise ValueError(f"{join_path(p_where, str(key))} is not a parameter of {kind}; the "
-                             f"parameters are {', '.join(names)}.")
+            raise ValueError(f"{join_path(p_where, str(key))} is not a parameter of {kind}; "
+                             + (f"the parameters are {', '.join(names)}." if names else
+                                f"a {kind} has no parameters."))
     # every parameter is written by to_json: one left out would silently take the
     # constructor's default beside fitted attributes computed with another value
     for name in names:

@@ -308,13 +308,21 @@ def load_rule(text_or_path: str | os.PathLike[str]) -> tuple[Rule, list[str] | N
     else:  # a path: load_json has read and validated the file
         # utf-8-sig: a byte-order mark (as load_json reads it), not part of the document
         text, where = Path(text_or_path).read_text(encoding="utf-8-sig"), str(text_or_path)
-    if _spec(rule) is None:
+    spec = _spec(rule)
+    if spec is None:
         names = list(REJECT_RULES)
         raise ValueError(
             f"{where} holds a {type(rule).__name__}, not a reject rule on score columns; "
             f"abstain apply needs one of {', '.join(names[:-1])} or {names[-1]} (written by "
             "abstain fit).")
-    cols = json.loads(text).get("columns", {}).get("scores")
+    # load_json has checked its form: {"scores": [strings]}, or none
+    held = json.loads(text).get("columns")
+    cols = None if held is None else held.get("scores")
+    k = rule.n_scores_ if spec.ood else 1
+    if cols is not None and not (len(cols) == len(set(cols)) == k and all(cols)):
+        raise ValueError(f"{where}: columns.scores must name the rule's {k} score column(s), "
+                         f"each once; got {json.dumps(held)[:200]}. Write the rule again with "
+                         "abstain fit.")
     return rule, cols
 
 
