@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from abstain._ood_search import grid, search
+from abstain._ood_search import sample as sample_module
 from abstain._ood_search.sample import Sample
 from abstain._ood_search.search import GridOrders, grid_orders, grid_weights, running_rows
 
@@ -108,3 +109,29 @@ def test_the_blocks_skipped_never_hold_the_largest_value(whole) -> None:
         got = grid._interp_max(ood, ys, starts, sizes, b)
         for g, w in zip(got, _interp_all(ood, ys, starts, sizes, b), strict=True):
             assert np.array_equal(g, w)
+
+
+def test_knots_are_made_batch_by_batch(monkeypatch) -> None:
+    """The metrics' grid knots were collected for every batch of directions before the
+    first was read: all 360 directions at once, about 6 kB per distinct pair (1.3 GB at
+    2e5 pairs). Each batch is now made when its caller reaches it."""
+    rng = np.random.default_rng(0)
+    n = 400
+    s = rng.normal(size=(n, 2))
+    ood = rng.random(n) < 0.3
+    sample = Sample(s, (~ood) * 1.0, ood * 1.0, np.zeros(n))
+    monkeypatch.setattr(sample_module, "GRID_CACHE", 0)  # nothing kept
+    monkeypatch.setattr(search, "_BATCH_ELEMS", 4 * n)  # 4 directions a batch
+    made = []
+    real = sample.grid
+
+    def counted(*args, **kwargs):
+        for item in real(*args, **kwargs):
+            made.append(item)
+            yield item
+
+    monkeypatch.setattr(sample, "grid", counted)
+    batches = grid._grid_knots(sample, 16, ("ood", "id"))
+    first = next(batches)
+    assert len(made) == 1 and first[0].size == 4
+    assert len(list(batches)) == 3 and len(made) == 4

@@ -7,6 +7,7 @@ the least FPR at a TPR, from the knots of :meth:`~abstain._ood_search.sample.Sam
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 from numpy.typing import NDArray
@@ -114,13 +115,13 @@ _RUNNING = ("id", "ood", "loss", "ccr")
 
 
 def _grid_knots(sample: Sample, n_directions: int,
-                names: tuple[str, ...]) -> list[tuple[NDArray[np.intp], NDArray[np.intp],
-                                                       list[F64]]]:
+                names: tuple[str, ...]) -> Iterator[tuple[NDArray[np.intp], NDArray[np.intp],
+                                                         list[F64]]]:
     """Per batch of the grid's directions (:meth:`Sample.grid`, shared by the metrics of one
     sample): each direction's first knot and number of knots, and the knots' running
     masses ``names`` (of :data:`_RUNNING`; leading 0 included; flat, direction by
-    direction): the knots of each direction's tie groups."""
-    out = []
+    direction): the knots of each direction's tie groups. Yielded batch by batch, so that
+    only one batch's knots are held (all 360 directions' at once took about 6 kB per row)."""
     wanted = [i for i, k in enumerate(_RUNNING[:3])
               if k in names or (k in ("id", "loss") and "ccr" in names)]
     for orders, cum in sample.grid(n_directions, exact=True):
@@ -137,8 +138,7 @@ def _grid_knots(sample: Sample, n_directions: int,
         starts = np.cumsum(sizes) - sizes
         if "ccr" in names:
             knots["ccr"] = knots["id"] - knots["loss"]
-        out.append((starts, sizes, [knots[k] for k in names]))
-    return out
+        yield starts, sizes, [knots[k] for k in names]
 
 
 def envelopes_on_grid(sample: Sample, gains: tuple[str, ...], grid: F64,
