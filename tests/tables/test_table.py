@@ -531,3 +531,25 @@ def test_loaded_counts_that_add_up_past_int64_are_refused() -> None:
                  loss_sums=np.where(np.arange(g) % 2, [2.0**52] * 1023 + [1.0] * 1025,
                                     0.0).tolist(), **no_oracle)
     assert abstain.load_json(ok).n == 1023 * 2**52 + 1025
+
+
+def test_merges_and_totals_that_add_up_past_int64_are_refused() -> None:
+    """Three tables of 2**62 - 2**51 rows each merged into -1.2e18 rows and an AURC of
+    -1.49; ``from_totals`` took 2**63 rows (n = -2**63)."""
+    g = 2047
+    table = ScoreTable.from_arrays(np.arange(g) / g, (np.arange(g) % 2).astype(float))
+    big = abstain.load_json(_edited(
+        table, counts=[2.0**51] * g, loss_sums=np.where(np.arange(g) % 2, 2.0**51, 0.0).tolist(),
+        loss_values=None, loss_counts=None, sq_loss_sums=None))
+    assert big.n == g * 2**51
+    with pytest.raises(ValueError, match=r"^the rows of the merged tables must add up to fewer "
+                                         r"than 2\*\*62 rows; got about 1\.38283e\+19; merge "
+                                         r"fewer rows \(a sample of them\)\.$"):
+        ScoreTable.merge(big, big, big)
+    c = np.full(2048, 2.0**52)
+    with pytest.raises(ValueError, match=r"^counts must add up to fewer than 2\*\*62 rows"):
+        ScoreTable.from_totals(np.arange(2048.0), c, np.zeros(2048), loss_values=[0.0],
+                               loss_counts=[1])  # the counts are checked first
+    with pytest.raises(ValueError, match=r"^counts must add up to fewer than 2\*\*62 rows"):
+        abstain.PairTable.from_totals(np.c_[np.arange(2048.0), np.arange(2048.0)], c,
+                                      np.zeros(2048), np.zeros(2048), max_loss=1.0)

@@ -65,36 +65,44 @@ def check_loss_sums(loss_sums: F64, id_counts: I64, max_loss: float,
                          f"{int(id_counts[g])} ID row(s) in group {g}.")
 
 
+#: A table's rows in all stay below this many: the int64 sums of its counts, and of two
+#: such tables, never wrap (2**63 rows came out as -2**63 and an AURC of the wrong sign).
+MAX_ROWS = 2.0**62
+
+
+def check_total_rows(total: float, what: str, hint: str = "") -> None:
+    """Refuse ``total`` rows (a float64 sum of counts) of :data:`MAX_ROWS` or more."""
+    if total >= MAX_ROWS:
+        raise ValueError(f"{what} must add up to fewer than 2**62 rows; got about "
+                         f"{total:.6g}{hint}.")
+
+
 def whole_counts(arr: NDArray[Any], where: str, low: int) -> I64:
-    """Whole numbers >= ``low`` of a loaded array as int64, adding up to fewer than 2**62
-    (each below 2**53, so 2**53 rows or more at one score are refused, and the int64 sums
-    of the row counts, and of two such tables, never wrap)."""
+    """Whole numbers >= ``low`` of a loaded array as int64: each below 2**53, and fewer
+    than :data:`MAX_ROWS` in all."""
     if not (np.all(arr == np.floor(arr)) and np.all(arr >= low) and np.all(arr < 2.0**53)):
         raise ValueError(f"{where} must hold whole numbers >= {low} and below 2**53; got "
                          f"other values.")
-    total = float(np.sum(arr, dtype=np.float64))
-    if total >= 2.0**62:
-        raise ValueError(f"{where} must add up to fewer than 2**62 rows; got about "
-                         f"{total:.6g}.")
+    check_total_rows(float(np.sum(arr, dtype=np.float64)), where)
     return arr.astype(np.int64)
 
 
 def check_row_counts(parts: Iterable[NDArray[Any]], merged: NDArray[Any], what: str,
                      at: str = "at one score") -> None:
-    """Refuse tables whose rows at one score (or bin, or ``at`` one loss value of the
-    oracle's loss distribution) add up to 2**53 or more, beyond what their float64 totals
-    (and a document) hold exactly: ``parts`` the counts added up (each below 2**53),
-    ``merged`` their sums per score. Where the parts' rows reach 2**62, whose int64 sums
-    could wrap, each part's largest count is added instead, as if on one score."""
+    """Refuse tables whose rows add up to :data:`MAX_ROWS` or more, or whose rows at one
+    score (or bin, or ``at`` one loss value of the oracle's loss distribution) add up to
+    2**53 or more, beyond what their float64 totals (and a document) hold exactly:
+    ``parts`` the counts added up (each below 2**53), ``merged`` their sums per score
+    (int64, exact below :data:`MAX_ROWS`)."""
     counts = [p for p in parts if p.size]
+    check_total_rows(sum(float(p.sum(dtype=np.float64)) for p in counts), f"the rows of {what}",
+                     "; merge fewer rows (a sample of them)")
     top = sum(float(p.max()) for p in counts)
-    exact = top >= 2.0**53 and sum(float(p.sum(dtype=np.float64)) for p in counts) < 2.0**62
-    if exact:
+    if top >= 2.0**53:
         top = float(np.max(merged)) if merged.size else 0.0
     if top >= 2.0**53:
-        raise ValueError(f"{what} {'count' if exact else 'could count'} {top:.6g} rows {at}, "
-                         f"beyond the 2**53 that a table's totals hold exactly; merge fewer "
-                         f"rows (a sample of them).")
+        raise ValueError(f"{what} count {top:.6g} rows {at}, beyond the 2**53 that a table's "
+                         f"totals hold exactly; merge fewer rows (a sample of them).")
 
 
 class PendingParts:
@@ -670,6 +678,8 @@ def as_totals(values: ArrayLike, name: str, n: int, *, whole: bool = False) -> F
     if whole and np.any(arr >= 2.0**53):  # beyond, counts are not exact in float64
         raise ValueError(f"{name} must be whole numbers below 2**53; got "
                          f"{plain(arr[arr >= 2.0**53][0])}.")
+    if whole:
+        check_total_rows(float(np.sum(arr, dtype=np.float64)), name)
     return arr.astype(np.float64)
 
 
