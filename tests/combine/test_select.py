@@ -551,3 +551,16 @@ def test_the_summary_gives_win_fractions_unrounded():
     assert "won 89.5% of paired resamples, too few to keep it" in describe(record)
     record["kind_win_fractions"] = [179 / 200, 0.5]
     assert "won 89.5% and 50% of paired resamples on the 2 kinds" in describe(record)
+
+
+def test_the_summary_names_a_veto_only_where_a_task_loss_reaches_confidence():
+    from abstain.combine._select import describe
+
+    record = {"single": 0, "single_auroc": 0.586, "combination_method": "fisher",
+              "combination_columns": [0, 1, 2], "combination_auroc": 0.624,
+              "win_fraction": 0.95, "method": "single", "task_loss_fractions": [0.0, 0.92]}
+    assert describe(record, 0.9).endswith("but proxy task 1 alone shows it below in 92% of "
+                                          "them (veto)")
+    # a confidence or veto set after the fit: no loss at it, or no veto, names none
+    for confidence, veto in ((0.95, True), (0.9, False)):
+        assert "(veto)" not in describe(record, confidence, veto)

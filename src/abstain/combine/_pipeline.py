@@ -300,7 +300,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         self._check_fitted("empirical_z_")
         if self.selection_ is None:
             return f"{self.method_} of every base score ({len(self.columns_)} columns)"
-        return "auto: " + describe(self.selection_, float(self.confidence))
+        return "auto: " + describe(self.selection_, float(self.confidence), bool(self.veto))
 
     def transform(self, S: ArrayLike) -> F64:
         """Empirical z-values of ``S``: shape (n_samples, n_scores), every column."""

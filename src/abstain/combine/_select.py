@@ -338,9 +338,10 @@ def _paired_wins(prepared: list[_Task], single: tuple[str, tuple[int, ...]],
     return wins / n_boot, task_wins / n_boot, task_losses / n_boot
 
 
-def describe(record: dict[str, Any], confidence: float | None = None) -> str:
-    """One line on what ``method="auto"`` chose and why (``confidence``: the rule's, to
-    name a veto)."""
+def describe(record: dict[str, Any], confidence: float | None = None,
+             veto: bool = True) -> str:
+    """One line on what ``method="auto"`` chose and why (``confidence`` and ``veto``: the
+    rule's, to name a veto)."""
     single = f"single score {record['single']} (AUROC {record['single_auroc']:.4f})"
     if record["combination_method"] is None:
         return f"{single}: one base score, nothing to combine"
@@ -358,7 +359,8 @@ def describe(record: dict[str, Any], confidence: float | None = None) -> str:
              f"under half of the resamples" if lost and len(tasks) > 1 else "")
     if record["method"] == "single":
         losses = record.get("task_loss_fractions") or []
-        if confidence is not None and record["win_fraction"] >= confidence and losses:
+        if (confidence is not None and record["win_fraction"] >= confidence and veto
+                and max(losses, default=0.0) >= confidence):
             t = max(range(len(losses)), key=lambda i: (losses[i], -i))
             return (f"{single}; the best combination, {combo}, {won}, but proxy task {t} "
                     f"alone shows it below in {losses[t] * 100:.10g}% of them (veto)")
