@@ -46,7 +46,8 @@ MAX_BOOTSTRAP = 10**6
 #: Most rows they draw over all resamples (``n_bootstrap * n``): 2**31, e.g. 2,000 resamples
 #: of a million rows; the statistic is computed on every row drawn.
 MAX_BOOTSTRAP_ROWS = 2**31
-# Rows drawn at once by bootstrap_interval: the memory of its indices stays below 32 MiB.
+# Rows drawn at once by bootstrap_interval: a batch's indices stay below 32 MiB (and one
+# stratum's draws beside them while a batch of several strata is filled).
 _BATCH_ROWS = 1 << 22
 
 
@@ -123,8 +124,17 @@ def _batches(parts: list[NDArray[np.intp]], b: int,
     step = max(1, _BATCH_ROWS // n)
     for start in range(0, b, step):
         size = min(step, b - start)
-        yield np.concatenate([rows[rng.integers(0, rows.size, size=(size, rows.size))]
-                              for rows in parts], axis=1)
+        out = np.empty((size, n), dtype=np.intp) if len(parts) > 1 else None
+        off = 0
+        for rows in parts:
+            drawn = rng.integers(0, rows.size, size=(size, rows.size))
+            rows.take(drawn, out=drawn, mode="wrap")  # in place: the draws are in range
+            if out is None:  # one stratum: its draws are the batch
+                out = drawn
+            else:
+                out[:, off : off + rows.size] = drawn
+            off += rows.size
+        yield out  # type: ignore[misc]
 
 
 @validate_params({"random_state": [RandomState()]})
@@ -198,7 +208,8 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
     ``key``) and returns a float or an array of floats (e.g. every metric of every method,
     so that their intervals come from the same resamples and differences between methods
     are paired). The resamples are drawn in batches, so the memory held by their indices
-    stays bounded (32 MiB) whatever ``n_bootstrap``; ``n_bootstrap`` is limited as in
+    stays bounded (32 MiB a batch, up to twice that while one of several strata is drawn)
+    whatever ``n_bootstrap``; ``n_bootstrap`` is limited as in
     :func:`bootstrap_indices`. With ``key`` holding every value of each row that
     ``statistic`` reads, the interval does not depend on the row order.
 
@@ -266,6 +277,7 @@ def bootstrap_interval(statistic: Callable[[NDArray[np.intp]], ArrayLike], strat
             raise ValueError(f"statistic must return the same shape for every resample; got "
                              f"shapes {sorted(shapes)}.")
         got += new
+        del batch, blocks  # not held while the next batch is drawn
     reps = np.array(got)
     low, high = _quantiles(reps, [(1 - c) / 2, (1 + c) / 2])
     return BootstrapInterval(low, high, reps, c)
