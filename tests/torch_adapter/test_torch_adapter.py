@@ -150,6 +150,35 @@ def test_extract_errors() -> None:
     assert _no_hooks(model)
 
 
+def test_extract_keeps_the_feature_layer_input_that_a_later_in_place_op_changes() -> None:
+    # the hook kept the input tensor itself: ReLU(inplace=True) as the feature layer, or after
+    # a Dropout taken as one, returned the rectified values (min 0.0 instead of -1.85)
+    torch.manual_seed(0)
+    x = torch.randn(6, 4)
+    for model, layer in ((m := torch.nn.Sequential(torch.nn.Linear(4, 5),
+                                                    torch.nn.ReLU(inplace=True),
+                                                    torch.nn.Linear(5, 3)), m[1]),
+                         (m2 := torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.Dropout(0.2),
+                                                    torch.nn.ReLU(inplace=True),
+                                                    torch.nn.Linear(5, 3)), m2[1])):
+        got = extract(model, x, feature_layer=layer).features
+        want = model[0](x).detach().double().numpy()
+        assert want.min() < 0
+        np.testing.assert_array_equal(got, want)
+
+
+def test_numpy_input_beyond_a_float16_model_is_refused_as_such() -> None:
+    # cast first, then checked: 1e5 became inf and the data were called "not finite"
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3)).half()
+    x = np.full((2, 4), 1e5)
+    with pytest.raises(ValueError, match=r"^X must lie within the range of the model's dtype "
+                                         r"torch\.float16 \(largest 65504\); got values up to "
+                                         r"100000\.$"):
+        extract(model, x)
+    with pytest.raises(ValueError, match=r"^X must be finite"):
+        extract(model, np.full((2, 4), np.nan))
+
+
 def test_extract_feature_layer_run_twice() -> None:
     shared = nn.Linear(4, 4)
 

@@ -89,6 +89,17 @@ def test_training_is_seeded_and_learns_the_shifts() -> None:
     assert np.all(np.isfinite(CSI().fit_outputs(out).score_outputs(out)))
 
 
+def test_csi_outputs_restores_each_submodule_s_own_mode() -> None:
+    # every submodule was set to the network's flag: a BatchNorm frozen in eval mode in a
+    # network in training mode came back in training mode
+    net = CSINetwork(width=4, projection_dim=8, random_state=0)
+    net.train()
+    norms = [m for m in net.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    norms[0].eval()
+    csi_outputs(net, np.zeros((3, 28, 28), np.uint8))
+    assert net.training and not norms[0].training and all(m.training for m in norms[1:])
+
+
 def test_supcsi_takes_labels_and_its_joint_head_feeds_the_base_scores() -> None:
     images, y = _images(36, 1)
     net = train_csi(images, y, epochs=2, batch_size=12, width=4, projection_dim=8)

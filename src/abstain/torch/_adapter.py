@@ -91,7 +91,16 @@ def as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") -> 
             raise ValueError(f"{name} must be a numeric array or tensor; got dtype {arr.dtype}.")
         t = from_numpy(arr)
         if t.is_floating_point():
-            t = t.to(_param_dtype(model))
+            dtype = _param_dtype(model)
+            cast = t.to(dtype)
+            # finite values beyond the model's dtype (1e5 for float16) are not the data's NaN
+            if (cast.dtype != t.dtype and not bool(torch.isfinite(cast).all())
+                    and bool(torch.isfinite(t).all())):
+                raise ValueError(
+                    f"{name} must lie within the range of the model's dtype {dtype} (largest "
+                    f"{torch.finfo(dtype).max:g}); got values up to {float(t.abs().max()):g}."
+                )
+            t = cast
     if t.ndim == 0 or t.shape[0] == 0:
         raise ValueError(
             f"{name} must hold at least one sample along its first axis; "
@@ -132,7 +141,7 @@ def _check_submodule(model: nn.Module, layer: nn.Module, name: str) -> None:
 
 
 @contextlib.contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
+def eval_mode(model: nn.Module) -> Iterator[None]:
     """Put every submodule in eval mode; restore each one's own flag afterwards."""
     modes = [(m, m.training) for m in model.modules()]
     model.eval()
@@ -239,14 +248,16 @@ def extract(
                 f"feature_layer must take a tensor as its first positional input; "
                 f"got {type(args[0]).__name__ if args else 'no positional input'}."
             )
-        captured.append(args[0].detach())
+        # a copy: an in-place op later in the forward pass (ReLU(inplace=True)) would
+        # otherwise change the captured input
+        captured.append(args[0].detach().clone())
 
     logits: NDArray[np.float64] | None = None
     features: NDArray[np.float64] | None = None
     bar = ProgressBar("extract", show=as_show(progress))
     handle = feature_layer.register_forward_pre_hook(hook)
     try:
-        with _eval_mode(model), torch.no_grad():
+        with eval_mode(model), torch.no_grad():
             for start in range(0, n, batch_size):
                 xb = t[start:start + batch_size]
                 check_finite(xb, start)
@@ -417,7 +428,7 @@ def odin_logits(
     bar = ProgressBar("odin", show=as_show(progress))
     try:
         # inference mode (Lightning's validation step) has no autograd: left for the steps
-        with _eval_mode(model), torch.inference_mode(False):
+        with eval_mode(model), torch.inference_mode(False):
             for start in range(0, n, batch_size):
                 xb = t[start:start + batch_size]
                 check_finite(xb, start)

@@ -40,7 +40,14 @@ from torch.nn import functional as F
 
 from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive, plain
-from ._adapter import check_batch_size, from_numpy, load_state, read_state_config, save_state
+from ._adapter import (
+    check_batch_size,
+    eval_mode,
+    from_numpy,
+    load_state,
+    read_state_config,
+    save_state,
+)
 from ._training import seeded
 
 __all__ = ["CSINetwork", "contrastive_loss", "csi_outputs", "load_csi", "save_csi",
@@ -397,22 +404,17 @@ def csi_outputs(net: CSINetwork, images: ArrayLike | torch.Tensor, *,
     dev = next(net.parameters()).device
     parts: dict[str, list[list[torch.Tensor]]] = {"projections": [], "features": [],
                                                    "logits": []}
-    was_training = net.training
-    net.eval()
-    try:
-        with torch.no_grad():
-            for k in turns:
-                got: dict[str, list[torch.Tensor]] = {key: [] for key in parts}
-                for start in range(0, x.shape[0], batch_size):
-                    xb = torch.rot90(x[start:start + batch_size], k, dims=(2, 3)).to(dev)
-                    f, z, logits = net(xb)
-                    got["features"].append(f.cpu())
-                    got["projections"].append(z.cpu())
-                    got["logits"].append(logits.cpu())
-                for key in parts:
-                    parts[key].append(got[key])
-    finally:
-        net.train(was_training)
+    with eval_mode(net), torch.no_grad():  # each submodule's own flag restored after
+        for k in turns:
+            got: dict[str, list[torch.Tensor]] = {key: [] for key in parts}
+            for start in range(0, x.shape[0], batch_size):
+                xb = torch.rot90(x[start:start + batch_size], k, dims=(2, 3)).to(dev)
+                f, z, logits = net(xb)
+                got["features"].append(f.cpu())
+                got["projections"].append(z.cpu())
+                got["logits"].append(logits.cpu())
+            for key in parts:
+                parts[key].append(got[key])
     return {key: np.stack([torch.cat(chunks).double().numpy() for chunks in per_shift])
             for key, per_shift in parts.items()}
 
