@@ -121,7 +121,7 @@ def _grid_knots(sample: Sample, n_directions: int,
     sample): each direction's first knot and number of knots, and the knots' running
     masses ``names`` (of :data:`_RUNNING`; leading 0 included; flat, direction by
     direction): the knots of each direction's tie groups. Yielded batch by batch, so that
-    only one batch's knots are held (all 360 directions' at once took about 6 kB per row)."""
+    only one batch's knots are held (every direction's at once took about 6 kB per row)."""
     wanted = [i for i, k in enumerate(_RUNNING[:3])
               if k in names or (k in ("id", "loss") and "ccr" in names)]
     for orders, cum in sample.grid(n_directions, exact=True):
