@@ -561,6 +561,8 @@ def test_the_summary_names_a_veto_only_where_a_task_loss_reaches_confidence():
               "win_fraction": 0.95, "method": "single", "task_loss_fractions": [0.0, 0.92]}
     assert describe(record, 0.9).endswith("but proxy task 1 alone shows it below in 92% of "
                                           "them (veto)")
-    # a confidence or veto set after the fit: no loss at it, or no veto, names none
+    # a confidence or veto set after the fit: no loss at it, or no veto, names none, and
+    # a win fraction at the confidence is not "too few"
     for confidence, veto in ((0.95, True), (0.9, False)):
-        assert "(veto)" not in describe(record, confidence, veto)
+        text = describe(record, confidence, veto)
+        assert text.endswith("below in 92% of them") and "too few" not in text

@@ -553,3 +553,28 @@ def test_merges_and_totals_that_add_up_past_int64_are_refused() -> None:
     with pytest.raises(ValueError, match=r"^counts must add up to fewer than 2\*\*62 rows"):
         abstain.PairTable.from_totals(np.c_[np.arange(2048.0), np.arange(2048.0)], c,
                                       np.zeros(2048), np.zeros(2048), max_loss=1.0)
+
+
+def test_update_refuses_a_batch_past_2_62_rows_and_keeps_the_table() -> None:
+    """A batch that took a table past 2**62 rows joined it: the next read of a field failed,
+    and every one after it found no field at all."""
+    k = 1024  # 2**62 - 1024 rows: a table that from_totals takes
+    c = np.full(k, 2.0**52 - 1)
+    for distinct in (1, 2000):
+        table = ScoreTable.from_totals(np.arange(k) / k, c, np.zeros(k), loss_values=[],
+                                       loss_counts=[], ood_counts=c)
+        x = np.full(2000, 2.0) if distinct == 1 else np.linspace(2, 3, 2000)
+        with pytest.raises(ValueError, match=r"^the rows of the table with this batch must add "
+                                             r"up to fewer than 2\*\*62 rows"):
+            table.update(x, np.zeros(2000), is_ood=np.ones(2000, bool))
+        assert table.n == k * (2**52 - 1) and table.counts.size == k
+    pairs = abstain.PairTable.from_totals(np.c_[np.arange(k), np.arange(k)] / k, c, c,
+                                          np.zeros(k), max_loss=0.0)
+    with pytest.raises(ValueError, match=r"^the rows of the table with this batch"):
+        pairs.update(np.full((2000, 2), 2.0), np.full(2000, np.nan), is_ood=np.ones(2000, bool))
+    assert pairs.n == k * (2**52 - 1)
+    # 2**62 - 1 rows in all: summed in float64 they round to 2**62, yet they are below it
+    last = np.r_[np.full(k - 1, 2.0**52), 2.0**52 - 1]
+    near = ScoreTable.from_totals(np.arange(k) / k, last, np.zeros(k), loss_values=[],
+                                  loss_counts=[], ood_counts=last)
+    assert near.n == 2**62 - 1

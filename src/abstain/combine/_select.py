@@ -359,11 +359,12 @@ def describe(record: dict[str, Any], confidence: float | None = None,
              f"under half of the resamples" if lost and len(tasks) > 1 else "")
     if record["method"] == "single":
         losses = record.get("task_loss_fractions") or []
-        if (confidence is not None and record["win_fraction"] >= confidence and veto
-                and max(losses, default=0.0) >= confidence):
+        if confidence is not None and record["win_fraction"] >= confidence and losses:
+            # kept the single score although the mean won: a task alone showed it below
             t = max(range(len(losses)), key=lambda i: (losses[i], -i))
+            vetoed = " (veto)" if veto and losses[t] >= confidence else ""
             return (f"{single}; the best combination, {combo}, {won}, but proxy task {t} "
-                    f"alone shows it below in {losses[t] * 100:.10g}% of them (veto)")
+                    f"alone shows it below in {losses[t] * 100:.10g}% of them{vetoed}")
         return f"{single}; the best combination, {combo}, {won}, too few to keep it{apart}"
     return f"{combo}, which {won} against the {single}{apart}"
 

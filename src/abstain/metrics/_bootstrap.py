@@ -135,6 +135,7 @@ def _batches(parts: list[NDArray[np.intp]], b: int,
                 out[:, off : off + rows.size] = drawn
             off += rows.size
         yield out  # type: ignore[misc]
+        del out, drawn  # not held while the next batch is drawn
 
 
 @validate_params({"random_state": [RandomState()]})

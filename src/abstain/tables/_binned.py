@@ -22,7 +22,8 @@ from .._core.exact import sum_round_off
 from .._core.groups import group_totals
 from .._core.prefix import harmonic_difference, tie_excess
 from .._core.validation import as_real_array, nonfinite, plain
-from ._score import ScoreTable, check_row_counts
+from ._parts import check_row_counts
+from ._score import ScoreTable
 
 __all__ = ["BinnedTable", "Bounded"]
 

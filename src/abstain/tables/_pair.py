@@ -27,15 +27,8 @@ from .._core.validation import (
     check_same_length,
     empty_batch,
 )
-from ._score import (
-    LazyUpdates,
-    PendingParts,
-    as_ood_marks,
-    as_totals,
-    check_loss_sums,
-    check_row_counts,
-    whole_counts,
-)
+from ._parts import LazyUpdates, PendingParts, check_row_counts, whole_counts
+from ._score import as_ood_marks, as_totals, check_loss_sums
 
 __all__ = ["PairTable"]
 
