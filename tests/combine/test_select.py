@@ -566,3 +566,7 @@ def test_the_summary_names_a_veto_only_where_a_task_loss_reaches_confidence():
     for confidence, veto in ((0.95, True), (0.9, False)):
         text = describe(record, confidence, veto)
         assert text.endswith("below in 92% of them") and "too few" not in text
+    # a confidence lowered after the fit, no task below: neither "too few" nor a 0 % loss
+    record |= {"win_fraction": 0.85, "task_loss_fractions": [0.0, 0.0]}
+    assert describe(record, 0.9).endswith("won 85% of paired resamples, too few to keep it")
+    assert describe(record, 0.8).endswith("won 85% of paired resamples, not kept at the fit")

@@ -578,3 +578,24 @@ def test_update_refuses_a_batch_past_2_62_rows_and_keeps_the_table() -> None:
     near = ScoreTable.from_totals(np.arange(k) / k, last, np.zeros(k), loss_values=[],
                                   loss_counts=[], ood_counts=last)
     assert near.n == 2**62 - 1
+
+
+def test_row_totals_are_counted_exactly_and_equal_scores_within_2_53() -> None:
+    from abstain.tables._parts import check_total_rows
+
+    # many small parts beside a large one: a float64 running total rounded them away
+    parts = [np.array([2**62 - 2**23], dtype=np.int64)] + [np.array([255])] * 33_000
+    with pytest.raises(ValueError, match=r"^parts must add up to fewer than 2\*\*62 rows"):
+        check_total_rows(parts, "parts")
+    check_total_rows(parts[:-200], "parts")  # 2**62 - 2**23 + 32,800 * 255: below
+    # from_totals grouped equal scores in float64: 2**53 - 1 and 1 at one score made 2**53
+    with pytest.raises(ValueError, match=r"^counts of equal values must add up to fewer than "
+                                         r"2\*\*53 rows at one value"):
+        ScoreTable.from_totals([0.5, 0.5], [2.0**53 - 1, 1.0], [0.0, 0.0],
+                               loss_values=[0.0, 1.0], loss_counts=[2**52, 2**52])
+    with pytest.raises(ValueError, match=r"^loss_counts of equal values must add up"):
+        ScoreTable.from_totals([0.25, 0.5], [2.0**52, 2.0**52], [0.0, 0.0],
+                               loss_values=[0.0, 0.0], loss_counts=[2**52, 2**52])
+    with pytest.raises(ValueError, match=r"^counts of equal values must add up"):
+        abstain.PairTable.from_totals([[0.5, 0.5], [0.5, 0.5]], [2.0**53 - 1, 1.0], [0, 0],
+                                      [0.0, 0.0], max_loss=1.0)

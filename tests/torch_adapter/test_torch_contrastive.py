@@ -100,6 +100,14 @@ def test_csi_outputs_restores_each_submodule_s_own_mode() -> None:
     assert net.training and not norms[0].training and all(m.training for m in norms[1:])
 
 
+def test_images_beyond_float32_are_refused_as_such() -> None:
+    net = CSINetwork(width=4, projection_dim=8, random_state=0)
+    with pytest.raises(ValueError, match=r"^images must lie within float32's range"):
+        csi_outputs(net, np.full((2, 28, 28), 1e39))
+    with pytest.raises(ValueError, match=r"^images must be finite"):
+        csi_outputs(net, np.full((2, 28, 28), np.inf))
+
+
 def test_supcsi_takes_labels_and_its_joint_head_feeds_the_base_scores() -> None:
     images, y = _images(36, 1)
     net = train_csi(images, y, epochs=2, batch_size=12, width=4, projection_dim=8)

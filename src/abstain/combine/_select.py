@@ -359,13 +359,16 @@ def describe(record: dict[str, Any], confidence: float | None = None,
              f"under half of the resamples" if lost and len(tasks) > 1 else "")
     if record["method"] == "single":
         losses = record.get("task_loss_fractions") or []
-        if confidence is not None and record["win_fraction"] >= confidence and losses:
-            # kept the single score although the mean won: a task alone showed it below
-            t = max(range(len(losses)), key=lambda i: (losses[i], -i))
-            vetoed = " (veto)" if veto and losses[t] >= confidence else ""
-            return (f"{single}; the best combination, {combo}, {won}, but proxy task {t} "
-                    f"alone shows it below in {losses[t] * 100:.10g}% of them{vetoed}")
-        return f"{single}; the best combination, {combo}, {won}, too few to keep it{apart}"
+        if confidence is None or record["win_fraction"] < confidence:
+            return f"{single}; the best combination, {combo}, {won}, too few to keep it{apart}"
+        # kept the single score although the mean won: a task alone showed it below (or the
+        # settings changed after the fit)
+        t = max(range(len(losses)), key=lambda i: (losses[i], -i)) if losses else None
+        if t is None or losses[t] == 0:
+            return f"{single}; the best combination, {combo}, {won}, not kept at the fit"
+        vetoed = " (veto)" if veto and losses[t] >= confidence else ""
+        return (f"{single}; the best combination, {combo}, {won}, but proxy task {t} alone "
+                f"shows it below in {losses[t] * 100:.10g}% of them{vetoed}")
     return f"{combo}, which {won} against the {single}{apart}"
 
 

@@ -27,7 +27,13 @@ from .._core.validation import (
     check_same_length,
     empty_batch,
 )
-from ._parts import LazyUpdates, PendingParts, check_row_counts, whole_counts
+from ._parts import (
+    LazyUpdates,
+    PendingParts,
+    check_grouped_counts,
+    check_row_counts,
+    whole_counts,
+)
 from ._score import as_ood_marks, as_totals, check_loss_sums
 
 __all__ = ["PairTable"]
@@ -199,6 +205,7 @@ class PairTable(LazyUpdates, ParamsMixin):
         keep = c > 0
         table.values, (cnt, ood, table.loss_sums) = _pair_totals(v[keep] + 0.0, c[keep],
                                                                  oc[keep], ls[keep])
+        check_grouped_counts(cnt, "counts")
         table.counts = np.rint(cnt).astype(np.int64)
         table.ood_counts = np.rint(ood).astype(np.int64)
         _check_total(table.loss_sums, "loss_sums")

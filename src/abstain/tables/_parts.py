@@ -26,15 +26,25 @@ MAX_ROWS = 2.0**62
 
 def check_total_rows(parts: Iterable[NDArray[Any]], what: str, hint: str = "") -> None:
     """Refuse counts (whole numbers below 2**53) whose ``parts`` add up to
-    :data:`MAX_ROWS` rows or more; summed in float64, and near the bound exactly (2**62 - 1
-    rows rounded up to 2**62)."""
+    :data:`MAX_ROWS` rows or more, counted exactly (a float64 total rounds 2**62 - 1 up to
+    2**62, and many small parts beside a large one away)."""
     arrays = [np.asarray(p) for p in parts]
-    total: float | int = sum(float(np.sum(p, dtype=np.float64)) for p in arrays)
-    if abs(total - MAX_ROWS) <= MAX_ROWS * 2.0**-40:  # int64 sums are exact this near
-        total = sum(int(np.sum(p.astype(np.int64))) for p in arrays)
+    sums = [float(np.sum(a, dtype=np.float64)) for a in arrays]
+    total: float | int = sum(sums)
+    if total < 1.5 * MAX_ROWS:  # else far beyond, where an int64 sum could wrap
+        total = sum(int(np.sum(a.astype(np.int64, copy=False))) for a in arrays)
     if total >= MAX_ROWS:
         raise ValueError(f"{what} must add up to fewer than 2**62 rows; got about "
                          f"{float(total):.6g}{hint}.")
+
+
+def check_grouped_counts(grouped: NDArray[Any], name: str) -> None:
+    """Refuse the counts of equal values, added up, at 2**53 or more at one value (their
+    float64 sums are exact below it and at least 2**53 beyond)."""
+    if grouped.size and float(np.max(grouped)) >= 2.0**53:
+        raise ValueError(f"{name} of equal values must add up to fewer than 2**53 rows at "
+                         f"one value, as a table's totals hold them exactly; got about "
+                         f"{float(np.max(grouped)):.6g}.")
 
 
 def whole_counts(arr: NDArray[Any], where: str, low: int) -> I64:

@@ -33,6 +33,7 @@ from .._core.validation import (
 from ._parts import (
     LazyUpdates,
     PendingParts,
+    check_grouped_counts,
     check_row_counts,
     check_total_rows,
     whole_counts,
@@ -257,6 +258,7 @@ class ScoreTable(LazyUpdates, ParamsMixin):
             weights.append(oc)
         with np.errstate(over="ignore"):
             table.values, _, sums = group_totals(v, *weights)
+        check_grouped_counts(sums[0], "counts")
         table.counts = np.rint(sums[0]).astype(np.int64)
         table.loss_sums = sums[1]
         table.sq_loss_sums = sums[2] if sq is not None and np.isfinite(sums[2].sum()) else None
@@ -264,6 +266,7 @@ class ScoreTable(LazyUpdates, ParamsMixin):
         keep = lc > 0
         if keep.any():
             table.loss_values, _, (cnt,) = group_totals(lv[keep], lc[keep])
+            check_grouped_counts(cnt, "loss_counts")
             table.loss_counts = np.rint(cnt).astype(np.int64)
         lvs = table.loss_values if table.loss_values is not None else np.zeros(0)
         table.max_loss = float(lvs.max()) if lvs.size else 0.0

@@ -237,9 +237,14 @@ def _as_images(images: ArrayLike | torch.Tensor, name: str = "images") -> torch.
         t = t.float() / 255.0
     elif not t.is_floating_point():
         raise ValueError(f"{name} must be uint8 or floating; got {t.dtype}.")
-    t = t.float()
     if not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must be finite; got NaN or infinite pixels.")
+    wide = t
+    t = t.float()
+    if not bool(torch.isfinite(t).all()):  # finite, beyond float32 (the network's dtype)
+        raise ValueError(f"{name} must lie within float32's range (largest "
+                         f"{torch.finfo(torch.float32).max:g}); got pixels up to "
+                         f"{float(wide.abs().max()):g}.")
     return t
 
 
