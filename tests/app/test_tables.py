@@ -287,3 +287,19 @@ def test_an_ood_column_that_is_the_loss_column_is_refused():
     with pytest.raises(ValueError, match=r"^the OOD column 'loss' is also the loss column; "
                                          r"mark OOD rows in a column of their own\.$"):
         prepare(table, is_ood="loss")
+
+
+def test_a_rule_auroc_past_2_53_rows_at_one_rule_score_names_the_rule():
+    from types import SimpleNamespace
+
+    import abstain
+    from abstain.app.data import Tables
+
+    b = 2**52  # two pairs of under 2**53 rows each, one score of the rule
+    p = abstain.PairTable.from_totals([[0.5, 0.0], [0.5, 1.0], [0.1, 0.0]], [b + 1, b + 2, 10],
+                                      [b, 1, 0], [0.0, 0.0, 0.0], max_loss=1.0)
+    rule = SimpleNamespace(score=lambda v: v[:, 0])
+    tables = SimpleNamespace(has_ood=True, summary=SimpleNamespace(pairs={"t": p}))
+    with pytest.raises(ValueError, match=r"^the rule's AUROC on the pairs of 't' cannot be "
+                                         r"counted exactly: counts of equal values"):
+        Tables.rule_auroc(tables, rule, "t", ["a", "b"])

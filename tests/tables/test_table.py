@@ -588,11 +588,11 @@ def test_row_totals_are_counted_exactly_and_equal_scores_within_2_53() -> None:
     with pytest.raises(ValueError, match=r"^parts must add up to fewer than 2\*\*62 rows"):
         check_total_rows(parts, "parts")
     check_total_rows(parts[:-200], "parts")  # 2**62 - 2**23 + 32,800 * 255: below
-    # from_totals grouped equal scores in float64: 2**53 - 1 and 1 at one score made 2**53
+    # from_totals grouped equal scores in float64: 2**53 - 1 and 2 at one score made 2**53
     with pytest.raises(ValueError, match=r"^counts of equal values must add up to fewer than "
                                          r"2\*\*53 rows at one value"):
-        ScoreTable.from_totals([0.5, 0.5], [2.0**53 - 1, 1.0], [0.0, 0.0],
-                               loss_values=[0.0, 1.0], loss_counts=[2**52, 2**52])
+        ScoreTable.from_totals([0.5, 0.5], [2.0**53 - 1, 2.0], [0.0, 0.0],
+                               loss_values=[0.0, 1.0], loss_counts=[2**52, 2**52 + 1])
     with pytest.raises(ValueError, match=r"^loss_counts of equal values must add up"):
         ScoreTable.from_totals([0.25, 0.5], [2.0**52, 2.0**52], [0.0, 0.0],
                                loss_values=[0.0, 0.0], loss_counts=[2**52, 2**52])

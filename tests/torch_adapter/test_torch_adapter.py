@@ -172,8 +172,8 @@ def test_numpy_input_beyond_a_float16_model_is_refused_as_such() -> None:
     model = torch.nn.Sequential(torch.nn.Linear(4, 3)).half()
     x = np.full((2, 4), 1e5)
     with pytest.raises(ValueError, match=r"^X must lie within the range of the model's dtype "
-                                         r"torch\.float16 \(largest 65504\); got values up to "
-                                         r"100000\.$"):
+                                         r"torch\.float16 \(largest 65504\.0\); got a value of "
+                                         r"100000\.0\.$"):
         extract(model, x)
     with pytest.raises(ValueError, match=r"^X must be finite"):
         extract(model, np.full((2, 4), np.nan))

@@ -388,9 +388,13 @@ class Tables:
             return None
         p = self.summary.pairs[target]
         n_id = int(p.counts.sum() - p.ood_counts.sum())
-        table = ScoreTable.from_totals(
-            rule.score(p.values), p.counts, np.zeros(p.counts.size), loss_values=[0.0],
-            loss_counts=[n_id], ood_counts=p.ood_counts)
+        try:
+            table = ScoreTable.from_totals(
+                rule.score(p.values), p.counts, np.zeros(p.counts.size), loss_values=[0.0],
+                loss_counts=[n_id], ood_counts=p.ood_counts)
+        except ValueError as exc:  # 2**53 rows or more at one score of the rule
+            raise ValueError(f"the rule's AUROC on the pairs of {target!r} cannot be counted "
+                             f"exactly: {exc}") from None
         return float(m.auroc(table))
 
     def wrong_counts(self, name: str) -> Any:

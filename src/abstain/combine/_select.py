@@ -361,14 +361,13 @@ def describe(record: dict[str, Any], confidence: float | None = None,
         losses = record.get("task_loss_fractions") or []
         if confidence is None or record["win_fraction"] < confidence:
             return f"{single}; the best combination, {combo}, {won}, too few to keep it{apart}"
-        # kept the single score although the mean won: a task alone showed it below (or the
-        # settings changed after the fit)
+        # kept the single score although the mean won: the veto of a task alone, or
+        # settings changed after the fit
         t = max(range(len(losses)), key=lambda i: (losses[i], -i)) if losses else None
-        if t is None or losses[t] == 0:
+        if t is None or not veto or losses[t] < confidence:
             return f"{single}; the best combination, {combo}, {won}, not kept at the fit"
-        vetoed = " (veto)" if veto and losses[t] >= confidence else ""
         return (f"{single}; the best combination, {combo}, {won}, but proxy task {t} alone "
-                f"shows it below in {losses[t] * 100:.10g}% of them{vetoed}")
+                f"shows it below in {losses[t] * 100:.10g}% of them (veto)")
     return f"{combo}, which {won} against the {single}{apart}"
 
 

@@ -96,9 +96,10 @@ def as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") -> 
             # finite values beyond the model's dtype (1e5 for float16) are not the data's NaN
             if (cast.dtype != t.dtype and not bool(torch.isfinite(cast).all())
                     and bool(torch.isfinite(t).all())):
+                worst = float(t.reshape(-1)[int(t.abs().argmax())])
                 raise ValueError(
                     f"{name} must lie within the range of the model's dtype {dtype} (largest "
-                    f"{torch.finfo(dtype).max:g}); got values up to {float(t.abs().max()):g}."
+                    f"{torch.finfo(dtype).max!r}); got a value of {worst!r}."
                 )
             t = cast
     if t.ndim == 0 or t.shape[0] == 0:

@@ -242,9 +242,9 @@ def _as_images(images: ArrayLike | torch.Tensor, name: str = "images") -> torch.
     wide = t
     t = t.float()
     if not bool(torch.isfinite(t).all()):  # finite, beyond float32 (the network's dtype)
+        worst = float(wide.reshape(-1)[int(wide.abs().argmax())])
         raise ValueError(f"{name} must lie within float32's range (largest "
-                         f"{torch.finfo(torch.float32).max:g}); got pixels up to "
-                         f"{float(wide.abs().max()):g}.")
+                         f"{torch.finfo(torch.float32).max!r}); got a pixel of {worst!r}.")
     return t
 
 
