@@ -29,10 +29,14 @@ def check_total_rows(parts: Iterable[NDArray[Any]], what: str, hint: str = "") -
     :data:`MAX_ROWS` rows or more, counted exactly (a float64 total rounds 2**62 - 1 up to
     2**62, and many small parts beside a large one away)."""
     arrays = [np.asarray(p) for p in parts]
-    sums = [float(np.sum(a, dtype=np.float64)) for a in arrays]
-    total: float | int = sum(sums)
+    total: float | int = sum(float(np.sum(a, dtype=np.float64)) for a in arrays)
     if total < 1.5 * MAX_ROWS:  # else far beyond, where an int64 sum could wrap
         total = sum(int(np.sum(a.astype(np.int64, copy=False))) for a in arrays)
+    refuse_rows(total, what, hint)
+
+
+def refuse_rows(total: float | int, what: str, hint: str = "") -> None:
+    """Refuse ``total`` rows (exact, or far beyond the bound) of :data:`MAX_ROWS` or more."""
     if total >= MAX_ROWS:
         raise ValueError(f"{what} must add up to fewer than 2**62 rows; got about "
                          f"{float(total):.6g}{hint}.")
@@ -108,11 +112,8 @@ class PendingParts:
         or more in all, or for 2**53 rows or more at one score (or of one loss): merged to
         see only where the largest counts of the parts, added up, reach it (tables of some
         4.5e15 rows)."""
-        rows = self.rows + int(batch.counts.sum())
-        if rows >= MAX_ROWS:
-            raise ValueError(f"the rows of the table with this batch must add up to fewer "
-                             f"than 2**62 rows; got about {float(rows):.6g}; add fewer rows "
-                             f"(a sample of them).")
+        refuse_rows(self.rows + int(batch.counts.sum()), "the rows of the table with this batch",
+                    "; add fewer rows (a sample of them)")
         for field in ("counts", "loss_counts"):
             parts = [getattr(t, field, None) for t in (*self.parts, batch)]
             if sum(float(p.max()) for p in parts if p is not None and p.size) >= 2.0**53:
