@@ -92,22 +92,27 @@ def as_input(model: nn.Module, X: ArrayLike | torch.Tensor, name: str = "X") -> 
         t = from_numpy(arr)
         if t.is_floating_point():
             dtype = _param_dtype(model)
-            cast = t.to(dtype)
-            # finite values beyond the model's dtype (1e5 for float16) are not the data's NaN
-            if (cast.dtype != t.dtype and not bool(torch.isfinite(cast).all())
-                    and bool(torch.isfinite(t).all())):
-                worst = float(t.reshape(-1)[int(t.abs().argmax())])
-                raise ValueError(
-                    f"{name} must lie within the range of the model's dtype {dtype} (largest "
-                    f"{torch.finfo(dtype).max!r}); got a value of {worst!r}."
-                )
-            t = cast
+            t = cast_in_range(t, dtype, name, f"the range of the model's dtype {dtype}",
+                              "a value")
     if t.ndim == 0 or t.shape[0] == 0:
         raise ValueError(
             f"{name} must hold at least one sample along its first axis; "
             f"got shape {tuple(t.shape)}."
         )
     return t
+
+
+def cast_in_range(t: torch.Tensor, dtype: torch.dtype, name: str, range_of: str,
+                  item: str) -> torch.Tensor:
+    """``t`` cast to ``dtype``; finite values beyond its range (1e5 for float16), which the
+    cast would make infinite, are refused as such, not later as the data's NaN."""
+    cast = t.to(dtype)
+    if (cast.dtype != t.dtype and not bool(torch.isfinite(cast).all())
+            and bool(torch.isfinite(t).all())):
+        worst = float(t.reshape(-1)[int(t.abs().argmax())])
+        raise ValueError(f"{name} must lie within {range_of} (largest "
+                         f"{torch.finfo(dtype).max!r}); got {item} of {worst!r}.")
+    return cast
 
 
 def check_finite(t: torch.Tensor, start: int, name: str = "X") -> None:

@@ -41,6 +41,7 @@ from torch.nn import functional as F
 from .._core.progress import ProgressBar, as_show
 from .._core.validation import check_positive, plain
 from ._adapter import (
+    cast_in_range,
     check_batch_size,
     eval_mode,
     from_numpy,
@@ -239,13 +240,8 @@ def _as_images(images: ArrayLike | torch.Tensor, name: str = "images") -> torch.
         raise ValueError(f"{name} must be uint8 or floating; got {t.dtype}.")
     if not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must be finite; got NaN or infinite pixels.")
-    wide = t
-    t = t.float()
-    if not bool(torch.isfinite(t).all()):  # finite, beyond float32 (the network's dtype)
-        worst = float(wide.reshape(-1)[int(wide.abs().argmax())])
-        raise ValueError(f"{name} must lie within float32's range (largest "
-                         f"{torch.finfo(torch.float32).max!r}); got a pixel of {worst!r}.")
-    return t
+    # float32: the network's dtype
+    return cast_in_range(t, torch.float32, name, "float32's range", "a pixel")
 
 
 def _rotate(x: torch.Tensor, turns: Sequence[int]) -> torch.Tensor:
