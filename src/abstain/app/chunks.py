@@ -32,7 +32,7 @@ from .io import (
 from .parquet_files import parquet_names
 from .tables import MissingValuesError, TableData, columns_read, prepare, unnamed_column
 
-__all__ = ["MAX_PAIRS", "Summary", "part_files", "summarise"]
+__all__ = ["MAX_PAIRS", "MissingRows", "Summary", "part_files", "summarise"]
 
 _SUFFIXES = (".csv", ".parquet", ".pq")
 
@@ -239,7 +239,7 @@ def _naming(path: Path, part: bool) -> Iterator[None]:
         raise named from None
 
 
-class _Missing:
+class MissingRows:
     """The rows with NaN or empty values of the chunks read so far: their count, columns
     (in the order of the columns checked) and the first one's place; refused after the
     last chunk, in the words of a whole-file read (its count and every column, not the
@@ -302,7 +302,7 @@ def _file_summary(path: Path, rows: int, options: dict[str, Any], ood: bool,
     typed = columns_read(**options)
     if index and typed is not None:  # the unnamed column read as numbers, to be checked
         typed = typed | {""}
-    missing = _Missing()
+    missing = MissingRows()
     with _naming(path, part):
         for chunk in read_chunks(path, rows, typed):
             if header is not None:

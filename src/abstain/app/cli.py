@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import itertools
 import os
 import re
 import shlex
@@ -24,6 +25,8 @@ import numpy as np
 from .._core.progress import SHOW, ProgressBar
 from .._core.version import VERSION
 from ..metrics import AUTO_EXACT_ROWS
+from .applying import CHUNK_ROWS as APPLY_ROWS
+from .applying import apply_chunks
 from .chunks import MAX_PAIRS, Summary, check_not_a_part, is_glob, part_files, summarise
 from .console import (
     Interrupted,
@@ -42,16 +45,15 @@ from .io import (
     check_not_input,
     input_file,
     os_error,
+    read_chunks,
     read_table_rows,
     standard_stream,
-    type_columns,
     write_text,
     write_with_column,
     writes_in_place,
 )
 from .rules import (
     InfeasibleTargetError,
-    apply_rule,
     fit_rule,
     load_rule,
     rule_columns,
@@ -213,6 +215,9 @@ def _parser() -> argparse.ArgumentParser:
                    "'accept': 1 accept, 0 abstain)")
     p.add_argument("--overwrite-column", action="store_true",
                    help="replace the input's column of that name (refused without it)")
+    p.add_argument("--chunk-rows", type=int, default=APPLY_ROWS, metavar="N",
+                   help=f"rows of the input read at a time (default {APPLY_ROWS:,}): memory "
+                   "holds one chunk and the accept column; the output does not depend on it")
 
     p = sub.add_parser("report", help="write a self-contained HTML report with plots")
     _data_options(p)
@@ -367,50 +372,32 @@ def _apply(args: argparse.Namespace) -> int:
     scores = args.scores or cols
     if not scores:
         raise _Fail("the rule file names no score column; give it with --score.")
-    # Only the columns that apply and its summary use are read as numbers; the others are
-    # copied as written and never refused.
-    read = _read(args.file, scores)
-    if args.column in read.columns and not args.overwrite_column:
+    if args.chunk_rows < 1:
+        raise _Fail(f"--chunk-rows must be at least 1; got {args.chunk_rows}.")
+    # Only the columns that apply uses are read as numbers (and those of its summary where
+    # a chunk has them); the others are copied as written and never refused.
+    chunks = read_chunks(args.file, args.chunk_rows, scores)
+    first = next(chunks, None)
+    if first is None:  # a header alone
+        _read(args.file, scores)  # refused with the whole file's words
+    assert first is not None
+    if args.column in first.columns and not args.overwrite_column:
         raise _Fail(f"{args.file} already has a column {args.column!r}; name the new column "
                     "with --column, or pass --overwrite-column to replace it.")
-    data = _prepare(read, scores=scores, dropna=args.dropna, need_loss=False,
-                    dropped="left the accept cell empty on {n} row(s) with NaN or empty "
-                            "scores.")
-    accept = apply_rule(rule, data)
-    cells = np.full(data.keep.size, np.nan)
-    cells[data.keep] = accept
-    write_with_column(args.file, args.output, args.column, cells, protect=[args.rule])
-    share = f" ({accept.mean():.2%})" if accept.size else ""
-    print(f"accepted {int(accept.sum())} of {accept.size} rows{share}; wrote {args.output}")
-    for line in _apply_summary(read, scores, cells, args.file):
+    applied = apply_chunks(rule, itertools.chain([first], chunks), scores, dropna=args.dropna,
+                           where=args.file)
+    if applied.n_dropped:
+        print(f"left the accept cell empty on {applied.n_dropped} row(s) with NaN or empty "
+              "scores.", file=sys.stderr)
+    for note in applied.notes:
+        print(note, file=sys.stderr)
+    write_with_column(args.file, args.output, args.column, applied.cells, protect=[args.rule])
+    scored = applied.cells[~np.isnan(applied.cells)]
+    share = f" ({scored.mean():.2%})" if scored.size else ""
+    print(f"accepted {int(scored.sum())} of {scored.size} rows{share}; wrote {args.output}")
+    for line in applied.summary:
         print(line)
     return 0
-
-
-def _apply_summary(read: TableRows, scores: list[str], cells: Any, path: str) -> list[str]:
-    """Coverage and selective risk on labelled ID rows, and the OOD acceptance rate
-    (``cells``: 1 accepted, 0 abstained, NaN not scored)."""
-    try:
-        read = type_columns(read, ("loss", "label", "prediction", "is_ood"), path)
-        data = prepare(read.columns, scores=scores, dropna=True, rows=read.rows)
-    except ColumnError:
-        return ["(no loss, or label and prediction, columns: no coverage or risk to report)"]
-    except ValueError as exc:
-        return [f"(no coverage or risk to report: {exc})"]
-    kept = cells[data.keep] == 1.0
-    ood = data.is_ood if data.is_ood is not None else None
-    id_rows = ~ood if ood is not None else kept == kept
-    lines = []
-    n_id = int(id_rows.sum())
-    if n_id:
-        k = int(kept[id_rows].sum())
-        risk = float(data.losses[id_rows][kept[id_rows]].mean()) if k else float("nan")
-        lines.append(f"ID rows: coverage {k / n_id:.4f} ({k} of {n_id} labelled rows), "
-                     f"selective risk {risk:.4f}")
-    if ood is not None and ood.any():
-        k = int(kept[ood].sum())
-        lines.append(f"OOD rows: {k} of {int(ood.sum())} accepted ({k / ood.sum():.2%})")
-    return lines
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -1,0 +1,153 @@
+"""``abstain apply`` reads its input in chunks: the same output and summary at any chunk size."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from abstain import load_json
+from abstain.app.cli import main
+from abstain.app.io import read_table, write_table
+
+
+def _columns(n: int = 400, seed: int = 1) -> dict[str, np.ndarray]:
+    """Scores of few values (many ties at any threshold) and 0/1 losses (exact sums)."""
+    rng = np.random.default_rng(seed)
+    is_ood = rng.random(n) < 0.25
+    risk = rng.integers(0, 8, n) / 8
+    loss = (rng.random(n) < risk).astype(float)
+    loss[is_ood] = np.nan
+    distance = rng.integers(0, 5, n) + 2.0 * is_ood
+    return {"loss": loss, "risk": risk, "distance": distance, "is_ood": is_ood.astype(float),
+            "note": np.array([f"r{i}" for i in range(n)])}
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    path = tmp_path / "pred.csv"
+    write_table(path, _columns())
+    return path
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("args", [
+    ["--score", "risk", "--target-coverage", "0.6"],
+    ["--score", "risk", "--target-risk", "0.2"],
+    ["--score", "risk", "--reject-cost", "0.3"],
+    ["--score", "risk", "--score", "distance", "--tpr", "0.6", "--fpr", "0.2"],
+    ["--score", "risk", "--ood-score", "distance", "--tpr", "0.6", "--fpr", "0.2"],
+    ["--score", "risk", "--reject-id-cost", "0.3", "--predict-ood-cost", "1"],
+])
+def test_the_accept_column_and_summary_do_not_depend_on_the_chunk_size(args, csv_file,
+                                                                       tmp_path, capsys):
+    rule_path = tmp_path / "rule.json"
+    code, _, err = _run(capsys, "fit", csv_file, *args, "-o", rule_path)
+    assert code == 0, err
+    rule = load_json(rule_path.read_text())
+    if "--target-coverage" in args:
+        assert 0.0 < rule.accept_prob_ < 1.0  # a tie group drawn at the threshold
+    outputs = {}
+    for rows in (1, 7, 1000):
+        out = tmp_path / f"out{rows}.csv"
+        code, printed, err = _run(capsys, "apply", rule_path, csv_file, "-o", out,
+                                  "--chunk-rows", rows)
+        assert code == 0, err
+        outputs[rows] = (out.read_bytes(), printed.replace(str(out), "OUT"))
+    assert outputs[1] == outputs[7] == outputs[1000]
+    # the decisions of one call of the rule on every row, ties drawn in the rows' order
+    cols = _columns()
+    names = [a for prev, a in zip(args, args[1:], strict=False)
+             if prev in ("--score", "--ood-score")]
+    x = np.stack([cols[c] for c in names], axis=1)
+    expected = rule.accept(x if x.shape[1] == 2 else x[:, 0])
+    np.testing.assert_array_equal(read_table(tmp_path / "out7.csv")["accept"], expected)
+
+
+def test_missing_scores_are_counted_over_every_chunk(tmp_path, capsys):
+    cols = _columns()
+    cols["risk"][[5, 150, 390]] = np.nan
+    path = tmp_path / "gaps.csv"
+    write_table(path, cols)
+    rule = tmp_path / "rule.json"
+    assert main(["fit", str(path), "--score", "risk", "--target-coverage", "0.6", "--dropna",
+                 "-o", str(rule)]) == 0
+    capsys.readouterr()
+    code, _, err = _run(capsys, "apply", rule, path, "-o", tmp_path / "o.csv", "--chunk-rows", 100)
+    assert code == 1
+    assert "3 row(s) have NaN or empty values in column(s) 'risk' (first at line 7)" in err
+    assert not (tmp_path / "o.csv").exists()
+    code, _, err = _run(capsys, "apply", rule, path, "-o", tmp_path / "o.csv", "--chunk-rows", 100,
+                        "--dropna")
+    assert code == 0
+    assert "left the accept cell empty on 3 row(s)" in err
+    accept = read_table(tmp_path / "o.csv")["accept"]
+    assert np.flatnonzero(np.isnan(accept)).tolist() == [5, 150, 390]
+
+
+def test_a_chunk_size_below_one_is_refused(csv_file, tmp_path, capsys):
+    rule = tmp_path / "rule.json"
+    assert main(["fit", str(csv_file), "--score", "risk", "--target-coverage", "0.6", "-o",
+                 str(rule)]) == 0
+    code, _, err = _run(capsys, "apply", rule, csv_file, "-o", tmp_path / "o.csv",
+                        "--chunk-rows", 0)
+    assert (code, err) == (1, "abstain apply: error: --chunk-rows must be at least 1; got 0.\n")
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_header_alone_is_refused(csv_file, tmp_path, capsys):
+    rule = tmp_path / "rule.json"
+    assert main(["fit", str(csv_file), "--score", "risk", "--target-coverage", "0.6", "-o",
+                 str(rule)]) == 0
+    empty = tmp_path / "empty.csv"
+    empty.write_text("risk,loss\n")
+    code, _, err = _run(capsys, "apply", rule, empty, "-o", tmp_path / "o.csv")
+    assert code == 1
+    assert "has no data rows (only a header)" in err
+
+
+def test_a_parquet_input_in_chunks_gives_the_whole_files_output(csv_file, tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    source = tmp_path / "pred.parquet"
+    write_table(source, _columns())
+    rule = tmp_path / "rule.json"
+    assert main(["fit", str(csv_file), "--score", "risk", "--target-coverage", "0.6", "-o",
+                 str(rule)]) == 0
+    tables = []
+    for rows in (3, 1000):
+        out = tmp_path / f"o{rows}.parquet"
+        assert main(["apply", str(rule), str(source), "-o", str(out), "--chunk-rows",
+                     str(rows)]) == 0
+        tables.append(read_table(out))
+    assert tables[0].keys() == tables[1].keys()
+    for k in tables[0]:
+        np.testing.assert_array_equal(tables[0][k], tables[1][k])
+
+
+def test_memory_holds_one_chunk_of_cells_not_the_table(tmp_path, capsys):
+    n = 60_000
+    cols = _columns(n)
+    for j in range(6):  # text that apply passes through: the bulk of a table in memory
+        cols[f"text{j}"] = np.array([f"cell {i} of column {j}" for i in range(n)])
+    path = tmp_path / "wide.csv"
+    write_table(path, cols)
+    rule = tmp_path / "rule.json"
+    assert main(["fit", str(path), "--score", "risk", "--target-coverage", "0.6", "-o",
+                 str(rule)]) == 0
+    peaks = {}
+    for rows in (1000, n):
+        tracemalloc.start()
+        try:
+            assert main(["apply", str(rule), str(path), "-o", str(tmp_path / f"o{rows}.csv"),
+                         "--chunk-rows", str(rows)]) == 0
+            peaks[rows] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    capsys.readouterr()
+    assert peaks[1000] < 0.25 * peaks[n], peaks
