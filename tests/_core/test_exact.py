@@ -324,3 +324,22 @@ def test_refine_splits_runs_of_nearly_aligned_swaps_without_the_comparison_sort(
     keys, ref_new = R.sorted_events(*args)
     got = [R.swap_slope((args[1][i], args[2][i]), (args[3][i], args[4][i])) for i in order]
     assert got == [k[2] for k in keys] and new.tolist() == ref_new
+
+
+@given(st.lists(st.sampled_from([0.1, 0.2, 0.3, 1 / 3, 7.0, -2.5, 1e-3, 0.0]), min_size=1,
+                max_size=40), st.randoms(use_true_random=False))
+def test_exact_deviation_depends_on_the_multiset_alone_and_is_the_deviation(xs, rnd):
+    n = len(xs)
+    got = X.exact_deviation(np.array(xs))
+    # within a few ulps of the deviation of the exact values (rationals), 0 for equal ones
+    mean = sum(map(Fraction, xs)) / n
+    exact = math.sqrt(float(sum((Fraction(v) - mean) ** 2 for v in xs) / n))
+    assert abs(got - exact) <= 8 * math.ulp(max(exact, 1e-300)) + 1e-16 * max(map(abs, xs))
+    if len(set(xs)) == 1:
+        assert got == 0.0
+    # the same float for the values in any order, and grouped into counts
+    shuffled = list(xs)
+    rnd.shuffle(shuffled)
+    assert X.exact_deviation(np.array(shuffled)) == got
+    values, counts = np.unique(np.array(xs), return_counts=True)
+    assert X.exact_deviation(values, counts.astype(float)) == got

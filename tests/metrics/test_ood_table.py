@@ -21,6 +21,7 @@ from abstain.metrics import (
     oscr,
     selective_risk_at_tpr_fpr,
 )
+from abstain.tables import PairTable
 
 
 def _data(n=120, seed=0):
@@ -75,6 +76,23 @@ def test_a_pair_is_unit_free_by_default_and_exact_at_most_auto_exact_rows():
     one = evaluate_ood(losses, ood, {"a": pair[:, 0], "b": pair[:, 1]})
     for j, better in ((0, 1), (3, -1), (4, 1)):
         assert np.all(better * (base.values[0, j] - one.values[:, j]) >= -1e-12)
+
+
+@pytest.mark.cpu_exact
+def test_the_scaled_grid_is_the_same_for_the_rows_in_any_order_and_their_table():
+    # whole-number pairs tie on grid directions in exact arithmetic; the columns' deviations
+    # summed in row order differed in their last bits between orders, and regrouped the ties
+    n = AUTO_EXACT_ROWS + 1000
+    rng = np.random.default_rng(1)
+    ood = rng.random(n) < 0.3
+    r = rng.integers(0, 8, n).astype(float)
+    pair = np.stack([r, r[rng.permutation(n)]], axis=1)
+    losses = np.where(ood, np.nan, 0.0)
+    first = auroc(ood, pair)
+    for p in (rng.permutation(n), rng.permutation(n), np.arange(n)[::-1]):
+        assert auroc(ood[p], pair[p]) == first
+        assert evaluate_ood(losses[p], ood[p], {"p": pair[p]}).values[0, 0] == first
+    assert auroc(PairTable.from_arrays(pair, losses, is_ood=ood)) == first
 
 
 def test_auto_above_auto_exact_rows_takes_the_grid_of_the_standardised_columns():

@@ -113,6 +113,35 @@ def two_prod(a: F64, b: F64) -> tuple[F64, F64]:
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
+def exact_deviation(values: F64, counts: F64 | None = None) -> float:
+    """The standard deviation of ``values`` (each taken ``counts`` times, whole numbers,
+    else once) from sums computed exactly and rounded once: :func:`math.fsum` of the
+    values, then of the squared deviations from the mean (times the counts, split exactly
+    by :func:`two_prod`). It depends on the multiset of values alone: not on their order,
+    on grouping equal values into counts, or on the CPU's vector kernels. Exact where the
+    values and the squares lie in ``[2**-480, 2**480]`` in magnitude or are 0 (else
+    products of counts may round in the last bits).
+
+    >>> exact_deviation(np.array([0.1, 0.2, 0.2])) == exact_deviation(
+    ...     np.array([0.2, 0.1]), np.array([2.0, 1.0]))
+    True
+    """
+    def total(*terms: F64) -> float:
+        if counts is None:
+            return math.fsum([v for t in terms for v in t.tolist()])
+        parts = [two_prod(t, counts) for t in terms]
+        return math.fsum([v for pe in parts for half in pe for v in half.tolist()])
+
+    n = float(values.size if counts is None else math.fsum(counts.tolist()))
+    mean = total(values) / n
+    # one correction by the exact residual (the differences split by two_sum): equal values
+    # then have their own value as the mean, and a deviation of 0
+    d, e = two_sum(values, np.full_like(values, -mean))
+    mean += total(d, e) / n
+    d = values - mean
+    return math.sqrt(total(d * d) / n)
+
+
 def sign_of_sum(terms: list[F64]) -> I8:
     """Exact sign of ``sum(terms)`` row by row (each term an array of one shape).
 

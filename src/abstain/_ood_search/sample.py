@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.exact import exact_deviation
 from .._core.groups import CodeGroups, code_groups, group_totals, min_rows_of_code_groups
 from .._core.validation import (
     as_is_ood,
@@ -533,8 +534,9 @@ def resolve_search(scores: Any, search: str = "auto", *,
     its standard deviation over the rows (1 for a constant column): a grid that no positive
     rescaling of a column changes. The keyword is ``"exact"`` when ``how`` is ``"exact"``,
     else ``"grid"`` (None when ``how`` is). A :class:`PairTable` is resolved the same way
-    and returned as a table (its standard deviations from the pairs' counts, which may
-    differ from the rows' in the last bits).
+    and returned as a table. The deviations come from exact sums rounded once
+    (:func:`~abstain._core.exact.exact_deviation`), so the rows in any order and their table
+    get the same columns, bit for bit, on every CPU.
 
     With ``resampled`` (the metrics will be bootstrapped), ``"auto"`` gives ``"scaled grid"``
     at every size: the point value and every resample's are then the same statistic, the
@@ -575,15 +577,15 @@ def _resolve(scores: Any, search: str, resampled: bool = False) -> tuple[str | N
     # dropped the column from the pair); the quotient is the same to the last bit.
     top = np.max(np.abs(s), axis=0) if s.shape[0] else np.ones(2)
     unit = s / np.where(top > 0, 2.0 ** np.frexp(top)[1], 1.0)
+    # the deviations over the rows from exact sums (of a table's pairs times their counts),
+    # so the rows in any order and their table divide by the same floats on every CPU: their
+    # last bits decide which pairs' projections tie on the grid
+    counts = scores.counts.astype(np.float64) if isinstance(scores, PairTable) else None
+    sd = np.array([exact_deviation(unit[:, j], counts) if n else 0.0 for j in range(2)])
     if isinstance(scores, PairTable):
-        # the deviation over the rows, from the pairs' counts, summed in row order (the
-        # order of a BLAS product is the CPU's)
-        w = (scores.counts / n)[:, None]
-        sd = np.sqrt(np.sum(w * (unit - np.sum(w * unit, axis=0)) ** 2, axis=0))
         scaled = copy.copy(scores)
         scaled.values = unit / np.where(sd > 0, sd, 1.0)
         return "scaled grid", scaled
-    sd = unit.std(axis=0)
     return "scaled grid", unit / np.where(sd > 0, sd, 1.0)
 
 

@@ -530,7 +530,9 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
       ``"grid"`` on the columns divided by their standard deviations over the rows (1 for
       a constant column), as :func:`~abstain.metrics.evaluate_ood` does. Either way
       multiplying a column by a positive constant leaves the value unchanged: exactly for a
-      power of two, else up to round-off in the deviations, and as long as the rounded
+      power of two, else up to round-off in the deviations (pairs that tie on a grid
+      direction in exact arithmetic, as on a lattice of whole numbers, may then tie or
+      not), and as long as the rounded
       products keep the pairs' geometry (pairs exactly on a line in decimal, such as
       rounded probabilities, can leave it when multiplied by 100 in floating point, and the
       exact envelope with them).
