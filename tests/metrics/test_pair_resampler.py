@@ -60,3 +60,12 @@ def test_exact_search_is_not_resampled_on_orders() -> None:
     assert pr.how == "exact" and not pr.usable
     with pytest.raises(ValueError, match="drawn rows"):
         pr.row(np.ones(40, dtype=np.int64))
+
+
+def test_infinite_scores_are_refused_by_name_before_the_columns_are_scaled() -> None:
+    rng = np.random.default_rng(0)
+    s = rng.random((3000, 2))
+    s[0, 0], s[1, 0] = np.inf, -np.inf
+    ood = np.arange(3000) % 3 == 0
+    with pytest.raises(ValueError, match=r"scores\[:, 0\] must be finite; got 2 infinite"):
+        PairResampler(np.where(ood, np.nan, 0.0), ood, s, tpr=0.9, fpr=0.5)

@@ -118,9 +118,12 @@ def exact_deviation(values: F64, counts: F64 | None = None) -> float:
     else once) from sums computed exactly and rounded once: :func:`math.fsum` of the
     values, then of the squared deviations from the mean (times the counts, split exactly
     by :func:`two_prod`). It depends on the multiset of values alone: not on their order,
-    on grouping equal values into counts, or on the CPU's vector kernels. Exact where the
-    values and the squares lie in ``[2**-480, 2**480]`` in magnitude or are 0 (else
-    products of counts may round in the last bits).
+    on grouping equal values into counts, or on the CPU's vector kernels (exact where the
+    values and the squares lie in ``[2**-480, 2**480]`` in magnitude or are 0; else
+    products of counts may round in the last bits). Equal values give 0. Its error is that
+    of the deviations from the rounded mean: a few units in the last place of the largest
+    value, as NumPy's ``std`` (relatively large where the spread is that small). NaN where
+    a value is not finite or there is none.
 
     >>> exact_deviation(np.array([0.1, 0.2, 0.2])) == exact_deviation(
     ...     np.array([0.2, 0.1]), np.array([2.0, 1.0]))
@@ -132,6 +135,8 @@ def exact_deviation(values: F64, counts: F64 | None = None) -> float:
         parts = [two_prod(t, counts) for t in terms]
         return math.fsum([v for pe in parts for half in pe for v in half.tolist()])
 
+    if values.size == 0 or not bool(np.all(np.isfinite(values))):
+        return math.nan
     n = float(values.size if counts is None else math.fsum(counts.tolist()))
     mean = total(values) / n
     # one correction by the exact residual (the differences split by two_sum): equal values

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._core.base import ParamsMixin
+from .._core.exact import exact_deviation
 from .._core.serialize import Array, Field, Nested, check_fitted_copy, dumps, serializable
 from .._core.validation import InstanceOf
 from ..detectors._base import Detector, pick_output
@@ -30,6 +31,8 @@ class DoubleScoreDetector(ParamsMixin):
     Each score is divided by its standard deviation on the ID data given to :meth:`fit`
     before the two are combined. This changes no ranking that a direction can express;
     it only makes the grid of directions (``search="grid"``) equally fine on both scores.
+    The deviation comes from exact sums rounded once, so the fitting rows in any order give
+    the same ``scale_`` to the last bit.
 
     Parameters
     ----------
@@ -111,7 +114,8 @@ class DoubleScoreDetector(ParamsMixin):
         self.ood_ = copy.deepcopy(g).fit(pick_output(outputs, g.inputs), labels,
                                          weight=weight, bias=bias)
         raw = self._raw(outputs)
-        scale = raw.std(axis=0)
+        # from exact sums: the fitting rows in any order give the same scales to the last bit
+        scale = np.array([exact_deviation(raw[:, j].astype(np.float64)) for j in range(2)])
         self.scale_ = np.where(scale > 0, scale, 1.0)
         return self
 
