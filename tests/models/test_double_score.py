@@ -3,11 +3,13 @@ two scores, against each score alone, its JSON round trip and its errors."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 from abstain import NotFittedError, load_json
-from abstain.detectors import KNN, MSP, Mahalanobis, ViM
+from abstain.detectors import KNN, MSP, Mahalanobis, MaxLogit, ViM
 from abstain.models import BoundedPrecisionRecall, BoundedTPRFPR, DoubleScoreDetector
 
 
@@ -143,3 +145,13 @@ def test_the_scales_do_not_depend_on_the_order_of_the_fitting_rows():
                                                 labels[p]).scale_)
     for s in scales[1:]:
         np.testing.assert_array_equal(s, scales[0])
+
+
+def test_scores_near_the_float_maximum_give_a_finite_scale_not_an_overflow():
+    rng = np.random.default_rng(0)
+    logits = rng.random((50, 4)) * 1.7e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = DoubleScoreDetector(MSP(), MaxLogit()).fit(
+            {"features": rng.normal(size=(50, 3)), "logits": logits}, rng.integers(0, 4, 50))
+    assert np.all(np.isfinite(d.scale_)) and d.scale_[1] > 1e307

@@ -12,13 +12,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .chunks import MissingRows
-from .io import ColumnError, Rows, TableRows, type_columns
+from .io import ColumnError, TableRows, type_columns
 from .rules import Rule, apply_rule
 from .tables import MissingValuesError, prepare
 
@@ -55,48 +55,55 @@ class Applied(NamedTuple):
 
 
 class _Labelled:
-    """The columns of the summary, chunk by chunk, as the chunks read them (the score
-    columns as numbers, the others as the text of their cells: a few bytes per row), typed
-    and summarised once on the whole columns, as a read of the whole file is."""
+    """The totals of the summary, chunk by chunk, or the reason there is none. Each chunk's
+    columns are typed on their own (holding them for one typing over the file took more
+    memory than the whole table as text where labels are long): a label column of text in
+    one chunk whose cells read as numbers in another compares them as numbers there."""
 
-    def __init__(self, scores: list[str]) -> None:
-        self.names = [*scores, *SUMMARY_COLUMNS]
-        self.parts: dict[str, list[NDArray[Any]]] = {}
-        self.rows: list[Rows] = []
+    def __init__(self) -> None:
+        self.n_id = self.k_id = self.n_ood = self.k_ood = 0
+        self.loss = 0.0
+        self.ood_seen = False
+        self.reason: str | None = None
 
-    def add(self, chunk: TableRows) -> None:
-        for name in self.names:
-            if name in chunk.columns:
-                self.parts.setdefault(name, []).append(chunk.columns[name])
-        self.rows.append(chunk.rows)
-
-    def lines(self, scores: list[str], cells: NDArray[np.float64], where: str) -> list[str]:
-        """Coverage and selective risk on labelled ID rows, and the OOD acceptance rate
-        (``cells``: 1 accepted, 0 abstained, NaN not scored)."""
-        columns = {k: np.concatenate(v) for k, v in self.parts.items()}
-        rows = Rows(self.rows[0].unit, np.concatenate([r.numbers for r in self.rows]))
+    def add(self, chunk: TableRows, scores: list[str], cells: NDArray[np.float64],
+            where: str) -> None:
+        if self.reason is not None:
+            return
         try:
-            read = type_columns(TableRows(columns, rows), SUMMARY_COLUMNS, where)
+            read = type_columns(chunk, SUMMARY_COLUMNS, where)
             data = prepare(read.columns, scores=scores, dropna=True, rows=read.rows)
         except ColumnError:
-            return ["(no loss, or label and prediction, columns: no coverage or risk to "
-                    "report)"]
+            self.reason = ("(no loss, or label and prediction, columns: no coverage or risk "
+                           "to report)")
+            return
         except ValueError as exc:
-            return [f"(no coverage or risk to report: {exc})"]
+            self.reason = f"(no coverage or risk to report: {exc})"
+            return
         kept = cells[data.keep] == 1.0
         ood = data.is_ood
         id_rows = ~ood if ood is not None else np.ones(kept.size, dtype=bool)
-        lines = []
-        n_id = int(id_rows.sum())
-        if n_id:
-            k = int(kept[id_rows].sum())
-            risk = float(data.losses[id_rows][kept[id_rows]].mean()) if k else float("nan")
-            lines.append(f"ID rows: coverage {k / n_id:.4f} ({k} of {n_id} labelled rows), "
-                         f"selective risk {risk:.4f}")
-        if ood is not None and ood.any():
-            k = int(kept[ood].sum())
-            lines.append(f"OOD rows: {k} of {int(ood.sum())} accepted ({k / ood.sum():.2%})")
-        return lines
+        self.n_id += int(id_rows.sum())
+        self.k_id += int(kept[id_rows].sum())
+        self.loss += float(data.losses[id_rows & kept].sum())
+        if ood is not None:
+            self.ood_seen = True
+            self.n_ood += int(ood.sum())
+            self.k_ood += int(kept[ood].sum())
+
+    def lines(self) -> list[str]:
+        if self.reason is not None:
+            return [self.reason]
+        out = []
+        if self.n_id:
+            k = self.k_id
+            risk = self.loss / k if k else float("nan")
+            out.append(f"ID rows: coverage {k / self.n_id:.4f} ({k} of {self.n_id} labelled "
+                       f"rows), selective risk {risk:.4f}")
+        if self.ood_seen and self.n_ood:
+            out.append(f"OOD rows: {self.k_ood} of {self.n_ood} accepted "
+                       f"({self.k_ood / self.n_ood:.2%})")
+        return out
 
 
 def apply_chunks(rule: Rule, chunks: Iterable[TableRows], scores: list[str], *,
@@ -125,7 +132,7 @@ def apply_chunks(rule: Rule, chunks: Iterable[TableRows], scores: list[str], *,
     rule.random_state = np.random.default_rng(rule.random_state)
     cells: list[NDArray[np.float64]] = []
     missing = MissingRows()
-    labelled = _Labelled(scores)
+    labelled = _Labelled()
     dropped = 0
     notes: tuple[str, ...] | None = None
     for chunk in chunks:
@@ -143,7 +150,7 @@ def apply_chunks(rule: Rule, chunks: Iterable[TableRows], scores: list[str], *,
             c[data.keep] = apply_rule(rule, data)
         cells.append(c)
         dropped += data.n_dropped
-        labelled.add(chunk)
+        labelled.add(chunk, scores, c, where)
     missing.refuse()
     out = np.concatenate(cells) if cells else np.zeros(0)
-    return Applied(out, dropped, notes or (), labelled.lines(scores, out, where) if cells else [])
+    return Applied(out, dropped, notes or (), labelled.lines())
