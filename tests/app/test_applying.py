@@ -7,7 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from abstain import load_json
+from abstain import BoundedAbstention, load_json
 from abstain.app.cli import main
 from abstain.app.io import read_table, write_table
 
@@ -169,3 +169,24 @@ def test_a_chunk_that_dropna_empties_is_written_with_empty_cells(tmp_path, capsy
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
     assert np.isnan(read_table(tmp_path / "o7.csv")["accept"][:7]).all()
+
+
+def test_the_summary_types_each_chunk_as_the_whole_file(tmp_path, capsys):
+    # text labels in the first chunk, then cells that read as the numbers 1 and 1.0: as
+    # text (the whole column's kind) they differ, so those rows are errors
+    path = tmp_path / "labels.csv"
+    path.write_text("u,label,prediction\n0.1,cat,cat\n0.2,dog,cat\n0.3,cat,cat\n"
+                    "0.35,1,1.0\n0.4,2,2.0\n0.8,1,1\n")
+    rule = tmp_path / "rule.json"
+    rule.write_text(BoundedAbstention(target_coverage=0.9).fit(
+        np.arange(10) / 10, np.arange(10) % 2).to_json())
+    lines = []
+    for rows in (3, 1000):
+        assert main(["apply", str(rule), str(path), "--score", "u", "-o",
+                     str(tmp_path / f"o{rows}.csv"), "--chunk-rows", str(rows)]) == 0
+        lines.append(capsys.readouterr().out.splitlines()[1])
+    accept = read_table(tmp_path / "o3.csv")["accept"] == 1
+    wrong = np.array([0, 1, 0, 1, 1, 0], dtype=bool)
+    risk = wrong[accept].mean()
+    assert lines[0] == lines[1] == (f"ID rows: coverage {accept.mean():.4f} ({accept.sum()} of "
+                                    f"6 labelled rows), selective risk {risk:.4f}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -56,22 +56,23 @@ class Applied(NamedTuple):
 
 class _Labelled:
     """The totals of the summary, chunk by chunk, or the reason there is none. Each chunk's
-    columns are typed on their own (holding them for one typing over the file took more
-    memory than the whole table as text where labels are long): a label column of text in
-    one chunk whose cells read as numbers in another compares them as numbers there."""
+    columns get the kinds of the whole file (``type_columns`` with the first non-missing
+    cell of each column carried across the chunks), and the losses of the accepted ID rows
+    are kept (8 bytes a row) for one mean over the file, as a whole-file read takes it."""
 
     def __init__(self) -> None:
-        self.n_id = self.k_id = self.n_ood = self.k_ood = 0
-        self.loss = 0.0
+        self.n_id = self.n_ood = self.k_ood = 0
+        self.losses: list[NDArray[np.float64]] = []
         self.ood_seen = False
         self.reason: str | None = None
+        self.kinds: dict[str, Any] = {}
 
     def add(self, chunk: TableRows, scores: list[str], cells: NDArray[np.float64],
             where: str) -> None:
         if self.reason is not None:
             return
         try:
-            read = type_columns(chunk, SUMMARY_COLUMNS, where)
+            read = type_columns(chunk, SUMMARY_COLUMNS, where, self.kinds)
             data = prepare(read.columns, scores=scores, dropna=True, rows=read.rows)
         except ColumnError:
             self.reason = ("(no loss, or label and prediction, columns: no coverage or risk "
@@ -84,8 +85,7 @@ class _Labelled:
         ood = data.is_ood
         id_rows = ~ood if ood is not None else np.ones(kept.size, dtype=bool)
         self.n_id += int(id_rows.sum())
-        self.k_id += int(kept[id_rows].sum())
-        self.loss += float(data.losses[id_rows & kept].sum())
+        self.losses.append(data.losses[id_rows][kept[id_rows]])
         if ood is not None:
             self.ood_seen = True
             self.n_ood += int(ood.sum())
@@ -96,8 +96,9 @@ class _Labelled:
             return [self.reason]
         out = []
         if self.n_id:
-            k = self.k_id
-            risk = self.loss / k if k else float("nan")
+            losses = np.concatenate(self.losses)
+            k = losses.size
+            risk = float(losses.mean()) if k else float("nan")
             out.append(f"ID rows: coverage {k / self.n_id:.4f} ({k} of {self.n_id} labelled "
                        f"rows), selective risk {risk:.4f}")
         if self.ood_seen and self.n_ood:

@@ -61,24 +61,10 @@ from .parquet_files import (
 )
 
 __all__ = [
-    "ColumnError",
-    "Rows",
-    "TableRows",
-    "read_table",
-    "read_table_rows",
-    "type_columns",
-    "write_table",
-    "write_text",
-    "atomic_path",
-    "atomic_files",
-    "atomic_path_and_files",
-    "table_format",
-    "get_column",
-    "check_not_input",
-    "os_error",
-    "standard_stream",
-    "read_chunks",
-    "input_file",
+    "ColumnError", "Rows", "TableRows", "read_table", "read_table_rows", "type_columns",
+    "write_table", "write_text", "atomic_path", "atomic_files", "atomic_path_and_files",
+    "table_format", "get_column", "check_not_input", "os_error", "standard_stream",
+    "read_chunks", "input_file",
 ]
 
 _FORMATS = {".csv": "csv", ".npz": "npz", ".parquet": "parquet", ".pq": "parquet"}
@@ -347,9 +333,12 @@ def read_table_rows(path: str | os.PathLike[str],
     return TableRows(columns, Rows.range(n))
 
 
-def type_columns(read: TableRows, names: Collection[str], where: str) -> TableRows:
+def type_columns(read: TableRows, names: Collection[str], where: str,
+                 kinds: dict[str, Any] | None = None) -> TableRows:
     """``read`` with its columns ``names`` that :func:`read_table_rows` left as written
     (not in its ``columns``) read as numbers or text, as ``read_table_rows`` reads a column.
+    ``kinds`` (a dict kept across the chunks of one file, empty at first) carries each
+    column's first non-missing cell, so that chunks get the kinds of the whole file.
 
     Raises
     ------
@@ -360,7 +349,8 @@ def type_columns(read: TableRows, names: Collection[str], where: str) -> TableRo
     for name in names:
         col = columns.get(name)
         if col is not None and col.dtype.kind == "U":
-            columns[name] = _column_from_strings(name, col.tolist(), read.rows.numbers, where)
+            columns[name] = _column_from_strings(name, col.tolist(), read.rows.numbers, where,
+                                                 kinds)
     return TableRows(columns, read.rows)
 
 
