@@ -190,3 +190,31 @@ def test_the_summary_types_each_chunk_as_the_whole_file(tmp_path, capsys):
     risk = wrong[accept].mean()
     assert lines[0] == lines[1] == (f"ID rows: coverage {accept.mean():.4f} ({accept.sum()} of "
                                     f"6 labelled rows), selective risk {risk:.4f}")
+
+
+@pytest.mark.parametrize("text,reason", [
+    # NA and null are class names among text labels: a first chunk of them waits for the
+    # column's kind
+    ("u,label,prediction\n0.1,null,cat\n0.2,NA,null\n0.3,cat,cat\n0.4,dog,cat\n0.5,cat,dog\n"
+     "0.6,null,null\n", None),
+    # numbers, then text: the whole file's reason, though the first chunk has no loss
+    # or prediction column to report on
+    ("u,label\n0.1,1\n0.2,2\n0.3,cat\n", "holds numbers (line 2: '1') but line 4 has the text"),
+])
+def test_the_summary_of_chunks_is_the_whole_files(text, reason, tmp_path, capsys):
+    path = tmp_path / "labels.csv"
+    path.write_text(text)
+    rule = tmp_path / "rule.json"
+    rule.write_text(BoundedAbstention(target_coverage=0.9).fit(
+        np.arange(10) / 10, np.arange(10) % 2).to_json())
+    printed = []
+    for rows in (1, 2, 1000):
+        assert main(["apply", str(rule), str(path), "--score", "u", "-o",
+                     str(tmp_path / f"o{rows}.csv"), "--chunk-rows", str(rows)]) == 0
+        printed.append(capsys.readouterr().out.splitlines()[1:])
+    assert printed[0] == printed[1] == printed[2]
+    if reason is None:
+        assert printed[0] == ["ID rows: coverage 1.0000 (6 of 6 labelled rows), selective "
+                              "risk 0.6667"]
+    else:
+        assert reason in printed[0][0]

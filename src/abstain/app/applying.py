@@ -9,6 +9,7 @@ order of the rows, as :func:`~abstain.app.rules.apply_rule` draws them on the wh
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterable
 from pathlib import Path
@@ -55,25 +56,63 @@ class Applied(NamedTuple):
 
 
 class _Labelled:
-    """The totals of the summary, chunk by chunk, or the reason there is none. Each chunk's
-    columns get the kinds of the whole file (``type_columns`` with the first non-missing
-    cell of each column carried across the chunks), and the losses of the accepted ID rows
-    are kept (8 bytes a row) for one mean over the file, as a whole-file read takes it."""
+    """The totals of the summary, chunk by chunk, or the reason there is none, as a read
+    of the whole file gives them:
 
-    def __init__(self) -> None:
+    * each chunk's columns get the kinds of the whole file (``type_columns`` with the first
+      non-missing cell of each column carried across the chunks); chunks whose text columns
+      hold only missing cells (``NA`` as a class name) wait until a later chunk says
+      whether those cells are text or missing;
+    * a column that a later chunk refuses (numbers, then text) is the reason, before a
+      missing column or a value of an earlier chunk that ``prepare`` refuses, as a whole
+      file is typed before it is prepared;
+    * the losses of the accepted ID rows are kept (8 bytes a row) for one mean over the
+      file.
+    """
+
+    def __init__(self, scores: list[str], where: str) -> None:
+        self.scores, self.where = scores, where
         self.n_id = self.n_ood = self.k_ood = 0
         self.losses: list[NDArray[np.float64]] = []
         self.ood_seen = False
-        self.reason: str | None = None
+        self.reason: str | None = None  # from prepare: a typing error later still wins
+        self.typing: str | None = None
         self.kinds: dict[str, Any] = {}
+        self.waiting: list[tuple[TableRows, NDArray[np.float64]]] = []
 
-    def add(self, chunk: TableRows, scores: list[str], cells: NDArray[np.float64],
-            where: str) -> None:
-        if self.reason is not None:
+    def _unknown(self, chunk: TableRows) -> bool:
+        """Whether a text column of ``chunk`` holds only missing cells, its kind unknown."""
+        probe = dict(self.kinds)
+        with contextlib.suppress(ValueError):
+            type_columns(chunk, SUMMARY_COLUMNS, self.where, probe)
+        return any(k in chunk.columns and chunk.columns[k].dtype.kind == "U" and k not in probe
+                   for k in SUMMARY_COLUMNS)
+
+    def add(self, chunk: TableRows, cells: NDArray[np.float64]) -> None:
+        if self.typing is not None:
             return
+        self.waiting.append((chunk, cells))
+        if not self._unknown(chunk):
+            self.finish()
+
+    def finish(self) -> None:
+        """Type and add up the chunks waiting (all of them after the last chunk)."""
+        waiting, self.waiting = self.waiting, []
+        for chunk, _ in waiting:  # the kinds first, from the first chunk that tells them
+            with contextlib.suppress(ValueError):
+                type_columns(chunk, SUMMARY_COLUMNS, self.where, self.kinds)
+        for chunk, cells in waiting:
+            try:
+                read = type_columns(chunk, SUMMARY_COLUMNS, self.where, self.kinds)
+            except ValueError as exc:
+                self.typing = f"(no coverage or risk to report: {exc})"
+                return
+            if self.reason is None:
+                self._prepared(read, cells)
+
+    def _prepared(self, read: TableRows, cells: NDArray[np.float64]) -> None:
         try:
-            read = type_columns(chunk, SUMMARY_COLUMNS, where, self.kinds)
-            data = prepare(read.columns, scores=scores, dropna=True, rows=read.rows)
+            data = prepare(read.columns, scores=self.scores, dropna=True, rows=read.rows)
         except ColumnError:
             self.reason = ("(no loss, or label and prediction, columns: no coverage or risk "
                            "to report)")
@@ -92,8 +131,9 @@ class _Labelled:
             self.k_ood += int(kept[ood].sum())
 
     def lines(self) -> list[str]:
-        if self.reason is not None:
-            return [self.reason]
+        self.finish()
+        if self.typing is not None or self.reason is not None:
+            return [self.typing or self.reason or ""]
         out = []
         if self.n_id:
             losses = np.concatenate(self.losses)
@@ -133,7 +173,7 @@ def apply_chunks(rule: Rule, chunks: Iterable[TableRows], scores: list[str], *,
     rule.random_state = np.random.default_rng(rule.random_state)
     cells: list[NDArray[np.float64]] = []
     missing = MissingRows()
-    labelled = _Labelled()
+    labelled = _Labelled(scores, where)
     dropped = 0
     notes: tuple[str, ...] | None = None
     for chunk in chunks:
@@ -151,7 +191,7 @@ def apply_chunks(rule: Rule, chunks: Iterable[TableRows], scores: list[str], *,
             c[data.keep] = apply_rule(rule, data)
         cells.append(c)
         dropped += data.n_dropped
-        labelled.add(chunk, scores, c, where)
+        labelled.add(chunk, c)
     missing.refuse()
     out = np.concatenate(cells) if cells else np.zeros(0)
     return Applied(out, dropped, notes or (), labelled.lines())
