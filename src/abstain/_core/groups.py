@@ -62,11 +62,6 @@ class TieGroups:
     #: 0.30000000000000004, and a group of one loss 0.3 then looked dearer than a reject
     #: cost of 0.3).
     group_unit_sums: NDArray[np.float64] | None = None
-    #: The rows grouped, ``(uncertainty, losses, scale)`` with the losses in units of that
-    #: ``scale`` (:func:`tie_groups` of arrays; references, not copies): a slack or excess
-    #: within round-off is then taken from the rows' own losses, which no order of the rows
-    #: changes (None for a table: from its group sums, as added batch by batch).
-    rows: tuple[NDArray[np.float64], NDArray[np.float64], float] | None = None
 
     @cached_property
     def counts(self) -> NDArray[np.float64]:
@@ -117,7 +112,7 @@ class TieGroups:
             return self
         factor = scale / self.scale  # a power of two: the division is exact
         return TieGroups(self.values, self.cum_counts, self.unit_cum_sums / factor, scale,
-                         self.unit_sums / factor, self.rows)
+                         self.unit_sums / factor)
 
     def rule_at(self, x: float) -> tuple[int, float]:
         """The canonical rule accepting ``x`` samples in expectation, ``0 < x <= n``.
@@ -143,21 +138,6 @@ class TieGroups:
         # the part of the group added to the groups before it: a tiny nu stays above 0
         return float(self.cum_counts[g] - self.counts[g] + self.counts[g] * nu)
 
-    def terms(self, g0: int, g1: int) -> NDArray[np.float64]:
-        """The loss terms of the groups ``g0..g1`` in units of ``scale``: the rows' own
-        losses where :attr:`rows` holds them (their exact sum is the groups', whatever the
-        order of the rows), else the group sums."""
-        if self.rows is not None:
-            u, losses, unit = self.rows
-            # a quotient of powers of two: an exponent, exact however far apart they are
-            e = math.frexp(unit)[1] - math.frexp(self.scale)[1]
-            inside = (u >= self.values[g0]) & (u <= self.values[g1])
-            with np.errstate(over="ignore"):
-                t = np.ldexp(losses[inside], e)
-            if np.all(np.isfinite(t)):
-                return t
-        return self.unit_sums[g0 : g1 + 1]
-
     def max_accepted_at_risk(self, target_risk: float) -> float:
         """Largest expected accepted count ``x`` with ``C(x) <= target_risk * x``; 0 if none:
         the count of :meth:`max_rule_at_risk`."""
@@ -176,12 +156,9 @@ class TieGroups:
         1e-12 above the target meets it (so a target equal to an attainable risk, such as
         1/6 for 1 error in 6 rows, is met); where the slack ``target_risk * N_g - C_g`` of
         the last such knot, or the excess of the next group, is within the round-off of
-        the running sums, it is taken from exact sums (correctly rounded), so a slack of a
-        few ulps still opens the next group as far as it allows, and a knot that meets the
-        target only through the 1e-12 opens none. The excess, and such a slack, are the
-        exact sums of the rows' own losses where the groups hold them (:attr:`rows`: the
-        same rule for the rows in any order), else of the group sums (a table's, whose last
-        bits depend on the batches it was built from). Computed in units of ``scale``
+        the running sums, it is taken from the exact group sums (correctly rounded), so a
+        slack of a few ulps still opens the next group as far as it allows, and a knot that
+        meets the target only through the 1e-12 opens none. Computed in units of ``scale``
         (enlarged for a target near the float64 maximum, reduced for one below ``2**-900``:
         subnormal risks keep too few bits for the comparison).
         """
@@ -192,7 +169,7 @@ class TieGroups:
             with np.errstate(over="ignore"):
                 groups = TieGroups(groups.values, groups.cum_counts,
                                    np.ldexp(groups.unit_cum_sums, k), math.ldexp(groups.scale, -k),
-                                   np.ldexp(groups.unit_sums, k), groups.rows)
+                                   np.ldexp(groups.unit_sums, k))
             lam = math.ldexp(lam, k)
         # A relative 1e-12 absorbs round-off in the running sums, so a target equal to
         # an attainable risk is met.
@@ -202,7 +179,7 @@ class TieGroups:
             return -1, 1.0
         g = int(ok[-1])
         if g + 1 < groups.counts.size:
-            excess = _exact_difference(groups.terms(g + 1, g + 1), lam,
+            excess = _exact_difference(groups.unit_sums[g + 1 : g + 2], lam,
                                        float(groups.counts[g + 1]))
             if excess <= 0:
                 return g, 1.0
@@ -212,7 +189,7 @@ class TieGroups:
             # the running sum of g + 1 terms is off by at most (g + 1) eps of itself: within
             # a margin of that, the slack is the exact one of the group sums (math.fsum)
             if abs(slack) <= 64 * _EPS * (allowed + (g + 2) * spent):
-                slack = -_exact_difference(groups.terms(0, g), lam,
+                slack = -_exact_difference(groups.unit_sums[: g + 1], lam,
                                            float(groups.cum_counts[g]))
             nu = min(slack / excess, 1.0) if slack > 0 else 0.0
             if nu > 0:  # a share that underflows (or an excess beyond float64) opens none
@@ -790,8 +767,7 @@ def tie_groups(losses: NDArray[np.float64], uncertainty: NDArray[np.float64]) ->
     if scale != 1.0:
         losses = losses / scale
     values, counts, (sums,) = group_totals(uncertainty, losses)
-    return TieGroups(values, np.cumsum(counts, dtype=np.float64), np.cumsum(sums), scale, sums,
-                     (uncertainty, losses, scale))
+    return TieGroups(values, np.cumsum(counts, dtype=np.float64), np.cumsum(sums), scale, sums)
 
 
 def validated_groups(losses: ArrayLike, uncertainty: ArrayLike) -> TieGroups:
