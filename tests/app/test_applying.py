@@ -218,3 +218,24 @@ def test_the_summary_of_chunks_is_the_whole_files(text, reason, tmp_path, capsys
                               "risk 0.6667"]
     else:
         assert reason in printed[0][0]
+
+
+def test_a_parquet_batch_of_nulls_does_not_end_the_wait_for_a_columns_kind(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "labels.parquet"
+    pq.write_table(pa.table({
+        "u": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+        "label": pa.array(["NA", "NA", None, None, "cat", "dog"], pa.string()),
+        "prediction": pa.array(["NA", "cat", "cat", "cat", "cat", "cat"], pa.string())}), path)
+    rule = tmp_path / "rule.json"
+    rule.write_text(BoundedAbstention(target_coverage=0.9).fit(
+        np.arange(10) / 10, np.arange(10) % 2).to_json())
+    printed = []
+    for rows in (1, 2, 3, 1000):
+        assert main(["apply", str(rule), str(path), "--score", "u", "-o",
+                     str(tmp_path / f"o{rows}.csv"), "--chunk-rows", str(rows)]) == 0
+        printed.append(capsys.readouterr().out.splitlines()[1:])
+    assert all(p == printed[-1] for p in printed)
+    assert printed[-1] == ["ID rows: coverage 1.0000 (4 of 4 labelled rows), selective risk "
+                           "0.5000"]

@@ -56,16 +56,18 @@ class Applied(NamedTuple):
 
 
 class _Labelled:
-    """The totals of the summary, chunk by chunk, or the reason there is none, as a read
-    of the whole file gives them:
+    """The totals of the summary, chunk by chunk, as a read of the whole file gives them,
+    or the reason there is none:
 
     * each chunk's columns get the kinds of the whole file (``type_columns`` with the first
-      non-missing cell of each column carried across the chunks); chunks whose text columns
-      hold only missing cells (``NA`` as a class name) wait until a later chunk says
-      whether those cells are text or missing;
-    * a column that a later chunk refuses (numbers, then text) is the reason, before a
-      missing column or a value of an earlier chunk that ``prepare`` refuses, as a whole
-      file is typed before it is prepared;
+      non-missing cell of each column carried across the chunks); chunks whose text column
+      holds only missing cells, some of them such as ``NA`` (a class name among text
+      labels, missing among numbers), wait with the summary's columns alone until a later
+      chunk tells the column's kind;
+    * a column that a chunk refuses to type (numbers, then text) is the reason, before a
+      reason of ``prepare`` from an earlier chunk, as a whole file is typed before it is
+      prepared; still, a reason is the first the chunks meet, and may name another column,
+      check or line than the whole file's;
     * the losses of the accepted ID rows are kept (8 bytes a row) for one mean over the
       file.
     """
@@ -78,29 +80,33 @@ class _Labelled:
         self.reason: str | None = None  # from prepare: a typing error later still wins
         self.typing: str | None = None
         self.kinds: dict[str, Any] = {}
+        self.probe: dict[str, Any] = {}  # the kinds of every chunk added, waiting or not
+        self.unknown: set[str] = set()  # columns whose NA cells wait for their kind
         self.waiting: list[tuple[TableRows, NDArray[np.float64]]] = []
-
-    def _unknown(self, chunk: TableRows) -> bool:
-        """Whether a text column of ``chunk`` holds only missing cells, its kind unknown."""
-        probe = dict(self.kinds)
-        with contextlib.suppress(ValueError):
-            type_columns(chunk, SUMMARY_COLUMNS, self.where, probe)
-        return any(k in chunk.columns and chunk.columns[k].dtype.kind == "U" and k not in probe
-                   for k in SUMMARY_COLUMNS)
 
     def add(self, chunk: TableRows, cells: NDArray[np.float64]) -> None:
         if self.typing is not None:
             return
+        # only the columns the summary reads wait (a few bytes a row)
+        keep = {*self.scores, *SUMMARY_COLUMNS}
+        chunk = TableRows({k: v for k, v in chunk.columns.items() if k in keep}, chunk.rows)
         self.waiting.append((chunk, cells))
-        if not self._unknown(chunk):
+        with contextlib.suppress(ValueError):  # the kinds so far, in the file's order
+            type_columns(chunk, SUMMARY_COLUMNS, self.where, self.probe)
+        for k in SUMMARY_COLUMNS:  # cells such as NA: text or missing, by the kind
+            col = chunk.columns.get(k)
+            if (col is not None and col.dtype.kind == "U" and k not in self.probe
+                    and bool(np.any(np.char.strip(col) != ""))):
+                self.unknown.add(k)
+        if not self.unknown - self.probe.keys():
             self.finish()
 
     def finish(self) -> None:
-        """Type and add up the chunks waiting (all of them after the last chunk)."""
+        """Type and add up the chunks waiting (all of them after the last chunk), with the
+        kinds that the chunks so far tell."""
         waiting, self.waiting = self.waiting, []
-        for chunk, _ in waiting:  # the kinds first, from the first chunk that tells them
-            with contextlib.suppress(ValueError):
-                type_columns(chunk, SUMMARY_COLUMNS, self.where, self.kinds)
+        self.unknown.clear()
+        self.kinds = dict(self.probe)
         for chunk, cells in waiting:
             try:
                 read = type_columns(chunk, SUMMARY_COLUMNS, self.where, self.kinds)
