@@ -467,3 +467,26 @@ def test_rows_with_empty_cells_are_refused_in_the_same_words_at_every_chunk_size
     out = ["-o", str(tmp_path / "r.json")] if command[0] == "fit" else []
     assert main([command[0], str(path), *command[1:], *out, "--quiet", *chunk]) != 0
     assert capsys.readouterr().err.strip().endswith(message)
+
+
+def test_a_close_that_times_out_leaves_nothing_under_the_commands_line():
+    # a close of the local cluster that timed out on a loaded machine left a future whose
+    # TimeoutError asyncio printed when it was collected, under the command's one line
+    pytest.importorskip("distributed")
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, gc, distributed\n"
+        "from abstain.app.chunks import _client\n"
+        "with _client(distributed, None):\n"
+        "    pass\n"
+        "loop = asyncio.new_event_loop()\n"
+        "future = loop.create_future()\n"
+        "future.set_exception(TimeoutError('Timeout'))\n"
+        "del future\n"
+        "gc.collect()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "never retrieved" not in done.stderr, done.stderr

@@ -567,6 +567,10 @@ class _client:
         return self.client
 
     def __exit__(self, *exc: Any) -> None:
+        # a close that times out on a loaded machine leaves a future whose TimeoutError
+        # asyncio logs when it is collected ("Future exception was never retrieved"), under
+        # the command's one line; the results are in by then
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
