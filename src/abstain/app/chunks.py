@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import gc
 import glob
 import logging
 import os
@@ -569,8 +570,15 @@ class _client:
     def __exit__(self, *exc: Any) -> None:
         # a close that times out on a loaded machine leaves a future whose TimeoutError
         # asyncio logs when it is collected ("Future exception was never retrieved"), under
-        # the command's one line; the results are in by then
-        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        # the command's one line; the results are in by then, so such futures are collected
+        # here with asyncio's log left to critical errors, and its level is put back
+        log = logging.getLogger("asyncio")
+        level = log.level
+        log.setLevel(logging.CRITICAL)
+        try:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+            gc.collect()
+        finally:
+            log.setLevel(level)
