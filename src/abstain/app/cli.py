@@ -280,12 +280,16 @@ def _prepare(read: TableRows, *, dropped: str = "dropped {n} row(s) with NaN or 
     return data
 
 
+def _check_chunk_rows(rows: int | None) -> None:
+    if rows is not None and rows < 1:
+        raise _Fail(f"--chunk-rows must be at least 1; got {rows}.")
+
+
 def _chunked(args: argparse.Namespace) -> bool:
     """Whether the source is read in chunks: a directory, a glob, --chunk-rows or Dask."""
     if args.scheduler is not None and args.engine != "dask":
         raise _Fail("--scheduler needs --engine dask.")
-    if args.chunk_rows is not None and args.chunk_rows < 1:
-        raise _Fail(f"--chunk-rows must be at least 1; got {args.chunk_rows}.")
+    _check_chunk_rows(args.chunk_rows)
     if args.max_pairs < 1:
         raise _Fail(f"--max-pairs must be at least 1; got {args.max_pairs}.")
     return (args.engine in ("dask", "spark") or args.chunk_rows is not None
@@ -372,8 +376,7 @@ def _apply(args: argparse.Namespace) -> int:
     scores = args.scores or cols
     if not scores:
         raise _Fail("the rule file names no score column; give it with --score.")
-    if args.chunk_rows < 1:
-        raise _Fail(f"--chunk-rows must be at least 1; got {args.chunk_rows}.")
+    _check_chunk_rows(args.chunk_rows)
     # Only the columns that apply uses are read as numbers (and those of its summary where
     # a chunk has them); the others are copied as written and never refused.
     chunks = read_chunks(args.file, args.chunk_rows, scores)
