@@ -120,10 +120,12 @@ def exact_deviation(values: F64, counts: F64 | None = None) -> float:
     by :func:`two_prod`). It depends on the multiset of values alone: not on their order,
     on grouping equal values into counts, or on the CPU's vector kernels (exact where the
     values and the squares lie in ``[2**-480, 2**480]`` in magnitude or are 0; else
-    products of counts may round in the last bits). Equal values give 0. Its error is that
-    of the deviations from the rounded mean: a few units in the last place of the largest
-    value, as NumPy's ``std`` (relatively large where the spread is that small). NaN where
-    a value is not finite or there is none.
+    products of counts may round in the last bits). The values are first divided by the
+    power of two at least their largest magnitude (exact; the deviation is multiplied back),
+    so no sum overflows: a deviation beyond float64 is inf. Equal values give 0. Its error
+    is that of the deviations from the rounded mean: a few units in the last place of the
+    largest value, as NumPy's ``std`` (relatively large where the spread is that small). NaN
+    where a value is not finite or there is none.
 
     >>> exact_deviation(np.array([0.1, 0.2, 0.2])) == exact_deviation(
     ...     np.array([0.2, 0.1]), np.array([2.0, 1.0]))
@@ -137,6 +139,9 @@ def exact_deviation(values: F64, counts: F64 | None = None) -> float:
 
     if values.size == 0 or not bool(np.all(np.isfinite(values))):
         return math.nan
+    top = float(np.max(np.abs(values)))
+    k = math.frexp(top)[1] if top > 0 else 0
+    values = np.ldexp(values.astype(np.float64), -k)
     n = float(values.size if counts is None else math.fsum(counts.tolist()))
     mean = total(values) / n
     # one correction by the exact residual (the differences split by two_sum): equal values
@@ -144,7 +149,8 @@ def exact_deviation(values: F64, counts: F64 | None = None) -> float:
     d, e = two_sum(values, np.full_like(values, -mean))
     mean += total(d, e) / n
     d = values - mean
-    return math.sqrt(total(d * d) / n)
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(math.sqrt(total(d * d) / n), k))
 
 
 def sign_of_sum(terms: list[F64]) -> I8:

@@ -114,15 +114,8 @@ class DoubleScoreDetector(ParamsMixin):
         self.ood_ = copy.deepcopy(g).fit(pick_output(outputs, g.inputs), labels,
                                          weight=weight, bias=bias)
         raw = self._raw(outputs)
-        # from exact sums: the fitting rows in any order give the same scales to the last bit;
-        # each column divided by a power of two at least its largest magnitude first (exact),
-        # so that no sum overflows (a deviation beyond float64 is inf)
-        top = np.max(np.abs(raw), axis=0) if raw.shape[0] else np.zeros(2)
-        k = np.where(np.isfinite(top) & (top > 0), np.frexp(top)[1], 0)
-        with np.errstate(over="ignore"):
-            scale = np.array([np.ldexp(exact_deviation(np.ldexp(raw[:, j].astype(np.float64),
-                                                                -k[j])), k[j])
-                              for j in range(2)])
+        # from exact sums: the fitting rows in any order give the same scales to the last bit
+        scale = np.array([exact_deviation(raw[:, j]) for j in range(2)])
         self.scale_ = np.where(scale > 0, scale, 1.0)
         return self
 
