@@ -9,7 +9,6 @@ order of the rows, as :func:`~abstain.app.rules.apply_rule` draws them on the wh
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from collections.abc import Iterable
 from pathlib import Path
@@ -79,8 +78,7 @@ class _Labelled:
         self.ood_seen = False
         self.reason: str | None = None  # from prepare: a typing error later still wins
         self.typing: str | None = None
-        self.kinds: dict[str, Any] = {}
-        self.probe: dict[str, Any] = {}  # the kinds of every chunk added, waiting or not
+        self.kinds: dict[str, Any] = {}  # of every chunk added, in the file's order
         self.unknown: set[str] = set()  # columns whose NA cells wait for their kind
         self.waiting: list[tuple[TableRows, NDArray[np.float64]]] = []
 
@@ -90,31 +88,33 @@ class _Labelled:
         # only the columns the summary reads wait (a few bytes a row)
         keep = {*self.scores, *SUMMARY_COLUMNS}
         chunk = TableRows({k: v for k, v in chunk.columns.items() if k in keep}, chunk.rows)
-        self.waiting.append((chunk, cells))
-        with contextlib.suppress(ValueError):  # the kinds so far, in the file's order
-            type_columns(chunk, SUMMARY_COLUMNS, self.where, self.probe)
+        try:
+            read = type_columns(chunk, SUMMARY_COLUMNS, self.where, self.kinds)
+        except ValueError as exc:
+            self.typing = f"(no coverage or risk to report: {exc})"
+            return
         for k in SUMMARY_COLUMNS:  # cells such as NA: text or missing, by the kind
             col = chunk.columns.get(k)
-            if (col is not None and col.dtype.kind == "U" and k not in self.probe
+            if (col is not None and col.dtype.kind == "U" and k not in self.kinds
                     and bool(np.any(np.char.strip(col) != ""))):
                 self.unknown.add(k)
-        if not self.unknown - self.probe.keys():
-            self.finish()
+        if self.unknown - self.kinds.keys():
+            self.waiting.append((chunk, cells))
+            return
+        self.finish()
+        if self.reason is None:
+            self._prepared(read, cells)
 
     def finish(self) -> None:
-        """Type and add up the chunks waiting (all of them after the last chunk), with the
-        kinds that the chunks so far tell."""
+        """Type again and add up the chunks waiting (all of them after the last chunk),
+        with the kinds that the chunks since have told: their other columns were typed as
+        they came, and the cells that waited are missing or text, which no kind refuses."""
         waiting, self.waiting = self.waiting, []
         self.unknown.clear()
-        self.kinds = dict(self.probe)
         for chunk, cells in waiting:
-            try:
-                read = type_columns(chunk, SUMMARY_COLUMNS, self.where, self.kinds)
-            except ValueError as exc:
-                self.typing = f"(no coverage or risk to report: {exc})"
-                return
             if self.reason is None:
-                self._prepared(read, cells)
+                self._prepared(type_columns(chunk, SUMMARY_COLUMNS, self.where, self.kinds),
+                               cells)
 
     def _prepared(self, read: TableRows, cells: NDArray[np.float64]) -> None:
         try:
