@@ -343,3 +343,44 @@ def test_exact_deviation_depends_on_the_multiset_alone_and_is_the_deviation(xs, 
     assert X.exact_deviation(np.array(shuffled)) == got
     values, counts = np.unique(np.array(xs), return_counts=True)
     assert X.exact_deviation(values, counts.astype(float)) == got
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_grid_orders_are_exact_on_points_of_every_magnitude(seed):
+    """The near neighbours are found from the largest magnitude first, then tested with
+    their own: points from 1e-300 to 1e300, some one ulp apart or exactly tied, ordered and
+    grouped as their rational projections on every direction of a grid."""
+    from abstain._ood_search.search import grid_orders, grid_weights
+
+    rng = np.random.default_rng(300 + seed)
+    m = int(rng.integers(2, 60))
+    scale = 2.0 ** rng.integers(-990, 990, (m, 2)) if seed % 3 == 0 else (
+        10.0 ** rng.integers(-8, 9, (m, 2)))
+    pts = rng.integers(-4, 5, (m, 2)) * scale
+    if seed % 2:  # neighbours one ulp apart, and exact copies
+        pts[: m // 2] = np.nextafter(pts[m // 2 : 2 * (m // 2)], np.inf)
+        pts[-3:] = pts[:3]
+    w = grid_weights(24)
+    # points offset along the normal of a direction: their projections on it are equal but
+    # for the rounding of the offset, and their rounded projections a few ulps apart
+    k = rng.integers(0, 24, m)
+    pts = np.concatenate((pts, pts + rng.random((m, 1)) * np.abs(pts).max(axis=1, keepdims=True)
+                          * np.column_stack((w[k, 1], -w[k, 0]))))
+    orders = grid_orders(pts, w, exact=True)
+    for k in range(w.shape[0]):
+        vals, ref_new = R.projection_groups(pts[:, 0], pts[:, 1], w[k])
+        got = [Fraction(float(pts[i, 0])) * Fraction(float(w[k, 0]))
+               + Fraction(float(pts[i, 1])) * Fraction(float(w[k, 1]))
+               for i in orders.order[k].tolist()]
+        assert got == vals and orders.change[k].tolist() == ref_new[1:]
+
+
+def test_take_rows_is_take_along_axis():
+    from abstain._core.groups import take_rows
+
+    rng = np.random.default_rng(7)
+    for d, n, k in ((1, 50, 50), (4, 30, 12), (3, 1, 1), (0, 5, 5), (2, 0, 0)):
+        for a in (rng.normal(size=(d, n)), rng.random((d, n)) < 0.5):
+            order = rng.integers(0, max(n, 1), (d, k)) if n else np.zeros((d, 0), np.intp)
+            assert np.array_equal(take_rows(a, order), np.take_along_axis(a, order, axis=1))
+            assert take_rows(a, order).dtype == a.dtype

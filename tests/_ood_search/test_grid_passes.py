@@ -10,7 +10,13 @@ import pytest
 from abstain._ood_search import grid, search
 from abstain._ood_search import sample as sample_module
 from abstain._ood_search.sample import Sample
-from abstain._ood_search.search import GridOrders, grid_orders, grid_weights, running_rows
+from abstain._ood_search.search import (
+    GridOrders,
+    compact_weights,
+    grid_orders,
+    grid_weights,
+    running_rows,
+)
 
 
 def _orders(rng: np.random.Generator, d: int, n: int) -> GridOrders:
@@ -25,16 +31,44 @@ def _float_sums(orders: GridOrders, v: np.ndarray) -> np.ndarray:
     return c
 
 
-@pytest.mark.parametrize("kind", ["counts", "halves", "huge", "continuous"])
-def test_running_rows_equal_the_float_sums_bit_for_bit(kind) -> None:
+@pytest.mark.parametrize(("kind", "dtype"), [
+    ("counts", np.int8), ("hundreds", np.int16), ("millions", np.int32),
+    ("billions", np.int64), ("halves", np.float64), ("huge", np.float64),
+    ("continuous", np.float64)])
+def test_running_rows_equal_the_float_sums_bit_for_bit(kind, dtype) -> None:
+    """Whole-number weights are gathered as the smallest integer type that holds them and
+    summed in float64: bit for bit the float sums."""
     rng = np.random.default_rng(1)
     orders = _orders(rng, 12, 300)
     v = {"counts": rng.integers(0, 5, 300) * 1.0,
+         "hundreds": rng.integers(0, 300, 300) * 1.0,
+         "millions": rng.integers(0, 3_000_000, 300) * 1.0,
+         "billions": rng.integers(0, 3 * 10**9, 300) * 1.0,
          "halves": rng.integers(0, 5, 300) / 2,
          "huge": np.full(300, 2.0**46) + rng.integers(0, 3, 300),  # sums past 2**52: floats
          "continuous": rng.random(300)}[kind]
-    got = running_rows(orders, v)
-    assert got.dtype == np.float64 and np.array_equal(got, _float_sums(orders, v))
+    compact = compact_weights(v)
+    assert compact.dtype == dtype
+    for w in (v, compact):
+        got = running_rows(orders, w)
+        assert got.dtype == np.float64 and np.array_equal(got, _float_sums(orders, v))
+
+
+def test_running_masses_are_summed_when_read(monkeypatch) -> None:
+    """A metric that reads the ID and OOD masses of the grid does not sum the losses."""
+    rng = np.random.default_rng(5)
+    s = rng.normal(size=(400, 2))
+    ood = rng.random(400) < 0.4
+    summed = []
+    real = search.running_rows
+    monkeypatch.setattr(search, "running_rows", lambda o, v: summed.append(v) or real(o, v))
+    sample = Sample(s, (~ood) * 1.0, ood * 1.0, np.zeros(400))
+    for _, cum in sample.grid(8):
+        cum[1]
+        cum[0]
+        cum[1]
+    assert len(summed) == 2
+    assert np.array_equal(summed[0], ood) and np.array_equal(summed[1], ~ood)
 
 
 def test_group_starts_from_the_candidates_equal_the_running_maximum() -> None:

@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .groups import take_rows
+
 F64 = NDArray[np.float64]
 I8 = NDArray[np.int8]
 
@@ -602,7 +604,7 @@ def sorted_projection(pr: F64, pg: F64, w: F64) -> tuple[NDArray[np.intp], NDArr
     wk = np.array([[float(w[0]), float(w[1])]])
     s = pr[None, :] * wk[:, :1] + pg[None, :] * wk[:, 1:]
     order = np.argsort(s, axis=1, kind="stable")
-    ss = np.take_along_axis(s, order, axis=1)
+    ss = take_rows(s, order)
     change = ss[:, 1:] != ss[:, :-1]
     refine_projections(pr, pg, wk, s, order, change)
     return order[0], np.concatenate((np.ones(min(pr.size, 1), dtype=bool), change[0]))
@@ -618,10 +620,21 @@ def refine_projections(pr: F64, pg: F64, w: F64, proj: F64, order: NDArray[np.in
     of their projections are ordered and unequal as rounded; the runs of nearer ones are
     ordered exactly (:func:`refine`), in the rows that have such runs only (the grid's
     directions in one pass, :func:`sorted_projection` one direction)."""
-    a, b = np.abs(pr[None, :] * w[:, :1]), np.abs(pg[None, :] * w[:, 1:])
-    mag = np.take_along_axis(a + b, order, axis=1)
-    ss = np.take_along_axis(proj, order, axis=1)
-    near = ss[:, 1:] - ss[:, :-1] <= 4.0 * _U * (mag[:, 1:] + mag[:, :-1]) + _ABS
+    ss = take_rows(proj, order)
+    gap = ss[:, 1:] - ss[:, :-1]
+    # a neighbour pair is near where its gap is within the bound of its two magnitudes
+    # (|pr w_r| + |pg w_g|, rounded). Rounding is monotone, so no magnitude exceeds the one
+    # of the largest |pr| and |pg|, nor a pair's bound the bound of two such: only the
+    # (few) gaps within that are tested with their own magnitudes
+    big = np.abs(np.max(np.abs(pr)) * w[:, :1]) + np.abs(np.max(np.abs(pg)) * w[:, 1:])
+    row, at = np.nonzero(gap <= 4.0 * _U * (big + big) + _ABS)
+    near = np.zeros(gap.shape, dtype=bool)
+    if row.size:
+        lo, hi = order[row, at], order[row, at + 1]
+        wr, wg = w[row, 0], w[row, 1]
+        mag_lo = np.abs(pr[lo] * wr) + np.abs(pg[lo] * wg)
+        mag_hi = np.abs(pr[hi] * wr) + np.abs(pg[hi] * wg)
+        near[row, at] = gap[row, at] <= 4.0 * _U * (mag_hi + mag_lo) + _ABS
     for k in np.flatnonzero(near.any(axis=1)):
         wx, wy = float(w[k, 0]), float(w[k, 1])
 

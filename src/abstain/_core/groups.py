@@ -293,6 +293,15 @@ def stable_order(
 _KEYED_MIN_ROWS_2D = 512
 
 
+def take_rows(a: NDArray[Any], order: NDArray[np.intp]) -> NDArray[Any]:
+    """``np.take_along_axis(a, order, axis=1)`` of 2-D arrays, row by row with ``np.take``
+    (about twice as fast: no index arrays are built)."""
+    out = np.empty(order.shape, dtype=a.dtype)
+    for k in range(order.shape[0]):
+        np.take(a[k], order[k], out=out[k])
+    return out
+
+
 def stable_orders(rows: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
     """:func:`stable_order` of each row of a 2-D array of finite float64 scores: the orders
     (the shape of ``rows``) and ``change`` (one column fewer), True where a sorted row's
@@ -302,7 +311,7 @@ def stable_orders(rows: NDArray[np.float64]) -> tuple[NDArray[np.intp], NDArray[
     d, n = rows.shape
     if n < _KEYED_MIN_ROWS_2D or n >= 1 << 40:
         order = np.argsort(rows, axis=1, kind="stable")
-        s = np.take_along_axis(rows, order, axis=1)
+        s = take_rows(rows, order)
         return order, s[:, 1:] != s[:, :-1]
     order = np.empty((d, n), dtype=np.intp)
     change = np.ones((d, max(n - 1, 0)), dtype=bool)
@@ -706,7 +715,14 @@ def _order_keys(v: NDArray[np.float64], lo: float, hi: float, *,
         return bits if inplace else bits.copy()
     if hi < 0.0:
         return np.invert(bits, out=bits) if inplace else ~bits
-    return np.where(v < 0.0, ~bits, bits | _SIGN)
+    # all bits set on negative values (the sign copied by the arithmetic shift), the sign
+    # bit on the others: one xor flips a negative value's bits and sets a positive one's sign
+    flip = (v.view(np.int64) >> 63).view(np.uint64)
+    flip |= _SIGN
+    if inplace:
+        bits ^= flip
+        return bits
+    return bits ^ flip
 
 
 def _float_of_keys(keys: NDArray[np.uint64], lo: float, hi: float) -> NDArray[np.float64]:

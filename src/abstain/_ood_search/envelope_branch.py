@@ -55,6 +55,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._core.exact import sums_exact, swap_slots
+from .._core.groups import take_rows
 from .branch import (
     INTERVALS_PER_POINT,
     MIN_WIDTH,
@@ -145,7 +146,7 @@ class _Envelope(IntervalSearch):
             w = unit_weights(a)
             s = along(pts[None, :, 0], pts[None, :, 1], w[:, :1], w[:, 1:])
             order = np.argsort(s, axis=1, kind="stable")
-            s = np.take_along_axis(s, order, axis=1)
+            s = take_rows(s, order)
             end = np.ones(s.shape, dtype=bool)
             end[:, :-1] = s[:, 1:] - s[:, :-1] > 2 * self.eps
             cum = [np.cumsum(np.take(self.x4[:, c], order), axis=1)[end] for c in cols]

@@ -67,31 +67,21 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
     """
     q, rows = b.size, starts.size
     nudged = b * (1 + 1e-12)
-    top = float(ood.max()) if ood.size else 0.0  # running sums of weights >= 0
-    # whole-number masses (counts) up to a few per knot: the ranks looked up per count
-    whole = ood.astype(np.intp) if top <= 4 * ood.size + 1024 else None
-    if whole is not None and np.array_equal(whole, ood):
-        rank = np.searchsorted(nudged, np.arange(int(top) + 1), side="left")[whole]
-    else:
-        rank = np.searchsorted(nudged, ood, side="left")
     first = np.arange(0, q, _QUERY_BLOCK)
     # each block's first query, then the last query: a block's values are at most those at
     # the next block's first query (the last block's: at the last query)
     edges = np.append(first, q - 1)
     span = np.minimum(first[:, None] + np.arange(_QUERY_BLOCK), q - 1)  # (blocks, QB)
-    # per block of directions (its knots stay in cache): each query's knot, and the values
-    # at every block's first query and at the last query
+    # per block of directions (its knots stay in cache): each query's knot (a binary search
+    # of the queries in each direction's knots, which ascend), and the values at every
+    # block's first query and at the last query
     blocks = []
     for r0 in range(0, rows, _INTERP_ROWS):
         st, sz = starts[r0 : r0 + _INTERP_ROWS], sizes[r0 : r0 + _INTERP_ROWS]
-        k0 = int(st[0])
-        # knot k is at or below query i iff fewer than i + 1 queries lie below it: each
-        # knot's rank among the queries, counted per direction, gives each query's knot
-        at = np.repeat(np.arange(st.size) * (q + 1), sz)
-        at += rank[k0 : k0 + at.size]
-        count = np.bincount(at, minlength=st.size * (q + 1)).reshape(st.size, q + 1)
-        j = np.cumsum(count[:, :q], axis=1)
-        j += st[:, None] - 1
+        j = np.empty((st.size, q), dtype=np.intp)
+        for d0, (s0, n0) in enumerate(zip(st.tolist(), sz.tolist(), strict=True)):
+            j[d0] = np.searchsorted(ood[s0 : s0 + n0], nudged, side="right")
+            j[d0] += s0 - 1
         last = (st + sz - 1)[:, None]
         blocks.append((j, last, _segment_values(ood, j[:, edges], last, b[edges], ys)))
     best = []

@@ -39,12 +39,13 @@ from .branch import branch_search
 from .search import (
     F64,
     GridOrders,
+    RunningMasses,
+    compact_weights,
     grid_batches,
     grid_best,
     grid_orders,
     grid_weights,
     project,
-    running_rows,
 )
 
 #: At most this many (direction, row) entries of a sample's grid are kept between calls
@@ -244,8 +245,9 @@ class Sample:
         # the rows in each grid direction's order (:meth:`keep_orders`), and those with the
         # running masses (:meth:`grid`), per number of directions and tie rule (rounded, or exact)
         self._orders: dict[tuple[int, bool], list[GridOrders]] = {}
-        self._grid: dict[tuple[int, bool], list[tuple[GridOrders, list[F64]]]] = {}
+        self._grid: dict[tuple[int, bool], list[tuple[GridOrders, RunningMasses]]] = {}
         self._drawn: NDArray[np.bool_] | None = None  # a resample's rows drawn at least once
+        self._compact: list[NDArray[Any]] | None = None  # the weights as the grid gathers them
 
     @classmethod
     def of(cls, scores: Any, is_ood: Any, losses: Any,
@@ -329,10 +331,11 @@ class Sample:
         return grid_weights(n_directions)
 
     def grid(self, n_directions: int, exact: bool = False,
-             ) -> Iterator[tuple[GridOrders, list[F64]]]:
+             ) -> Iterator[tuple[GridOrders, RunningMasses]]:
         """Per batch of the grid's directions (one score: the score itself), the rows in
         each direction's order and the running ID, OOD and loss masses in it
-        (:func:`~abstain._ood_search.search.running_rows`, leading 0 included). Kept by the
+        (:class:`~abstain._ood_search.search.RunningMasses`, leading 0 included, each summed
+        when first read). Kept by the
         sample where all batches together hold at most ``GRID_CACHE`` entries, so the
         metrics of one sample share them; else sorted again on each call.
 
@@ -361,12 +364,19 @@ class Sample:
                 o = grid_orders(self.s, w[b0:b1], exact)
                 if self._drawn is not None:  # a resample: its drawn rows alone
                     o = o.drawn(self._drawn)
-            item = (o, [running_rows(o, v) for v in (self.w_id, self.w_ood, self.w_loss)])
+            item = (o, RunningMasses(o, self.compact_weights()))
             if keep:
                 out.append(item)
             yield item
         if keep:
             self._grid[key] = out
+
+    def compact_weights(self) -> list[NDArray[Any]]:
+        """The ID, OOD and loss weights as the grid's running sums gather them
+        (:func:`~abstain._ood_search.search.compact_weights`), converted once per sample."""
+        if self._compact is None:
+            self._compact = [compact_weights(v) for v in (self.w_id, self.w_ood, self.w_loss)]
+        return self._compact
 
     def keep_orders(self, n_directions: int, exact: bool = False) -> bool:
         """Sort the grid's directions once and keep their orders for :meth:`resampled`
