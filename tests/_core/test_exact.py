@@ -384,3 +384,30 @@ def test_take_rows_is_take_along_axis():
             order = rng.integers(0, max(n, 1), (d, k)) if n else np.zeros((d, 0), np.intp)
             assert np.array_equal(take_rows(a, order), np.take_along_axis(a, order, axis=1))
             assert take_rows(a, order).dtype == a.dtype
+
+
+@pytest.mark.parametrize("outlier", [None, 1e12, 1e300])
+def test_projections_near_is_the_bound_of_each_pair(outlier):
+    """The near neighbours found from the largest magnitude first (or, where a huge score
+    makes most pairs candidates, from every pair's own magnitudes) are those within each
+    pair's own error bound, and no rows give no pairs."""
+    from abstain._core.groups import stable_orders
+    from abstain._ood_search.search import along, grid_weights
+
+    rng = np.random.default_rng(11)
+    pts = np.round(rng.normal(size=(3000, 2)), 3)
+    pts[::7] = np.nextafter(pts[1::7][: pts[::7].shape[0]], np.inf)
+    if outlier is not None:
+        pts[0] = [outlier, -outlier]
+    w = grid_weights(12)
+    proj = along(pts[None, :, 0], pts[None, :, 1], w[:, :1], w[:, 1:])
+    order, _ = stable_orders(proj)
+    ss = np.take_along_axis(proj, order, axis=1)
+    a, b = np.abs(pts[None, :, 0] * w[:, :1]), np.abs(pts[None, :, 1] * w[:, 1:])
+    mag = np.take_along_axis(a + b, order, axis=1)
+    want = ss[:, 1:] - ss[:, :-1] <= 4.0 * X._U * (mag[:, 1:] + mag[:, :-1]) + X._ABS
+    got = X.projections_near(pts[:, 0], pts[:, 1], w, proj, order)
+    assert want.any() and np.array_equal(got, want)
+    empty = np.zeros((12, 0))
+    assert X.projections_near(np.zeros(0), np.zeros(0), w, empty,
+                              np.zeros((12, 0), np.intp)).shape == (12, 0)

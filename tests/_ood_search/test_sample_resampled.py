@@ -37,3 +37,62 @@ def test_a_resample_searches_as_its_drawn_rows(kept) -> None:
         if a is not None:
             assert a[0].objective == b[0].objective and (a[0].I, a[0].O) == (b[0].I, b[0].O)
             assert np.array_equal(a[1], b[1]) and a[2] == b[2]
+
+
+def _no_sort(monkeypatch, calls):
+    """Count the sorts of grid directions (one call per batch of directions)."""
+    from abstain._ood_search import sample as sample_module
+
+    for name in ("grid_orders", "grid_orders_both"):
+        real = getattr(sample_module, name, None)
+        if real is not None:
+            monkeypatch.setattr(sample_module, name,
+                                lambda *a, _real=real, _name=name, **k:
+                                calls.append(_name) or _real(*a, **k))
+
+
+def test_a_pair_resample_on_kept_orders_sorts_no_direction(monkeypatch) -> None:
+    """The four metrics of a pair's resample (the rule's rounded tie groups and the
+    envelopes' exact ones) come from the orders kept once: no direction is sorted again,
+    and the values are the drawn rows' own, bit for bit."""
+    from abstain.metrics._ood import grid_pair_metrics
+
+    s, w_id, w_ood, w_loss = _sample(n=300, seed=4)
+    base = Sample(s, w_id, w_ood, w_loss)
+    assert base.keep_orders(24)
+    calls: list[str] = []
+    _no_sort(monkeypatch, calls)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        counts = np.bincount(rng.integers(0, 300, 300), minlength=300)
+        got = grid_pair_metrics(base.resampled(counts), 0.5, 0.4, True, 24)
+        assert calls == []
+        i = np.repeat(np.arange(300), counts)
+        want = grid_pair_metrics(Sample(s[i], w_id[i], w_ood[i], w_loss[i]), 0.5, 0.4, True, 24)
+        assert {k: float(v).hex() for k, v in got.items()} == {
+            k: float(v).hex() for k, v in want.items()}
+        calls.clear()
+
+
+@pytest.mark.parametrize("cache", [0, 1 << 21])
+def test_pair_metrics_sort_each_direction_once(monkeypatch, cache) -> None:
+    """With the grid kept or not (``GRID_CACHE``), the AUROC, FPR, OSCR and risk of one pair
+    sort each batch of directions once, and equal the functions' own values."""
+    from abstain._ood_search import sample as sample_module
+    from abstain.metrics import auroc, fpr_at_tpr, oscr, selective_risk_at_tpr_fpr
+    from abstain.metrics._ood import grid_pair_metrics
+
+    s, w_id, w_ood, w_loss = _sample(n=400, seed=6)
+    monkeypatch.setattr(sample_module, "GRID_CACHE", cache)
+    calls: list[str] = []
+    _no_sort(monkeypatch, calls)
+    got = grid_pair_metrics(Sample(s, w_id, w_ood, w_loss), 0.5, 0.4, True, 30)
+    assert calls == ["grid_orders_both"]  # 30 directions of 400 rows: one batch
+    ood = w_ood > 0
+    losses = np.where(ood, np.nan, w_loss)
+    kw = {"search": "grid", "n_directions": 30}
+    want = {"auroc": auroc(ood, s, **kw), "fpr_at_tpr": fpr_at_tpr(ood, s, 0.5, **kw),
+            "oscr": oscr(losses, ood, s, **kw),
+            "risk_at_tpr_fpr": selective_risk_at_tpr_fpr(losses, ood, s, 0.5, 0.4, **kw)}
+    assert {k: float(v).hex() for k, v in got.items()} == {
+        k: float(v).hex() for k, v in want.items()}

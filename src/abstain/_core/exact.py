@@ -610,24 +610,24 @@ def sorted_projection(pr: F64, pg: F64, w: F64) -> tuple[NDArray[np.intp], NDArr
     return order[0], np.concatenate((np.ones(min(pr.size, 1), dtype=bool), change[0]))
 
 
-def refine_projections(pr: F64, pg: F64, w: F64, proj: F64, order: NDArray[np.intp],
-                       change: NDArray[np.bool_]) -> None:
-    """Make the stable orders of rounded projections exact, in place: ``proj`` (d, n) holds
-    ``pr * w[k, 0] + pg * w[k, 1]`` rounded, ``order`` its rows sorted stably and ``change``
-    (d, n - 1) True where a sorted row's next value differs. Each row then orders the points
-    exactly on direction ``w[k]``, with ``change`` True where a group of exactly equal
-    projections starts: neighbours farther apart than the error bound
-    of their projections are ordered and unequal as rounded; the runs of nearer ones are
-    ordered exactly (:func:`refine`), in the rows that have such runs only (the grid's
-    directions in one pass, :func:`sorted_projection` one direction)."""
+def projections_near(pr: F64, pg: F64, w: F64, proj: F64,
+                     order: NDArray[np.intp]) -> NDArray[np.bool_]:
+    """Which neighbours of the stable orders ``order`` of the rounded projections ``proj``
+    (see :func:`refine_projections`) are near: within the error bound of their two
+    projections, so rounding may have misordered or tied them (d, n - 1)."""
     ss = take_rows(proj, order)
     gap = ss[:, 1:] - ss[:, :-1]
     # a neighbour pair is near where its gap is within the bound of its two magnitudes
     # (|pr w_r| + |pg w_g|, rounded). Rounding is monotone, so no magnitude exceeds the one
     # of the largest |pr| and |pg|, nor a pair's bound the bound of two such: only the
     # (few) gaps within that are tested with their own magnitudes
-    big = np.abs(np.max(np.abs(pr)) * w[:, :1]) + np.abs(np.max(np.abs(pg)) * w[:, 1:])
-    row, at = np.nonzero(gap <= 4.0 * _U * (big + big) + _ABS)
+    big = (np.abs(np.max(np.abs(pr), initial=0.0) * w[:, :1])
+           + np.abs(np.max(np.abs(pg), initial=0.0) * w[:, 1:]))
+    cand = gap <= 4.0 * _U * (big + big) + _ABS
+    if np.count_nonzero(cand) > cand.size // 8:  # magnitudes far apart: each pair's own
+        mag = take_rows(np.abs(pr[None, :] * w[:, :1]) + np.abs(pg[None, :] * w[:, 1:]), order)
+        return gap <= 4.0 * _U * (mag[:, 1:] + mag[:, :-1]) + _ABS
+    row, at = np.nonzero(cand)
     near = np.zeros(gap.shape, dtype=bool)
     if row.size:
         lo, hi = order[row, at], order[row, at + 1]
@@ -635,6 +635,23 @@ def refine_projections(pr: F64, pg: F64, w: F64, proj: F64, order: NDArray[np.in
         mag_lo = np.abs(pr[lo] * wr) + np.abs(pg[lo] * wg)
         mag_hi = np.abs(pr[hi] * wr) + np.abs(pg[hi] * wg)
         near[row, at] = gap[row, at] <= 4.0 * _U * (mag_hi + mag_lo) + _ABS
+    return near
+
+
+def refine_projections(pr: F64, pg: F64, w: F64, proj: F64, order: NDArray[np.intp],
+                       change: NDArray[np.bool_],
+                       near: NDArray[np.bool_] | None = None) -> None:
+    """Make the stable orders of rounded projections exact, in place: ``proj`` (d, n) holds
+    ``pr * w[k, 0] + pg * w[k, 1]`` rounded, ``order`` its rows sorted stably and ``change``
+    (d, n - 1) True where a sorted row's next value differs. Each row then orders the points
+    exactly on direction ``w[k]``, with ``change`` True where a group of exactly equal
+    projections starts: neighbours farther apart than the error bound
+    of their projections are ordered and unequal as rounded; the runs of nearer ones
+    (``near``, default :func:`projections_near`) are ordered exactly (:func:`refine`), in
+    the rows that have such runs only (the grid's directions in one pass,
+    :func:`sorted_projection` one direction)."""
+    if near is None:
+        near = projections_near(pr, pg, w, proj, order)
     for k in np.flatnonzero(near.any(axis=1)):
         wx, wy = float(w[k, 0]), float(w[k, 1])
 

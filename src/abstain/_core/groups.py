@@ -293,9 +293,16 @@ def stable_order(
 _KEYED_MIN_ROWS_2D = 512
 
 
+#: From rows this long on :func:`take_rows` gathers row by row.
+_TAKE_ROW = 1024
+
+
 def take_rows(a: NDArray[Any], order: NDArray[np.intp]) -> NDArray[Any]:
-    """``np.take_along_axis(a, order, axis=1)`` of 2-D arrays, row by row with ``np.take``
-    (about twice as fast: no index arrays are built)."""
+    """``np.take_along_axis(a, order, axis=1)`` of 2-D arrays: rows of ``_TAKE_ROW``
+    entries or more row by row with ``np.take`` (about twice as fast, no index arrays
+    built), shorter ones in one call (a call per row would cost more than the gather)."""
+    if order.shape[1] < _TAKE_ROW:
+        return np.take_along_axis(a, order, axis=1)
     out = np.empty(order.shape, dtype=a.dtype)
     for k in range(order.shape[0]):
         np.take(a[k], order[k], out=out[k])

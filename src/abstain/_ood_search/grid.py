@@ -7,13 +7,14 @@ the least FPR at a TPR, from the knots of :meth:`~abstain._ood_search.sample.Sam
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .sample import Sample
-from .search import F64, Knots, knots, least_fpr_rows, project
+from .best import Best, Constraint
+from .sample import Found, Sample
+from .search import F64, GridOrders, Knots, Masses, grid_best, knots, least_fpr_rows, project
 
 #: Queries per block of :func:`_interp_max`: a direction is interpolated inside a block only
 #: where its value at the next block's first query can reach the best value at its first.
@@ -72,16 +73,27 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
     # the next block's first query (the last block's: at the last query)
     edges = np.append(first, q - 1)
     span = np.minimum(first[:, None] + np.arange(_QUERY_BLOCK), q - 1)  # (blocks, QB)
-    # per block of directions (its knots stay in cache): each query's knot (a binary search
-    # of the queries in each direction's knots, which ascend), and the values at every
-    # block's first query and at the last query
+    # per block of directions (its knots stay in cache): each query's knot, and the values
+    # at every block's first query and at the last query
     blocks = []
     for r0 in range(0, rows, _INTERP_ROWS):
         st, sz = starts[r0 : r0 + _INTERP_ROWS], sizes[r0 : r0 + _INTERP_ROWS]
-        j = np.empty((st.size, q), dtype=np.intp)
-        for d0, (s0, n0) in enumerate(zip(st.tolist(), sz.tolist(), strict=True)):
-            j[d0] = np.searchsorted(ood[s0 : s0 + n0], nudged, side="right")
-            j[d0] += s0 - 1
+        if int(sz.sum()) > q * st.size:
+            # more knots than queries: a binary search of the queries in each direction's
+            # knots (they ascend), the last at or below each
+            j = np.empty((st.size, q), dtype=np.intp)
+            for d0, (s0, n0) in enumerate(zip(st.tolist(), sz.tolist(), strict=True)):
+                j[d0] = np.searchsorted(ood[s0 : s0 + n0], nudged, side="right")
+                j[d0] += s0 - 1
+        else:
+            # fewer: knot k is at or below query i iff fewer than i + 1 queries lie below
+            # it, so each knot's rank among the queries, counted per direction, gives them
+            k0 = int(st[0])
+            at = np.repeat(np.arange(st.size) * (q + 1), sz)
+            at += np.searchsorted(nudged, ood[k0 : k0 + at.size], side="left")
+            count = np.bincount(at, minlength=st.size * (q + 1)).reshape(st.size, q + 1)
+            j = np.cumsum(count[:, :q], axis=1)
+            j += st[:, None] - 1
         last = (st + sz - 1)[:, None]
         blocks.append((j, last, _segment_values(ood, j[:, edges], last, b[edges], ys)))
     best = []
@@ -104,17 +116,20 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
 _RUNNING = ("id", "ood", "loss", "ccr")
 
 
-def _grid_knots(sample: Sample, n_directions: int,
-                names: tuple[str, ...]) -> Iterator[tuple[NDArray[np.intp], NDArray[np.intp],
-                                                         list[F64]]]:
-    """Per batch of the grid's directions (:meth:`Sample.grid`, shared by the metrics of one
-    sample): each direction's first knot and number of knots, and the knots' running
-    masses ``names`` (of :data:`_RUNNING`; leading 0 included; flat, direction by
-    direction): the knots of each direction's tie groups. Yielded batch by batch, so that
-    only one batch's knots are held (every direction's at once took about 6 kB per row)."""
+def _grid_knots(sample: Sample, n_directions: int, names: tuple[str, ...],
+                batches: Iterable[tuple[GridOrders, Masses]] | None = None,
+                ) -> Iterator[tuple[NDArray[np.intp], NDArray[np.intp], list[F64]]]:
+    """Per batch of the grid's directions (:meth:`Sample.grid` with the exact tie groups,
+    shared by the metrics of one sample, or ``batches``): each direction's first knot and
+    number of knots, and the knots' running masses ``names`` (of :data:`_RUNNING`; leading 0
+    included; flat, direction by direction): the knots of each direction's tie groups.
+    Yielded batch by batch, so that only one batch's knots are held (every direction's at
+    once took about 6 kB per row)."""
     wanted = [i for i, k in enumerate(_RUNNING[:3])
               if k in names or (k in ("id", "loss") and "ccr" in names)]
-    for orders, cum in sample.grid(n_directions, exact=True):
+    if batches is None:
+        batches = sample.grid(n_directions, exact=True)
+    for orders, cum in batches:
         d, n = orders.order.shape
         if orders.change.all():  # no ties: every position is a knot
             sizes = np.full(d, n + 1)
@@ -134,21 +149,29 @@ def _grid_knots(sample: Sample, n_directions: int,
 def envelopes_on_grid(sample: Sample, gains: tuple[str, ...], grid: F64,
                       n_directions: int) -> list[F64]:
     """Per gain of ``gains`` (:data:`_RUNNING` names), ``max over directions of (accepted
-    gain mass) / #ID`` at each FPR of ``grid``."""
-    return envelopes_and_least_fpr(sample, gains, grid, n_directions, None)[0]
+    gain mass) / #ID`` at each FPR of ``grid`` (in any order)."""
+    order = np.argsort(grid, kind="stable")  # the knots are looked up in ascending order
+    out = []
+    for best in envelopes_and_least_fpr(sample, gains, grid[order], n_directions, None)[0]:
+        out.append(np.empty(grid.size))
+        out[-1][order] = best
+    return out
 
 
 def envelopes_and_least_fpr(sample: Sample, gains: tuple[str, ...], grid: F64,
-                            n_directions: int, tpr: float | None) -> tuple[list[F64], float]:
+                            n_directions: int, tpr: float | None,
+                            batches: Iterable[tuple[GridOrders, Masses]] | None = None,
+                            ) -> tuple[list[F64], float]:
     """:func:`envelopes_on_grid` and (unless ``tpr`` is None, then NaN)
-    :func:`least_fpr_on_grid` at ``tpr``, from one extraction of the directions' knots."""
+    :func:`least_fpr_on_grid` at ``tpr``, from one extraction of the directions' knots
+    (of ``batches`` where given, see :func:`_grid_knots`)."""
     best = [np.zeros(grid.size) for _ in gains]
     b = grid * sample.n_ood
     names = ("ood", *gains)
     if tpr is not None and "id" not in gains:
         names += ("id",)
     fpr = math.inf if tpr is not None else math.nan
-    for starts, sizes, (o, *g) in _grid_knots(sample, n_directions, names):
+    for starts, sizes, (o, *g) in _grid_knots(sample, n_directions, names, batches):
         for k, y in enumerate(_interp_max(o, g[: len(gains)], starts, sizes, b)):
             # the largest of the quotients is the quotient of the largest (division by a
             # positive number keeps the order of rounded values)
@@ -158,6 +181,25 @@ def envelopes_and_least_fpr(sample: Sample, gains: tuple[str, ...], grid: F64,
             fpr = min(fpr, float(least_fpr_rows(i, o, starts, sizes, sample.n_id,
                                                 sample.n_ood, tpr).min()))
     return best, fpr
+
+
+def envelopes_fpr_and_rule(sample: Sample, gains: tuple[str, ...], grid: F64,
+                           n_directions: int, tpr: float, con: Constraint,
+                           ) -> tuple[list[F64], float, Found | None]:
+    """:func:`envelopes_and_least_fpr` and the best rule under ``con`` on the grid (what
+    :meth:`Sample.run` finds with ``search="grid"``), in one pass over the directions: each
+    is sorted once for both (:meth:`Sample.grid_both`; the rule takes the rounded tie
+    groups, the envelopes the exact ones)."""
+    found: list[tuple[Best, float] | None] = []
+
+    def exact_batches() -> Iterator[tuple[GridOrders, Masses]]:
+        for (orders, cum), exact in sample.grid_both(n_directions):
+            found.extend(grid_best(orders, cum, con, None, sample.n_id, sample.n_ood))
+            yield exact
+
+    bests, least = envelopes_and_least_fpr(sample, gains, grid, n_directions, tpr,
+                                           exact_batches())
+    return bests, least, sample.best_of(found, n_directions, None)
 
 
 def least_fpr_on_grid(sample: Sample, t: float, n_directions: int) -> float:

@@ -44,6 +44,7 @@ from .search import (
     grid_batches,
     grid_best,
     grid_orders,
+    grid_orders_both,
     grid_weights,
     project,
 )
@@ -335,9 +336,9 @@ class Sample:
         """Per batch of the grid's directions (one score: the score itself), the rows in
         each direction's order and the running ID, OOD and loss masses in it
         (:class:`~abstain._ood_search.search.RunningMasses`, leading 0 included, each summed
-        when first read). Kept by the
-        sample where all batches together hold at most ``GRID_CACHE`` entries, so the
-        metrics of one sample share them; else sorted again on each call.
+        when first read). Kept by the sample where all batches together hold at most
+        ``GRID_CACHE`` entries, so the metrics of one sample share them; else sorted again
+        on each call.
 
         The tie groups are those of the rounded projections, as a rule fitted on the grid
         applies them; with ``exact`` (the metrics' envelopes) those of the exact
@@ -345,31 +346,64 @@ class Sample:
         point with one neighbour on a line and not with the other (``(2, 2)`` with
         ``(1, 3)``, not with ``(3, 1)``, at 45 degrees), an order no direction gives, and an
         envelope of such orders rose above the exact one."""
-        key = (n_directions, exact)
-        cached = self._grid.get(key)
-        if cached is not None:
-            yield from cached
+        for items in self._batches(n_directions, (exact,)):
+            yield items[exact]
+
+    def grid_both(self, n_directions: int,
+                  ) -> Iterator[tuple[tuple[GridOrders, RunningMasses],
+                                      tuple[GridOrders, RunningMasses]]]:
+        """:meth:`grid` with the rounded and with the exact tie groups, per batch, from one
+        sort of each direction (the two share their orders and running masses where no
+        projections are near): the rule search and the envelopes of one pass."""
+        for items in self._batches(n_directions, (False, True)):
+            yield items[False], items[True]
+
+    def _batches(self, n_directions: int, flags: tuple[bool, ...],
+                 ) -> Iterator[dict[bool, tuple[GridOrders, RunningMasses]]]:
+        """Per batch, :meth:`grid`'s item for each tie rule of ``flags`` (``exact`` or not):
+        from the kept items, the kept orders (:meth:`keep_orders`, a resample's) or one
+        sort of each direction."""
+        if all((n_directions, f) in self._grid for f in flags):
+            yield from (dict(zip(flags, items, strict=True)) for items in
+                        zip(*(self._grid[n_directions, f] for f in flags), strict=True))
             return
         w = self.directions("grid", n_directions)
         n = self.s.shape[0]
         keep = n * w.shape[0] <= GRID_CACHE
-        orders = self._orders.get(key)
-        out = []
+        kept = {f: self._orders.get((n_directions, f)) for f in flags}
+        out: dict[bool, list[tuple[GridOrders, RunningMasses]]] = {f: [] for f in flags}
         for k, (b0, b1) in enumerate(grid_batches(n, w.shape[0])):
-            if orders is not None:
-                o = orders[k]
-            elif self.s.shape[1] == 1:  # one score: its groups, ascending and distinct
-                o = GridOrders(np.arange(n)[None, :], self.s.T, np.ones((1, max(n - 1, 0)), bool))
-            else:
-                o = grid_orders(self.s, w[b0:b1], exact)
+            orders: dict[bool, GridOrders] = {}
+            for f in flags:
+                stored = kept[f]
+                if stored is not None:
+                    orders[f] = stored[k]
+            if len(orders) < len(flags):
+                if self.s.shape[1] == 1:  # one score: its groups, ascending and distinct
+                    o = GridOrders(np.arange(n)[None, :], self.s.T,
+                                   np.ones((1, max(n - 1, 0)), bool))
+                    both = (o, o)
+                elif len(flags) == 2:
+                    both = grid_orders_both(self.s, w[b0:b1])
+                else:
+                    o = grid_orders(self.s, w[b0:b1], flags[0])
+                    both = (o, o)
                 if self._drawn is not None:  # a resample: its drawn rows alone
-                    o = o.drawn(self._drawn)
-            item = (o, RunningMasses(o, self.compact_weights()))
-            if keep:
-                out.append(item)
-            yield item
+                    drawn = both[0].drawn(self._drawn)
+                    both = (drawn, drawn if both[1] is both[0] else both[1].drawn(self._drawn))
+                orders = {f: both[f] for f in flags} if len(flags) == 2 else {
+                    flags[0]: both[0]}
+            items: dict[bool, tuple[GridOrders, RunningMasses]] = {}
+            for f in flags:  # orders shared by both rules share their running masses
+                same = [g for g in items if orders[g] is orders[f]]
+                items[f] = (orders[f], items[same[0]][1] if same else
+                            RunningMasses(orders[f], self.compact_weights()))
+                if keep:
+                    out[f].append(items[f])
+            yield items
         if keep:
-            self._grid[key] = out
+            for f in flags:
+                self._grid[n_directions, f] = out[f]
 
     def compact_weights(self) -> list[NDArray[Any]]:
         """The ID, OOD and loss weights as the grid's running sums gather them
@@ -378,18 +412,23 @@ class Sample:
             self._compact = [compact_weights(v) for v in (self.w_id, self.w_ood, self.w_loss)]
         return self._compact
 
-    def keep_orders(self, n_directions: int, exact: bool = False) -> bool:
-        """Sort the grid's directions once and keep their orders for :meth:`resampled`
-        (where they fit in ``GRID_CACHE`` entries); whether they are kept. ``exact``: as
-        for :meth:`grid`."""
+    def keep_orders(self, n_directions: int) -> bool:
+        """Sort the grid's directions once and keep their orders, with the rounded and the
+        exact tie groups (:func:`~abstain._ood_search.search.grid_orders_both`), for
+        :meth:`resampled` (where they fit in ``GRID_CACHE`` entries); whether they are
+        kept."""
         w = self.directions("grid", n_directions)
         n = self.s.shape[0]
         if n * w.shape[0] > GRID_CACHE:
             return False
-        if (n_directions, exact) not in self._orders:
-            self._orders[n_directions, exact] = [
-                grid_orders(self.s, w[b0:b1], exact).grouped()
-                for b0, b1 in grid_batches(n, w.shape[0])]
+        if (n_directions, True) not in self._orders:
+            rounded, exact = [], []
+            for b0, b1 in grid_batches(n, w.shape[0]):
+                r, e = grid_orders_both(self.s, w[b0:b1])
+                rounded.append(r.grouped())
+                exact.append(rounded[-1] if e is r else e.grouped())
+            self._orders[n_directions, False] = rounded
+            self._orders[n_directions, True] = exact
         return True
 
     def resampled(self, counts: NDArray[np.integer]) -> Sample:
@@ -410,8 +449,12 @@ class Sample:
         out = Sample(self.s, self.w_id * c, self.w_ood * c, self.w_loss * c,
                      loss_above_one=above, grouped=True)
         out.unit = self.unit
-        out._orders = {d: [o.drawn(drawn) for o in batches]
-                       for d, batches in self._orders.items()}
+        done: dict[int, GridOrders] = {}  # orders shared by both tie rules, drawn once
+        for key, batches in self._orders.items():
+            for o in batches:
+                if id(o) not in done:
+                    done[id(o)] = o.drawn(drawn)
+            out._orders[key] = [done[id(o)] for o in batches]
         out._drawn = drawn
         return out
 
@@ -434,12 +477,17 @@ class Sample:
                     "2**-1018, so the exact search cannot divide them to keep the offsets "
                     "between points finite; scale the score columns, or use search='grid'.")
             return self._exact(ratio, slopes)
-        best: Found | None = None
-        dirs = self.directions(search, n_directions)
         found = [f for orders, cum in self.grid(n_directions)
                  for f in grid_best(orders, cum, ratio, slopes, self.n_id, self.n_ood,
                                     record=record)]
-        for w, f in zip(dirs, found, strict=True):
+        return self.best_of(found, n_directions, slopes)
+
+    def best_of(self, found: list[tuple[Best, float] | None], n_directions: int,
+                slopes: tuple[float, float, float] | None) -> Found | None:
+        """The best of the grid's directions' rules ``found`` (:func:`grid_best`, one per
+        direction, None where a direction has none), as :meth:`run` picks it."""
+        best: Found | None = None
+        for w, f in zip(self.directions("grid", n_directions), found, strict=True):
             if f is None:
                 continue
             r, thr = f

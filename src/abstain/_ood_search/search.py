@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from .._core.exact import cos_sin, refine_projections, sorted_events
+from .._core.exact import cos_sin, projections_near, refine_projections, sorted_events
 from .._core.groups import group_totals, stable_orders, take_rows
 from .best import F64, RTOL, Best, Constraint, better, rows_best_linear, rows_best_ratio
 
@@ -206,6 +206,21 @@ def grid_orders(scores: F64, w: F64, exact: bool = False) -> GridOrders:
     if exact:
         refine_projections(scores[:, 0], scores[:, 1], w, s, order, change)
     return GridOrders(order, s, change)
+
+
+def grid_orders_both(scores: F64, w: F64) -> tuple[GridOrders, GridOrders]:
+    """:func:`grid_orders` of two columns, rounded and ``exact``, from one sort: the exact
+    orders are the rounded ones (the same object) where no neighbours are near
+    (:func:`~abstain._core.exact.projections_near`), else a copy with the near runs ordered
+    exactly."""
+    rounded = grid_orders(scores, w)
+    pr, pg = scores[:, 0], scores[:, 1]
+    near = projections_near(pr, pg, w, rounded.proj, rounded.order)
+    if not near.any():
+        return rounded, rounded
+    order, change = rounded.order.copy(), rounded.change.copy()
+    refine_projections(pr, pg, w, rounded.proj, order, change, near)
+    return rounded, GridOrders(order, rounded.proj, change)
 
 
 def grid_batches(n: int, d: int) -> Iterator[tuple[int, int]]:

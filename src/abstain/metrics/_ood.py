@@ -50,7 +50,7 @@ from .._core.validation import (
 from .._ood_search import envelope as env
 from .._ood_search import search as core
 from .._ood_search.grid import (
-    envelopes_and_least_fpr,
+    envelopes_fpr_and_rule,
     envelopes_on_grid,
     least_fpr_on_grid,
     least_risk_at_fpr_on_grid,
@@ -59,6 +59,7 @@ from .._ood_search.sample import (
     N_DIRECTIONS,
     NO_LOSSES,
     PAIR_SEARCH,
+    Found,
     Sample,
     as_score_matrix,
     check_directions,
@@ -205,9 +206,9 @@ def _losses_pair_args(losses: Any, scores: Any, search: Any,
     return losses, scores, search, n_directions
 
 
-def _least_risk(sample: Sample, con: core.Constraint, search: str, n_directions: int) -> float:
-    """Selective risk ``L / I`` of the best rule under ``con``; NaN with a warning if none."""
-    found = sample.run(search, n_directions, con, None)
+def _risk_of(found: Found | None) -> float:
+    """Selective risk ``L / I`` of the rule ``found`` (of ``Sample.run``: the best under a
+    constraint); NaN with a warning if None."""
     if found is None:
         warn("the target is infeasible (the paper's 'unable'); returning NaN.",
              InfeasibleTargetWarning, stacklevel=3)
@@ -259,7 +260,7 @@ def selective_risk_at_tpr_fpr(
     t, f = float(tpr), float(fpr)  # type: ignore[arg-type]
     losses, scores, search, d = _losses_pair_args(losses, scores, search, n_directions)
     sample = _sample(is_ood, scores, losses)
-    return _least_risk(sample, tpr_fpr_constraint(sample, t, f), search, d)
+    return _risk_of(sample.run(search, d, tpr_fpr_constraint(sample, t, f), None))
 
 
 @validate_params({"precision": [Interval(float, 0, 1, closed="right")],
@@ -287,11 +288,10 @@ def selective_risk_at_precision_recall(
     0.3333
     """
     kappa, r = float(precision), float(recall)  # type: ignore[arg-type]
-    prior = None if ood_prior is None else float(ood_prior)
     losses, scores, search, d = _losses_pair_args(losses, scores, search, n_directions)
     sample = _sample(is_ood, scores, losses)
-    pi = ood_fraction(sample) if prior is None else prior
-    return _least_risk(sample, precision_recall_constraint(sample, kappa, r, pi), search, d)
+    pi = ood_fraction(sample) if ood_prior is None else float(ood_prior)
+    return _risk_of(sample.run(search, d, precision_recall_constraint(sample, kappa, r, pi), None))
 
 
 @validate_params({"fpr": [Interval(float, 0, 1, closed="both")]})
@@ -769,14 +769,14 @@ def grid_pair_metrics(sample: Sample, tpr: float, fpr: float, with_oscr: bool,
     if with_oscr:
         _check_ccr_losses(sample)
     grid = np.linspace(0.0, 1.0, N_POINTS)
-    bests, least = envelopes_and_least_fpr(sample, ("id", "ccr") if with_oscr else ("id",),
-                                           grid, n_directions, tpr)
+    bests, least, found = envelopes_fpr_and_rule(
+        sample, ("id", "ccr") if with_oscr else ("id",), grid, n_directions, tpr,
+        tpr_fpr_constraint(sample, tpr, fpr))
     areas = [_trapezoids(grid, best) for best in bests]  # as _envelope_areas
     out = {"auroc": areas[0], "fpr_at_tpr": least}
     if with_oscr:
         out["oscr"] = areas[1]
-    out["risk_at_tpr_fpr"] = _least_risk(sample, tpr_fpr_constraint(sample, tpr, fpr), "grid",
-                                         n_directions)
+    out["risk_at_tpr_fpr"] = _risk_of(found)
     return out
 
 

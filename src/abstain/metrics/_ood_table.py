@@ -262,7 +262,7 @@ class PairResampler:
         self.usable = self.how in ("grid", "scaled grid") and not extra
         self.sample = pair_sample(losses, is_ood, s) if self.usable else None
         if self.sample is not None:
-            self.sample.keep_orders(n_directions, exact=True)  # sorted once, for every resample
+            self.sample.keep_orders(n_directions)  # sorted once, for every resample
 
     def row(self, counts: NDArray[np.integer]) -> dict[str, float]:
         """The row of :func:`evaluate_ood` (by column) of the resample that draws row ``i``
