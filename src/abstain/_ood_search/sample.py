@@ -379,20 +379,7 @@ class Sample:
                 if stored is not None:
                     orders[f] = stored[k]
             if len(orders) < len(flags):
-                if self.s.shape[1] == 1:  # one score: its groups, ascending and distinct
-                    o = GridOrders(np.arange(n)[None, :], self.s.T,
-                                   np.ones((1, max(n - 1, 0)), bool))
-                    both = (o, o)
-                elif len(flags) == 2:
-                    both = grid_orders_both(self.s, w[b0:b1])
-                else:
-                    o = grid_orders(self.s, w[b0:b1], flags[0])
-                    both = (o, o)
-                if self._drawn is not None:  # a resample: its drawn rows alone
-                    drawn = both[0].drawn(self._drawn)
-                    both = (drawn, drawn if both[1] is both[0] else both[1].drawn(self._drawn))
-                orders = {f: both[f] for f in flags} if len(flags) == 2 else {
-                    flags[0]: both[0]}
+                orders = dict(zip(flags, self._sorted(w[b0:b1], flags), strict=True))
             items: dict[bool, tuple[GridOrders, RunningMasses]] = {}
             for f in flags:  # orders shared by both rules share their running masses
                 same = [g for g in items if orders[g] is orders[f]]
@@ -404,6 +391,25 @@ class Sample:
         if keep:
             for f in flags:
                 self._grid[n_directions, f] = out[f]
+
+    def _sorted(self, w: F64, flags: tuple[bool, ...]) -> tuple[GridOrders, ...]:
+        """The orders of the directions ``w`` for each tie rule of ``flags``, from one sort
+        (a resample's drawn rows alone; one score: its groups, ascending and distinct)."""
+        n = self.s.shape[0]
+        if self.s.shape[1] == 1:
+            o = GridOrders(np.arange(n)[None, :], self.s.T, np.ones((1, max(n - 1, 0)), bool))
+            return (o,) * len(flags)
+        if len(flags) == 1:
+            out: tuple[GridOrders, ...] = (grid_orders(self.s, w, flags[0]),)
+        else:
+            out = grid_orders_both(self.s, w)
+        if self._drawn is not None:
+            done: dict[int, GridOrders] = {}  # orders shared by both rules, drawn once
+            for o in out:
+                if id(o) not in done:
+                    done[id(o)] = o.drawn(self._drawn)
+            out = tuple(done[id(o)] for o in out)
+        return out
 
     def compact_weights(self) -> list[NDArray[Any]]:
         """The ID, OOD and loss weights as the grid's running sums gather them
