@@ -379,7 +379,8 @@ def test_take_rows_is_take_along_axis():
     from abstain._core.groups import take_rows
 
     rng = np.random.default_rng(7)
-    for d, n, k in ((1, 50, 50), (4, 30, 12), (3, 1, 1), (0, 5, 5), (2, 0, 0)):
+    for d, n, k in ((1, 50, 50), (4, 30, 12), (3, 1, 1), (0, 5, 5), (2, 0, 0),
+                    (3, 2000, 1500), (2, 1024, 1024)):  # long rows: gathered row by row
         for a in (rng.normal(size=(d, n)), rng.random((d, n)) < 0.5):
             order = rng.integers(0, max(n, 1), (d, k)) if n else np.zeros((d, 0), np.intp)
             assert np.array_equal(take_rows(a, order), np.take_along_axis(a, order, axis=1))

@@ -28,3 +28,17 @@ def test_pr_curve_at_unsorted_recall_bounds() -> None:
     got = ood_pr_curve(ood, s, recall=q, search="grid")
     one = [ood_pr_curve(ood, s, recall=[v], search="grid").precision[0] for v in q]
     assert np.array_equal(got.precision, one)
+
+
+def test_an_infeasible_risk_warns_at_the_callers_line() -> None:
+    from abstain.exceptions import InfeasibleTargetWarning
+    from abstain.metrics import selective_risk_at_tpr_fpr
+
+    rng = np.random.default_rng(2)
+    ood = rng.random(200) < 0.4
+    s = rng.normal(size=(200, 2))
+    losses = np.where(ood, np.nan, 1.0)
+    for search in ("grid", "exact"):
+        with pytest.warns(InfeasibleTargetWarning) as got:
+            selective_risk_at_tpr_fpr(losses, ood, s, 0.99, 0.01, search=search)
+        assert [w.filename for w in got] == [__file__]

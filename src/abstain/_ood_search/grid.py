@@ -143,7 +143,10 @@ def _grid_knots(sample: Sample, n_directions: int, names: tuple[str, ...],
         starts = np.cumsum(sizes) - sizes
         if "ccr" in names:
             knots["ccr"] = knots["id"] - knots["loss"]
-        yield starts, sizes, [knots[k] for k in names]
+        out = [knots[k] for k in names]
+        del orders, cum, knots  # a batch is not held while the next one is sorted
+        yield starts, sizes, out
+        del out
 
 
 def envelopes_on_grid(sample: Sample, gains: tuple[str, ...], grid: F64,
@@ -180,6 +183,7 @@ def envelopes_and_least_fpr(sample: Sample, gains: tuple[str, ...], grid: F64,
             i = g[names.index("id") - 1]
             fpr = min(fpr, float(least_fpr_rows(i, o, starts, sizes, sample.n_id,
                                                 sample.n_ood, tpr).min()))
+        del o, g  # the batch's knots are not held while the next one is made
     return best, fpr
 
 
@@ -195,6 +199,7 @@ def envelopes_fpr_and_rule(sample: Sample, gains: tuple[str, ...], grid: F64,
     def exact_batches() -> Iterator[tuple[GridOrders, Masses]]:
         for (orders, cum), exact in sample.grid_both(n_directions):
             found.extend(grid_best(orders, cum, con, None, sample.n_id, sample.n_ood))
+            del orders, cum  # not held while the next batch is sorted
             yield exact
 
     bests, least = envelopes_and_least_fpr(sample, gains, grid, n_directions, tpr,

@@ -50,7 +50,9 @@ from .search import (
 )
 
 #: At most this many (direction, row) entries of a sample's grid are kept between calls
-#: (:meth:`Sample.grid`): about 100 MB of orders, projections and running masses.
+#: (:meth:`Sample.grid`): about 100 MB of orders, projections and running masses, up to
+#: twice that where the exact tie groups differ from the rounded ones (tied scores) and
+#: both are kept.
 GRID_CACHE = 1 << 21
 
 #: Direction searches of the two-score rules.
@@ -347,7 +349,9 @@ class Sample:
         ``(1, 3)``, not with ``(3, 1)``, at 45 degrees), an order no direction gives, and an
         envelope of such orders rose above the exact one."""
         for items in self._batches(n_directions, (exact,)):
-            yield items[exact]
+            item = items.pop(exact)
+            yield item
+            del item  # not held while the next batch is sorted
 
     def grid_both(self, n_directions: int,
                   ) -> Iterator[tuple[tuple[GridOrders, RunningMasses],
@@ -356,7 +360,9 @@ class Sample:
         sort of each direction (the two share their orders and running masses where no
         projections are near): the rule search and the envelopes of one pass."""
         for items in self._batches(n_directions, (False, True)):
-            yield items[False], items[True]
+            pair = items.pop(False), items.pop(True)
+            yield pair
+            del pair  # not held while the next batch is sorted
 
     def _batches(self, n_directions: int, flags: tuple[bool, ...],
                  ) -> Iterator[dict[bool, tuple[GridOrders, RunningMasses]]]:
@@ -387,7 +393,9 @@ class Sample:
                             RunningMasses(orders[f], self.compact_weights()))
                 if keep:
                     out[f].append(items[f])
+            del orders
             yield items
+            del items  # not held while the next batch is sorted
         if keep:
             for f in flags:
                 self._grid[n_directions, f] = out[f]
@@ -430,7 +438,7 @@ class Sample:
         if (n_directions, True) not in self._orders:
             rounded, exact = [], []
             for b0, b1 in grid_batches(n, w.shape[0]):
-                r, e = grid_orders_both(self.s, w[b0:b1])
+                r, e = self._sorted(w[b0:b1], (False, True))
                 rounded.append(r.grouped())
                 exact.append(rounded[-1] if e is r else e.grouped())
             self._orders[n_directions, False] = rounded
@@ -483,9 +491,10 @@ class Sample:
                     "2**-1018, so the exact search cannot divide them to keep the offsets "
                     "between points finite; scale the score columns, or use search='grid'.")
             return self._exact(ratio, slopes)
-        found = [f for orders, cum in self.grid(n_directions)
-                 for f in grid_best(orders, cum, ratio, slopes, self.n_id, self.n_ood,
-                                    record=record)]
+        found: list[tuple[Best, float] | None] = []
+        for orders, cum in self.grid(n_directions):
+            found += grid_best(orders, cum, ratio, slopes, self.n_id, self.n_ood, record=record)
+            del orders, cum  # not held while the next batch is sorted
         return self.best_of(found, n_directions, slopes)
 
     def best_of(self, found: list[tuple[Best, float] | None], n_directions: int,

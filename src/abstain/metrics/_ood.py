@@ -211,7 +211,7 @@ def _risk_of(found: Found | None) -> float:
     constraint); NaN with a warning if None."""
     if found is None:
         warn("the target is infeasible (the paper's 'unable'); returning NaN.",
-             InfeasibleTargetWarning, stacklevel=3)
+             InfeasibleTargetWarning, stacklevel=None)
         return math.nan
     best = found[0]
     return best.L / best.I if best.I > 0 else math.nan
