@@ -260,3 +260,36 @@ def test_the_grid_ties_exact_projections_so_it_never_rises_above_the_exact_envel
             y, lattice, 0.5, search="exact") * (1 - 1e-12)  # interpolated: its round-off
         # the grid's area joins n_points FPR values by trapezoids: above by at most 1/1999
         assert auroc(y, lattice, search="grid") <= auroc(y, lattice, search="exact") + 1 / 1999
+
+
+@pytest.mark.parametrize("sweep_below", [None, 10])
+def test_exact_envelope_of_a_table_with_millions_of_rows_per_pair(sweep_below):
+    """The envelope's pieces are cut at the segments' ends, not at every OOD row: a table of
+    60 distinct pairs with 2e6 OOD rows gives the metrics of its counts divided by 1e5 (the
+    same curves, scaled), in little memory (units of OOD rows took 2 kB per row), by the
+    full sweep and by the branch and bound (``sweep_below``)."""
+    import tracemalloc
+
+    from abstain._ood_search import envelope as env
+
+    rng = np.random.default_rng(8)
+    v = np.unique(np.round(rng.normal(size=(60, 2)), 1), axis=0)
+    m = v.shape[0]
+    ood, gid = rng.integers(0, 4, m) * 1.0, rng.integers(0, 4, m) * 1.0
+    ood[0], gid[1] = 1.0, 1.0
+    got = []
+    for scale in (1.0, 1e5):
+        x = np.column_stack((ood * scale, gid * scale))
+        tracemalloc.start()
+        lines = env._lines(v, x, sweep_below)[0]
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        n_ood, n_id = float(x[:, 0].sum()), float(x[:, 1].sum())
+        got.append((env.area(lines) / (n_ood * n_id),
+                    env.first_reach(lines, 0.6 * n_id) / n_ood,
+                    env.value_at(lines, np.array([0.3, 0.77]) * n_ood) / n_id))
+        if scale > 1:
+            assert peak < 64 * 2**20 + (sweep_below is not None) * 40 * n_ood
+    (a1, f1, v1), (a2, f2, v2) = got
+    assert math.isclose(a1, a2, rel_tol=1e-12) and math.isclose(f1, f2, rel_tol=1e-12)
+    assert np.allclose(v1, v2, rtol=1e-12, atol=0)

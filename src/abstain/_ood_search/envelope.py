@@ -16,8 +16,11 @@ segments of the orders just before and after the event, so it never rises above 
 is left out; events where three or more points tie and the angle 0 are kept.
 
 The masses of OOD rows count once each (integer masses), so every segment starts and ends
-at an integer OOD mass and the envelope is, on every unit interval ``[k, k + 1]``, the
-maximum of finitely many lines: :class:`Lines`.
+at an integer OOD mass. Cut at every segment's ends, the OOD axis falls into elementary
+intervals that each segment covers whole or not at all, and on each the envelope is the
+maximum of finitely many lines: :class:`Lines`. A segment covers at most as many of them as
+its OOD width, and no more than there are segment ends, so a table of a few distinct pairs
+with millions of OOD rows each gives few pieces.
 """
 
 from __future__ import annotations
@@ -34,20 +37,49 @@ I64 = NDArray[np.int64]
 
 #: Flat segments (no gain) of up to this many OOD rows are kept by start in one array per
 #: width instead of being sorted with the others (the commonest: one OOD row alone, or a
-#: row drawn this many times in a resample).
+#: row drawn this many times in a resample), where there are at most ``DENSE_FLAT`` OOD
+#: rows (beyond, the arrays would grow with the rows: they are kept as a list of distinct
+#: (width, start) pairs).
 FLAT = 16
+DENSE_FLAT = 1 << 20
 
 
 class Lines(NamedTuple):
-    """The envelope's pieces: on the unit interval ``k[j]`` of accepted OOD mass, the line
-    from gain ``a[j]`` (left end) to ``b[j]`` (right end). ``total`` is the whole gain
-    (the envelope's value at the last OOD mass ``n_ood``)."""
+    """The envelope's pieces: on the elementary interval ``k[j]`` of accepted OOD mass, from
+    ``edges[k[j]]`` to ``edges[k[j] + 1]`` (whole numbers), the line from gain ``a[j]``
+    (left end) to ``b[j]`` (right end). ``total`` is the whole gain (the envelope's value
+    at the last OOD mass ``n_ood``)."""
 
     k: I64
     a: F64
     b: F64
     n_ood: int
     total: float
+    edges: I64
+
+
+class _Flat:
+    """Flat segments by (width, start): the largest gain of each, in one array per width
+    (up to ``DENSE_FLAT`` OOD rows) or as distinct pairs."""
+
+    def __init__(self, n_ood: int) -> None:
+        self.dense = np.full((FLAT + 1, n_ood + 1), -np.inf) if n_ood <= DENSE_FLAT else None
+        self.sparse: F64 = np.zeros((3, 0))  # width, start, gain
+
+    def add(self, width: NDArray[np.intp], start: NDArray[np.intp], gain: F64) -> None:
+        if self.dense is not None:
+            np.maximum.at(self.dense, (width, start), gain)
+            return
+        new = np.concatenate((self.sparse, np.stack((width, start, gain)).astype(np.float64)),
+                             axis=1)
+        self.sparse = new[:, _keep_highest((new[0], new[1]), new[2])]
+
+    def items(self) -> tuple[NDArray[np.intp], NDArray[np.intp], F64]:
+        if self.dense is not None:
+            w, at = np.nonzero(self.dense > -np.inf)
+            return w, at, self.dense[w, at]
+        return (self.sparse[0].astype(np.intp), self.sparse[1].astype(np.intp),
+                self.sparse[2])
 
 
 def _keep_highest(key: tuple[F64, ...], value: F64) -> NDArray[np.intp]:
@@ -67,7 +99,9 @@ def envelope_lines(scores: F64, ood: F64, gain: F64) -> Lines:
     (0 or a whole number) and ``gain`` (the mass of the curve's second axis).
 
     O(m^2 log m) time over the m distinct score pairs (only anchors with OOD mass are
-    swept), memory of one batch of anchors plus the distinct segments found.
+    swept), memory of one batch of anchors plus the distinct segments found, whatever the
+    OOD mass (the branch and bound above ``SWEEP_BELOW`` pairs also holds its lower bound
+    at every whole OOD mass: 8 bytes per OOD row).
     """
     return envelopes(scores, ood, gain[:, None])[0]
 
@@ -108,7 +142,7 @@ def _lines(pts: F64, x: F64, sweep_below: int | None) -> list[Lines]:
     # rise, start). The commonest, flat ones of a few OOD rows (width w <= FLAT, rise 0,
     # such as one OOD row alone or a row drawn w times), are kept by start in ``flat[w]``.
     segs = [np.zeros((4, 0)) for _ in range(g)]
-    flat = [np.full((FLAT + 1, n_ood + 1), -np.inf) for _ in range(g)]
+    flat = [_Flat(n_ood) for _ in range(g)]
     below = branch.SWEEP_BELOW if sweep_below is None else sweep_below
     pruned = (branch.branch_envelopes(pts, x) if m > below and g <= 2 and n_ood > 0
               else None)
@@ -117,8 +151,16 @@ def _lines(pts: F64, x: F64, sweep_below: int | None) -> list[Lines]:
         for P, G in found:
             _add_segments(segs, flat, P[:, 1], G[:, 1], [P[:, c] for c in (0, 2)[:g]],
                           [G[:, c] for c in (0, 2)[:g]])
-        for c in range(g):
-            np.maximum(flat[c][1, :n_ood], low[c][:n_ood], out=flat[c][1, :n_ood])
+        for c in range(g):  # L's steps: one flat segment per run of equal values
+            steps = low[c][:n_ood]
+            run = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))
+            width = np.diff(np.append(run, n_ood)).astype(np.float64)
+            ok = np.isfinite(steps[run])  # no curve reaches there yet
+            run, width = run[ok], width[ok]
+            one = ([segs[c]], [flat[c]])
+            _add_segments(*one, run.astype(np.float64), width, [steps[run]],
+                          [np.zeros(run.size)])
+            segs[c] = one[0][0]
     else:
         for lay in anchor_layouts(pts, np.flatnonzero(x[:, 0] > 0)):
             st = anchor_states(lay, x, ties=2)  # a tie of two points is dominated (above)
@@ -130,7 +172,7 @@ def _lines(pts: F64, x: F64, sweep_below: int | None) -> list[Lines]:
     return [_pieces(segs[c], flat[c], n_ood, float(x[:, 1 + c].sum())) for c in range(g)]
 
 
-def _add_segments(segs: list[F64], flat: list[F64], p0: F64, g0: F64, pg: list[F64],
+def _add_segments(segs: list[F64], flat: list[_Flat], p0: F64, g0: F64, pg: list[F64],
                   gg: list[F64]) -> None:
     """Add the states with OOD masses ``p0`` below and ``g0`` in the group, and gains
     ``pg[c]`` below and ``gg[c]`` in it, to each gain's ``segs`` and ``flat``."""
@@ -139,29 +181,30 @@ def _add_segments(segs: list[F64], flat: list[F64], p0: F64, g0: F64, pg: list[F
     for c in range(len(segs)):
         new = np.stack((p0, pg[c], g0, gg[c]))
         alone = few & (new[3] == 0)
-        np.maximum.at(flat[c], (width[alone].astype(np.intp),
-                                np.rint(new[0][alone]).astype(np.intp)), new[1][alone])
+        flat[c].add(width[alone].astype(np.intp), np.rint(new[0][alone]).astype(np.intp),
+                    new[1][alone])
         sc = np.concatenate((segs[c], new[:, ~alone]), axis=1)
         segs[c] = sc[:, _keep_highest((sc[2], sc[3], sc[0]), sc[1])]
 
 
-def _pieces(segs: F64, flat: F64, n_ood: int, total: float) -> Lines:
-    """The :class:`Lines` of the segments ``segs`` and of the flat segments ``flat`` (row
-    ``w``: those of width ``w``, by start)."""
-    w, at = np.nonzero(flat > -np.inf)
-    segs = np.concatenate((segs, np.stack((at.astype(np.float64), flat[w, at],
-                                           w.astype(np.float64), np.zeros(at.size)))), axis=1)
+def _pieces(segs: F64, flat: _Flat, n_ood: int, total: float) -> Lines:
+    """The :class:`Lines` of the segments ``segs`` and the flat segments ``flat``: each
+    segment cut at the ends of all of them into pieces of the elementary intervals."""
+    w, at, v = flat.items()
+    segs = np.concatenate((segs, np.stack((at.astype(np.float64), v, w.astype(np.float64),
+                                           np.zeros(at.size)))), axis=1)
     start = np.rint(segs[0]).astype(np.int64)
     width = np.rint(segs[2]).astype(np.int64)
-    # unit pieces: piece j of a segment covers [start + j, start + j + 1]
-    which = np.repeat(np.arange(start.size), width)
-    j = np.arange(which.size) - np.repeat(np.cumsum(width) - width, width)
+    edges = np.unique(np.concatenate((start, start + width)))
+    first = np.searchsorted(edges, start)
+    many = np.searchsorted(edges, start + width) - first  # elementary intervals covered
+    which = np.repeat(np.arange(start.size), many)
+    k = first[which] + (np.arange(which.size) - np.repeat(np.cumsum(many) - many, many))
     slope = segs[3][which] / width[which]
-    a = segs[1][which] + slope * j
-    b = a + slope
-    k = start[which] + j
+    a = segs[1][which] + slope * (edges[k] - start[which])
+    b = segs[1][which] + slope * (edges[k + 1] - start[which])
     pick = _keep_highest((k.astype(np.float64), a), b)
-    return Lines(k[pick], a[pick], b[pick], n_ood, total)
+    return Lines(k[pick], a[pick], b[pick], n_ood, total, edges)
 
 
 def _max_of_lines_area(a: F64, b: F64) -> float:
@@ -185,20 +228,22 @@ def _max_of_lines_area(a: F64, b: F64) -> float:
 def area(lines: Lines) -> float:
     """Area under the envelope, in (OOD mass) x (gain mass)."""
     k, a, b = lines.k, lines.a, lines.b
-    amax = np.full(lines.n_ood, -np.inf)
-    bmax = np.full(lines.n_ood, -np.inf)
+    n = lines.edges.size - 1
+    span = np.diff(lines.edges).astype(np.float64)
+    amax = np.full(n, -np.inf)
+    bmax = np.full(n, -np.inf)
     np.maximum.at(amax, k, a)
     np.maximum.at(bmax, k, b)
     # an interval where one line is highest at both ends: that line is the envelope
-    top = np.zeros(lines.n_ood, dtype=bool)
+    top = np.zeros(n, dtype=bool)
     top[k[(a == amax[k]) & (b == bmax[k])]] = True
-    total = float(np.sum((amax[top] + bmax[top]) / 2))
+    total = float(np.sum(span[top] * (amax[top] + bmax[top]) / 2))
     order = np.argsort(k, kind="stable")
     ks = k[order]
-    bounds = np.searchsorted(ks, np.arange(lines.n_ood + 1))
+    bounds = np.searchsorted(ks, np.arange(n + 1))
     for q in np.flatnonzero(~top).tolist():
         sl = order[bounds[q] : bounds[q + 1]]
-        total += _max_of_lines_area(a[sl], b[sl])
+        total += float(span[q]) * _max_of_lines_area(a[sl], b[sl])
     return total
 
 
@@ -206,12 +251,13 @@ def value_at(lines: Lines, x: F64) -> F64:
     """The envelope at accepted OOD masses ``x`` in ``[0, n_ood]`` (the largest value where
     two pieces meet, the whole gain at ``n_ood``)."""
     out = np.full(x.size, -np.inf)
+    edges = lines.edges
     for i, xi in enumerate(x.tolist()):
         if xi >= lines.n_ood:
             out[i] = lines.total
             continue
-        q = int(np.floor(xi))
-        t = xi - q
+        q = int(np.searchsorted(edges, xi, side="right")) - 1
+        t = (xi - edges[q]) / (edges[q + 1] - edges[q])
         here = lines.k == q
         v = np.max(lines.a[here] + (lines.b[here] - lines.a[here]) * t)
         if t == 0 and q > 0:
@@ -230,8 +276,15 @@ def first_reach(lines: Lines, target: float) -> float:
         t = np.where(a >= need, 0.0,
                      np.where((b >= need) & (rise > 0),
                               np.clip((target - a) / rise, 0.0, 1.0), np.inf))
-    reach = float(np.min(lines.k + t, initial=np.inf))
+    lo, hi = _ends(lines)
+    reach = float(np.min(lo + t * (hi - lo), initial=np.inf))
     return min(reach, float(lines.n_ood))
+
+
+def _ends(lines: Lines) -> tuple[F64, F64]:
+    """The OOD masses at the left and right ends of each piece."""
+    return (lines.edges[lines.k].astype(np.float64),
+            lines.edges[lines.k + 1].astype(np.float64))
 
 
 def points_reaching(lines: Lines, target: float) -> tuple[F64, F64]:
@@ -241,11 +294,13 @@ def points_reaching(lines: Lines, target: float) -> tuple[F64, F64]:
     point is monotone, so its best over the part of the piece at or above ``target`` is
     at one of these points."""
     need = target * (1 - 1e-12)
-    k, a, b = lines.k.astype(np.float64), lines.a, lines.b
+    a, b = lines.a, lines.b
+    lo, hi = _ends(lines)
     rise = b - a
     cross = (a < need) & (b >= need) & (rise > 0)
     t = (target - a[cross]) / rise[cross]
-    x = np.concatenate((k[a >= need], k[b >= need] + 1, k[cross] + np.clip(t, 0.0, 1.0),
+    x = np.concatenate((lo[a >= need], hi[b >= need],
+                        lo[cross] + np.clip(t, 0.0, 1.0) * (hi[cross] - lo[cross]),
                         [float(lines.n_ood)]))
     y = np.concatenate((a[a >= need], b[b >= need], np.maximum(a[cross] + rise[cross] * t,
                                                                 target), [lines.total]))
