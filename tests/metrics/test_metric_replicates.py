@@ -61,6 +61,24 @@ def test_each_metric_is_that_of_each_resamples_table(seed: int) -> None:
                           | (np.isnan(got[:, j]) & np.isnan(want))), spec.name
 
 
+@pytest.mark.parametrize("kind", [np.float32, np.float16])
+def test_float32_options_are_taken_as_the_metrics_take_them(kind) -> None:
+    """A NumPy float32 coverage, TPR or FPR: the metric turns it into a float, so the
+    batched replicates must too (their counts were float32: 0.6666666666666666 where the
+    resample's table gives 0.6666666401757145)."""
+    _, losses, ood, u, counts = _case(0)
+    r = TableResampler(u, losses, ood)
+    chosen = [(METRICS["selective_risk_at_coverage"], {"coverage": kind(0.15)}),
+              (METRICS["selective_risk_at_tpr_fpr"], {"tpr": kind(0.175), "fpr": kind(0.1)})]
+    got = metric_replicates(r, counts, chosen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleTargetWarning)
+        for j, (spec, options) in enumerate(chosen):
+            want = [spec.function(r.table(c, marked=spec.kind == "ood"), **options)
+                    for c in counts]
+            np.testing.assert_array_equal(got[:, j], want, err_msg=spec.name)
+
+
 def test_the_totals_hold_each_resamples_table() -> None:
     _, losses, ood, u, counts = _case(7)
     r = TableResampler(u, losses, ood)

@@ -195,8 +195,9 @@ def test_exact_risk_coverage_curve_at_fpr_is_unit_free_and_checks_its_input():
         one.risk, M.risk_coverage_curve_at_fpr(losses, is_ood, s[:, 0], fpr=0.3).risk)
     with pytest.raises(ValueError, match="search"):
         M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=0.3, search="all")
-    with pytest.raises(ValueError, match="tpr must be one-dimensional"):
-        M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=0.3, tpr=[[0.5]], search="exact")
+    for bad in ([[0.5]], []):  # [] gave an empty curve, where the ROC and PR curves refuse
+        with pytest.raises(ValueError, match="tpr must be a non-empty 1-D array"):
+            M.risk_coverage_curve_at_fpr(losses, is_ood, s, fpr=0.3, tpr=bad, search="exact")
     # the bounds of the ROC and PR curves too (a 0-d recall gave a curve of two shapes)
     for scores in (s, s[:, 0]):
         for bad in (0.5, np.array(0.5), [[0.25], [0.5]], []):  # [] ended in an IndexError

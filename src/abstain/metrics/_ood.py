@@ -353,8 +353,9 @@ def risk_coverage_curve_at_fpr(
     b = float(fpr)  # type: ignore[arg-type]
     sample = _sample(is_ood, scores, losses)
     targets = np.linspace(0.01, 1.0, 100) if tpr is None else as_real_array(tpr, "tpr")
-    if targets.ndim != 1:
-        raise ValueError(f"tpr must be one-dimensional; got an array of shape {targets.shape}.")
+    if targets.ndim != 1 or targets.size == 0:
+        raise ValueError(f"tpr must be a non-empty 1-D array; got an array of shape "
+                         f"{targets.shape}.")
     for t in targets:
         check_fraction("tpr", float(t))
     if search == "exact" and sample.s.shape[1] == 2:

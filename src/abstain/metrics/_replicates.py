@@ -312,8 +312,11 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
             # the options checked as the metric checks them (ties, a coverage outside its
             # range...), as StreamingMetric checks them
             check_options(spec.name, spec.function, spec.kind == "ood", options)
+            # a NumPy float32 option as the metric takes it (a float), not float32 counts
+            plain = {k: float(v) if isinstance(v, np.floating) else v
+                     for k, v in options.items()}
             with np.errstate(divide="ignore", invalid="ignore"):
-                out[:, j] = fast(block, **options)
+                out[:, j] = fast(block, **plain)
             if spec.function in _IN_LOSS_UNITS and resampler.scale != 1.0:
                 with np.errstate(over="ignore"):  # a value beyond float64 is inf
                     out[:, j] *= resampler.scale
