@@ -38,10 +38,11 @@ I64 = NDArray[np.int64]
 #: Flat segments (no gain) of up to this many OOD rows are kept by start in one array per
 #: width instead of being sorted with the others (the commonest: one OOD row alone, or a
 #: row drawn this many times in a resample), where there are at most ``DENSE_FLAT`` OOD
-#: rows (beyond, the arrays would grow with the rows: they are kept as a list of distinct
-#: (width, start) pairs).
+#: rows per distinct pair (plus 4,096): rows, and their resamples. Beyond (a table of few
+#: pairs with many rows each), the arrays would grow with the rows: the flat segments are
+#: kept as a list of distinct (width, start) pairs.
 FLAT = 16
-DENSE_FLAT = 1 << 20
+DENSE_FLAT = 4
 
 
 class Lines(NamedTuple):
@@ -60,10 +61,11 @@ class Lines(NamedTuple):
 
 class _Flat:
     """Flat segments by (width, start): the largest gain of each, in one array per width
-    (up to ``DENSE_FLAT`` OOD rows) or as distinct pairs."""
+    (up to ``DENSE_FLAT`` OOD rows per distinct pair of the ``m``) or as distinct pairs."""
 
-    def __init__(self, n_ood: int) -> None:
-        self.dense = np.full((FLAT + 1, n_ood + 1), -np.inf) if n_ood <= DENSE_FLAT else None
+    def __init__(self, n_ood: int, m: int) -> None:
+        dense = n_ood <= DENSE_FLAT * m + 4096
+        self.dense = np.full((FLAT + 1, n_ood + 1), -np.inf) if dense else None
         self.sparse: F64 = np.zeros((3, 0))  # width, start, gain
 
     def add(self, width: NDArray[np.intp], start: NDArray[np.intp], gain: F64) -> None:
@@ -100,8 +102,9 @@ def envelope_lines(scores: F64, ood: F64, gain: F64) -> Lines:
 
     O(m^2 log m) time over the m distinct score pairs (only anchors with OOD mass are
     swept), memory of one batch of anchors plus the distinct segments found, whatever the
-    OOD mass (the branch and bound above ``SWEEP_BELOW`` pairs also holds its lower bound
-    at every whole OOD mass: 8 bytes per OOD row).
+    OOD mass (the flat segments of up to ``FLAT`` OOD rows take 136 bytes per OOD row up to
+    ``DENSE_FLAT`` OOD rows per distinct pair; the branch and bound above ``SWEEP_BELOW``
+    pairs also holds its lower bound at every whole OOD mass: 8 bytes per OOD row).
     """
     return envelopes(scores, ood, gain[:, None])[0]
 
@@ -142,7 +145,7 @@ def _lines(pts: F64, x: F64, sweep_below: int | None) -> list[Lines]:
     # rise, start). The commonest, flat ones of a few OOD rows (width w <= FLAT, rise 0,
     # such as one OOD row alone or a row drawn w times), are kept by start in ``flat[w]``.
     segs = [np.zeros((4, 0)) for _ in range(g)]
-    flat = [_Flat(n_ood) for _ in range(g)]
+    flat = [_Flat(n_ood, m) for _ in range(g)]
     below = branch.SWEEP_BELOW if sweep_below is None else sweep_below
     pruned = (branch.branch_envelopes(pts, x) if m > below and g <= 2 and n_ood > 0
               else None)
