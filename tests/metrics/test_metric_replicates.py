@@ -61,7 +61,8 @@ def test_each_metric_is_that_of_each_resamples_table(seed: int) -> None:
                           | (np.isnan(got[:, j]) & np.isnan(want))), spec.name
 
 
-@pytest.mark.parametrize("kind", [np.float32, np.float16])
+@pytest.mark.parametrize("kind", [np.float32, np.float16,
+                                  lambda v: np.array(v, dtype=np.float32)])
 def test_float32_options_are_taken_as_the_metrics_take_them(kind) -> None:
     """A NumPy float32 coverage, TPR or FPR: the metric turns it into a float, so the
     batched replicates must too (their counts were float32: 0.6666666666666666 where the

@@ -37,10 +37,11 @@ I64 = NDArray[np.int64]
 
 #: Flat segments (no gain) of up to this many OOD rows are kept by start in one array per
 #: width instead of being sorted with the others (the commonest: one OOD row alone, or a
-#: row drawn this many times in a resample), where there are at most ``DENSE_FLAT`` OOD
-#: rows per distinct pair (plus 4,096): rows, and their resamples. Beyond (a table of few
-#: pairs with many rows each), the arrays would grow with the rows: the flat segments are
-#: kept as a list of distinct (width, start) pairs.
+#: row drawn this many times in a resample), where the OOD rows are at most the larger of
+#: ``DENSE_FLAT`` per distinct pair and ``2**19`` (their arrays: 71 MB per gain column at
+#: 2**19). Beyond (a table of few pairs with many rows each), the arrays would grow with
+#: the rows: the flat segments are kept as a list of distinct (width, start) pairs, which
+#: costs more time per segment.
 FLAT = 16
 DENSE_FLAT = 4
 
@@ -64,7 +65,7 @@ class _Flat:
     (up to ``DENSE_FLAT`` OOD rows per distinct pair of the ``m``) or as distinct pairs."""
 
     def __init__(self, n_ood: int, m: int) -> None:
-        dense = n_ood <= DENSE_FLAT * m + 4096
+        dense = n_ood <= max(DENSE_FLAT * m, 1 << 19)
         self.dense = np.full((FLAT + 1, n_ood + 1), -np.inf) if dense else None
         self.sparse: F64 = np.zeros((3, 0))  # width, start, gain
 
@@ -103,8 +104,9 @@ def envelope_lines(scores: F64, ood: F64, gain: F64) -> Lines:
     O(m^2 log m) time over the m distinct score pairs (only anchors with OOD mass are
     swept), memory of one batch of anchors plus the distinct segments found, whatever the
     OOD mass (the flat segments of up to ``FLAT`` OOD rows take 136 bytes per OOD row up to
-    ``DENSE_FLAT`` OOD rows per distinct pair; the branch and bound above ``SWEEP_BELOW``
-    pairs also holds its lower bound at every whole OOD mass: 8 bytes per OOD row).
+    the larger of ``DENSE_FLAT`` OOD rows per distinct pair and 2**19; the branch and bound above
+    ``SWEEP_BELOW`` pairs also holds its lower bound at every whole OOD mass: 8 bytes per
+    OOD row).
     """
     return envelopes(scores, ood, gain[:, None])[0]
 

@@ -313,8 +313,9 @@ def metric_replicates(resampler: TableResampler, counts: NDArray[np.integer],
             # range...), as StreamingMetric checks them
             check_options(spec.name, spec.function, spec.kind == "ood", options)
             # a NumPy float32 option as the metric takes it (a float), not float32 counts
-            plain = {k: float(v) if isinstance(v, np.floating) else v
-                     for k, v in options.items()}
+            plain = {k: float(v) if isinstance(v, np.floating) or (
+                isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind == "f") else v
+                for k, v in options.items()}
             with np.errstate(divide="ignore", invalid="ignore"):
                 out[:, j] = fast(block, **plain)
             if spec.function in _IN_LOSS_UNITS and resampler.scale != 1.0:
