@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -412,11 +412,7 @@ class Sample:
         else:
             out = grid_orders_both(self.s, w)
         if self._drawn is not None:
-            done: dict[int, GridOrders] = {}  # orders shared by both rules, drawn once
-            for o in out:
-                if id(o) not in done:
-                    done[id(o)] = o.drawn(self._drawn)
-            out = tuple(done[id(o)] for o in out)
+            out = tuple(_draw_each(out, self._drawn, {}))
         return out
 
     def compact_weights(self) -> list[NDArray[Any]]:
@@ -463,12 +459,9 @@ class Sample:
         out = Sample(self.s, self.w_id * c, self.w_ood * c, self.w_loss * c,
                      loss_above_one=above, grouped=True)
         out.unit = self.unit
-        done: dict[int, GridOrders] = {}  # orders shared by both tie rules, drawn once
+        done: dict[int, GridOrders] = {}
         for key, batches in self._orders.items():
-            for o in batches:
-                if id(o) not in done:
-                    done[id(o)] = o.drawn(drawn)
-            out._orders[key] = [done[id(o)] for o in batches]
+            out._orders[key] = _draw_each(batches, drawn, done)
         out._drawn = drawn
         return out
 
@@ -660,6 +653,16 @@ def _resolve(scores: Any, search: str, resampled: bool = False) -> tuple[str | N
         scaled.values = unit / np.where(sd > 0, sd, 1.0)
         return "scaled grid", scaled
     return "scaled grid", unit / np.where(sd > 0, sd, 1.0)
+
+
+def _draw_each(orders: Sequence[GridOrders], rows: NDArray[np.bool_],
+               done: dict[int, GridOrders]) -> list[GridOrders]:
+    """``o.drawn(rows)`` of each of ``orders``, once per object (``done``: those drawn so
+    far, by ``id``), so orders that both tie rules share stay shared."""
+    for o in orders:
+        if id(o) not in done:
+            done[id(o)] = o.drawn(rows)
+    return [done[id(o)] for o in orders]
 
 
 def tpr_fpr_constraint(sample: Sample, tpr: float, fpr: float) -> Constraint:
