@@ -623,10 +623,10 @@ def projections_near(pr: F64, pg: F64, w: F64, proj: F64,
     # (few) gaps within that are tested with their own magnitudes
     big = (np.abs(np.max(np.abs(pr), initial=0.0) * w[:, :1])
            + np.abs(np.max(np.abs(pg), initial=0.0) * w[:, 1:]))
-    cand = gap <= 4.0 * _U * (big + big) + _ABS
+    cand = gap <= _near_bound(big, big)
     if np.count_nonzero(cand) > cand.size // 8:  # magnitudes far apart: each pair's own
         mag = take_rows(np.abs(pr[None, :] * w[:, :1]) + np.abs(pg[None, :] * w[:, 1:]), order)
-        return gap <= 4.0 * _U * (mag[:, 1:] + mag[:, :-1]) + _ABS
+        return gap <= _near_bound(mag[:, 1:], mag[:, :-1])
     row, at = np.nonzero(cand)
     near = np.zeros(gap.shape, dtype=bool)
     if row.size:
@@ -634,8 +634,14 @@ def projections_near(pr: F64, pg: F64, w: F64, proj: F64,
         wr, wg = w[row, 0], w[row, 1]
         mag_lo = np.abs(pr[lo] * wr) + np.abs(pg[lo] * wg)
         mag_hi = np.abs(pr[hi] * wr) + np.abs(pg[hi] * wg)
-        near[row, at] = gap[row, at] <= 4.0 * _U * (mag_hi + mag_lo) + _ABS
+        near[row, at] = gap[row, at] <= _near_bound(mag_hi, mag_lo)
     return near
+
+
+def _near_bound(mag0: F64, mag1: F64) -> F64:
+    """The error bound of the difference of two rounded projections of magnitudes ``mag0``
+    and ``mag1`` (each ``|pr w_r| + |pg w_g|``, rounded): nondecreasing in both."""
+    return 4.0 * _U * (mag0 + mag1) + _ABS
 
 
 def refine_projections(pr: F64, pg: F64, w: F64, proj: F64, order: NDArray[np.intp],
