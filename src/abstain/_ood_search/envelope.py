@@ -162,10 +162,8 @@ def _lines(pts: F64, x: F64, sweep_below: int | None) -> list[Lines]:
             width = np.diff(np.append(run, n_ood)).astype(np.float64)
             ok = np.isfinite(steps[run])  # no curve reaches there yet
             run, width = run[ok], width[ok]
-            one = ([segs[c]], [flat[c]])
-            _add_segments(*one, run.astype(np.float64), width, [steps[run]],
-                          [np.zeros(run.size)])
-            segs[c] = one[0][0]
+            segs[c] = _merged(segs[c], flat[c], run.astype(np.float64), width, steps[run],
+                              np.zeros(run.size))
     else:
         for lay in anchor_layouts(pts, np.flatnonzero(x[:, 0] > 0)):
             st = anchor_states(lay, x, ties=2)  # a tie of two points is dominated (above)
@@ -181,15 +179,19 @@ def _add_segments(segs: list[F64], flat: list[_Flat], p0: F64, g0: F64, pg: list
                   gg: list[F64]) -> None:
     """Add the states with OOD masses ``p0`` below and ``g0`` in the group, and gains
     ``pg[c]`` below and ``gg[c]`` in it, to each gain's ``segs`` and ``flat``."""
-    width = np.rint(g0)
-    few = (width == g0) & (width >= 1) & (width <= FLAT)
     for c in range(len(segs)):
-        new = np.stack((p0, pg[c], g0, gg[c]))
-        alone = few & (new[3] == 0)
-        flat[c].add(width[alone].astype(np.intp), np.rint(new[0][alone]).astype(np.intp),
-                    new[1][alone])
-        sc = np.concatenate((segs[c], new[:, ~alone]), axis=1)
-        segs[c] = sc[:, _keep_highest((sc[2], sc[3], sc[0]), sc[1])]
+        segs[c] = _merged(segs[c], flat[c], p0, g0, pg[c], gg[c])
+
+
+def _merged(segs: F64, flat: _Flat, p0: F64, g0: F64, pg: F64, gg: F64) -> F64:
+    """One gain's segments ``segs`` with the segments of OOD start ``p0`` and width ``g0``,
+    gain start ``pg`` and rise ``gg`` added (the flat ones of a few OOD rows to ``flat``)."""
+    width = np.rint(g0)
+    new = np.stack((p0, pg, g0, gg))
+    alone = (width == g0) & (width >= 1) & (width <= FLAT) & (gg == 0)
+    flat.add(width[alone].astype(np.intp), np.rint(p0[alone]).astype(np.intp), pg[alone])
+    sc = np.concatenate((segs, new[:, ~alone]), axis=1)
+    return sc[:, _keep_highest((sc[2], sc[3], sc[0]), sc[1])]
 
 
 def _pieces(segs: F64, flat: _Flat, n_ood: int, total: float) -> Lines:
