@@ -311,8 +311,8 @@ def grid_search(
     compact = [compact_weights(v) for v in (w_id, w_ood, w_loss)]
     for b0, b1 in grid_batches(scores.shape[0], weights.shape[0]):
         orders = grid_orders(scores, weights[b0:b1], exact)
-        cum = [running_rows(orders, v) for v in compact]
-        out += grid_best(orders, cum, con, slopes, scale_i, scale_o, record)
+        out += grid_best(orders, RunningMasses(orders, compact), con, slopes, scale_i,
+                         scale_o, record)
     return out
 
 
