@@ -130,9 +130,12 @@ def test_the_blocks_skipped_never_hold_the_largest_value(whole) -> None:
     for _ in range(60):
         d, q = int(rng.integers(1, 70)), int(rng.choice([1, 2, 17, 33, 101, 2001]))
         parts = []
+        # whole masses: mostly fewer whole numbers than knots (their ranks from a table)
+        scale = float(rng.choice([1, 1, 1000]))
         for _ in range(d):  # nondecreasing knots from 0, with runs of tied OOD masses
             m = int(rng.integers(1, 40))
-            step = rng.integers(0, 3, m) * 1.0 if whole else rng.random(m) * (rng.random(m) < 0.7)
+            step = (rng.integers(0, 3, m) * scale if whole
+                    else rng.random(m) * (rng.random(m) < 0.7))
             parts.append((np.concatenate(([0.0], np.cumsum(step))),
                           np.concatenate(([0.0], np.cumsum(rng.integers(0, 4, m) * 1.0))),
                           np.concatenate(([0.0], np.cumsum(rng.random(m))))))
@@ -140,7 +143,9 @@ def test_the_blocks_skipped_never_hold_the_largest_value(whole) -> None:
         starts = np.cumsum(sizes) - sizes
         ood, *ys = (np.concatenate([p[k] for p in parts]) for k in range(3))
         b = np.linspace(0.0, 1.0, q) * max(float(ood.max()), 1.0)
-        got = grid._interp_max(ood, ys, starts, sizes, b)
+        # whole knots: their ranks among the queries read from a table (or, with more
+        # whole numbers than knots, searched), the same values
+        got = grid._interp_max(ood, ys, starts, sizes, b, whole)
         for g, w in zip(got, _interp_all(ood, ys, starts, sizes, b), strict=True):
             assert np.array_equal(g, w)
 

@@ -51,7 +51,7 @@ def _segment_values(ood: F64, j: NDArray[np.intp], last: NDArray[np.intp], b: F6
 
 
 def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArray[np.intp],
-                b: F64) -> list[F64]:
+                b: F64, whole: bool = False) -> list[F64]:
     """The largest over several directions of each ``y`` of ``ys`` on the randomised rules at
     accepted-OOD mass ``b`` (ascending; the largest ``y`` at tied ``ood``), shape (b.size,):
     direction ``r``'s knots are ``ood[starts[r]:starts[r] + sizes[r]]`` (and ``y``),
@@ -65,9 +65,20 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
     other (direction, block) pairs are interpolated at every query, and the maximum is
     theirs, bit for bit that of all directions. Each direction is interpolated at the
     blocks' first queries once, for both bounds.
+
+    ``whole``: every ``ood`` is a whole number (whole-number weights). A knot's rank among
+    the queries is then read from a table of the ranks of 0, 1, ..., the largest ``ood``
+    (one binary search per whole number instead of one per knot, where there are fewer
+    whole numbers than knots): the same ranks.
     """
     q, rows = b.size, starts.size
     nudged = b * (1 + 1e-12)
+    rank_of = None
+    if whole and rows:
+        top = int(ood[starts + sizes - 1].max())  # the directions' last knots: the most
+        if top < ood.size:
+            rank_of = np.searchsorted(nudged, np.arange(top + 1, dtype=np.float64),
+                                      side="left")
     first = np.arange(0, q, _QUERY_BLOCK)
     # each block's first query, then the last query: a block's values are at most those at
     # the next block's first query (the last block's: at the last query)
@@ -90,7 +101,9 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
             # it, so each knot's rank among the queries, counted per direction, gives them
             k0 = int(st[0])
             at = np.repeat(np.arange(st.size) * (q + 1), sz)
-            at += np.searchsorted(nudged, ood[k0 : k0 + at.size], side="left")
+            cut = ood[k0 : k0 + at.size]
+            at += (np.searchsorted(nudged, cut, side="left") if rank_of is None
+                   else rank_of[cut.astype(np.intp)])
             count = np.bincount(at, minlength=st.size * (q + 1)).reshape(st.size, q + 1)
             j = np.cumsum(count[:, :q], axis=1)
             j += st[:, None] - 1
@@ -174,8 +187,10 @@ def envelopes_and_least_fpr(sample: Sample, gains: tuple[str, ...], grid: F64,
     if tpr is not None and "id" not in gains:
         names += ("id",)
     fpr = math.inf if tpr is not None else math.nan
+    # whole-number OOD weights (counts) give whole-number running OOD masses
+    whole = np.issubdtype(sample.compact_weights()[1].dtype, np.integer)
     for starts, sizes, (o, *g) in _grid_knots(sample, n_directions, names, batches):
-        for k, y in enumerate(_interp_max(o, g[: len(gains)], starts, sizes, b)):
+        for k, y in enumerate(_interp_max(o, g[: len(gains)], starts, sizes, b, whole)):
             # the largest of the quotients is the quotient of the largest (division by a
             # positive number keeps the order of rounded values)
             best[k] = np.maximum(best[k], y / sample.n_id)
