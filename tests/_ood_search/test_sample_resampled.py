@@ -51,13 +51,25 @@ def _no_sort(monkeypatch, calls):
                                 calls.append(_name) or _real(*a, **k))
 
 
-def test_a_pair_resample_on_kept_orders_sorts_no_direction(monkeypatch) -> None:
+def _ulps(n=300, seed=4):
+    """Scores a few float steps apart: the exact tie groups differ from the rounded ones
+    in most directions."""
+    s, w_id, w_ood, w_loss = _sample(n, seed)
+    rng = np.random.default_rng(seed)
+    return 1 + rng.integers(0, 40, (n, 2)) * 2.0**-52, w_id, w_ood, w_loss
+
+
+@pytest.mark.filterwarnings("ignore::abstain.exceptions.InfeasibleTargetWarning")
+@pytest.mark.parametrize("data", [_sample, _ulps])
+def test_a_pair_resample_on_kept_orders_sorts_no_direction(monkeypatch, data) -> None:
     """The four metrics of a pair's resample (the rule's rounded tie groups and the
     envelopes' exact ones) come from the orders kept once: no direction is sorted again,
-    and the values are the drawn rows' own, bit for bit."""
+    and the values are the drawn rows' own, bit for bit. The exact tie groups differ
+    from the rounded ones in 2 of the 24 directions (their orders then say so,
+    ``GridOrders.base``) or in most (``_ulps``)."""
     from abstain.metrics._ood import grid_pair_metrics
 
-    s, w_id, w_ood, w_loss = _sample(n=300, seed=4)
+    s, w_id, w_ood, w_loss = data(n=300, seed=4)
     base = Sample(s, w_id, w_ood, w_loss)
     assert base.keep_orders(24)
     calls: list[str] = []
@@ -75,9 +87,11 @@ def test_a_pair_resample_on_kept_orders_sorts_no_direction(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("cache", [0, 1 << 21])
-def test_pair_metrics_sort_each_direction_once(monkeypatch, cache) -> None:
+@pytest.mark.parametrize("d", [30, 24])
+def test_pair_metrics_sort_each_direction_once(monkeypatch, cache, d) -> None:
     """With the grid kept or not (``GRID_CACHE``), the AUROC, FPR, OSCR and risk of one pair
-    sort each batch of directions once, and equal the functions' own values."""
+    sort each batch of directions once, and equal the functions' own values (with 24
+    directions the exact tie groups differ from the rounded ones in two)."""
     from abstain._ood_search import sample as sample_module
     from abstain.metrics import auroc, fpr_at_tpr, oscr, selective_risk_at_tpr_fpr
     from abstain.metrics._ood import grid_pair_metrics
@@ -86,13 +100,59 @@ def test_pair_metrics_sort_each_direction_once(monkeypatch, cache) -> None:
     monkeypatch.setattr(sample_module, "GRID_CACHE", cache)
     calls: list[str] = []
     _no_sort(monkeypatch, calls)
-    got = grid_pair_metrics(Sample(s, w_id, w_ood, w_loss), 0.5, 0.4, True, 30)
-    assert calls == ["grid_orders_both"]  # 30 directions of 400 rows: one batch
+    got = grid_pair_metrics(Sample(s, w_id, w_ood, w_loss), 0.5, 0.4, True, d)
+    assert calls == ["grid_orders_both"]  # d directions of 400 rows: one batch
     ood = w_ood > 0
     losses = np.where(ood, np.nan, w_loss)
-    kw = {"search": "grid", "n_directions": 30}
+    kw = {"search": "grid", "n_directions": d}
     want = {"auroc": auroc(ood, s, **kw), "fpr_at_tpr": fpr_at_tpr(ood, s, 0.5, **kw),
             "oscr": oscr(losses, ood, s, **kw),
             "risk_at_tpr_fpr": selective_risk_at_tpr_fpr(losses, ood, s, 0.5, 0.4, **kw)}
     assert {k: float(v).hex() for k, v in got.items()} == {
         k: float(v).hex() for k, v in want.items()}
+
+
+@pytest.mark.parametrize("data", [_sample, _ulps])
+@pytest.mark.parametrize("d", [24, 30])
+def test_exact_orders_say_which_directions_differ(data, d) -> None:
+    """``grid_orders_both``'s exact orders are the rounded ones (one object) where no
+    direction's order or tie groups change, else they name (``base``) every direction that
+    differs from the rounded orders where those are at most half; the running masses
+    built from the rounded ones and a resample's orders drawn so are those of the exact
+    orders themselves."""
+    from abstain._ood_search.sample import _draw_each
+    from abstain._ood_search.search import (
+        RunningMasses,
+        grid_orders,
+        grid_orders_both,
+        grid_weights,
+    )
+
+    s, w_id, w_ood, w_loss = data(n=300, seed=4)
+    w = grid_weights(d)
+    rounded, exact = grid_orders_both(s, w)
+    alone = grid_orders(s, w, exact=True)
+    assert np.array_equal(exact.order, alone.order)
+    assert np.array_equal(exact.change, alone.change)
+    differ = np.flatnonzero((alone.order != rounded.order).any(axis=1)
+                            | (alone.change != rounded.change).any(axis=1))
+    assert (exact is rounded) == (differ.size == 0)
+    if exact is rounded:
+        return
+    if exact.base is None:
+        assert 2 * differ.size > d
+        return
+    assert exact.base[0] is rounded and np.array_equal(exact.base[1], differ)
+    weights = [w_id, w_ood, w_loss * 0.3]
+    like = RunningMasses(exact, weights, RunningMasses(rounded, weights))
+    plain = RunningMasses(exact._replace(base=None), weights)
+    for i in range(3):
+        assert np.array_equal(like[i], plain[i])
+    rows = np.random.default_rng(1).random(300) < 0.6
+    kept = rounded.grouped()
+    drawn_r, drawn_e = _draw_each([kept, exact.grouped()._replace(base=(kept, exact.base[1]))],
+                                  rows, {})
+    want = exact.drawn(rows)
+    assert drawn_e.base is not None and drawn_e.base[0] is drawn_r
+    assert np.array_equal(drawn_e.order, want.order)
+    assert np.array_equal(drawn_e.change, want.change)

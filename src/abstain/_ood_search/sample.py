@@ -388,9 +388,12 @@ class Sample:
                 orders = dict(zip(flags, self._sorted(w[b0:b1], flags), strict=True))
             items: dict[bool, tuple[GridOrders, RunningMasses]] = {}
             for f in flags:  # orders shared by both rules share their running masses
-                same = [g for g in items if orders[g] is orders[f]]
-                items[f] = (orders[f], items[same[0]][1] if same else
-                            RunningMasses(orders[f], self.compact_weights()))
+                o = orders[f]
+                same = [g for g in items if orders[g] is o]
+                # (or those of the directions the two share, GridOrders.base)
+                like = [g for g in items if o.base is not None and o.base[0] is orders[g]]
+                items[f] = (o, items[same[0]][1] if same else RunningMasses(
+                    o, self.compact_weights(), items[like[0]][1] if like else None))
                 if keep:
                     out[f].append(items[f])
             del orders
@@ -436,7 +439,8 @@ class Sample:
             for b0, b1 in grid_batches(n, w.shape[0]):
                 r, e = self._sorted(w[b0:b1], (False, True))
                 rounded.append(r.grouped())
-                exact.append(rounded[-1] if e is r else e.grouped())
+                exact.append(rounded[-1] if e is r else e.grouped()._replace(
+                    base=None if e.base is None else (rounded[-1], e.base[1])))
             self._orders[n_directions, False] = rounded
             self._orders[n_directions, True] = exact
         return True
@@ -658,10 +662,23 @@ def _resolve(scores: Any, search: str, resampled: bool = False) -> tuple[str | N
 def _draw_each(orders: Sequence[GridOrders], rows: NDArray[np.bool_],
                done: dict[int, GridOrders]) -> list[GridOrders]:
     """``o.drawn(rows)`` of each of ``orders``, once per object (``done``: those drawn so
-    far, by ``id``), so orders that both tie rules share stay shared."""
+    far, by ``id``), so orders that both tie rules share stay shared. Orders that equal
+    another's except in some directions (:attr:`GridOrders.base`) are the other's drawn
+    orders with those directions drawn again, and keep saying so."""
     for o in orders:
-        if id(o) not in done:
+        if id(o) in done:
+            continue
+        if o.base is None:
             done[id(o)] = o.drawn(rows)
+            continue
+        other, at = o.base
+        if id(other) not in done:
+            done[id(other)] = other.drawn(rows)
+        like = done[id(other)]
+        part = o.part(at).drawn(rows)
+        order, change = like.order.copy(), like.change.copy()
+        order[at], change[at] = part.order, part.change
+        done[id(o)] = GridOrders(order, o.proj, change, base=(like, at))
     return [done[id(o)] for o in orders]
 
 

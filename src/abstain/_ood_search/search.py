@@ -166,6 +166,16 @@ class GridOrders(NamedTuple):
     change: NDArray[np.bool_]
     #: the tie group of each sorted position (``change`` summed), kept by :meth:`grouped`
     group: NDArray[np.int32] | None = None
+    #: ``(other, rows)`` where these are the orders ``other`` (of the same directions)
+    #: except in the directions ``rows``: the exact tie groups where only a few directions
+    #: have near projections (:func:`grid_orders_both`), whose running masses are then
+    #: those of ``other`` with the ``rows`` summed again (:class:`RunningMasses`)
+    base: tuple[GridOrders, NDArray[np.intp]] | None = None
+
+    def part(self, rows: NDArray[np.intp]) -> GridOrders:
+        """The orders of the directions ``rows`` alone."""
+        return GridOrders(self.order[rows], self.proj[rows], self.change[rows],
+                          None if self.group is None else self.group[rows])
 
     def grouped(self) -> GridOrders:
         """These orders with ``group``, which :meth:`drawn` then reads instead of summing
@@ -210,9 +220,9 @@ def grid_orders(scores: F64, w: F64, exact: bool = False) -> GridOrders:
 
 def grid_orders_both(scores: F64, w: F64) -> tuple[GridOrders, GridOrders]:
     """:func:`grid_orders` of two columns, rounded and ``exact``, from one sort: the exact
-    orders are the rounded ones (the same object) where no neighbours are near
-    (:func:`~abstain._core.exact.projections_near`), else a copy with the near runs ordered
-    exactly."""
+    orders are the rounded ones (the same object) where ordering the near neighbours
+    (:func:`~abstain._core.exact.projections_near`) exactly changes no direction's order
+    or tie groups, else a copy with the near runs ordered exactly."""
     rounded = grid_orders(scores, w)
     pr, pg = scores[:, 0], scores[:, 1]
     near = projections_near(pr, pg, w, rounded.proj, rounded.order)
@@ -220,7 +230,18 @@ def grid_orders_both(scores: F64, w: F64) -> tuple[GridOrders, GridOrders]:
         return rounded, rounded
     order, change = rounded.order.copy(), rounded.change.copy()
     refine_projections(pr, pg, w, rounded.proj, order, change, near)
-    return rounded, GridOrders(order, rounded.proj, change)
+    # only the directions with near neighbours may differ, and often none does (the
+    # rounded tie groups are exact): those that do are found, and where they are at most
+    # half, the exact orders say so (their running masses are then the rounded ones',
+    # those directions summed again)
+    near_rows = np.flatnonzero(near.any(axis=1))
+    differ = ((order[near_rows] != rounded.order[near_rows]).any(axis=1)
+              | (change[near_rows] != rounded.change[near_rows]).any(axis=1))
+    rows = near_rows[differ]
+    if not rows.size:
+        return rounded, rounded
+    base = (rounded, rows) if 2 * rows.size <= near.shape[0] else None
+    return rounded, GridOrders(order, rounded.proj, change, base=base)
 
 
 def grid_batches(n: int, d: int) -> Iterator[tuple[int, int]]:
@@ -271,16 +292,31 @@ class Masses(Protocol):
 class RunningMasses:
     """The running ID, OOD and loss masses (:func:`running_rows`) of one batch of directions,
     ``[0]``, ``[1]`` and ``[2]``, each summed when first read: a metric that reads two of
-    them does not pay for the third."""
+    them does not pay for the third.
 
-    def __init__(self, orders: GridOrders, weights: Sequence[NDArray[Any]]) -> None:
-        self._orders, self._weights = orders, weights
+    ``like``: the running masses of ``orders.base``'s orders (:attr:`GridOrders.base`),
+    whose directions other than the base's rows are the same: those are copied from it (the
+    same sums, in the same order), only the base's rows are summed."""
+
+    def __init__(self, orders: GridOrders, weights: Sequence[NDArray[Any]],
+                 like: RunningMasses | None = None) -> None:
+        self._orders, self._weights, self._like = orders, weights, like
         self._sums: list[F64 | None] = [None] * len(weights)
+        self._rows: NDArray[np.intp] | None = None
+        if like is not None:
+            assert orders.base is not None
+            self._rows = orders.base[1]
+            self._orders = orders.part(self._rows)
 
     def __getitem__(self, i: int) -> F64:
         c = self._sums[i]
         if c is None:
-            c = self._sums[i] = running_rows(self._orders, self._weights[i])
+            c = running_rows(self._orders, self._weights[i])
+            if self._like is not None:
+                whole = self._like[i].copy()
+                whole[self._rows] = c
+                c = whole
+            self._sums[i] = c
         return c
 
 
