@@ -69,3 +69,23 @@ def test_infinite_scores_are_refused_by_name_before_the_columns_are_scaled() -> 
     ood = np.arange(3000) % 3 == 0
     with pytest.raises(ValueError, match=r"scores\[:, 0\] must be finite; got 2 infinite"):
         PairResampler(np.where(ood, np.nan, 0.0), ood, s, tpr=0.9, fpr=0.5)
+
+
+@pytest.mark.parametrize(("counts", "match"), [
+    (np.zeros(40, dtype=np.int64), "at least one ID row"),
+    (np.ones(39, dtype=np.int64), r"one per row \(40\); got shape \(39,\)"),
+    (np.full(40, 0.5), "whole numbers, one per row"),
+    (np.full(40, True), "whole numbers, one per row"),
+    (-np.ones(40, dtype=np.int64), "at least 0"),
+    ("ood", "at least one ID row"),
+    ("id", "at least one OOD row"),
+])
+def test_counts_that_are_no_resample_with_both_classes_are_refused(counts, match) -> None:
+    """All-zero counts raised "cannot reshape array of size 0", and a resample of one class
+    gave an AUROC of 1 and an infinite FPR."""
+    losses, ood, s = _rows(0, 40, False)
+    pr = PairResampler(losses, ood, s, tpr=0.9, fpr=0.3, n_directions=12)
+    if isinstance(counts, str):
+        counts = (ood if counts == "ood" else ~ood).astype(np.int64)
+    with pytest.raises(ValueError, match=match):
+        pr.row(counts)

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import unmasked
 from .._core.base import quiet
 from .._core.optional import require
 from .._core.parallel import check_jobs
@@ -37,6 +38,7 @@ from .._ood_search.sample import (
 from ..exceptions import InfeasibleTargetWarning
 from ..tables import TableResampler
 from ..tables._pair import PairTable
+from ..tables._resample import check_draws
 from ..tables._score import ScoreTable
 from ._bootstrap import bootstrap_interval, check_bootstrap
 from ._ood import exact_envelope_metrics, grid_pair_metrics, pair_sample
@@ -266,11 +268,22 @@ class PairResampler:
 
     def row(self, counts: NDArray[np.integer]) -> dict[str, float]:
         """The row of :func:`evaluate_ood` (by column) of the resample that draws row ``i``
-        ``counts[i]`` times."""
+        ``counts[i]`` times: whole numbers at least 0, one per row, drawing at least one ID
+        and one OOD row."""
         if self.sample is None:
             raise ValueError(f"a pair searched by {self.how!r} is not resampled on kept "
                              "orders; compute its metrics on the drawn rows.")
-        values, _ = _table([(None, self.sample.resampled(counts))], self.applicable, self.tpr,
+        c = np.asarray(unmasked(counts, "counts"))
+        n = self.sample.s.shape[0]
+        if c.shape != (n,) or c.dtype.kind not in "iu":
+            raise ValueError(f"counts must be whole numbers, one per row ({n}); got shape "
+                             f"{c.shape}, dtype {c.dtype}.")
+        check_draws(c)
+        for what, w in (("ID", self.sample.w_id), ("OOD", self.sample.w_ood)):
+            if not np.any((c > 0) & (w > 0)):
+                raise ValueError(f"counts must draw at least one {what} row (a resample's OOD "
+                                 f"metrics need ID and OOD rows); got no {what} row drawn.")
+        values, _ = _table([(None, self.sample.resampled(c))], self.applicable, self.tpr,
                            self.fpr, "grid", self.n_directions)
         cols = [_column(spec) for spec in table_metrics("ood")]
         return {c: float(v) for c, v, ok in zip(cols, values[0], self.applicable[0],

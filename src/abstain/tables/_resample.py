@@ -142,7 +142,7 @@ class TableResampler:
         if c.ndim != 2 or c.shape[1] != self.n or c.dtype.kind not in "iu":
             raise ValueError(f"counts must be whole numbers of shape (m, {self.n}), one row "
                              f"per resample; got shape {c.shape}, dtype {c.dtype}.")
-        _check_draws(c)
+        check_draws(c)
         m, g = c.shape[0], self._values.size
         w = c.astype(np.float64)
         id_w = np.where(self._id, w, 0.0) if self.marked else w
@@ -174,7 +174,7 @@ class TableResampler:
         if c.shape != (self.n,) or c.dtype.kind not in "iu":
             raise ValueError(f"counts must be whole numbers, one per row ({self.n}); got "
                              f"shape {c.shape}, dtype {c.dtype}.")
-        _check_draws(c)
+        check_draws(c)
         g = self._values.size
         rows = c if marked else np.where(self._id, c, 0)
         w = rows.astype(np.float64)
@@ -211,7 +211,7 @@ def _weighted(group: NDArray[np.intp], weights: F64, size: int) -> F64:
     return np.bincount(group, weights=weights, minlength=size).astype(np.float64, copy=False)
 
 
-def _check_draws(counts: NDArray[np.integer]) -> None:
+def check_draws(counts: NDArray[np.integer]) -> None:
     """Refuse a negative count (a row is drawn a whole number of times, at least 0) and a
     resample of 2**53 rows or more, which the tables' float64 totals cannot count exactly
     (a negative row count, or a row lost, beyond it)."""
