@@ -167,9 +167,9 @@ class GridOrders(NamedTuple):
     #: the tie group of each sorted position (``change`` summed), kept by :meth:`grouped`
     group: NDArray[np.int32] | None = None
     #: ``(other, rows)`` where these are the orders ``other`` (of the same directions)
-    #: except in the directions ``rows``: the exact tie groups where only a few directions
-    #: have near projections (:func:`grid_orders_both`), whose running masses are then
-    #: those of ``other`` with the ``rows`` summed again (:class:`RunningMasses`)
+    #: except in the directions ``rows``: the exact tie groups where they differ from the
+    #: rounded ones in a few directions (:func:`grid_orders_both`), whose running masses
+    #: are then those of ``other`` with the ``rows`` summed again (:class:`RunningMasses`)
     base: tuple[GridOrders, NDArray[np.intp]] | None = None
 
     def part(self, rows: NDArray[np.intp]) -> GridOrders:

@@ -273,17 +273,17 @@ class PairResampler:
         if self.sample is None:
             raise ValueError(f"a pair searched by {self.how!r} is not resampled on kept "
                              "orders; compute its metrics on the drawn rows.")
-        c = np.asarray(unmasked(counts, "counts"))
+        draws = np.asarray(unmasked(counts, "counts"))
         n = self.sample.s.shape[0]
-        if c.shape != (n,) or c.dtype.kind not in "iu":
+        if draws.shape != (n,) or draws.dtype.kind not in "iu":
             raise ValueError(f"counts must be whole numbers, one per row ({n}); got shape "
-                             f"{c.shape}, dtype {c.dtype}.")
-        check_draws(c)
+                             f"{draws.shape}, dtype {draws.dtype}.")
+        check_draws(draws)
         for what, w in (("ID", self.sample.w_id), ("OOD", self.sample.w_ood)):
-            if not np.any((c > 0) & (w > 0)):
+            if not np.any((draws > 0) & (w > 0)):
                 raise ValueError(f"counts must draw at least one {what} row (a resample's OOD "
                                  f"metrics need ID and OOD rows); got no {what} row drawn.")
-        values, _ = _table([(None, self.sample.resampled(c))], self.applicable, self.tpr,
+        values, _ = _table([(None, self.sample.resampled(draws))], self.applicable, self.tpr,
                            self.fpr, "grid", self.n_directions)
         cols = [_column(spec) for spec in table_metrics("ood")]
         return {c: float(v) for c, v, ok in zip(cols, values[0], self.applicable[0],
