@@ -59,7 +59,7 @@ def keep_freed_memory() -> bool:
     MB. With glibc's defaults many of them are fresh mappings of zeroed pages, and the
     kernel's page faults then cost up to a third of the time (``abstain report
     --bootstrap 200`` of three pairs on a 2-core AMD EPYC: 18.7 s without this setting,
-    13.4 s with it; 45.6 s and 41.0 s on the 2-core Intel Xeon of
+    13.4 s with it; 35.3 s and 25.6 s on the 2-core Intel Xeon of
     ``benchmarks/results/bench_bootstrap.md``). This sets glibc's
     ``M_MMAP_THRESHOLD`` (32 MiB) and ``M_TRIM_THRESHOLD`` (256 MiB) so that such arrays
     come from, and go back to, the process's own heap. It changes no result, only where
