@@ -520,9 +520,9 @@ def auroc(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike | None =
       rows changes only where two score pairs swap, so the envelope is the maximum of
       finitely many curves; its area is computed exactly (O(m^2 log m) for m distinct
       pairs). Invariant to a positive rescaling of either column that rounds no score (a
-      power of two, say); at least the value of every grid and of each column alone, up
-      to the round-off of the final sums and divisions, computed in another order (a few
-      units in the last place).
+      power of two, say); at least each column alone's value; a grid's may exceed it by
+      up to ``1 / (2 (n_points - 1))`` (its trapezoids cut the corners of the envelope's
+      jumps); up to the round-off of the final sums (a few units in the last place).
     - ``search="grid"``: the ``n_directions`` grid ``k pi / n_directions``, evaluated at
       ``n_points`` equally spaced FPR values and integrated by trapezoids (every
       direction's curve is piecewise linear, so the error is below ``1 / (n_points - 1)``).
