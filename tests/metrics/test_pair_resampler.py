@@ -89,3 +89,38 @@ def test_counts_that_are_no_resample_with_both_classes_are_refused(counts, match
         counts = (ood if counts == "ood" else ~ood).astype(np.int64)
     with pytest.raises(ValueError, match=match):
         pr.row(counts)
+
+
+def test_an_exact_bootstrap_refuses_losses_a_resample_could_sum_past_the_limit(tmp_path,
+                                                                                capsys):
+    """ID losses below the searches' limit on the rows (1e303 < 2.74e303) but not on a
+    resample that draws their row again: the exact search of a resample's rows raised
+    "... at most 2.74e+303 ...; got 3.0000000000000003e+303" (a sum the user never gave) at
+    a resample that depended on the seed. Such losses are now refused before any resample,
+    with the bound they must meet; the grid's bootstrap and the exact value take them."""
+    from abstain.app.cli import main
+    from abstain.metrics import evaluate_ood
+
+    rng = np.random.default_rng(8)
+    n = 30
+    ood = np.arange(n) >= 20
+    s = rng.normal(size=(n, 2)) + ood[:, None]
+    losses = np.where(ood, np.nan, 0.0)
+    losses[0] = 1e303
+    line = (r"losses must be at most 2.74e\+303 / 30 on ID rows for a bootstrap of a pair "
+            r"searched exactly \(a resample may draw the row of the largest, 1e\+303, 30 "
+            r"times\)")
+    for seed in range(3):
+        with pytest.raises(ValueError, match=line):
+            evaluate_ood(losses, ood, {"pair": s}, n_bootstrap=5, random_state=seed,
+                         search="exact")
+    assert np.isfinite(evaluate_ood(losses, ood, {"pair": s}, n_bootstrap=5, random_state=0,
+                                    search="grid").low[0, 0])
+    assert evaluate_ood(losses, ood, {"pair": s}, search="exact").row("pair")["auroc"] > 0.5
+    path = tmp_path / "big.csv"
+    path.write_text("loss,is_ood,a,b\n" + "".join(
+        f"{'' if o else repr(float(v))},{int(o)},{x!r},{y!r}\n"
+        for v, o, (x, y) in zip(losses, ood, s.tolist(), strict=True)))
+    assert main(["evaluate", str(path), "--is-ood", "is_ood", "--ood-score", "b",
+                 "--pair-with", "a", "--search", "exact", "--bootstrap", "5"]) == 1
+    assert "losses must be at most 2.74e+303 / 30 on ID rows" in capsys.readouterr().err

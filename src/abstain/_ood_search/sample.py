@@ -123,9 +123,9 @@ def validate_sample(
     w_loss = np.zeros(s.shape[0]) if losses is NO_LOSSES else w_id * ls
     with np.errstate(over="ignore"):
         total = float(np.sum(w_loss))
-    if not total <= _MAX_LOSS_MASS:
+    if not total <= MAX_LOSS_MASS:
         raise ValueError(
-            f"losses must have a weighted sum on ID rows of at most {_MAX_LOSS_MASS:.3g} "
+            f"losses must have a weighted sum on ID rows of at most {MAX_LOSS_MASS:.3g} "
             f"(scale them down; the risks are linear in the losses); got {plain(total)}."
         )
     return s, w_id, w_ood, w_loss
@@ -192,7 +192,27 @@ def one_sample_per_table() -> Iterator[None]:
 
 
 #: The largest summed ID loss a search accepts: room for its products before overflow.
-_MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
+MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
+
+
+def check_resampled_losses(losses: NDArray[np.float64], is_ood: NDArray[np.bool_]) -> None:
+    """Refuse, before any resample is drawn, ID losses whose bootstrap resample of the rows
+    could sum beyond :data:`MAX_LOSS_MASS`: ``n`` times the largest (a resample may draw its
+    row ``n`` times), which the search of each resample's rows would refuse, at a resample
+    that depends on the seed. Losses the searches refuse anyway (not finite, another
+    length) are left to them."""
+    if losses.shape != is_ood.shape:
+        return
+    id_losses = losses[~is_ood]
+    top = float(np.max(id_losses[np.isfinite(id_losses)], initial=0.0))
+    with np.errstate(over="ignore"):
+        most = losses.size * top
+    if not most <= MAX_LOSS_MASS:
+        raise ValueError(
+            f"losses must be at most {MAX_LOSS_MASS:.3g} / {losses.size} on ID rows for a "
+            "bootstrap of a pair searched exactly (a resample may draw the row of the "
+            f"largest, {plain(top)}, {losses.size} times); scale them down (the risks are "
+            "linear in the losses) or search the pair on the grid.")
 
 
 #: best point, weights, threshold and, for the exact search of two scores, the anchor: the
@@ -322,9 +342,9 @@ class Sample:
             what = "OOD" if w_ood.sum() > 0 else "ID"
             raise ValueError("is_ood must contain both ID (False) and OOD (True) samples; got "
                              f"only {what} in the {kind}.")
-        if not float(loss_sums.sum()) <= _MAX_LOSS_MASS:
+        if not float(loss_sums.sum()) <= MAX_LOSS_MASS:
             raise ValueError(f"losses must have a weighted sum on ID rows of at most "
-                             f"{_MAX_LOSS_MASS:.3g} (scale them down; the risks are linear "
+                             f"{MAX_LOSS_MASS:.3g} (scale them down; the risks are linear "
                              "in the losses).")
         return cls(s, w_id, w_ood, loss_sums, loss_above_one=max_loss > 1.0)
 

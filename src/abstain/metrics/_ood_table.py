@@ -32,6 +32,7 @@ from .._ood_search.sample import (
     Sample,
     check_directions,
     check_pair_search,
+    check_resampled_losses,
     one_sample_per_table,
     resolve_search,
 )
@@ -262,6 +263,8 @@ class PairResampler:
         extra = [spec for j, spec in enumerate(table_metrics("ood"))
                  if self.applicable[0, j] and _column(spec) not in _SHARED]
         self.usable = self.how in ("grid", "scaled grid") and not extra
+        if self.how == "exact" and losses is not None:  # each resample's rows searched
+            check_resampled_losses(as_real_array(losses, "losses"), as_is_ood(is_ood))
         self.sample = pair_sample(losses, is_ood, s) if self.usable else None
         if self.sample is not None:
             self.sample.keep_orders(n_directions)  # sorted once, for every resample
