@@ -266,6 +266,28 @@ def test_the_grid_ties_exact_projections_so_it_never_rises_above_the_exact_envel
         assert auroc(y, lattice, search="grid") <= exact + 1 / 4000 + 1e-12
 
 
+def test_rows_whose_projections_overflow_keep_their_exact_tie_groups_on_the_grid():
+    """Scores near 1e308 beside a subnormal one are not divided (the subnormal would be
+    lost), so projections overflow: two identical rows, one ID and one OOD, both project to
+    inf, whose gap is NaN, and the envelope's exact tie groups took NaN for far apart and
+    split them (AUROC 1.0 and FPR at TPR 1.0 of 0.0 on every grid, where the exact envelope
+    and the same rows at 1.5e307 give 5/6 and 1.0)."""
+    import warnings
+
+    from abstain.metrics import PairResampler, auroc, fpr_at_tpr
+
+    s = np.array([[1.5e308, 1.5e308], [1.5e308, 0.0], [1.5e308, 1.5e308], [1e-310, 0.0]])
+    y = np.array([False, False, True, False])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the projections' overflow
+        for d in (4, 360):
+            assert auroc(y, s, search="grid", n_directions=d) == pytest.approx(5 / 6, abs=1e-15)
+            assert fpr_at_tpr(y, s, 1.0, search="grid", n_directions=d) == 1.0
+        row = PairResampler(np.zeros(4), y, s, tpr=1.0, fpr=1.0, search="grid",
+                            n_directions=4).row(np.ones(4, dtype=np.int64))
+        assert row["auroc"] == pytest.approx(5 / 6, abs=1e-15) and row["fpr_at_tpr"] == 1.0
+
+
 def test_the_grid_area_exceeds_the_exact_one_by_at_most_half_a_point_spacing():
     """The grid's envelope is at most the exact one at every FPR, but its trapezoids cut the
     corner of a jump: on three rows the exact AUROC is 0.5 and the grid's 0.50025, the

@@ -621,12 +621,14 @@ def projections_near(pr: F64, pg: F64, w: F64, proj: F64,
     # (|pr w_r| + |pg w_g|, rounded). Rounding is monotone, so no magnitude exceeds the one
     # of the largest |pr| and |pg|, nor a pair's bound the bound of two such: only the
     # (few) gaps within that are tested with their own magnitudes
+    # (a gap of two projections that overflowed to one infinity is NaN: near, so that
+    # identical rows stay tied and the others are ordered exactly)
     big = (np.abs(np.max(np.abs(pr), initial=0.0) * w[:, :1])
            + np.abs(np.max(np.abs(pg), initial=0.0) * w[:, 1:]))
-    cand = gap <= _near_bound(big, big)
+    cand = ~(gap > _near_bound(big, big))
     if np.count_nonzero(cand) > cand.size // 8:  # magnitudes far apart: each pair's own
         mag = take_rows(np.abs(pr[None, :] * w[:, :1]) + np.abs(pg[None, :] * w[:, 1:]), order)
-        return gap <= _near_bound(mag[:, 1:], mag[:, :-1])
+        return ~(gap > _near_bound(mag[:, 1:], mag[:, :-1]))
     row, at = np.nonzero(cand)
     near = np.zeros(gap.shape, dtype=bool)
     if row.size:
@@ -634,7 +636,7 @@ def projections_near(pr: F64, pg: F64, w: F64, proj: F64,
         wr, wg = w[row, 0], w[row, 1]
         mag_lo = np.abs(pr[lo] * wr) + np.abs(pg[lo] * wg)
         mag_hi = np.abs(pr[hi] * wr) + np.abs(pg[hi] * wg)
-        near[row, at] = gap[row, at] <= _near_bound(mag_hi, mag_lo)
+        near[row, at] = ~(gap[row, at] > _near_bound(mag_hi, mag_lo))
     return near
 
 
