@@ -266,6 +266,21 @@ def test_the_grid_ties_exact_projections_so_it_never_rises_above_the_exact_envel
         assert auroc(y, lattice, search="grid") <= exact + 1 / 4000 + 1e-12
 
 
+def test_the_grid_pr_curve_ties_exact_projections_as_the_roc_envelope_does():
+    """At 45 degrees the rounded projections of (1, 3) and (2, 2) tie, exactly (1, 3) is
+    below: ``ood_pr_curve(search="grid")`` grouped the rounded projections and gave a
+    precision of 0.6 at recall 1, where the grid's own ROC envelope reaches TPR 1 at FPR
+    0.5 (precision 0.75 at the OOD share 2/5), as the exact curve does."""
+    from abstain.metrics import ood_pr_curve, ood_roc_curve
+
+    s = np.array([[2.0, 2.0], [1.0, 1.0], [2.0, 1.0], [1.0, 3.0], [2.0, 1.0]])
+    y = np.array([True, False, True, False, False])
+    assert ood_roc_curve(y, s, fpr=[0.5], search="grid", n_directions=4).tpr[0] == 1.0
+    grid = ood_pr_curve(y, s, recall=[1.0], search="grid", n_directions=4).precision[0]
+    exact = ood_pr_curve(y, s, recall=[1.0], search="exact").precision[0]
+    assert grid == exact == pytest.approx(0.75, abs=1e-15)
+
+
 def test_rows_whose_projections_overflow_keep_their_exact_tie_groups_on_the_grid():
     """Scores near 1e308 beside a subnormal one are not divided (the subnormal would be
     lost), so projections overflow: two identical rows, one ID and one OOD, both project to

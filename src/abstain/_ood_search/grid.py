@@ -222,6 +222,15 @@ def envelopes_fpr_and_rule(sample: Sample, gains: tuple[str, ...], grid: F64,
     return bests, least, sample.best_of(found, n_directions, None)
 
 
+def direction_knots(sample: Sample, n_directions: int) -> Iterator[tuple[F64, F64]]:
+    """Each grid direction's running ID and OOD masses at the ends of its exact tie groups
+    (leading 0 included), direction by direction: the knots of the grid's envelopes (one
+    score: its groups)."""
+    for starts, sizes, (i, o) in _grid_knots(sample, n_directions, ("id", "ood")):
+        for st, sz in zip(starts.tolist(), sizes.tolist(), strict=True):
+            yield i[st : st + sz], o[st : st + sz]
+
+
 def least_fpr_on_grid(sample: Sample, t: float, n_directions: int) -> float:
     """The least FPR at TPR ``t`` over the grid's directions."""
     return min(float(least_fpr_rows(i, o, starts, sizes, sample.n_id, sample.n_ood, t).min())

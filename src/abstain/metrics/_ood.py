@@ -50,6 +50,7 @@ from .._core.validation import (
 from .._ood_search import envelope as env
 from .._ood_search import search as core
 from .._ood_search.grid import (
+    direction_knots,
     envelopes_fpr_and_rule,
     envelopes_on_grid,
     least_fpr_on_grid,
@@ -433,19 +434,18 @@ def ood_pr_curve(is_ood: ArrayLike | ScoreTable | PairTable, scores: ArrayLike |
             with np.errstate(divide="ignore", invalid="ignore"):
                 best[j] = float(np.max(np.where(tp + fp > 0, tp / (tp + fp), 0.0)))
         return PRCurve(grid, best)
-    for w in sample.directions("grid", n_directions):
-        kn = core.knots(core.project(sample.s, w), sample.w_id, sample.w_ood, sample.w_loss)
-        tp, fp = kn.I[1:] / sample.n_id, kn.O[1:] / sample.n_ood
+    for ki, ko in direction_knots(sample, n_directions):  # exact tie groups, as the ROC's
+        tp, fp = ki[1:] / sample.n_id, ko[1:] / sample.n_ood
         prec = (1 - pi) * tp / ((1 - pi) * tp + pi * fp)
         suffix = np.maximum.accumulate(prec[::-1])[::-1]
         t = grid * sample.n_id
-        p = np.searchsorted(kn.I[1:], t * (1 - 1e-12), side="left")
+        p = np.searchsorted(ki[1:], t * (1 - 1e-12), side="left")
         ok = p < tp.size
         q = p[ok]
-        di = kn.I[q + 1] - kn.I[q]
-        f = np.where(di > 0, (t[ok] - kn.I[q]) / np.where(di > 0, di, 1.0), 1.0)
-        ti = (kn.I[q] + f * di) / sample.n_id
-        fo = (kn.O[q] + f * (kn.O[q + 1] - kn.O[q])) / sample.n_ood
+        di = ki[q + 1] - ki[q]
+        f = np.where(di > 0, (t[ok] - ki[q]) / np.where(di > 0, di, 1.0), 1.0)
+        ti = (ki[q] + f * di) / sample.n_id
+        fo = (ko[q] + f * (ko[q + 1] - ko[q])) / sample.n_ood
         at = (1 - pi) * ti / ((1 - pi) * ti + pi * fo)
         vals = np.zeros(grid.size)
         vals[ok] = np.maximum(at, suffix[q])
