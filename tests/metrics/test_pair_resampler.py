@@ -91,13 +91,15 @@ def test_counts_that_are_no_resample_with_both_classes_are_refused(counts, match
         pr.row(counts)
 
 
-def test_an_exact_bootstrap_refuses_losses_a_resample_could_sum_past_the_limit(tmp_path,
-                                                                                capsys):
-    """ID losses below the searches' limit on the rows (1e303 < 2.74e303) but not on a
-    resample that draws their row again: the exact search of a resample's rows raised
-    "... at most 2.74e+303 ...; got 3.0000000000000003e+303" (a sum the user never gave) at
-    a resample that depended on the seed. Such losses are now refused before any resample,
-    with the bound they must meet; the grid's bootstrap and the exact value take them."""
+def test_a_bootstrap_refuses_losses_a_resample_could_sum_past_the_limit(tmp_path, capsys):
+    """ID losses below a pair sample's limit on the rows (1e303 < 2.74e303) but not on a
+    resample that draws their row again: the exact search of a resample's rows raised "...
+    at most 2.74e+303 ...; got 3.0000000000000003e+303" (a sum the user never gave) at a
+    resample that depended on the seed, and the grid's resample returned values (or, drawn
+    10**6 times, an IndexError) where the drawn rows' own metrics refuse. A bootstrap now
+    refuses such losses before any resample, with the bound they must meet: the ID rows
+    (drawn apart from the OOD ones) times the largest loss; losses 3 ID rows can draw
+    (3e301 x 3) still pass among 300 rows."""
     from abstain.app.cli import main
     from abstain.metrics import evaluate_ood
 
@@ -107,15 +109,12 @@ def test_an_exact_bootstrap_refuses_losses_a_resample_could_sum_past_the_limit(t
     s = rng.normal(size=(n, 2)) + ood[:, None]
     losses = np.where(ood, np.nan, 0.0)
     losses[0] = 1e303
-    line = (r"losses must be at most 2.74e\+303 / 30 on ID rows for a bootstrap of a pair "
-            r"searched exactly \(a resample may draw the row of the largest, 1e\+303, 30 "
-            r"times\)")
-    for seed in range(3):
+    line = (r"losses must be at most 2.74e\+303 / 20 on the 20 ID rows for a bootstrap of a "
+            r"score pair \(a resample may draw the row of the largest, 1e\+303, 20 times\)")
+    for seed, search in ((0, "exact"), (1, "exact"), (0, "grid"), (0, "auto")):
         with pytest.raises(ValueError, match=line):
             evaluate_ood(losses, ood, {"pair": s}, n_bootstrap=5, random_state=seed,
-                         search="exact")
-    assert np.isfinite(evaluate_ood(losses, ood, {"pair": s}, n_bootstrap=5, random_state=0,
-                                    search="grid").low[0, 0])
+                         search=search)
     assert evaluate_ood(losses, ood, {"pair": s}, search="exact").row("pair")["auroc"] > 0.5
     path = tmp_path / "big.csv"
     path.write_text("loss,is_ood,a,b\n" + "".join(
@@ -123,4 +122,29 @@ def test_an_exact_bootstrap_refuses_losses_a_resample_could_sum_past_the_limit(t
         for v, o, (x, y) in zip(losses, ood, s.tolist(), strict=True)))
     assert main(["evaluate", str(path), "--is-ood", "is_ood", "--ood-score", "b",
                  "--pair-with", "a", "--search", "exact", "--bootstrap", "5"]) == 1
-    assert "losses must be at most 2.74e+303 / 30 on ID rows" in capsys.readouterr().err
+    assert "losses must be at most 2.74e+303 / 20 on the 20 ID rows" in capsys.readouterr().err
+    # 3 ID rows among 300: a resample sums at most 3 x 3e302, within the limit
+    ood = np.arange(300) >= 3
+    s = rng.normal(size=(300, 2)) + ood[:, None]
+    losses = np.where(ood, np.nan, 3e302)
+    for search in ("exact", "grid"):
+        assert evaluate_ood(losses, ood, {"pair": s}, n_bootstrap=3, random_state=0,
+                            search=search).low.shape == (1, 6)
+
+
+def test_a_resample_whose_losses_sum_past_the_limit_is_refused() -> None:
+    """Counts (any, not a bootstrap's) that draw a loss of 1e302 a thousand times: the
+    drawn rows' own metrics refuse the sum, and so does the row (it returned values, and an
+    IndexError at 10**6 draws)."""
+    rng = np.random.default_rng(0)
+    ood = np.arange(40) % 2 == 1
+    s = rng.normal(size=(40, 2)) + ood[:, None]
+    losses = np.where(ood, np.nan, 0.5)
+    losses[0] = 1e302  # 20 ID rows: any bootstrap resample sums within the limit
+    pr = PairResampler(losses, ood, s, tpr=0.5, fpr=0.5, search="grid", n_directions=12,
+                       bounded=False)
+    for k in (10**3, 10**6):
+        c = np.ones(40, dtype=np.int64)
+        c[0] = k
+        with pytest.raises(ValueError, match=r"at most 2.74e\+303 .*; the resample's is"):
+            pr.row(c)

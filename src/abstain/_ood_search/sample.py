@@ -197,22 +197,23 @@ MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
 
 def check_resampled_losses(losses: NDArray[np.float64], is_ood: NDArray[np.bool_]) -> None:
     """Refuse, before any resample is drawn, ID losses whose bootstrap resample of the rows
-    could sum beyond :data:`MAX_LOSS_MASS`: ``n`` times the largest (a resample may draw its
-    row ``n`` times), which the search of each resample's rows would refuse, at a resample
-    that depends on the seed. Losses the searches refuse anyway (not finite, another
-    length) are left to them."""
+    could sum beyond :data:`MAX_LOSS_MASS`: ``n_id`` times the largest (the bootstrap draws
+    the ``n_id`` ID rows apart from the OOD ones, so it may draw that row ``n_id`` times),
+    which a pair's sample of each resample's rows would refuse, at a resample that depends
+    on the seed. Losses the searches refuse anyway (not finite, another length) are left
+    to them."""
     if losses.shape != is_ood.shape:
         return
     id_losses = losses[~is_ood]
     top = float(np.max(id_losses[np.isfinite(id_losses)], initial=0.0))
     with np.errstate(over="ignore"):
-        most = losses.size * top
+        most = id_losses.size * top
     if not most <= MAX_LOSS_MASS:
         raise ValueError(
-            f"losses must be at most {MAX_LOSS_MASS:.3g} / {losses.size} on ID rows for a "
-            "bootstrap of a pair searched exactly (a resample may draw the row of the "
-            f"largest, {plain(top)}, {losses.size} times); scale them down (the risks are "
-            "linear in the losses) or search the pair on the grid.")
+            f"losses must be at most {MAX_LOSS_MASS:.3g} / {id_losses.size} on the "
+            f"{id_losses.size} ID rows for a bootstrap of a score pair (a resample may draw "
+            f"the row of the largest, {plain(top)}, {id_losses.size} times); scale them "
+            "down (the risks are linear in the losses).")
 
 
 #: best point, weights, threshold and, for the exact search of two scores, the anchor: the

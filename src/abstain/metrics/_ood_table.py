@@ -28,6 +28,7 @@ from .._core.validation import (
 )
 from .._ood_search.sample import (
     AUTO_EXACT_ROWS,
+    MAX_LOSS_MASS,
     N_DIRECTIONS,
     Sample,
     check_directions,
@@ -234,7 +235,10 @@ class PairResampler:
     resample's metrics are those of the drawn rows on the same directions (the scaled grid
     keeps the rows' deviations), a pass over each direction's kept order instead of a sort.
     :attr:`usable` is False for ``"exact"`` (the exact search runs on the drawn rows) and
-    where a pair metric added to the registry applies (it takes the rows).
+    where a pair metric added to the registry applies (it takes the rows). ID losses that a
+    resample could sum past what a pair's sample takes (the ``n_id`` ID rows times the
+    largest above 2.74e303: the bootstrap draws ID and OOD rows apart) are refused here,
+    before any resample, and :meth:`row` refuses counts whose losses sum past it.
 
     Examples
     --------
@@ -263,7 +267,7 @@ class PairResampler:
         extra = [spec for j, spec in enumerate(table_metrics("ood"))
                  if self.applicable[0, j] and _column(spec) not in _SHARED]
         self.usable = self.how in ("grid", "scaled grid") and not extra
-        if self.how == "exact" and losses is not None:  # each resample's rows searched
+        if losses is not None:  # every resample's sums within what a pair's sample takes
             check_resampled_losses(as_real_array(losses, "losses"), as_is_ood(is_ood))
         self.sample = pair_sample(losses, is_ood, s) if self.usable else None
         if self.sample is not None:
@@ -286,6 +290,12 @@ class PairResampler:
             if not np.any((draws > 0) & (w > 0)):
                 raise ValueError(f"counts must draw at least one {what} row (a resample's OOD "
                                  f"metrics need ID and OOD rows); got no {what} row drawn.")
+        with np.errstate(over="ignore"):
+            total = float(np.sum(draws * self.sample.w_loss))
+        if not total <= MAX_LOSS_MASS:  # as the drawn rows' own sample refuses them
+            raise ValueError(f"losses must have a weighted sum on ID rows of at most "
+                             f"{MAX_LOSS_MASS:.3g} (scale them down; the risks are linear in "
+                             f"the losses); the resample's is {plain(total)}.")
         values, _ = _table([(None, self.sample.resampled(draws))], self.applicable, self.tpr,
                            self.fpr, "grid", self.n_directions)
         cols = [_column(spec) for spec in table_metrics("ood")]
