@@ -123,6 +123,16 @@ def test_a_bootstrap_refuses_losses_a_resample_could_sum_past_the_limit(tmp_path
     assert main(["evaluate", str(path), "--is-ood", "is_ood", "--ood-score", "b",
                  "--pair-with", "a", "--search", "exact", "--bootstrap", "5"]) == 1
     assert "losses must be at most 2.74e+303 / 20 on the 20 ID rows" in capsys.readouterr().err
+    # a computed sum rounds up: 11 x 2.4936927585425855e302 is within the limit, the sum of
+    # 11 such losses (2.7430620343968443e303) is not; every seed is refused (some raised
+    # mid-bootstrap)
+    top = 2.4936927585425855e302
+    few = np.r_[np.full(10, top), 0.0, np.full(3, np.nan)]
+    marks = np.r_[np.zeros(11, bool), np.ones(3, bool)]
+    for seed in range(5):
+        with pytest.raises(ValueError, match="on the 11 ID rows"):
+            evaluate_ood(few, marks, {"pair": rng.normal(size=(14, 2))}, n_bootstrap=2,
+                         random_state=seed, search="exact")
     # 3 ID rows among 300: a resample sums at most 3 x 3e302, within the limit
     ood = np.arange(300) >= 3
     s = rng.normal(size=(300, 2)) + ood[:, None]
@@ -135,7 +145,7 @@ def test_a_bootstrap_refuses_losses_a_resample_could_sum_past_the_limit(tmp_path
 def test_a_resample_whose_losses_sum_past_the_limit_is_refused() -> None:
     """Counts (any, not a bootstrap's) that draw a loss of 1e302 a thousand times: the
     drawn rows' own metrics refuse the sum, and so does the row (it returned values, and an
-    IndexError at 10**6 draws)."""
+    IndexError where the sum overflowed: 10**6 draws of 1e303)."""
     rng = np.random.default_rng(0)
     ood = np.arange(40) % 2 == 1
     s = rng.normal(size=(40, 2)) + ood[:, None]

@@ -200,14 +200,15 @@ def check_resampled_losses(losses: NDArray[np.float64], is_ood: NDArray[np.bool_
     could sum beyond :data:`MAX_LOSS_MASS`: ``n_id`` times the largest (the bootstrap draws
     the ``n_id`` ID rows apart from the OOD ones, so it may draw that row ``n_id`` times),
     which a pair's sample of each resample's rows would refuse, at a resample that depends
-    on the seed. Losses the searches refuse anyway (not finite, another length) are left
-    to them."""
+    on the seed. The bound allows for the rounding of the products and sums (a relative
+    ``(n_id + 2) 2**-52``), so no resample's computed sum exceeds it. Losses the searches
+    refuse anyway (not finite, another length) are left to them."""
     if losses.shape != is_ood.shape:
         return
     id_losses = losses[~is_ood]
     top = float(np.max(id_losses[np.isfinite(id_losses)], initial=0.0))
     with np.errstate(over="ignore"):
-        most = id_losses.size * top
+        most = id_losses.size * top * (1.0 + (id_losses.size + 2) * 2.0**-52)
     if not most <= MAX_LOSS_MASS:
         raise ValueError(
             f"losses must be at most {MAX_LOSS_MASS:.3g} / {id_losses.size} on the "
