@@ -122,12 +122,7 @@ def validate_sample(
         raise ValueError("sample_weight must give positive total weight to ID and to OOD rows.")
     w_loss = np.zeros(s.shape[0]) if losses is NO_LOSSES else w_id * ls
     with np.errstate(over="ignore"):
-        total = float(np.sum(w_loss))
-    if not total <= MAX_LOSS_MASS:
-        raise ValueError(
-            f"losses must have a weighted sum on ID rows of at most {MAX_LOSS_MASS:.3g} "
-            f"(scale them down; the risks are linear in the losses); got {plain(total)}."
-        )
+        check_loss_mass(float(np.sum(w_loss)), "got")
     return s, w_id, w_ood, w_loss
 
 
@@ -193,6 +188,16 @@ def one_sample_per_table() -> Iterator[None]:
 
 #: The largest summed ID loss a search accepts: room for its products before overflow.
 MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
+
+
+def check_loss_mass(total: float, said: str | None) -> None:
+    """Refuse a summed ID loss ``total`` above :data:`MAX_LOSS_MASS` (or NaN); the message
+    ends with ``said`` and the total where given (``"got"``)."""
+    if not total <= MAX_LOSS_MASS:
+        tail = "" if said is None else f"; {said} {plain(total)}"
+        raise ValueError(f"losses must have a weighted sum on ID rows of at most "
+                         f"{MAX_LOSS_MASS:.3g} (scale them down; the risks are linear in the "
+                         f"losses){tail}.")
 
 
 def check_resampled_losses(losses: NDArray[np.float64], is_ood: NDArray[np.bool_]) -> None:
@@ -344,10 +349,7 @@ class Sample:
             what = "OOD" if w_ood.sum() > 0 else "ID"
             raise ValueError("is_ood must contain both ID (False) and OOD (True) samples; got "
                              f"only {what} in the {kind}.")
-        if not float(loss_sums.sum()) <= MAX_LOSS_MASS:
-            raise ValueError(f"losses must have a weighted sum on ID rows of at most "
-                             f"{MAX_LOSS_MASS:.3g} (scale them down; the risks are linear "
-                             "in the losses).")
+        check_loss_mass(float(loss_sums.sum()), None)
         return cls(s, w_id, w_ood, loss_sums, loss_above_one=max_loss > 1.0)
 
     def directions(self, search: str, n_directions: int) -> NDArray[np.float64]:

@@ -11,7 +11,6 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._core.arrays import unmasked
 from .._core.base import quiet
 from .._core.optional import require
 from .._core.parallel import check_jobs
@@ -28,10 +27,10 @@ from .._core.validation import (
 )
 from .._ood_search.sample import (
     AUTO_EXACT_ROWS,
-    MAX_LOSS_MASS,
     N_DIRECTIONS,
     Sample,
     check_directions,
+    check_loss_mass,
     check_pair_search,
     check_resampled_losses,
     one_sample_per_table,
@@ -40,7 +39,7 @@ from .._ood_search.sample import (
 from ..exceptions import InfeasibleTargetWarning
 from ..tables import TableResampler
 from ..tables._pair import PairTable
-from ..tables._resample import check_draws
+from ..tables._resample import row_counts
 from ..tables._score import ScoreTable
 from ._bootstrap import bootstrap_interval, check_bootstrap
 from ._ood import exact_envelope_metrics, grid_pair_metrics, pair_sample
@@ -280,22 +279,13 @@ class PairResampler:
         if self.sample is None:
             raise ValueError(f"a pair searched by {self.how!r} is not resampled on kept "
                              "orders; compute its metrics on the drawn rows.")
-        draws = np.asarray(unmasked(counts, "counts"))
-        n = self.sample.s.shape[0]
-        if draws.shape != (n,) or draws.dtype.kind not in "iu":
-            raise ValueError(f"counts must be whole numbers, one per row ({n}); got shape "
-                             f"{draws.shape}, dtype {draws.dtype}.")
-        check_draws(draws)
+        draws = row_counts(counts, self.sample.s.shape[0])
         for what, w in (("ID", self.sample.w_id), ("OOD", self.sample.w_ood)):
             if not np.any((draws > 0) & (w > 0)):
                 raise ValueError(f"counts must draw at least one {what} row (a resample's OOD "
                                  f"metrics need ID and OOD rows); got no {what} row drawn.")
-        with np.errstate(over="ignore"):
-            total = float(np.sum(draws * self.sample.w_loss))
-        if not total <= MAX_LOSS_MASS:  # as the drawn rows' own sample refuses them
-            raise ValueError(f"losses must have a weighted sum on ID rows of at most "
-                             f"{MAX_LOSS_MASS:.3g} (scale them down; the risks are linear in "
-                             f"the losses); the resample's is {plain(total)}.")
+        with np.errstate(over="ignore"):  # as the drawn rows' own sample refuses them
+            check_loss_mass(float(np.sum(draws * self.sample.w_loss)), "the resample's is")
         values, _ = _table([(None, self.sample.resampled(draws))], self.applicable, self.tpr,
                            self.fpr, "grid", self.n_directions)
         cols = [_column(spec) for spec in table_metrics("ood")]

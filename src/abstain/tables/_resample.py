@@ -170,11 +170,7 @@ class TableResampler:
         table).
         """
         marked = self.marked if marked is None else marked
-        c = np.asarray(unmasked(counts, "counts"))
-        if c.shape != (self.n,) or c.dtype.kind not in "iu":
-            raise ValueError(f"counts must be whole numbers, one per row ({self.n}); got "
-                             f"shape {c.shape}, dtype {c.dtype}.")
-        check_draws(c)
+        c = row_counts(counts, self.n)
         g = self._values.size
         rows = c if marked else np.where(self._id, c, 0)
         w = rows.astype(np.float64)
@@ -209,6 +205,17 @@ class TableResampler:
 def _weighted(group: NDArray[np.intp], weights: F64, size: int) -> F64:
     """Per-group sums of float weights (in row order)."""
     return np.bincount(group, weights=weights, minlength=size).astype(np.float64, copy=False)
+
+
+def row_counts(counts: ArrayLike, n: int) -> NDArray[np.integer]:
+    """``counts`` checked as one resample of ``n`` rows: how many times each row is drawn,
+    whole numbers (:func:`check_draws`)."""
+    c = np.asarray(unmasked(counts, "counts"))
+    if c.shape != (n,) or c.dtype.kind not in "iu":
+        raise ValueError(f"counts must be whole numbers, one per row ({n}); got shape "
+                         f"{c.shape}, dtype {c.dtype}.")
+    check_draws(c)
+    return c
 
 
 def check_draws(counts: NDArray[np.integer]) -> None:
