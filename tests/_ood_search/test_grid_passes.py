@@ -143,8 +143,9 @@ def test_the_blocks_skipped_never_hold_the_largest_value(whole) -> None:
         starts = np.cumsum(sizes) - sizes
         ood, *ys = (np.concatenate([p[k] for p in parts]) for k in range(3))
         b = np.linspace(0.0, 1.0, q) * max(float(ood.max()), 1.0)
-        # whole knots: their ranks among the queries read from a table (or, with more
-        # whole numbers than knots, searched), the same values
+        # whole knots: each query's knot read from a table by whole number (masses below
+        # the number of queries), or their ranks among the queries from a table (fewer
+        # whole numbers than knots), or searched (more): the same values
         got = grid._interp_max(ood, ys, starts, sizes, b, whole)
         for g, w in zip(got, _interp_all(ood, ys, starts, sizes, b), strict=True):
             assert np.array_equal(g, w)

@@ -66,17 +66,28 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
     theirs, bit for bit that of all directions. Each direction is interpolated at the
     blocks' first queries once, for both bounds.
 
-    ``whole``: every ``ood`` is a whole number (whole-number weights). A knot's rank among
-    the queries is then read from a table of the ranks of 0, 1, ..., the largest ``ood``
-    (one binary search per whole number instead of one per knot, where there are fewer
-    whole numbers than knots): the same ranks.
+    ``whole``: every ``ood`` is a whole number (whole-number weights). A knot is then at or
+    below ``b (1 + 1e-12)`` iff it is at or below that bound's floor ``v``, so where the
+    largest ``ood`` is below the number of queries, a table of each direction's last knot
+    at or below each of 0, 1, ..., the largest ``ood`` gives every query's knot (read at
+    ``v``; the table is smaller than the directions' knots at every query). Else, where
+    there are fewer whole numbers than knots, a knot's rank among the queries is read from a
+    table of the ranks of 0, 1, ..., the largest ``ood`` (one binary search per whole number
+    instead of one per knot). The same knots either way.
     """
     q, rows = b.size, starts.size
     nudged = b * (1 + 1e-12)
     rank_of = None
+    # the column of the knot table that each query reads: the query itself, or (``whole``,
+    # few whole numbers) the floor of its bound among 0, 1, ..., top
+    col = np.arange(q)
+    by_whole = 0  # with a table by whole number: its columns, 0, 1, ..., the largest ood
     if whole and rows:
         top = int(ood[starts + sizes - 1].max())  # the directions' last knots: the most
-        if top < ood.size:
+        if top < q:
+            by_whole = top + 1
+            col = np.minimum(np.floor(nudged), top).astype(np.intp)
+        elif top < ood.size:
             rank_of = np.searchsorted(nudged, np.arange(top + 1, dtype=np.float64),
                                       side="left")
     first = np.arange(0, q, _QUERY_BLOCK)
@@ -89,7 +100,16 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
     blocks = []
     for r0 in range(0, rows, _INTERP_ROWS):
         st, sz = starts[r0 : r0 + _INTERP_ROWS], sizes[r0 : r0 + _INTERP_ROWS]
-        if int(sz.sum()) > q * st.size:
+        if by_whole:
+            # each direction's last knot at or below each whole number up to the largest:
+            # its knots at or below, counted
+            at = np.repeat(np.arange(st.size) * by_whole, sz)
+            k0 = int(st[0])
+            at += ood[k0 : k0 + at.size].astype(np.intp)
+            count = np.bincount(at, minlength=st.size * by_whole).reshape(st.size, by_whole)
+            j = np.cumsum(count, axis=1)
+            j += st[:, None] - 1
+        elif int(sz.sum()) > q * st.size:
             # more knots than queries: a binary search of the queries in each direction's
             # knots (they ascend), the last at or below each
             j = np.empty((st.size, q), dtype=np.intp)
@@ -108,7 +128,7 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
             j = np.cumsum(count[:, :q], axis=1)
             j += st[:, None] - 1
         last = (st + sz - 1)[:, None]
-        blocks.append((j, last, _segment_values(ood, j[:, edges], last, b[edges], ys)))
+        blocks.append((j, last, _segment_values(ood, j[:, col[edges]], last, b[edges], ys)))
     best = []
     for k, y in enumerate(ys):
         floor = np.max([at_edge[k][:, :-1].max(axis=0) for _, _, at_edge in blocks], axis=0)
@@ -118,7 +138,7 @@ def _interp_max(ood: F64, ys: list[F64], starts: NDArray[np.intp], sizes: NDArra
             # those that may hold a block's largest
             r, blk = np.nonzero(at_edge[k][:, 1:] >= floor)
             qi = span[blk]
-            (v,) = _segment_values(ood, j[r[:, None], qi], last[r], b[qi], [y])
+            (v,) = _segment_values(ood, j[r[:, None], col[qi]], last[r], b[qi], [y])
             np.maximum.at(out, qi.reshape(-1), v.reshape(-1))
         best.append(out)
     return best
