@@ -175,3 +175,43 @@ def test_knots_are_made_batch_by_batch(monkeypatch) -> None:
     first = next(batches)
     assert len(made) == 1 and first[0].size == 4
     assert len(list(batches)) == 3 and len(made) == 4
+
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_resamples_envelopes_read_the_knot_blocks_ends_alone(monkeypatch, seed) -> None:
+    """A resample on kept orders reads only the ends of its knot blocks (runs of groups that
+    move only the ID and loss masses, or only the OOD mass): the same envelopes and least
+    FPR, bit for bit, as every tie group's knots, from fewer knots. The rows hold ties,
+    groups of both kinds, rows of no weight and rows with both ID and OOD weight (a
+    table's)."""
+    rng = np.random.default_rng(seed)
+    n, d = 150, 24
+    s = rng.integers(0, 12, size=(n, 2)).astype(float)
+    kind = rng.choice(4, n, p=[0.45, 0.35, 0.1, 0.1])  # ID, OOD, both, neither
+    w_id = np.where(kind % 2 == 0, rng.integers(1, 4, n), 0).astype(float)
+    w_ood = np.where((kind == 1) | (kind == 2), rng.integers(1, 4, n), 0).astype(float)
+    w_id[kind == 3] = 0.0
+    w_loss = w_id * (rng.random(n) if seed % 2 else rng.integers(0, 2, n))
+    sample = Sample(s, w_id, w_ood, w_loss, loss_above_one=False, grouped=True)
+    assert sample.keep_orders(d)
+    points = np.linspace(0.0, 1.0, 101)
+    real = grid._grid_knots
+
+    def every_knot(sample, n_directions, names, batches=None, blocks=False):
+        return real(sample, n_directions, names, batches, False)
+
+    for _ in range(6):
+        counts = rng.integers(0, 3, n)
+        counts[np.argmax(w_id)] = counts[np.argmax(w_ood)] = 1
+        res = sample.resampled(counts)
+        got = grid.envelopes_and_least_fpr(res, ("id", "ccr"), points, d, 0.8)
+        with monkeypatch.context() as m:
+            m.setattr(grid, "_grid_knots", every_knot)
+            want = grid.envelopes_and_least_fpr(res, ("id", "ccr"), points, d, 0.8)
+        for g, w in zip(got[0], want[0], strict=True):
+            assert np.array_equal(g, w)
+        assert got[1] == want[1]
+        fewer, every = (sum(int(sz.sum()) for _, sz, _ in real(res, d, ("ood",), None, b))
+                        for b in (True, False))
+        assert fewer < every

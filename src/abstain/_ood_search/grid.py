@@ -151,25 +151,31 @@ _RUNNING = ("id", "ood", "loss", "ccr")
 
 def _grid_knots(sample: Sample, n_directions: int, names: tuple[str, ...],
                 batches: Iterable[tuple[GridOrders, Masses]] | None = None,
+                blocks: bool = False,
                 ) -> Iterator[tuple[NDArray[np.intp], NDArray[np.intp], list[F64]]]:
     """Per batch of the grid's directions (:meth:`Sample.grid` with the exact tie groups,
     shared by the metrics of one sample, or ``batches``): each direction's first knot and
     number of knots, and the knots' running masses ``names`` (of :data:`_RUNNING`; leading 0
     included; flat, direction by direction): the knots of each direction's tie groups.
     Yielded batch by batch, so that only one batch's knots are held (every direction's at
-    once took about 6 kB per row)."""
+    once took about 6 kB per row).
+
+    ``blocks``: where the orders say where knot blocks start (a resample's,
+    :attr:`GridOrders.knot`), only the blocks' ends: the knots that the envelopes and the
+    least FPR read (:meth:`GridOrders.blocked`)."""
     wanted = [i for i, k in enumerate(_RUNNING[:3])
               if k in names or (k in ("id", "loss") and "ccr" in names)]
     if batches is None:
         batches = sample.grid(n_directions, exact=True)
     for orders, cum in batches:
         d, n = orders.order.shape
-        if orders.change.all():  # no ties: every position is a knot
+        change = orders.knot if blocks and orders.knot is not None else orders.change
+        if change.all():  # no ties: every position is a knot
             sizes = np.full(d, n + 1)
             knots = {_RUNNING[i]: cum[i].reshape(-1) for i in wanted}
         else:
             is_knot = np.ones((d, n + 1), dtype=bool)
-            is_knot[:, 1:n] = orders.change
+            is_knot[:, 1:n] = change
             sizes = np.count_nonzero(is_knot, axis=1)
             at = np.flatnonzero(is_knot)
             knots = {_RUNNING[i]: cum[i].reshape(-1)[at] for i in wanted}
@@ -177,7 +183,7 @@ def _grid_knots(sample: Sample, n_directions: int, names: tuple[str, ...],
         if "ccr" in names:
             knots["ccr"] = knots["id"] - knots["loss"]
         out = [knots[k] for k in names]
-        del orders, cum, knots  # a batch is not held while the next one is sorted
+        del orders, cum, knots, change  # a batch is not held while the next one is sorted
         yield starts, sizes, out
         del out
 
@@ -209,7 +215,7 @@ def envelopes_and_least_fpr(sample: Sample, gains: tuple[str, ...], grid: F64,
     fpr = math.inf if tpr is not None else math.nan
     # whole-number OOD weights (counts) give whole-number running OOD masses
     whole = np.issubdtype(sample.compact_weights()[1].dtype, np.integer)
-    for starts, sizes, (o, *g) in _grid_knots(sample, n_directions, names, batches):
+    for starts, sizes, (o, *g) in _grid_knots(sample, n_directions, names, batches, True):
         for k, y in enumerate(_interp_max(o, g[: len(gains)], starts, sizes, b, whole)):
             # the largest of the quotients is the quotient of the largest (division by a
             # positive number keeps the order of rounded values)

@@ -460,10 +460,11 @@ class Sample:
             return False
         if (n_directions, True) not in self._orders:
             rounded, exact = [], []
+            weights = (self.w_id, self.w_ood, self.w_loss)
             for b0, b1 in grid_batches(n, w.shape[0]):
                 r, e = self._sorted(w[b0:b1], (False, True))
-                rounded.append(r.grouped())
-                exact.append(rounded[-1] if e is r else e.grouped()._replace(
+                rounded.append(r.grouped().blocked(*weights))
+                exact.append(rounded[-1] if e is r else e.grouped().blocked(*weights)._replace(
                     base=None if e.base is None else (rounded[-1], e.base[1])))
             self._orders[n_directions, False] = rounded
             self._orders[n_directions, True] = exact
@@ -702,7 +703,11 @@ def _draw_each(orders: Sequence[GridOrders], rows: NDArray[np.bool_],
         part = o.part(at).drawn(rows)
         order, change = like.order.copy(), like.change.copy()
         order[at], change[at] = part.order, part.change
-        done[id(o)] = GridOrders(order, o.proj, change, base=(like, at))
+        knot = None
+        if like.knot is not None and part.knot is not None:
+            knot = like.knot.copy()
+            knot[at] = part.knot
+        done[id(o)] = GridOrders(order, o.proj, change, base=(like, at), knot=knot)
     return [done[id(o)] for o in orders]
 
 

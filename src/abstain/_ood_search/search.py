@@ -171,11 +171,48 @@ class GridOrders(NamedTuple):
     #: rounded ones in a few directions (:func:`grid_orders_both`), whose running masses
     #: are then those of ``other`` with the ``rows`` summed again (:class:`RunningMasses`)
     base: tuple[GridOrders, NDArray[np.intp]] | None = None
+    #: the knot block of each sorted position (:meth:`blocked`), as ``group``
+    block: NDArray[np.int32] | None = None
+    #: (d, n - 1), True where the next sorted row starts a new knot block: the orders of a
+    #: resample's drawn rows (:meth:`drawn`) of orders with ``block``
+    knot: NDArray[np.bool_] | None = None
 
     def part(self, rows: NDArray[np.intp]) -> GridOrders:
         """The orders of the directions ``rows`` alone."""
         return GridOrders(self.order[rows], self.proj[rows], self.change[rows],
-                          None if self.group is None else self.group[rows])
+                          None if self.group is None else self.group[rows],
+                          block=None if self.block is None else self.block[rows])
+
+    def blocked(self, w_id: F64, w_ood: F64, w_loss: F64) -> GridOrders:
+        """These orders with ``block``: each direction's tie groups cut into knot blocks,
+        runs of groups that move only the ID and loss masses (a vertical run of the
+        directions' curves of accepted ID or correct mass against accepted OOD mass), runs
+        of groups that move only the OOD mass (a horizontal run), each group that moves both
+        and each run of groups of no weight. The rows ``w_id``, ``w_ood`` and ``w_loss``
+        (per row, by row) of any resample that draws some rows have the same blocks (a
+        drawn row's weights are a positive multiple of these), so inside a block the
+        envelopes' knots between its ends are never the last at or below an OOD mass (a
+        vertical run) or lie on the line between them (a horizontal one): :meth:`drawn`
+        then keeps where blocks start (``knot``), and the envelopes read the blocks' ends
+        alone, the same values."""
+        order = self.order
+        d, n = order.shape
+        if not n:
+            return self._replace(block=np.zeros((d, n), dtype=np.int32))
+        moves = ((w_id != 0) | (w_loss != 0)).astype(np.uint8)
+        moves |= (w_ood != 0).astype(np.uint8) << 1
+        bits = moves[order]
+        starts = np.ones((d, n), dtype=bool)
+        starts[:, 1:] = self.change
+        first = np.flatnonzero(starts)
+        kind = np.bitwise_or.reduceat(bits.reshape(-1), first)
+        new = np.ones(kind.size, dtype=bool)
+        new[1:] = (kind[1:] != kind[:-1]) | (kind[1:] == 3)
+        new[np.cumsum(np.count_nonzero(starts, axis=1))[:-1]] = True  # a direction's first
+        block = np.zeros(d * n, dtype=np.int32)
+        block[first] = new
+        np.cumsum(block, out=block)
+        return self._replace(block=block.reshape(d, n))
 
     def grouped(self) -> GridOrders:
         """These orders with ``group``, which :meth:`drawn` then reads instead of summing
@@ -198,7 +235,11 @@ class GridOrders(NamedTuple):
         group = self.group if self.group is not None else self.grouped().group
         assert group is not None
         g = np.take(group.reshape(-1), at).reshape(-1, k)
-        return GridOrders(order, self.proj, g[:, 1:] != g[:, :-1])
+        knot = None
+        if self.block is not None:
+            bl = np.take(self.block.reshape(-1), at).reshape(-1, k)
+            knot = bl[:, 1:] != bl[:, :-1]
+        return GridOrders(order, self.proj, g[:, 1:] != g[:, :-1], knot=knot)
 
 
 def grid_orders(scores: F64, w: F64, exact: bool = False) -> GridOrders:
