@@ -142,6 +142,27 @@ def test_two_score_columns_search_the_directions_as_evaluate_ood():
         OODRocDisplay.from_predictions(IS_OOD, pair, name="p", ax=_ax(), search="dense")
 
 
+def test_a_pairs_roc_curve_and_its_area_share_one_sort(monkeypatch):
+    """The ROC display of a pair on the grid sorts the grid's directions once for its curve
+    and its AUROC (they sorted them apart), with the values of the two functions; the
+    sample is not shared past the display."""
+    from abstain._ood_search import sample as sample_module
+
+    pair = np.stack([SCORES, rng.normal(size=N).round(1)], axis=1)
+    want = (m.ood_roc_curve(IS_OOD, pair, search="grid").tpr, m.auroc(IS_OOD, pair,
+                                                                     search="grid"))
+    sorts = []
+    for name in ("grid_orders", "grid_orders_both"):
+        real = getattr(sample_module, name)
+        monkeypatch.setattr(sample_module, name,
+                            lambda *a, _real=real, **k: sorts.append(1) or _real(*a, **k))
+    roc = OODRocDisplay.from_predictions(IS_OOD, pair, name="p", ax=_ax(), search="grid")
+    assert len(sorts) == 1
+    assert roc.y.tolist() == want[0].tolist() and roc.area == want[1]
+    m.auroc(IS_OOD, pair, search="grid")
+    assert len(sorts) == 2
+
+
 def test_from_estimator_selective_classifier_marks_its_reject_model():
     pytest.importorskip("sklearn")
     from sklearn.datasets import load_iris

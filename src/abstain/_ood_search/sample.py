@@ -186,6 +186,36 @@ def one_sample_per_table() -> Iterator[None]:
         _TABLE_SAMPLES.reset(token)
 
 
+_ROW_SAMPLES: ContextVar[dict[tuple[int, ...], tuple[tuple[Any, ...], Sample]] | None] = (
+    ContextVar("abstain_row_samples", default=None))
+
+
+@contextmanager
+def one_sample_per_rows() -> Iterator[None]:
+    """Within the block, :meth:`Sample.of_rows` builds the sample of the same arrays (the
+    same objects) once: a display's curve and its area of a pair share the sample and its
+    grid's sorted directions. The arrays must not change inside the block; the samples are
+    held until it ends."""
+    token = _ROW_SAMPLES.set({})
+    try:
+        yield
+    finally:
+        _ROW_SAMPLES.reset(token)
+
+
+def shared_sample(given: tuple[Any, ...], build: Callable[[], Sample]) -> Sample:
+    """``build()``, the sample of the arrays ``given`` (scores, is_ood, losses, sample
+    weights); inside :func:`one_sample_per_rows`, the one built for the same objects."""
+    shared = _ROW_SAMPLES.get()
+    if shared is None:
+        return build()
+    key = tuple(id(a) for a in given)
+    if key not in shared or any(a is not b for a, b in zip(shared[key][0], given,
+                                                            strict=True)):
+        shared[key] = (given, build())
+    return shared[key][1]
+
+
 #: The largest summed ID loss a search accepts: room for its products before overflow.
 MAX_LOSS_MASS = float(np.finfo(np.float64).max) / 2**16
 
@@ -299,13 +329,25 @@ class Sample:
         One score column of many rows with no sample weights and 0/1 losses (or none) is
         grouped straight from the rows' classes by :func:`row_groups`: the same group
         totals as the float weights give (exact counts), without building and checking
-        them row by row.
+        them row by row. Inside :func:`one_sample_per_rows`, the same sample for the same
+        array objects.
         """
-        if sample_weight is None:
-            g = row_groups(scores, is_ood, losses)
-            if g is not None:
-                return cls.of_groups(g)
-        return cls(*validate_sample(scores, is_ood, losses, sample_weight))
+        def build() -> Sample:
+            if sample_weight is None:
+                g = row_groups(scores, is_ood, losses)
+                if g is not None:
+                    return cls.of_groups(g)
+            return cls(*validate_sample(scores, is_ood, losses, sample_weight))
+
+        return shared_sample((scores, is_ood, losses, sample_weight), build)
+
+    @classmethod
+    def of_validated(cls, scores: Any, is_ood: Any, losses: Any, sample_weight: Any,
+                     ) -> Sample:
+        """The sample of arrays by :func:`validate_sample` (no grouping of their classes
+        tried: a caller's own attempt just failed), shared as :meth:`of_rows`."""
+        return shared_sample((scores, is_ood, losses, sample_weight), lambda: cls(
+            *validate_sample(scores, is_ood, losses, sample_weight)))
 
     @classmethod
     def of_groups(cls, g: CodeGroups) -> Sample:

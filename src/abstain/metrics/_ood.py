@@ -69,7 +69,6 @@ from .._ood_search.sample import (
     resolve_search,
     row_groups,
     tpr_fpr_constraint,
-    validate_sample,
 )
 from ..exceptions import InfeasibleTargetWarning
 from ..tables._pair import PairTable
@@ -159,7 +158,7 @@ def _sample_or_marks(is_ood: Any, scores: Any) -> Sample | NDArray[np.bool_]:
         return _sample(is_ood, scores)
     g = row_groups(scores, is_ood, NO_LOSSES)
     if g is None:  # what Sample.of_rows does next: its own grouping was just tried
-        return Sample(*validate_sample(scores, is_ood, NO_LOSSES, None))
+        return Sample.of_validated(scores, is_ood, NO_LOSSES, None)
     codes = g.singleton_codes()
     return Sample.of_groups(g) if codes is None else codes.view(np.bool_)
 

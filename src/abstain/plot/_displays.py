@@ -40,7 +40,7 @@ from .._core.validation import (
     check_label_type,
     check_same_length,
 )
-from .._ood_search.sample import resolve_search
+from .._ood_search.sample import one_sample_per_rows, resolve_search
 from ..tables._score import ScoreTable
 
 __all__ = [
@@ -484,12 +484,14 @@ class OODRocDisplay(_OODDisplay):
     def _from_scores(cls, ood: NDArray[np.bool_] | None, scores: Any, rule: Any,
                      name: str | None, search: str = "auto") -> OODRocDisplay:
         args, kw = _curve_args(ood, scores, search)
-        curve = m.ood_roc_curve(*args, **kw)
+        with one_sample_per_rows():  # a pair's grid directions sorted once for both
+            curve = m.ood_roc_curve(*args, **kw)
+            area = m.auroc(*args, **kw)
         point = None
         if rule is not None:
             tpr, fpr, _ = cls._rates(rule, scores, ood)
             point = (fpr, tpr)
-        return cls(curve.fpr, curve.tpr, area=m.auroc(*args, **kw), name=name, point=point,
+        return cls(curve.fpr, curve.tpr, area=area, name=name, point=point,
                    references={"random": ([0.0, 1.0], [0.0, 1.0]),
                                "oracle": ([0.0, 0.0, 1.0], [0.0, 1.0, 1.0])})
 
