@@ -195,3 +195,21 @@ CASES: dict[str, Case] = {
                             "margin": m.uncertainty(NEW["F"])},
                  lambda m: m.predict(NEW["F"])),
 }
+
+
+class Reordered:
+    """A fitted classifier with its ``classes_`` (and probability columns) in another order
+    than scikit-learn's sorted one: ``order`` of the model's classes."""
+
+    def __init__(self, model: Any, order: Any) -> None:
+        self.model, self.order = model, np.asarray(order)
+        self.classes_ = model.classes_[self.order]
+
+    def predict(self, X: Any) -> Any:
+        return self.model.predict(X)
+
+    def predict_proba(self, X: Any) -> Any:
+        return self.model.predict_proba(X)[:, self.order]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {}

@@ -391,3 +391,24 @@ def test_evaluate_scores_refuses_names_as_a_string_and_learners_as_a_list():
     with pytest.raises(ValueError, match=r"^loss must return one loss per sample, shape "):
         evaluate_scores(X, y, LogisticRegression(), {"REG": LossRegression()}, n_splits=1,
                         loss=lambda t, p: np.zeros(3))
+
+
+def test_the_baseline_and_tcp_target_take_classes_in_any_order():
+    """A predictor whose classes_ are not sorted: the baseline's predicted class and TCP's
+    true class were looked up as if they were, so each read another class's probability."""
+    from estimators import Reordered
+
+    from abstain.evaluation import _true_class_proba, default_baseline
+
+    r = np.random.default_rng(1)
+    X = r.normal(size=(300, 2))
+    y = np.array(list("abc"))[np.digitize(X[:, 0] + r.normal(size=300), [-0.5, 0.5])]
+    model = Reordered(sklearn_linear.LogisticRegression().fit(X, y), [2, 0, 1])
+    proba = model.predict_proba(X)
+    column = {c: j for j, c in enumerate(model.classes_)}
+    rows = np.arange(300)
+    predicted = np.array([column[c] for c in model.predict(X)])
+    np.testing.assert_allclose(default_baseline(model, X), 1.0 - proba[rows, predicted],
+                               rtol=0, atol=1e-15)
+    true = np.array([column[c] for c in y])
+    np.testing.assert_array_equal(_true_class_proba(model, X, y), proba[rows, true])

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from ._core.arrays import unmasked
+from ._core.arrays import class_positions, unmasked
 from ._core.optional import figure
 from ._core.validation import (
     as_features,
@@ -134,7 +134,7 @@ def default_baseline(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(model.uncertainty(X), dtype=np.float64)
     if hasattr(model, "predict_proba"):
         proba = model.predict_proba(X)
-        pred = np.searchsorted(model.classes_, model.predict(X))
+        pred = class_positions(model.classes_, model.predict(X))  # sorted or not
         return conditional_risk(proba, prediction=pred).risk
     return margin(model.decision_function(X))
 
@@ -374,7 +374,7 @@ def _true_class_proba(model: Any, x: NDArray[np.float64], y: NDArray[Any]) -> ND
     """``p_hat(y_i | x_i)``; 0 for a label the predictor never saw in training."""
     proba = model.predict_proba(x)
     classes = np.asarray(model.classes_)
-    pos = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
+    pos = class_positions(classes, y)  # sorted or not
     seen = classes[pos] == y
     return np.where(seen, true_class_probability(proba, pos), 0.0)
 

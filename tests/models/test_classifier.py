@@ -291,21 +291,8 @@ def test_a_refit_on_an_array_forgets_the_column_names_of_a_data_frame():
 def test_classes_in_another_order_than_sorted_give_the_losses_of_their_labels():
     # labels were found by a binary search of classes_, as if sorted: risk_ 0.716 where the
     # rule's risk is 0 (and an IndexError with 2 classes)
+    from estimators import Reordered
     from sklearn.datasets import load_iris
-
-    class Reordered:
-        def __init__(self, model, order):
-            self.model, self.order = model, order
-            self.classes_ = model.classes_[order]
-
-        def predict(self, X):
-            return self.model.predict(X)
-
-        def predict_proba(self, X):
-            return self.model.predict_proba(X)[:, self.order]
-
-        def get_params(self, deep=True):
-            return {}
 
     X, y = load_iris(return_X_y=True)
     y = np.array(["setosa", "versicolor", "virginica"])[y]

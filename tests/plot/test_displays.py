@@ -182,6 +182,29 @@ def test_from_estimator_selective_classifier_marks_its_reject_model():
     assert d.line_.get_label().startswith("SelectiveClassifier (AuRC = ")
 
 
+@pytest.mark.parametrize("order", [[1, 0, 2], [1, 0]])
+def test_from_estimator_takes_classes_in_any_order(order):
+    """A classifier whose classes_ are not sorted: the display looked labels up as if they
+    were (AuRC 0.1701 where the losses of its predictions give 0.2473, an IndexError with
+    two classes)."""
+    pytest.importorskip("sklearn")
+    from estimators import Reordered
+    from sklearn.linear_model import LogisticRegression
+
+    from abstain import SelectiveClassifier
+
+    r = np.random.default_rng(0)
+    X = r.normal(size=(600, 2))
+    k = len(order)
+    y = np.array(list("abc"))[np.digitize(X[:, 0] + r.normal(size=600), [-0.5, 0.5][: k - 1])]
+    model = Reordered(LogisticRegression().fit(X, y), order)
+    clf = SelectiveClassifier(model, prefit=True, random_state=0).fit(X, y)
+    d = RiskCoverageDisplay.from_estimator(clf, X, y, ax=_ax())
+    losses = (clf.predict(X) != y).astype(float)
+    assert d.area == m.aurc(losses, clf.uncertainty(X))
+    assert d.references["random"][1][0] == losses.mean()
+
+
 def test_from_estimator_detector():
     logits = rng.normal(size=(N, 4)) + 3 * np.eye(4)[rng.integers(0, 4, N)] * ID[:, None]
     det = MSP().fit(logits)

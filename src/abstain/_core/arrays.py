@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["as_array", "check_exact_in_float64", "exact_frame", "unmasked"]
+__all__ = ["as_array", "check_exact_in_float64", "class_positions", "exact_frame",
+           "unmasked"]
 
 
 def unmasked(values: Any, name: str) -> Any:
@@ -19,6 +20,23 @@ def unmasked(values: Any, name: str) -> Any:
         raise ValueError(f"{name} must not be a masked array with masked entries (NumPy would "
                          "read their values); pass the entries kept, e.g. values.compressed().")
     return values
+
+
+def class_positions(classes: Any, labels: Any) -> NDArray[np.intp]:
+    """The position of each of ``labels`` in ``classes``, sorted or not (a classifier may
+    keep its ``classes_`` in another order than scikit-learn's sorted one); a label not in
+    ``classes`` gets the position of a neighbour (check ``classes[pos] == labels``).
+
+    Examples
+    --------
+    >>> from abstain._core.arrays import class_positions
+    >>> class_positions(np.array(["b", "a", "c"]), np.array(["a", "c", "b"])).tolist()
+    [1, 2, 0]
+    """
+    classes = np.asarray(classes)
+    order = np.argsort(classes, kind="stable")
+    pos = np.minimum(np.searchsorted(classes[order], labels), max(order.size - 1, 0))
+    return order[pos]  # type: ignore[no-any-return]
 
 
 def as_array(values: Any, name: str = "values") -> NDArray[Any]:

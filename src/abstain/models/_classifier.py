@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._core.arrays import class_positions
 from .._core.base import ParamsMixin, accuracy, not_fitted_error
 from .._core.optional import require
 from .._core.validation import (
@@ -211,11 +212,8 @@ class SelectiveClassifier(ParamsMixin):
         return self._class_index(est.predict(X)), margin(decision)
 
     def _class_index(self, labels: Any) -> NDArray[np.intp]:
-        """The position of each label in ``classes_``, sorted or not (a classifier of our
-        users may keep its classes in another order than scikit-learn's sorted one)."""
-        order = np.argsort(self.classes_, kind="stable")
-        pos = np.minimum(np.searchsorted(self.classes_[order], labels), order.size - 1)
-        return order[pos]  # type: ignore[no-any-return]
+        """The position of each label in ``classes_``, sorted or not."""
+        return class_positions(self.classes_, labels)
 
     def fit(self, X: Any, y: ArrayLike) -> SelectiveClassifier:
         """Fit the classifier (unless ``prefit``) and the reject model.

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import metrics as m
-from .._core.arrays import unmasked
+from .._core.arrays import class_positions, unmasked
 from .._core.groups import loss_scale
 from .._core.optional import axes
 from .._core.validation import (
@@ -338,8 +338,9 @@ def _estimator_losses(estimator: Any, X: Any, y: ArrayLike) -> NDArray[np.float6
     check_same_length(X=predicted, y=y)
     if not np.all(np.isin(y, classes)):
         raise ValueError("y holds labels the estimator was not trained on.")
-    pred = np.searchsorted(classes, predicted)
-    return np.asarray(estimator.loss_matrix_[np.searchsorted(classes, y), pred],
+    # classes_ in the classifier's own order, which need not be sorted
+    return np.asarray(estimator.loss_matrix_[class_positions(classes, y),
+                                             class_positions(classes, predicted)],
                       dtype=np.float64)
 
 
