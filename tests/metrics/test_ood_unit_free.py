@@ -186,6 +186,21 @@ def test_the_scaled_grid_of_a_column_near_the_float_range_is_the_same(scale):
         assert auroc(table) == auroc(same)
 
 
+def test_a_column_reaching_2_to_the_1023_keeps_its_scaled_grid():
+    # the power of two above such a column, 2.0 ** 1024, overflowed to inf: the column was
+    # divided by it to zeros and "auto" gave an AUROC of 0.5 (0.8183 on the grid)
+    rng = np.random.default_rng(0)
+    n = AUTO_EXACT_ROWS + 1000
+    is_ood = rng.random(n) < 0.4
+    losses = (rng.random(n) < 0.3) * 1.0
+    s = np.c_[rng.normal(is_ood * 1.0), rng.normal(is_ood * 0.2)]
+    big = s * [2.0 ** (1024 - np.frexp(np.abs(s[:, 0]).max())[1]), 1.0]
+    assert 2.0**1023 <= np.abs(big[:, 0]).max() < np.inf
+    with np.errstate(all="raise"):
+        got = _metrics(losses, is_ood, big)
+    np.testing.assert_array_equal(got, _metrics(losses, is_ood, s))
+
+
 @pytest.mark.parametrize("search", ["exact", "grid"])
 def test_scores_near_the_float_maximum_give_the_metrics_of_the_scores_halved(search):
     # differences (1e308 - -1e308) and projections (at 45 degrees) of such scores overflow:

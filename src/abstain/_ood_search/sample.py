@@ -713,7 +713,9 @@ def _resolve(scores: Any, search: str, resampled: bool = False) -> tuple[str | N
     # so that the squares of a deviation never overflow (columns near 1e300 made it inf and
     # dropped the column from the pair); the quotient is the same to the last bit.
     top = np.max(np.abs(s), axis=0) if s.shape[0] else np.ones(2)
-    unit = s / np.where(top > 0, 2.0 ** np.frexp(top)[1], 1.0)
+    # (scaled by ldexp: 2.0 ** 1024, the power for a column reaching 2**1023, overflows to
+    # inf, which zeroed the column)
+    unit = np.ldexp(s, -np.where(top > 0, np.frexp(top)[1], 0))
     # the deviations over the rows from exact sums (of a table's pairs times their counts),
     # so the rows in any order and their table divide by the same floats on every CPU: their
     # last bits decide which pairs' projections tie on the grid
