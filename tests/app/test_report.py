@@ -241,7 +241,7 @@ def test_a_report_with_no_tpr_reachable_at_the_fpr_bound_says_so(tmp_path):
     figs = report_figures(data, fpr=0.05)
     (ax,) = figs["risk_at_fpr"].axes
     assert [t.get_text() for t in ax.texts] == [NO_TPR.format(fpr=0.05)]
-    assert "s (FPR <= 0.05: no TPR reachable)" in [ln.get_label() for ln in ax.lines]
+    assert "s (FPR <= 0.05: no TPR >= 0.01 reachable)" in [ln.get_label() for ln in ax.lines]
     write_report(tmp_path / "r.html", data, evaluate(data, fpr=0.05), fpr=0.05)
     assert (tmp_path / "r.html").read_text().count("<img") == len(figs)
     # where a TPR is reachable, the panel has no such text

@@ -205,6 +205,18 @@ def test_from_estimator_takes_classes_in_any_order(order):
     assert d.references["random"][1][0] == losses.mean()
 
 
+def test_no_tpr_reachable_names_the_first_target():
+    """One ID row of 500 can be kept at FPR 0 (TPR 0.002, below the curve's first target
+    0.01): the legend said "no TPR reachable"."""
+    s = np.r_[0.0, np.ones(499), 0.5, np.full(99, 2.0)]
+    ood = np.r_[np.zeros(500, bool), np.ones(100, bool)]
+    losses = np.zeros(600)
+    assert m.selective_risk_at_tpr_fpr(losses, ood, s, tpr=0.002, fpr=0.0) == 0.0
+    d = RiskAtFPRDisplay.from_predictions(losses, ood, s, fpr=0.0, ax=_ax())
+    assert not d.reachable
+    assert d.line_.get_label() == "FPR <= 0: no TPR >= 0.01 reachable"
+
+
 def test_from_estimator_detector():
     logits = rng.normal(size=(N, 4)) + 3 * np.eye(4)[rng.integers(0, 4, N)] * ID[:, None]
     det = MSP().fit(logits)

@@ -74,9 +74,10 @@ __all__ = ["report_figures", "html_report", "write_report", "sample_warnings", "
 #: summary warns that its metrics are noisy.
 SMALL_SAMPLE = 30
 
-#: What the risk-at-FPR panel says when no ID row can be kept at the FPR bound.
-NO_TPR = ("no TPR is reachable at FPR <= {fpr:g}:\nevery threshold that keeps ID rows\n"
-          "accepts more than {fpr:g} of the OOD rows")
+#: What the risk-at-FPR panel says when not even its first TPR target (0.01) can be met at
+#: the FPR bound.
+NO_TPR = ("no TPR of 0.01 or more is reachable at FPR <= {fpr:g}:\nevery rule that keeps "
+          "at least 1% of the ID rows\naccepts more than {fpr:g} of the OOD rows")
 
 _STYLES = [{"ls": ls, "marker": mk, "markevery": 0.1, "ms": 4}
            for ls, mk in zip(itertools.cycle(["-", "--", "-.", ":"]),

@@ -560,7 +560,8 @@ class RiskAtFPRDisplay(_Display):
     """The least selective risk of ID rows against the TPR target, at FPR <= ``fpr``
     (see :func:`abstain.metrics.risk_coverage_curve_at_fpr`); gaps where the target is
     infeasible. The legend carries the FPR bound (the curve has no standard area), and says
-    "no TPR reachable" when no ID row can be kept at that FPR bound.
+    "no TPR >= t reachable" when not even the curve's first target ``t`` (0.01 by default)
+    can be met at that FPR bound (a smaller TPR may be: one ID row of 500 kept alone).
 
     Examples
     --------
@@ -584,12 +585,14 @@ class RiskAtFPRDisplay(_Display):
         name = self.name if name is None else name
         bound = f"FPR <= {self.fpr:g}"
         if not self.reachable:
-            bound += ": no TPR reachable"
+            bound += f": no TPR >= {self.x[0]:g} reachable" if self.x.size else ": no TPR"
         return bound if name is None else f"{name} ({bound})"
 
     @property
     def reachable(self) -> bool:
-        """Whether some TPR is reachable at FPR <= ``fpr`` (the curve has a point)."""
+        """Whether some TPR target of the curve (0.01, 0.02, ..., 1 by default) is reachable
+        at FPR <= ``fpr`` (the curve has a point); a TPR below the first target may be even
+        where none is."""
         return bool(np.isfinite(self.y).any())
 
     @classmethod
