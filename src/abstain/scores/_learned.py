@@ -86,9 +86,16 @@ class _LinearScore(NamedFeatures, ParamsMixin):
         super()._validate_params()
         if self.classes is not None:
             labels = np.asarray(self.classes)
-            if labels.ndim != 1 or labels.size == 0 or labels.dtype == object:
+            if labels.ndim != 1 or labels.size == 0:
                 raise ValueError(f"classes must be a non-empty 1-D array of labels or None; "
                                  f"got {plain(self.classes)}.")
+            if labels.dtype.kind == "O":  # a fitted model's string classes_ (or mixed kinds)
+                try:
+                    np.unique(labels)
+                except TypeError:
+                    raise ValueError("classes must hold class labels of one kind, all numbers "
+                                     f"or all strings; got values such as "
+                                     f"{labels.tolist()[:3]}.") from None
 
     def _blocks(self, y_pred: ArrayLike | None, n: int, fitting: bool) -> NDArray[np.intp]:
         """Block index of every row (all zeros for the shared feature map)."""
