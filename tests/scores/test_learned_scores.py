@@ -513,8 +513,10 @@ def test_features_and_scores_beyond_the_float64_range_are_refused_in_one_line():
                                          r"matrix; scale the features \(C=0 scales them"):
         LossRegression(C=1.0).fit(X * 1e160, y_pred, losses)
     LossRegression(C=0.0).fit(X * 1e160, y_pred, losses)  # scales the columns itself
-    with pytest.raises(ValueError, match=r"^scores must differ by less than the float64 range"):
-        sele_objective([1.5e308, -1.5e308], [0.0, 1e-10])
+    for losses_ in ([0.0, 1e-10], [0.0, 0.0]):  # whether or not the pair adds a term
+        with pytest.raises(ValueError, match=r"^scores must differ by less than the float64 "
+                                             r"range"):
+            sele_objective([1.5e308, -1.5e308], losses_)
     with pytest.raises(ValueError, match=r"^groups must be a 1-D array of chunk labels, one per "
                                          r"score; got shape \(2, 2\)\.$"):
         sele_objective([0.1, 0.2], [0.0, 1.0], groups=[[0, 1], [1, 0]])
@@ -710,7 +712,8 @@ def test_classes_of_a_model_fitted_on_strings_are_taken(learner):
     target = [0.0, 1.0, 0.0, 1.0, 1.0, 0.0] if learner is not TCP else [0.9, 0.2, 0.8, 0.4,
                                                                          0.3, 0.7]
     for classes in (np.array(["cat", "dog", "cow"], dtype=object),
-                    pd.Index(["cat", "dog", "cow"])):
+                    pd.Index(["cat", "dog", "cow"]), pd.CategoricalIndex(["cat", "dog", "cow"]),
+                    pd.Series(["cat", "dog", "cow"])):
         model = learner(C=0.1, classes=classes).fit(X, y_pred, target)
         assert model.classes_.tolist() == ["cat", "cow", "dog"]
         again = load_json(model.to_json())
@@ -720,6 +723,21 @@ def test_classes_of_a_model_fitted_on_strings_are_taken(learner):
                        (np.array([np.nan, 1.0], dtype=object), "that a saved score keeps")):
         with pytest.raises(ValueError, match=rf"^classes must hold class labels {match}"):
             learner(classes=bad).fit(X, y_pred, target)
+
+
+def test_an_unregularised_fit_keeps_a_column_reaching_2_to_the_1023():
+    # C=0 divided each column by the power of two above its largest magnitude: 2.0**1024 is
+    # inf for a column reaching 2**1023, which it zeroed (its coefficient 0)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y_pred = np.zeros(200, int)
+    losses = np.maximum(3.0 * X[:, 0] + 10.0 + 0.1 * rng.normal(size=200), 0.0)
+    small = LossRegression(C=0.0, features="shared").fit(X * [2.0**-40, 1.0], y_pred, losses)
+    scale = 2.0 ** (1024 - np.frexp(np.abs(X[:, 0]).max())[1])
+    with np.errstate(over="raise"):
+        big = LossRegression(C=0.0, features="shared").fit(X * [scale, 1.0], y_pred, losses)
+    assert big.coef_.ravel()[0] * scale == small.coef_.ravel()[0] * 2.0**-40 != 0.0
+    assert big.intercept_[0] == small.intercept_[0]
 
 
 def test_select_regularization_names_what_it_was_given():

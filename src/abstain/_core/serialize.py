@@ -202,9 +202,9 @@ def _dump_param(value: Any, where: str, *, name: str = "") -> Any:
         return None
     if type(value).__name__ in _KINDS and _KINDS[type(value).__name__].cls is type(value):
         return _document(value, where, params_only=True)
-    if type(value).__module__.split(".")[0] == "pandas" and type(value).__name__ in (
-            "Index", "Series"):
-        value = value.to_numpy()  # labels given as a pandas Index (a model's classes_)
+    if (type(value).__module__.split(".")[0] == "pandas" and hasattr(value, "to_numpy")
+            and getattr(value, "ndim", 0) == 1):
+        value = value.to_numpy()  # labels as a pandas Index of any kind, or a Series
     if isinstance(value, (list, tuple, np.ndarray)):
         items = value.tolist() if isinstance(value, np.ndarray) else list(value)
         out = []

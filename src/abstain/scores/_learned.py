@@ -337,10 +337,12 @@ def _ridge(
         if C == 0.0:
             # columns near 1 by powers of two of their largest magnitude: the singular-value
             # cut-off is relative, so units of 1e15 lost the intercept (1e-200: a norm of 0)
-            norms = np.max(np.abs(rows), axis=0)
-            unit = np.where(norms > 0, np.ldexp(1.0, np.frexp(norms)[1]), 1.0)
+            # (by ldexp: the power 2.0**1024 above a column reaching 2**1023 is inf, which
+            # zeroed the column)
+            exps = np.frexp(np.max(np.abs(rows), axis=0))[1]
             with np.errstate(over="ignore"):
-                sol[k] = scipy.linalg.lstsq(rows / unit, t, cond=None)[0] / unit[:, None]
+                sol[k] = np.ldexp(scipy.linalg.lstsq(np.ldexp(rows, -exps), t, cond=None)[0],
+                                  -exps[:, None])
             if not np.isfinite(sol[k]).all():  # features near 1e-310: coefficients beyond
                 raise ValueError("X holds features so small that the least-squares "
                                  "coefficients go beyond float64; scale the features up.")

@@ -185,6 +185,11 @@ def sele_objective(
     for label in uniq:
         idx = np.flatnonzero(labels == label)
         chunk = s[idx]
+        with np.errstate(over="ignore"):
+            spread = chunk.max() - chunk.min()
+        if not np.isfinite(spread):  # a difference of scores beyond float64
+            raise ValueError("scores must differ by less than the float64 range (1.8e308) "
+                             "within a chunk; divide them by a constant.")
         # only the rows with a loss add terms: their pairs, in blocks of rows of about 2**21
         # pairs (all m^2 pairs of a chunk of 40,000 rows took 38 GB)
         lossy = idx[ls[idx] != 0]
@@ -192,11 +197,7 @@ def sele_objective(
         part = 0.0
         for b0 in range(0, lossy.size, step):
             rows = lossy[b0 : b0 + step]
-            with np.errstate(over="ignore"):
-                z = chunk[None, :] - s[rows][:, None]
-            if not np.isfinite(z).all():  # a difference of scores beyond float64
-                raise ValueError("scores must differ by less than the float64 range "
-                                 "(1.8e308) within a chunk; divide them by a constant.")
+            z = chunk[None, :] - s[rows][:, None]
             part += float(ls[rows] @ np.logaddexp(0.0, z).sum(axis=1))
         total += part / len(idx) ** 2
     return total / len(uniq)
