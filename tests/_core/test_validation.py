@@ -305,3 +305,17 @@ def test_a_dataframe_of_nullable_columns_reads_as_its_numbers() -> None:
     missing.loc[1, "a"] = pd.NA
     with pytest.raises(ValueError, match="must be finite; got 1 NaN"):
         auroc(is_ood, missing)
+
+
+def test_a_dataframe_of_bool_columns_beside_numbers_reads_as_its_numbers() -> None:
+    # pandas reads such a frame as objects: refused as "dtype object", although a bool
+    # array, a bool column alone and a nullable "boolean" column were taken
+    pd = pytest.importorskip("pandas")
+    from abstain.detectors import KNN, MSP
+
+    for frame in (pd.DataFrame({"a": [1.0, 2.0, 0.5], "b": [True, False, True]}),
+                  pd.DataFrame({"a": [1, 2, 5], "b": [True, False, True]})):
+        as_float = frame.to_numpy(dtype=float)
+        np.testing.assert_array_equal(MSP().score(frame), MSP().score(as_float))
+        np.testing.assert_array_equal(KNN(k=1).fit(frame).score(frame),
+                                      KNN(k=1).fit(as_float).score(as_float))

@@ -42,11 +42,13 @@ def class_positions(classes: Any, labels: Any) -> NDArray[np.intp]:
 def as_array(values: Any, name: str = "values") -> NDArray[Any]:
     """``np.asarray(values)``; a PyTorch tensor NumPy cannot take (bfloat16, widened exactly
     to float32; requiring grad; on another device) detached and moved to the CPU first; a
-    pandas DataFrame of nullable columns column by column, as each Series converts."""
+    pandas DataFrame of nullable columns, or of bool columns beside numbers, column by
+    column, as each Series converts (pandas reads either frame as objects)."""
     unmasked(values, name)
     try:
-        if type(values).__name__ == "DataFrame" and values.shape[1] and any(
-                not isinstance(t, np.dtype) for t in values.dtypes):  # not all as object
+        if type(values).__name__ == "DataFrame" and values.shape[1] and (any(
+                not isinstance(t, np.dtype) for t in values.dtypes) or len(
+                {isinstance(t, np.dtype) and t.kind == "b" for t in values.dtypes}) > 1):
             return np.column_stack([np.asarray(values.iloc[:, j]) for j in range(values.shape[1])])
         return np.asarray(values)
     except (TypeError, ValueError, RuntimeError):
