@@ -14,8 +14,10 @@ import pytest
 from abstain import load_json
 from abstain.combine import BankDetector
 from abstain.detectors import (
+    GEN,
     KNN,
     MSP,
+    ODIN,
     DetectorBank,
     Energy,
     Mahalanobis,
@@ -159,10 +161,23 @@ def test_features_whose_covariance_overflows_are_refused_in_one_line(dtype, scal
     F = (F + rng.normal(size=F.shape)) * scale
     y = rng.integers(0, 2, F.shape[0])
     for fit in (lambda: Mahalanobis(dtype=dtype).fit(F, y),
-                lambda: ViM(dim=2, dtype=dtype).fit(F, weight=rng.normal(size=(3, 4)))):
-        with pytest.raises(ValueError, match=r"the covariance of the training features "
-                                             rf"overflows in {dtype}"):
+                lambda: ViM(dim=2, dtype=dtype).fit(F, weight=rng.normal(size=(3, 4))),
+                lambda: Mahalanobis(dtype=dtype).fit(F * 1e80, y)):
+        # NumPy's own warning first was an error under np.errstate(over="raise")
+        with np.errstate(all="raise"), pytest.raises(
+                ValueError, match=rf"the covariance of the training features overflows in "
+                                  rf"{dtype}"):
             fit()
+
+
+def test_logit_scores_beyond_float64_take_no_overflow_warning():
+    # the division by a temperature below 1, and GEN's shift by the row's peak, overflowed
+    # to -inf (a term of 0, as meant) outside the guard: a RuntimeWarning, and an error
+    # under np.errstate(over="raise"), for scores that are right
+    with np.errstate(all="raise"):
+        assert MSP(temperature=1e-3).score([[1e306, 0.0]]).tolist() == [-1.0]
+        assert ODIN(temperature=1e-3).score([[1e306, 0.0]]).tolist() == [-1.0]
+        assert GEN().score([[1e308, -1e308]]).tolist() == [0.0]
 
 
 @pytest.mark.parametrize(("dtype", "scales"), [("float32", (1e20, 1e-25)),

@@ -196,8 +196,9 @@ def ocsvm_decision(X: NDArray[np.float64], part: dict[str, Any], block: int) -> 
     out = np.empty(X.shape[0])
     for start in range(0, X.shape[0], block):
         q = X[start:start + block]
-        d2 = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] - 2.0 * q @ sv.T + sv_sq, 0.0)
-        out[start:start + block] = np.exp(-g * d2) @ coef
+        with np.errstate(over="ignore", invalid="ignore"):  # refused just below
+            d2 = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] - 2.0 * q @ sv.T + sv_sq, 0.0)
+            out[start:start + block] = np.exp(-g * d2) @ coef
     if np.isnan(out).any():  # |q|^2 - 2 q.sv + |sv|^2 as inf - inf: no distance to compare
         raise ValueError("supocsvm: the squared distances between the features and the "
                          "support vectors overflow float64 (entries beyond about 1e154); "

@@ -121,7 +121,8 @@ class ReAct(Detector):
         T = float(self.temperature)
         dt = check_float_dtype("dtype", self.dtype)
         F = np.minimum(self._inputs(X, dt), dt.type(self.threshold_))
-        logits = F @ _as_dtype(self.weight_.T, dt) + _as_dtype(self.bias_, dt)
+        with np.errstate(over="ignore", invalid="ignore"):  # refused by _finite_scores
+            logits = F @ _as_dtype(self.weight_.T, dt) + _as_dtype(self.bias_, dt)
         # clipped from above only: features far below 0 can overflow the logits (NaN energy)
         return neg_energy(_finite_scores(logits.astype(np.float64), F, dt, "ReAct"), T)
 
@@ -373,7 +374,8 @@ def _gram(C: NDArray[np.floating]) -> NDArray[np.float64]:
     per machine, not a choice made by timing.
     """
     C = np.ascontiguousarray(C)
-    upper = np.triu(C.T @ C).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # refused by the caller's check
+        upper = np.triu(C.T @ C).astype(np.float64)
     return upper + np.triu(upper, 1).T
 
 
@@ -488,10 +490,11 @@ def _vim_parts(C: NDArray, R: NDArray, W: NDArray, b: NDArray,  # type: ignore[t
     """ViM's residual norms and logits of the features ``C`` centred on ``center``, whose
     offset from the origin is ``off``: the products of ``C`` in ``dt``, the terms of
     ``center`` added in float64."""
-    Y = (C @ _as_dtype(R, dt)).astype(np.float64)
-    Y += off @ R
-    logits = (C @ _as_dtype(W.T, dt)).astype(np.float64)
-    logits += center @ W.T + b
+    with np.errstate(over="ignore", invalid="ignore"):  # refused by the caller's check
+        Y = (C @ _as_dtype(R, dt)).astype(np.float64)
+        Y += off @ R
+        logits = (C @ _as_dtype(W.T, dt)).astype(np.float64)
+        logits += center @ W.T + b
     return _row_norms(Y), logits
 
 
@@ -757,7 +760,9 @@ class Mahalanobis(Detector):
         for rows, mean in zip(blocks, _as_dtype(means, F.dtype), strict=True):
             rows -= mean  # centred in place: the covariance sums over rows in any order
         squares_normal(C, "Mahalanobis", dt)
-        cov = _finite_cov(_gram(_as_dtype(C, dt)) / F.shape[0], F, "Mahalanobis", dt)
+        with np.errstate(over="ignore"):  # features beyond dt's range: refused just below
+            C = _as_dtype(C, dt)
+        cov = _finite_cov(_gram(C) / F.shape[0], F, "Mahalanobis", dt)
         evals, evecs = np.linalg.eigh(cov)
         # below rcond, or within the round-off of the covariance (a float32 covariance of
         # rank-deficient features has null eigenvalues near 1e-7 of the largest, which
@@ -780,9 +785,9 @@ class Mahalanobis(Detector):
         # centred on the mean of the class means: the expansion below cancels far less
         F = _work(X, dt, self._inputs)
         C, ref = _minus(F, self.means_.mean(axis=0), dt)
-        Z = C @ _as_dtype(self.whitener_, dt)
         M = (self.means_ - ref) @ self.whitener_
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # refused by _finite_scores
+            Z = C @ _as_dtype(self.whitener_, dt)
             d2 = Z @ _as_dtype(-2.0 * M.T, dt) + _as_dtype(np.einsum("ij,ij->i", M, M), dt)
             d2min = d2.min(axis=1).astype(np.float64)
             d2min += np.einsum("ij,ij->i", Z, Z, dtype=np.float64)

@@ -47,7 +47,8 @@ def _peak_and_rest(z: NDArray[np.float64], temperature: float = 1.0,
     top = d == 0.0
     if temperature != 1.0:
         wide = np.isinf(d) if temperature > 2.0 else None  # a difference beyond float64
-        np.divide(d, temperature, out=d)
+        with np.errstate(over="ignore"):  # below float64 (T < 1): -inf, a term of 0
+            np.divide(d, temperature, out=d)
         if wide is not None and wide.any():  # halved first, it may come back within range
             zz = z.T if axis == 0 else z
             pk = peak[None, :] if axis == 0 else peak[:, None]
@@ -314,7 +315,8 @@ def _gen(z: NDArray[np.float64], gamma: float, m: int) -> NDArray[np.float64]:
     rows = np.arange(n)
     top = z.argmax(axis=1)
     peak, rest = _peak_and_rest(z)  # rest: the sum of every term but one peak's
-    d = z - peak[:, None]
+    with np.errstate(over="ignore"):  # a difference beyond float64 is -inf: a term of 0
+        d = z - peak[:, None]
     # where rest is below the normal range its float sum lost digits: take its log from
     # the logits (the log-sum-exp of every entry but one peak)
     log_rest = np.log(rest, out=np.full(n, -np.inf), where=rest > 0)
