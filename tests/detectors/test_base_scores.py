@@ -10,6 +10,7 @@ from abstain.detectors import (
     BASE_SCORE_KINDS as KINDS,
 )
 from abstain.detectors import (
+    CSI,
     ShiftedBaseScores,
     joint_labels,
     rotation_training_set,
@@ -240,3 +241,20 @@ def test_supocsvm_distances_that_overflow_are_refused_not_nan():
     far = F[:, :4].copy()
     far[:, 0, 0] = 1e300  # a feature far from every support vector: a kernel of 0, no error
     assert np.isfinite(det.score(far)).all()
+
+
+def test_a_zero_feature_has_cosine_0_as_in_csi():
+    # ReLU features of a new input that are all zero refused the whole batch ("norm 0"),
+    # where CSI scores such a projection with cosine 0
+    rng = np.random.default_rng(0)
+    F = np.abs(rng.normal(size=(4, 30, 5)))
+    y = np.repeat([0, 1, 2], 10)
+    test = np.abs(rng.normal(size=(4, 3, 5)))
+    test[:, 1] = 0.0
+    det = ShiftedBaseScores(kinds=("cos", "norm")).fit(F, y)
+    got = det.score(test)
+    np.testing.assert_array_equal(got[1, :4], 0.0)  # -max cosine of no direction
+    np.testing.assert_array_equal(got[[0, 2]], det.score(test[:, [0, 2]]))
+    csi = CSI().fit(F, rng.normal(size=(4, 30, 4)))
+    cos, _, _ = csi._raw(test, rng.normal(size=(4, 3, 4)))
+    np.testing.assert_array_equal(cos[1], 0.0)

@@ -197,6 +197,10 @@ def test_cosine_knn_is_scale_invariant_where_the_sum_of_squares_leaves_the_float
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     with pytest.raises(ValueError, match="norm 0"):
         KNN(k=1, dtype=dtype).fit(np.vstack([F, np.zeros(4)]) * scales[0])
+    if dtype == "float32":  # rows of 1e-50 are 0 in float32: the message says so
+        with pytest.raises(ValueError, match=r"norm 0 in float32 \(features below about "
+                                             r"1\.4e-45 are 0 there: .* dtype='float64'\)"):
+            KNN(k=1).fit(F * 1e-50)
 
 
 def test_cosine_base_score_is_scale_invariant_at_huge_features():

@@ -64,7 +64,11 @@ def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
         flat = F.reshape(-1, F.shape[-1])
         top = np.max(np.abs(flat[rows]), axis=-1, keepdims=True)
         if np.any(top == 0):
-            raise ValueError(f"{who} cannot scale a feature vector of norm 0; "
+            # in float32, features below its range (about 1.4e-45) were 0 when cast to it
+            hint = ("" if F.dtype != np.float32 else " in float32 (features below about "
+                    "1.4e-45 are 0 there: multiply them by a constant, or use "
+                    "dtype='float64')")
+            raise ValueError(f"{who} cannot scale a feature vector of norm 0{hint}; "
                              f"got {int(np.count_nonzero(top == 0))} such row(s).")
         scaled = flat[rows] / top
         norm = norm.reshape(-1, 1).copy()

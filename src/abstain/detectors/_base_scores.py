@@ -19,7 +19,9 @@ column        value (higher = more OOD)                             paper
 
 ``J`` is the rotation angle in degrees (0, 90, 180, 270). ``h`` is the penultimate
 feature and ``l`` the ``K * T`` logits of one network trained to classify the joint
-label ``k * T + j`` (class ``k``, rotation ``j``; see :func:`joint_labels`).
+label ``k * T + j`` (class ``k``, rotation ``j``; see :func:`joint_labels`). A new input's
+feature of all zeros (a ReLU layer's) has no direction: its cosine is 0, as in
+:class:`CSI` (the training features must be non-zero).
 
 **Direction.** The paper's base scores are inlier scores (higher = more inlier). This
 module follows the library rule, **higher = more OOD**, by negating each of them here at
@@ -441,8 +443,10 @@ class ShiftedBaseScores(ParamsMixin):
         if kind == "norm":
             return -row_norms(Fj)
         if kind == "cos":
-            return -max_cosine(unit_rows(Fj, "features: the cosine score"), self.bank_[j],
-                                int(self.block))
+            unit = np.zeros(Fj.shape)  # a zero feature has no direction: cosine 0, as CSI's
+            nonzero = row_norms(Fj) > 0
+            unit[nonzero] = unit_rows(Fj[nonzero], "features: the cosine score")
+            return -max_cosine(unit, self.bank_[j], int(self.block))
         if kind in _LOGIT_KINDS:
             assert Lj is not None
             own = Lj[:, j::T]  # the K class logits of rotation j (column l_{:,j})
