@@ -129,6 +129,37 @@ def test_estimator_errors(rng):
         inlier_covariance([[1.0, 2.0]])
     with pytest.raises(ValueError, match=r"sigma must be a finite number in \[0, inf\)"):
         inlier_covariance(np.zeros((3, 2)), sigma=-1.0)
+    # finite z-values whose products overflow gave inf entries (a warning alone)
+    with np.errstate(all="raise"), pytest.raises(
+            ValueError, match=r"^Z_train must keep its covariance within the float64 range "
+                              r"\(\|z\| up to about 1e154\); got z-values of magnitude up "
+                              r"to 2e\+200\.$"):
+        inlier_covariance([[1e200, 1.0], [2e200, -1.0]])
+
+
+def test_auto_reads_the_outliers_columns_by_name_seeds_and_bounded_resamples(rng):
+    # S_outliers' columns in another order were read by position (auto kept "knn", which
+    # does not see the outliers, for "msp"); choose() took a Generator only (AttributeError
+    # for a seed); n_bootstrap=10**12 ran without end
+    pd = pytest.importorskip("pandas")
+    cols = ["msp", "energy", "knn"]
+    train = pd.DataFrame(rng.normal(size=(400, 3)), columns=cols)
+    out = pd.DataFrame(rng.normal(size=(100, 3)) + [3.0, 0, 0], columns=cols)
+    fitted = ScoreCombiner(random_state=0, n_bootstrap=50).fit(train, out)
+    assert [cols[c] for c in fitted.columns_] == ["msp"]
+    with pytest.raises(ValueError, match=r"^S_outliers must have the columns of S_train, in "
+                                         r"its order \['msp', 'energy', 'knn'\]; got \['knn', "
+                                         r"'energy', 'msp'\]\.$"):
+        ScoreCombiner(random_state=0, n_bootstrap=50).fit(train, out[["knn", "energy", "msp"]])
+    # arrays (no names) are read by position, as before
+    ScoreCombiner(random_state=0, n_bootstrap=50).fit(train.to_numpy(), out.to_numpy())
+    tasks = [(rng.normal(size=(50, 3)), rng.normal(size=(50, 3)), rng.normal(size=(50, 3)) + 1)]
+    combiner = ScoreCombiner(n_bootstrap=20)
+    assert combiner.choose(tasks, 7) == combiner.choose(tasks, np.random.default_rng(7))
+    with pytest.raises(ValueError, match=r"^rng must be a numpy.random.Generator or a seed"):
+        combiner.choose(tasks, "seven")
+    with pytest.raises(ValueError, match=r"^n_bootstrap must be an integer in \[1, 1000000\]"):
+        ScoreCombiner(n_bootstrap=10**12).fit(train, out)
 
 
 def test_json_errors(rng):

@@ -80,7 +80,7 @@ class BankDetector(ParamsMixin):
     z_fraction : float in (0, 1), default 0.5
         Share of the calibration rows that fit the z-values.
     confidence : float in (0, 1), default 0.9
-    n_bootstrap : int >= 1, default 500
+    n_bootstrap : int in [1, 10**6], default 500
     subsets : bool, default True
     veto : bool, default True
         ``auto``'s test and candidates (see above and :class:`ScoreCombiner`).

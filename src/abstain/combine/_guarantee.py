@@ -52,11 +52,21 @@ _EXACT_N = 5000
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def _binomial_cdf(n: int, p: Fraction, k: int) -> Fraction:
-    """``Pr{Bin(n, p) <= k}`` exactly (``p`` a rational)."""
-    q = 1 - p
-    return sum((Fraction(math.comb(n, j)) * p**j * q ** (n - j) for j in range(k + 1)),
-               Fraction(0))
+def _binomial_cdf_at_most(n: int, p: Fraction, k: int, bound: Fraction) -> bool:
+    """Whether ``Pr{Bin(n, p) <= k} <= bound``, exactly (``p`` and ``bound`` rationals).
+
+    Every term ``C(n, j) p^j (1 - p)^(n - j)`` has the denominator ``den(p)^n``, so the
+    numerators are summed as integers and compared once (a sum of ``Fraction`` terms reduced
+    each sum by a gcd of numbers of ``53 n`` bits: up to 240 s at ``n = 5,000``), by the
+    recurrence ``T_m = Q T_(m-1) + C(n, m) P^m`` for ``T_m = sum_(j <= m) C(n, j) P^j
+    Q^(m - j)`` (each step a product by a small number), times ``Q^(n - k)`` once."""
+    P, S = p.numerator, p.denominator
+    Q = S - P
+    total, comb, p_pow = 1, 1, 1
+    for m in range(1, k + 1):
+        comb, p_pow = comb * (n - m + 1) // m, p_pow * P
+        total = total * Q + comb * p_pow
+    return total * Q ** (n - k) * bound.denominator <= bound.numerator * S**n
 
 
 def _min_n(alpha: float, delta: float) -> int:
@@ -169,7 +179,7 @@ def far_guarantee(n: int, alpha: float, delta: float) -> FARGuarantee:
         bound = 1.0 - d if d > 0.5 else d
         if abs(tail - bound) <= 64 * _EPS * bound and n <= _EXACT_N:
             # within round-off of delta: Pr{Bin(n, alpha) <= rank - 1} <= delta, exactly
-            return _binomial_cdf(n, Fraction(a), rank - 1) <= Fraction(d)
+            return _binomial_cdf_at_most(n, Fraction(a), rank - 1, Fraction(d))
         return bool(tail >= bound) if d > 0.5 else bool(tail <= bound)
 
     if n < need or not ok(1):

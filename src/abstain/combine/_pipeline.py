@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core.base import NamedFeatures, ParamsMixin
+from .._core.base import NamedFeatures, ParamsMixin, column_names
 from .._core.serialize import (
     Array,
     Field,
@@ -31,6 +31,7 @@ from .._core.validation import (
     check_columns,
     plain,
 )
+from ..metrics import MAX_BOOTSTRAP
 from ._pvalues import EmpiricalZ
 from ._qp import (
     as_covariance,
@@ -129,7 +130,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
     confidence : float in (0, 1), default 0.9
         ``auto`` keeps a combination only when it wins at least this share of the paired
         resamples.
-    n_bootstrap : int >= 1, default 500
+    n_bootstrap : int in [1, 10**6], default 500
         Paired resamples of ``auto``'s test.
     subsets : bool, default True
         ``auto`` also tries each statistic on a greedy subset of the base scores; False:
@@ -209,7 +210,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         "sigma": [Interval(float, 0, None, closed="left")],
         "higher_is_inlier": [Boolean()],
         "confidence": [Interval(float, 0, 1, closed="neither")],
-        "n_bootstrap": [Interval(int, 1, None, closed="left")],
+        "n_bootstrap": [Interval(int, 1, MAX_BOOTSTRAP, closed="both")],
         "subsets": [Boolean()],
         "veto": [Boolean()],
         "random_state": [RandomState()]}
@@ -237,6 +238,11 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
                 "got None.")
         out = as_matrix(S_outliers, "S_outliers", columns="n_scores")
         check_columns("S_outliers", out, S.shape[1])
+        names, named = column_names(S_train), column_names(S_outliers)
+        if names is not None and named is not None and not np.array_equal(names, named):
+            # read by position: another order would test each base score on another's
+            raise ValueError(f"S_outliers must have the columns of S_train, in its order "
+                             f"{names.tolist()}; got {named.tolist()}.")
         if out.shape[0] < MIN_ROWS:
             raise ValueError(f"S_outliers must hold at least {MIN_ROWS} rows (half choose, "
                              f"half test); got {out.shape[0]}.")
@@ -257,7 +263,14 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         rows, proxy outlier rows) base scores, with this object's settings; ``weights``
         (one positive number per task, default equal) weigh the tasks' AUROCs; ``kinds``
         (one label per task, default one kind) group them by kind of proxy, and a
-        combination is kept only when it passes the paired test on every kind."""
+        combination is kept only when it passes the paired test on every kind. ``rng``:
+        a NumPy ``Generator``, or a seed for one."""
+        if not isinstance(rng, np.random.Generator):
+            try:
+                rng = np.random.default_rng(rng)
+            except (TypeError, ValueError):
+                raise ValueError(f"rng must be a numpy.random.Generator or a seed (an int, "
+                                 f"None, a SeedSequence); got {plain(rng)}.") from None
         return select_statistic(tasks, higher_is_inlier=bool(self.higher_is_inlier),
                                 epsilon=self.epsilon, sigma=float(self.sigma),
                                 confidence=float(self.confidence),

@@ -65,11 +65,13 @@ def _row_sums(terms: F64) -> F64:
 
 def _glrt(Z: F64, eps: float) -> F64:
     """Eq. (20) negated: sum of ``(z - z_plus / 2) * z_plus``, ``z_plus = max(z, eps)``."""
-    if eps == 0.0:
-        zp = np.maximum(Z, 0.0)
-        return 0.5 * _row_sums(zp * zp)
-    zp = np.maximum(Z, eps)
-    return _row_sums((Z - 0.5 * zp) * zp)
+    # terms beyond float64 (z-values past about 1e154) are refused by _finite_glrt
+    with np.errstate(over="ignore", invalid="ignore"):  # (only combine() calls it)
+        if eps == 0.0:
+            zp = np.maximum(Z, 0.0)
+            return 0.5 * _row_sums(zp * zp)
+        zp = np.maximum(Z, eps)
+        return _row_sums((Z - 0.5 * zp) * zp)
 
 
 def _log_sf(z: F64) -> F64:
@@ -293,7 +295,9 @@ def combine(
             raise ValueError("values must be < 1 for method='glrt_cov' (p = 1 is z = -inf); "
                              f"got {int(np.sum(arr == 1.0))} value(s) equal to 1.")
         z = arr if kind == "z" else -special.ndtri(arr)
-        out = glrt_cov(z, as_covariance(cov, arr.shape[1]), eps)
+        c = as_covariance(cov, arr.shape[1])
+        with np.errstate(over="ignore", invalid="ignore"):  # refused by _finite_glrt
+            out = glrt_cov(z, c, eps)
         return _finite_glrt(out, arr) if kind == "z" else out
     if cov is not None:
         raise ValueError(f"cov is used only by method='glrt_cov'; got a cov with "
