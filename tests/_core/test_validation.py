@@ -319,3 +319,7 @@ def test_a_dataframe_of_bool_columns_beside_numbers_reads_as_its_numbers() -> No
         np.testing.assert_array_equal(MSP().score(frame), MSP().score(as_float))
         np.testing.assert_array_equal(KNN(k=1).fit(frame).score(frame),
                                       KNN(k=1).fit(as_float).score(as_float))
+    # beside dates: objects, refused as such (not as a ragged array)
+    dates = pd.DataFrame({"t": pd.to_datetime(["2020-01-01", "2020-01-02"]), "b": [True, False]})
+    with pytest.raises(ValueError, match=r"got dtype object\.$"):
+        MSP().score(dates)

@@ -135,6 +135,9 @@ def test_estimator_errors(rng):
                               r"\(\|z\| up to about 1e154\); got z-values of magnitude up "
                               r"to 2e\+200\.$"):
         inlier_covariance([[1e200, 1.0], [2e200, -1.0]])
+    # finite products whose sum overflows: math.fsum's OverflowError
+    with pytest.raises(ValueError, match=r"^Z_train must keep its covariance within the "):
+        inlier_covariance([[1e154, 1e154], [1e154, 1e154], [0.0, 1.0]])
 
 
 def test_auto_reads_the_outliers_columns_by_name_seeds_and_bounded_resamples(rng):
@@ -148,7 +151,7 @@ def test_auto_reads_the_outliers_columns_by_name_seeds_and_bounded_resamples(rng
     fitted = ScoreCombiner(random_state=0, n_bootstrap=50).fit(train, out)
     assert [cols[c] for c in fitted.columns_] == ["msp"]
     with pytest.raises(ValueError, match=r"^S_outliers must have the columns of S_train, in "
-                                         r"its order \['msp', 'energy', 'knn'\]; got \['knn', "
+                                         r"its order: \['msp', 'energy', 'knn'\]; got \['knn', "
                                          r"'energy', 'msp'\]\.$"):
         ScoreCombiner(random_state=0, n_bootstrap=50).fit(train, out[["knn", "energy", "msp"]])
     # arrays (no names) are read by position, as before
@@ -160,6 +163,14 @@ def test_auto_reads_the_outliers_columns_by_name_seeds_and_bounded_resamples(rng
         combiner.choose(tasks, "seven")
     with pytest.raises(ValueError, match=r"^n_bootstrap must be an integer in \[1, 1000000\]"):
         ScoreCombiner(n_bootstrap=10**12).fit(train, out)
+    # choose() itself, on tasks of its own: the same checks
+    for n_bootstrap in (0, 10**12):
+        with pytest.raises(ValueError, match=r"^n_bootstrap must be an integer in \[1, "):
+            ScoreCombiner(n_bootstrap=n_bootstrap).choose(tasks, 7)
+    z, inl = pd.DataFrame(tasks[0][0], columns=cols), pd.DataFrame(tasks[0][1], columns=cols)
+    with pytest.raises(ValueError, match=r"^the rows of every task must name the same columns "
+                                         r"in one order: \['msp', 'energy', 'knn'\]; got "):
+        combiner.choose([(z, inl, out[["knn", "energy", "msp"]].iloc[:50])], 7)
 
 
 def test_json_errors(rng):

@@ -258,3 +258,17 @@ def test_a_zero_feature_has_cosine_0_as_in_csi():
     csi = CSI().fit(F, rng.normal(size=(4, 30, 4)))
     cos, _, _ = csi._raw(test, rng.normal(size=(4, 3, 4)))
     np.testing.assert_array_equal(cos[1], 0.0)
+
+
+def test_supocsvm_distances_whose_cross_term_overflows_are_refused():
+    # 2 q.sv beyond float64 made the squared distance -inf, clamped to 0: a kernel of 1
+    # (the true one 0.055) with a warning alone, then none
+    from abstain.detectors._base import ocsvm_decision
+
+    sv, q = np.array([[1.2e154, 0.0]]), np.array([[1.0e154, 0.5e154]])
+    part = {"support": sv, "dual_coef": np.array([1.0]), "gamma": 1e-307, "rho": 0.0}
+    with np.errstate(all="raise"), pytest.raises(
+            ValueError, match=r"^supocsvm: the squared distances between the features and "
+                              r"the support vectors overflow float64"):
+        ocsvm_decision(q, part, 16)
+

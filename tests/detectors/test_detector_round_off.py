@@ -198,8 +198,9 @@ def test_cosine_knn_is_scale_invariant_where_the_sum_of_squares_leaves_the_float
     with pytest.raises(ValueError, match="norm 0"):
         KNN(k=1, dtype=dtype).fit(np.vstack([F, np.zeros(4)]) * scales[0])
     if dtype == "float32":  # rows of 1e-50 are 0 in float32: the message says so
-        with pytest.raises(ValueError, match=r"norm 0 in float32 \(features below about "
-                                             r"1\.4e-45 are 0 there: .* dtype='float64'\)"):
+        with pytest.raises(ValueError, match=r"norm 0 in float32 \(where features below "
+                                             r"about 1\.4e-45 are 0: if those rows are not all "
+                                             r"zero, .* dtype='float64'\)"):
             KNN(k=1).fit(F * 1e-50)
 
 

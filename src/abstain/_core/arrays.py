@@ -46,9 +46,10 @@ def as_array(values: Any, name: str = "values") -> NDArray[Any]:
     column, as each Series converts (pandas reads either frame as objects)."""
     unmasked(values, name)
     try:
-        if type(values).__name__ == "DataFrame" and values.shape[1] and (any(
-                not isinstance(t, np.dtype) for t in values.dtypes) or len(
-                {isinstance(t, np.dtype) and t.kind == "b" for t in values.dtypes}) > 1):
+        # the kinds of a frame's columns ("": a pandas extension type, such as nullable)
+        kinds = ({t.kind if isinstance(t, np.dtype) else "" for t in values.dtypes}
+                 if type(values).__name__ == "DataFrame" else set())
+        if "" in kinds or ("b" in kinds and len(kinds) > 1 and kinds <= set("biuf")):
             return np.column_stack([np.asarray(values.iloc[:, j]) for j in range(values.shape[1])])
         return np.asarray(values)
     except (TypeError, ValueError, RuntimeError):

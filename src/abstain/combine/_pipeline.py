@@ -84,6 +84,17 @@ SELECTION = Record({
     "candidates": Seq(_CANDIDATE, min_length=1)}, none=True)
 
 
+def _same_columns(parts: list[Any], what: str = "the rows of every task must name the same "
+                  "columns in one order") -> None:
+    """Refuse data frames among ``parts`` that name their columns otherwise than the first
+    that names any: the base scores are read by position, so another order would test each
+    base score on another's values."""
+    names = [n for n in (column_names(p) for p in parts) if n is not None]
+    for other in names[1:]:
+        if not np.array_equal(other, names[0]):
+            raise ValueError(f"{what}: {names[0].tolist()}; got {other.tolist()}.")
+
+
 @serializable("combine")
 class ScoreCombiner(NamedFeatures, ParamsMixin):
     """Base scores -> empirical z-values -> one combined statistic (Algorithm 1, lines 2-4),
@@ -238,11 +249,8 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
                 "got None.")
         out = as_matrix(S_outliers, "S_outliers", columns="n_scores")
         check_columns("S_outliers", out, S.shape[1])
-        names, named = column_names(S_train), column_names(S_outliers)
-        if names is not None and named is not None and not np.array_equal(names, named):
-            # read by position: another order would test each base score on another's
-            raise ValueError(f"S_outliers must have the columns of S_train, in its order "
-                             f"{names.tolist()}; got {named.tolist()}.")
+        _same_columns([S_train, S_outliers], "S_outliers must have the columns of S_train, "
+                      "in its order")
         if out.shape[0] < MIN_ROWS:
             raise ValueError(f"S_outliers must hold at least {MIN_ROWS} rows (half choose, "
                              f"half test); got {out.shape[0]}.")
@@ -264,7 +272,10 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         (one positive number per task, default equal) weigh the tasks' AUROCs; ``kinds``
         (one label per task, default one kind) group them by kind of proxy, and a
         combination is kept only when it passes the paired test on every kind. ``rng``:
-        a NumPy ``Generator``, or a seed for one."""
+        a NumPy ``Generator``, or a seed for one. The rows of every task must name the
+        same columns in the same order, if they name any."""
+        self._validate_params()
+        _same_columns([part for task in tasks for part in task])
         if not isinstance(rng, np.random.Generator):
             try:
                 rng = np.random.default_rng(rng)

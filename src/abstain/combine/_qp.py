@@ -47,13 +47,16 @@ def inlier_covariance(Z_train: ArrayLike, sigma: float = 1e-6) -> F64:
     # each entry the correctly rounded sum of its products (math.fsum): the same bits for
     # the rows in any order and on any CPU (a BLAS Z' Z sums in row order, by the kernel)
     m = Z.shape[1]
-    cov = np.empty((m, m))
-    with np.errstate(over="ignore"):  # refused just below
-        for i in range(m):
-            for j in range(i + 1, m):
-                cov[i, j] = cov[j, i] = (math.fsum((Z[:, i] * Z[:, j]).tolist())
-                                         / (Z.shape[0] - 1.0))
-        cov[np.diag_indices_from(cov)] = covariance_diagonal(Z, s)
+    cov = np.full((m, m), np.inf)
+    try:
+        with np.errstate(over="ignore"):  # refused just below
+            for i in range(m):
+                for j in range(i + 1, m):
+                    cov[i, j] = cov[j, i] = (math.fsum((Z[:, i] * Z[:, j]).tolist())
+                                             / (Z.shape[0] - 1.0))
+            cov[np.diag_indices_from(cov)] = covariance_diagonal(Z, s)
+    except OverflowError:  # finite products whose sum overflows (math.fsum raises)
+        cov[:] = np.inf
     if not np.isfinite(cov).all():  # z-values beyond about 1e154: their products overflow
         raise ValueError(f"Z_train must keep its covariance within the float64 range (|z| "
                          f"up to about 1e154); got z-values of magnitude up to "

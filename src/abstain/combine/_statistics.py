@@ -294,11 +294,11 @@ def combine(
         if kind == "p" and np.any(arr == 1.0):
             raise ValueError("values must be < 1 for method='glrt_cov' (p = 1 is z = -inf); "
                              f"got {int(np.sum(arr == 1.0))} value(s) equal to 1.")
-        z = arr if kind == "z" else -special.ndtri(arr)
         c = as_covariance(cov, arr.shape[1])
-        with np.errstate(over="ignore", invalid="ignore"):  # refused by _finite_glrt
-            out = glrt_cov(z, c, eps)
-        return _finite_glrt(out, arr) if kind == "z" else out
+        if kind == "z":
+            with np.errstate(over="ignore", invalid="ignore"):  # refused by _finite_glrt
+                return _finite_glrt(glrt_cov(arr, c, eps), arr)
+        return glrt_cov(-special.ndtri(arr), c, eps)
     if cov is not None:
         raise ValueError(f"cov is used only by method='glrt_cov'; got a cov with "
                          f"method={name!r}.")

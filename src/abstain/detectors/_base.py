@@ -65,9 +65,9 @@ def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
         top = np.max(np.abs(flat[rows]), axis=-1, keepdims=True)
         if np.any(top == 0):
             # in float32, features below its range (about 1.4e-45) were 0 when cast to it
-            hint = ("" if F.dtype != np.float32 else " in float32 (features below about "
-                    "1.4e-45 are 0 there: multiply them by a constant, or use "
-                    "dtype='float64')")
+            hint = ("" if F.dtype != np.float32 else " in float32 (where features below "
+                    "about 1.4e-45 are 0: if those rows are not all zero, multiply the "
+                    "features by a constant, or use dtype='float64')")
             raise ValueError(f"{who} cannot scale a feature vector of norm 0{hint}; "
                              f"got {int(np.count_nonzero(top == 0))} such row(s).")
         scaled = flat[rows] / top
@@ -201,10 +201,12 @@ def ocsvm_decision(X: NDArray[np.float64], part: dict[str, Any], block: int) -> 
     for start in range(0, X.shape[0], block):
         q = X[start:start + block]
         with np.errstate(over="ignore", invalid="ignore"):  # refused just below
-            d2 = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] - 2.0 * q @ sv.T + sv_sq, 0.0)
-            out[start:start + block] = np.exp(-g * d2) @ coef
-    if np.isnan(out).any():  # |q|^2 - 2 q.sv + |sv|^2 as inf - inf: no distance to compare
-        raise ValueError("supocsvm: the squared distances between the features and the "
-                         "support vectors overflow float64 (entries beyond about 1e154); "
-                         "scale the features down.")
+            d2 = np.einsum("ij,ij->i", q, q)[:, None] - 2.0 * q @ sv.T + sv_sq
+        # inf - inf, or -inf where 2 q.sv alone overflowed: no distance to compare (+inf is
+        # a distance beyond float64, a kernel of 0)
+        if np.any(np.isnan(d2) | (d2 == -np.inf)):
+            raise ValueError("supocsvm: the squared distances between the features and the "
+                             "support vectors overflow float64 (entries beyond about 1e154); "
+                             "scale the features down.")
+        out[start:start + block] = np.exp(-g * np.maximum(d2, 0.0)) @ coef
     return out - part["rho"]
