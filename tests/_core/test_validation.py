@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from abstain import BoundedAbstention, PairTable, ScoreTable
+from abstain import BoundedAbstention, BoundedImprovement, CostBased, PairTable, ScoreTable
 from abstain._core.validation import (
     Boolean,
     InstanceOf,
@@ -98,6 +98,11 @@ PAIRS = PairTable.from_arrays([[0.1, 0.2], [0.3, 0.4]], [0.0, 1.0], is_ood=[0, 1
     (lambda: as_real_array(np.asarray(TABLE), "X"), r"^X must be an array of real numbers; got a "
                                                     r"ScoreTable"),
     (lambda: as_real_array(None, "X"), r"^X must be an array of real numbers; got None\.$"),
+    # a PairTable alone where one score column is taken: it said to give the losses
+    (lambda: CostBased(0.3).fit(PAIRS), r"^got a PairTable \(two score columns\) where one "
+                                        r"score column is taken: .*BoundedTPRFPR\(\)\.fit"),
+    (lambda: BoundedImprovement(0.3).fit(PAIRS), r"^got a PairTable \(two score columns\)"),
+    (lambda: aurc(PAIRS), r"^got a PairTable \(two score columns\)"),
 ])
 def test_a_table_given_for_an_array_is_named_with_where_it_goes(call: Any, match: str) -> None:
     with pytest.raises(ValueError, match=match) as info:

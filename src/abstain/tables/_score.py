@@ -626,9 +626,15 @@ def refuse_binned(*given: Any) -> None:
 
 
 def table_or_none(first: Any, rest: dict[str, Any]) -> ScoreTable | None:
-    """``first`` when it is a table (then every argument named in ``rest`` must be None)."""
+    """``first`` when it is a table (then every argument named in ``rest`` must be None);
+    a PairTable (two score columns, where one is taken) is refused."""
     if not isinstance(first, ScoreTable):
         refuse_binned(first)
+        if type(first).__name__ == "PairTable":  # (its callers for two scores take it first)
+            raise ValueError("got a PairTable (two score columns) where one score column is "
+                             "taken: pass the arrays, or pass the table alone as the first "
+                             "argument of a metric of two scores (auroc(table), oscr(table)) "
+                             "or of an OOD rule's fit (BoundedTPRFPR().fit(table)).")
         return None
     check_whole_table(first, rest)
     return first
