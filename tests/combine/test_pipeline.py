@@ -135,9 +135,14 @@ def test_estimator_errors(rng):
                               r"\(\|z\| up to about 1e154\); got z-values of magnitude up "
                               r"to 2e\+200\.$"):
         inlier_covariance([[1e200, 1.0], [2e200, -1.0]])
-    # finite products whose sum overflows: math.fsum's OverflowError
-    with pytest.raises(ValueError, match=r"^Z_train must keep its covariance within the "):
-        inlier_covariance([[1e154, 1e154], [1e154, 1e154], [0.0, 1.0]])
+    # products or sums beyond float64 of a covariance that is finite (math.fsum raised an
+    # OverflowError, then the sum was refused): each column in units of a power of two
+    assert inlier_covariance([[1e154, 1e154], [1e154, 1e154], [0.0, 1.0]],
+                             sigma=0.0).tolist() == [[1e308, 1e308], [1e308, 1e308]]
+    z = np.tile([[1e153, 1e-150], [1e153, -1e-150]], (100, 1))  # 200 rows: sums of 2e308
+    big, small = inlier_covariance(z), inlier_covariance(np.ldexp(z, [-600, 0]), sigma=0.0)
+    assert big.tolist() == [[float(np.ldexp(small[0, 0], 1200)), 0.0],
+                            [0.0, small[1, 1] + 1e-6]]
 
 
 def test_auto_reads_the_outliers_columns_by_name_seeds_and_bounded_resamples(rng):
@@ -159,6 +164,7 @@ def test_auto_reads_the_outliers_columns_by_name_seeds_and_bounded_resamples(rng
     tasks = [(rng.normal(size=(50, 3)), rng.normal(size=(50, 3)), rng.normal(size=(50, 3)) + 1)]
     combiner = ScoreCombiner(n_bootstrap=20)
     assert combiner.choose(tasks, 7) == combiner.choose(tasks, np.random.default_rng(7))
+    assert combiner.choose(iter(tasks), 7) == combiner.choose(tasks, 7)  # read once
     with pytest.raises(ValueError, match=r"^rng must be a numpy.random.Generator or a seed"):
         combiner.choose(tasks, "seven")
     with pytest.raises(ValueError, match=r"^n_bootstrap must be an integer in \[1, 1000000\]"):

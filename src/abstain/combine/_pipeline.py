@@ -275,6 +275,7 @@ class ScoreCombiner(NamedFeatures, ParamsMixin):
         a NumPy ``Generator``, or a seed for one. The rows of every task must name the
         same columns in the same order, if they name any."""
         self._validate_params()
+        tasks = list(tasks)  # (a generator is read once, here)
         _same_columns([part for task in tasks for part in task])
         if not isinstance(rng, np.random.Generator):
             try:

@@ -46,21 +46,36 @@ def inlier_covariance(Z_train: ArrayLike, sigma: float = 1e-6) -> F64:
     s = float(sigma)
     # each entry the correctly rounded sum of its products (math.fsum): the same bits for
     # the rows in any order and on any CPU (a BLAS Z' Z sums in row order, by the kernel)
+    cov = _covariance(Z, s)
+    if not np.isfinite(cov).all():
+        # products or their sums beyond float64: each column in units of a power of two at
+        # least its largest magnitude (exact), the entries scaled back
+        e = np.frexp(np.max(np.abs(Z), axis=0))[1]
+        cov = _covariance(np.ldexp(Z, -e), 0.0)
+        with np.errstate(over="ignore"):
+            cov = np.ldexp(cov, e[:, None] + e[None, :])
+        cov[np.diag_indices_from(cov)] += s
+    if not np.isfinite(cov).all():  # z-values beyond about 1.3e154: entries beyond float64
+        raise ValueError(f"Z_train must keep its covariance within the float64 range (|z| "
+                         f"up to about 1e154); got z-values of magnitude up to "
+                         f"{float(np.max(np.abs(Z))):.3g}.")
+    return cov
+
+
+def _covariance(Z: F64, sigma: float) -> F64:
+    """:func:`inlier_covariance`'s entries of ``Z``, inf where a product or a sum
+    overflows."""
     m = Z.shape[1]
     cov = np.full((m, m), np.inf)
     try:
-        with np.errstate(over="ignore"):  # refused just below
+        with np.errstate(over="ignore"):
             for i in range(m):
                 for j in range(i + 1, m):
                     cov[i, j] = cov[j, i] = (math.fsum((Z[:, i] * Z[:, j]).tolist())
                                              / (Z.shape[0] - 1.0))
-            cov[np.diag_indices_from(cov)] = covariance_diagonal(Z, s)
+            cov[np.diag_indices_from(cov)] = covariance_diagonal(Z, sigma)
     except OverflowError:  # finite products whose sum overflows (math.fsum raises)
         cov[:] = np.inf
-    if not np.isfinite(cov).all():  # z-values beyond about 1e154: their products overflow
-        raise ValueError(f"Z_train must keep its covariance within the float64 range (|z| "
-                         f"up to about 1e154); got z-values of magnitude up to "
-                         f"{float(np.max(np.abs(Z))):.3g}.")
     return cov
 
 
