@@ -40,7 +40,7 @@ from .._core.validation import (
     plain,
 )
 from ..exceptions import ConvergenceWarning
-from ._losses import ScaledProblem, check_class_labels, newton_polish
+from ._losses import ScaledProblem, check_class_labels, check_classes_param, newton_polish
 from ._plugin import true_class_probability  # the target of TCP; its home is plugin
 
 __all__ = [
@@ -85,17 +85,7 @@ class _LinearScore(NamedFeatures, ParamsMixin):
     def _validate_params(self) -> None:
         super()._validate_params()
         if self.classes is not None:
-            labels = np.asarray(self.classes)
-            if labels.ndim != 1 or labels.size == 0:
-                raise ValueError(f"classes must be a non-empty 1-D array of labels or None; "
-                                 f"got {plain(self.classes)}.")
-            if labels.dtype.kind == "O":  # a fitted model's string classes_ (or mixed kinds)
-                try:
-                    np.unique(labels)
-                except TypeError:
-                    raise ValueError("classes must hold class labels of one kind, all numbers "
-                                     f"or all strings; got values such as "
-                                     f"{labels.tolist()[:3]}.") from None
+            check_classes_param(self.classes)
 
     def _blocks(self, y_pred: ArrayLike | None, n: int, fitting: bool) -> NDArray[np.intp]:
         """Block index of every row (all zeros for the shared feature map)."""
@@ -335,10 +325,9 @@ def _ridge(
         if rows.shape[0] == 0:
             continue
         if C == 0.0:
-            # columns near 1 by powers of two of their largest magnitude: the singular-value
-            # cut-off is relative, so units of 1e15 lost the intercept (1e-200: a norm of 0)
-            # (by ldexp: the power 2.0**1024 above a column reaching 2**1023 is inf, which
-            # zeroed the column)
+            # columns near 1 by powers of two of their largest magnitude (by ldexp: 2.0**1024
+            # is inf): the singular-value cut-off is relative, so units of 1e15 lost the
+            # intercept (1e-200: a norm of 0)
             exps = np.frexp(np.max(np.abs(rows), axis=0))[1]
             with np.errstate(over="ignore"):
                 sol[k] = np.ldexp(scipy.linalg.lstsq(np.ldexp(rows, -exps), t, cond=None)[0],

@@ -251,6 +251,21 @@ def newton_polish(
     return theta, norm, steps
 
 
+def check_classes_param(classes: Any) -> None:
+    """Refuse a ``classes`` parameter that is no non-empty 1-D array of labels of one kind
+    (object labels, a fitted model's string ``classes_``, are taken when they sort)."""
+    labels = np.asarray(classes)
+    if labels.ndim != 1 or labels.size == 0:
+        raise ValueError(f"classes must be a non-empty 1-D array of labels or None; got "
+                         f"{plain(classes)}.")
+    if labels.dtype.kind == "O":  # labels of mixed kinds (None, numbers beside text)
+        try:
+            np.unique(labels)
+        except TypeError:
+            raise ValueError("classes must hold class labels of one kind, all numbers or all "
+                             f"strings; got values such as {labels.tolist()[:3]}.") from None
+
+
 def check_class_labels(classes: NDArray[Any], name: str) -> None:
     """Refuse labels that a fitted score's JSON cannot keep: bytes, dates, complex or long
     double numbers, NaN."""
