@@ -40,7 +40,13 @@ from .._core.validation import (
     plain,
 )
 from ..exceptions import ConvergenceWarning
-from ._losses import ScaledProblem, check_class_labels, check_classes_param, newton_polish
+from ._losses import (
+    ScaledProblem,
+    check_class_labels,
+    check_classes_param,
+    check_one_kind,
+    newton_polish,
+)
 from ._plugin import true_class_probability  # the target of TCP; its home is plugin
 
 __all__ = [
@@ -104,13 +110,7 @@ class _LinearScore(NamedFeatures, ParamsMixin):
         if np.any(nan):
             raise ValueError(f"y_pred must hold class labels, not NaN; got NaN in "
                              f"{int(np.sum(nan))} row(s).")
-        if labels.dtype.kind == "O":  # labels of mixed kinds (None, numbers beside text)
-            try:
-                np.unique(labels)
-            except TypeError:
-                raise ValueError("y_pred must hold class labels of one kind, all numbers or "
-                                 f"all strings; got values such as {labels.tolist()[:3]}."
-                                 ) from None
+        check_one_kind(labels, "y_pred")
         if fitting:
             self.classes_ = np.unique(labels if self.classes is None else self.classes)
             check_class_labels(self.classes_, "y_pred" if self.classes is None else "classes")

@@ -258,11 +258,16 @@ def check_classes_param(classes: Any) -> None:
     if labels.ndim != 1 or labels.size == 0:
         raise ValueError(f"classes must be a non-empty 1-D array of labels or None; got "
                          f"{plain(classes)}.")
-    if labels.dtype.kind == "O":  # labels of mixed kinds (None, numbers beside text)
+    check_one_kind(labels, "classes")
+
+
+def check_one_kind(labels: NDArray[Any], name: str) -> None:
+    """Refuse object labels of mixed kinds (None, numbers beside text): they do not sort."""
+    if labels.dtype.kind == "O":
         try:
             np.unique(labels)
         except TypeError:
-            raise ValueError("classes must hold class labels of one kind, all numbers or all "
+            raise ValueError(f"{name} must hold class labels of one kind, all numbers or all "
                              f"strings; got values such as {labels.tolist()[:3]}.") from None
 
 
