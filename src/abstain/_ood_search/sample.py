@@ -505,9 +505,14 @@ class Sample:
             weights = (self.w_id, self.w_ood, self.w_loss)
             for b0, b1 in grid_batches(n, w.shape[0]):
                 r, e = self._sorted(w[b0:b1], (False, True))
-                rounded.append(r.grouped().blocked(*weights))
-                exact.append(rounded[-1] if e is r else e.grouped().blocked(*weights)._replace(
-                    base=None if e.base is None else (rounded[-1], e.base[1])))
+                g = r.grouped()
+                # the knot blocks serve the envelopes alone: the rounded orders need them
+                # where the exact ones are these, or these but for a few directions
+                if e is r or e.base is not None:
+                    g = g.blocked(*weights)
+                rounded.append(g)
+                exact.append(g if e is r else e.grouped().blocked(*weights)._replace(
+                    base=None if e.base is None else (g, e.base[1])))
             self._orders[n_directions, False] = rounded
             self._orders[n_directions, True] = exact
         return True
