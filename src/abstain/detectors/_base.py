@@ -79,6 +79,17 @@ def unit_rows(F: NDArray[np.float64], who: str) -> NDArray[np.float64]:
     return F / norm
 
 
+def unit_rows_or_zero(F: NDArray[np.float64], who: str,
+                      norm: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """:func:`unit_rows` of the rows of ``F`` that are not all zero; a zero row, which has
+    no direction, stays 0 (a cosine of 0). ``norm``: :func:`row_norms` of ``F`` where the
+    caller has them."""
+    nonzero = (row_norms(F) if norm is None else norm) > 0
+    unit = np.zeros(F.shape)
+    unit[nonzero] = unit_rows(F[nonzero], who)
+    return unit
+
+
 class Detector(NamedFeatures, ParamsMixin):
     """Shared protocol of the detectors; see the module docstring."""
 

@@ -68,7 +68,15 @@ from .._core.validation import (
     check_int,
     plain,
 )
-from ._base import max_cosine, ocsvm_decision, row_means, row_norms, svm_gamma, unit_rows
+from ._base import (
+    max_cosine,
+    ocsvm_decision,
+    row_means,
+    row_norms,
+    svm_gamma,
+    unit_rows,
+    unit_rows_or_zero,
+)
 from ._logits import neg_log_share, neg_max_softmax
 
 __all__ = [
@@ -443,9 +451,7 @@ class ShiftedBaseScores(ParamsMixin):
         if kind == "norm":
             return -row_norms(Fj)
         if kind == "cos":
-            unit = np.zeros(Fj.shape)  # a zero feature has no direction: cosine 0, as CSI's
-            nonzero = row_norms(Fj) > 0
-            unit[nonzero] = unit_rows(Fj[nonzero], "features: the cosine score")
+            unit = unit_rows_or_zero(Fj, "features: the cosine score")  # as CSI's
             return -max_cosine(unit, self.bank_[j], int(self.block))
         if kind in _LOGIT_KINDS:
             assert Lj is not None
@@ -630,10 +636,9 @@ class CSI(_ShiftedDetector):
         if L.shape[1] != Z.shape[1]:
             raise ValueError(f"logits must have the rows of projections ({Z.shape[1]}); got "
                              f"{L.shape[1]}.")
-        norm = row_norms(Z).T
-        unit = np.zeros(Z.shape)  # a zero projection has no direction: cosine 0
-        nonzero = norm.T > 0
-        unit[nonzero] = unit_rows(Z[nonzero], "projections: the cosine score")
+        norms = row_norms(Z)
+        unit = unit_rows_or_zero(Z, "projections: the cosine score", norms)
+        norm = norms.T
         cos = np.stack([max_cosine(unit[j], self.bank_[j], int(self.block))
                         for j in range(T)], axis=1)
         shift = np.stack([L[j, :, j] for j in range(T)], axis=1)
