@@ -59,7 +59,7 @@ def plain(value: Any) -> str:
 
 
 #: Where each table goes instead of an array argument.
-_TABLE_USE = {
+TABLE_USE = {
     "ScoreTable": "as the first argument of a metric (aurc(table), auroc(table)) or of "
                   "a rule's fit (BoundedAbstention().fit(table))",
     "PairTable": "as the first argument of a metric of two scores (auroc(table), "
@@ -107,9 +107,9 @@ def _refuse_table(values: Any, name: str) -> None:
     if isinstance(values, np.ndarray) and values.shape == () and values.dtype == object:
         values = values.item()  # np.asarray(table) on the way here
     kind = type(values).__name__
-    if kind in _TABLE_USE and type(values).__module__.startswith("abstain."):
+    if kind in TABLE_USE and type(values).__module__.startswith("abstain."):
         raise ValueError(f"{name} must be an array of real numbers; got a {kind}: pass the "
-                         f"arrays, or pass the table alone {_TABLE_USE[kind]}.")
+                         f"arrays, or pass the table alone {TABLE_USE[kind]}.")
     if values is None:
         raise ValueError(f"{name} must be an array of real numbers; got None.")
 

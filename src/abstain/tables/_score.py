@@ -21,6 +21,7 @@ from .._core.groups import TieGroups, group_totals, groups_from_totals
 from .._core.schema import Array, Field, Flag, Number
 from .._core.serialize import dumps, serializable
 from .._core.validation import (
+    TABLE_USE,
     as_is_ood,
     as_losses,
     as_real_array,
@@ -632,9 +633,8 @@ def table_or_none(first: Any, rest: dict[str, Any]) -> ScoreTable | None:
         refuse_binned(first)
         if type(first).__name__ == "PairTable":  # (its callers for two scores take it first)
             raise ValueError("got a PairTable (two score columns) where one score column is "
-                             "taken: pass the arrays, or pass the table alone as the first "
-                             "argument of a metric of two scores (auroc(table), oscr(table)) "
-                             "or of an OOD rule's fit (BoundedTPRFPR().fit(table)).")
+                             f"taken: pass the arrays, or pass the table alone "
+                             f"{TABLE_USE['PairTable']}.")
         return None
     check_whole_table(first, rest)
     return first
